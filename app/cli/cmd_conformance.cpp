@@ -1,0 +1,204 @@
+// `kiln conformance DIR...`: runs ONNX backend node tests (model.onnx plus
+// test_data_set_N/input_K.pb and output_K.pb) on the CPU reference backend.
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "cli/tensor_compare.h"
+#include "kiln/onnx_import.h"
+#include "kiln/reference_backend.h"
+
+namespace kiln::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+enum class Outcome { kPass, kFail, kUnsupported, kNonTensor, kExpectedFail, kUnexpectedPass };
+
+const char* outcomeName(Outcome o) {
+  switch (o) {
+    case Outcome::kPass: return "PASS";
+    case Outcome::kFail: return "FAIL";
+    case Outcome::kUnsupported: return "UNSUPPORTED";
+    case Outcome::kNonTensor: return "SKIP";
+    case Outcome::kExpectedFail: return "XFAIL";
+    case Outcome::kUnexpectedPass: return "XPASS";
+  }
+  return "?";
+}
+
+struct TestResult {
+  std::string name;
+  Outcome outcome = Outcome::kPass;
+  std::string detail;
+  double maxAbs = 0, maxRel = 0;
+};
+
+// Test directories: each DIR that holds model.onnx, or its subfolders that do.
+std::vector<fs::path> findTests(const std::vector<std::string>& roots) {
+  std::vector<fs::path> tests;
+  for (const std::string& root : roots) {
+    std::error_code ec;
+    if (fs::exists(fs::path(root) / "model.onnx", ec)) {
+      tests.push_back(root);
+      continue;
+    }
+    for (const auto& entry : fs::directory_iterator(root, ec)) {
+      if (entry.is_directory() && fs::exists(entry.path() / "model.onnx")) tests.push_back(entry.path());
+    }
+  }
+  std::sort(tests.begin(), tests.end());
+  return tests;
+}
+
+std::vector<fs::path> sortedFiles(const fs::path& dir, const std::string& prefix) {
+  std::vector<std::pair<int, fs::path>> files;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) == 0 && entry.path().extension() == ".pb") {
+      files.emplace_back(std::atoi(name.c_str() + prefix.size()), entry.path());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  std::vector<fs::path> out;
+  for (auto& f : files) out.push_back(f.second);
+  return out;
+}
+
+TestResult runDataSet(const Network& network, const fs::path& dataDir, TestResult result) {
+  std::map<std::string, Tensor> inputs;
+  const auto inputFiles = sortedFiles(dataDir, "input_");
+  for (size_t k = 0; k < inputFiles.size() && k < network.graph.inputs.size(); ++k) {
+    auto t = readTensorProtoFile(inputFiles[k].string());
+    if (!t.isOk()) return {result.name, Outcome::kFail, t.status().message()};
+    inputs[network.graph.inputs[k].name] = std::move(t).value();
+  }
+  ReferenceBackend backend(network);
+  std::vector<NamedTensor> outputs;
+  Status status = backend.run(inputs, &outputs);
+  if (!status.isOk()) {
+    Outcome o = status.code() == StatusCode::kUnsupported ? Outcome::kUnsupported : Outcome::kFail;
+    return {result.name, o, status.message()};
+  }
+  const auto outputFiles = sortedFiles(dataDir, "output_");
+  for (size_t k = 0; k < outputFiles.size() && k < outputs.size(); ++k) {
+    auto expected = readTensorProtoFile(outputFiles[k].string());
+    if (!expected.isOk()) return {result.name, Outcome::kFail, expected.status().message()};
+    CompareResult cmp = compareTensors(outputs[k].tensor, expected.value(), defaultTolerance(expected->type()));
+    result.maxAbs = std::max(result.maxAbs, cmp.maxAbsError);
+    result.maxRel = std::max(result.maxRel, cmp.maxRelError);
+    if (!cmp.match) {
+      result.outcome = Outcome::kFail;
+      result.detail = "output '" + outputs[k].name + "' " + cmp.reason;
+      return result;
+    }
+  }
+  return result;
+}
+
+TestResult runTest(const fs::path& dir) {
+  TestResult result{dir.filename().string()};
+  auto network = importOnnxFile((dir / "model.onnx").string());
+  if (!network.isOk()) {
+    const std::string& msg = network.status().message();
+    bool nonTensor = msg.find("is not a tensor") != std::string::npos;
+    bool unsupportedOp = network.status().code() == StatusCode::kUnsupported;
+    result.outcome = nonTensor ? Outcome::kNonTensor : unsupportedOp ? Outcome::kUnsupported : Outcome::kFail;
+    result.detail = msg;
+    return result;
+  }
+  std::vector<fs::path> sets;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (entry.is_directory() && entry.path().filename().string().rfind("test_data_set_", 0) == 0) sets.push_back(entry.path());
+  }
+  std::sort(sets.begin(), sets.end());
+  for (const fs::path& set : sets) {
+    result = runDataSet(network.value(), set, result);
+    if (result.outcome != Outcome::kPass) break;
+  }
+  return result;
+}
+
+// "test_name | reason" per line; '#' starts a comment.
+std::map<std::string, std::string> readExpectedFailures(const std::string& path, Status* status) {
+  std::map<std::string, std::string> entries;
+  if (path.empty()) return entries;
+  std::ifstream file(path);
+  if (!file) {
+    *status = notFound(path + ": cannot open expected-failures file");
+    return entries;
+  }
+  std::string line;
+  while (std::getline(file, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t bar = line.find('|');
+    std::string name = line.substr(0, bar);
+    name.erase(name.find_last_not_of(" \t") + 1);
+    entries[name] = bar == std::string::npos ? "" : line.substr(bar + 1);
+  }
+  return entries;
+}
+
+}  // namespace
+
+int runConformance(const std::vector<std::string>& argv) {
+  Args args({"expected-failures", "filter"}, {"json", "quiet", "help"});
+  Status parsed = args.parse(argv);
+  if (!parsed.isOk()) return fail("conformance", parsed.message(), 2);
+  if (args.flag("help") || args.positional().empty()) {
+    std::printf("usage: kiln conformance DIR... [--expected-failures FILE] [--filter SUBSTRING] [--json] [--quiet]\n"
+                "  DIR is one ONNX backend test (model.onnx + test_data_set_N/) or a folder of them.\n"
+                "  Tests listed in FILE ('name | reason' lines) may fail; one that passes is an error (XPASS).\n");
+    return args.flag("help") ? 0 : 2;
+  }
+  Status status;
+  const auto expected = readExpectedFailures(args.value("expected-failures"), &status);
+  if (!status.isOk()) return fail("conformance", status.message());
+  std::map<Outcome, int> counts;
+  nlohmann::json report = nlohmann::json::array();
+  for (const fs::path& dir : findTests(args.positional())) {
+    if (args.has("filter") && dir.filename().string().find(args.value("filter")) == std::string::npos) continue;
+    TestResult r = runTest(dir);
+    const bool listed = expected.count(r.name) > 0;
+    if (listed && (r.outcome == Outcome::kFail || r.outcome == Outcome::kUnsupported)) r.outcome = Outcome::kExpectedFail;
+    else if (listed && r.outcome == Outcome::kPass) r.outcome = Outcome::kUnexpectedPass;
+    ++counts[r.outcome];
+    if (args.flag("json")) {
+      report.push_back({{"test", r.name}, {"result", outcomeName(r.outcome)}, {"detail", r.detail},
+                        {"max_abs_error", r.maxAbs}, {"max_rel_error", r.maxRel}});
+    } else if (!args.flag("quiet") || (r.outcome != Outcome::kPass && r.outcome != Outcome::kExpectedFail)) {
+      if (r.outcome == Outcome::kPass) std::printf("PASS %s (max abs %.3g, max rel %.3g)\n", r.name.c_str(), r.maxAbs, r.maxRel);
+      else std::printf("%s %s: %s\n", outcomeName(r.outcome), r.name.c_str(),
+                       r.outcome == Outcome::kUnexpectedPass ? "passes but is listed as an expected failure; remove it" : r.detail.c_str());
+    }
+  }
+  const int passed = counts[Outcome::kPass];
+  const int failed = counts[Outcome::kFail] + counts[Outcome::kUnsupported] + counts[Outcome::kUnexpectedPass];
+  if (args.flag("json")) {
+    nlohmann::json summary = {{"passed", passed}, {"failed", counts[Outcome::kFail]},
+                              {"unsupported", counts[Outcome::kUnsupported]}, {"expected_failures", counts[Outcome::kExpectedFail]},
+                              {"unexpected_passes", counts[Outcome::kUnexpectedPass]}, {"skipped_non_tensor", counts[Outcome::kNonTensor]},
+                              {"tests", report}};
+    std::printf("%s\n", summary.dump(1).c_str());
+  } else {
+    std::printf("%d passed, %d failed\n", passed, failed);
+    std::printf("(%d unsupported, %d expected failures, %d unexpected passes, %d skipped: not tensor-only)\n",
+                counts[Outcome::kUnsupported], counts[Outcome::kExpectedFail], counts[Outcome::kUnexpectedPass],
+                counts[Outcome::kNonTensor]);
+  }
+  return failed == 0 ? 0 : 1;
+}
+
+int fail(const std::string& command, const std::string& message, int code) {
+  std::fprintf(stderr, "kiln %s: %s\n", command.c_str(), message.c_str());
+  return code;
+}
+
+}  // namespace kiln::cli

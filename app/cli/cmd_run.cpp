@@ -1,0 +1,147 @@
+// `kiln run MODEL.onnx`: runs a model on the CPU reference backend and prints
+// output summaries and latency statistics.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "cli/tensor_args.h"
+#include "kiln/onnx_import.h"
+#include "kiln/reference_backend.h"
+
+namespace kiln::cli {
+namespace {
+
+struct LatencyStats {
+  double min = 0, mean = 0, median = 0, p90 = 0, p99 = 0, max = 0;
+};
+
+LatencyStats summarize(std::vector<double> ms) {
+  LatencyStats s;
+  if (ms.empty()) return s;
+  std::sort(ms.begin(), ms.end());
+  auto pct = [&](double p) { return ms[std::min(ms.size() - 1, static_cast<size_t>(std::ceil(p * ms.size())) - 1)]; };
+  s.min = ms.front();
+  s.max = ms.back();
+  for (double v : ms) s.mean += v / ms.size();
+  s.median = ms.size() % 2 ? ms[ms.size() / 2] : (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]) / 2;
+  s.p90 = pct(0.90);
+  s.p99 = pct(0.99);
+  return s;
+}
+
+nlohmann::json tensorSummary(const NamedTensor& out, bool withValues) {
+  const Tensor& t = out.tensor;
+  nlohmann::json j = {{"name", out.name}, {"dtype", dataTypeName(t.type())}, {"shape", t.shape()}};
+  if (t.type() == DataType::kString) {
+    if (withValues) j["values"] = t.strings();
+    return j;
+  }
+  double lo = INFINITY, hi = -INFINITY, sum = 0;
+  int64_t nonFinite = 0;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    double v = t.valueAsDouble(i);
+    if (!std::isfinite(v)) {
+      ++nonFinite;
+      continue;
+    }
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+    sum += v;
+  }
+  const int64_t finite = t.numel() - nonFinite;
+  j["min"] = finite ? lo : 0.0;
+  j["max"] = finite ? hi : 0.0;
+  j["mean"] = finite ? sum / finite : 0.0;
+  j["non_finite"] = nonFinite;
+  if (withValues) {
+    std::vector<double> values(t.numel());
+    for (int64_t i = 0; i < t.numel(); ++i) values[i] = t.valueAsDouble(i);
+    j["values"] = values;
+  }
+  return j;
+}
+
+void printSummary(const nlohmann::json& j, const Tensor& t) {
+  std::printf("  %-24s %-8s %-18s", j["name"].get<std::string>().c_str(), j["dtype"].get<std::string>().c_str(),
+              shapeToString(t.shape()).c_str());
+  if (t.type() != DataType::kString) {
+    std::printf(" min %.6g max %.6g mean %.6g", j["min"].get<double>(), j["max"].get<double>(), j["mean"].get<double>());
+    if (j["non_finite"].get<int64_t>() > 0) std::printf(" (%lld non-finite)", static_cast<long long>(j["non_finite"].get<int64_t>()));
+    std::printf("  [");
+    for (int64_t i = 0; i < std::min<int64_t>(t.numel(), 5); ++i) std::printf("%s%.5g", i ? ", " : "", t.valueAsDouble(i));
+    std::printf("%s]", t.numel() > 5 ? ", ..." : "");
+  }
+  std::printf("\n");
+}
+
+}  // namespace
+
+int runRun(const std::vector<std::string>& argv) {
+  Args args({"shapes", "load-inputs", "iterations", "warmup", "export-output", "seed", "backend"}, {"json", "help"});
+  Status parsed = args.parse(argv);
+  if (!parsed.isOk()) return fail("run", parsed.message(), 2);
+  if (args.flag("help") || args.positional().size() != 1) {
+    std::printf("usage: kiln run MODEL.onnx [--shapes name:1x3x224x224,...] [--load-inputs name:file.npy|.pb,...]\n"
+                "                [--iterations N (10)] [--warmup N (1)] [--seed N] [--export-output out.json] [--json]\n"
+                "  Inputs not loaded from files get seeded random non-zero data.\n");
+    return args.flag("help") ? 0 : 2;
+  }
+  if (args.has("backend") && args.value("backend") != "cpu") {
+    return fail("run", "backend '" + args.value("backend") + "' is not available in this build (use --backend cpu)", 2);
+  }
+  int64_t iterations, warmup, seed;
+  std::map<std::string, Shape> shapes;
+  std::map<std::string, std::string> files;
+  for (Status s : {args.intValue("iterations", 10, &iterations), args.intValue("warmup", 1, &warmup),
+                   args.intValue("seed", 1, &seed), parseShapeList(args.value("shapes"), &shapes),
+                   parseFileList(args.value("load-inputs"), &files)}) {
+    if (!s.isOk()) return fail("run", s.message(), 2);
+  }
+  if (iterations < 1 || warmup < 0) return fail("run", "--iterations must be >= 1 and --warmup >= 0", 2);
+  auto network = importOnnxFile(args.positional()[0]);
+  if (!network.isOk()) return fail("run", network.status().message());
+  std::map<std::string, Tensor> inputs;
+  Status prepared = prepareInputs(network->graph, shapes, files, static_cast<uint32_t>(seed), &inputs);
+  if (!prepared.isOk()) return fail("run", args.positional()[0] + ": " + prepared.message());
+  ReferenceBackend backend(network.value());
+  std::vector<NamedTensor> outputs;
+  std::vector<double> times;
+  for (int64_t i = 0; i < warmup + iterations; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    Status ran = backend.run(inputs, &outputs);
+    std::chrono::duration<double, std::milli> ms = std::chrono::steady_clock::now() - start;
+    if (!ran.isOk()) return fail("run", args.positional()[0] + ": " + ran.message());
+    if (i >= warmup) times.push_back(ms.count());
+  }
+  LatencyStats s = summarize(times);
+  nlohmann::json result = {{"model", args.positional()[0]}, {"backend", "cpu"}, {"iterations", iterations}};
+  result["latency_ms"] = {{"min", s.min}, {"mean", s.mean}, {"median", s.median}, {"p90", s.p90}, {"p99", s.p99}, {"max", s.max}};
+  result["outputs"] = nlohmann::json::array();
+  for (const NamedTensor& out : outputs) result["outputs"].push_back(tensorSummary(out, false));
+  if (args.has("export-output")) {
+    nlohmann::json exported = nlohmann::json::array();
+    for (const NamedTensor& out : outputs) exported.push_back(tensorSummary(out, true));
+    std::ofstream file(args.value("export-output"));
+    file << exported.dump(1) << "\n";
+    if (!file) return fail("run", args.value("export-output") + ": cannot write");
+  }
+  if (args.flag("json")) {
+    std::printf("%s\n", result.dump(1).c_str());
+    return 0;
+  }
+  std::printf("model: %s (backend: cpu reference)\n", args.positional()[0].c_str());
+  std::printf("inputs:\n");
+  for (const auto& [name, t] : inputs) std::printf("  %-24s %-8s %s\n", name.c_str(), dataTypeName(t.type()), shapeToString(t.shape()).c_str());
+  std::printf("outputs:\n");
+  for (size_t i = 0; i < outputs.size(); ++i) printSummary(result["outputs"][i], outputs[i].tensor);
+  std::printf("latency over %lld iterations (ms): min %.3f  mean %.3f  median %.3f  p90 %.3f  p99 %.3f  max %.3f\n",
+              static_cast<long long>(iterations), s.min, s.mean, s.median, s.p90, s.p99, s.max);
+  return 0;
+}
+
+}  // namespace kiln::cli

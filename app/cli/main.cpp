@@ -1,0 +1,39 @@
+// kiln: the command line of the Kiln inference-engine builder.
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+
+#include "cli/commands.h"
+
+namespace {
+
+void printUsage() {
+  std::printf(
+      "usage: kiln <command> [options]\n\n"
+      "commands:\n"
+      "  inspect MODEL.onnx [--shapes n:1x3x224x224] [--json]   model summary: I/O, opsets, ops, params, FLOPs\n"
+      "  run MODEL.onnx [--shapes ...] [--load-inputs n:f.npy] [--iterations N] [--export-output f.json] [--json]\n"
+      "                                                          run on the CPU reference backend\n"
+      "  conformance DIR... [--expected-failures FILE] [--json] run ONNX backend node tests\n\n"
+      "Run `kiln <command> --help` for a command's options.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
+    printUsage();
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string command = argv[1];
+  std::vector<std::string> args(argv + 2, argv + argc);
+  if (command == "inspect") return kiln::cli::runInspect(args);
+  if (command == "run") return kiln::cli::runRun(args);
+  if (command == "conformance") return kiln::cli::runConformance(args);
+  if (command == "--version" || command == "version") {
+    std::printf("kiln 0.1.0\n");
+    return 0;
+  }
+  std::fprintf(stderr, "kiln: unknown command '%s' (try `kiln --help`)\n", command.c_str());
+  return 2;
+}

@@ -1,0 +1,232 @@
+#include <chrono>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "backends/cpu/kernel.h"
+#include "kiln/reference_backend.h"
+
+namespace kiln {
+namespace {
+
+// Values visible while running one graph: its own, then the enclosing scopes'.
+struct Scope {
+  std::unordered_map<std::string, Tensor> values;
+  const Scope* parent = nullptr;
+
+  const Tensor* find(const std::string& name) const {
+    for (const Scope* s = this; s; s = s->parent) {
+      auto it = s->values.find(name);
+      if (it != s->values.end()) return &it->second;
+    }
+    return nullptr;
+  }
+};
+
+// Per-graph precomputation: each node's kernel and which values die after it.
+struct GraphPlan {
+  std::vector<cpu::KernelFn> kernels;
+  std::vector<std::vector<std::string>> releaseAfter;
+};
+
+int opsetFor(const Network& network, const Node& node) {
+  if (node.opset > 0) return node.opset;
+  auto it = network.opsets.find(node.domain);
+  return it == network.opsets.end() ? network.defaultOpset() : it->second;
+}
+
+void collectUnsupported(const Graph& graph, const Network& network, std::vector<std::string>* out) {
+  for (const Node& node : graph.nodes) {
+    int opset = opsetFor(network, node);
+    if (!cpu::builtinKernels().find(node.domain, node.opType, opset)) {
+      out->push_back(node.describe() + " domain '" + (node.domain.empty() ? "ai.onnx" : node.domain) +
+                     "' opset " + std::to_string(opset));
+    }
+    for (const auto& [key, attr] : node.attributes) {
+      if (attr.g) collectUnsupported(*attr.g, network, out);
+      for (const auto& sub : attr.graphs) collectUnsupported(*sub, network, out);
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> findUnsupportedNodes(const Network& network) {
+  std::vector<std::string> out;
+  collectUnsupported(network.graph, network, &out);
+  return out;
+}
+
+struct ReferenceBackend::Impl {
+  const Network& network;
+  std::unordered_map<const Graph*, GraphPlan> plans;
+  const ReferenceRunOptions* options = nullptr;
+
+  explicit Impl(const Network& n) : network(n) {}
+
+  Status planFor(const Graph& graph, const std::unordered_set<std::string>& keep, const GraphPlan** out) {
+    auto it = plans.find(&graph);
+    if (it != plans.end()) {
+      *out = &it->second;
+      return Status::ok();
+    }
+    GraphPlan plan;
+    std::unordered_map<std::string, size_t> lastUse;
+    for (size_t i = 0; i < graph.nodes.size(); ++i) {
+      const Node& node = graph.nodes[i];
+      const cpu::KernelEntry* entry = cpu::builtinKernels().find(node.domain, node.opType, opsetFor(network, node));
+      if (!entry) {
+        return unsupported(node.describe() + ": no CPU kernel for opset " + std::to_string(opsetFor(network, node)));
+      }
+      plan.kernels.push_back(entry->fn);
+      for (const std::string& in : node.inputs) if (!in.empty()) lastUse[in] = i;
+      for (const std::string& o : node.outputs) if (!o.empty() && !lastUse.count(o)) lastUse[o] = i;
+    }
+    plan.releaseAfter.resize(graph.nodes.size());
+    std::unordered_set<std::string> outputs(keep);
+    for (const ValueInfo& v : graph.outputs) outputs.insert(v.name);
+    for (const auto& [name, index] : lastUse) {
+      if (!outputs.count(name) && !graph.initializers.count(name)) plan.releaseAfter[index].push_back(name);
+    }
+    *out = &plans.emplace(&graph, std::move(plan)).first->second;
+    return Status::ok();
+  }
+
+  Status runNode(const Node& node, cpu::KernelFn kernel, Scope& scope) {
+    std::vector<const Tensor*> inputs;
+    for (const std::string& name : node.inputs) {
+      if (name.empty()) {
+        inputs.push_back(nullptr);
+        continue;
+      }
+      const Tensor* t = scope.find(name);
+      if (!t) return invalidArgument(node.describe() + ": input '" + name + "' has no value");
+      inputs.push_back(t);
+    }
+    cpu::SubgraphRunner runner = [this, &scope](const Graph& g, const std::vector<Tensor>& in,
+                                                std::vector<Tensor>* out) { return runGraph(g, scope, in, out); };
+    cpu::KernelContext context(node, std::move(inputs), runner);
+    KILN_RETURN_IF_ERROR(kernel(context));
+    for (size_t i = 0; i < node.outputs.size(); ++i) {
+      if (node.outputs[i].empty()) continue;
+      if (i >= context.outputs().size() || !context.outputs()[i].defined()) {
+        return internalError(node.describe() + ": kernel did not produce output '" + node.outputs[i] + "'");
+      }
+      scope.values[node.outputs[i]] = std::move(context.outputs()[i]);
+    }
+    return Status::ok();
+  }
+
+  // Runs a subgraph (If/Loop/Scan body) with positional inputs.
+  Status runGraph(const Graph& graph, const Scope& parent, const std::vector<Tensor>& inputs,
+                  std::vector<Tensor>* outputs) {
+    if (inputs.size() != graph.inputs.size()) {
+      return invalidArgument("subgraph '" + graph.name + "' expects " + std::to_string(graph.inputs.size()) +
+                             " inputs, got " + std::to_string(inputs.size()));
+    }
+    Scope scope;
+    scope.parent = &parent;
+    for (const auto& [name, t] : graph.initializers) scope.values[name] = t;
+    for (size_t i = 0; i < inputs.size(); ++i) scope.values[graph.inputs[i].name] = inputs[i];
+    KILN_RETURN_IF_ERROR(execute(graph, scope, {}, false));
+    outputs->clear();
+    for (const ValueInfo& v : graph.outputs) {
+      const Tensor* t = scope.find(v.name);
+      if (!t) return invalidArgument("subgraph '" + graph.name + "' output '" + v.name + "' has no value");
+      outputs->push_back(*t);
+    }
+    return Status::ok();
+  }
+
+  Status execute(const Graph& graph, Scope& scope, const std::unordered_set<std::string>& keep, bool topLevel) {
+    const GraphPlan* plan = nullptr;
+    KILN_RETURN_IF_ERROR(planFor(graph, keep, &plan));
+    for (size_t i = 0; i < graph.nodes.size(); ++i) {
+      if (topLevel && options->cancel && options->cancel->load()) {
+        return Status(StatusCode::kCancelled, "run cancelled");
+      }
+      auto start = std::chrono::steady_clock::now();
+      KILN_RETURN_IF_ERROR(runNode(graph.nodes[i], plan->kernels[i], scope));
+      if (topLevel && options->onNodeTimed) {
+        std::chrono::duration<double, std::milli> ms = std::chrono::steady_clock::now() - start;
+        options->onNodeTimed(graph.nodes[i], ms.count());
+      }
+      for (const std::string& name : plan->releaseAfter[i]) scope.values.erase(name);
+    }
+    return Status::ok();
+  }
+};
+
+ReferenceBackend::ReferenceBackend(const Network& network) : m_impl(std::make_unique<Impl>(network)) {}
+ReferenceBackend::~ReferenceBackend() = default;
+
+Status ReferenceBackend::validateInputs(const std::map<std::string, Tensor>& inputs) const {
+  const Graph& graph = m_impl->network.graph;
+  std::map<std::string, int64_t> symbols;
+  for (const ValueInfo& info : graph.inputs) {
+    auto it = inputs.find(info.name);
+    if (it == inputs.end()) {
+      if (graph.initializers.count(info.name)) continue;
+      return invalidArgument("input '" + info.name + "' is required but was not given");
+    }
+    const Tensor& t = it->second;
+    if (info.type != DataType::kUndefined && t.type() != info.type) {
+      return invalidArgument("input '" + info.name + "': expected " + dataTypeName(info.type) + ", got " +
+                             dataTypeName(t.type()));
+    }
+    if (!info.hasShape) continue;
+    const std::string expected = symbolicShapeToString(info.shape);
+    if (static_cast<size_t>(t.rank()) != info.shape.size()) {
+      return invalidArgument("input '" + info.name + "': expected shape " + expected + " (rank " +
+                             std::to_string(info.shape.size()) + "), got " + shapeToString(t.shape()));
+    }
+    for (int d = 0; d < t.rank(); ++d) {
+      const DimExpr& dim = info.shape[d];
+      if (dim.isConst() && dim.constValue() != t.dim(d)) {
+        return invalidArgument("input '" + info.name + "': expected shape " + expected + ", got " +
+                               shapeToString(t.shape()) + " (dim " + std::to_string(d) + ")");
+      }
+      if (dim.isSymbol() && dim.symbolName().rfind("unk__", 0) != 0) {
+        auto [pos, inserted] = symbols.emplace(dim.symbolName(), t.dim(d));
+        if (!inserted && pos->second != t.dim(d)) {
+          return invalidArgument("input '" + info.name + "': dim '" + dim.symbolName() + "' is " +
+                                 std::to_string(t.dim(d)) + " here but " + std::to_string(pos->second) +
+                                 " in another input");
+        }
+      }
+    }
+  }
+  for (const auto& [name, t] : inputs) {
+    bool known = graph.initializers.count(name) > 0;
+    for (const ValueInfo& info : graph.inputs) known = known || info.name == name;
+    if (!known) return invalidArgument("'" + name + "' is not an input of the model");
+  }
+  return Status::ok();
+}
+
+Status ReferenceBackend::run(const std::map<std::string, Tensor>& inputs, std::vector<NamedTensor>* outputs,
+                             const ReferenceRunOptions& options) {
+  KILN_RETURN_IF_ERROR(validateInputs(inputs));
+  const Graph& graph = m_impl->network.graph;
+  m_impl->options = &options;
+  Scope scope;
+  for (const auto& [name, t] : graph.initializers) scope.values[name] = t;
+  for (const auto& [name, t] : inputs) scope.values[name] = t;
+  std::unordered_set<std::string> keep(options.extraOutputs.begin(), options.extraOutputs.end());
+  if (!keep.empty()) m_impl->plans.erase(&graph);  // release points depend on what is kept
+  KILN_RETURN_IF_ERROR(m_impl->execute(graph, scope, keep, true));
+  if (!keep.empty()) m_impl->plans.erase(&graph);
+  outputs->clear();
+  for (const ValueInfo& v : graph.outputs) {
+    const Tensor* t = scope.find(v.name);
+    if (!t) return invalidArgument("output '" + v.name + "' was not produced");
+    outputs->push_back({v.name, *t});
+  }
+  for (const std::string& name : options.extraOutputs) {
+    const Tensor* t = scope.find(name);
+    if (!t) return notFound("value '" + name + "' does not exist in the graph");
+    outputs->push_back({name, *t});
+  }
+  return Status::ok();
+}
+
+}  // namespace kiln

@@ -1,0 +1,40 @@
+#include "backends/cpu/kernel.h"
+
+namespace kiln::cpu {
+
+Status KernelContext::requireInputs(size_t count) const {
+  for (size_t i = 0; i < count; ++i) {
+    if (!hasInput(i)) return error("required input " + std::to_string(i) + " is missing");
+  }
+  return Status::ok();
+}
+
+Tensor& KernelContext::allocateOutput(size_t i, DataType type, const Shape& shape) {
+  if (i >= m_outputs.size()) m_outputs.resize(i + 1);
+  m_outputs[i] = Tensor(type, shape);
+  m_outputs[i].poison();
+  return m_outputs[i];
+}
+
+Status KernelContext::error(const std::string& message) const {
+  return invalidArgument(m_node.describe() + ": " + message);
+}
+
+Status KernelContext::unsupported(const std::string& message) const {
+  return Status(StatusCode::kUnsupported, m_node.describe() + ": " + message);
+}
+
+void KernelRegistry::add(const std::string& opType, int sinceVersion, int untilVersion, KernelFn fn,
+                         const std::string& domain) {
+  m_entries.push_back({domain, opType, sinceVersion, untilVersion, fn});
+}
+
+const KernelEntry* KernelRegistry::find(const std::string& domain, const std::string& opType, int opset) const {
+  const std::string& d = domain == "ai.onnx" ? std::string() : domain;
+  for (const KernelEntry& e : m_entries) {
+    if (e.opType == opType && e.domain == d && opset >= e.sinceVersion && opset <= e.untilVersion) return &e;
+  }
+  return nullptr;
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,186 @@
+// Normalization kernels that rescale along axes without learned parameters:
+// LpNormalization (along one axis), MeanVarianceNormalization (over a set of axes)
+// and LRN (over a window of neighbouring channels). Registered from
+// registerNormalizationKernels (normalization.cpp).
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/ops/op_utils.h"
+
+namespace kiln::cpu {
+namespace {
+
+// ---- LpNormalization -----------------------------------------------------------
+
+template <class T>
+void lpNormalize(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, int64_t p) {
+  using C = ComputeType<T>;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      const int64_t base = o * n * inner + i;
+      double norm = 0.0;
+      for (int64_t k = 0; k < n; ++k) {
+        const double v = static_cast<double>(x[base + k * inner]);
+        norm += p == 1 ? std::abs(v) : v * v;
+      }
+      if (p == 2) norm = std::sqrt(norm);
+      // A zero vector stays zero rather than becoming 0/0 = NaN.
+      const C scale = static_cast<C>(norm == 0.0 ? 0.0 : 1.0 / norm);
+      for (int64_t k = 0; k < n; ++k) {
+        y[base + k * inner] = static_cast<T>(static_cast<C>(x[base + k * inner]) * scale);
+      }
+    }
+}
+
+Status lpNormKernel(KernelContext& ctx) {
+  KILN_RETURN_IF_ERROR(ctx.requireInputs(1));
+  const Tensor& x = ctx.input(0);
+  const int64_t rank = x.rank();
+  const int64_t axisAttr = ctx.node().attrInt("axis", -1);
+  if (axisAttr < -rank || axisAttr >= rank) {
+    return ctx.error("attribute 'axis' " + std::to_string(axisAttr) + " is out of range for rank " +
+                     std::to_string(rank));
+  }
+  const int64_t axis = axisAttr < 0 ? axisAttr + rank : axisAttr;
+  const int64_t p = ctx.node().attrInt("p", 2);
+  if (p != 1 && p != 2)
+    return ctx.unsupported("attribute 'p' must be 1 or 2, got " + std::to_string(p));
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= x.dim(d);
+  for (int64_t d = axis + 1; d < rank; ++d) inner *= x.dim(d);
+  Tensor& y = ctx.allocateOutput(0, x.type(), x.shape());
+  Status status = dispatchFloatTypes(x.type(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    lpNormalize(x.data<T>(), y.data<T>(), outer, x.dim(axis), inner, p);
+    return Status::ok();
+  });
+  return status.isOk() ? status : ctx.unsupported(status.message());
+}
+
+// ---- MeanVarianceNormalization -------------------------------------------------
+
+// Y = (X - mean) / (sqrt(variance) + 1e-9), statistics over `reduced` axes; the
+// epsilon is the one in the ONNX function body. Without normalizeVariance, Y = X - mean.
+template <class T>
+void meanVarianceNormalize(const T* x, T* y, const Shape& shape, const std::vector<bool>& reduced,
+                           bool normalizeVariance) {
+  Shape statShape = shape;
+  int64_t count = 1;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (reduced[d]) {
+      statShape[d] = 1;
+      count *= shape[d];
+    }
+  }
+  const std::vector<std::vector<int64_t>> strides = {broadcastStrides(statShape, shape)};
+  std::vector<double> mean(shapeNumel(statShape), 0.0), var(mean.size(), 0.0);
+  forEachBroadcast(shape, strides, [&](int64_t i, const std::vector<int64_t>& off) {
+    mean[off[0]] += static_cast<double>(x[i]);
+  });
+  for (double& m : mean) m /= static_cast<double>(count);
+  forEachBroadcast(shape, strides, [&](int64_t i, const std::vector<int64_t>& off) {
+    const double d = static_cast<double>(x[i]) - mean[off[0]];
+    var[off[0]] += d * d;
+  });
+  for (double& v : var) {
+    v = normalizeVariance ? 1.0 / (std::sqrt(v / static_cast<double>(count)) + 1e-9) : 1.0;
+  }
+  forEachBroadcast(shape, strides, [&](int64_t i, const std::vector<int64_t>& off) {
+    y[i] = static_cast<T>((static_cast<double>(x[i]) - mean[off[0]]) * var[off[0]]);
+  });
+}
+
+Status mvnKernel(KernelContext& ctx) {
+  KILN_RETURN_IF_ERROR(ctx.requireInputs(1));
+  const Tensor& x = ctx.input(0);
+  const int rank = x.rank();
+  std::vector<int64_t> axes;
+  bool normalizeVariance = true;
+  if (ctx.opset() >= 9) {
+    axes = ctx.node().attrInts("axes", {0, 2, 3});
+  } else {
+    // Opset 1: statistics per (n, c), or per n with across_channels.
+    normalizeVariance = ctx.node().attrInt("normalize_variance", 1) != 0;
+    const bool acrossChannels = ctx.node().attrInt("across_channels", 0) != 0;
+    for (int d = acrossChannels ? 1 : 2; d < rank; ++d) axes.push_back(d);
+  }
+  std::vector<bool> reduced(rank, false);
+  for (int64_t axis : axes) {
+    if (axis < -rank || axis >= rank) {
+      return ctx.error("axis " + std::to_string(axis) + " in 'axes' is out of range for rank " +
+                       std::to_string(rank));
+    }
+    reduced[axis < 0 ? axis + rank : axis] = true;
+  }
+  Tensor& y = ctx.allocateOutput(0, x.type(), x.shape());
+  if (x.numel() == 0) return Status::ok();
+  Status status = dispatchFloatTypes(x.type(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    meanVarianceNormalize(x.data<T>(), y.data<T>(), x.shape(), reduced, normalizeVariance);
+    return Status::ok();
+  });
+  return status.isOk() ? status : ctx.unsupported(status.message());
+}
+
+// ---- LRN -----------------------------------------------------------------------
+
+// y = x / (bias + alpha / size * sum of x^2 over channels [c - lo, c + hi])^beta
+// with lo = floor((size - 1) / 2), hi = ceil((size - 1) / 2), clipped to [0, C).
+template <class T>
+void lrn(const T* x, T* y, int64_t batch, int64_t channels, int64_t spatial, int64_t size,
+         double alpha, double beta, double bias) {
+  const int64_t lo = (size - 1) / 2;
+  const int64_t hi = size - 1 - lo;
+  std::vector<double> squares(channels * spatial);
+  for (int64_t n = 0; n < batch; ++n) {
+    const T* xn = x + n * channels * spatial;
+    T* yn = y + n * channels * spatial;
+    for (int64_t i = 0; i < channels * spatial; ++i) {
+      const double v = static_cast<double>(xn[i]);
+      squares[i] = v * v;
+    }
+    for (int64_t c = 0; c < channels; ++c) {
+      const int64_t first = std::max<int64_t>(0, c - lo);
+      const int64_t last = std::min(channels - 1, c + hi);
+      for (int64_t s = 0; s < spatial; ++s) {
+        double sum = 0.0;
+        for (int64_t k = first; k <= last; ++k) sum += squares[k * spatial + s];
+        const double v = static_cast<double>(xn[c * spatial + s]);
+        yn[c * spatial + s] = static_cast<T>(v / std::pow(bias + alpha / size * sum, beta));
+      }
+    }
+  }
+}
+
+Status lrnKernel(KernelContext& ctx) {
+  KILN_RETURN_IF_ERROR(ctx.requireInputs(1));
+  const Tensor& x = ctx.input(0);
+  if (x.rank() < 2)
+    return ctx.error("input 'X' must have rank >= 2, got " + shapeToString(x.shape()));
+  const int64_t size = ctx.node().attrInt("size", 0);
+  if (size <= 0) return ctx.error("attribute 'size' must be positive, got " + std::to_string(size));
+  const double alpha = ctx.node().attrFloat("alpha", 1e-4f);
+  const double beta = ctx.node().attrFloat("beta", 0.75f);
+  const double bias = ctx.node().attrFloat("bias", 1.0f);
+  int64_t spatial = 1;
+  for (int d = 2; d < x.rank(); ++d) spatial *= x.dim(d);
+  Tensor& y = ctx.allocateOutput(0, x.type(), x.shape());
+  Status status = dispatchFloatTypes(x.type(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    lrn(x.data<T>(), y.data<T>(), x.dim(0), x.dim(1), spatial, size, alpha, beta, bias);
+    return Status::ok();
+  });
+  return status.isOk() ? status : ctx.unsupported(status.message());
+}
+
+}  // namespace
+
+void registerAxisNormalizationKernels(KernelRegistry& registry) {
+  registry.add("LpNormalization", 1, 1000, &lpNormKernel);
+  registry.add("MeanVarianceNormalization", 1, 1000, &mvnKernel);  // branches on opset 9
+  registry.add("LRN", 1, 1000, &lrnKernel);
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,299 @@
+// Cast and CastLike between every element type a Tensor holds: the numeric types, bool,
+// string, the four float8 formats (with the opset-19 `saturate` attribute) and int4/uint4
+// (stored unpacked, one element per byte). Uncommon sources are first normalised (fp8 decoded
+// to float32, int4 widened, strings parsed) so that the core is one numeric-to-numeric loop.
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "backends/cpu/ops/elementwise.h"
+
+namespace kiln::cpu {
+namespace {
+
+// ---- float8. One description covers the four ONNX formats: FN has no infinity and one
+// NaN pattern (S.1111.111), FNUZ has no infinity, no negative zero and NaN = 0x80, and
+// E5M2 is IEEE-like.
+struct Fp8Format {
+  int mantissaBits;
+  int bias;
+  bool hasInf;
+  bool unsignedZero;
+  uint8_t maxCode;  // largest finite magnitude
+};
+constexpr Fp8Format kE4M3FN{3, 7, false, false, 0x7E};     // max 448
+constexpr Fp8Format kE4M3FNUZ{3, 8, false, true, 0x7F};    // max 240
+constexpr Fp8Format kE5M2{2, 15, true, false, 0x7B};       // max 57344
+constexpr Fp8Format kE5M2FNUZ{2, 16, false, true, 0x7F};   // max 57344
+
+const Fp8Format* fp8Format(DataType type) {
+  switch (type) {
+    case DataType::kFp8E4M3: return &kE4M3FN;
+    case DataType::kFp8E4M3Uz: return &kE4M3FNUZ;
+    case DataType::kFp8E5M2: return &kE5M2;
+    case DataType::kFp8E5M2Uz: return &kE5M2FNUZ;
+    default: return nullptr;
+  }
+}
+
+float fp8ToFloat(uint8_t bits, const Fp8Format& f) {
+  const uint8_t magnitude = bits & 0x7F;
+  const bool negative = (bits & 0x80) != 0;
+  if (f.unsignedZero && bits == 0x80) return std::numeric_limits<float>::quiet_NaN();
+  if (!f.unsignedZero && !f.hasInf && magnitude == 0x7F) return std::numeric_limits<float>::quiet_NaN();
+  if (f.hasInf && magnitude >= 0x7C) {
+    if (magnitude > 0x7C) return std::numeric_limits<float>::quiet_NaN();
+    return negative ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
+  }
+  const int exponent = magnitude >> f.mantissaBits;
+  const int mantissa = magnitude & ((1 << f.mantissaBits) - 1);
+  const float value = exponent == 0
+                          ? std::ldexp(float(mantissa), 1 - f.bias - f.mantissaBits)
+                          : std::ldexp(float(mantissa + (1 << f.mantissaBits)),
+                                       exponent - f.bias - f.mantissaBits);
+  return negative ? -value : value;
+}
+
+// Round to nearest even. Out-of-range values (infinity included) become the largest finite
+// value when saturating, else infinity (E5M2) or NaN, as the Cast spec's table says.
+uint8_t floatToFp8(float x, const Fp8Format& f, bool saturate) {
+  const uint8_t sign = std::signbit(x) ? 0x80 : 0x00;
+  const uint8_t nan = f.unsignedZero ? 0x80 : static_cast<uint8_t>(sign | 0x7F);
+  if (std::isnan(x)) return nan;
+  const uint8_t overflow =
+      saturate ? static_cast<uint8_t>(sign | f.maxCode) : (f.hasInf ? sign | 0x7C : nan);
+  const double a = std::fabs(double(x));
+  if (std::isinf(a)) return overflow;
+  if (a == 0) return f.unsignedZero ? 0 : sign;
+  // a = q * 2^(e - m) with the exponent clamped to the smallest normal one; then the code
+  // is ((e - eMin) << m) + q for normals and subnormals alike, and q == 2^(m+1) after
+  // rounding carries into the exponent by itself.
+  const int eMin = 1 - f.bias;
+  int e = std::ilogb(a);
+  if (e < eMin) e = eMin;
+  const double q = std::nearbyint(std::ldexp(a, f.mantissaBits - e));
+  const double code = std::ldexp(double(e - eMin), f.mantissaBits) + q;
+  if (code > f.maxCode) return overflow;
+  if (code == 0) return f.unsignedZero ? 0 : sign;
+  return static_cast<uint8_t>(sign | static_cast<uint8_t>(code));
+}
+
+// ---- Numeric conversions.
+
+// double -> float rounding to odd, so that a second rounding to half or bfloat16 is exact
+// (plain double -> float -> half could round twice).
+float toFloatRoundOdd(double d) {
+  float f = static_cast<float>(d);
+  if (static_cast<double>(f) == d || std::isnan(d)) return f;
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof(bits));
+  if ((bits & 1) == 0) f = std::nextafter(f, static_cast<float>(d > f ? INFINITY : -INFINITY));
+  return f;
+}
+
+// One element, with ONNX Cast semantics: float -> int truncates, anything -> bool is != 0.
+template <class To, class From>
+To convertValue(From v) {
+  using CF = ComputeType<From>;
+  const CF x = static_cast<CF>(v);
+  if constexpr (std::is_same_v<To, bool>) {
+    return x != CF(0);
+  } else if constexpr (kIsInteger<To> && std::is_floating_point_v<CF>) {
+    return truncateToInteger<To>(double(x));
+  } else if constexpr (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>) {
+    if constexpr (std::is_same_v<CF, float>) return To(x);
+    else return To(toFloatRoundOdd(double(x)));
+  } else {
+    return static_cast<To>(x);
+  }
+}
+
+Status convertNumeric(KernelContext& ctx, const Tensor& in, Tensor& out) {
+  return dispatchTypeSet<TypeSet::kAll>(ctx, in.type(), [&](auto fromTag) -> Status {
+    using From = typename decltype(fromTag)::type;
+    return dispatchTypeSet<TypeSet::kAll>(ctx, out.type(), [&](auto toTag) -> Status {
+      using To = typename decltype(toTag)::type;
+      mapUnary(in.data<From>(), out.data<To>(), in.numel(),
+               [](From v) { return convertValue<To>(v); });
+      return Status::ok();
+    });
+  });
+}
+
+// int4/uint4 targets saturate, after rounding half to even (the ONNX reference clips and
+// rounds; NaN, which has no int4 value, becomes 0).
+Status convertToInt4(KernelContext& ctx, const Tensor& in, Tensor& out) {
+  const bool isSigned = out.type() == DataType::kInt4;
+  const double lo = isSigned ? -8 : 0;
+  const double hi = isSigned ? 7 : 15;
+  return dispatchTypeSet<TypeSet::kAll>(ctx, in.type(), [&](auto tag) -> Status {
+    using From = typename decltype(tag)::type;
+    const From* src = in.data<From>();
+    auto* dst = static_cast<unsigned char*>(out.rawData());
+    for (int64_t i = 0; i < in.numel(); ++i) {
+      const double v = double(ComputeType<From>(src[i]));
+      const int r = std::isnan(v) ? 0 : static_cast<int>(std::nearbyint(std::clamp(v, lo, hi)));
+      dst[i] = static_cast<unsigned char>(static_cast<int8_t>(r));
+    }
+    return Status::ok();
+  });
+}
+
+// ---- Strings.
+
+std::string formatFloat(double v, bool single) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "INF" : "-INF";
+  char buffer[64];
+  // Shortest text that reads back to the same value, as numpy prints.
+  auto result = single ? std::to_chars(buffer, buffer + sizeof(buffer), static_cast<float>(v))
+                       : std::to_chars(buffer, buffer + sizeof(buffer), v);
+  return std::string(buffer, result.ptr);
+}
+
+Status formatStrings(KernelContext& ctx, const Tensor& in, Tensor& out) {
+  std::vector<std::string>& dst = out.strings();
+  return dispatchTypeSet<TypeSet::kAll>(ctx, in.type(), [&](auto tag) -> Status {
+    using From = typename decltype(tag)::type;
+    const From* src = in.data<From>();
+    for (int64_t i = 0; i < in.numel(); ++i) {
+      if constexpr (kIsFloat<From>) {
+        dst[i] = formatFloat(double(ComputeType<From>(src[i])), !std::is_same_v<From, double>);
+      } else if constexpr (std::is_same_v<From, bool>) {
+        dst[i] = src[i] ? "1" : "0";
+      } else {
+        dst[i] = std::to_string(src[i]);
+      }
+    }
+    return Status::ok();
+  });
+}
+
+// Parses plain and scientific numbers plus "NaN", "INF", "+INF", "-INF" (any case, which
+// strtod accepts). Integers parse exactly when they fit int64.
+bool parseNumber(const std::string& text, double* value, int64_t* integer, bool* isInteger) {
+  const char* begin = text.c_str();
+  char* end = nullptr;
+  errno = 0;
+  const long long asInt = std::strtoll(begin, &end, 10);
+  *isInteger = end != begin && *end == '\0' && errno == 0;
+  if (*isInteger) {
+    *integer = asInt;
+    *value = static_cast<double>(asInt);
+    return true;
+  }
+  *value = std::strtod(begin, &end);
+  return end != begin && *end == '\0';
+}
+
+// Parses every string into a float64 tensor (or int64 for integer targets, keeping large
+// integers exact); the caller converts that to the target type.
+Status parseStrings(KernelContext& ctx, const Tensor& in, bool integerTarget, Tensor* parsed) {
+  *parsed = Tensor(integerTarget ? DataType::kInt64 : DataType::kFloat64, in.shape());
+  const std::vector<std::string>& src = in.strings();
+  for (int64_t i = 0; i < in.numel(); ++i) {
+    double value = 0;
+    int64_t integer = 0;
+    bool isInt = false;
+    if (!parseNumber(src[i], &value, &integer, &isInt)) {
+      return ctx.error("cannot parse string '" + src[i] + "' (element " + std::to_string(i) +
+                       ") as a number");
+    }
+    if (integerTarget) parsed->data<int64_t>()[i] = isInt ? integer : truncateToInteger<int64_t>(value);
+    else parsed->data<double>()[i] = value;
+  }
+  return Status::ok();
+}
+
+// ---- The conversion graph.
+
+bool castableType(DataType type) {
+  return inTypeSet(type, TypeSet::kAll) || type == DataType::kString || fp8Format(type) ||
+         type == DataType::kInt4 || type == DataType::kUInt4;
+}
+
+// Converts `in` into the already allocated `out` of the same shape.
+Status convertTensor(KernelContext& ctx, const Tensor& in, Tensor& out, bool saturate) {
+  const DataType from = in.type();
+  const DataType to = out.type();
+  const int64_t n = in.numel();
+  if (from == to) {
+    if (from == DataType::kString) out.strings() = in.strings();
+    else if (n > 0) std::memcpy(out.rawData(), in.rawData(), in.byteSize());
+    return Status::ok();
+  }
+  if (const Fp8Format* f = fp8Format(from)) {
+    Tensor decoded(DataType::kFloat32, in.shape());
+    const uint8_t* src = in.data<uint8_t>();
+    for (int64_t i = 0; i < n; ++i) decoded.data<float>()[i] = fp8ToFloat(src[i], *f);
+    return convertTensor(ctx, decoded, out, saturate);
+  }
+  if (from == DataType::kInt4 || from == DataType::kUInt4) {
+    Tensor widened(from == DataType::kInt4 ? DataType::kInt8 : DataType::kUInt8, in.shape());
+    if (n > 0) std::memcpy(widened.rawData(), in.rawData(), static_cast<size_t>(n));
+    return convertTensor(ctx, widened, out, saturate);
+  }
+  if (from == DataType::kString) {
+    Tensor parsed;
+    KILN_RETURN_IF_ERROR(parseStrings(ctx, in, isInteger(to) && !fp8Format(to), &parsed));
+    return convertTensor(ctx, parsed, out, saturate);
+  }
+  if (to == DataType::kString) return formatStrings(ctx, in, out);
+  if (const Fp8Format* f = fp8Format(to)) {
+    Tensor asFloat = in;
+    if (from != DataType::kFloat32) {
+      asFloat = Tensor(DataType::kFloat32, in.shape());
+      KILN_RETURN_IF_ERROR(convertNumeric(ctx, in, asFloat));
+    }
+    const float* src = asFloat.data<float>();
+    uint8_t* dst = out.data<uint8_t>();
+    for (int64_t i = 0; i < n; ++i) dst[i] = floatToFp8(src[i], *f, saturate);
+    return Status::ok();
+  }
+  if (to == DataType::kInt4 || to == DataType::kUInt4) return convertToInt4(ctx, in, out);
+  return convertNumeric(ctx, in, out);
+}
+
+Status castInto(KernelContext& ctx, DataType to) {
+  const Tensor& in = ctx.input(0);
+  if (!castableType(in.type())) {
+    return ctx.unsupported(std::string("input has data type ") + dataTypeName(in.type()));
+  }
+  if (!castableType(to)) {
+    return ctx.unsupported(std::string("cannot cast to data type ") + dataTypeName(to));
+  }
+  const bool saturate = ctx.node().attrInt("saturate", 1) != 0;
+  Tensor& out = ctx.allocateOutput(0, to, in.shape());
+  return convertTensor(ctx, in, out, saturate);
+}
+
+Status castKernel(KernelContext& ctx) {
+  KILN_RETURN_IF_ERROR(ctx.requireInputs(1));
+  if (!ctx.node().hasAttr("to")) return ctx.error("attribute 'to' is required");
+  const int64_t to = ctx.node().attrInt("to", 0);
+  if (to <= 0 || to > static_cast<int64_t>(DataType::kInt4)) {
+    return ctx.unsupported("attribute 'to' = " + std::to_string(to) + " is not a known data type");
+  }
+  return castInto(ctx, static_cast<DataType>(to));
+}
+
+// CastLike: Cast to the type of input 1 (whose values are ignored).
+Status castLikeKernel(KernelContext& ctx) {
+  KILN_RETURN_IF_ERROR(ctx.requireInputs(2));
+  return castInto(ctx, ctx.input(1).type());
+}
+
+}  // namespace
+
+void registerCastKernels(KernelRegistry& registry) {
+  // Cast-1 spelled `to` as a string; from 6 on it is the TensorProto code. Later versions
+  // only add types (and `saturate`, 19).
+  registry.add("Cast", 6, 1000, &castKernel);
+  registry.add("CastLike", 15, 1000, &castLikeKernel);
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,114 @@
+// Helpers for kernels that move elements without computing on them (the reshape
+// family, transpose, concat, slice, pad, gather, ...). Such kernels treat every
+// element as an opaque unsigned integer of its byte size, so one instantiation
+// serves float16, int16 and uint16 alike; string tensors move as std::string.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "backends/cpu/ops/op_utils.h"
+
+namespace kiln::cpu {
+
+// Calls f(TypeTag<T>{}) with T = uint8_t/uint16_t/uint32_t/uint64_t matching the
+// element size of `type`, or T = std::string for string tensors.
+template <class F>
+Status dispatchByElementSize(DataType type, F&& f) {
+  if (type == DataType::kString) return f(TypeTag<std::string>{});
+  switch (dataTypeSize(type)) {
+    case 1: return f(TypeTag<uint8_t>{});
+    case 2: return f(TypeTag<uint16_t>{});
+    case 4: return f(TypeTag<uint32_t>{});
+    case 8: return f(TypeTag<uint64_t>{});
+    default:
+      return Status(StatusCode::kUnsupported, std::string("data type ") + dataTypeName(type));
+  }
+}
+
+// Element pointer for either storage: the string vector or the raw bytes.
+template <class T>
+T* elementData(Tensor& tensor) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    return tensor.strings().data();
+  } else {
+    return tensor.data<T>();
+  }
+}
+template <class T>
+const T* elementData(const Tensor& tensor) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    return tensor.strings().data();
+  } else {
+    return tensor.data<T>();
+  }
+}
+
+// For every multi-index i over `shape`: out[dot(i, outStrides)] = in[dot(i, inStrides)].
+// Strides are in elements and may be zero (broadcast) or negative (reversed slices).
+// The last axis is the inner loop, a plain copy when both of its strides are 1.
+template <class T>
+void stridedCopy(const T* in, const std::vector<int64_t>& inStrides, T* out,
+                 const std::vector<int64_t>& outStrides, const Shape& shape) {
+  const int rank = static_cast<int>(shape.size());
+  const int64_t total = shapeNumel(shape);
+  if (total <= 0) return;
+  if (rank == 0) {
+    *out = *in;
+    return;
+  }
+  const int64_t inner = shape[rank - 1];
+  const int64_t inStep = inStrides[rank - 1];
+  const int64_t outStep = outStrides[rank - 1];
+  const bool contiguous = inStep == 1 && outStep == 1;
+  std::vector<int64_t> index(rank, 0);
+  for (int64_t done = 0; done < total; done += inner) {
+    if (contiguous) {
+      std::copy_n(in, inner, out);
+    } else {
+      for (int64_t k = 0; k < inner; ++k) out[k * outStep] = in[k * inStep];
+    }
+    for (int d = rank - 2; d >= 0; --d) {
+      in += inStrides[d];
+      out += outStrides[d];
+      if (++index[d] < shape[d]) break;
+      in -= inStrides[d] * shape[d];
+      out -= outStrides[d] * shape[d];
+      index[d] = 0;
+    }
+  }
+}
+
+// Gather along one axis: src is [outer, dim, inner], dst is [outer, indices.size(), inner]
+// with dst[o, i, :] = src[o, indices[i], :]. Indices must already be in [0, dim).
+template <class T>
+void gatherBlocks(const T* src, T* dst, int64_t outer, int64_t dim,
+                  const std::vector<int64_t>& indices, int64_t inner) {
+  const int64_t count = static_cast<int64_t>(indices.size());
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < count; ++i) {
+      std::copy_n(src + (o * dim + indices[i]) * inner, inner, dst + (o * count + i) * inner);
+    }
+  }
+}
+
+// Reads input `i` (an integer tensor of rank <= 1) into `out`; error naming `what` when it
+// has another type or rank. An absent input leaves `out` untouched and is not an error.
+inline Status readIntInput(const KernelContext& ctx, size_t i, const char* what,
+                           std::vector<int64_t>* out) {
+  if (!ctx.hasInput(i)) return Status::ok();
+  const Tensor& t = ctx.input(i);
+  if (!isInteger(t.type())) {
+    return ctx.error(std::string(what) + " must be an integer tensor, got " +
+                     dataTypeName(t.type()));
+  }
+  if (t.rank() > 1) return ctx.error(std::string(what) + " must be 1-D, got rank " +
+                                     std::to_string(t.rank()));
+  *out = t.toInt64Vector();
+  return Status::ok();
+}
+
+}  // namespace kiln::cpu

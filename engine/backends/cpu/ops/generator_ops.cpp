@@ -1,0 +1,142 @@
+// Kernels that create tensors from a shape or a pattern: EyeLike, ConstantOfShape,
+// Range and Trilu (which masks a triangle of its input).
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/ops/data_movement.h"
+#include "backends/cpu/ops/slice_pad.h"
+
+namespace kiln::cpu {
+namespace {
+
+// Refuses outputs so large that allocating them would be a crash, not an error.
+constexpr int64_t kMaxGeneratedElements = int64_t{1} << 32;
+
+Status eyeLikeKernel(KernelContext& ctx) {
+  KILN_RETURN_IF_ERROR(ctx.requireInputs(1));
+  const Tensor& in = ctx.input(0);
+  if (in.rank() != 2) return ctx.error("input must be 2-D, got " + shapeToString(in.shape()));
+  DataType type = in.type();
+  if (ctx.node().hasAttr("dtype")) type = static_cast<DataType>(ctx.node().attrInt("dtype", 1));
+  if (!isSupportedDataType(type) || type == DataType::kString) {
+    return ctx.unsupported(std::string("dtype ") + dataTypeName(type));
+  }
+  const int64_t k = ctx.node().attrInt("k", 0);
+  const int64_t rows = in.shape()[0], cols = in.shape()[1];
+  const Tensor one = castTensor(Tensor::scalarFloat(1.f), type);
+  Tensor& out = ctx.allocateOutput(0, type, in.shape());
+  return dispatchByElementSize(type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* dst = elementData<T>(out);
+    std::fill_n(dst, out.numel(), T{});
+    for (int64_t i = 0; i < rows; ++i) {
+      const int64_t j = i + k;
+      if (j >= 0 && j < cols) dst[i * cols + j] = elementData<T>(one)[0];
+    }
+    return Status::ok();
+  });
+}
+
+Status constantOfShapeKernel(KernelContext& ctx) {
+  KILN_RETURN_IF_ERROR(ctx.requireInputs(1));
+  std::vector<int64_t> shape;
+  KILN_RETURN_IF_ERROR(readIntInput(ctx, 0, "input", &shape));
+  for (int64_t d : shape) {
+    if (d < 0) return ctx.error("shape has a negative dim " + std::to_string(d));
+  }
+  if (shapeNumel(shape) > kMaxGeneratedElements) return ctx.error("shape is too large");
+  Tensor value = Tensor::scalarFloat(0.f);
+  if (const Tensor* attr = ctx.node().attrTensor("value")) value = *attr;
+  if (value.numel() != 1) return ctx.error("value must hold exactly one element");
+  Tensor& out = ctx.allocateOutput(0, value.type(), shape);
+  return dispatchByElementSize(value.type(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    std::fill_n(elementData<T>(out), out.numel(), elementData<T>(value)[0]);
+    return Status::ok();
+  });
+}
+
+// Element count of Range: ceil((limit - start) / delta), at least 0.
+template <class C>
+Status rangeCount(const KernelContext& ctx, C start, C limit, C delta, int64_t* count) {
+  if (delta == C(0)) return ctx.error("delta must not be 0");
+  double n = 0;
+  if constexpr (std::is_floating_point_v<C>) {
+    n = std::ceil((static_cast<double>(limit) - start) / delta);
+  } else {
+    const int64_t span = static_cast<int64_t>(limit) - static_cast<int64_t>(start);
+    const int64_t step = static_cast<int64_t>(delta);
+    n = static_cast<double>(span / step + ((span % step != 0) && ((span > 0) == (step > 0))));
+  }
+  if (!(n < static_cast<double>(kMaxGeneratedElements))) return ctx.error("range is too large");
+  *count = n > 0 ? static_cast<int64_t>(n) : 0;
+  return Status::ok();
+}
+
+Status rangeKernel(KernelContext& ctx) {
+  KILN_RETURN_IF_ERROR(ctx.requireInputs(3));
+  const DataType type = ctx.input(0).type();
+  for (int i = 0; i < 3; ++i) {
+    if (ctx.input(i).numel() != 1) return ctx.error("start, limit and delta must be scalars");
+    if (ctx.input(i).type() != type) return ctx.error("start, limit and delta differ in type");
+  }
+  if (type == DataType::kBool) return ctx.unsupported("Range of bool");
+  return dispatchAllTypes(type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = ComputeType<T>;
+    const C start = static_cast<C>(ctx.input(0).data<T>()[0]);
+    const C limit = static_cast<C>(ctx.input(1).data<T>()[0]);
+    const C delta = static_cast<C>(ctx.input(2).data<T>()[0]);
+    int64_t count = 0;
+    KILN_RETURN_IF_ERROR(rangeCount(ctx, start, limit, delta, &count));
+    T* out = ctx.allocateOutput(0, type, {count}).template data<T>();
+    for (int64_t i = 0; i < count; ++i) out[i] = static_cast<T>(start + static_cast<C>(i) * delta);
+    return Status::ok();
+  });
+}
+
+// Keeps the upper (j - i >= k) or lower (j - i <= k) triangle of every matrix in the
+// batch and zeroes the rest.
+Status triluKernel(KernelContext& ctx) {
+  KILN_RETURN_IF_ERROR(ctx.requireInputs(1));
+  const Tensor& in = ctx.input(0);
+  if (in.rank() < 2) return ctx.error("input must have rank >= 2");
+  int64_t k = 0;
+  if (ctx.hasInput(1)) {
+    if (ctx.input(1).numel() != 1 || !isInteger(ctx.input(1).type())) {
+      return ctx.error("k must be an integer scalar");
+    }
+    k = ctx.input(1).valueAsInt64(0);
+  }
+  const bool upper = ctx.node().attrInt("upper", 1) != 0;
+  const int64_t rows = in.dim(-2), cols = in.dim(-1);
+  const int64_t batch = rows * cols == 0 ? 0 : in.numel() / (rows * cols);
+  Tensor& out = ctx.allocateOutput(0, in.type(), in.shape());
+  return dispatchByElementSize(in.type(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* src = elementData<T>(in);
+    T* dst = elementData<T>(out);
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int64_t i = 0; i < rows; ++i) {
+        for (int64_t j = 0; j < cols; ++j) {
+          const int64_t at = (b * rows + i) * cols + j;
+          const bool keep = upper ? j - i >= k : j - i <= k;
+          dst[at] = keep ? src[at] : T{};
+        }
+      }
+    }
+    return Status::ok();
+  });
+}
+
+}  // namespace
+
+void registerTensorGeneratorKernels(KernelRegistry& registry) {
+  registry.add("EyeLike", 9, 1000, &eyeLikeKernel);
+  registry.add("ConstantOfShape", 9, 1000, &constantOfShapeKernel);
+  registry.add("Range", 11, 1000, &rangeKernel);
+  registry.add("Trilu", 14, 1000, &triluKernel);
+}
+
+}  // namespace kiln::cpu

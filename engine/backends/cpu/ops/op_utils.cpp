@@ -1,0 +1,42 @@
+#include "backends/cpu/ops/op_utils.h"
+
+namespace kiln::cpu {
+
+Status broadcastShapes(const Shape& a, const Shape& b, Shape* out) {
+  const size_t rank = std::max(a.size(), b.size());
+  out->assign(rank, 1);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da == db || db == 1) (*out)[i] = da;
+    else if (da == 1) (*out)[i] = db;
+    else return invalidArgument("shapes " + shapeToString(a) + " and " + shapeToString(b) + " cannot broadcast");
+  }
+  return Status::ok();
+}
+
+std::vector<int64_t> contiguousStrides(const Shape& shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i) strides[i] = strides[i + 1] * shape[i + 1];
+  return strides;
+}
+
+std::vector<int64_t> broadcastStrides(const Shape& in, const Shape& out) {
+  std::vector<int64_t> strides(out.size(), 0);
+  std::vector<int64_t> own = contiguousStrides(in);
+  const size_t offset = out.size() - in.size();
+  for (size_t i = 0; i < in.size(); ++i) strides[i + offset] = in[i] == 1 ? 0 : own[i];
+  return strides;
+}
+
+Status normalizeAxis(int64_t axis, int64_t rank, int64_t* out) {
+  if (axis < -rank || axis >= std::max<int64_t>(rank, 1)) {
+    return invalidArgument("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+  }
+  *out = axis < 0 ? axis + rank : axis;
+  return Status::ok();
+}
+
+std::vector<int64_t> readInt64s(const Tensor& tensor) { return tensor.toInt64Vector(); }
+
+}  // namespace kiln::cpu

@@ -1,0 +1,363 @@
+// Resize (opsets 10-19) and the deprecated Upsample (7-10, Resize with asymmetric
+// coordinates). Interpolation is separable: each resized axis maps every output
+// coordinate to an input coordinate (coordinate_transformation_mode), then to taps,
+// input indices with weights (mode, antialias, exclude_outside). Nearest moves raw
+// elements through per-axis index maps; linear and cubic run one weighted pass per
+// axis in float (double for float64 data), following the ONNX reference.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/ops/data_movement.h"
+
+namespace kiln::cpu {
+namespace {
+
+struct ResizeParams {
+  std::string mode = "nearest";         // nearest, linear, cubic
+  std::string coordMode = "half_pixel";  // coordinate_transformation_mode
+  std::string nearestMode = "round_prefer_floor";
+  double cubicA = -0.75;
+  bool excludeOutside = false;
+  bool antialias = false;
+  double extrapolation = 0.0;
+  std::vector<double> scales;  // per input axis
+  Shape outShape;
+  std::vector<double> roi;  // [starts..., ends...] per input axis
+  bool fromSizes = false;
+};
+
+// The taps of one axis: output position y reads weight[y * taps + t] * in[index[...]],
+// or the extrapolation value when `outside[y]` (tf_crop_and_resize).
+struct AxisTaps {
+  int64_t taps = 1;
+  std::vector<int64_t> index;
+  std::vector<double> weight;
+  std::vector<uint8_t> outside;
+};
+
+// Maps output coordinate y of an axis to an input coordinate, in double precision as the
+// ONNX reference does. `length` is the output length as scale * input (fractional when
+// scales were given), which align_corners and tf_crop_and_resize divide by.
+double sourceCoordinate(const ResizeParams& p, int axis, int64_t y, int64_t inDim, int64_t outDim) {
+  const double scale = p.scales[axis];
+  const double length = p.fromSizes ? static_cast<double>(outDim) : scale * inDim;
+  const std::string& mode = p.coordMode;
+  if (mode == "asymmetric") return y / scale;
+  if (mode == "align_corners") return length == 1 ? 0.0 : y * (inDim - 1) / (length - 1);
+  if (mode == "pytorch_half_pixel") return length == 1 ? -0.5 : (y + 0.5) / scale - 0.5;
+  if (mode == "tf_half_pixel_for_nn") return (y + 0.5) / scale;
+  if (mode == "half_pixel_symmetric") {
+    const double offset = inDim / 2.0 * (1 - outDim / length);
+    return offset + (y + 0.5) / scale - 0.5;
+  }
+  if (mode == "tf_crop_and_resize") {
+    const double start = p.roi[axis], end = p.roi[axis + p.scales.size()];
+    const double x = length == 1 ? (end - start) * (inDim - 1) / 2
+                                 : y * (end - start) * (inDim - 1) / (length - 1);
+    return x + start * (inDim - 1);
+  }
+  return (y + 0.5) / scale - 0.5;  // half_pixel
+}
+
+int64_t nearestIndex(const ResizeParams& p, double x, int axis) {
+  const std::string& m = p.nearestMode;
+  if (m == "floor") return static_cast<int64_t>(std::floor(x));
+  if (m == "ceil") return static_cast<int64_t>(std::ceil(x));
+  if (m == "round_prefer_ceil") return static_cast<int64_t>(std::floor(x + 0.5));
+  // Opset < 11 "simple": what ONNX Runtime did for Upsample/Resize-10.
+  if (m == "simple") return static_cast<int64_t>(p.scales[axis] < 1 ? std::ceil(x) : std::trunc(x));
+  return static_cast<int64_t>(std::ceil(x - 0.5));  // round_prefer_floor
+}
+
+double interpolationWeight(const ResizeParams& p, double t) {
+  t = std::abs(t);
+  if (p.mode == "linear") return std::max(0.0, 1 - t);
+  const double a = p.cubicA;
+  if (t <= 1) return ((a + 2) * t - (a + 3)) * t * t + 1;
+  if (t < 2) return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a;
+  return 0;
+}
+
+// Builds the taps of one axis for linear or cubic. The left neighbour is preferred,
+// so an exact integer coordinate x uses floor(x) - 1 with ratio 1. Antialias widens
+// the kernel by 1/scale when downsampling.
+AxisTaps interpolationTaps(const ResizeParams& p, int axis, int64_t inDim, int64_t outDim) {
+  const double support = p.mode == "linear" ? 1.0 : 2.0;
+  const double kernelScale = p.antialias ? std::min(p.scales[axis], 1.0) : 1.0;
+  const int64_t first = static_cast<int64_t>(std::floor(-support / kernelScale)) + 1;
+  AxisTaps taps;
+  taps.taps = 2 - 2 * first;
+  taps.index.resize(outDim * taps.taps);
+  taps.weight.resize(outDim * taps.taps);
+  taps.outside.resize(outDim, 0);
+  for (int64_t y = 0; y < outDim; ++y) {
+    const double x = sourceCoordinate(p, axis, y, inDim, outDim);
+    taps.outside[y] = p.coordMode == "tf_crop_and_resize" && (x < 0 || x > inDim - 1);
+    double base = std::floor(x);
+    double ratio = x - base;
+    if (ratio == 0) {
+      base -= 1;
+      ratio = 1;
+    }
+    double sum = 0;
+    for (int64_t t = 0; t < taps.taps; ++t) {
+      const int64_t i = first + t;
+      const int64_t src = static_cast<int64_t>(base) + i;
+      double w = interpolationWeight(p, (i - ratio) * kernelScale);
+      if (p.excludeOutside && (src < 0 || src >= inDim)) w = 0;
+      sum += w;
+      taps.index[y * taps.taps + t] = std::clamp<int64_t>(src, 0, inDim - 1);
+      taps.weight[y * taps.taps + t] = w;
+    }
+    if ((p.antialias || p.excludeOutside) && sum != 0) {
+      for (int64_t t = 0; t < taps.taps; ++t) taps.weight[y * taps.taps + t] /= sum;
+    }
+  }
+  return taps;
+}
+
+// One weighted pass along `axis`: src is [outer, inDim, inner], dst [outer, outDim, inner].
+template <class Acc>
+void interpolateAxis(const Acc* src, Acc* dst, int64_t outer, int64_t inDim, int64_t inner,
+                     const AxisTaps& taps, Acc extrapolation) {
+  const int64_t outDim = static_cast<int64_t>(taps.outside.size());
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t y = 0; y < outDim; ++y) {
+      Acc* out = dst + (o * outDim + y) * inner;
+      std::fill_n(out, inner, taps.outside[y] ? extrapolation : Acc(0));
+      if (taps.outside[y]) continue;
+      for (int64_t t = 0; t < taps.taps; ++t) {
+        const Acc w = static_cast<Acc>(taps.weight[y * taps.taps + t]);
+        if (w == Acc(0)) continue;
+        const Acc* in = src + (o * inDim + taps.index[y * taps.taps + t]) * inner;
+        for (int64_t i = 0; i < inner; ++i) out[i] += w * in[i];
+      }
+    }
+  }
+}
+
+template <class T, class Acc>
+T saturateTo(Acc v) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    v = std::nearbyint(v);
+    v = std::clamp<Acc>(v, static_cast<Acc>(std::numeric_limits<T>::lowest()),
+                        static_cast<Acc>(std::numeric_limits<T>::max()));
+  }
+  return static_cast<T>(v);
+}
+
+Status resizeInterpolated(KernelContext& ctx, const ResizeParams& p) {
+  const Tensor& in = ctx.input(0);
+  return dispatchAllTypes(in.type(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    Shape shape = in.shape();
+    std::vector<Acc> cur(in.numel()), next;
+    for (int64_t i = 0; i < in.numel(); ++i) cur[i] = static_cast<Acc>(static_cast<ComputeType<T>>(in.data<T>()[i]));
+    for (int axis = 0; axis < in.rank(); ++axis) {
+      const int64_t inDim = shape[axis], outDim = p.outShape[axis];
+      const bool crop = p.coordMode == "tf_crop_and_resize" &&
+                        (p.roi[axis] != 0 || p.roi[axis + in.rank()] != 1);
+      if (inDim == outDim && p.scales[axis] == 1 && !crop) continue;
+      int64_t outer = 1, inner = 1;
+      for (int d = 0; d < axis; ++d) outer *= shape[d];
+      for (int d = axis + 1; d < in.rank(); ++d) inner *= shape[d];
+      next.assign(outer * outDim * inner, Acc(0));
+      if (inDim > 0) {
+        interpolateAxis(cur.data(), next.data(), outer, inDim, inner,
+                        interpolationTaps(p, axis, inDim, outDim), static_cast<Acc>(p.extrapolation));
+      }
+      cur.swap(next);
+      shape[axis] = outDim;
+    }
+    Tensor& out = ctx.allocateOutput(0, in.type(), p.outShape);
+    T* dst = out.data<T>();
+    for (int64_t i = 0; i < out.numel(); ++i) dst[i] = saturateTo<T>(cur[i]);
+    return Status::ok();
+  });
+}
+
+// Nearest: each axis maps output positions to input indices (-1: extrapolate).
+Status resizeNearest(KernelContext& ctx, const ResizeParams& p) {
+  const Tensor& in = ctx.input(0);
+  const int rank = in.rank();
+  std::vector<std::vector<int64_t>> maps(rank);
+  for (int d = 0; d < rank; ++d) {
+    const int64_t inDim = in.shape()[d], outDim = p.outShape[d];
+    if (inDim == 0 && outDim > 0) return ctx.error("cannot resize an empty axis");
+    for (int64_t y = 0; y < outDim; ++y) {
+      const double x = sourceCoordinate(p, d, y, inDim, outDim);
+      const bool outside = p.coordMode == "tf_crop_and_resize" && (x < 0 || x > inDim - 1);
+      maps[d].push_back(outside ? -1 : std::clamp<int64_t>(nearestIndex(p, x, d), 0, inDim - 1));
+    }
+  }
+  const Tensor fill = in.type() == DataType::kString
+                          ? Tensor(DataType::kString, {1})
+                          : castTensor(Tensor::scalarFloat(static_cast<float>(p.extrapolation)), in.type());
+  const std::vector<int64_t> inStrides = contiguousStrides(in.shape());
+  Tensor& out = ctx.allocateOutput(0, in.type(), p.outShape);
+  return dispatchByElementSize(in.type(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* src = elementData<T>(in);
+    T* dst = elementData<T>(out);
+    std::vector<int64_t> index(rank, 0);
+    for (int64_t i = 0; i < out.numel(); ++i) {
+      int64_t offset = 0;
+      bool outside = false;
+      for (int d = 0; d < rank; ++d) {
+        const int64_t m = maps[d][index[d]];
+        outside = outside || m < 0;
+        offset += m * inStrides[d];
+      }
+      dst[i] = outside ? elementData<T>(fill)[0] : src[offset];
+      for (int d = rank - 1; d >= 0; --d) {
+        if (++index[d] < p.outShape[d]) break;
+        index[d] = 0;
+      }
+    }
+    return Status::ok();
+  });
+}
+
+Status runResize(KernelContext& ctx, const ResizeParams& p) {
+  if (p.mode == "nearest") return resizeNearest(ctx, p);
+  if (p.mode == "linear" || p.mode == "cubic") return resizeInterpolated(ctx, p);
+  return ctx.error("unsupported mode '" + p.mode + "'");
+}
+
+// Reads a float tensor (scales, roi) as doubles.
+Status readFloats(const KernelContext& ctx, size_t i, const char* what, std::vector<double>* out) {
+  if (!ctx.hasInput(i)) return Status::ok();
+  const Tensor& t = ctx.input(i);
+  if (!isFloatingPoint(t.type())) return ctx.error(std::string(what) + " must be a float tensor");
+  for (int64_t k = 0; k < t.numel(); ++k) out->push_back(t.valueAsDouble(k));
+  return Status::ok();
+}
+
+// Output shape and per-axis scales from scales or sizes given for `axes`.
+Status resolveScales(const KernelContext& ctx, const std::vector<double>& scales,
+                     const std::vector<int64_t>& sizes, const std::vector<int64_t>& axes,
+                     ResizeParams* p) {
+  const Shape& in = ctx.input(0).shape();
+  const size_t rank = in.size();
+  if (scales.empty() == sizes.empty()) return ctx.error("needs exactly one of scales and sizes");
+  const size_t given = scales.empty() ? sizes.size() : scales.size();
+  if (given != axes.size()) {
+    return ctx.error((scales.empty() ? "sizes" : "scales") + std::string(" has ") +
+                     std::to_string(given) + " entries for " + std::to_string(axes.size()) + " axes");
+  }
+  p->scales.assign(rank, 1.0);
+  p->outShape = in;
+  p->fromSizes = !sizes.empty();
+  if (!p->fromSizes) {
+    for (size_t i = 0; i < axes.size(); ++i) {
+      if (!(scales[i] > 0)) return ctx.error("scales must be positive");
+      p->scales[axes[i]] = scales[i];
+      p->outShape[axes[i]] = static_cast<int64_t>(std::floor(scales[i] * in[axes[i]]));
+    }
+    return Status::ok();
+  }
+  for (size_t i = 0; i < axes.size(); ++i) {
+    if (sizes[i] < 0) return ctx.error("sizes must not be negative");
+    if (in[axes[i]] == 0) return ctx.error("cannot resize an empty axis");
+    p->scales[axes[i]] = static_cast<double>(sizes[i]) / in[axes[i]];
+    p->outShape[axes[i]] = sizes[i];
+  }
+  const std::string policy = ctx.node().attrString("keep_aspect_ratio_policy", "stretch");
+  if (policy == "stretch") return Status::ok();
+  if (policy != "not_larger" && policy != "not_smaller") {
+    return ctx.error("unknown keep_aspect_ratio_policy '" + policy + "'");
+  }
+  double scale = p->scales[axes[0]];
+  for (int64_t axis : axes) {
+    scale = policy == "not_larger" ? std::min(scale, p->scales[axis]) : std::max(scale, p->scales[axis]);
+  }
+  p->fromSizes = false;  // the kept ratio's scale, not out/in, drives the coordinates
+  for (int64_t axis : axes) {
+    p->scales[axis] = scale;
+    p->outShape[axis] = static_cast<int64_t>(std::floor(scale * in[axis] + 0.5));
+  }
+  return Status::ok();
+}
+
+Status resizeKernel(KernelContext& ctx) {
+  KILN_RETURN_IF_ERROR(ctx.requireInputs(1));
+  const Tensor& in = ctx.input(0);
+  const Node& node = ctx.node();
+  const int rank = in.rank();
+  ResizeParams p;
+  p.mode = node.attrString("mode", "nearest");
+  std::vector<double> scales, roi;
+  std::vector<int64_t> sizes, axes = node.attrInts("axes");
+  if (ctx.opset() < 11) {  // Resize-10: (X, scales), asymmetric coordinates
+    KILN_RETURN_IF_ERROR(ctx.requireInputs(2));
+    p.coordMode = "asymmetric";
+    p.nearestMode = "simple";
+    KILN_RETURN_IF_ERROR(readFloats(ctx, 1, "scales", &scales));
+  } else {
+    p.coordMode = node.attrString("coordinate_transformation_mode", "half_pixel");
+    p.nearestMode = node.attrString("nearest_mode", "round_prefer_floor");
+    p.cubicA = node.attrFloat("cubic_coeff_a", -0.75f);
+    p.excludeOutside = node.attrInt("exclude_outside", 0) != 0;
+    p.extrapolation = node.attrFloat("extrapolation_value", 0.f);
+    p.antialias = node.attrInt("antialias", 0) != 0;
+    KILN_RETURN_IF_ERROR(readFloats(ctx, 1, "roi", &roi));
+    KILN_RETURN_IF_ERROR(readFloats(ctx, 2, "scales", &scales));
+    KILN_RETURN_IF_ERROR(readIntInput(ctx, 3, "sizes", &sizes));
+  }
+  if (axes.empty()) {
+    for (int d = 0; d < rank; ++d) axes.push_back(d);
+  }
+  std::vector<bool> seen(rank, false);
+  for (int64_t& axis : axes) {
+    KILN_RETURN_IF_ERROR_CTX(normalizeAxis(axis, rank, &axis), node.describe());
+    if (seen[axis]) return ctx.error("axes repeats axis " + std::to_string(axis));
+    seen[axis] = true;
+  }
+  KILN_RETURN_IF_ERROR(resolveScales(ctx, scales, sizes, axes, &p));
+  // roi is given for `axes` and only read by tf_crop_and_resize; others see [0..., 1...].
+  p.roi.assign(rank, 0.0);
+  p.roi.resize(2 * rank, 1.0);
+  if (p.coordMode == "tf_crop_and_resize") {
+    if (roi.size() != 2 * axes.size()) return ctx.error("roi needs 2 entries per resized axis");
+    for (size_t i = 0; i < axes.size(); ++i) {
+      p.roi[axes[i]] = roi[i];
+      p.roi[axes[i] + rank] = roi[i + axes.size()];
+    }
+  }
+  return runResize(ctx, p);
+}
+
+// Upsample-7 reads scales from an attribute, 9-10 from input 1; coordinates are asymmetric.
+Status upsampleKernel(KernelContext& ctx) {
+  KILN_RETURN_IF_ERROR(ctx.requireInputs(ctx.opset() < 9 ? 1 : 2));
+  ResizeParams p;
+  p.mode = ctx.node().attrString("mode", "nearest");
+  if (p.mode == "bilinear") p.mode = "linear";
+  p.coordMode = "asymmetric";
+  p.nearestMode = "simple";
+  std::vector<double> scales;
+  if (ctx.opset() < 9) {
+    for (float s : ctx.node().attrFloats("scales")) scales.push_back(s);
+  } else {
+    KILN_RETURN_IF_ERROR(readFloats(ctx, 1, "scales", &scales));
+  }
+  std::vector<int64_t> axes;
+  for (int d = 0; d < ctx.input(0).rank(); ++d) axes.push_back(d);
+  KILN_RETURN_IF_ERROR(resolveScales(ctx, scales, {}, axes, &p));
+  p.roi.assign(ctx.input(0).rank(), 0.0);
+  p.roi.resize(2 * ctx.input(0).rank(), 1.0);
+  return runResize(ctx, p);
+}
+
+}  // namespace
+
+void registerResizeKernels(KernelRegistry& registry) {
+  registry.add("Upsample", 7, 10, &upsampleKernel);
+  registry.add("Resize", 10, 1000, &resizeKernel);
+}
+
+}  // namespace kiln::cpu

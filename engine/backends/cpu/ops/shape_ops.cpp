@@ -1,0 +1,379 @@
+// Shape-only and layout kernels: Shape, Size, the reshape family (Reshape, Flatten,
+// Squeeze, Unsqueeze: views that share the input's storage), Transpose, Concat,
+// Split, DepthToSpace and SpaceToDepth. registerShapeKernels also registers the
+// slice/pad family and the tensor generators (slice_pad.h).
+#include <algorithm>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/ops/data_movement.h"
+#include "backends/cpu/ops/slice_pad.h"
+
+namespace kiln::cpu {
+namespace {
+
+Status shapeKernel(KernelContext& ctx) {
+  KILN_RETURN_IF_ERROR(ctx.requireInputs(1));
+  const Shape& shape = ctx.input(0).shape();
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  // Opset 15 added start/end, clamped like Python slicing.
+  auto clampDim = [rank](int64_t v) { return std::clamp(v < 0 ? v + rank : v, int64_t{0}, rank); };
+  const int64_t start = clampDim(ctx.node().attrInt("start", 0));
+  const int64_t end = clampDim(ctx.node().attrInt("end", rank));
+  const int64_t count = std::max<int64_t>(end - start, 0);
+  Tensor& out = ctx.allocateOutput(0, DataType::kInt64, {count});
+  std::copy_n(shape.begin() + start, count, out.data<int64_t>());
+  return Status::ok();
+}
+
+Status sizeKernel(KernelContext& ctx) {
+  KILN_RETURN_IF_ERROR(ctx.requireInputs(1));
+  ctx.allocateOutput(0, DataType::kInt64, {}).data<int64_t>()[0] = ctx.input(0).numel();
+  return Status::ok();
+}
+
+// Resolves Reshape's requested shape: 0 copies the input dim (unless allowzero), and
+// at most one -1 takes whatever element count is left.
+Status resolveReshape(const KernelContext& ctx, const Shape& in, std::vector<int64_t> dims,
+                      bool allowZero, Shape* out) {
+  int inferAxis = -1;
+  int64_t known = 1;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] == -1) {
+      if (inferAxis >= 0) return ctx.error("shape has more than one -1");
+      inferAxis = static_cast<int>(i);
+      continue;
+    }
+    if (dims[i] == 0 && !allowZero) {
+      if (i >= in.size()) {
+        return ctx.error("shape[" + std::to_string(i) + "] is 0 but the input has rank " +
+                         std::to_string(in.size()));
+      }
+      dims[i] = in[i];
+    }
+    if (dims[i] < 0) return ctx.error("shape has invalid dim " + std::to_string(dims[i]));
+    known *= dims[i];
+  }
+  const int64_t total = shapeNumel(in);
+  if (inferAxis >= 0) {
+    if (known == 0 || total % known != 0) {
+      return ctx.error("cannot infer the -1 dim reshaping " + shapeToString(in));
+    }
+    dims[inferAxis] = total / known;
+  } else if (known != total) {
+    return ctx.error("cannot reshape " + shapeToString(in) + " (" + std::to_string(total) +
+                     " elements) to " + shapeToString(dims));
+  }
+  *out = std::move(dims);
+  return Status::ok();
+}
+
+Status reshapeKernel(KernelContext& ctx) {
+  KILN_RETURN_IF_ERROR(ctx.requireInputs(ctx.opset() < 5 ? 1 : 2));
+  std::vector<int64_t> dims = ctx.node().attrInts("shape");
+  if (ctx.opset() >= 5) KILN_RETURN_IF_ERROR(readIntInput(ctx, 1, "shape", &dims));
+  const bool allowZero = ctx.node().attrInt("allowzero", 0) != 0;
+  if (allowZero && std::count(dims.begin(), dims.end(), 0) &&
+      std::count(dims.begin(), dims.end(), -1)) {
+    return ctx.error("allowzero=1 with both 0 and -1 in shape");
+  }
+  Shape shape;
+  KILN_RETURN_IF_ERROR(resolveReshape(ctx, ctx.input(0).shape(), std::move(dims), allowZero, &shape));
+  ctx.setOutput(0, ctx.input(0).reshaped(std::move(shape)));
+  return Status::ok();
+}
+
+Status flattenKernel(KernelContext& ctx) {
+  KILN_RETURN_IF_ERROR(ctx.requireInputs(1));
+  const Tensor& in = ctx.input(0);
+  int64_t axis = ctx.node().attrInt("axis", 1);
+  if (axis < 0) axis += in.rank();
+  if (axis < 0 || axis > in.rank()) {
+    return ctx.error("axis " + std::to_string(ctx.node().attrInt("axis", 1)) +
+                     " is out of range for rank " + std::to_string(in.rank()));
+  }
+  int64_t outer = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= in.shape()[d];
+  int64_t inner = 1;
+  for (int64_t d = axis; d < in.rank(); ++d) inner *= in.shape()[d];
+  ctx.setOutput(0, in.reshaped({outer, inner}));
+  return Status::ok();
+}
+
+// Axes from the attribute (opset < 13) or the optional second input (opset >= 13).
+Status readAxes(const KernelContext& ctx, std::vector<int64_t>* axes, bool* given) {
+  *given = false;
+  if (ctx.opset() < 13) {
+    *given = ctx.node().hasAttr("axes");
+    *axes = ctx.node().attrInts("axes");
+    return Status::ok();
+  }
+  *given = ctx.hasInput(1);
+  return readIntInput(ctx, 1, "axes", axes);
+}
+
+// Normalizes axes against `rank`, rejecting out-of-range and repeated ones.
+Status normalizeAxes(const KernelContext& ctx, std::vector<int64_t>* axes, int64_t rank) {
+  std::vector<bool> seen(rank, false);
+  for (int64_t& axis : *axes) {
+    KILN_RETURN_IF_ERROR_CTX(normalizeAxis(axis, rank, &axis), ctx.node().describe());
+    if (seen[axis]) return ctx.error("axis " + std::to_string(axis) + " is repeated");
+    seen[axis] = true;
+  }
+  return Status::ok();
+}
+
+Status squeezeKernel(KernelContext& ctx) {
+  KILN_RETURN_IF_ERROR(ctx.requireInputs(1));
+  const Tensor& in = ctx.input(0);
+  std::vector<int64_t> axes;
+  bool given = false;
+  KILN_RETURN_IF_ERROR(readAxes(ctx, &axes, &given));
+  KILN_RETURN_IF_ERROR(normalizeAxes(ctx, &axes, in.rank()));
+  std::vector<bool> drop(in.rank(), false);
+  for (int64_t axis : axes) {
+    if (in.shape()[axis] != 1) {
+      return ctx.error("cannot squeeze axis " + std::to_string(axis) + " of size " +
+                       std::to_string(in.shape()[axis]));
+    }
+    drop[axis] = true;
+  }
+  Shape shape;
+  for (int d = 0; d < in.rank(); ++d) {
+    const bool squeeze = given ? drop[d] : in.shape()[d] == 1;
+    if (!squeeze) shape.push_back(in.shape()[d]);
+  }
+  ctx.setOutput(0, in.reshaped(std::move(shape)));
+  return Status::ok();
+}
+
+Status unsqueezeKernel(KernelContext& ctx) {
+  KILN_RETURN_IF_ERROR(ctx.requireInputs(ctx.opset() < 13 ? 1 : 2));
+  const Tensor& in = ctx.input(0);
+  std::vector<int64_t> axes;
+  bool given = false;
+  KILN_RETURN_IF_ERROR(readAxes(ctx, &axes, &given));
+  if (!given) return ctx.error("axes is required");
+  const int64_t outRank = in.rank() + static_cast<int64_t>(axes.size());
+  KILN_RETURN_IF_ERROR(normalizeAxes(ctx, &axes, outRank));
+  std::vector<bool> inserted(outRank, false);
+  for (int64_t axis : axes) inserted[axis] = true;
+  Shape shape;
+  int next = 0;
+  for (int64_t d = 0; d < outRank; ++d) shape.push_back(inserted[d] ? 1 : in.shape()[next++]);
+  ctx.setOutput(0, in.reshaped(std::move(shape)));
+  return Status::ok();
+}
+
+// Copies `in` into a new output 0 whose axis d is the input's axis perm[d].
+Status permuteInto(KernelContext& ctx, const Tensor& in, const std::vector<int64_t>& perm) {
+  const std::vector<int64_t> inStrides = contiguousStrides(in.shape());
+  Shape outShape(perm.size());
+  std::vector<int64_t> readStrides(perm.size());
+  for (size_t d = 0; d < perm.size(); ++d) {
+    outShape[d] = in.shape()[perm[d]];
+    readStrides[d] = inStrides[perm[d]];
+  }
+  Tensor& out = ctx.allocateOutput(0, in.type(), outShape);
+  const std::vector<int64_t> outStrides = contiguousStrides(outShape);
+  return dispatchByElementSize(in.type(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    stridedCopy(elementData<T>(in), readStrides, elementData<T>(out), outStrides, outShape);
+    return Status::ok();
+  });
+}
+
+Status transposeKernel(KernelContext& ctx) {
+  KILN_RETURN_IF_ERROR(ctx.requireInputs(1));
+  const Tensor& in = ctx.input(0);
+  std::vector<int64_t> perm(in.rank());
+  std::iota(perm.rbegin(), perm.rend(), 0);
+  if (ctx.node().hasAttr("perm")) perm = ctx.node().attrInts("perm");
+  if (static_cast<int>(perm.size()) != in.rank()) {
+    return ctx.error("perm has " + std::to_string(perm.size()) + " entries for rank " +
+                     std::to_string(in.rank()));
+  }
+  std::vector<bool> seen(in.rank(), false);
+  for (int64_t p : perm) {
+    if (p < 0 || p >= in.rank() || seen[p]) return ctx.error("perm is not a permutation");
+    seen[p] = true;
+  }
+  return permuteInto(ctx, in, perm);
+}
+
+Status concatKernel(KernelContext& ctx) {
+  if (ctx.inputCount() == 0) return ctx.error("needs at least one input");
+  KILN_RETURN_IF_ERROR(ctx.requireInputs(ctx.inputCount()));
+  const Tensor& first = ctx.input(0);
+  if (!ctx.node().hasAttr("axis") && ctx.opset() >= 4) return ctx.error("attribute axis is required");
+  int64_t axis = 0;
+  KILN_RETURN_IF_ERROR_CTX(normalizeAxis(ctx.node().attrInt("axis", 1), first.rank(), &axis),
+                           ctx.node().describe());
+  Shape outShape = first.shape();
+  outShape[axis] = 0;
+  for (size_t i = 0; i < ctx.inputCount(); ++i) {
+    const Tensor& t = ctx.input(i);
+    bool same = t.type() == first.type() && t.rank() == first.rank();
+    for (int d = 0; same && d < t.rank(); ++d) same = d == axis || t.shape()[d] == first.shape()[d];
+    if (!same) {
+      return ctx.error("input " + std::to_string(i) + " (" + dataTypeName(t.type()) + " " +
+                       shapeToString(t.shape()) + ") does not match input 0 (" +
+                       dataTypeName(first.type()) + " " + shapeToString(first.shape()) +
+                       ") outside axis " + std::to_string(axis));
+    }
+    outShape[axis] += t.shape()[axis];
+  }
+  Tensor& out = ctx.allocateOutput(0, first.type(), outShape);
+  int64_t outer = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= outShape[d];
+  const int64_t outBlock = outer == 0 ? 0 : out.numel() / outer;
+  return dispatchByElementSize(first.type(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* dst = elementData<T>(out);
+    int64_t offset = 0;
+    for (size_t i = 0; i < ctx.inputCount(); ++i) {
+      const Tensor& t = ctx.input(i);
+      const int64_t block = outer == 0 ? 0 : t.numel() / outer;
+      const T* src = elementData<T>(t);
+      for (int64_t o = 0; o < outer; ++o) std::copy_n(src + o * block, block, dst + o * outBlock + offset);
+      offset += block;
+    }
+    return Status::ok();
+  });
+}
+
+// The sizes Split cuts along its axis: given explicitly, or equal parts (the last
+// part smaller when opset 18's num_outputs does not divide the dim).
+Status splitSizes(const KernelContext& ctx, int64_t dim, std::vector<int64_t>* sizes) {
+  const bool fromInput = ctx.hasInput(1) && (ctx.opset() >= 13 || ctx.opset() == 1);
+  if (fromInput) {
+    KILN_RETURN_IF_ERROR(readIntInput(ctx, 1, "split", sizes));
+  } else if (ctx.opset() < 13 && ctx.node().hasAttr("split")) {
+    *sizes = ctx.node().attrInts("split");
+  }
+  if (!sizes->empty()) {
+    if (sizes->size() != ctx.outputCount()) {
+      return ctx.error("split has " + std::to_string(sizes->size()) + " entries for " +
+                       std::to_string(ctx.outputCount()) + " outputs");
+    }
+    int64_t sum = 0;
+    for (int64_t s : *sizes) {
+      if (s < 0) return ctx.error("split has a negative size");
+      sum += s;
+    }
+    if (sum != dim) {
+      return ctx.error("split sizes add up to " + std::to_string(sum) + ", not the dim " +
+                       std::to_string(dim));
+    }
+    return Status::ok();
+  }
+  int64_t parts = static_cast<int64_t>(ctx.outputCount());
+  if (ctx.opset() >= 18) {
+    if (!ctx.node().hasAttr("num_outputs")) return ctx.error("needs split or num_outputs");
+    parts = ctx.node().attrInt("num_outputs", parts);
+    if (parts != static_cast<int64_t>(ctx.outputCount()) || parts <= 0) {
+      return ctx.error("num_outputs " + std::to_string(parts) + " does not match the " +
+                       std::to_string(ctx.outputCount()) + " outputs");
+    }
+  }
+  if (parts <= 0) return ctx.error("has no outputs");
+  if (ctx.opset() < 18 && dim % parts != 0) {
+    return ctx.error("dim " + std::to_string(dim) + " does not split into " +
+                     std::to_string(parts) + " equal parts");
+  }
+  const int64_t chunk = (dim + parts - 1) / parts;
+  for (int64_t i = 0; i < parts; ++i) sizes->push_back(std::clamp(dim - i * chunk, int64_t{0}, chunk));
+  return Status::ok();
+}
+
+Status splitKernel(KernelContext& ctx) {
+  KILN_RETURN_IF_ERROR(ctx.requireInputs(1));
+  const Tensor& in = ctx.input(0);
+  int64_t axis = 0;
+  KILN_RETURN_IF_ERROR_CTX(normalizeAxis(ctx.node().attrInt("axis", 0), in.rank(), &axis),
+                           ctx.node().describe());
+  std::vector<int64_t> sizes;
+  KILN_RETURN_IF_ERROR(splitSizes(ctx, in.shape()[axis], &sizes));
+  int64_t outer = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= in.shape()[d];
+  const int64_t inner = in.shape()[axis] == 0 || outer == 0 ? 0 : in.numel() / outer / in.shape()[axis];
+  return dispatchByElementSize(in.type(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* src = elementData<T>(in);
+    int64_t offset = 0;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      Shape shape = in.shape();
+      shape[axis] = sizes[i];
+      T* dst = elementData<T>(ctx.allocateOutput(i, in.type(), shape));
+      const int64_t block = sizes[i] * inner;
+      for (int64_t o = 0; o < outer; ++o) {
+        std::copy_n(src + o * in.shape()[axis] * inner + offset, block, dst + o * block);
+      }
+      offset += block;
+    }
+    return Status::ok();
+  });
+}
+
+// DepthToSpace and SpaceToDepth are a reshape to 6-D, a transpose and a reshape back;
+// `perm` is the transpose, `split` the 6-D view of the input.
+Status blockRearrange(KernelContext& ctx, const Shape& split, const std::vector<int64_t>& perm,
+                      const Shape& outShape) {
+  Tensor view = ctx.input(0).reshaped(split);
+  KILN_RETURN_IF_ERROR(permuteInto(ctx, view, perm));
+  ctx.outputs()[0] = ctx.outputs()[0].reshaped(outShape);
+  return Status::ok();
+}
+
+Status blockSizeAndInput(const KernelContext& ctx, int64_t* block) {
+  KILN_RETURN_IF_ERROR(ctx.requireInputs(1));
+  if (ctx.input(0).rank() != 4) {
+    return ctx.error("input must be 4-D NCHW, got " + shapeToString(ctx.input(0).shape()));
+  }
+  *block = ctx.node().attrInt("blocksize", 0);
+  if (*block <= 0) return ctx.error("blocksize must be positive");
+  return Status::ok();
+}
+
+Status depthToSpaceKernel(KernelContext& ctx) {
+  int64_t b = 0;
+  KILN_RETURN_IF_ERROR(blockSizeAndInput(ctx, &b));
+  const Shape& s = ctx.input(0).shape();
+  if (s[1] % (b * b) != 0) return ctx.error("channels are not a multiple of blocksize^2");
+  const int64_t c = s[1] / (b * b);
+  const Shape outShape = {s[0], c, s[2] * b, s[3] * b};
+  const std::string mode = ctx.node().attrString("mode", "DCR");
+  if (mode == "DCR") return blockRearrange(ctx, {s[0], b, b, c, s[2], s[3]}, {0, 3, 4, 1, 5, 2}, outShape);
+  if (mode == "CRD") return blockRearrange(ctx, {s[0], c, b, b, s[2], s[3]}, {0, 1, 4, 2, 5, 3}, outShape);
+  return ctx.error("unknown mode '" + mode + "'");
+}
+
+Status spaceToDepthKernel(KernelContext& ctx) {
+  int64_t b = 0;
+  KILN_RETURN_IF_ERROR(blockSizeAndInput(ctx, &b));
+  const Shape& s = ctx.input(0).shape();
+  if (s[2] % b != 0 || s[3] % b != 0) return ctx.error("height and width must be multiples of blocksize");
+  return blockRearrange(ctx, {s[0], s[1], s[2] / b, b, s[3] / b, b}, {0, 3, 5, 1, 2, 4},
+                        {s[0], s[1] * b * b, s[2] / b, s[3] / b});
+}
+
+}  // namespace
+
+void registerShapeKernels(KernelRegistry& registry) {
+  registry.add("Shape", 1, 1000, &shapeKernel);
+  registry.add("Size", 1, 1000, &sizeKernel);
+  registry.add("Reshape", 1, 1000, &reshapeKernel);
+  registry.add("Flatten", 1, 1000, &flattenKernel);
+  registry.add("Squeeze", 1, 1000, &squeezeKernel);
+  registry.add("Unsqueeze", 1, 1000, &unsqueezeKernel);
+  registry.add("Transpose", 1, 1000, &transposeKernel);
+  registry.add("Concat", 1, 1000, &concatKernel);
+  registry.add("Split", 1, 1000, &splitKernel);
+  registry.add("DepthToSpace", 1, 1000, &depthToSpaceKernel);
+  registry.add("SpaceToDepth", 1, 1000, &spaceToDepthKernel);
+  registerSlicePadKernels(registry);
+  registerTensorGeneratorKernels(registry);
+}
+
+}  // namespace kiln::cpu

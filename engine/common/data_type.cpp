@@ -1,0 +1,213 @@
+#include "kiln/data_type.h"
+
+#include <cmath>
+#include <cstring>
+#include <map>
+
+namespace kiln {
+
+size_t dataTypeSize(DataType type) {
+  switch (type) {
+    case DataType::kFloat32: case DataType::kInt32: case DataType::kUInt32: return 4;
+    case DataType::kFloat64: case DataType::kInt64: case DataType::kUInt64: case DataType::kComplex64: return 8;
+    case DataType::kComplex128: return 16;
+    case DataType::kFloat16: case DataType::kBFloat16: case DataType::kInt16: case DataType::kUInt16: return 2;
+    case DataType::kInt8: case DataType::kUInt8: case DataType::kBool: case DataType::kFp8E4M3:
+    case DataType::kFp8E4M3Uz: case DataType::kFp8E5M2: case DataType::kFp8E5M2Uz:
+    case DataType::kInt4: case DataType::kUInt4: return 1;
+    case DataType::kString: case DataType::kUndefined: return 0;
+  }
+  return 0;
+}
+
+const char* dataTypeName(DataType type) {
+  switch (type) {
+    case DataType::kUndefined: return "undefined";
+    case DataType::kFloat32: return "float32";
+    case DataType::kUInt8: return "uint8";
+    case DataType::kInt8: return "int8";
+    case DataType::kUInt16: return "uint16";
+    case DataType::kInt16: return "int16";
+    case DataType::kInt32: return "int32";
+    case DataType::kInt64: return "int64";
+    case DataType::kString: return "string";
+    case DataType::kBool: return "bool";
+    case DataType::kFloat16: return "float16";
+    case DataType::kFloat64: return "float64";
+    case DataType::kUInt32: return "uint32";
+    case DataType::kUInt64: return "uint64";
+    case DataType::kComplex64: return "complex64";
+    case DataType::kComplex128: return "complex128";
+    case DataType::kBFloat16: return "bfloat16";
+    case DataType::kFp8E4M3: return "fp8e4m3";
+    case DataType::kFp8E4M3Uz: return "fp8e4m3fnuz";
+    case DataType::kFp8E5M2: return "fp8e5m2";
+    case DataType::kFp8E5M2Uz: return "fp8e5m2fnuz";
+    case DataType::kUInt4: return "uint4";
+    case DataType::kInt4: return "int4";
+  }
+  return "unknown";
+}
+
+bool parseDataType(const std::string& text, DataType* out) {
+  static const std::map<std::string, DataType> kAliases = {
+      {"fp32", DataType::kFloat32}, {"float", DataType::kFloat32}, {"fp16", DataType::kFloat16},
+      {"half", DataType::kFloat16}, {"bf16", DataType::kBFloat16}, {"double", DataType::kFloat64},
+      {"fp64", DataType::kFloat64}, {"fp8", DataType::kFp8E4M3}};
+  auto it = kAliases.find(text);
+  if (it != kAliases.end()) {
+    *out = it->second;
+    return true;
+  }
+  for (int code = 1; code <= 22; ++code) {
+    if (text == dataTypeName(static_cast<DataType>(code))) {
+      *out = static_cast<DataType>(code);
+      return true;
+    }
+  }
+  return false;
+}
+
+bool isFloatingPoint(DataType type) {
+  switch (type) {
+    case DataType::kFloat32: case DataType::kFloat64: case DataType::kFloat16: case DataType::kBFloat16:
+    case DataType::kFp8E4M3: case DataType::kFp8E4M3Uz: case DataType::kFp8E5M2: case DataType::kFp8E5M2Uz:
+      return true;
+    default: return false;
+  }
+}
+
+bool isInteger(DataType type) {
+  switch (type) {
+    case DataType::kInt8: case DataType::kUInt8: case DataType::kInt16: case DataType::kUInt16:
+    case DataType::kInt32: case DataType::kUInt32: case DataType::kInt64: case DataType::kUInt64:
+    case DataType::kInt4: case DataType::kUInt4:
+      return true;
+    default: return false;
+  }
+}
+
+bool isSupportedDataType(DataType type) {
+  return type != DataType::kUndefined && type != DataType::kComplex64 && type != DataType::kComplex128 &&
+         static_cast<int>(type) >= 1 && static_cast<int>(type) <= 22;
+}
+
+static uint32_t floatBits(float v) {
+  uint32_t b;
+  std::memcpy(&b, &v, 4);
+  return b;
+}
+
+static float bitsFloat(uint32_t b) {
+  float v;
+  std::memcpy(&v, &b, 4);
+  return v;
+}
+
+float halfToFloat(uint16_t h) {
+  const uint32_t sign = (h & 0x8000u) << 16;
+  const uint32_t exponent = (h >> 10) & 0x1f;
+  uint32_t mantissa = h & 0x3ffu;
+  if (exponent == 0) {
+    if (mantissa == 0) return bitsFloat(sign);
+    // Subnormal half: value = mantissa * 2^-24.
+    float v = std::ldexp(static_cast<float>(mantissa), -24);
+    return sign ? -v : v;
+  }
+  if (exponent == 31) return bitsFloat(sign | 0x7f800000u | (mantissa << 13));
+  return bitsFloat(sign | ((exponent + 112) << 23) | (mantissa << 13));
+}
+
+uint16_t floatToHalf(float value) {
+  const uint32_t b = floatBits(value);
+  const uint16_t sign = static_cast<uint16_t>((b >> 16) & 0x8000u);
+  const uint32_t absBits = b & 0x7fffffffu;
+  if (absBits >= 0x7f800000u) return sign | (absBits > 0x7f800000u ? 0x7e00 : 0x7c00);
+  if (absBits >= 0x477ff000u) return sign | 0x7c00;  // rounds to >= 65520: infinity
+  if (absBits < 0x38800000u) {
+    // Result is subnormal or zero: round(|v| * 2^24) to nearest even.
+    float scaled = bitsFloat(absBits) * 16777216.0f;
+    return sign | static_cast<uint16_t>(std::nearbyint(scaled));
+  }
+  uint32_t mantissa = absBits & 0x7fffffu;
+  uint32_t exponent = (absBits >> 23) - 112;
+  uint32_t half = (exponent << 10) | (mantissa >> 13);
+  uint32_t rest = mantissa & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (half & 1u))) ++half;
+  return sign | static_cast<uint16_t>(half);
+}
+
+float bfloat16ToFloat(uint16_t bits) { return bitsFloat(static_cast<uint32_t>(bits) << 16); }
+
+uint16_t floatToBFloat16(float value) {
+  uint32_t b = floatBits(value);
+  if ((b & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((b >> 16) | 0x40);
+  b += 0x7fffu + ((b >> 16) & 1u);
+  return static_cast<uint16_t>(b >> 16);
+}
+
+// Generic small-float decode: `mantBits` mantissa bits, exponent `bias`.
+static float decodeSmallFloat(uint8_t bits, int expBits, int mantBits, int bias) {
+  const int sign = bits >> 7;
+  const int exponent = (bits >> mantBits) & ((1 << expBits) - 1);
+  const int mantissa = bits & ((1 << mantBits) - 1);
+  float v;
+  if (exponent == 0) v = std::ldexp(static_cast<float>(mantissa), 1 - bias - mantBits);
+  else v = std::ldexp(1.0f + static_cast<float>(mantissa) / (1 << mantBits), exponent - bias);
+  return sign ? -v : v;
+}
+
+float fp8E4M3ToFloat(uint8_t bits) {
+  if ((bits & 0x7f) == 0x7f) return std::nanf("");
+  return decodeSmallFloat(bits, 4, 3, 7);
+}
+
+float fp8E5M2ToFloat(uint8_t bits) {
+  const int exponent = (bits >> 2) & 0x1f;
+  if (exponent == 31) {
+    if (bits & 3) return std::nanf("");
+    return (bits & 0x80) ? -INFINITY : INFINITY;
+  }
+  return decodeSmallFloat(bits, 5, 2, 15);
+}
+
+// Encodes by searching the nearest representable code (ties to even code): fp8 has
+// only 256 codes, so exactness matters more than speed here.
+static uint8_t encodeNearest(float value, float (*decode)(uint8_t), uint8_t maxCode) {
+  const float mag = std::fabs(value);
+  uint8_t best = 0;
+  float bestErr = INFINITY;
+  for (int code = 0; code <= maxCode; ++code) {
+    float err = std::fabs(decode(static_cast<uint8_t>(code)) - mag);
+    if (err < bestErr || (err == bestErr && (code & 1) == 0 && (best & 1) == 1)) {
+      bestErr = err;
+      best = static_cast<uint8_t>(code);
+    }
+  }
+  return best | (std::signbit(value) ? 0x80 : 0);
+}
+
+uint8_t floatToFp8E4M3(float value, bool saturate) {
+  if (std::isnan(value)) return 0x7f;
+  if (std::isinf(value) || std::fabs(value) > 448.0f) {
+    if (saturate || !std::isinf(value)) {
+      if (!saturate && std::fabs(value) >= 464.0f) return (value < 0 ? 0x80 : 0) | 0x7f;
+      return (value < 0 ? 0x80 : 0) | 0x7e;
+    }
+    return (value < 0 ? 0x80 : 0) | 0x7f;
+  }
+  return encodeNearest(value, fp8E4M3ToFloat, 0x7e);
+}
+
+uint8_t floatToFp8E5M2(float value, bool saturate) {
+  if (std::isnan(value)) return 0x7f;
+  const uint8_t sign = value < 0 ? 0x80 : 0;
+  if (std::isinf(value)) return sign | (saturate ? 0x7b : 0x7c);
+  if (std::fabs(value) > 57344.0f) {
+    if (saturate) return sign | 0x7b;
+    return std::fabs(value) >= 61440.0f ? (sign | 0x7c) : (sign | 0x7b);
+  }
+  return encodeNearest(value, fp8E5M2ToFloat, 0x7b);
+}
+
+}  // namespace kiln

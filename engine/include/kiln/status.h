@@ -1,0 +1,98 @@
+// Status and Result<T>: the error currency of libkiln. No exception crosses the
+// public API; every fallible function returns one of these, [[nodiscard]].
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace kiln {
+
+enum class StatusCode {
+  kOk,
+  kInvalidArgument,  // bad input from the user: wrong shape, dtype, option
+  kParseError,       // a file that is not what it claims to be
+  kNotFound,         // missing file, tensor or name
+  kUnsupported,      // valid input that Kiln does not implement
+  kOutOfRange,
+  kIoError,
+  kCancelled,
+  kOutOfMemory,
+  kInternal,  // a bug in Kiln
+};
+
+const char* statusCodeName(StatusCode code);
+
+// A status is ok, or a code with a one-line message. Context is prepended by
+// each layer it passes through ("model.onnx: node 'Conv_3' (#4, Conv): ...").
+class [[nodiscard]] Status {
+ public:
+  Status() = default;
+  Status(StatusCode code, std::string message) : m_code(code), m_message(std::move(message)) {}
+  static Status ok() { return {}; }
+
+  bool isOk() const { return m_code == StatusCode::kOk; }
+  StatusCode code() const { return m_code; }
+  const std::string& message() const { return m_message; }
+  // Returns this status with "context: " prepended to its message (ok stays ok).
+  Status withContext(const std::string& context) const;
+  std::string toString() const;
+
+ private:
+  StatusCode m_code = StatusCode::kOk;
+  std::string m_message;
+};
+
+Status invalidArgument(std::string message);
+Status unsupported(std::string message);
+Status notFound(std::string message);
+Status parseError(std::string message);
+Status internalError(std::string message);
+
+// A value or the status explaining why there is none.
+template <class T>
+class [[nodiscard]] Result {
+ public:
+  Result(T value) : m_value(std::move(value)) {}
+  Result(Status status) : m_status(std::move(status)) {}
+  bool isOk() const { return m_value.has_value(); }
+  const Status& status() const { return m_status; }
+  T& value() & { return *m_value; }
+  const T& value() const& { return *m_value; }
+  T&& value() && { return std::move(*m_value); }
+  T* operator->() { return &*m_value; }
+  const T* operator->() const { return &*m_value; }
+  T& operator*() { return *m_value; }
+
+ private:
+  std::optional<T> m_value;
+  Status m_status;
+};
+
+}  // namespace kiln
+
+#define KILN_CONCAT_INNER(a, b) a##b
+#define KILN_CONCAT(a, b) KILN_CONCAT_INNER(a, b)
+
+// Returns the status of `expr` from the enclosing function when it is not ok.
+#define KILN_RETURN_IF_ERROR(expr)                    \
+  do {                                                \
+    ::kiln::Status kiln_status_ = (expr);             \
+    if (!kiln_status_.isOk()) return kiln_status_;    \
+  } while (0)
+
+// As KILN_RETURN_IF_ERROR, prepending `context` (a std::string expression).
+#define KILN_RETURN_IF_ERROR_CTX(expr, context)                             \
+  do {                                                                      \
+    ::kiln::Status kiln_status_ = (expr);                                   \
+    if (!kiln_status_.isOk()) return kiln_status_.withContext(context);     \
+  } while (0)
+
+// Declares `lhs` from a Result<T> expression or returns its status.
+#define KILN_ASSIGN_OR_RETURN(lhs, expr) \
+  KILN_ASSIGN_OR_RETURN_IMPL(KILN_CONCAT(kiln_result_, __LINE__), lhs, expr)
+#define KILN_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
+  auto tmp = (expr);                               \
+  if (!tmp.isOk()) return tmp.status();            \
+  lhs = std::move(tmp).value()

@@ -1,0 +1,250 @@
+// ModelProto -> Network. Order of work: parse, check versions, list every
+// unsupported node (so the user sees all of them at once), then convert graphs
+// recursively and sort each one topologically.
+#include <onnx/onnx_pb.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "backends/cpu/kernel.h"
+#include "kiln/onnx_import.h"
+#include "onnx/support_check.h"
+#include "onnx/tensor_proto.h"
+
+namespace kiln {
+namespace {
+
+using onnx_import::tensorFromProto;
+
+struct ImportContext {
+  std::string modelDir;
+  std::map<std::string, int> opsets;
+};
+
+Result<Graph> convertGraph(const onnx::GraphProto& proto, const ImportContext& ctx,
+                           const std::vector<std::string>& outerScope);
+
+Status convertValueInfo(const onnx::ValueInfoProto& proto, ValueInfo* out) {
+  out->name = proto.name();
+  if (!proto.has_type()) return Status::ok();
+  const onnx::TypeProto& type = proto.type();
+  if (!type.has_tensor_type()) {
+    return unsupported("value '" + proto.name() + "' is not a tensor (sequence, map and optional types are not supported)");
+  }
+  const auto& tensorType = type.tensor_type();
+  out->type = static_cast<DataType>(tensorType.elem_type());
+  if (!tensorType.has_shape()) return Status::ok();
+  out->hasShape = true;
+  for (const auto& dim : tensorType.shape().dim()) {
+    if (dim.has_dim_value()) out->shape.push_back(DimExpr(dim.dim_value()));
+    else if (dim.has_dim_param() && !dim.dim_param().empty()) out->shape.push_back(DimExpr::symbol(dim.dim_param()));
+    else out->shape.push_back(DimExpr::unknown());
+  }
+  return Status::ok();
+}
+
+Status convertAttribute(const onnx::AttributeProto& proto, const ImportContext& ctx,
+                        const std::vector<std::string>& scope, const std::string& where, Attribute* out) {
+  using A = onnx::AttributeProto;
+  const std::string what = where + " attribute '" + proto.name() + "'";
+  switch (proto.type()) {
+    case A::FLOAT: out->kind = Attribute::Kind::kFloat; out->f = proto.f(); break;
+    case A::INT: out->kind = Attribute::Kind::kInt; out->i = proto.i(); break;
+    case A::STRING: out->kind = Attribute::Kind::kString; out->s = proto.s(); break;
+    case A::FLOATS: out->kind = Attribute::Kind::kFloats; out->floats.assign(proto.floats().begin(), proto.floats().end()); break;
+    case A::INTS: out->kind = Attribute::Kind::kInts; out->ints.assign(proto.ints().begin(), proto.ints().end()); break;
+    case A::STRINGS: out->kind = Attribute::Kind::kStrings; out->strings.assign(proto.strings().begin(), proto.strings().end()); break;
+    case A::TENSOR: {
+      out->kind = Attribute::Kind::kTensor;
+      auto t = tensorFromProto(proto.t(), ctx.modelDir);
+      if (!t.isOk()) return t.status().withContext(what);
+      out->t = std::move(t).value();
+      break;
+    }
+    case A::TENSORS:
+      out->kind = Attribute::Kind::kTensors;
+      for (const auto& tp : proto.tensors()) {
+        auto t = tensorFromProto(tp, ctx.modelDir);
+        if (!t.isOk()) return t.status().withContext(what);
+        out->tensors.push_back(std::move(t).value());
+      }
+      break;
+    case A::GRAPH: {
+      out->kind = Attribute::Kind::kGraph;
+      auto g = convertGraph(proto.g(), ctx, scope);
+      if (!g.isOk()) return g.status().withContext(what);
+      out->g = std::make_shared<Graph>(std::move(g).value());
+      break;
+    }
+    case A::GRAPHS:
+      out->kind = Attribute::Kind::kGraphs;
+      for (const auto& gp : proto.graphs()) {
+        auto g = convertGraph(gp, ctx, scope);
+        if (!g.isOk()) return g.status().withContext(what);
+        out->graphs.push_back(std::make_shared<Graph>(std::move(g).value()));
+      }
+      break;
+    default:
+      return unsupported(what + " has an unsupported type (" + std::to_string(proto.type()) + ")");
+  }
+  return Status::ok();
+}
+
+// Everything a subgraph of this graph can see: the outer scope plus this graph's names.
+std::vector<std::string> innerScope(const onnx::GraphProto& proto, const std::vector<std::string>& outer) {
+  std::vector<std::string> scope = outer;
+  for (const auto& v : proto.input()) scope.push_back(v.name());
+  for (const auto& t : proto.initializer()) scope.push_back(t.name());
+  for (const auto& n : proto.node()) for (const auto& o : n.output()) scope.push_back(o);
+  return scope;
+}
+
+Status convertNode(const onnx::NodeProto& proto, int index, const ImportContext& ctx,
+                   const std::vector<std::string>& scope, Node* node) {
+  node->name = proto.name();
+  node->opType = proto.op_type();
+  node->domain = proto.domain() == "ai.onnx" ? "" : proto.domain();
+  node->index = index;
+  auto it = ctx.opsets.find(node->domain);
+  node->opset = it == ctx.opsets.end() ? 0 : it->second;
+  node->inputs.assign(proto.input().begin(), proto.input().end());
+  node->outputs.assign(proto.output().begin(), proto.output().end());
+  for (const auto& attr : proto.attribute()) {
+    if (!attr.ref_attr_name().empty()) {
+      return unsupported(node->describe() + ": attribute references (functions) are not supported");
+    }
+    Attribute a;
+    KILN_RETURN_IF_ERROR(convertAttribute(attr, ctx, scope, node->describe(), &a));
+    node->attributes[attr.name()] = std::move(a);
+  }
+  return Status::ok();
+}
+
+Result<Graph> convertGraph(const onnx::GraphProto& proto, const ImportContext& ctx,
+                           const std::vector<std::string>& outerScope) {
+  Graph graph;
+  graph.name = proto.name();
+  for (const auto& init : proto.initializer()) {
+    auto t = tensorFromProto(init, ctx.modelDir);
+    if (!t.isOk()) return t.status().withContext("initializer");
+    graph.initializers[init.name()] = std::move(t).value();
+  }
+  if (proto.sparse_initializer_size() > 0) return unsupported("sparse initializers are not supported");
+  for (const auto& in : proto.input()) {
+    ValueInfo info;
+    KILN_RETURN_IF_ERROR_CTX(convertValueInfo(in, &info), "graph input");
+    // IR < 4 lists initializers among the inputs; they stay weights, not user inputs.
+    if (!graph.initializers.count(info.name)) graph.inputs.push_back(std::move(info));
+  }
+  for (const auto& out : proto.output()) {
+    ValueInfo info;
+    KILN_RETURN_IF_ERROR_CTX(convertValueInfo(out, &info), "graph output");
+    graph.outputs.push_back(std::move(info));
+  }
+  for (const auto& vi : proto.value_info()) {
+    ValueInfo info;
+    if (convertValueInfo(vi, &info).isOk()) graph.valueInfo[info.name] = std::move(info);
+  }
+  const std::vector<std::string> scope = innerScope(proto, outerScope);
+  for (int i = 0; i < proto.node_size(); ++i) {
+    Node node;
+    KILN_RETURN_IF_ERROR(convertNode(proto.node(i), i, ctx, scope, &node));
+    graph.nodes.push_back(std::move(node));
+  }
+  KILN_RETURN_IF_ERROR(graph.sortTopologically(outerScope));
+  return graph;
+}
+
+Status checkVersions(const onnx::ModelProto& model, std::map<std::string, int>* opsets) {
+  if (!model.has_graph()) return parseError("not an ONNX model (no graph)");
+  if (model.ir_version() < kMinIrVersion || model.ir_version() > kMaxIrVersion) {
+    return unsupported("IR version " + std::to_string(model.ir_version()) + " is outside the supported range " +
+                       std::to_string(kMinIrVersion) + ".." + std::to_string(kMaxIrVersion));
+  }
+  for (const auto& op : model.opset_import()) {
+    std::string domain = op.domain() == "ai.onnx" ? "" : op.domain();
+    (*opsets)[domain] = static_cast<int>(op.version());
+  }
+  if (model.opset_import_size() == 0) (*opsets)[""] = 1;  // IR 3 without imports means opset 1
+  auto it = opsets->find("");
+  if (it != opsets->end() && (it->second < kMinDefaultOpset || it->second > kMaxDefaultOpset)) {
+    return unsupported("opset " + std::to_string(it->second) + " of ai.onnx is outside the supported range " +
+                       std::to_string(kMinDefaultOpset) + ".." + std::to_string(kMaxDefaultOpset));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<Network> importOnnxBytes(const std::string& bytes, const std::string& modelDir,
+                                const std::string& displayName, const ImportOptions& options) {
+  onnx::ModelProto model;
+  if (bytes.empty()) return Status(StatusCode::kParseError, displayName + ": file is empty");
+  if (!model.ParseFromString(bytes)) {
+    return Status(StatusCode::kParseError, displayName + ": not a valid ONNX model (protobuf parse failed; truncated or not ONNX)");
+  }
+  Network network;
+  KILN_RETURN_IF_ERROR_CTX(checkVersions(model, &network.opsets), displayName);
+  if (options.checkSupport) {
+    OpSupportQuery query = options.isSupported;
+    if (!query) {
+      query = [](const std::string& domain, const std::string& opType, int opset) {
+        return cpu::builtinKernels().find(domain, opType, opset) != nullptr;
+      };
+    }
+    std::vector<std::string> problems = onnx_import::listUnsupportedNodes(model, network.opsets, query);
+    if (!problems.empty()) {
+      std::string message = displayName + ": " + std::to_string(problems.size()) + " unsupported node" +
+                            (problems.size() == 1 ? "" : "s") + ": ";
+      for (size_t i = 0; i < problems.size(); ++i) message += (i ? "; " : "") + problems[i];
+      return Status(StatusCode::kUnsupported, message);
+    }
+  }
+  ImportContext ctx{modelDir, network.opsets};
+  auto graph = convertGraph(model.graph(), ctx, {});
+  if (!graph.isOk()) return graph.status().withContext(displayName);
+  network.graph = std::move(graph).value();
+  network.irVersion = model.ir_version();
+  network.producerName = model.producer_name();
+  network.producerVersion = model.producer_version();
+  return network;
+}
+
+Result<Network> importOnnxFile(const std::string& path, const ImportOptions& options) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return invalidArgument(path + ": is a directory, not an ONNX file");
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return notFound(path + ": cannot open file");
+  std::ostringstream buffer;
+  buffer << file.rdbuf();
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  auto network = importOnnxBytes(buffer.str(), dir, path, options);
+  if (network.isOk()) network->sourcePath = path;
+  return network;
+}
+
+Result<Tensor> readTensorProtoFile(const std::string& path, std::string* name) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return notFound(path + ": cannot open file");
+  std::ostringstream buffer;
+  buffer << file.rdbuf();
+  onnx::TensorProto proto;
+  if (!proto.ParseFromString(buffer.str())) return parseError(path + ": not a serialized ONNX TensorProto");
+  if (name) *name = proto.name();
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  auto t = onnx_import::tensorFromProto(proto, dir.empty() ? "." : dir);
+  if (!t.isOk()) return t.status().withContext(path);
+  return t;
+}
+
+Status writeTensorProtoFile(const std::string& path, const Tensor& tensor, const std::string& name) {
+  onnx::TensorProto proto;
+  onnx_import::tensorToProto(tensor, name, &proto);
+  std::ofstream file(path, std::ios::binary);
+  if (!file || !proto.SerializeToOstream(&file)) return Status(StatusCode::kIoError, path + ": cannot write");
+  return Status::ok();
+}
+
+}  // namespace kiln

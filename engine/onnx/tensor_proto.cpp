@@ -1,0 +1,186 @@
+#include "onnx/tensor_proto.h"
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+namespace kiln::onnx_import {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string describeTensor(const onnx::TensorProto& proto) {
+  return "tensor '" + proto.name() + "'";
+}
+
+// Resolves an external-data location inside modelDir, refusing escapes.
+Result<std::string> resolveExternalPath(const std::string& location, const std::string& modelDir,
+                                        const std::string& what) {
+  if (modelDir.empty()) return invalidArgument(what + ": external data is not allowed here");
+  fs::path rel(location);
+  if (location.empty() || rel.is_absolute()) {
+    return invalidArgument(what + ": external data path '" + location + "' must be relative to the model folder");
+  }
+  std::error_code ec;
+  fs::path base = fs::weakly_canonical(fs::absolute(modelDir), ec);
+  fs::path full = fs::weakly_canonical(base / rel, ec);
+  if (ec) return invalidArgument(what + ": external data path '" + location + "' cannot be resolved");
+  auto [baseEnd, fullIt] = std::mismatch(base.begin(), base.end(), full.begin(), full.end());
+  if (baseEnd != base.end()) {
+    return invalidArgument(what + ": external data path '" + location + "' leaves the model folder");
+  }
+  return full.string();
+}
+
+Result<std::string> readExternalBytes(const onnx::TensorProto& proto, const std::string& modelDir, size_t expected) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const auto& kv : proto.external_data()) {
+    try {
+      if (kv.key() == "location") location = kv.value();
+      else if (kv.key() == "offset") offset = std::stoll(kv.value());
+      else if (kv.key() == "length") length = std::stoll(kv.value());
+    } catch (...) {
+      return parseError(describeTensor(proto) + ": bad external data field '" + kv.key() + "'");
+    }
+  }
+  KILN_ASSIGN_OR_RETURN(std::string path, resolveExternalPath(location, modelDir, describeTensor(proto)));
+  std::ifstream file(path, std::ios::binary | std::ios::ate);
+  if (!file) return notFound(describeTensor(proto) + ": external data file '" + location + "' not found");
+  const int64_t fileSize = static_cast<int64_t>(file.tellg());
+  if (length < 0) length = static_cast<int64_t>(expected);
+  if (offset < 0 || offset > fileSize || length > fileSize - offset) {
+    return parseError(describeTensor(proto) + ": external data range [" + std::to_string(offset) + ", +" +
+                      std::to_string(length) + ") lies outside '" + location + "' (" + std::to_string(fileSize) + " bytes)");
+  }
+  std::string bytes(static_cast<size_t>(length), '\0');
+  file.seekg(offset);
+  file.read(bytes.data(), length);
+  if (!file) return Status(StatusCode::kIoError, describeTensor(proto) + ": reading '" + location + "' failed");
+  return bytes;
+}
+
+// int4/uint4 arrive packed two per byte (low nibble first); Kiln keeps one per byte.
+void unpackInt4(const unsigned char* packed, int64_t numel, bool isSigned, Tensor* out) {
+  uint8_t* dst = out->data<uint8_t>();
+  for (int64_t i = 0; i < numel; ++i) {
+    uint8_t nibble = (packed[i / 2] >> ((i % 2) * 4)) & 0xf;
+    if (isSigned && (nibble & 0x8)) nibble |= 0xf0;
+    dst[i] = nibble;
+  }
+}
+
+Status fillFromRaw(const std::string& raw, const onnx::TensorProto& proto, Tensor* t) {
+  const bool packed4 = t->type() == DataType::kInt4 || t->type() == DataType::kUInt4;
+  const size_t expected = packed4 ? static_cast<size_t>((t->numel() + 1) / 2) : t->byteSize();
+  if (raw.size() != expected) {
+    return parseError(describeTensor(proto) + ": holds " + std::to_string(raw.size()) + " bytes, shape " +
+                      shapeToString(t->shape()) + " of " + dataTypeName(t->type()) + " needs " + std::to_string(expected));
+  }
+  if (packed4) unpackInt4(reinterpret_cast<const unsigned char*>(raw.data()), t->numel(), t->type() == DataType::kInt4, t);
+  else if (!raw.empty()) std::memcpy(t->rawData(), raw.data(), raw.size());
+  return Status::ok();
+}
+
+template <class Field>
+Status checkCount(const Field& field, int64_t expected, const onnx::TensorProto& proto) {
+  if (static_cast<int64_t>(field.size()) != expected) {
+    return parseError(describeTensor(proto) + ": has " + std::to_string(field.size()) + " values, shape needs " +
+                      std::to_string(expected));
+  }
+  return Status::ok();
+}
+
+Status fillFromTypedFields(const onnx::TensorProto& proto, Tensor* t) {
+  const int64_t n = t->numel();
+  switch (t->type()) {
+    case DataType::kFloat32:
+      KILN_RETURN_IF_ERROR(checkCount(proto.float_data(), n, proto));
+      for (int64_t i = 0; i < n; ++i) t->data<float>()[i] = proto.float_data(i);
+      return Status::ok();
+    case DataType::kFloat64:
+      KILN_RETURN_IF_ERROR(checkCount(proto.double_data(), n, proto));
+      for (int64_t i = 0; i < n; ++i) t->data<double>()[i] = proto.double_data(i);
+      return Status::ok();
+    case DataType::kInt64:
+      KILN_RETURN_IF_ERROR(checkCount(proto.int64_data(), n, proto));
+      for (int64_t i = 0; i < n; ++i) t->data<int64_t>()[i] = proto.int64_data(i);
+      return Status::ok();
+    case DataType::kUInt32: case DataType::kUInt64:
+      KILN_RETURN_IF_ERROR(checkCount(proto.uint64_data(), n, proto));
+      for (int64_t i = 0; i < n; ++i) {
+        if (t->type() == DataType::kUInt32) t->data<uint32_t>()[i] = static_cast<uint32_t>(proto.uint64_data(i));
+        else t->data<uint64_t>()[i] = proto.uint64_data(i);
+      }
+      return Status::ok();
+    case DataType::kString:
+      KILN_RETURN_IF_ERROR(checkCount(proto.string_data(), n, proto));
+      for (int64_t i = 0; i < n; ++i) t->strings()[i] = proto.string_data(i);
+      return Status::ok();
+    case DataType::kInt4: case DataType::kUInt4: {
+      KILN_RETURN_IF_ERROR(checkCount(proto.int32_data(), (n + 1) / 2, proto));
+      std::vector<unsigned char> packed(proto.int32_data_size());
+      for (int i = 0; i < proto.int32_data_size(); ++i) packed[i] = static_cast<unsigned char>(proto.int32_data(i));
+      unpackInt4(packed.data(), n, t->type() == DataType::kInt4, t);
+      return Status::ok();
+    }
+    default: {
+      // int32_data carries every type of 32 bits or fewer (float16/bfloat16 as bits).
+      KILN_RETURN_IF_ERROR(checkCount(proto.int32_data(), n, proto));
+      const size_t elem = dataTypeSize(t->type());
+      for (int64_t i = 0; i < n; ++i) {
+        int32_t v = proto.int32_data(i);
+        std::memcpy(static_cast<char*>(t->rawData()) + i * elem, &v, elem);  // little-endian low bytes
+      }
+      return Status::ok();
+    }
+  }
+}
+
+}  // namespace
+
+Result<Tensor> tensorFromProto(const onnx::TensorProto& proto, const std::string& modelDir) {
+  const DataType type = static_cast<DataType>(proto.data_type());
+  if (!isSupportedDataType(type)) {
+    return unsupported(describeTensor(proto) + ": data type " + std::to_string(proto.data_type()) + " is not supported");
+  }
+  if (proto.has_segment()) return unsupported(describeTensor(proto) + ": segmented tensors are not supported");
+  Shape shape;
+  int64_t numel = 1;
+  for (int64_t d : proto.dims()) {
+    if (d < 0) return parseError(describeTensor(proto) + ": negative dimension " + std::to_string(d));
+    if (d > 0 && numel > (int64_t{1} << 40) / d) return parseError(describeTensor(proto) + ": shape is too large");
+    numel *= d;
+    shape.push_back(d);
+  }
+  Tensor t(type, shape);
+  if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
+    if (type == DataType::kString) return unsupported(describeTensor(proto) + ": external string data");
+    size_t expected = (type == DataType::kInt4 || type == DataType::kUInt4) ? (numel + 1) / 2 : t.byteSize();
+    KILN_ASSIGN_OR_RETURN(std::string bytes, readExternalBytes(proto, modelDir, expected));
+    KILN_RETURN_IF_ERROR(fillFromRaw(bytes, proto, &t));
+  } else if (proto.has_raw_data() && type != DataType::kString) {
+    KILN_RETURN_IF_ERROR(fillFromRaw(proto.raw_data(), proto, &t));
+  } else {
+    KILN_RETURN_IF_ERROR(fillFromTypedFields(proto, &t));
+  }
+  return t;
+}
+
+void tensorToProto(const Tensor& tensor, const std::string& name, onnx::TensorProto* proto) {
+  proto->set_name(name);
+  proto->set_data_type(static_cast<int32_t>(tensor.type()));
+  for (int64_t d : tensor.shape()) proto->add_dims(d);
+  if (tensor.type() == DataType::kString) {
+    for (const std::string& s : tensor.strings()) proto->add_string_data(s);
+  } else if (tensor.type() == DataType::kInt4 || tensor.type() == DataType::kUInt4) {
+    std::string packed((tensor.numel() + 1) / 2, '\0');
+    for (int64_t i = 0; i < tensor.numel(); ++i)
+      packed[i / 2] = static_cast<char>(packed[i / 2] | ((tensor.data<uint8_t>()[i] & 0xf) << ((i % 2) * 4)));
+    proto->set_raw_data(packed);
+  } else {
+    proto->set_raw_data(std::string(static_cast<const char*>(tensor.rawData()), tensor.byteSize()));
+  }
+}
+
+}  // namespace kiln::onnx_import

@@ -1,0 +1,176 @@
+// Shape inference driver. For each node in topological order: fold it when all
+// its inputs are known small constants (running the CPU reference kernel), else
+// apply the op's symbolic rule, else fall back to the model's declared value_info.
+#include <set>
+
+#include "backends/cpu/kernel.h"
+#include "kiln/shape_inference.h"
+#include "shape/shape_rules.h"
+
+namespace kiln {
+namespace {
+
+constexpr int64_t kMaxFoldElements = 1 << 16;
+constexpr int64_t kMaxSymbolicElements = 64;
+
+const std::set<std::string>& nonFoldableOps() {
+  static const std::set<std::string> ops = {"RandomUniform", "RandomNormal", "RandomUniformLike", "RandomNormalLike",
+                                            "Bernoulli", "Multinomial", "If", "Loop", "Scan"};
+  return ops;
+}
+
+InferredValue infoFromTensor(const Tensor& t) {
+  InferredValue v;
+  v.type = t.type();
+  v.hasShape = true;
+  for (int64_t d : t.shape()) v.shape.push_back(d);
+  v.isConstant = true;
+  return v;
+}
+
+std::optional<std::vector<DimExpr>> symbolicFromTensor(const Tensor& t) {
+  if (!isInteger(t.type()) || t.rank() > 1 || t.numel() > kMaxSymbolicElements) return std::nullopt;
+  std::vector<DimExpr> v;
+  for (int64_t i = 0; i < t.numel(); ++i) v.push_back(t.valueAsInt64(i));
+  return v;
+}
+
+struct State {
+  const Network& network;
+  ShapeInferenceResult result;
+  std::map<std::string, std::vector<DimExpr>> symbolic;
+
+  void setTensor(const std::string& name, const Tensor& t) {
+    result.values[name] = infoFromTensor(t);
+    result.folded[name] = t;
+    if (auto s = symbolicFromTensor(t)) symbolic[name] = *s;
+  }
+
+  bool tryFold(const Node& node) {
+    if (nonFoldableOps().count(node.opType)) return false;
+    std::vector<const Tensor*> inputs;
+    int64_t total = 0;
+    for (const std::string& name : node.inputs) {
+      if (name.empty()) {
+        inputs.push_back(nullptr);
+        continue;
+      }
+      auto it = result.folded.find(name);
+      if (it == result.folded.end()) return false;
+      total += it->second.numel();
+      inputs.push_back(&it->second);
+    }
+    if (total > kMaxFoldElements) return false;
+    const cpu::KernelEntry* entry = cpu::builtinKernels().find(node.domain, node.opType, node.opset);
+    if (!entry) return false;
+    cpu::SubgraphRunner none = [](const Graph&, const std::vector<Tensor>&, std::vector<Tensor>*) {
+      return unsupported("no subgraphs during shape inference");
+    };
+    cpu::KernelContext ctx(node, inputs, none);
+    if (!entry->fn(ctx).isOk()) return false;
+    for (size_t i = 0; i < node.outputs.size(); ++i) {
+      if (node.outputs[i].empty()) continue;
+      if (i >= ctx.outputs().size() || !ctx.outputs()[i].defined()) return false;
+    }
+    for (size_t i = 0; i < node.outputs.size(); ++i) {
+      if (!node.outputs[i].empty()) setTensor(node.outputs[i], ctx.outputs()[i]);
+    }
+    return true;
+  }
+
+  void applyRule(const Node& node, const Graph& graph) {
+    std::vector<shape::RuleInput> inputs;
+    for (const std::string& name : node.inputs) {
+      shape::RuleInput r;
+      auto it = result.values.find(name);
+      if (!name.empty() && it != result.values.end()) r.info = &it->second;
+      auto sym = symbolic.find(name);
+      if (!name.empty() && sym != symbolic.end()) r.symbolicValue = &sym->second;
+      inputs.push_back(r);
+    }
+    std::vector<shape::RuleOutput> outputs(node.outputs.size());
+    shape::ShapeRule rule = shape::findShapeRule(node.opType);
+    const bool inferred = rule && rule(node, inputs, &outputs);
+    for (size_t i = 0; i < node.outputs.size(); ++i) {
+      const std::string& name = node.outputs[i];
+      if (name.empty()) continue;
+      InferredValue value = i < outputs.size() ? outputs[i].info : InferredValue{};
+      if (!inferred || !value.hasShape) {
+        if (const ValueInfo* declared = graph.findValueInfo(name)) {
+          value.type = declared->type;
+          value.hasShape = declared->hasShape;
+          value.shape = declared->shape;
+        }
+      }
+      if (value.type == DataType::kUndefined) {
+        if (const ValueInfo* declared = graph.findValueInfo(name)) value.type = declared->type;
+      }
+      result.values[name] = value;
+      if (inferred && i < outputs.size() && outputs[i].symbolicValue) {
+        symbolic[name] = *outputs[i].symbolicValue;
+        materializeIfConstant(name, value);
+      }
+    }
+    if (!inferred) {
+      result.unresolved.push_back(node.describe() + (rule ? ": inputs not known well enough" : ": no shape rule"));
+    }
+  }
+
+  // A symbolic value whose every element is a number becomes a folded tensor.
+  void materializeIfConstant(const std::string& name, const InferredValue& value) {
+    const auto& sym = symbolic[name];
+    std::vector<int64_t> numbers;
+    for (const DimExpr& d : sym) {
+      if (!d.isConst()) return;
+      numbers.push_back(d.constValue());
+    }
+    if (!value.hasShape || value.shape.size() > 1) return;
+    Tensor t = Tensor::int64Vector(numbers);
+    if (value.shape.empty() && numbers.size() == 1) t = Tensor::scalarInt64(numbers[0]);
+    if (value.type != DataType::kInt64 && value.type != DataType::kUndefined) t = castTensor(t, value.type);
+    result.folded[name] = t;
+    result.values[name].isConstant = true;
+  }
+};
+
+}  // namespace
+
+Result<ShapeInferenceResult> inferShapes(const Network& network, const std::map<std::string, Shape>& inputShapes) {
+  const Graph& graph = network.graph;
+  State state{network};
+  for (const auto& [name, t] : graph.initializers) state.setTensor(name, t);
+  for (const auto& [name, shape] : inputShapes) {
+    bool found = false;
+    for (const ValueInfo& in : graph.inputs) found = found || in.name == name;
+    if (!found) return invalidArgument("'" + name + "' is not an input of the model");
+  }
+  for (const ValueInfo& in : graph.inputs) {
+    InferredValue v;
+    v.type = in.type;
+    v.hasShape = in.hasShape;
+    v.shape = in.shape;
+    auto bound = inputShapes.find(in.name);
+    if (bound != inputShapes.end()) {
+      if (in.hasShape && in.shape.size() != bound->second.size()) {
+        return invalidArgument("input '" + in.name + "': shape " + shapeToString(bound->second) +
+                               " does not match the declared " + symbolicShapeToString(in.shape));
+      }
+      v.hasShape = true;
+      v.shape.clear();
+      for (size_t d = 0; d < bound->second.size(); ++d) {
+        if (in.hasShape && in.shape[d].isConst() && in.shape[d].constValue() != bound->second[d]) {
+          return invalidArgument("input '" + in.name + "': shape " + shapeToString(bound->second) +
+                                 " does not match the declared " + symbolicShapeToString(in.shape));
+        }
+        v.shape.push_back(bound->second[d]);
+      }
+    }
+    state.result.values[in.name] = v;
+  }
+  for (const Node& node : graph.nodes) {
+    if (!state.tryFold(node)) state.applyRule(node, graph);
+  }
+  return std::move(state.result);
+}
+
+}  // namespace kiln

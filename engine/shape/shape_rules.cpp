@@ -1,0 +1,537 @@
+#include "shape/shape_rules.h"
+
+#include <algorithm>
+#include <map>
+
+namespace kiln::shape {
+namespace {
+
+using Outs = std::vector<RuleOutput>;
+using Ins = std::vector<RuleInput>;
+
+bool known(const Ins& in, size_t i) { return i < in.size() && in[i].present() && in[i].info->hasShape; }
+const SymbolicShape& shapeOf(const Ins& in, size_t i) { return in[i].info->shape; }
+DataType typeOf(const Ins& in, size_t i) { return i < in.size() && in[i].present() ? in[i].info->type : DataType::kUndefined; }
+
+void setOut(Outs* outs, size_t i, DataType type, SymbolicShape shape) {
+  if (outs->size() <= i) outs->resize(i + 1);
+  (*outs)[i].info.type = type;
+  (*outs)[i].info.hasShape = true;
+  (*outs)[i].info.shape = std::move(shape);
+}
+
+int64_t normAxis(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
+
+// Contents of input i as numbers, when all of them are constants.
+std::optional<std::vector<int64_t>> constInts(const Ins& in, size_t i) {
+  if (i >= in.size() || !in[i].symbolicValue) return std::nullopt;
+  std::vector<int64_t> v;
+  for (const DimExpr& d : *in[i].symbolicValue) {
+    if (!d.isConst()) return std::nullopt;
+    v.push_back(d.constValue());
+  }
+  return v;
+}
+
+bool sameShape(const Node&, const Ins& in, Outs* outs) {
+  if (!known(in, 0)) return false;
+  for (size_t i = 0; i < std::max<size_t>(outs->size(), 1); ++i) setOut(outs, i, typeOf(in, 0), shapeOf(in, 0));
+  return true;
+}
+
+bool broadcastRule(const Node& node, const Ins& in, Outs* outs, DataType outType) {
+  SymbolicShape shape;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (!in[i].present()) continue;
+    if (!in[i].info->hasShape) return false;
+    shape = i == 0 ? shapeOf(in, 0) : broadcastSymbolic(shape, shapeOf(in, i));
+  }
+  setOut(outs, 0, outType, shape);
+  return true;
+}
+
+bool arithmetic(const Node& node, const Ins& in, Outs* outs) {
+  if (!broadcastRule(node, in, outs, typeOf(in, 0))) return false;
+  // Track small integer arithmetic on shape values (e.g. seq * heads).
+  if (in.size() == 2 && in[0].symbolicValue && in[1].symbolicValue) {
+    const auto& a = *in[0].symbolicValue;
+    const auto& b = *in[1].symbolicValue;
+    if (a.size() != b.size() && a.size() != 1 && b.size() != 1) return true;
+    std::vector<DimExpr> v;
+    for (size_t k = 0; k < std::max(a.size(), b.size()); ++k) {
+      const DimExpr& x = a[a.size() == 1 ? 0 : k];
+      const DimExpr& y = b[b.size() == 1 ? 0 : k];
+      if (node.opType == "Add") v.push_back(x + y);
+      else if (node.opType == "Sub") v.push_back(x - y);
+      else if (node.opType == "Mul") v.push_back(x * y);
+      else if (node.opType == "Div") v.push_back(DimExpr::floorDiv(x, y));
+      else return true;
+    }
+    (*outs)[0].symbolicValue = v;
+  }
+  return true;
+}
+
+bool comparison(const Node& node, const Ins& in, Outs* outs) { return broadcastRule(node, in, outs, DataType::kBool); }
+bool whereRule(const Node& node, const Ins& in, Outs* outs) {
+  if (!broadcastRule(node, in, outs, typeOf(in, 1))) return false;
+  return true;
+}
+
+bool castRule(const Node& node, const Ins& in, Outs* outs) {
+  if (!known(in, 0)) return false;
+  DataType to = node.opType == "CastLike" ? typeOf(in, 1) : static_cast<DataType>(node.attrInt("to", 1));
+  setOut(outs, 0, to, shapeOf(in, 0));
+  if (in[0].symbolicValue && isInteger(to)) (*outs)[0].symbolicValue = *in[0].symbolicValue;
+  return true;
+}
+
+bool shapeRule(const Node& node, const Ins& in, Outs* outs) {
+  if (!known(in, 0)) return false;
+  const SymbolicShape& s = shapeOf(in, 0);
+  const int64_t rank = static_cast<int64_t>(s.size());
+  int64_t start = std::clamp<int64_t>(normAxis(node.attrInt("start", 0), rank), 0, rank);
+  int64_t end = std::clamp<int64_t>(node.hasAttr("end") ? normAxis(node.attrInt("end", rank), rank) : rank, 0, rank);
+  std::vector<DimExpr> value(s.begin() + start, s.begin() + std::max(start, end));
+  setOut(outs, 0, DataType::kInt64, {static_cast<int64_t>(value.size())});
+  (*outs)[0].symbolicValue = value;
+  return true;
+}
+
+bool sizeRule(const Node&, const Ins& in, Outs* outs) {
+  setOut(outs, 0, DataType::kInt64, {});
+  if (!known(in, 0)) return true;
+  DimExpr n = 1;
+  for (const DimExpr& d : shapeOf(in, 0)) n = n * d;
+  (*outs)[0].symbolicValue = std::vector<DimExpr>{n};
+  return true;
+}
+
+bool gatherRule(const Node& node, const Ins& in, Outs* outs) {
+  if (!known(in, 0) || !known(in, 1)) return false;
+  const SymbolicShape& data = shapeOf(in, 0);
+  const int64_t axis = normAxis(node.attrInt("axis", 0), static_cast<int64_t>(data.size()));
+  if (axis < 0 || axis >= static_cast<int64_t>(data.size())) return false;
+  SymbolicShape out(data.begin(), data.begin() + axis);
+  for (const DimExpr& d : shapeOf(in, 1)) out.push_back(d);
+  out.insert(out.end(), data.begin() + axis + 1, data.end());
+  setOut(outs, 0, typeOf(in, 0), out);
+  auto indices = constInts(in, 1);
+  if (in[0].symbolicValue && indices && axis == 0) {
+    std::vector<DimExpr> v;
+    const auto& src = *in[0].symbolicValue;
+    for (int64_t i : *indices) {
+      int64_t k = i < 0 ? i + static_cast<int64_t>(src.size()) : i;
+      if (k < 0 || k >= static_cast<int64_t>(src.size())) return true;
+      v.push_back(src[k]);
+    }
+    (*outs)[0].symbolicValue = v;
+  }
+  return true;
+}
+
+bool concatRule(const Node& node, const Ins& in, Outs* outs) {
+  bool allSymbolic = true;
+  std::vector<DimExpr> value;
+  for (const RuleInput& r : in) {
+    if (!r.present() || !r.info->hasShape) return false;
+    if (r.symbolicValue) value.insert(value.end(), r.symbolicValue->begin(), r.symbolicValue->end());
+    else allSymbolic = false;
+  }
+  SymbolicShape out = shapeOf(in, 0);
+  const int64_t axis = normAxis(node.attrInt("axis", 0), static_cast<int64_t>(out.size()));
+  if (axis < 0 || axis >= static_cast<int64_t>(out.size())) return false;
+  for (size_t i = 1; i < in.size(); ++i) {
+    if (shapeOf(in, i).size() != out.size()) return false;
+    out[axis] = out[axis] + shapeOf(in, i)[axis];
+  }
+  setOut(outs, 0, typeOf(in, 0), out);
+  if (allSymbolic) (*outs)[0].symbolicValue = value;
+  return true;
+}
+
+bool unsqueezeRule(const Node& node, const Ins& in, Outs* outs) {
+  if (!known(in, 0)) return false;
+  std::vector<int64_t> axes = node.attrInts("axes");
+  if (in.size() > 1) {
+    auto v = constInts(in, 1);
+    if (!v) return false;
+    axes = *v;
+  }
+  SymbolicShape out = shapeOf(in, 0);
+  const int64_t rank = static_cast<int64_t>(out.size() + axes.size());
+  for (int64_t& a : axes) a = normAxis(a, rank);
+  std::sort(axes.begin(), axes.end());
+  for (int64_t a : axes) {
+    if (a < 0 || a > static_cast<int64_t>(out.size())) return false;
+    out.insert(out.begin() + a, DimExpr(1));
+  }
+  setOut(outs, 0, typeOf(in, 0), out);
+  if (in[0].symbolicValue) (*outs)[0].symbolicValue = *in[0].symbolicValue;
+  return true;
+}
+
+bool squeezeRule(const Node& node, const Ins& in, Outs* outs) {
+  if (!known(in, 0)) return false;
+  std::vector<int64_t> axes = node.attrInts("axes");
+  if (in.size() > 1 && in[1].present()) {
+    auto v = constInts(in, 1);
+    if (!v) return false;
+    axes = *v;
+  }
+  const SymbolicShape& s = shapeOf(in, 0);
+  SymbolicShape out;
+  for (size_t d = 0; d < s.size(); ++d) {
+    bool drop = false;
+    if (axes.empty()) drop = s[d].isConst() && s[d].constValue() == 1;
+    for (int64_t a : axes) drop = drop || normAxis(a, static_cast<int64_t>(s.size())) == static_cast<int64_t>(d);
+    if (axes.empty() && !s[d].isConst()) return false;  // unknown whether it is 1
+    if (!drop) out.push_back(s[d]);
+  }
+  setOut(outs, 0, typeOf(in, 0), out);
+  if (in[0].symbolicValue) (*outs)[0].symbolicValue = *in[0].symbolicValue;
+  return true;
+}
+
+bool reshapeRule(const Node& node, const Ins& in, Outs* outs) {
+  if (in.size() < 2 || !in[1].symbolicValue || !known(in, 0)) return false;
+  const SymbolicShape& src = shapeOf(in, 0);
+  SymbolicShape out = *in[1].symbolicValue;
+  const bool allowZero = node.attrInt("allowzero", 0) != 0;
+  int inferAt = -1;
+  DimExpr known = 1;
+  for (size_t d = 0; d < out.size(); ++d) {
+    if (out[d].isConst() && out[d].constValue() == 0 && !allowZero) {
+      if (d >= src.size()) return false;
+      out[d] = src[d];
+    }
+    if (out[d].isConst() && out[d].constValue() == -1) inferAt = static_cast<int>(d);
+    else known = known * out[d];
+  }
+  if (inferAt >= 0) {
+    DimExpr total = 1;
+    for (const DimExpr& d : src) total = total * d;
+    out[inferAt] = DimExpr::floorDiv(total, known);
+  }
+  setOut(outs, 0, typeOf(in, 0), out);
+  return true;
+}
+
+bool flattenRule(const Node& node, const Ins& in, Outs* outs) {
+  if (!known(in, 0)) return false;
+  const SymbolicShape& s = shapeOf(in, 0);
+  const int64_t axis = normAxis(node.attrInt("axis", 1), static_cast<int64_t>(s.size()));
+  DimExpr a = 1, b = 1;
+  for (int64_t d = 0; d < static_cast<int64_t>(s.size()); ++d) (d < axis ? a : b) = (d < axis ? a : b) * s[d];
+  setOut(outs, 0, typeOf(in, 0), {a, b});
+  return true;
+}
+
+bool transposeRule(const Node& node, const Ins& in, Outs* outs) {
+  if (!known(in, 0)) return false;
+  const SymbolicShape& s = shapeOf(in, 0);
+  std::vector<int64_t> perm = node.attrInts("perm");
+  if (perm.empty()) for (int64_t d = static_cast<int64_t>(s.size()) - 1; d >= 0; --d) perm.push_back(d);
+  if (perm.size() != s.size()) return false;
+  SymbolicShape out;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= static_cast<int64_t>(s.size())) return false;
+    out.push_back(s[p]);
+  }
+  setOut(outs, 0, typeOf(in, 0), out);
+  return true;
+}
+
+bool matmulRule(const Node&, const Ins& in, Outs* outs) {
+  if (!known(in, 0) || !known(in, 1)) return false;
+  SymbolicShape a = shapeOf(in, 0), b = shapeOf(in, 1);
+  if (a.empty() || b.empty()) return false;
+  const bool vecA = a.size() == 1, vecB = b.size() == 1;
+  if (vecA) a.insert(a.begin(), DimExpr(1));
+  if (vecB) b.push_back(DimExpr(1));
+  SymbolicShape batch = broadcastSymbolic(SymbolicShape(a.begin(), a.end() - 2), SymbolicShape(b.begin(), b.end() - 2));
+  if (!vecA) batch.push_back(a[a.size() - 2]);
+  if (!vecB) batch.push_back(b.back());
+  setOut(outs, 0, typeOf(in, 0), batch);
+  return true;
+}
+
+bool gemmRule(const Node& node, const Ins& in, Outs* outs) {
+  if (!known(in, 0) || !known(in, 1) || shapeOf(in, 0).size() != 2 || shapeOf(in, 1).size() != 2) return false;
+  DimExpr m = shapeOf(in, 0)[node.attrInt("transA", 0) ? 1 : 0];
+  DimExpr n = shapeOf(in, 1)[node.attrInt("transB", 0) ? 0 : 1];
+  setOut(outs, 0, typeOf(in, 0), {m, n});
+  return true;
+}
+
+// Spatial output size of conv/pool: floor or ceil((in + pads - dil*(k-1) - 1) / stride) + 1.
+bool windowRule(const Node& node, const Ins& in, Outs* outs, bool isConv) {
+  if (!known(in, 0)) return false;
+  const SymbolicShape& x = shapeOf(in, 0);
+  if (x.size() < 3) return false;
+  const size_t spatial = x.size() - 2;
+  std::vector<int64_t> kernel = node.attrInts("kernel_shape");
+  DimExpr channels = x[1];
+  if (isConv) {
+    if (!known(in, 1) || shapeOf(in, 1).size() != x.size()) return false;
+    channels = shapeOf(in, 1)[0];
+    if (kernel.empty()) {
+      for (size_t d = 2; d < shapeOf(in, 1).size(); ++d) {
+        if (!shapeOf(in, 1)[d].isConst()) return false;
+        kernel.push_back(shapeOf(in, 1)[d].constValue());
+      }
+    }
+  }
+  if (kernel.size() != spatial) return false;
+  auto strides = node.attrInts("strides", std::vector<int64_t>(spatial, 1));
+  auto dilations = node.attrInts("dilations", std::vector<int64_t>(spatial, 1));
+  auto pads = node.attrInts("pads", std::vector<int64_t>(2 * spatial, 0));
+  const std::string autoPad = node.attrString("auto_pad", "NOTSET");
+  const bool ceilMode = node.attrInt("ceil_mode", 0) != 0;
+  if (strides.size() != spatial || dilations.size() != spatial || pads.size() != 2 * spatial) return false;
+  SymbolicShape out{x[0], channels};
+  for (size_t d = 0; d < spatial; ++d) {
+    const DimExpr in_ = x[2 + d];
+    if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+      out.push_back(DimExpr::ceilDiv(in_, strides[d]));
+    } else {
+      const int64_t padTotal = autoPad == "VALID" ? 0 : pads[d] + pads[d + spatial];
+      DimExpr span = in_ + DimExpr(padTotal - dilations[d] * (kernel[d] - 1) - 1);
+      out.push_back((ceilMode ? DimExpr::ceilDiv(span, strides[d]) : DimExpr::floorDiv(span, strides[d])) + 1);
+    }
+  }
+  setOut(outs, 0, typeOf(in, 0), out);
+  if (outs->size() > 1) setOut(outs, 1, DataType::kInt64, out);
+  return true;
+}
+
+bool convRule(const Node& n, const Ins& in, Outs* outs) { return windowRule(n, in, outs, true); }
+bool poolRule(const Node& n, const Ins& in, Outs* outs) { return windowRule(n, in, outs, false); }
+
+bool globalPoolRule(const Node&, const Ins& in, Outs* outs) {
+  if (!known(in, 0)) return false;
+  SymbolicShape s = shapeOf(in, 0);
+  for (size_t d = 2; d < s.size(); ++d) s[d] = 1;
+  setOut(outs, 0, typeOf(in, 0), s);
+  return true;
+}
+
+bool reduceRule(const Node& node, const Ins& in, Outs* outs) {
+  if (!known(in, 0)) return false;
+  const SymbolicShape& s = shapeOf(in, 0);
+  std::vector<int64_t> axes = node.attrInts("axes");
+  if (in.size() > 1 && in[1].present()) {
+    auto v = constInts(in, 1);
+    if (!v) return false;
+    axes = *v;
+  }
+  const bool keep = node.attrInt("keepdims", 1) != 0;
+  if (axes.empty() && node.attrInt("noop_with_empty_axes", 0)) return sameShape(node, in, outs);
+  SymbolicShape out;
+  for (size_t d = 0; d < s.size(); ++d) {
+    bool reduced = axes.empty();
+    for (int64_t a : axes) reduced = reduced || normAxis(a, static_cast<int64_t>(s.size())) == static_cast<int64_t>(d);
+    if (!reduced) out.push_back(s[d]);
+    else if (keep) out.push_back(1);
+  }
+  setOut(outs, 0, typeOf(in, 0), out);
+  return true;
+}
+
+bool argReduceRule(const Node& node, const Ins& in, Outs* outs) {
+  if (!known(in, 0)) return false;
+  SymbolicShape s = shapeOf(in, 0);
+  const int64_t axis = normAxis(node.attrInt("axis", 0), static_cast<int64_t>(s.size()));
+  if (axis < 0 || axis >= static_cast<int64_t>(s.size())) return false;
+  if (node.attrInt("keepdims", 1)) s[axis] = 1;
+  else s.erase(s.begin() + axis);
+  setOut(outs, 0, DataType::kInt64, s);
+  return true;
+}
+
+bool constantOfShapeRule(const Node& node, const Ins& in, Outs* outs) {
+  if (in.empty() || !in[0].symbolicValue) return false;
+  const Tensor* value = node.attrTensor("value");
+  setOut(outs, 0, value ? value->type() : DataType::kFloat32, *in[0].symbolicValue);
+  return true;
+}
+
+bool expandRule(const Node&, const Ins& in, Outs* outs) {
+  if (!known(in, 0) || in.size() < 2 || !in[1].symbolicValue) return false;
+  setOut(outs, 0, typeOf(in, 0), broadcastSymbolic(shapeOf(in, 0), *in[1].symbolicValue));
+  return true;
+}
+
+bool sliceRule(const Node& node, const Ins& in, Outs* outs) {
+  if (!known(in, 0)) return false;
+  std::optional<std::vector<int64_t>> starts, ends, axes, steps;
+  if (node.opset < 10) {
+    starts = node.attrInts("starts");
+    ends = node.attrInts("ends");
+    if (node.hasAttr("axes")) axes = node.attrInts("axes");
+  } else {
+    starts = constInts(in, 1);
+    ends = constInts(in, 2);
+    if (in.size() > 3 && in[3].present()) axes = constInts(in, 3);
+    if (in.size() > 4 && in[4].present()) steps = constInts(in, 4);
+    if (!starts || !ends || (in.size() > 3 && in[3].present() && !axes) || (in.size() > 4 && in[4].present() && !steps)) return false;
+  }
+  SymbolicShape out = shapeOf(in, 0);
+  const int64_t rank = static_cast<int64_t>(out.size());
+  for (size_t k = 0; k < starts->size() && k < ends->size(); ++k) {
+    int64_t axis = normAxis(axes ? (*axes)[k] : static_cast<int64_t>(k), rank);
+    int64_t step = steps ? (*steps)[k] : 1;
+    if (axis < 0 || axis >= rank || step == 0) return false;
+    const DimExpr& dim = out[axis];
+    int64_t s = (*starts)[k], e = (*ends)[k];
+    if (!dim.isConst()) {
+      // Only the common "whole axis" and "from s to end" cases stay symbolic.
+      if (step == 1 && s >= 0 && e >= (int64_t{1} << 30)) { out[axis] = dim - DimExpr(s); continue; }
+      return false;
+    }
+    const int64_t n = dim.constValue();
+    auto clampIdx = [&](int64_t v, int64_t lo, int64_t hi) { if (v < 0) v += n; return std::clamp(v, lo, hi); };
+    int64_t len;
+    if (step > 0) {
+      s = clampIdx(s, 0, n); e = clampIdx(e, 0, n);
+      len = e > s ? (e - s + step - 1) / step : 0;
+    } else {
+      s = clampIdx(s, 0, n - 1); e = clampIdx(e, -1, n - 1);
+      len = s > e ? (s - e - step - 1) / (-step) : 0;
+    }
+    out[axis] = len;
+  }
+  setOut(outs, 0, typeOf(in, 0), out);
+  if (in[0].symbolicValue && out.size() == 1 && out[0].isConst() && starts->size() == 1 && (!steps || (*steps)[0] == 1)) {
+    const auto& v = *in[0].symbolicValue;
+    int64_t n = static_cast<int64_t>(v.size());
+    int64_t s = (*starts)[0] < 0 ? (*starts)[0] + n : std::min((*starts)[0], n);
+    s = std::clamp<int64_t>(s, 0, n);
+    if (s + out[0].constValue() <= n)
+      (*outs)[0].symbolicValue = std::vector<DimExpr>(v.begin() + s, v.begin() + s + out[0].constValue());
+  }
+  return true;
+}
+
+bool layerNormRule(const Node& node, const Ins& in, Outs* outs) {
+  if (!known(in, 0)) return false;
+  setOut(outs, 0, typeOf(in, 0), shapeOf(in, 0));
+  SymbolicShape stat = shapeOf(in, 0);
+  const int64_t axis = normAxis(node.attrInt("axis", -1), static_cast<int64_t>(stat.size()));
+  for (size_t d = std::max<int64_t>(axis, 0); d < stat.size(); ++d) stat[d] = 1;
+  for (size_t i = 1; i < outs->size(); ++i) setOut(outs, i, DataType::kFloat32, stat);
+  return true;
+}
+
+bool splitRule(const Node& node, const Ins& in, Outs* outs) {
+  if (!known(in, 0)) return false;
+  const SymbolicShape& s = shapeOf(in, 0);
+  const int64_t axis = normAxis(node.attrInt("axis", 0), static_cast<int64_t>(s.size()));
+  if (axis < 0 || axis >= static_cast<int64_t>(s.size())) return false;
+  std::vector<int64_t> sizes = node.attrInts("split");
+  if (in.size() > 1 && in[1].present()) {
+    auto v = constInts(in, 1);
+    if (!v) return false;
+    sizes = *v;
+  }
+  const size_t n = outs->size();
+  for (size_t i = 0; i < n; ++i) {
+    SymbolicShape o = s;
+    if (!sizes.empty()) {
+      if (i >= sizes.size()) return false;
+      o[axis] = sizes[i];
+    } else {
+      o[axis] = DimExpr::ceilDiv(s[axis], static_cast<int64_t>(n));
+      if (!s[axis].isConst() || s[axis].constValue() % static_cast<int64_t>(n) != 0) return false;
+    }
+    setOut(outs, i, typeOf(in, 0), o);
+  }
+  return true;
+}
+
+bool rangeRule(const Node&, const Ins& in, Outs* outs) {
+  auto s = constInts(in, 0), l = constInts(in, 1), d = constInts(in, 2);
+  if (!s || !l || !d || s->empty() || l->empty() || d->empty() || (*d)[0] == 0) return false;
+  int64_t n = std::max<int64_t>(0, ((*l)[0] - (*s)[0] + (*d)[0] - ((*d)[0] > 0 ? 1 : -1)) / (*d)[0]);
+  setOut(outs, 0, typeOf(in, 0), {n});
+  return true;
+}
+
+bool firstIsIndexAndData(const Node& node, const Ins& in, Outs* outs) {
+  if (!sameShape(node, in, outs)) return false;
+  for (size_t i = 1; i < outs->size(); ++i) (*outs)[i].info.type = DataType::kBool;  // Dropout mask
+  return true;
+}
+
+const std::map<std::string, ShapeRule>& ruleTable() {
+  static const std::map<std::string, ShapeRule> table = [] {
+    std::map<std::string, ShapeRule> t;
+    for (const char* op : {"Add", "Sub", "Mul", "Div", "Pow", "Mod", "Max", "Min", "Sum", "Mean", "PRelu",
+                           "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor"})
+      t[op] = &arithmetic;
+    for (const char* op : {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor"})
+      t[op] = &comparison;
+    for (const char* op : {"Relu", "LeakyRelu", "Elu", "Selu", "Celu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh",
+                           "Softplus", "Softsign", "ThresholdedRelu", "Gelu", "Mish", "Shrink", "Clip", "Abs", "Neg",
+                           "Exp", "Log", "Sqrt", "Reciprocal", "Floor", "Ceil", "Round", "Sign", "Sin", "Cos", "Tan",
+                           "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Erf", "Not", "BitwiseNot",
+                           "Identity", "Softmax", "LogSoftmax", "Hardmax", "BatchNormalization", "InstanceNormalization",
+                           "GroupNormalization", "LpNormalization", "MeanVarianceNormalization", "LRN", "CumSum",
+                           "QuantizeLinear", "DequantizeLinear"})
+      t[op] = &sameShape;
+    t["Dropout"] = &firstIsIndexAndData;
+    t["IsNaN"] = t["IsInf"] = [](const Node& n, const Ins& in, Outs* o) { return broadcastRule(n, in, o, DataType::kBool); };
+    t["Where"] = &whereRule;
+    t["Cast"] = t["CastLike"] = &castRule;
+    t["Shape"] = &shapeRule;
+    t["Size"] = &sizeRule;
+    t["Gather"] = &gatherRule;
+    t["Concat"] = &concatRule;
+    t["Unsqueeze"] = &unsqueezeRule;
+    t["Squeeze"] = &squeezeRule;
+    t["Reshape"] = &reshapeRule;
+    t["Flatten"] = &flattenRule;
+    t["Transpose"] = &transposeRule;
+    t["MatMul"] = &matmulRule;
+    t["Gemm"] = &gemmRule;
+    t["Conv"] = &convRule;
+    t["MaxPool"] = t["AveragePool"] = t["LpPool"] = &poolRule;
+    t["GlobalAveragePool"] = t["GlobalMaxPool"] = t["GlobalLpPool"] = &globalPoolRule;
+    for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+                           "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"})
+      t[op] = &reduceRule;
+    t["ArgMax"] = t["ArgMin"] = &argReduceRule;
+    t["ConstantOfShape"] = &constantOfShapeRule;
+    t["Expand"] = &expandRule;
+    t["Slice"] = &sliceRule;
+    t["LayerNormalization"] = &layerNormRule;
+    t["Split"] = &splitRule;
+    t["Range"] = &rangeRule;
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace
+
+SymbolicShape broadcastSymbolic(const SymbolicShape& a, const SymbolicShape& b) {
+  const size_t rank = std::max(a.size(), b.size());
+  SymbolicShape out(rank, DimExpr(1));
+  for (size_t i = 0; i < rank; ++i) {
+    DimExpr da = i < rank - a.size() ? DimExpr(1) : a[i - (rank - a.size())];
+    DimExpr db = i < rank - b.size() ? DimExpr(1) : b[i - (rank - b.size())];
+    if (da == db || (db.isConst() && db.constValue() == 1)) out[i] = da;
+    else if (da.isConst() && da.constValue() == 1) out[i] = db;
+    else if (da.isConst()) out[i] = da;  // a static dim > 1 decides
+    else if (db.isConst()) out[i] = db;
+    else out[i] = DimExpr::max(da, db);
+  }
+  return out;
+}
+
+ShapeRule findShapeRule(const std::string& opType) {
+  auto it = ruleTable().find(opType);
+  return it == ruleTable().end() ? nullptr : it->second;
+}
+
+}  // namespace kiln::shape

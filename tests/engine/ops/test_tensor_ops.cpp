@@ -1,0 +1,370 @@
+// Tests for the tensor manipulation op family (shape_ops, slice_pad, generator_ops,
+// gather_scatter, selection_ops, resize): hand-computed values on small inputs plus
+// the error cases that must be a Status, not a crash. See tests/support/op_test.h.
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "support/op_test.h"
+
+namespace kiln::test {
+namespace {
+
+Tensor f32(const Shape& shape, const std::vector<float>& values) { return floatTensor(shape, values); }
+Tensor i64(const Shape& shape, const std::vector<int64_t>& values) { return int64Tensor(shape, values); }
+Tensor ints(const std::vector<int64_t>& values) { return Tensor::int64Vector(values); }
+
+// Runs `op` expecting success and returns output `i`.
+Tensor runOk(OpTest& op, int outputs = 1, int i = 0) {
+  auto result = op.run(outputs);
+  EXPECT_TRUE(result.isOk()) << result.status().toString();
+  return result.isOk() ? result.value()[i] : Tensor();
+}
+
+void expectFloats(const Tensor& t, const Shape& shape, const std::vector<float>& values) {
+  expectTensorNear(t, f32(shape, values), 1e-5, 1e-5);
+}
+void expectInts(const Tensor& t, const Shape& shape, const std::vector<int64_t>& values) {
+  expectTensorNear(t, i64(shape, values), 0, 0);
+}
+
+// ---- shape_ops.cpp -------------------------------------------------------------
+
+TEST(ShapeOps, ShapeWithStartEndAndSize) {
+  Tensor x(DataType::kFloat32, {2, 3, 4});
+  OpTest shape("Shape", 15);
+  shape.attr("start", int64_t{1}).attr("end", int64_t{-1}).input(x);
+  expectInts(runOk(shape), {1}, {3});
+  OpTest size("Size", 13);
+  size.input(x);
+  expectInts(runOk(size), {}, {24});
+}
+
+TEST(ShapeOps, ReshapeCopiesZeroInfersMinusOneAndSharesStorage) {
+  Tensor x = randomTensor(DataType::kFloat32, {2, 3, 4}, 1);
+  OpTest op("Reshape", 14);
+  op.input(x).input(ints({0, -1}));
+  Tensor y = runOk(op);
+  EXPECT_EQ(y.shape(), (Shape{2, 12}));
+  EXPECT_EQ(y.rawData(), x.rawData());
+}
+
+TEST(ShapeOps, ReshapeErrors) {
+  Tensor x(DataType::kFloat32, {2, 3});
+  EXPECT_FALSE(OpTest("Reshape", 14).input(x).input(ints({5, -1})).run().isOk());
+  EXPECT_FALSE(OpTest("Reshape", 14).input(x).input(ints({-1, -1})).run().isOk());
+  EXPECT_FALSE(OpTest("Reshape", 14).attr("allowzero", int64_t{1}).input(x).input(ints({0, -1})).run().isOk());
+}
+
+TEST(ShapeOps, FlattenSqueezeUnsqueeze) {
+  Tensor x = randomTensor(DataType::kFloat32, {2, 1, 3, 1}, 2);
+  OpTest flatten("Flatten", 13);
+  flatten.attr("axis", int64_t{-2}).input(x);
+  EXPECT_EQ(runOk(flatten).shape(), (Shape{2, 3}));
+  OpTest squeezeAll("Squeeze", 13);
+  squeezeAll.input(x);
+  EXPECT_EQ(runOk(squeezeAll).shape(), (Shape{2, 3}));
+  OpTest squeezeAttr("Squeeze", 11);
+  squeezeAttr.attr("axes", std::vector<int64_t>{-1}).input(x);
+  EXPECT_EQ(runOk(squeezeAttr).shape(), (Shape{2, 1, 3}));
+  OpTest unsqueeze("Unsqueeze", 13);
+  unsqueeze.input(x).input(ints({0, -1}));
+  EXPECT_EQ(runOk(unsqueeze).shape(), (Shape{1, 2, 1, 3, 1, 1}));
+  EXPECT_FALSE(OpTest("Squeeze", 13).input(x).input(ints({0})).run().isOk());
+  EXPECT_FALSE(OpTest("Unsqueeze", 13).input(x).input(ints({0, 0})).run().isOk());
+}
+
+TEST(ShapeOps, Transpose) {
+  OpTest op("Transpose", 13);
+  op.input(f32({2, 3}, {1, 2, 3, 4, 5, 6}));
+  expectFloats(runOk(op), {3, 2}, {1, 4, 2, 5, 3, 6});
+  OpTest perm("Transpose", 13);
+  perm.attr("perm", std::vector<int64_t>{1, 2, 0}).input(f32({2, 1, 2}, {1, 2, 3, 4}));
+  expectFloats(runOk(perm), {1, 2, 2}, {1, 3, 2, 4});
+  EXPECT_FALSE(OpTest("Transpose", 13).attr("perm", std::vector<int64_t>{0, 0}).input(f32({2, 2}, {1, 2, 3, 4})).run().isOk());
+}
+
+TEST(ShapeOps, ConcatAlongAxisAndMismatch) {
+  OpTest op("Concat", 13);
+  op.attr("axis", int64_t{-1}).input(f32({2, 1}, {1, 2})).input(f32({2, 2}, {3, 4, 5, 6}));
+  expectFloats(runOk(op), {2, 3}, {1, 3, 4, 2, 5, 6});
+  EXPECT_FALSE(OpTest("Concat", 13).attr("axis", int64_t{0}).input(f32({2, 1}, {1, 2}))
+                   .input(f32({2, 2}, {3, 4, 5, 6})).run().isOk());
+}
+
+TEST(ShapeOps, SplitUnevenAndExplicit) {
+  OpTest uneven("Split", 18);
+  uneven.attr("num_outputs", int64_t{2}).input(f32({5}, {1, 2, 3, 4, 5}));
+  auto parts = uneven.run(2);
+  ASSERT_TRUE(parts.isOk()) << parts.status().toString();
+  expectFloats(parts.value()[0], {3}, {1, 2, 3});
+  expectFloats(parts.value()[1], {2}, {4, 5});
+  OpTest given("Split", 13);
+  given.attr("axis", int64_t{1}).input(f32({2, 3}, {1, 2, 3, 4, 5, 6})).input(ints({1, 2}));
+  auto halves = given.run(2);
+  ASSERT_TRUE(halves.isOk()) << halves.status().toString();
+  expectFloats(halves.value()[0], {2, 1}, {1, 4});
+  expectFloats(halves.value()[1], {2, 2}, {2, 3, 5, 6});
+  EXPECT_FALSE(OpTest("Split", 13).input(f32({3}, {1, 2, 3})).input(ints({1, 1})).run(2).isOk());
+}
+
+TEST(ShapeOps, DepthToSpaceModesAndSpaceToDepth) {
+  const Tensor x = f32({1, 8, 1, 1}, {1, 2, 3, 4, 5, 6, 7, 8});
+  OpTest dcr("DepthToSpace", 13);
+  dcr.attr("blocksize", int64_t{2}).input(x);
+  expectFloats(runOk(dcr), {1, 2, 2, 2}, {1, 3, 5, 7, 2, 4, 6, 8});
+  OpTest crd("DepthToSpace", 13);
+  crd.attr("blocksize", int64_t{2}).attr("mode", std::string("CRD")).input(x);
+  expectFloats(runOk(crd), {1, 2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
+  OpTest s2d("SpaceToDepth", 13);
+  s2d.attr("blocksize", int64_t{2}).input(f32({1, 2, 2, 2}, {1, 3, 5, 7, 2, 4, 6, 8}));
+  expectFloats(runOk(s2d), {1, 8, 1, 1}, {1, 2, 3, 4, 5, 6, 7, 8});
+  EXPECT_FALSE(OpTest("DepthToSpace", 13).attr("blocksize", int64_t{3}).input(x).run().isOk());
+}
+
+// ---- slice_pad.cpp ---------------------------------------------------------------
+
+TEST(SlicePad, SliceNegativeStepsAndHugeEnds) {
+  const Tensor x = f32({10}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+  const int64_t kMin = std::numeric_limits<int64_t>::min(), kMax = std::numeric_limits<int64_t>::max();
+  OpTest back("Slice", 13);
+  back.input(x).input(ints({-1})).input(ints({kMin})).input(ints({0})).input(ints({-2}));
+  expectFloats(runOk(back), {5}, {9, 7, 5, 3, 1});
+  OpTest forward("Slice", 13);
+  forward.input(x).input(ints({1})).input(ints({kMax})).missingInput().input(ints({3}));
+  expectFloats(runOk(forward), {3}, {1, 4, 7});
+  OpTest attrs("Slice", 9);
+  attrs.attr("starts", std::vector<int64_t>{2}).attr("ends", std::vector<int64_t>{-5}).input(x);
+  expectFloats(runOk(attrs), {3}, {2, 3, 4});
+  EXPECT_FALSE(OpTest("Slice", 13).input(x).input(ints({0})).input(ints({5})).input(ints({0}))
+                   .input(ints({0})).run().isOk());
+}
+
+TEST(SlicePad, PadModes) {
+  const Tensor x = f32({3}, {1, 2, 3});
+  auto pad = [&](const std::string& mode) {
+    OpTest op("Pad", 19);
+    op.attr("mode", mode).input(x).input(ints({2, 1}));
+    if (mode == "constant") op.input(Tensor::scalarFloat(9.f));
+    return runOk(op);
+  };
+  expectFloats(pad("constant"), {6}, {9, 9, 1, 2, 3, 9});
+  expectFloats(pad("reflect"), {6}, {3, 2, 1, 2, 3, 2});
+  expectFloats(pad("edge"), {6}, {1, 1, 1, 2, 3, 3});
+  expectFloats(pad("wrap"), {6}, {2, 3, 1, 2, 3, 1});
+  OpTest crop("Pad", 11);
+  crop.input(x).input(ints({-1, 1}));
+  expectFloats(runOk(crop), {3}, {2, 3, 0});
+  OpTest axes("Pad", 18);
+  axes.input(f32({2, 2}, {1, 2, 3, 4})).input(ints({1, 0})).missingInput().input(ints({-1}));
+  expectFloats(runOk(axes), {2, 3}, {0, 1, 2, 0, 3, 4});
+  EXPECT_FALSE(OpTest("Pad", 13).input(x).input(ints({1})).run().isOk());
+}
+
+TEST(SlicePad, TileExpandCenterCropPad) {
+  OpTest tile("Tile", 13);
+  tile.input(f32({1, 2}, {1, 2})).input(ints({2, 2}));
+  expectFloats(runOk(tile), {2, 4}, {1, 2, 1, 2, 1, 2, 1, 2});
+  OpTest expand("Expand", 13);
+  expand.input(f32({2, 1}, {1, 2})).input(ints({2, 3}));
+  expectFloats(runOk(expand), {2, 3}, {1, 1, 1, 2, 2, 2});
+  EXPECT_FALSE(OpTest("Expand", 13).input(f32({2}, {1, 2})).input(ints({3})).run().isOk());
+  const Tensor x = f32({5}, {1, 2, 3, 4, 5});
+  OpTest crop("CenterCropPad", 18);
+  crop.input(x).input(ints({3}));
+  expectFloats(runOk(crop), {3}, {2, 3, 4});
+  OpTest pad("CenterCropPad", 18);
+  pad.input(x).input(ints({8}));
+  expectFloats(runOk(pad), {8}, {0, 1, 2, 3, 4, 5, 0, 0});
+}
+
+// ---- generator_ops.cpp -------------------------------------------------------------
+
+TEST(Generators, EyeLikeConstantOfShapeRangeTrilu) {
+  OpTest eye("EyeLike", 9);
+  eye.attr("k", int64_t{1}).input(f32({2, 3}, {5, 5, 5, 5, 5, 5}));
+  expectFloats(runOk(eye), {2, 3}, {0, 1, 0, 0, 0, 1});
+
+  OpTest fill("ConstantOfShape", 9);
+  Attribute value;
+  value.kind = Attribute::Kind::kTensor;
+  value.t = Tensor::fromVector(DataType::kInt32, {1}, std::vector<int32_t>{7});
+  fill.node().attributes["value"] = value;
+  fill.input(ints({2, 2}));
+  expectTensorNear(runOk(fill), Tensor::fromVector(DataType::kInt32, {2, 2}, std::vector<int32_t>{7, 7, 7, 7}), 0, 0);
+
+  OpTest range("Range", 11);
+  range.input(Tensor::scalarFloat(1)).input(Tensor::scalarFloat(0)).input(Tensor::scalarFloat(-0.25f));
+  expectFloats(runOk(range), {4}, {1, 0.75f, 0.5f, 0.25f});
+  OpTest intRange("Range", 11);
+  intRange.input(Tensor::scalarInt64(1)).input(Tensor::scalarInt64(6)).input(Tensor::scalarInt64(2));
+  expectInts(runOk(intRange), {3}, {1, 3, 5});
+  EXPECT_FALSE(OpTest("Range", 11).input(Tensor::scalarInt64(1)).input(Tensor::scalarInt64(6))
+                   .input(Tensor::scalarInt64(0)).run().isOk());
+
+  const Tensor m = f32({3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
+  OpTest upper("Trilu", 14);
+  upper.input(m).input(Tensor::scalarInt64(1));
+  expectFloats(runOk(upper), {3, 3}, {0, 2, 3, 0, 0, 6, 0, 0, 0});
+  OpTest lower("Trilu", 14);
+  lower.attr("upper", int64_t{0}).input(m).input(Tensor::scalarInt64(-1));
+  expectFloats(runOk(lower), {3, 3}, {0, 0, 0, 4, 0, 0, 7, 8, 0});
+}
+
+// ---- gather_scatter.cpp --------------------------------------------------------------
+
+TEST(GatherScatter, GatherNegativeIndicesAndBounds) {
+  const Tensor data = f32({3, 2}, {1, 2, 3, 4, 5, 6});
+  OpTest op("Gather", 13);
+  op.input(data).input(i64({1, 2}, {0, -1}));
+  expectFloats(runOk(op), {1, 2, 2}, {1, 2, 5, 6});
+  OpTest cols("Gather", 13);
+  cols.attr("axis", int64_t{1}).input(data).input(Tensor::scalarInt64(1));
+  expectFloats(runOk(cols), {3}, {2, 4, 6});
+  EXPECT_FALSE(OpTest("Gather", 13).input(data).input(i64({1}, {3})).run().isOk());
+  Tensor words(DataType::kString, {3});
+  words.strings() = {"a", "b", "c"};
+  OpTest strings("Gather", 13);
+  strings.input(words).input(i64({2}, {2, 0}));
+  Tensor picked = runOk(strings);
+  ASSERT_EQ(picked.numel(), 2);
+  EXPECT_EQ(picked.strings()[0], "c");
+  EXPECT_EQ(picked.strings()[1], "a");
+}
+
+TEST(GatherScatter, GatherElementsAndGatherNd) {
+  OpTest elements("GatherElements", 13);
+  elements.attr("axis", int64_t{1}).input(f32({2, 2}, {1, 2, 3, 4})).input(i64({2, 2}, {0, 0, 1, 0}));
+  expectFloats(runOk(elements), {2, 2}, {1, 1, 4, 3});
+  EXPECT_FALSE(OpTest("GatherElements", 13).input(f32({2, 2}, {1, 2, 3, 4}))
+                   .input(i64({1, 2}, {2, 0})).run().isOk());
+  OpTest nd("GatherND", 13);
+  nd.attr("batch_dims", int64_t{1}).input(f32({2, 2, 2}, {0, 1, 2, 3, 4, 5, 6, 7})).input(i64({2, 1}, {1, 0}));
+  expectFloats(runOk(nd), {2, 2}, {2, 3, 4, 5});
+  EXPECT_FALSE(OpTest("GatherND", 13).input(f32({2, 2}, {1, 2, 3, 4})).input(i64({1, 2}, {0, 2})).run().isOk());
+}
+
+TEST(GatherScatter, ScatterElementsReductions) {
+  OpTest add("ScatterElements", 18);
+  add.attr("axis", int64_t{1}).attr("reduction", std::string("add"))
+      .input(f32({1, 5}, {1, 2, 3, 4, 5})).input(i64({1, 2}, {1, 1})).input(f32({1, 2}, {1.1f, 2.1f}));
+  expectFloats(runOk(add), {1, 5}, {1, 5.2f, 3, 4, 5});
+  OpTest none("Scatter", 9);
+  none.input(f32({3}, {1, 2, 3})).input(i64({2}, {-1, 0})).input(f32({2}, {7, 8}));
+  expectFloats(runOk(none), {3}, {8, 2, 7});
+  EXPECT_FALSE(OpTest("ScatterElements", 13).input(f32({3}, {1, 2, 3})).input(i64({1}, {3}))
+                   .input(f32({1}, {1})).run().isOk());
+}
+
+TEST(GatherScatter, ScatterNd) {
+  const Tensor data = f32({8}, {1, 2, 3, 4, 5, 6, 7, 8});
+  const Tensor indices = i64({4, 1}, {4, 3, 1, 7});
+  const Tensor updates = f32({4}, {9, 10, 11, 12});
+  OpTest none("ScatterND", 13);
+  none.input(data).input(indices).input(updates);
+  expectFloats(runOk(none), {8}, {1, 11, 3, 10, 9, 6, 7, 12});
+  OpTest mul("ScatterND", 16);
+  mul.attr("reduction", std::string("mul")).input(data).input(indices).input(updates);
+  expectFloats(runOk(mul), {8}, {1, 22, 3, 40, 45, 6, 7, 96});
+  EXPECT_FALSE(OpTest("ScatterND", 13).input(data).input(i64({1, 1}, {8})).input(f32({1}, {1})).run().isOk());
+  EXPECT_FALSE(OpTest("ScatterND", 13).input(data).input(indices).input(f32({3}, {1, 2, 3})).run().isOk());
+}
+
+// ---- selection_ops.cpp ----------------------------------------------------------------
+
+TEST(Selection, OneHotNonZeroCompress) {
+  OpTest oneHot("OneHot", 11);
+  oneHot.input(i64({3}, {1, -1, 5})).input(Tensor::scalarInt64(3)).input(f32({2}, {2, 7}));
+  expectFloats(runOk(oneHot), {3, 3}, {2, 7, 2, 2, 2, 7, 2, 2, 2});
+  OpTest nonZero("NonZero", 13);
+  nonZero.input(f32({2, 2}, {1, 0, 3, -1}));
+  expectInts(runOk(nonZero), {2, 3}, {0, 1, 1, 0, 0, 1});
+  const Tensor x = f32({3, 2}, {1, 2, 3, 4, 5, 6});
+  OpTest rows("Compress", 11);
+  rows.attr("axis", int64_t{0}).input(x).input(Tensor::fromVector(DataType::kBool, {3}, std::vector<uint8_t>{0, 1, 1}));
+  expectFloats(runOk(rows), {2, 2}, {3, 4, 5, 6});
+  OpTest flat("Compress", 11);
+  flat.input(x).input(Tensor::fromVector(DataType::kBool, {5}, std::vector<uint8_t>{0, 1, 0, 0, 1}));
+  expectFloats(runOk(flat), {2}, {2, 5});
+  EXPECT_FALSE(OpTest("Compress", 11).attr("axis", int64_t{0}).input(x)
+                   .input(Tensor::fromVector(DataType::kBool, {4}, std::vector<uint8_t>{0, 0, 0, 1})).run().isOk());
+}
+
+TEST(Selection, UniqueSortedAndFirstOccurrence) {
+  const Tensor x = f32({6}, {2, 1, 1, 3, 4, 3});
+  OpTest sorted("Unique", 11);
+  sorted.input(x);
+  auto s = sorted.run(4);
+  ASSERT_TRUE(s.isOk()) << s.status().toString();
+  expectFloats(s.value()[0], {4}, {1, 2, 3, 4});
+  expectInts(s.value()[1], {4}, {1, 0, 3, 4});
+  expectInts(s.value()[2], {6}, {1, 0, 0, 2, 3, 2});
+  expectInts(s.value()[3], {4}, {2, 1, 2, 1});
+  OpTest unsorted("Unique", 11);
+  unsorted.attr("sorted", int64_t{0}).input(x);
+  auto u = unsorted.run(4);
+  ASSERT_TRUE(u.isOk()) << u.status().toString();
+  expectFloats(u.value()[0], {4}, {2, 1, 3, 4});
+  expectInts(u.value()[2], {6}, {0, 1, 1, 2, 3, 2});
+  OpTest rows("Unique", 11);
+  rows.attr("axis", int64_t{0}).input(f32({3, 2}, {3, 1, 1, 2, 3, 1}));
+  auto r = rows.run(4);
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  expectFloats(r.value()[0], {2, 2}, {1, 2, 3, 1});
+  expectInts(r.value()[3], {2}, {1, 2});
+}
+
+// ---- resize.cpp ------------------------------------------------------------------------
+
+TEST(Resize, NearestHalfPixelUpsample) {
+  OpTest op("Resize", 13);
+  op.attr("mode", std::string("nearest")).input(f32({1, 1, 2, 2}, {1, 2, 3, 4})).missingInput()
+      .input(f32({4}, {1, 1, 2, 3}));
+  expectFloats(runOk(op), {1, 1, 4, 6},
+               {1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 3, 3, 3, 4, 4, 4});
+}
+
+TEST(Resize, LinearHalfPixelAndAlignCorners) {
+  OpTest op("Resize", 13);
+  op.attr("mode", std::string("linear")).input(f32({1, 1, 2, 2}, {1, 2, 3, 4})).missingInput()
+      .input(f32({4}, {1, 1, 2, 2}));
+  expectFloats(runOk(op), {1, 1, 4, 4},
+               {1, 1.25f, 1.75f, 2, 1.5f, 1.75f, 2.25f, 2.5f, 2.5f, 2.75f, 3.25f, 3.5f, 3, 3.25f, 3.75f, 4});
+  OpTest corners("Resize", 13);
+  corners.attr("mode", std::string("linear")).attr("coordinate_transformation_mode", std::string("align_corners"))
+      .input(f32({2}, {0, 10})).missingInput().missingInput().input(ints({5}));
+  expectFloats(runOk(corners), {5}, {0, 2.5f, 5, 7.5f, 10});
+}
+
+TEST(Resize, CubicAntialiasAndCropAndResize) {
+  OpTest cubic("Resize", 13);
+  cubic.attr("mode", std::string("cubic")).attr("coordinate_transformation_mode", std::string("asymmetric"))
+      .input(f32({4}, {1, 2, 4, 8})).missingInput().input(f32({1}, {2}));
+  Tensor up = runOk(cubic);
+  ASSERT_EQ(up.shape(), (Shape{8}));
+  EXPECT_NEAR(up.data<float>()[3], 2.71875f, 1e-5);  // x = 1.5: taps -3/32, 19/32, 19/32, -3/32
+  OpTest aa("Resize", 18);
+  aa.attr("mode", std::string("linear")).attr("antialias", int64_t{1})
+      .input(f32({4}, {0, 1, 2, 3})).missingInput().missingInput().input(ints({2}));
+  expectFloats(runOk(aa), {2}, {0.625f, 2.375f});
+  OpTest crop("Resize", 13);
+  crop.attr("mode", std::string("linear")).attr("coordinate_transformation_mode", std::string("tf_crop_and_resize"))
+      .attr("extrapolation_value", -1.f).input(f32({4}, {0, 10, 20, 30})).input(f32({2}, {0.5f, 1.5f}))
+      .missingInput().input(ints({3}));
+  expectFloats(runOk(crop), {3}, {15, 30, -1});
+}
+
+TEST(Resize, UpsampleAndErrors) {
+  OpTest up("Upsample", 9);
+  up.input(f32({1, 2}, {1, 2})).input(f32({2}, {2, 2}));
+  expectFloats(runOk(up), {2, 4}, {1, 1, 2, 2, 1, 1, 2, 2});
+  const Tensor x = f32({2}, {1, 2});
+  EXPECT_FALSE(OpTest("Resize", 13).input(x).missingInput().input(f32({1}, {2})).input(ints({4})).run().isOk());
+  EXPECT_FALSE(OpTest("Resize", 13).input(x).missingInput().input(f32({2}, {2, 2})).run().isOk());
+  EXPECT_FALSE(OpTest("Resize", 13).attr("mode", std::string("area")).input(x).missingInput()
+                   .input(f32({1}, {2})).run().isOk());
+}
+
+}  // namespace
+}  // namespace kiln::test
