@@ -71,6 +71,19 @@ std::vector<fs::path> sortedFiles(const fs::path& dir, const std::string& prefix
   return out;
 }
 
+// Tolerance override from --atol/--rtol (applies to floating-point outputs).
+struct ToleranceOverride {
+  bool set = false;
+  Tolerance value;
+};
+ToleranceOverride g_override;
+
+Tolerance toleranceFor(DataType type) {
+  Tolerance t = defaultTolerance(type);
+  if (g_override.set && isFloatingPoint(type)) t = g_override.value;
+  return t;
+}
+
 TestResult runDataSet(const Network& network, const fs::path& dataDir, TestResult result) {
   std::map<std::string, Tensor> inputs;
   const auto inputFiles = sortedFiles(dataDir, "input_");
@@ -90,7 +103,7 @@ TestResult runDataSet(const Network& network, const fs::path& dataDir, TestResul
   for (size_t k = 0; k < outputFiles.size() && k < outputs.size(); ++k) {
     auto expected = readTensorProtoFile(outputFiles[k].string());
     if (!expected.isOk()) return {result.name, Outcome::kFail, expected.status().message()};
-    CompareResult cmp = compareTensors(outputs[k].tensor, expected.value(), defaultTolerance(expected->type()));
+    CompareResult cmp = compareTensors(outputs[k].tensor, expected.value(), toleranceFor(expected->type()));
     result.maxAbs = std::max(result.maxAbs, cmp.maxAbsError);
     result.maxRel = std::max(result.maxRel, cmp.maxRelError);
     if (!cmp.match) {
@@ -149,14 +162,20 @@ std::map<std::string, std::string> readExpectedFailures(const std::string& path,
 }  // namespace
 
 int runConformance(const std::vector<std::string>& argv) {
-  Args args({"expected-failures", "filter"}, {"json", "quiet", "help"});
+  Args args({"expected-failures", "filter", "atol", "rtol"}, {"json", "quiet", "help"});
   Status parsed = args.parse(argv);
   if (!parsed.isOk()) return fail("conformance", parsed.message(), 2);
   if (args.flag("help") || args.positional().empty()) {
-    std::printf("usage: kiln conformance DIR... [--expected-failures FILE] [--filter SUBSTRING] [--json] [--quiet]\n"
+    std::printf("usage: kiln conformance DIR... [--expected-failures FILE] [--filter SUBSTRING] [--atol A] [--rtol R] [--json] [--quiet]\n"
                 "  DIR is one ONNX backend test (model.onnx + test_data_set_N/) or a folder of them.\n"
                 "  Tests listed in FILE ('name | reason' lines) may fail; one that passes is an error (XPASS).\n");
     return args.flag("help") ? 0 : 2;
+  }
+  if (args.has("atol") || args.has("rtol")) {
+    g_override.set = true;
+    for (Status s : {args.doubleValue("atol", 1e-5, &g_override.value.atol), args.doubleValue("rtol", 1e-3, &g_override.value.rtol)}) {
+      if (!s.isOk()) return fail("conformance", s.message(), 2);
+    }
   }
   Status status;
   const auto expected = readExpectedFailures(args.value("expected-failures"), &status);

@@ -57,6 +57,8 @@ void storeDouble(Tensor& out, int64_t i, double v) {
     case DataType::kBFloat16: out.data<uint16_t>()[i] = floatToBFloat16(static_cast<float>(v)); break;
     case DataType::kFp8E4M3: out.data<uint8_t>()[i] = floatToFp8E4M3(static_cast<float>(v)); break;
     case DataType::kFp8E5M2: out.data<uint8_t>()[i] = floatToFp8E5M2(static_cast<float>(v)); break;
+    case DataType::kFp8E4M3Uz: out.data<uint8_t>()[i] = floatToFp8E4M3Fnuz(static_cast<float>(v)); break;
+    case DataType::kFp8E5M2Uz: out.data<uint8_t>()[i] = floatToFp8E5M2Fnuz(static_cast<float>(v)); break;
     case DataType::kBool: out.data<uint8_t>()[i] = v != 0.0 ? 1 : 0; break;
     case DataType::kInt8: out.data<int8_t>()[i] = saturateToInt<int8_t>(v); break;
     case DataType::kUInt8: out.data<uint8_t>()[i] = saturateToInt<uint8_t>(v); break;

@@ -1,5 +1,6 @@
 #include "kiln/data_type.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -208,6 +209,29 @@ uint8_t floatToFp8E5M2(float value, bool saturate) {
     return std::fabs(value) >= 61440.0f ? (sign | 0x7c) : (sign | 0x7b);
   }
   return encodeNearest(value, fp8E5M2ToFloat, 0x7b);
+}
+
+float fp8E4M3FnuzToFloat(uint8_t bits) {
+  if (bits == 0x80) return std::nanf("");
+  return decodeSmallFloat(bits, 4, 3, 8);
+}
+
+float fp8E5M2FnuzToFloat(uint8_t bits) {
+  if (bits == 0x80) return std::nanf("");
+  return decodeSmallFloat(bits, 5, 2, 16);
+}
+
+// Saturating encoders: out-of-range values clamp to the largest finite code.
+uint8_t floatToFp8E4M3Fnuz(float value) {
+  if (std::isnan(value)) return 0x80;
+  uint8_t code = encodeNearest(std::clamp(value, -240.0f, 240.0f), fp8E4M3FnuzToFloat, 0x7f);
+  return (code & 0x7f) == 0 ? 0 : code;  // no negative zero
+}
+
+uint8_t floatToFp8E5M2Fnuz(float value) {
+  if (std::isnan(value)) return 0x80;
+  uint8_t code = encodeNearest(std::clamp(value, -57344.0f, 57344.0f), fp8E5M2FnuzToFloat, 0x7f);
+  return (code & 0x7f) == 0 ? 0 : code;
 }
 
 }  // namespace kiln

@@ -65,9 +65,13 @@ double Tensor::valueAsDouble(int64_t i) const {
     case DataType::kBFloat16: return bfloat16ToFloat(data<uint16_t>()[i]);
     case DataType::kFp8E4M3: return fp8E4M3ToFloat(data<uint8_t>()[i]);
     case DataType::kFp8E5M2: return fp8E5M2ToFloat(data<uint8_t>()[i]);
+    case DataType::kFp8E4M3Uz: return fp8E4M3FnuzToFloat(data<uint8_t>()[i]);
+    case DataType::kFp8E5M2Uz: return fp8E5M2FnuzToFloat(data<uint8_t>()[i]);
     case DataType::kUInt64: return static_cast<double>(data<uint64_t>()[i]);
-    case DataType::kString: return std::nan("");
-    default: return static_cast<double>(valueAsInt64(i));
+    case DataType::kInt8: case DataType::kInt4: case DataType::kUInt8: case DataType::kUInt4: case DataType::kBool:
+    case DataType::kInt16: case DataType::kUInt16: case DataType::kInt32: case DataType::kUInt32: case DataType::kInt64:
+      return static_cast<double>(valueAsInt64(i));
+    default: return std::nan("");  // string, complex, undefined
   }
 }
 
@@ -81,7 +85,8 @@ int64_t Tensor::valueAsInt64(int64_t i) const {
     case DataType::kUInt32: return data<uint32_t>()[i];
     case DataType::kInt64: return data<int64_t>()[i];
     case DataType::kUInt64: return static_cast<int64_t>(data<uint64_t>()[i]);
-    default: {
+    case DataType::kString: case DataType::kUndefined: case DataType::kComplex64: case DataType::kComplex128: return 0;
+    default: {  // floating point types
       double v = valueAsDouble(i);
       if (!std::isfinite(v)) return 0;
       if (v >= 9.2e18) return std::numeric_limits<int64_t>::max();

@@ -51,6 +51,16 @@ DimExpr DimExpr::binary(Op op, const DimExpr& a, const DimExpr& b) {
   if (op == Op::kMul && b.isConst() && b.constValue() == 1) return a;
   if (op == Op::kMul && ((a.isConst() && a.constValue() == 0) || (b.isConst() && b.constValue() == 0))) return 0;
   if ((op == Op::kFloorDiv || op == Op::kCeilDiv) && b.isConst() && b.constValue() == 1) return a;
+  if (op == Op::kMul && b.isConst() && a.m_node->op == Op::kMul && a.m_node->rhs->op == Op::kConst) {
+    // (x * c1) * c2 = x * (c1 * c2): keeps products in one canonical form.
+    return DimExpr(a.m_node->lhs) * DimExpr(a.m_node->rhs->value * b.constValue());
+  }
+  if (op == Op::kMul && a.isConst() && b.m_node->op == Op::kMul && b.m_node->rhs->op == Op::kConst) {
+    return DimExpr(b.m_node->lhs) * DimExpr(b.m_node->rhs->value * a.constValue());
+  }
+  if (op == Op::kFloorDiv || op == Op::kCeilDiv) {
+    if (auto exact = divideExactly(a, b)) return *exact;
+  }
   if ((op == Op::kMax || op == Op::kMin) && a == b) return a;
   auto node = std::make_shared<Node>();
   node->op = op;
@@ -78,6 +88,36 @@ DimExpr DimExpr::ceilDiv(const DimExpr& a, const DimExpr& b) { return binary(Op:
 DimExpr DimExpr::max(const DimExpr& a, const DimExpr& b) { return binary(Op::kMax, a, b); }
 DimExpr DimExpr::min(const DimExpr& a, const DimExpr& b) { return binary(Op::kMin, a, b); }
 DimExpr DimExpr::mod(const DimExpr& a, const DimExpr& b) { return binary(Op::kMod, a, b); }
+
+// Splits a product into its constant coefficient and its other factors.
+void DimExpr::factorize(const DimExpr& e, int64_t* coefficient, std::vector<DimExpr>* factors) {
+  if (e.isConst()) {
+    *coefficient *= e.constValue();
+  } else if (e.m_node->op == Op::kMul) {
+    factorize(DimExpr(e.m_node->lhs), coefficient, factors);
+    factorize(DimExpr(e.m_node->rhs), coefficient, factors);
+  } else {
+    factors->push_back(e);
+  }
+}
+
+// a / b when b's factors all appear in a and the coefficients divide: the
+// quotient is exact, so floor and ceil agree (e.g. batch*20 / batch = 20).
+std::optional<DimExpr> DimExpr::divideExactly(const DimExpr& a, const DimExpr& b) {
+  int64_t ca = 1, cb = 1;
+  std::vector<DimExpr> fa, fb;
+  factorize(a, &ca, &fa);
+  factorize(b, &cb, &fb);
+  if (cb == 0 || ca % cb != 0 || (fa.empty() && fb.empty())) return std::nullopt;
+  for (const DimExpr& f : fb) {
+    auto it = std::find(fa.begin(), fa.end(), f);
+    if (it == fa.end()) return std::nullopt;
+    fa.erase(it);
+  }
+  DimExpr q(ca / cb);
+  for (const DimExpr& f : fa) q = q * f;
+  return q;
+}
 
 std::optional<int64_t> DimExpr::evaluate(const std::map<std::string, int64_t>& bindings) const {
   const Node& n = *m_node;

@@ -88,6 +88,16 @@ static void collectOuterReads(const Graph& g, std::set<std::string>* reads) {
   for (const ValueInfo& v : g.outputs) if (!defined.count(v.name)) reads->insert(v.name);
 }
 
+std::vector<std::string> Node::implicitInputs() const {
+  std::set<std::string> reads;
+  for (const auto& [key, attr] : attributes) {
+    std::vector<std::shared_ptr<Graph>> subs = attr.graphs;
+    if (attr.g) subs.push_back(attr.g);
+    for (const auto& sub : subs) collectOuterReads(*sub, &reads);
+  }
+  return {reads.begin(), reads.end()};
+}
+
 Status Graph::sortTopologically(const std::vector<std::string>& outerScope) {
   std::unordered_set<std::string> available(outerScope.begin(), outerScope.end());
   for (const ValueInfo& v : inputs) available.insert(v.name);

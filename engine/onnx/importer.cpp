@@ -175,6 +175,19 @@ Status checkVersions(const onnx::ModelProto& model, std::map<std::string, int>* 
   return Status::ok();
 }
 
+// Kiln runs tensors only: a sequence, map or optional graph input or output is
+// refused before the op check, so the error says what the model needs.
+Status checkTensorInterface(const onnx::GraphProto& graph) {
+  for (const auto* list : {&graph.input(), &graph.output()}) {
+    for (const auto& v : *list) {
+      if (v.has_type() && !v.type().has_tensor_type()) {
+        return unsupported("value '" + v.name() + "' is not a tensor (sequence, map and optional types are not supported)");
+      }
+    }
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Result<Network> importOnnxBytes(const std::string& bytes, const std::string& modelDir,
@@ -186,6 +199,7 @@ Result<Network> importOnnxBytes(const std::string& bytes, const std::string& mod
   }
   Network network;
   KILN_RETURN_IF_ERROR_CTX(checkVersions(model, &network.opsets), displayName);
+  KILN_RETURN_IF_ERROR_CTX(checkTensorInterface(model.graph()), displayName);
   if (options.checkSupport) {
     OpSupportQuery query = options.isSupported;
     if (!query) {

@@ -79,6 +79,7 @@ struct ReferenceBackend::Impl {
       }
       plan.kernels.push_back(entry->fn);
       for (const std::string& in : node.inputs) if (!in.empty()) lastUse[in] = i;
+      for (const std::string& in : node.implicitInputs()) lastUse[in] = i;
       for (const std::string& o : node.outputs) if (!o.empty() && !lastUse.count(o)) lastUse[o] = i;
     }
     plan.releaseAfter.resize(graph.nodes.size());

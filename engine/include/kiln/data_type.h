@@ -54,6 +54,11 @@ float fp8E4M3ToFloat(uint8_t bits);
 uint8_t floatToFp8E4M3(float value, bool saturate = true);
 float fp8E5M2ToFloat(uint8_t bits);
 uint8_t floatToFp8E5M2(float value, bool saturate = true);
+// The "fnuz" variants: no infinities, no negative zero, 0x80 is NaN.
+float fp8E4M3FnuzToFloat(uint8_t bits);
+float fp8E5M2FnuzToFloat(uint8_t bits);
+uint8_t floatToFp8E4M3Fnuz(float value);
+uint8_t floatToFp8E5M2Fnuz(float value);
 
 // Storage wrappers so templates can tell half and bfloat16 from uint16_t.
 struct Half {

@@ -51,6 +51,8 @@ class DimExpr {
   };
   explicit DimExpr(std::shared_ptr<const Node> node) : m_node(std::move(node)) {}
   static DimExpr binary(Op op, const DimExpr& a, const DimExpr& b);
+  static void factorize(const DimExpr& e, int64_t* coefficient, std::vector<DimExpr>* factors);
+  static std::optional<DimExpr> divideExactly(const DimExpr& a, const DimExpr& b);
   std::shared_ptr<const Node> m_node;
 };
 

@@ -23,9 +23,9 @@ struct ImportOptions {
 };
 
 constexpr int kMinIrVersion = 3;
-constexpr int kMaxIrVersion = 11;
-constexpr int kMinDefaultOpset = 7;
-constexpr int kMaxDefaultOpset = 25;
+constexpr int kMaxIrVersion = 14;
+constexpr int kMinDefaultOpset = 1;
+constexpr int kMaxDefaultOpset = 28;
 
 // Imports `path`. External data files are resolved relative to the model's folder;
 // absolute paths and paths that leave that folder are refused.

@@ -11,9 +11,15 @@
 namespace kiln::test {
 namespace {
 
-Tensor f32(const Shape& shape, const std::vector<float>& values) { return floatTensor(shape, values); }
-Tensor i64(const Shape& shape, const std::vector<int64_t>& values) { return int64Tensor(shape, values); }
-Tensor ints(const std::vector<int64_t>& values) { return Tensor::int64Vector(values); }
+Tensor f32(const Shape& shape, const std::vector<float>& values) {
+  return floatTensor(shape, values);
+}
+Tensor i64(const Shape& shape, const std::vector<int64_t>& values) {
+  return int64Tensor(shape, values);
+}
+Tensor ints(const std::vector<int64_t>& values) {
+  return Tensor::int64Vector(values);
+}
 
 // Runs `op` expecting success and returns output `i`.
 Tensor runOk(OpTest& op, int outputs = 1, int i = 0) {
@@ -54,7 +60,12 @@ TEST(ShapeOps, ReshapeErrors) {
   Tensor x(DataType::kFloat32, {2, 3});
   EXPECT_FALSE(OpTest("Reshape", 14).input(x).input(ints({5, -1})).run().isOk());
   EXPECT_FALSE(OpTest("Reshape", 14).input(x).input(ints({-1, -1})).run().isOk());
-  EXPECT_FALSE(OpTest("Reshape", 14).attr("allowzero", int64_t{1}).input(x).input(ints({0, -1})).run().isOk());
+  EXPECT_FALSE(OpTest("Reshape", 14)
+                   .attr("allowzero", int64_t{1})
+                   .input(x)
+                   .input(ints({0, -1}))
+                   .run()
+                   .isOk());
 }
 
 TEST(ShapeOps, FlattenSqueezeUnsqueeze) {
@@ -82,15 +93,23 @@ TEST(ShapeOps, Transpose) {
   OpTest perm("Transpose", 13);
   perm.attr("perm", std::vector<int64_t>{1, 2, 0}).input(f32({2, 1, 2}, {1, 2, 3, 4}));
   expectFloats(runOk(perm), {1, 2, 2}, {1, 3, 2, 4});
-  EXPECT_FALSE(OpTest("Transpose", 13).attr("perm", std::vector<int64_t>{0, 0}).input(f32({2, 2}, {1, 2, 3, 4})).run().isOk());
+  EXPECT_FALSE(OpTest("Transpose", 13)
+                   .attr("perm", std::vector<int64_t>{0, 0})
+                   .input(f32({2, 2}, {1, 2, 3, 4}))
+                   .run()
+                   .isOk());
 }
 
 TEST(ShapeOps, ConcatAlongAxisAndMismatch) {
   OpTest op("Concat", 13);
   op.attr("axis", int64_t{-1}).input(f32({2, 1}, {1, 2})).input(f32({2, 2}, {3, 4, 5, 6}));
   expectFloats(runOk(op), {2, 3}, {1, 3, 4, 2, 5, 6});
-  EXPECT_FALSE(OpTest("Concat", 13).attr("axis", int64_t{0}).input(f32({2, 1}, {1, 2}))
-                   .input(f32({2, 2}, {3, 4, 5, 6})).run().isOk());
+  EXPECT_FALSE(OpTest("Concat", 13)
+                   .attr("axis", int64_t{0})
+                   .input(f32({2, 1}, {1, 2}))
+                   .input(f32({2, 2}, {3, 4, 5, 6}))
+                   .run()
+                   .isOk());
 }
 
 TEST(ShapeOps, SplitUnevenAndExplicit) {
@@ -127,7 +146,8 @@ TEST(ShapeOps, DepthToSpaceModesAndSpaceToDepth) {
 
 TEST(SlicePad, SliceNegativeStepsAndHugeEnds) {
   const Tensor x = f32({10}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
-  const int64_t kMin = std::numeric_limits<int64_t>::min(), kMax = std::numeric_limits<int64_t>::max();
+  const int64_t kMin = std::numeric_limits<int64_t>::min(),
+                kMax = std::numeric_limits<int64_t>::max();
   OpTest back("Slice", 13);
   back.input(x).input(ints({-1})).input(ints({kMin})).input(ints({0})).input(ints({-2}));
   expectFloats(runOk(back), {5}, {9, 7, 5, 3, 1});
@@ -137,8 +157,14 @@ TEST(SlicePad, SliceNegativeStepsAndHugeEnds) {
   OpTest attrs("Slice", 9);
   attrs.attr("starts", std::vector<int64_t>{2}).attr("ends", std::vector<int64_t>{-5}).input(x);
   expectFloats(runOk(attrs), {3}, {2, 3, 4});
-  EXPECT_FALSE(OpTest("Slice", 13).input(x).input(ints({0})).input(ints({5})).input(ints({0}))
-                   .input(ints({0})).run().isOk());
+  EXPECT_FALSE(OpTest("Slice", 13)
+                   .input(x)
+                   .input(ints({0}))
+                   .input(ints({5}))
+                   .input(ints({0}))
+                   .input(ints({0}))
+                   .run()
+                   .isOk());
 }
 
 TEST(SlicePad, PadModes) {
@@ -192,16 +218,26 @@ TEST(Generators, EyeLikeConstantOfShapeRangeTrilu) {
   value.t = Tensor::fromVector(DataType::kInt32, {1}, std::vector<int32_t>{7});
   fill.node().attributes["value"] = value;
   fill.input(ints({2, 2}));
-  expectTensorNear(runOk(fill), Tensor::fromVector(DataType::kInt32, {2, 2}, std::vector<int32_t>{7, 7, 7, 7}), 0, 0);
+  expectTensorNear(runOk(fill),
+                   Tensor::fromVector(DataType::kInt32, {2, 2}, std::vector<int32_t>{7, 7, 7, 7}),
+                   0, 0);
 
   OpTest range("Range", 11);
-  range.input(Tensor::scalarFloat(1)).input(Tensor::scalarFloat(0)).input(Tensor::scalarFloat(-0.25f));
+  range.input(Tensor::scalarFloat(1))
+      .input(Tensor::scalarFloat(0))
+      .input(Tensor::scalarFloat(-0.25f));
   expectFloats(runOk(range), {4}, {1, 0.75f, 0.5f, 0.25f});
   OpTest intRange("Range", 11);
-  intRange.input(Tensor::scalarInt64(1)).input(Tensor::scalarInt64(6)).input(Tensor::scalarInt64(2));
+  intRange.input(Tensor::scalarInt64(1))
+      .input(Tensor::scalarInt64(6))
+      .input(Tensor::scalarInt64(2));
   expectInts(runOk(intRange), {3}, {1, 3, 5});
-  EXPECT_FALSE(OpTest("Range", 11).input(Tensor::scalarInt64(1)).input(Tensor::scalarInt64(6))
-                   .input(Tensor::scalarInt64(0)).run().isOk());
+  EXPECT_FALSE(OpTest("Range", 11)
+                   .input(Tensor::scalarInt64(1))
+                   .input(Tensor::scalarInt64(6))
+                   .input(Tensor::scalarInt64(0))
+                   .run()
+                   .isOk());
 
   const Tensor m = f32({3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
   OpTest upper("Trilu", 14);
@@ -235,26 +271,44 @@ TEST(GatherScatter, GatherNegativeIndicesAndBounds) {
 
 TEST(GatherScatter, GatherElementsAndGatherNd) {
   OpTest elements("GatherElements", 13);
-  elements.attr("axis", int64_t{1}).input(f32({2, 2}, {1, 2, 3, 4})).input(i64({2, 2}, {0, 0, 1, 0}));
+  elements.attr("axis", int64_t{1})
+      .input(f32({2, 2}, {1, 2, 3, 4}))
+      .input(i64({2, 2}, {0, 0, 1, 0}));
   expectFloats(runOk(elements), {2, 2}, {1, 1, 4, 3});
-  EXPECT_FALSE(OpTest("GatherElements", 13).input(f32({2, 2}, {1, 2, 3, 4}))
-                   .input(i64({1, 2}, {2, 0})).run().isOk());
+  EXPECT_FALSE(OpTest("GatherElements", 13)
+                   .input(f32({2, 2}, {1, 2, 3, 4}))
+                   .input(i64({1, 2}, {2, 0}))
+                   .run()
+                   .isOk());
   OpTest nd("GatherND", 13);
-  nd.attr("batch_dims", int64_t{1}).input(f32({2, 2, 2}, {0, 1, 2, 3, 4, 5, 6, 7})).input(i64({2, 1}, {1, 0}));
+  nd.attr("batch_dims", int64_t{1})
+      .input(f32({2, 2, 2}, {0, 1, 2, 3, 4, 5, 6, 7}))
+      .input(i64({2, 1}, {1, 0}));
   expectFloats(runOk(nd), {2, 2}, {2, 3, 4, 5});
-  EXPECT_FALSE(OpTest("GatherND", 13).input(f32({2, 2}, {1, 2, 3, 4})).input(i64({1, 2}, {0, 2})).run().isOk());
+  EXPECT_FALSE(OpTest("GatherND", 13)
+                   .input(f32({2, 2}, {1, 2, 3, 4}))
+                   .input(i64({1, 2}, {0, 2}))
+                   .run()
+                   .isOk());
 }
 
 TEST(GatherScatter, ScatterElementsReductions) {
   OpTest add("ScatterElements", 18);
-  add.attr("axis", int64_t{1}).attr("reduction", std::string("add"))
-      .input(f32({1, 5}, {1, 2, 3, 4, 5})).input(i64({1, 2}, {1, 1})).input(f32({1, 2}, {1.1f, 2.1f}));
+  add.attr("axis", int64_t{1})
+      .attr("reduction", std::string("add"))
+      .input(f32({1, 5}, {1, 2, 3, 4, 5}))
+      .input(i64({1, 2}, {1, 1}))
+      .input(f32({1, 2}, {1.1f, 2.1f}));
   expectFloats(runOk(add), {1, 5}, {1, 5.2f, 3, 4, 5});
   OpTest none("Scatter", 9);
   none.input(f32({3}, {1, 2, 3})).input(i64({2}, {-1, 0})).input(f32({2}, {7, 8}));
   expectFloats(runOk(none), {3}, {8, 2, 7});
-  EXPECT_FALSE(OpTest("ScatterElements", 13).input(f32({3}, {1, 2, 3})).input(i64({1}, {3}))
-                   .input(f32({1}, {1})).run().isOk());
+  EXPECT_FALSE(OpTest("ScatterElements", 13)
+                   .input(f32({3}, {1, 2, 3}))
+                   .input(i64({1}, {3}))
+                   .input(f32({1}, {1}))
+                   .run()
+                   .isOk());
 }
 
 TEST(GatherScatter, ScatterNd) {
@@ -267,8 +321,14 @@ TEST(GatherScatter, ScatterNd) {
   OpTest mul("ScatterND", 16);
   mul.attr("reduction", std::string("mul")).input(data).input(indices).input(updates);
   expectFloats(runOk(mul), {8}, {1, 22, 3, 40, 45, 6, 7, 96});
-  EXPECT_FALSE(OpTest("ScatterND", 13).input(data).input(i64({1, 1}, {8})).input(f32({1}, {1})).run().isOk());
-  EXPECT_FALSE(OpTest("ScatterND", 13).input(data).input(indices).input(f32({3}, {1, 2, 3})).run().isOk());
+  EXPECT_FALSE(OpTest("ScatterND", 13)
+                   .input(data)
+                   .input(i64({1, 1}, {8}))
+                   .input(f32({1}, {1}))
+                   .run()
+                   .isOk());
+  EXPECT_FALSE(
+      OpTest("ScatterND", 13).input(data).input(indices).input(f32({3}, {1, 2, 3})).run().isOk());
 }
 
 // ---- selection_ops.cpp ----------------------------------------------------------------
@@ -282,13 +342,21 @@ TEST(Selection, OneHotNonZeroCompress) {
   expectInts(runOk(nonZero), {2, 3}, {0, 1, 1, 0, 0, 1});
   const Tensor x = f32({3, 2}, {1, 2, 3, 4, 5, 6});
   OpTest rows("Compress", 11);
-  rows.attr("axis", int64_t{0}).input(x).input(Tensor::fromVector(DataType::kBool, {3}, std::vector<uint8_t>{0, 1, 1}));
+  rows.attr("axis", int64_t{0})
+      .input(x)
+      .input(Tensor::fromVector(DataType::kBool, {3}, std::vector<uint8_t>{0, 1, 1}));
   expectFloats(runOk(rows), {2, 2}, {3, 4, 5, 6});
   OpTest flat("Compress", 11);
-  flat.input(x).input(Tensor::fromVector(DataType::kBool, {5}, std::vector<uint8_t>{0, 1, 0, 0, 1}));
+  flat.input(x).input(
+      Tensor::fromVector(DataType::kBool, {5}, std::vector<uint8_t>{0, 1, 0, 0, 1}));
   expectFloats(runOk(flat), {2}, {2, 5});
-  EXPECT_FALSE(OpTest("Compress", 11).attr("axis", int64_t{0}).input(x)
-                   .input(Tensor::fromVector(DataType::kBool, {4}, std::vector<uint8_t>{0, 0, 0, 1})).run().isOk());
+  EXPECT_FALSE(
+      OpTest("Compress", 11)
+          .attr("axis", int64_t{0})
+          .input(x)
+          .input(Tensor::fromVector(DataType::kBool, {4}, std::vector<uint8_t>{0, 0, 0, 1}))
+          .run()
+          .isOk());
 }
 
 TEST(Selection, UniqueSortedAndFirstOccurrence) {
@@ -319,7 +387,9 @@ TEST(Selection, UniqueSortedAndFirstOccurrence) {
 
 TEST(Resize, NearestHalfPixelUpsample) {
   OpTest op("Resize", 13);
-  op.attr("mode", std::string("nearest")).input(f32({1, 1, 2, 2}, {1, 2, 3, 4})).missingInput()
+  op.attr("mode", std::string("nearest"))
+      .input(f32({1, 1, 2, 2}, {1, 2, 3, 4}))
+      .missingInput()
       .input(f32({4}, {1, 1, 2, 3}));
   expectFloats(runOk(op), {1, 1, 4, 6},
                {1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 3, 3, 3, 4, 4, 4});
@@ -327,31 +397,49 @@ TEST(Resize, NearestHalfPixelUpsample) {
 
 TEST(Resize, LinearHalfPixelAndAlignCorners) {
   OpTest op("Resize", 13);
-  op.attr("mode", std::string("linear")).input(f32({1, 1, 2, 2}, {1, 2, 3, 4})).missingInput()
+  op.attr("mode", std::string("linear"))
+      .input(f32({1, 1, 2, 2}, {1, 2, 3, 4}))
+      .missingInput()
       .input(f32({4}, {1, 1, 2, 2}));
-  expectFloats(runOk(op), {1, 1, 4, 4},
-               {1, 1.25f, 1.75f, 2, 1.5f, 1.75f, 2.25f, 2.5f, 2.5f, 2.75f, 3.25f, 3.5f, 3, 3.25f, 3.75f, 4});
+  expectFloats(
+      runOk(op), {1, 1, 4, 4},
+      {1, 1.25f, 1.75f, 2, 1.5f, 1.75f, 2.25f, 2.5f, 2.5f, 2.75f, 3.25f, 3.5f, 3, 3.25f, 3.75f, 4});
   OpTest corners("Resize", 13);
-  corners.attr("mode", std::string("linear")).attr("coordinate_transformation_mode", std::string("align_corners"))
-      .input(f32({2}, {0, 10})).missingInput().missingInput().input(ints({5}));
+  corners.attr("mode", std::string("linear"))
+      .attr("coordinate_transformation_mode", std::string("align_corners"))
+      .input(f32({2}, {0, 10}))
+      .missingInput()
+      .missingInput()
+      .input(ints({5}));
   expectFloats(runOk(corners), {5}, {0, 2.5f, 5, 7.5f, 10});
 }
 
 TEST(Resize, CubicAntialiasAndCropAndResize) {
   OpTest cubic("Resize", 13);
-  cubic.attr("mode", std::string("cubic")).attr("coordinate_transformation_mode", std::string("asymmetric"))
-      .input(f32({4}, {1, 2, 4, 8})).missingInput().input(f32({1}, {2}));
+  cubic.attr("mode", std::string("cubic"))
+      .attr("coordinate_transformation_mode", std::string("asymmetric"))
+      .input(f32({4}, {1, 2, 4, 8}))
+      .missingInput()
+      .input(f32({1}, {2}));
   Tensor up = runOk(cubic);
   ASSERT_EQ(up.shape(), (Shape{8}));
   EXPECT_NEAR(up.data<float>()[3], 2.71875f, 1e-5);  // x = 1.5: taps -3/32, 19/32, 19/32, -3/32
   OpTest aa("Resize", 18);
-  aa.attr("mode", std::string("linear")).attr("antialias", int64_t{1})
-      .input(f32({4}, {0, 1, 2, 3})).missingInput().missingInput().input(ints({2}));
+  aa.attr("mode", std::string("linear"))
+      .attr("antialias", int64_t{1})
+      .input(f32({4}, {0, 1, 2, 3}))
+      .missingInput()
+      .missingInput()
+      .input(ints({2}));
   expectFloats(runOk(aa), {2}, {0.625f, 2.375f});
   OpTest crop("Resize", 13);
-  crop.attr("mode", std::string("linear")).attr("coordinate_transformation_mode", std::string("tf_crop_and_resize"))
-      .attr("extrapolation_value", -1.f).input(f32({4}, {0, 10, 20, 30})).input(f32({2}, {0.5f, 1.5f}))
-      .missingInput().input(ints({3}));
+  crop.attr("mode", std::string("linear"))
+      .attr("coordinate_transformation_mode", std::string("tf_crop_and_resize"))
+      .attr("extrapolation_value", -1.f)
+      .input(f32({4}, {0, 10, 20, 30}))
+      .input(f32({2}, {0.5f, 1.5f}))
+      .missingInput()
+      .input(ints({3}));
   expectFloats(runOk(crop), {3}, {15, 30, -1});
 }
 
@@ -360,10 +448,21 @@ TEST(Resize, UpsampleAndErrors) {
   up.input(f32({1, 2}, {1, 2})).input(f32({2}, {2, 2}));
   expectFloats(runOk(up), {2, 4}, {1, 1, 2, 2, 1, 1, 2, 2});
   const Tensor x = f32({2}, {1, 2});
-  EXPECT_FALSE(OpTest("Resize", 13).input(x).missingInput().input(f32({1}, {2})).input(ints({4})).run().isOk());
+  EXPECT_FALSE(OpTest("Resize", 13)
+                   .input(x)
+                   .missingInput()
+                   .input(f32({1}, {2}))
+                   .input(ints({4}))
+                   .run()
+                   .isOk());
   EXPECT_FALSE(OpTest("Resize", 13).input(x).missingInput().input(f32({2}, {2, 2})).run().isOk());
-  EXPECT_FALSE(OpTest("Resize", 13).attr("mode", std::string("area")).input(x).missingInput()
-                   .input(f32({1}, {2})).run().isOk());
+  EXPECT_FALSE(OpTest("Resize", 13)
+                   .attr("mode", std::string("area"))
+                   .input(x)
+                   .missingInput()
+                   .input(f32({1}, {2}))
+                   .run()
+                   .isOk());
 }
 
 }  // namespace

@@ -10,12 +10,12 @@
 namespace kiln::cpu {
 namespace {
 
-// Stable for large |x|: exp never overflows.
+// For x below about -88 (float) exp(-x) overflows to infinity and the result is 0, an
+// absolute error under 1e-38; everywhere else this is accurate to a few ulps and, unlike a
+// two-sided formula, has no branch to mispredict.
 template <class C>
 C sigmoid(C x) {
-  if (x >= C(0)) return C(1) / (C(1) + std::exp(-x));
-  const C e = std::exp(x);
-  return e / (C(1) + e);
+  return C(1) / (C(1) + std::exp(-x));
 }
 
 // log(1 + exp(x)) without overflow for large x.
@@ -32,14 +32,16 @@ float attr(const KernelContext& ctx, const char* name, float fallback) {
 Status reluKernel(KernelContext& ctx) {
   // NaN stays NaN, as numpy's maximum(x, 0).
   return unaryKernel<TypeSet::kSigned>(ctx, [](auto x) -> decltype(x) {
-    return x < decltype(x)(0) ? decltype(x)(0) : x;
+    using C = decltype(x);
+    return selectValue(x < C(0), C(0), x);
   });
 }
 
 Status leakyReluKernel(KernelContext& ctx) {
   const float alpha = attr(ctx, "alpha", 0.01f);
   return unaryKernel<TypeSet::kFloat>(ctx, [alpha](auto x) -> decltype(x) {
-    return x < 0 ? decltype(x)(alpha) * x : x;
+    using C = decltype(x);
+    return selectValue(x < C(0), C(alpha) * x, x);
   });
 }
 
@@ -99,14 +101,14 @@ Status softplusKernel(KernelContext& ctx) {
 }
 
 Status softsignKernel(KernelContext& ctx) {
-  return unaryKernel<TypeSet::kFloat>(ctx, [](auto x) { return x / (decltype(x)(1) + std::fabs(x)); });
+  return unaryKernel<TypeSet::kFloat>(ctx,
+                                      [](auto x) { return x / (decltype(x)(1) + std::fabs(x)); });
 }
 
 Status thresholdedReluKernel(KernelContext& ctx) {
   const float alpha = attr(ctx, "alpha", 1.0f);
-  return unaryKernel<TypeSet::kFloat>(ctx, [alpha](auto x) -> decltype(x) {
-    return x > decltype(x)(alpha) ? x : decltype(x)(0);
-  });
+  return unaryKernel<TypeSet::kFloat>(
+      ctx, [alpha](auto x) -> decltype(x) { return x > decltype(x)(alpha) ? x : decltype(x)(0); });
 }
 
 Status geluKernel(KernelContext& ctx) {
@@ -140,8 +142,10 @@ Status shrinkKernel(KernelContext& ctx) {
     using C = decltype(x);
     const double v = static_cast<double>(x);
     const double r = v < -lambd ? v + bias : (v > lambd ? v - bias : 0.0);
-    if constexpr (kIsInteger<C>) return truncateToInteger<C>(r);
-    else return static_cast<C>(r);
+    if constexpr (kIsInteger<C>)
+      return truncateToInteger<C>(r);
+    else
+      return static_cast<C>(r);
   });
 }
 

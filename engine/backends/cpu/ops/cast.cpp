@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -25,18 +26,23 @@ struct Fp8Format {
   bool unsignedZero;
   uint8_t maxCode;  // largest finite magnitude
 };
-constexpr Fp8Format kE4M3FN{3, 7, false, false, 0x7E};     // max 448
-constexpr Fp8Format kE4M3FNUZ{3, 8, false, true, 0x7F};    // max 240
-constexpr Fp8Format kE5M2{2, 15, true, false, 0x7B};       // max 57344
-constexpr Fp8Format kE5M2FNUZ{2, 16, false, true, 0x7F};   // max 57344
+constexpr Fp8Format kE4M3FN{3, 7, false, false, 0x7E};    // max 448
+constexpr Fp8Format kE4M3FNUZ{3, 8, false, true, 0x7F};   // max 240
+constexpr Fp8Format kE5M2{2, 15, true, false, 0x7B};      // max 57344
+constexpr Fp8Format kE5M2FNUZ{2, 16, false, true, 0x7F};  // max 57344
 
 const Fp8Format* fp8Format(DataType type) {
   switch (type) {
-    case DataType::kFp8E4M3: return &kE4M3FN;
-    case DataType::kFp8E4M3Uz: return &kE4M3FNUZ;
-    case DataType::kFp8E5M2: return &kE5M2;
-    case DataType::kFp8E5M2Uz: return &kE5M2FNUZ;
-    default: return nullptr;
+    case DataType::kFp8E4M3:
+      return &kE4M3FN;
+    case DataType::kFp8E4M3Uz:
+      return &kE4M3FNUZ;
+    case DataType::kFp8E5M2:
+      return &kE5M2;
+    case DataType::kFp8E5M2Uz:
+      return &kE5M2FNUZ;
+    default:
+      return nullptr;
   }
 }
 
@@ -44,17 +50,18 @@ float fp8ToFloat(uint8_t bits, const Fp8Format& f) {
   const uint8_t magnitude = bits & 0x7F;
   const bool negative = (bits & 0x80) != 0;
   if (f.unsignedZero && bits == 0x80) return std::numeric_limits<float>::quiet_NaN();
-  if (!f.unsignedZero && !f.hasInf && magnitude == 0x7F) return std::numeric_limits<float>::quiet_NaN();
+  if (!f.unsignedZero && !f.hasInf && magnitude == 0x7F)
+    return std::numeric_limits<float>::quiet_NaN();
   if (f.hasInf && magnitude >= 0x7C) {
     if (magnitude > 0x7C) return std::numeric_limits<float>::quiet_NaN();
-    return negative ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
+    return negative ? -std::numeric_limits<float>::infinity()
+                    : std::numeric_limits<float>::infinity();
   }
   const int exponent = magnitude >> f.mantissaBits;
   const int mantissa = magnitude & ((1 << f.mantissaBits) - 1);
-  const float value = exponent == 0
-                          ? std::ldexp(float(mantissa), 1 - f.bias - f.mantissaBits)
-                          : std::ldexp(float(mantissa + (1 << f.mantissaBits)),
-                                       exponent - f.bias - f.mantissaBits);
+  const float value = exponent == 0 ? std::ldexp(float(mantissa), 1 - f.bias - f.mantissaBits)
+                                    : std::ldexp(float(mantissa + (1 << f.mantissaBits)),
+                                                 exponent - f.bias - f.mantissaBits);
   return negative ? -value : value;
 }
 
@@ -105,8 +112,10 @@ To convertValue(From v) {
   } else if constexpr (kIsInteger<To> && std::is_floating_point_v<CF>) {
     return truncateToInteger<To>(double(x));
   } else if constexpr (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>) {
-    if constexpr (std::is_same_v<CF, float>) return To(x);
-    else return To(toFloatRoundOdd(double(x)));
+    if constexpr (std::is_same_v<CF, float>)
+      return To(x);
+    else
+      return To(toFloatRoundOdd(double(x)));
   } else {
     return static_cast<To>(x);
   }
@@ -145,14 +154,68 @@ Status convertToInt4(KernelContext& ctx, const Tensor& in, Tensor& out) {
 
 // ---- Strings.
 
-std::string formatFloat(double v, bool single) {
+// Shortest decimal digits that read back to the same value of `type` ("12345", no point)
+// and the decimal exponent of the first digit.
+void shortestDigits(double v, DataType type, std::string* digits, int* exponent) {
+  char buffer[64];
+  char* end = buffer;
+  if (type == DataType::kFloat64) {
+    end = std::to_chars(buffer, buffer + sizeof(buffer), v, std::chars_format::scientific).ptr;
+  } else if (type == DataType::kFloat32) {
+    end =
+        std::to_chars(buffer, buffer + sizeof(buffer), float(v), std::chars_format::scientific).ptr;
+  } else {
+    // float16/bfloat16: the fewest digits that convert back to the same 16-bit value.
+    auto same = [type](float a, float b) {
+      return type == DataType::kFloat16 ? floatToHalf(a) == floatToHalf(b)
+                                        : floatToBFloat16(a) == floatToBFloat16(b);
+    };
+    for (int precision = 0; precision < 9; ++precision) {
+      end = std::to_chars(buffer, buffer + sizeof(buffer), float(v), std::chars_format::scientific,
+                          precision)
+                .ptr;
+      if (same(std::strtof(std::string(buffer, end).c_str(), nullptr), float(v))) break;
+    }
+  }
+  const std::string text(buffer, end);  // "d.ddde+XX"
+  const size_t e = text.find('e');
+  digits->clear();
+  for (size_t i = 0; i < e; ++i) {
+    if (text[i] != '.') digits->push_back(text[i]);
+  }
+  while (digits->size() > 1 && digits->back() == '0') digits->pop_back();
+  *exponent = std::atoi(text.c_str() + e + 1);
+}
+
+// Floats print as numpy's astype(str) does, which the ONNX reference and its test data
+// use: shortest round-trip digits, positional with at least one fractional digit, and
+// scientific below 1e-4 or from 1e16 (float64), 1e6 (float32, bfloat16) or 1e3
+// (float16). NaN and infinities
+// use the spellings the Cast spec parses back: "NaN", "INF", "-INF".
+std::string formatFloat(double v, DataType type) {
   if (std::isnan(v)) return "NaN";
   if (std::isinf(v)) return v > 0 ? "INF" : "-INF";
-  char buffer[64];
-  // Shortest text that reads back to the same value, as numpy prints.
-  auto result = single ? std::to_chars(buffer, buffer + sizeof(buffer), static_cast<float>(v))
-                       : std::to_chars(buffer, buffer + sizeof(buffer), v);
-  return std::string(buffer, result.ptr);
+  std::string out = std::signbit(v) ? "-" : "";
+  if (v == 0) return out + "0.0";
+  std::string digits;
+  int exponent = 0;
+  shortestDigits(std::fabs(v), type, &digits, &exponent);
+  // numpy picks the notation from the value, not from its shortest digits: float32 1e-4
+  // is 9.99999975e-05 and prints as "1e-04".
+  const double a = std::fabs(v);
+  const double upper = type == DataType::kFloat64 ? 1e16 : (type == DataType::kFloat16 ? 1e3 : 1e6);
+  if (a < 1e-4 || a >= upper) {
+    out += digits.substr(0, 1);
+    if (digits.size() > 1) out += "." + digits.substr(1);
+    char suffix[16];
+    std::snprintf(suffix, sizeof(suffix), "e%c%02d", exponent < 0 ? '-' : '+', std::abs(exponent));
+    return out + suffix;
+  }
+  if (exponent < 0) return out + "0." + std::string(-exponent - 1, '0') + digits;
+  const size_t intDigits = static_cast<size_t>(exponent) + 1;
+  if (digits.size() <= intDigits)
+    return out + digits + std::string(intDigits - digits.size(), '0') + ".0";
+  return out + digits.substr(0, intDigits) + "." + digits.substr(intDigits);
 }
 
 Status formatStrings(KernelContext& ctx, const Tensor& in, Tensor& out) {
@@ -162,9 +225,9 @@ Status formatStrings(KernelContext& ctx, const Tensor& in, Tensor& out) {
     const From* src = in.data<From>();
     for (int64_t i = 0; i < in.numel(); ++i) {
       if constexpr (kIsFloat<From>) {
-        dst[i] = formatFloat(double(ComputeType<From>(src[i])), !std::is_same_v<From, double>);
+        dst[i] = formatFloat(double(ComputeType<From>(src[i])), in.type());
       } else if constexpr (std::is_same_v<From, bool>) {
-        dst[i] = src[i] ? "1" : "0";
+        dst[i] = src[i] ? "True" : "False";  // as numpy prints them
       } else {
         dst[i] = std::to_string(src[i]);
       }
@@ -174,8 +237,15 @@ Status formatStrings(KernelContext& ctx, const Tensor& in, Tensor& out) {
 }
 
 // Parses plain and scientific numbers plus "NaN", "INF", "+INF", "-INF" (any case, which
-// strtod accepts). Integers parse exactly when they fit int64.
+// strtod accepts) and the "True"/"False" that bool tensors print as. Integers parse exactly
+// when they fit int64.
 bool parseNumber(const std::string& text, double* value, int64_t* integer, bool* isInteger) {
+  if (text == "True" || text == "False") {
+    *isInteger = true;
+    *integer = text == "True" ? 1 : 0;
+    *value = static_cast<double>(*integer);
+    return true;
+  }
   const char* begin = text.c_str();
   char* end = nullptr;
   errno = 0;
@@ -203,8 +273,10 @@ Status parseStrings(KernelContext& ctx, const Tensor& in, bool integerTarget, Te
       return ctx.error("cannot parse string '" + src[i] + "' (element " + std::to_string(i) +
                        ") as a number");
     }
-    if (integerTarget) parsed->data<int64_t>()[i] = isInt ? integer : truncateToInteger<int64_t>(value);
-    else parsed->data<double>()[i] = value;
+    if (integerTarget)
+      parsed->data<int64_t>()[i] = isInt ? integer : truncateToInteger<int64_t>(value);
+    else
+      parsed->data<double>()[i] = value;
   }
   return Status::ok();
 }
@@ -222,8 +294,10 @@ Status convertTensor(KernelContext& ctx, const Tensor& in, Tensor& out, bool sat
   const DataType to = out.type();
   const int64_t n = in.numel();
   if (from == to) {
-    if (from == DataType::kString) out.strings() = in.strings();
-    else if (n > 0) std::memcpy(out.rawData(), in.rawData(), in.byteSize());
+    if (from == DataType::kString)
+      out.strings() = in.strings();
+    else if (n > 0)
+      std::memcpy(out.rawData(), in.rawData(), in.byteSize());
     return Status::ok();
   }
   if (const Fp8Format* f = fp8Format(from)) {

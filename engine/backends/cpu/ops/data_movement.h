@@ -20,10 +20,14 @@ template <class F>
 Status dispatchByElementSize(DataType type, F&& f) {
   if (type == DataType::kString) return f(TypeTag<std::string>{});
   switch (dataTypeSize(type)) {
-    case 1: return f(TypeTag<uint8_t>{});
-    case 2: return f(TypeTag<uint16_t>{});
-    case 4: return f(TypeTag<uint32_t>{});
-    case 8: return f(TypeTag<uint64_t>{});
+    case 1:
+      return f(TypeTag<uint8_t>{});
+    case 2:
+      return f(TypeTag<uint16_t>{});
+    case 4:
+      return f(TypeTag<uint32_t>{});
+    case 8:
+      return f(TypeTag<uint64_t>{});
     default:
       return Status(StatusCode::kUnsupported, std::string("data type ") + dataTypeName(type));
   }
@@ -82,6 +86,23 @@ void stridedCopy(const T* in, const std::vector<int64_t>& inStrides, T* out,
   }
 }
 
+// Output sizes past this are refused: allocating them would be a crash, not an error.
+constexpr int64_t kMaxOutputElements = int64_t{1} << 32;
+
+// Error naming `what` when `shape` has a negative dim or more than kMaxOutputElements
+// elements (checked without overflow).
+inline Status checkElementCount(const KernelContext& ctx, const Shape& shape, const char* what) {
+  int64_t total = 1;
+  for (int64_t d : shape) {
+    if (d < 0) return ctx.error(std::string(what) + " has a negative dim: " + shapeToString(shape));
+    if (d != 0 && total > kMaxOutputElements / d) {
+      return ctx.error(std::string(what) + " " + shapeToString(shape) + " is too large");
+    }
+    total *= d;
+  }
+  return Status::ok();
+}
+
 // Gather along one axis: src is [outer, dim, inner], dst is [outer, indices.size(), inner]
 // with dst[o, i, :] = src[o, indices[i], :]. Indices must already be in [0, dim).
 template <class T>
@@ -91,6 +112,41 @@ void gatherBlocks(const T* src, T* dst, int64_t outer, int64_t dim,
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t i = 0; i < count; ++i) {
       std::copy_n(src + (o * dim + indices[i]) * inner, inner, dst + (o * count + i) * inner);
+    }
+  }
+}
+
+// out[i0, ..., in] = in[maps[0][i0], ..., maps[n][in]], or `value` where any map entry
+// is -1 (a pad border, an extrapolated resize coordinate). Works row by row: each output
+// row (all axes but the last fixed) is either all border or reads one input row
+// through the last axis's map.
+template <class T>
+void gatherByAxisMaps(const T* in, const Shape& inShape, T* out, const Shape& outShape,
+                      const std::vector<std::vector<int64_t>>& maps, const T& value) {
+  const int rank = static_cast<int>(outShape.size());
+  if (rank == 0) {
+    *out = *in;
+    return;
+  }
+  const std::vector<int64_t> strides = contiguousStrides(inShape);
+  const int64_t inner = outShape[rank - 1];
+  const int64_t rows = inner == 0 ? 0 : shapeNumel(outShape) / inner;
+  const std::vector<int64_t>& lastMap = maps[rank - 1];
+  std::vector<int64_t> index(rank, 0);
+  for (int64_t r = 0; r < rows; ++r, out += inner) {
+    int64_t offset = 0;
+    bool border = false;
+    for (int d = 0; d + 1 < rank; ++d) {
+      const int64_t m = maps[d][index[d]];
+      border = border || m < 0;
+      offset += m * strides[d];
+    }
+    for (int64_t k = 0; k < inner; ++k) {
+      out[k] = border || lastMap[k] < 0 ? value : in[offset + lastMap[k]];
+    }
+    for (int d = rank - 2; d >= 0; --d) {
+      if (++index[d] < outShape[d]) break;
+      index[d] = 0;
     }
   }
 }
@@ -105,8 +161,8 @@ inline Status readIntInput(const KernelContext& ctx, size_t i, const char* what,
     return ctx.error(std::string(what) + " must be an integer tensor, got " +
                      dataTypeName(t.type()));
   }
-  if (t.rank() > 1) return ctx.error(std::string(what) + " must be 1-D, got rank " +
-                                     std::to_string(t.rank()));
+  if (t.rank() > 1)
+    return ctx.error(std::string(what) + " must be 1-D, got rank " + std::to_string(t.rank()));
   *out = t.toInt64Vector();
   return Status::ok();
 }

@@ -15,22 +15,28 @@ namespace {
 struct AddOp {
   template <class C>
   C operator()(C x, C y) const {
-    if constexpr (kIsInteger<C>) return static_cast<C>(WrapType<C>(x) + WrapType<C>(y));
-    else return x + y;
+    if constexpr (kIsInteger<C>)
+      return static_cast<C>(WrapType<C>(x) + WrapType<C>(y));
+    else
+      return x + y;
   }
 };
 struct SubOp {
   template <class C>
   C operator()(C x, C y) const {
-    if constexpr (kIsInteger<C>) return static_cast<C>(WrapType<C>(x) - WrapType<C>(y));
-    else return x - y;
+    if constexpr (kIsInteger<C>)
+      return static_cast<C>(WrapType<C>(x) - WrapType<C>(y));
+    else
+      return x - y;
   }
 };
 struct MulOp {
   template <class C>
   C operator()(C x, C y) const {
-    if constexpr (kIsInteger<C>) return static_cast<C>(WrapType<C>(x) * WrapType<C>(y));
-    else return x * y;
+    if constexpr (kIsInteger<C>)
+      return static_cast<C>(WrapType<C>(x) * WrapType<C>(y));
+    else
+      return x * y;
   }
 };
 // Integer division truncates toward zero as in C; zero divisors are rejected beforehand and
@@ -69,15 +75,21 @@ struct ModOp {
 
 struct BitAndOp {
   template <class C>
-  C operator()(C x, C y) const { return static_cast<C>(x & y); }
+  C operator()(C x, C y) const {
+    return static_cast<C>(x & y);
+  }
 };
 struct BitOrOp {
   template <class C>
-  C operator()(C x, C y) const { return static_cast<C>(x | y); }
+  C operator()(C x, C y) const {
+    return static_cast<C>(x | y);
+  }
 };
 struct BitXorOp {
   template <class C>
-  C operator()(C x, C y) const { return static_cast<C>(x ^ y); }
+  C operator()(C x, C y) const {
+    return static_cast<C>(x ^ y);
+  }
 };
 // Shifts by the full width or more give 0 instead of undefined behaviour.
 template <bool kLeft>
@@ -91,23 +103,33 @@ struct ShiftOp {
 
 struct EqualOp {
   template <class C>
-  bool operator()(const C& x, const C& y) const { return x == y; }
+  bool operator()(const C& x, const C& y) const {
+    return x == y;
+  }
 };
 struct LessOp {
   template <class C>
-  bool operator()(C x, C y) const { return x < y; }
+  bool operator()(C x, C y) const {
+    return x < y;
+  }
 };
 struct LessOrEqualOp {
   template <class C>
-  bool operator()(C x, C y) const { return x <= y; }
+  bool operator()(C x, C y) const {
+    return x <= y;
+  }
 };
 struct GreaterOp {
   template <class C>
-  bool operator()(C x, C y) const { return x > y; }
+  bool operator()(C x, C y) const {
+    return x > y;
+  }
 };
 struct GreaterOrEqualOp {
   template <class C>
-  bool operator()(C x, C y) const { return x >= y; }
+  bool operator()(C x, C y) const {
+    return x >= y;
+  }
 };
 
 // ---- Drivers.
@@ -148,14 +170,21 @@ Status checkNoZeroDivisor(KernelContext& ctx) {
   const Tensor& b = ctx.input(1);
   if (!isInteger(b.type())) return Status::ok();
   for (int64_t i = 0; i < b.numel(); ++i) {
-    if (b.valueAsInt64(i) == 0) return ctx.error("integer division by zero (B[" + std::to_string(i) + "])");
+    if (b.valueAsInt64(i) == 0)
+      return ctx.error("integer division by zero (B[" + std::to_string(i) + "])");
   }
   return Status::ok();
 }
 
-Status addKernel(KernelContext& ctx) { return binaryKernel<false, TypeSet::kNumeric>(ctx, AddOp{}); }
-Status subKernel(KernelContext& ctx) { return binaryKernel<false, TypeSet::kNumeric>(ctx, SubOp{}); }
-Status mulKernel(KernelContext& ctx) { return binaryKernel<false, TypeSet::kNumeric>(ctx, MulOp{}); }
+Status addKernel(KernelContext& ctx) {
+  return binaryKernel<false, TypeSet::kNumeric>(ctx, AddOp{});
+}
+Status subKernel(KernelContext& ctx) {
+  return binaryKernel<false, TypeSet::kNumeric>(ctx, SubOp{});
+}
+Status mulKernel(KernelContext& ctx) {
+  return binaryKernel<false, TypeSet::kNumeric>(ctx, MulOp{});
+}
 
 Status divKernel(KernelContext& ctx) {
   KILN_RETURN_IF_ERROR(ctx.requireInputs(2));
@@ -179,9 +208,15 @@ Status bitShiftKernel(KernelContext& ctx) {
   return ctx.error("attribute direction must be LEFT or RIGHT, got '" + direction + "'");
 }
 
-Status andKernel(KernelContext& ctx) { return binaryKernel<false, TypeSet::kBool>(ctx, BitAndOp{}); }
-Status orKernel(KernelContext& ctx) { return binaryKernel<false, TypeSet::kBool>(ctx, BitOrOp{}); }
-Status xorKernel(KernelContext& ctx) { return binaryKernel<false, TypeSet::kBool>(ctx, BitXorOp{}); }
+Status andKernel(KernelContext& ctx) {
+  return binaryKernel<false, TypeSet::kBool>(ctx, BitAndOp{});
+}
+Status orKernel(KernelContext& ctx) {
+  return binaryKernel<false, TypeSet::kBool>(ctx, BitOrOp{});
+}
+Status xorKernel(KernelContext& ctx) {
+  return binaryKernel<false, TypeSet::kBool>(ctx, BitXorOp{});
+}
 Status bitwiseAndKernel(KernelContext& ctx) {
   return binaryKernel<false, TypeSet::kInteger>(ctx, BitAndOp{});
 }
@@ -207,7 +242,9 @@ Status equalKernel(KernelContext& ctx) {
                   shape, EqualOp{});
   return Status::ok();
 }
-Status lessKernel(KernelContext& ctx) { return binaryKernel<true, TypeSet::kNumeric>(ctx, LessOp{}); }
+Status lessKernel(KernelContext& ctx) {
+  return binaryKernel<true, TypeSet::kNumeric>(ctx, LessOp{});
+}
 Status lessOrEqualKernel(KernelContext& ctx) {
   return binaryKernel<true, TypeSet::kNumeric>(ctx, LessOrEqualOp{});
 }
@@ -245,7 +282,8 @@ template <class T>
 void powSameFloat(const Tensor& a, const Tensor& b, Tensor& out) {
   using C = ComputeType<T>;
   if (b.numel() == 1 && C(b.data<T>()[0]) == C(2)) {
-    mapUnary(a.data<T>(), out.data<T>(), a.numel(), [](T x) { return static_cast<T>(C(x) * C(x)); });
+    mapUnary(a.data<T>(), out.data<T>(), a.numel(),
+             [](T x) { return static_cast<T>(C(x) * C(x)); });
     return;
   }
   broadcastBinary(a.data<T>(), a.shape(), b.data<T>(), b.shape(), out.data<T>(), out.shape(),
@@ -326,8 +364,10 @@ void registerElementwiseBinaryKernels(KernelRegistry& registry) {
 
 bool inTypeSet(DataType type, TypeSet set) {
   switch (type) {
-    case DataType::kString: return set == TypeSet::kString;
-    case DataType::kBool: return set == TypeSet::kAll || set == TypeSet::kBool;
+    case DataType::kString:
+      return set == TypeSet::kString;
+    case DataType::kBool:
+      return set == TypeSet::kAll || set == TypeSet::kBool;
     case DataType::kFloat32:
     case DataType::kFloat64:
     case DataType::kFloat16:
@@ -346,7 +386,8 @@ bool inTypeSet(DataType type, TypeSet set) {
     case DataType::kUInt64:
       return set == TypeSet::kAll || set == TypeSet::kNumeric || set == TypeSet::kInteger ||
              set == TypeSet::kUnsigned;
-    default: return false;
+    default:
+      return false;
   }
 }
 
@@ -358,8 +399,7 @@ Status checkType(const KernelContext& ctx, const char* what, DataType type, Type
 
 Status broadcastOrError(const KernelContext& ctx, const Shape& a, const Shape& b, Shape* out) {
   if (broadcastShapes(a, b, out).isOk()) return Status::ok();
-  return ctx.error("shapes " + shapeToString(a) + " and " + shapeToString(b) +
-                   " do not broadcast");
+  return ctx.error("shapes " + shapeToString(a) + " and " + shapeToString(b) + " do not broadcast");
 }
 
 }  // namespace kiln::cpu

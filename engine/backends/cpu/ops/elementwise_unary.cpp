@@ -11,15 +11,20 @@ namespace {
 // Integer negation wraps (-INT_MIN == INT_MIN, as numpy) instead of overflowing.
 template <class C>
 C negate(C x) {
-  if constexpr (kIsInteger<C>) return static_cast<C>(WrapType<C>(0) - WrapType<C>(x));
-  else return -x;
+  if constexpr (kIsInteger<C>)
+    return static_cast<C>(WrapType<C>(0) - WrapType<C>(x));
+  else
+    return -x;
 }
 
 Status absKernel(KernelContext& ctx) {
   return unaryKernel<TypeSet::kNumeric>(ctx, [](auto x) -> decltype(x) {
-    if constexpr (std::is_floating_point_v<decltype(x)>) return std::fabs(x);
-    else if constexpr (std::is_unsigned_v<decltype(x)>) return x;
-    else return x < 0 ? negate(x) : x;
+    if constexpr (std::is_floating_point_v<decltype(x)>)
+      return std::fabs(x);
+    else if constexpr (std::is_unsigned_v<decltype(x)>)
+      return x;
+    else
+      return x < 0 ? negate(x) : x;
   });
 }
 Status negKernel(KernelContext& ctx) {
@@ -98,8 +103,10 @@ Status atanhKernel(KernelContext& ctx) {
 Status erfKernel(KernelContext& ctx) {
   return unaryKernel<TypeSet::kNumeric>(ctx, [](auto x) -> decltype(x) {
     using C = decltype(x);
-    if constexpr (kIsInteger<C>) return truncateToInteger<C>(std::erf(double(x)));
-    else return std::erf(x);
+    if constexpr (kIsInteger<C>)
+      return truncateToInteger<C>(std::erf(double(x)));
+    else
+      return std::erf(x);
   });
 }
 
@@ -116,9 +123,8 @@ Status isNanKernel(KernelContext& ctx) {
 Status isInfKernel(KernelContext& ctx) {
   const bool positive = ctx.node().attrInt("detect_positive", 1) != 0;
   const bool negative = ctx.node().attrInt("detect_negative", 1) != 0;
-  return unaryKernel<TypeSet::kFloat, true>(ctx, [positive, negative](auto x) {
-    return std::isinf(x) && (x > 0 ? positive : negative);
-  });
+  return unaryKernel<TypeSet::kFloat, true>(
+      ctx, [positive, negative](auto x) { return std::isinf(x) && (x > 0 ? positive : negative); });
 }
 
 }  // namespace

@@ -12,22 +12,30 @@ namespace {
 
 template <class C>
 bool isNan(C x) {
-  if constexpr (std::is_floating_point_v<C>) return std::isnan(x);
-  else return false;
+  if constexpr (std::is_floating_point_v<C>)
+    return std::isnan(x);
+  else
+    return false;
 }
 
 // Max and Min propagate NaN from either side, as numpy's maximum/minimum do.
 struct MaxOp {
   template <class C>
-  C operator()(C x, C y) const { return (x >= y || isNan(x)) ? x : y; }
+  C operator()(C x, C y) const {
+    return selectValue((x >= y) | isNan(x), x, y);
+  }
 };
 struct MinOp {
   template <class C>
-  C operator()(C x, C y) const { return (x <= y || isNan(x)) ? x : y; }
+  C operator()(C x, C y) const {
+    return selectValue((x <= y) | isNan(x), x, y);
+  }
 };
 struct SumOp {
   template <class C>
-  C operator()(C x, C y) const { return x + y; }
+  C operator()(C x, C y) const {
+    return x + y;
+  }
 };
 
 // Checks that all inputs are present and of one type; *shape is their joint broadcast.
@@ -67,8 +75,8 @@ Status variadicKernel(KernelContext& ctx, Op op, bool mean) {
       std::copy(first.data<T>(), first.data<T>() + first.numel(), acc);
     } else {
       const Tensor& second = ctx.input(1);
-      broadcastBinary(first.data<T>(), first.shape(), second.data<T>(), second.shape(), acc,
-                      shape, apply);
+      broadcastBinary(first.data<T>(), first.shape(), second.data<T>(), second.shape(), acc, shape,
+                      apply);
     }
     for (size_t i = 2; i < count; ++i) {
       const Tensor& in = ctx.input(i);
@@ -88,8 +96,12 @@ Status maxKernel(KernelContext& ctx) {
 Status minKernel(KernelContext& ctx) {
   return variadicKernel<TypeSet::kNumeric>(ctx, MinOp{}, false);
 }
-Status sumKernel(KernelContext& ctx) { return variadicKernel<TypeSet::kFloat>(ctx, SumOp{}, false); }
-Status meanKernel(KernelContext& ctx) { return variadicKernel<TypeSet::kFloat>(ctx, SumOp{}, true); }
+Status sumKernel(KernelContext& ctx) {
+  return variadicKernel<TypeSet::kFloat>(ctx, SumOp{}, false);
+}
+Status meanKernel(KernelContext& ctx) {
+  return variadicKernel<TypeSet::kFloat>(ctx, SumOp{}, true);
+}
 
 // PRelu: y = x < 0 ? slope * x : x, with slope broadcast to X's shape (never the reverse).
 Status preluKernel(KernelContext& ctx) {
@@ -110,25 +122,34 @@ Status preluKernel(KernelContext& ctx) {
     Tensor& out = ctx.allocateOutput(0, x.type(), shape);
     broadcastBinary(x.data<T>(), x.shape(), slope.data<T>(), slope.shape(), out.data<T>(), shape,
                     [](T v, T s) -> T {
-                      if (!(C(v) < C(0))) return v;
                       if constexpr (kIsInteger<C>) {
+                        if (!(v < 0)) return v;
                         return static_cast<T>(WrapType<C>(v) * WrapType<C>(s));
                       } else {
-                        return static_cast<T>(C(v) * C(s));
+                        return static_cast<T>(selectValue(C(v) < C(0), C(v) * C(s), C(v)));
                       }
                     });
     return Status::ok();
   });
 }
 
+// cond ? x : y, branch-free for float and double (masks are data-dependent).
+template <class T>
+T pick(bool cond, const T& x, const T& y) {
+  if constexpr (std::is_floating_point_v<T>)
+    return selectValue(cond, x, y);
+  else
+    return cond ? x : y;
+}
+
 // out = cond ? x : y over the broadcast of all three; T may be std::string.
 template <class T>
-void whereLoop(const Tensor& cond, const T* x, const Shape& xShape, const T* y,
-               const Shape& yShape, T* out, const Shape& shape) {
+void whereLoop(const Tensor& cond, const T* x, const Shape& xShape, const T* y, const Shape& yShape,
+               T* out, const Shape& shape) {
   const bool* c = cond.data<bool>();
   const int64_t n = shapeNumel(shape);
   if (cond.numel() == n && shapeNumel(xShape) == n && shapeNumel(yShape) == n) {
-    for (int64_t i = 0; i < n; ++i) out[i] = c[i] ? x[i] : y[i];
+    for (int64_t i = 0; i < n; ++i) out[i] = pick(c[i], x[i], y[i]);
     return;
   }
   auto plan = makeBroadcastPlan<3>(shape, {&cond.shape(), &xShape, &yShape});
@@ -138,7 +159,7 @@ void whereLoop(const Tensor& cond, const T* x, const Shape& xShape, const T* y,
     const T* px = x + off[1];
     const T* py = y + off[2];
     for (int64_t i = 0; i < len; ++i) {
-      out[o + i] = pc[i * step[0]] ? px[i * step[1]] : py[i * step[2]];
+      out[o + i] = pick(pc[i * step[0]], px[i * step[1]], py[i * step[2]]);
     }
   });
 }

@@ -109,7 +109,8 @@ Status tupleOffsets(const KernelContext& ctx, const Tensor& data, const Tensor& 
   }
   int64_t batches = 1;
   for (int64_t d = 0; d < batchDims; ++d) {
-    if (indices.shape()[d] != data.shape()[d]) return ctx.error("batch dims of data and indices differ");
+    if (indices.shape()[d] != data.shape()[d])
+      return ctx.error("batch dims of data and indices differ");
     batches *= data.shape()[d];
   }
   if (indices.type() != DataType::kInt64 && indices.type() != DataType::kInt32) {
@@ -144,8 +145,8 @@ Status gatherNdKernel(KernelContext& ctx) {
   const Tensor& indices = ctx.input(1);
   std::vector<int64_t> offsets;
   Shape sliceShape;
-  KILN_RETURN_IF_ERROR(tupleOffsets(ctx, data, indices, ctx.node().attrInt("batch_dims", 0),
-                                    &offsets, &sliceShape));
+  KILN_RETURN_IF_ERROR(
+      tupleOffsets(ctx, data, indices, ctx.node().attrInt("batch_dims", 0), &offsets, &sliceShape));
   Shape outShape(indices.shape().begin(), indices.shape().end() - 1);
   outShape.insert(outShape.end(), sliceShape.begin(), sliceShape.end());
   const int64_t slice = shapeNumel(sliceShape);
@@ -154,7 +155,8 @@ Status gatherNdKernel(KernelContext& ctx) {
     using T = typename decltype(tag)::type;
     const T* src = elementData<T>(data);
     T* dst = elementData<T>(out);
-    for (size_t t = 0; t < offsets.size(); ++t) std::copy_n(src + offsets[t], slice, dst + t * slice);
+    for (size_t t = 0; t < offsets.size(); ++t)
+      std::copy_n(src + offsets[t], slice, dst + t * slice);
     return Status::ok();
   });
 }
@@ -163,12 +165,18 @@ enum class Reduction { kNone, kAdd, kMul, kMax, kMin };
 
 Status parseReduction(const KernelContext& ctx, Reduction* reduction) {
   const std::string name = ctx.node().attrString("reduction", "none");
-  if (name == "none") *reduction = Reduction::kNone;
-  else if (name == "add") *reduction = Reduction::kAdd;
-  else if (name == "mul") *reduction = Reduction::kMul;
-  else if (name == "max") *reduction = Reduction::kMax;
-  else if (name == "min") *reduction = Reduction::kMin;
-  else return ctx.error("unknown reduction '" + name + "'");
+  if (name == "none")
+    *reduction = Reduction::kNone;
+  else if (name == "add")
+    *reduction = Reduction::kAdd;
+  else if (name == "mul")
+    *reduction = Reduction::kMul;
+  else if (name == "max")
+    *reduction = Reduction::kMax;
+  else if (name == "min")
+    *reduction = Reduction::kMin;
+  else
+    return ctx.error("unknown reduction '" + name + "'");
   return Status::ok();
 }
 
@@ -182,11 +190,21 @@ void reduceInto(T* out, const T* updates, const std::vector<int64_t>& offsets, i
     for (int64_t s = 0; s < slice; ++s) {
       const C a = static_cast<C>(dst[s]), b = static_cast<C>(upd[s]);
       switch (reduction) {
-        case Reduction::kAdd: dst[s] = static_cast<T>(a + b); break;
-        case Reduction::kMul: dst[s] = static_cast<T>(a * b); break;
-        case Reduction::kMax: dst[s] = static_cast<T>(std::max(a, b)); break;
-        case Reduction::kMin: dst[s] = static_cast<T>(std::min(a, b)); break;
-        case Reduction::kNone: dst[s] = upd[s]; break;
+        case Reduction::kAdd:
+          dst[s] = static_cast<T>(a + b);
+          break;
+        case Reduction::kMul:
+          dst[s] = static_cast<T>(a * b);
+          break;
+        case Reduction::kMax:
+          dst[s] = static_cast<T>(std::max(a, b));
+          break;
+        case Reduction::kMin:
+          dst[s] = static_cast<T>(std::min(a, b));
+          break;
+        case Reduction::kNone:
+          dst[s] = upd[s];
+          break;
       }
     }
   }
@@ -207,7 +225,8 @@ Status scatterInto(KernelContext& ctx, const std::vector<int64_t>& offsets, int6
       T* dst = elementData<T>(out);
       std::copy_n(elementData<T>(data), data.numel(), dst);
       const T* upd = elementData<T>(updates);
-      for (size_t t = 0; t < offsets.size(); ++t) std::copy_n(upd + t * slice, slice, dst + offsets[t]);
+      for (size_t t = 0; t < offsets.size(); ++t)
+        std::copy_n(upd + t * slice, slice, dst + offsets[t]);
       return Status::ok();
     });
   }
@@ -222,7 +241,8 @@ Status scatterInto(KernelContext& ctx, const std::vector<int64_t>& offsets, int6
 Status scatterElementsKernel(KernelContext& ctx) {
   KILN_RETURN_IF_ERROR(ctx.requireInputs(3));
   const Tensor& data = ctx.input(0);
-  if (ctx.input(2).shape() != ctx.input(1).shape()) return ctx.error("updates and indices differ in shape");
+  if (ctx.input(2).shape() != ctx.input(1).shape())
+    return ctx.error("updates and indices differ in shape");
   int64_t axis = 0;
   KILN_RETURN_IF_ERROR_CTX(normalizeAxis(ctx.node().attrInt("axis", 0), data.rank(), &axis),
                            ctx.node().describe());

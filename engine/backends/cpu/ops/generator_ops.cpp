@@ -10,9 +10,6 @@
 namespace kiln::cpu {
 namespace {
 
-// Refuses outputs so large that allocating them would be a crash, not an error.
-constexpr int64_t kMaxGeneratedElements = int64_t{1} << 32;
-
 Status eyeLikeKernel(KernelContext& ctx) {
   KILN_RETURN_IF_ERROR(ctx.requireInputs(1));
   const Tensor& in = ctx.input(0);
@@ -42,10 +39,7 @@ Status constantOfShapeKernel(KernelContext& ctx) {
   KILN_RETURN_IF_ERROR(ctx.requireInputs(1));
   std::vector<int64_t> shape;
   KILN_RETURN_IF_ERROR(readIntInput(ctx, 0, "input", &shape));
-  for (int64_t d : shape) {
-    if (d < 0) return ctx.error("shape has a negative dim " + std::to_string(d));
-  }
-  if (shapeNumel(shape) > kMaxGeneratedElements) return ctx.error("shape is too large");
+  KILN_RETURN_IF_ERROR(checkElementCount(ctx, shape, "shape"));
   Tensor value = Tensor::scalarFloat(0.f);
   if (const Tensor* attr = ctx.node().attrTensor("value")) value = *attr;
   if (value.numel() != 1) return ctx.error("value must hold exactly one element");
@@ -69,7 +63,7 @@ Status rangeCount(const KernelContext& ctx, C start, C limit, C delta, int64_t* 
     const int64_t step = static_cast<int64_t>(delta);
     n = static_cast<double>(span / step + ((span % step != 0) && ((span > 0) == (step > 0))));
   }
-  if (!(n < static_cast<double>(kMaxGeneratedElements))) return ctx.error("range is too large");
+  if (!(n < static_cast<double>(kMaxOutputElements))) return ctx.error("range is too large");
   *count = n > 0 ? static_cast<int64_t>(n) : 0;
   return Status::ok();
 }

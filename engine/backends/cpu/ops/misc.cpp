@@ -2,8 +2,8 @@
 // that fit nowhere else: Dropout (inference and seeded training mode) and Det.
 #include "backends/cpu/ops/misc.h"
 
+#include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <string>
 #include <utility>
 
@@ -40,17 +40,39 @@ Status readScalarDouble(const KernelContext& ctx, size_t index, const char* name
   return Status::ok();
 }
 
-std::mt19937 seededGenerator(const Node& node) {
-  auto it = node.attributes.find("seed");
-  if (it == node.attributes.end()) return std::mt19937(std::random_device{}());
-  const Attribute& seed = it->second;
-  if (seed.kind == Attribute::Kind::kInt) {
-    return std::mt19937(static_cast<uint32_t>(seed.i ^ (seed.i >> 32)));
+double RandomStream::normal() {
+  if (m_hasGauss) {
+    m_hasGauss = false;
+    return m_gauss;
   }
-  // Float seeds (RandomUniform, Bernoulli, ...) use their bits so 1.5 and 1.0 differ.
-  uint32_t bits = 0;
-  std::memcpy(&bits, &seed.f, sizeof bits);
-  return std::mt19937(bits);
+  double x1 = 0, x2 = 0, r2 = 0;
+  do {
+    x1 = 2.0 * uniform() - 1.0;
+    x2 = 2.0 * uniform() - 1.0;
+    r2 = x1 * x1 + x2 * x2;
+  } while (r2 >= 1.0 || r2 == 0.0);
+  const double f = std::sqrt(-2.0 * std::log(r2) / r2);
+  m_gauss = f * x1;
+  m_hasGauss = true;
+  return f * x2;
+}
+
+bool RandomStream::bernoulli(double p) {
+  // numpy inverts the CDF of the less likely side: success iff U > P(0) for
+  // p <= 0.5, failure iff U > P(1) otherwise; exp(log(q)) mirrors its q^n.
+  const double u = uniform();
+  if (p <= 0.5) return u > std::exp(std::log(1.0 - p));
+  const double q = 1.0 - p;
+  return !(u > std::exp(std::log(1.0 - q)));
+}
+
+RandomStream randomStream(const Node& node) {
+  auto it = node.attributes.find("seed");
+  if (it == node.attributes.end()) return RandomStream(std::random_device{}());
+  const Attribute& seed = it->second;
+  if (seed.kind == Attribute::Kind::kInt) return RandomStream(static_cast<uint32_t>(seed.i));
+  const double value = std::isfinite(seed.f) ? std::trunc(static_cast<double>(seed.f)) : 0.0;
+  return RandomStream(static_cast<uint32_t>(static_cast<int64_t>(std::clamp(value, -4e18, 4e18))));
 }
 
 Status writeDoublesOutput(KernelContext& ctx, size_t index, DataType type, const Shape& shape,
@@ -109,24 +131,26 @@ Status dropoutKernel(KernelContext& ctx) {
     using T = typename decltype(tag)::type;
     const T* src = x.data<T>();
     T* dst = ctx.allocateOutput(0, x.type(), x.shape()).template data<T>();
-    std::vector<uint8_t> keep(x.numel(), 1);
+    std::vector<uint8_t> keep;  // empty: every element is kept
     if (drop) {
-      std::mt19937 gen = seededGenerator(ctx.node());
-      std::uniform_real_distribution<double> uniform(0.0, 1.0);
-      for (auto& k : keep) k = uniform(gen) >= ratio ? 1 : 0;
-    }
-    const double scale = drop && ratio < 1.0 ? 1.0 / (1.0 - ratio) : 1.0;
-    for (int64_t i = 0; i < x.numel(); ++i) {
-      dst[i] = !drop ? src[i] : static_cast<T>(keep[i] ? static_cast<double>(src[i]) * scale : 0.0);
+      keep.resize(x.numel());
+      RandomStream random = randomStream(ctx.node());
+      for (auto& k : keep) k = random.uniform() >= ratio ? 1 : 0;
+      const double scale = ratio < 1.0 ? 1.0 / (1.0 - ratio) : 0.0;
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        dst[i] = static_cast<T>(keep[i] ? static_cast<double>(src[i]) * scale : 0.0);
+      }
+    } else {
+      std::copy(src, src + x.numel(), dst);
     }
     if (!wantMask) return Status::ok();
     Tensor& mask = ctx.allocateOutput(1, maskType, x.shape());
-    if (maskType == DataType::kBool) {
-      bool* m = mask.data<bool>();
-      for (int64_t i = 0; i < x.numel(); ++i) m[i] = keep[i] != 0;
-    } else {
-      T* m = mask.data<T>();
-      for (int64_t i = 0; i < x.numel(); ++i) m[i] = static_cast<T>(keep[i] ? 1.0f : 0.0f);
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      const bool kept = keep.empty() || keep[i];
+      if (maskType == DataType::kBool)
+        mask.data<bool>()[i] = kept;
+      else
+        mask.data<T>()[i] = static_cast<T>(kept ? 1.0f : 0.0f);
     }
     return Status::ok();
   });

@@ -104,7 +104,8 @@ Status nonMaxSuppressionKernel(KernelContext& ctx) {
   if (boxesIn.rank() != 3 || boxesIn.dim(2) != 4) {
     return ctx.error("boxes must be [batches, boxes, 4], got " + shapeToString(boxesIn.shape()));
   }
-  if (scoresIn.rank() != 3 || scoresIn.dim(0) != boxesIn.dim(0) || scoresIn.dim(2) != boxesIn.dim(1)) {
+  if (scoresIn.rank() != 3 || scoresIn.dim(0) != boxesIn.dim(0) ||
+      scoresIn.dim(2) != boxesIn.dim(1)) {
     return ctx.error("scores must be [batches, classes, boxes] matching boxes " +
                      shapeToString(boxesIn.shape()) + ", got " + shapeToString(scoresIn.shape()));
   }
@@ -122,7 +123,8 @@ Status nonMaxSuppressionKernel(KernelContext& ctx) {
       batchBoxes[i] = readBox(boxes.data<double>() + (b * count + i) * 4, options.centerPoint);
     }
     for (int64_t c = 0; c < classes; ++c) {
-      selectBoxes(batchBoxes, scores.data<double>() + (b * classes + c) * count, options, &selected);
+      selectBoxes(batchBoxes, scores.data<double>() + (b * classes + c) * count, options,
+                  &selected);
       for (int64_t s : selected) triples.insert(triples.end(), {b, c, s});
     }
   }
@@ -169,7 +171,8 @@ struct RoiAlignOptions {
 Status readRoiAlignOptions(const KernelContext& ctx, RoiAlignOptions* o) {
   const Node& node = ctx.node();
   const std::string mode = node.attrString("mode", "avg");
-  if (mode != "avg" && mode != "max") return ctx.error("mode must be avg or max, got '" + mode + "'");
+  if (mode != "avg" && mode != "max")
+    return ctx.error("mode must be avg or max, got '" + mode + "'");
   o->maxMode = mode == "max";
   // Opset 16 added coordinate_transformation_mode; older RoiAlign had no pixel shift.
   const std::string ctm = node.attrString("coordinate_transformation_mode",
@@ -189,13 +192,15 @@ Status readRoiAlignOptions(const KernelContext& ctx, RoiAlignOptions* o) {
 
 // Computes the sampling points of one roi (shared by all channels) into `samples`
 // and returns the grid size per output bin through gridH / gridW.
-Status roiSamples(const KernelContext& ctx, const double* roi, const RoiAlignOptions& o, int64_t height,
-                  int64_t width, std::vector<RoiSample>* samples, int64_t* gridH, int64_t* gridW) {
+Status roiSamples(const KernelContext& ctx, const double* roi, const RoiAlignOptions& o,
+                  int64_t height, int64_t width, std::vector<RoiSample>* samples, int64_t* gridH,
+                  int64_t* gridW) {
   const double offset = o.halfPixel ? 0.5 : 0.0;
   const double startW = roi[0] * o.spatialScale - offset, startH = roi[1] * o.spatialScale - offset;
   double roiW = roi[2] * o.spatialScale - offset - startW;
   double roiH = roi[3] * o.spatialScale - offset - startH;
-  if (!std::isfinite(startW) || !std::isfinite(startH) || !std::isfinite(roiW) || !std::isfinite(roiH)) {
+  if (!std::isfinite(startW) || !std::isfinite(startH) || !std::isfinite(roiW) ||
+      !std::isfinite(roiH)) {
     return ctx.error("rois holds a non-finite coordinate");
   }
   if (!o.halfPixel) {  // malformed rois become 1x1
@@ -237,9 +242,11 @@ Status roiAlignKernel(KernelContext& ctx) {
   const Tensor& batchIndices = ctx.input(2);
   if (x.rank() != 4) return ctx.error("X must be [N, C, H, W], got " + shapeToString(x.shape()));
   if (roisIn.rank() != 2 || roisIn.dim(1) != 4 || !isFloatingPoint(roisIn.type())) {
-    return ctx.error("rois must be a float [num_rois, 4] tensor, got " + shapeToString(roisIn.shape()));
+    return ctx.error("rois must be a float [num_rois, 4] tensor, got " +
+                     shapeToString(roisIn.shape()));
   }
-  if (batchIndices.rank() != 1 || batchIndices.dim(0) != roisIn.dim(0) || !isInteger(batchIndices.type())) {
+  if (batchIndices.rank() != 1 || batchIndices.dim(0) != roisIn.dim(0) ||
+      !isInteger(batchIndices.type())) {
     return ctx.error("batch_indices must be an integer [num_rois] tensor");
   }
   RoiAlignOptions o;
@@ -248,13 +255,15 @@ Status roiAlignKernel(KernelContext& ctx) {
   const Tensor rois = castTensor(roisIn, DataType::kFloat64);
   const std::vector<int64_t> batch = batchIndices.toInt64Vector();
   for (int64_t b : batch) {
-    if (b < 0 || b >= x.dim(0)) return ctx.error("batch index " + std::to_string(b) + " is out of range");
+    if (b < 0 || b >= x.dim(0))
+      return ctx.error("batch index " + std::to_string(b) + " is out of range");
   }
   if (height == 0 || width == 0) return ctx.error("X has an empty spatial dimension");
   return dispatchFloatTypes(x.type(), [&](auto tag) -> Status {
     using T = typename decltype(tag)::type;
     const T* src = x.data<T>();
-    T* dst = ctx.allocateOutput(0, x.type(), {numRois, channels, o.outH, o.outW}).template data<T>();
+    T* dst =
+        ctx.allocateOutput(0, x.type(), {numRois, channels, o.outH, o.outW}).template data<T>();
     std::vector<RoiSample> samples;
     const int64_t bins = o.outH * o.outW;
     for (int64_t r = 0; r < numRois; ++r) {
@@ -273,7 +282,8 @@ Status roiAlignKernel(KernelContext& ctx) {
               // ONNX Runtime's max mode takes the largest weighted corner, not the
               // max of interpolated values; the ONNX tests expect exactly that.
               double v = s.w[0] * static_cast<double>(plane[s.pos[0]]);
-              for (int q = 1; q < 4; ++q) v = std::max(v, s.w[q] * static_cast<double>(plane[s.pos[q]]));
+              for (int q = 1; q < 4; ++q)
+                v = std::max(v, s.w[q] * static_cast<double>(plane[s.pos[q]]));
               acc = k == 0 ? v : std::max(acc, v);
             } else {
               for (int q = 0; q < 4; ++q) acc += s.w[q] * static_cast<double>(plane[s.pos[q]]);

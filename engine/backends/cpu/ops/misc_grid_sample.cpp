@@ -27,15 +27,23 @@ constexpr int64_t kMaxGridTaps = 4096;
 Status readGridOptions(const KernelContext& ctx, GridOptions* o) {
   // Opset 20 renamed bilinear/bicubic to linear/cubic; both spellings are accepted.
   const std::string mode = ctx.node().attrString("mode", ctx.opset() < 20 ? "bilinear" : "linear");
-  if (mode == "bilinear" || mode == "linear") o->mode = GridMode::kLinear;
-  else if (mode == "nearest") o->mode = GridMode::kNearest;
-  else if (mode == "bicubic" || mode == "cubic") o->mode = GridMode::kCubic;
-  else return ctx.error("mode '" + mode + "' is not supported");
+  if (mode == "bilinear" || mode == "linear")
+    o->mode = GridMode::kLinear;
+  else if (mode == "nearest")
+    o->mode = GridMode::kNearest;
+  else if (mode == "bicubic" || mode == "cubic")
+    o->mode = GridMode::kCubic;
+  else
+    return ctx.error("mode '" + mode + "' is not supported");
   const std::string padding = ctx.node().attrString("padding_mode", "zeros");
-  if (padding == "zeros") o->padding = GridPadding::kZeros;
-  else if (padding == "border") o->padding = GridPadding::kBorder;
-  else if (padding == "reflection") o->padding = GridPadding::kReflection;
-  else return ctx.error("padding_mode '" + padding + "' is not supported");
+  if (padding == "zeros")
+    o->padding = GridPadding::kZeros;
+  else if (padding == "border")
+    o->padding = GridPadding::kBorder;
+  else if (padding == "reflection")
+    o->padding = GridPadding::kReflection;
+  else
+    return ctx.error("padding_mode '" + padding + "' is not supported");
   o->alignCorners = ctx.node().attrInt("align_corners", 0) != 0;
   return Status::ok();
 }
@@ -68,8 +76,10 @@ double pixelCoordinate(double g, const GridAxis& axis, const GridOptions& o) {
   // Nearest rounds half to even before padding, as PyTorch does.
   if (o.mode == GridMode::kNearest) x = std::nearbyint(x);
   if (x < axis.lo || x > axis.hi) {
-    if (o.padding == GridPadding::kBorder) x = std::clamp(x, 0.0, static_cast<double>(axis.size - 1));
-    else if (o.padding == GridPadding::kReflection) x = reflect(x, axis.lo, axis.hi);
+    if (o.padding == GridPadding::kBorder)
+      x = std::clamp(x, 0.0, static_cast<double>(axis.size - 1));
+    else if (o.padding == GridPadding::kReflection)
+      x = reflect(x, axis.lo, axis.hi);
   }
   // Far-away coordinates only ever read padding; clamping keeps the index math finite.
   return std::clamp(x, axis.lo - 4, axis.hi + 4);
@@ -79,7 +89,8 @@ double pixelCoordinate(double g, const GridAxis& axis, const GridOptions& o) {
 int64_t tapIndex(int64_t i, const GridAxis& axis, GridPadding padding) {
   if (i >= 0 && i < axis.size) return i;
   if (padding == GridPadding::kZeros) return -1;
-  if (padding == GridPadding::kReflection) i = static_cast<int64_t>(reflect(static_cast<double>(i), axis.lo, axis.hi));
+  if (padding == GridPadding::kReflection)
+    i = static_cast<int64_t>(reflect(static_cast<double>(i), axis.lo, axis.hi));
   return std::clamp<int64_t>(i, 0, axis.size - 1);
 }
 
@@ -118,8 +129,9 @@ int axisTaps(double x, const GridAxis& axis, const GridOptions& o, int64_t* inde
 
 // The stencil of one output location as flat input offsets and weights: the tensor
 // product of each axis's taps, dropping taps that read zero padding.
-void buildStencil(const double* g, const std::vector<GridAxis>& axes, const std::vector<int64_t>& strides,
-                  const GridOptions& o, std::vector<int64_t>* offsets, std::vector<double>* weights) {
+void buildStencil(const double* g, const std::vector<GridAxis>& axes,
+                  const std::vector<int64_t>& strides, const GridOptions& o,
+                  std::vector<int64_t>* offsets, std::vector<double>* weights) {
   const int dims = static_cast<int>(axes.size());
   int64_t index[16][4];
   double weight[16][4];
@@ -162,11 +174,13 @@ Status gridSampleKernel(KernelContext& ctx) {
   }
   if (gridIn.rank() != x.rank() || gridIn.dim(0) != x.dim(0) || gridIn.dim(-1) != dims ||
       !isFloatingPoint(gridIn.type())) {
-    return ctx.error("grid must be a float [N, ..., " + std::to_string(dims) + "] tensor matching X " +
-                     shapeToString(x.shape()) + ", got " + shapeToString(gridIn.shape()));
+    return ctx.error("grid must be a float [N, ..., " + std::to_string(dims) +
+                     "] tensor matching X " + shapeToString(x.shape()) + ", got " +
+                     shapeToString(gridIn.shape()));
   }
   const int taps = o.mode == GridMode::kNearest ? 1 : o.mode == GridMode::kLinear ? 2 : 4;
-  if (std::pow(taps, dims) > kMaxGridTaps) return ctx.error("too many spatial dimensions for this mode");
+  if (std::pow(taps, dims) > kMaxGridTaps)
+    return ctx.error("too many spatial dimensions for this mode");
   std::vector<GridAxis> axes(dims);
   for (int d = 0; d < dims; ++d) {
     const int64_t size = x.dim(d + 2);
@@ -176,8 +190,10 @@ Status gridSampleKernel(KernelContext& ctx) {
   outShape.insert(outShape.end(), gridIn.shape().begin() + 1, gridIn.shape().end() - 1);
   const int64_t locations = shapeNumel(Shape(gridIn.shape().begin() + 1, gridIn.shape().end() - 1));
   const int64_t planeSize = shapeNumel(Shape(x.shape().begin() + 2, x.shape().end()));
-  if (planeSize == 0 && shapeNumel(outShape) > 0) return ctx.error("X has an empty spatial dimension");
-  const std::vector<int64_t> strides = contiguousStrides(Shape(x.shape().begin() + 2, x.shape().end()));
+  if (planeSize == 0 && shapeNumel(outShape) > 0)
+    return ctx.error("X has an empty spatial dimension");
+  const std::vector<int64_t> strides =
+      contiguousStrides(Shape(x.shape().begin() + 2, x.shape().end()));
   const Tensor grid = castTensor(gridIn, DataType::kFloat64);
   if (x.type() == DataType::kString) return ctx.error("X must be numeric");
   return dispatchAllTypes(x.type(), [&](auto tag) {
@@ -189,11 +205,13 @@ Status gridSampleKernel(KernelContext& ctx) {
     std::vector<double> weights;
     for (int64_t n = 0; n < batch; ++n) {
       for (int64_t p = 0; p < locations; ++p) {
-        buildStencil(grid.data<double>() + (n * locations + p) * dims, axes, strides, o, &offsets, &weights);
+        buildStencil(grid.data<double>() + (n * locations + p) * dims, axes, strides, o, &offsets,
+                     &weights);
         for (int64_t c = 0; c < channels; ++c) {
           const T* plane = src + (n * channels + c) * planeSize;
           double acc = 0.0;
-          for (size_t k = 0; k < offsets.size(); ++k) acc += weights[k] * static_cast<double>(plane[offsets[k]]);
+          for (size_t k = 0; k < offsets.size(); ++k)
+            acc += weights[k] * static_cast<double>(plane[offsets[k]]);
           dst[(n * channels + c) * locations + p] = static_cast<T>(acc);
         }
       }
@@ -215,18 +233,21 @@ Status readCol2ImGeometry(const KernelContext& ctx, Col2ImGeometry* g) {
   g->image = ctx.input(1).toInt64Vector();
   g->block = ctx.input(2).toInt64Vector();
   const size_t dims = g->image.size();
-  if (dims == 0 || g->block.size() != dims) return ctx.error("image_shape and block_shape must have the same length");
+  if (dims == 0 || g->block.size() != dims)
+    return ctx.error("image_shape and block_shape must have the same length");
   g->dilation = ctx.node().attrInts("dilations", std::vector<int64_t>(dims, 1));
   g->stride = ctx.node().attrInts("strides", std::vector<int64_t>(dims, 1));
   std::vector<int64_t> pads = ctx.node().attrInts("pads", std::vector<int64_t>(2 * dims, 0));
   if (g->dilation.size() != dims || g->stride.size() != dims || pads.size() != 2 * dims) {
-    return ctx.error("dilations, strides and pads must match the " + std::to_string(dims) + " spatial dims");
+    return ctx.error("dilations, strides and pads must match the " + std::to_string(dims) +
+                     " spatial dims");
   }
   g->padBegin.assign(pads.begin(), pads.begin() + dims);
   for (size_t d = 0; d < dims; ++d) {
     if (g->image[d] <= 0 || g->block[d] <= 0 || g->dilation[d] <= 0 || g->stride[d] <= 0 ||
         pads[d] < 0 || pads[d + dims] < 0) {
-      return ctx.error("image_shape, block_shape, dilations and strides must be positive, pads >= 0");
+      return ctx.error(
+          "image_shape, block_shape, dilations and strides must be positive, pads >= 0");
     }
     const int64_t span = g->dilation[d] * (g->block[d] - 1) + 1;
     const int64_t padded = g->image[d] + pads[d] + pads[d + dims];
@@ -254,7 +275,8 @@ Status col2ImKernel(KernelContext& ctx) {
   const int64_t kernelSize = shapeNumel(g.block), blockCount = shapeNumel(g.blocks);
   if (input.dim(1) % kernelSize != 0 || input.dim(2) != blockCount) {
     return ctx.error("input " + shapeToString(input.shape()) + " does not match " +
-                     std::to_string(kernelSize) + " kernel elements and " + std::to_string(blockCount) + " blocks");
+                     std::to_string(kernelSize) + " kernel elements and " +
+                     std::to_string(blockCount) + " blocks");
   }
   const int64_t batch = input.dim(0), channels = input.dim(1) / kernelSize;
   Shape outShape = {batch, channels};

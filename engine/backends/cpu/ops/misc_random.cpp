@@ -1,7 +1,7 @@
 // Random generators: RandomUniform, RandomNormal, their *Like forms, Bernoulli and
-// Multinomial. A `seed` attribute makes a node repeatable run to run (mt19937); the
-// streams are Kiln's own, so values never match another runtime's, only shapes,
-// types and distributions do.
+// Multinomial. A `seed` attribute makes a node repeatable; seeded values follow the
+// ONNX reference implementation (numpy's legacy stream, see RandomStream), which
+// other runtimes need not match: only shapes, types and distributions are portable.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -17,26 +17,35 @@ constexpr int64_t kMaxRandomElements = int64_t{1} << 32;
 
 // The output type of the generators: the `dtype` attribute, else `fallback`.
 Status randomOutputType(const KernelContext& ctx, DataType fallback, DataType* type) {
-  *type = ctx.node().hasAttr("dtype") ? static_cast<DataType>(ctx.node().attrInt("dtype", 1)) : fallback;
+  *type = ctx.node().hasAttr("dtype") ? static_cast<DataType>(ctx.node().attrInt("dtype", 1))
+                                      : fallback;
   if (!isFloatingPoint(*type) || !isSupportedDataType(*type)) {
-    return ctx.error(std::string("dtype must be a floating-point type, got ") + dataTypeName(*type));
+    return ctx.error(std::string("dtype must be a floating-point type, got ") +
+                     dataTypeName(*type));
   }
   return Status::ok();
 }
 
-// Fills output 0 with `draw(gen)` values of `type` and `shape`.
+// Fills output 0 with `scale * draw(stream) + shift` of `type` and `shape`, rounding
+// the draw to the output type first as the reference does.
 template <class Draw>
-Status fillRandom(KernelContext& ctx, DataType type, const Shape& shape, Draw draw) {
+Status fillRandom(KernelContext& ctx, DataType type, const Shape& shape, double scale, double shift,
+                  Draw draw) {
   for (int64_t d : shape) {
     if (d < 0) return ctx.error("shape has a negative dim " + std::to_string(d));
   }
-  if (shapeNumel(shape) > kMaxRandomElements) return ctx.error("shape " + shapeToString(shape) + " is too large");
-  std::mt19937 gen = seededGenerator(ctx.node());
+  if (shapeNumel(shape) > kMaxRandomElements)
+    return ctx.error("shape " + shapeToString(shape) + " is too large");
+  RandomStream random = randomStream(ctx.node());
   Tensor& out = ctx.allocateOutput(0, type, shape);
   return dispatchFloatTypes(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
+    using C = ComputeType<T>;
     T* dst = out.data<T>();
-    for (int64_t i = 0; i < out.numel(); ++i) dst[i] = static_cast<T>(draw(gen));
+    for (int64_t i = 0; i < out.numel(); ++i) {
+      const C v = static_cast<C>(draw(random));
+      dst[i] = static_cast<T>(v * static_cast<C>(scale) + static_cast<C>(shift));
+    }
     return Status::ok();
   });
 }
@@ -63,8 +72,7 @@ Status randomUniformKernel(KernelContext& ctx) {
   KILN_RETURN_IF_ERROR(randomOutputType(ctx, type, &type));
   const double low = ctx.node().attrFloat("low", 0.f), high = ctx.node().attrFloat("high", 1.f);
   if (!(low <= high)) return ctx.error("low must not exceed high");
-  std::uniform_real_distribution<double> uniform(low, high);
-  return fillRandom(ctx, type, shape, [&](std::mt19937& gen) { return uniform(gen); });
+  return fillRandom(ctx, type, shape, high - low, low, [](RandomStream& r) { return r.uniform(); });
 }
 
 template <bool kLike>
@@ -75,8 +83,7 @@ Status randomNormalKernel(KernelContext& ctx) {
   KILN_RETURN_IF_ERROR(randomOutputType(ctx, type, &type));
   const double mean = ctx.node().attrFloat("mean", 0.f), scale = ctx.node().attrFloat("scale", 1.f);
   if (!(scale >= 0) || !std::isfinite(mean)) return ctx.error("scale must be >= 0 and mean finite");
-  std::normal_distribution<double> normal(mean, scale > 0 ? scale : 1.0);
-  return fillRandom(ctx, type, shape, [&](std::mt19937& gen) { return scale > 0 ? normal(gen) : mean; });
+  return fillRandom(ctx, type, shape, scale, mean, [](RandomStream& r) { return r.normal(); });
 }
 
 // Bernoulli: each output element is 1 with the probability given by its input.
@@ -93,16 +100,16 @@ Status bernoulliKernel(KernelContext& ctx) {
   const Tensor p = castTensor(probabilities, DataType::kFloat64);
   for (int64_t i = 0; i < p.numel(); ++i) {
     const double v = p.data<double>()[i];
-    if (!(v >= 0.0 && v <= 1.0)) return ctx.error("probability " + std::to_string(v) + " is outside [0, 1]");
+    if (!(v >= 0.0 && v <= 1.0))
+      return ctx.error("probability " + std::to_string(v) + " is outside [0, 1]");
   }
-  std::mt19937 gen = seededGenerator(ctx.node());
-  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  RandomStream random = randomStream(ctx.node());
   Tensor& out = ctx.allocateOutput(0, type, probabilities.shape());
   Status status = dispatchAllTypes(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* dst = out.data<T>();
     for (int64_t i = 0; i < p.numel(); ++i) {
-      dst[i] = static_cast<T>(uniform(gen) < p.data<double>()[i] ? 1.0f : 0.0f);
+      dst[i] = static_cast<T>(random.bernoulli(p.data<double>()[i]) ? 1.0f : 0.0f);
     }
     return Status::ok();
   });
@@ -115,16 +122,17 @@ Status multinomialKernel(KernelContext& ctx) {
   KILN_RETURN_IF_ERROR(ctx.requireInputs(1));
   const Tensor& logits = ctx.input(0);
   if (logits.rank() != 2 || logits.dim(1) == 0 || !isFloatingPoint(logits.type())) {
-    return ctx.error("input must be a float [batch_size, class_size] tensor, got " + shapeToString(logits.shape()));
+    return ctx.error("input must be a float [batch_size, class_size] tensor, got " +
+                     shapeToString(logits.shape()));
   }
   const DataType type = static_cast<DataType>(ctx.node().attrInt("dtype", 6));
-  if (type != DataType::kInt32 && type != DataType::kInt64) return ctx.error("dtype must be int32 or int64");
+  if (type != DataType::kInt32 && type != DataType::kInt64)
+    return ctx.error("dtype must be int32 or int64");
   const int64_t samples = ctx.node().attrInt("sample_size", 1);
   if (samples < 0 || samples > kMaxRandomElements) return ctx.error("sample_size is out of range");
   const int64_t batch = logits.dim(0), classes = logits.dim(1);
   const Tensor x = castTensor(logits, DataType::kFloat64);
-  std::mt19937 gen = seededGenerator(ctx.node());
-  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  RandomStream random = randomStream(ctx.node());
   Tensor& out = ctx.allocateOutput(0, type, {batch, samples});
   std::vector<double> cumulative(classes);
   for (int64_t b = 0; b < batch; ++b) {
@@ -132,13 +140,16 @@ Status multinomialKernel(KernelContext& ctx) {
     const double peak = *std::max_element(row, row + classes);
     double total = 0.0;
     for (int64_t c = 0; c < classes; ++c) cumulative[c] = total += std::exp(row[c] - peak);
-    if (!(total > 0.0) || !std::isfinite(total)) return ctx.error("input row holds no finite log-probability");
+    if (!(total > 0.0) || !std::isfinite(total))
+      return ctx.error("input row holds no finite log-probability");
     for (int64_t s = 0; s < samples; ++s) {
-      const double u = uniform(gen) * total;
+      const double u = random.uniform() * total;
       auto it = std::upper_bound(cumulative.begin(), cumulative.end(), u);
       const int64_t cls = std::min<int64_t>(it - cumulative.begin(), classes - 1);
-      if (type == DataType::kInt32) out.data<int32_t>()[b * samples + s] = static_cast<int32_t>(cls);
-      else out.data<int64_t>()[b * samples + s] = cls;
+      if (type == DataType::kInt32)
+        out.data<int32_t>()[b * samples + s] = static_cast<int32_t>(cls);
+      else
+        out.data<int64_t>()[b * samples + s] = cls;
     }
   }
   return Status::ok();

@@ -74,10 +74,14 @@ std::string changeCase(const std::string& text, CaseAction action) {
 
 Status parseCaseAction(const KernelContext& ctx, CaseAction* action) {
   const std::string text = ctx.node().attrString("case_change_action", "NONE");
-  if (text == "NONE") *action = CaseAction::kNone;
-  else if (text == "LOWER") *action = CaseAction::kLower;
-  else if (text == "UPPER") *action = CaseAction::kUpper;
-  else return ctx.error("case_change_action must be NONE, LOWER or UPPER, got '" + text + "'");
+  if (text == "NONE")
+    *action = CaseAction::kNone;
+  else if (text == "LOWER")
+    *action = CaseAction::kLower;
+  else if (text == "UPPER")
+    *action = CaseAction::kUpper;
+  else
+    return ctx.error("case_change_action must be NONE, LOWER or UPPER, got '" + text + "'");
   return Status::ok();
 }
 

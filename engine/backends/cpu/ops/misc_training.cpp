@@ -24,8 +24,9 @@ struct OptimizerCall {
 Status readOptimizerCall(const KernelContext& ctx, int groups, OptimizerCall* call) {
   const int64_t slots = static_cast<int64_t>(ctx.inputCount()) - 2;
   if (slots < groups || slots % groups != 0) {
-    return ctx.error("expected R, T and " + std::to_string(groups) + " inputs per optimized tensor, got " +
-                     std::to_string(ctx.inputCount()) + " inputs");
+    return ctx.error("expected R, T and " + std::to_string(groups) +
+                     " inputs per optimized tensor, got " + std::to_string(ctx.inputCount()) +
+                     " inputs");
   }
   KILN_RETURN_IF_ERROR(ctx.requireInputs(ctx.inputCount()));
   KILN_RETURN_IF_ERROR(readScalarDouble(ctx, 0, "R", &call->rate));
@@ -83,7 +84,7 @@ Status adagradKernel(KernelContext& ctx) {
   OptimizerCall call;
   KILN_RETURN_IF_ERROR(readOptimizerCall(ctx, 3, &call));
   const double decay = ctx.node().attrFloat("decay_factor", 0.f);
-  const double epsilon = ctx.node().attrFloat("epsilon", 0.f);
+  const double epsilon = ctx.node().attrFloat("epsilon", 1e-6f);  // schema default
   const double norm = ctx.node().attrFloat("norm_coefficient", 0.f);
   const double rate = call.rate / (1.0 + static_cast<double>(call.step) * decay);
   return applyOptimizer<1>(ctx, call, [&](const double* v, double* r) {
@@ -99,12 +100,14 @@ Status adamKernel(KernelContext& ctx) {
   KILN_RETURN_IF_ERROR(readOptimizerCall(ctx, 4, &call));
   const Node& node = ctx.node();
   const double alpha = node.attrFloat("alpha", 0.9f), beta = node.attrFloat("beta", 0.999f);
-  const double epsilon = node.attrFloat("epsilon", 0.f), norm = node.attrFloat("norm_coefficient", 0.f);
+  const double epsilon = node.attrFloat("epsilon", 1e-6f),
+               norm = node.attrFloat("norm_coefficient", 0.f);
   const double post = node.attrFloat("norm_coefficient_post", 0.f);
   // Bias correction of both moments applies from the first step on (T > 0).
   const double t = static_cast<double>(call.step);
-  const double rate = call.step > 0 ? call.rate * std::sqrt(1 - std::pow(beta, t)) / (1 - std::pow(alpha, t))
-                                    : call.rate;
+  const double rate = call.step > 0
+                          ? call.rate * std::sqrt(1 - std::pow(beta, t)) / (1 - std::pow(alpha, t))
+                          : call.rate;
   return applyOptimizer<2>(ctx, call, [&](const double* v, double* r) {
     const double g = norm * v[0] + v[1];
     r[1] = alpha * v[2] + (1 - alpha) * g;
@@ -123,7 +126,8 @@ Status momentumKernel(KernelContext& ctx) {
     if (!node.hasAttr(name)) return ctx.error(std::string("attribute '") + name + "' is required");
   }
   const std::string mode = node.attrString("mode", "standard");
-  if (mode != "standard" && mode != "nesterov") return ctx.error("mode must be standard or nesterov");
+  if (mode != "standard" && mode != "nesterov")
+    return ctx.error("mode must be standard or nesterov");
   const bool nesterov = mode == "nesterov";
   const double alpha = node.attrFloat("alpha", 0.f), norm = node.attrFloat("norm_coefficient", 0.f);
   // The gradient's coefficient is 1 on the first step, beta afterwards.

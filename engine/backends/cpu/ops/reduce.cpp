@@ -50,6 +50,9 @@ Status resolveReducedAxes(const KernelContext& ctx, bool axesFromInput, int rank
       axes = readInt64s(t);
     }
     noop = ctx.node().attrInt("noop_with_empty_axes", 0) != 0;
+    // Some converters keep the pre-18 'axes' attribute; honour it rather than
+    // silently reducing everything.
+    if (!ctx.hasInput(1)) axes = ctx.node().attrInts("axes");
   } else {
     axes = ctx.node().attrInts("axes");
   }

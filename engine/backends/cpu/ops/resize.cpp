@@ -16,7 +16,7 @@ namespace kiln::cpu {
 namespace {
 
 struct ResizeParams {
-  std::string mode = "nearest";         // nearest, linear, cubic
+  std::string mode = "nearest";          // nearest, linear, cubic
   std::string coordMode = "half_pixel";  // coordinate_transformation_mode
   std::string nearestMode = "round_prefer_floor";
   double cubicA = -0.75;
@@ -124,6 +124,20 @@ template <class Acc>
 void interpolateAxis(const Acc* src, Acc* dst, int64_t outer, int64_t inDim, int64_t inner,
                      const AxisTaps& taps, Acc extrapolation) {
   const int64_t outDim = static_cast<int64_t>(taps.outside.size());
+  if (inner == 1) {  // the last axis: one dot product per output element
+    for (int64_t o = 0; o < outer; ++o) {
+      const Acc* in = src + o * inDim;
+      for (int64_t y = 0; y < outDim; ++y) {
+        Acc sum = 0;
+        for (int64_t t = 0; t < taps.taps; ++t) {
+          sum +=
+              static_cast<Acc>(taps.weight[y * taps.taps + t]) * in[taps.index[y * taps.taps + t]];
+        }
+        dst[o * outDim + y] = taps.outside[y] ? extrapolation : sum;
+      }
+    }
+    return;
+  }
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t y = 0; y < outDim; ++y) {
       Acc* out = dst + (o * outDim + y) * inner;
@@ -131,7 +145,6 @@ void interpolateAxis(const Acc* src, Acc* dst, int64_t outer, int64_t inDim, int
       if (taps.outside[y]) continue;
       for (int64_t t = 0; t < taps.taps; ++t) {
         const Acc w = static_cast<Acc>(taps.weight[y * taps.taps + t]);
-        if (w == Acc(0)) continue;
         const Acc* in = src + (o * inDim + taps.index[y * taps.taps + t]) * inner;
         for (int64_t i = 0; i < inner; ++i) out[i] += w * in[i];
       }
@@ -156,11 +169,12 @@ Status resizeInterpolated(KernelContext& ctx, const ResizeParams& p) {
     using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
     Shape shape = in.shape();
     std::vector<Acc> cur(in.numel()), next;
-    for (int64_t i = 0; i < in.numel(); ++i) cur[i] = static_cast<Acc>(static_cast<ComputeType<T>>(in.data<T>()[i]));
+    for (int64_t i = 0; i < in.numel(); ++i)
+      cur[i] = static_cast<Acc>(static_cast<ComputeType<T>>(in.data<T>()[i]));
     for (int axis = 0; axis < in.rank(); ++axis) {
       const int64_t inDim = shape[axis], outDim = p.outShape[axis];
-      const bool crop = p.coordMode == "tf_crop_and_resize" &&
-                        (p.roi[axis] != 0 || p.roi[axis + in.rank()] != 1);
+      const bool crop =
+          p.coordMode == "tf_crop_and_resize" && (p.roi[axis] != 0 || p.roi[axis + in.rank()] != 1);
       if (inDim == outDim && p.scales[axis] == 1 && !crop) continue;
       int64_t outer = 1, inner = 1;
       for (int d = 0; d < axis; ++d) outer *= shape[d];
@@ -168,7 +182,8 @@ Status resizeInterpolated(KernelContext& ctx, const ResizeParams& p) {
       next.assign(outer * outDim * inner, Acc(0));
       if (inDim > 0) {
         interpolateAxis(cur.data(), next.data(), outer, inDim, inner,
-                        interpolationTaps(p, axis, inDim, outDim), static_cast<Acc>(p.extrapolation));
+                        interpolationTaps(p, axis, inDim, outDim),
+                        static_cast<Acc>(p.extrapolation));
       }
       cur.swap(next);
       shape[axis] = outDim;
@@ -194,30 +209,15 @@ Status resizeNearest(KernelContext& ctx, const ResizeParams& p) {
       maps[d].push_back(outside ? -1 : std::clamp<int64_t>(nearestIndex(p, x, d), 0, inDim - 1));
     }
   }
-  const Tensor fill = in.type() == DataType::kString
-                          ? Tensor(DataType::kString, {1})
-                          : castTensor(Tensor::scalarFloat(static_cast<float>(p.extrapolation)), in.type());
-  const std::vector<int64_t> inStrides = contiguousStrides(in.shape());
+  const Tensor fill =
+      in.type() == DataType::kString
+          ? Tensor(DataType::kString, {1})
+          : castTensor(Tensor::scalarFloat(static_cast<float>(p.extrapolation)), in.type());
   Tensor& out = ctx.allocateOutput(0, in.type(), p.outShape);
   return dispatchByElementSize(in.type(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    const T* src = elementData<T>(in);
-    T* dst = elementData<T>(out);
-    std::vector<int64_t> index(rank, 0);
-    for (int64_t i = 0; i < out.numel(); ++i) {
-      int64_t offset = 0;
-      bool outside = false;
-      for (int d = 0; d < rank; ++d) {
-        const int64_t m = maps[d][index[d]];
-        outside = outside || m < 0;
-        offset += m * inStrides[d];
-      }
-      dst[i] = outside ? elementData<T>(fill)[0] : src[offset];
-      for (int d = rank - 1; d >= 0; --d) {
-        if (++index[d] < p.outShape[d]) break;
-        index[d] = 0;
-      }
-    }
+    gatherByAxisMaps(elementData<T>(in), in.shape(), elementData<T>(out), p.outShape, maps,
+                     elementData<T>(fill)[0]);
     return Status::ok();
   });
 }
@@ -247,18 +247,23 @@ Status resolveScales(const KernelContext& ctx, const std::vector<double>& scales
   const size_t given = scales.empty() ? sizes.size() : scales.size();
   if (given != axes.size()) {
     return ctx.error((scales.empty() ? "sizes" : "scales") + std::string(" has ") +
-                     std::to_string(given) + " entries for " + std::to_string(axes.size()) + " axes");
+                     std::to_string(given) + " entries for " + std::to_string(axes.size()) +
+                     " axes");
   }
   p->scales.assign(rank, 1.0);
   p->outShape = in;
   p->fromSizes = !sizes.empty();
   if (!p->fromSizes) {
     for (size_t i = 0; i < axes.size(); ++i) {
-      if (!(scales[i] > 0)) return ctx.error("scales must be positive");
+      const double length = std::floor(scales[i] * in[axes[i]]);
+      if (!(scales[i] > 0) || !(length < static_cast<double>(kMaxOutputElements))) {
+        return ctx.error("scales[" + std::to_string(i) + "] = " + std::to_string(scales[i]) +
+                         " is not a usable positive scale");
+      }
       p->scales[axes[i]] = scales[i];
-      p->outShape[axes[i]] = static_cast<int64_t>(std::floor(scales[i] * in[axes[i]]));
+      p->outShape[axes[i]] = static_cast<int64_t>(length);
     }
-    return Status::ok();
+    return checkElementCount(ctx, p->outShape, "output");
   }
   for (size_t i = 0; i < axes.size(); ++i) {
     if (sizes[i] < 0) return ctx.error("sizes must not be negative");
@@ -266,6 +271,7 @@ Status resolveScales(const KernelContext& ctx, const std::vector<double>& scales
     p->scales[axes[i]] = static_cast<double>(sizes[i]) / in[axes[i]];
     p->outShape[axes[i]] = sizes[i];
   }
+  KILN_RETURN_IF_ERROR(checkElementCount(ctx, p->outShape, "output"));
   const std::string policy = ctx.node().attrString("keep_aspect_ratio_policy", "stretch");
   if (policy == "stretch") return Status::ok();
   if (policy != "not_larger" && policy != "not_smaller") {
@@ -273,14 +279,15 @@ Status resolveScales(const KernelContext& ctx, const std::vector<double>& scales
   }
   double scale = p->scales[axes[0]];
   for (int64_t axis : axes) {
-    scale = policy == "not_larger" ? std::min(scale, p->scales[axis]) : std::max(scale, p->scales[axis]);
+    scale = policy == "not_larger" ? std::min(scale, p->scales[axis])
+                                   : std::max(scale, p->scales[axis]);
   }
   p->fromSizes = false;  // the kept ratio's scale, not out/in, drives the coordinates
   for (int64_t axis : axes) {
     p->scales[axis] = scale;
     p->outShape[axis] = static_cast<int64_t>(std::floor(scale * in[axis] + 0.5));
   }
-  return Status::ok();
+  return checkElementCount(ctx, p->outShape, "output");
 }
 
 Status resizeKernel(KernelContext& ctx) {

@@ -30,6 +30,7 @@ Status oneHotKernel(KernelContext& ctx) {
                            ctx.node().describe());
   Shape outShape = indices.shape();
   outShape.insert(outShape.begin() + axis, depth);
+  KILN_RETURN_IF_ERROR(checkElementCount(ctx, outShape, "output"));
   int64_t outer = 1;
   for (int64_t d = 0; d < axis; ++d) outer *= indices.shape()[d];
   const int64_t inner = outer == 0 ? 0 : indices.numel() / outer;
@@ -57,14 +58,18 @@ Status nonZeroKernel(KernelContext& ctx) {
   const Tensor& in = ctx.input(0);
   const Shape shape = in.rank() == 0 ? Shape{1} : in.shape();
   std::vector<int64_t> hits;
-  KILN_RETURN_IF_ERROR_CTX(dispatchAllTypes(in.type(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T* src = in.data<T>();
-    for (int64_t i = 0; i < in.numel(); ++i) {
-      if (static_cast<ComputeType<T>>(src[i]) != ComputeType<T>(0)) hits.push_back(i);
-    }
-    return Status::ok();
-  }), ctx.node().describe());
+  KILN_RETURN_IF_ERROR_CTX(
+      dispatchAllTypes(in.type(),
+                       [&](auto tag) {
+                         using T = typename decltype(tag)::type;
+                         const T* src = in.data<T>();
+                         for (int64_t i = 0; i < in.numel(); ++i) {
+                           if (static_cast<ComputeType<T>>(src[i]) != ComputeType<T>(0))
+                             hits.push_back(i);
+                         }
+                         return Status::ok();
+                       }),
+      ctx.node().describe());
   const int rank = static_cast<int>(shape.size());
   const int64_t count = static_cast<int64_t>(hits.size());
   const std::vector<int64_t> strides = contiguousStrides(shape);
@@ -97,7 +102,9 @@ Status compressKernel(KernelContext& ctx) {
   std::vector<int64_t> picked;
   for (int64_t i = 0; i < static_cast<int64_t>(flags.size()); ++i) {
     if (!flags[i]) continue;
-    if (i >= dim) return ctx.error("condition selects index " + std::to_string(i) + " past the dim " + std::to_string(dim));
+    if (i >= dim)
+      return ctx.error("condition selects index " + std::to_string(i) + " past the dim " +
+                       std::to_string(dim));
     picked.push_back(i);
   }
   Shape outShape = {static_cast<int64_t>(picked.size())};

@@ -79,7 +79,8 @@ Status reshapeKernel(KernelContext& ctx) {
     return ctx.error("allowzero=1 with both 0 and -1 in shape");
   }
   Shape shape;
-  KILN_RETURN_IF_ERROR(resolveReshape(ctx, ctx.input(0).shape(), std::move(dims), allowZero, &shape));
+  KILN_RETURN_IF_ERROR(
+      resolveReshape(ctx, ctx.input(0).shape(), std::move(dims), allowZero, &shape));
   ctx.setOutput(0, ctx.input(0).reshaped(std::move(shape)));
   return Status::ok();
 }
@@ -141,7 +142,8 @@ Status squeezeKernel(KernelContext& ctx) {
   }
   Shape shape;
   for (int d = 0; d < in.rank(); ++d) {
-    const bool squeeze = given ? drop[d] : in.shape()[d] == 1;
+    // No axes (absent or empty, as ONNX Runtime reads it) squeezes every dim of size 1.
+    const bool squeeze = axes.empty() ? in.shape()[d] == 1 : drop[d];
     if (!squeeze) shape.push_back(in.shape()[d]);
   }
   ctx.setOutput(0, in.reshaped(std::move(shape)));
@@ -206,7 +208,8 @@ Status concatKernel(KernelContext& ctx) {
   if (ctx.inputCount() == 0) return ctx.error("needs at least one input");
   KILN_RETURN_IF_ERROR(ctx.requireInputs(ctx.inputCount()));
   const Tensor& first = ctx.input(0);
-  if (!ctx.node().hasAttr("axis") && ctx.opset() >= 4) return ctx.error("attribute axis is required");
+  if (!ctx.node().hasAttr("axis") && ctx.opset() >= 4)
+    return ctx.error("attribute axis is required");
   int64_t axis = 0;
   KILN_RETURN_IF_ERROR_CTX(normalizeAxis(ctx.node().attrInt("axis", 1), first.rank(), &axis),
                            ctx.node().describe());
@@ -236,7 +239,8 @@ Status concatKernel(KernelContext& ctx) {
       const Tensor& t = ctx.input(i);
       const int64_t block = outer == 0 ? 0 : t.numel() / outer;
       const T* src = elementData<T>(t);
-      for (int64_t o = 0; o < outer; ++o) std::copy_n(src + o * block, block, dst + o * outBlock + offset);
+      for (int64_t o = 0; o < outer; ++o)
+        std::copy_n(src + o * block, block, dst + o * outBlock + offset);
       offset += block;
     }
     return Status::ok();
@@ -283,7 +287,8 @@ Status splitSizes(const KernelContext& ctx, int64_t dim, std::vector<int64_t>* s
                      std::to_string(parts) + " equal parts");
   }
   const int64_t chunk = (dim + parts - 1) / parts;
-  for (int64_t i = 0; i < parts; ++i) sizes->push_back(std::clamp(dim - i * chunk, int64_t{0}, chunk));
+  for (int64_t i = 0; i < parts; ++i)
+    sizes->push_back(std::clamp(dim - i * chunk, int64_t{0}, chunk));
   return Status::ok();
 }
 
@@ -297,7 +302,8 @@ Status splitKernel(KernelContext& ctx) {
   KILN_RETURN_IF_ERROR(splitSizes(ctx, in.shape()[axis], &sizes));
   int64_t outer = 1;
   for (int64_t d = 0; d < axis; ++d) outer *= in.shape()[d];
-  const int64_t inner = in.shape()[axis] == 0 || outer == 0 ? 0 : in.numel() / outer / in.shape()[axis];
+  const int64_t inner =
+      in.shape()[axis] == 0 || outer == 0 ? 0 : in.numel() / outer / in.shape()[axis];
   return dispatchByElementSize(in.type(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* src = elementData<T>(in);
@@ -344,8 +350,10 @@ Status depthToSpaceKernel(KernelContext& ctx) {
   const int64_t c = s[1] / (b * b);
   const Shape outShape = {s[0], c, s[2] * b, s[3] * b};
   const std::string mode = ctx.node().attrString("mode", "DCR");
-  if (mode == "DCR") return blockRearrange(ctx, {s[0], b, b, c, s[2], s[3]}, {0, 3, 4, 1, 5, 2}, outShape);
-  if (mode == "CRD") return blockRearrange(ctx, {s[0], c, b, b, s[2], s[3]}, {0, 1, 4, 2, 5, 3}, outShape);
+  if (mode == "DCR")
+    return blockRearrange(ctx, {s[0], b, b, c, s[2], s[3]}, {0, 3, 4, 1, 5, 2}, outShape);
+  if (mode == "CRD")
+    return blockRearrange(ctx, {s[0], c, b, b, s[2], s[3]}, {0, 1, 4, 2, 5, 3}, outShape);
   return ctx.error("unknown mode '" + mode + "'");
 }
 
@@ -353,7 +361,8 @@ Status spaceToDepthKernel(KernelContext& ctx) {
   int64_t b = 0;
   KILN_RETURN_IF_ERROR(blockSizeAndInput(ctx, &b));
   const Shape& s = ctx.input(0).shape();
-  if (s[2] % b != 0 || s[3] % b != 0) return ctx.error("height and width must be multiples of blocksize");
+  if (s[2] % b != 0 || s[3] % b != 0)
+    return ctx.error("height and width must be multiples of blocksize");
   return blockRearrange(ctx, {s[0], s[1], s[2] / b, b, s[3] / b, b}, {0, 3, 5, 1, 2, 4},
                         {s[0], s[1] * b * b, s[2] / b, s[3] / b});
 }

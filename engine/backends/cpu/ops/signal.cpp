@@ -47,7 +47,8 @@ void FftPlan::work(Complex* out, const Complex* in, int64_t step, size_t stage) 
   if (span == 1) {
     for (int64_t q = 0; q < radix; ++q) out[q] = in[q * step * m_inStride];
   } else {
-    for (int64_t q = 0; q < radix; ++q) work(out + q * span, in + q * step * m_inStride, step * radix, stage + 1);
+    for (int64_t q = 0; q < radix; ++q)
+      work(out + q * span, in + q * step * m_inStride, step * radix, stage + 1);
   }
   butterfly(out, step, radix, span);
 }
@@ -104,10 +105,12 @@ Status readDftOptions(const KernelContext& ctx, const Tensor& x, DftOptions* o) 
     return ctx.error("input must be [batch, ..., 1 or 2], got " + shapeToString(x.shape()));
   }
   int64_t axis = ctx.opset() < 20 ? ctx.node().attrInt("axis", 1) : -2;
-  if (ctx.opset() >= 20 && ctx.hasInput(2)) KILN_RETURN_IF_ERROR(readScalarInt(ctx, 2, "axis", &axis));
+  if (ctx.opset() >= 20 && ctx.hasInput(2))
+    KILN_RETURN_IF_ERROR(readScalarInt(ctx, 2, "axis", &axis));
   // The trailing real/complex dim is never transformed: valid axes are [-r, -2] U [0, r-2].
   if (axis < -rank || axis > rank - 2 || axis == -1) {
-    return ctx.error("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+    return ctx.error("axis " + std::to_string(axis) + " is out of range for rank " +
+                     std::to_string(rank));
   }
   o->axis = axis < 0 ? axis + rank : axis;
   o->inverse = ctx.node().attrInt("inverse", 0) != 0;
@@ -126,7 +129,8 @@ Status readDftOptions(const KernelContext& ctx, const Tensor& x, DftOptions* o) 
 // For the inverse one-sided transform, the missing half of the spectrum is rebuilt
 // by Hermitian symmetry and the imaginary parts at DC and Nyquist are dropped.
 template <class T>
-void loadLine(const T* src, const SignalLayout& l, int64_t o, int64_t i, bool hermitian, std::vector<Complex>& buffer) {
+void loadLine(const T* src, const SignalLayout& l, int64_t o, int64_t i, bool hermitian,
+              std::vector<Complex>& buffer) {
   const int64_t n = static_cast<int64_t>(buffer.size());
   const int64_t channels = l.complex ? 2 : 1;
   const int64_t available = hermitian ? std::min(l.length, n / 2 + 1) : std::min(l.length, n);
@@ -177,23 +181,25 @@ Status dftKernel(KernelContext& ctx) {
 }
 
 // STFT framing: frame_length from the input, else the window's length.
-Status readStftFrames(const KernelContext& ctx, const Tensor& signal, int64_t* step, int64_t* frameLength,
-                      std::vector<double>* window) {
+Status readStftFrames(const KernelContext& ctx, const Tensor& signal, int64_t* step,
+                      int64_t* frameLength, std::vector<double>* window) {
   KILN_RETURN_IF_ERROR(readScalarInt(ctx, 1, "frame_step", step));
   *frameLength = -1;
   if (ctx.hasInput(3)) KILN_RETURN_IF_ERROR(readScalarInt(ctx, 3, "frame_length", frameLength));
   if (ctx.hasInput(2)) {
     const Tensor& w = ctx.input(2);
-    if (w.rank() != 1 || !isFloatingPoint(w.type())) return ctx.error("window must be a 1-D float tensor");
-    if (*frameLength >= 0 && w.dim(0) != *frameLength) return ctx.error("window length must equal frame_length");
+    if (w.rank() != 1 || !isFloatingPoint(w.type()))
+      return ctx.error("window must be a 1-D float tensor");
+    if (*frameLength >= 0 && w.dim(0) != *frameLength)
+      return ctx.error("window length must equal frame_length");
     *frameLength = w.dim(0);
     for (int64_t i = 0; i < w.numel(); ++i) window->push_back(w.valueAsDouble(i));
   }
   if (*frameLength < 0) return ctx.error("STFT needs a window or a frame_length");
   if (*step <= 0) return ctx.error("frame_step must be positive");
   if (*frameLength == 0 || *frameLength > signal.dim(1)) {
-    return ctx.error("frame_length " + std::to_string(*frameLength) + " must be in [1, signal length " +
-                     std::to_string(signal.dim(1)) + "]");
+    return ctx.error("frame_length " + std::to_string(*frameLength) +
+                     " must be in [1, signal length " + std::to_string(signal.dim(1)) + "]");
   }
   if (window->empty()) window->assign(*frameLength, 1.0);
   return Status::ok();
@@ -205,7 +211,8 @@ Status stftKernel(KernelContext& ctx) {
   KILN_RETURN_IF_ERROR(ctx.requireInputs(2));
   const Tensor& signal = ctx.input(0);
   if (signal.rank() != 3 || (signal.dim(2) != 1 && signal.dim(2) != 2)) {
-    return ctx.error("signal must be [batch, length, 1 or 2], got " + shapeToString(signal.shape()));
+    return ctx.error("signal must be [batch, length, 1 or 2], got " +
+                     shapeToString(signal.shape()));
   }
   int64_t step = 0, frameLength = 0;
   std::vector<double> window;

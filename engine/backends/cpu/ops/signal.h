@@ -10,8 +10,8 @@
 
 namespace kiln::cpu {
 
-void registerSignalKernels(KernelRegistry& registry);        // signal.cpp: DFT, STFT
-void registerWindowKernels(KernelRegistry& registry);        // signal_windows.cpp
+void registerSignalKernels(KernelRegistry& registry);  // signal.cpp: DFT, STFT
+void registerWindowKernels(KernelRegistry& registry);  // signal_windows.cpp
 
 // A complex FFT of one length, any size: mixed-radix Cooley-Tukey over the prime
 // factors of n (so O(n log n) for smooth sizes, O(n^2) only for large primes).

@@ -28,10 +28,16 @@ std::vector<double> windowValues(WindowKind kind, int64_t size, bool periodic) {
     }
     const double phase = 2.0 * M_PI * static_cast<double>(n) / denom;
     switch (kind) {
-      case WindowKind::kHann: w[n] = 0.5 - 0.5 * std::cos(phase); break;
+      case WindowKind::kHann:
+        w[n] = 0.5 - 0.5 * std::cos(phase);
+        break;
       // ONNX uses alpha = 25/46 (the exact Hamming), not the rounded 0.54.
-      case WindowKind::kHamming: w[n] = 25.0 / 46.0 - (21.0 / 46.0) * std::cos(phase); break;
-      case WindowKind::kBlackman: w[n] = 0.42 - 0.5 * std::cos(phase) + 0.08 * std::cos(2.0 * phase); break;
+      case WindowKind::kHamming:
+        w[n] = 25.0 / 46.0 - (21.0 / 46.0) * std::cos(phase);
+        break;
+      case WindowKind::kBlackman:
+        w[n] = 0.42 - 0.5 * std::cos(phase) + 0.08 * std::cos(2.0 * phase);
+        break;
     }
   }
   return w;
@@ -41,14 +47,19 @@ template <WindowKind kKind>
 Status windowKernel(KernelContext& ctx) {
   int64_t size = 0;
   KILN_RETURN_IF_ERROR(readScalarInt(ctx, 0, "size", &size));
-  if (size < 0 || size > kMaxGeneratedElements) return ctx.error("size " + std::to_string(size) + " is out of range");
+  if (size < 0 || size > kMaxGeneratedElements)
+    return ctx.error("size " + std::to_string(size) + " is out of range");
   const auto type = static_cast<DataType>(ctx.node().attrInt("output_datatype", 1));
   const bool periodic = ctx.node().attrInt("periodic", 1) != 0;
   return writeDoublesOutput(ctx, 0, type, {size}, windowValues(kKind, size, periodic));
 }
 
-double hertzToMel(double hz) { return 2595.0 * std::log10(1.0 + hz / 700.0); }
-double melToHertz(double mel) { return 700.0 * (std::pow(10.0, mel / 2595.0) - 1.0); }
+double hertzToMel(double hz) {
+  return 2595.0 * std::log10(1.0 + hz / 700.0);
+}
+double melToHertz(double mel) {
+  return 700.0 * (std::pow(10.0, mel / 2595.0) - 1.0);
+}
 
 struct MelOptions {
   int64_t melBins = 0, dftLength = 0, sampleRate = 0;
@@ -67,7 +78,8 @@ Status readMelOptions(const KernelContext& ctx, MelOptions* o) {
   if (!(o->lowerHz >= 0 && o->lowerHz < o->upperHz) || !std::isfinite(o->upperHz)) {
     return ctx.error("need 0 <= lower_edge_hertz < upper_edge_hertz");
   }
-  if (static_cast<double>(o->melBins) * static_cast<double>(o->dftLength / 2 + 1) > kMaxGeneratedElements) {
+  if (static_cast<double>(o->melBins) * static_cast<double>(o->dftLength / 2 + 1) >
+      kMaxGeneratedElements) {
     return ctx.error("the mel weight matrix is too large");
   }
   return Status::ok();

@@ -82,7 +82,8 @@ Status sliceKernel(KernelContext& ctx) {
     seen[axis] = true;
     if (args.steps[i] == 0) return ctx.error("steps must not be 0");
     int64_t first = 0;
-    clampSlice(in.shape()[axis], args.starts[i], args.ends[i], args.steps[i], &first, &outShape[axis]);
+    clampSlice(in.shape()[axis], args.starts[i], args.ends[i], args.steps[i], &first,
+               &outShape[axis]);
     offset += first * strides[axis];
     readStrides[axis] = strides[axis] * args.steps[i];
   }
@@ -105,6 +106,7 @@ Status padAxisMap(const KernelContext& ctx, int64_t dim, int64_t begin, int64_t 
   if (regionLen < 0) return ctx.error("pads crop more than the dim " + std::to_string(dim));
   const int64_t padBegin = std::max<int64_t>(0, begin);
   const int64_t outDim = regionLen + padBegin + std::max<int64_t>(0, end);
+  if (outDim > kMaxOutputElements) return ctx.error("pads are too large");
   if (mode != "constant" && regionLen == 0 && outDim > 0) {
     return ctx.error("mode '" + mode + "' cannot pad an empty axis");
   }
@@ -129,39 +131,6 @@ Status padAxisMap(const KernelContext& ctx, int64_t dim, int64_t begin, int64_t 
     (*map)[o] = regionStart + t;
   }
   return Status::ok();
-}
-
-// Pads row by row: each output row (all axes but the last fixed) either lies in the
-// constant border or reads one input row through the last axis's map.
-template <class T>
-void padRows(const T* in, const Shape& inShape, T* out, const Shape& outShape,
-             const std::vector<std::vector<int64_t>>& maps, const T& value) {
-  const int rank = static_cast<int>(outShape.size());
-  if (rank == 0) {
-    *out = *in;
-    return;
-  }
-  const std::vector<int64_t> strides = contiguousStrides(inShape);
-  const int64_t inner = outShape[rank - 1];
-  const int64_t rows = inner == 0 ? 0 : shapeNumel(outShape) / inner;
-  const std::vector<int64_t>& lastMap = maps[rank - 1];
-  std::vector<int64_t> index(rank, 0);
-  for (int64_t r = 0; r < rows; ++r, out += inner) {
-    int64_t offset = 0;
-    bool border = false;
-    for (int d = 0; d + 1 < rank; ++d) {
-      const int64_t m = maps[d][index[d]];
-      border = border || m < 0;
-      offset += m * strides[d];
-    }
-    for (int64_t k = 0; k < inner; ++k) {
-      out[k] = border || lastMap[k] < 0 ? value : in[offset + lastMap[k]];
-    }
-    for (int d = rank - 2; d >= 0; --d) {
-      if (++index[d] < outShape[d]) break;
-      index[d] = 0;
-    }
-  }
 }
 
 // The pad value as a one-element tensor of the data's type.
@@ -207,19 +176,26 @@ Status padKernel(KernelContext& ctx) {
     begins[axis] = pads[i];
     ends[axis] = pads[i + axes.size()];
   }
-  std::vector<std::vector<int64_t>> maps(rank);
   Shape outShape(rank);
   for (int d = 0; d < rank; ++d) {
+    const int64_t limit = kMaxOutputElements;
+    if (begins[d] < -limit || begins[d] > limit || ends[d] < -limit || ends[d] > limit) {
+      return ctx.error("pads are too large");
+    }
+    outShape[d] = in.shape()[d] + begins[d] + ends[d];
+  }
+  KILN_RETURN_IF_ERROR(checkElementCount(ctx, outShape, "output"));
+  std::vector<std::vector<int64_t>> maps(rank);
+  for (int d = 0; d < rank; ++d) {
     KILN_RETURN_IF_ERROR(padAxisMap(ctx, in.shape()[d], begins[d], ends[d], mode, &maps[d]));
-    outShape[d] = static_cast<int64_t>(maps[d].size());
   }
   Tensor value;
   KILN_RETURN_IF_ERROR(padValue(ctx, in.type(), &value));
   Tensor& out = ctx.allocateOutput(0, in.type(), outShape);
   return dispatchByElementSize(in.type(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    padRows(elementData<T>(in), in.shape(), elementData<T>(out), outShape, maps,
-            elementData<T>(value)[0]);
+    gatherByAxisMaps(elementData<T>(in), in.shape(), elementData<T>(out), outShape, maps,
+                     elementData<T>(value)[0]);
     return Status::ok();
   });
 }
@@ -237,6 +213,7 @@ Status centerCropPadKernel(KernelContext& ctx) {
     for (int d = 0; d < rank; ++d) axes.push_back(d);
   }
   if (target.size() != axes.size()) return ctx.error("shape and axes differ in length");
+  KILN_RETURN_IF_ERROR(checkElementCount(ctx, target, "shape"));
   std::vector<std::vector<int64_t>> maps(rank);
   Shape outShape = in.shape();
   for (int d = 0; d < rank; ++d) {
@@ -245,16 +222,16 @@ Status centerCropPadKernel(KernelContext& ctx) {
   for (size_t i = 0; i < axes.size(); ++i) {
     int64_t axis = 0;
     KILN_RETURN_IF_ERROR_CTX(normalizeAxis(axes[i], rank, &axis), ctx.node().describe());
-    if (target[i] < 0) return ctx.error("shape has a negative dim");
     const int64_t diff = target[i] - in.shape()[axis];  // > 0 pads, < 0 crops
     const int64_t begin = diff >= 0 ? diff / 2 : -((-diff) / 2);
-    KILN_RETURN_IF_ERROR(padAxisMap(ctx, in.shape()[axis], begin, diff - begin, "constant", &maps[axis]));
+    KILN_RETURN_IF_ERROR(
+        padAxisMap(ctx, in.shape()[axis], begin, diff - begin, "constant", &maps[axis]));
     outShape[axis] = target[i];
   }
   Tensor& out = ctx.allocateOutput(0, in.type(), outShape);
   return dispatchByElementSize(in.type(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    padRows(elementData<T>(in), in.shape(), elementData<T>(out), outShape, maps, T{});
+    gatherByAxisMaps(elementData<T>(in), in.shape(), elementData<T>(out), outShape, maps, T{});
     return Status::ok();
   });
 }
@@ -274,8 +251,10 @@ Status tileKernel(KernelContext& ctx) {
   Shape outShape(in.rank()), viewShape, viewIn, viewOut;
   for (int d = 0; d < in.rank(); ++d) {
     if (repeats[d] < 0) return ctx.error("repeats must not be negative");
+    if (repeats[d] > kMaxOutputElements) return ctx.error("repeats are too large");
     outShape[d] = in.shape()[d] * repeats[d];
   }
+  KILN_RETURN_IF_ERROR(checkElementCount(ctx, outShape, "output"));
   const std::vector<int64_t> outStrides = contiguousStrides(outShape);
   for (int d = 0; d < in.rank(); ++d) {
     viewShape.insert(viewShape.end(), {repeats[d], in.shape()[d]});
@@ -295,11 +274,10 @@ Status expandKernel(KernelContext& ctx) {
   const Tensor& in = ctx.input(0);
   std::vector<int64_t> shape;
   KILN_RETURN_IF_ERROR(readIntInput(ctx, 1, "shape", &shape));
-  for (int64_t d : shape) {
-    if (d < 0) return ctx.error("shape has a negative dim");
-  }
+  KILN_RETURN_IF_ERROR(checkElementCount(ctx, shape, "shape"));
   Shape outShape;
   KILN_RETURN_IF_ERROR_CTX(broadcastShapes(in.shape(), shape, &outShape), ctx.node().describe());
+  KILN_RETURN_IF_ERROR(checkElementCount(ctx, outShape, "output"));
   Tensor& out = ctx.allocateOutput(0, in.type(), outShape);
   return dispatchByElementSize(in.type(), [&](auto tag) {
     using T = typename decltype(tag)::type;

@@ -40,8 +40,10 @@ void normalizeRow(C* row, int64_t n, SoftmaxKind kind) {
     for (int64_t i = 0; i < n; ++i) row[i] *= scale;
   } else {
     for (int64_t i = 0; i < n; ++i) sum += std::exp(row[i] - maxValue);
-    const C shift = maxValue + static_cast<C>(std::log(sum));
-    for (int64_t i = 0; i < n; ++i) row[i] -= shift;
+    // (x - max) - log(sum), not x - (max + log(sum)): the latter rounds away the
+    // small log term when max is large.
+    const C logSum = static_cast<C>(std::log(sum));
+    for (int64_t i = 0; i < n; ++i) row[i] = (row[i] - maxValue) - logSum;
   }
 }
 

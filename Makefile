@@ -1,0 +1,37 @@
+# The two commands of the README: `make run` and `make test`. Both install what is
+# missing (system packages, the Python test tooling in .venv), then build.
+BUILD_DIR ?= build
+JOBS ?= $(shell nproc)
+VENV := .venv
+NODE_TESTS_NEW := $(BUILD_DIR)/onnx-node-tests
+EXAMPLE_MODEL := resources/models/silero_vad/model.onnx
+
+.PHONY: all deps venv configure build run test clean
+
+all: build
+
+deps:
+	@bash packaging/install-deps.sh
+
+$(VENV)/bin/python:
+	python3 -m venv $(VENV)
+
+venv: $(VENV)/bin/python
+	@$(VENV)/bin/python -c "import onnx, numpy" 2>/dev/null || \
+	  $(VENV)/bin/pip install --quiet --disable-pip-version-check -r packaging/requirements-test.txt
+
+configure: deps
+	@cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+
+build: configure
+	@cmake --build $(BUILD_DIR) -j $(JOBS)
+
+run: build
+	@bash packaging/run-example.sh $(BUILD_DIR)
+
+test: build venv
+	@$(VENV)/bin/python tests/conformance/generate_node_tests.py $(NODE_TESTS_NEW)
+	@cd $(BUILD_DIR) && ctest --output-on-failure -j 2
+
+clean:
+	rm -rf $(BUILD_DIR)

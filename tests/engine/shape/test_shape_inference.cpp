@@ -1,0 +1,51 @@
+#include <gtest/gtest.h>
+
+#include "kiln/onnx_import.h"
+#include "kiln/shape_inference.h"
+
+namespace kiln {
+namespace {
+
+std::string fixture(const std::string& name) { return std::string(KILN_TEST_DATA_DIR) + "/" + name; }
+
+TEST(ShapeInference, FollowsShapeSubgraphSymbolically) {
+  auto net = importOnnxFile(fixture("shape_subgraph.onnx"));
+  ASSERT_TRUE(net.isOk()) << net.status().toString();
+  auto shapes = inferShapes(net.value());
+  ASSERT_TRUE(shapes.isOk()) << shapes.status().toString();
+  const InferredValue& y = shapes->values.at("y");
+  ASSERT_TRUE(y.hasShape);
+  EXPECT_EQ(symbolicShapeToString(y.shape), "batchx20");
+}
+
+TEST(ShapeInference, EvaluatesShapeSubgraphOnceInputsAreBound) {
+  auto net = importOnnxFile(fixture("shape_subgraph.onnx"));
+  ASSERT_TRUE(net.isOk());
+  auto shapes = inferShapes(net.value(), {{"x", {6, 4, 5}}});
+  ASSERT_TRUE(shapes.isOk()) << shapes.status().toString();
+  EXPECT_EQ(symbolicShapeToString(shapes->values.at("y").shape), "6x20");
+  // The Reshape target was computed, not guessed.
+  ASSERT_EQ(shapes->folded.count("target"), 1u);
+  EXPECT_EQ(shapes->folded.at("target").toInt64Vector(), (std::vector<int64_t>{6, -1}));
+}
+
+TEST(ShapeInference, BroadcastsSymbolicDims) {
+  auto net = importOnnxFile(fixture("add.onnx"));
+  ASSERT_TRUE(net.isOk());
+  auto shapes = inferShapes(net.value());
+  ASSERT_TRUE(shapes.isOk());
+  EXPECT_EQ(symbolicShapeToString(shapes->values.at("y").shape), "batchx3");
+  EXPECT_EQ(shapes->values.at("y").type, DataType::kFloat32);
+}
+
+TEST(ShapeInference, RejectsBindingThatContradictsDeclaredShape) {
+  auto net = importOnnxFile(fixture("add.onnx"));
+  ASSERT_TRUE(net.isOk());
+  auto shapes = inferShapes(net.value(), {{"x", {2, 4}}});
+  ASSERT_FALSE(shapes.isOk());
+  EXPECT_NE(shapes.status().message().find("input 'x'"), std::string::npos);
+  EXPECT_FALSE(inferShapes(net.value(), {{"nope", {1}}}).isOk());
+}
+
+}  // namespace
+}  // namespace kiln
