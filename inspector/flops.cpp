@@ -39,8 +39,9 @@ std::optional<double> nodeFlops(const Node& node, const ShapeInferenceResult& sh
     if (!w || !out || !in || w->size() < 2) return std::nullopt;
     double perOutput = 1;
     for (size_t d = 1; d < w->size(); ++d) perOutput *= static_cast<double>((*w)[d]);
-    // ConvTranspose scatters each input element through the kernel instead.
-    return op == "Conv" ? 2.0 * *out * perOutput : 2.0 * *in * static_cast<double>((*w)[1]) * perOutput / std::max<double>((*w)[1], 1) * static_cast<double>((*w)[1]);
+    // Conv: each output element is a dot product over (Cin/group) x kernel, w = [Cout, Cin/g, k...].
+    // ConvTranspose scatters each input element through (Cout/group) x kernel, w = [Cin, Cout/g, k...].
+    return 2.0 * (op == "Conv" ? *out : *in) * perOutput;
   }
   if (op == "MatMul" || op == "Gemm") {
     auto a = dims(shapes, node.inputs[0]);

@@ -12,6 +12,7 @@
 #include "cli/tensor_compare.h"
 #include "kiln/onnx_import.h"
 #include "kiln/reference_backend.h"
+#include "kiln/shape_inference.h"
 
 namespace kiln::cli {
 namespace {
@@ -40,10 +41,12 @@ struct TestResult {
 };
 
 // Test directories: each DIR that holds model.onnx, or its subfolders that do.
-std::vector<fs::path> findTests(const std::vector<std::string>& roots) {
-  std::vector<fs::path> tests;
+Status findTests(const std::vector<std::string>& roots, std::vector<fs::path>* found) {
+  std::vector<fs::path>& tests = *found;
   for (const std::string& root : roots) {
     std::error_code ec;
+    if (!fs::is_directory(root, ec)) return notFound(root + ": no such test folder");
+    const size_t before = tests.size();
     if (fs::exists(fs::path(root) / "model.onnx", ec)) {
       tests.push_back(root);
       continue;
@@ -51,9 +54,10 @@ std::vector<fs::path> findTests(const std::vector<std::string>& roots) {
     for (const auto& entry : fs::directory_iterator(root, ec)) {
       if (entry.is_directory() && fs::exists(entry.path() / "model.onnx")) tests.push_back(entry.path());
     }
+    if (tests.size() == before) return notFound(root + ": holds no ONNX backend tests (no model.onnx)");
   }
   std::sort(tests.begin(), tests.end());
-  return tests;
+  return Status::ok();
 }
 
 std::vector<fs::path> sortedFiles(const fs::path& dir, const std::string& prefix) {
@@ -98,6 +102,26 @@ TestResult runDataSet(const Network& network, const fs::path& dataDir, TestResul
   if (!status.isOk()) {
     Outcome o = status.code() == StatusCode::kUnsupported ? Outcome::kUnsupported : Outcome::kFail;
     return {result.name, o, status.message()};
+  }
+  // Shape inference must agree with what the kernels produced wherever it claims a
+  // concrete shape; this checks the symbolic rules on every test.
+  std::map<std::string, Shape> inputShapes;
+  for (const auto& [name, t] : inputs) inputShapes[name] = t.shape();
+  auto inferred = inferShapes(network, inputShapes);
+  if (!inferred.isOk()) return {result.name, Outcome::kFail, "shape inference: " + inferred.status().message()};
+  for (const NamedTensor& out : outputs) {
+    auto it = inferred->values.find(out.name);
+    if (it == inferred->values.end() || !it->second.hasShape) continue;
+    bool concrete = true;
+    Shape shape;
+    for (const DimExpr& d : it->second.shape) {
+      concrete = concrete && d.isConst();
+      shape.push_back(d.isConst() ? d.constValue() : -1);
+    }
+    if (concrete && shape != out.tensor.shape()) {
+      return {result.name, Outcome::kFail, "shape inference says " + shapeToString(shape) + " for '" + out.name +
+                                               "', the kernel produced " + shapeToString(out.tensor.shape())};
+    }
   }
   const auto outputFiles = sortedFiles(dataDir, "output_");
   for (size_t k = 0; k < outputFiles.size() && k < outputs.size(); ++k) {
@@ -182,7 +206,10 @@ int runConformance(const std::vector<std::string>& argv) {
   if (!status.isOk()) return fail("conformance", status.message());
   std::map<Outcome, int> counts;
   nlohmann::json report = nlohmann::json::array();
-  for (const fs::path& dir : findTests(args.positional())) {
+  std::vector<fs::path> tests;
+  Status found = findTests(args.positional(), &tests);
+  if (!found.isOk()) return fail("conformance", found.message());
+  for (const fs::path& dir : tests) {
     if (args.has("filter") && dir.filename().string().find(args.value("filter")) == std::string::npos) continue;
     TestResult r = runTest(dir);
     const bool listed = expected.count(r.name) > 0;

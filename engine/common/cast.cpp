@@ -13,7 +13,7 @@ namespace {
 
 bool isUnsigned(DataType t) {
   return t == DataType::kUInt8 || t == DataType::kUInt16 || t == DataType::kUInt32 ||
-         t == DataType::kUInt64 || t == DataType::kUInt4 || t == DataType::kBool;
+         t == DataType::kUInt64 || t == DataType::kUInt4 || t == DataType::kUInt2 || t == DataType::kBool;
 }
 
 // Shortest "%g" text that reads back as the same float (numpy prints this way).
@@ -48,6 +48,11 @@ T saturateToInt(double v) {
   return static_cast<T>(v);
 }
 
+// Sub-byte integer targets: round half to even and saturate; NaN becomes 0.
+double roundClamped(double v, double lo, double hi) {
+  return std::isnan(v) ? 0.0 : std::clamp(std::nearbyint(v), lo, hi);
+}
+
 // Writes element i of `out` from a double (float targets) or integer value.
 void storeDouble(Tensor& out, int64_t i, double v) {
   switch (out.type()) {
@@ -68,8 +73,12 @@ void storeDouble(Tensor& out, int64_t i, double v) {
     case DataType::kUInt32: out.data<uint32_t>()[i] = saturateToInt<uint32_t>(v); break;
     case DataType::kInt64: out.data<int64_t>()[i] = saturateToInt<int64_t>(v); break;
     case DataType::kUInt64: out.data<uint64_t>()[i] = saturateToInt<uint64_t>(v); break;
-    case DataType::kInt4: out.data<int8_t>()[i] = static_cast<int8_t>(std::clamp(std::nearbyint(v), -8.0, 7.0)); break;
-    case DataType::kUInt4: out.data<uint8_t>()[i] = static_cast<uint8_t>(std::clamp(std::nearbyint(v), 0.0, 15.0)); break;
+    case DataType::kInt4: out.data<int8_t>()[i] = static_cast<int8_t>(roundClamped(v, -8.0, 7.0)); break;
+    case DataType::kUInt4: out.data<uint8_t>()[i] = static_cast<uint8_t>(roundClamped(v, 0.0, 15.0)); break;
+    case DataType::kInt2: out.data<int8_t>()[i] = static_cast<int8_t>(roundClamped(v, -2.0, 1.0)); break;
+    case DataType::kUInt2: out.data<uint8_t>()[i] = static_cast<uint8_t>(roundClamped(v, 0.0, 3.0)); break;
+    case DataType::kFloat4E2M1: out.data<uint8_t>()[i] = floatToFloat4E2M1(static_cast<float>(v)); break;
+    case DataType::kFp8E8M0: out.data<uint8_t>()[i] = floatToFp8E8M0(static_cast<float>(v)); break;
     default: break;
   }
 }

@@ -15,10 +15,19 @@ size_t dataTypeSize(DataType type) {
     case DataType::kFloat16: case DataType::kBFloat16: case DataType::kInt16: case DataType::kUInt16: return 2;
     case DataType::kInt8: case DataType::kUInt8: case DataType::kBool: case DataType::kFp8E4M3:
     case DataType::kFp8E4M3Uz: case DataType::kFp8E5M2: case DataType::kFp8E5M2Uz:
-    case DataType::kInt4: case DataType::kUInt4: return 1;
+    case DataType::kInt4: case DataType::kUInt4: case DataType::kFloat4E2M1: case DataType::kFp8E8M0:
+    case DataType::kInt2: case DataType::kUInt2: return 1;
     case DataType::kString: case DataType::kUndefined: return 0;
   }
   return 0;
+}
+
+int packedElementBits(DataType type) {
+  switch (type) {
+    case DataType::kInt4: case DataType::kUInt4: case DataType::kFloat4E2M1: return 4;
+    case DataType::kInt2: case DataType::kUInt2: return 2;
+    default: return 0;
+  }
 }
 
 const char* dataTypeName(DataType type) {
@@ -46,6 +55,10 @@ const char* dataTypeName(DataType type) {
     case DataType::kFp8E5M2Uz: return "fp8e5m2fnuz";
     case DataType::kUInt4: return "uint4";
     case DataType::kInt4: return "int4";
+    case DataType::kFloat4E2M1: return "float4e2m1";
+    case DataType::kFp8E8M0: return "fp8e8m0";
+    case DataType::kUInt2: return "uint2";
+    case DataType::kInt2: return "int2";
   }
   return "unknown";
 }
@@ -60,7 +73,7 @@ bool parseDataType(const std::string& text, DataType* out) {
     *out = it->second;
     return true;
   }
-  for (int code = 1; code <= 22; ++code) {
+  for (int code = 1; code <= kLastDataTypeCode; ++code) {
     if (text == dataTypeName(static_cast<DataType>(code))) {
       *out = static_cast<DataType>(code);
       return true;
@@ -73,6 +86,7 @@ bool isFloatingPoint(DataType type) {
   switch (type) {
     case DataType::kFloat32: case DataType::kFloat64: case DataType::kFloat16: case DataType::kBFloat16:
     case DataType::kFp8E4M3: case DataType::kFp8E4M3Uz: case DataType::kFp8E5M2: case DataType::kFp8E5M2Uz:
+    case DataType::kFloat4E2M1: case DataType::kFp8E8M0:
       return true;
     default: return false;
   }
@@ -82,7 +96,7 @@ bool isInteger(DataType type) {
   switch (type) {
     case DataType::kInt8: case DataType::kUInt8: case DataType::kInt16: case DataType::kUInt16:
     case DataType::kInt32: case DataType::kUInt32: case DataType::kInt64: case DataType::kUInt64:
-    case DataType::kInt4: case DataType::kUInt4:
+    case DataType::kInt4: case DataType::kUInt4: case DataType::kInt2: case DataType::kUInt2:
       return true;
     default: return false;
   }
@@ -90,7 +104,7 @@ bool isInteger(DataType type) {
 
 bool isSupportedDataType(DataType type) {
   return type != DataType::kUndefined && type != DataType::kComplex64 && type != DataType::kComplex128 &&
-         static_cast<int>(type) >= 1 && static_cast<int>(type) <= 22;
+         static_cast<int>(type) >= 1 && static_cast<int>(type) <= kLastDataTypeCode;
 }
 
 static uint32_t floatBits(float v) {
@@ -232,6 +246,49 @@ uint8_t floatToFp8E5M2Fnuz(float value) {
   if (std::isnan(value)) return 0x80;
   uint8_t code = encodeNearest(std::clamp(value, -57344.0f, 57344.0f), fp8E5M2FnuzToFloat, 0x7f);
   return (code & 0x7f) == 0 ? 0 : code;
+}
+
+float float4E2M1ToFloat(uint8_t code) {
+  // Magnitudes of the 8 codes S.EE.M: subnormal 0 and 0.5, then 1, 1.5, 2, 3, 4, 6.
+  static const float kMagnitudes[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+  const float v = kMagnitudes[code & 0x7];
+  return (code & 0x8) ? -v : v;
+}
+
+uint8_t floatToFloat4E2M1(float value) {
+  if (std::isnan(value)) return 0x8;
+  const uint8_t sign = std::signbit(value) ? 0x8 : 0;
+  const float a = std::fabs(value);
+  // Midpoints between neighbouring magnitudes; a tie goes to the even code (M bit 0).
+  static const float kMidpoints[7] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f};
+  uint8_t code = 0;
+  while (code < 7 && a > kMidpoints[code]) ++code;
+  if (code < 7 && a == kMidpoints[code] && (code & 1)) ++code;
+  return sign | code;
+}
+
+float fp8E8M0ToFloat(uint8_t code) {
+  if (code == 0xff) return std::nanf("");
+  return std::ldexp(1.0f, static_cast<int>(code) - 127);
+}
+
+uint8_t floatToFp8E8M0(float value, bool saturate, E8M0Rounding rounding) {
+  const uint32_t bits = floatBits(value);
+  uint32_t exponent = (bits >> 23) & 0xff;
+  if (exponent == 0xff) return 0xff;  // NaN and infinities
+  const uint32_t mantissa = bits & 0x7fffffu;
+  bool roundUp = false;
+  if (rounding == E8M0Rounding::kUp) {
+    roundUp = mantissa != 0;
+  } else if (rounding == E8M0Rounding::kNearest) {
+    // Round on the first dropped mantissa bit; a tie rounds up except for subnormals
+    // (where the implicit leading bit is 0), as the ONNX reference does.
+    const bool guard = (mantissa & 0x400000u) != 0;
+    const bool rest = (mantissa & 0x3fffffu) != 0;
+    roundUp = guard && (rest || exponent > 0);
+  }
+  if (roundUp && !(saturate && exponent == 0xfe)) ++exponent;
+  return static_cast<uint8_t>(exponent);
 }
 
 }  // namespace kiln

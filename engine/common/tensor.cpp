@@ -67,9 +67,11 @@ double Tensor::valueAsDouble(int64_t i) const {
     case DataType::kFp8E5M2: return fp8E5M2ToFloat(data<uint8_t>()[i]);
     case DataType::kFp8E4M3Uz: return fp8E4M3FnuzToFloat(data<uint8_t>()[i]);
     case DataType::kFp8E5M2Uz: return fp8E5M2FnuzToFloat(data<uint8_t>()[i]);
+    case DataType::kFloat4E2M1: return float4E2M1ToFloat(data<uint8_t>()[i]);
+    case DataType::kFp8E8M0: return fp8E8M0ToFloat(data<uint8_t>()[i]);
     case DataType::kUInt64: return static_cast<double>(data<uint64_t>()[i]);
     case DataType::kInt8: case DataType::kInt4: case DataType::kUInt8: case DataType::kUInt4: case DataType::kBool:
-    case DataType::kInt16: case DataType::kUInt16: case DataType::kInt32: case DataType::kUInt32: case DataType::kInt64:
+    case DataType::kInt2: case DataType::kUInt2: case DataType::kInt16: case DataType::kUInt16: case DataType::kInt32: case DataType::kUInt32: case DataType::kInt64:
       return static_cast<double>(valueAsInt64(i));
     default: return std::nan("");  // string, complex, undefined
   }
@@ -77,8 +79,8 @@ double Tensor::valueAsDouble(int64_t i) const {
 
 int64_t Tensor::valueAsInt64(int64_t i) const {
   switch (m_type) {
-    case DataType::kInt8: case DataType::kInt4: return data<int8_t>()[i];
-    case DataType::kUInt8: case DataType::kUInt4: case DataType::kBool: return data<uint8_t>()[i];
+    case DataType::kInt8: case DataType::kInt4: case DataType::kInt2: return data<int8_t>()[i];
+    case DataType::kUInt8: case DataType::kUInt4: case DataType::kUInt2: case DataType::kBool: return data<uint8_t>()[i];
     case DataType::kInt16: return data<int16_t>()[i];
     case DataType::kUInt16: return data<uint16_t>()[i];
     case DataType::kInt32: return data<int32_t>()[i];

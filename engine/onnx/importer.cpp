@@ -29,6 +29,7 @@ Status convertValueInfo(const onnx::ValueInfoProto& proto, ValueInfo* out) {
   out->name = proto.name();
   if (!proto.has_type()) return Status::ok();
   const onnx::TypeProto& type = proto.type();
+  if (type.value_case() == onnx::TypeProto::VALUE_NOT_SET) return Status::ok();  // type left open
   if (!type.has_tensor_type()) {
     return unsupported("value '" + proto.name() + "' is not a tensor (sequence, map and optional types are not supported)");
   }
@@ -37,8 +38,11 @@ Status convertValueInfo(const onnx::ValueInfoProto& proto, ValueInfo* out) {
   if (!tensorType.has_shape()) return Status::ok();
   out->hasShape = true;
   for (const auto& dim : tensorType.shape().dim()) {
-    if (dim.has_dim_value()) out->shape.push_back(DimExpr(dim.dim_value()));
-    else if (dim.has_dim_param() && !dim.dim_param().empty()) out->shape.push_back(DimExpr::symbol(dim.dim_param()));
+    // Some exporters write -1 for a dynamic dim; it is unknown, not a size.
+    if (dim.has_dim_value() && dim.dim_value() >= 0) out->shape.push_back(DimExpr(dim.dim_value()));
+    // "?" is how some exporters (Paddle) spell an anonymous dynamic dim: not a shared name.
+    else if (dim.has_dim_param() && !dim.dim_param().empty() && dim.dim_param() != "?")
+      out->shape.push_back(DimExpr::symbol(dim.dim_param()));
     else out->shape.push_back(DimExpr::unknown());
   }
   return Status::ok();
@@ -180,7 +184,7 @@ Status checkVersions(const onnx::ModelProto& model, std::map<std::string, int>* 
 Status checkTensorInterface(const onnx::GraphProto& graph) {
   for (const auto* list : {&graph.input(), &graph.output()}) {
     for (const auto& v : *list) {
-      if (v.has_type() && !v.type().has_tensor_type()) {
+      if (v.has_type() && v.type().value_case() != onnx::TypeProto::VALUE_NOT_SET && !v.type().has_tensor_type()) {
         return unsupported("value '" + v.name() + "' is not a tensor (sequence, map and optional types are not supported)");
       }
     }

@@ -60,24 +60,37 @@ Result<std::string> readExternalBytes(const onnx::TensorProto& proto, const std:
   return bytes;
 }
 
-// int4/uint4 arrive packed two per byte (low nibble first); Kiln keeps one per byte.
-void unpackInt4(const unsigned char* packed, int64_t numel, bool isSigned, Tensor* out) {
+// Sub-byte types arrive packed (int4/uint4/float4e2m1 two per byte, int2/uint2 four per
+// byte, first element in the low bits); Kiln keeps one per byte, signed ones sign-extended.
+bool isSignedSubByte(DataType type) { return type == DataType::kInt4 || type == DataType::kInt2; }
+
+size_t packedByteCount(DataType type, int64_t numel) {
+  const int perByte = 8 / packedElementBits(type);
+  return static_cast<size_t>((numel + perByte - 1) / perByte);
+}
+
+void unpackSubByte(const unsigned char* packed, int64_t numel, Tensor* out) {
+  const int bits = packedElementBits(out->type());
+  const int perByte = 8 / bits;
+  const uint8_t mask = static_cast<uint8_t>((1 << bits) - 1);
+  const uint8_t signBit = static_cast<uint8_t>(1 << (bits - 1));
+  const bool isSigned = isSignedSubByte(out->type());
   uint8_t* dst = out->data<uint8_t>();
   for (int64_t i = 0; i < numel; ++i) {
-    uint8_t nibble = (packed[i / 2] >> ((i % 2) * 4)) & 0xf;
-    if (isSigned && (nibble & 0x8)) nibble |= 0xf0;
-    dst[i] = nibble;
+    uint8_t v = (packed[i / perByte] >> ((i % perByte) * bits)) & mask;
+    if (isSigned && (v & signBit)) v |= static_cast<uint8_t>(~mask);
+    dst[i] = v;
   }
 }
 
 Status fillFromRaw(const std::string& raw, const onnx::TensorProto& proto, Tensor* t) {
-  const bool packed4 = t->type() == DataType::kInt4 || t->type() == DataType::kUInt4;
-  const size_t expected = packed4 ? static_cast<size_t>((t->numel() + 1) / 2) : t->byteSize();
+  const bool packed = packedElementBits(t->type()) != 0;
+  const size_t expected = packed ? packedByteCount(t->type(), t->numel()) : t->byteSize();
   if (raw.size() != expected) {
     return parseError(describeTensor(proto) + ": holds " + std::to_string(raw.size()) + " bytes, shape " +
                       shapeToString(t->shape()) + " of " + dataTypeName(t->type()) + " needs " + std::to_string(expected));
   }
-  if (packed4) unpackInt4(reinterpret_cast<const unsigned char*>(raw.data()), t->numel(), t->type() == DataType::kInt4, t);
+  if (packed) unpackSubByte(reinterpret_cast<const unsigned char*>(raw.data()), t->numel(), t);
   else if (!raw.empty()) std::memcpy(t->rawData(), raw.data(), raw.size());
   return Status::ok();
 }
@@ -117,11 +130,13 @@ Status fillFromTypedFields(const onnx::TensorProto& proto, Tensor* t) {
       KILN_RETURN_IF_ERROR(checkCount(proto.string_data(), n, proto));
       for (int64_t i = 0; i < n; ++i) t->strings()[i] = proto.string_data(i);
       return Status::ok();
-    case DataType::kInt4: case DataType::kUInt4: {
-      KILN_RETURN_IF_ERROR(checkCount(proto.int32_data(), (n + 1) / 2, proto));
+    case DataType::kInt4: case DataType::kUInt4: case DataType::kFloat4E2M1: case DataType::kInt2:
+    case DataType::kUInt2: {
+      // int32_data holds one packed byte per entry.
+      KILN_RETURN_IF_ERROR(checkCount(proto.int32_data(), static_cast<int64_t>(packedByteCount(t->type(), n)), proto));
       std::vector<unsigned char> packed(proto.int32_data_size());
       for (int i = 0; i < proto.int32_data_size(); ++i) packed[i] = static_cast<unsigned char>(proto.int32_data(i));
-      unpackInt4(packed.data(), n, t->type() == DataType::kInt4, t);
+      unpackSubByte(packed.data(), n, t);
       return Status::ok();
     }
     default: {
@@ -156,7 +171,7 @@ Result<Tensor> tensorFromProto(const onnx::TensorProto& proto, const std::string
   Tensor t(type, shape);
   if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
     if (type == DataType::kString) return unsupported(describeTensor(proto) + ": external string data");
-    size_t expected = (type == DataType::kInt4 || type == DataType::kUInt4) ? (numel + 1) / 2 : t.byteSize();
+    size_t expected = packedElementBits(type) ? packedByteCount(type, numel) : t.byteSize();
     KILN_ASSIGN_OR_RETURN(std::string bytes, readExternalBytes(proto, modelDir, expected));
     KILN_RETURN_IF_ERROR(fillFromRaw(bytes, proto, &t));
   } else if (proto.has_raw_data() && type != DataType::kString) {
@@ -173,10 +188,14 @@ void tensorToProto(const Tensor& tensor, const std::string& name, onnx::TensorPr
   for (int64_t d : tensor.shape()) proto->add_dims(d);
   if (tensor.type() == DataType::kString) {
     for (const std::string& s : tensor.strings()) proto->add_string_data(s);
-  } else if (tensor.type() == DataType::kInt4 || tensor.type() == DataType::kUInt4) {
-    std::string packed((tensor.numel() + 1) / 2, '\0');
-    for (int64_t i = 0; i < tensor.numel(); ++i)
-      packed[i / 2] = static_cast<char>(packed[i / 2] | ((tensor.data<uint8_t>()[i] & 0xf) << ((i % 2) * 4)));
+  } else if (const int bits = packedElementBits(tensor.type())) {
+    const int perByte = 8 / bits;
+    const int mask = (1 << bits) - 1;
+    std::string packed(packedByteCount(tensor.type(), tensor.numel()), '\0');
+    for (int64_t i = 0; i < tensor.numel(); ++i) {
+      const int v = (tensor.data<uint8_t>()[i] & mask) << ((i % perByte) * bits);
+      packed[i / perByte] = static_cast<char>(packed[i / perByte] | v);
+    }
     proto->set_raw_data(packed);
   } else {
     proto->set_raw_data(std::string(static_cast<const char*>(tensor.rawData()), tensor.byteSize()));

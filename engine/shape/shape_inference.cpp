@@ -86,6 +86,8 @@ struct State {
       if (!name.empty() && it != result.values.end()) r.info = &it->second;
       auto sym = symbolic.find(name);
       if (!name.empty() && sym != symbolic.end()) r.symbolicValue = &sym->second;
+      auto folded = result.folded.find(name);
+      if (!name.empty() && folded != result.folded.end()) r.constant = &folded->second;
       inputs.push_back(r);
     }
     std::vector<shape::RuleOutput> outputs(node.outputs.size());

@@ -1,6 +1,7 @@
 #include "shape/shape_rules.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 namespace kiln::shape {
@@ -297,7 +298,13 @@ bool windowRule(const Node& node, const Ins& in, Outs* outs, bool isConv) {
     } else {
       const int64_t padTotal = autoPad == "VALID" ? 0 : pads[d] + pads[d + spatial];
       DimExpr span = in_ + DimExpr(padTotal - dilations[d] * (kernel[d] - 1) - 1);
-      out.push_back((ceilMode ? DimExpr::ceilDiv(span, strides[d]) : DimExpr::floorDiv(span, strides[d])) + 1);
+      DimExpr size = (ceilMode ? DimExpr::ceilDiv(span, strides[d]) : DimExpr::floorDiv(span, strides[d])) + 1;
+      // With ceil_mode a last window that would start inside the end padding is dropped.
+      if (ceilMode && size.isConst() && in_.isConst() && autoPad != "VALID" &&
+          (size.constValue() - 1) * strides[d] >= in_.constValue() + pads[d]) {
+        size = size.constValue() - 1;
+      }
+      out.push_back(size);
     }
   }
   setOut(outs, 0, typeOf(in, 0), out);
@@ -463,6 +470,149 @@ bool firstIsIndexAndData(const Node& node, const Ins& in, Outs* outs) {
   return true;
 }
 
+// Output 0 has the input's shape; training-mode running mean/var are per channel.
+bool batchNormRule(const Node& node, const Ins& in, Outs* outs) {
+  if (!known(in, 0)) return false;
+  setOut(outs, 0, typeOf(in, 0), shapeOf(in, 0));
+  if (shapeOf(in, 0).size() < 2) return outs->size() == 1;
+  for (size_t i = 1; i < outs->size(); ++i) setOut(outs, i, typeOf(in, 0), {shapeOf(in, 0)[1]});
+  return true;
+}
+
+// Resize/Upsample: from `sizes` when known, else floor(dim * scale) for known scales.
+bool resizeRule(const Node& node, const Ins& in, Outs* outs) {
+  if (!known(in, 0)) return false;
+  const SymbolicShape& x = shapeOf(in, 0);
+  const int64_t rank = static_cast<int64_t>(x.size());
+  std::vector<int64_t> axes = node.attrInts("axes");
+  if (axes.empty()) for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
+  SymbolicShape out = x;
+  const size_t sizesAt = node.opType == "Upsample" ? 99 : 3;
+  if (sizesAt < in.size() && in[sizesAt].symbolicValue && !in[sizesAt].symbolicValue->empty()) {
+    const auto& sizes = *in[sizesAt].symbolicValue;
+    if (sizes.size() != axes.size() || node.attrString("keep_aspect_ratio_policy", "stretch") != "stretch") return false;
+    for (size_t k = 0; k < axes.size(); ++k) out[normAxis(axes[k], rank)] = sizes[k];
+    setOut(outs, 0, typeOf(in, 0), out);
+    return true;
+  }
+  const size_t scalesAt = node.opType == "Upsample" ? 1 : node.opset >= 11 ? 2 : 1;
+  if (scalesAt >= in.size() || !in[scalesAt].constant || in[scalesAt].constant->numel() != static_cast<int64_t>(axes.size())) {
+    return false;
+  }
+  for (size_t k = 0; k < axes.size(); ++k) {
+    const double scale = in[scalesAt].constant->valueAsDouble(static_cast<int64_t>(k));
+    DimExpr& dim = out[normAxis(axes[k], rank)];
+    if (scale == 1.0) continue;
+    if (!dim.isConst()) {
+      const double rounded = std::round(scale);
+      if (rounded != scale || scale < 1) return false;  // keep integer upsampling symbolic
+      dim = dim * static_cast<int64_t>(rounded);
+    } else {
+      dim = static_cast<int64_t>(std::floor(static_cast<double>(dim.constValue()) * scale));
+    }
+  }
+  setOut(outs, 0, typeOf(in, 0), out);
+  return true;
+}
+
+bool convTransposeRule(const Node& node, const Ins& in, Outs* outs) {
+  if (!known(in, 0) || !known(in, 1)) return false;
+  const SymbolicShape& x = shapeOf(in, 0);
+  const SymbolicShape& w = shapeOf(in, 1);
+  if (x.size() < 3 || w.size() != x.size()) return false;
+  const size_t spatial = x.size() - 2;
+  const int64_t group = node.attrInt("group", 1);
+  SymbolicShape out{x[0], w[1] * group};
+  auto strides = node.attrInts("strides", std::vector<int64_t>(spatial, 1));
+  auto dilations = node.attrInts("dilations", std::vector<int64_t>(spatial, 1));
+  auto pads = node.attrInts("pads", std::vector<int64_t>(2 * spatial, 0));
+  auto outputPadding = node.attrInts("output_padding", std::vector<int64_t>(spatial, 0));
+  auto outputShape = node.attrInts("output_shape");
+  const std::string autoPad = node.attrString("auto_pad", "NOTSET");
+  if (strides.size() != spatial || dilations.size() != spatial || pads.size() != 2 * spatial ||
+      outputPadding.size() != spatial) return false;
+  for (size_t d = 0; d < spatial; ++d) {
+    if (!outputShape.empty()) {
+      if (outputShape.size() != spatial) return false;
+      out.push_back(outputShape[d]);
+    } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+      out.push_back(x[2 + d] * strides[d]);
+    } else {
+      // (in - 1) * stride + output_padding + (k - 1) * dilation + 1 - pads
+      if (!w[2 + d].isConst()) return false;
+      const int64_t k = w[2 + d].constValue();
+      out.push_back((x[2 + d] - 1) * strides[d] +
+                    DimExpr(outputPadding[d] + (k - 1) * dilations[d] + 1 - pads[d] - pads[d + spatial]));
+    }
+  }
+  setOut(outs, 0, typeOf(in, 0), out);
+  return true;
+}
+
+bool padRule(const Node& node, const Ins& in, Outs* outs) {
+  if (!known(in, 0)) return false;
+  SymbolicShape out = shapeOf(in, 0);
+  const int64_t rank = static_cast<int64_t>(out.size());
+  std::optional<std::vector<int64_t>> pads = node.opset < 11 ? std::optional(node.attrInts("pads")) : constInts(in, 1);
+  if (!pads) return false;
+  std::vector<int64_t> axes;
+  if (in.size() > 3 && in[3].present()) {
+    auto a = constInts(in, 3);
+    if (!a) return false;
+    axes = *a;
+  } else {
+    for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
+  }
+  if (pads->size() != 2 * axes.size()) return false;
+  for (size_t k = 0; k < axes.size(); ++k) {
+    int64_t axis = normAxis(axes[k], rank);
+    if (axis < 0 || axis >= rank) return false;
+    out[axis] = out[axis] + DimExpr((*pads)[k] + (*pads)[k + axes.size()]);
+  }
+  setOut(outs, 0, typeOf(in, 0), out);
+  return true;
+}
+
+bool tileRule(const Node&, const Ins& in, Outs* outs) {
+  if (!known(in, 0) || in.size() < 2 || !in[1].symbolicValue) return false;
+  SymbolicShape out = shapeOf(in, 0);
+  const auto& repeats = *in[1].symbolicValue;
+  if (repeats.size() != out.size()) return false;
+  for (size_t d = 0; d < out.size(); ++d) out[d] = out[d] * repeats[d];
+  setOut(outs, 0, typeOf(in, 0), out);
+  return true;
+}
+
+bool depthSpaceRule(const Node& node, const Ins& in, Outs* outs) {
+  if (!known(in, 0) || shapeOf(in, 0).size() != 4) return false;
+  SymbolicShape s = shapeOf(in, 0);
+  const int64_t b = node.attrInt("blocksize", 1);
+  if (b <= 0) return false;
+  if (node.opType == "DepthToSpace") s = {s[0], DimExpr::floorDiv(s[1], b * b), s[2] * b, s[3] * b};
+  else s = {s[0], s[1] * (b * b), DimExpr::floorDiv(s[2], b), DimExpr::floorDiv(s[3], b)};
+  setOut(outs, 0, typeOf(in, 0), s);
+  return true;
+}
+
+bool topKRule(const Node& node, const Ins& in, Outs* outs) {
+  if (!known(in, 0)) return false;
+  SymbolicShape s = shapeOf(in, 0);
+  const int64_t axis = normAxis(node.attrInt("axis", -1), static_cast<int64_t>(s.size()));
+  if (axis < 0 || axis >= static_cast<int64_t>(s.size())) return false;
+  if (node.opset < 10) s[axis] = node.attrInt("k", 1);
+  else if (in.size() > 1 && in[1].symbolicValue && in[1].symbolicValue->size() == 1) s[axis] = (*in[1].symbolicValue)[0];
+  else return false;
+  setOut(outs, 0, typeOf(in, 0), s);
+  if (outs->size() > 1) setOut(outs, 1, DataType::kInt64, s);
+  return true;
+}
+
+bool likeIndicesRule(const Node&, const Ins& in, Outs* outs) {
+  if (!known(in, 1)) return false;
+  setOut(outs, 0, typeOf(in, 0), shapeOf(in, 1));
+  return true;
+}
+
 const std::map<std::string, ShapeRule>& ruleTable() {
   static const std::map<std::string, ShapeRule> table = [] {
     std::map<std::string, ShapeRule> t;
@@ -475,11 +625,21 @@ const std::map<std::string, ShapeRule>& ruleTable() {
                            "Softplus", "Softsign", "ThresholdedRelu", "Gelu", "Mish", "Shrink", "Clip", "Abs", "Neg",
                            "Exp", "Log", "Sqrt", "Reciprocal", "Floor", "Ceil", "Round", "Sign", "Sin", "Cos", "Tan",
                            "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Erf", "Not", "BitwiseNot",
-                           "Identity", "Softmax", "LogSoftmax", "Hardmax", "BatchNormalization", "InstanceNormalization",
+                           "Identity", "Softmax", "LogSoftmax", "Hardmax", "InstanceNormalization",
                            "GroupNormalization", "LpNormalization", "MeanVarianceNormalization", "LRN", "CumSum",
                            "QuantizeLinear", "DequantizeLinear"})
       t[op] = &sameShape;
     t["Dropout"] = &firstIsIndexAndData;
+    t["Resize"] = t["Upsample"] = &resizeRule;
+    t["ConvTranspose"] = &convTransposeRule;
+    t["Pad"] = &padRule;
+    t["Tile"] = &tileRule;
+    t["DepthToSpace"] = t["SpaceToDepth"] = &depthSpaceRule;
+    t["TopK"] = &topKRule;
+    t["GatherElements"] = &likeIndicesRule;
+    for (const char* op : {"Trilu", "ScatterElements", "ScatterND", "Scatter", "Celu", "Swish", "RMSNormalization"})
+      t[op] = &sameShape;
+    t["BatchNormalization"] = &batchNormRule;
     t["IsNaN"] = t["IsInf"] = [](const Node& n, const Ins& in, Outs* o) { return broadcastRule(n, in, o, DataType::kBool); };
     t["Where"] = &whereRule;
     t["Cast"] = t["CastLike"] = &castRule;

@@ -17,6 +17,7 @@ namespace kiln::shape {
 struct RuleInput {
   const InferredValue* info = nullptr;               // nullptr: omitted optional input
   const std::vector<DimExpr>* symbolicValue = nullptr;  // contents, when known
+  const Tensor* constant = nullptr;                      // the value itself, when folded
   bool present() const { return info != nullptr; }
 };
 

@@ -1,7 +1,8 @@
 // Cast and CastLike between every element type a Tensor holds: the numeric types, bool,
-// string, the four float8 formats (with the opset-19 `saturate` attribute) and int4/uint4
-// (stored unpacked, one element per byte). Uncommon sources are first normalised (fp8 decoded
-// to float32, int4 widened, strings parsed) so that the core is one numeric-to-numeric loop.
+// string, the float8 formats (with the opset-19 `saturate` attribute; E8M0 with the opset-24
+// `round_mode`), float4e2m1 and int4/uint4/int2/uint2 (stored unpacked, one element per byte).
+// Uncommon sources are first normalised (small floats decoded to float32, sub-byte ints
+// widened, strings parsed) so that the core is one numeric-to-numeric loop.
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -133,20 +134,43 @@ Status convertNumeric(KernelContext& ctx, const Tensor& in, Tensor& out) {
   });
 }
 
-// int4/uint4 targets saturate, after rounding half to even (the ONNX reference clips and
-// rounds; NaN, which has no int4 value, becomes 0).
-Status convertToInt4(KernelContext& ctx, const Tensor& in, Tensor& out) {
-  const bool isSigned = out.type() == DataType::kInt4;
-  const double lo = isSigned ? -8 : 0;
-  const double hi = isSigned ? 7 : 15;
+// ---- Sub-byte integers (int4/uint4/int2/uint2, one value per byte).
+
+bool isSubByteInteger(DataType type) {
+  return type == DataType::kInt4 || type == DataType::kUInt4 || type == DataType::kInt2 ||
+         type == DataType::kUInt2;
+}
+
+// Values round half to even. Until Cast-23 they then saturate (the ONNX int4 reference
+// clipped); from Cast-24 the reference casts like any integer narrowing and keeps the low
+// bits, so 8 -> int4 is -8 and -1 -> uint2 is 3. NaN, which has no integer value, becomes 0.
+Status convertToSubByteInt(KernelContext& ctx, const Tensor& in, Tensor& out, bool wrap) {
+  const int bits = packedElementBits(out.type());
+  const bool isSigned = out.type() == DataType::kInt4 || out.type() == DataType::kInt2;
+  const double lo = isSigned ? -double(1 << (bits - 1)) : 0;
+  const double hi = isSigned ? double((1 << (bits - 1)) - 1) : double((1 << bits) - 1);
+  const uint64_t mask = (uint64_t{1} << bits) - 1;
+  const uint64_t signBit = uint64_t{1} << (bits - 1);
   return dispatchTypeSet<TypeSet::kAll>(ctx, in.type(), [&](auto tag) -> Status {
     using From = typename decltype(tag)::type;
     const From* src = in.data<From>();
     auto* dst = static_cast<unsigned char*>(out.rawData());
     for (int64_t i = 0; i < in.numel(); ++i) {
-      const double v = double(ComputeType<From>(src[i]));
-      const int r = std::isnan(v) ? 0 : static_cast<int>(std::nearbyint(std::clamp(v, lo, hi)));
-      dst[i] = static_cast<unsigned char>(static_cast<int8_t>(r));
+      int64_t r = 0;
+      if constexpr (kIsFloat<From>) {
+        const double v = double(ComputeType<From>(src[i]));
+        if (!wrap) {
+          r = std::isnan(v) ? 0 : static_cast<int64_t>(std::nearbyint(std::clamp(v, lo, hi)));
+        } else if (std::isfinite(v)) {
+          r = truncateToInteger<int64_t>(std::nearbyint(v));
+        }
+      } else {
+        r = static_cast<int64_t>(src[i]);
+        if (!wrap) r = static_cast<int64_t>(std::clamp(double(r), lo, hi));
+      }
+      uint64_t low = static_cast<uint64_t>(r) & mask;
+      if (isSigned && (low & signBit)) low |= ~mask;  // sign-extend into the byte
+      dst[i] = static_cast<unsigned char>(low);
     }
     return Status::ok();
   });
@@ -285,11 +309,29 @@ Status parseStrings(KernelContext& ctx, const Tensor& in, bool integerTarget, Te
 
 bool castableType(DataType type) {
   return inTypeSet(type, TypeSet::kAll) || type == DataType::kString || fp8Format(type) ||
-         type == DataType::kInt4 || type == DataType::kUInt4;
+         isSubByteInteger(type) || type == DataType::kFloat4E2M1 || type == DataType::kFp8E8M0;
+}
+
+// What a conversion needs beyond the two types: Cast's attributes and opset.
+struct CastOptions {
+  bool saturate = true;
+  bool wrapSubByte = false;
+  E8M0Rounding e8m0Rounding = E8M0Rounding::kUp;
+};
+
+// Decodes the float4 / float8e8m0 codes of `in` into float32.
+Tensor decodeSmallFloats(const Tensor& in) {
+  Tensor decoded(DataType::kFloat32, in.shape());
+  const uint8_t* src = in.data<uint8_t>();
+  float* dst = decoded.data<float>();
+  const bool fp4 = in.type() == DataType::kFloat4E2M1;
+  for (int64_t i = 0; i < in.numel(); ++i)
+    dst[i] = fp4 ? float4E2M1ToFloat(src[i]) : fp8E8M0ToFloat(src[i]);
+  return decoded;
 }
 
 // Converts `in` into the already allocated `out` of the same shape.
-Status convertTensor(KernelContext& ctx, const Tensor& in, Tensor& out, bool saturate) {
+Status convertTensor(KernelContext& ctx, const Tensor& in, Tensor& out, const CastOptions& options) {
   const DataType from = in.type();
   const DataType to = out.type();
   const int64_t n = in.numel();
@@ -304,20 +346,25 @@ Status convertTensor(KernelContext& ctx, const Tensor& in, Tensor& out, bool sat
     Tensor decoded(DataType::kFloat32, in.shape());
     const uint8_t* src = in.data<uint8_t>();
     for (int64_t i = 0; i < n; ++i) decoded.data<float>()[i] = fp8ToFloat(src[i], *f);
-    return convertTensor(ctx, decoded, out, saturate);
+    return convertTensor(ctx, decoded, out, options);
   }
-  if (from == DataType::kInt4 || from == DataType::kUInt4) {
-    Tensor widened(from == DataType::kInt4 ? DataType::kInt8 : DataType::kUInt8, in.shape());
+  if (from == DataType::kFloat4E2M1 || from == DataType::kFp8E8M0) {
+    return convertTensor(ctx, decodeSmallFloats(in), out, options);
+  }
+  if (isSubByteInteger(from)) {
+    const bool isSigned = from == DataType::kInt4 || from == DataType::kInt2;
+    Tensor widened(isSigned ? DataType::kInt8 : DataType::kUInt8, in.shape());
     if (n > 0) std::memcpy(widened.rawData(), in.rawData(), static_cast<size_t>(n));
-    return convertTensor(ctx, widened, out, saturate);
+    return convertTensor(ctx, widened, out, options);
   }
   if (from == DataType::kString) {
     Tensor parsed;
     KILN_RETURN_IF_ERROR(parseStrings(ctx, in, isInteger(to) && !fp8Format(to), &parsed));
-    return convertTensor(ctx, parsed, out, saturate);
+    return convertTensor(ctx, parsed, out, options);
   }
   if (to == DataType::kString) return formatStrings(ctx, in, out);
-  if (const Fp8Format* f = fp8Format(to)) {
+  const Fp8Format* f = fp8Format(to);
+  if (f || to == DataType::kFloat4E2M1 || to == DataType::kFp8E8M0) {
     Tensor asFloat = in;
     if (from != DataType::kFloat32) {
       asFloat = Tensor(DataType::kFloat32, in.shape());
@@ -325,10 +372,14 @@ Status convertTensor(KernelContext& ctx, const Tensor& in, Tensor& out, bool sat
     }
     const float* src = asFloat.data<float>();
     uint8_t* dst = out.data<uint8_t>();
-    for (int64_t i = 0; i < n; ++i) dst[i] = floatToFp8(src[i], *f, saturate);
+    for (int64_t i = 0; i < n; ++i) {
+      if (f) dst[i] = floatToFp8(src[i], *f, options.saturate);
+      else if (to == DataType::kFloat4E2M1) dst[i] = floatToFloat4E2M1(src[i]);  // always saturates
+      else dst[i] = floatToFp8E8M0(src[i], options.saturate, options.e8m0Rounding);
+    }
     return Status::ok();
   }
-  if (to == DataType::kInt4 || to == DataType::kUInt4) return convertToInt4(ctx, in, out);
+  if (isSubByteInteger(to)) return convertToSubByteInt(ctx, in, out, options.wrapSubByte);
   return convertNumeric(ctx, in, out);
 }
 
@@ -340,16 +391,22 @@ Status castInto(KernelContext& ctx, DataType to) {
   if (!castableType(to)) {
     return ctx.unsupported(std::string("cannot cast to data type ") + dataTypeName(to));
   }
-  const bool saturate = ctx.node().attrInt("saturate", 1) != 0;
+  CastOptions options;
+  options.saturate = ctx.node().attrInt("saturate", 1) != 0;
+  options.wrapSubByte = ctx.opset() >= 24;
+  const std::string roundMode = ctx.node().attrString("round_mode", "up");
+  if (roundMode == "down") options.e8m0Rounding = E8M0Rounding::kDown;
+  else if (roundMode == "nearest") options.e8m0Rounding = E8M0Rounding::kNearest;
+  else if (roundMode != "up") return ctx.error("attribute 'round_mode' = '" + roundMode + "' is not up, down or nearest");
   Tensor& out = ctx.allocateOutput(0, to, in.shape());
-  return convertTensor(ctx, in, out, saturate);
+  return convertTensor(ctx, in, out, options);
 }
 
 Status castKernel(KernelContext& ctx) {
   KILN_RETURN_IF_ERROR(ctx.requireInputs(1));
   if (!ctx.node().hasAttr("to")) return ctx.error("attribute 'to' is required");
   const int64_t to = ctx.node().attrInt("to", 0);
-  if (to <= 0 || to > static_cast<int64_t>(DataType::kInt4)) {
+  if (to <= 0 || to > kLastDataTypeCode) {
     return ctx.unsupported("attribute 'to' = " + std::to_string(to) + " is not a known data type");
   }
   return castInto(ctx, static_cast<DataType>(to));

@@ -4,7 +4,8 @@
 // opset 13) or blocked (opset 21: x's shape with dim `axis` divided into
 // ceil(dim / block_size) blocks). Integer targets round half to even and
 // saturate; float8 targets (opset 19) convert, saturating unless
-// saturate = 0. int4/uint4 are stored unpacked, one value per byte.
+// saturate = 0; float4e2m1 (opset 23) always saturates. int4/uint4/int2/uint2 are
+// stored unpacked, one value per byte.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -127,6 +128,14 @@ bool integerRange(DataType type, double* lo, double* hi) {
       *lo = -8;
       *hi = 7;
       return true;
+    case DataType::kUInt2:
+      *lo = 0;
+      *hi = 3;
+      return true;
+    case DataType::kInt2:
+      *lo = -2;
+      *hi = 1;
+      return true;
     default:
       return false;
   }
@@ -157,7 +166,8 @@ Status quantizeLinearKernel(KernelContext& ctx) {
       zeroPoint ? readFloats(*zeroPoint) : std::vector<float>(scales.size(), 0.0f);
   double lo, hi;
   const bool isInt = integerRange(outType, &lo, &hi);
-  if (!isInt && outType != DataType::kFp8E4M3 && outType != DataType::kFp8E5M2) {
+  if (!isInt && outType != DataType::kFp8E4M3 && outType != DataType::kFp8E5M2 &&
+      outType != DataType::kFloat4E2M1) {
     return ctx.unsupported(std::string("quantizing to ") + dataTypeName(outType));
   }
   Tensor& y = ctx.allocateOutput(0, outType, x.shape());
@@ -165,10 +175,12 @@ Status quantizeLinearKernel(KernelContext& ctx) {
     switch (outType) {
       case DataType::kUInt8:
       case DataType::kUInt4:
+      case DataType::kUInt2:
         quantizeInts(xs, scales, zps, layout, lo, hi, y.data<uint8_t>());
         break;
       case DataType::kInt8:
       case DataType::kInt4:
+      case DataType::kInt2:
         quantizeInts(xs, scales, zps, layout, lo, hi, y.data<int8_t>());
         break;
       case DataType::kUInt16:
@@ -184,8 +196,9 @@ Status quantizeLinearKernel(KernelContext& ctx) {
   uint8_t* out = y.data<uint8_t>();
   for (size_t i = 0; i < xs.size(); ++i) {
     const float v = xs[i] / scales[layout.index(static_cast<int64_t>(i))];
-    out[i] =
-        outType == DataType::kFp8E4M3 ? floatToFp8E4M3(v, saturate) : floatToFp8E5M2(v, saturate);
+    if (outType == DataType::kFloat4E2M1) out[i] = floatToFloat4E2M1(v);  // always saturates
+    else if (outType == DataType::kFp8E4M3) out[i] = floatToFp8E4M3(v, saturate);
+    else out[i] = floatToFp8E5M2(v, saturate);
   }
   return Status::ok();
 }
@@ -195,9 +208,11 @@ Status dequantizeLinearKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor& scale = ctx.input(1);
   const Tensor* zeroPoint = ctx.inputOrNull(2);
-  const bool fp8 = x.type() == DataType::kFp8E4M3 || x.type() == DataType::kFp8E5M2;
+  // Float codes (float8, float4): their zero point must be zero and is not subtracted.
+  const bool floatCodes = x.type() == DataType::kFp8E4M3 || x.type() == DataType::kFp8E5M2 ||
+                   x.type() == DataType::kFloat4E2M1;
   double lo, hi;
-  if (!fp8 && !integerRange(x.type(), &lo, &hi) && x.type() != DataType::kInt32) {
+  if (!floatCodes && !integerRange(x.type(), &lo, &hi) && x.type() != DataType::kInt32) {
     return ctx.unsupported(std::string("dequantizing ") + dataTypeName(x.type()));
   }
   if (zeroPoint && zeroPoint->type() != x.type()) {
@@ -206,9 +221,8 @@ Status dequantizeLinearKernel(KernelContext& ctx) {
   QuantLayout layout;
   KILN_RETURN_IF_ERROR(makeLayout(ctx, x, scale, zeroPoint, &layout));
   const std::vector<float> xs = readFloats(x), scales = readFloats(scale);
-  // float8 zero points must be zero; they are not subtracted.
   const std::vector<float> zps =
-      zeroPoint && !fp8 ? readFloats(*zeroPoint) : std::vector<float>(scales.size(), 0.0f);
+      zeroPoint && !floatCodes ? readFloats(*zeroPoint) : std::vector<float>(scales.size(), 0.0f);
   const int64_t outputDtype = ctx.node().attrInt("output_dtype", 0);
   const DataType outType = outputDtype != 0 ? static_cast<DataType>(outputDtype) : scale.type();
   if (outType != DataType::kFloat32 && outType != DataType::kFloat16 &&
