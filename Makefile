@@ -21,7 +21,7 @@ venv: $(VENV)/bin/python
 	  $(VENV)/bin/pip install --quiet --disable-pip-version-check -r packaging/requirements-test.txt
 
 configure: deps
-	@cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 
 build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)

@@ -10,6 +10,7 @@ namespace kiln::cli {
 int runInspect(const std::vector<std::string>& args);
 int runRun(const std::vector<std::string>& args);
 int runConformance(const std::vector<std::string>& args);
+int runOps(const std::vector<std::string>& args);
 
 // Prints "kiln <command>: <message>" to stderr and returns `code`.
 int fail(const std::string& command, const std::string& message, int code = 1);

@@ -14,7 +14,8 @@ void printUsage() {
       "  inspect MODEL.onnx [--shapes n:1x3x224x224] [--json]   model summary: I/O, opsets, ops, params, FLOPs\n"
       "  run MODEL.onnx [--shapes ...] [--load-inputs n:f.npy] [--iterations N] [--export-output f.json] [--json]\n"
       "                                                          run on the CPU reference backend\n"
-      "  conformance DIR... [--expected-failures FILE] [--json] run ONNX backend node tests\n\n"
+      "  conformance DIR... [--expected-failures FILE] [--json] run ONNX backend node tests\n"
+      "  ops [--json]                                            operators the CPU backend runs\n\n"
       "Run `kiln <command> --help` for a command's options.\n");
 }
 
@@ -30,6 +31,7 @@ int main(int argc, char** argv) {
   if (command == "inspect") return kiln::cli::runInspect(args);
   if (command == "run") return kiln::cli::runRun(args);
   if (command == "conformance") return kiln::cli::runConformance(args);
+  if (command == "ops") return kiln::cli::runOps(args);
   if (command == "--version" || command == "version") {
     std::printf("kiln 0.1.0\n");
     return 0;

@@ -50,6 +50,14 @@ void collectUnsupported(const Graph& graph, const Network& network, std::vector<
 
 }  // namespace
 
+std::vector<OperatorRange> referenceOperators() {
+  std::vector<OperatorRange> out;
+  for (const cpu::KernelEntry& e : cpu::builtinKernels().entries()) {
+    out.push_back({e.domain, e.opType, e.sinceVersion, e.untilVersion});
+  }
+  return out;
+}
+
 std::vector<std::string> findUnsupportedNodes(const Network& network) {
   std::vector<std::string> out;
   collectUnsupported(network.graph, network, &out);

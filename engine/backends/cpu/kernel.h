@@ -102,5 +102,7 @@ void registerGatherScatterKernels(KernelRegistry& registry);
 void registerResizeKernels(KernelRegistry& registry);
 void registerMiscKernels(KernelRegistry& registry);          // NMS, RoiAlign, GridSample, DFT, ...
 void registerControlFlowKernels(KernelRegistry& registry);   // If, Loop, Scan, Constant, Identity
+void registerLossKernels(KernelRegistry& registry);          // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
+void registerTransformerKernels(KernelRegistry& registry);   // Attention, RMSNormalization, RotaryEmbedding, ...
 
 }  // namespace kiln::cpu

@@ -23,6 +23,8 @@ const KernelRegistry& builtinKernels() {
     registerResizeKernels(r);
     registerMiscKernels(r);
     registerControlFlowKernels(r);
+    registerLossKernels(r);
+    registerTransformerKernels(r);
     return r;
   }();
   return registry;

@@ -55,4 +55,14 @@ class ReferenceBackend {
 // 'ai.onnx' opset 17". Empty when everything is supported.
 std::vector<std::string> findUnsupportedNodes(const Network& network);
 
+// One operator implementation of the reference backend: domain ("" = ai.onnx),
+// op type and the inclusive opset range whose semantics it implements.
+struct OperatorRange {
+  std::string domain;
+  std::string opType;
+  int sinceVersion = 1;
+  int untilVersion = 1000;  // 1000: no newer version known to change it
+};
+std::vector<OperatorRange> referenceOperators();
+
 }  // namespace kiln

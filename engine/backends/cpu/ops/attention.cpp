@@ -45,7 +45,9 @@ struct AttentionSpec {
   std::vector<int64_t> nonpad;  // valid keys per batch; empty without nonpad_kv_seqlen
 };
 
-std::string dims(const Tensor& t) { return shapeToString(t.shape()); }
+std::string dims(const Tensor& t) {
+  return shapeToString(t.shape());
+}
 
 Status readPackedLayouts(const KernelContext& ctx, AttentionSpec* s) {
   const Tensor &q = ctx.input(0), &k = ctx.input(1), &v = ctx.input(2);
@@ -66,8 +68,8 @@ Status readPackedLayouts(const KernelContext& ctx, AttentionSpec* s) {
 Status readLayouts(const KernelContext& ctx, AttentionSpec* s) {
   const Tensor &q = ctx.input(0), &k = ctx.input(1), &v = ctx.input(2);
   if (q.rank() != k.rank() || q.rank() != v.rank() || (q.rank() != 3 && q.rank() != 4))
-    return ctx.error("Q, K, V must all be 3-D or all 4-D, got " + dims(q) + ", " + dims(k) +
-                     ", " + dims(v));
+    return ctx.error("Q, K, V must all be 3-D or all 4-D, got " + dims(q) + ", " + dims(k) + ", " +
+                     dims(v));
   if (q.rank() == 3) {
     KILN_RETURN_IF_ERROR(readPackedLayouts(ctx, s));
   } else {
@@ -131,9 +133,8 @@ Status readCache(const KernelContext& ctx, AttentionSpec* s) {
 
 Status readAttributes(const KernelContext& ctx, AttentionSpec* s) {
   const Node& node = ctx.node();
-  const double scale = node.hasAttr("scale")
-                           ? static_cast<double>(node.attrFloat("scale", 1.f))
-                           : 1.0 / std::sqrt(static_cast<double>(s->q.headSize));
+  const double scale = node.hasAttr("scale") ? static_cast<double>(node.attrFloat("scale", 1.f))
+                                             : 1.0 / std::sqrt(static_cast<double>(s->q.headSize));
   // Q and K are each scaled by sqrt(scale), so a negative scale has no meaning here.
   if (!(scale >= 0.0)) return ctx.error("attribute 'scale' must be non-negative");
   s->sqrtScale = std::sqrt(scale);
@@ -199,8 +200,7 @@ Status readMask(const KernelContext& ctx, const AttentionSpec& s, MaskRows<C>* m
   if (rank < 1 || rank > 4) return ctx.error("attn_mask must have rank 1..4, got " + dims(m));
   mask->length = m.dim(-1);
   if (mask->length > s.totalLen)
-    return ctx.error("attn_mask " + dims(m) + " has more keys than " +
-                     std::to_string(s.totalLen));
+    return ctx.error("attn_mask " + dims(m) + " has more keys than " + std::to_string(s.totalLen));
   const int64_t target[3] = {s.q.batch, s.q.heads, s.q.seq};
   int64_t* strides[3] = {&mask->strideB, &mask->strideH, &mask->strideI};
   const std::vector<int64_t> contiguous = contiguousStrides(m.shape());
@@ -320,22 +320,28 @@ Status runAttention(KernelContext& ctx, const AttentionSpec& s) {
   const int64_t batch = s.q.batch, qHeads = s.q.heads, qSeq = s.q.seq, d = s.q.headSize;
   const int64_t kvHeads = s.k.heads, total = s.totalLen, dv = s.v.headSize;
   Tensor presentKey, presentValue;
-  KILN_RETURN_IF_ERROR(makePresent(ctx, 1, ctx.inputOrNull(4), ctx.input(1), s.k, s.pastLen, &presentKey));
-  KILN_RETURN_IF_ERROR(makePresent(ctx, 2, ctx.inputOrNull(5), ctx.input(2), s.v, s.pastLen, &presentValue));
+  KILN_RETURN_IF_ERROR(
+      makePresent(ctx, 1, ctx.inputOrNull(4), ctx.input(1), s.k, s.pastLen, &presentKey));
+  KILN_RETURN_IF_ERROR(
+      makePresent(ctx, 2, ctx.inputOrNull(5), ctx.input(2), s.v, s.pastLen, &presentValue));
 
   std::vector<C> q(static_cast<size_t>(batch * qHeads * qSeq * d));
   std::vector<C> k(static_cast<size_t>(batch * kvHeads * total * d));
   std::vector<C> v(static_cast<size_t>(batch * kvHeads * total * dv));
   KILN_RETURN_IF_ERROR(attention::gatherHeads(ctx.input(0), s.q, s.sqrtScale, q.data()));
-  KILN_RETURN_IF_ERROR(attention::gatherHeads(presentKey, {batch, kvHeads, total, d, false}, s.sqrtScale, k.data()));
-  KILN_RETURN_IF_ERROR(attention::gatherHeads(presentValue, {batch, kvHeads, total, dv, false}, 1.0, v.data()));
+  KILN_RETURN_IF_ERROR(
+      attention::gatherHeads(presentKey, {batch, kvHeads, total, d, false}, s.sqrtScale, k.data()));
+  KILN_RETURN_IF_ERROR(
+      attention::gatherHeads(presentValue, {batch, kvHeads, total, dv, false}, 1.0, v.data()));
   MaskRows<C> mask;
   if (ctx.hasInput(3)) KILN_RETURN_IF_ERROR(readMask(ctx, s, &mask));
 
   const DataType type = ctx.input(0).type();
-  const Shape yShape = s.q.packed ? Shape{batch, qSeq, qHeads * dv} : Shape{batch, qHeads, qSeq, dv};
+  const Shape yShape =
+      s.q.packed ? Shape{batch, qSeq, qHeads * dv} : Shape{batch, qHeads, qSeq, dv};
   Tensor& y = ctx.allocateOutput(0, type, yShape);
-  T* qk = ctx.wantsOutput(3) ? ctx.allocateOutput(3, type, {batch, qHeads, qSeq, total}).data<T>() : nullptr;
+  T* qk = ctx.wantsOutput(3) ? ctx.allocateOutput(3, type, {batch, qHeads, qSeq, total}).data<T>()
+                             : nullptr;
   std::vector<C> yScratch(std::is_same_v<T, C> ? 0 : static_cast<size_t>(y.numel()));
   C* yData = std::is_same_v<T, C> ? reinterpret_cast<C*>(y.data<T>()) : yScratch.data();
   const int64_t ldy = s.q.packed ? qHeads * dv : dv;
@@ -368,8 +374,7 @@ Status attentionKernel(KernelContext& ctx) {
   KILN_RETURN_IF_ERROR(readLayouts(ctx, &spec));
   KILN_RETURN_IF_ERROR(readCache(ctx, &spec));
   KILN_RETURN_IF_ERROR(readAttributes(ctx, &spec));
-  if (ctx.input(1).type() != ctx.input(0).type())
-    return ctx.error("K type differs from Q type");
+  if (ctx.input(1).type() != ctx.input(0).type()) return ctx.error("K type differs from Q type");
   const DataType vType = ctx.input(2).type();
   if (vType != DataType::kFloat32 && vType != DataType::kFloat64 && vType != DataType::kFloat16 &&
       vType != DataType::kBFloat16)

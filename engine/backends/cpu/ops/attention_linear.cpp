@@ -33,7 +33,9 @@ struct LinearSpec {
   float scale = 1.f;
 };
 
-std::string dims(const Tensor& t) { return shapeToString(t.shape()); }
+std::string dims(const Tensor& t) {
+  return shapeToString(t.shape());
+}
 
 Status readLinearHeads(const KernelContext& ctx, LinearSpec* s) {
   const Tensor &q = ctx.input(0), &k = ctx.input(1), &v = ctx.input(2);
@@ -42,8 +44,8 @@ Status readLinearHeads(const KernelContext& ctx, LinearSpec* s) {
   if (s->qHeads <= 0 || s->kvHeads <= 0 || s->qHeads % s->kvHeads != 0)
     return ctx.error("q_num_heads must be a positive multiple of a positive kv_num_heads");
   if (q.rank() != 3 || k.rank() != 3 || v.rank() != 3)
-    return ctx.error("query, key, value must be 3-D (B, T, H*D), got " + dims(q) + ", " +
-                     dims(k) + ", " + dims(v));
+    return ctx.error("query, key, value must be 3-D (B, T, H*D), got " + dims(q) + ", " + dims(k) +
+                     ", " + dims(v));
   s->batch = q.dim(0);
   s->steps = q.dim(1);
   if (k.dim(0) != s->batch || v.dim(0) != s->batch || k.dim(1) != s->steps || v.dim(1) != s->steps)
@@ -76,7 +78,8 @@ Status readGates(const KernelContext& ctx, LinearSpec* s) {
     s->decayPerKey = last == s->kvHeads * s->dk;
     if (decay->rank() != 3 || decay->dim(0) != s->batch || decay->dim(1) != s->steps ||
         (last != s->kvHeads && !s->decayPerKey))
-      return ctx.error("decay " + dims(*decay) + " must be (B, T, kv_heads) or (B, T, kv_heads*d_k)");
+      return ctx.error("decay " + dims(*decay) +
+                       " must be (B, T, kv_heads) or (B, T, kv_heads*d_k)");
   }
   if (beta) {
     s->betaWidth = beta->rank() == 3 ? beta->dim(2) : -1;
@@ -102,8 +105,10 @@ Status readLinearInputs(const KernelContext& ctx, const LinearSpec& s, LinearInp
   };
   std::vector<float>* targets[] = {&in->q, &in->k, &in->v, &in->state, &in->decay, &in->beta};
   for (size_t i = 0; i < 6; ++i)
-    KILN_RETURN_IF_ERROR_CTX(load(i, targets[i]), ctx.node().describe() + ": input " + std::to_string(i));
-  if (!ctx.hasInput(3)) in->state.assign(static_cast<size_t>(s.batch * s.kvHeads * s.dk * s.dv), 0.f);
+    KILN_RETURN_IF_ERROR_CTX(load(i, targets[i]),
+                             ctx.node().describe() + ": input " + std::to_string(i));
+  if (!ctx.hasInput(3))
+    in->state.assign(static_cast<size_t>(s.batch * s.kvHeads * s.dk * s.dv), 0.f);
   return Status::ok();
 }
 
@@ -165,7 +170,8 @@ Status linearAttentionKernel(KernelContext& ctx) {
   Tensor& y = ctx.allocateOutput(0, type, {s.batch, s.steps, s.qHeads * s.dv});
   KILN_RETURN_IF_ERROR(writeAll(out.data(), y.numel(), &y));
   if (ctx.wantsOutput(1)) {
-    Tensor& present = ctx.allocateOutput(1, ctx.hasInput(3) ? ctx.input(3).type() : type, stateShape);
+    Tensor& present =
+        ctx.allocateOutput(1, ctx.hasInput(3) ? ctx.input(3).type() : type, stateShape);
     KILN_RETURN_IF_ERROR(writeAll(in.state.data(), present.numel(), &present));
   }
   return Status::ok();
@@ -228,7 +234,8 @@ Status causalConvKernel(KernelContext& ctx) {
   Tensor& y = ctx.allocateOutput(0, x.type(), x.shape());
   Tensor* present = ctx.wantsOutput(1) ? &ctx.allocateOutput(1, x.type(), stateShape) : nullptr;
   Status status = dispatchFloatTypes(x.type(), [&](auto tag) {
-    causalConvTyped<typename decltype(tag)::type>(x, w, bias, past, activation != "none", &y, present);
+    causalConvTyped<typename decltype(tag)::type>(x, w, bias, past, activation != "none", &y,
+                                                  present);
     return Status::ok();
   });
   if (!status.isOk()) return ctx.unsupported("input " + status.message());

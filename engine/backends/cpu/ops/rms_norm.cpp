@@ -31,7 +31,8 @@ struct RmsPlan {
 
 template <class T, class V>
 void rmsNormTyped(const T* x, const V* scale, V* y, const RmsPlan& p) {
-  using C = std::conditional_t<std::is_same_v<T, double> || std::is_same_v<V, double>, double, float>;
+  using C =
+      std::conditional_t<std::is_same_v<T, double> || std::is_same_v<V, double>, double, float>;
   for (int64_t o = 0; o < p.outer; ++o) {
     const T* row = x + o * p.inner;
     double sum = 0.0;
@@ -62,8 +63,8 @@ Status rmsNormKernel(KernelContext& ctx) {
                            ctx.node().describe() + ": attribute 'axis'");
   Shape broadcast;
   if (!broadcastShapes(x.shape(), scale.shape(), &broadcast).isOk() || broadcast != x.shape())
-    return ctx.error("input 'scale' " + shapeToString(scale.shape()) +
-                     " does not broadcast to X " + shapeToString(x.shape()));
+    return ctx.error("input 'scale' " + shapeToString(scale.shape()) + " does not broadcast to X " +
+                     shapeToString(x.shape()));
   RmsPlan plan;
   plan.epsilon = static_cast<double>(ctx.node().attrFloat("epsilon", 1e-5f));
   for (int d = 0; d < x.rank(); ++d) (d < axis ? plan.outer : plan.inner) *= x.dim(d);

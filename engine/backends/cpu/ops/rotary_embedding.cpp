@@ -16,8 +16,9 @@ namespace {
 
 struct RotaryPlan {
   int64_t batch = 0, heads = 0, seq = 0, headSize = 0;
-  bool packed = false;  // 3-D (batch, seq, heads * headSize) rather than (batch, heads, seq, headSize)
-  int64_t half = 0;     // rotary_embedding_dim / 2
+  bool packed =
+      false;         // 3-D (batch, seq, heads * headSize) rather than (batch, heads, seq, headSize)
+  int64_t half = 0;  // rotary_embedding_dim / 2
   bool interleaved = false;
   std::vector<int64_t> cacheRow;  // per (b, s): first element of its cos/sin row
 
@@ -28,8 +29,11 @@ struct RotaryPlan {
 };
 
 Status readLayout(const KernelContext& ctx, const Tensor& x, RotaryPlan* p) {
+  p->batch = x.dim(0);
   if (x.rank() == 4) {
-    *p = {x.dim(0), x.dim(1), x.dim(2), x.dim(3), false};
+    p->heads = x.dim(1);
+    p->seq = x.dim(2);
+    p->headSize = x.dim(3);
     return Status::ok();
   }
   if (x.rank() != 3)
@@ -38,7 +42,10 @@ Status readLayout(const KernelContext& ctx, const Tensor& x, RotaryPlan* p) {
   if (heads <= 0 || x.dim(2) % heads != 0)
     return ctx.error("3-D input needs a num_heads attribute dividing its hidden size " +
                      std::to_string(x.dim(2)));
-  *p = {x.dim(0), heads, x.dim(1), x.dim(2) / heads, true};
+  p->heads = heads;
+  p->seq = x.dim(1);
+  p->headSize = x.dim(2) / heads;
+  p->packed = true;
   return Status::ok();
 }
 
@@ -60,7 +67,8 @@ Status readCacheRows(const KernelContext& ctx, const Tensor& cosCache, const Ten
                        shapeToString(cosCache.shape()));
     const int64_t batchStride = cosCache.dim(0) == 1 ? 0 : p->seq;
     for (int64_t b = 0; b < p->batch; ++b)
-      for (int64_t s = 0; s < p->seq; ++s) p->cacheRow[b * p->seq + s] = (b * batchStride + s) * p->half;
+      for (int64_t s = 0; s < p->seq; ++s)
+        p->cacheRow[b * p->seq + s] = (b * batchStride + s) * p->half;
     return Status::ok();
   }
   if (cosCache.rank() != 2)

@@ -363,8 +363,14 @@ Status spaceToDepthKernel(KernelContext& ctx) {
   const Shape& s = ctx.input(0).shape();
   if (s[2] % b != 0 || s[3] % b != 0)
     return ctx.error("height and width must be multiples of blocksize");
-  return blockRearrange(ctx, {s[0], s[1], s[2] / b, b, s[3] / b, b}, {0, 3, 5, 1, 2, 4},
-                        {s[0], s[1] * b * b, s[2] / b, s[3] / b});
+  const Shape split = {s[0], s[1], s[2] / b, b, s[3] / b, b};
+  const Shape outShape = {s[0], s[1] * b * b, s[2] / b, s[3] / b};
+  // `mode` arrived in opset 28; before it the layout was always DCR (depth is the slowest
+  // of block-row, block-column, channel), CRD keeps channel slowest.
+  const std::string mode = ctx.node().attrString("mode", "DCR");
+  if (mode == "DCR") return blockRearrange(ctx, split, {0, 3, 5, 1, 2, 4}, outShape);
+  if (mode == "CRD") return blockRearrange(ctx, split, {0, 1, 3, 5, 2, 4}, outShape);
+  return ctx.error("unknown mode '" + mode + "'");
 }
 
 }  // namespace
