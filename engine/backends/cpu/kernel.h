@@ -103,6 +103,9 @@ void registerResizeKernels(KernelRegistry& registry);
 void registerMiscKernels(KernelRegistry& registry);          // NMS, RoiAlign, GridSample, DFT, ...
 void registerControlFlowKernels(KernelRegistry& registry);   // If, Loop, Scan, Constant, Identity
 void registerLossKernels(KernelRegistry& registry);          // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
+void registerTensorExtraKernels(KernelRegistry& registry);   // ReverseSequence, TensorScatter, BitCast, CumProd
+void registerGatedActivationKernels(KernelRegistry& registry);  // Swish, SwiGLU
+void registerTextKernels(KernelRegistry& registry);          // StringConcat, StringSplit, RegexFullMatch
 void registerTransformerKernels(KernelRegistry& registry);   // Attention, RMSNormalization, RotaryEmbedding, ...
 
 }  // namespace kiln::cpu

@@ -24,6 +24,9 @@ const KernelRegistry& builtinKernels() {
     registerMiscKernels(r);
     registerControlFlowKernels(r);
     registerLossKernels(r);
+    registerTensorExtraKernels(r);
+    registerGatedActivationKernels(r);
+    registerTextKernels(r);
     registerTransformerKernels(r);
     return r;
   }();

@@ -2,6 +2,7 @@
 // Mod, Pow), bit shifts and bitwise ops, logical ops and comparisons. The variadic ops
 // (Max, Min, Sum, Mean), PRelu and Where are in elementwise_variadic.cpp.
 #include <cmath>
+#include <type_traits>
 #include <string>
 
 #include "backends/cpu/ops/elementwise.h"
@@ -96,8 +97,12 @@ template <bool kLeft>
 struct ShiftOp {
   template <class C>
   C operator()(C x, C y) const {
-    if (y >= static_cast<C>(sizeof(C) * 8)) return 0;
-    return kLeft ? static_cast<C>(x << y) : static_cast<C>(x >> y);
+    // Shifts outside [0, width) are defined (opset 26 signed semantics): left gives 0,
+    // right gives the sign fill. Signed left shifts go through the unsigned type.
+    using U = std::make_unsigned_t<C>;
+    if (y < 0 || y >= static_cast<C>(sizeof(C) * 8)) return kLeft ? C(0) : (x < 0 ? C(-1) : C(0));
+    if (kLeft) return static_cast<C>(static_cast<U>(static_cast<U>(x) << y));
+    return static_cast<C>(x >> y);
   }
 };
 
@@ -203,8 +208,8 @@ Status modKernel(KernelContext& ctx) {
 
 Status bitShiftKernel(KernelContext& ctx) {
   const std::string direction = ctx.node().attrString("direction", "");
-  if (direction == "LEFT") return binaryKernel<false, TypeSet::kUnsigned>(ctx, ShiftOp<true>{});
-  if (direction == "RIGHT") return binaryKernel<false, TypeSet::kUnsigned>(ctx, ShiftOp<false>{});
+  if (direction == "LEFT") return binaryKernel<false, TypeSet::kInteger>(ctx, ShiftOp<true>{});
+  if (direction == "RIGHT") return binaryKernel<false, TypeSet::kInteger>(ctx, ShiftOp<false>{});
   return ctx.error("attribute direction must be LEFT or RIGHT, got '" + direction + "'");
 }
 
