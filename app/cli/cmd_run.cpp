@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "cli/args.h"
@@ -79,15 +80,35 @@ void printSummary(const nlohmann::json& j, const Tensor& t) {
   std::printf("\n");
 }
 
+// Per-node wall time accumulated over the measured iterations.
+struct NodeProfile {
+  std::string name, opType;
+  double totalMs = 0;
+};
+
+void printProfile(const std::vector<NodeProfile>& nodes, int64_t iterations, size_t top) {
+  std::vector<NodeProfile> sorted = nodes;
+  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.totalMs > b.totalMs; });
+  double total = 0;
+  for (const auto& n : sorted) total += n.totalMs;
+  std::printf("per-node time (CPU wall clock, mean over %lld iterations), top %zu of %zu:\n",
+              static_cast<long long>(iterations), std::min(top, sorted.size()), sorted.size());
+  for (size_t i = 0; i < std::min(top, sorted.size()); ++i) {
+    std::printf("  %8.3f ms %5.1f%%  %-18s %s\n", sorted[i].totalMs / iterations,
+                total > 0 ? 100.0 * sorted[i].totalMs / total : 0.0, sorted[i].opType.c_str(), sorted[i].name.c_str());
+  }
+}
+
 }  // namespace
 
 int runRun(const std::vector<std::string>& argv) {
-  Args args({"shapes", "load-inputs", "iterations", "warmup", "export-output", "seed", "backend"}, {"json", "help"});
+  Args args({"shapes", "load-inputs", "iterations", "warmup", "export-output", "seed", "backend"}, {"json", "help", "profile"});
   Status parsed = args.parse(argv);
   if (!parsed.isOk()) return fail("run", parsed.message(), 2);
   if (args.flag("help") || args.positional().size() != 1) {
     std::printf("usage: kiln run MODEL.onnx [--shapes name:1x3x224x224,...] [--load-inputs name:file.npy|.pb,...]\n"
-                "                [--iterations N (10)] [--warmup N (1)] [--seed N] [--export-output out.json] [--json]\n"
+                "                [--iterations N (10)] [--warmup N (1)] [--seed N] [--export-output out.json] [--profile] [--json]\n"
+                "  --profile prints the nodes that take the most time (and adds per-node times to --json).\n"
                 "  Inputs not loaded from files get seeded random non-zero data.\n");
     return args.flag("help") ? 0 : 2;
   }
@@ -111,9 +132,24 @@ int runRun(const std::vector<std::string>& argv) {
   ReferenceBackend backend(network.value());
   std::vector<NamedTensor> outputs;
   std::vector<double> times;
+  std::vector<NodeProfile> profile(network->graph.nodes.size());
+  std::map<const Node*, size_t> nodeIndex;
+  for (size_t i = 0; i < network->graph.nodes.size(); ++i) {
+    const Node& node = network->graph.nodes[i];
+    profile[i] = {node.displayName(), node.opType};
+    nodeIndex[&node] = i;
+  }
+  bool measuring = false;
+  ReferenceRunOptions options;
+  if (args.flag("profile")) {
+    options.onNodeTimed = [&](const Node& node, double ms) {
+      if (measuring) profile[nodeIndex[&node]].totalMs += ms;
+    };
+  }
   for (int64_t i = 0; i < warmup + iterations; ++i) {
+    measuring = i >= warmup;
     auto start = std::chrono::steady_clock::now();
-    Status ran = backend.run(inputs, &outputs);
+    Status ran = backend.run(inputs, &outputs, options);
     std::chrono::duration<double, std::milli> ms = std::chrono::steady_clock::now() - start;
     if (!ran.isOk()) return fail("run", args.positional()[0] + ": " + ran.message());
     if (i >= warmup) times.push_back(ms.count());
@@ -130,6 +166,11 @@ int runRun(const std::vector<std::string>& argv) {
     file << exported.dump(1) << "\n";
     if (!file) return fail("run", args.value("export-output") + ": cannot write");
   }
+  if (args.flag("profile")) {
+    for (const NodeProfile& n : profile) {
+      result["profile"].push_back({{"name", n.name}, {"op_type", n.opType}, {"mean_ms", n.totalMs / iterations}});
+    }
+  }
   if (args.flag("json")) {
     std::printf("%s\n", result.dump(1).c_str());
     return 0;
@@ -141,6 +182,7 @@ int runRun(const std::vector<std::string>& argv) {
   for (size_t i = 0; i < outputs.size(); ++i) printSummary(result["outputs"][i], outputs[i].tensor);
   std::printf("latency over %lld iterations (ms): min %.3f  mean %.3f  median %.3f  p90 %.3f  p99 %.3f  max %.3f\n",
               static_cast<long long>(iterations), s.min, s.mean, s.median, s.p90, s.p99, s.max);
+  if (args.flag("profile")) printProfile(profile, iterations, 15);
   return 0;
 }
 
