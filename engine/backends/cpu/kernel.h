@@ -106,6 +106,11 @@ void registerLossKernels(KernelRegistry& registry);          // NegativeLogLikel
 void registerTensorExtraKernels(KernelRegistry& registry);   // ReverseSequence, TensorScatter, BitCast, CumProd
 void registerGatedActivationKernels(KernelRegistry& registry);  // Swish, SwiGLU
 void registerTextKernels(KernelRegistry& registry);          // StringConcat, StringSplit, RegexFullMatch
+void registerTfIdfKernels(KernelRegistry& registry);         // TfIdfVectorizer
+void registerAffineGridKernels(KernelRegistry& registry);     // AffineGrid
+void registerDeformConvKernels(KernelRegistry& registry);     // DeformConv
+void registerMlKernels(KernelRegistry& registry);            // ai.onnx.ml Binarizer, ArrayFeatureExtractor, LabelEncoder
+void registerTreeEnsembleKernels(KernelRegistry& registry);  // ai.onnx.ml TreeEnsemble
 void registerTransformerKernels(KernelRegistry& registry);   // Attention, RMSNormalization, RotaryEmbedding, ...
 
 }  // namespace kiln::cpu

@@ -27,6 +27,11 @@ const KernelRegistry& builtinKernels() {
     registerTensorExtraKernels(r);
     registerGatedActivationKernels(r);
     registerTextKernels(r);
+    registerTfIdfKernels(r);
+    registerAffineGridKernels(r);
+    registerDeformConvKernels(r);
+    registerMlKernels(r);
+    registerTreeEnsembleKernels(r);
     registerTransformerKernels(r);
     return r;
   }();

@@ -28,7 +28,7 @@ class Tensor {
   template <class T>
   static Tensor fromVector(DataType type, Shape shape, const std::vector<T>& values) {
     Tensor t(type, std::move(shape));
-    std::memcpy(t.rawData(), values.data(), values.size() * sizeof(T));
+    if (!values.empty()) std::memcpy(t.rawData(), values.data(), values.size() * sizeof(T));
     return t;
   }
   static Tensor scalarFloat(float v);

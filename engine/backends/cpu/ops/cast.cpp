@@ -331,7 +331,8 @@ Tensor decodeSmallFloats(const Tensor& in) {
 }
 
 // Converts `in` into the already allocated `out` of the same shape.
-Status convertTensor(KernelContext& ctx, const Tensor& in, Tensor& out, const CastOptions& options) {
+Status convertTensor(KernelContext& ctx, const Tensor& in, Tensor& out,
+                     const CastOptions& options) {
   const DataType from = in.type();
   const DataType to = out.type();
   const int64_t n = in.numel();
@@ -373,9 +374,12 @@ Status convertTensor(KernelContext& ctx, const Tensor& in, Tensor& out, const Ca
     const float* src = asFloat.data<float>();
     uint8_t* dst = out.data<uint8_t>();
     for (int64_t i = 0; i < n; ++i) {
-      if (f) dst[i] = floatToFp8(src[i], *f, options.saturate);
-      else if (to == DataType::kFloat4E2M1) dst[i] = floatToFloat4E2M1(src[i]);  // always saturates
-      else dst[i] = floatToFp8E8M0(src[i], options.saturate, options.e8m0Rounding);
+      if (f)
+        dst[i] = floatToFp8(src[i], *f, options.saturate);
+      else if (to == DataType::kFloat4E2M1)
+        dst[i] = floatToFloat4E2M1(src[i]);  // always saturates
+      else
+        dst[i] = floatToFp8E8M0(src[i], options.saturate, options.e8m0Rounding);
     }
     return Status::ok();
   }
@@ -395,9 +399,12 @@ Status castInto(KernelContext& ctx, DataType to) {
   options.saturate = ctx.node().attrInt("saturate", 1) != 0;
   options.wrapSubByte = ctx.opset() >= 24;
   const std::string roundMode = ctx.node().attrString("round_mode", "up");
-  if (roundMode == "down") options.e8m0Rounding = E8M0Rounding::kDown;
-  else if (roundMode == "nearest") options.e8m0Rounding = E8M0Rounding::kNearest;
-  else if (roundMode != "up") return ctx.error("attribute 'round_mode' = '" + roundMode + "' is not up, down or nearest");
+  if (roundMode == "down")
+    options.e8m0Rounding = E8M0Rounding::kDown;
+  else if (roundMode == "nearest")
+    options.e8m0Rounding = E8M0Rounding::kNearest;
+  else if (roundMode != "up")
+    return ctx.error("attribute 'round_mode' = '" + roundMode + "' is not up, down or nearest");
   Tensor& out = ctx.allocateOutput(0, to, in.shape());
   return convertTensor(ctx, in, out, options);
 }

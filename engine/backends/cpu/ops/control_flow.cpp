@@ -192,6 +192,117 @@ Status scanKernel(KernelContext& ctx) {
   return Status::ok();
 }
 
+// Scan-8 output `i`: per batch entry its steps zero-padded to maxLen, stacked to
+// [batch, maxLen, ...].
+Status stackPaddedScanOutput(const KernelContext& ctx,
+                             std::vector<std::vector<std::vector<Tensor>>>& steps, int64_t i,
+                             int64_t maxLen, Tensor* out) {
+  const Tensor* sample = nullptr;  // any produced step gives the element shape for padding
+  for (size_t b = 0; b < steps.size() && !sample; ++b) {
+    if (!steps[b][i].empty()) sample = &steps[b][i].front();
+  }
+  if (!sample) return ctx.unsupported("Scan with no steps at all");
+  std::vector<Tensor> perBatch;
+  for (auto& entry : steps) {
+    std::vector<Tensor>& seq = entry[i];
+    while (static_cast<int64_t>(seq.size()) < maxLen)
+      seq.push_back(Tensor(sample->type(), sample->shape()));
+    Tensor stacked;
+    KILN_RETURN_IF_ERROR_CTX(stackTensors(seq, 0, &stacked), ctx.node().describe());
+    perBatch.push_back(stacked);
+  }
+  KILN_RETURN_IF_ERROR_CTX(stackTensors(perBatch, 0, out), ctx.node().describe());
+  return Status::ok();
+}
+
+// Checks Scan-8's inputs share batch (and scan inputs the sequence length) and reads the
+// per-entry lengths: sequence_lens, or the full sequence when it is absent.
+Status readScanV8Lengths(const KernelContext& ctx, int64_t numState, int64_t* maxLen,
+                         std::vector<int64_t>* lens) {
+  for (size_t i = 1; i < ctx.inputCount(); ++i) {
+    if (!ctx.hasInput(i)) return ctx.error("input " + std::to_string(i) + " is missing");
+  }
+  const Tensor& first = ctx.input(1 + numState);
+  if (first.rank() < 2) return ctx.error("scan inputs must be [batch, sequence, ...]");
+  const int64_t batch = first.dim(0);
+  *maxLen = first.dim(1);
+  for (size_t i = 1; i < ctx.inputCount(); ++i) {
+    const Tensor& t = ctx.input(i);
+    const bool isScan = static_cast<int64_t>(i) > numState;
+    if (t.rank() < (isScan ? 2 : 1) || t.dim(0) != batch || (isScan && t.dim(1) != *maxLen)) {
+      return ctx.error("input " + std::to_string(i) + " " + shapeToString(t.shape()) +
+                       " does not match batch " + std::to_string(batch) + " and sequence " +
+                       std::to_string(*maxLen));
+    }
+  }
+  lens->assign(static_cast<size_t>(batch), *maxLen);
+  if (ctx.hasInput(0)) {
+    *lens = ctx.input(0).toInt64Vector();
+    if (static_cast<int64_t>(lens->size()) != batch)
+      return ctx.error("sequence_lens must have one entry per batch");
+    for (int64_t len : *lens) {
+      if (len < 0 || len > *maxLen)
+        return ctx.error("sequence length " + std::to_string(len) + " is out of range");
+    }
+  }
+  return Status::ok();
+}
+
+// Scan-8: inputs are [sequence_lens], states [batch, ...] and scan inputs [batch, seq, ...];
+// each batch entry runs on its own, for sequence_lens[b] steps (all of seq when absent).
+// `directions` reverses scan inputs within each entry's length; scan outputs come out in
+// step order, zero-padded past the entry's length to [batch, seq, ...].
+Status scanV8Kernel(KernelContext& ctx) {
+  const Node& node = ctx.node();
+  const Graph* body = node.attrGraph("body");
+  if (!body) return ctx.error("missing body subgraph");
+  const int64_t numScan = node.attrInt("num_scan_inputs", 0);
+  const int64_t numState = static_cast<int64_t>(ctx.inputCount()) - 1 - numScan;
+  const int64_t numScanOut = static_cast<int64_t>(body->outputs.size()) - numState;
+  if (numScan <= 0 || numState < 0 || numScanOut < 0) return ctx.error("bad num_scan_inputs");
+  const auto dirs = node.attrInts("directions", std::vector<int64_t>(numScan, 0));
+  if (static_cast<int64_t>(dirs.size()) != numScan)
+    return ctx.error("'directions' needs one entry per scan input");
+  int64_t maxLen = 0;
+  std::vector<int64_t> lens;
+  KILN_RETURN_IF_ERROR(readScanV8Lengths(ctx, numState, &maxLen, &lens));
+  const int64_t batch = static_cast<int64_t>(lens.size());
+  if (batch == 0) return ctx.unsupported("Scan over an empty batch");
+  std::vector<std::vector<Tensor>> finalStates(numState);
+  std::vector<std::vector<std::vector<Tensor>>> steps(batch,
+                                                      std::vector<std::vector<Tensor>>(numScanOut));
+  for (int64_t b = 0; b < batch; ++b) {
+    std::vector<Tensor> state;
+    for (int64_t i = 0; i < numState; ++i) state.push_back(sliceAlong(ctx.input(1 + i), 0, b));
+    std::vector<Tensor> sequences;
+    for (int64_t i = 0; i < numScan; ++i)
+      sequences.push_back(sliceAlong(ctx.input(1 + numState + i), 0, b));
+    for (int64_t step = 0; step < lens[b]; ++step) {
+      std::vector<Tensor> in = state;
+      for (int64_t i = 0; i < numScan; ++i)
+        in.push_back(sliceAlong(sequences[i], 0, dirs[i] ? lens[b] - 1 - step : step));
+      std::vector<Tensor> out;
+      KILN_RETURN_IF_ERROR_CTX(
+          ctx.runSubgraph(*body, in, &out),
+          node.describe() + " batch " + std::to_string(b) + " step " + std::to_string(step));
+      for (int64_t i = 0; i < numState; ++i) state[i] = out[i];
+      for (int64_t i = 0; i < numScanOut; ++i) steps[b][i].push_back(out[numState + i]);
+    }
+    for (int64_t i = 0; i < numState; ++i) finalStates[i].push_back(state[i]);
+  }
+  for (int64_t i = 0; i < numState; ++i) {
+    Tensor stacked;
+    KILN_RETURN_IF_ERROR_CTX(stackTensors(finalStates[i], 0, &stacked), node.describe());
+    ctx.setOutput(i, stacked);
+  }
+  for (int64_t i = 0; i < numScanOut; ++i) {
+    Tensor all;
+    KILN_RETURN_IF_ERROR(stackPaddedScanOutput(ctx, steps, i, maxLen, &all));
+    ctx.setOutput(numState + i, all);
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 void registerControlFlowKernels(KernelRegistry& registry) {
@@ -199,6 +310,7 @@ void registerControlFlowKernels(KernelRegistry& registry) {
   registry.add("Constant", 1, 1000, &constantKernel);
   registry.add("If", 1, 1000, &ifKernel);
   registry.add("Loop", 1, 1000, &loopKernel);
+  registry.add("Scan", 8, 8, &scanV8Kernel);
   registry.add("Scan", 9, 1000, &scanKernel);
 }
 

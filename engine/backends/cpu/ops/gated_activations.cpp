@@ -27,8 +27,8 @@ Status swiGluKernel(KernelContext& ctx) {
   const Tensor& b = ctx.input(1);
   if (a.type() != b.type()) return ctx.error("inputs A and B must have one data type");
   if (a.shape() != b.shape()) {
-    return ctx.error("inputs A " + shapeToString(a.shape()) + " and B " +
-                     shapeToString(b.shape()) + " must have one shape (no broadcasting)");
+    return ctx.error("inputs A " + shapeToString(a.shape()) + " and B " + shapeToString(b.shape()) +
+                     " must have one shape (no broadcasting)");
   }
   const float alpha = ctx.node().attrFloat("alpha", 1.0f);
   return dispatchTypeSet<TypeSet::kFloat>(ctx, a.type(), [&](auto tag) -> Status {
@@ -39,7 +39,8 @@ Status swiGluKernel(KernelContext& ctx) {
     const T* pb = b.data<T>();
     T* out = y.data<T>();
     for (int64_t i = 0; i < a.numel(); ++i) {
-      out[i] = static_cast<T>(swish(static_cast<C>(pa[i]), static_cast<C>(alpha)) * static_cast<C>(pb[i]));
+      out[i] = static_cast<T>(swish(static_cast<C>(pa[i]), static_cast<C>(alpha)) *
+                              static_cast<C>(pb[i]));
     }
     return Status::ok();
   });

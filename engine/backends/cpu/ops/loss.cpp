@@ -47,10 +47,14 @@ Status readLossProblem(const KernelContext& ctx, LossProblem* p) {
     return ctx.error("weight must be 1-D of size C = " + std::to_string(p->classes));
   }
   const std::string reduction = ctx.node().attrString("reduction", "mean");
-  if (reduction == "none") p->reduction = Reduction::kNone;
-  else if (reduction == "sum") p->reduction = Reduction::kSum;
-  else if (reduction == "mean") p->reduction = Reduction::kMean;
-  else return ctx.error("attribute 'reduction' = '" + reduction + "' is not none, sum or mean");
+  if (reduction == "none")
+    p->reduction = Reduction::kNone;
+  else if (reduction == "sum")
+    p->reduction = Reduction::kSum;
+  else if (reduction == "mean")
+    p->reduction = Reduction::kMean;
+  else
+    return ctx.error("attribute 'reduction' = '" + reduction + "' is not none, sum or mean");
   p->hasIgnoreIndex = ctx.node().hasAttr("ignore_index");
   p->ignoreIndex = ctx.node().attrInt("ignore_index", 0);
   return Status::ok();

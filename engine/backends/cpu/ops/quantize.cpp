@@ -196,9 +196,12 @@ Status quantizeLinearKernel(KernelContext& ctx) {
   uint8_t* out = y.data<uint8_t>();
   for (size_t i = 0; i < xs.size(); ++i) {
     const float v = xs[i] / scales[layout.index(static_cast<int64_t>(i))];
-    if (outType == DataType::kFloat4E2M1) out[i] = floatToFloat4E2M1(v);  // always saturates
-    else if (outType == DataType::kFp8E4M3) out[i] = floatToFp8E4M3(v, saturate);
-    else out[i] = floatToFp8E5M2(v, saturate);
+    if (outType == DataType::kFloat4E2M1)
+      out[i] = floatToFloat4E2M1(v);  // always saturates
+    else if (outType == DataType::kFp8E4M3)
+      out[i] = floatToFp8E4M3(v, saturate);
+    else
+      out[i] = floatToFp8E5M2(v, saturate);
   }
   return Status::ok();
 }
@@ -210,7 +213,7 @@ Status dequantizeLinearKernel(KernelContext& ctx) {
   const Tensor* zeroPoint = ctx.inputOrNull(2);
   // Float codes (float8, float4): their zero point must be zero and is not subtracted.
   const bool floatCodes = x.type() == DataType::kFp8E4M3 || x.type() == DataType::kFp8E5M2 ||
-                   x.type() == DataType::kFloat4E2M1;
+                          x.type() == DataType::kFloat4E2M1;
   double lo, hi;
   if (!floatCodes && !integerRange(x.type(), &lo, &hi) && x.type() != DataType::kInt32) {
     return ctx.unsupported(std::string("dequantizing ") + dataTypeName(x.type()));

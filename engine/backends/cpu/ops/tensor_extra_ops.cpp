@@ -1,5 +1,6 @@
 // Element-moving ops added in later opsets, plus CumProd: ReverseSequence (10),
-// TensorScatter (24, the KV-cache update), BitCast (26) and CumProd (26).
+// TensorScatter (24, the KV-cache update), BitCast (26), CumProd (26) and the tensor
+// forms of OptionalHasElement / OptionalGetElement (18).
 #include <cstring>
 #include <string>
 #include <vector>
@@ -13,8 +14,8 @@ namespace {
 Status resolveAxis(const KernelContext& ctx, int64_t axis, int64_t rank, const char* what,
                    int64_t* out) {
   if (axis < -rank || axis >= rank) {
-    return ctx.error(std::string(what) + " " + std::to_string(axis) +
-                     " is out of range for rank " + std::to_string(rank));
+    return ctx.error(std::string(what) + " " + std::to_string(axis) + " is out of range for rank " +
+                     std::to_string(rank));
   }
   *out = axis < 0 ? axis + rank : axis;
   return Status::ok();
@@ -80,7 +81,8 @@ Status tensorScatterKernel(KernelContext& ctx) {
   const Tensor& cache = ctx.input(0);
   const Tensor& update = ctx.input(1);
   int64_t axis = 0;
-  KILN_RETURN_IF_ERROR(resolveAxis(ctx, ctx.node().attrInt("axis", -2), cache.rank(), "axis", &axis));
+  KILN_RETURN_IF_ERROR(
+      resolveAxis(ctx, ctx.node().attrInt("axis", -2), cache.rank(), "axis", &axis));
   if (axis == 0) return ctx.error("axis must not be the batch axis 0");
   if (update.type() != cache.type() || update.rank() != cache.rank()) {
     return ctx.error("update must have past_cache's type and rank");
@@ -147,7 +149,8 @@ Status bitCastKernel(KernelContext& ctx) {
   const int64_t toCode = ctx.node().attrInt("to", 0);
   const DataType to = static_cast<DataType>(toCode);
   if (toCode <= 0 || toCode > kLastDataTypeCode || !isSupportedDataType(to)) {
-    return ctx.unsupported("attribute 'to' = " + std::to_string(toCode) + " is not a known data type");
+    return ctx.unsupported("attribute 'to' = " + std::to_string(toCode) +
+                           " is not a known data type");
   }
   if (x.type() == DataType::kString || to == DataType::kString) {
     return ctx.error("BitCast does not take or produce strings");
@@ -209,7 +212,8 @@ Status cumProdKernel(KernelContext& ctx) {
     return ctx.error("axis must be a scalar int32 or int64 tensor");
   }
   int64_t axis = 0;
-  KILN_RETURN_IF_ERROR(resolveAxis(ctx, axisIn.valueAsInt64(0), std::max(x.rank(), 1), "axis", &axis));
+  KILN_RETURN_IF_ERROR(
+      resolveAxis(ctx, axisIn.valueAsInt64(0), std::max(x.rank(), 1), "axis", &axis));
   const bool exclusive = ctx.node().attrInt("exclusive", 0) != 0;
   const bool reverse = ctx.node().attrInt("reverse", 0) != 0;
   const int64_t outer = dimProduct(x.shape(), 0, std::min<int64_t>(axis, x.rank()));
@@ -223,6 +227,21 @@ Status cumProdKernel(KernelContext& ctx) {
   });
 }
 
+// ---- Optionals. Kiln values are tensors, so an optional is either a present tensor or
+// an omitted input; optional sequences never reach these kernels.
+
+Status optionalHasElementKernel(KernelContext& ctx) {
+  Tensor& y = ctx.allocateOutput(0, DataType::kBool, {});
+  y.data<bool>()[0] = ctx.hasInput(0);
+  return Status::ok();
+}
+
+Status optionalGetElementKernel(KernelContext& ctx) {
+  if (!ctx.hasInput(0)) return ctx.error("the optional input is empty");
+  ctx.setOutput(0, ctx.input(0));
+  return Status::ok();
+}
+
 }  // namespace
 
 void registerTensorExtraKernels(KernelRegistry& registry) {
@@ -230,6 +249,8 @@ void registerTensorExtraKernels(KernelRegistry& registry) {
   registry.add("TensorScatter", 24, 1000, &tensorScatterKernel);
   registry.add("BitCast", 26, 1000, &bitCastKernel);
   registry.add("CumProd", 26, 1000, &cumProdKernel);
+  registry.add("OptionalHasElement", 15, 1000, &optionalHasElementKernel);
+  registry.add("OptionalGetElement", 15, 1000, &optionalGetElementKernel);
 }
 
 }  // namespace kiln::cpu

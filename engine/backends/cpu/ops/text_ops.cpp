@@ -32,13 +32,16 @@ Status stringConcatKernel(KernelContext& ctx) {
   const auto& xs = x.strings();
   const auto& ys = y.strings();
   auto& dst = out.strings();
-  forEachBroadcast(shape, {broadcastStrides(x.shape(), shape), broadcastStrides(y.shape(), shape)},
-                   [&](int64_t i, const std::vector<int64_t>& off) { dst[i] = xs[off[0]] + ys[off[1]]; });
+  forEachBroadcast(
+      shape, {broadcastStrides(x.shape(), shape), broadcastStrides(y.shape(), shape)},
+      [&](int64_t i, const std::vector<int64_t>& off) { dst[i] = xs[off[0]] + ys[off[1]]; });
   return Status::ok();
 }
 
 // Python's str.isspace for ASCII: space, \t \n \v \f \r and the separators 0x1c-0x1f.
-bool isSpace(char c) { return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f); }
+bool isSpace(char c) {
+  return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f);
+}
 
 // str.split(): runs of whitespace separate, leading and trailing whitespace is dropped;
 // after maxSplit splits the rest (without its leading whitespace) is the last part.
@@ -100,7 +103,8 @@ Status stringSplitKernel(KernelContext& ctx) {
   }
   if (ctx.wantsOutput(1)) {
     Tensor& lengths = ctx.allocateOutput(1, DataType::kInt64, x.shape());
-    for (size_t i = 0; i < parts.size(); ++i) lengths.data<int64_t>()[i] = static_cast<int64_t>(parts[i].size());
+    for (size_t i = 0; i < parts.size(); ++i)
+      lengths.data<int64_t>()[i] = static_cast<int64_t>(parts[i].size());
   }
   return Status::ok();
 }
