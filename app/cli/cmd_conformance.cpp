@@ -23,12 +23,18 @@ enum class Outcome { kPass, kFail, kUnsupported, kNonTensor, kExpectedFail, kUne
 
 const char* outcomeName(Outcome o) {
   switch (o) {
-    case Outcome::kPass: return "PASS";
-    case Outcome::kFail: return "FAIL";
-    case Outcome::kUnsupported: return "UNSUPPORTED";
-    case Outcome::kNonTensor: return "SKIP";
-    case Outcome::kExpectedFail: return "XFAIL";
-    case Outcome::kUnexpectedPass: return "XPASS";
+    case Outcome::kPass:
+      return "PASS";
+    case Outcome::kFail:
+      return "FAIL";
+    case Outcome::kUnsupported:
+      return "UNSUPPORTED";
+    case Outcome::kNonTensor:
+      return "SKIP";
+    case Outcome::kExpectedFail:
+      return "XFAIL";
+    case Outcome::kUnexpectedPass:
+      return "XPASS";
   }
   return "?";
 }
@@ -52,9 +58,11 @@ Status findTests(const std::vector<std::string>& roots, std::vector<fs::path>* f
       continue;
     }
     for (const auto& entry : fs::directory_iterator(root, ec)) {
-      if (entry.is_directory() && fs::exists(entry.path() / "model.onnx")) tests.push_back(entry.path());
+      if (entry.is_directory() && fs::exists(entry.path() / "model.onnx"))
+        tests.push_back(entry.path());
     }
-    if (tests.size() == before) return notFound(root + ": holds no ONNX backend tests (no model.onnx)");
+    if (tests.size() == before)
+      return notFound(root + ": holds no ONNX backend tests (no model.onnx)");
   }
   std::sort(tests.begin(), tests.end());
   return Status::ok();
@@ -108,7 +116,8 @@ TestResult runDataSet(const Network& network, const fs::path& dataDir, TestResul
   std::map<std::string, Shape> inputShapes;
   for (const auto& [name, t] : inputs) inputShapes[name] = t.shape();
   auto inferred = inferShapes(network, inputShapes);
-  if (!inferred.isOk()) return {result.name, Outcome::kFail, "shape inference: " + inferred.status().message()};
+  if (!inferred.isOk())
+    return {result.name, Outcome::kFail, "shape inference: " + inferred.status().message()};
   for (const NamedTensor& out : outputs) {
     auto it = inferred->values.find(out.name);
     if (it == inferred->values.end() || !it->second.hasShape) continue;
@@ -119,15 +128,17 @@ TestResult runDataSet(const Network& network, const fs::path& dataDir, TestResul
       shape.push_back(d.isConst() ? d.constValue() : -1);
     }
     if (concrete && shape != out.tensor.shape()) {
-      return {result.name, Outcome::kFail, "shape inference says " + shapeToString(shape) + " for '" + out.name +
-                                               "', the kernel produced " + shapeToString(out.tensor.shape())};
+      return {result.name, Outcome::kFail,
+              "shape inference says " + shapeToString(shape) + " for '" + out.name +
+                  "', the kernel produced " + shapeToString(out.tensor.shape())};
     }
   }
   const auto outputFiles = sortedFiles(dataDir, "output_");
   for (size_t k = 0; k < outputFiles.size() && k < outputs.size(); ++k) {
     auto expected = readTensorProtoFile(outputFiles[k].string());
     if (!expected.isOk()) return {result.name, Outcome::kFail, expected.status().message()};
-    CompareResult cmp = compareTensors(outputs[k].tensor, expected.value(), toleranceFor(expected->type()));
+    CompareResult cmp =
+        compareTensors(outputs[k].tensor, expected.value(), toleranceFor(expected->type()));
     result.maxAbs = std::max(result.maxAbs, cmp.maxAbsError);
     result.maxRel = std::max(result.maxRel, cmp.maxRelError);
     if (!cmp.match) {
@@ -146,14 +157,17 @@ TestResult runTest(const fs::path& dir) {
     const std::string& msg = network.status().message();
     bool nonTensor = msg.find("is not a tensor") != std::string::npos;
     bool unsupportedOp = network.status().code() == StatusCode::kUnsupported;
-    result.outcome = nonTensor ? Outcome::kNonTensor : unsupportedOp ? Outcome::kUnsupported : Outcome::kFail;
+    result.outcome = nonTensor       ? Outcome::kNonTensor
+                     : unsupportedOp ? Outcome::kUnsupported
+                                     : Outcome::kFail;
     result.detail = msg;
     return result;
   }
   std::vector<fs::path> sets;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    if (entry.is_directory() && entry.path().filename().string().rfind("test_data_set_", 0) == 0) sets.push_back(entry.path());
+    if (entry.is_directory() && entry.path().filename().string().rfind("test_data_set_", 0) == 0)
+      sets.push_back(entry.path());
   }
   std::sort(sets.begin(), sets.end());
   for (const fs::path& set : sets) {
@@ -190,14 +204,18 @@ int runConformance(const std::vector<std::string>& argv) {
   Status parsed = args.parse(argv);
   if (!parsed.isOk()) return fail("conformance", parsed.message(), 2);
   if (args.flag("help") || args.positional().empty()) {
-    std::printf("usage: kiln conformance DIR... [--expected-failures FILE] [--filter SUBSTRING] [--atol A] [--rtol R] [--json] [--quiet]\n"
-                "  DIR is one ONNX backend test (model.onnx + test_data_set_N/) or a folder of them.\n"
-                "  Tests listed in FILE ('name | reason' lines) may fail; one that passes is an error (XPASS).\n");
+    std::printf(
+        "usage: kiln conformance DIR... [--expected-failures FILE] [--filter SUBSTRING] [--atol A] "
+        "[--rtol R] [--json] [--quiet]\n"
+        "  DIR is one ONNX backend test (model.onnx + test_data_set_N/) or a folder of them.\n"
+        "  Tests listed in FILE ('name | reason' lines) may fail; one that passes is an error "
+        "(XPASS).\n");
     return args.flag("help") ? 0 : 2;
   }
   if (args.has("atol") || args.has("rtol")) {
     g_override.set = true;
-    for (Status s : {args.doubleValue("atol", 1e-5, &g_override.value.atol), args.doubleValue("rtol", 1e-3, &g_override.value.rtol)}) {
+    for (Status s : {args.doubleValue("atol", 1e-5, &g_override.value.atol),
+                     args.doubleValue("rtol", 1e-3, &g_override.value.rtol)}) {
       if (!s.isOk()) return fail("conformance", s.message(), 2);
     }
   }
@@ -210,34 +228,52 @@ int runConformance(const std::vector<std::string>& argv) {
   Status found = findTests(args.positional(), &tests);
   if (!found.isOk()) return fail("conformance", found.message());
   for (const fs::path& dir : tests) {
-    if (args.has("filter") && dir.filename().string().find(args.value("filter")) == std::string::npos) continue;
+    if (args.has("filter") &&
+        dir.filename().string().find(args.value("filter")) == std::string::npos)
+      continue;
     TestResult r = runTest(dir);
     const bool listed = expected.count(r.name) > 0;
-    if (listed && (r.outcome == Outcome::kFail || r.outcome == Outcome::kUnsupported)) r.outcome = Outcome::kExpectedFail;
-    else if (listed && r.outcome == Outcome::kPass) r.outcome = Outcome::kUnexpectedPass;
+    if (listed && (r.outcome == Outcome::kFail || r.outcome == Outcome::kUnsupported))
+      r.outcome = Outcome::kExpectedFail;
+    else if (listed && r.outcome == Outcome::kPass)
+      r.outcome = Outcome::kUnexpectedPass;
     ++counts[r.outcome];
     if (args.flag("json")) {
-      report.push_back({{"test", r.name}, {"result", outcomeName(r.outcome)}, {"detail", r.detail},
-                        {"max_abs_error", r.maxAbs}, {"max_rel_error", r.maxRel}});
-    } else if (!args.flag("quiet") || (r.outcome != Outcome::kPass && r.outcome != Outcome::kExpectedFail)) {
-      if (r.outcome == Outcome::kPass) std::printf("PASS %s (max abs %.3g, max rel %.3g)\n", r.name.c_str(), r.maxAbs, r.maxRel);
-      else std::printf("%s %s: %s\n", outcomeName(r.outcome), r.name.c_str(),
-                       r.outcome == Outcome::kUnexpectedPass ? "passes but is listed as an expected failure; remove it" : r.detail.c_str());
+      report.push_back({{"test", r.name},
+                        {"result", outcomeName(r.outcome)},
+                        {"detail", r.detail},
+                        {"max_abs_error", r.maxAbs},
+                        {"max_rel_error", r.maxRel}});
+    } else if (!args.flag("quiet") ||
+               (r.outcome != Outcome::kPass && r.outcome != Outcome::kExpectedFail)) {
+      if (r.outcome == Outcome::kPass)
+        std::printf("PASS %s (max abs %.3g, max rel %.3g)\n", r.name.c_str(), r.maxAbs, r.maxRel);
+      else
+        std::printf("%s %s: %s\n", outcomeName(r.outcome), r.name.c_str(),
+                    r.outcome == Outcome::kUnexpectedPass
+                        ? "passes but is listed as an expected failure; remove it"
+                        : r.detail.c_str());
     }
   }
   const int passed = counts[Outcome::kPass];
-  const int failed = counts[Outcome::kFail] + counts[Outcome::kUnsupported] + counts[Outcome::kUnexpectedPass];
+  const int failed =
+      counts[Outcome::kFail] + counts[Outcome::kUnsupported] + counts[Outcome::kUnexpectedPass];
   if (args.flag("json")) {
-    nlohmann::json summary = {{"passed", passed}, {"failed", counts[Outcome::kFail]},
-                              {"unsupported", counts[Outcome::kUnsupported]}, {"expected_failures", counts[Outcome::kExpectedFail]},
-                              {"unexpected_passes", counts[Outcome::kUnexpectedPass]}, {"skipped_non_tensor", counts[Outcome::kNonTensor]},
+    nlohmann::json summary = {{"passed", passed},
+                              {"failed", counts[Outcome::kFail]},
+                              {"unsupported", counts[Outcome::kUnsupported]},
+                              {"expected_failures", counts[Outcome::kExpectedFail]},
+                              {"unexpected_passes", counts[Outcome::kUnexpectedPass]},
+                              {"skipped_non_tensor", counts[Outcome::kNonTensor]},
                               {"tests", report}};
     std::printf("%s\n", summary.dump(1).c_str());
   } else {
     std::printf("%d passed, %d failed\n", passed, failed);
-    std::printf("(%d unsupported, %d expected failures, %d unexpected passes, %d skipped: not tensor-only)\n",
-                counts[Outcome::kUnsupported], counts[Outcome::kExpectedFail], counts[Outcome::kUnexpectedPass],
-                counts[Outcome::kNonTensor]);
+    std::printf(
+        "(%d unsupported, %d expected failures, %d unexpected passes, %d skipped: not "
+        "tensor-only)\n",
+        counts[Outcome::kUnsupported], counts[Outcome::kExpectedFail],
+        counts[Outcome::kUnexpectedPass], counts[Outcome::kNonTensor]);
   }
   return failed == 0 ? 0 : 1;
 }

@@ -25,7 +25,9 @@ LatencyStats summarize(std::vector<double> ms) {
   LatencyStats s;
   if (ms.empty()) return s;
   std::sort(ms.begin(), ms.end());
-  auto pct = [&](double p) { return ms[std::min(ms.size() - 1, static_cast<size_t>(std::ceil(p * ms.size())) - 1)]; };
+  auto pct = [&](double p) {
+    return ms[std::min(ms.size() - 1, static_cast<size_t>(std::ceil(p * ms.size())) - 1)];
+  };
   s.min = ms.front();
   s.max = ms.back();
   for (double v : ms) s.mean += v / ms.size();
@@ -68,13 +70,16 @@ nlohmann::json tensorSummary(const NamedTensor& out, bool withValues) {
 }
 
 void printSummary(const nlohmann::json& j, const Tensor& t) {
-  std::printf("  %-24s %-8s %-18s", j["name"].get<std::string>().c_str(), j["dtype"].get<std::string>().c_str(),
-              shapeToString(t.shape()).c_str());
+  std::printf("  %-24s %-8s %-18s", j["name"].get<std::string>().c_str(),
+              j["dtype"].get<std::string>().c_str(), shapeToString(t.shape()).c_str());
   if (t.type() != DataType::kString) {
-    std::printf(" min %.6g max %.6g mean %.6g", j["min"].get<double>(), j["max"].get<double>(), j["mean"].get<double>());
-    if (j["non_finite"].get<int64_t>() > 0) std::printf(" (%lld non-finite)", static_cast<long long>(j["non_finite"].get<int64_t>()));
+    std::printf(" min %.6g max %.6g mean %.6g", j["min"].get<double>(), j["max"].get<double>(),
+                j["mean"].get<double>());
+    if (j["non_finite"].get<int64_t>() > 0)
+      std::printf(" (%lld non-finite)", static_cast<long long>(j["non_finite"].get<int64_t>()));
     std::printf("  [");
-    for (int64_t i = 0; i < std::min<int64_t>(t.numel(), 5); ++i) std::printf("%s%.5g", i ? ", " : "", t.valueAsDouble(i));
+    for (int64_t i = 0; i < std::min<int64_t>(t.numel(), 5); ++i)
+      std::printf("%s%.5g", i ? ", " : "", t.valueAsDouble(i));
     std::printf("%s]", t.numel() > 5 ? ", ..." : "");
   }
   std::printf("\n");
@@ -88,46 +93,59 @@ struct NodeProfile {
 
 void printProfile(const std::vector<NodeProfile>& nodes, int64_t iterations, size_t top) {
   std::vector<NodeProfile> sorted = nodes;
-  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.totalMs > b.totalMs; });
+  std::sort(sorted.begin(), sorted.end(),
+            [](const auto& a, const auto& b) { return a.totalMs > b.totalMs; });
   double total = 0;
   for (const auto& n : sorted) total += n.totalMs;
   std::printf("per-node time (CPU wall clock, mean over %lld iterations), top %zu of %zu:\n",
               static_cast<long long>(iterations), std::min(top, sorted.size()), sorted.size());
   for (size_t i = 0; i < std::min(top, sorted.size()); ++i) {
     std::printf("  %8.3f ms %5.1f%%  %-18s %s\n", sorted[i].totalMs / iterations,
-                total > 0 ? 100.0 * sorted[i].totalMs / total : 0.0, sorted[i].opType.c_str(), sorted[i].name.c_str());
+                total > 0 ? 100.0 * sorted[i].totalMs / total : 0.0, sorted[i].opType.c_str(),
+                sorted[i].name.c_str());
   }
 }
 
 }  // namespace
 
 int runRun(const std::vector<std::string>& argv) {
-  Args args({"shapes", "load-inputs", "iterations", "warmup", "export-output", "seed", "backend"}, {"json", "help", "profile"});
+  Args args({"shapes", "load-inputs", "iterations", "warmup", "export-output", "seed", "backend"},
+            {"json", "help", "profile"});
   Status parsed = args.parse(argv);
   if (!parsed.isOk()) return fail("run", parsed.message(), 2);
   if (args.flag("help") || args.positional().size() != 1) {
-    std::printf("usage: kiln run MODEL.onnx [--shapes name:1x3x224x224,...] [--load-inputs name:file.npy|.pb,...]\n"
-                "                [--iterations N (10)] [--warmup N (1)] [--seed N] [--export-output out.json] [--profile] [--json]\n"
-                "  --profile prints the nodes that take the most time (and adds per-node times to --json).\n"
-                "  Inputs not loaded from files get seeded random non-zero data.\n");
+    std::printf(
+        "usage: kiln run MODEL.onnx [--shapes name:1x3x224x224,...] [--load-inputs "
+        "name:file.npy|.pb,...]\n"
+        "                [--iterations N (10)] [--warmup N (1)] [--seed N] [--export-output "
+        "out.json] [--profile] [--json]\n"
+        "  --profile prints the nodes that take the most time (and adds per-node times to "
+        "--json).\n"
+        "  Inputs not loaded from files get seeded random non-zero data.\n");
     return args.flag("help") ? 0 : 2;
   }
   if (args.has("backend") && args.value("backend") != "cpu") {
-    return fail("run", "backend '" + args.value("backend") + "' is not available in this build (use --backend cpu)", 2);
+    return fail("run",
+                "backend '" + args.value("backend") +
+                    "' is not available in this build (use --backend cpu)",
+                2);
   }
   int64_t iterations, warmup, seed;
   std::map<std::string, Shape> shapes;
   std::map<std::string, std::string> files;
-  for (Status s : {args.intValue("iterations", 10, &iterations), args.intValue("warmup", 1, &warmup),
-                   args.intValue("seed", 1, &seed), parseShapeList(args.value("shapes"), &shapes),
-                   parseFileList(args.value("load-inputs"), &files)}) {
+  for (Status s :
+       {args.intValue("iterations", 10, &iterations), args.intValue("warmup", 1, &warmup),
+        args.intValue("seed", 1, &seed), parseShapeList(args.value("shapes"), &shapes),
+        parseFileList(args.value("load-inputs"), &files)}) {
     if (!s.isOk()) return fail("run", s.message(), 2);
   }
-  if (iterations < 1 || warmup < 0) return fail("run", "--iterations must be >= 1 and --warmup >= 0", 2);
+  if (iterations < 1 || warmup < 0)
+    return fail("run", "--iterations must be >= 1 and --warmup >= 0", 2);
   auto network = importOnnxFile(args.positional()[0]);
   if (!network.isOk()) return fail("run", network.status().message());
   std::map<std::string, Tensor> inputs;
-  Status prepared = prepareInputs(network->graph, shapes, files, static_cast<uint32_t>(seed), &inputs);
+  Status prepared =
+      prepareInputs(network->graph, shapes, files, static_cast<uint32_t>(seed), &inputs);
   if (!prepared.isOk()) return fail("run", args.positional()[0] + ": " + prepared.message());
   ReferenceBackend backend(network.value());
   std::vector<NamedTensor> outputs;
@@ -155,8 +173,10 @@ int runRun(const std::vector<std::string>& argv) {
     if (i >= warmup) times.push_back(ms.count());
   }
   LatencyStats s = summarize(times);
-  nlohmann::json result = {{"model", args.positional()[0]}, {"backend", "cpu"}, {"iterations", iterations}};
-  result["latency_ms"] = {{"min", s.min}, {"mean", s.mean}, {"median", s.median}, {"p90", s.p90}, {"p99", s.p99}, {"max", s.max}};
+  nlohmann::json result = {
+      {"model", args.positional()[0]}, {"backend", "cpu"}, {"iterations", iterations}};
+  result["latency_ms"] = {{"min", s.min}, {"mean", s.mean}, {"median", s.median},
+                          {"p90", s.p90}, {"p99", s.p99},   {"max", s.max}};
   result["outputs"] = nlohmann::json::array();
   for (const NamedTensor& out : outputs) result["outputs"].push_back(tensorSummary(out, false));
   if (args.has("export-output")) {
@@ -168,7 +188,8 @@ int runRun(const std::vector<std::string>& argv) {
   }
   if (args.flag("profile")) {
     for (const NodeProfile& n : profile) {
-      result["profile"].push_back({{"name", n.name}, {"op_type", n.opType}, {"mean_ms", n.totalMs / iterations}});
+      result["profile"].push_back(
+          {{"name", n.name}, {"op_type", n.opType}, {"mean_ms", n.totalMs / iterations}});
     }
   }
   if (args.flag("json")) {
@@ -177,11 +198,15 @@ int runRun(const std::vector<std::string>& argv) {
   }
   std::printf("model: %s (backend: cpu reference)\n", args.positional()[0].c_str());
   std::printf("inputs:\n");
-  for (const auto& [name, t] : inputs) std::printf("  %-24s %-8s %s\n", name.c_str(), dataTypeName(t.type()), shapeToString(t.shape()).c_str());
+  for (const auto& [name, t] : inputs)
+    std::printf("  %-24s %-8s %s\n", name.c_str(), dataTypeName(t.type()),
+                shapeToString(t.shape()).c_str());
   std::printf("outputs:\n");
   for (size_t i = 0; i < outputs.size(); ++i) printSummary(result["outputs"][i], outputs[i].tensor);
-  std::printf("latency over %lld iterations (ms): min %.3f  mean %.3f  median %.3f  p90 %.3f  p99 %.3f  max %.3f\n",
-              static_cast<long long>(iterations), s.min, s.mean, s.median, s.p90, s.p99, s.max);
+  std::printf(
+      "latency over %lld iterations (ms): min %.3f  mean %.3f  median %.3f  p90 %.3f  p99 %.3f  "
+      "max %.3f\n",
+      static_cast<long long>(iterations), s.min, s.mean, s.median, s.p90, s.p99, s.max);
   if (args.flag("profile")) printProfile(profile, iterations, 15);
   return 0;
 }

@@ -11,8 +11,10 @@ void printUsage() {
   std::printf(
       "usage: kiln <command> [options]\n\n"
       "commands:\n"
-      "  inspect MODEL.onnx [--shapes n:1x3x224x224] [--json]   model summary: I/O, opsets, ops, params, FLOPs\n"
-      "  run MODEL.onnx [--shapes ...] [--load-inputs n:f.npy] [--iterations N] [--export-output f.json] [--json]\n"
+      "  inspect MODEL.onnx [--shapes n:1x3x224x224] [--json]   model summary: I/O, opsets, ops, "
+      "params, FLOPs\n"
+      "  run MODEL.onnx [--shapes ...] [--load-inputs n:f.npy] [--iterations N] [--export-output "
+      "f.json] [--json]\n"
       "                                                          run on the CPU reference backend\n"
       "  conformance DIR... [--expected-failures FILE] [--json] run ONNX backend node tests\n"
       "  ops [--json]                                            operators the CPU backend runs\n\n"
@@ -22,7 +24,8 @@ void printUsage() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
+      !std::strcmp(argv[1], "help")) {
     printUsage();
     return argc < 2 ? 2 : 0;
   }

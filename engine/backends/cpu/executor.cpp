@@ -38,8 +38,9 @@ void collectUnsupported(const Graph& graph, const Network& network, std::vector<
   for (const Node& node : graph.nodes) {
     int opset = opsetFor(network, node);
     if (!cpu::builtinKernels().find(node.domain, node.opType, opset)) {
-      out->push_back(node.describe() + " domain '" + (node.domain.empty() ? "ai.onnx" : node.domain) +
-                     "' opset " + std::to_string(opset));
+      out->push_back(node.describe() + " domain '" +
+                     (node.domain.empty() ? "ai.onnx" : node.domain) + "' opset " +
+                     std::to_string(opset));
     }
     for (const auto& [key, attr] : node.attributes) {
       if (attr.g) collectUnsupported(*attr.g, network, out);
@@ -71,7 +72,8 @@ struct ReferenceBackend::Impl {
 
   explicit Impl(const Network& n) : network(n) {}
 
-  Status planFor(const Graph& graph, const std::unordered_set<std::string>& keep, const GraphPlan** out) {
+  Status planFor(const Graph& graph, const std::unordered_set<std::string>& keep,
+                 const GraphPlan** out) {
     auto it = plans.find(&graph);
     if (it != plans.end()) {
       *out = &it->second;
@@ -81,20 +83,25 @@ struct ReferenceBackend::Impl {
     std::unordered_map<std::string, size_t> lastUse;
     for (size_t i = 0; i < graph.nodes.size(); ++i) {
       const Node& node = graph.nodes[i];
-      const cpu::KernelEntry* entry = cpu::builtinKernels().find(node.domain, node.opType, opsetFor(network, node));
+      const cpu::KernelEntry* entry =
+          cpu::builtinKernels().find(node.domain, node.opType, opsetFor(network, node));
       if (!entry) {
-        return unsupported(node.describe() + ": no CPU kernel for opset " + std::to_string(opsetFor(network, node)));
+        return unsupported(node.describe() + ": no CPU kernel for opset " +
+                           std::to_string(opsetFor(network, node)));
       }
       plan.kernels.push_back(entry->fn);
-      for (const std::string& in : node.inputs) if (!in.empty()) lastUse[in] = i;
+      for (const std::string& in : node.inputs)
+        if (!in.empty()) lastUse[in] = i;
       for (const std::string& in : node.implicitInputs()) lastUse[in] = i;
-      for (const std::string& o : node.outputs) if (!o.empty() && !lastUse.count(o)) lastUse[o] = i;
+      for (const std::string& o : node.outputs)
+        if (!o.empty() && !lastUse.count(o)) lastUse[o] = i;
     }
     plan.releaseAfter.resize(graph.nodes.size());
     std::unordered_set<std::string> outputs(keep);
     for (const ValueInfo& v : graph.outputs) outputs.insert(v.name);
     for (const auto& [name, index] : lastUse) {
-      if (!outputs.count(name) && !graph.initializers.count(name)) plan.releaseAfter[index].push_back(name);
+      if (!outputs.count(name) && !graph.initializers.count(name))
+        plan.releaseAfter[index].push_back(name);
     }
     *out = &plans.emplace(&graph, std::move(plan)).first->second;
     return Status::ok();
@@ -112,13 +119,16 @@ struct ReferenceBackend::Impl {
       inputs.push_back(t);
     }
     cpu::SubgraphRunner runner = [this, &scope](const Graph& g, const std::vector<Tensor>& in,
-                                                std::vector<Tensor>* out) { return runGraph(g, scope, in, out); };
+                                                std::vector<Tensor>* out) {
+      return runGraph(g, scope, in, out);
+    };
     cpu::KernelContext context(node, std::move(inputs), runner);
     KILN_RETURN_IF_ERROR(kernel(context));
     for (size_t i = 0; i < node.outputs.size(); ++i) {
       if (node.outputs[i].empty()) continue;
       if (i >= context.outputs().size() || !context.outputs()[i].defined()) {
-        return internalError(node.describe() + ": kernel did not produce output '" + node.outputs[i] + "'");
+        return internalError(node.describe() + ": kernel did not produce output '" +
+                             node.outputs[i] + "'");
       }
       scope.values[node.outputs[i]] = std::move(context.outputs()[i]);
     }
@@ -129,8 +139,9 @@ struct ReferenceBackend::Impl {
   Status runGraph(const Graph& graph, const Scope& parent, const std::vector<Tensor>& inputs,
                   std::vector<Tensor>* outputs) {
     if (inputs.size() != graph.inputs.size()) {
-      return invalidArgument("subgraph '" + graph.name + "' expects " + std::to_string(graph.inputs.size()) +
-                             " inputs, got " + std::to_string(inputs.size()));
+      return invalidArgument("subgraph '" + graph.name + "' expects " +
+                             std::to_string(graph.inputs.size()) + " inputs, got " +
+                             std::to_string(inputs.size()));
     }
     Scope scope;
     scope.parent = &parent;
@@ -140,13 +151,16 @@ struct ReferenceBackend::Impl {
     outputs->clear();
     for (const ValueInfo& v : graph.outputs) {
       const Tensor* t = scope.find(v.name);
-      if (!t) return invalidArgument("subgraph '" + graph.name + "' output '" + v.name + "' has no value");
+      if (!t)
+        return invalidArgument("subgraph '" + graph.name + "' output '" + v.name +
+                               "' has no value");
       outputs->push_back(*t);
     }
     return Status::ok();
   }
 
-  Status execute(const Graph& graph, Scope& scope, const std::unordered_set<std::string>& keep, bool topLevel) {
+  Status execute(const Graph& graph, Scope& scope, const std::unordered_set<std::string>& keep,
+                 bool topLevel) {
     const GraphPlan* plan = nullptr;
     KILN_RETURN_IF_ERROR(planFor(graph, keep, &plan));
     for (size_t i = 0; i < graph.nodes.size(); ++i) {
@@ -165,7 +179,8 @@ struct ReferenceBackend::Impl {
   }
 };
 
-ReferenceBackend::ReferenceBackend(const Network& network) : m_impl(std::make_unique<Impl>(network)) {}
+ReferenceBackend::ReferenceBackend(const Network& network)
+    : m_impl(std::make_unique<Impl>(network)) {}
 ReferenceBackend::~ReferenceBackend() = default;
 
 Status ReferenceBackend::validateInputs(const std::map<std::string, Tensor>& inputs) const {
@@ -179,14 +194,15 @@ Status ReferenceBackend::validateInputs(const std::map<std::string, Tensor>& inp
     }
     const Tensor& t = it->second;
     if (info.type != DataType::kUndefined && t.type() != info.type) {
-      return invalidArgument("input '" + info.name + "': expected " + dataTypeName(info.type) + ", got " +
-                             dataTypeName(t.type()));
+      return invalidArgument("input '" + info.name + "': expected " + dataTypeName(info.type) +
+                             ", got " + dataTypeName(t.type()));
     }
     if (!info.hasShape) continue;
     const std::string expected = symbolicShapeToString(info.shape);
     if (static_cast<size_t>(t.rank()) != info.shape.size()) {
       return invalidArgument("input '" + info.name + "': expected shape " + expected + " (rank " +
-                             std::to_string(info.shape.size()) + "), got " + shapeToString(t.shape()));
+                             std::to_string(info.shape.size()) + "), got " +
+                             shapeToString(t.shape()));
     }
     for (int d = 0; d < t.rank(); ++d) {
       const DimExpr& dim = info.shape[d];
@@ -198,8 +214,8 @@ Status ReferenceBackend::validateInputs(const std::map<std::string, Tensor>& inp
         auto [pos, inserted] = symbols.emplace(dim.symbolName(), t.dim(d));
         if (!inserted && pos->second != t.dim(d)) {
           return invalidArgument("input '" + info.name + "': dim '" + dim.symbolName() + "' is " +
-                                 std::to_string(t.dim(d)) + " here but " + std::to_string(pos->second) +
-                                 " in another input");
+                                 std::to_string(t.dim(d)) + " here but " +
+                                 std::to_string(pos->second) + " in another input");
         }
       }
     }
@@ -212,7 +228,8 @@ Status ReferenceBackend::validateInputs(const std::map<std::string, Tensor>& inp
   return Status::ok();
 }
 
-Status ReferenceBackend::run(const std::map<std::string, Tensor>& inputs, std::vector<NamedTensor>* outputs,
+Status ReferenceBackend::run(const std::map<std::string, Tensor>& inputs,
+                             std::vector<NamedTensor>* outputs,
                              const ReferenceRunOptions& options) {
   KILN_RETURN_IF_ERROR(validateInputs(inputs));
   const Graph& graph = m_impl->network.graph;

@@ -16,13 +16,16 @@ namespace kiln::cpu {
 
 // Runs `graph` with `inputs` bound positionally to graph.inputs; outputs come back
 // positionally in graph.outputs order. Values of enclosing scopes stay visible.
-using SubgraphRunner =
-    std::function<Status(const Graph& graph, const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs)>;
+using SubgraphRunner = std::function<Status(const Graph& graph, const std::vector<Tensor>& inputs,
+                                            std::vector<Tensor>* outputs)>;
 
 class KernelContext {
  public:
   KernelContext(const Node& node, std::vector<const Tensor*> inputs, SubgraphRunner runner)
-      : m_node(node), m_inputs(std::move(inputs)), m_outputs(node.outputs.size()), m_runner(std::move(runner)) {}
+      : m_node(node),
+        m_inputs(std::move(inputs)),
+        m_outputs(node.outputs.size()),
+        m_runner(std::move(runner)) {}
 
   const Node& node() const { return m_node; }
   int opset() const { return m_node.opset; }
@@ -38,7 +41,9 @@ class KernelContext {
 
   size_t outputCount() const { return m_outputs.size(); }
   // True when the node names output i (optional outputs may be omitted).
-  bool wantsOutput(size_t i) const { return i < m_node.outputs.size() && !m_node.outputs[i].empty(); }
+  bool wantsOutput(size_t i) const {
+    return i < m_node.outputs.size() && !m_node.outputs[i].empty();
+  }
   // Allocates output i, poisoned (NaN / 0xAB bytes) so unwritten elements show up in tests.
   Tensor& allocateOutput(size_t i, DataType type, const Shape& shape);
   void setOutput(size_t i, Tensor tensor) { m_outputs[i] = std::move(tensor); }
@@ -91,26 +96,30 @@ void registerCastKernels(KernelRegistry& registry);
 void registerReduceKernels(KernelRegistry& registry);
 void registerSoftmaxKernels(KernelRegistry& registry);
 void registerNormalizationKernels(KernelRegistry& registry);
-void registerScanKernels(KernelRegistry& registry);          // CumSum, TopK
+void registerScanKernels(KernelRegistry& registry);  // CumSum, TopK
 void registerConvKernels(KernelRegistry& registry);
 void registerPoolKernels(KernelRegistry& registry);
-void registerMatMulKernels(KernelRegistry& registry);        // Gemm, MatMul, Einsum, ...
+void registerMatMulKernels(KernelRegistry& registry);  // Gemm, MatMul, Einsum, ...
 void registerQuantizeKernels(KernelRegistry& registry);
 void registerRnnKernels(KernelRegistry& registry);
-void registerShapeKernels(KernelRegistry& registry);         // reshape family, concat, slice, pad, ...
+void registerShapeKernels(KernelRegistry& registry);  // reshape family, concat, slice, pad, ...
 void registerGatherScatterKernels(KernelRegistry& registry);
 void registerResizeKernels(KernelRegistry& registry);
-void registerMiscKernels(KernelRegistry& registry);          // NMS, RoiAlign, GridSample, DFT, ...
-void registerControlFlowKernels(KernelRegistry& registry);   // If, Loop, Scan, Constant, Identity
-void registerLossKernels(KernelRegistry& registry);          // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
-void registerTensorExtraKernels(KernelRegistry& registry);   // ReverseSequence, TensorScatter, BitCast, CumProd
+void registerMiscKernels(KernelRegistry& registry);         // NMS, RoiAlign, GridSample, DFT, ...
+void registerControlFlowKernels(KernelRegistry& registry);  // If, Loop, Scan, Constant, Identity
+void registerLossKernels(
+    KernelRegistry& registry);  // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
+void registerTensorExtraKernels(
+    KernelRegistry& registry);  // ReverseSequence, TensorScatter, BitCast, CumProd
 void registerGatedActivationKernels(KernelRegistry& registry);  // Swish, SwiGLU
-void registerTextKernels(KernelRegistry& registry);          // StringConcat, StringSplit, RegexFullMatch
-void registerTfIdfKernels(KernelRegistry& registry);         // TfIdfVectorizer
-void registerAffineGridKernels(KernelRegistry& registry);     // AffineGrid
-void registerDeformConvKernels(KernelRegistry& registry);     // DeformConv
-void registerMlKernels(KernelRegistry& registry);            // ai.onnx.ml Binarizer, ArrayFeatureExtractor, LabelEncoder
+void registerTextKernels(KernelRegistry& registry);   // StringConcat, StringSplit, RegexFullMatch
+void registerTfIdfKernels(KernelRegistry& registry);  // TfIdfVectorizer
+void registerAffineGridKernels(KernelRegistry& registry);  // AffineGrid
+void registerDeformConvKernels(KernelRegistry& registry);  // DeformConv
+void registerMlKernels(
+    KernelRegistry& registry);  // ai.onnx.ml Binarizer, ArrayFeatureExtractor, LabelEncoder
 void registerTreeEnsembleKernels(KernelRegistry& registry);  // ai.onnx.ml TreeEnsemble
-void registerTransformerKernels(KernelRegistry& registry);   // Attention, RMSNormalization, RotaryEmbedding, ...
+void registerTransformerKernels(
+    KernelRegistry& registry);  // Attention, RMSNormalization, RotaryEmbedding, ...
 
 }  // namespace kiln::cpu

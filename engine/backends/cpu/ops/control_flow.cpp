@@ -28,8 +28,9 @@ Status constantKernel(KernelContext& ctx) {
     ctx.setOutput(0, Tensor::int64Vector(node.attrInts("value_ints")));
   } else if (node.hasAttr("value_string") || node.hasAttr("value_strings")) {
     bool scalar = node.hasAttr("value_string");
-    std::vector<std::string> v = scalar ? std::vector<std::string>{node.attrString("value_string", "")}
-                                        : node.attrStrings("value_strings");
+    std::vector<std::string> v = scalar
+                                     ? std::vector<std::string>{node.attrString("value_string", "")}
+                                     : node.attrStrings("value_strings");
     Tensor t(DataType::kString, scalar ? Shape{} : Shape{static_cast<int64_t>(v.size())});
     t.strings() = v;
     ctx.setOutput(0, t);
@@ -39,7 +40,9 @@ Status constantKernel(KernelContext& ctx) {
   return Status::ok();
 }
 
-bool truthy(const Tensor& t) { return t.numel() > 0 && t.valueAsDouble(0) != 0.0; }
+bool truthy(const Tensor& t) {
+  return t.numel() > 0 && t.valueAsDouble(0) != 0.0;
+}
 
 Status ifKernel(KernelContext& ctx) {
   KILN_RETURN_IF_ERROR(ctx.requireInputs(1));
@@ -47,7 +50,8 @@ Status ifKernel(KernelContext& ctx) {
   if (!branch) return ctx.error("missing then_branch/else_branch subgraph");
   std::vector<Tensor> outputs;
   KILN_RETURN_IF_ERROR_CTX(ctx.runSubgraph(*branch, {}, &outputs), ctx.node().describe());
-  if (outputs.size() < ctx.outputCount()) return ctx.error("branch '" + branch->name + "' returns too few outputs");
+  if (outputs.size() < ctx.outputCount())
+    return ctx.error("branch '" + branch->name + "' returns too few outputs");
   for (size_t i = 0; i < ctx.outputCount(); ++i) ctx.setOutput(i, outputs[i]);
   return Status::ok();
 }
@@ -57,8 +61,8 @@ Status stackTensors(const std::vector<Tensor>& parts, int64_t axis, Tensor* out)
   const Tensor& first = parts.front();
   for (const Tensor& p : parts) {
     if (p.shape() != first.shape() || p.type() != first.type())
-      return invalidArgument("scan output changes shape across iterations: " + shapeToString(first.shape()) +
-                             " vs " + shapeToString(p.shape()));
+      return invalidArgument("scan output changes shape across iterations: " +
+                             shapeToString(first.shape()) + " vs " + shapeToString(p.shape()));
   }
   Shape shape = first.shape();
   shape.insert(shape.begin() + axis, static_cast<int64_t>(parts.size()));
@@ -71,7 +75,8 @@ Status stackTensors(const std::vector<Tensor>& parts, int64_t axis, Tensor* out)
     for (size_t k = 0; k < parts.size(); ++k) {
       int64_t dst = (o * static_cast<int64_t>(parts.size()) + static_cast<int64_t>(k)) * inner;
       if (first.type() == DataType::kString) {
-        for (int64_t j = 0; j < inner; ++j) result.strings()[dst + j] = parts[k].strings()[o * inner + j];
+        for (int64_t j = 0; j < inner; ++j)
+          result.strings()[dst + j] = parts[k].strings()[o * inner + j];
       } else if (inner > 0) {
         std::memcpy(static_cast<char*>(result.rawData()) + dst * elem,
                     static_cast<const char*>(parts[k].rawData()) + o * inner * elem, inner * elem);
@@ -88,20 +93,24 @@ Status loopKernel(KernelContext& ctx) {
   int64_t maxTrips = ctx.hasInput(0) ? ctx.input(0).valueAsInt64(0) : INT64_MAX;
   bool cond = ctx.hasInput(1) ? truthy(ctx.input(1)) : true;
   const size_t carried = ctx.inputCount() > 2 ? ctx.inputCount() - 2 : 0;
-  if (body->inputs.size() != carried + 2) return ctx.error("body inputs do not match the loop-carried values");
+  if (body->inputs.size() != carried + 2)
+    return ctx.error("body inputs do not match the loop-carried values");
   if (body->outputs.size() < carried + 1) return ctx.error("body returns too few outputs");
   std::vector<Tensor> state;
   for (size_t i = 0; i < carried; ++i) {
-    if (!ctx.hasInput(i + 2)) return ctx.error("loop-carried input " + std::to_string(i) + " is missing");
+    if (!ctx.hasInput(i + 2))
+      return ctx.error("loop-carried input " + std::to_string(i) + " is missing");
     state.push_back(ctx.input(i + 2));
   }
   const size_t scans = body->outputs.size() - 1 - carried;
   std::vector<std::vector<Tensor>> scanParts(scans);
   for (int64_t trip = 0; trip < maxTrips && cond; ++trip) {
-    std::vector<Tensor> in{Tensor::scalarInt64(trip), Tensor::fromVector(DataType::kBool, {}, std::vector<uint8_t>{1})};
+    std::vector<Tensor> in{Tensor::scalarInt64(trip),
+                           Tensor::fromVector(DataType::kBool, {}, std::vector<uint8_t>{1})};
     in.insert(in.end(), state.begin(), state.end());
     std::vector<Tensor> out;
-    KILN_RETURN_IF_ERROR_CTX(ctx.runSubgraph(*body, in, &out), ctx.node().describe() + " iteration " + std::to_string(trip));
+    KILN_RETURN_IF_ERROR_CTX(ctx.runSubgraph(*body, in, &out),
+                             ctx.node().describe() + " iteration " + std::to_string(trip));
     cond = truthy(out[0]);
     for (size_t i = 0; i < carried; ++i) state[i] = out[1 + i];
     for (size_t i = 0; i < scans; ++i) scanParts[i].push_back(out[1 + carried + i]);
@@ -154,8 +163,10 @@ Status scanKernel(KernelContext& ctx) {
   const int64_t numScanOutputs = static_cast<int64_t>(body->outputs.size()) - numState;
   auto inAxes = node.attrInts("scan_input_axes", std::vector<int64_t>(numScanInputs, 0));
   auto inDirs = node.attrInts("scan_input_directions", std::vector<int64_t>(numScanInputs, 0));
-  auto outAxes = node.attrInts("scan_output_axes", std::vector<int64_t>(std::max<int64_t>(numScanOutputs, 0), 0));
-  auto outDirs = node.attrInts("scan_output_directions", std::vector<int64_t>(std::max<int64_t>(numScanOutputs, 0), 0));
+  auto outAxes = node.attrInts("scan_output_axes",
+                               std::vector<int64_t>(std::max<int64_t>(numScanOutputs, 0), 0));
+  auto outDirs = node.attrInts("scan_output_directions",
+                               std::vector<int64_t>(std::max<int64_t>(numScanOutputs, 0), 0));
   std::vector<Tensor> state;
   for (int64_t i = 0; i < numState; ++i) state.push_back(ctx.input(i));
   int64_t length = -1;
@@ -164,7 +175,8 @@ Status scanKernel(KernelContext& ctx) {
     int64_t axis;
     KILN_RETURN_IF_ERROR_CTX(normalizeAxis(inAxes[i], t.rank(), &axis), node.describe());
     inAxes[i] = axis;
-    if (length >= 0 && t.dim(axis) != length) return ctx.error("scan inputs differ in sequence length");
+    if (length >= 0 && t.dim(axis) != length)
+      return ctx.error("scan inputs differ in sequence length");
     length = t.dim(axis);
   }
   std::vector<std::vector<Tensor>> parts(std::max<int64_t>(numScanOutputs, 0));
@@ -175,7 +187,8 @@ Status scanKernel(KernelContext& ctx) {
       in.push_back(sliceAlong(ctx.input(numState + i), inAxes[i], index));
     }
     std::vector<Tensor> out;
-    KILN_RETURN_IF_ERROR_CTX(ctx.runSubgraph(*body, in, &out), node.describe() + " step " + std::to_string(step));
+    KILN_RETURN_IF_ERROR_CTX(ctx.runSubgraph(*body, in, &out),
+                             node.describe() + " step " + std::to_string(step));
     for (int64_t i = 0; i < numState; ++i) state[i] = out[i];
     for (int64_t i = 0; i < numScanOutputs; ++i) parts[i].push_back(out[numState + i]);
   }
@@ -184,7 +197,8 @@ Status scanKernel(KernelContext& ctx) {
     if (parts[i].empty()) return ctx.unsupported("Scan over an empty sequence");
     if (outDirs[i]) std::reverse(parts[i].begin(), parts[i].end());
     int64_t axis;
-    KILN_RETURN_IF_ERROR_CTX(normalizeAxis(outAxes[i], parts[i][0].rank() + 1, &axis), node.describe());
+    KILN_RETURN_IF_ERROR_CTX(normalizeAxis(outAxes[i], parts[i][0].rank() + 1, &axis),
+                             node.describe());
     Tensor stacked;
     KILN_RETURN_IF_ERROR_CTX(stackTensors(parts[i], axis, &stacked), node.describe());
     ctx.setOutput(numState + i, stacked);

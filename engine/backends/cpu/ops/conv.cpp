@@ -181,30 +181,6 @@ void convolve(const ConvProblem& p, const C* x, const C* w, const C* bias, C* y)
   }
 }
 
-template <class T>
-Status convTyped(KernelContext& ctx, const ConvProblem& p, Tensor& out) {
-  using C = BlasType<T>;
-  const Tensor& x = ctx.input(0);
-  const Tensor& w = ctx.input(1);
-  const Tensor* b = ctx.inputOrNull(2);
-  ComputeView<C> xv(x.data<T>(), x.numel());
-  ComputeView<C> wv(w.data<T>(), w.numel());
-  std::vector<C> biasCopy;
-  if (b) {
-    biasCopy.resize(static_cast<size_t>(b->numel()));
-    convertToBuffer(b->data<T>(), b->numel(), biasCopy.data());
-  }
-  const C* bias = b ? biasCopy.data() : nullptr;
-  if constexpr (std::is_same_v<C, T>) {
-    runConvolution(p, xv.data(), wv.data(), bias, out.data<T>());
-  } else {
-    std::vector<C> y(static_cast<size_t>(out.numel()));
-    runConvolution(p, xv.data(), wv.data(), bias, y.data());
-    convertFromBuffer(y.data(), out.numel(), out.data<T>());
-  }
-  return Status::ok();
-}
-
 Status convKernel(KernelContext& ctx) {
   KILN_RETURN_IF_ERROR(ctx.requireInputs(2));
   const Tensor& x = ctx.input(0);
@@ -223,7 +199,11 @@ Status convKernel(KernelContext& ctx) {
   if (out.numel() == 0) return Status::ok();
   Status status = dispatchFloatTypes(x.type(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    return convTyped<T>(ctx, problem, out);
+    return runTypedConvolution<T>(
+        ctx, problem, out,
+        [](const ConvProblem& q, const auto* x, const auto* w, const auto* bias, auto* y) {
+          runConvolution(q, x, w, bias, y);
+        });
   });
   return status.isOk() ? status : ctx.unsupported(status.message());
 }

@@ -3,7 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
+#include <vector>
 
+#include "backends/cpu/ops/nn_common.h"
 #include "backends/cpu/ops/spatial.h"
 
 namespace kiln::cpu {
@@ -29,6 +32,33 @@ void runConvolution(const ConvProblem& problem, const float* x, const float* w, 
                     float* y);
 void runConvolution(const ConvProblem& problem, const double* x, const double* w,
                     const double* bias, double* y);
+
+// Runs `convolve(problem, x, w, bias, y)` on inputs X, W, optional B of type T, in
+// the BLAS type (float for 16-bit floats), converting in and out where T differs.
+template <class T, class Convolve>
+Status runTypedConvolution(KernelContext& ctx, const ConvProblem& p, Tensor& out,
+                           Convolve convolve) {
+  using C = BlasType<T>;
+  const Tensor& x = ctx.input(0);
+  const Tensor& w = ctx.input(1);
+  const Tensor* b = ctx.inputOrNull(2);
+  ComputeView<C> xv(x.data<T>(), x.numel());
+  ComputeView<C> wv(w.data<T>(), w.numel());
+  std::vector<C> bias;
+  if (b) {
+    bias.resize(static_cast<size_t>(b->numel()));
+    convertToBuffer(b->data<T>(), b->numel(), bias.data());
+  }
+  const C* biasData = b ? bias.data() : nullptr;
+  if constexpr (std::is_same_v<C, T>) {
+    convolve(p, xv.data(), wv.data(), biasData, out.data<T>());
+  } else {
+    std::vector<C> y(static_cast<size_t>(out.numel()));
+    convolve(p, xv.data(), wv.data(), biasData, y.data());
+    convertFromBuffer(y.data(), out.numel(), out.data<T>());
+  }
+  return Status::ok();
+}
 
 Status convTransposeKernel(KernelContext& ctx);  // conv_transpose.cpp
 Status convIntegerKernel(KernelContext& ctx);    // conv_quantized.cpp

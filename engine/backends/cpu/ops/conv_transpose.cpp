@@ -156,30 +156,6 @@ void convolveTranspose(const ConvProblem& p, const C* x, const C* w, const C* bi
   }
 }
 
-template <class T>
-Status convTransposeTyped(KernelContext& ctx, const ConvProblem& p, Tensor& out) {
-  using C = BlasType<T>;
-  const Tensor& x = ctx.input(0);
-  const Tensor& w = ctx.input(1);
-  const Tensor* b = ctx.inputOrNull(2);
-  ComputeView<C> xv(x.data<T>(), x.numel());
-  ComputeView<C> wv(w.data<T>(), w.numel());
-  std::vector<C> bias;
-  if (b) {
-    bias.resize(static_cast<size_t>(b->numel()));
-    convertToBuffer(b->data<T>(), b->numel(), bias.data());
-  }
-  const C* biasData = b ? bias.data() : nullptr;
-  if constexpr (std::is_same_v<C, T>) {
-    convolveTranspose(p, xv.data(), wv.data(), biasData, out.data<T>());
-  } else {
-    std::vector<C> y(static_cast<size_t>(out.numel()));
-    convolveTranspose(p, xv.data(), wv.data(), biasData, y.data());
-    convertFromBuffer(y.data(), out.numel(), out.data<T>());
-  }
-  return Status::ok();
-}
-
 }  // namespace
 
 Status convTransposeKernel(KernelContext& ctx) {
@@ -213,7 +189,11 @@ Status convTransposeKernel(KernelContext& ctx) {
   if (out.numel() == 0) return Status::ok();
   Status status = dispatchFloatTypes(x.type(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    return convTransposeTyped<T>(ctx, p, out);
+    return runTypedConvolution<T>(
+        ctx, p, out,
+        [](const ConvProblem& q, const auto* x, const auto* w, const auto* bias, auto* y) {
+          convolveTranspose(q, x, w, bias, y);
+        });
   });
   return status.isOk() ? status : ctx.unsupported(status.message());
 }

@@ -8,16 +8,21 @@ Status broadcastShapes(const Shape& a, const Shape& b, Shape* out) {
   for (size_t i = 0; i < rank; ++i) {
     int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
     int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
-    if (da == db || db == 1) (*out)[i] = da;
-    else if (da == 1) (*out)[i] = db;
-    else return invalidArgument("shapes " + shapeToString(a) + " and " + shapeToString(b) + " cannot broadcast");
+    if (da == db || db == 1)
+      (*out)[i] = da;
+    else if (da == 1)
+      (*out)[i] = db;
+    else
+      return invalidArgument("shapes " + shapeToString(a) + " and " + shapeToString(b) +
+                             " cannot broadcast");
   }
   return Status::ok();
 }
 
 std::vector<int64_t> contiguousStrides(const Shape& shape) {
   std::vector<int64_t> strides(shape.size(), 1);
-  for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i) strides[i] = strides[i + 1] * shape[i + 1];
+  for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i)
+    strides[i] = strides[i + 1] * shape[i + 1];
   return strides;
 }
 
@@ -31,12 +36,25 @@ std::vector<int64_t> broadcastStrides(const Shape& in, const Shape& out) {
 
 Status normalizeAxis(int64_t axis, int64_t rank, int64_t* out) {
   if (axis < -rank || axis >= std::max<int64_t>(rank, 1)) {
-    return invalidArgument("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+    return invalidArgument("axis " + std::to_string(axis) + " is out of range for rank " +
+                           std::to_string(rank));
   }
   *out = axis < 0 ? axis + rank : axis;
   return Status::ok();
 }
 
-std::vector<int64_t> readInt64s(const Tensor& tensor) { return tensor.toInt64Vector(); }
+Status resolveAxis(const KernelContext& ctx, int64_t axis, int64_t rank, const char* what,
+                   int64_t* out) {
+  if (axis < -rank || axis >= rank) {
+    return ctx.error(std::string(what) + " " + std::to_string(axis) + " is out of range for rank " +
+                     std::to_string(rank));
+  }
+  *out = axis < 0 ? axis + rank : axis;
+  return Status::ok();
+}
+
+std::vector<int64_t> readInt64s(const Tensor& tensor) {
+  return tensor.toInt64Vector();
+}
 
 }  // namespace kiln::cpu

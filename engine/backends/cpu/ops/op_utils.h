@@ -22,20 +22,34 @@ struct TypeTag {
 template <class F>
 Status dispatchAllTypes(DataType type, F&& f) {
   switch (type) {
-    case DataType::kFloat32: return f(TypeTag<float>{});
-    case DataType::kFloat64: return f(TypeTag<double>{});
-    case DataType::kFloat16: return f(TypeTag<Half>{});
-    case DataType::kBFloat16: return f(TypeTag<BFloat16>{});
-    case DataType::kInt8: return f(TypeTag<int8_t>{});
-    case DataType::kUInt8: return f(TypeTag<uint8_t>{});
-    case DataType::kInt16: return f(TypeTag<int16_t>{});
-    case DataType::kUInt16: return f(TypeTag<uint16_t>{});
-    case DataType::kInt32: return f(TypeTag<int32_t>{});
-    case DataType::kUInt32: return f(TypeTag<uint32_t>{});
-    case DataType::kInt64: return f(TypeTag<int64_t>{});
-    case DataType::kUInt64: return f(TypeTag<uint64_t>{});
-    case DataType::kBool: return f(TypeTag<bool>{});
-    default: return Status(StatusCode::kUnsupported, std::string("data type ") + dataTypeName(type));
+    case DataType::kFloat32:
+      return f(TypeTag<float>{});
+    case DataType::kFloat64:
+      return f(TypeTag<double>{});
+    case DataType::kFloat16:
+      return f(TypeTag<Half>{});
+    case DataType::kBFloat16:
+      return f(TypeTag<BFloat16>{});
+    case DataType::kInt8:
+      return f(TypeTag<int8_t>{});
+    case DataType::kUInt8:
+      return f(TypeTag<uint8_t>{});
+    case DataType::kInt16:
+      return f(TypeTag<int16_t>{});
+    case DataType::kUInt16:
+      return f(TypeTag<uint16_t>{});
+    case DataType::kInt32:
+      return f(TypeTag<int32_t>{});
+    case DataType::kUInt32:
+      return f(TypeTag<uint32_t>{});
+    case DataType::kInt64:
+      return f(TypeTag<int64_t>{});
+    case DataType::kUInt64:
+      return f(TypeTag<uint64_t>{});
+    case DataType::kBool:
+      return f(TypeTag<bool>{});
+    default:
+      return Status(StatusCode::kUnsupported, std::string("data type ") + dataTypeName(type));
   }
 }
 
@@ -43,17 +57,23 @@ Status dispatchAllTypes(DataType type, F&& f) {
 template <class F>
 Status dispatchFloatTypes(DataType type, F&& f) {
   switch (type) {
-    case DataType::kFloat32: return f(TypeTag<float>{});
-    case DataType::kFloat64: return f(TypeTag<double>{});
-    case DataType::kFloat16: return f(TypeTag<Half>{});
-    case DataType::kBFloat16: return f(TypeTag<BFloat16>{});
-    default: return Status(StatusCode::kUnsupported, std::string("data type ") + dataTypeName(type));
+    case DataType::kFloat32:
+      return f(TypeTag<float>{});
+    case DataType::kFloat64:
+      return f(TypeTag<double>{});
+    case DataType::kFloat16:
+      return f(TypeTag<Half>{});
+    case DataType::kBFloat16:
+      return f(TypeTag<BFloat16>{});
+    default:
+      return Status(StatusCode::kUnsupported, std::string("data type ") + dataTypeName(type));
   }
 }
 
 // The arithmetic type to compute in: float for Half/BFloat16, T otherwise.
 template <class T>
-using ComputeType = std::conditional_t<std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>, float, T>;
+using ComputeType =
+    std::conditional_t<std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>, float, T>;
 
 // ONNX multidirectional (numpy) broadcasting of two shapes; error if incompatible.
 Status broadcastShapes(const Shape& a, const Shape& b, Shape* out);
@@ -85,6 +105,10 @@ void forEachBroadcast(const Shape& shape, const std::vector<std::vector<int64_t>
     }
   }
 }
+
+// As normalizeAxis, with an error naming the node and `what` ("axis", "attribute axis").
+Status resolveAxis(const KernelContext& ctx, int64_t axis, int64_t rank, const char* what,
+                   int64_t* out);
 
 // Reads a 1-D int tensor (int32/int64) as int64 values.
 std::vector<int64_t> readInt64s(const Tensor& tensor);

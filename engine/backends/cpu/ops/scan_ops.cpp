@@ -26,16 +26,6 @@ AxisSplit splitAt(const Shape& shape, int64_t axis) {
   return s;
 }
 
-Status resolveAxis(const KernelContext& ctx, int64_t axis, int64_t rank, const char* what,
-                   int64_t* out) {
-  if (axis < -rank || axis >= rank) {
-    return ctx.error(std::string(what) + " " + std::to_string(axis) + " is out of range for rank " +
-                     std::to_string(rank));
-  }
-  *out = axis < 0 ? axis + rank : axis;
-  return Status::ok();
-}
-
 // Reads a one-element integer input (CumSum's axis, TopK's K).
 Status readScalarInput(const KernelContext& ctx, size_t i, const char* name, int64_t* out) {
   const Tensor& t = ctx.input(i);

@@ -11,16 +11,6 @@
 namespace kiln::cpu {
 namespace {
 
-Status resolveAxis(const KernelContext& ctx, int64_t axis, int64_t rank, const char* what,
-                   int64_t* out) {
-  if (axis < -rank || axis >= rank) {
-    return ctx.error(std::string(what) + " " + std::to_string(axis) + " is out of range for rank " +
-                     std::to_string(rank));
-  }
-  *out = axis < 0 ? axis + rank : axis;
-  return Status::ok();
-}
-
 // Product of the dims in [begin, end).
 int64_t dimProduct(const Shape& shape, int64_t begin, int64_t end) {
   int64_t n = 1;
