@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/tensor_compare.h"
 #include "kiln/onnx_import.h"
+#include "kiln/cuda_runtime.h"
 #include "kiln/reference_backend.h"
 #include "kiln/shape_inference.h"
 
@@ -96,6 +97,41 @@ Tolerance toleranceFor(DataType type) {
   return t;
 }
 
+// Which backend runs the tests, and how the CUDA runs placed their layers.
+bool g_useCuda = false;
+std::map<std::string, int64_t> g_placements;
+
+Status runOnCpu(const Network& network, const std::map<std::string, Tensor>& inputs,
+                std::vector<NamedTensor>* outputs) {
+  ReferenceBackend backend(network);
+  return backend.run(inputs, outputs);
+}
+
+// Builds a CUDA engine (float32, TF32 off) for the test, runs it once, and copies
+// the outputs back.
+Status runOnCuda(const Network& network, const std::map<std::string, Tensor>& inputs,
+                 std::vector<NamedTensor>* outputs) {
+  ReferenceBackend reference(network);
+  KILN_RETURN_IF_ERROR(reference.validateInputs(inputs));
+  cuda::EngineOptions options;
+  options.allowTf32 = false;
+  auto engine = cuda::Engine::create(std::make_shared<Network>(network), options);
+  if (!engine.isOk()) return engine.status();
+  auto context = engine.value()->createContext();
+  if (!context.isOk()) return context.status();
+  cuda::ExecutionContext& ctx = *context.value();
+  for (const auto& [name, t] : inputs) KILN_RETURN_IF_ERROR(ctx.setInput(name, t));
+  KILN_RETURN_IF_ERROR(ctx.execute());
+  for (const cuda::LayerInfo& layer : ctx.layers()) ++g_placements[cuda::layerPlacementName(layer.placement)];
+  outputs->clear();
+  for (const std::string& name : ctx.outputNames()) {
+    auto out = ctx.getOutput(name);
+    if (!out.isOk()) return out.status();
+    outputs->push_back({name, out.value()});
+  }
+  return Status::ok();
+}
+
 TestResult runDataSet(const Network& network, const fs::path& dataDir, TestResult result) {
   std::map<std::string, Tensor> inputs;
   const auto inputFiles = sortedFiles(dataDir, "input_");
@@ -104,9 +140,8 @@ TestResult runDataSet(const Network& network, const fs::path& dataDir, TestResul
     if (!t.isOk()) return {result.name, Outcome::kFail, t.status().message()};
     inputs[network.graph.inputs[k].name] = std::move(t).value();
   }
-  ReferenceBackend backend(network);
   std::vector<NamedTensor> outputs;
-  Status status = backend.run(inputs, &outputs);
+  Status status = g_useCuda ? runOnCuda(network, inputs, &outputs) : runOnCpu(network, inputs, &outputs);
   if (!status.isOk()) {
     Outcome o = status.code() == StatusCode::kUnsupported ? Outcome::kUnsupported : Outcome::kFail;
     return {result.name, o, status.message()};
@@ -200,17 +235,25 @@ std::map<std::string, std::string> readExpectedFailures(const std::string& path,
 }  // namespace
 
 int runConformance(const std::vector<std::string>& argv) {
-  Args args({"expected-failures", "filter", "atol", "rtol"}, {"json", "quiet", "help"});
+  Args args({"expected-failures", "filter", "atol", "rtol", "backend"}, {"json", "quiet", "help"});
   Status parsed = args.parse(argv);
   if (!parsed.isOk()) return fail("conformance", parsed.message(), 2);
   if (args.flag("help") || args.positional().empty()) {
     std::printf(
         "usage: kiln conformance DIR... [--expected-failures FILE] [--filter SUBSTRING] [--atol A] "
-        "[--rtol R] [--json] [--quiet]\n"
+        "[--rtol R] [--backend cpu|cuda] [--json] [--quiet]\n"
+        "  --backend cuda runs each test on the CUDA engine (fp32, TF32 off); default cpu.\n"
         "  DIR is one ONNX backend test (model.onnx + test_data_set_N/) or a folder of them.\n"
         "  Tests listed in FILE ('name | reason' lines) may fail; one that passes is an error "
         "(XPASS).\n");
     return args.flag("help") ? 0 : 2;
+  }
+  const std::string backend = args.value("backend", "cpu");
+  if (backend != "cpu" && backend != "cuda") return fail("conformance", "unknown backend '" + backend + "'", 2);
+  if (backend == "cuda") {
+    cuda::DeviceInfo device = cuda::probeCudaDevice();
+    if (!device.available) return fail("conformance", "CUDA backend unavailable: " + device.reason);
+    g_useCuda = true;
   }
   if (args.has("atol") || args.has("rtol")) {
     g_override.set = true;
@@ -266,6 +309,7 @@ int runConformance(const std::vector<std::string>& argv) {
                               {"unexpected_passes", counts[Outcome::kUnexpectedPass]},
                               {"skipped_non_tensor", counts[Outcome::kNonTensor]},
                               {"tests", report}};
+    if (g_useCuda) summary["cuda_layer_placements"] = g_placements;
     std::printf("%s\n", summary.dump(1).c_str());
   } else {
     std::printf("%d passed, %d failed\n", passed, failed);
@@ -274,6 +318,12 @@ int runConformance(const std::vector<std::string>& argv) {
         "tensor-only)\n",
         counts[Outcome::kUnsupported], counts[Outcome::kExpectedFail],
         counts[Outcome::kUnexpectedPass], counts[Outcome::kNonTensor]);
+    if (g_useCuda) {
+      std::printf("CUDA layer placement:");
+      for (const auto& [placement, n] : g_placements)
+        std::printf(" %s %lld", placement.c_str(), static_cast<long long>(n));
+      std::printf("\n");
+    }
   }
   return failed == 0 ? 0 : 1;
 }

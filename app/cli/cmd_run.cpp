@@ -10,80 +10,14 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/run_report.h"
 #include "cli/tensor_args.h"
+#include "kiln/cuda_runtime.h"
 #include "kiln/onnx_import.h"
 #include "kiln/reference_backend.h"
 
 namespace kiln::cli {
 namespace {
-
-struct LatencyStats {
-  double min = 0, mean = 0, median = 0, p90 = 0, p99 = 0, max = 0;
-};
-
-LatencyStats summarize(std::vector<double> ms) {
-  LatencyStats s;
-  if (ms.empty()) return s;
-  std::sort(ms.begin(), ms.end());
-  auto pct = [&](double p) {
-    return ms[std::min(ms.size() - 1, static_cast<size_t>(std::ceil(p * ms.size())) - 1)];
-  };
-  s.min = ms.front();
-  s.max = ms.back();
-  for (double v : ms) s.mean += v / ms.size();
-  s.median = ms.size() % 2 ? ms[ms.size() / 2] : (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]) / 2;
-  s.p90 = pct(0.90);
-  s.p99 = pct(0.99);
-  return s;
-}
-
-nlohmann::json tensorSummary(const NamedTensor& out, bool withValues) {
-  const Tensor& t = out.tensor;
-  nlohmann::json j = {{"name", out.name}, {"dtype", dataTypeName(t.type())}, {"shape", t.shape()}};
-  if (t.type() == DataType::kString) {
-    if (withValues) j["values"] = t.strings();
-    return j;
-  }
-  double lo = INFINITY, hi = -INFINITY, sum = 0;
-  int64_t nonFinite = 0;
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    double v = t.valueAsDouble(i);
-    if (!std::isfinite(v)) {
-      ++nonFinite;
-      continue;
-    }
-    lo = std::min(lo, v);
-    hi = std::max(hi, v);
-    sum += v;
-  }
-  const int64_t finite = t.numel() - nonFinite;
-  j["min"] = finite ? lo : 0.0;
-  j["max"] = finite ? hi : 0.0;
-  j["mean"] = finite ? sum / finite : 0.0;
-  j["non_finite"] = nonFinite;
-  if (withValues) {
-    std::vector<double> values(t.numel());
-    for (int64_t i = 0; i < t.numel(); ++i) values[i] = t.valueAsDouble(i);
-    j["values"] = values;
-  }
-  return j;
-}
-
-void printSummary(const nlohmann::json& j, const Tensor& t) {
-  std::printf("  %-24s %-8s %-18s", j["name"].get<std::string>().c_str(),
-              j["dtype"].get<std::string>().c_str(), shapeToString(t.shape()).c_str());
-  if (t.type() != DataType::kString) {
-    std::printf(" min %.6g max %.6g mean %.6g", j["min"].get<double>(), j["max"].get<double>(),
-                j["mean"].get<double>());
-    if (j["non_finite"].get<int64_t>() > 0)
-      std::printf(" (%lld non-finite)", static_cast<long long>(j["non_finite"].get<int64_t>()));
-    std::printf("  [");
-    for (int64_t i = 0; i < std::min<int64_t>(t.numel(), 5); ++i)
-      std::printf("%s%.5g", i ? ", " : "", t.valueAsDouble(i));
-    std::printf("%s]", t.numel() > 5 ? ", ..." : "");
-  }
-  std::printf("\n");
-}
 
 // Per-node wall time accumulated over the measured iterations.
 struct NodeProfile {
@@ -109,32 +43,48 @@ void printProfile(const std::vector<NodeProfile>& nodes, int64_t iterations, siz
 }  // namespace
 
 int runRun(const std::vector<std::string>& argv) {
-  Args args({"shapes", "load-inputs", "iterations", "warmup", "export-output", "seed", "backend"},
-            {"json", "help", "profile"});
+  Args args({"shapes", "load-inputs", "iterations", "warmup", "export-output", "seed", "backend",
+             "duration", "streams", "export-profile", "export-times", "precision", "device"},
+            {"json", "help", "profile", "no-data-transfers", "cuda-graph", "fp16", "bf16", "no-tf32"});
   Status parsed = args.parse(argv);
   if (!parsed.isOk()) return fail("run", parsed.message(), 2);
   if (args.flag("help") || args.positional().size() != 1) {
     std::printf(
         "usage: kiln run MODEL.onnx [--shapes name:1x3x224x224,...] [--load-inputs "
         "name:file.npy|.pb,...]\n"
-        "                [--iterations N (10)] [--warmup N (1)] [--seed N] [--export-output "
-        "out.json] [--profile] [--json]\n"
-        "  --profile prints the nodes that take the most time (and adds per-node times to "
-        "--json).\n"
+        "                [--backend cpu|cuda] [--iterations N (10)] [--warmup MS (200; cpu: 1 run)]\n"
+        "                [--seed N] [--export-output out.json] [--profile] [--json]\n"
+        "  CUDA benchmark mode (as trtexec):\n"
+        "    --duration S (3)        run at least S seconds after warm-up\n"
+        "    --streams N (1)         N streams, each with its own execution context\n"
+        "    --no-data-transfers     time without host<->device copies\n"
+        "    --cuda-graph            capture the network once and replay it\n"
+        "    --fp16 | --bf16         store and compute float tensors in 16 bits\n"
+        "    --no-tf32               float32 GEMM/conv without TF32 tensor cores\n"
+        "    --export-profile f.json per-layer times (trtexec --exportProfile shape)\n"
+        "    --export-times f.json   per-inference timestamps (trtexec --exportTimes shape)\n"
+        "    --device N (0)\n"
+        "  --backend defaults to cuda when a CUDA device is usable, else cpu (with a notice).\n"
+        "  --profile prints the layers that take the most time.\n"
         "  Inputs not loaded from files get seeded random non-zero data.\n");
     return args.flag("help") ? 0 : 2;
   }
-  if (args.has("backend") && args.value("backend") != "cpu") {
-    return fail("run",
-                "backend '" + args.value("backend") +
-                    "' is not available in this build (use --backend cpu)",
-                2);
+  std::string backendName = args.value("backend");
+  std::string fallbackNotice;  // printed once the model and inputs are known to be good
+  if (backendName.empty()) {
+    cuda::DeviceInfo device = cuda::probeCudaDevice();
+    backendName = device.available ? "cuda" : "cpu";
+    if (!device.available) fallbackNotice = device.reason;
+  }
+  if (backendName != "cpu" && backendName != "cuda") {
+    return fail("run", "unknown backend '" + backendName + "' (use cpu or cuda)", 2);
   }
   int64_t iterations, warmup, seed;
   std::map<std::string, Shape> shapes;
   std::map<std::string, std::string> files;
   for (Status s :
-       {args.intValue("iterations", 10, &iterations), args.intValue("warmup", 1, &warmup),
+       {args.intValue("iterations", 10, &iterations),
+        args.intValue("warmup", backendName == "cuda" ? 200 : 1, &warmup),
         args.intValue("seed", 1, &seed), parseShapeList(args.value("shapes"), &shapes),
         parseFileList(args.value("load-inputs"), &files)}) {
     if (!s.isOk()) return fail("run", s.message(), 2);
@@ -147,7 +97,17 @@ int runRun(const std::vector<std::string>& argv) {
   Status prepared =
       prepareInputs(network->graph, shapes, files, static_cast<uint32_t>(seed), &inputs);
   if (!prepared.isOk()) return fail("run", args.positional()[0] + ": " + prepared.message());
+  if (backendName == "cuda") {
+    auto shared = std::make_shared<Network>(std::move(network.value()));
+    return runOnCuda(args, shared, inputs, iterations, static_cast<double>(warmup));
+  }
   ReferenceBackend backend(network.value());
+  Status valid = backend.validateInputs(inputs);
+  if (!valid.isOk()) return fail("run", args.positional()[0] + ": " + valid.message());
+  if (!fallbackNotice.empty() && !args.flag("json")) {
+    std::fprintf(stderr, "kiln run: no usable CUDA device (%s); running on the CPU reference backend\n",
+                 fallbackNotice.c_str());
+  }
   std::vector<NamedTensor> outputs;
   std::vector<double> times;
   std::vector<NodeProfile> profile(network->graph.nodes.size());

@@ -2,15 +2,26 @@
 // name and returns the process exit code (0 ok, 1 failure, 2 usage error).
 #pragma once
 
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "kiln/graph.h"
+#include "kiln/tensor.h"
+
 namespace kiln::cli {
+
+class Args;
 
 int runInspect(const std::vector<std::string>& args);
 int runRun(const std::vector<std::string>& args);
 int runConformance(const std::vector<std::string>& args);
 int runOps(const std::vector<std::string>& args);
+
+// The CUDA path of `kiln run` (trtexec-style benchmark), after inputs are prepared.
+int runOnCuda(const Args& args, std::shared_ptr<Network> network,
+              const std::map<std::string, Tensor>& inputs, int64_t iterations, double warmupMs);
 
 // Prints "kiln <command>: <message>" to stderr and returns `code`.
 int fail(const std::string& command, const std::string& message, int code = 1);

@@ -179,6 +179,29 @@ struct ReferenceBackend::Impl {
   }
 };
 
+Status runReferenceNode(const Node& node, const std::map<std::string, Tensor>& values,
+                        std::vector<Tensor>* outputs) {
+  Network network;  // only consulted for opsets, which the node carries
+  if (node.opset > 0) network.opsets[node.domain] = node.opset;
+  ReferenceBackend::Impl impl(network);
+  ReferenceRunOptions options;
+  impl.options = &options;
+  const cpu::KernelEntry* entry =
+      cpu::builtinKernels().find(node.domain, node.opType, opsetFor(network, node));
+  if (!entry) {
+    return unsupported(node.describe() + ": no CPU kernel for opset " +
+                       std::to_string(opsetFor(network, node)));
+  }
+  Scope scope;
+  for (const auto& [name, t] : values) scope.values[name] = t;
+  KILN_RETURN_IF_ERROR(impl.runNode(node, entry->fn, scope));
+  outputs->clear();
+  for (const std::string& name : node.outputs) {
+    outputs->push_back(name.empty() ? Tensor() : scope.values[name]);
+  }
+  return Status::ok();
+}
+
 ReferenceBackend::ReferenceBackend(const Network& network)
     : m_impl(std::make_unique<Impl>(network)) {}
 ReferenceBackend::~ReferenceBackend() = default;

@@ -30,6 +30,9 @@ struct ReferenceRunOptions {
   const std::atomic<bool>* cancel = nullptr;
 };
 
+Status runReferenceNode(const Node& node, const std::map<std::string, Tensor>& values,
+                        std::vector<Tensor>* outputs);
+
 class ReferenceBackend {
  public:
   // `network` must outlive the backend.
@@ -46,9 +49,18 @@ class ReferenceBackend {
   Status validateInputs(const std::map<std::string, Tensor>& inputs) const;
 
  private:
+  friend Status runReferenceNode(const Node& node, const std::map<std::string, Tensor>& values,
+                                 std::vector<Tensor>* outputs);
   struct Impl;
   std::unique_ptr<Impl> m_impl;
 };
+
+// Runs one node on the reference kernels. `values` holds every value the node reads
+// by name: its inputs and, for If/Loop/Scan, the outer values its subgraphs use.
+// Outputs come back in node output order (undefined tensors for omitted outputs).
+// Other backends use it for ops they run on the host.
+Status runReferenceNode(const Node& node, const std::map<std::string, Tensor>& values,
+                        std::vector<Tensor>* outputs);
 
 // Lists every node (recursively, subgraphs included) that has no CPU kernel for
 // its domain, op type and opset, as one message per node: "node 'x' (#3, Foo) domain

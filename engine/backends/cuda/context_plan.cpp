@@ -1,0 +1,144 @@
+#include "backends/cuda/context_plan.h"
+
+#include <algorithm>
+#include <set>
+
+#include "backends/cuda/memory_planner.h"
+
+namespace kiln::cuda {
+namespace {
+
+bool allConst(const SymbolicShape& shape, Shape* out) {
+  out->clear();
+  for (const DimExpr& d : shape) {
+    if (!d.isConst()) return false;
+    out->push_back(d.constValue());
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<ContextPlan> planContext(const EngineImpl& engine,
+                                const std::map<std::string, Shape>& inputShapes) {
+  const Graph& graph = engine.network().graph;
+  auto inferred = inferShapes(engine.network(), inputShapes);
+  if (!inferred.isOk()) return inferred.status();
+  ShapeInferenceResult& result = inferred.value();
+
+  ContextPlan plan;
+  auto valueFor = [&](const std::string& name) -> PlannedValue& {
+    auto [it, inserted] = plan.values.try_emplace(name);
+    if (inserted) {
+      auto info = result.values.find(name);
+      if (info != result.values.end()) {
+        it->second.modelType = info->second.type;
+        it->second.shapeKnown =
+            info->second.hasShape && allConst(info->second.shape, &it->second.shape);
+      }
+      it->second.storage = engine.storageType(it->second.modelType);
+    }
+    return it->second;
+  };
+
+  for (const auto& [name, weight] : engine.weights()) valueFor(name).home = ValueHome::kWeight;
+  std::set<std::string> outputs;
+  for (const ValueInfo& v : graph.outputs) outputs.insert(v.name);
+  for (const ValueInfo& v : graph.inputs) {
+    if (graph.initializers.count(v.name)) continue;
+    PlannedValue& value = valueFor(v.name);
+    value.shapeKnown = true;
+    value.shape = inputShapes.at(v.name);
+    bool converted = value.storage != value.modelType;
+    value.home = converted ? ValueHome::kArena : ValueHome::kInputBinding;
+    value.firstStep = 0;
+  }
+
+  const int stepCount = static_cast<int>(graph.nodes.size());
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    const Node& node = graph.nodes[n];
+    const NodeChoice& choice = engine.choices()[n];
+    PlannedStep step;
+    step.nodeIndex = n;
+    bool folded = !node.outputs.empty();
+    for (const std::string& o : node.outputs)
+      if (!o.empty() && !result.folded.count(o)) folded = false;
+    if (folded) {
+      step.placement = LayerPlacement::kFolded;
+      step.implementation = "folded at prepare time";
+    } else if (choice.entry && choice.entry->aliasesInput0) {
+      step.placement = LayerPlacement::kAlias;
+      step.entry = choice.entry;
+      step.implementation = "view of its input (no kernel)";
+    } else if (choice.entry) {
+      step.entry = choice.entry;
+    } else {
+      step.placement = LayerPlacement::kHostFallback;
+      step.note = choice.fallbackReason + "; runs on the host";
+      step.implementation = "CPU reference kernel";
+    }
+    const int s = static_cast<int>(n);
+    for (size_t i = 0; i < node.outputs.size(); ++i) {
+      const std::string& o = node.outputs[i];
+      if (o.empty()) continue;
+      PlannedValue& value = valueFor(o);
+      value.firstStep = s;
+      value.lastStep = std::max(value.lastStep, s);
+      if (folded) {
+        value.home = ValueHome::kFolded;
+        plan.folded[o] = result.folded.at(o);
+        value.shapeKnown = true;
+        value.shape = plan.folded[o].shape();
+      } else if (outputs.count(o) && value.storage == value.modelType) {
+        value.home = ValueHome::kOutputBinding;
+      } else if (step.placement == LayerPlacement::kAlias && i == 0) {
+        value.home = ValueHome::kAlias;
+        const PlannedValue& source = valueFor(node.inputs[0]);
+        value.aliasRoot = source.home == ValueHome::kAlias ? source.aliasRoot : node.inputs[0];
+      } else {
+        value.home = value.shapeKnown ? ValueHome::kArena : ValueHome::kDynamic;
+      }
+    }
+    if (!folded) {
+      std::vector<std::string> reads(node.inputs.begin(), node.inputs.end());
+      for (const std::string& name : node.implicitInputs()) reads.push_back(name);
+      for (const std::string& name : reads) {
+        if (name.empty()) continue;
+        PlannedValue& value = valueFor(name);
+        value.lastStep = std::max(value.lastStep, s);
+      }
+    }
+    plan.steps.push_back(std::move(step));
+  }
+  for (const std::string& name : outputs) valueFor(name).lastStep = stepCount;
+  // A view keeps its root's bytes alive.
+  for (auto& [name, value] : plan.values) {
+    if (value.home != ValueHome::kAlias) continue;
+    PlannedValue& root = valueFor(value.aliasRoot);
+    root.lastStep = std::max(root.lastStep, value.lastStep);
+  }
+  // Pack the arena.
+  std::vector<std::string> arenaNames;
+  std::vector<BufferLifetime> lifetimes;
+  for (auto& [name, value] : plan.values) {
+    if (value.home != ValueHome::kArena) continue;
+    arenaNames.push_back(name);
+    int64_t bytes = shapeNumel(value.shape) * static_cast<int64_t>(dataTypeSize(value.storage));
+    lifetimes.push_back({bytes, value.firstStep, std::max(value.lastStep, value.firstStep)});
+  }
+  MemoryPlan memory = planMemory(lifetimes);
+  for (size_t i = 0; i < arenaNames.size(); ++i)
+    plan.values[arenaNames[i]].offset = memory.offsets[i];
+  plan.arenaBytes = memory.arenaBytes;
+  plan.unsharedBytes = memory.unsharedBytes;
+  // Release points: after the last step that reads a value (graph outputs live on).
+  for (auto& [name, value] : plan.values) {
+    if (outputs.count(name) || value.home == ValueHome::kWeight || value.home == ValueHome::kFolded)
+      continue;
+    if (value.lastStep >= 0 && value.lastStep < stepCount)
+      plan.steps[value.lastStep].releaseAfter.push_back(name);
+  }
+  return plan;
+}
+
+}  // namespace kiln::cuda

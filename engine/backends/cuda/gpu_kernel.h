@@ -1,0 +1,137 @@
+// The CUDA backend's kernel interface. A GPU kernel is a plain function that reads
+// its node's device inputs, allocates its outputs through the context (arena slots
+// planned from shape inference) and enqueues work on the context's stream. It never
+// synchronizes: values it needs on the host (shapes, axes, pads) come from
+// hostInput(), which is free for constants and recorded as a host round trip
+// otherwise. Registration is explicit, one function per op family (ops/*.cu/.cpp).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kiln/cuda_runtime.h"
+#include "kiln/graph.h"
+#include "kiln/status.h"
+#include "kiln/tensor.h"
+
+namespace kiln::cuda {
+
+class Libraries;
+
+// A tensor in device memory: packed row-major, `type` is the storage type.
+struct DeviceTensor {
+  DataType type = DataType::kUndefined;
+  Shape shape;
+  void* data = nullptr;
+
+  int64_t numel() const { return shapeNumel(shape); }
+  size_t byteSize() const { return static_cast<size_t>(numel()) * dataTypeSize(type); }
+  int rank() const { return static_cast<int>(shape.size()); }
+  template <class T>
+  T* as() const {
+    return static_cast<T*>(data);
+  }
+};
+
+class GpuKernelContext {
+ public:
+  virtual ~GpuKernelContext() = default;
+
+  virtual const Node& node() const = 0;
+  int opset() const { return node().opset; }
+
+  // Input slots (omitted optional inputs are slots with hasInput() false).
+  virtual size_t inputCount() const = 0;
+  virtual bool hasInput(size_t i) const = 0;
+  virtual const DeviceTensor& input(size_t i) const = 0;
+  // The input's values on the host. Free for initializers and values folded at
+  // prepare time (returned in the model's type); otherwise a device-to-host copy in
+  // the storage type that synchronizes the stream, recorded in the layer's note (and
+  // refused during CUDA graph capture). Read values with valueAsDouble/toInt64Vector.
+  virtual Result<Tensor> hostInput(size_t i) = 0;
+
+  virtual size_t outputCount() const = 0;
+  virtual bool wantsOutput(size_t i) const = 0;
+  // The device buffer for output i. The planned arena slot when shape inference
+  // predicted this shape, else a stream-ordered allocation freed after its last use.
+  virtual Result<DeviceTensor> allocateOutput(size_t i, DataType type, const Shape& shape) = 0;
+  // Scratch memory valid until the kernel's work on the stream completes.
+  virtual Result<void*> workspace(size_t bytes) = 0;
+
+  virtual cudaStream_t stream() const = 0;
+  virtual Libraries& libraries() = 0;
+  virtual const EngineOptions& options() const = 0;
+  // The storage type of ONNX float32 values under the engine's precision.
+  virtual DataType floatType() const = 0;
+  // Maps a type named by the model (Cast's `to`, ConstantOfShape's value) to storage.
+  DataType storageType(DataType modelType) const {
+    return modelType == DataType::kFloat32 ? floatType() : modelType;
+  }
+
+  // State kept for this node across enqueues of this context (e.g. a cuDNN plan);
+  // cleared when input shapes change.
+  virtual std::shared_ptr<void>& layerState() = 0;
+  // Describes what ran, for the inspector ("cudnn engine 3", "cublasLt algo 21").
+  virtual void setImplementation(const std::string& text) = 0;
+
+  // Errors with the node's description prepended.
+  Status error(const std::string& message) const;
+  Status unsupported(const std::string& message) const;
+};
+
+using GpuKernelFn = Status (*)(GpuKernelContext& context);
+// "" when the kernel handles this node with these input storage types; otherwise
+// the reason, and the node runs through the host fallback.
+using GpuSupportFn = std::string (*)(const Node& node, const std::vector<DataType>& inputTypes);
+
+struct GpuKernelEntry {
+  std::string domain;  // "" = ai.onnx
+  std::string opType;
+  int sinceVersion = 1;
+  int untilVersion = 1000;
+  GpuKernelFn fn = nullptr;
+  GpuSupportFn supports =
+      nullptr;  // nullptr: float32/float16/bfloat16 data inputs only. A kernel may still return
+  // kUnsupported at run time for a variant it lacks: the node then moves to the host
+  // fallback for good, with the message as its note (never during graph capture).
+  // Output 0 is input 0's bytes under a new shape (Reshape, Squeeze, ...): no kernel
+  // runs; `fn` is still called to validate and compute the shape via allocateOutput.
+  bool aliasesInput0 = false;
+};
+
+class GpuKernelRegistry {
+ public:
+  void add(GpuKernelEntry entry);
+  // Convenience for the common case.
+  void add(const std::string& opType, int sinceVersion, int untilVersion, GpuKernelFn fn,
+           GpuSupportFn supports = nullptr);
+  const GpuKernelEntry* find(const std::string& domain, const std::string& opType, int opset) const;
+  const std::vector<GpuKernelEntry>& entries() const { return m_entries; }
+
+ private:
+  std::vector<GpuKernelEntry> m_entries;
+};
+
+const GpuKernelRegistry& builtinGpuKernels();
+
+// Support predicates shared by families.
+std::string supportsFloatTypes(const Node& node, const std::vector<DataType>& types);
+// float32/16/bf16/64 and every integer type and bool.
+std::string supportsNumericTypes(const Node& node, const std::vector<DataType>& types);
+// Any type that is not a string (data movement ops copy bytes).
+std::string supportsAnyFixedSizeType(const Node& node, const std::vector<DataType>& types);
+
+// One registration function per op family.
+void registerElementwiseGpuKernels(GpuKernelRegistry& registry);
+void registerReduceGpuKernels(GpuKernelRegistry& registry);
+void registerNormalizationGpuKernels(GpuKernelRegistry& registry);
+void registerDataMovementGpuKernels(GpuKernelRegistry& registry);
+void registerPoolGpuKernels(GpuKernelRegistry& registry);
+void registerConvGpuKernels(GpuKernelRegistry& registry);
+void registerMatMulGpuKernels(GpuKernelRegistry& registry);
+void registerShapeGpuKernels(GpuKernelRegistry& registry);
+
+}  // namespace kiln::cuda

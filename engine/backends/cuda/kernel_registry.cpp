@@ -1,0 +1,77 @@
+#include "backends/cuda/gpu_kernel.h"
+
+namespace kiln::cuda {
+
+void GpuKernelRegistry::add(GpuKernelEntry entry) {
+  m_entries.push_back(std::move(entry));
+}
+
+void GpuKernelRegistry::add(const std::string& opType, int sinceVersion, int untilVersion,
+                            GpuKernelFn fn, GpuSupportFn supports) {
+  GpuKernelEntry entry;
+  entry.opType = opType;
+  entry.sinceVersion = sinceVersion;
+  entry.untilVersion = untilVersion;
+  entry.fn = fn;
+  entry.supports = supports;
+  m_entries.push_back(std::move(entry));
+}
+
+const GpuKernelEntry* GpuKernelRegistry::find(const std::string& domain, const std::string& opType,
+                                              int opset) const {
+  const std::string& d = domain == "ai.onnx" ? std::string() : domain;
+  for (const GpuKernelEntry& e : m_entries) {
+    if (e.opType == opType && e.domain == d && opset >= e.sinceVersion && opset <= e.untilVersion)
+      return &e;
+  }
+  return nullptr;
+}
+
+const GpuKernelRegistry& builtinGpuKernels() {
+  static const GpuKernelRegistry registry = [] {
+    GpuKernelRegistry r;
+    registerElementwiseGpuKernels(r);
+    registerReduceGpuKernels(r);
+    registerNormalizationGpuKernels(r);
+    registerDataMovementGpuKernels(r);
+    registerPoolGpuKernels(r);
+    registerConvGpuKernels(r);
+    registerMatMulGpuKernels(r);
+    registerShapeGpuKernels(r);
+    return r;
+  }();
+  return registry;
+}
+
+namespace {
+bool isFloatStorage(DataType t) {
+  return t == DataType::kFloat32 || t == DataType::kFloat16 || t == DataType::kBFloat16;
+}
+}  // namespace
+
+std::string supportsFloatTypes(const Node&, const std::vector<DataType>& types) {
+  for (DataType t : types) {
+    if (t != DataType::kUndefined && !isFloatStorage(t))
+      return std::string("no GPU kernel for ") + dataTypeName(t) + " inputs";
+  }
+  return "";
+}
+
+std::string supportsNumericTypes(const Node&, const std::vector<DataType>& types) {
+  for (DataType t : types) {
+    if (t == DataType::kUndefined) continue;
+    bool ok = isFloatStorage(t) || t == DataType::kFloat64 || t == DataType::kBool ||
+              (isInteger(t) && dataTypeSize(t) >= 1 && packedElementBits(t) == 0);
+    if (!ok) return std::string("no GPU kernel for ") + dataTypeName(t) + " inputs";
+  }
+  return "";
+}
+
+std::string supportsAnyFixedSizeType(const Node&, const std::vector<DataType>& types) {
+  for (DataType t : types) {
+    if (t == DataType::kString) return "strings stay on the host";
+  }
+  return "";
+}
+
+}  // namespace kiln::cuda

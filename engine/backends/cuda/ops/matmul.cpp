@@ -1,0 +1,271 @@
+// MatMul and Gemm through cuBLASLt. Row-major ONNX matrices are handed to the
+// column-major library as their transposes (C^T = B^T A^T), batches as strided
+// batches (stride 0 for a broadcast operand), a 2-D right operand folds the left
+// operand's batch into M, and Gemm's bias row becomes the BIAS epilogue. The
+// heuristic's first algorithm for each shape is cached in the layer's state.
+#include <cublasLt.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/device_common_host.h"
+#include "backends/cuda/gpu_kernel.h"
+#include "backends/cuda/libraries.h"
+
+namespace kiln::cuda {
+namespace {
+
+// One GEMM in row-major terms: D[b] = alpha * op(A[b]) * op(B[b]) (+ beta * C or + bias).
+struct GemmProblem {
+  DataType type = DataType::kFloat32;
+  int64_t m = 0, n = 0, k = 0;
+  bool transA = false, transB = false;
+  int64_t batch = 1;
+  int64_t strideA = 0, strideB = 0, strideD = 0;  // elements between batches
+  float alpha = 1.f, beta = 0.f;
+  bool bias = false;  // bias vector of length n added to every row
+  bool tf32 = false;
+
+  bool operator==(const GemmProblem& o) const {
+    return type == o.type && m == o.m && n == o.n && k == o.k && transA == o.transA &&
+           transB == o.transB && batch == o.batch && strideA == o.strideA && strideB == o.strideB &&
+           strideD == o.strideD && alpha == o.alpha && beta == o.beta && bias == o.bias &&
+           tf32 == o.tf32;
+  }
+};
+
+cudaDataType_t cudaTypeOf(DataType type) {
+  switch (type) {
+    case DataType::kFloat16:
+      return CUDA_R_16F;
+    case DataType::kBFloat16:
+      return CUDA_R_16BF;
+    default:
+      return CUDA_R_32F;
+  }
+}
+
+// Descriptors and the chosen algorithm for one problem.
+struct GemmPlan {
+  GemmProblem problem;
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  size_t workspace = 0;
+  ~GemmPlan() {
+    if (op) cublasLtMatmulDescDestroy(op);
+    if (a) cublasLtMatrixLayoutDestroy(a);
+    if (b) cublasLtMatrixLayoutDestroy(b);
+    if (d) cublasLtMatrixLayoutDestroy(d);
+  }
+};
+
+Status makeLayout(cublasLtMatrixLayout_t* layout, DataType type, int64_t rows, int64_t cols,
+                  int64_t ld, int64_t batch, int64_t stride) {
+  KILN_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(layout, cudaTypeOf(type), rows, cols, ld));
+  if (batch > 1) {
+    int32_t count = static_cast<int32_t>(batch);
+    KILN_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(*layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                                                       &count, sizeof(count)));
+    KILN_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(
+        *layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)));
+  }
+  return Status::ok();
+}
+
+// Column-major view: D^T (n x m) = op(B)^T (n x k) * op(A)^T (k x m).
+Status buildPlan(GpuKernelContext& ctx, const GemmProblem& p, GemmPlan* plan) {
+  plan->problem = p;
+  cublasComputeType_t compute = p.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  KILN_CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan->op, compute, CUDA_R_32F));
+  cublasOperation_t opFirst = p.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t opSecond = p.transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+  KILN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSA, &opFirst,
+                                                   sizeof(opFirst)));
+  KILN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSB, &opSecond,
+                                                   sizeof(opSecond)));
+  if (p.bias) {
+    cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    KILN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                                     &epilogue, sizeof(epilogue)));
+  }
+  // Stored matrices: B is [k, n] row-major = n x k column-major (ld n), or [n, k] when transB.
+  KILN_RETURN_IF_ERROR(makeLayout(&plan->a, p.type, p.transB ? p.k : p.n, p.transB ? p.n : p.k,
+                                  p.transB ? p.k : p.n, p.batch, p.strideB));
+  KILN_RETURN_IF_ERROR(makeLayout(&plan->b, p.type, p.transA ? p.m : p.k, p.transA ? p.k : p.m,
+                                  p.transA ? p.m : p.k, p.batch, p.strideA));
+  KILN_RETURN_IF_ERROR(makeLayout(&plan->d, p.type, p.n, p.m, p.n, p.batch, p.strideD));
+  auto handle = ctx.libraries().cublasLt();
+  if (!handle.isOk()) return handle.status();
+  cublasLtMatmulPreference_t preference = nullptr;
+  KILN_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
+  uint64_t maxWorkspace =
+      static_cast<uint64_t>(std::min<int64_t>(ctx.options().workspaceLimitBytes, 64LL << 20));
+  cublasStatus_t status = cublasLtMatmulPreferenceSetAttribute(
+      preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &maxWorkspace, sizeof(maxWorkspace));
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  if (status == CUBLAS_STATUS_SUCCESS) {
+    status = cublasLtMatmulAlgoGetHeuristic(handle.value(), plan->op, plan->a, plan->b, plan->d,
+                                            plan->d, preference, 1, &result, &found);
+  }
+  cublasLtMatmulPreferenceDestroy(preference);
+  KILN_CUBLAS_CHECK(status);
+  if (found == 0) {
+    return ctx.unsupported("cuBLASLt has no algorithm for " + std::to_string(p.m) + "x" +
+                           std::to_string(p.n) + "x" + std::to_string(p.k));
+  }
+  plan->algo = result.algo;
+  plan->workspace = result.workspaceSize;
+  return Status::ok();
+}
+
+Status runGemm(GpuKernelContext& ctx, const GemmProblem& p, const void* a, const void* b, void* d,
+               const void* bias) {
+  if (p.m == 0 || p.n == 0 || p.batch == 0) return Status::ok();
+  auto& state = ctx.layerState();
+  auto plan = std::static_pointer_cast<GemmPlan>(state);
+  if (!plan || !(plan->problem == p)) {
+    plan = std::make_shared<GemmPlan>();
+    KILN_RETURN_IF_ERROR(buildPlan(ctx, p, plan.get()));
+    state = plan;
+    ctx.setImplementation("cublasLt heuristic algorithm (" +
+                          std::string(p.tf32 ? "tf32" : "fp32 accumulate") +
+                          (p.bias ? ", bias epilogue" : "") + ")");
+  }
+  if (p.bias) {
+    KILN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                     &bias, sizeof(bias)));
+  }
+  void* workspace = nullptr;
+  if (plan->workspace > 0) {
+    auto ws = ctx.workspace(plan->workspace);
+    if (!ws.isOk()) return ws.status();
+    workspace = ws.value();
+  }
+  auto handle = ctx.libraries().cublasLt();
+  if (!handle.isOk()) return handle.status();
+  if (p.k == 0) {  // empty reduction: D = beta * D (bias ignored only when absent)
+    return ctx.unsupported("GEMM with an empty reduction dim");
+  }
+  KILN_CUBLAS_CHECK(cublasLtMatmul(handle.value(), plan->op, &p.alpha, b, plan->a, a, plan->b,
+                                   &p.beta, d, plan->d, d, plan->d, &plan->algo, workspace,
+                                   plan->workspace, ctx.stream()));
+  return Status::ok();
+}
+
+bool useTf32(const GpuKernelContext& ctx, DataType type) {
+  return type == DataType::kFloat32 && ctx.options().allowTf32;
+}
+
+bool allOnes(const Shape& s) {
+  return std::all_of(s.begin(), s.end(), [](int64_t d) { return d == 1; });
+}
+
+Status matMulKernel(GpuKernelContext& ctx) {
+  const DeviceTensor& a = ctx.input(0);
+  const DeviceTensor& b = ctx.input(1);
+  if (a.type != b.type) return ctx.error("operands have different types");
+  if (a.rank() == 0 || b.rank() == 0) return ctx.error("MatMul operands must have rank >= 1");
+  Shape as = a.shape, bs = b.shape;
+  bool squeezeM = false, squeezeN = false;
+  if (as.size() == 1) {
+    as.insert(as.begin(), 1);
+    squeezeM = true;
+  }
+  if (bs.size() == 1) {
+    bs.push_back(1);
+    squeezeN = true;
+  }
+  const int64_t m = as[as.size() - 2], k = as.back(), n = bs.back();
+  if (bs[bs.size() - 2] != k) {
+    return ctx.error("inner dims differ: " + shapeToString(a.shape) + " x " +
+                     shapeToString(b.shape));
+  }
+  Shape batchA(as.begin(), as.end() - 2), batchB(bs.begin(), bs.end() - 2);
+  size_t rank = std::max(batchA.size(), batchB.size());
+  batchA.insert(batchA.begin(), rank - batchA.size(), 1);
+  batchB.insert(batchB.begin(), rank - batchB.size(), 1);
+  Shape batch(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    if (batchA[i] != batchB[i] && batchA[i] != 1 && batchB[i] != 1) {
+      return ctx.error("batch dims do not broadcast: " + shapeToString(a.shape) + " x " +
+                       shapeToString(b.shape));
+    }
+    batch[i] = std::max(batchA[i], batchB[i]);
+  }
+  Shape outShape = batch;
+  if (!squeezeM) outShape.push_back(m);
+  if (!squeezeN) outShape.push_back(n);
+  auto out = ctx.allocateOutput(0, a.type, outShape);
+  if (!out.isOk()) return out.status();
+  const int64_t batchCount = shapeNumel(batch);
+  GemmProblem p;
+  p.type = a.type;
+  p.k = k;
+  p.n = n;
+  p.tf32 = useTf32(ctx, a.type);
+  if (allOnes(batchB)) {
+    // Right operand shared by every batch: fold the left batch into M.
+    p.m = m * (allOnes(batchA) ? 1 : batchCount);
+    if (!allOnes(batchA) && batchA != batch) return ctx.unsupported("broadcast left batch");
+    return runGemm(ctx, p, a.data, b.data, out.value().data, nullptr);
+  }
+  p.m = m;
+  p.batch = batchCount;
+  p.strideD = m * n;
+  if ((batchA == batch || allOnes(batchA)) && (batchB == batch || allOnes(batchB))) {
+    p.strideA = allOnes(batchA) ? 0 : m * k;
+    p.strideB = allOnes(batchB) ? 0 : k * n;
+    return runGemm(ctx, p, a.data, b.data, out.value().data, nullptr);
+  }
+  return ctx.unsupported("MatMul with partially broadcast batch dims " + shapeToString(a.shape) +
+                         " x " + shapeToString(b.shape));
+}
+
+Status gemmKernel(GpuKernelContext& ctx) {
+  const DeviceTensor& a = ctx.input(0);
+  const DeviceTensor& b = ctx.input(1);
+  if (a.rank() != 2 || b.rank() != 2) return ctx.error("Gemm needs 2-D A and B");
+  GemmProblem p;
+  p.type = a.type;
+  p.transA = ctx.node().attrInt("transA", 0) != 0;
+  p.transB = ctx.node().attrInt("transB", 0) != 0;
+  p.m = p.transA ? a.shape[1] : a.shape[0];
+  p.k = p.transA ? a.shape[0] : a.shape[1];
+  const int64_t kB = p.transB ? b.shape[1] : b.shape[0];
+  p.n = p.transB ? b.shape[0] : b.shape[1];
+  if (kB != p.k)
+    return ctx.error("inner dims differ: " + shapeToString(a.shape) + " x " +
+                     shapeToString(b.shape));
+  p.alpha = ctx.node().attrFloat("alpha", 1.f);
+  float beta = ctx.node().attrFloat("beta", 1.f);
+  p.tf32 = useTf32(ctx, a.type);
+  auto out = ctx.allocateOutput(0, a.type, {p.m, p.n});
+  if (!out.isOk()) return out.status();
+  const void* bias = nullptr;
+  if (ctx.hasInput(2) && beta != 0.f) {
+    const DeviceTensor& c = ctx.input(2);
+    if (c.type != a.type) return ctx.error("C has a different type");
+    const Shape& cs = c.shape;
+    bool row = (cs.size() == 1 && cs[0] == p.n) || (cs.size() == 2 && cs[0] == 1 && cs[1] == p.n);
+    if (row && beta == 1.f && p.n > 1) {
+      p.bias = true;
+      bias = c.data;
+    } else {
+      KILN_RETURN_IF_ERROR(broadcastInto(c, out.value(), ctx.stream()));
+      p.beta = beta;
+    }
+  }
+  return runGemm(ctx, p, a.data, b.data, out.value().data, bias);
+}
+
+}  // namespace
+
+void registerMatMulGpuKernels(GpuKernelRegistry& registry) {
+  registry.add("MatMul", 1, 1000, matMulKernel);
+  registry.add("Gemm", 1, 1000, gemmKernel);
+}
+
+}  // namespace kiln::cuda

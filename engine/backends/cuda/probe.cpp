@@ -1,0 +1,86 @@
+#include <cublasLt.h>
+#include <cudnn.h>
+#include <cuda_runtime_api.h>
+
+#include "kiln/cuda_runtime.h"
+
+namespace kiln::cuda {
+
+bool builtWithCuda() {
+  return true;
+}
+
+const char* precisionName(Precision precision) {
+  switch (precision) {
+    case Precision::kFloat32:
+      return "fp32";
+    case Precision::kFloat16:
+      return "fp16";
+    case Precision::kBFloat16:
+      return "bf16";
+  }
+  return "?";
+}
+
+const char* layerPlacementName(LayerPlacement placement) {
+  switch (placement) {
+    case LayerPlacement::kGpu:
+      return "gpu";
+    case LayerPlacement::kFolded:
+      return "folded";
+    case LayerPlacement::kAlias:
+      return "alias";
+    case LayerPlacement::kHostFallback:
+      return "host-fallback";
+  }
+  return "?";
+}
+
+DeviceInfo probeCudaDevice(int ordinal) {
+  DeviceInfo info;
+  info.ordinal = ordinal;
+  cudaRuntimeGetVersion(&info.runtimeVersion);
+  cudaError_t error = cudaDriverGetVersion(&info.driverVersion);
+  if (error != cudaSuccess || info.driverVersion == 0) {
+    info.reason = "no NVIDIA driver is installed (libcuda could not be loaded)";
+    return info;
+  }
+  int count = 0;
+  error = cudaGetDeviceCount(&count);
+  if (error != cudaSuccess) {
+    info.reason = std::string("the CUDA driver reports ") + cudaGetErrorString(error);
+    cudaGetLastError();
+    return info;
+  }
+  if (ordinal < 0 || ordinal >= count) {
+    info.reason = count == 0 ? "no CUDA device is visible"
+                             : "device " + std::to_string(ordinal) + " does not exist (" +
+                                   std::to_string(count) + " visible)";
+    return info;
+  }
+  cudaDeviceProp prop{};
+  error = cudaGetDeviceProperties(&prop, ordinal);
+  if (error != cudaSuccess) {
+    info.reason = std::string("cannot query device: ") + cudaGetErrorString(error);
+    return info;
+  }
+  if (info.driverVersion < info.runtimeVersion) {
+    info.reason = "the driver supports CUDA " + std::to_string(info.driverVersion / 1000) + "." +
+                  std::to_string(info.driverVersion % 1000 / 10) + " but Kiln was built with " +
+                  std::to_string(info.runtimeVersion / 1000) + "." +
+                  std::to_string(info.runtimeVersion % 1000 / 10);
+    return info;
+  }
+  info.available = true;
+  info.name = prop.name;
+  info.computeMajor = prop.major;
+  info.computeMinor = prop.minor;
+  info.multiprocessors = prop.multiProcessorCount;
+  info.totalMemoryBytes = static_cast<int64_t>(prop.totalGlobalMem);
+  info.l2CacheBytes = prop.l2CacheSize;
+  info.cudnnVersion = static_cast<int>(cudnnGetVersion());
+  info.cublasVersion = static_cast<int>(cublasLtGetVersion());
+  return info;
+}
+
+}  // namespace kiln::cuda

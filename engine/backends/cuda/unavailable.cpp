@@ -1,0 +1,60 @@
+// The CUDA runtime's entry points in a build without the CUDA toolkit: each says
+// so, and callers fall back to the CPU reference backend.
+#include "kiln/cuda_runtime.h"
+
+namespace kiln::cuda {
+
+bool builtWithCuda() {
+  return false;
+}
+
+const char* precisionName(Precision precision) {
+  switch (precision) {
+    case Precision::kFloat32:
+      return "fp32";
+    case Precision::kFloat16:
+      return "fp16";
+    case Precision::kBFloat16:
+      return "bf16";
+  }
+  return "?";
+}
+
+const char* layerPlacementName(LayerPlacement placement) {
+  switch (placement) {
+    case LayerPlacement::kGpu:
+      return "gpu";
+    case LayerPlacement::kFolded:
+      return "folded";
+    case LayerPlacement::kAlias:
+      return "alias";
+    case LayerPlacement::kHostFallback:
+      return "host-fallback";
+  }
+  return "?";
+}
+
+DeviceInfo probeCudaDevice(int ordinal) {
+  DeviceInfo info;
+  info.ordinal = ordinal;
+  info.reason = "this Kiln was built without the CUDA toolkit (CPU-only build)";
+  return info;
+}
+
+Result<std::shared_ptr<Engine>> Engine::create(std::shared_ptr<const Network>,
+                                               const EngineOptions&) {
+  return unsupported(
+      "the CUDA backend is not available: this Kiln was built without the CUDA toolkit");
+}
+
+}  // namespace kiln::cuda
+
+#include "kiln/cuda_benchmark.h"
+
+namespace kiln::cuda {
+Result<BenchmarkResult> runBenchmark(Engine&, const std::map<std::string, Tensor>&,
+                                     const BenchmarkOptions&) {
+  return unsupported(
+      "the CUDA backend is not available: this Kiln was built without the CUDA toolkit");
+}
+}  // namespace kiln::cuda

@@ -1,0 +1,212 @@
+#include "gpu/gpu_op_test.h"
+
+#include <cstdio>
+#include <map>
+
+#include "kiln/reference_backend.h"
+
+namespace kiln::test {
+
+std::vector<PrecisionTolerance> defaultTolerances() {
+  return {{cuda::Precision::kFloat32, 1e-5, 1e-5},
+          {cuda::Precision::kFloat16, 3e-3, 3e-3},
+          {cuda::Precision::kBFloat16, 2e-2, 2e-2}};
+}
+
+std::vector<PrecisionTolerance> fp32Only(double atol, double rtol) {
+  return {{cuda::Precision::kFloat32, atol, rtol}};
+}
+
+bool gpuAvailable() {
+  static const bool available = [] {
+    cuda::DeviceInfo info = cuda::probeCudaDevice();
+    if (!info.available) {
+      std::fprintf(stderr, "*** GPU TESTS SKIPPED: no CUDA device: %s ***\n", info.reason.c_str());
+    }
+    return info.available;
+  }();
+  return available;
+}
+
+GpuOpTest::GpuOpTest(const std::string& opType, int opset, const std::string& domain) {
+  m_node.opType = opType;
+  m_node.domain = domain;
+  m_node.opset = opset;
+  m_node.name = opType + "_under_test";
+}
+
+static Attribute makeInt(int64_t v) {
+  Attribute a;
+  a.kind = Attribute::Kind::kInt;
+  a.i = v;
+  return a;
+}
+
+GpuOpTest& GpuOpTest::attr(const std::string& name, int64_t value) {
+  m_node.attributes[name] = makeInt(value);
+  return *this;
+}
+GpuOpTest& GpuOpTest::attr(const std::string& name, float value) {
+  Attribute a;
+  a.kind = Attribute::Kind::kFloat;
+  a.f = value;
+  m_node.attributes[name] = a;
+  return *this;
+}
+GpuOpTest& GpuOpTest::attr(const std::string& name, const std::string& value) {
+  Attribute a;
+  a.kind = Attribute::Kind::kString;
+  a.s = value;
+  m_node.attributes[name] = a;
+  return *this;
+}
+GpuOpTest& GpuOpTest::attr(const std::string& name, const std::vector<int64_t>& values) {
+  Attribute a;
+  a.kind = Attribute::Kind::kInts;
+  a.ints = values;
+  m_node.attributes[name] = a;
+  return *this;
+}
+GpuOpTest& GpuOpTest::attr(const std::string& name, const std::vector<float>& values) {
+  Attribute a;
+  a.kind = Attribute::Kind::kFloats;
+  a.floats = values;
+  m_node.attributes[name] = a;
+  return *this;
+}
+
+GpuOpTest& GpuOpTest::attr(const std::string& name, const Tensor& value) {
+  Attribute a;
+  a.kind = Attribute::Kind::kTensor;
+  a.t = value;
+  m_node.attributes[name] = a;
+  return *this;
+}
+
+GpuOpTest& GpuOpTest::input(const Tensor& tensor) {
+  m_inputs.push_back(tensor);
+  m_isConstant.push_back(false);
+  return *this;
+}
+GpuOpTest& GpuOpTest::constant(const Tensor& tensor) {
+  m_inputs.push_back(tensor);
+  m_isConstant.push_back(true);
+  return *this;
+}
+GpuOpTest& GpuOpTest::missingInput() {
+  m_inputs.push_back(Tensor());
+  m_isConstant.push_back(false);
+  return *this;
+}
+GpuOpTest& GpuOpTest::outputs(int count) {
+  m_outputs = count;
+  return *this;
+}
+
+Network GpuOpTest::buildNetwork(const std::vector<Tensor>& inputs) const {
+  Network network;
+  network.irVersion = 8;
+  network.opsets[m_node.domain] = m_node.opset;
+  if (!m_node.domain.empty()) network.opsets[""] = 17;
+  Node node = m_node;
+  node.inputs.clear();
+  node.outputs.clear();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].defined()) {
+      node.inputs.push_back("");
+      continue;
+    }
+    std::string name = "in" + std::to_string(i);
+    node.inputs.push_back(name);
+    if (m_isConstant[i]) {
+      network.graph.initializers[name] = inputs[i];
+    } else {
+      ValueInfo info;
+      info.name = name;
+      info.type = inputs[i].type();
+      info.hasShape = true;
+      for (int64_t d : inputs[i].shape()) info.shape.push_back(DimExpr(d));
+      network.graph.inputs.push_back(info);
+    }
+  }
+  for (int i = 0; i < m_outputs; ++i) {
+    std::string name = "out" + std::to_string(i);
+    node.outputs.push_back(name);
+    ValueInfo info;
+    info.name = name;
+    network.graph.outputs.push_back(info);
+  }
+  network.graph.nodes.push_back(node);
+  return network;
+}
+
+namespace {
+
+Tensor roundTo(const Tensor& t, cuda::Precision precision) {
+  if (!t.defined() || t.type() != DataType::kFloat32 || precision == cuda::Precision::kFloat32)
+    return t;
+  DataType storage =
+      precision == cuda::Precision::kFloat16 ? DataType::kFloat16 : DataType::kBFloat16;
+  return castTensor(castTensor(t, storage), DataType::kFloat32);
+}
+
+Result<std::vector<Tensor>> runEngine(const Network& network, const std::vector<Tensor>& inputs,
+                                      const std::vector<bool>& isConstant,
+                                      cuda::Precision precision) {
+  cuda::EngineOptions options;
+  options.precision = precision;
+  options.allowTf32 = false;
+  auto engine = cuda::Engine::create(std::make_shared<Network>(network), options);
+  if (!engine.isOk()) return engine.status();
+  auto context = engine.value()->createContext();
+  if (!context.isOk()) return context.status();
+  cuda::ExecutionContext& ctx = *context.value();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].defined() || isConstant[i]) continue;
+    std::string name = "in" + std::to_string(i);
+    KILN_RETURN_IF_ERROR(ctx.setInputShape(name, inputs[i].shape()));
+    KILN_RETURN_IF_ERROR(ctx.setInput(name, inputs[i]));
+  }
+  KILN_RETURN_IF_ERROR(ctx.execute());
+  std::vector<Tensor> outputs;
+  for (const std::string& name : ctx.outputNames()) {
+    auto out = ctx.getOutput(name);
+    if (!out.isOk()) return out.status();
+    outputs.push_back(out.value());
+  }
+  return outputs;
+}
+
+}  // namespace
+
+Result<std::vector<Tensor>> GpuOpTest::runCuda(cuda::Precision precision) {
+  std::vector<Tensor> inputs;
+  for (const Tensor& t : m_inputs) inputs.push_back(roundTo(t, precision));
+  return runEngine(buildNetwork(inputs), inputs, m_isConstant, precision);
+}
+
+void GpuOpTest::check(const std::vector<PrecisionTolerance>& tolerances) {
+  for (const PrecisionTolerance& tolerance : tolerances) {
+    SCOPED_TRACE(std::string(m_node.opType) + " at " + cuda::precisionName(tolerance.precision));
+    std::vector<Tensor> inputs;
+    for (const Tensor& t : m_inputs) inputs.push_back(roundTo(t, tolerance.precision));
+    Network network = buildNetwork(inputs);
+    ReferenceBackend reference(network);
+    std::map<std::string, Tensor> feeds;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (inputs[i].defined() && !m_isConstant[i]) feeds["in" + std::to_string(i)] = inputs[i];
+    }
+    std::vector<NamedTensor> expected;
+    Status status = reference.run(feeds, &expected);
+    ASSERT_TRUE(status.isOk()) << "CPU reference failed: " << status.toString();
+    auto actual = runEngine(network, inputs, m_isConstant, tolerance.precision);
+    ASSERT_TRUE(actual.isOk()) << actual.status().toString();
+    ASSERT_EQ(actual.value().size(), expected.size());
+    for (size_t i = 0; i < expected.size(); ++i) {
+      SCOPED_TRACE("output " + std::to_string(i));
+      expectTensorNear(actual.value()[i], expected[i].tensor, tolerance.atol, tolerance.rtol);
+    }
+  }
+}
+
+}  // namespace kiln::test

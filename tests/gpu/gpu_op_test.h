@@ -1,0 +1,71 @@
+// GpuOpTest: runs one ONNX node on the CUDA engine and on the CPU reference with
+// the same random inputs, and compares the outputs at each engine precision.
+//   GpuOpTest("Softmax", 13).attr("axis", 1).input(randomTensor(kFloat32, {4, 9}, 1))
+//       .check({{Precision::kFloat32, 1e-5, 1e-5}, {Precision::kFloat16, 2e-3, 2e-3}});
+// For a float16/bfloat16 precision the float32 inputs are first rounded to that type,
+// so the reference sees exactly what the GPU sees. Every test calls
+// KILN_REQUIRE_GPU() first: without a device it skips and says why.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "kiln/cuda_runtime.h"
+#include "kiln/graph.h"
+#include "kiln/tensor.h"
+#include "support/op_test.h"
+
+namespace kiln::test {
+
+struct PrecisionTolerance {
+  cuda::Precision precision = cuda::Precision::kFloat32;
+  double atol = 1e-5;
+  double rtol = 1e-5;
+};
+
+// The standard tolerances: fp32 1e-5/1e-5 (TF32 off), fp16 3e-3/3e-3, bf16 2e-2/2e-2.
+std::vector<PrecisionTolerance> defaultTolerances();
+std::vector<PrecisionTolerance> fp32Only(double atol = 1e-5, double rtol = 1e-5);
+
+class GpuOpTest {
+ public:
+  explicit GpuOpTest(const std::string& opType, int opset = 17, const std::string& domain = "");
+  GpuOpTest& attr(const std::string& name, int64_t value);
+  GpuOpTest& attr(const std::string& name, float value);
+  GpuOpTest& attr(const std::string& name, const std::string& value);
+  GpuOpTest& attr(const std::string& name, const std::vector<int64_t>& values);
+  GpuOpTest& attr(const std::string& name, const std::vector<float>& values);
+  GpuOpTest& attr(const std::string& name, const Tensor& value);
+  // A graph input fed at run time.
+  GpuOpTest& input(const Tensor& tensor);
+  // An initializer (weights, shape tensors): uploaded once, known on the host.
+  GpuOpTest& constant(const Tensor& tensor);
+  GpuOpTest& missingInput();
+  GpuOpTest& outputs(int count);
+
+  // Runs CPU reference and CUDA at each precision; EXPECTs every output to match.
+  void check(const std::vector<PrecisionTolerance>& tolerances = defaultTolerances());
+  // Runs CUDA only, returning outputs (float32 at the boundary) for hand-made checks.
+  Result<std::vector<Tensor>> runCuda(cuda::Precision precision = cuda::Precision::kFloat32);
+
+ private:
+  Network buildNetwork(const std::vector<Tensor>& inputs) const;
+  Node m_node;
+  std::vector<Tensor> m_inputs;
+  std::vector<bool> m_isConstant;
+  int m_outputs = 1;
+};
+
+// True when a CUDA device is usable; otherwise prints the reason once.
+bool gpuAvailable();
+
+}  // namespace kiln::test
+
+// Skips the test (loudly, with the reason) when no CUDA device is usable.
+#define KILN_REQUIRE_GPU()                                                                   \
+  do {                                                                                       \
+    if (!::kiln::test::gpuAvailable())                                                       \
+      GTEST_SKIP() << "SKIPPED: no CUDA device: " << ::kiln::cuda::probeCudaDevice().reason; \
+  } while (0)

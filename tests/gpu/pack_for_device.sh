@@ -1,0 +1,26 @@
+#!/bin/sh
+# Builds here and packs what the GPU machine lacks into .device/bundle.tar.xz:
+# the kiln CLI and the GPU test binaries, the shared libraries they need that the
+# device image does not have (libonnx_proto, protobuf, OpenBLAS and its Fortran
+# runtime), and Debian's ONNX 1.12 node tests. The device has CUDA, cuBLAS,
+# cuDNN, PyTorch and onnx of its own. Then call the device tool with
+#   carry: [".device"]   command: sh tests/gpu/run_on_device.sh [quick|full|bench]
+set -eu
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=${BUILD_DIR:-$root/build}
+flock /tmp/kiln-build.lock ninja -C "$build" -j2
+stage=$(mktemp -d)
+mkdir -p "$stage/bin" "$stage/lib" "$stage/data"
+cp "$build/app/kiln" "$stage/bin/"
+for t in "$build"/tests/gpu/test_cuda_* "$build/tests/gpu/test_memory_planner"; do
+  [ -x "$t" ] && cp "$t" "$stage/bin/"
+done
+for lib in libonnx_proto.so.1 libprotobuf.so.32 libopenblas.so.0 libgfortran.so.5 libquadmath.so.0; do
+  path=$(ldd "$build/app/kiln" | awk -v l="$lib" '$1 == l { print $3 }')
+  [ -n "$path" ] && cp -L "$path" "$stage/lib/"
+done
+tar cf - -C /usr/share/libonnx-testdata/data node | (cd "$stage/data" && tar xf -)
+mkdir -p "$root/.device"
+tar cJf "$root/.device/bundle.tar.xz" -C "$stage" .
+rm -rf "$stage"
+ls -la "$root/.device/bundle.tar.xz"

@@ -1,0 +1,44 @@
+#!/bin/bash
+# Runs on the GPU machine (see pack_for_device.sh): unpacks the bundle, then
+#   quick: GPU unit tests, conformance (CPU and CUDA on the same suites), real models
+#   bench: exports the benchmark models and runs bench/run_bench.py
+#   full:  both
+# Logs and JSON land in $OUT; the last lines printed are a short summary.
+set -u
+mode=${1:-full}
+shift || true
+root=$(pwd)
+out=${OUT:-/tmp/kiln-out}
+mkdir -p "$out" /tmp/kiln
+tar xJf .device/bundle.tar.xz -C /tmp/kiln
+export LD_LIBRARY_PATH=/tmp/kiln/lib:/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}
+cudnn_dir=$(python3 -c "import nvidia.cudnn, os; print(os.path.join(nvidia.cudnn.__path__[0], 'lib'))" 2>/dev/null)
+[ -n "$cudnn_dir" ] && export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$cudnn_dir
+kiln=/tmp/kiln/bin/kiln
+summary=$out/summary.txt
+: > "$summary"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee -a "$summary"
+"$kiln" run resources/models/ppocr_mobile_v2_cls/model.onnx --shapes x:1x3x48x192 --iterations 3 --duration 0 --warmup 0 2>&1 | head -3 | tee -a "$summary"
+
+if [ "$mode" = quick ] || [ "$mode" = full ]; then
+  for t in /tmp/kiln/bin/test_*; do
+    name=$(basename "$t")
+    timeout 300 "$t" --gtest_brief=1 > "$out/$name.log" 2>&1
+    echo "$name: exit $? $(grep -E '^\[  (PASSED|FAILED)' "$out/$name.log" | tr '\n' ' ')" | tee -a "$summary"
+  done
+  python3 tests/conformance/generate_node_tests.py /tmp/kiln/node-pypi > /dev/null 2>&1
+  for suite in node112:/tmp/kiln/data/node node-pypi:/tmp/kiln/node-pypi models:resources/models; do
+    label=${suite%%:*}; dir=${suite#*:}
+    tol=""; [ "$label" = models ] && tol="--atol 1e-4 --rtol 1e-3"
+    for backend in cpu cuda; do
+      timeout 900 "$kiln" conformance --backend $backend $tol --json "$dir" > "$out/conf-$label-$backend.json" 2> "$out/conf-$label-$backend.err"
+    done
+    python3 tests/gpu/compare_conformance.py "$out/conf-$label-cpu.json" "$out/conf-$label-cuda.json" "$label" | tee -a "$summary"
+  done
+fi
+if [ "$mode" = bench ] || [ "$mode" = full ]; then
+  python3 bench/export_models.py /tmp/kiln/models "$@" > "$out/export.log" 2>&1 || tail -5 "$out/export.log"
+  PYTHONUNBUFFERED=1 python3 bench/run_bench.py "$kiln" /tmp/kiln/models "$out" ${BENCH_ARGS:-} 2>&1 | tee "$out/bench.log" | tee -a "$summary"
+fi
+echo "=== summary ==="
+cat "$summary"

@@ -1,0 +1,147 @@
+// Cross-backend tests for cuDNN convolutions and cuBLASLt GEMMs: CUDA engine vs CPU
+// reference on random data. Tolerances: fp32 runs with TF32 off and differs only in
+// summation order (1e-4); 16-bit storage rounds inputs and outputs.
+#include "gpu/gpu_op_test.h"
+
+namespace kiln::test {
+namespace {
+
+std::vector<PrecisionTolerance> gemmTolerances() {
+  return {{cuda::Precision::kFloat32, 1e-4, 1e-4},
+          {cuda::Precision::kFloat16, 1e-2, 1e-2},
+          {cuda::Precision::kBFloat16, 6e-2, 6e-2}};
+}
+
+Tensor rnd(const Shape& shape, uint32_t seed) {
+  return randomTensor(DataType::kFloat32, shape, seed, -1, 1);
+}
+
+TEST(CudaConv, PaddedStridedWithBias) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("Conv", 11)
+      .attr("pads", std::vector<int64_t>{1, 1, 1, 1})
+      .attr("strides", std::vector<int64_t>{2, 2})
+      .input(rnd({2, 8, 17, 15}, 1))
+      .constant(rnd({16, 8, 3, 3}, 2))
+      .constant(rnd({16}, 3))
+      .check(gemmTolerances());
+}
+
+TEST(CudaConv, DepthwiseDilatedAsymmetricPads) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("Conv", 11)
+      .attr("group", int64_t{12})
+      .attr("dilations", std::vector<int64_t>{2, 2})
+      .attr("pads", std::vector<int64_t>{2, 1, 2, 3})
+      .input(rnd({1, 12, 20, 20}, 4))
+      .constant(rnd({12, 1, 3, 3}, 5))
+      .check(gemmTolerances());
+}
+
+TEST(CudaConv, AutoPadSameUpperOneD) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("Conv", 11)
+      .attr("auto_pad", std::string("SAME_UPPER"))
+      .attr("strides", std::vector<int64_t>{2})
+      .input(rnd({3, 4, 33}, 6))
+      .constant(rnd({6, 4, 5}, 7))
+      .constant(rnd({6}, 8))
+      .check(gemmTolerances());
+}
+
+TEST(CudaConv, ThreeD) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("Conv", 11)
+      .attr("pads", std::vector<int64_t>{1, 1, 1, 1, 1, 1})
+      .input(rnd({1, 3, 6, 7, 8}, 9))
+      .constant(rnd({4, 3, 3, 3, 3}, 10))
+      .check(gemmTolerances());
+}
+
+TEST(CudaConv, WeightsAsRuntimeInput) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("Conv", 11)
+      .input(rnd({2, 3, 9, 9}, 11))
+      .input(rnd({5, 3, 1, 1}, 12))
+      .check(gemmTolerances());
+}
+
+TEST(CudaConvTranspose, StridedWithOutputPaddingAndBias) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("ConvTranspose", 11)
+      .attr("strides", std::vector<int64_t>{2, 2})
+      .attr("pads", std::vector<int64_t>{1, 1, 1, 1})
+      .attr("output_padding", std::vector<int64_t>{1, 1})
+      .input(rnd({2, 6, 7, 9}, 13))
+      .constant(rnd({6, 4, 3, 3}, 14))
+      .constant(rnd({4}, 15))
+      .check(gemmTolerances());
+}
+
+TEST(CudaMatMul, TwoD) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("MatMul", 13).input(rnd({37, 64}, 20)).input(rnd({64, 19}, 21)).check(gemmTolerances());
+}
+
+TEST(CudaMatMul, BatchedSameBatch) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("MatMul", 13)
+      .input(rnd({2, 3, 16, 24}, 22))
+      .input(rnd({2, 3, 24, 8}, 23))
+      .check(gemmTolerances());
+}
+
+TEST(CudaMatMul, BatchTimesSharedWeights) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("MatMul", 13)
+      .input(rnd({4, 10, 32}, 24))
+      .constant(rnd({32, 48}, 25))
+      .check(gemmTolerances());
+}
+
+TEST(CudaMatMul, BroadcastLeftMatrix) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("MatMul", 13)
+      .input(rnd({12, 20}, 26))
+      .input(rnd({3, 20, 7}, 27))
+      .check(gemmTolerances());
+}
+
+TEST(CudaMatMul, VectorOperands) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("MatMul", 13).input(rnd({20}, 28)).input(rnd({3, 20, 7}, 29)).check(gemmTolerances());
+  GpuOpTest("MatMul", 13).input(rnd({2, 5, 20}, 30)).input(rnd({20}, 31)).check(gemmTolerances());
+}
+
+TEST(CudaMatMul, PartialBatchBroadcastFallsBackCorrectly) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("MatMul", 13)
+      .input(rnd({2, 1, 6, 8}, 32))
+      .input(rnd({1, 3, 8, 5}, 33))
+      .check(gemmTolerances());
+}
+
+TEST(CudaGemm, TransposesWithBiasRow) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("Gemm", 13)
+      .attr("transA", int64_t{1})
+      .attr("transB", int64_t{1})
+      .attr("alpha", 0.5f)
+      .input(rnd({24, 9}, 34))
+      .constant(rnd({13, 24}, 35))
+      .constant(rnd({13}, 36))
+      .check(gemmTolerances());
+}
+
+TEST(CudaGemm, FullMatrixCWithBeta) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("Gemm", 13)
+      .attr("beta", 0.25f)
+      .input(rnd({7, 11}, 37))
+      .input(rnd({11, 5}, 38))
+      .input(rnd({7, 1}, 39))
+      .check(gemmTolerances());
+}
+
+}  // namespace
+}  // namespace kiln::test

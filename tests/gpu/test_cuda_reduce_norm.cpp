@@ -1,0 +1,546 @@
+// Cross-backend tests for the reduce_norm family: CUDA engine vs CPU reference.
+// Covers the Reduce* ops (row, column and general kernels, attribute and input
+// axes), ArgMax/ArgMin, Softmax/LogSoftmax/Hardmax, CumSum and the normalizations.
+// Rows longer than 1024 elements exercise the block-per-row paths.
+#include <string>
+#include <vector>
+
+#include "gpu/gpu_op_test.h"
+
+namespace kiln::test {
+namespace {
+
+Tensor randomFloat(const Shape& shape, uint32_t seed, double lo = -1.0, double hi = 1.0) {
+  return randomTensor(DataType::kFloat32, shape, seed, lo, hi);
+}
+
+Tensor axes(const std::vector<int64_t>& values) {
+  return int64Tensor({static_cast<int64_t>(values.size())}, values);
+}
+
+Tensor scalarInt64(int64_t value) {
+  return int64Tensor({}, {value});
+}
+
+// Float32 values in {0, ..., levels - 1}: many exact ties for ArgMax/ArgMin.
+Tensor integerValued(const Shape& shape, int levels, uint32_t seed) {
+  Tensor ints = randomTensor(DataType::kInt64, shape, seed, 0, levels - 1);
+  return castTensor(ints, DataType::kFloat32);
+}
+
+// The product and log-sum-exp of 16-bit inputs are rounded to 16 bits once more on
+// output; values next to a rounding boundary may land one 16-bit ulp away from the
+// float32 reference, so these get a little more slack than the defaults.
+std::vector<PrecisionTolerance> looseSixteenBit() {
+  return {{cuda::Precision::kFloat32, 1e-5, 1e-5},
+          {cuda::Precision::kFloat16, 6e-3, 6e-3},
+          {cuda::Precision::kBFloat16, 4e-2, 4e-2}};
+}
+
+// ---- Reduce* ---------------------------------------------------------------------
+
+TEST(CudaReduce, SumAxesInputKeepDimsColumns) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("ReduceSum", 13).input(randomFloat({4, 37, 5}, 1)).constant(axes({1})).check();
+}
+
+TEST(CudaReduce, SumAxesRuntimeInput) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("ReduceSum", 13)
+      .attr("keepdims", int64_t{0})
+      .input(randomFloat({3, 6, 10}, 2))
+      .input(axes({-1, 1}))
+      .check();
+}
+
+TEST(CudaReduce, SumAttributeAxesLastAxisRows) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("ReduceSum", 11)
+      .attr("axes", std::vector<int64_t>{-1})
+      .attr("keepdims", int64_t{0})
+      .input(randomFloat({6, 3, 50}, 3))
+      .check();
+}
+
+TEST(CudaReduce, SumAllAxesLongRow) {
+  KILN_REQUIRE_GPU();
+  // No axes: everything into one value over 2 * 40 * 30 = 2400 elements (block row).
+  GpuOpTest("ReduceSum", 13).input(randomFloat({2, 40, 30}, 4, 0.1, 1.0)).check();
+}
+
+TEST(CudaReduce, SumNoopWithEmptyAxes) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("ReduceSum", 13)
+      .attr("noop_with_empty_axes", int64_t{1})
+      .input(randomFloat({3, 4, 5}, 5))
+      .check();
+}
+
+TEST(CudaReduce, SumLongColumns) {
+  KILN_REQUIRE_GPU();
+  // Reducing axis 0 of [3000, 7]: few tiles, many rows split across threadIdx.y.
+  GpuOpTest("ReduceSum", 13).input(randomFloat({3000, 7}, 6, 0.1, 1.0)).constant(axes({0})).check();
+}
+
+TEST(CudaReduce, SumInt64) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("ReduceSum", 13)
+      .input(randomTensor(DataType::kInt64, {5, 9, 4}, 7, -1000, 1000))
+      .constant(axes({1}))
+      .check(fp32Only());
+}
+
+TEST(CudaReduce, MeanNonContiguousAxesGeneral) {
+  KILN_REQUIRE_GPU();
+  // Axes 0 and 2 of [6, 5, 7] are two separate reduced runs: the general kernel.
+  GpuOpTest("ReduceMean", 13)
+      .attr("axes", std::vector<int64_t>{0, 2})
+      .input(randomFloat({6, 5, 7}, 8))
+      .check();
+  GpuOpTest("ReduceMean", 18)
+      .attr("keepdims", int64_t{0})
+      .input(randomFloat({3, 4, 5, 6}, 9))
+      .constant(axes({-1, 1}))
+      .check();
+}
+
+TEST(CudaReduce, MeanSpatialAxesInput) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("ReduceMean", 18).input(randomFloat({2, 3, 8, 8}, 10)).constant(axes({2, 3})).check();
+}
+
+TEST(CudaReduce, MeanInt32TruncatesLikeCpu) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("ReduceMean", 13)
+      .attr("axes", std::vector<int64_t>{1})
+      .input(randomTensor(DataType::kInt32, {4, 7}, 11, -50, 50))
+      .check(fp32Only());
+}
+
+TEST(CudaReduce, MaxAndMin) {
+  KILN_REQUIRE_GPU();
+  for (const char* op : {"ReduceMax", "ReduceMin"}) {
+    SCOPED_TRACE(op);
+    GpuOpTest(op, 13)
+        .attr("axes", std::vector<int64_t>{1})
+        .attr("keepdims", int64_t{0})
+        .input(randomFloat({4, 33, 6}, 12))
+        .check();
+    GpuOpTest(op, 18).input(randomFloat({5, 70}, 13)).constant(axes({-1})).check();
+    GpuOpTest(op, 18).input(randomFloat({2, 3, 4}, 14)).check();  // all axes
+    GpuOpTest(op, 18)
+        .input(randomTensor(DataType::kInt32, {3, 40}, 15, -1000, 1000))
+        .constant(axes({1}))
+        .check(fp32Only());
+  }
+}
+
+TEST(CudaReduce, Prod) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("ReduceProd", 13)
+      .attr("axes", std::vector<int64_t>{-1})
+      .input(randomFloat({6, 4, 5}, 16, 0.5, 1.5))
+      .check(looseSixteenBit());
+  GpuOpTest("ReduceProd", 18)
+      .input(randomFloat({3, 6, 4}, 17, 0.5, 1.5))
+      .constant(axes({1}))
+      .check(looseSixteenBit());
+  GpuOpTest("ReduceProd", 18)
+      .input(randomTensor(DataType::kInt64, {3, 5}, 18, -9, 9))
+      .constant(axes({1}))
+      .check(fp32Only());
+}
+
+TEST(CudaReduce, NormsAndLogs) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("ReduceL1", 13)
+      .attr("axes", std::vector<int64_t>{1})
+      .input(randomFloat({3, 20, 4}, 19))
+      .check();
+  GpuOpTest("ReduceL2", 18).input(randomFloat({5, 40}, 20)).constant(axes({1})).check();
+  GpuOpTest("ReduceSumSquare", 18)
+      .attr("keepdims", int64_t{0})
+      .input(randomFloat({4, 5, 6}, 21))
+      .constant(axes({0, 2}))
+      .check();
+  GpuOpTest("ReduceLogSum", 13)
+      .attr("axes", std::vector<int64_t>{2})
+      .input(randomFloat({3, 4, 9}, 22, 0.5, 2.0))
+      .check();
+}
+
+TEST(CudaReduce, LogSumExp) {
+  KILN_REQUIRE_GPU();
+  // Large inputs: the per-output shift keeps exp() in range.
+  GpuOpTest("ReduceLogSumExp", 13)
+      .attr("axes", std::vector<int64_t>{-1})
+      .input(randomFloat({4, 3, 30}, 23, 50.0, 90.0))
+      .check(looseSixteenBit());
+  GpuOpTest("ReduceLogSumExp", 18)
+      .input(randomFloat({5, 12, 3}, 24, -3.0, 3.0))
+      .constant(axes({1}))
+      .check(looseSixteenBit());
+  GpuOpTest("ReduceLogSumExp", 18)
+      .attr("keepdims", int64_t{0})
+      .input(randomFloat({4, 3, 5}, 25, -3.0, 3.0))
+      .constant(axes({0, 2}))
+      .check(looseSixteenBit());
+}
+
+// ---- ArgMax / ArgMin -----------------------------------------------------------
+
+TEST(CudaArg, RandomRowsAndColumns) {
+  KILN_REQUIRE_GPU();
+  for (const char* op : {"ArgMax", "ArgMin"}) {
+    SCOPED_TRACE(op);
+    GpuOpTest(op, 13).attr("axis", int64_t{1}).input(randomFloat({3, 50, 4}, 30)).check();
+    GpuOpTest(op, 13)
+        .attr("axis", int64_t{-1})
+        .attr("keepdims", int64_t{0})
+        .input(randomFloat({8, 300}, 31))
+        .check();
+    GpuOpTest(op, 13).attr("axis", int64_t{-1}).input(randomFloat({3, 2000}, 32)).check();
+  }
+}
+
+TEST(CudaArg, TiesWithSelectLastIndex) {
+  KILN_REQUIRE_GPU();
+  for (const char* op : {"ArgMax", "ArgMin"}) {
+    for (int64_t last : {0, 1}) {
+      SCOPED_TRACE(std::string(op) + " select_last_index " + std::to_string(last));
+      // Rows (warp and block per row) and columns, on values with many ties.
+      GpuOpTest(op, 12)
+          .attr("axis", int64_t{-1})
+          .attr("select_last_index", last)
+          .input(integerValued({16, 100}, 4, 33))
+          .check(fp32Only());
+      GpuOpTest(op, 12)
+          .attr("axis", int64_t{-1})
+          .attr("select_last_index", last)
+          .input(integerValued({2, 3000}, 3, 34))
+          .check(fp32Only());
+      GpuOpTest(op, 12)
+          .attr("axis", int64_t{0})
+          .attr("keepdims", int64_t{0})
+          .attr("select_last_index", last)
+          .input(integerValued({40, 6, 5}, 3, 35))
+          .check(fp32Only());
+    }
+  }
+}
+
+TEST(CudaArg, Int64Input) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("ArgMax", 13)
+      .attr("axis", int64_t{1})
+      .input(randomTensor(DataType::kInt64, {4, 25}, 36, -5, 5))
+      .check(fp32Only());
+}
+
+// ---- Softmax / LogSoftmax / Hardmax --------------------------------------------
+
+TEST(CudaSoftmax, LastAxisRows) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("Softmax", 13).input(randomFloat({4, 8, 33}, 40, -3.0, 3.0)).check();
+}
+
+TEST(CudaSoftmax, InnerAxisColumns) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("Softmax", 13)
+      .attr("axis", int64_t{1})
+      .input(randomFloat({2, 17, 6}, 41, -3.0, 3.0))
+      .check();
+}
+
+TEST(CudaSoftmax, Opset11CoercesTo2d) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("Softmax", 11)
+      .attr("axis", int64_t{1})
+      .input(randomFloat({2, 3, 4, 5}, 42, -3.0, 3.0))
+      .check();
+  GpuOpTest("Softmax", 11).input(randomFloat({3, 7}, 43, -3.0, 3.0)).check();  // default axis 1
+}
+
+TEST(CudaSoftmax, LongRowsBlockPath) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("Softmax", 13).input(randomFloat({3, 3000}, 44, -3.0, 3.0)).check();
+  GpuOpTest("Softmax", 13).input(randomFloat({2, 20000}, 45, -3.0, 3.0)).check();
+}
+
+TEST(CudaSoftmax, LargeValuesStayFinite) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("Softmax", 13).input(randomFloat({4, 64}, 46, 500.0, 1000.0)).check(fp32Only());
+}
+
+TEST(CudaSoftmax, LogSoftmax) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("LogSoftmax", 13).input(randomFloat({5, 40}, 47, -3.0, 3.0)).check();
+  GpuOpTest("LogSoftmax", 13)
+      .attr("axis", int64_t{0})
+      .input(randomFloat({9, 4, 3}, 48, -3.0, 3.0))
+      .check();
+  GpuOpTest("LogSoftmax", 13).input(randomFloat({2, 2500}, 49, -3.0, 3.0)).check();
+  GpuOpTest("LogSoftmax", 11)
+      .attr("axis", int64_t{1})
+      .input(randomFloat({2, 3, 5}, 50, -3.0, 3.0))
+      .check();
+}
+
+TEST(CudaSoftmax, Hardmax) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("Hardmax", 13).input(randomFloat({6, 30}, 51)).check();
+  GpuOpTest("Hardmax", 13).attr("axis", int64_t{0}).input(randomFloat({7, 5, 3}, 52)).check();
+  GpuOpTest("Hardmax", 11).attr("axis", int64_t{1}).input(randomFloat({2, 3, 4}, 53)).check();
+  // Ties: the first maximum wins.
+  GpuOpTest("Hardmax", 13).input(integerValued({8, 2000}, 3, 54)).check(fp32Only());
+  GpuOpTest("Hardmax", 13).input(integerValued({8, 40}, 3, 55)).check(fp32Only());
+}
+
+// ---- CumSum --------------------------------------------------------------------
+
+TEST(CudaCumSum, ExclusiveReverseVariants) {
+  KILN_REQUIRE_GPU();
+  for (int64_t exclusive : {0, 1}) {
+    for (int64_t reverse : {0, 1}) {
+      SCOPED_TRACE("exclusive " + std::to_string(exclusive) + " reverse " +
+                   std::to_string(reverse));
+      // Columns (axis 1 of 3-D), a short last axis and a long last axis (block scan).
+      GpuOpTest("CumSum", 14)
+          .attr("exclusive", exclusive)
+          .attr("reverse", reverse)
+          .input(randomFloat({3, 40, 5}, 60, 0.1, 1.0))
+          .constant(scalarInt64(1))
+          .check();
+      GpuOpTest("CumSum", 14)
+          .attr("exclusive", exclusive)
+          .attr("reverse", reverse)
+          .input(randomFloat({5, 20}, 61, 0.1, 1.0))
+          .constant(scalarInt64(-1))
+          .check();
+      GpuOpTest("CumSum", 14)
+          .attr("exclusive", exclusive)
+          .attr("reverse", reverse)
+          .input(randomFloat({3, 700}, 62, 0.1, 1.0))
+          .constant(axes({-1}))
+          .check();
+    }
+  }
+}
+
+TEST(CudaCumSum, Int64Data) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("CumSum", 11)
+      .attr("exclusive", int64_t{1})
+      .input(randomTensor(DataType::kInt64, {2, 600}, 63, -100, 100))
+      .constant(scalarInt64(1))
+      .check(fp32Only());
+  GpuOpTest("CumSum", 11)
+      .input(randomTensor(DataType::kInt32, {6, 4, 3}, 64, -100, 100))
+      .constant(scalarInt64(0))
+      .check(fp32Only());
+}
+
+// ---- BatchNormalization ----------------------------------------------------------
+
+TEST(CudaBatchNorm, Inference) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("BatchNormalization", 15)
+      .attr("epsilon", 1e-3f)
+      .input(randomFloat({2, 3, 4, 5}, 70))
+      .constant(randomFloat({3}, 71, 0.5, 1.5))
+      .constant(randomFloat({3}, 72))
+      .constant(randomFloat({3}, 73))
+      .constant(randomFloat({3}, 74, 0.5, 1.5))
+      .check();
+}
+
+TEST(CudaBatchNorm, Opset7PerElementParameters) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("BatchNormalization", 7)
+      .attr("spatial", int64_t{0})
+      .input(randomFloat({2, 3, 4}, 75))
+      .constant(randomFloat({3, 4}, 76, 0.5, 1.5))
+      .constant(randomFloat({3, 4}, 77))
+      .constant(randomFloat({3, 4}, 78))
+      .constant(randomFloat({3, 4}, 79, 0.5, 1.5))
+      .check();
+}
+
+TEST(CudaBatchNorm, TrainingModeFallsBackToHost) {
+  KILN_REQUIRE_GPU();
+  // The GPU predicate rejects training mode: this checks that the node still runs
+  // (through the host fallback) with its running statistics outputs.
+  GpuOpTest("BatchNormalization", 15)
+      .attr("training_mode", int64_t{1})
+      .input(randomFloat({4, 3, 5}, 80))
+      .constant(randomFloat({3}, 81, 0.5, 1.5))
+      .constant(randomFloat({3}, 82))
+      .constant(randomFloat({3}, 83))
+      .constant(randomFloat({3}, 84, 0.5, 1.5))
+      .outputs(3)
+      .check();
+}
+
+// ---- InstanceNormalization / GroupNormalization ---------------------------------
+
+TEST(CudaInstanceNorm, ShortAndLongRows) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("InstanceNormalization", 6)
+      .input(randomFloat({2, 3, 5, 7}, 90))
+      .constant(randomFloat({3}, 91, 0.5, 1.5))
+      .constant(randomFloat({3}, 92))
+      .check();
+  GpuOpTest("InstanceNormalization", 6)
+      .attr("epsilon", 1e-3f)
+      .input(randomFloat({1, 2, 40, 40}, 93))
+      .constant(randomFloat({2}, 94, 0.5, 1.5))
+      .constant(randomFloat({2}, 95))
+      .check();
+}
+
+TEST(CudaGroupNorm, Opset18PerGroupAndPerChannel) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("GroupNormalization", 18)
+      .attr("num_groups", int64_t{2})
+      .input(randomFloat({2, 6, 3, 4}, 100))
+      .constant(randomFloat({2}, 101, 0.5, 1.5))
+      .constant(randomFloat({2}, 102))
+      .check();
+  GpuOpTest("GroupNormalization", 18)
+      .attr("num_groups", int64_t{3})
+      .input(randomFloat({2, 6, 5}, 103))
+      .constant(randomFloat({6}, 104, 0.5, 1.5))
+      .constant(randomFloat({6}, 105))
+      .check();
+}
+
+TEST(CudaGroupNorm, Opset21PerChannelLongRows) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("GroupNormalization", 21)
+      .attr("num_groups", int64_t{2})
+      .input(randomFloat({1, 4, 32, 32}, 106))
+      .constant(randomFloat({4}, 107, 0.5, 1.5))
+      .constant(randomFloat({4}, 108))
+      .check();
+}
+
+// ---- LayerNormalization ----------------------------------------------------------
+
+TEST(CudaLayerNorm, LastAxisWithStatistics) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("LayerNormalization", 17)
+      .input(randomFloat({4, 6, 32}, 110))
+      .constant(randomFloat({32}, 111, 0.5, 1.5))
+      .constant(randomFloat({32}, 112))
+      .outputs(3)
+      .check();
+}
+
+TEST(CudaLayerNorm, MultiAxisWithoutBias) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("LayerNormalization", 17)
+      .attr("axis", int64_t{1})
+      .attr("epsilon", 1e-3f)
+      .input(randomFloat({2, 3, 4, 5}, 113))
+      .constant(randomFloat({3, 4, 5}, 114, 0.5, 1.5))
+      .check();
+}
+
+TEST(CudaLayerNorm, BroadcastScale) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("LayerNormalization", 17)
+      .attr("axis", int64_t{-2})
+      .input(randomFloat({3, 4, 5}, 115))
+      .constant(randomFloat({1, 5}, 116, 0.5, 1.5))
+      .constant(randomFloat({4, 1}, 117))
+      .check();
+}
+
+TEST(CudaLayerNorm, LongRowsBlockPath) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("LayerNormalization", 17)
+      .input(randomFloat({3, 2048}, 118))
+      .constant(randomFloat({2048}, 119, 0.5, 1.5))
+      .constant(randomFloat({2048}, 120))
+      .outputs(3)
+      .check();
+  GpuOpTest("LayerNormalization", 17)
+      .input(randomFloat({2, 20000}, 121))
+      .constant(randomFloat({20000}, 122, 0.5, 1.5))
+      .check();
+}
+
+// ---- RMSNormalization ------------------------------------------------------------
+
+TEST(CudaRmsNorm, LastAxisAndBroadcastScale) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("RMSNormalization", 23)
+      .input(randomFloat({2, 5, 64}, 130))
+      .constant(randomFloat({64}, 131, 0.5, 1.5))
+      .check();
+  GpuOpTest("RMSNormalization", 23)
+      .attr("axis", int64_t{1})
+      .input(randomFloat({2, 5, 16}, 132))
+      .constant(randomFloat({5, 16}, 133, 0.5, 1.5))
+      .check();
+  // Scale [16] against normalized axes [5, 16]: broadcast through the full index.
+  GpuOpTest("RMSNormalization", 23)
+      .attr("axis", int64_t{1})
+      .attr("epsilon", 1e-3f)
+      .input(randomFloat({2, 5, 16}, 134))
+      .constant(randomFloat({16}, 135, 0.5, 1.5))
+      .check();
+  GpuOpTest("RMSNormalization", 23)
+      .input(randomFloat({2, 3000}, 136))
+      .constant(randomFloat({3000}, 137, 0.5, 1.5))
+      .check();
+}
+
+// ---- LpNormalization / MeanVarianceNormalization / LRN ---------------------------
+
+TEST(CudaLpNorm, RowsColumnsAndLongRows) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("LpNormalization", 1).input(randomFloat({4, 20}, 140)).check();
+  GpuOpTest("LpNormalization", 1)
+      .attr("axis", int64_t{1})
+      .attr("p", int64_t{1})
+      .input(randomFloat({3, 7, 5}, 141))
+      .check();
+  GpuOpTest("LpNormalization", 1).input(randomFloat({2, 1500}, 142)).check();
+}
+
+TEST(CudaMeanVarianceNorm, AxesVariants) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("MeanVarianceNormalization", 13).input(randomFloat({2, 3, 4, 5}, 150)).check();
+  GpuOpTest("MeanVarianceNormalization", 13)
+      .attr("axes", std::vector<int64_t>{2, 3})
+      .input(randomFloat({2, 3, 4, 5}, 151))
+      .check();
+  GpuOpTest("MeanVarianceNormalization", 13)
+      .attr("axes", std::vector<int64_t>{-1})
+      .input(randomFloat({3, 2000}, 152))
+      .check();
+  GpuOpTest("MeanVarianceNormalization", 1)
+      .attr("across_channels", int64_t{1})
+      .input(randomFloat({2, 3, 4, 4}, 153))
+      .check();
+  GpuOpTest("MeanVarianceNormalization", 1)
+      .attr("normalize_variance", int64_t{0})
+      .input(randomFloat({2, 3, 4, 4}, 154))
+      .check();
+}
+
+TEST(CudaLrn, WindowSizes) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("LRN", 13).attr("size", int64_t{3}).input(randomFloat({2, 5, 4, 4}, 160)).check();
+  GpuOpTest("LRN", 13)
+      .attr("size", int64_t{4})
+      .attr("alpha", 1e-2f)
+      .attr("beta", 0.5f)
+      .attr("bias", 2.0f)
+      .input(randomFloat({1, 6, 3, 5}, 161))
+      .check();
+}
+
+}  // namespace
+}  // namespace kiln::test
