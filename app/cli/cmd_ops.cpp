@@ -1,10 +1,12 @@
 // `kiln ops`: the operators the CPU reference backend implements, with opset ranges.
 #include <cstdio>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "kiln/cuda_runtime.h"
 #include "kiln/reference_backend.h"
 
 namespace kiln::cli {
@@ -16,7 +18,8 @@ int runOps(const std::vector<std::string>& argv) {
   if (args.flag("help")) {
     std::printf(
         "usage: kiln ops [--json]\n  Lists every operator the CPU reference backend runs, by "
-        "domain, with opset ranges.\n");
+        "domain, with opset ranges, and whether the CUDA backend has a kernel for it\n"
+        "  (others run on the GPU engine through the host fallback).\n");
     return 0;
   }
   std::map<std::string, std::map<std::string, std::vector<std::pair<int, int>>>> byDomain;
@@ -24,16 +27,23 @@ int runOps(const std::vector<std::string>& argv) {
     byDomain[e.domain.empty() ? "ai.onnx" : e.domain][e.opType].emplace_back(e.sinceVersion,
                                                                              e.untilVersion);
   }
+  std::map<std::string, std::set<std::string>> onGpu;
+  for (const cuda::GpuOperator& e : cuda::gpuOperators())
+    onGpu[e.domain.empty() ? "ai.onnx" : e.domain].insert(e.opType);
+  auto hasGpu = [&](const std::string& domain, const std::string& op) {
+    auto it = onGpu.find(domain);
+    return it != onGpu.end() && it->second.count(op) > 0;
+  };
   if (args.flag("json")) {
     nlohmann::json j;
     for (const auto& [domain, ops] : byDomain)
       for (const auto& [op, ranges] : ops)
         for (const auto& [since, until] : ranges)
-          j[domain][op].push_back({{"since", since}, {"until", until}});
+          j[domain][op].push_back({{"since", since}, {"until", until}, {"cuda", hasGpu(domain, op)}});
     std::printf("%s\n", j.dump(1).c_str());
     return 0;
   }
-  size_t total = 0;
+  size_t total = 0, gpu = 0;
   for (const auto& [domain, ops] : byDomain) {
     std::printf("%s (%zu ops)\n", domain.c_str(), ops.size());
     total += ops.size();
@@ -42,10 +52,13 @@ int runOps(const std::vector<std::string>& argv) {
       for (const auto& [since, until] : ranges)
         text += (text.empty() ? "" : ", ") + std::to_string(since) +
                 (until >= 1000 ? "+" : "-" + std::to_string(until));
-      std::printf("  %-32s opset %s\n", op.c_str(), text.c_str());
+      const bool cuda = hasGpu(domain, op);
+      gpu += cuda;
+      std::printf("  %-32s opset %-12s %s\n", op.c_str(), text.c_str(), cuda ? "cuda" : "");
     }
   }
-  std::printf("%zu operators\n", total);
+  std::printf("%zu operators, %zu with a CUDA kernel%s\n", total, gpu,
+              cuda::builtWithCuda() ? "" : " (this build has no CUDA)");
   return 0;
 }
 

@@ -38,9 +38,21 @@ const GpuKernelRegistry& builtinGpuKernels() {
     registerConvGpuKernels(r);
     registerMatMulGpuKernels(r);
     registerShapeGpuKernels(r);
+    registerQuantizeGpuKernels(r);
+    registerSelectionGpuKernels(r);
+    registerAttentionGpuKernels(r);
+    registerSpatialMiscGpuKernels(r);
+    registerRnnGpuKernels(r);
     return r;
   }();
   return registry;
+}
+
+std::vector<GpuOperator> gpuOperators() {
+  std::vector<GpuOperator> out;
+  for (const GpuKernelEntry& e : builtinGpuKernels().entries())
+    out.push_back({e.domain, e.opType, e.sinceVersion, e.untilVersion});
+  return out;
 }
 
 namespace {

@@ -34,6 +34,8 @@ const char* layerPlacementName(LayerPlacement placement) {
   return "?";
 }
 
+std::vector<GpuOperator> gpuOperators() { return {}; }
+
 DeviceInfo probeCudaDevice(int ordinal) {
   DeviceInfo info;
   info.ordinal = ordinal;

@@ -41,6 +41,16 @@ struct DeviceInfo {
 bool builtWithCuda();
 DeviceInfo probeCudaDevice(int ordinal = 0);
 
+// Operators with a GPU kernel (domain "" = ai.onnx, inclusive opset range). Others,
+// and dtypes a kernel does not take, run through the host fallback. Empty without CUDA.
+struct GpuOperator {
+  std::string domain;
+  std::string opType;
+  int sinceVersion = 1;
+  int untilVersion = 1000;
+};
+std::vector<GpuOperator> gpuOperators();
+
 // How float tensors are stored and computed. kFloat16/kBFloat16 convert float32
 // weights once at upload and float32 inputs/outputs at the binding boundary;
 // reductions, norms and softmax accumulate in float32 whatever the storage type.

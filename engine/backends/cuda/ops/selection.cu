@@ -1,0 +1,7 @@
+#include "backends/cuda/device_common.cuh"
+
+namespace kiln::cuda {
+
+void registerSelectionGpuKernels(GpuKernelRegistry& registry) {}
+
+}  // namespace kiln::cuda

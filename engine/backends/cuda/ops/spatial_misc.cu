@@ -1,0 +1,7 @@
+#include "backends/cuda/device_common.cuh"
+
+namespace kiln::cuda {
+
+void registerSpatialMiscGpuKernels(GpuKernelRegistry& registry) {}
+
+}  // namespace kiln::cuda

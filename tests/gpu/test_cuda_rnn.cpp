@@ -1,0 +1,8 @@
+// Cross-backend tests for the rnn ops: CUDA engine vs CPU reference.
+#include "gpu/gpu_op_test.h"
+
+namespace kiln::test {
+namespace {
+
+}  // namespace
+}  // namespace kiln::test
