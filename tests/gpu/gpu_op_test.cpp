@@ -98,6 +98,11 @@ GpuOpTest& GpuOpTest::missingInput() {
   m_isConstant.push_back(false);
   return *this;
 }
+GpuOpTest& GpuOpTest::allowHostFallback() {
+  m_allowFallback = true;
+  return *this;
+}
+
 GpuOpTest& GpuOpTest::outputs(int count) {
   m_outputs = count;
   return *this;
@@ -152,7 +157,8 @@ Tensor roundTo(const Tensor& t, cuda::Precision precision) {
 
 Result<std::vector<Tensor>> runEngine(const Network& network, const std::vector<Tensor>& inputs,
                                       const std::vector<bool>& isConstant,
-                                      cuda::Precision precision) {
+                                      cuda::Precision precision,
+                                      std::vector<cuda::LayerInfo>* layers = nullptr) {
   cuda::EngineOptions options;
   options.precision = precision;
   options.allowTf32 = false;
@@ -168,6 +174,7 @@ Result<std::vector<Tensor>> runEngine(const Network& network, const std::vector<
     KILN_RETURN_IF_ERROR(ctx.setInput(name, inputs[i]));
   }
   KILN_RETURN_IF_ERROR(ctx.execute());
+  if (layers) *layers = ctx.layers();
   std::vector<Tensor> outputs;
   for (const std::string& name : ctx.outputNames()) {
     auto out = ctx.getOutput(name);
@@ -199,8 +206,15 @@ void GpuOpTest::check(const std::vector<PrecisionTolerance>& tolerances) {
     std::vector<NamedTensor> expected;
     Status status = reference.run(feeds, &expected);
     ASSERT_TRUE(status.isOk()) << "CPU reference failed: " << status.toString();
-    auto actual = runEngine(network, inputs, m_isConstant, tolerance.precision);
+    std::vector<cuda::LayerInfo> layers;
+    auto actual = runEngine(network, inputs, m_isConstant, tolerance.precision, &layers);
     ASSERT_TRUE(actual.isOk()) << actual.status().toString();
+    for (const cuda::LayerInfo& layer : layers) {
+      if (!m_allowFallback) {
+        EXPECT_NE(layer.placement, cuda::LayerPlacement::kHostFallback)
+            << layer.name << " ran on the host: " << layer.note;
+      }
+    }
     ASSERT_EQ(actual.value().size(), expected.size());
     for (size_t i = 0; i < expected.size(); ++i) {
       SCOPED_TRACE("output " + std::to_string(i));

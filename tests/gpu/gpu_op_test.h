@@ -44,6 +44,9 @@ class GpuOpTest {
   GpuOpTest& constant(const Tensor& tensor);
   GpuOpTest& missingInput();
   GpuOpTest& outputs(int count);
+  // By default check() also asserts the node ran on the GPU (a host fallback would
+  // match the reference and hide a missing kernel); tests of fallbacks turn it off.
+  GpuOpTest& allowHostFallback();
 
   // Runs CPU reference and CUDA at each precision; EXPECTs every output to match.
   void check(const std::vector<PrecisionTolerance>& tolerances = defaultTolerances());
@@ -56,6 +59,7 @@ class GpuOpTest {
   std::vector<Tensor> m_inputs;
   std::vector<bool> m_isConstant;
   int m_outputs = 1;
+  bool m_allowFallback = false;
 };
 
 // True when a CUDA device is usable; otherwise prints the reason once.

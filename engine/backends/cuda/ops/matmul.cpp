@@ -12,28 +12,10 @@
 #include "backends/cuda/device_common_host.h"
 #include "backends/cuda/gpu_kernel.h"
 #include "backends/cuda/libraries.h"
+#include "backends/cuda/ops/gemm.h"
 
 namespace kiln::cuda {
 namespace {
-
-// One GEMM in row-major terms: D[b] = alpha * op(A[b]) * op(B[b]) (+ beta * C or + bias).
-struct GemmProblem {
-  DataType type = DataType::kFloat32;
-  int64_t m = 0, n = 0, k = 0;
-  bool transA = false, transB = false;
-  int64_t batch = 1;
-  int64_t strideA = 0, strideB = 0, strideD = 0;  // elements between batches
-  float alpha = 1.f, beta = 0.f;
-  bool bias = false;  // bias vector of length n added to every row
-  bool tf32 = false;
-
-  bool operator==(const GemmProblem& o) const {
-    return type == o.type && m == o.m && n == o.n && k == o.k && transA == o.transA &&
-           transB == o.transB && batch == o.batch && strideA == o.strideA && strideB == o.strideB &&
-           strideD == o.strideD && alpha == o.alpha && beta == o.beta && bias == o.bias &&
-           tf32 == o.tf32;
-  }
-};
 
 cudaDataType_t cudaTypeOf(DataType type) {
   switch (type) {
@@ -121,10 +103,12 @@ Status buildPlan(GpuKernelContext& ctx, const GemmProblem& p, GemmPlan* plan) {
   return Status::ok();
 }
 
+}  // namespace
+
 Status runGemm(GpuKernelContext& ctx, const GemmProblem& p, const void* a, const void* b, void* d,
-               const void* bias) {
+               const void* bias, std::shared_ptr<void>* cache) {
   if (p.m == 0 || p.n == 0 || p.batch == 0) return Status::ok();
-  auto& state = ctx.layerState();
+  auto& state = cache ? *cache : ctx.layerState();
   auto plan = std::static_pointer_cast<GemmPlan>(state);
   if (!plan || !(plan->problem == p)) {
     plan = std::make_shared<GemmPlan>();
@@ -154,6 +138,8 @@ Status runGemm(GpuKernelContext& ctx, const GemmProblem& p, const void* a, const
                                    plan->workspace, ctx.stream()));
   return Status::ok();
 }
+
+namespace {
 
 bool useTf32(const GpuKernelContext& ctx, DataType type) {
   return type == DataType::kFloat32 && ctx.options().allowTf32;

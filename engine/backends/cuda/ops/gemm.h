@@ -1,0 +1,36 @@
+// GEMM through cuBLASLt for any GPU kernel (MatMul, Gemm, RNN cells, attention).
+// Row-major operands; the chosen algorithm is cached in the layer's state, or in
+// `cache` when a kernel runs several different GEMMs.
+#pragma once
+
+#include <memory>
+
+#include "backends/cuda/gpu_kernel.h"
+
+namespace kiln::cuda {
+
+// One GEMM in row-major terms: D[b] = alpha * op(A[b]) * op(B[b]) (+ beta * C or + bias).
+struct GemmProblem {
+  DataType type = DataType::kFloat32;
+  int64_t m = 0, n = 0, k = 0;
+  bool transA = false, transB = false;
+  int64_t batch = 1;
+  int64_t strideA = 0, strideB = 0, strideD = 0;  // elements between batches
+  float alpha = 1.f, beta = 0.f;
+  bool bias = false;  // bias vector of length n added to every row
+  bool tf32 = false;
+
+  bool operator==(const GemmProblem& o) const {
+    return type == o.type && m == o.m && n == o.n && k == o.k && transA == o.transA &&
+           transB == o.transB && batch == o.batch && strideA == o.strideA && strideB == o.strideB &&
+           strideD == o.strideD && alpha == o.alpha && beta == o.beta && bias == o.bias &&
+           tf32 == o.tf32;
+  }
+};
+
+// D[b] = alpha * op(A[b]) * op(B[b]) + beta * D[b] (+ bias row of length n when p.bias).
+// float32 (TF32 when p.tf32), float16 and bfloat16 storage; float accumulation.
+Status runGemm(GpuKernelContext& ctx, const GemmProblem& p, const void* a, const void* b, void* d,
+               const void* bias, std::shared_ptr<void>* cache = nullptr);
+
+}  // namespace kiln::cuda
