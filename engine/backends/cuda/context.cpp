@@ -62,6 +62,9 @@ class ContextImpl final : public ExecutionContext {
  public:
   explicit ContextImpl(std::shared_ptr<const EngineImpl> engine) : m_engine(std::move(engine)) {}
   ~ContextImpl() override {
+    // Caller streams may already be gone: free synchronously, never on them.
+    for (auto& [name, value] : m_live)
+      if (value.dynamic && value.tensor.data) cudaFree(value.tensor.data);
     if (m_graphExec) cudaGraphExecDestroy(m_graphExec);
     for (auto& [start, end] : m_events) {
       cudaEventDestroy(start);
@@ -297,6 +300,7 @@ class ContextImpl final : public ExecutionContext {
   Status runStep(size_t index);
   Status runHostFallback(size_t index, const Node& node);
   Status bindInputs();
+  Status releaseDynamic();
   Status finishOutputs();
   Status releaseAfter(size_t step);
   Status recordProfile();
@@ -547,7 +551,20 @@ Result<void*> ContextImpl::workspace(size_t bytes, size_t step) {
   return m_workspace.data();
 }
 
+Status ContextImpl::releaseDynamic() {
+  // Stream-ordered allocations of an earlier run that stopped early.
+  for (auto& [name, value] : m_live) {
+    if (value.dynamic && value.tensor.data) {
+      KILN_CUDA_CHECK(cudaFreeAsync(value.tensor.data, m_stream ? m_stream : m_ownStream));
+      value.tensor.data = nullptr;
+      value.dynamic = false;
+    }
+  }
+  return Status::ok();
+}
+
 Status ContextImpl::bindInputs() {
+  KILN_RETURN_IF_ERROR(releaseDynamic());
   m_live.clear();
   for (const auto& [name, weight] : m_engine->weights()) {
     m_live[name] = LiveValue{weight.tensor, weight.host, false};
