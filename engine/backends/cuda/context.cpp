@@ -41,6 +41,7 @@ class StepContext final : public GpuKernelContext {
   }
   Result<DeviceTensor> allocateOutput(size_t i, DataType type, const Shape& shape) override;
   Result<void*> workspace(size_t bytes) override;
+  Result<void*> libraryWorkspace(size_t bytes) override;
   cudaStream_t stream() const override;
   Libraries& libraries() override;
   const EngineOptions& options() const override;
@@ -258,7 +259,7 @@ class ContextImpl final : public ExecutionContext {
   Result<Tensor> hostValue(const std::string& name, size_t step, const std::string& reader);
   Result<DeviceTensor> allocate(const std::string& name, DataType type, const Shape& shape,
                                 size_t step);
-  Result<void*> workspace(size_t bytes, size_t step);
+  Result<void*> workspace(size_t bytes, size_t step, bool library);
   // Where omitted optional outputs are written (shared; the data is never read).
   Result<void*> discardBuffer(size_t bytes) {
     if (static_cast<int64_t>(bytes) > m_discard.bytes()) {
@@ -319,6 +320,7 @@ class ContextImpl final : public ExecutionContext {
   std::map<std::string, Tensor> m_hostOutputs;  // outputs that only exist on the host
   std::map<std::string, Tensor> m_hostInputs;   // string inputs (never on the device)
   DeviceBuffer m_workspace;
+  DeviceBuffer m_libraryWorkspace;
   DeviceBuffer m_discard;
   Libraries m_libraries;
   cudaStream_t m_ownStream = nullptr;
@@ -363,7 +365,10 @@ Result<DeviceTensor> StepContext::allocateOutput(size_t i, DataType type, const 
   return m_context.allocate(m_node.outputs[i], type, shape, m_step);
 }
 Result<void*> StepContext::workspace(size_t bytes) {
-  return m_context.workspace(bytes, m_step);
+  return m_context.workspace(bytes, m_step, false);
+}
+Result<void*> StepContext::libraryWorkspace(size_t bytes) {
+  return m_context.workspace(bytes, m_step, true);
 }
 cudaStream_t StepContext::stream() const {
   return m_context.currentStream();
@@ -536,19 +541,20 @@ Result<DeviceTensor> ContextImpl::allocate(const std::string& name, DataType typ
   return out.tensor;
 }
 
-Result<void*> ContextImpl::workspace(size_t bytes, size_t step) {
+Result<void*> ContextImpl::workspace(size_t bytes, size_t step, bool library) {
   PlannedStep& planned = m_plan.steps[step];
   planned.workspaceBytes = std::max<int64_t>(planned.workspaceBytes, static_cast<int64_t>(bytes));
-  if (static_cast<int64_t>(bytes) > m_workspace.bytes()) {
+  DeviceBuffer& buffer = library ? m_libraryWorkspace : m_workspace;
+  if (static_cast<int64_t>(bytes) > buffer.bytes()) {
     if (m_capturing) return unsupported("workspace grew during CUDA graph capture");
     if (static_cast<int64_t>(bytes) > m_engine->options().workspaceLimitBytes * 4) {
       return Status(StatusCode::kOutOfMemory,
                     "workspace of " + std::to_string(bytes >> 20) + " MiB exceeds the limit");
     }
     KILN_CUDA_CHECK(cudaStreamSynchronize(m_stream));
-    KILN_RETURN_IF_ERROR(m_workspace.allocate(static_cast<int64_t>(bytes), "the workspace"));
+    KILN_RETURN_IF_ERROR(buffer.allocate(static_cast<int64_t>(bytes), "the workspace"));
   }
-  return m_workspace.data();
+  return buffer.data();
 }
 
 Status ContextImpl::releaseDynamic() {

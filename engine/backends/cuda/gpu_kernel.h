@@ -58,8 +58,12 @@ class GpuKernelContext {
   // The device buffer for output i. The planned arena slot when shape inference
   // predicted this shape, else a stream-ordered allocation freed after its last use.
   virtual Result<DeviceTensor> allocateOutput(size_t i, DataType type, const Shape& shape) = 0;
-  // Scratch memory valid until the kernel's work on the stream completes.
+  // Scratch memory valid until the kernel's work on the stream completes. One buffer
+  // per context: every call returns the same pointer (grown as needed).
   virtual Result<void*> workspace(size_t bytes) = 0;
+  // A second buffer, for library calls (cuBLASLt, cuDNN) made by runGemm and the
+  // convolutions, so a kernel's own scratch in workspace() survives them.
+  virtual Result<void*> libraryWorkspace(size_t bytes) = 0;
 
   virtual cudaStream_t stream() const = 0;
   virtual Libraries& libraries() = 0;

@@ -1,7 +1,824 @@
+// Attention and RotaryEmbedding on the GPU, with the opset ranges, attributes,
+// defaults and error messages of the CPU kernels (backends/cpu/ops/attention.cpp,
+// rotary_embedding.cpp).
+//
+// Contract:
+// - Attention (opsets 23-25): 3-D (packed, q_num_heads / kv_num_heads) and 4-D Q, K, V;
+//   grouped-query heads; past_key / past_value concatenation with present_key /
+//   present_value outputs; attn_mask bool or additive (rank 1..4, right-aligned, a
+//   short last axis padded with -inf); is_causal; scale; softcap; opset 24's
+//   nonpad_kv_seqlen and opset 25's left/right windows; the qk_matmul_output output at
+//   every qk_matmul_output_mode; softmax_precision float16 / bfloat16 rounding.
+//   Per group of query heads sharing a KV head: S = scale * Q K^T by one strided batched
+//   runGemm (the group's query rows folded into M) into workspace scores of the storage
+//   type, a row kernel that applies softcap, the mask / causal / window / padding bias
+//   and the softmax in float (fully masked rows become zeros, as on the CPU), then
+//   Y = P V by a second runGemm. Q, K, V keep their 16-bit storage; scores are stored in
+//   the storage type between the kernels (the GEMM's output type), so 16-bit results
+//   differ from the CPU's float scores by one rounding of S. Packed 3-D operands are
+//   first copied to (batch, heads, seq, head_size) and Y is copied back.
+//   Q, K, V (and past, additive mask) must share one float storage type; a mask of
+//   another type (integers) runs through the host. The score scratch is processed in
+//   chunks of (batch, KV head) pairs of at most workspaceLimitBytes.
+//   Scratch (packed Q / Y copies, K / V with the past when present_* are not wanted, the
+//   scores chunk) is carved from the one ctx.workspace() buffer; runGemm's cuBLASLt
+//   workspace is the separate libraryWorkspace().
+//   nonpad_kv_seqlen is read on the device: it is not validated against the key count
+//   (the CPU does not either).
+// - RotaryEmbedding (opset 23): 3-D (num_heads) and 4-D input, interleaved or split
+//   pairs, rotary_embedding_dim, caches indexed by position_ids or (batch, seq, dim/2).
+//   position_ids stay on the device and are never waited on: a position outside the
+//   cache cannot raise the CPU's error, so its rotated features come out as zeros.
+#include <algorithm>
+#include <cmath>
+#include <initializer_list>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
 #include "backends/cuda/device_common.cuh"
+#include "backends/cuda/ops/gemm.h"
 
 namespace kiln::cuda {
+namespace {
 
-void registerAttentionGpuKernels(GpuKernelRegistry& registry) {}
+constexpr size_t kAlign = 256;
+
+#define KILN_ATT_GRID_LOOP(i, n)                                            \
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n); \
+       i += int64_t(gridDim.x) * blockDim.x)
+
+size_t alignUp(size_t bytes) {
+  return (bytes + kAlign - 1) / kAlign * kAlign;
+}
+
+bool hasInput(const GpuKernelContext& ctx, size_t i) {
+  return i < ctx.inputCount() && ctx.hasInput(i);
+}
+
+bool wantsOutput(const GpuKernelContext& ctx, size_t i) {
+  return i < ctx.outputCount() && ctx.wantsOutput(i);
+}
+
+Status requireInputs(const GpuKernelContext& ctx, size_t count) {
+  for (size_t i = 0; i < count; ++i) {
+    if (!hasInput(ctx, i)) return ctx.error("required input " + std::to_string(i) + " is missing");
+  }
+  return Status::ok();
+}
+
+bool isFloatStorage(DataType t) {
+  return t == DataType::kFloat32 || t == DataType::kFloat16 || t == DataType::kBFloat16;
+}
+
+bool isIndexType(DataType t) {
+  return t == DataType::kInt64 || t == DataType::kInt32;
+}
+
+DataType typeAt(const std::vector<DataType>& types, size_t i) {
+  return i < types.size() ? types[i] : DataType::kUndefined;
+}
+
+// ============================ device code ============================
+
+// (batch, heads, seq, head_size) copy: rows s < pastLen come from `past` (4-D), the rest
+// from `cur` (4-D or packed 3-D); the destination is 4-D or packed 3-D.
+struct HeadCopy {
+  int64_t batch = 0, heads = 0, seq = 0, headSize = 0, pastLen = 0;
+  bool srcPacked = false, dstPacked = false;
+};
+
+template <class W>
+__global__ void headCopyKernel(const W* __restrict__ past, const W* __restrict__ cur,
+                               W* __restrict__ dst, HeadCopy c, int64_t n) {
+  const int64_t curSeq = c.seq - c.pastLen;
+  KILN_ATT_GRID_LOOP(idx, n) {
+    const int64_t i = idx % c.headSize;
+    int64_t rest = idx / c.headSize;
+    const int64_t s = rest % c.seq;
+    rest /= c.seq;
+    const int64_t h = rest % c.heads;
+    const int64_t b = rest / c.heads;
+    W value;
+    if (s < c.pastLen) {
+      value = past[((b * c.heads + h) * c.pastLen + s) * c.headSize + i];
+    } else {
+      const int64_t t = s - c.pastLen;
+      const int64_t from = c.srcPacked ? ((b * curSeq + t) * c.heads + h) * c.headSize + i
+                                       : ((b * c.heads + h) * curSeq + t) * c.headSize + i;
+      value = cur[from];
+    }
+    const int64_t to = c.dstPacked ? ((b * c.seq + s) * c.heads + h) * c.headSize + i : idx;
+    dst[to] = value;
+  }
+}
+
+enum MaskKind : int { kMaskNone = 0, kMaskBool = 1, kMaskAdditive = 2 };
+enum RoundKind : int { kRoundNone = 0, kRoundHalf = 1, kRoundBFloat16 = 2 };
+
+struct SoftmaxParams {
+  int64_t rows = 0;     // rows of this chunk
+  int64_t rowBase = 0;  // global index of the chunk's first row
+  int64_t qSeq = 0, qHeads = 0, total = 0, pastLen = 0;
+  float softcap = 0.f;
+  int qkMode = -1;  // -1: no qk_matmul_output
+  int round = kRoundNone;
+  bool causal = false;
+  int64_t leftWindow = -1, rightWindow = -1;
+  int maskKind = kMaskNone;
+  const void* mask = nullptr;
+  int64_t maskB = 0, maskH = 0, maskI = 0, maskLen = 0;
+  const void* nonpad = nullptr;
+  bool nonpad64 = true;
+};
+
+__device__ __forceinline__ float roundTo(float v, int round) {
+  if (round == kRoundHalf) return __half2float(__float2half_rn(v));
+  if (round == kRoundBFloat16) return __bfloat162float(__float2bfloat16_rn(v));
+  return v;
+}
+
+// Max (op 0) or sum (op 1) over the block; every thread gets the result.
+__device__ float blockReduce(float v, int op, float* shared) {
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    const float o = __shfl_xor_sync(0xffffffffu, v, offset);
+    v = op == 0 ? fmaxf(v, o) : v + o;
+  }
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int warps = blockDim.x / 32;
+  __syncthreads();  // shared may still be read from a previous reduction
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  float r = shared[0];
+  for (int w = 1; w < warps; ++w) r = op == 0 ? fmaxf(r, shared[w]) : r + shared[w];
+  return r;
+}
+
+// The biased score of key j (the CPU's row after softcap and + bias) and its bias.
+template <class T>
+__device__ __forceinline__ float biasedScore(const T* row, T* qkRow, int64_t j, int64_t lo,
+                                             int64_t hi, const SoftmaxParams& p,
+                                             const void* maskRow, bool* allowed) {
+  const float negInf = -INFINITY;
+  float s = toFloat(row[j]);
+  if (qkRow && p.qkMode == 0) qkRow[j] = fromFloat<T>(s);
+  if (p.softcap > 0.f) s = p.softcap * tanhf(s / p.softcap);
+  if (qkRow && p.qkMode == 1) qkRow[j] = fromFloat<T>(s);
+  float bias = 0.f;
+  if (p.maskKind != kMaskNone) {
+    if (j >= p.maskLen) {
+      bias = negInf;
+    } else if (p.maskKind == kMaskBool) {
+      bias = static_cast<const uint8_t*>(maskRow)[j] ? 0.f : negInf;
+    } else {
+      bias = toFloat(static_cast<const T*>(maskRow)[j]);
+    }
+  }
+  if (j < lo || j >= hi) bias = negInf;
+  *allowed = bias != negInf;
+  s += bias;
+  if (qkRow && p.qkMode == 2) qkRow[j] = fromFloat<T>(s);
+  return roundTo(s, p.round);
+}
+
+// One block per score row: softcap, bias, softmax in float, probabilities in place.
+template <class T>
+__global__ void softmaxRowsKernel(T* scores, T* qk, SoftmaxParams p) {
+  __shared__ float shared[32];
+  for (int64_t r = blockIdx.x; r < p.rows; r += gridDim.x) {
+    const int64_t g = p.rowBase + r;
+    const int64_t i = g % p.qSeq;
+    const int64_t bh = g / p.qSeq;
+    const int64_t h = bh % p.qHeads;
+    const int64_t b = bh / p.qHeads;
+    T* row = scores + r * p.total;
+    T* qkRow = qk ? qk + g * p.total : nullptr;
+    int64_t nonpad = 0;
+    if (p.nonpad) {
+      nonpad = p.nonpad64 ? static_cast<const int64_t*>(p.nonpad)[b]
+                          : static_cast<const int32_t*>(p.nonpad)[b];
+    }
+    const int64_t pos = i + (p.nonpad ? nonpad - p.qSeq : p.pastLen);
+    int64_t lo = 0, hi = p.total;  // allowed keys: [lo, hi)
+    if (p.causal) hi = min(hi, pos + 1);
+    if (p.rightWindow >= 0) hi = min(hi, pos + p.rightWindow + 1);
+    if (p.leftWindow >= 0) lo = max(lo, pos - p.leftWindow);
+    if (p.nonpad) hi = min(hi, nonpad);
+    hi = max(hi, int64_t{0});
+    lo = min(lo, hi);
+    const void* maskRow = nullptr;
+    if (p.maskKind != kMaskNone) {
+      const int64_t off = b * p.maskB + h * p.maskH + i * p.maskI;
+      maskRow = p.maskKind == kMaskBool
+                    ? static_cast<const void*>(static_cast<const uint8_t*>(p.mask) + off)
+                    : static_cast<const void*>(static_cast<const T*>(p.mask) + off);
+    }
+    float localMax = -INFINITY, localAny = 0.f;
+    for (int64_t j = threadIdx.x; j < p.total; j += blockDim.x) {
+      bool allowed = false;
+      const float v = biasedScore(row, qkRow, j, lo, hi, p, maskRow, &allowed);
+      localMax = fmaxf(localMax, v);
+      if (allowed) localAny = 1.f;
+    }
+    const float rowMax = blockReduce(localMax, 0, shared);
+    const bool anyAllowed = blockReduce(localAny, 0, shared) > 0.f;
+    T* noQk = nullptr;
+    if (rowMax == -INFINITY || !anyAllowed) {
+      for (int64_t j = threadIdx.x; j < p.total; j += blockDim.x) {
+        row[j] = fromFloat<T>(0.f);
+        if (qkRow && p.qkMode == 3) qkRow[j] = fromFloat<T>(0.f);
+      }
+      __syncthreads();
+      continue;
+    }
+    float localSum = 0.f;
+    for (int64_t j = threadIdx.x; j < p.total; j += blockDim.x) {
+      bool allowed = false;
+      localSum += expf(biasedScore(row, noQk, j, lo, hi, p, maskRow, &allowed) - rowMax);
+    }
+    const float inv = 1.f / blockReduce(localSum, 1, shared);
+    for (int64_t j = threadIdx.x; j < p.total; j += blockDim.x) {
+      bool allowed = false;
+      const float e = expf(biasedScore(row, noQk, j, lo, hi, p, maskRow, &allowed) - rowMax);
+      const T prob = fromFloat<T>(roundTo(e * inv, p.round));
+      row[j] = prob;
+      if (qkRow && p.qkMode == 3) qkRow[j] = prob;
+    }
+    __syncthreads();
+  }
+}
+
+// ============================ Attention (host) ============================
+
+struct HeadLayout {
+  int64_t batch = 0, heads = 0, seq = 0, headSize = 0;
+  bool packed = false;
+  int64_t numel() const { return batch * heads * seq * headSize; }
+};
+
+struct AttentionSpec {
+  HeadLayout q, k, v;
+  int64_t pastLen = 0, totalLen = 0, group = 1;
+  double scale = 1.0;
+  float softcap = 0.f;
+  int64_t qkMode = 0;
+  int round = kRoundNone;
+  bool causal = false;
+  int64_t leftWindow = -1, rightWindow = -1;
+  bool nonpad = false;
+};
+
+std::string dims(const DeviceTensor& t) {
+  return shapeToString(t.shape);
+}
+
+Status readPackedLayouts(const GpuKernelContext& ctx, AttentionSpec* s) {
+  const DeviceTensor &q = ctx.input(0), &k = ctx.input(1), &v = ctx.input(2);
+  const int64_t qHeads = ctx.node().attrInt("q_num_heads", 0);
+  const int64_t kvHeads = ctx.node().attrInt("kv_num_heads", 0);
+  if (qHeads <= 0 || kvHeads <= 0)
+    return ctx.error("3-D Q, K, V need positive q_num_heads and kv_num_heads attributes");
+  if (q.shape[2] % qHeads != 0 || k.shape[2] % kvHeads != 0 || v.shape[2] % kvHeads != 0)
+    return ctx.error("hidden sizes of Q " + dims(q) + ", K " + dims(k) + ", V " + dims(v) +
+                     " are not multiples of q_num_heads " + std::to_string(qHeads) +
+                     " / kv_num_heads " + std::to_string(kvHeads));
+  s->q = {q.shape[0], qHeads, q.shape[1], q.shape[2] / qHeads, true};
+  s->k = {k.shape[0], kvHeads, k.shape[1], k.shape[2] / kvHeads, true};
+  s->v = {v.shape[0], kvHeads, v.shape[1], v.shape[2] / kvHeads, true};
+  return Status::ok();
+}
+
+Status readLayouts(const GpuKernelContext& ctx, AttentionSpec* s) {
+  const DeviceTensor &q = ctx.input(0), &k = ctx.input(1), &v = ctx.input(2);
+  if (q.rank() != k.rank() || q.rank() != v.rank() || (q.rank() != 3 && q.rank() != 4))
+    return ctx.error("Q, K, V must all be 3-D or all 4-D, got " + dims(q) + ", " + dims(k) + ", " +
+                     dims(v));
+  if (q.rank() == 3) {
+    KILN_RETURN_IF_ERROR(readPackedLayouts(ctx, s));
+  } else {
+    s->q = {q.shape[0], q.shape[1], q.shape[2], q.shape[3], false};
+    s->k = {k.shape[0], k.shape[1], k.shape[2], k.shape[3], false};
+    s->v = {v.shape[0], v.shape[1], v.shape[2], v.shape[3], false};
+    const Node& node = ctx.node();
+    const bool named = node.hasAttr("q_num_heads") || node.hasAttr("kv_num_heads");
+    if (named && ctx.opset() >= 25)
+      return ctx.error("q_num_heads / kv_num_heads must not be set for 4-D inputs");
+    if (named && (node.attrInt("q_num_heads", s->q.heads) != s->q.heads ||
+                  node.attrInt("kv_num_heads", s->k.heads) != s->k.heads))
+      return ctx.error("q_num_heads / kv_num_heads disagree with the 4-D input shapes");
+  }
+  if (s->k.batch != s->q.batch || s->v.batch != s->q.batch)
+    return ctx.error("Q, K, V batch sizes differ: " + dims(q) + ", " + dims(k) + ", " + dims(v));
+  if (s->k.seq != s->v.seq || s->k.heads != s->v.heads)
+    return ctx.error("K " + dims(k) + " and V " + dims(v) + " differ in heads or sequence length");
+  if (s->k.headSize != s->q.headSize)
+    return ctx.error("Q " + dims(q) + " and K " + dims(k) + " head sizes differ");
+  if (s->k.heads <= 0 || s->q.heads % s->k.heads != 0)
+    return ctx.error("query heads (" + std::to_string(s->q.heads) +
+                     ") must be a multiple of key/value heads (" + std::to_string(s->k.heads) +
+                     ")");
+  s->group = s->q.heads / s->k.heads;
+  return Status::ok();
+}
+
+Status checkPast(const GpuKernelContext& ctx, const DeviceTensor& past, const DeviceTensor& cur,
+                 const HeadLayout& l, int64_t pastLen, const char* name) {
+  const Shape want{l.batch, l.heads, pastLen, l.headSize};
+  if (past.shape != want)
+    return ctx.error(std::string("input '") + name + "' has shape " + dims(past) + ", expected " +
+                     shapeToString(want));
+  if (past.type != cur.type)
+    return ctx.error(std::string("input '") + name + "' type differs from the current one");
+  return Status::ok();
+}
+
+Status readCache(const GpuKernelContext& ctx, AttentionSpec* s) {
+  const bool pastKey = hasInput(ctx, 4), pastValue = hasInput(ctx, 5);
+  if (pastKey != pastValue) return ctx.error("past_key and past_value must be given together");
+  if (pastKey) {
+    const DeviceTensor& pk = ctx.input(4);
+    if (pk.rank() != 4) return ctx.error("past_key must be 4-D, got " + dims(pk));
+    s->pastLen = pk.shape[2];
+    KILN_RETURN_IF_ERROR(checkPast(ctx, pk, ctx.input(1), s->k, s->pastLen, "past_key"));
+    KILN_RETURN_IF_ERROR(
+        checkPast(ctx, ctx.input(5), ctx.input(2), s->v, s->pastLen, "past_value"));
+  }
+  s->totalLen = s->pastLen + s->k.seq;
+  if (ctx.opset() < 24 || !hasInput(ctx, 6)) return Status::ok();
+  const DeviceTensor& nonpad = ctx.input(6);
+  if (pastKey) return ctx.error("nonpad_kv_seqlen cannot be combined with past_key/past_value");
+  if (nonpad.rank() != 1 || nonpad.shape[0] != s->q.batch || !isIndexType(nonpad.type))
+    return ctx.error("nonpad_kv_seqlen must be an int64 vector of batch size, got " + dims(nonpad));
+  s->nonpad = true;
+  return Status::ok();
+}
+
+Status readAttributes(const GpuKernelContext& ctx, AttentionSpec* s) {
+  const Node& node = ctx.node();
+  const double scale = node.hasAttr("scale") ? static_cast<double>(node.attrFloat("scale", 1.f))
+                                             : 1.0 / std::sqrt(static_cast<double>(s->q.headSize));
+  if (!(scale >= 0.0)) return ctx.error("attribute 'scale' must be non-negative");
+  // The CPU scales Q and K each by sqrt(scale); one GEMM alpha is the same product.
+  const double root = std::sqrt(scale);
+  s->scale = root * root;
+  s->softcap = node.attrFloat("softcap", 0.f);
+  s->causal = node.attrInt("is_causal", 0) != 0;
+  s->qkMode = node.attrInt("qk_matmul_output_mode", 0);
+  if (s->qkMode < 0 || s->qkMode > 3)
+    return ctx.error("attribute 'qk_matmul_output_mode' must be 0..3, got " +
+                     std::to_string(s->qkMode));
+  if (node.hasAttr("softmax_precision")) {
+    const int64_t p = node.attrInt("softmax_precision", 1);
+    if (p != 1 && p != 10 && p != 11 && p != 16)
+      return ctx.error("attribute 'softmax_precision' must be 1, 10, 11 or 16, got " +
+                       std::to_string(p));
+    // float32 / float64 softmax: computed in float here (no rounding step).
+    s->round = p == 10 ? kRoundHalf : p == 16 ? kRoundBFloat16 : kRoundNone;
+  }
+  if (ctx.opset() >= 25) {
+    s->leftWindow = node.attrInt("left_window_size", -1);
+    s->rightWindow = node.attrInt("right_window_size", -1);
+    if (s->leftWindow < -1 || s->rightWindow < -1)
+      return ctx.error("window sizes must be -1 or non-negative");
+  }
+  return Status::ok();
+}
+
+// attn_mask strides against (batch, q_heads, q_seq, keys), as the CPU's readMask.
+Status readMask(const GpuKernelContext& ctx, const AttentionSpec& s, SoftmaxParams* p) {
+  const DeviceTensor& m = ctx.input(3);
+  const int rank = m.rank();
+  if (rank < 1 || rank > 4) return ctx.error("attn_mask must have rank 1..4, got " + dims(m));
+  p->maskLen = m.shape.back();
+  if (p->maskLen > s.totalLen)
+    return ctx.error("attn_mask " + dims(m) + " has more keys than " + std::to_string(s.totalLen));
+  const int64_t target[3] = {s.q.batch, s.q.heads, s.q.seq};
+  int64_t* strides[3] = {&p->maskB, &p->maskH, &p->maskI};
+  std::vector<int64_t> contiguous(rank, 1);
+  for (int d = rank - 2; d >= 0; --d) contiguous[d] = contiguous[d + 1] * m.shape[d + 1];
+  for (int d = 0; d < rank - 1; ++d) {
+    const int t = 3 - (rank - 1) + d;
+    if (m.shape[d] != 1 && m.shape[d] != target[t])
+      return ctx.error("attn_mask " + dims(m) + " does not broadcast to (" +
+                       std::to_string(target[0]) + ", " + std::to_string(target[1]) + ", " +
+                       std::to_string(target[2]) + ", keys)");
+    *strides[t] = m.shape[d] == 1 ? 0 : contiguous[d];
+  }
+  if (m.type == DataType::kBool) {
+    p->maskKind = kMaskBool;
+  } else if (m.type == ctx.input(0).type) {
+    p->maskKind = kMaskAdditive;
+  } else {
+    return ctx.unsupported(std::string("attn_mask of type ") + dataTypeName(m.type));
+  }
+  p->mask = m.data;
+  return Status::ok();
+}
+
+// One cuBLASLt plan cache per GEMM: full and last chunk of each product.
+struct AttentionState {
+  std::shared_ptr<void> slots[4];
+};
+
+// Workspace carving: 256-byte aligned offsets of the kernel's buffers.
+struct Carve {
+  size_t offset = 0;
+  size_t take(size_t bytes) {
+    const size_t at = offset;
+    offset += alignUp(bytes);
+    return at;
+  }
+};
+
+template <class T>
+Status launchSoftmax(GpuKernelContext& ctx, T* scores, T* qk, const SoftmaxParams& p) {
+  if (p.rows == 0 || p.total == 0) return Status::ok();
+  const int threads = p.total <= 32 ? 32 : p.total <= 64 ? 64 : p.total <= 128 ? 128 : 256;
+  const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(p.rows, 65535LL * 32));
+  softmaxRowsKernel<T><<<blocks, threads, 0, ctx.stream()>>>(scores, qk, p);
+  KILN_CUDA_CHECK_LAUNCH("attention softmax");
+  return Status::ok();
+}
+
+Status launchHeadCopy(GpuKernelContext& ctx, DataType type, const void* past, const void* cur,
+                      void* dst, const HeadCopy& c) {
+  const int64_t n = c.batch * c.heads * c.seq * c.headSize;
+  if (n == 0) return Status::ok();
+  KILN_DISPATCH_BYTES(type, ctx, {
+    headCopyKernel<T><<<gridFor(n), kBlockSize, 0, ctx.stream()>>>(
+        static_cast<const T*>(past), static_cast<const T*>(cur), static_cast<T*>(dst), c, n);
+    KILN_CUDA_CHECK_LAUNCH("attention head copy");
+  });
+  return Status::ok();
+}
+
+// K or V with the past prepended, contiguous (B, H, past + S, D): output `index` when
+// wanted, else workspace `scratch` (or the input itself when nothing changes).
+Status makePresent(GpuKernelContext& ctx, size_t index, size_t input, size_t pastInput,
+                   const HeadLayout& l, int64_t pastLen, void* scratch, const void** out) {
+  const DeviceTensor& cur = ctx.input(input);
+  const bool past = hasInput(ctx, pastInput);
+  const bool wanted = wantsOutput(ctx, index);
+  if (!wanted && !past && !l.packed) {
+    *out = cur.data;
+    return Status::ok();
+  }
+  void* dst = scratch;
+  if (wanted) {
+    const Shape shape{l.batch, l.heads, pastLen + l.seq, l.headSize};
+    KILN_ASSIGN_OR_RETURN(DeviceTensor t, ctx.allocateOutput(index, cur.type, shape));
+    dst = t.data;
+  }
+  HeadCopy c;
+  c.batch = l.batch;
+  c.heads = l.heads;
+  c.seq = pastLen + l.seq;
+  c.headSize = l.headSize;
+  c.pastLen = past ? pastLen : 0;
+  c.srcPacked = l.packed;
+  KILN_RETURN_IF_ERROR(
+      launchHeadCopy(ctx, cur.type, past ? ctx.input(pastInput).data : nullptr, cur.data, dst, c));
+  *out = dst;
+  return Status::ok();
+}
+
+template <class T>
+Status runAttention(GpuKernelContext& ctx, const AttentionSpec& s, SoftmaxParams p) {
+  const DataType type = ctx.input(0).type;
+  const size_t es = sizeof(T);
+  const int64_t batch = s.q.batch, qHeads = s.q.heads, qSeq = s.q.seq, d = s.q.headSize;
+  const int64_t kvHeads = s.k.heads, total = s.totalLen, dv = s.v.headSize, group = s.group;
+  const int64_t pairs = batch * kvHeads;
+  const int64_t pairRows = group * qSeq;  // query rows sharing one KV head
+  const size_t pairScoreBytes = static_cast<size_t>(pairRows * total) * es;
+  const int64_t limit = std::max<int64_t>(ctx.options().workspaceLimitBytes, 1);
+  int64_t chunk = pairs;
+  if (pairScoreBytes > 0)
+    chunk = std::clamp<int64_t>(limit / static_cast<int64_t>(pairScoreBytes), 1,
+                                std::max<int64_t>(pairs, 1));
+
+  // Workspace: [packed Q | K | V | packed Y | scores chunk].
+  Carve carve;
+  const bool pastGiven = hasInput(ctx, 4);
+  const size_t qAt = s.q.packed ? carve.take(s.q.numel() * es) : 0;
+  const bool kScratch = !wantsOutput(ctx, 1) && (pastGiven || s.k.packed);
+  const bool vScratch = !wantsOutput(ctx, 2) && (pastGiven || s.v.packed);
+  const size_t kAt = kScratch ? carve.take(static_cast<size_t>(pairs * total * d) * es) : 0;
+  const size_t vAt = vScratch ? carve.take(static_cast<size_t>(pairs * total * dv) * es) : 0;
+  const size_t yAt =
+      s.q.packed ? carve.take(static_cast<size_t>(batch * qHeads * qSeq * dv) * es) : 0;
+  const size_t scoresAt = carve.take(static_cast<size_t>(chunk) * pairScoreBytes);
+  KILN_ASSIGN_OR_RETURN(void* ws, ctx.workspace(carve.offset));
+  auto* base = static_cast<unsigned char*>(ws);
+
+  const void* kData = nullptr;
+  const void* vData = nullptr;
+  KILN_RETURN_IF_ERROR(makePresent(ctx, 1, 1, 4, s.k, s.pastLen, base + kAt, &kData));
+  KILN_RETURN_IF_ERROR(makePresent(ctx, 2, 2, 5, s.v, s.pastLen, base + vAt, &vData));
+
+  const Shape yShape =
+      s.q.packed ? Shape{batch, qSeq, qHeads * dv} : Shape{batch, qHeads, qSeq, dv};
+  KILN_ASSIGN_OR_RETURN(DeviceTensor y, ctx.allocateOutput(0, type, yShape));
+  T* qk = nullptr;
+  if (wantsOutput(ctx, 3)) {
+    const Shape qkShape{batch, qHeads, qSeq, total};
+    KILN_ASSIGN_OR_RETURN(DeviceTensor t, ctx.allocateOutput(3, type, qkShape));
+    qk = t.as<T>();
+  }
+  if (y.numel() == 0 && (!qk || batch * qHeads * qSeq * total == 0)) return Status::ok();
+
+  const void* qData = ctx.input(0).data;
+  if (s.q.packed) {
+    HeadCopy c{batch, qHeads, qSeq, d, 0, true, false};
+    KILN_RETURN_IF_ERROR(launchHeadCopy(ctx, type, nullptr, qData, base + qAt, c));
+    qData = base + qAt;
+  }
+  T* yData = s.q.packed ? reinterpret_cast<T*>(base + yAt) : y.as<T>();
+  T* scores = reinterpret_cast<T*>(base + scoresAt);
+
+  auto& state = ctx.layerState();
+  if (!state) state = std::make_shared<AttentionState>();
+  auto* slots = static_cast<AttentionState*>(state.get())->slots;
+  const bool tf32 = type == DataType::kFloat32 && ctx.options().allowTf32;
+
+  for (int64_t first = 0; first < pairs; first += chunk) {
+    const int64_t count = std::min(chunk, pairs - first);
+    const int slot = count == chunk ? 0 : 1;
+    // S = scale * Q K^T for `count` (batch, KV head) pairs.
+    if (d == 0) {
+      KILN_CUDA_CHECK(
+          cudaMemsetAsync(scores, 0, static_cast<size_t>(count) * pairScoreBytes, ctx.stream()));
+    } else if (total > 0 && pairRows > 0) {
+      GemmProblem qkT;
+      qkT.type = type;
+      qkT.m = pairRows;
+      qkT.n = total;
+      qkT.k = d;
+      qkT.transB = true;
+      qkT.batch = count;
+      qkT.strideA = pairRows * d;
+      qkT.strideB = total * d;
+      qkT.strideD = pairRows * total;
+      qkT.alpha = static_cast<float>(s.scale);
+      qkT.tf32 = tf32;
+      KILN_RETURN_IF_ERROR(runGemm(ctx, qkT, static_cast<const T*>(qData) + first * pairRows * d,
+                                   static_cast<const T*>(kData) + first * total * d, scores,
+                                   nullptr, &slots[slot]));
+    }
+    p.rows = count * pairRows;
+    p.rowBase = first * pairRows;
+    KILN_RETURN_IF_ERROR(launchSoftmax<T>(ctx, scores, qk, p));
+    // Y = P V.
+    T* yChunk = yData + first * pairRows * dv;
+    if (total == 0) {
+      KILN_CUDA_CHECK(cudaMemsetAsync(yChunk, 0, static_cast<size_t>(count * pairRows * dv) * es,
+                                      ctx.stream()));
+    } else if (dv > 0 && pairRows > 0) {
+      GemmProblem pv;
+      pv.type = type;
+      pv.m = pairRows;
+      pv.n = dv;
+      pv.k = total;
+      pv.batch = count;
+      pv.strideA = pairRows * total;
+      pv.strideB = total * dv;
+      pv.strideD = pairRows * dv;
+      pv.tf32 = tf32;
+      KILN_RETURN_IF_ERROR(runGemm(ctx, pv, scores,
+                                   static_cast<const T*>(vData) + first * total * dv, yChunk,
+                                   nullptr, &slots[2 + slot]));
+    }
+  }
+  if (s.q.packed) {
+    HeadCopy c{batch, qHeads, qSeq, dv, 0, false, true};
+    KILN_RETURN_IF_ERROR(launchHeadCopy(ctx, type, nullptr, yData, y.data, c));
+  }
+  ctx.setImplementation("cublasLt QK^T, fused masked softmax, cublasLt PV" +
+                        std::string(chunk < pairs ? " (chunked)" : ""));
+  return Status::ok();
+}
+
+Status attentionKernel(GpuKernelContext& ctx) {
+  KILN_RETURN_IF_ERROR(requireInputs(ctx, 3));
+  AttentionSpec spec;
+  KILN_RETURN_IF_ERROR(readLayouts(ctx, &spec));
+  KILN_RETURN_IF_ERROR(readCache(ctx, &spec));
+  KILN_RETURN_IF_ERROR(readAttributes(ctx, &spec));
+  const DataType type = ctx.input(0).type;
+  if (ctx.input(1).type != type) return ctx.error("K type differs from Q type");
+  if (ctx.input(2).type != type)
+    return ctx.unsupported(std::string("V of type ") + dataTypeName(ctx.input(2).type));
+  SoftmaxParams p;
+  p.qSeq = spec.q.seq;
+  p.qHeads = spec.q.heads;
+  p.total = spec.totalLen;
+  p.pastLen = spec.pastLen;
+  p.softcap = spec.softcap;
+  p.qkMode = wantsOutput(ctx, 3) ? static_cast<int>(spec.qkMode) : -1;
+  p.round = spec.round;
+  p.causal = spec.causal;
+  p.leftWindow = spec.leftWindow;
+  p.rightWindow = spec.rightWindow;
+  if (hasInput(ctx, 3)) KILN_RETURN_IF_ERROR(readMask(ctx, spec, &p));
+  if (spec.nonpad) {
+    p.nonpad = ctx.input(6).data;
+    p.nonpad64 = ctx.input(6).type == DataType::kInt64;
+  }
+  switch (type) {
+    case DataType::kFloat32:
+      return runAttention<float>(ctx, spec, p);
+    case DataType::kFloat16:
+      return runAttention<__half>(ctx, spec, p);
+    case DataType::kBFloat16:
+      return runAttention<__nv_bfloat16>(ctx, spec, p);
+    default:
+      return ctx.unsupported(std::string("Q data type ") + dataTypeName(type));
+  }
+}
+
+// Q, K, V, past and an additive mask in one float storage type; a bool mask; integer
+// nonpad_kv_seqlen.
+std::string supportsAttention(const Node&, const std::vector<DataType>& types) {
+  const DataType q = typeAt(types, 0);
+  if (!isFloatStorage(q)) return std::string("no GPU kernel for Q of type ") + dataTypeName(q);
+  for (size_t i : {1, 2, 4, 5}) {
+    const DataType t = typeAt(types, i);
+    if (t != DataType::kUndefined && t != q)
+      return "inputs of different types (" + std::string(dataTypeName(t)) + ")";
+  }
+  const DataType mask = typeAt(types, 3);
+  if (mask != DataType::kUndefined && mask != DataType::kBool && mask != q)
+    return std::string("no GPU kernel for attn_mask of type ") + dataTypeName(mask);
+  const DataType nonpad = typeAt(types, 6);
+  if (nonpad != DataType::kUndefined && !isIndexType(nonpad))
+    return std::string("no GPU kernel for nonpad_kv_seqlen of type ") + dataTypeName(nonpad);
+  return "";
+}
+
+// ============================ RotaryEmbedding ============================
+
+struct RotaryParams {
+  int64_t batch = 0, heads = 0, seq = 0, headSize = 0, half = 0;
+  bool packed = false, interleaved = false;
+  const void* ids = nullptr;  // position_ids or nullptr
+  bool ids64 = true;
+  int64_t idsBatchStride = 0;    // 0 when position_ids has batch 1
+  int64_t cacheBatchStride = 0;  // rows; without position_ids
+  int64_t positions = 0;         // cache rows with position_ids
+};
+
+template <class T>
+__global__ void rotaryKernel(const T* __restrict__ x, const T* __restrict__ cosCache,
+                             const T* __restrict__ sinCache, T* __restrict__ y, RotaryParams p,
+                             int64_t n) {
+  KILN_ATT_GRID_LOOP(idx, n) {
+    const int64_t i = idx % p.headSize;
+    const int64_t rest = idx / p.headSize;
+    int64_t b, s;
+    if (p.packed) {  // (batch, seq, heads, headSize)
+      const int64_t bs = rest / p.heads;
+      s = bs % p.seq;
+      b = bs / p.seq;
+    } else {  // (batch, heads, seq, headSize)
+      s = rest % p.seq;
+      b = rest / p.seq / p.heads;
+    }
+    if (i >= 2 * p.half) {
+      y[idx] = x[idx];
+      continue;
+    }
+    int64_t row;
+    if (p.ids) {
+      const int64_t at = b * p.idsBatchStride + s;
+      const int64_t pos =
+          p.ids64 ? static_cast<const int64_t*>(p.ids)[at] : static_cast<const int32_t*>(p.ids)[at];
+      row = pos >= 0 && pos < p.positions ? pos * p.half : -1;
+    } else {
+      row = (b * p.cacheBatchStride + s) * p.half;
+    }
+    int64_t pair, partner;
+    bool first;
+    if (p.interleaved) {
+      pair = i / 2;
+      first = (i % 2) == 0;
+      partner = first ? idx + 1 : idx - 1;
+    } else {
+      first = i < p.half;
+      pair = first ? i : i - p.half;
+      partner = first ? idx + p.half : idx - p.half;
+    }
+    if (row < 0) {
+      y[idx] = fromFloat<T>(0.f);
+      continue;
+    }
+    const float c = toFloat(cosCache[row + pair]), sn = toFloat(sinCache[row + pair]);
+    const float self = toFloat(x[idx]), other = toFloat(x[partner]);
+    // first: x1' = c x1 - s x2; second: x2' = s x1 + c x2 (x1 = other).
+    y[idx] = fromFloat<T>(first ? c * self - sn * other : sn * other + c * self);
+  }
+}
+
+template <class T>
+Status launchRotary(GpuKernelContext& ctx, const DeviceTensor& x, const DeviceTensor& cosCache,
+                    const DeviceTensor& sinCache, const DeviceTensor& y, const RotaryParams& p) {
+  const int64_t n = x.numel();
+  rotaryKernel<T><<<gridFor(n), kBlockSize, 0, ctx.stream()>>>(x.as<T>(), cosCache.as<T>(),
+                                                               sinCache.as<T>(), y.as<T>(), p, n);
+  KILN_CUDA_CHECK_LAUNCH("RotaryEmbedding");
+  return Status::ok();
+}
+
+Status rotaryEmbeddingKernel(GpuKernelContext& ctx) {
+  KILN_RETURN_IF_ERROR(requireInputs(ctx, 3));
+  const DeviceTensor& x = ctx.input(0);
+  RotaryParams p;
+  if (x.rank() == 4) {
+    p.batch = x.shape[0];
+    p.heads = x.shape[1];
+    p.seq = x.shape[2];
+    p.headSize = x.shape[3];
+  } else if (x.rank() == 3) {
+    p.batch = x.shape[0];
+    const int64_t heads = ctx.node().attrInt("num_heads", 0);
+    if (heads <= 0 || x.shape[2] % heads != 0)
+      return ctx.error("3-D input needs a num_heads attribute dividing its hidden size " +
+                       std::to_string(x.shape[2]));
+    p.heads = heads;
+    p.seq = x.shape[1];
+    p.headSize = x.shape[2] / heads;
+    p.packed = true;
+  } else {
+    return ctx.error("input 'X' must be 3-D or 4-D, got " + dims(x));
+  }
+  const int64_t dim = ctx.node().attrInt("rotary_embedding_dim", 0);
+  const int64_t rotary = dim == 0 ? p.headSize : dim;
+  if (rotary < 0 || rotary > p.headSize || rotary % 2 != 0)
+    return ctx.error("rotary_embedding_dim " + std::to_string(rotary) +
+                     " must be even and at most the head size " + std::to_string(p.headSize));
+  p.half = rotary / 2;
+  p.interleaved = ctx.node().attrInt("interleaved", 0) != 0;
+  const DeviceTensor& cosCache = ctx.input(1);
+  const DeviceTensor& sinCache = ctx.input(2);
+  if (cosCache.type != x.type || sinCache.type != x.type)
+    return ctx.error("cos_cache and sin_cache must have X's data type");
+  if (cosCache.shape != sinCache.shape)
+    return ctx.error("cos_cache " + dims(cosCache) + " and sin_cache " + dims(sinCache) +
+                     " differ");
+  if (cosCache.rank() < 2 || cosCache.shape.back() != p.half)
+    return ctx.error("cache shape " + dims(cosCache) + " must end in " + std::to_string(p.half) +
+                     " (rotary_embedding_dim / 2)");
+  if (!hasInput(ctx, 3)) {
+    if (cosCache.rank() != 3 || (cosCache.shape[0] != p.batch && cosCache.shape[0] != 1) ||
+        cosCache.shape[1] != p.seq)
+      return ctx.error("without position_ids the caches must be (batch, seq, dim/2), got " +
+                       dims(cosCache));
+    p.cacheBatchStride = cosCache.shape[0] == 1 ? 0 : p.seq;
+  } else {
+    const DeviceTensor& ids = ctx.input(3);
+    if (cosCache.rank() != 2)
+      return ctx.error("with position_ids the caches must be 2-D, got " + dims(cosCache));
+    if (ids.rank() != 2 || (ids.shape[0] != p.batch && ids.shape[0] != 1) || ids.shape[1] != p.seq)
+      return ctx.error("position_ids must be (batch, seq), got " + dims(ids));
+    if (!isInteger(ids.type)) return ctx.error("position_ids must be an integer tensor");
+    if (!isIndexType(ids.type))
+      return ctx.unsupported(std::string("position_ids of type ") + dataTypeName(ids.type));
+    p.ids = ids.data;
+    p.ids64 = ids.type == DataType::kInt64;
+    p.idsBatchStride = ids.shape[0] == 1 ? 0 : p.seq;
+    p.positions = cosCache.shape[0];
+  }
+  KILN_ASSIGN_OR_RETURN(DeviceTensor y, ctx.allocateOutput(0, x.type, x.shape));
+  if (x.numel() == 0) return Status::ok();
+  switch (x.type) {
+    case DataType::kFloat32:
+      return launchRotary<float>(ctx, x, cosCache, sinCache, y, p);
+    case DataType::kFloat16:
+      return launchRotary<__half>(ctx, x, cosCache, sinCache, y, p);
+    case DataType::kBFloat16:
+      return launchRotary<__nv_bfloat16>(ctx, x, cosCache, sinCache, y, p);
+    default:
+      return ctx.unsupported(std::string("X data type ") + dataTypeName(x.type));
+  }
+}
+
+std::string supportsRotary(const Node&, const std::vector<DataType>& types) {
+  for (size_t i = 0; i < 3; ++i) {
+    const DataType t = typeAt(types, i);
+    if (t != DataType::kUndefined && !isFloatStorage(t))
+      return std::string("no GPU kernel for ") + dataTypeName(t) + " inputs";
+  }
+  const DataType ids = typeAt(types, 3);
+  if (ids != DataType::kUndefined && !isIndexType(ids))
+    return std::string("no GPU kernel for position_ids of type ") + dataTypeName(ids);
+  return "";
+}
+
+}  // namespace
+
+void registerAttentionGpuKernels(GpuKernelRegistry& registry) {
+  registry.add("Attention", 23, 1000, attentionKernel, supportsAttention);
+  registry.add("RotaryEmbedding", 23, 1000, rotaryEmbeddingKernel, supportsRotary);
+}
 
 }  // namespace kiln::cuda

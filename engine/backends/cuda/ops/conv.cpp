@@ -306,7 +306,7 @@ Status choosePlan(GpuKernelContext& ctx, cudnnHandle_t handle, const ConvGeometr
   for (const auto& p : plans) maxWorkspace = std::max(maxWorkspace, p->workspace);
   void* workspace = nullptr;
   if (maxWorkspace > 0) {
-    auto ws = ctx.workspace(static_cast<size_t>(maxWorkspace));
+    auto ws = ctx.libraryWorkspace(static_cast<size_t>(maxWorkspace));
     if (!ws.isOk()) return ws.status();
     workspace = ws.value();
   }
@@ -391,7 +391,7 @@ Status runConvolution(GpuKernelContext& ctx, ConvGeometry g, void* x, const void
   }
   void* workspace = nullptr;
   if (plan->workspace > 0) {
-    auto ws = ctx.workspace(static_cast<size_t>(plan->workspace));
+    auto ws = ctx.libraryWorkspace(static_cast<size_t>(plan->workspace));
     if (!ws.isOk()) return ws.status();
     workspace = ws.value();
   }

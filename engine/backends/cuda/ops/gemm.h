@@ -19,12 +19,16 @@ struct GemmProblem {
   float alpha = 1.f, beta = 0.f;
   bool bias = false;  // bias vector of length n added to every row
   bool tf32 = false;
+  // Byte alignment of the A, B, D (and bias) pointers, up to 256: the algorithm must
+  // accept them. Filled in by runGemm from the actual pointers.
+  int alignA = 256, alignB = 256, alignD = 256;
 
   bool operator==(const GemmProblem& o) const {
     return type == o.type && m == o.m && n == o.n && k == o.k && transA == o.transA &&
            transB == o.transB && batch == o.batch && strideA == o.strideA && strideB == o.strideB &&
            strideD == o.strideD && alpha == o.alpha && beta == o.beta && bias == o.bias &&
-           tf32 == o.tf32;
+           tf32 == o.tf32 && alignA == o.alignA && alignB == o.alignB &&
+           alignD == o.alignD;
   }
 };
 

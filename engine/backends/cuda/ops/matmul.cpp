@@ -86,6 +86,16 @@ Status buildPlan(GpuKernelContext& ctx, const GemmProblem& p, GemmPlan* plan) {
       static_cast<uint64_t>(std::min<int64_t>(ctx.options().workspaceLimitBytes, 64LL << 20));
   cublasStatus_t status = cublasLtMatmulPreferenceSetAttribute(
       preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &maxWorkspace, sizeof(maxWorkspace));
+  // Column-major A is our B, column-major B is our A.
+  const uint32_t alignments[4] = {uint32_t(p.alignB), uint32_t(p.alignA), uint32_t(p.alignD),
+                                  uint32_t(p.alignD)};
+  const cublasLtMatmulPreferenceAttributes_t alignmentAttributes[4] = {
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+  for (int i = 0; i < 4 && status == CUBLAS_STATUS_SUCCESS; ++i) {
+    status = cublasLtMatmulPreferenceSetAttribute(preference, alignmentAttributes[i],
+                                                  &alignments[i], sizeof(uint32_t));
+  }
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
   if (status == CUBLAS_STATUS_SUCCESS) {
@@ -105,9 +115,18 @@ Status buildPlan(GpuKernelContext& ctx, const GemmProblem& p, GemmPlan* plan) {
 
 }  // namespace
 
-Status runGemm(GpuKernelContext& ctx, const GemmProblem& p, const void* a, const void* b, void* d,
-               const void* bias, std::shared_ptr<void>* cache) {
-  if (p.m == 0 || p.n == 0 || p.batch == 0) return Status::ok();
+Status runGemm(GpuKernelContext& ctx, const GemmProblem& problem, const void* a, const void* b,
+               void* d, const void* bias, std::shared_ptr<void>* cache) {
+  if (problem.m == 0 || problem.n == 0 || problem.batch == 0) return Status::ok();
+  auto alignment = [](const void* pointer) {
+    int align = 256;
+    while (align > 1 && reinterpret_cast<uintptr_t>(pointer) % align != 0) align /= 2;
+    return align;
+  };
+  GemmProblem p = problem;
+  p.alignA = alignment(a);
+  p.alignB = alignment(b);
+  p.alignD = std::min(alignment(d), bias ? alignment(bias) : 256);
   auto& state = cache ? *cache : ctx.layerState();
   auto plan = std::static_pointer_cast<GemmPlan>(state);
   if (!plan || !(plan->problem == p)) {
@@ -124,7 +143,7 @@ Status runGemm(GpuKernelContext& ctx, const GemmProblem& p, const void* a, const
   }
   void* workspace = nullptr;
   if (plan->workspace > 0) {
-    auto ws = ctx.workspace(plan->workspace);
+    auto ws = ctx.libraryWorkspace(plan->workspace);
     if (!ws.isOk()) return ws.status();
     workspace = ws.value();
   }

@@ -1,7 +1,870 @@
+// CUDA kernels for quantization: QuantizeLinear, DequantizeLinear,
+// DynamicQuantizeLinear, MatMulInteger and QLinearMatMul.
+//
+// Contract: the CPU kernels' opset ranges, attributes, defaults, error messages and
+// bit-exact results (cpu/ops/quantize.cpp, cpu/ops/matmul.cpp). Scale and zero point
+// are per tensor, per axis or blocked (block_size), mapped to x's elements by
+// QuantLayout exactly as the CPU does. Values are read as float like the CPU's
+// readFloats; integer targets round half to even (rint) and saturate; float8
+// (e4m3fn, e5m2) and float4e2m1 codes use device ports of common/data_type.cpp's
+// converters (nearest-code search, ties to the even code). int4/uint4/int2/uint2
+// are stored unpacked, one value per byte, like the CPU. Element types are switched
+// at run time inside one kernel per op (uniform branches) to keep compile time low.
+// The integer GEMM is a 16x16 shared-memory tiled kernel accumulating in int32
+// (MatMulInteger wraps like the CPU's cast; QLinearMatMul refuses K beyond the
+// int32-exact range instead of diverging from the CPU's exact sum).
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
 #include "backends/cuda/device_common.cuh"
 
 namespace kiln::cuda {
+namespace {
 
-void registerQuantizeGpuKernels(GpuKernelRegistry& registry) {}
+constexpr size_t kAlign = 256;
+
+size_t alignUp(size_t bytes) {
+  return (bytes + kAlign - 1) / kAlign * kAlign;
+}
+
+DataType typeAt(const std::vector<DataType>& types, size_t i) {
+  return i < types.size() ? types[i] : DataType::kUndefined;
+}
+
+Status requireInputs(const GpuKernelContext& ctx, size_t count) {
+  for (size_t i = 0; i < count; ++i) {
+    if (!ctx.hasInput(i)) return ctx.error("required input " + std::to_string(i) + " is missing");
+  }
+  return Status::ok();
+}
+
+bool isFloatStorage(DataType t) {
+  return t == DataType::kFloat32 || t == DataType::kFloat16 || t == DataType::kBFloat16 ||
+         t == DataType::kFloat64;
+}
+
+// ---- Element codecs (device ports of common/data_type.cpp) -------------------------
+
+__device__ float decodeSmallFloat(uint8_t bits, int expBits, int mantBits, int bias) {
+  const int sign = bits >> 7;
+  const int exponent = (bits >> mantBits) & ((1 << expBits) - 1);
+  const int mantissa = bits & ((1 << mantBits) - 1);
+  float v;
+  if (exponent == 0)
+    v = ldexpf(static_cast<float>(mantissa), 1 - bias - mantBits);
+  else
+    v = ldexpf(1.0f + static_cast<float>(mantissa) / (1 << mantBits), exponent - bias);
+  return sign ? -v : v;
+}
+
+__device__ float fp8E4M3ToFloatDev(uint8_t bits) {
+  if ((bits & 0x7f) == 0x7f) return __int_as_float(0x7fc00000);
+  return decodeSmallFloat(bits, 4, 3, 7);
+}
+
+__device__ float fp8E5M2ToFloatDev(uint8_t bits) {
+  const int exponent = (bits >> 2) & 0x1f;
+  if (exponent == 31) {
+    if (bits & 3) return __int_as_float(0x7fc00000);
+    return (bits & 0x80) ? -INFINITY : INFINITY;
+  }
+  return decodeSmallFloat(bits, 5, 2, 15);
+}
+
+__device__ float float4E2M1ToFloatDev(uint8_t code) {
+  const float kMagnitudes[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+  const float v = kMagnitudes[code & 0x7];
+  return (code & 0x8) ? -v : v;
+}
+
+// The nearest code to |value| among 0..maxCode (ties to the even code), with value's sign.
+__device__ uint8_t encodeNearest(float value, bool e4m3, int maxCode) {
+  const float mag = fabsf(value);
+  uint8_t best = 0;
+  float bestErr = INFINITY;
+  for (int code = 0; code <= maxCode; ++code) {
+    const uint8_t c = static_cast<uint8_t>(code);
+    const float decoded = e4m3 ? fp8E4M3ToFloatDev(c) : fp8E5M2ToFloatDev(c);
+    const float err = fabsf(decoded - mag);
+    if (err < bestErr || (err == bestErr && (code & 1) == 0 && (best & 1) == 1)) {
+      bestErr = err;
+      best = c;
+    }
+  }
+  return best | (signbit(value) ? 0x80 : 0);
+}
+
+__device__ uint8_t floatToFp8E4M3Dev(float value, bool saturate) {
+  if (isnan(value)) return 0x7f;
+  if (isinf(value) || fabsf(value) > 448.0f) {
+    if (saturate || !isinf(value)) {
+      if (!saturate && fabsf(value) >= 464.0f) return (value < 0 ? 0x80 : 0) | 0x7f;
+      return (value < 0 ? 0x80 : 0) | 0x7e;
+    }
+    return (value < 0 ? 0x80 : 0) | 0x7f;
+  }
+  return encodeNearest(value, true, 0x7e);
+}
+
+__device__ uint8_t floatToFp8E5M2Dev(float value, bool saturate) {
+  if (isnan(value)) return 0x7f;
+  const uint8_t sign = value < 0 ? 0x80 : 0;
+  if (isinf(value)) return sign | (saturate ? 0x7b : 0x7c);
+  if (fabsf(value) > 57344.0f) {
+    if (saturate) return sign | 0x7b;
+    return fabsf(value) >= 61440.0f ? (sign | 0x7c) : (sign | 0x7b);
+  }
+  return encodeNearest(value, false, 0x7b);
+}
+
+__device__ uint8_t floatToFloat4E2M1Dev(float value) {
+  if (isnan(value)) return 0x8;
+  const uint8_t sign = signbit(value) ? 0x8 : 0;
+  const float a = fabsf(value);
+  const float kMidpoints[7] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f};
+  uint8_t code = 0;
+  while (code < 7 && a > kMidpoints[code]) ++code;
+  if (code < 7 && a == kMidpoints[code] && (code & 1)) ++code;
+  return sign | code;
+}
+
+// Element i of a tensor of `type` as float (the CPU's readFloats).
+__device__ float loadAsFloat(const void* p, DataType type, int64_t i) {
+  switch (type) {
+    case DataType::kFloat32:
+      return static_cast<const float*>(p)[i];
+    case DataType::kFloat16:
+      return __half2float(static_cast<const __half*>(p)[i]);
+    case DataType::kBFloat16:
+      return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
+    case DataType::kFloat64:
+      return __double2float_rn(static_cast<const double*>(p)[i]);
+    case DataType::kInt32:
+      return __int2float_rn(static_cast<const int32_t*>(p)[i]);
+    case DataType::kInt8:
+    case DataType::kInt4:
+    case DataType::kInt2:
+      return static_cast<float>(static_cast<const int8_t*>(p)[i]);
+    case DataType::kUInt8:
+    case DataType::kUInt4:
+    case DataType::kUInt2:
+      return static_cast<float>(static_cast<const uint8_t*>(p)[i]);
+    case DataType::kInt16:
+      return static_cast<float>(static_cast<const int16_t*>(p)[i]);
+    case DataType::kUInt16:
+      return static_cast<float>(static_cast<const uint16_t*>(p)[i]);
+    case DataType::kFp8E4M3:
+      return fp8E4M3ToFloatDev(static_cast<const uint8_t*>(p)[i]);
+    case DataType::kFp8E5M2:
+      return fp8E5M2ToFloatDev(static_cast<const uint8_t*>(p)[i]);
+    case DataType::kFloat4E2M1:
+      return float4E2M1ToFloatDev(static_cast<const uint8_t*>(p)[i]);
+    default:
+      return 0.0f;
+  }
+}
+
+// Element i of a float tensor of `type` from float (round to nearest even).
+__device__ void storeFloat(void* p, DataType type, int64_t i, float v) {
+  switch (type) {
+    case DataType::kFloat16:
+      static_cast<__half*>(p)[i] = __float2half_rn(v);
+      break;
+    case DataType::kBFloat16:
+      static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v);
+      break;
+    case DataType::kFloat64:
+      static_cast<double*>(p)[i] = static_cast<double>(v);
+      break;
+    default:
+      static_cast<float*>(p)[i] = v;
+      break;
+  }
+}
+
+// Element i of an integer tensor from a value already rounded and clamped to its range.
+__device__ void storeInteger(void* p, DataType type, int64_t i, double q) {
+  switch (type) {
+    case DataType::kUInt8:
+    case DataType::kUInt4:
+    case DataType::kUInt2:
+      static_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(q);
+      break;
+    case DataType::kInt8:
+    case DataType::kInt4:
+    case DataType::kInt2:
+      static_cast<int8_t*>(p)[i] = static_cast<int8_t>(q);
+      break;
+    case DataType::kUInt16:
+      static_cast<uint16_t*>(p)[i] = static_cast<uint16_t>(q);
+      break;
+    default:
+      static_cast<int16_t*>(p)[i] = static_cast<int16_t>(q);
+      break;
+  }
+}
+
+// Integer output ranges (int4/uint4/int2/uint2 held in a byte), as the CPU's.
+bool integerRange(DataType type, double* lo, double* hi) {
+  switch (type) {
+    case DataType::kUInt8:
+      *lo = 0;
+      *hi = 255;
+      return true;
+    case DataType::kInt8:
+      *lo = -128;
+      *hi = 127;
+      return true;
+    case DataType::kUInt16:
+      *lo = 0;
+      *hi = 65535;
+      return true;
+    case DataType::kInt16:
+      *lo = -32768;
+      *hi = 32767;
+      return true;
+    case DataType::kUInt4:
+      *lo = 0;
+      *hi = 15;
+      return true;
+    case DataType::kInt4:
+      *lo = -8;
+      *hi = 7;
+      return true;
+    case DataType::kUInt2:
+      *lo = 0;
+      *hi = 3;
+      return true;
+    case DataType::kInt2:
+      *lo = -2;
+      *hi = 1;
+      return true;
+    default:
+      return false;
+  }
+}
+
+__host__ __device__ bool isFloatCode(DataType t) {
+  return t == DataType::kFp8E4M3 || t == DataType::kFp8E5M2 || t == DataType::kFloat4E2M1;
+}
+
+// ---- Scale layout -------------------------------------------------------------------
+
+// Maps an element of x to the index of its scale / zero point (the CPU's QuantLayout).
+struct QuantLayout {
+  int kind = 0;  // 0 per tensor, 1 per axis, 2 blocked
+  int64_t axisDim = 1, inner = 1, blockSize = 0, scaleAxisDim = 1;
+
+  __device__ int64_t index(int64_t i) const {
+    if (kind == 0) return 0;
+    const int64_t a = (i / inner) % axisDim;
+    if (kind == 1) return a;
+    const int64_t outer = i / (inner * axisDim);
+    return (outer * scaleAxisDim + a / blockSize) * inner + i % inner;
+  }
+};
+
+Status makeLayout(const GpuKernelContext& ctx, const DeviceTensor& x, const DeviceTensor& scale,
+                  const DeviceTensor* zeroPoint, QuantLayout* layout) {
+  const bool bothSingle = zeroPoint && zeroPoint->numel() == 1 && scale.numel() == 1;
+  if (zeroPoint && !bothSingle && zeroPoint->shape != scale.shape) {
+    return ctx.error("zero point shape " + shapeToString(zeroPoint->shape) +
+                     " differs from scale shape " + shapeToString(scale.shape));
+  }
+  const int64_t blockSize = ctx.node().attrInt("block_size", 0);
+  if (scale.numel() == 1 && scale.rank() <= 1 && blockSize == 0) return Status::ok();
+  const int64_t rank = x.rank();
+  int64_t axis = ctx.node().attrInt("axis", 1);
+  if (axis < -rank || axis >= std::max<int64_t>(rank, 1)) {
+    return ctx.error("attribute 'axis': axis " + std::to_string(axis) +
+                     " is out of range for rank " + std::to_string(rank));
+  }
+  if (axis < 0) axis += rank;
+  if (rank == 0) return ctx.error("a per-axis scale needs x of rank >= 1");
+  layout->axisDim = x.shape[axis];
+  for (int64_t d = axis + 1; d < rank; ++d) layout->inner *= x.shape[d];
+  if (blockSize <= 0) {
+    if (scale.rank() != 1 || scale.shape[0] != layout->axisDim) {
+      return ctx.error("scale " + shapeToString(scale.shape) + " must be a scalar or 1-D of size " +
+                       std::to_string(layout->axisDim) + " (x dim " + std::to_string(axis) + ")");
+    }
+    layout->kind = 1;
+    return Status::ok();
+  }
+  Shape expected = x.shape;
+  expected[axis] = (layout->axisDim + blockSize - 1) / blockSize;
+  if (scale.shape != expected) {
+    return ctx.error("blocked scale must have shape " + shapeToString(expected) + ", got " +
+                     shapeToString(scale.shape));
+  }
+  layout->kind = 2;
+  layout->blockSize = blockSize;
+  layout->scaleAxisDim = expected[axis];
+  return Status::ok();
+}
+
+// ---- QuantizeLinear / DequantizeLinear ----------------------------------------------
+
+struct QuantParams {
+  const void* x = nullptr;
+  DataType xType = DataType::kUndefined;
+  const void* scale = nullptr;
+  DataType scaleType = DataType::kUndefined;
+  const void* zeroPoint = nullptr;  // nullptr: zero
+  DataType zeroType = DataType::kUndefined;
+  void* y = nullptr;
+  DataType yType = DataType::kUndefined;
+  QuantLayout layout;
+  double lo = 0, hi = 0;
+  bool saturate = true;
+  int64_t n = 0;
+};
+
+__global__ void quantizeKernel(QuantParams p) {
+  const bool isInt = !isFloatCode(p.yType);
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < p.n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t s = p.layout.index(i);
+    const float v = __fdiv_rn(loadAsFloat(p.x, p.xType, i), loadAsFloat(p.scale, p.scaleType, s));
+    uint8_t* bytes = static_cast<uint8_t*>(p.y);
+    if (isInt) {
+      const float zp = p.zeroPoint ? loadAsFloat(p.zeroPoint, p.zeroType, s) : 0.0f;
+      double q = __dadd_rn(rint(static_cast<double>(v)), static_cast<double>(zp));
+      if (isnan(q)) q = 0.0;
+      q = q < p.lo ? p.lo : (p.hi < q ? p.hi : q);
+      storeInteger(p.y, p.yType, i, q);
+    } else if (p.yType == DataType::kFloat4E2M1) {
+      bytes[i] = floatToFloat4E2M1Dev(v);  // always saturates
+    } else if (p.yType == DataType::kFp8E4M3) {
+      bytes[i] = floatToFp8E4M3Dev(v, p.saturate);
+    } else {
+      bytes[i] = floatToFp8E5M2Dev(v, p.saturate);
+    }
+  }
+}
+
+__global__ void dequantizeKernel(QuantParams p) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < p.n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t s = p.layout.index(i);
+    const float x = loadAsFloat(p.x, p.xType, i);
+    const float zp = p.zeroPoint ? loadAsFloat(p.zeroPoint, p.zeroType, s) : 0.0f;
+    const float scale = loadAsFloat(p.scale, p.scaleType, s);
+    storeFloat(p.y, p.yType, i, __fmul_rn(__fsub_rn(x, zp), scale));
+  }
+}
+
+const DeviceTensor* inputOrNull(const GpuKernelContext& ctx, size_t i) {
+  return i < ctx.inputCount() && ctx.hasInput(i) ? &ctx.input(i) : nullptr;
+}
+
+Status quantizeLinearKernel(GpuKernelContext& ctx) {
+  KILN_RETURN_IF_ERROR(requireInputs(ctx, 2));
+  const DeviceTensor& x = ctx.input(0);
+  const DeviceTensor& scale = ctx.input(1);
+  const DeviceTensor* zeroPoint = inputOrNull(ctx, 2);
+  DataType outType = DataType::kUInt8;
+  const int64_t outputDtype = ctx.node().attrInt("output_dtype", 0);
+  if (zeroPoint) {
+    outType = zeroPoint->type;
+    if (outputDtype != 0 && outputDtype != static_cast<int64_t>(outType)) {
+      return ctx.error("attribute 'output_dtype' differs from the zero point type");
+    }
+  } else if (outputDtype != 0) {
+    outType = static_cast<DataType>(outputDtype);
+  }
+  if (!isFloatStorage(x.type) && x.type != DataType::kInt32) {
+    return ctx.unsupported(std::string("input x of type ") + dataTypeName(x.type));
+  }
+  if (!isFloatStorage(scale.type)) {
+    return ctx.unsupported(std::string("scale of type ") + dataTypeName(scale.type));
+  }
+  QuantParams p;
+  KILN_RETURN_IF_ERROR(makeLayout(ctx, x, scale, zeroPoint, &p.layout));
+  const bool isInt = integerRange(outType, &p.lo, &p.hi);
+  if (!isInt && !isFloatCode(outType)) {
+    return ctx.unsupported(std::string("quantizing to ") + dataTypeName(outType));
+  }
+  KILN_ASSIGN_OR_RETURN(DeviceTensor y, ctx.allocateOutput(0, outType, x.shape));
+  if (x.numel() == 0) return Status::ok();
+  p.x = x.data;
+  p.xType = x.type;
+  p.scale = scale.data;
+  p.scaleType = scale.type;
+  if (zeroPoint && isInt) {
+    p.zeroPoint = zeroPoint->data;
+    p.zeroType = zeroPoint->type;
+  }
+  p.y = y.data;
+  p.yType = outType;
+  p.saturate = ctx.node().attrInt("saturate", 1) != 0;
+  p.n = x.numel();
+  quantizeKernel<<<gridFor(p.n), kBlockSize, 0, ctx.stream()>>>(p);
+  KILN_CUDA_CHECK_LAUNCH("quantizeKernel");
+  return Status::ok();
+}
+
+Status dequantizeLinearKernel(GpuKernelContext& ctx) {
+  KILN_RETURN_IF_ERROR(requireInputs(ctx, 2));
+  const DeviceTensor& x = ctx.input(0);
+  const DeviceTensor& scale = ctx.input(1);
+  const DeviceTensor* zeroPoint = inputOrNull(ctx, 2);
+  // Float codes (float8, float4): their zero point must be zero and is not subtracted.
+  const bool floatCodes = isFloatCode(x.type);
+  double lo, hi;
+  if (!floatCodes && !integerRange(x.type, &lo, &hi) && x.type != DataType::kInt32) {
+    return ctx.unsupported(std::string("dequantizing ") + dataTypeName(x.type));
+  }
+  if (zeroPoint && zeroPoint->type != x.type) {
+    return ctx.error("x_zero_point must have the type of x");
+  }
+  if (!isFloatStorage(scale.type)) {
+    return ctx.unsupported(std::string("scale of type ") + dataTypeName(scale.type));
+  }
+  QuantParams p;
+  KILN_RETURN_IF_ERROR(makeLayout(ctx, x, scale, zeroPoint, &p.layout));
+  const int64_t outputDtype = ctx.node().attrInt("output_dtype", 0);
+  const DataType outType =
+      outputDtype != 0 ? ctx.storageType(static_cast<DataType>(outputDtype)) : scale.type;
+  if (!isFloatStorage(outType)) {
+    return ctx.unsupported("DequantizeLinear output must be a float type");
+  }
+  KILN_ASSIGN_OR_RETURN(DeviceTensor y, ctx.allocateOutput(0, outType, x.shape));
+  if (x.numel() == 0) return Status::ok();
+  p.x = x.data;
+  p.xType = x.type;
+  p.scale = scale.data;
+  p.scaleType = scale.type;
+  if (zeroPoint && !floatCodes) {
+    p.zeroPoint = zeroPoint->data;
+    p.zeroType = zeroPoint->type;
+  }
+  p.y = y.data;
+  p.yType = outType;
+  p.n = x.numel();
+  dequantizeKernel<<<gridFor(p.n), kBlockSize, 0, ctx.stream()>>>(p);
+  KILN_CUDA_CHECK_LAUNCH("dequantizeKernel");
+  return Status::ok();
+}
+
+bool isQuantizedCode(DataType t) {
+  double lo, hi;
+  return integerRange(t, &lo, &hi) || isFloatCode(t);
+}
+
+std::string supportsQuantize(const Node& node, const std::vector<DataType>& types) {
+  const DataType x = typeAt(types, 0), scale = typeAt(types, 1), zero = typeAt(types, 2);
+  if (!isFloatStorage(x) && x != DataType::kInt32)
+    return std::string("no GPU kernel for QuantizeLinear of ") + dataTypeName(x);
+  if (!isFloatStorage(scale))
+    return std::string("no GPU kernel for a scale of ") + dataTypeName(scale);
+  const int64_t outputDtype = node.attrInt("output_dtype", 0);
+  const DataType out = zero != DataType::kUndefined ? zero
+                       : outputDtype != 0           ? static_cast<DataType>(outputDtype)
+                                                    : DataType::kUInt8;
+  if (!isQuantizedCode(out))
+    return std::string("no GPU kernel for quantizing to ") + dataTypeName(out);
+  return "";
+}
+
+std::string supportsDequantize(const Node& node, const std::vector<DataType>& types) {
+  const DataType x = typeAt(types, 0), scale = typeAt(types, 1);
+  if (!isQuantizedCode(x) && x != DataType::kInt32)
+    return std::string("no GPU kernel for dequantizing ") + dataTypeName(x);
+  if (!isFloatStorage(scale))
+    return std::string("no GPU kernel for a scale of ") + dataTypeName(scale);
+  const int64_t outputDtype = node.attrInt("output_dtype", 0);
+  if (outputDtype != 0 && !isFloatStorage(static_cast<DataType>(outputDtype)))
+    return "DequantizeLinear output must be a float type";
+  return "";
+}
+
+// ---- DynamicQuantizeLinear ----------------------------------------------------------
+
+constexpr int kMinMaxBlocks = 256;
+
+// The CPU's std::min / std::max folds: NaN never replaces the running value.
+__device__ __forceinline__ float minFold(float m, float v) {
+  return v < m ? v : m;
+}
+__device__ __forceinline__ float maxFold(float m, float v) {
+  return m < v ? v : m;
+}
+
+// Per block: min and max of x folded with 0 into partial[2 * block], partial[2 * block + 1].
+__global__ void __launch_bounds__(kBlockSize)
+    minMaxPartialKernel(const void* x, DataType type, int64_t n, float* partial) {
+  __shared__ float mins[kBlockSize], maxs[kBlockSize];
+  float lo = 0.0f, hi = 0.0f;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const float v = loadAsFloat(x, type, i);
+    lo = minFold(lo, v);
+    hi = maxFold(hi, v);
+  }
+  mins[threadIdx.x] = lo;
+  maxs[threadIdx.x] = hi;
+  __syncthreads();
+  for (int stride = blockDim.x / 2; stride > 0; stride /= 2) {
+    if (threadIdx.x < stride) {
+      mins[threadIdx.x] = minFold(mins[threadIdx.x], mins[threadIdx.x + stride]);
+      maxs[threadIdx.x] = maxFold(maxs[threadIdx.x], maxs[threadIdx.x + stride]);
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    partial[2 * blockIdx.x] = mins[0];
+    partial[2 * blockIdx.x + 1] = maxs[0];
+  }
+}
+
+// One thread: folds the partials, writes params = {scale, zero point} and the optional
+// scale / zero point outputs.
+__global__ void dynamicParamsKernel(const float* partial, int blocks, float* params, void* scaleOut,
+                                    DataType scaleType, uint8_t* zeroOut) {
+  if (threadIdx.x != 0 || blockIdx.x != 0) return;
+  float lo = 0.0f, hi = 0.0f;
+  for (int b = 0; b < blocks; ++b) {
+    lo = minFold(lo, partial[2 * b]);
+    hi = maxFold(hi, partial[2 * b + 1]);
+  }
+  const float scale = __fdiv_rn(hi == lo ? 1.0f : __fsub_rn(hi, lo), 255.0f);
+  float z = __fsub_rn(0.0f, __fdiv_rn(lo, scale));
+  z = z < 0.0f ? 0.0f : (255.0f < z ? 255.0f : z);
+  const float zero = rintf(z);
+  params[0] = scale;
+  params[1] = zero;
+  if (scaleOut) storeFloat(scaleOut, scaleType, 0, scale);
+  if (zeroOut) zeroOut[0] = static_cast<uint8_t>(zero);
+}
+
+__global__ void dynamicQuantizeKernel(const void* x, DataType type, int64_t n, const float* params,
+                                      uint8_t* y) {
+  const float scale = params[0], zero = params[1];
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    float q = __fadd_rn(rintf(__fdiv_rn(loadAsFloat(x, type, i), scale)), zero);
+    if (isnan(q)) q = 0.0f;
+    q = q < 0.0f ? 0.0f : (255.0f < q ? 255.0f : q);
+    y[i] = static_cast<uint8_t>(q);
+  }
+}
+
+Status dynamicQuantizeLinearKernel(GpuKernelContext& ctx) {
+  KILN_RETURN_IF_ERROR(requireInputs(ctx, 1));
+  const DeviceTensor& x = ctx.input(0);
+  if (x.type != DataType::kFloat32 && x.type != DataType::kFloat16 &&
+      x.type != DataType::kBFloat16) {
+    return ctx.unsupported("DynamicQuantizeLinear needs float32 x");
+  }
+  const int64_t n = x.numel();
+  KILN_ASSIGN_OR_RETURN(DeviceTensor y, ctx.allocateOutput(0, DataType::kUInt8, x.shape));
+  void* scaleOut = nullptr;
+  uint8_t* zeroOut = nullptr;
+  const DataType scaleType = ctx.storageType(DataType::kFloat32);
+  if (ctx.outputCount() > 1) {
+    KILN_ASSIGN_OR_RETURN(DeviceTensor s, ctx.allocateOutput(1, scaleType, {}));
+    scaleOut = s.data;
+  }
+  if (ctx.outputCount() > 2) {
+    KILN_ASSIGN_OR_RETURN(DeviceTensor z, ctx.allocateOutput(2, DataType::kUInt8, {}));
+    zeroOut = z.as<uint8_t>();
+  }
+  const int blocks = static_cast<int>(std::min<int64_t>(gridFor(n), kMinMaxBlocks));
+  const size_t partialBytes = alignUp(sizeof(float) * 2 * blocks);
+  KILN_ASSIGN_OR_RETURN(void* workspace, ctx.workspace(partialBytes + kAlign));
+  float* partial = static_cast<float*>(workspace);
+  float* params = reinterpret_cast<float*>(static_cast<char*>(workspace) + partialBytes);
+  cudaStream_t stream = ctx.stream();
+  minMaxPartialKernel<<<blocks, kBlockSize, 0, stream>>>(x.data, x.type, n, partial);
+  KILN_CUDA_CHECK_LAUNCH("minMaxPartialKernel");
+  dynamicParamsKernel<<<1, 32, 0, stream>>>(partial, blocks, params, scaleOut, scaleType, zeroOut);
+  KILN_CUDA_CHECK_LAUNCH("dynamicParamsKernel");
+  if (n == 0) return Status::ok();
+  dynamicQuantizeKernel<<<gridFor(n), kBlockSize, 0, stream>>>(x.data, x.type, n, params,
+                                                               y.as<uint8_t>());
+  KILN_CUDA_CHECK_LAUNCH("dynamicQuantizeKernel");
+  return Status::ok();
+}
+
+std::string supportsDynamicQuantize(const Node&, const std::vector<DataType>& types) {
+  const DataType x = typeAt(types, 0);
+  if (x != DataType::kFloat32 && x != DataType::kFloat16 && x != DataType::kBFloat16)
+    return "DynamicQuantizeLinear needs float32 x";
+  return "";
+}
+
+// ---- MatMulInteger / QLinearMatMul --------------------------------------------------
+
+constexpr int kTile = 16;
+// Beyond this K an int32 sum of 8-bit products could overflow (255 * 255 * K).
+constexpr int64_t kMaxExactK = 33025;
+
+struct IntGemmParams {
+  const void* a = nullptr;
+  const void* b = nullptr;
+  const void* aZero = nullptr;  // nullptr: zero; else aZeroCount values (1 or m)
+  const void* bZero = nullptr;  // 1, n, or k (rank-1 B) values
+  int64_t aZeroCount = 1, bZeroCount = 1;
+  bool bZeroPerRow = false;  // rank-1 B: its zero point runs along k
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  ShapeInfo batchA, batchB;  // batch index -> matrix index of A / B
+  // Epilogue: int32 output, or QLinearMatMul's requantization to int8/uint8.
+  bool requantize = false;
+  const void* aScale = nullptr;
+  const void* bScale = nullptr;
+  const void* yScale = nullptr;
+  const void* yZero = nullptr;
+  DataType aScaleType{}, bScaleType{}, yScaleType{}, yZeroType{};
+  int64_t aScaleCount = 1, bScaleCount = 1;
+  void* y = nullptr;
+};
+
+template <class T>
+__device__ __forceinline__ int32_t zeroAt(const void* zero, int64_t count, int64_t i) {
+  if (!zero) return 0;
+  return static_cast<int32_t>(static_cast<const T*>(zero)[count == 1 ? 0 : i]);
+}
+
+__device__ double saturateRoundDev(double value, double lo, double hi) {
+  const double r = rint(value);
+  if (!(r >= lo)) return lo;  // NaN too
+  if (r > hi) return hi;
+  return r;
+}
+
+template <class TA, class TB>
+__global__ void __launch_bounds__(kTile* kTile) integerGemmKernel(IntGemmParams p) {
+  __shared__ int32_t as[kTile][kTile + 1];
+  __shared__ int32_t bs[kTile][kTile + 1];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int64_t rowTiles = (p.m + kTile - 1) / kTile, colTiles = (p.n + kTile - 1) / kTile;
+  for (int64_t bz = blockIdx.z; bz < p.batch; bz += gridDim.z) {
+    const TA* a = static_cast<const TA*>(p.a) + stridedOffset(p.batchA, bz) * p.m * p.k;
+    const TB* b = static_cast<const TB*>(p.b) + stridedOffset(p.batchB, bz) * p.k * p.n;
+    for (int64_t by = blockIdx.y; by < rowTiles; by += gridDim.y) {
+      for (int64_t bx = blockIdx.x; bx < colTiles; bx += gridDim.x) {
+        const int64_t row = by * kTile + ty, col = bx * kTile + tx;
+        uint32_t acc = 0;  // wraps like the CPU's cast to int32
+        for (int64_t k0 = 0; k0 < p.k; k0 += kTile) {
+          const int64_t ak = k0 + tx, bk = k0 + ty;
+          as[ty][tx] = row < p.m && ak < p.k ? static_cast<int32_t>(a[row * p.k + ak]) -
+                                                   zeroAt<TA>(p.aZero, p.aZeroCount, row)
+                                             : 0;
+          bs[ty][tx] = bk < p.k && col < p.n
+                           ? static_cast<int32_t>(b[bk * p.n + col]) -
+                                 zeroAt<TB>(p.bZero, p.bZeroCount, p.bZeroPerRow ? bk : col)
+                           : 0;
+          __syncthreads();
+#pragma unroll
+          for (int kk = 0; kk < kTile; ++kk)
+            acc += static_cast<uint32_t>(as[ty][kk]) * static_cast<uint32_t>(bs[kk][tx]);
+          __syncthreads();
+        }
+        if (row >= p.m || col >= p.n) continue;
+        const int64_t out = (bz * p.m + row) * p.n + col;
+        const int32_t sum = static_cast<int32_t>(acc);
+        if (!p.requantize) {
+          static_cast<int32_t*>(p.y)[out] = sum;
+          continue;
+        }
+        // Scales combine in float32, as the CPU computes them.
+        const float aScale = loadAsFloat(p.aScale, p.aScaleType, p.aScaleCount == 1 ? 0 : row);
+        const float bScale = loadAsFloat(p.bScale, p.bScaleType, p.bScaleCount == 1 ? 0 : col);
+        const float scale =
+            __fdiv_rn(__fmul_rn(aScale, bScale), loadAsFloat(p.yScale, p.yScaleType, 0));
+        const double zero = static_cast<double>(loadAsFloat(p.yZero, p.yZeroType, 0));
+        const double v =
+            __dadd_rn(__dmul_rn(static_cast<double>(sum), static_cast<double>(scale)), zero);
+        if (p.yZeroType == DataType::kInt8)
+          static_cast<int8_t*>(p.y)[out] = static_cast<int8_t>(saturateRoundDev(v, -128.0, 127.0));
+        else
+          static_cast<uint8_t*>(p.y)[out] = static_cast<uint8_t>(saturateRoundDev(v, 0.0, 255.0));
+      }
+    }
+  }
+}
+
+bool isQuantized8(DataType t) {
+  return t == DataType::kInt8 || t == DataType::kUInt8;
+}
+
+// MatMul's shape rules (cpu planMatMul): 1-D operands get a unit dim, batches broadcast.
+Status planIntegerGemm(const GpuKernelContext& ctx, const DeviceTensor& aT, const DeviceTensor& bT,
+                       IntGemmParams* p, Shape* outShape) {
+  if (aT.rank() == 0 || bT.rank() == 0) return ctx.error("MatMul inputs must have rank >= 1");
+  Shape a = aT.shape, b = bT.shape;
+  if (a.size() == 1) a.insert(a.begin(), 1);
+  if (b.size() == 1) b.push_back(1);
+  p->m = a[a.size() - 2];
+  p->k = a.back();
+  p->n = b.back();
+  if (b[b.size() - 2] != p->k) {
+    return ctx.error("MatMul inner dimensions differ: " + shapeToString(aT.shape) + " x " +
+                     shapeToString(bT.shape));
+  }
+  const Shape aBatch(a.begin(), a.end() - 2), bBatch(b.begin(), b.end() - 2);
+  const size_t rank = std::max(aBatch.size(), bBatch.size());
+  Shape batch(rank, 1);
+  for (size_t i = 0; i < rank; ++i) {
+    const int64_t da = i + aBatch.size() >= rank ? aBatch[i + aBatch.size() - rank] : 1;
+    const int64_t db = i + bBatch.size() >= rank ? bBatch[i + bBatch.size() - rank] : 1;
+    if (da != db && da != 1 && db != 1) {
+      return ctx.error("MatMul batch dims do not broadcast: " + shapeToString(aT.shape) + " x " +
+                       shapeToString(bT.shape));
+    }
+    batch[i] = da == 1 ? db : da;
+  }
+  if (rank > static_cast<size_t>(kMaxRank)) return ctx.unsupported("batch rank above 8");
+  *outShape = batch;
+  if (aT.rank() > 1) outShape->push_back(p->m);
+  if (bT.rank() > 1) outShape->push_back(p->n);
+  p->batch = shapeNumel(batch);
+  p->batchA = broadcastStrides(aBatch, batch);
+  p->batchB = broadcastStrides(bBatch, batch);
+  return Status::ok();
+}
+
+// A zero point: a scalar or, for A, one per row (dim -2), for B, one per column (dim -1).
+Status bindZeroPoint(const GpuKernelContext& ctx, const DeviceTensor& t, const DeviceTensor* zero,
+                     bool isA, const void** data, int64_t* count) {
+  const char* name = isA ? "A" : "B";
+  if (!isQuantized8(t.type)) {
+    return ctx.unsupported(std::string("input ") + name + " must be int8 or uint8");
+  }
+  if (!zero) return Status::ok();
+  const int64_t rows = t.rank() >= 2 ? t.shape[t.rank() - 2] : 1;
+  const int64_t cols = t.shape[t.rank() - 1];
+  const int64_t axisSize = isA ? (t.rank() >= 2 ? rows : 1) : cols;
+  if (zero->numel() != 1 && zero->numel() != axisSize) {
+    return ctx.error(std::string("zero point of ") + name + " must be a scalar or one per " +
+                     (isA ? "row" : "column"));
+  }
+  if (zero->type != t.type) {
+    return ctx.error(std::string("zero point of ") + name + " must have the type of " + name);
+  }
+  *data = zero->data;
+  *count = zero->numel();
+  return Status::ok();
+}
+
+Status launchIntegerGemm(GpuKernelContext& ctx, DataType aType, DataType bType,
+                         const IntGemmParams& p) {
+  if (p.batch == 0 || p.m == 0 || p.n == 0) return Status::ok();
+  const dim3 block(kTile, kTile);
+  const dim3 grid(static_cast<unsigned>(std::min<int64_t>((p.n + kTile - 1) / kTile, 65535)),
+                  static_cast<unsigned>(std::min<int64_t>((p.m + kTile - 1) / kTile, 65535)),
+                  static_cast<unsigned>(std::min<int64_t>(p.batch, 65535)));
+  cudaStream_t stream = ctx.stream();
+  const bool aSigned = aType == DataType::kInt8, bSigned = bType == DataType::kInt8;
+  if (aSigned && bSigned)
+    integerGemmKernel<int8_t, int8_t><<<grid, block, 0, stream>>>(p);
+  else if (aSigned)
+    integerGemmKernel<int8_t, uint8_t><<<grid, block, 0, stream>>>(p);
+  else if (bSigned)
+    integerGemmKernel<uint8_t, int8_t><<<grid, block, 0, stream>>>(p);
+  else
+    integerGemmKernel<uint8_t, uint8_t><<<grid, block, 0, stream>>>(p);
+  KILN_CUDA_CHECK_LAUNCH("integerGemmKernel");
+  return Status::ok();
+}
+
+Status bindOperands(GpuKernelContext& ctx, const DeviceTensor* aZero, const DeviceTensor* bZero,
+                    IntGemmParams* p, Shape* outShape) {
+  const DeviceTensor& a = ctx.input(0);
+  const DeviceTensor& b = ctx.input(ctx.node().opType == "QLinearMatMul" ? 3 : 1);
+  KILN_RETURN_IF_ERROR(planIntegerGemm(ctx, a, b, p, outShape));
+  KILN_RETURN_IF_ERROR(bindZeroPoint(ctx, a, aZero, true, &p->aZero, &p->aZeroCount));
+  KILN_RETURN_IF_ERROR(bindZeroPoint(ctx, b, bZero, false, &p->bZero, &p->bZeroCount));
+  p->bZeroPerRow = b.rank() == 1 && p->bZeroCount != 1;
+  p->a = a.data;
+  p->b = b.data;
+  return Status::ok();
+}
+
+Status matmulIntegerKernel(GpuKernelContext& ctx) {
+  KILN_RETURN_IF_ERROR(requireInputs(ctx, 2));
+  IntGemmParams p;
+  Shape outShape;
+  KILN_RETURN_IF_ERROR(bindOperands(ctx, inputOrNull(ctx, 2), inputOrNull(ctx, 3), &p, &outShape));
+  KILN_ASSIGN_OR_RETURN(DeviceTensor y, ctx.allocateOutput(0, DataType::kInt32, outShape));
+  p.y = y.data;
+  if (p.k == 0 && y.numel() > 0) {
+    KILN_CUDA_CHECK(cudaMemsetAsync(y.data, 0, y.byteSize(), ctx.stream()));
+    return Status::ok();
+  }
+  return launchIntegerGemm(ctx, ctx.input(0).type, ctx.input(1).type, p);
+}
+
+// y = saturate(round(((a - a_zp) x (b - b_zp)) * a_scale * b_scale / y_scale) + y_zp).
+Status qlinearMatmulKernel(GpuKernelContext& ctx) {
+  KILN_RETURN_IF_ERROR(requireInputs(ctx, 8));
+  const DeviceTensor& yZero = ctx.input(7);
+  if (!isQuantized8(yZero.type) || yZero.numel() != 1) {
+    return ctx.error("y_zero_point must be an int8 or uint8 scalar");
+  }
+  IntGemmParams p;
+  Shape outShape;
+  KILN_RETURN_IF_ERROR(bindOperands(ctx, &ctx.input(2), &ctx.input(5), &p, &outShape));
+  const DeviceTensor& aScale = ctx.input(1);
+  const DeviceTensor& bScale = ctx.input(4);
+  const DeviceTensor& yScale = ctx.input(6);
+  const bool aPerRow = aScale.numel() != 1, bPerCol = bScale.numel() != 1;
+  if ((aPerRow && aScale.numel() != p.m) || (bPerCol && bScale.numel() != p.n) ||
+      yScale.numel() != 1) {
+    return ctx.error("scales must be scalars, or one per row of A / column of B");
+  }
+  for (const DeviceTensor* s : {&aScale, &bScale, &yScale}) {
+    if (!isFloatStorage(s->type))
+      return ctx.unsupported(std::string("scale of type ") + dataTypeName(s->type));
+  }
+  if (p.k > kMaxExactK) return ctx.unsupported("K above the int32-exact range of the GPU GEMM");
+  KILN_ASSIGN_OR_RETURN(DeviceTensor y, ctx.allocateOutput(0, yZero.type, outShape));
+  p.y = y.data;
+  p.requantize = true;
+  p.aScale = aScale.data;
+  p.aScaleType = aScale.type;
+  p.aScaleCount = aScale.numel();
+  p.bScale = bScale.data;
+  p.bScaleType = bScale.type;
+  p.bScaleCount = bScale.numel();
+  p.yScale = yScale.data;
+  p.yScaleType = yScale.type;
+  p.yZero = yZero.data;
+  p.yZeroType = yZero.type;
+  return launchIntegerGemm(ctx, ctx.input(0).type, ctx.input(3).type, p);
+}
+
+std::string supportsMatMulInteger(const Node&, const std::vector<DataType>& types) {
+  if (!isQuantized8(typeAt(types, 0)) || !isQuantized8(typeAt(types, 1)))
+    return "MatMulInteger on the GPU needs int8/uint8 A and B";
+  return "";
+}
+
+std::string supportsQLinearMatMul(const Node&, const std::vector<DataType>& types) {
+  if (!isQuantized8(typeAt(types, 0)) || !isQuantized8(typeAt(types, 3)))
+    return "QLinearMatMul on the GPU needs int8/uint8 A and B";
+  for (size_t i : {1, 4, 6}) {
+    const DataType t = typeAt(types, i);
+    if (t != DataType::kUndefined && !isFloatStorage(t))
+      return std::string("no GPU kernel for a scale of ") + dataTypeName(t);
+  }
+  return "";
+}
+
+}  // namespace
+
+void registerQuantizeGpuKernels(GpuKernelRegistry& registry) {
+  // One kernel per op, as on the CPU: axis (13), float8 + saturate (19), blocks,
+  // int4 and output_dtype (21) are attributes or types older models never use.
+  registry.add("QuantizeLinear", 10, 1000, &quantizeLinearKernel, &supportsQuantize);
+  registry.add("DequantizeLinear", 10, 1000, &dequantizeLinearKernel, &supportsDequantize);
+  registry.add("DynamicQuantizeLinear", 11, 1000, &dynamicQuantizeLinearKernel,
+               &supportsDynamicQuantize);
+  registry.add("MatMulInteger", 10, 1000, &matmulIntegerKernel, &supportsMatMulInteger);
+  registry.add("QLinearMatMul", 10, 1000, &qlinearMatmulKernel, &supportsQLinearMatMul);
+}
 
 }  // namespace kiln::cuda
