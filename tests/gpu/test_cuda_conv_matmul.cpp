@@ -115,9 +115,12 @@ TEST(CudaMatMul, VectorOperands) {
 
 TEST(CudaMatMul, PartialBatchBroadcastFallsBackCorrectly) {
   KILN_REQUIRE_GPU();
+  // Partially broadcast batch dims are not a strided batch: the kernel declines at run
+  // time and the node runs on the host, still matching the reference.
   GpuOpTest("MatMul", 13)
       .input(rnd({2, 1, 6, 8}, 32))
       .input(rnd({1, 3, 8, 5}, 33))
+      .allowHostFallback()
       .check(gemmTolerances());
 }
 
