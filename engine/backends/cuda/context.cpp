@@ -35,6 +35,7 @@ class StepContext final : public GpuKernelContext {
   bool hasInput(size_t i) const override { return i < m_inputs.size() && m_inputs[i]; }
   const DeviceTensor& input(size_t i) const override { return m_inputs[i]->tensor; }
   Result<Tensor> hostInput(size_t i) override;
+  Status hostRoundTrip(const std::string& why) override;
   size_t outputCount() const override { return m_node.outputs.size(); }
   bool wantsOutput(size_t i) const override {
     return i < m_node.outputs.size() && !m_node.outputs[i].empty();
@@ -256,6 +257,17 @@ class ContextImpl final : public ExecutionContext {
   std::vector<std::string> outputNames() const override { return m_outputs; }
 
   // ---- for StepContext
+  // Records a host synchronization of step `step` in its note (once); an error while capturing.
+  Status noteRoundTrip(size_t step, const std::string& reader, const std::string& note) {
+    if (m_capturing) {
+      return unsupported(reader + ": " + note + ", which a CUDA graph cannot capture; run without --cuda-graph");
+    }
+    PlannedStep& planned = m_plan.steps[step];
+    if (planned.note.find(note) == std::string::npos)
+      planned.note += (planned.note.empty() ? "" : "; ") + note;
+    planned.hostRoundTrip = true;
+    return Status::ok();
+  }
   Result<Tensor> hostValue(const std::string& name, size_t step, const std::string& reader);
   Result<DeviceTensor> allocate(const std::string& name, DataType type, const Shape& shape,
                                 size_t step);
@@ -339,6 +351,9 @@ class ContextImpl final : public ExecutionContext {
 Result<Tensor> StepContext::hostInput(size_t i) {
   if (!hasInput(i)) return error("input " + std::to_string(i) + " is missing");
   return m_context.hostValue(m_node.inputs[i], m_step, m_node.describe());
+}
+Status StepContext::hostRoundTrip(const std::string& why) {
+  return m_context.noteRoundTrip(m_step, m_node.describe(), "host round trip: " + why);
 }
 Result<DeviceTensor> StepContext::allocateOutput(size_t i, DataType type, const Shape& shape) {
   if (!wantsOutput(i)) {
@@ -460,16 +475,8 @@ Result<Tensor> ContextImpl::hostValue(const std::string& name, size_t step,
   LiveValue* value = live(name);
   if (!value) return internalError(reader + ": value '" + name + "' has no data");
   if (value->host.defined()) return value->host;
-  if (m_capturing) {
-    return unsupported(
-        reader + " reads '" + name +
-        "' on the host, which a CUDA graph cannot capture; run without --cuda-graph");
-  }
-  PlannedStep& planned = m_plan.steps[step];
-  std::string note = "host round trip: reads '" + name + "' on the host";
-  if (planned.note.find(note) == std::string::npos)
-    planned.note += (planned.note.empty() ? "" : "; ") + note;
-  planned.hostRoundTrip = true;
+  KILN_RETURN_IF_ERROR(
+      noteRoundTrip(step, reader, "host round trip: reads '" + name + "' on the host"));
   Tensor host(value->tensor.type, value->tensor.shape);
   KILN_CUDA_CHECK(cudaStreamSynchronize(m_stream));
   if (host.byteSize()) {

@@ -53,6 +53,11 @@ class GpuKernelContext {
   // refused during CUDA graph capture). Read values with valueAsDouble/toInt64Vector.
   virtual Result<Tensor> hostInput(size_t i) = 0;
 
+  // Declares that this kernel must read device data on the host (a data-dependent
+  // output size, say) before it can go on: recorded in the layer's note so the
+  // inspector shows it, and refused (kUnsupported) during CUDA graph capture.
+  virtual Status hostRoundTrip(const std::string& why) = 0;
+
   virtual size_t outputCount() const = 0;
   virtual bool wantsOutput(size_t i) const = 0;
   // The device buffer for output i. The planned arena slot when shape inference

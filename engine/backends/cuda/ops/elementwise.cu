@@ -227,17 +227,21 @@ __device__ __forceinline__ int64_t operandIndex(const Operand& o, int64_t i) {
   return offset;
 }
 
-// Four consecutive elements moved as one aligned access (16 bytes for float32, 8 for
-// the 16-bit floats): memory-bound kernels need wide accesses to reach bandwidth.
+// Consecutive elements moved as one aligned access: 16 bytes for the 4- and 2-byte types
+// (4 float32 or 8 float16/bfloat16 values), 4 for 1-byte types, 32 for float64. Memory-
+// bound kernels need wide accesses to reach bandwidth.
 template <class T>
-struct alignas(sizeof(T) * 4) Pack4 {
-  T v[4];
+constexpr int kPackWidth = sizeof(T) == 2 ? 8 : 4;
+template <class T>
+struct alignas(sizeof(T) * kPackWidth<T>) Pack {
+  T v[kPackWidth<T>];
 };
 
-// True when every pointer allows Pack4 accesses of its element size.
-inline bool packAligned(std::initializer_list<std::pair<const void*, size_t>> pointers) {
-  for (const auto& [p, size] : pointers)
-    if (reinterpret_cast<uintptr_t>(p) % (4 * size) != 0) return false;
+// True when every pointer allows Pack accesses of T.
+template <class T>
+inline bool packAligned(std::initializer_list<const void*> pointers) {
+  for (const void* p : pointers)
+    if (reinterpret_cast<uintptr_t>(p) % (kPackWidth<T> * sizeof(T)) != 0) return false;
   return true;
 }
 
@@ -594,15 +598,16 @@ __global__ void unaryKernel(const T* x, void* y, int64_t n, UnaryParams p, bool 
     if (packed && p.op != UnaryOp::kIsNaN && p.op != UnaryOp::kIsInf) {
       // Four elements per thread per step, then the scalar tail.
       T* out = static_cast<T*>(y);
-      const int64_t n4 = n >> 2;
-      KILN_FOR_EACH_INDEX(v, n4) {
-        const Pack4<T> in = reinterpret_cast<const Pack4<T>*>(x)[v];
-        Pack4<T> r;
+      constexpr int W = kPackWidth<T>;
+      const int64_t packs = n / W;
+      KILN_FOR_EACH_INDEX(v, packs) {
+        const Pack<T> in = reinterpret_cast<const Pack<T>*>(x)[v];
+        Pack<T> r;
 #pragma unroll
-        for (int j = 0; j < 4; ++j) store(r.v, j, floatUnary<C>(p, load(in.v, j), lo, hi));
-        reinterpret_cast<Pack4<T>*>(out)[v] = r;
+        for (int j = 0; j < W; ++j) store(r.v, j, floatUnary<C>(p, load(in.v, j), lo, hi));
+        reinterpret_cast<Pack<T>*>(out)[v] = r;
       }
-      for (int64_t i = (n4 << 2) + blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+      for (int64_t i = packs * W + blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
            i += int64_t(gridDim.x) * blockDim.x)
         store(out, i, floatUnary<C>(p, load(x, i), lo, hi));
       return;
@@ -636,8 +641,8 @@ Status runUnary(GpuKernelContext& ctx, TypeSet set, const UnaryParams& params) {
   const int64_t n = x.numel();
   if (n == 0) return Status::ok();
   KILN_DISPATCH_NUMERIC(x.type, ctx, {
-    const bool packed = packAligned({{x.data, sizeof(T)}, {out.data, sizeof(T)}});
-    const int64_t work = packed ? (n + 3) / 4 : n;
+    const bool packed = packAligned<T>({x.data, out.data});
+    const int64_t work = packed ? (n + kPackWidth<T> - 1) / kPackWidth<T> : n;
     unaryKernel<T><<<gridFor(work), kBlockSize, 0, ctx.stream()>>>(x.as<T>(), out.data, n, params,
                                                                    packed);
   });
@@ -948,17 +953,19 @@ __device__ __forceinline__ C combine(const BinaryParams& p, C x, C y) {
   }
 }
 
-// Loads elements i..i+3 of an operand (a Pack4 access when it is contiguous).
+// Loads the pack of elements starting at i of an operand (one wide access when it is
+// contiguous; i is a multiple of the pack width).
 template <class T>
-__device__ __forceinline__ Pack4<T> loadFour(const T* p, const Operand& o, int64_t i) {
-  if (o.mode == kContiguous) return reinterpret_cast<const Pack4<T>*>(p)[i >> 2];
-  Pack4<T> r;
+__device__ __forceinline__ Pack<T> loadPack(const T* p, const Operand& o, int64_t i) {
+  constexpr int W = kPackWidth<T>;
+  if (o.mode == kContiguous) return reinterpret_cast<const Pack<T>*>(p)[i / W];
+  Pack<T> r;
   if (o.mode == kScalar) {
 #pragma unroll
-    for (int j = 0; j < 4; ++j) r.v[j] = p[0];
+    for (int j = 0; j < W; ++j) r.v[j] = p[0];
   } else {
 #pragma unroll
-    for (int j = 0; j < 4; ++j) r.v[j] = p[operandIndex(o, i + j)];
+    for (int j = 0; j < W; ++j) r.v[j] = p[operandIndex(o, i + j)];
   }
   return r;
 }
@@ -970,17 +977,18 @@ __global__ void binaryKernel(const T* a, const T* b, void* out, int64_t n, Binar
   if constexpr (kFloatLike<T>) {
     if (packed && !p.boolOut) {
       T* y = static_cast<T*>(out);
-      const int64_t n4 = n >> 2;
-      KILN_FOR_EACH_INDEX(v, n4) {
-        const int64_t i = v << 2;
-        const Pack4<T> x = loadFour(a, oa, i);
-        const Pack4<T> z = loadFour(b, ob, i);
-        Pack4<T> r;
+      constexpr int W = kPackWidth<T>;
+      const int64_t packs = n / W;
+      KILN_FOR_EACH_INDEX(v, packs) {
+        const int64_t i = v * W;
+        const Pack<T> x = loadPack(a, oa, i);
+        const Pack<T> z = loadPack(b, ob, i);
+        Pack<T> r;
 #pragma unroll
-        for (int j = 0; j < 4; ++j) store(r.v, j, combine<C>(p, load(x.v, j), load(z.v, j)));
-        reinterpret_cast<Pack4<T>*>(y)[v] = r;
+        for (int j = 0; j < W; ++j) store(r.v, j, combine<C>(p, load(x.v, j), load(z.v, j)));
+        reinterpret_cast<Pack<T>*>(y)[v] = r;
       }
-      for (int64_t i = (n4 << 2) + blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+      for (int64_t i = packs * W + blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
            i += int64_t(gridDim.x) * blockDim.x)
         store(y, i, combine<C>(p, load(a, operandIndex(oa, i)), load(b, operandIndex(ob, i))));
       return;
@@ -1025,10 +1033,9 @@ Status launchBinary(GpuKernelContext& ctx, const BinaryParams& params, const Sha
   KILN_DISPATCH_NUMERIC(a.type, ctx, {
     // Contiguous operands and the output move four elements per access when aligned.
     const bool packed =
-        packAligned({{out.data, sizeof(T)},
-                     {operands[0].mode == kContiguous ? a.data : nullptr, sizeof(T)},
-                     {operands[1].mode == kContiguous ? b.data : nullptr, sizeof(T)}});
-    const int64_t work = packed ? (n + 3) / 4 : n;
+        packAligned<T>({out.data, operands[0].mode == kContiguous ? a.data : nullptr,
+                        operands[1].mode == kContiguous ? b.data : nullptr});
+    const int64_t work = packed ? (n + kPackWidth<T> - 1) / kPackWidth<T> : n;
     binaryKernel<T><<<gridFor(work), kBlockSize, 0, ctx.stream()>>>(
         a.as<T>(), b.as<T>(), out.data, n, params, operands[0], operands[1], packed);
   });

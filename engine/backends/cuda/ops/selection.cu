@@ -569,6 +569,7 @@ Status nonZeroKernel(GpuKernelContext& ctx) {
     KILN_DISPATCH_BYTES(type, ctx, KILN_RETURN_IF_ERROR(launchCount(T{})));
     nonZeroScanKernel<<<1, 32, 0, stream>>>(counts, blocks);
     KILN_CUDA_CHECK_LAUNCH("nonZeroScanKernel");
+    KILN_RETURN_IF_ERROR(ctx.hostRoundTrip("reads the non-zero count to size its output"));
     KILN_CUDA_CHECK(
         cudaMemcpyAsync(&count, counts + blocks, sizeof(int64_t), cudaMemcpyDeviceToHost, stream));
     KILN_CUDA_CHECK(cudaStreamSynchronize(stream));
