@@ -122,6 +122,11 @@ struct Operand {
   ShapeInfo info;  // coalesced output dims and this operand's strides (kStrided only)
   int mode = kContiguous;
   bool small = false;  // every index fits 32 bits: cheaper division
+  // kStrided with an innermost output dim that is a multiple of 8: a pack of up to 8
+  // consecutive outputs stays in one row, so its operand elements are consecutive
+  // (innerStride 1) or all the same (innerStride 0) and one index computation serves it.
+  bool packRows = false;
+  int innerStride = 0;
 };
 
 Status broadcastPair(const GpuKernelContext& ctx, const Shape& a, const Shape& b, Shape* out) {
@@ -200,6 +205,10 @@ Status planOperands(const GpuKernelContext& ctx, const Shape& out,
       info.strides[d] = strides[k][d];
     }
     operands[k].small = small;
+    const int64_t innerDim = dims.back();
+    const int64_t innerStride = strides[k].back();
+    operands[k].packRows = innerDim % 8 == 0 && (innerStride == 0 || innerStride == 1);
+    operands[k].innerStride = static_cast<int>(innerStride);
   }
   return Status::ok();
 }
@@ -963,6 +972,10 @@ __device__ __forceinline__ Pack<T> loadPack(const T* p, const Operand& o, int64_
   if (o.mode == kScalar) {
 #pragma unroll
     for (int j = 0; j < W; ++j) r.v[j] = p[0];
+  } else if (o.packRows) {
+    const int64_t base = operandIndex(o, i);
+#pragma unroll
+    for (int j = 0; j < W; ++j) r.v[j] = p[base + j * o.innerStride];
   } else {
 #pragma unroll
     for (int j = 0; j < W; ++j) r.v[j] = p[operandIndex(o, i + j)];
