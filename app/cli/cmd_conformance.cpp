@@ -122,7 +122,8 @@ Status runOnCuda(const Network& network, const std::map<std::string, Tensor>& in
   cuda::ExecutionContext& ctx = *context.value();
   for (const auto& [name, t] : inputs) KILN_RETURN_IF_ERROR(ctx.setInput(name, t));
   KILN_RETURN_IF_ERROR(ctx.execute());
-  for (const cuda::LayerInfo& layer : ctx.layers()) ++g_placements[cuda::layerPlacementName(layer.placement)];
+  for (const cuda::LayerInfo& layer : ctx.layers())
+    ++g_placements[cuda::layerPlacementName(layer.placement)];
   outputs->clear();
   for (const std::string& name : ctx.outputNames()) {
     auto out = ctx.getOutput(name);
@@ -141,7 +142,8 @@ TestResult runDataSet(const Network& network, const fs::path& dataDir, TestResul
     inputs[network.graph.inputs[k].name] = std::move(t).value();
   }
   std::vector<NamedTensor> outputs;
-  Status status = g_useCuda ? runOnCuda(network, inputs, &outputs) : runOnCpu(network, inputs, &outputs);
+  Status status =
+      g_useCuda ? runOnCuda(network, inputs, &outputs) : runOnCpu(network, inputs, &outputs);
   if (!status.isOk()) {
     Outcome o = status.code() == StatusCode::kUnsupported ? Outcome::kUnsupported : Outcome::kFail;
     return {result.name, o, status.message()};
@@ -249,7 +251,8 @@ int runConformance(const std::vector<std::string>& argv) {
     return args.flag("help") ? 0 : 2;
   }
   const std::string backend = args.value("backend", "cpu");
-  if (backend != "cpu" && backend != "cuda") return fail("conformance", "unknown backend '" + backend + "'", 2);
+  if (backend != "cpu" && backend != "cuda")
+    return fail("conformance", "unknown backend '" + backend + "'", 2);
   if (backend == "cuda") {
     cuda::DeviceInfo device = cuda::probeCudaDevice();
     if (!device.available) return fail("conformance", "CUDA backend unavailable: " + device.reason);

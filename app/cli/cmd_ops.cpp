@@ -39,7 +39,8 @@ int runOps(const std::vector<std::string>& argv) {
     for (const auto& [domain, ops] : byDomain)
       for (const auto& [op, ranges] : ops)
         for (const auto& [since, until] : ranges)
-          j[domain][op].push_back({{"since", since}, {"until", until}, {"cuda", hasGpu(domain, op)}});
+          j[domain][op].push_back(
+              {{"since", since}, {"until", until}, {"cuda", hasGpu(domain, op)}});
     std::printf("%s\n", j.dump(1).c_str());
     return 0;
   }

@@ -43,16 +43,18 @@ void printProfile(const std::vector<NodeProfile>& nodes, int64_t iterations, siz
 }  // namespace
 
 int runRun(const std::vector<std::string>& argv) {
-  Args args({"shapes", "load-inputs", "iterations", "warmup", "export-output", "seed", "backend",
-             "duration", "streams", "export-profile", "export-times", "precision", "device"},
-            {"json", "help", "profile", "no-data-transfers", "cuda-graph", "fp16", "bf16", "no-tf32"});
+  Args args(
+      {"shapes", "load-inputs", "iterations", "warmup", "export-output", "seed", "backend",
+       "duration", "streams", "export-profile", "export-times", "precision", "device"},
+      {"json", "help", "profile", "no-data-transfers", "cuda-graph", "fp16", "bf16", "no-tf32"});
   Status parsed = args.parse(argv);
   if (!parsed.isOk()) return fail("run", parsed.message(), 2);
   if (args.flag("help") || args.positional().size() != 1) {
     std::printf(
         "usage: kiln run MODEL.onnx [--shapes name:1x3x224x224,...] [--load-inputs "
         "name:file.npy|.pb,...]\n"
-        "                [--backend cpu|cuda] [--iterations N (10)] [--warmup MS (200; cpu: 1 run)]\n"
+        "                [--backend cpu|cuda] [--iterations N (10)] [--warmup MS (200; cpu: 1 "
+        "run)]\n"
         "                [--seed N] [--export-output out.json] [--profile] [--json]\n"
         "  CUDA benchmark mode (as trtexec):\n"
         "    --duration S (3)        run at least S seconds after warm-up\n"
@@ -82,11 +84,10 @@ int runRun(const std::vector<std::string>& argv) {
   int64_t iterations, warmup, seed;
   std::map<std::string, Shape> shapes;
   std::map<std::string, std::string> files;
-  for (Status s :
-       {args.intValue("iterations", 10, &iterations),
-        args.intValue("warmup", backendName == "cuda" ? 200 : 1, &warmup),
-        args.intValue("seed", 1, &seed), parseShapeList(args.value("shapes"), &shapes),
-        parseFileList(args.value("load-inputs"), &files)}) {
+  for (Status s : {args.intValue("iterations", 10, &iterations),
+                   args.intValue("warmup", backendName == "cuda" ? 200 : 1, &warmup),
+                   args.intValue("seed", 1, &seed), parseShapeList(args.value("shapes"), &shapes),
+                   parseFileList(args.value("load-inputs"), &files)}) {
     if (!s.isOk()) return fail("run", s.message(), 2);
   }
   if (iterations < 1 || warmup < 0)
@@ -105,7 +106,8 @@ int runRun(const std::vector<std::string>& argv) {
   Status valid = backend.validateInputs(inputs);
   if (!valid.isOk()) return fail("run", args.positional()[0] + ": " + valid.message());
   if (!fallbackNotice.empty() && !args.flag("json")) {
-    std::fprintf(stderr, "kiln run: no usable CUDA device (%s); running on the CPU reference backend\n",
+    std::fprintf(stderr,
+                 "kiln run: no usable CUDA device (%s); running on the CPU reference backend\n",
                  fallbackNotice.c_str());
   }
   std::vector<NamedTensor> outputs;

@@ -10,7 +10,8 @@ namespace {
 
 Status splitNameValue(const std::string& item, std::string* name, std::string* value) {
   const size_t colon = item.rfind(':');
-  if (colon == std::string::npos || colon == 0) return invalidArgument("expected NAME:VALUE, got '" + item + "'");
+  if (colon == std::string::npos || colon == 0)
+    return invalidArgument("expected NAME:VALUE, got '" + item + "'");
   *name = item.substr(0, colon);
   *value = item.substr(colon + 1);
   return Status::ok();
@@ -37,7 +38,9 @@ Tensor randomInput(DataType type, const Shape& shape, std::mt19937& rng) {
   std::uniform_real_distribution<double> dist(-1.0, 1.0);
   std::uniform_int_distribution<int> ints(1, 9);
   for (int64_t i = 0; i < f.numel(); ++i) {
-    f.data<double>()[i] = isFloatingPoint(type) ? dist(rng) : type == DataType::kBool ? (ints(rng) & 1) : ints(rng);
+    f.data<double>()[i] = isFloatingPoint(type)     ? dist(rng)
+                          : type == DataType::kBool ? (ints(rng) & 1)
+                                                    : ints(rng);
   }
   return castTensor(f, type);
 }
@@ -67,10 +70,12 @@ Status prepareInputs(const Graph& graph, const std::map<std::string, Shape>& sha
                      std::map<std::string, Tensor>* inputs) {
   std::mt19937 rng(seed);
   for (const auto& [name, path] : files) {
-    if (!graph.findValueInfo(name)) return invalidArgument("--load-inputs: '" + name + "' is not an input of the model");
+    if (!graph.findValueInfo(name))
+      return invalidArgument("--load-inputs: '" + name + "' is not an input of the model");
   }
   for (const auto& [name, shape] : shapes) {
-    if (!graph.findValueInfo(name)) return invalidArgument("--shapes: '" + name + "' is not an input of the model");
+    if (!graph.findValueInfo(name))
+      return invalidArgument("--shapes: '" + name + "' is not an input of the model");
   }
   for (const ValueInfo& info : graph.inputs) {
     auto file = files.find(info.name);
@@ -87,13 +92,15 @@ Status prepareInputs(const Graph& graph, const std::map<std::string, Shape>& sha
       for (const DimExpr& d : info.shape) {
         if (!d.isConst()) {
           return invalidArgument("input '" + info.name + "' has dynamic dim '" + d.toString() +
-                                 "' (shape " + symbolicShapeToString(info.shape) + "); give --shapes " + info.name + ":...");
+                                 "' (shape " + symbolicShapeToString(info.shape) +
+                                 "); give --shapes " + info.name + ":...");
         }
         shape.push_back(d.constValue());
       }
     }
     DataType type = info.type == DataType::kUndefined ? DataType::kFloat32 : info.type;
-    if (type == DataType::kString) return unsupported("input '" + info.name + "' is a string tensor; load it from a file");
+    if (type == DataType::kString)
+      return unsupported("input '" + info.name + "' is a string tensor; load it from a file");
     (*inputs)[info.name] = randomInput(type, shape, rng);
   }
   return Status::ok();

@@ -6,10 +6,16 @@ namespace kiln::cli {
 
 Tolerance defaultTolerance(DataType type) {
   switch (type) {
-    case DataType::kFloat32: case DataType::kFloat64: return {1e-5, 1e-3};
-    case DataType::kFloat16: case DataType::kBFloat16: case DataType::kFp8E4M3: case DataType::kFp8E5M2:
+    case DataType::kFloat32:
+    case DataType::kFloat64:
+      return {1e-5, 1e-3};
+    case DataType::kFloat16:
+    case DataType::kBFloat16:
+    case DataType::kFp8E4M3:
+    case DataType::kFp8E5M2:
       return {1e-2, 1e-2};
-    default: return {0, 0};
+    default:
+      return {0, 0};
   }
 }
 
@@ -17,19 +23,22 @@ CompareResult compareTensors(const Tensor& actual, const Tensor& expected, const
   CompareResult r;
   if (actual.type() != expected.type()) {
     r.match = false;
-    r.reason = std::string("dtype ") + dataTypeName(actual.type()) + ", expected " + dataTypeName(expected.type());
+    r.reason = std::string("dtype ") + dataTypeName(actual.type()) + ", expected " +
+               dataTypeName(expected.type());
     return r;
   }
   if (actual.shape() != expected.shape()) {
     r.match = false;
-    r.reason = "shape " + shapeToString(actual.shape()) + ", expected " + shapeToString(expected.shape());
+    r.reason =
+        "shape " + shapeToString(actual.shape()) + ", expected " + shapeToString(expected.shape());
     return r;
   }
   if (actual.type() == DataType::kString) {
     for (int64_t i = 0; i < actual.numel(); ++i) {
       if (actual.strings()[i] != expected.strings()[i]) {
         r.match = false;
-        r.reason = "element " + std::to_string(i) + ": '" + actual.strings()[i] + "', expected '" + expected.strings()[i] + "'";
+        r.reason = "element " + std::to_string(i) + ": '" + actual.strings()[i] + "', expected '" +
+                   expected.strings()[i] + "'";
         return r;
       }
     }
@@ -47,9 +56,12 @@ CompareResult compareTensors(const Tensor& actual, const Tensor& expected, const
     } else {
       a = actual.valueAsDouble(i);
       e = expected.valueAsDouble(i);
-      if (std::isnan(e) || std::isnan(a)) ok = std::isnan(e) && std::isnan(a);
-      else if (std::isinf(e) || std::isinf(a)) ok = a == e;
-      else ok = std::fabs(a - e) <= tol.atol + tol.rtol * std::fabs(e);
+      if (std::isnan(e) || std::isnan(a))
+        ok = std::isnan(e) && std::isnan(a);
+      else if (std::isinf(e) || std::isinf(a))
+        ok = a == e;
+      else
+        ok = std::fabs(a - e) <= tol.atol + tol.rtol * std::fabs(e);
     }
     if (std::isfinite(a) && std::isfinite(e)) {
       double abs = std::fabs(a - e);
@@ -59,7 +71,8 @@ CompareResult compareTensors(const Tensor& actual, const Tensor& expected, const
     if (!ok && r.match) {
       r.match = false;
       char buf[160];
-      std::snprintf(buf, sizeof buf, "element %lld: %.9g, expected %.9g", static_cast<long long>(i), a, e);
+      std::snprintf(buf, sizeof buf, "element %lld: %.9g, expected %.9g", static_cast<long long>(i),
+                    a, e);
       r.reason = buf;
     }
   }

@@ -24,6 +24,7 @@ struct CompareResult {
   std::string reason;  // why it does not match (dtype, shape, first bad element)
 };
 
-CompareResult compareTensors(const Tensor& actual, const Tensor& expected, const Tolerance& tolerance);
+CompareResult compareTensors(const Tensor& actual, const Tensor& expected,
+                             const Tolerance& tolerance);
 
 }  // namespace kiln::cli

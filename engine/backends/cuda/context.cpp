@@ -260,7 +260,8 @@ class ContextImpl final : public ExecutionContext {
   // Records a host synchronization of step `step` in its note (once); an error while capturing.
   Status noteRoundTrip(size_t step, const std::string& reader, const std::string& note) {
     if (m_capturing) {
-      return unsupported(reader + ": " + note + ", which a CUDA graph cannot capture; run without --cuda-graph");
+      return unsupported(reader + ": " + note +
+                         ", which a CUDA graph cannot capture; run without --cuda-graph");
     }
     PlannedStep& planned = m_plan.steps[step];
     if (planned.note.find(note) == std::string::npos)

@@ -142,10 +142,10 @@ void registerPoolGpuKernels(GpuKernelRegistry& registry);
 void registerConvGpuKernels(GpuKernelRegistry& registry);
 void registerMatMulGpuKernels(GpuKernelRegistry& registry);
 void registerShapeGpuKernels(GpuKernelRegistry& registry);
-void registerQuantizeGpuKernels(GpuKernelRegistry& registry);    // Q/DQ, integer GEMM/conv
-void registerSelectionGpuKernels(GpuKernelRegistry& registry);   // TopK, CumProd, NonZero, ...
-void registerAttentionGpuKernels(GpuKernelRegistry& registry);   // Attention, RotaryEmbedding
-void registerSpatialMiscGpuKernels(GpuKernelRegistry& registry); // GridSample, RoiAlign, ...
-void registerRnnGpuKernels(GpuKernelRegistry& registry);         // LSTM, GRU, RNN
+void registerQuantizeGpuKernels(GpuKernelRegistry& registry);     // Q/DQ, integer GEMM/conv
+void registerSelectionGpuKernels(GpuKernelRegistry& registry);    // TopK, CumProd, NonZero, ...
+void registerAttentionGpuKernels(GpuKernelRegistry& registry);    // Attention, RotaryEmbedding
+void registerSpatialMiscGpuKernels(GpuKernelRegistry& registry);  // GridSample, RoiAlign, ...
+void registerRnnGpuKernels(GpuKernelRegistry& registry);          // LSTM, GRU, RNN
 
 }  // namespace kiln::cuda

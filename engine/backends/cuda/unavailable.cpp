@@ -34,7 +34,9 @@ const char* layerPlacementName(LayerPlacement placement) {
   return "?";
 }
 
-std::vector<GpuOperator> gpuOperators() { return {}; }
+std::vector<GpuOperator> gpuOperators() {
+  return {};
+}
 
 DeviceInfo probeCudaDevice(int ordinal) {
   DeviceInfo info;
