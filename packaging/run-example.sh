@@ -12,8 +12,11 @@ echo "== kiln inspect $model"
 "$kiln" inspect "$model" --shapes x:2x3x48x192 | tee "$build/report/inspect.txt"
 "$kiln" inspect "$model" --shapes x:2x3x48x192 --json > "$build/report/inspect.json"
 echo
-echo "== kiln run $model (CPU reference backend)"
+echo "== kiln run $model (CUDA when a GPU is usable, else the CPU reference backend)"
 "$kiln" run "$model" --load-inputs "x:$input" --iterations 5 --export-output "$build/report/outputs.json" \
   | tee "$build/report/run.txt"
 echo
-echo "report written to $build/report/ (inspect.txt, inspect.json, run.txt, outputs.json)"
+echo "== kiln run $model --backend cpu (the reference the GPU is checked against)"
+"$kiln" run "$model" --backend cpu --load-inputs "x:$input" --iterations 5 | tee "$build/report/run-cpu.txt"
+echo
+echo "report written to $build/report/ (inspect.txt, inspect.json, run.txt, run-cpu.txt, outputs.json)"
