@@ -20,7 +20,9 @@ ShapeInfo broadcastStrides(const Shape& shape, const Shape& outShape) {
   return info;
 }
 
-ShapeInfo packedStrides(const Shape& shape) { return broadcastStrides(shape, shape); }
+ShapeInfo packedStrides(const Shape& shape) {
+  return broadcastStrides(shape, shape);
+}
 
 }  // namespace kiln::cuda
 
@@ -54,17 +56,19 @@ Status convertFrom(const From* src, void* dst, DataType dstType, int64_t n, cuda
 }
 }  // namespace
 
-Status convertFloatBuffer(const void* src, DataType srcType, void* dst, DataType dstType,
-                          int64_t n, cudaStream_t stream) {
+Status convertFloatBuffer(const void* src, DataType srcType, void* dst, DataType dstType, int64_t n,
+                          cudaStream_t stream) {
   if (n <= 0) return Status::ok();
   if (srcType == dstType) {
-    KILN_CUDA_CHECK(cudaMemcpyAsync(dst, src, n * dataTypeSize(srcType), cudaMemcpyDeviceToDevice,
-                                    stream));
+    KILN_CUDA_CHECK(
+        cudaMemcpyAsync(dst, src, n * dataTypeSize(srcType), cudaMemcpyDeviceToDevice, stream));
     return Status::ok();
   }
   switch (srcType) {
-    case DataType::kFloat32: return convertFrom(static_cast<const float*>(src), dst, dstType, n, stream);
-    case DataType::kFloat16: return convertFrom(static_cast<const __half*>(src), dst, dstType, n, stream);
+    case DataType::kFloat32:
+      return convertFrom(static_cast<const float*>(src), dst, dstType, n, stream);
+    case DataType::kFloat16:
+      return convertFrom(static_cast<const __half*>(src), dst, dstType, n, stream);
     case DataType::kBFloat16:
       return convertFrom(static_cast<const __nv_bfloat16*>(src), dst, dstType, n, stream);
     default:

@@ -94,47 +94,127 @@ __device__ __forceinline__ int64_t stridedOffset(const ShapeInfo& info, int64_t 
 
 // Calls BODY with `T` bound to the C++ type of the float storage DTYPE; returns
 // kUnsupported from the enclosing function for other types.
-#define KILN_DISPATCH_FLOAT(DTYPE, CONTEXT, ...)                                        \
-  switch (DTYPE) {                                                                     \
-    case ::kiln::DataType::kFloat32: { using T = float; __VA_ARGS__; break; }          \
-    case ::kiln::DataType::kFloat16: { using T = __half; __VA_ARGS__; break; }         \
-    case ::kiln::DataType::kBFloat16: { using T = __nv_bfloat16; __VA_ARGS__; break; } \
-    case ::kiln::DataType::kFloat64: { using T = double; __VA_ARGS__; break; }         \
-    default:                                                                           \
-      return (CONTEXT).unsupported(std::string("data type ") +                         \
-                                   ::kiln::dataTypeName(DTYPE));                       \
+#define KILN_DISPATCH_FLOAT(DTYPE, CONTEXT, ...)                                             \
+  switch (DTYPE) {                                                                           \
+    case ::kiln::DataType::kFloat32: {                                                       \
+      using T = float;                                                                       \
+      __VA_ARGS__;                                                                           \
+      break;                                                                                 \
+    }                                                                                        \
+    case ::kiln::DataType::kFloat16: {                                                       \
+      using T = __half;                                                                      \
+      __VA_ARGS__;                                                                           \
+      break;                                                                                 \
+    }                                                                                        \
+    case ::kiln::DataType::kBFloat16: {                                                      \
+      using T = __nv_bfloat16;                                                               \
+      __VA_ARGS__;                                                                           \
+      break;                                                                                 \
+    }                                                                                        \
+    case ::kiln::DataType::kFloat64: {                                                       \
+      using T = double;                                                                      \
+      __VA_ARGS__;                                                                           \
+      break;                                                                                 \
+    }                                                                                        \
+    default:                                                                                 \
+      return (CONTEXT).unsupported(std::string("data type ") + ::kiln::dataTypeName(DTYPE)); \
   }
 
 // Float types plus every integer type and bool.
-#define KILN_DISPATCH_NUMERIC(DTYPE, CONTEXT, ...)                                     \
-  switch (DTYPE) {                                                                     \
-    case ::kiln::DataType::kFloat32: { using T = float; __VA_ARGS__; break; }          \
-    case ::kiln::DataType::kFloat16: { using T = __half; __VA_ARGS__; break; }         \
-    case ::kiln::DataType::kBFloat16: { using T = __nv_bfloat16; __VA_ARGS__; break; } \
-    case ::kiln::DataType::kFloat64: { using T = double; __VA_ARGS__; break; }         \
-    case ::kiln::DataType::kInt8: { using T = int8_t; __VA_ARGS__; break; }            \
-    case ::kiln::DataType::kUInt8: { using T = uint8_t; __VA_ARGS__; break; }          \
-    case ::kiln::DataType::kInt16: { using T = int16_t; __VA_ARGS__; break; }          \
-    case ::kiln::DataType::kUInt16: { using T = uint16_t; __VA_ARGS__; break; }        \
-    case ::kiln::DataType::kInt32: { using T = int32_t; __VA_ARGS__; break; }          \
-    case ::kiln::DataType::kUInt32: { using T = uint32_t; __VA_ARGS__; break; }        \
-    case ::kiln::DataType::kInt64: { using T = int64_t; __VA_ARGS__; break; }          \
-    case ::kiln::DataType::kUInt64: { using T = uint64_t; __VA_ARGS__; break; }        \
-    case ::kiln::DataType::kBool: { using T = bool; __VA_ARGS__; break; }              \
-    default:                                                                           \
-      return (CONTEXT).unsupported(std::string("data type ") +                         \
-                                   ::kiln::dataTypeName(DTYPE));                       \
+#define KILN_DISPATCH_NUMERIC(DTYPE, CONTEXT, ...)                                           \
+  switch (DTYPE) {                                                                           \
+    case ::kiln::DataType::kFloat32: {                                                       \
+      using T = float;                                                                       \
+      __VA_ARGS__;                                                                           \
+      break;                                                                                 \
+    }                                                                                        \
+    case ::kiln::DataType::kFloat16: {                                                       \
+      using T = __half;                                                                      \
+      __VA_ARGS__;                                                                           \
+      break;                                                                                 \
+    }                                                                                        \
+    case ::kiln::DataType::kBFloat16: {                                                      \
+      using T = __nv_bfloat16;                                                               \
+      __VA_ARGS__;                                                                           \
+      break;                                                                                 \
+    }                                                                                        \
+    case ::kiln::DataType::kFloat64: {                                                       \
+      using T = double;                                                                      \
+      __VA_ARGS__;                                                                           \
+      break;                                                                                 \
+    }                                                                                        \
+    case ::kiln::DataType::kInt8: {                                                          \
+      using T = int8_t;                                                                      \
+      __VA_ARGS__;                                                                           \
+      break;                                                                                 \
+    }                                                                                        \
+    case ::kiln::DataType::kUInt8: {                                                         \
+      using T = uint8_t;                                                                     \
+      __VA_ARGS__;                                                                           \
+      break;                                                                                 \
+    }                                                                                        \
+    case ::kiln::DataType::kInt16: {                                                         \
+      using T = int16_t;                                                                     \
+      __VA_ARGS__;                                                                           \
+      break;                                                                                 \
+    }                                                                                        \
+    case ::kiln::DataType::kUInt16: {                                                        \
+      using T = uint16_t;                                                                    \
+      __VA_ARGS__;                                                                           \
+      break;                                                                                 \
+    }                                                                                        \
+    case ::kiln::DataType::kInt32: {                                                         \
+      using T = int32_t;                                                                     \
+      __VA_ARGS__;                                                                           \
+      break;                                                                                 \
+    }                                                                                        \
+    case ::kiln::DataType::kUInt32: {                                                        \
+      using T = uint32_t;                                                                    \
+      __VA_ARGS__;                                                                           \
+      break;                                                                                 \
+    }                                                                                        \
+    case ::kiln::DataType::kInt64: {                                                         \
+      using T = int64_t;                                                                     \
+      __VA_ARGS__;                                                                           \
+      break;                                                                                 \
+    }                                                                                        \
+    case ::kiln::DataType::kUInt64: {                                                        \
+      using T = uint64_t;                                                                    \
+      __VA_ARGS__;                                                                           \
+      break;                                                                                 \
+    }                                                                                        \
+    case ::kiln::DataType::kBool: {                                                          \
+      using T = bool;                                                                        \
+      __VA_ARGS__;                                                                           \
+      break;                                                                                 \
+    }                                                                                        \
+    default:                                                                                 \
+      return (CONTEXT).unsupported(std::string("data type ") + ::kiln::dataTypeName(DTYPE)); \
   }
 
 // Dispatch on element byte size only (1, 2, 4, 8): for ops that move bytes.
-#define KILN_DISPATCH_BYTES(DTYPE, CONTEXT, ...)                                       \
-  switch (::kiln::dataTypeSize(DTYPE)) {                                               \
-    case 1: { using T = uint8_t; __VA_ARGS__; break; }                                 \
-    case 2: { using T = uint16_t; __VA_ARGS__; break; }                                \
-    case 4: { using T = uint32_t; __VA_ARGS__; break; }                                \
-    case 8: { using T = uint64_t; __VA_ARGS__; break; }                                \
-    default:                                                                           \
-      return (CONTEXT).unsupported(std::string("data type ") +                         \
-                                   ::kiln::dataTypeName(DTYPE));                       \
+#define KILN_DISPATCH_BYTES(DTYPE, CONTEXT, ...)                                             \
+  switch (::kiln::dataTypeSize(DTYPE)) {                                                     \
+    case 1: {                                                                                \
+      using T = uint8_t;                                                                     \
+      __VA_ARGS__;                                                                           \
+      break;                                                                                 \
+    }                                                                                        \
+    case 2: {                                                                                \
+      using T = uint16_t;                                                                    \
+      __VA_ARGS__;                                                                           \
+      break;                                                                                 \
+    }                                                                                        \
+    case 4: {                                                                                \
+      using T = uint32_t;                                                                    \
+      __VA_ARGS__;                                                                           \
+      break;                                                                                 \
+    }                                                                                        \
+    case 8: {                                                                                \
+      using T = uint64_t;                                                                    \
+      __VA_ARGS__;                                                                           \
+      break;                                                                                 \
+    }                                                                                        \
+    default:                                                                                 \
+      return (CONTEXT).unsupported(std::string("data type ") + ::kiln::dataTypeName(DTYPE)); \
   }
-

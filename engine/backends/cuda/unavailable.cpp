@@ -8,32 +8,6 @@ bool builtWithCuda() {
   return false;
 }
 
-const char* precisionName(Precision precision) {
-  switch (precision) {
-    case Precision::kFloat32:
-      return "fp32";
-    case Precision::kFloat16:
-      return "fp16";
-    case Precision::kBFloat16:
-      return "bf16";
-  }
-  return "?";
-}
-
-const char* layerPlacementName(LayerPlacement placement) {
-  switch (placement) {
-    case LayerPlacement::kGpu:
-      return "gpu";
-    case LayerPlacement::kFolded:
-      return "folded";
-    case LayerPlacement::kAlias:
-      return "alias";
-    case LayerPlacement::kHostFallback:
-      return "host-fallback";
-  }
-  return "?";
-}
-
 std::vector<GpuOperator> gpuOperators() {
   return {};
 }

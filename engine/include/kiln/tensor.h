@@ -46,9 +46,13 @@ class Tensor {
   void* rawData() { return m_bytes ? m_bytes->data() : nullptr; }
   const void* rawData() const { return m_bytes ? m_bytes->data() : nullptr; }
   template <class T>
-  T* data() { return static_cast<T*>(rawData()); }
+  T* data() {
+    return static_cast<T*>(rawData());
+  }
   template <class T>
-  const T* data() const { return static_cast<const T*>(rawData()); }
+  const T* data() const {
+    return static_cast<const T*>(rawData());
+  }
   std::vector<std::string>& strings() { return *m_strings; }
   const std::vector<std::string>& strings() const { return *m_strings; }
 

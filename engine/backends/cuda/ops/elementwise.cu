@@ -652,8 +652,8 @@ Status runUnary(GpuKernelContext& ctx, TypeSet set, const UnaryParams& params) {
   KILN_DISPATCH_NUMERIC(x.type, ctx, {
     const bool packed = packAligned<T>({x.data, out.data});
     const int64_t work = packed ? (n + kPackWidth<T> - 1) / kPackWidth<T> : n;
-    unaryKernel<T><<<gridFor(work), kBlockSize, 0, ctx.stream()>>>(x.as<T>(), out.data, n, params,
-                                                                   packed);
+    unaryKernel<T>
+        <<<gridFor(work), kBlockSize, 0, ctx.stream()>>>(x.as<T>(), out.data, n, params, packed);
   });
   KILN_CUDA_CHECK_LAUNCH("unaryKernel");
   return Status::ok();

@@ -16,46 +16,16 @@
 #include <vector>
 
 #include "backends/cuda/device_common.cuh"
+#include "backends/cuda/row_kernels.cuh"
 
 namespace kiln::cuda {
 namespace {
 
 // ---- Shared device helpers -----------------------------------------------------
 
-constexpr int64_t kWarpRowLimit = 1024;  // rows up to this length get one warp each
-constexpr int kMaxRowBlock = 512;        // block size for very long rows
-constexpr unsigned kFullMask = 0xffffffffu;
-
-template <class T>
-constexpr bool kIsHalfLike = std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
-
 // Compute type: double for double, float otherwise.
 template <class T>
 using Compute = std::conditional_t<std::is_same_v<T, double>, double, float>;
-
-template <class C, class T>
-__device__ __forceinline__ C loadAs(const T* p, int64_t i) {
-  if constexpr (kIsHalfLike<T>)
-    return toFloat(p[i]);
-  else
-    return static_cast<C>(p[i]);
-}
-
-template <class T, class C>
-__device__ __forceinline__ T storeAs(C v) {
-  if constexpr (kIsHalfLike<T>)
-    return fromFloat<T>(static_cast<float>(v));
-  else
-    return static_cast<T>(v);
-}
-
-template <class C>
-__device__ __forceinline__ C mathSqrt(C v) {
-  if constexpr (std::is_same_v<C, float>)
-    return sqrtf(v);
-  else
-    return sqrt(v);
-}
 
 template <class C>
 __device__ __forceinline__ C mathPow(C base, C exponent) {
@@ -63,29 +33,6 @@ __device__ __forceinline__ C mathPow(C base, C exponent) {
     return powf(base, exponent);
   else
     return pow(base, exponent);
-}
-
-// The rows visited by this thread's group (a warp, or the whole block) and the
-// thread's place in it. Block-mode groups loop uniformly, so __syncthreads is safe.
-struct RowGroup {
-  int64_t first = 0, step = 1;
-  int lane = 0, size = 1;
-};
-__device__ __forceinline__ RowGroup rowGroup(bool warpMode) {
-  RowGroup g;
-  if (warpMode) {
-    const int warpsPerBlock = blockDim.x / 32;
-    g.first = int64_t(blockIdx.x) * warpsPerBlock + threadIdx.x / 32;
-    g.step = int64_t(gridDim.x) * warpsPerBlock;
-    g.lane = threadIdx.x % 32;
-    g.size = 32;
-  } else {
-    g.first = blockIdx.x;
-    g.step = gridDim.x;
-    g.lane = threadIdx.x;
-    g.size = blockDim.x;
-  }
-  return g;
 }
 
 // Sums `v` across the row group; every thread gets the result. `partial` holds one
@@ -120,23 +67,6 @@ __device__ __forceinline__ void rowMoments(const T* x, int64_t n, const RowGroup
   squares = groupSum(squares, warpMode, partial);
   *mean = m;
   *var = n > 0 ? squares / C(n) : C(0);
-}
-
-// Launch geometry for row kernels: a warp per row for short rows, else a block.
-struct RowGeometry {
-  unsigned grid = 1, block = kBlockSize;
-  bool warpMode = true;
-};
-RowGeometry rowGeometry(int64_t rows, int64_t n) {
-  RowGeometry g;
-  if (n <= kWarpRowLimit) {
-    g.grid = gridFor(rows * 32, kBlockSize);
-    return g;
-  }
-  g.warpMode = false;
-  g.block = n >= 16384 ? kMaxRowBlock : kBlockSize;
-  g.grid = gridFor(rows, 1);
-  return g;
 }
 
 // ---- Host helpers ----------------------------------------------------------------

@@ -18,18 +18,12 @@
 #include <vector>
 
 #include "backends/cuda/device_common.cuh"
+#include "backends/cuda/row_kernels.cuh"
 
 namespace kiln::cuda {
 namespace {
 
 // ---- Shared device helpers -----------------------------------------------------
-
-constexpr int64_t kWarpRowLimit = 1024;  // rows up to this length get one warp each
-constexpr int kMaxRowBlock = 512;        // block size for very long rows
-constexpr unsigned kFullMask = 0xffffffffu;
-
-template <class T>
-constexpr bool kIsHalfLike = std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
 
 // The accumulator of T: float for the 16-bit floats and float, double for double,
 // int64 for the integer types.
@@ -40,22 +34,6 @@ struct AccumulatorOf {
 };
 template <class T>
 using Acc = typename AccumulatorOf<T>::type;
-
-template <class A, class T>
-__device__ __forceinline__ A loadAs(const T* p, int64_t i) {
-  if constexpr (kIsHalfLike<T>)
-    return toFloat(p[i]);
-  else
-    return static_cast<A>(p[i]);
-}
-
-template <class T, class A>
-__device__ __forceinline__ T storeAs(A v) {
-  if constexpr (kIsHalfLike<T>)
-    return fromFloat<T>(static_cast<float>(v));
-  else
-    return static_cast<T>(v);
-}
 
 template <class A>
 __device__ __forceinline__ A shuffleXor(A v, int mask) {
@@ -93,14 +71,6 @@ __device__ __forceinline__ A mathLog(A v) {
   else
     return log(v);
 }
-template <class A>
-__device__ __forceinline__ A mathSqrt(A v) {
-  if constexpr (std::is_same_v<A, float>)
-    return sqrtf(v);
-  else
-    return sqrt(v);
-}
-
 // Integer sums and products wrap like the CPU kernel (no signed overflow).
 template <class A>
 __device__ __forceinline__ A accAdd(A a, A b) {
@@ -115,46 +85,6 @@ __device__ __forceinline__ A accMul(A a, A b) {
     return static_cast<A>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
   else
     return a * b;
-}
-
-// The rows visited by this thread's group (a warp, or the whole block) and the
-// thread's place in it. Block-mode groups loop uniformly, so __syncthreads is safe.
-struct RowGroup {
-  int64_t first = 0, step = 1;
-  int lane = 0, size = 1;
-};
-__device__ __forceinline__ RowGroup rowGroup(bool warpMode) {
-  RowGroup g;
-  if (warpMode) {
-    const int warpsPerBlock = blockDim.x / 32;
-    g.first = int64_t(blockIdx.x) * warpsPerBlock + threadIdx.x / 32;
-    g.step = int64_t(gridDim.x) * warpsPerBlock;
-    g.lane = threadIdx.x % 32;
-    g.size = 32;
-  } else {
-    g.first = blockIdx.x;
-    g.step = gridDim.x;
-    g.lane = threadIdx.x;
-    g.size = blockDim.x;
-  }
-  return g;
-}
-
-// Launch geometry for row kernels: a warp per row for short rows, else a block.
-struct RowGeometry {
-  unsigned grid = 1, block = kBlockSize;
-  bool warpMode = true;
-};
-RowGeometry rowGeometry(int64_t rows, int64_t n) {
-  RowGeometry g;
-  if (n <= kWarpRowLimit) {
-    g.grid = gridFor(rows * 32, kBlockSize);
-    return g;
-  }
-  g.warpMode = false;
-  g.block = n >= 16384 ? kMaxRowBlock : kBlockSize;
-  g.grid = gridFor(rows, 1);
-  return g;
 }
 
 // ---- Reduce* ---------------------------------------------------------------------

@@ -44,7 +44,9 @@ Status shapeKernel(GpuKernelContext& ctx) {
   return writeInt64s(ctx, dims, {count});
 }
 
-Status sizeKernel(GpuKernelContext& ctx) { return writeInt64s(ctx, {ctx.input(0).numel()}, {}); }
+Status sizeKernel(GpuKernelContext& ctx) {
+  return writeInt64s(ctx, {ctx.input(0).numel()}, {});
+}
 
 Status viewAs(GpuKernelContext& ctx, Shape shape) {
   auto out = ctx.allocateOutput(0, ctx.input(0).type, shape);
@@ -75,7 +77,8 @@ Status reshapeKernel(GpuKernelContext& ctx) {
       continue;
     }
     if (dims[i] == 0 && !allowZero) {
-      if (i >= in.size()) return ctx.error("shape[" + std::to_string(i) + "] is 0 beyond the input rank");
+      if (i >= in.size())
+        return ctx.error("shape[" + std::to_string(i) + "] is 0 beyond the input rank");
       dims[i] = in[i];
     }
     if (dims[i] < 0) return ctx.error("shape has invalid dim " + std::to_string(dims[i]));
@@ -98,7 +101,8 @@ Status flattenKernel(GpuKernelContext& ctx) {
   const int64_t rank = static_cast<int64_t>(in.size());
   int64_t axis = ctx.node().attrInt("axis", 1);
   if (axis < 0) axis += rank;
-  if (axis < 0 || axis > rank) return ctx.error("axis is out of range for rank " + std::to_string(rank));
+  if (axis < 0 || axis > rank)
+    return ctx.error("axis is out of range for rank " + std::to_string(rank));
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < rank; ++d) (d < axis ? outer : inner) *= in[d];
   return viewAs(ctx, {outer, inner});
@@ -119,7 +123,8 @@ Status normalizeAxes(GpuKernelContext& ctx, std::vector<int64_t>* axes, int64_t 
   std::vector<bool> seen(rank, false);
   for (int64_t& axis : *axes) {
     if (axis < -rank || axis >= rank) {
-      return ctx.error("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+      return ctx.error("axis " + std::to_string(axis) + " is out of range for rank " +
+                       std::to_string(rank));
     }
     if (axis < 0) axis += rank;
     if (seen[axis]) return ctx.error("axis " + std::to_string(axis) + " is repeated");
@@ -136,7 +141,9 @@ Status squeezeKernel(GpuKernelContext& ctx) {
   KILN_RETURN_IF_ERROR(normalizeAxes(ctx, &axes, static_cast<int64_t>(in.size())));
   std::vector<bool> drop(in.size(), false);
   for (int64_t axis : axes) {
-    if (in[axis] != 1) return ctx.error("cannot squeeze axis " + std::to_string(axis) + " of size " + std::to_string(in[axis]));
+    if (in[axis] != 1)
+      return ctx.error("cannot squeeze axis " + std::to_string(axis) + " of size " +
+                       std::to_string(in[axis]));
     drop[axis] = true;
   }
   Shape shape;
@@ -163,7 +170,9 @@ Status unsqueezeKernel(GpuKernelContext& ctx) {
   return viewAs(ctx, shape);
 }
 
-Status identityKernel(GpuKernelContext& ctx) { return viewAs(ctx, ctx.input(0).shape); }
+Status identityKernel(GpuKernelContext& ctx) {
+  return viewAs(ctx, ctx.input(0).shape);
+}
 
 std::string viewSupport(const Node& node, const std::vector<DataType>& types) {
   return types.empty() ? "no input" : supportsAnyFixedSizeType(node, {types[0]});
