@@ -26,10 +26,8 @@
 //    kernel offsets into is staged in aligned scratch: each direction's W and Wb slice
 //    when unaligned, GRU's R_h rows always (packed [dirs, H, H]); scratch sub-buffers
 //    are 256-aligned.
-//  - Scratch: runGemm takes its cuBLASLt workspace from the start of the context's one
-//    workspace buffer, so this kernel asks for that buffer once, sized for the largest
-//    cuBLASLt workspace runGemm may request (kGemmWorkspaceCap) plus its own scratch,
-//    and carves its scratch after that reserve.
+//  - Scratch: one ctx.workspace() call carved into the step buffers; runGemm's cuBLASLt
+//    workspace is the separate ctx.libraryWorkspace(), so the two never overlap.
 // Host fallback (support predicate): float64 data (no cuBLASLt path), sequence_lens of
 // other than int32/int64, unknown activation names (the CPU reports those).
 #include <algorithm>
@@ -74,7 +72,6 @@ struct ActParams {
 constexpr int kMaxActivations = 6;  // two directions of LSTM's f, g, h
 // runGemm's cap on the cuBLASLt workspace it requests (its heuristic preference in
 // matmul.cpp is min(workspaceLimitBytes, 64 MiB)); our scratch starts after it.
-constexpr int64_t kGemmWorkspaceCap = int64_t{64} << 20;
 constexpr size_t kAlign = 256;
 
 // Everything the device kernels need besides buffers. Internal states are
@@ -492,7 +489,7 @@ size_t alignUp(size_t bytes) {
   return (bytes + kAlign - 1) / kAlign * kAlign;
 }
 
-// Sub-buffers of the scratch, as offsets after the GEMM workspace reserve.
+// Sub-buffers of the scratch, as offsets from the start of the workspace.
 struct ScratchLayout {
   size_t xproj = 0, xprojDirBytes = 0, hz = 0, hh = 0, rh = 0, h = 0, c = 0, hOperand = 0;
   size_t wStage = 0, bStage = 0, rhStage = 0, total = 0;
@@ -576,14 +573,12 @@ Status runTyped(GpuKernelContext& ctx, const RnnInputs& in, const CellParams& p)
   const int64_t hzWidth = gruSplit ? 2 * hsz : gw;
   const ScratchLayout layout = scratchLayout(p, in.input, hzWidth, gruSplit, sizeof(T));
   const int64_t limit = ctx.options().workspaceLimitBytes;
-  const size_t reserve =
-      alignUp(static_cast<size_t>(std::max<int64_t>(0, std::min(limit, kGemmWorkspaceCap))));
-  if (static_cast<int64_t>(reserve + layout.total) > limit * 4) {
+  if (static_cast<int64_t>(layout.total) > limit * 4) {
     return ctx.unsupported("RNN scratch of " + std::to_string(layout.total >> 20) +
                            " MiB exceeds the workspace limit");
   }
-  KILN_ASSIGN_OR_RETURN(void* workspace, ctx.workspace(reserve + layout.total));
-  char* scratch = static_cast<char*>(workspace) + reserve;
+  KILN_ASSIGN_OR_RETURN(void* workspace, ctx.workspace(layout.total));
+  char* scratch = static_cast<char*>(workspace);
 
   StepBuffers<T> buf;
   T* xproj = reinterpret_cast<T*>(scratch + layout.xproj);
