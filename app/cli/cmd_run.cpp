@@ -14,6 +14,7 @@
 #include "cli/tensor_args.h"
 #include "kiln/cuda_runtime.h"
 #include "kiln/onnx_import.h"
+#include "kiln/plan.h"
 #include "kiln/reference_backend.h"
 
 namespace kiln::cli {
@@ -40,18 +41,38 @@ void printProfile(const std::vector<NodeProfile>& nodes, int64_t iterations, siz
   }
 }
 
+PlanIdentity currentIdentity(const std::string& backend) {
+  if (backend != "cuda") return cpuPlanIdentity();
+  return cuda::cudaPlanIdentity(cuda::probeCudaDevice());
+}
+
+// Every input shape must lie in the chosen profile's ranges.
+Status checkInputsInProfile(const Plan& plan, int64_t index,
+                            const std::map<std::string, Tensor>& inputs) {
+  if (plan.profiles.empty()) return Status::ok();
+  if (index < 0 || index >= static_cast<int64_t>(plan.profiles.size()))
+    return invalidArgument("--optimization-profile " + std::to_string(index) + ": the plan has " +
+                           std::to_string(plan.profiles.size()) + " profiles");
+  for (const auto& [name, t] : inputs) {
+    KILN_RETURN_IF_ERROR(
+        checkShapeInProfile(plan.profiles[index], static_cast<int>(index), name, t.shape()));
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 int runRun(const std::vector<std::string>& argv) {
   Args args(
       {"shapes", "load-inputs", "iterations", "warmup", "export-output", "seed", "backend",
-       "duration", "streams", "export-profile", "export-times", "precision", "device"},
+       "duration", "streams", "export-profile", "export-times", "precision", "device",
+       "optimization-profile"},
       {"json", "help", "profile", "no-data-transfers", "cuda-graph", "fp16", "bf16", "no-tf32"});
   Status parsed = args.parse(argv);
   if (!parsed.isOk()) return fail("run", parsed.message(), 2);
   if (args.flag("help") || args.positional().size() != 1) {
     std::printf(
-        "usage: kiln run MODEL.onnx [--shapes name:1x3x224x224,...] [--load-inputs "
+        "usage: kiln run MODEL.onnx|PLAN.kiln [--shapes name:1x3x224x224,...] [--load-inputs "
         "name:file.npy|.pb,...]\n"
         "                [--backend cpu|cuda] [--iterations N (10)] [--warmup MS (200; cpu: 1 "
         "run)]\n"
@@ -66,12 +87,32 @@ int runRun(const std::vector<std::string>& argv) {
         "    --export-profile f.json per-layer times (trtexec --exportProfile shape)\n"
         "    --export-times f.json   per-inference timestamps (trtexec --exportTimes shape)\n"
         "    --device N (0)\n"
+        "  A plan (kiln build) runs on the backend it was built for, with its tactics and\n"
+        "  precisions; --optimization-profile N (0) picks the profile whose ranges the\n"
+        "  shapes must lie in.\n"
         "  --backend defaults to cuda when a CUDA device is usable, else cpu (with a notice).\n"
         "  --profile prints the layers that take the most time.\n"
         "  Inputs not loaded from files get seeded random non-zero data.\n");
     return args.flag("help") ? 0 : 2;
   }
+  const std::string& path = args.positional()[0];
+  std::shared_ptr<const Plan> plan;
+  if (looksLikePlanFile(path)) {
+    auto loaded = loadPlanFile(path);
+    if (!loaded.isOk()) return fail("run", loaded.status().message());
+    plan = std::make_shared<const Plan>(std::move(loaded.value()));
+  }
   std::string backendName = args.value("backend");
+  if (plan) {
+    if (!backendName.empty() && backendName != plan->identity.backend)
+      return fail("run",
+                  path + ": this plan was built for the " + plan->identity.backend +
+                      " backend; rebuild it for " + backendName,
+                  2);
+    backendName = plan->identity.backend;
+    Status compatible = checkPlanCompatible(plan->identity, currentIdentity(backendName));
+    if (!compatible.isOk()) return fail("run", path + ": " + compatible.message());
+  }
   std::string fallbackNotice;  // printed once the model and inputs are known to be good
   if (backendName.empty()) {
     cuda::DeviceInfo device = cuda::probeCudaDevice();
@@ -92,15 +133,22 @@ int runRun(const std::vector<std::string>& argv) {
   }
   if (iterations < 1 || warmup < 0)
     return fail("run", "--iterations must be >= 1 and --warmup >= 0", 2);
-  auto network = importOnnxFile(args.positional()[0]);
+  auto network = plan ? Result<Network>(*plan->network) : importOnnxFile(path);
   if (!network.isOk()) return fail("run", network.status().message());
   std::map<std::string, Tensor> inputs;
   Status prepared =
       prepareInputs(network->graph, shapes, files, static_cast<uint32_t>(seed), &inputs);
   if (!prepared.isOk()) return fail("run", args.positional()[0] + ": " + prepared.message());
+  if (plan) {
+    int64_t profileIndex;
+    Status s = args.intValue("optimization-profile", 0, &profileIndex);
+    if (!s.isOk()) return fail("run", s.message(), 2);
+    s = checkInputsInProfile(*plan, profileIndex, inputs);
+    if (!s.isOk()) return fail("run", path + ": " + s.message());
+  }
   if (backendName == "cuda") {
     auto shared = std::make_shared<Network>(std::move(network.value()));
-    return runOnCuda(args, shared, inputs, iterations, static_cast<double>(warmup));
+    return runOnCuda(args, shared, inputs, iterations, static_cast<double>(warmup), plan.get());
   }
   ReferenceBackend backend(network.value());
   Status valid = backend.validateInputs(inputs);
@@ -121,6 +169,7 @@ int runRun(const std::vector<std::string>& argv) {
   }
   bool measuring = false;
   ReferenceRunOptions options;
+  if (plan) options.layerImplementations = plan->layers;
   if (args.flag("profile")) {
     options.onNodeTimed = [&](const Node& node, double ms) {
       if (measuring) profile[nodeIndex[&node]].totalMs += ms;
@@ -136,7 +185,7 @@ int runRun(const std::vector<std::string>& argv) {
   }
   LatencyStats s = summarize(times);
   nlohmann::json result = {
-      {"model", args.positional()[0]}, {"backend", "cpu"}, {"iterations", iterations}};
+      {"model", path}, {"backend", "cpu"}, {"plan", plan != nullptr}, {"iterations", iterations}};
   result["latency_ms"] = {{"min", s.min}, {"mean", s.mean}, {"median", s.median},
                           {"p90", s.p90}, {"p99", s.p99},   {"max", s.max}};
   result["outputs"] = nlohmann::json::array();
@@ -158,7 +207,8 @@ int runRun(const std::vector<std::string>& argv) {
     std::printf("%s\n", result.dump(1).c_str());
     return 0;
   }
-  std::printf("model: %s (backend: cpu reference)\n", args.positional()[0].c_str());
+  std::printf("model: %s (backend: %s)\n", path.c_str(),
+              plan ? "cpu, the plan's tactics and precisions" : "cpu reference");
   std::printf("inputs:\n");
   for (const auto& [name, t] : inputs)
     std::printf("  %-24s %-8s %s\n", name.c_str(), dataTypeName(t.type()),

@@ -79,7 +79,8 @@ Status writeJson(const std::string& path, const nlohmann::json& j) {
 }  // namespace
 
 int runOnCuda(const Args& args, std::shared_ptr<Network> network,
-              const std::map<std::string, Tensor>& inputs, int64_t iterations, double warmupMs) {
+              const std::map<std::string, Tensor>& inputs, int64_t iterations, double warmupMs,
+              const Plan* plan) {
   const std::string model = args.positional()[0];
   cuda::EngineOptions engineOptions;
   int64_t device = 0, streams = 1;
@@ -94,6 +95,17 @@ int runOnCuda(const Args& args, std::shared_ptr<Network> network,
   if (args.flag("fp16")) engineOptions.precision = cuda::Precision::kFloat16;
   if (args.flag("bf16")) engineOptions.precision = cuda::Precision::kBFloat16;
   engineOptions.allowTf32 = !args.flag("no-tf32");
+  if (plan) {
+    if (args.flag("fp16") || args.flag("bf16") || args.flag("no-tf32"))
+      return fail("run", model + ": a plan's precisions were chosen at build time; rebuild it", 2);
+    engineOptions.allowTf32 = plan->record.config.tf32;
+    for (const LayerImplementation& layer : plan->layers) {
+      if (layer.precision == DataType::kFloat16)
+        engineOptions.precision = cuda::Precision::kFloat16;
+      if (layer.precision == DataType::kBFloat16)
+        engineOptions.precision = cuda::Precision::kBFloat16;
+    }
+  }
   cuda::DeviceInfo info = cuda::probeCudaDevice(engineOptions.device);
   if (!info.available) return fail("run", "CUDA backend unavailable: " + info.reason);
   auto engine = cuda::Engine::create(network, engineOptions);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kiln/graph.h"
+#include "kiln/plan.h"
 #include "kiln/tensor.h"
 
 namespace kiln::cli {
@@ -15,13 +16,16 @@ namespace kiln::cli {
 class Args;
 
 int runInspect(const std::vector<std::string>& args);
+int runBuild(const std::vector<std::string>& args);
 int runRun(const std::vector<std::string>& args);
 int runConformance(const std::vector<std::string>& args);
 int runOps(const std::vector<std::string>& args);
 
 // The CUDA path of `kiln run` (trtexec-style benchmark), after inputs are prepared.
+// With a plan, its engine precision and TF32 setting replace --fp16/--bf16/--no-tf32.
 int runOnCuda(const Args& args, std::shared_ptr<Network> network,
-              const std::map<std::string, Tensor>& inputs, int64_t iterations, double warmupMs);
+              const std::map<std::string, Tensor>& inputs, int64_t iterations, double warmupMs,
+              const Plan* plan = nullptr);
 
 // Prints "kiln <command>: <message>" to stderr and returns `code`.
 int fail(const std::string& command, const std::string& message, int code = 1);

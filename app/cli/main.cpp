@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "kiln/version.h"
 
 namespace {
 
@@ -13,7 +14,12 @@ void printUsage() {
       "commands:\n"
       "  inspect MODEL.onnx [--shapes n:1x3x224x224] [--json]   model summary: I/O, opsets, ops, "
       "params, FLOPs\n"
-      "  run MODEL.onnx [--shapes ...] [--load-inputs n:f.npy] [--iterations N] [--export-output "
+      "  inspect PLAN.kiln [--layers] [--json]                  engine inspector: layers, "
+      "precisions, tactics\n"
+      "  build MODEL.onnx -o PLAN.kiln [--fp16] [...]           build a plan: timed tactics, "
+      "precisions, profiles\n"
+      "  run MODEL.onnx|PLAN.kiln [--shapes ...] [--load-inputs n:f.npy] [--iterations N] "
+      "[--export-output "
       "f.json] [--json]\n"
       "                                                          run on the CPU reference backend\n"
       "  conformance DIR... [--expected-failures FILE] [--json] run ONNX backend node tests\n"
@@ -32,11 +38,12 @@ int main(int argc, char** argv) {
   const std::string command = argv[1];
   std::vector<std::string> args(argv + 2, argv + argc);
   if (command == "inspect") return kiln::cli::runInspect(args);
+  if (command == "build") return kiln::cli::runBuild(args);
   if (command == "run") return kiln::cli::runRun(args);
   if (command == "conformance") return kiln::cli::runConformance(args);
   if (command == "ops") return kiln::cli::runOps(args);
   if (command == "--version" || command == "version") {
-    std::printf("kiln 0.1.0\n");
+    std::printf("kiln %s\n", kiln::kKilnVersion);
     return 0;
   }
   std::fprintf(stderr, "kiln: unknown command '%s' (try `kiln --help`)\n", command.c_str());

@@ -33,18 +33,6 @@ Status parseShape(const std::string& text, Shape* shape) {
   return Status::ok();
 }
 
-Tensor randomInput(DataType type, const Shape& shape, std::mt19937& rng) {
-  Tensor f(DataType::kFloat64, shape);
-  std::uniform_real_distribution<double> dist(-1.0, 1.0);
-  std::uniform_int_distribution<int> ints(1, 9);
-  for (int64_t i = 0; i < f.numel(); ++i) {
-    f.data<double>()[i] = isFloatingPoint(type)     ? dist(rng)
-                          : type == DataType::kBool ? (ints(rng) & 1)
-                                                    : ints(rng);
-  }
-  return castTensor(f, type);
-}
-
 }  // namespace
 
 Status parseShapeList(const std::string& text, std::map<std::string, Shape>* out) {
@@ -101,7 +89,7 @@ Status prepareInputs(const Graph& graph, const std::map<std::string, Shape>& sha
     DataType type = info.type == DataType::kUndefined ? DataType::kFloat32 : info.type;
     if (type == DataType::kString)
       return unsupported("input '" + info.name + "' is a string tensor; load it from a file");
-    (*inputs)[info.name] = randomInput(type, shape, rng);
+    (*inputs)[info.name] = randomInputTensor(type, shape, rng());
   }
   return Status::ok();
 }

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <random>
 
 namespace kiln {
 
@@ -35,13 +36,19 @@ Tensor::Tensor(DataType type, Shape shape) : m_type(type), m_shape(std::move(sha
   }
 }
 
-Tensor Tensor::scalarFloat(float v) { return fromVector(DataType::kFloat32, {}, std::vector<float>{v}); }
-Tensor Tensor::scalarInt64(int64_t v) { return fromVector(DataType::kInt64, {}, std::vector<int64_t>{v}); }
+Tensor Tensor::scalarFloat(float v) {
+  return fromVector(DataType::kFloat32, {}, std::vector<float>{v});
+}
+Tensor Tensor::scalarInt64(int64_t v) {
+  return fromVector(DataType::kInt64, {}, std::vector<int64_t>{v});
+}
 Tensor Tensor::int64Vector(const std::vector<int64_t>& values) {
   return fromVector(DataType::kInt64, {static_cast<int64_t>(values.size())}, values);
 }
 
-size_t Tensor::byteSize() const { return static_cast<size_t>(m_numel) * dataTypeSize(m_type); }
+size_t Tensor::byteSize() const {
+  return static_cast<size_t>(m_numel) * dataTypeSize(m_type);
+}
 
 Tensor Tensor::reshaped(Shape shape) const {
   Tensor t = *this;
@@ -59,35 +66,74 @@ Tensor Tensor::clone() const {
 
 double Tensor::valueAsDouble(int64_t i) const {
   switch (m_type) {
-    case DataType::kFloat32: return data<float>()[i];
-    case DataType::kFloat64: return data<double>()[i];
-    case DataType::kFloat16: return halfToFloat(data<uint16_t>()[i]);
-    case DataType::kBFloat16: return bfloat16ToFloat(data<uint16_t>()[i]);
-    case DataType::kFp8E4M3: return fp8E4M3ToFloat(data<uint8_t>()[i]);
-    case DataType::kFp8E5M2: return fp8E5M2ToFloat(data<uint8_t>()[i]);
-    case DataType::kFp8E4M3Uz: return fp8E4M3FnuzToFloat(data<uint8_t>()[i]);
-    case DataType::kFp8E5M2Uz: return fp8E5M2FnuzToFloat(data<uint8_t>()[i]);
-    case DataType::kFloat4E2M1: return float4E2M1ToFloat(data<uint8_t>()[i]);
-    case DataType::kFp8E8M0: return fp8E8M0ToFloat(data<uint8_t>()[i]);
-    case DataType::kUInt64: return static_cast<double>(data<uint64_t>()[i]);
-    case DataType::kInt8: case DataType::kInt4: case DataType::kUInt8: case DataType::kUInt4: case DataType::kBool:
-    case DataType::kInt2: case DataType::kUInt2: case DataType::kInt16: case DataType::kUInt16: case DataType::kInt32: case DataType::kUInt32: case DataType::kInt64:
+    case DataType::kFloat32:
+      return data<float>()[i];
+    case DataType::kFloat64:
+      return data<double>()[i];
+    case DataType::kFloat16:
+      return halfToFloat(data<uint16_t>()[i]);
+    case DataType::kBFloat16:
+      return bfloat16ToFloat(data<uint16_t>()[i]);
+    case DataType::kFp8E4M3:
+      return fp8E4M3ToFloat(data<uint8_t>()[i]);
+    case DataType::kFp8E5M2:
+      return fp8E5M2ToFloat(data<uint8_t>()[i]);
+    case DataType::kFp8E4M3Uz:
+      return fp8E4M3FnuzToFloat(data<uint8_t>()[i]);
+    case DataType::kFp8E5M2Uz:
+      return fp8E5M2FnuzToFloat(data<uint8_t>()[i]);
+    case DataType::kFloat4E2M1:
+      return float4E2M1ToFloat(data<uint8_t>()[i]);
+    case DataType::kFp8E8M0:
+      return fp8E8M0ToFloat(data<uint8_t>()[i]);
+    case DataType::kUInt64:
+      return static_cast<double>(data<uint64_t>()[i]);
+    case DataType::kInt8:
+    case DataType::kInt4:
+    case DataType::kUInt8:
+    case DataType::kUInt4:
+    case DataType::kBool:
+    case DataType::kInt2:
+    case DataType::kUInt2:
+    case DataType::kInt16:
+    case DataType::kUInt16:
+    case DataType::kInt32:
+    case DataType::kUInt32:
+    case DataType::kInt64:
       return static_cast<double>(valueAsInt64(i));
-    default: return std::nan("");  // string, complex, undefined
+    default:
+      return std::nan("");  // string, complex, undefined
   }
 }
 
 int64_t Tensor::valueAsInt64(int64_t i) const {
   switch (m_type) {
-    case DataType::kInt8: case DataType::kInt4: case DataType::kInt2: return data<int8_t>()[i];
-    case DataType::kUInt8: case DataType::kUInt4: case DataType::kUInt2: case DataType::kBool: return data<uint8_t>()[i];
-    case DataType::kInt16: return data<int16_t>()[i];
-    case DataType::kUInt16: return data<uint16_t>()[i];
-    case DataType::kInt32: return data<int32_t>()[i];
-    case DataType::kUInt32: return data<uint32_t>()[i];
-    case DataType::kInt64: return data<int64_t>()[i];
-    case DataType::kUInt64: return static_cast<int64_t>(data<uint64_t>()[i]);
-    case DataType::kString: case DataType::kUndefined: case DataType::kComplex64: case DataType::kComplex128: return 0;
+    case DataType::kInt8:
+    case DataType::kInt4:
+    case DataType::kInt2:
+      return data<int8_t>()[i];
+    case DataType::kUInt8:
+    case DataType::kUInt4:
+    case DataType::kUInt2:
+    case DataType::kBool:
+      return data<uint8_t>()[i];
+    case DataType::kInt16:
+      return data<int16_t>()[i];
+    case DataType::kUInt16:
+      return data<uint16_t>()[i];
+    case DataType::kInt32:
+      return data<int32_t>()[i];
+    case DataType::kUInt32:
+      return data<uint32_t>()[i];
+    case DataType::kInt64:
+      return data<int64_t>()[i];
+    case DataType::kUInt64:
+      return static_cast<int64_t>(data<uint64_t>()[i]);
+    case DataType::kString:
+    case DataType::kUndefined:
+    case DataType::kComplex64:
+    case DataType::kComplex128:
+      return 0;
     default: {  // floating point types
       double v = valueAsDouble(i);
       if (!std::isfinite(v)) return 0;
@@ -119,6 +165,19 @@ void Tensor::poison() {
   } else {
     std::fill(m_bytes->begin(), m_bytes->end(), static_cast<unsigned char>(0xAB));
   }
+}
+
+Tensor randomInputTensor(DataType type, const Shape& shape, uint64_t seed) {
+  std::mt19937 rng(static_cast<uint32_t>(seed ^ (seed >> 32)));
+  Tensor f(DataType::kFloat64, shape);
+  std::uniform_real_distribution<double> dist(-1.0, 1.0);
+  std::uniform_int_distribution<int> ints(1, 9);
+  for (int64_t i = 0; i < f.numel(); ++i) {
+    f.data<double>()[i] = isFloatingPoint(type)     ? dist(rng)
+                          : type == DataType::kBool ? (ints(rng) & 1)
+                                                    : ints(rng);
+  }
+  return castTensor(f, type);
 }
 
 }  // namespace kiln

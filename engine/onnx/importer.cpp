@@ -20,6 +20,7 @@ using onnx_import::tensorFromProto;
 struct ImportContext {
   std::string modelDir;
   std::map<std::string, int> opsets;
+  ExternalDataResolver externalData;  // consulted instead of files when set
 };
 
 Result<Graph> convertGraph(const onnx::GraphProto& proto, const ImportContext& ctx,
@@ -31,7 +32,8 @@ Status convertValueInfo(const onnx::ValueInfoProto& proto, ValueInfo* out) {
   const onnx::TypeProto& type = proto.type();
   if (type.value_case() == onnx::TypeProto::VALUE_NOT_SET) return Status::ok();  // type left open
   if (!type.has_tensor_type()) {
-    return unsupported("value '" + proto.name() + "' is not a tensor (sequence, map and optional types are not supported)");
+    return unsupported("value '" + proto.name() +
+                       "' is not a tensor (sequence, map and optional types are not supported)");
   }
   const auto& tensorType = type.tensor_type();
   out->type = static_cast<DataType>(tensorType.elem_type());
@@ -43,25 +45,45 @@ Status convertValueInfo(const onnx::ValueInfoProto& proto, ValueInfo* out) {
     // "?" is how some exporters (Paddle) spell an anonymous dynamic dim: not a shared name.
     else if (dim.has_dim_param() && !dim.dim_param().empty() && dim.dim_param() != "?")
       out->shape.push_back(DimExpr::symbol(dim.dim_param()));
-    else out->shape.push_back(DimExpr::unknown());
+    else
+      out->shape.push_back(DimExpr::unknown());
   }
   return Status::ok();
 }
 
 Status convertAttribute(const onnx::AttributeProto& proto, const ImportContext& ctx,
-                        const std::vector<std::string>& scope, const std::string& where, Attribute* out) {
+                        const std::vector<std::string>& scope, const std::string& where,
+                        Attribute* out) {
   using A = onnx::AttributeProto;
   const std::string what = where + " attribute '" + proto.name() + "'";
   switch (proto.type()) {
-    case A::FLOAT: out->kind = Attribute::Kind::kFloat; out->f = proto.f(); break;
-    case A::INT: out->kind = Attribute::Kind::kInt; out->i = proto.i(); break;
-    case A::STRING: out->kind = Attribute::Kind::kString; out->s = proto.s(); break;
-    case A::FLOATS: out->kind = Attribute::Kind::kFloats; out->floats.assign(proto.floats().begin(), proto.floats().end()); break;
-    case A::INTS: out->kind = Attribute::Kind::kInts; out->ints.assign(proto.ints().begin(), proto.ints().end()); break;
-    case A::STRINGS: out->kind = Attribute::Kind::kStrings; out->strings.assign(proto.strings().begin(), proto.strings().end()); break;
+    case A::FLOAT:
+      out->kind = Attribute::Kind::kFloat;
+      out->f = proto.f();
+      break;
+    case A::INT:
+      out->kind = Attribute::Kind::kInt;
+      out->i = proto.i();
+      break;
+    case A::STRING:
+      out->kind = Attribute::Kind::kString;
+      out->s = proto.s();
+      break;
+    case A::FLOATS:
+      out->kind = Attribute::Kind::kFloats;
+      out->floats.assign(proto.floats().begin(), proto.floats().end());
+      break;
+    case A::INTS:
+      out->kind = Attribute::Kind::kInts;
+      out->ints.assign(proto.ints().begin(), proto.ints().end());
+      break;
+    case A::STRINGS:
+      out->kind = Attribute::Kind::kStrings;
+      out->strings.assign(proto.strings().begin(), proto.strings().end());
+      break;
     case A::TENSOR: {
       out->kind = Attribute::Kind::kTensor;
-      auto t = tensorFromProto(proto.t(), ctx.modelDir);
+      auto t = tensorFromProto(proto.t(), ctx.modelDir, ctx.externalData);
       if (!t.isOk()) return t.status().withContext(what);
       out->t = std::move(t).value();
       break;
@@ -69,7 +91,7 @@ Status convertAttribute(const onnx::AttributeProto& proto, const ImportContext& 
     case A::TENSORS:
       out->kind = Attribute::Kind::kTensors;
       for (const auto& tp : proto.tensors()) {
-        auto t = tensorFromProto(tp, ctx.modelDir);
+        auto t = tensorFromProto(tp, ctx.modelDir, ctx.externalData);
         if (!t.isOk()) return t.status().withContext(what);
         out->tensors.push_back(std::move(t).value());
       }
@@ -96,11 +118,13 @@ Status convertAttribute(const onnx::AttributeProto& proto, const ImportContext& 
 }
 
 // Everything a subgraph of this graph can see: the outer scope plus this graph's names.
-std::vector<std::string> innerScope(const onnx::GraphProto& proto, const std::vector<std::string>& outer) {
+std::vector<std::string> innerScope(const onnx::GraphProto& proto,
+                                    const std::vector<std::string>& outer) {
   std::vector<std::string> scope = outer;
   for (const auto& v : proto.input()) scope.push_back(v.name());
   for (const auto& t : proto.initializer()) scope.push_back(t.name());
-  for (const auto& n : proto.node()) for (const auto& o : n.output()) scope.push_back(o);
+  for (const auto& n : proto.node())
+    for (const auto& o : n.output()) scope.push_back(o);
   return scope;
 }
 
@@ -130,11 +154,12 @@ Result<Graph> convertGraph(const onnx::GraphProto& proto, const ImportContext& c
   Graph graph;
   graph.name = proto.name();
   for (const auto& init : proto.initializer()) {
-    auto t = tensorFromProto(init, ctx.modelDir);
+    auto t = tensorFromProto(init, ctx.modelDir, ctx.externalData);
     if (!t.isOk()) return t.status().withContext("initializer");
     graph.initializers[init.name()] = std::move(t).value();
   }
-  if (proto.sparse_initializer_size() > 0) return unsupported("sparse initializers are not supported");
+  if (proto.sparse_initializer_size() > 0)
+    return unsupported("sparse initializers are not supported");
   for (const auto& in : proto.input()) {
     ValueInfo info;
     KILN_RETURN_IF_ERROR_CTX(convertValueInfo(in, &info), "graph input");
@@ -163,8 +188,9 @@ Result<Graph> convertGraph(const onnx::GraphProto& proto, const ImportContext& c
 Status checkVersions(const onnx::ModelProto& model, std::map<std::string, int>* opsets) {
   if (!model.has_graph()) return parseError("not an ONNX model (no graph)");
   if (model.ir_version() < kMinIrVersion || model.ir_version() > kMaxIrVersion) {
-    return unsupported("IR version " + std::to_string(model.ir_version()) + " is outside the supported range " +
-                       std::to_string(kMinIrVersion) + ".." + std::to_string(kMaxIrVersion));
+    return unsupported("IR version " + std::to_string(model.ir_version()) +
+                       " is outside the supported range " + std::to_string(kMinIrVersion) + ".." +
+                       std::to_string(kMaxIrVersion));
   }
   for (const auto& op : model.opset_import()) {
     std::string domain = op.domain() == "ai.onnx" ? "" : op.domain();
@@ -173,7 +199,8 @@ Status checkVersions(const onnx::ModelProto& model, std::map<std::string, int>* 
   if (model.opset_import_size() == 0) (*opsets)[""] = 1;  // IR 3 without imports means opset 1
   auto it = opsets->find("");
   if (it != opsets->end() && (it->second < kMinDefaultOpset || it->second > kMaxDefaultOpset)) {
-    return unsupported("opset " + std::to_string(it->second) + " of ai.onnx is outside the supported range " +
+    return unsupported("opset " + std::to_string(it->second) +
+                       " of ai.onnx is outside the supported range " +
                        std::to_string(kMinDefaultOpset) + ".." + std::to_string(kMaxDefaultOpset));
   }
   return Status::ok();
@@ -184,8 +211,11 @@ Status checkVersions(const onnx::ModelProto& model, std::map<std::string, int>* 
 Status checkTensorInterface(const onnx::GraphProto& graph) {
   for (const auto* list : {&graph.input(), &graph.output()}) {
     for (const auto& v : *list) {
-      if (v.has_type() && v.type().value_case() != onnx::TypeProto::VALUE_NOT_SET && !v.type().has_tensor_type()) {
-        return unsupported("value '" + v.name() + "' is not a tensor (sequence, map and optional types are not supported)");
+      if (v.has_type() && v.type().value_case() != onnx::TypeProto::VALUE_NOT_SET &&
+          !v.type().has_tensor_type()) {
+        return unsupported(
+            "value '" + v.name() +
+            "' is not a tensor (sequence, map and optional types are not supported)");
       }
     }
   }
@@ -199,7 +229,9 @@ Result<Network> importOnnxBytes(const std::string& bytes, const std::string& mod
   onnx::ModelProto model;
   if (bytes.empty()) return Status(StatusCode::kParseError, displayName + ": file is empty");
   if (!model.ParseFromString(bytes)) {
-    return Status(StatusCode::kParseError, displayName + ": not a valid ONNX model (protobuf parse failed; truncated or not ONNX)");
+    return Status(
+        StatusCode::kParseError,
+        displayName + ": not a valid ONNX model (protobuf parse failed; truncated or not ONNX)");
   }
   Network network;
   KILN_RETURN_IF_ERROR_CTX(checkVersions(model, &network.opsets), displayName);
@@ -211,15 +243,16 @@ Result<Network> importOnnxBytes(const std::string& bytes, const std::string& mod
         return cpu::builtinKernels().find(domain, opType, opset) != nullptr;
       };
     }
-    std::vector<std::string> problems = onnx_import::listUnsupportedNodes(model, network.opsets, query);
+    std::vector<std::string> problems =
+        onnx_import::listUnsupportedNodes(model, network.opsets, query);
     if (!problems.empty()) {
-      std::string message = displayName + ": " + std::to_string(problems.size()) + " unsupported node" +
-                            (problems.size() == 1 ? "" : "s") + ": ";
+      std::string message = displayName + ": " + std::to_string(problems.size()) +
+                            " unsupported node" + (problems.size() == 1 ? "" : "s") + ": ";
       for (size_t i = 0; i < problems.size(); ++i) message += (i ? "; " : "") + problems[i];
       return Status(StatusCode::kUnsupported, message);
     }
   }
-  ImportContext ctx{modelDir, network.opsets};
+  ImportContext ctx{modelDir, network.opsets, options.externalData};
   auto graph = convertGraph(model.graph(), ctx, {});
   if (!graph.isOk()) return graph.status().withContext(displayName);
   network.graph = std::move(graph).value();
@@ -231,7 +264,8 @@ Result<Network> importOnnxBytes(const std::string& bytes, const std::string& mod
 
 Result<Network> importOnnxFile(const std::string& path, const ImportOptions& options) {
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) return invalidArgument(path + ": is a directory, not an ONNX file");
+  if (std::filesystem::is_directory(path, ec))
+    return invalidArgument(path + ": is a directory, not an ONNX file");
   std::ifstream file(path, std::ios::binary);
   if (!file) return notFound(path + ": cannot open file");
   std::ostringstream buffer;
@@ -249,7 +283,8 @@ Result<Tensor> readTensorProtoFile(const std::string& path, std::string* name) {
   std::ostringstream buffer;
   buffer << file.rdbuf();
   onnx::TensorProto proto;
-  if (!proto.ParseFromString(buffer.str())) return parseError(path + ": not a serialized ONNX TensorProto");
+  if (!proto.ParseFromString(buffer.str()))
+    return parseError(path + ": not a serialized ONNX TensorProto");
   if (name) *name = proto.name();
   std::string dir = std::filesystem::path(path).parent_path().string();
   auto t = onnx_import::tensorFromProto(proto, dir.empty() ? "." : dir);
@@ -257,11 +292,13 @@ Result<Tensor> readTensorProtoFile(const std::string& path, std::string* name) {
   return t;
 }
 
-Status writeTensorProtoFile(const std::string& path, const Tensor& tensor, const std::string& name) {
+Status writeTensorProtoFile(const std::string& path, const Tensor& tensor,
+                            const std::string& name) {
   onnx::TensorProto proto;
   onnx_import::tensorToProto(tensor, name, &proto);
   std::ofstream file(path, std::ios::binary);
-  if (!file || !proto.SerializeToOstream(&file)) return Status(StatusCode::kIoError, path + ": cannot write");
+  if (!file || !proto.SerializeToOstream(&file))
+    return Status(StatusCode::kIoError, path + ": cannot write");
   return Status::ok();
 }
 

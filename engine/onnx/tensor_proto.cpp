@@ -19,50 +19,72 @@ Result<std::string> resolveExternalPath(const std::string& location, const std::
   if (modelDir.empty()) return invalidArgument(what + ": external data is not allowed here");
   fs::path rel(location);
   if (location.empty() || rel.is_absolute()) {
-    return invalidArgument(what + ": external data path '" + location + "' must be relative to the model folder");
+    return invalidArgument(what + ": external data path '" + location +
+                           "' must be relative to the model folder");
   }
   std::error_code ec;
   fs::path base = fs::weakly_canonical(fs::absolute(modelDir), ec);
   fs::path full = fs::weakly_canonical(base / rel, ec);
-  if (ec) return invalidArgument(what + ": external data path '" + location + "' cannot be resolved");
+  if (ec)
+    return invalidArgument(what + ": external data path '" + location + "' cannot be resolved");
   auto [baseEnd, fullIt] = std::mismatch(base.begin(), base.end(), full.begin(), full.end());
   if (baseEnd != base.end()) {
-    return invalidArgument(what + ": external data path '" + location + "' leaves the model folder");
+    return invalidArgument(what + ": external data path '" + location +
+                           "' leaves the model folder");
   }
   return full.string();
 }
 
-Result<std::string> readExternalBytes(const onnx::TensorProto& proto, const std::string& modelDir, size_t expected) {
+Result<std::string> readExternalBytes(const onnx::TensorProto& proto, const std::string& modelDir,
+                                      const ExternalDataResolver& resolver, size_t expected) {
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto& kv : proto.external_data()) {
     try {
-      if (kv.key() == "location") location = kv.value();
-      else if (kv.key() == "offset") offset = std::stoll(kv.value());
-      else if (kv.key() == "length") length = std::stoll(kv.value());
+      if (kv.key() == "location")
+        location = kv.value();
+      else if (kv.key() == "offset")
+        offset = std::stoll(kv.value());
+      else if (kv.key() == "length")
+        length = std::stoll(kv.value());
     } catch (...) {
       return parseError(describeTensor(proto) + ": bad external data field '" + kv.key() + "'");
     }
   }
-  KILN_ASSIGN_OR_RETURN(std::string path, resolveExternalPath(location, modelDir, describeTensor(proto)));
+  if (resolver) {
+    if (length < 0) length = static_cast<int64_t>(expected);  // as for files: absent
+    // A negative offset is never valid; refusing it here spares every resolver the check.
+    if (offset < 0) return parseError(describeTensor(proto) + ": negative external data offset");
+    Result<std::string> bytes = resolver(location, offset, length);
+    if (!bytes.isOk()) return bytes.status().withContext(describeTensor(proto));
+    return bytes;
+  }
+  KILN_ASSIGN_OR_RETURN(std::string path,
+                        resolveExternalPath(location, modelDir, describeTensor(proto)));
   std::ifstream file(path, std::ios::binary | std::ios::ate);
-  if (!file) return notFound(describeTensor(proto) + ": external data file '" + location + "' not found");
+  if (!file)
+    return notFound(describeTensor(proto) + ": external data file '" + location + "' not found");
   const int64_t fileSize = static_cast<int64_t>(file.tellg());
   if (length < 0) length = static_cast<int64_t>(expected);
   if (offset < 0 || offset > fileSize || length > fileSize - offset) {
-    return parseError(describeTensor(proto) + ": external data range [" + std::to_string(offset) + ", +" +
-                      std::to_string(length) + ") lies outside '" + location + "' (" + std::to_string(fileSize) + " bytes)");
+    return parseError(describeTensor(proto) + ": external data range [" + std::to_string(offset) +
+                      ", +" + std::to_string(length) + ") lies outside '" + location + "' (" +
+                      std::to_string(fileSize) + " bytes)");
   }
   std::string bytes(static_cast<size_t>(length), '\0');
   file.seekg(offset);
   file.read(bytes.data(), length);
-  if (!file) return Status(StatusCode::kIoError, describeTensor(proto) + ": reading '" + location + "' failed");
+  if (!file)
+    return Status(StatusCode::kIoError,
+                  describeTensor(proto) + ": reading '" + location + "' failed");
   return bytes;
 }
 
 // Sub-byte types arrive packed (int4/uint4/float4e2m1 two per byte, int2/uint2 four per
 // byte, first element in the low bits); Kiln keeps one per byte, signed ones sign-extended.
-bool isSignedSubByte(DataType type) { return type == DataType::kInt4 || type == DataType::kInt2; }
+bool isSignedSubByte(DataType type) {
+  return type == DataType::kInt4 || type == DataType::kInt2;
+}
 
 size_t packedByteCount(DataType type, int64_t numel) {
   const int perByte = 8 / packedElementBits(type);
@@ -87,19 +109,22 @@ Status fillFromRaw(const std::string& raw, const onnx::TensorProto& proto, Tenso
   const bool packed = packedElementBits(t->type()) != 0;
   const size_t expected = packed ? packedByteCount(t->type(), t->numel()) : t->byteSize();
   if (raw.size() != expected) {
-    return parseError(describeTensor(proto) + ": holds " + std::to_string(raw.size()) + " bytes, shape " +
-                      shapeToString(t->shape()) + " of " + dataTypeName(t->type()) + " needs " + std::to_string(expected));
+    return parseError(describeTensor(proto) + ": holds " + std::to_string(raw.size()) +
+                      " bytes, shape " + shapeToString(t->shape()) + " of " +
+                      dataTypeName(t->type()) + " needs " + std::to_string(expected));
   }
-  if (packed) unpackSubByte(reinterpret_cast<const unsigned char*>(raw.data()), t->numel(), t);
-  else if (!raw.empty()) std::memcpy(t->rawData(), raw.data(), raw.size());
+  if (packed)
+    unpackSubByte(reinterpret_cast<const unsigned char*>(raw.data()), t->numel(), t);
+  else if (!raw.empty())
+    std::memcpy(t->rawData(), raw.data(), raw.size());
   return Status::ok();
 }
 
 template <class Field>
 Status checkCount(const Field& field, int64_t expected, const onnx::TensorProto& proto) {
   if (static_cast<int64_t>(field.size()) != expected) {
-    return parseError(describeTensor(proto) + ": has " + std::to_string(field.size()) + " values, shape needs " +
-                      std::to_string(expected));
+    return parseError(describeTensor(proto) + ": has " + std::to_string(field.size()) +
+                      " values, shape needs " + std::to_string(expected));
   }
   return Status::ok();
 }
@@ -119,23 +144,31 @@ Status fillFromTypedFields(const onnx::TensorProto& proto, Tensor* t) {
       KILN_RETURN_IF_ERROR(checkCount(proto.int64_data(), n, proto));
       for (int64_t i = 0; i < n; ++i) t->data<int64_t>()[i] = proto.int64_data(i);
       return Status::ok();
-    case DataType::kUInt32: case DataType::kUInt64:
+    case DataType::kUInt32:
+    case DataType::kUInt64:
       KILN_RETURN_IF_ERROR(checkCount(proto.uint64_data(), n, proto));
       for (int64_t i = 0; i < n; ++i) {
-        if (t->type() == DataType::kUInt32) t->data<uint32_t>()[i] = static_cast<uint32_t>(proto.uint64_data(i));
-        else t->data<uint64_t>()[i] = proto.uint64_data(i);
+        if (t->type() == DataType::kUInt32)
+          t->data<uint32_t>()[i] = static_cast<uint32_t>(proto.uint64_data(i));
+        else
+          t->data<uint64_t>()[i] = proto.uint64_data(i);
       }
       return Status::ok();
     case DataType::kString:
       KILN_RETURN_IF_ERROR(checkCount(proto.string_data(), n, proto));
       for (int64_t i = 0; i < n; ++i) t->strings()[i] = proto.string_data(i);
       return Status::ok();
-    case DataType::kInt4: case DataType::kUInt4: case DataType::kFloat4E2M1: case DataType::kInt2:
+    case DataType::kInt4:
+    case DataType::kUInt4:
+    case DataType::kFloat4E2M1:
+    case DataType::kInt2:
     case DataType::kUInt2: {
       // int32_data holds one packed byte per entry.
-      KILN_RETURN_IF_ERROR(checkCount(proto.int32_data(), static_cast<int64_t>(packedByteCount(t->type(), n)), proto));
+      KILN_RETURN_IF_ERROR(checkCount(proto.int32_data(),
+                                      static_cast<int64_t>(packedByteCount(t->type(), n)), proto));
       std::vector<unsigned char> packed(proto.int32_data_size());
-      for (int i = 0; i < proto.int32_data_size(); ++i) packed[i] = static_cast<unsigned char>(proto.int32_data(i));
+      for (int i = 0; i < proto.int32_data_size(); ++i)
+        packed[i] = static_cast<unsigned char>(proto.int32_data(i));
       unpackSubByte(packed.data(), n, t);
       return Status::ok();
     }
@@ -145,7 +178,8 @@ Status fillFromTypedFields(const onnx::TensorProto& proto, Tensor* t) {
       const size_t elem = dataTypeSize(t->type());
       for (int64_t i = 0; i < n; ++i) {
         int32_t v = proto.int32_data(i);
-        std::memcpy(static_cast<char*>(t->rawData()) + i * elem, &v, elem);  // little-endian low bytes
+        std::memcpy(static_cast<char*>(t->rawData()) + i * elem, &v,
+                    elem);  // little-endian low bytes
       }
       return Status::ok();
     }
@@ -154,25 +188,32 @@ Status fillFromTypedFields(const onnx::TensorProto& proto, Tensor* t) {
 
 }  // namespace
 
-Result<Tensor> tensorFromProto(const onnx::TensorProto& proto, const std::string& modelDir) {
+Result<Tensor> tensorFromProto(const onnx::TensorProto& proto, const std::string& modelDir,
+                               const ExternalDataResolver& resolver) {
   const DataType type = static_cast<DataType>(proto.data_type());
   if (!isSupportedDataType(type)) {
-    return unsupported(describeTensor(proto) + ": data type " + std::to_string(proto.data_type()) + " is not supported");
+    return unsupported(describeTensor(proto) + ": data type " + std::to_string(proto.data_type()) +
+                       " is not supported");
   }
-  if (proto.has_segment()) return unsupported(describeTensor(proto) + ": segmented tensors are not supported");
+  if (proto.has_segment())
+    return unsupported(describeTensor(proto) + ": segmented tensors are not supported");
   Shape shape;
   int64_t numel = 1;
   for (int64_t d : proto.dims()) {
-    if (d < 0) return parseError(describeTensor(proto) + ": negative dimension " + std::to_string(d));
-    if (d > 0 && numel > (int64_t{1} << 40) / d) return parseError(describeTensor(proto) + ": shape is too large");
+    if (d < 0)
+      return parseError(describeTensor(proto) + ": negative dimension " + std::to_string(d));
+    if (d > 0 && numel > (int64_t{1} << 40) / d)
+      return parseError(describeTensor(proto) + ": shape is too large");
     numel *= d;
     shape.push_back(d);
   }
   Tensor t(type, shape);
   if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
-    if (type == DataType::kString) return unsupported(describeTensor(proto) + ": external string data");
+    if (type == DataType::kString)
+      return unsupported(describeTensor(proto) + ": external string data");
     size_t expected = packedElementBits(type) ? packedByteCount(type, numel) : t.byteSize();
-    KILN_ASSIGN_OR_RETURN(std::string bytes, readExternalBytes(proto, modelDir, expected));
+    KILN_ASSIGN_OR_RETURN(std::string bytes,
+                          readExternalBytes(proto, modelDir, resolver, expected));
     KILN_RETURN_IF_ERROR(fillFromRaw(bytes, proto, &t));
   } else if (proto.has_raw_data() && type != DataType::kString) {
     KILN_RETURN_IF_ERROR(fillFromRaw(proto.raw_data(), proto, &t));

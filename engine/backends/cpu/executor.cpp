@@ -3,6 +3,7 @@
 #include <unordered_set>
 
 #include "backends/cpu/kernel.h"
+#include "backends/cpu/tactics/cpu_tactics.h"
 #include "kiln/reference_backend.h"
 
 namespace kiln {
@@ -25,6 +26,7 @@ struct Scope {
 // Per-graph precomputation: each node's kernel and which values die after it.
 struct GraphPlan {
   std::vector<cpu::KernelFn> kernels;
+  std::vector<LayerImplementation> implementations;  // empty: reference, own types
   std::vector<std::vector<std::string>> releaseAfter;
 };
 
@@ -73,7 +75,7 @@ struct ReferenceBackend::Impl {
   explicit Impl(const Network& n) : network(n) {}
 
   Status planFor(const Graph& graph, const std::unordered_set<std::string>& keep,
-                 const GraphPlan** out) {
+                 const GraphPlan** out, bool topLevel = false) {
     auto it = plans.find(&graph);
     if (it != plans.end()) {
       *out = &it->second;
@@ -90,6 +92,9 @@ struct ReferenceBackend::Impl {
                            std::to_string(opsetFor(network, node)));
       }
       plan.kernels.push_back(entry->fn);
+      if (topLevel && !options->layerImplementations.empty()) {
+        KILN_RETURN_IF_ERROR(choosePlannedKernel(node, i, &plan));
+      }
       for (const std::string& in : node.inputs)
         if (!in.empty()) lastUse[in] = i;
       for (const std::string& in : node.implicitInputs()) lastUse[in] = i;
@@ -107,7 +112,27 @@ struct ReferenceBackend::Impl {
     return Status::ok();
   }
 
-  Status runNode(const Node& node, cpu::KernelFn kernel, Scope& scope) {
+  // Replaces the reference kernel of top-level node `index` with the plan's tactic.
+  Status choosePlannedKernel(const Node& node, size_t index, GraphPlan* plan) {
+    const auto& implementations = options->layerImplementations;
+    if (implementations.size() != network.graph.nodes.size()) {
+      return invalidArgument("the plan has " + std::to_string(implementations.size()) +
+                             " layer implementations for " +
+                             std::to_string(network.graph.nodes.size()) + " nodes");
+    }
+    const LayerImplementation& chosen = implementations[index];
+    cpu::KernelFn fn = cpu::findCpuTactic(node, opsetFor(network, node), chosen.tactic);
+    if (!fn) {
+      return unsupported(node.describe() + ": tactic '" + chosen.tactic +
+                         "' is not available for this node in this build");
+    }
+    plan->kernels.back() = fn;
+    plan->implementations.push_back(chosen);
+    return Status::ok();
+  }
+
+  Status runNode(const Node& node, cpu::KernelFn kernel, Scope& scope,
+                 const LayerImplementation* implementation = nullptr) {
     std::vector<const Tensor*> inputs;
     for (const std::string& name : node.inputs) {
       if (name.empty()) {
@@ -122,15 +147,23 @@ struct ReferenceBackend::Impl {
                                                 std::vector<Tensor>* out) {
       return runGraph(g, scope, in, out);
     };
-    cpu::KernelContext context(node, std::move(inputs), runner);
-    KILN_RETURN_IF_ERROR(kernel(context));
+    std::vector<Tensor> results;
+    if (implementation) {
+      KILN_RETURN_IF_ERROR(cpu::runKernelAtPrecision(node, kernel, inputs, runner,
+                                                     implementation->precision,
+                                                     implementation->outputType, &results));
+    } else {
+      cpu::KernelContext context(node, std::move(inputs), runner);
+      KILN_RETURN_IF_ERROR(kernel(context));
+      results = std::move(context.outputs());
+    }
     for (size_t i = 0; i < node.outputs.size(); ++i) {
       if (node.outputs[i].empty()) continue;
-      if (i >= context.outputs().size() || !context.outputs()[i].defined()) {
+      if (i >= results.size() || !results[i].defined()) {
         return internalError(node.describe() + ": kernel did not produce output '" +
                              node.outputs[i] + "'");
       }
-      scope.values[node.outputs[i]] = std::move(context.outputs()[i]);
+      scope.values[node.outputs[i]] = std::move(results[i]);
     }
     return Status::ok();
   }
@@ -162,13 +195,15 @@ struct ReferenceBackend::Impl {
   Status execute(const Graph& graph, Scope& scope, const std::unordered_set<std::string>& keep,
                  bool topLevel) {
     const GraphPlan* plan = nullptr;
-    KILN_RETURN_IF_ERROR(planFor(graph, keep, &plan));
+    KILN_RETURN_IF_ERROR(planFor(graph, keep, &plan, topLevel));
     for (size_t i = 0; i < graph.nodes.size(); ++i) {
       if (topLevel && options->cancel && options->cancel->load()) {
         return Status(StatusCode::kCancelled, "run cancelled");
       }
       auto start = std::chrono::steady_clock::now();
-      KILN_RETURN_IF_ERROR(runNode(graph.nodes[i], plan->kernels[i], scope));
+      const LayerImplementation* implementation =
+          plan->implementations.empty() ? nullptr : &plan->implementations[i];
+      KILN_RETURN_IF_ERROR(runNode(graph.nodes[i], plan->kernels[i], scope, implementation));
       if (topLevel && options->onNodeTimed) {
         std::chrono::duration<double, std::milli> ms = std::chrono::steady_clock::now() - start;
         options->onNodeTimed(graph.nodes[i], ms.count());
@@ -261,9 +296,12 @@ Status ReferenceBackend::run(const std::map<std::string, Tensor>& inputs,
   for (const auto& [name, t] : graph.initializers) scope.values[name] = t;
   for (const auto& [name, t] : inputs) scope.values[name] = t;
   std::unordered_set<std::string> keep(options.extraOutputs.begin(), options.extraOutputs.end());
-  if (!keep.empty()) m_impl->plans.erase(&graph);  // release points depend on what is kept
-  KILN_RETURN_IF_ERROR(m_impl->execute(graph, scope, keep, true));
-  if (!keep.empty()) m_impl->plans.erase(&graph);
+  // Release points depend on what is kept, and kernels on the plan's choices.
+  const bool replan = !keep.empty() || !options.layerImplementations.empty();
+  if (replan) m_impl->plans.erase(&graph);
+  Status status = m_impl->execute(graph, scope, keep, true);
+  if (replan) m_impl->plans.erase(&graph);
+  KILN_RETURN_IF_ERROR(status);
   outputs->clear();
   for (const ValueInfo& v : graph.outputs) {
     const Tensor* t = scope.find(v.name);

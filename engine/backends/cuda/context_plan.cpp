@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <set>
 
-#include "backends/cuda/memory_planner.h"
+#include "plan/memory_planner.h"
 
 namespace kiln::cuda {
 namespace {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "kiln/graph.h"
+#include "kiln/plan_identity.h"
 #include "kiln/status.h"
 #include "kiln/tensor.h"
 
@@ -40,6 +41,9 @@ struct DeviceInfo {
 };
 bool builtWithCuda();
 DeviceInfo probeCudaDevice(int ordinal = 0);
+// The identity a plan built on `device` records: backend "cuda", the device's name
+// and compute capability, and the CUDA runtime, cuDNN and cuBLASLt versions.
+PlanIdentity cudaPlanIdentity(const DeviceInfo& device);
 
 // Operators with a GPU kernel (domain "" = ai.onnx, inclusive opset range). Others,
 // and dtypes a kernel does not take, run through the host fallback. Empty without CUDA.

@@ -51,8 +51,8 @@ int packedElementBits(DataType type);
 const char* dataTypeName(DataType type);
 // Parses dataTypeName() spellings plus common aliases ("fp32", "half", "fp16", "bf16").
 bool parseDataType(const std::string& text, DataType* out);
-bool isFloatingPoint(DataType type);  // float16/bfloat16/float32/float64/fp8/float4
-bool isInteger(DataType type);        // signed or unsigned ints, not bool
+bool isFloatingPoint(DataType type);      // float16/bfloat16/float32/float64/fp8/float4
+bool isInteger(DataType type);            // signed or unsigned ints, not bool
 bool isSupportedDataType(DataType type);  // everything a Tensor can hold (not complex)
 
 // IEEE half and bfloat16 conversions (round to nearest even).
@@ -78,7 +78,8 @@ uint8_t floatToFloat4E2M1(float value);
 // past the largest code stay at 2^127 instead of becoming NaN.
 enum class E8M0Rounding { kUp, kDown, kNearest };
 float fp8E8M0ToFloat(uint8_t code);
-uint8_t floatToFp8E8M0(float value, bool saturate = true, E8M0Rounding rounding = E8M0Rounding::kUp);
+uint8_t floatToFp8E8M0(float value, bool saturate = true,
+                       E8M0Rounding rounding = E8M0Rounding::kUp);
 
 // Storage wrappers so templates can tell half and bfloat16 from uint16_t.
 struct Half {

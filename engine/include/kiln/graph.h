@@ -20,7 +20,18 @@ class Graph;
 
 // One node attribute, mirroring ONNX AttributeProto.
 struct Attribute {
-  enum class Kind { kFloat, kInt, kString, kTensor, kGraph, kFloats, kInts, kStrings, kTensors, kGraphs };
+  enum class Kind {
+    kFloat,
+    kInt,
+    kString,
+    kTensor,
+    kGraph,
+    kFloats,
+    kInts,
+    kStrings,
+    kTensors,
+    kGraphs
+  };
   Kind kind = Kind::kInt;
   float f = 0.f;
   int64_t i = 0;
@@ -78,9 +89,9 @@ class Node {
 class Graph {
  public:
   std::string name;
-  std::vector<ValueInfo> inputs;   // without initializers
+  std::vector<ValueInfo> inputs;  // without initializers
   std::vector<ValueInfo> outputs;
-  std::vector<Node> nodes;         // topological order
+  std::vector<Node> nodes;  // topological order
   std::map<std::string, Tensor> initializers;
   std::map<std::string, ValueInfo> valueInfo;  // declared types/shapes of intermediates
 

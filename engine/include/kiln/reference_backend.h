@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/build_record.h"
 #include "kiln/graph.h"
 #include "kiln/status.h"
 #include "kiln/tensor.h"
@@ -28,6 +29,9 @@ struct ReferenceRunOptions {
   std::vector<std::string> extraOutputs;
   // Polled between nodes; the run stops with kCancelled when it becomes true.
   const std::atomic<bool>* cancel = nullptr;
+  // Empty: every node runs its reference kernel in its own types. Otherwise one
+  // entry per top-level node (a plan's choices); an unknown tactic is an error.
+  std::vector<LayerImplementation> layerImplementations;
 };
 
 Status runReferenceNode(const Node& node, const std::map<std::string, Tensor>& values,

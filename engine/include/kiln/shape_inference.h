@@ -32,6 +32,7 @@ struct ShapeInferenceResult {
 // Infers shapes of `network`'s main graph. `inputShapes` binds named graph inputs to
 // concrete shapes (others keep their declared symbolic shapes); a binding that
 // contradicts a declared static dim or rank is an error naming the input.
-Result<ShapeInferenceResult> inferShapes(const Network& network, const std::map<std::string, Shape>& inputShapes = {});
+Result<ShapeInferenceResult> inferShapes(const Network& network,
+                                         const std::map<std::string, Shape>& inputShapes = {});
 
 }  // namespace kiln

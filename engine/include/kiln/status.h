@@ -76,17 +76,17 @@ class [[nodiscard]] Result {
 #define KILN_CONCAT(a, b) KILN_CONCAT_INNER(a, b)
 
 // Returns the status of `expr` from the enclosing function when it is not ok.
-#define KILN_RETURN_IF_ERROR(expr)                    \
-  do {                                                \
-    ::kiln::Status kiln_status_ = (expr);             \
-    if (!kiln_status_.isOk()) return kiln_status_;    \
+#define KILN_RETURN_IF_ERROR(expr)                 \
+  do {                                             \
+    ::kiln::Status kiln_status_ = (expr);          \
+    if (!kiln_status_.isOk()) return kiln_status_; \
   } while (0)
 
 // As KILN_RETURN_IF_ERROR, prepending `context` (a std::string expression).
-#define KILN_RETURN_IF_ERROR_CTX(expr, context)                             \
-  do {                                                                      \
-    ::kiln::Status kiln_status_ = (expr);                                   \
-    if (!kiln_status_.isOk()) return kiln_status_.withContext(context);     \
+#define KILN_RETURN_IF_ERROR_CTX(expr, context)                         \
+  do {                                                                  \
+    ::kiln::Status kiln_status_ = (expr);                               \
+    if (!kiln_status_.isOk()) return kiln_status_.withContext(context); \
   } while (0)
 
 // Declares `lhs` from a Result<T> expression or returns its status.

@@ -75,6 +75,10 @@ class Tensor {
   std::shared_ptr<std::vector<std::string>> m_strings;
 };
 
+// Seeded random non-zero-mean test data: floats uniform in [-1, 1], integers in
+// [1, 9] (valid as indices and sizes of small dims), bools alternating at random.
+Tensor randomInputTensor(DataType type, const Shape& shape, uint64_t seed);
+
 // Converts every element to `to` (ONNX Cast semantics: float->int truncates toward
 // zero, to bool is != 0, strings parse/print numbers).
 Tensor castTensor(const Tensor& input, DataType to);

@@ -18,22 +18,6 @@
 namespace kiln::cpu {
 namespace {
 
-// Geometry of one 2-D plane; 1-D convolutions run as 2-D with height 1.
-struct Plane {
-  int64_t inH, inW, outH, outW;
-  int64_t kH, kW, strideH, strideW, dilH, dilW, padH, padW;
-};
-
-Plane planeOf(const SpatialGeometry& g) {
-  if (g.rank() == 1) {
-    return {1, g.input[0],   1, g.output[0],    1, g.kernel[0],
-            1, g.strides[0], 1, g.dilations[0], 0, g.padsBegin[0]};
-  }
-  return {g.input[0],     g.input[1],     g.output[0],    g.output[1],
-          g.kernel[0],    g.kernel[1],    g.strides[0],   g.strides[1],
-          g.dilations[0], g.dilations[1], g.padsBegin[0], g.padsBegin[1]};
-}
-
 // Unfolds `channels` planes of x into col [channels * kH * kW, outH * outW].
 template <class C>
 void im2col2d(const C* x, int64_t channels, const Plane& p, C* col) {
@@ -126,15 +110,6 @@ void depthwisePlane(const C* x, const C* w, C bias, const Plane& p, C* y) {
   }
 }
 
-bool isPointwise(const SpatialGeometry& g) {
-  for (int d = 0; d < g.rank(); ++d) {
-    if (g.kernel[d] != 1 || g.strides[d] != 1 || g.padsBegin[d] != 0 || g.padsEnd[d] != 0) {
-      return false;
-    }
-  }
-  return true;
-}
-
 template <class C>
 void convolve(const ConvProblem& p, const C* x, const C* w, const C* bias, C* y) {
   const SpatialGeometry& g = p.geometry;
@@ -182,18 +157,9 @@ void convolve(const ConvProblem& p, const C* x, const C* w, const C* bias, C* y)
 }
 
 Status convKernel(KernelContext& ctx) {
-  KILN_RETURN_IF_ERROR(ctx.requireInputs(2));
-  const Tensor& x = ctx.input(0);
-  const Tensor& w = ctx.input(1);
-  if (w.type() != x.type()) return ctx.error("input W must have the type of X");
   ConvProblem problem;
-  KILN_RETURN_IF_ERROR(prepareConvProblem(ctx, x, w, &problem));
-  if (const Tensor* b = ctx.inputOrNull(2)) {
-    if (b->type() != x.type() || b->rank() != 1 || b->dim(0) != problem.outChannels) {
-      return ctx.error("input B must be 1-D of size M = " + std::to_string(problem.outChannels) +
-                       " with the type of X, got " + shapeToString(b->shape()));
-    }
-  }
+  KILN_RETURN_IF_ERROR(prepareConvNode(ctx, &problem));
+  const Tensor& x = ctx.input(0);
   Tensor& out = ctx.allocateOutput(
       0, x.type(), spatialOutputShape(problem.batch, problem.outChannels, problem.geometry));
   if (out.numel() == 0) return Status::ok();
@@ -231,6 +197,48 @@ Status prepareConvProblem(const KernelContext& ctx, const Tensor& x, const Tenso
   KILN_RETURN_IF_ERROR(readSpatialAttributes(ctx, x.shape(), kernel, &p->geometry));
   if (p->geometry.kernel != kernel) return ctx.error("attribute 'kernel_shape' does not match W");
   return computeForwardGeometry(ctx, false, &p->geometry);
+}
+
+Status prepareConvNode(const KernelContext& ctx, ConvProblem* problem) {
+  KILN_RETURN_IF_ERROR(ctx.requireInputs(2));
+  const Tensor& x = ctx.input(0);
+  const Tensor& w = ctx.input(1);
+  if (w.type() != x.type()) return ctx.error("input W must have the type of X");
+  KILN_RETURN_IF_ERROR(prepareConvProblem(ctx, x, w, problem));
+  if (const Tensor* b = ctx.inputOrNull(2)) {
+    if (b->type() != x.type() || b->rank() != 1 || b->dim(0) != problem->outChannels) {
+      return ctx.error("input B must be 1-D of size M = " + std::to_string(problem->outChannels) +
+                       " with the type of X, got " + shapeToString(b->shape()));
+    }
+  }
+  return Status::ok();
+}
+
+Plane planeOf(const SpatialGeometry& g) {
+  if (g.rank() == 1) {
+    return {1, g.input[0],   1, g.output[0],    1, g.kernel[0],
+            1, g.strides[0], 1, g.dilations[0], 0, g.padsBegin[0]};
+  }
+  return {g.input[0],     g.input[1],     g.output[0],    g.output[1],
+          g.kernel[0],    g.kernel[1],    g.strides[0],   g.strides[1],
+          g.dilations[0], g.dilations[1], g.padsBegin[0], g.padsBegin[1]};
+}
+
+bool isPointwise(const SpatialGeometry& g) {
+  for (int d = 0; d < g.rank(); ++d) {
+    if (g.kernel[d] != 1 || g.strides[d] != 1 || g.padsBegin[d] != 0 || g.padsEnd[d] != 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void im2col(const float* x, int64_t channels, const SpatialGeometry& g, float* col) {
+  if (g.rank() <= 2) {
+    im2col2d(x, channels, planeOf(g), col);
+  } else {
+    im2colNd(x, channels, g, col);
+  }
 }
 
 void runConvolution(const ConvProblem& p, const float* x, const float* w, const float* bias,

@@ -26,6 +26,28 @@ struct ConvProblem {
 Status prepareConvProblem(const KernelContext& ctx, const Tensor& x, const Tensor& w,
                           ConvProblem* problem);
 
+// Conv's input checks: X, W (of X's type) and optional B ([outChannels], X's
+// type) against the attributes; fills `problem` as prepareConvProblem does.
+Status prepareConvNode(const KernelContext& ctx, ConvProblem* problem);
+
+// Geometry of one 2-D plane; 1-D convolutions run as 2-D with height 1.
+struct Plane {
+  int64_t inH, inW, outH, outW;
+  int64_t kH, kW, strideH, strideW, dilH, dilW, padH, padW;
+};
+
+// The plane of a rank-1 or rank-2 geometry.
+Plane planeOf(const SpatialGeometry& geometry);
+
+// True when every axis has kernel 1, stride 1 and no padding: the input itself
+// is then the im2col matrix.
+bool isPointwise(const SpatialGeometry& geometry);
+
+// Unfolds `channels` input planes x [channels, input...] into col [channels *
+// kernelSize, outputSize]: row (c, kernel offset), column output position;
+// padding reads as zero. Any rank.
+void im2col(const float* x, int64_t channels, const SpatialGeometry& geometry, float* col);
+
 // y = conv(x, w) + bias (bias [outChannels] may be null). Padding reads as zero,
 // so callers of the quantized ops pass inputs with zero points already removed.
 void runConvolution(const ConvProblem& problem, const float* x, const float* w, const float* bias,

@@ -25,15 +25,7 @@ Status gemmTyped(KernelContext& ctx, bool transA, bool transB, int64_t m, int64_
   const Tensor* c = ctx.inputOrNull(2);
   C beta = 0;
   if (c && betaAttr != 0.0f) {
-    // Unidirectional broadcast of C to [m, n]: a dim of 1 repeats.
-    const int64_t rows = c->rank() == 2 ? c->dim(0) : 1;
-    const int64_t cols = c->rank() >= 1 ? c->dim(-1) : 1;
-    ComputeView<C> cv(c->data<T>(), c->numel());
-    for (int64_t i = 0; i < m; ++i) {
-      for (int64_t j = 0; j < n; ++j) {
-        y[i * n + j] = cv.data()[(rows == 1 ? 0 : i) * cols + (cols == 1 ? 0 : j)];
-      }
-    }
+    broadcastGemmC<C, T>(*c, m, n, y.data());
     beta = static_cast<C>(betaAttr);
   }
   gemmAny<C>(transA, transB, m, n, k, static_cast<C>(alphaAttr), a.data(), b.data(), beta,
@@ -43,29 +35,10 @@ Status gemmTyped(KernelContext& ctx, bool transA, bool transB, int64_t m, int64_
 }
 
 Status gemmKernel(KernelContext& ctx) {
-  KILN_RETURN_IF_ERROR(ctx.requireInputs(2));
+  GemmShape shape;
+  KILN_RETURN_IF_ERROR(prepareGemmNode(ctx, &shape));
   const Tensor& a = ctx.input(0);
-  const Tensor& b = ctx.input(1);
-  if (a.rank() != 2 || b.rank() != 2 || a.type() != b.type()) {
-    return ctx.error("inputs A " + shapeToString(a.shape()) + " and B " + shapeToString(b.shape()) +
-                     " must be 2-D of one type");
-  }
-  const bool transA = ctx.node().attrInt("transA", 0) != 0;
-  const bool transB = ctx.node().attrInt("transB", 0) != 0;
-  const int64_t m = transA ? a.dim(1) : a.dim(0), k = transA ? a.dim(0) : a.dim(1);
-  const int64_t n = transB ? b.dim(0) : b.dim(1), kb = transB ? b.dim(1) : b.dim(0);
-  if (k != kb)
-    return ctx.error("inner dimensions of A and B differ: " + std::to_string(k) + " vs " +
-                     std::to_string(kb));
-  if (const Tensor* c = ctx.inputOrNull(2)) {
-    const bool rowsOk = c->rank() < 2 || c->dim(0) == 1 || c->dim(0) == m;
-    const bool colsOk = c->rank() < 1 || c->dim(-1) == 1 || c->dim(-1) == n;
-    if (c->type() != a.type() || c->rank() > 2 || !rowsOk || !colsOk) {
-      return ctx.error("input C " + shapeToString(c->shape()) + " does not broadcast to [" +
-                       std::to_string(m) + ", " + std::to_string(n) + "]");
-    }
-  }
-  Tensor& out = ctx.allocateOutput(0, a.type(), {m, n});
+  Tensor& out = ctx.allocateOutput(0, a.type(), {shape.m, shape.n});
   Status status = dispatchAllTypes(a.type(), [&](auto tag) -> Status {
     using T = typename decltype(tag)::type;
     // The spec lists float types and 32/64-bit integers.
@@ -74,7 +47,7 @@ Status gemmKernel(KernelContext& ctx) {
     if constexpr (!kSupported) {
       return Status(StatusCode::kUnsupported, std::string("data type ") + dataTypeName(a.type()));
     } else {
-      return gemmTyped<T>(ctx, transA, transB, m, n, k, out);
+      return gemmTyped<T>(ctx, shape.transA, shape.transB, shape.m, shape.n, shape.k, out);
     }
   });
   return status.isOk() ? status : ctx.unsupported(status.message());
@@ -203,6 +176,33 @@ Status qlinearMatmulKernel(KernelContext& ctx) {
 }
 
 }  // namespace
+
+Status prepareGemmNode(const KernelContext& ctx, GemmShape* shape) {
+  KILN_RETURN_IF_ERROR(ctx.requireInputs(2));
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  if (a.rank() != 2 || b.rank() != 2 || a.type() != b.type()) {
+    return ctx.error("inputs A " + shapeToString(a.shape()) + " and B " + shapeToString(b.shape()) +
+                     " must be 2-D of one type");
+  }
+  const bool transA = ctx.node().attrInt("transA", 0) != 0;
+  const bool transB = ctx.node().attrInt("transB", 0) != 0;
+  const int64_t m = transA ? a.dim(1) : a.dim(0), k = transA ? a.dim(0) : a.dim(1);
+  const int64_t n = transB ? b.dim(0) : b.dim(1), kb = transB ? b.dim(1) : b.dim(0);
+  if (k != kb)
+    return ctx.error("inner dimensions of A and B differ: " + std::to_string(k) + " vs " +
+                     std::to_string(kb));
+  if (const Tensor* c = ctx.inputOrNull(2)) {
+    const bool rowsOk = c->rank() < 2 || c->dim(0) == 1 || c->dim(0) == m;
+    const bool colsOk = c->rank() < 1 || c->dim(-1) == 1 || c->dim(-1) == n;
+    if (c->type() != a.type() || c->rank() > 2 || !rowsOk || !colsOk) {
+      return ctx.error("input C " + shapeToString(c->shape()) + " does not broadcast to [" +
+                       std::to_string(m) + ", " + std::to_string(n) + "]");
+    }
+  }
+  *shape = {transA, transB, m, n, k};
+  return Status::ok();
+}
 
 Status planMatMul(const Shape& aShape, const Shape& bShape, MatMulPlan* plan) {
   if (aShape.empty() || bShape.empty()) return invalidArgument("MatMul inputs must have rank >= 1");

@@ -45,17 +45,53 @@ void gemmAny(bool transA, bool transB, int64_t m, int64_t n, int64_t k, C alpha,
   }
 }
 
-template <class C>
-void runMatMulPlan(const MatMulPlan& plan, const C* a, const C* b, C* y) {
+// Runs the plan as calls of gemm(m, n, k, a, b, y), each y [m, n] = a [m, k] x
+// b [k, n], contiguous row-major: one per output matrix, or one for all when
+// the batch folds into A's rows.
+template <class C, class Gemm>
+void runMatMulPlanWith(const MatMulPlan& plan, const C* a, const C* b, C* y, Gemm&& gemm) {
   const int64_t mn = plan.m * plan.n;
   if (plan.foldBatch) {
     const int64_t rows = plan.m * static_cast<int64_t>(plan.aOffsets.size());
-    gemmAny<C>(false, false, rows, plan.n, plan.k, C(1), a, b, C(0), y);
+    gemm(rows, plan.n, plan.k, a, b, y);
     return;
   }
   for (size_t i = 0; i < plan.aOffsets.size(); ++i) {
-    gemmAny<C>(false, false, plan.m, plan.n, plan.k, C(1), a + plan.aOffsets[i],
-               b + plan.bOffsets[i], C(0), y + static_cast<int64_t>(i) * mn);
+    gemm(plan.m, plan.n, plan.k, a + plan.aOffsets[i], b + plan.bOffsets[i],
+         y + static_cast<int64_t>(i) * mn);
+  }
+}
+
+template <class C>
+void runMatMulPlan(const MatMulPlan& plan, const C* a, const C* b, C* y) {
+  runMatMulPlanWith(plan, a, b, y,
+                    [](int64_t m, int64_t n, int64_t k, const C* am, const C* bm, C* ym) {
+                      gemmAny<C>(false, false, m, n, k, C(1), am, bm, C(0), ym);
+                    });
+}
+
+// A Gemm node's product: Y [m, n] = op(A) [m, k] x op(B) [k, n].
+struct GemmShape {
+  bool transA = false;
+  bool transB = false;
+  int64_t m = 0, n = 0, k = 0;
+};
+
+// Gemm's input checks: A and B 2-D of one type with matching inner dimensions,
+// optional C of that type that broadcasts to [m, n]; reads transA and transB.
+Status prepareGemmNode(const KernelContext& ctx, GemmShape* shape);
+
+// Fills y [m, n] with Gemm's C (storage type T) broadcast unidirectionally: a
+// missing or size-1 dim repeats.
+template <class C, class T>
+void broadcastGemmC(const Tensor& c, int64_t m, int64_t n, C* y) {
+  const int64_t rows = c.rank() == 2 ? c.dim(0) : 1;
+  const int64_t cols = c.rank() >= 1 ? c.dim(-1) : 1;
+  ComputeView<C> cv(c.data<T>(), c.numel());
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      y[i * n + j] = cv.data()[(rows == 1 ? 0 : i) * cols + (cols == 1 ? 0 : j)];
+    }
   }
 }
 

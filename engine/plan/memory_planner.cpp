@@ -1,9 +1,9 @@
-#include "backends/cuda/memory_planner.h"
+#include "plan/memory_planner.h"
 
 #include <algorithm>
 #include <numeric>
 
-namespace kiln::cuda {
+namespace kiln {
 
 namespace {
 int64_t alignUp(int64_t value, int64_t alignment) {
@@ -46,4 +46,4 @@ MemoryPlan planMemory(const std::vector<BufferLifetime>& buffers, int64_t alignm
   return plan;
 }
 
-}  // namespace kiln::cuda
+}  // namespace kiln

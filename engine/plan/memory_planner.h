@@ -2,13 +2,14 @@
 // and last step that touches them) are packed into one arena so that buffers
 // whose lifetimes overlap never share bytes. Greedy by size (largest first), each
 // placed at the lowest aligned offset that fits between the buffers already
-// placed that are alive at the same time. Pure host code; no CUDA.
+// placed that are alive at the same time. Pure host code: the
+// builder plans every backend's activations with it, the CUDA runtime its arena.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
-namespace kiln::cuda {
+namespace kiln {
 
 struct BufferLifetime {
   int64_t bytes = 0;
@@ -24,4 +25,4 @@ struct MemoryPlan {
 
 MemoryPlan planMemory(const std::vector<BufferLifetime>& buffers, int64_t alignment = 256);
 
-}  // namespace kiln::cuda
+}  // namespace kiln

@@ -4,9 +4,9 @@
 
 #include <random>
 
-#include "backends/cuda/memory_planner.h"
+#include "plan/memory_planner.h"
 
-namespace kiln::cuda {
+namespace kiln {
 namespace {
 
 bool overlaps(int64_t a0, int64_t a1, int64_t b0, int64_t b1) {
@@ -62,4 +62,4 @@ TEST(MemoryPlannerTest, EmptyAndZeroSized) {
 }
 
 }  // namespace
-}  // namespace kiln::cuda
+}  // namespace kiln

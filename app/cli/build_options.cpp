@@ -1,0 +1,100 @@
+#include "cli/build_options.h"
+
+#include "cli/tensor_args.h"
+
+namespace kiln::cli {
+namespace {
+
+// The i-th --min-shapes/--opt-shapes/--max-shapes triple is profile i.
+Status profilesFromArgs(const Args& args, std::vector<OptimizationProfile>* profiles) {
+  const auto mins = args.values("min-shapes");
+  const auto opts = args.values("opt-shapes");
+  const auto maxs = args.values("max-shapes");
+  if (mins.size() != opts.size() || opts.size() != maxs.size())
+    return invalidArgument("each profile needs --min-shapes, --opt-shapes and --max-shapes (got " +
+                           std::to_string(mins.size()) + ", " + std::to_string(opts.size()) + ", " +
+                           std::to_string(maxs.size()) + ")");
+  for (size_t p = 0; p < mins.size(); ++p) {
+    std::map<std::string, Shape> lo, mid, hi;
+    KILN_RETURN_IF_ERROR_CTX(parseShapeList(mins[p], &lo), "--min-shapes");
+    KILN_RETURN_IF_ERROR_CTX(parseShapeList(opts[p], &mid), "--opt-shapes");
+    KILN_RETURN_IF_ERROR_CTX(parseShapeList(maxs[p], &hi), "--max-shapes");
+    OptimizationProfile profile;
+    for (const auto& [name, shape] : mid) {
+      if (!lo.count(name) || !hi.count(name))
+        return invalidArgument("profile " + std::to_string(p) + ": input '" + name +
+                               "' needs a min, an opt and a max shape");
+      profile.inputs[name] = {lo[name], shape, hi[name]};
+    }
+    if (lo.size() != mid.size() || hi.size() != mid.size())
+      return invalidArgument("profile " + std::to_string(p) +
+                             ": --min-shapes, --opt-shapes and --max-shapes name different inputs");
+    profiles->push_back(profile);
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+std::set<std::string> buildValuedOptions() {
+  return {"output",
+          "backend",
+          "precision-constraints",
+          "layer-precisions",
+          "layer-output-types",
+          "min-shapes",
+          "opt-shapes",
+          "max-shapes",
+          "optimization-level",
+          "workspace",
+          "tactic-sources",
+          "profiling-verbosity",
+          "timing-cache",
+          "save-tactics",
+          "load-tactics",
+          "seed",
+          "device"};
+}
+
+std::set<std::string> buildFlagOptions() {
+  return {"fp16", "bf16", "no-tf32", "int8", "fp8", "json", "help", "quiet"};
+}
+
+Status builderConfigFromArgs(const Args& args, BuilderConfig* config) {
+  config->fp16 = args.flag("fp16");
+  config->bf16 = args.flag("bf16");
+  config->tf32 = !args.flag("no-tf32");
+  config->int8 = args.flag("int8");
+  config->fp8 = args.flag("fp8");
+  if (args.has("precision-constraints") &&
+      !parseConstraintMode(args.value("precision-constraints"), &config->precisionConstraints))
+    return invalidArgument("--precision-constraints takes none, prefer or obey");
+  if (args.has("layer-precisions")) {
+    KILN_ASSIGN_OR_RETURN(config->layerPrecisions,
+                          parseLayerPrecisionSpec(args.value("layer-precisions")));
+  }
+  if (args.has("layer-output-types")) {
+    KILN_ASSIGN_OR_RETURN(config->layerOutputTypes,
+                          parseLayerPrecisionSpec(args.value("layer-output-types")));
+  }
+  // As in trtexec: per-layer rules without a mode are preferred.
+  if ((!config->layerPrecisions.empty() || !config->layerOutputTypes.empty()) &&
+      !args.has("precision-constraints"))
+    config->precisionConstraints = ConstraintMode::kPrefer;
+  int64_t level, workspaceMiB, seed;
+  KILN_RETURN_IF_ERROR(args.intValue("optimization-level", 3, &level));
+  KILN_RETURN_IF_ERROR(args.intValue("workspace", 1024, &workspaceMiB));
+  KILN_RETURN_IF_ERROR(args.intValue("seed", 1, &seed));
+  config->optimizationLevel = static_cast<int>(level);
+  config->workspaceLimitBytes = workspaceMiB << 20;
+  config->seed = static_cast<uint64_t>(seed);
+  if (args.has("tactic-sources")) {
+    KILN_ASSIGN_OR_RETURN(config->tacticSources, parseTacticSources(args.value("tactic-sources")));
+  }
+  if (args.has("profiling-verbosity") &&
+      !parseProfilingVerbosity(args.value("profiling-verbosity"), &config->profilingVerbosity))
+    return invalidArgument("--profiling-verbosity takes none, layer_names_only or detailed");
+  return profilesFromArgs(args, &config->profiles);
+}
+
+}  // namespace kiln::cli

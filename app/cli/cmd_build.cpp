@@ -1,0 +1,151 @@
+// `kiln build MODEL.onnx -o PLAN.kiln`: the trtexec --saveEngine of Kiln.
+#include <unistd.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "cli/args.h"
+#include "cli/build_options.h"
+#include "cli/commands.h"
+#include "engine_inspector.h"
+#include "kiln/builder.h"
+#include "kiln/cuda_build_backend.h"
+#include "kiln/onnx_import.h"
+#include "kiln/timing_cache.h"
+
+namespace kiln::cli {
+namespace {
+
+void printUsage() {
+  std::printf(
+      "usage: kiln build MODEL.onnx -o PLAN.kiln [options]\n"
+      "  --backend cpu|cuda (cpu)         backend the plan is built for and runs on\n"
+      "  --fp16 | --bf16 | --no-tf32      enable 16-bit precisions / disable TF32 (fp32 always "
+      "on)\n"
+      "  --int8 | --fp8                   reserved for quantization (refused for now)\n"
+      "  --precision-constraints none|prefer|obey\n"
+      "  --layer-precisions SPEC          e.g. '*:fp16,Conv_3:fp32' (implies prefer)\n"
+      "  --layer-output-types SPEC        storage type of layer outputs, same syntax\n"
+      "  --min-shapes/--opt-shapes/--max-shapes in:1x3x224x224,...\n"
+      "                                   one profile per triple; repeat for more profiles\n"
+      "  --optimization-level 0..5 (3)    0: heuristics, untimed; 1..5: timed, more runs each\n"
+      "  --workspace MiB (1024)           scratch limit per layer\n"
+      "  --tactic-sources SPEC            e.g. '-cudnn,+cublaslt,-blas,+kiln'\n"
+      "  --profiling-verbosity none|layer_names_only|detailed (detailed)\n"
+      "  --timing-cache FILE              read (when present) and update a timing cache\n"
+      "  --save-tactics FILE | --load-tactics FILE   write / replay every layer's tactic\n"
+      "  --seed N (1)                     random timing inputs\n"
+      "  --quiet                          no progress lines; --json: the build summary as JSON\n");
+}
+
+Result<std::unique_ptr<BuildBackend>> makeBackend(const std::string& name, int64_t device,
+                                                  const BuilderConfig& config) {
+  if (name == "cpu") return cpuBuildBackend();
+  if (name == "cuda") return cuda::createCudaBuildBackend(static_cast<int>(device), config);
+  return invalidArgument("unknown backend '" + name + "' (use cpu or cuda)");
+}
+
+nlohmann::json summaryJson(const Plan& plan, const std::string& output, bool cacheLoaded) {
+  const BuildRecord& r = plan.record;
+  nlohmann::json precisions = nlohmann::json::object();
+  for (const LayerRecord& l : r.layers)
+    precisions[dataTypeName(l.precision)] = precisions.value(dataTypeName(l.precision), 0) + 1;
+  return {{"plan", output},
+          {"backend", r.backend},
+          {"device", plan.identity.deviceName},
+          {"layers", plan.layers.size()},
+          {"layer_precisions", precisions},
+          {"candidates_timed", r.candidatesTimed},
+          {"timing_cache",
+           {{"loaded", cacheLoaded},
+            {"lookups", r.timingCache.lookups},
+            {"hits", r.timingCache.hits},
+            {"hit_rate", r.timingCache.hitRate()}}},
+          {"unreplayed_layers", r.unreplayedLayers},
+          {"build_seconds", r.buildSeconds},
+          {"timing_seconds", r.timingSeconds},
+          {"activation_bytes", r.activationBytes},
+          {"weight_bytes", r.weightBytes},
+          {"warnings", r.warnings}};
+}
+
+}  // namespace
+
+int runBuild(const std::vector<std::string>& rawArgs) {
+  std::vector<std::string> argv = rawArgs;
+  for (std::string& a : argv)
+    if (a == "-o") a = "--output";
+  Args args(buildValuedOptions(), buildFlagOptions());
+  Status parsed = args.parse(argv);
+  if (!parsed.isOk()) return fail("build", parsed.message(), 2);
+  if (args.flag("help") || args.positional().size() != 1 || !args.has("output")) {
+    printUsage();
+    return args.flag("help") ? 0 : 2;
+  }
+  const std::string model = args.positional()[0];
+  const std::string output = args.value("output");
+  BuilderConfig config;
+  Status configured = builderConfigFromArgs(args, &config);
+  if (!configured.isOk()) return fail("build", configured.message(), 2);
+  int64_t device;
+  if (Status s = args.intValue("device", 0, &device); !s.isOk())
+    return fail("build", s.message(), 2);
+
+  TimingCache cache;
+  bool cacheLoaded = false;
+  if (args.has("timing-cache")) {
+    auto loaded = TimingCache::load(args.value("timing-cache"));
+    if (loaded.isOk()) {
+      cache = std::move(loaded.value());
+      cacheLoaded = true;
+    } else if (loaded.status().code() != StatusCode::kNotFound) {
+      return fail("build", loaded.status().message());
+    }
+    config.timingCache = &cache;
+  }
+  TacticReplay replay;
+  if (args.has("load-tactics")) {
+    auto loaded = TacticReplay::load(args.value("load-tactics"));
+    if (!loaded.isOk()) return fail("build", loaded.status().message());
+    replay = std::move(loaded.value());
+    config.replay = &replay;
+  }
+  const bool quiet = args.flag("quiet") || args.flag("json");
+  const bool terminal = isatty(fileno(stderr)) != 0;  // progress lines only on a terminal
+  config.callbacks.onProgress = [quiet, terminal](const BuildProgress& p) {
+    if (quiet || !terminal || p.phase != "timing" || p.item.empty()) return;
+    std::fprintf(stderr, "\r[%d/%d] timing %-60.60s", p.done + 1, p.total, p.item.c_str());
+  };
+  config.callbacks.onWarning = [quiet](const std::string& w) {
+    if (!quiet) std::fprintf(stderr, "kiln build: warning: %s\n", w.c_str());
+  };
+
+  auto backend = makeBackend(args.value("backend", "cpu"), device, config);
+  if (!backend.isOk()) return fail("build", backend.status().message());
+  auto network = importOnnxFile(model);
+  if (!network.isOk()) return fail("build", network.status().message());
+  auto plan = buildPlan(std::make_shared<Network>(std::move(network.value())), config, **backend);
+  if (!quiet && terminal) std::fprintf(stderr, "\n");
+  if (!plan.isOk()) return fail("build", model + ": " + plan.status().message());
+  if (Status s = savePlan(*plan, output); !s.isOk()) return fail("build", s.message());
+  if (config.timingCache) {
+    if (Status s = cache.save(args.value("timing-cache")); !s.isOk())
+      return fail("build", s.message());
+  }
+  if (args.has("save-tactics")) {
+    Status s = TacticReplay::fromRecord(plan->record).save(args.value("save-tactics"));
+    if (!s.isOk()) return fail("build", s.message());
+  }
+  nlohmann::json summary = summaryJson(*plan, output, cacheLoaded);
+  summary["trtexec"] = trtexecCommandLine(config, model, output);
+  if (args.flag("json")) {
+    std::printf("%s\n", summary.dump(1).c_str());
+    return 0;
+  }
+  std::printf("%s", inspector::formatBuildSummary(*plan).c_str());
+  std::printf("plan written: %s\n", output.c_str());
+  std::printf("same build with TensorRT: %s\n", summary["trtexec"].get<std::string>().c_str());
+  return 0;
+}
+
+}  // namespace kiln::cli

@@ -1,0 +1,135 @@
+// The CUDA build backend: times one layer as a one-node engine on the device,
+// through the public runtime API only (so it also builds without the toolkit,
+// where createCudaBuildBackend() says the device is unavailable).
+#include "kiln/cuda_build_backend.h"
+
+#include <algorithm>
+
+#include "kiln/cuda_runtime.h"
+
+namespace kiln::cuda {
+namespace {
+
+struct CudaTactic {
+  const char* name;
+  uint32_t source;
+};
+
+CudaTactic tacticFor(const Node& node) {
+  if (node.opType == "Conv" || node.opType == "ConvTranspose") return {"cuda.cudnn", kTacticCudnn};
+  if (node.opType == "MatMul" || node.opType == "Gemm") return {"cuda.cublaslt", kTacticCublasLt};
+  return {"cuda.kiln", kTacticKiln};
+}
+
+Result<Precision> enginePrecision(DataType type) {
+  switch (type) {
+    case DataType::kFloat32:
+      return Precision::kFloat32;
+    case DataType::kFloat16:
+      return Precision::kFloat16;
+    case DataType::kBFloat16:
+      return Precision::kBFloat16;
+    default:
+      return unsupported(std::string("the CUDA runtime has no ") + dataTypeName(type) + " engines");
+  }
+}
+
+// A network of just `node`: its variable inputs become graph inputs, its
+// constant inputs and outer-scope values initializers.
+std::shared_ptr<Network> singleNodeNetwork(const Node& node, const LayerInputs& inputs) {
+  auto net = std::make_shared<Network>();
+  net->irVersion = 8;
+  net->opsets[node.domain] = node.opset;
+  if (!net->opsets.count("")) net->opsets[""] = 21;
+  Graph& g = net->graph;
+  g.name = node.displayName();
+  for (size_t i = 0; i < node.inputs.size() && i < inputs.inputs.size(); ++i) {
+    const std::string& name = node.inputs[i];
+    const Tensor* t = inputs.inputs[i];
+    if (name.empty() || !t || g.initializers.count(name)) continue;
+    if (inputs.constant[i]) {
+      g.initializers[name] = *t;
+      continue;
+    }
+    bool seen = false;
+    for (const ValueInfo& v : g.inputs) seen = seen || v.name == name;
+    if (seen) continue;
+    ValueInfo info{name, t->type(), true, {}};
+    for (int64_t d : t->shape()) info.shape.push_back(DimExpr(d));
+    g.inputs.push_back(info);
+  }
+  for (const auto& [name, t] : inputs.outerValues) g.initializers[name] = t;
+  for (const std::string& out : node.outputs)
+    if (!out.empty()) g.outputs.push_back({out, DataType::kUndefined, false, {}});
+  g.nodes.push_back(node);
+  return net;
+}
+
+class CudaBuildBackend final : public BuildBackend {
+ public:
+  CudaBuildBackend(DeviceInfo device, const BuilderConfig& config)
+      : m_device(std::move(device)), m_tf32(config.tf32), m_workspace(config.workspaceLimitBytes) {}
+
+  PlanIdentity identity() const override { return cudaPlanIdentity(m_device); }
+  bool uniformPrecision() const override { return true; }
+
+  std::vector<TacticDescriptor> tactics(const Node& node) const override {
+    const CudaTactic t = tacticFor(node);
+    return {{t.name, t.source, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}}};
+  }
+
+  std::string lastTimingDetail() const override { return m_detail; }
+
+  Result<double> timeTactic(const Node& node, const std::string& tactic, DataType precision,
+                            const LayerInputs& inputs, int iterations) override {
+    if (tactic != tacticFor(node).name)
+      return unsupported("tactic '" + tactic + "' does not apply to " + node.describe());
+    EngineOptions options;
+    options.device = m_device.ordinal;
+    KILN_ASSIGN_OR_RETURN(options.precision, enginePrecision(precision));
+    options.allowTf32 = m_tf32;
+    options.workspaceLimitBytes = m_workspace;
+    std::shared_ptr<Network> net = singleNodeNetwork(node, inputs);
+    KILN_ASSIGN_OR_RETURN(std::shared_ptr<Engine> engine, Engine::create(net, options));
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<ExecutionContext> context, engine->createContext());
+    for (const ValueInfo& in : net->graph.inputs) {
+      const Tensor* t = nullptr;
+      for (size_t i = 0; i < node.inputs.size(); ++i)
+        if (node.inputs[i] == in.name) t = inputs.inputs[i];
+      KILN_RETURN_IF_ERROR(context->setInputShape(in.name, t->shape()));
+      KILN_RETURN_IF_ERROR(context->setInput(in.name, *t));
+    }
+    KILN_RETURN_IF_ERROR(context->execute());  // warm-up: plans, library algorithm timing
+    context->setProfiling(true);
+    for (int i = 0; i < std::max(iterations, 1); ++i) KILN_RETURN_IF_ERROR(context->execute());
+    std::vector<float> times;
+    for (const LayerTiming& timing : context->takeLayerTimings())
+      times.insert(times.end(), timing.milliseconds.begin(), timing.milliseconds.end());
+    m_detail.clear();
+    for (const LayerInfo& layer : context->layers()) {
+      m_detail = std::string(layerPlacementName(layer.placement)) +
+                 (layer.implementation.empty() ? "" : ": " + layer.implementation) +
+                 (layer.note.empty() ? "" : " (" + layer.note + ")");
+    }
+    if (times.empty()) return 0.0;  // folded or a view: nothing runs
+    std::sort(times.begin(), times.end());
+    return static_cast<double>(times[times.size() / 2]);
+  }
+
+ private:
+  DeviceInfo m_device;
+  bool m_tf32;
+  int64_t m_workspace;
+  std::string m_detail;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<BuildBackend>> createCudaBuildBackend(int device,
+                                                             const BuilderConfig& config) {
+  DeviceInfo info = probeCudaDevice(device);
+  if (!info.available) return unsupported("CUDA backend unavailable: " + info.reason);
+  return std::unique_ptr<BuildBackend>(std::make_unique<CudaBuildBackend>(info, config));
+}
+
+}  // namespace kiln::cuda

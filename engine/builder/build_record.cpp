@@ -1,0 +1,23 @@
+// Tactic ids as TensorRT shows them.
+#include "kiln/build_record.h"
+
+#include <cstdio>
+
+namespace kiln {
+
+uint64_t tacticValueOf(const std::string& tactic) {
+  uint64_t hash = 1469598103934665603ull;
+  for (unsigned char c : tactic) {
+    hash ^= c;
+    hash *= 1099511628211ull;
+  }
+  return hash;
+}
+
+std::string tacticValueHex(uint64_t value) {
+  char text[24];
+  std::snprintf(text, sizeof(text), "0x%016llx", static_cast<unsigned long long>(value));
+  return text;
+}
+
+}  // namespace kiln

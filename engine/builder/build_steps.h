@@ -1,0 +1,76 @@
+// The builder's steps, each in its own file; buildPlan() (builder.cpp) runs them
+// in order. Internal to kiln_engine.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kiln/build_backend.h"
+#include "kiln/builder.h"
+
+namespace kiln::build {
+
+// Checks the profiles against the network (every dynamic input covered, ranks and
+// fixed dims agree, min <= opt <= max, shapes infer at min and max) and returns
+// the first profile's opt shape per input (fixed inputs included).
+Result<std::map<std::string, Shape>> resolveProfiles(
+    const Network& network, const std::vector<OptimizationProfile>& profiles);
+
+// The precisions a layer may be timed in, and why, after flags and constraints.
+struct PrecisionChoice {
+  std::vector<DataType> precisions;  // the order is the heuristic's (lowest first)
+  std::string reason;                // why these ("fp16 enabled", "obeys '*:fp16'", ...)
+  DataType outputType = DataType::kFloat32;
+  std::string outputReason;
+};
+// True when `node` computes on float32 values only (so float16/bfloat16 may
+// replace them); `why` says what stops it otherwise.
+bool canReducePrecision(const Node& node, const std::map<std::string, Tensor>& values,
+                        std::string* why);
+// Applies flags and rules. Fails (kObey) or warns (kPrefer) when a rule cannot hold.
+Result<PrecisionChoice> choosePrecisions(const Node& node, const BuilderConfig& config,
+                                         bool reducible, const std::string& whyNot,
+                                         std::vector<std::string>* warnings);
+
+// Times every enabled candidate of one layer (through the timing cache) and picks
+// the fastest; a replayed choice is taken untimed when it is valid.
+struct TacticSelection {
+  std::vector<TacticCandidate> candidates;
+  int winner = -1;         // index into candidates
+  std::string replayNote;  // why a replay entry did not apply ("" when it did or none)
+  bool replayed = false;
+};
+struct TimingSession {
+  BuildBackend& backend;
+  const BuilderConfig& config;
+  std::string deviceKey;  // identity part of every cache key
+  TimingCacheStats stats;
+  int timed = 0;
+};
+Result<TacticSelection> selectTactic(TimingSession& session, const Node& node,
+                                     const PrecisionChoice& precisions, const LayerInputs& inputs);
+
+// For backends that run one precision per engine: picks the precision whose
+// layers' best times add up to the least (rules under kObey must agree on it),
+// then moves every layer that can run in it to its fastest candidate there.
+Status unifyPrecision(const BuilderConfig& config, BuildRecord* record,
+                      std::vector<LayerImplementation>* layers);
+
+// An attribute in words ("[1,1]", "0.5", "float32[3x3]"), cut to `maxLength`
+// characters with "..." (std::string::npos: whole, for cache keys).
+std::string attributeText(const Attribute& attribute, size_t maxLength);
+
+// The report side of a layer: TensorRT-style type, tensors and parameters.
+void describeLayer(const Network& network, const Node& node,
+                   const std::map<std::string, Tensor>& values, LayerRecord* layer);
+
+// Packs activation lifetimes (at the opt shapes) and fills each layer's memory
+// offset and the record's activation totals.
+void assignMemory(const Network& network, const std::map<std::string, Tensor>& values,
+                  BuildRecord* record);
+
+// Drops what the verbosity does not keep (TensorRT's kNONE / kLAYER_NAMES_ONLY).
+void trimToVerbosity(ProfilingVerbosity verbosity, BuildRecord* record);
+
+}  // namespace kiln::build

@@ -1,0 +1,208 @@
+// buildPlan: the steps of a build in order. Profiles first (every later step
+// needs shapes), then one reference run at the opt shapes (the timing inputs of
+// every layer), then per layer precision -> tactic, then memory, then trimming to
+// the profiling verbosity.
+#include <chrono>
+#include <set>
+
+#include "builder/build_steps.h"
+#include "kiln/reference_backend.h"
+#include "kiln/shape_inference.h"
+
+namespace kiln {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+Status checkConfig(const BuilderConfig& config) {
+  if (config.int8 || config.fp8) {
+    return unsupported(std::string(config.int8 ? "INT8" : "FP8") +
+                       " builds need calibration or Q/DQ quantization, which this build of Kiln "
+                       "does not have yet");
+  }
+  if (config.optimizationLevel < 0 || config.optimizationLevel > 5)
+    return invalidArgument("builder optimization level " +
+                           std::to_string(config.optimizationLevel) + " is outside 0..5");
+  if (config.workspaceLimitBytes < 0) return invalidArgument("workspace limit is negative");
+  return Status::ok();
+}
+
+// The network as the plan keeps it: every node carries its opset.
+std::shared_ptr<Network> normalizedCopy(const Network& network) {
+  auto copy = std::make_shared<Network>(network);
+  for (Node& node : copy->graph.nodes) {
+    if (node.opset > 0) continue;
+    auto it = copy->opsets.find(node.domain == "ai.onnx" ? "" : node.domain);
+    node.opset = it == copy->opsets.end() ? copy->defaultOpset() : it->second;
+  }
+  return copy;
+}
+
+// Runs the reference backend once at the opt shapes, keeping every value.
+Result<std::map<std::string, Tensor>> referenceValues(const Network& network,
+                                                      const std::map<std::string, Shape>& shapes,
+                                                      uint64_t seed) {
+  std::map<std::string, Tensor> inputs;
+  uint64_t index = 0;
+  for (const ValueInfo& in : network.graph.inputs) {
+    if (network.graph.initializers.count(in.name)) continue;
+    inputs[in.name] = randomInputTensor(in.type, shapes.at(in.name), seed + index++);
+  }
+  ReferenceRunOptions options;
+  for (const Node& node : network.graph.nodes)
+    for (const std::string& out : node.outputs)
+      if (!out.empty()) options.extraOutputs.push_back(out);
+  ReferenceBackend backend(network);
+  std::vector<NamedTensor> outputs;
+  KILN_RETURN_IF_ERROR_CTX(backend.run(inputs, &outputs, options),
+                           "reference run at the opt shapes");
+  std::map<std::string, Tensor> values = inputs;
+  for (const auto& [name, t] : network.graph.initializers) values[name] = t;
+  for (NamedTensor& named : outputs) values[named.name] = std::move(named.tensor);
+  return values;
+}
+
+LayerInputs inputsOf(const Node& node, const std::map<std::string, Tensor>& values,
+                     const std::set<std::string>& constants) {
+  LayerInputs inputs;
+  for (const std::string& name : node.inputs) {
+    auto it = values.find(name);
+    inputs.inputs.push_back(name.empty() || it == values.end() ? nullptr : &it->second);
+    inputs.constant.push_back(constants.count(name) != 0);
+  }
+  for (const std::string& name : node.implicitInputs()) {
+    auto it = values.find(name);
+    if (it != values.end()) inputs.outerValues[name] = it->second;
+  }
+  return inputs;
+}
+
+void warnUnmatchedRules(const Network& network, const BuilderConfig& config,
+                        std::vector<std::string>* warnings) {
+  for (const auto* rules : {&config.layerPrecisions, &config.layerOutputTypes}) {
+    for (const LayerPrecisionRule& rule : *rules) {
+      if (rule.pattern == "*") continue;
+      bool found = false;
+      for (const Node& node : network.graph.nodes)
+        found = found || node.displayName() == rule.pattern;
+      if (!found) warnings->push_back("precision rule '" + rule.pattern + "' matches no layer");
+    }
+  }
+}
+
+}  // namespace
+
+Result<Plan> buildPlan(std::shared_ptr<const Network> source, const BuilderConfig& config,
+                       BuildBackend& backend) {
+  const Clock::time_point start = Clock::now();
+  KILN_RETURN_IF_ERROR(checkConfig(config));
+  std::shared_ptr<Network> network = normalizedCopy(*source);
+  const BuildCallbacks& callbacks = config.callbacks;
+  auto progress = [&callbacks](const std::string& phase, int done, int total,
+                               const std::string& item) {
+    if (callbacks.onProgress) callbacks.onProgress({phase, done, total, item});
+  };
+  auto cancelled = [&callbacks] { return callbacks.cancel && callbacks.cancel->load(); };
+
+  Plan plan;
+  plan.identity = backend.identity();
+  plan.profiles = config.profiles;
+  BuildRecord& record = plan.record;
+  record.backend = plan.identity.backend;
+  record.modelName = network->sourcePath;
+  record.config = config;
+  record.config.callbacks = {};
+  record.config.timingCache = nullptr;
+  record.config.replay = nullptr;
+  for (const ValueInfo& in : network->graph.inputs)
+    if (!network->graph.initializers.count(in.name)) record.inputNames.push_back(in.name);
+  for (const ValueInfo& out : network->graph.outputs) record.outputNames.push_back(out.name);
+  warnUnmatchedRules(*network, config, &record.warnings);
+
+  progress("shapes", 0, 1, "");
+  KILN_ASSIGN_OR_RETURN(auto optShapes, build::resolveProfiles(*network, config.profiles));
+  KILN_ASSIGN_OR_RETURN(auto values, referenceValues(*network, optShapes, config.seed));
+  std::set<std::string> constants;  // weights and values shape inference folded
+  for (const auto& [name, t] : network->graph.initializers) constants.insert(name);
+  if (auto inferred = inferShapes(*network, optShapes); inferred.isOk()) {
+    for (const auto& [name, t] : inferred->folded) constants.insert(name);
+  }
+  if (cancelled()) return Status(StatusCode::kCancelled, "build cancelled");
+
+  build::TimingSession session{backend, config, "", {}, 0};
+  for (const auto& [name, version] : plan.identity.libraries)
+    session.deviceKey += name + "=" + version + ";";
+  session.deviceKey =
+      plan.identity.backend + ":" + plan.identity.deviceName + ";" + session.deviceKey;
+
+  const Clock::time_point timingStart = Clock::now();
+  const int layerCount = static_cast<int>(network->graph.nodes.size());
+  for (int i = 0; i < layerCount; ++i) {
+    if (cancelled()) return Status(StatusCode::kCancelled, "build cancelled");
+    const Node& node = network->graph.nodes[i];
+    progress("timing", i, layerCount, node.displayName());
+    std::string whyNot;
+    const bool reducible = build::canReducePrecision(node, values, &whyNot);
+    KILN_ASSIGN_OR_RETURN(
+        build::PrecisionChoice precisions,
+        build::choosePrecisions(node, config, reducible, whyNot, &record.warnings));
+    const LayerInputs inputs = inputsOf(node, values, constants);
+    KILN_ASSIGN_OR_RETURN(build::TacticSelection selection,
+                          build::selectTactic(session, node, precisions, inputs));
+    LayerRecord layer;
+    const TacticCandidate& winner = selection.candidates[selection.winner];
+    layer.precision = winner.precision;
+    layer.outputType = precisions.outputType != DataType::kFloat32 ? precisions.outputType
+                       : reducible                                 ? winner.precision
+                                                                   : DataType::kFloat32;
+    layer.precisionReason =
+        selection.replayed ? "replayed from the tactics file" : precisions.reason;
+    if (!precisions.outputReason.empty()) layer.precisionReason += "; " + precisions.outputReason;
+    layer.tactic = winner.tactic;
+    layer.tacticValue = winner.tacticValue;
+    layer.tacticSource = winner.source;
+    layer.milliseconds = winner.milliseconds;
+    layer.candidates = selection.candidates;
+    build::describeLayer(*network, node, values, &layer);
+    if (!selection.replayNote.empty()) {
+      record.unreplayedLayers.push_back(layer.name);
+      record.warnings.push_back("layer '" + layer.name + "' not replayed: " + selection.replayNote);
+    }
+    plan.layers.push_back({layer.tactic, layer.precision, layer.outputType});
+    record.layers.push_back(std::move(layer));
+  }
+  if (config.replay) {
+    for (const auto& [name, choice] : config.replay->layers) {
+      bool found = false;
+      for (const Node& node : network->graph.nodes) found = found || node.displayName() == name;
+      if (!found) {
+        record.unreplayedLayers.push_back(name);
+        record.warnings.push_back("tactics file names layer '" + name +
+                                  "', which this network lacks");
+      }
+    }
+  }
+  progress("timing", layerCount, layerCount, "");
+  if (backend.uniformPrecision()) {
+    KILN_RETURN_IF_ERROR(build::unifyPrecision(config, &record, &plan.layers));
+  }
+  record.timingSeconds = secondsSince(timingStart);
+  record.timingCache = session.stats;
+  record.candidatesTimed = session.timed;
+
+  progress("memory", 0, 1, "");
+  build::assignMemory(*network, values, &record);
+  build::trimToVerbosity(config.profilingVerbosity, &record);
+  if (callbacks.onWarning)
+    for (const std::string& w : record.warnings) callbacks.onWarning(w);
+  plan.network = network;
+  record.buildSeconds = secondsSince(start);
+  progress("plan", 1, 1, "");
+  return plan;
+}
+
+}  // namespace kiln

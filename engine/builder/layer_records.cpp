@@ -1,0 +1,188 @@
+// The descriptive half of a LayerRecord: TensorRT-style layer type, the tensors
+// at the opt shapes, and the layer's parameters in words.
+#include <sstream>
+
+#include "builder/build_steps.h"
+
+namespace kiln::build {
+namespace {
+
+const char* layerTypeOf(const std::string& op) {
+  static const std::map<std::string, const char*> kTypes = {
+      {"Conv", "Convolution"},
+      {"ConvTranspose", "Deconvolution"},
+      {"MatMul", "MatrixMultiply"},
+      {"Gemm", "MatrixMultiply"},
+      {"Relu", "Activation"},
+      {"Sigmoid", "Activation"},
+      {"Tanh", "Activation"},
+      {"LeakyRelu", "Activation"},
+      {"Elu", "Activation"},
+      {"Selu", "Activation"},
+      {"Softplus", "Activation"},
+      {"HardSigmoid", "Activation"},
+      {"HardSwish", "Activation"},
+      {"Clip", "Activation"},
+      {"Gelu", "Activation"},
+      {"Add", "ElementWise"},
+      {"Sub", "ElementWise"},
+      {"Mul", "ElementWise"},
+      {"Div", "ElementWise"},
+      {"Pow", "ElementWise"},
+      {"Max", "ElementWise"},
+      {"Min", "ElementWise"},
+      {"Sum", "ElementWise"},
+      {"Equal", "ElementWise"},
+      {"Less", "ElementWise"},
+      {"Greater", "ElementWise"},
+      {"And", "ElementWise"},
+      {"Or", "ElementWise"},
+      {"Sqrt", "Unary"},
+      {"Exp", "Unary"},
+      {"Log", "Unary"},
+      {"Erf", "Unary"},
+      {"Abs", "Unary"},
+      {"Neg", "Unary"},
+      {"Reciprocal", "Unary"},
+      {"Not", "Unary"},
+      {"Floor", "Unary"},
+      {"Ceil", "Unary"},
+      {"Sin", "Unary"},
+      {"Cos", "Unary"},
+      {"MaxPool", "Pooling"},
+      {"AveragePool", "Pooling"},
+      {"GlobalAveragePool", "Reduce"},
+      {"GlobalMaxPool", "Reduce"},
+      {"Reshape", "Shuffle"},
+      {"Transpose", "Shuffle"},
+      {"Flatten", "Shuffle"},
+      {"Squeeze", "Shuffle"},
+      {"Unsqueeze", "Shuffle"},
+      {"Concat", "Concatenation"},
+      {"Softmax", "SoftMax"},
+      {"LogSoftmax", "SoftMax"},
+      {"ReduceMean", "Reduce"},
+      {"ReduceSum", "Reduce"},
+      {"ReduceMax", "Reduce"},
+      {"ReduceMin", "Reduce"},
+      {"ReduceProd", "Reduce"},
+      {"Gather", "Gather"},
+      {"GatherElements", "Gather"},
+      {"GatherND", "Gather"},
+      {"Slice", "Slice"},
+      {"Split", "Slice"},
+      {"BatchNormalization", "Scale"},
+      {"LayerNormalization", "Normalization"},
+      {"InstanceNormalization", "Normalization"},
+      {"GroupNormalization", "Normalization"},
+      {"Shape", "Shape"},
+      {"Constant", "Constant"},
+      {"ConstantOfShape", "Fill"},
+      {"Range", "Fill"},
+      {"Cast", "Cast"},
+      {"Resize", "Resize"},
+      {"Pad", "Padding"},
+      {"Identity", "Identity"},
+      {"If", "Conditional"},
+      {"Loop", "Loop"},
+      {"Scan", "Loop"},
+      {"TopK", "TopK"},
+      {"Where", "Select"},
+      {"Expand", "Slice"},
+      {"Tile", "Slice"},
+      {"ScatterND", "Scatter"},
+      {"ScatterElements", "Scatter"},
+      {"QuantizeLinear", "Quantize"},
+      {"DequantizeLinear", "Dequantize"},
+      {"NonZero", "NonZero"},
+      {"CumSum", "Scan"},
+      {"Einsum", "Einsum"},
+      {"LSTM", "RNN"},
+      {"GRU", "RNN"},
+      {"RNN", "RNN"},
+      {"Attention", "Attention"}};
+  auto it = kTypes.find(op);
+  return it == kTypes.end() ? nullptr : it->second;
+}
+
+}  // namespace
+
+std::string attributeText(const Attribute& a, size_t maxLength) {
+  std::ostringstream s;
+  auto list = [&s](const auto& values) {
+    s << "[";
+    for (size_t i = 0; i < values.size(); ++i) s << (i ? "," : "") << values[i];
+    s << "]";
+  };
+  switch (a.kind) {
+    case Attribute::Kind::kFloat:
+      s << a.f;
+      break;
+    case Attribute::Kind::kInt:
+      s << a.i;
+      break;
+    case Attribute::Kind::kString:
+      s << a.s;
+      break;
+    case Attribute::Kind::kFloats:
+      list(a.floats);
+      break;
+    case Attribute::Kind::kInts:
+      list(a.ints);
+      break;
+    case Attribute::Kind::kStrings:
+      list(a.strings);
+      break;
+    case Attribute::Kind::kTensor:
+      s << dataTypeName(a.t.type()) << "[" << shapeToString(a.t.shape()) << "]";
+      break;
+    case Attribute::Kind::kGraph:
+      s << "subgraph '" << (a.g ? a.g->name : "") << "'";
+      break;
+    default:
+      s << a.graphs.size() << " subgraphs";
+      break;
+  }
+  std::string text = s.str();
+  return text.size() > maxLength ? text.substr(0, maxLength - 3) + "..." : text;
+}
+
+namespace {
+
+TensorRecord tensorRecord(const std::string& name, const std::map<std::string, Tensor>& values,
+                          DataType floatStorage) {
+  TensorRecord t;
+  t.name = name;
+  auto it = values.find(name);
+  if (it != values.end()) {
+    t.dimensions = it->second.shape();
+    t.type = it->second.type() == DataType::kFloat32 ? floatStorage : it->second.type();
+  }
+  return t;
+}
+
+}  // namespace
+
+void describeLayer(const Network& network, const Node& node,
+                   const std::map<std::string, Tensor>& values, LayerRecord* layer) {
+  layer->name = node.displayName();
+  layer->opType = node.opType;
+  const char* type = layerTypeOf(node.opType);
+  layer->layerType = type ? type : node.opType;
+  layer->sourceNodes = {node.displayName()};
+  for (const std::string& in : node.inputs) {
+    if (in.empty()) continue;
+    auto weight = network.graph.initializers.find(in);
+    if (weight != network.graph.initializers.end()) {
+      layer->parameters["weights " + in] = std::string(dataTypeName(weight->second.type())) +
+                                           " x " + std::to_string(weight->second.numel());
+    }
+    layer->inputs.push_back(tensorRecord(in, values, layer->precision));
+  }
+  for (const std::string& out : node.outputs) {
+    if (!out.empty()) layer->outputs.push_back(tensorRecord(out, values, layer->outputType));
+  }
+  for (const auto& [key, attr] : node.attributes) layer->parameters[key] = attributeText(attr, 120);
+}
+
+}  // namespace kiln::build

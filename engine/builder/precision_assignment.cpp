@@ -1,0 +1,125 @@
+// Which precisions a layer may run in. Flags enable precisions (FP32 always);
+// rules pin one per layer under kPrefer/kObey (TensorRT guide 6.5.2). A layer
+// whose values are not all float32 (integer/shape layers, casts, control flow)
+// runs in its own types.
+#include "builder/build_steps.h"
+
+namespace kiln::build {
+namespace {
+
+bool isReducedFloat(DataType t) {
+  return t == DataType::kFloat16 || t == DataType::kBFloat16 || t == DataType::kFloat32;
+}
+
+std::string spell(DataType t) {
+  return layerPrecisionSpecToString({{"", t}}).substr(1);  // ":fp16" -> "fp16"
+}
+
+// A rule's outcome when the layer cannot follow it: an error under kObey, a
+// warning and the flag-based choice under kPrefer.
+Status unmetRule(const BuilderConfig& config, const Node& node, const LayerPrecisionRule& rule,
+                 const char* what, const std::string& why, std::vector<std::string>* warnings) {
+  const std::string text = "layer '" + node.displayName() + "': " + what + " '" + rule.pattern +
+                           ":" + spell(rule.precision) + "' cannot hold (" + why + ")";
+  if (config.precisionConstraints == ConstraintMode::kObey)
+    return invalidArgument(text + "; precision constraints are obeyed");
+  warnings->push_back(text + "; falling back (constraints are preferred)");
+  return Status::ok();
+}
+
+std::string ruleCannotHold(const LayerPrecisionRule& rule, bool reducible,
+                           const std::string& whyNot) {
+  if (rule.precision == DataType::kInt8 || rule.precision == DataType::kFp8E4M3)
+    return spell(rule.precision) + " layers need quantization, which this build does not have";
+  if (rule.precision != DataType::kFloat32 && !reducible) return whyNot;
+  return "";
+}
+
+}  // namespace
+
+bool canReducePrecision(const Node& node, const std::map<std::string, Tensor>& values,
+                        std::string* why) {
+  if (node.opType == "Cast" || node.opType == "CastLike") {
+    *why = "a cast keeps the types it names";
+    return false;
+  }
+  for (const auto& [key, attr] : node.attributes) {
+    if (attr.g || !attr.graphs.empty()) {
+      *why = "control flow runs its bodies in their own types";
+      return false;
+    }
+  }
+  bool anyFloat = false;
+  auto visit = [&](const std::string& name) {
+    auto it = values.find(name);
+    if (name.empty() || it == values.end()) return true;
+    const DataType t = it->second.type();
+    if (!isFloatingPoint(t)) return true;
+    anyFloat = true;
+    return t == DataType::kFloat32;
+  };
+  for (const std::string& in : node.inputs) {
+    if (!visit(in)) {
+      *why = "input '" + in + "' is not float32";
+      return false;
+    }
+  }
+  for (const std::string& out : node.outputs) {
+    if (!visit(out)) {
+      *why = "output '" + out + "' is not float32";
+      return false;
+    }
+  }
+  if (!anyFloat) *why = "no floating-point values (an integer or shape layer)";
+  return anyFloat;
+}
+
+Result<PrecisionChoice> choosePrecisions(const Node& node, const BuilderConfig& config,
+                                         bool reducible, const std::string& whyNot,
+                                         std::vector<std::string>* warnings) {
+  PrecisionChoice choice;
+  if (!reducible) {
+    choice.precisions = {DataType::kFloat32};
+    choice.reason = "runs in its own types: " + whyNot;
+  } else {
+    if (config.fp16) choice.precisions.push_back(DataType::kFloat16);
+    if (config.bf16) choice.precisions.push_back(DataType::kBFloat16);
+    choice.precisions.push_back(DataType::kFloat32);
+    choice.reason = choice.precisions.size() == 1 ? "fp32 (no reduced precision enabled)"
+                                                  : "fastest of the enabled precisions";
+  }
+  if (config.precisionConstraints == ConstraintMode::kNone) return choice;
+
+  const std::string mode = constraintModeName(config.precisionConstraints);
+  // "*" speaks for the float layers; integer and shape layers keep their types silently.
+  auto applies = [&](const LayerPrecisionRule* rule) {
+    return rule && (reducible || rule->pattern != "*");
+  };
+  if (const LayerPrecisionRule* rule = findLayerRule(config.layerPrecisions, node.displayName());
+      applies(rule)) {
+    const std::string why = ruleCannotHold(*rule, reducible, whyNot);
+    if (!why.empty()) {
+      KILN_RETURN_IF_ERROR(unmetRule(config, node, *rule, "layer precision", why, warnings));
+      choice.reason += " (" + mode + " rule '" + rule->pattern + "' could not hold)";
+    } else if (reducible) {
+      choice.precisions = {rule->precision};
+      choice.reason =
+          mode + "s layer precision '" + rule->pattern + ":" + spell(rule->precision) + "'";
+    }
+  }
+  if (const LayerPrecisionRule* rule = findLayerRule(config.layerOutputTypes, node.displayName());
+      applies(rule)) {
+    std::string why = ruleCannotHold(*rule, reducible, whyNot);
+    if (why.empty() && !isReducedFloat(rule->precision)) why = "unsupported output type";
+    if (!why.empty()) {
+      KILN_RETURN_IF_ERROR(unmetRule(config, node, *rule, "layer output type", why, warnings));
+    } else if (reducible) {
+      choice.outputType = rule->precision;
+      choice.outputReason =
+          mode + "s layer output type '" + rule->pattern + ":" + spell(rule->precision) + "'";
+    }
+  }
+  return choice;
+}
+
+}  // namespace kiln::build

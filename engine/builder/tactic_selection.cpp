@@ -1,0 +1,129 @@
+// Tactic selection for one layer: enumerate the backend's tactics at each
+// allowed precision, reject what a disabled source offers, time the rest (or
+// take the time from the cache), and keep the fastest. A --load-tactics entry
+// wins untimed when its tactic is still a valid candidate.
+#include <algorithm>
+#include <sstream>
+
+#include "builder/build_steps.h"
+#include "kiln/timing_cache.h"
+
+namespace kiln::build {
+namespace {
+
+// Everything about a layer that decides its timing, but not its name or weights.
+std::string layerSignature(const Node& node, const LayerInputs& inputs) {
+  std::ostringstream s;
+  s << (node.domain.empty() ? "ai.onnx" : node.domain) << "::" << node.opType << "-" << node.opset;
+  for (const auto& [key, attr] : node.attributes)
+    s << "|" << key << "=" << attributeText(attr, std::string::npos);
+  for (const Tensor* t : inputs.inputs) {
+    s << "|in:";
+    if (t) s << dataTypeName(t->type()) << "[" << shapeToString(t->shape()) << "]";
+  }
+  return s.str();
+}
+
+std::string precisionName(DataType t) {
+  return t == DataType::kFloat32 ? "fp32" : t == DataType::kFloat16 ? "fp16" : "bf16";
+}
+
+}  // namespace
+
+Result<TacticSelection> selectTactic(TimingSession& session, const Node& node,
+                                     const PrecisionChoice& precisions, const LayerInputs& inputs) {
+  const BuilderConfig& config = session.config;
+  TacticSelection selection;
+  for (const TacticDescriptor& tactic : session.backend.tactics(node)) {
+    for (DataType precision : precisions.precisions) {
+      TacticCandidate c;
+      c.tactic = tactic.name;
+      c.tacticValue = tacticValueOf(tactic.name);
+      c.source = tacticSourceName(tactic.source);
+      c.precision = precision;
+      if (std::find(tactic.precisions.begin(), tactic.precisions.end(), precision) ==
+          tactic.precisions.end()) {
+        c.rejected = "does not run in " + precisionName(precision);
+      } else if (!(config.tacticSources & tactic.source)) {
+        c.rejected = std::string("tactic source '") + c.source + "' is disabled";
+      }
+      selection.candidates.push_back(c);
+    }
+  }
+  if (selection.candidates.empty())
+    return unsupported(node.describe() + ": the backend has no implementation for this layer");
+
+  // A replayed choice: valid when it is a candidate here that is not rejected.
+  if (config.replay) {
+    auto it = config.replay->layers.find(node.displayName());
+    if (it != config.replay->layers.end()) {
+      for (size_t i = 0; i < selection.candidates.size(); ++i) {
+        const TacticCandidate& c = selection.candidates[i];
+        if (c.tactic == it->second.tactic && c.precision == it->second.precision &&
+            c.rejected.empty()) {
+          selection.winner = static_cast<int>(i);
+          selection.replayed = true;
+        }
+      }
+      if (!selection.replayed)
+        selection.replayNote = "tactic '" + it->second.tactic + "' in " +
+                               precisionName(it->second.precision) +
+                               " is not a valid candidate here";
+    }
+  }
+
+  const std::string signature = layerSignature(node, inputs);
+  const int iterations = std::max(1, tacticTimingIterations(config.optimizationLevel));
+  for (size_t i = 0; i < selection.candidates.size(); ++i) {
+    TacticCandidate& c = selection.candidates[i];
+    if (!c.rejected.empty()) continue;
+    // Level 0 and replays time nothing beyond what they need: the pick must still run.
+    const bool needed = !selection.replayed || static_cast<int>(i) == selection.winner;
+    if (!needed) continue;
+    const std::string key =
+        session.deviceKey + "|" + signature + "|" + precisionName(c.precision) + "|" + c.tactic;
+    ++session.stats.lookups;
+    std::optional<TimingCacheEntry> cached;
+    if (config.timingCache) cached = config.timingCache->lookup(key);
+    if (cached) {
+      ++session.stats.hits;
+      c.fromCache = true;
+      c.milliseconds = cached->rejected.empty() ? cached->milliseconds : -1;
+      c.rejected = cached->rejected;
+    } else {
+      Result<double> ms = session.backend.timeTactic(
+          node, c.tactic, c.precision, inputs, config.optimizationLevel == 0 ? 1 : iterations);
+      ++session.timed;
+      if (ms.isOk()) {
+        c.milliseconds = *ms;
+        c.detail = session.backend.lastTimingDetail();
+      } else {
+        c.rejected = ms.status().message();
+      }
+      if (config.timingCache)
+        config.timingCache->insert(key, {c.milliseconds, c.rejected, node.displayName()});
+    }
+    if (config.optimizationLevel == 0 && c.rejected.empty() && selection.winner < 0) {
+      selection.winner = static_cast<int>(i);  // the heuristic's first runnable pick
+      break;
+    }
+  }
+  if (selection.winner < 0) {
+    for (size_t i = 0; i < selection.candidates.size(); ++i) {
+      const TacticCandidate& c = selection.candidates[i];
+      if (!c.rejected.empty() || c.milliseconds < 0) continue;
+      if (selection.winner < 0 ||
+          c.milliseconds < selection.candidates[selection.winner].milliseconds)
+        selection.winner = static_cast<int>(i);
+    }
+  }
+  if (selection.winner < 0 || !selection.candidates[selection.winner].rejected.empty()) {
+    std::string reasons;
+    for (const TacticCandidate& c : selection.candidates)
+      reasons += "; " + c.tactic + " " + precisionName(c.precision) + ": " + c.rejected;
+    return unsupported("layer '" + node.displayName() + "': no tactic can run it" + reasons);
+  }
+  return selection;
+}
+
+}  // namespace kiln::build

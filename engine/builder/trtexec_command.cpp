@@ -1,0 +1,59 @@
+// The trtexec command line for the same build, so a user can check Kiln's
+// choices against TensorRT's on the same model.
+#include <sstream>
+
+#include "kiln/builder.h"
+
+namespace kiln {
+namespace {
+
+std::string shapeSpec(const OptimizationProfile& profile, const Shape ShapeRange::*which) {
+  std::string out;
+  for (const auto& [name, range] : profile.inputs) {
+    if (!out.empty()) out += ",";
+    out += name + ":" + shapeToString(range.*which);
+  }
+  return out;
+}
+
+std::string trtSources(uint32_t sources) {
+  // TensorRT's sources for what Kiln's map onto; Kiln and BLAS have no counterpart.
+  std::string out = (sources & kTacticCudnn) ? "+CUDNN" : "-CUDNN";
+  out += (sources & kTacticCublasLt) ? ",+CUBLAS_LT" : ",-CUBLAS_LT";
+  return out;
+}
+
+}  // namespace
+
+std::string trtexecCommandLine(const BuilderConfig& config, const std::string& onnxPath,
+                               const std::string& enginePath) {
+  std::ostringstream cmd;
+  cmd << "trtexec --onnx=" << onnxPath;
+  if (!config.tf32) cmd << " --noTF32";
+  if (config.fp16) cmd << " --fp16";
+  if (config.bf16) cmd << " --bf16";
+  if (config.int8) cmd << " --int8";
+  if (config.fp8) cmd << " --fp8";
+  if (config.precisionConstraints != ConstraintMode::kNone)
+    cmd << " --precisionConstraints=" << constraintModeName(config.precisionConstraints);
+  if (!config.layerPrecisions.empty())
+    cmd << " --layerPrecisions=" << layerPrecisionSpecToString(config.layerPrecisions);
+  if (!config.layerOutputTypes.empty())
+    cmd << " --layerOutputTypes=" << layerPrecisionSpecToString(config.layerOutputTypes);
+  // trtexec makes one profile per --minShapes/--optShapes/--maxShapes triple.
+  for (const OptimizationProfile& profile : config.profiles) {
+    if (profile.inputs.empty()) continue;
+    cmd << " --minShapes=" << shapeSpec(profile, &ShapeRange::min)
+        << " --optShapes=" << shapeSpec(profile, &ShapeRange::opt)
+        << " --maxShapes=" << shapeSpec(profile, &ShapeRange::max);
+  }
+  cmd << " --builderOptimizationLevel=" << config.optimizationLevel;
+  cmd << " --memPoolSize=workspace:" << (config.workspaceLimitBytes >> 20) << "M";
+  if (config.tacticSources != kAllTacticSources)
+    cmd << " --tacticSources=" << trtSources(config.tacticSources);
+  cmd << " --profilingVerbosity=" << profilingVerbosityName(config.profilingVerbosity);
+  cmd << " --saveEngine=" << enginePath;
+  return cmd.str();
+}
+
+}  // namespace kiln

@@ -1,0 +1,63 @@
+// The seam between the builder and a backend: which tactics a layer has, and how
+// long one takes. The builder owns the decisions (precision, timing, cache,
+// replay, constraints); a backend only answers these questions. The CPU backend
+// (cpuBuildBackend()) lives in kiln_engine; the CUDA one in kiln_cuda.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kiln/data_type.h"
+#include "kiln/graph.h"
+#include "kiln/plan_identity.h"
+#include "kiln/status.h"
+#include "kiln/tensor.h"
+
+namespace kiln {
+
+// One implementation a backend offers for a node, in the backend's preference
+// order (the first is what it would pick without timing).
+struct TacticDescriptor {
+  std::string name;                  // unique within the backend: "cpu.conv.im2col_blas"
+  uint32_t source = 0;               // a TacticSource bit
+  std::vector<DataType> precisions;  // compute precisions this tactic may run in
+};
+
+// Inputs of one timing: the node's input tensors at the profile's opt shapes
+// (nullptr for omitted optional inputs) and the outer-scope values its subgraphs read.
+struct LayerInputs {
+  std::vector<const Tensor*> inputs;
+  // Per input: true for weights and values fixed at build time (folded shape
+  // values), which a backend may treat as constants.
+  std::vector<bool> constant;
+  std::map<std::string, Tensor> outerValues;
+};
+
+class BuildBackend {
+ public:
+  virtual ~BuildBackend() = default;
+  // The device and library versions a plan built here is for.
+  virtual PlanIdentity identity() const = 0;
+  // True when every layer of one engine must share one compute precision (the
+  // builder then chooses it for the whole network).
+  virtual bool uniformPrecision() const = 0;
+  // The tactics for `node`, in preference order (the first is the heuristic's
+  // pick); never empty for a node the backend can run at all.
+  virtual std::vector<TacticDescriptor> tactics(const Node& node) const = 0;
+  // Runs the tactic once to warm up, then `iterations` times, and returns the
+  // median milliseconds. kUnsupported (with the reason) when this tactic cannot
+  // run this node at this precision and these shapes.
+  virtual Result<double> timeTactic(const Node& node, const std::string& tactic, DataType precision,
+                                    const LayerInputs& inputs, int iterations) = 0;
+  // What the backend says about the last successful timeTactic() (the library
+  // algorithm it picked inside, a host fallback, ...); "" when nothing.
+  virtual std::string lastTimingDetail() const { return ""; }
+};
+
+// The CPU reference backend's tactics (reference kernels, BLAS and Kiln loop
+// kernels; float16/bfloat16 run with inputs and outputs rounded to that type).
+std::unique_ptr<BuildBackend> cpuBuildBackend();
+
+}  // namespace kiln

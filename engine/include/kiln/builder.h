@@ -1,0 +1,46 @@
+// The builder: turns a Network into a Plan under a BuilderConfig, deciding per
+// layer the precision (flags, constraints, timing) and the tactic (timed on the
+// backend at the first profile's opt shapes, cached, or replayed), and recording
+// every decision in the plan's BuildRecord.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kiln/build_backend.h"
+#include "kiln/builder_config.h"
+#include "kiln/plan.h"
+#include "kiln/status.h"
+
+namespace kiln {
+
+// Per layer, the tactic and precision a build chose: what --save-tactics writes and
+// --load-tactics pins.
+struct TacticChoice {
+  std::string tactic;
+  DataType precision = DataType::kFloat32;
+};
+struct TacticReplay {
+  std::map<std::string, TacticChoice> layers;  // by layer name
+
+  static TacticReplay fromRecord(const BuildRecord& record);
+  static Result<TacticReplay> load(const std::string& path);
+  Status save(const std::string& path) const;
+};
+
+// Builds `network` for `backend`. Fails with the layer's name when an obeyed
+// constraint cannot hold, when no tactic of a layer can run, or when the network
+// does not run at a profile's shapes; kCancelled when the callbacks' cancel flag
+// is raised. Warnings (prefer fallbacks, unreplayed layers) go to the callback and
+// the record.
+Result<Plan> buildPlan(std::shared_ptr<const Network> network, const BuilderConfig& config,
+                       BuildBackend& backend);
+
+// The trtexec command line that asks TensorRT for the same build ("trtexec
+// --onnx=model.onnx --fp16 --layerPrecisions=... --saveEngine=model.plan").
+std::string trtexecCommandLine(const BuilderConfig& config, const std::string& onnxPath,
+                               const std::string& enginePath);
+
+}  // namespace kiln
