@@ -12,7 +12,7 @@ flock /tmp/kiln-build.lock ninja -C "$build" -j2
 stage=$(mktemp -d)
 mkdir -p "$stage/bin" "$stage/lib" "$stage/data"
 cp "$build/app/kiln" "$stage/bin/"
-for t in "$build"/tests/gpu/test_cuda_* "$build/tests/gpu/test_memory_planner"; do
+for t in "$build"/tests/gpu/test_cuda_*; do
   [ -x "$t" ] && cp "$t" "$stage/bin/"
 done
 for lib in libonnx_proto.so.1 libprotobuf.so.32 libopenblas.so.0 libgfortran.so.5 libquadmath.so.0; do

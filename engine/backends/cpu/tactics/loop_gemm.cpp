@@ -26,43 +26,44 @@ struct Operand {
   const float* data;
   int64_t ld;
   bool trans;
-  float at(int64_t row, int64_t col) const {
-    return trans ? data[col * ld + row] : data[row * ld + col];
-  }
+  // Element strides of op(M) along its rows and along its columns.
+  int64_t rowStride() const { return trans ? 1 : ld; }
+  int64_t colStride() const { return trans ? ld : 1; }
 };
 
-// Packs op(A)[i0 + r][p0 + p] (r < mc, p < kc) into panels of kMr rows: panel q
-// holds kc groups of kMr values; rows past mc are zero.
-void packA(const Operand& a, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float* dst) {
-  for (int64_t ir = 0; ir < mc; ir += kMr, dst += kc * kMr) {
-    const int64_t rows = std::min(kMr, mc - ir);
-    for (int64_t r = 0; r < kMr; ++r) {
-      for (int64_t p = 0; p < kc; ++p) {
-        dst[p * kMr + r] = r < rows ? a.at(i0 + ir + r, p0 + p) : 0.0f;
-      }
+// Packs a kc x lanes block, element (p, l) at src[p * pStride + l * lStride],
+// into a panel [kc][kWidth] whose lanes past `lanes` are zero. Reads run along
+// whichever index is contiguous in memory.
+template <int64_t kWidth>
+void packPanel(const float* src, int64_t pStride, int64_t lStride, int64_t kc, int64_t lanes,
+               float* dst) {
+  if (lStride == 1 && lanes == kWidth) {
+    for (int64_t p = 0; p < kc; ++p) {
+      for (int64_t l = 0; l < kWidth; ++l) dst[p * kWidth + l] = src[p * pStride + l];
     }
+    return;
+  }
+  for (int64_t l = 0; l < kWidth; ++l) {
+    const float* lane = src + l * lStride;
+    for (int64_t p = 0; p < kc; ++p) dst[p * kWidth + l] = l < lanes ? lane[p * pStride] : 0.0f;
   }
 }
 
-// Packs op(B)[p0 + p][j0 + c] (p < kc, c < nc) into panels of kNr columns, zero-padded.
+// Packs op(A)[i0 + r][p0 + p] (r < mc, p < kc) into panels of kMr rows.
+void packA(const Operand& a, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float* dst) {
+  const float* base = a.data + i0 * a.rowStride() + p0 * a.colStride();
+  for (int64_t ir = 0; ir < mc; ir += kMr, dst += kc * kMr) {
+    packPanel<kMr>(base + ir * a.rowStride(), a.colStride(), a.rowStride(), kc,
+                   std::min(kMr, mc - ir), dst);
+  }
+}
+
+// Packs op(B)[p0 + p][j0 + c] (p < kc, c < nc) into panels of kNr columns.
 void packB(const Operand& b, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float* dst) {
+  const float* base = b.data + p0 * b.rowStride() + j0 * b.colStride();
   for (int64_t jr = 0; jr < nc; jr += kNr, dst += kc * kNr) {
-    const int64_t cols = std::min(kNr, nc - jr);
-    for (int64_t p = 0; p < kc; ++p) {
-      float* row = dst + p * kNr;
-      if (!b.trans) {
-        // A fixed-count copy for full panels: inline vector moves, not a memcpy call per row.
-        const float* src = b.data + (p0 + p) * b.ld + j0 + jr;
-        if (cols == kNr) {
-          for (int64_t c = 0; c < kNr; ++c) row[c] = src[c];
-          continue;
-        }
-        std::copy(src, src + cols, row);
-      } else {
-        for (int64_t c = 0; c < cols; ++c) row[c] = b.data[(j0 + jr + c) * b.ld + p0 + p];
-      }
-      std::fill(row + cols, row + kNr, 0.0f);
-    }
+    packPanel<kNr>(base + jr * b.colStride(), b.rowStride(), b.colStride(), kc,
+                   std::min(kNr, nc - jr), dst);
   }
 }
 

@@ -1,0 +1,131 @@
+// The builder on the CUDA backend: every layer timed on the device at each
+// enabled precision, one precision chosen for the engine, a plan that survives
+// save/load and runs on the CUDA runtime like the CPU reference.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "gpu/gpu_op_test.h"
+#include "kiln/builder.h"
+#include "kiln/cuda_build_backend.h"
+#include "kiln/cuda_runtime.h"
+#include "kiln/onnx_import.h"
+#include "kiln/reference_backend.h"
+#include "support/op_test.h"
+
+namespace kiln::test {
+namespace {
+
+// The device runs a copy of the tree elsewhere: KILN_TEST_DATA_DIR overrides the path.
+std::string testDataDir() {
+  const char* dir = std::getenv("KILN_TEST_DATA_DIR");
+  return dir ? dir : KILN_TEST_DATA_DIR;
+}
+
+std::shared_ptr<const Network> tinyBert() {
+  auto network = importOnnxFile(testDataDir() + "/builder/tiny_bert.onnx");
+  EXPECT_TRUE(network.isOk()) << network.status().toString();
+  return std::make_shared<const Network>(std::move(network.value()));
+}
+
+BuilderConfig bertConfig(bool fp16) {
+  BuilderConfig config;
+  config.fp16 = fp16;
+  config.tf32 = false;
+  config.optimizationLevel = 2;
+  OptimizationProfile profile;
+  profile.inputs["input_ids"] = {{1, 8}, {4, 32}, {8, 64}};
+  config.profiles = {profile};
+  return config;
+}
+
+Result<Plan> buildOnCuda(const BuilderConfig& config) {
+  KILN_ASSIGN_OR_RETURN(auto backend, cuda::createCudaBuildBackend(0, config));
+  return buildPlan(tinyBert(), config, *backend);
+}
+
+// Runs a CUDA plan at `shape` the way `kiln run PLAN` does and returns the output.
+Tensor runPlanOnCuda(const Plan& plan, const Tensor& ids) {
+  cuda::EngineOptions options;
+  options.allowTf32 = plan.record.config.tf32;
+  for (const LayerImplementation& l : plan.layers)
+    if (l.precision == DataType::kFloat16) options.precision = cuda::Precision::kFloat16;
+  auto engine = cuda::Engine::create(plan.network, options);
+  EXPECT_TRUE(engine.isOk()) << engine.status().toString();
+  auto context = (*engine)->createContext();
+  EXPECT_TRUE(context.isOk()) << context.status().toString();
+  EXPECT_TRUE((*context)->setInputShape("input_ids", ids.shape()).isOk());
+  EXPECT_TRUE((*context)->setInput("input_ids", ids).isOk());
+  Status ran = (*context)->execute();
+  EXPECT_TRUE(ran.isOk()) << ran.toString();
+  auto out = (*context)->getOutput("hidden");
+  EXPECT_TRUE(out.isOk()) << out.status().toString();
+  return out.isOk() ? out.value() : Tensor();
+}
+
+Tensor cpuReference(const Tensor& ids) {
+  auto network = tinyBert();
+  ReferenceBackend backend(*network);
+  std::vector<NamedTensor> outputs;
+  EXPECT_TRUE(backend.run({{"input_ids", ids}}, &outputs).isOk());
+  return outputs[0].tensor;
+}
+
+TEST(CudaBuilder, Fp32PlanTimesEveryLayerAndMatchesCpu) {
+  KILN_REQUIRE_GPU();
+  auto plan = buildOnCuda(bertConfig(false));
+  ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+  EXPECT_EQ(plan->identity.backend, "cuda");
+  for (const LayerRecord& layer : plan->record.layers) {
+    ASSERT_FALSE(layer.candidates.empty()) << layer.name;
+    EXPECT_EQ(layer.precision, DataType::kFloat32) << layer.name;
+    EXPECT_GE(layer.milliseconds, 0) << layer.name;
+    if (layer.opType == "MatMul") {
+      EXPECT_EQ(layer.tactic, "cuda.cublaslt");
+      EXPECT_GT(layer.milliseconds, 0);
+      EXPECT_NE(layer.candidates[0].detail.find("gpu"), std::string::npos) << layer.candidates[0].detail;
+    }
+  }
+  auto bytes = serializePlan(*plan);
+  ASSERT_TRUE(bytes.isOk());
+  auto loaded = deserializePlan(*bytes, "bert.kiln");
+  ASSERT_TRUE(loaded.isOk()) << loaded.status().toString();
+  EXPECT_TRUE(checkPlanCompatible(loaded->identity,
+                                  cuda::cudaPlanIdentity(cuda::probeCudaDevice()))
+                  .isOk());
+  const Tensor ids = randomInputTensor(DataType::kInt64, {3, 40}, 5);
+  expectTensorNear(runPlanOnCuda(loaded.value(), ids), cpuReference(ids), 1e-4, 1e-3);
+}
+
+TEST(CudaBuilder, Fp16BuildChoosesOnePrecisionForTheEngine) {
+  KILN_REQUIRE_GPU();
+  auto plan = buildOnCuda(bertConfig(true));
+  ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+  DataType engine = DataType::kUndefined;
+  for (const LayerRecord& layer : plan->record.layers) {
+    if (layer.precisionReason.rfind("engine-wide", 0) != 0) continue;
+    if (engine == DataType::kUndefined) engine = layer.precision;
+    EXPECT_EQ(layer.precision, engine) << layer.name;
+    bool timedBoth = false;
+    for (const TacticCandidate& c : layer.candidates)
+      timedBoth = timedBoth || (c.precision == DataType::kFloat16 && c.milliseconds >= 0);
+    EXPECT_TRUE(timedBoth) << layer.name;
+  }
+  ASSERT_NE(engine, DataType::kUndefined);
+  const Tensor ids = randomInputTensor(DataType::kInt64, {2, 24}, 9);
+  expectTensorNear(runPlanOnCuda(plan.value(), ids), cpuReference(ids), 5e-2, 5e-2);
+}
+
+TEST(CudaBuilder, ConflictingObeyedPrecisionsAreRefused) {
+  KILN_REQUIRE_GPU();
+  BuilderConfig config = bertConfig(true);
+  config.precisionConstraints = ConstraintMode::kObey;
+  config.layerPrecisions = parseLayerPrecisionSpec("*:fp16,scores:fp32").value();
+  auto plan = buildOnCuda(config);
+  ASSERT_FALSE(plan.isOk());
+  EXPECT_NE(plan.status().message().find("one precision per engine"), std::string::npos)
+      << plan.status().message();
+}
+
+}  // namespace
+}  // namespace kiln::test
