@@ -64,7 +64,18 @@ void expectFinite(const Tensor& t) {
   }
 }
 
-// Runs `fn` and the reference on the case and compares them at `type`'s tolerance.
+// The tolerances of the file comment, per storage type.
+struct Tolerance {
+  double atol, rtol;
+};
+
+Tolerance toleranceFor(DataType type) {
+  if (type == DataType::kFloat16) return {1e-3, 2e-3};
+  if (type == DataType::kBFloat16) return {1e-2, 1.6e-2};
+  return {1e-5, 1e-4};
+}
+
+// Runs `fn` and the reference on the case; compares at the inputs' type's tolerance.
 void expectMatchesReference(OpTest& test, const std::vector<Tensor>& inputs, cpu::KernelFn fn) {
   const NodeCase c = makeCase(test, inputs);
   const DataType type = inputs[0].type();
@@ -74,11 +85,8 @@ void expectMatchesReference(OpTest& test, const std::vector<Tensor>& inputs, cpu
   ASSERT_TRUE(actual.isOk()) << actual.status().toString();
   ASSERT_GT(actual->numel(), 0);
   expectFinite(*actual);
-  const double atol = type == DataType::kFloat32 ? 1e-5 : type == DataType::kFloat16 ? 1e-3 : 1e-2;
-  const double rtol = type == DataType::kFloat32   ? 1e-4
-                      : type == DataType::kFloat16 ? 2e-3
-                                                   : 1.6e-2;
-  expectTensorNear(*actual, *expected, atol, rtol);
+  const Tolerance tol = toleranceFor(type);
+  expectTensorNear(*actual, *expected, tol.atol, tol.rtol);
 }
 
 void expectUnsupported(OpTest& test, const std::vector<Tensor>& inputs, cpu::KernelFn fn,

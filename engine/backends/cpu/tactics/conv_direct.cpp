@@ -17,7 +17,7 @@
 namespace kiln::cpu {
 namespace {
 
-constexpr int64_t kTileM = 4;   // output channels per tile (1 when a group has fewer)
+constexpr int64_t kTileM = 8;   // output channels per tile (4 or 1 when a group has fewer)
 constexpr int64_t kTileW = 16;  // output columns per tile
 
 // One image and group's input channels, zero-padded: [channels, rows, cols],
@@ -110,7 +110,7 @@ void convolveDirect(const ConvProblem& problem, const float* x, const float* w, 
   const int64_t cg = problem.inChannels / problem.group;
   const int64_t mg = problem.outChannels / problem.group;
   const int64_t taps = cg * p.kH * p.kW;
-  const int64_t rows = mg >= kTileM ? kTileM : 1;
+  const int64_t rows = mg >= kTileM ? kTileM : mg >= 4 ? 4 : 1;
   const int64_t groupPack = (mg + rows - 1) / rows * rows * taps;
   std::vector<float> wPack(static_cast<size_t>(problem.group * groupPack));
   for (int64_t g = 0; g < problem.group; ++g) {
@@ -124,10 +124,13 @@ void convolveDirect(const ConvProblem& problem, const float* x, const float* w, 
       padInput(x + (n * problem.inChannels + g * cg) * inPlane, cg, p, tiledOutW, &in);
       float* yg = y + (n * problem.outChannels + g * mg) * outPlane;
       const float* bg = bias ? bias + g * mg : nullptr;
+      const float* wg = wPack.data() + g * groupPack;
       if (rows == kTileM) {
-        convolveGroup<kTileM>(in, wPack.data() + g * groupPack, bg, p, cg, mg, yg);
+        convolveGroup<kTileM>(in, wg, bg, p, cg, mg, yg);
+      } else if (rows == 4) {
+        convolveGroup<4>(in, wg, bg, p, cg, mg, yg);
       } else {
-        convolveGroup<1>(in, wPack.data() + g * groupPack, bg, p, cg, mg, yg);
+        convolveGroup<1>(in, wg, bg, p, cg, mg, yg);
       }
     }
   }
