@@ -2,6 +2,7 @@
 // in order. Internal to kiln_engine.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -10,6 +11,14 @@
 #include "kiln/builder.h"
 
 namespace kiln::build {
+
+// Type and concrete shape of a value at the first profile's opt shapes, from
+// shape inference (or from a reference run where shapes depend on data).
+struct ValueMeta {
+  DataType type = DataType::kUndefined;
+  Shape shape;
+};
+using ValueMetas = std::map<std::string, ValueMeta>;
 
 // Checks the profiles against the network (every dynamic input covered, ranks and
 // fixed dims agree, min <= opt <= max, shapes infer at min and max) and returns
@@ -26,8 +35,7 @@ struct PrecisionChoice {
 };
 // True when `node` computes on float32 values only (so float16/bfloat16 may
 // replace them); `why` says what stops it otherwise.
-bool canReducePrecision(const Node& node, const std::map<std::string, Tensor>& values,
-                        std::string* why);
+bool canReducePrecision(const Node& node, const ValueMetas& values, std::string* why);
 // Applies flags and rules. Fails (kObey) or warns (kPrefer) when a rule cannot hold.
 Result<PrecisionChoice> choosePrecisions(const Node& node, const BuilderConfig& config,
                                          bool reducible, const std::string& whyNot,
@@ -48,8 +56,12 @@ struct TimingSession {
   TimingCacheStats stats;
   int timed = 0;
 };
+// The layer's real input tensors, made only when a candidate must be timed (a warm
+// timing cache needs none).
+using InputsOnDemand = std::function<Result<const LayerInputs*>()>;
 Result<TacticSelection> selectTactic(TimingSession& session, const Node& node,
-                                     const PrecisionChoice& precisions, const LayerInputs& inputs);
+                                     const PrecisionChoice& precisions, const ValueMetas& values,
+                                     const InputsOnDemand& inputs);
 
 // For backends that run one precision per engine: picks the precision whose
 // layers' best times add up to the least (rules under kObey must agree on it),
@@ -62,13 +74,12 @@ Status unifyPrecision(const BuilderConfig& config, BuildRecord* record,
 std::string attributeText(const Attribute& attribute, size_t maxLength);
 
 // The report side of a layer: TensorRT-style type, tensors and parameters.
-void describeLayer(const Network& network, const Node& node,
-                   const std::map<std::string, Tensor>& values, LayerRecord* layer);
+void describeLayer(const Network& network, const Node& node, const ValueMetas& values,
+                   LayerRecord* layer);
 
 // Packs activation lifetimes (at the opt shapes) and fills each layer's memory
 // offset and the record's activation totals.
-void assignMemory(const Network& network, const std::map<std::string, Tensor>& values,
-                  BuildRecord* record);
+void assignMemory(const Network& network, const ValueMetas& values, BuildRecord* record);
 
 // Drops what the verbosity does not keep (TensorRT's kNONE / kLAYER_NAMES_ONLY).
 void trimToVerbosity(ProfilingVerbosity verbosity, BuildRecord* record);

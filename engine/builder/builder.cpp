@@ -3,6 +3,7 @@
 // every layer), then per layer precision -> tactic, then memory, then trimming to
 // the profiling verbosity.
 #include <chrono>
+#include <optional>
 #include <set>
 
 #include "builder/build_steps.h"
@@ -66,6 +67,32 @@ Result<std::map<std::string, Tensor>> referenceValues(const Network& network,
   return values;
 }
 
+// Types and shapes of every value at the opt shapes, from shape inference; false
+// in *complete when some shape depends on data (then a reference run supplies it).
+Result<build::ValueMetas> inferValueMetas(const Network& network,
+                                          const std::map<std::string, Shape>& shapes,
+                                          std::set<std::string>* folded, bool* complete) {
+  KILN_ASSIGN_OR_RETURN(ShapeInferenceResult inferred, inferShapes(network, shapes));
+  build::ValueMetas metas;
+  for (const auto& [name, value] : inferred.values) {
+    if (!value.hasShape) continue;
+    build::ValueMeta meta{value.type, {}};
+    bool known = true;
+    for (const DimExpr& d : value.shape) {
+      std::optional<int64_t> v = d.evaluate();
+      known = known && v.has_value();
+      meta.shape.push_back(v.value_or(-1));
+    }
+    if (known) metas[name] = meta;
+  }
+  for (const auto& [name, t] : inferred.folded) folded->insert(name);
+  *complete = true;
+  for (const Node& node : network.graph.nodes)
+    for (const std::string& out : node.outputs)
+      if (!out.empty() && !metas.count(out)) *complete = false;
+  return metas;
+}
+
 LayerInputs inputsOf(const Node& node, const std::map<std::string, Tensor>& values,
                      const std::set<std::string>& constants) {
   LayerInputs inputs;
@@ -125,12 +152,23 @@ Result<Plan> buildPlan(std::shared_ptr<const Network> source, const BuilderConfi
 
   progress("shapes", 0, 1, "");
   KILN_ASSIGN_OR_RETURN(auto optShapes, build::resolveProfiles(*network, config.profiles));
-  KILN_ASSIGN_OR_RETURN(auto values, referenceValues(*network, optShapes, config.seed));
   std::set<std::string> constants;  // weights and values shape inference folded
   for (const auto& [name, t] : network->graph.initializers) constants.insert(name);
-  if (auto inferred = inferShapes(*network, optShapes); inferred.isOk()) {
-    for (const auto& [name, t] : inferred->folded) constants.insert(name);
-  }
+  bool complete = false;
+  KILN_ASSIGN_OR_RETURN(build::ValueMetas values,
+                        inferValueMetas(*network, optShapes, &constants, &complete));
+  // The reference run at the opt shapes gives the timing inputs of every layer. It
+  // runs only when something must be timed (a warm cache needs none) or when some
+  // shape depends on data.
+  std::optional<std::map<std::string, Tensor>> reference;
+  auto ensureReference = [&]() -> Status {
+    if (reference) return Status::ok();
+    progress("reference", 0, 1, "");
+    KILN_ASSIGN_OR_RETURN(reference, referenceValues(*network, optShapes, config.seed));
+    for (const auto& [name, t] : *reference) values[name] = {t.type(), t.shape()};
+    return Status::ok();
+  };
+  if (!complete) KILN_RETURN_IF_ERROR(ensureReference());
   if (cancelled()) return Status(StatusCode::kCancelled, "build cancelled");
 
   build::TimingSession session{backend, config, "", {}, 0};
@@ -150,9 +188,18 @@ Result<Plan> buildPlan(std::shared_ptr<const Network> source, const BuilderConfi
     KILN_ASSIGN_OR_RETURN(
         build::PrecisionChoice precisions,
         build::choosePrecisions(node, config, reducible, whyNot, &record.warnings));
-    const LayerInputs inputs = inputsOf(node, values, constants);
+    LayerInputs inputs;
+    bool inputsMade = false;
+    build::InputsOnDemand inputsOnDemand = [&]() -> Result<const LayerInputs*> {
+      if (!inputsMade) {
+        KILN_RETURN_IF_ERROR(ensureReference());
+        inputs = inputsOf(node, *reference, constants);
+        inputsMade = true;
+      }
+      return &inputs;
+    };
     KILN_ASSIGN_OR_RETURN(build::TacticSelection selection,
-                          build::selectTactic(session, node, precisions, inputs));
+                          build::selectTactic(session, node, precisions, values, inputsOnDemand));
     LayerRecord layer;
     const TacticCandidate& winner = selection.candidates[selection.winner];
     layer.precision = winner.precision;

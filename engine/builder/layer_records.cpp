@@ -149,22 +149,22 @@ std::string attributeText(const Attribute& a, size_t maxLength) {
 
 namespace {
 
-TensorRecord tensorRecord(const std::string& name, const std::map<std::string, Tensor>& values,
+TensorRecord tensorRecord(const std::string& name, const ValueMetas& values,
                           DataType floatStorage) {
   TensorRecord t;
   t.name = name;
   auto it = values.find(name);
   if (it != values.end()) {
-    t.dimensions = it->second.shape();
-    t.type = it->second.type() == DataType::kFloat32 ? floatStorage : it->second.type();
+    t.dimensions = it->second.shape;
+    t.type = it->second.type == DataType::kFloat32 ? floatStorage : it->second.type;
   }
   return t;
 }
 
 }  // namespace
 
-void describeLayer(const Network& network, const Node& node,
-                   const std::map<std::string, Tensor>& values, LayerRecord* layer) {
+void describeLayer(const Network& network, const Node& node, const ValueMetas& values,
+                   LayerRecord* layer) {
   layer->name = node.displayName();
   layer->opType = node.opType;
   const char* type = layerTypeOf(node.opType);

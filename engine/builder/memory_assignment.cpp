@@ -6,8 +6,7 @@
 
 namespace kiln::build {
 
-void assignMemory(const Network& network, const std::map<std::string, Tensor>& values,
-                  BuildRecord* record) {
+void assignMemory(const Network& network, const ValueMetas& values, BuildRecord* record) {
   const Graph& graph = network.graph;
   const int steps = static_cast<int>(graph.nodes.size());
   std::map<std::string, int> producer, lastUse;
@@ -27,11 +26,12 @@ void assignMemory(const Network& network, const std::map<std::string, Tensor>& v
     auto value = values.find(name);
     if (value == values.end()) continue;
     const LayerRecord& layer = record->layers[step];
-    const size_t element = value->second.type() == DataType::kFloat32
+    const size_t element = value->second.type == DataType::kFloat32
                                ? dataTypeSize(layer.outputType)
-                               : dataTypeSize(value->second.type());
+                               : dataTypeSize(value->second.type);
     const int last = lastUse.count(name) ? lastUse[name] : step;
-    buffers.push_back({static_cast<int64_t>(element) * value->second.numel(), step, last});
+    buffers.push_back(
+        {static_cast<int64_t>(element) * shapeNumel(value->second.shape), step, last});
     owners.push_back({step, name});
   }
   const MemoryPlan plan = planMemory(buffers);

@@ -37,8 +37,7 @@ std::string ruleCannotHold(const LayerPrecisionRule& rule, bool reducible,
 
 }  // namespace
 
-bool canReducePrecision(const Node& node, const std::map<std::string, Tensor>& values,
-                        std::string* why) {
+bool canReducePrecision(const Node& node, const ValueMetas& values, std::string* why) {
   if (node.opType == "Cast" || node.opType == "CastLike") {
     *why = "a cast keeps the types it names";
     return false;
@@ -53,7 +52,7 @@ bool canReducePrecision(const Node& node, const std::map<std::string, Tensor>& v
   auto visit = [&](const std::string& name) {
     auto it = values.find(name);
     if (name.empty() || it == values.end()) return true;
-    const DataType t = it->second.type();
+    const DataType t = it->second.type;
     if (!isFloatingPoint(t)) return true;
     anyFloat = true;
     return t == DataType::kFloat32;

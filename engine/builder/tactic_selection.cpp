@@ -12,14 +12,16 @@ namespace kiln::build {
 namespace {
 
 // Everything about a layer that decides its timing, but not its name or weights.
-std::string layerSignature(const Node& node, const LayerInputs& inputs) {
+std::string layerSignature(const Node& node, const ValueMetas& values) {
   std::ostringstream s;
   s << (node.domain.empty() ? "ai.onnx" : node.domain) << "::" << node.opType << "-" << node.opset;
   for (const auto& [key, attr] : node.attributes)
     s << "|" << key << "=" << attributeText(attr, std::string::npos);
-  for (const Tensor* t : inputs.inputs) {
+  for (const std::string& name : node.inputs) {
     s << "|in:";
-    if (t) s << dataTypeName(t->type()) << "[" << shapeToString(t->shape()) << "]";
+    auto it = values.find(name);
+    if (!name.empty() && it != values.end())
+      s << dataTypeName(it->second.type) << "[" << shapeToString(it->second.shape) << "]";
   }
   return s.str();
 }
@@ -31,7 +33,8 @@ std::string precisionName(DataType t) {
 }  // namespace
 
 Result<TacticSelection> selectTactic(TimingSession& session, const Node& node,
-                                     const PrecisionChoice& precisions, const LayerInputs& inputs) {
+                                     const PrecisionChoice& precisions, const ValueMetas& values,
+                                     const InputsOnDemand& inputsOnDemand) {
   const BuilderConfig& config = session.config;
   TacticSelection selection;
   for (const TacticDescriptor& tactic : session.backend.tactics(node)) {
@@ -72,7 +75,7 @@ Result<TacticSelection> selectTactic(TimingSession& session, const Node& node,
     }
   }
 
-  const std::string signature = layerSignature(node, inputs);
+  const std::string signature = layerSignature(node, values);
   const int iterations = std::max(1, tacticTimingIterations(config.optimizationLevel));
   for (size_t i = 0; i < selection.candidates.size(); ++i) {
     TacticCandidate& c = selection.candidates[i];
@@ -91,8 +94,9 @@ Result<TacticSelection> selectTactic(TimingSession& session, const Node& node,
       c.milliseconds = cached->rejected.empty() ? cached->milliseconds : -1;
       c.rejected = cached->rejected;
     } else {
+      KILN_ASSIGN_OR_RETURN(const LayerInputs* inputs, inputsOnDemand());
       Result<double> ms = session.backend.timeTactic(
-          node, c.tactic, c.precision, inputs, config.optimizationLevel == 0 ? 1 : iterations);
+          node, c.tactic, c.precision, *inputs, config.optimizationLevel == 0 ? 1 : iterations);
       ++session.timed;
       if (ms.isOk()) {
         c.milliseconds = *ms;

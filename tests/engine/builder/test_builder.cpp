@@ -57,7 +57,12 @@ TEST(Builder, WarmTimingCacheHitsEveryLookup) {
   ASSERT_TRUE(loaded.isOk()) << loaded.status().toString();
   EXPECT_EQ(loaded->size(), cache.size());
   config.timingCache = &loaded.value();
+  bool ranReference = false;  // a warm cache needs no timing inputs
+  config.callbacks.onProgress = [&](const BuildProgress& p) {
+    ranReference = ranReference || p.phase == "reference";
+  };
   Plan warm = buildOnCpu(classifierNetwork(), config);
+  EXPECT_FALSE(ranReference);
   EXPECT_EQ(warm.record.candidatesTimed, 0);
   EXPECT_GT(warm.record.timingCache.lookups, 0);
   EXPECT_EQ(warm.record.timingCache.hits, warm.record.timingCache.lookups);
