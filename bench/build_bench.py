@@ -16,7 +16,8 @@ sys.argv += ["--quick"]
 import run_bench  # noqa: E402  (shares the PyTorch baseline and the shapes)
 
 KILN, MODEL_DIR, OUT_DIR = sys.argv[1], sys.argv[2], sys.argv[3]
-CASES = [("resnet50", 256, "fp16"), ("resnet50", 256, "tf32"), ("bert_base", 128, "fp16")]
+CASES = [("resnet50", 256, "fp16"), ("resnet50", 256, "tf32"), ("bert_base", 128, "fp32"),
+         ("bert_base", 128, "fp16")]
 
 
 def kiln(*args, timeout=240):

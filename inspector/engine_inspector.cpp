@@ -149,6 +149,28 @@ std::string formatBuildSummary(const Plan& plan) {
   return out.str();
 }
 
+std::string formatFusions(const Plan& plan) {
+  std::ostringstream out;
+  if (plan.record.layers.empty())
+    return "no layer information: the plan was built with --profiling-verbosity none\n";
+  if (plan.record.layers[0].sourceNodes.empty())
+    return "no provenance: the plan was built with --profiling-verbosity layer_names_only\n";
+  out << "engine layer -> ONNX nodes\n";
+  std::vector<std::pair<std::string, std::string>> nodeToLayer;
+  for (const LayerRecord& l : plan.record.layers) {
+    out << "  " << l.name;
+    if (!l.fusion.empty()) out << "   [" << l.fusion << "]";
+    out << "\n";
+    for (const std::string& node : l.sourceNodes) {
+      if (l.sourceNodes.size() > 1 || node != l.name) out << "      " << node << "\n";
+      nodeToLayer.push_back({node, l.name});
+    }
+  }
+  out << "ONNX node -> engine layer\n";
+  for (const auto& [node, layer] : nodeToLayer) out << "  " << node << " -> " << layer << "\n";
+  return out.str();
+}
+
 std::string formatLayerTable(const Plan& plan, bool candidates) {
   std::ostringstream out;
   const BuildRecord& r = plan.record;

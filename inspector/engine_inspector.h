@@ -20,6 +20,9 @@ std::string formatBuildSummary(const Plan& plan);
 // One line per layer: name, type, precision, tactic, time; then the tactic
 // candidates of each layer when `candidates` is set.
 std::string formatLayerTable(const Plan& plan, bool candidates);
+// Which ONNX nodes went into which engine layer, both ways: every layer with
+// its source nodes and fusing pass, then every ONNX node with its layer.
+std::string formatFusions(const Plan& plan);
 // "Row major linear FP32", as TensorRT writes Format/Datatype.
 std::string formatDatatype(const TensorRecord& tensor);
 

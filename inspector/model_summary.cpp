@@ -9,16 +9,21 @@
 namespace kiln::inspector {
 namespace {
 
-nlohmann::json valueJson(const std::string& name, const InferredValue* v, const ValueInfo* declared) {
+nlohmann::json valueJson(const std::string& name, const InferredValue* v,
+                         const ValueInfo* declared) {
   nlohmann::json j = {{"name", name}};
   DataType type = v ? v->type : declared ? declared->type : DataType::kUndefined;
   j["dtype"] = dataTypeName(type);
-  const SymbolicShape* shape = v && v->hasShape ? &v->shape : declared && declared->hasShape ? &declared->shape : nullptr;
+  const SymbolicShape* shape = v && v->hasShape                 ? &v->shape
+                               : declared && declared->hasShape ? &declared->shape
+                                                                : nullptr;
   if (shape) {
     nlohmann::json dims = nlohmann::json::array();
     for (const DimExpr& d : *shape) {
-      if (d.isConst()) dims.push_back(d.constValue());
-      else dims.push_back(d.toString());
+      if (d.isConst())
+        dims.push_back(d.constValue());
+      else
+        dims.push_back(d.toString());
     }
     j["shape"] = dims;
   } else {
@@ -31,27 +36,34 @@ std::string shapeText(const nlohmann::json& shape) {
   if (shape.is_null()) return "?";
   if (shape.empty()) return "scalar";
   std::string s;
-  for (const auto& d : shape) s += (s.empty() ? "" : "x") + (d.is_string() ? d.get<std::string>() : std::to_string(d.get<int64_t>()));
+  for (const auto& d : shape)
+    s += (s.empty() ? "" : "x") +
+         (d.is_string() ? d.get<std::string>() : std::to_string(d.get<int64_t>()));
   return s;
 }
 
 }  // namespace
 
-Result<nlohmann::json> summarizeModel(const Network& network, const std::map<std::string, Shape>& inputShapes) {
+Result<nlohmann::json> summarizeModel(const Network& network,
+                                      const std::map<std::string, Shape>& inputShapes) {
   KILN_ASSIGN_OR_RETURN(ShapeInferenceResult shapes, inferShapes(network, inputShapes));
   const Graph& g = network.graph;
   nlohmann::json j;
   j["model"] = network.sourcePath;
   j["ir_version"] = network.irVersion;
-  j["producer"] = network.producerName + (network.producerVersion.empty() ? "" : " " + network.producerVersion);
-  for (const auto& [domain, version] : network.opsets) j["opsets"][domain.empty() ? "ai.onnx" : domain] = version;
+  j["producer"] =
+      network.producerName + (network.producerVersion.empty() ? "" : " " + network.producerVersion);
+  for (const auto& [domain, version] : network.opsets)
+    j["opsets"][domain.empty() ? "ai.onnx" : domain] = version;
   for (const ValueInfo& in : g.inputs) {
     auto it = shapes.values.find(in.name);
-    j["inputs"].push_back(valueJson(in.name, it == shapes.values.end() ? nullptr : &it->second, &in));
+    j["inputs"].push_back(
+        valueJson(in.name, it == shapes.values.end() ? nullptr : &it->second, &in));
   }
   for (const ValueInfo& out : g.outputs) {
     auto it = shapes.values.find(out.name);
-    j["outputs"].push_back(valueJson(out.name, it == shapes.values.end() ? nullptr : &it->second, &out));
+    j["outputs"].push_back(
+        valueJson(out.name, it == shapes.values.end() ? nullptr : &it->second, &out));
   }
   std::map<std::string, int> histogram;
   double flops = 0;
@@ -59,8 +71,10 @@ Result<nlohmann::json> summarizeModel(const Network& network, const std::map<std
   for (const Node& node : g.nodes) {
     ++histogram[(node.domain.empty() ? "" : node.domain + ".") + node.opType];
     auto f = nodeFlops(node, shapes);
-    if (f) flops += *f;
-    else flopsKnown = false;
+    if (f)
+      flops += *f;
+    else
+      flopsKnown = false;
   }
   j["node_count"] = g.nodes.size();
   j["op_histogram"] = histogram;
@@ -79,7 +93,8 @@ std::string formatModelSummary(const nlohmann::json& j) {
   s += "producer:   " + j["producer"].get<std::string>() + "\n";
   s += "ir version: " + std::to_string(j["ir_version"].get<int64_t>()) + "\n";
   s += "opsets:    ";
-  for (const auto& [domain, version] : j["opsets"].items()) s += " " + domain + "=" + std::to_string(version.get<int>());
+  for (const auto& [domain, version] : j["opsets"].items())
+    s += " " + domain + "=" + std::to_string(version.get<int>());
   s += "\ninputs:\n";
   for (const auto& in : j["inputs"]) {
     std::snprintf(buf, sizeof buf, "  %-28s %-8s %s\n", in["name"].get<std::string>().c_str(),
@@ -92,10 +107,13 @@ std::string formatModelSummary(const nlohmann::json& j) {
                   out["dtype"].get<std::string>().c_str(), shapeText(out["shape"]).c_str());
     s += buf;
   }
-  std::snprintf(buf, sizeof buf, "nodes:      %zu\nparameters: %lld (%.2f MB)\n", j["node_count"].get<size_t>(),
-                static_cast<long long>(j["parameters"].get<int64_t>()), j["parameter_bytes"].get<int64_t>() / 1e6);
+  std::snprintf(buf, sizeof buf, "nodes:      %zu\nparameters: %lld (%.2f MB)\n",
+                j["node_count"].get<size_t>(),
+                static_cast<long long>(j["parameters"].get<int64_t>()),
+                j["parameter_bytes"].get<int64_t>() / 1e6);
   s += buf;
-  if (j["flops"].is_null()) s += "FLOPs:      unknown (dynamic shapes: give --shapes)\n";
+  if (j["flops"].is_null())
+    s += "FLOPs:      unknown (dynamic shapes: give --shapes)\n";
   else {
     std::snprintf(buf, sizeof buf, "FLOPs:      %.4g GFLOP\n", j["flops"].get<double>() / 1e9);
     s += buf;
@@ -110,7 +128,8 @@ std::string formatModelSummary(const nlohmann::json& j) {
     for (const auto& n : j["unsupported_nodes"]) s += "  " + n.get<std::string>() + "\n";
   }
   if (!j["shape_unresolved"].empty()) {
-    s += "shapes not inferred (" + std::to_string(j["shape_unresolved"].size()) + " nodes), first:\n";
+    s += "shapes not inferred (" + std::to_string(j["shape_unresolved"].size()) +
+         " nodes), first:\n";
     s += "  " + j["shape_unresolved"][0].get<std::string>() + "\n";
   }
   return s;

@@ -53,11 +53,12 @@ std::set<std::string> buildValuedOptions() {
           "save-tactics",
           "load-tactics",
           "seed",
-          "device"};
+          "device",
+          "disable-pass"};
 }
 
 std::set<std::string> buildFlagOptions() {
-  return {"fp16", "bf16", "no-tf32", "int8", "fp8", "json", "help", "quiet"};
+  return {"fp16", "bf16", "no-tf32", "int8", "fp8", "json", "help", "quiet", "list-passes"};
 }
 
 Status builderConfigFromArgs(const Args& args, BuilderConfig* config) {
@@ -88,6 +89,7 @@ Status builderConfigFromArgs(const Args& args, BuilderConfig* config) {
   config->optimizationLevel = static_cast<int>(level);
   config->workspaceLimitBytes = workspaceMiB << 20;
   config->seed = static_cast<uint64_t>(seed);
+  config->disabledPasses = args.values("disable-pass");
   if (args.has("tactic-sources")) {
     KILN_ASSIGN_OR_RETURN(config->tacticSources, parseTacticSources(args.value("tactic-sources")));
   }

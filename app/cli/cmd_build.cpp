@@ -11,6 +11,7 @@
 #include "kiln/builder.h"
 #include "kiln/cuda_build_backend.h"
 #include "kiln/onnx_import.h"
+#include "kiln/passes.h"
 #include "kiln/timing_cache.h"
 
 namespace kiln::cli {
@@ -35,6 +36,8 @@ void printUsage() {
       "  --timing-cache FILE              read (when present) and update a timing cache\n"
       "  --save-tactics FILE | --load-tactics FILE   write / replay every layer's tactic\n"
       "  --seed N (1)                     random timing inputs\n"
+      "  --disable-pass NAME              skip a graph pass (repeatable); --list-passes lists "
+      "them\n"
       "  --quiet                          no progress lines; --json: the build summary as JSON\n");
 }
 
@@ -66,6 +69,7 @@ nlohmann::json summaryJson(const Plan& plan, const std::string& output, bool cac
           {"timing_seconds", r.timingSeconds},
           {"activation_bytes", r.activationBytes},
           {"weight_bytes", r.weightBytes},
+          {"fusions", r.passes.size()},
           {"warnings", r.warnings}};
 }
 
@@ -78,6 +82,12 @@ int runBuild(const std::vector<std::string>& rawArgs) {
   Args args(buildValuedOptions(), buildFlagOptions());
   Status parsed = args.parse(argv);
   if (!parsed.isOk()) return fail("build", parsed.message(), 2);
+  if (args.flag("list-passes")) {
+    for (const PassInfo& pass : listPasses())
+      std::printf("%-32s level >= %d  %s\n", pass.name.c_str(), pass.minimumLevel,
+                  pass.description.c_str());
+    return 0;
+  }
   if (args.flag("help") || args.positional().size() != 1 || !args.has("output")) {
     printUsage();
     return args.flag("help") ? 0 : 2;

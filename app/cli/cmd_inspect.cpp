@@ -24,6 +24,7 @@ int inspectPlan(const Args& args) {
     return 0;
   }
   std::printf("%s", inspector::formatBuildSummary(*plan).c_str());
+  if (args.flag("fusions")) std::printf("%s", inspector::formatFusions(*plan).c_str());
   if (args.flag("layers") || args.flag("candidates"))
     std::printf("%s", inspector::formatLayerTable(*plan, args.flag("candidates")).c_str());
   return 0;
@@ -32,7 +33,7 @@ int inspectPlan(const Args& args) {
 }  // namespace
 
 int runInspect(const std::vector<std::string>& argv) {
-  Args args({"shapes"}, {"json", "help", "layers", "candidates"});
+  Args args({"shapes"}, {"json", "help", "layers", "candidates", "fusions"});
   Status parsed = args.parse(argv);
   if (!parsed.isOk()) return fail("inspect", parsed.message(), 2);
   if (args.flag("help") || args.positional().size() != 1) {
@@ -40,7 +41,8 @@ int runInspect(const std::vector<std::string>& argv) {
         "usage: kiln inspect MODEL.onnx [--shapes name:1x3x224x224,...] [--json]\n"
         "  Prints inputs/outputs (symbolic dims), opsets, op histogram, parameters, FLOPs at the\n"
         "  given shapes, and unsupported nodes. Unsupported nodes do not stop the report.\n"
-        "usage: kiln inspect PLAN.kiln [--layers] [--candidates] [--json]\n"
+        "usage: kiln inspect PLAN.kiln [--layers] [--candidates] [--fusions] [--json]\n"
+        "  --fusions: which ONNX nodes each engine layer came from, and back;\n"
         "  Build summary; --layers adds the layer table (type, precision, tactic, time),\n"
         "  --candidates every tactic candidate with its time or why it was rejected;\n"
         "  --json writes the engine inspector JSON (TensorRT's IEngineInspector keys).\n");

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "builder/build_steps.h"
+#include "kiln/passes.h"
 #include "kiln/reference_backend.h"
 #include "kiln/shape_inference.h"
 
@@ -128,6 +129,9 @@ Result<Plan> buildPlan(std::shared_ptr<const Network> source, const BuilderConfi
   const Clock::time_point start = Clock::now();
   KILN_RETURN_IF_ERROR(checkConfig(config));
   std::shared_ptr<Network> network = normalizedCopy(*source);
+  std::vector<PassApplication> applied;
+  KILN_RETURN_IF_ERROR(
+      runPasses(*network, config.optimizationLevel, config.disabledPasses, &applied));
   const BuildCallbacks& callbacks = config.callbacks;
   auto progress = [&callbacks](const std::string& phase, int done, int total,
                                const std::string& item) {
@@ -139,6 +143,7 @@ Result<Plan> buildPlan(std::shared_ptr<const Network> source, const BuilderConfi
   plan.identity = backend.identity();
   plan.profiles = config.profiles;
   BuildRecord& record = plan.record;
+  record.passes = std::move(applied);
   record.backend = plan.identity.backend;
   record.modelName = network->sourcePath;
   record.config = config;

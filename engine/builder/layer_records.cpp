@@ -100,7 +100,8 @@ const char* layerTypeOf(const std::string& op) {
       {"LSTM", "RNN"},
       {"GRU", "RNN"},
       {"RNN", "RNN"},
-      {"Attention", "Attention"}};
+      {"Attention", "Attention"},
+      {"FusedMatMul", "MatrixMultiply"}};
   auto it = kTypes.find(op);
   return it == kTypes.end() ? nullptr : it->second;
 }
@@ -149,6 +150,11 @@ std::string attributeText(const Attribute& a, size_t maxLength) {
 
 namespace {
 
+const Attribute* findAttribute(const Node& node, const char* key) {
+  auto it = node.attributes.find(key);
+  return it == node.attributes.end() ? nullptr : &it->second;
+}
+
 TensorRecord tensorRecord(const std::string& name, const ValueMetas& values,
                           DataType floatStorage) {
   TensorRecord t;
@@ -170,6 +176,10 @@ void describeLayer(const Network& network, const Node& node, const ValueMetas& v
   const char* type = layerTypeOf(node.opType);
   layer->layerType = type ? type : node.opType;
   layer->sourceNodes = {node.displayName()};
+  if (const Attribute* sources = findAttribute(node, kSourceNodesAttribute)) {
+    layer->sourceNodes = sources->strings;
+    layer->fusion = node.attrString(kFusionPassAttribute, "");
+  }
   for (const std::string& in : node.inputs) {
     if (in.empty()) continue;
     auto weight = network.graph.initializers.find(in);
@@ -182,7 +192,10 @@ void describeLayer(const Network& network, const Node& node, const ValueMetas& v
   for (const std::string& out : node.outputs) {
     if (!out.empty()) layer->outputs.push_back(tensorRecord(out, values, layer->outputType));
   }
-  for (const auto& [key, attr] : node.attributes) layer->parameters[key] = attributeText(attr, 120);
+  for (const auto& [key, attr] : node.attributes) {
+    if (key != kSourceNodesAttribute && key != kFusionPassAttribute)
+      layer->parameters[key] = attributeText(attr, 120);
+  }
 }
 
 }  // namespace kiln::build

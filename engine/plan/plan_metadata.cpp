@@ -34,7 +34,8 @@ json configToJson(const BuilderConfig& c) {
           {"workspace_limit_bytes", c.workspaceLimitBytes},
           {"tactic_sources", c.tacticSources},
           {"profiling_verbosity", profilingVerbosityName(c.profilingVerbosity)},
-          {"seed", c.seed}};
+          {"seed", c.seed},
+          {"disabled_passes", c.disabledPasses}};
 }
 
 void configFromJson(const json& in, BuilderConfig* c) {
@@ -51,6 +52,7 @@ void configFromJson(const json& in, BuilderConfig* c) {
   c->tacticSources = in.at("tactic_sources").get<uint32_t>();
   parseProfilingVerbosity(in.at("profiling_verbosity").get<std::string>(), &c->profilingVerbosity);
   c->seed = in.at("seed").get<uint64_t>();
+  c->disabledPasses = in.at("disabled_passes").get<std::vector<std::string>>();
 }
 
 json tensorsToJson(const std::vector<TensorRecord>& tensors) {
@@ -141,6 +143,13 @@ LayerRecord layerFromJson(const json& in) {
   return l;
 }
 
+json passesToJson(const std::vector<PassApplication>& passes) {
+  json out = json::array();
+  for (const PassApplication& p : passes)
+    out.push_back({{"pass", p.pass}, {"nodes", p.nodes}, {"layer", p.layer}});
+  return out;
+}
+
 json recordToJson(const BuildRecord& r) {
   json layers = json::array();
   for (const LayerRecord& l : r.layers) layers.push_back(layerToJson(l));
@@ -148,6 +157,7 @@ json recordToJson(const BuildRecord& r) {
           {"model", r.modelName},
           {"config", configToJson(r.config)},
           {"layers", layers},
+          {"passes", passesToJson(r.passes)},
           {"warnings", r.warnings},
           {"unreplayed_layers", r.unreplayedLayers},
           {"cache_lookups", r.timingCache.lookups},
@@ -167,6 +177,11 @@ void recordFromJson(const json& in, BuildRecord* r) {
   r->modelName = in.at("model").get<std::string>();
   configFromJson(in.at("config"), &r->config);
   for (const json& l : in.at("layers")) r->layers.push_back(layerFromJson(l));
+  for (const json& p : in.at("passes")) {
+    r->passes.push_back({p.at("pass").get<std::string>(),
+                         p.at("nodes").get<std::vector<std::string>>(),
+                         p.at("layer").get<std::string>()});
+  }
   r->warnings = in.at("warnings").get<std::vector<std::string>>();
   r->unreplayedLayers = in.at("unreplayed_layers").get<std::vector<std::string>>();
   r->timingCache.lookups = in.at("cache_lookups").get<int>();

@@ -38,7 +38,7 @@ check "plan runs inside profile 1" "$kiln" run "$work/bert.kiln" --shapes input_
 check "warm cache: 100% hit rate" bash -c "'$kiln' build '$bert' -o '$work/b2.kiln' ${profiles[*]} \
   --timing-cache '$work/cache.json' --optimization-level 0 --json | grep -q '\"hit_rate\": 1.0'"
 check "replayed tactics" bash -c "'$kiln' build '$bert' -o '$work/b3.kiln' ${profiles[*]} \
-  --load-tactics '$work/tactics.json' --json | grep -q '\"unreplayed_layers\": \[\]'"
+  --load-tactics '$work/tactics.json' --optimization-level 0 --json | grep -q '\"unreplayed_layers\": \[\]'"
 check "inspect --json has the inspector keys" bash -c "'$kiln' inspect '$work/bert.kiln' --json \
   | grep -q '\"TacticName\": \"cpu.matmul.blas\"'"
 check "inspect --layers prints the table" bash -c "'$kiln' inspect '$work/bert.kiln' --layers | grep -q '^scores '"

@@ -148,3 +148,33 @@ TEST(CudaGemm, FullMatrixCWithBeta) {
 
 }  // namespace
 }  // namespace kiln::test
+
+namespace kiln::test {
+namespace {
+
+// ai.kiln FusedMatMul (bias and activation in the cuBLASLt epilogue, GELU after it).
+TEST(CudaFusedMatMul, BiasReluAndGeluMatchTheReference) {
+  KILN_REQUIRE_GPU();
+  for (const char* activation : {"none", "relu", "gelu_erf"}) {
+    SCOPED_TRACE(activation);
+    GpuOpTest("FusedMatMul", 1, "ai.kiln")
+        .attr("activation", std::string(activation))
+        .input(rnd({3, 17, 40}, 40))
+        .constant(rnd({40, 24}, 41))
+        .constant(rnd({24}, 42))
+        .check(gemmTolerances());
+  }
+}
+
+TEST(CudaFusedMatMul, OneColumnOutputBroadcastsItsBias) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("FusedMatMul", 1, "ai.kiln")
+      .attr("activation", std::string("gelu_erf"))
+      .input(rnd({9, 16}, 43))
+      .constant(rnd({16, 1}, 44))
+      .constant(rnd({1}, 45))
+      .check(gemmTolerances());
+}
+
+}  // namespace
+}  // namespace kiln::test

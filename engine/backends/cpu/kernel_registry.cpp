@@ -33,6 +33,7 @@ const KernelRegistry& builtinKernels() {
     registerMlKernels(r);
     registerTreeEnsembleKernels(r);
     registerTransformerKernels(r);
+    registerFusedKernels(r);
     return r;
   }();
   return registry;

@@ -12,6 +12,7 @@
 
 #include "kiln/builder_config.h"
 #include "kiln/data_type.h"
+#include "kiln/passes.h"
 #include "kiln/tensor.h"
 
 namespace kiln {
@@ -79,6 +80,7 @@ struct BuildRecord {
   std::string modelName;
   BuilderConfig config;  // what was asked for (callbacks, cache and replay pointers cleared)
   std::vector<LayerRecord> layers;
+  std::vector<PassApplication> passes;        // every rewrite, in the order the passes made them
   std::vector<std::string> warnings;          // fallbacks under kPrefer, unreplayed layers, ...
   std::vector<std::string> unreplayedLayers;  // --load-tactics entries that did not apply
   TimingCacheStats timingCache;

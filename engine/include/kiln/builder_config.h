@@ -121,6 +121,9 @@ struct BuilderConfig {
   // profile's opt shapes are the ones the timings (and the report's shapes) use.
   std::vector<OptimizationProfile> profiles;
 
+  // Graph passes (kiln/passes.h) not to run, by name.
+  std::vector<std::string> disabledPasses;
+
   TimingCache* timingCache = nullptr;    // read and extended when set
   const TacticReplay* replay = nullptr;  // pins tactics of named layers when set
   uint64_t seed = 1;                     // random timing inputs

@@ -18,6 +18,7 @@ struct GemmProblem {
   int64_t strideA = 0, strideB = 0, strideD = 0;  // elements between batches
   float alpha = 1.f, beta = 0.f;
   bool bias = false;  // bias vector of length n added to every row
+  bool relu = false;  // with bias: max(0, .) after it (cuBLASLt's RELU_BIAS epilogue)
   bool tf32 = false;
   // Byte alignment of the A, B, D (and bias) pointers, up to 256: the algorithm must
   // accept them. Filled in by runGemm from the actual pointers.
@@ -27,6 +28,7 @@ struct GemmProblem {
     return type == o.type && m == o.m && n == o.n && k == o.k && transA == o.transA &&
            transB == o.transB && batch == o.batch && strideA == o.strideA && strideB == o.strideB &&
            strideD == o.strideD && alpha == o.alpha && beta == o.beta && bias == o.bias &&
+           relu == o.relu &&
            tf32 == o.tf32 && alignA == o.alignA && alignB == o.alignB && alignD == o.alignD;
   }
 };

@@ -12,6 +12,7 @@
 #include "backends/cuda/device_common_host.h"
 #include "backends/cuda/gpu_kernel.h"
 #include "backends/cuda/libraries.h"
+#include "backends/cuda/ops/fused_activation.h"
 #include "backends/cuda/ops/gemm.h"
 
 namespace kiln::cuda {
@@ -68,7 +69,7 @@ Status buildPlan(GpuKernelContext& ctx, const GemmProblem& p, GemmPlan* plan) {
   KILN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSB, &opSecond,
                                                    sizeof(opSecond)));
   if (p.bias) {
-    cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    cublasLtEpilogue_t epilogue = p.relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
     KILN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE,
                                                      &epilogue, sizeof(epilogue)));
   }
@@ -133,9 +134,9 @@ Status runGemm(GpuKernelContext& ctx, const GemmProblem& problem, const void* a,
     plan = std::make_shared<GemmPlan>();
     KILN_RETURN_IF_ERROR(buildPlan(ctx, p, plan.get()));
     state = plan;
-    ctx.setImplementation("cublasLt heuristic algorithm (" +
-                          std::string(p.tf32 ? "tf32" : "fp32 accumulate") +
-                          (p.bias ? ", bias epilogue" : "") + ")");
+    ctx.setImplementation(
+        "cublasLt heuristic algorithm (" + std::string(p.tf32 ? "tf32" : "fp32 accumulate") +
+        (p.bias ? (p.relu ? ", relu+bias epilogue" : ", bias epilogue") : "") + ")");
   }
   if (p.bias) {
     KILN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
@@ -266,11 +267,57 @@ Status gemmKernel(GpuKernelContext& ctx) {
   return runGemm(ctx, p, a.data, b.data, out.value().data, bias);
 }
 
+// ai.kiln FusedMatMul: act(A [.., M, K] x B [K, N] + bias [N]). B must be 2-D (the
+// fusion pass only matches constant 2-D weights), so A's batch folds into M and the
+// bias rides the epilogue; ReLU too, GELU (erf) as one in-place pass after it.
+Status fusedMatMulKernel(GpuKernelContext& ctx) {
+  const DeviceTensor& a = ctx.input(0);
+  const DeviceTensor& b = ctx.input(1);
+  const DeviceTensor& bias = ctx.input(2);
+  if (a.type != b.type || bias.type != a.type) return ctx.error("A, B and bias must have one type");
+  if (b.rank() != 2 || a.rank() < 1) return ctx.unsupported("FusedMatMul needs a 2-D B");
+  const int64_t k = a.shape.back(), n = b.shape[1];
+  if (b.shape[0] != k || bias.rank() != 1 || bias.shape[0] != n)
+    return ctx.error("shapes " + shapeToString(a.shape) + " x " + shapeToString(b.shape) + " + " +
+                     shapeToString(bias.shape) + " do not fit");
+  const std::string activation = ctx.node().attrString("activation", "none");
+  if (activation != "none" && activation != "relu" && activation != "gelu_erf")
+    return ctx.error("unknown activation '" + activation + "'");
+  Shape outShape = a.shape;
+  outShape.back() = n;
+  auto out = ctx.allocateOutput(0, a.type, outShape);
+  if (!out.isOk()) return out.status();
+  GemmProblem p;
+  p.type = a.type;
+  p.m = a.numel() / std::max<int64_t>(k, 1);
+  p.n = n;
+  p.k = k;
+  p.tf32 = useTf32(ctx, a.type);
+  p.bias = n > 1;
+  p.relu = p.bias && activation == "relu";
+  if (!p.bias) {  // a one-column output: the bias is one number, broadcast first
+    KILN_RETURN_IF_ERROR(broadcastInto(bias, out.value(), ctx.stream()));
+    p.beta = 1.f;
+  }
+  KILN_RETURN_IF_ERROR(
+      runGemm(ctx, p, a.data, b.data, out.value().data, p.bias ? bias.data : nullptr));
+  if (activation == "gelu_erf" || (activation == "relu" && !p.relu)) {
+    if (activation == "relu") return ctx.unsupported("ReLU on a one-column FusedMatMul");
+    return geluErfInPlace(out.value().data, a.type, out.value().numel(), ctx.stream());
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 void registerMatMulGpuKernels(GpuKernelRegistry& registry) {
   registry.add("MatMul", 1, 1000, matMulKernel);
   registry.add("Gemm", 1, 1000, gemmKernel);
+  GpuKernelEntry fused;
+  fused.domain = "ai.kiln";
+  fused.opType = "FusedMatMul";
+  fused.fn = fusedMatMulKernel;
+  registry.add(fused);
 }
 
 }  // namespace kiln::cuda

@@ -1,0 +1,38 @@
+// Graph passes: rewrites of a Network that keep its outputs (within float
+// rounding) and record what they did. A fused node carries its provenance in two
+// attributes, so it survives plan files: the ONNX nodes it replaced and the pass.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kiln/graph.h"
+#include "kiln/status.h"
+
+namespace kiln {
+
+constexpr const char* kKilnDomain = "ai.kiln";                      // Kiln's own fused ops
+constexpr const char* kSourceNodesAttribute = "kiln_source_nodes";  // strings
+constexpr const char* kFusionPassAttribute = "kiln_fusion_pass";    // string
+
+struct PassInfo {
+  std::string name;
+  std::string description;  // the algebra, in one line
+  int minimumLevel = 0;     // runs at builder optimization levels >= this
+};
+
+// One application of a pass: the nodes it matched and the node that replaced them.
+struct PassApplication {
+  std::string pass;
+  std::vector<std::string> nodes;
+  std::string layer;
+};
+
+// Every pass in pipeline order.
+std::vector<PassInfo> listPasses();
+// Runs the pipeline of `optimizationLevel` on `network`, skipping `disabled` (an
+// unknown name is an error listing the known ones). Appends to `applied`.
+Status runPasses(Network& network, int optimizationLevel, const std::vector<std::string>& disabled,
+                 std::vector<PassApplication>* applied);
+
+}  // namespace kiln

@@ -1,0 +1,153 @@
+// fuse_matmul_bias_activation:
+//   Add(MatMul(X, W), b)                      -> FusedMatMul(X, W, b)               (W [K,N], b [N]
+//   constants) Relu(Add(MatMul(X, W), b))                -> FusedMatMul(X, W, b, relu)
+//   GELU(Add(MatMul(X, W), b)), GELU(x) = x * 0.5 * (1 + erf(x / sqrt(2))) in either
+//   order of the two products (Div, Erf, Add, Mul, Mul)  -> FusedMatMul(X, W, b, gelu_erf)
+// Every intermediate value must have the next node as its only reader, so nothing
+// outside the chain sees a value that stops existing.
+#include <algorithm>
+#include <cmath>
+
+#include "passes/fusion_passes.h"
+
+namespace kiln::passes {
+namespace {
+
+constexpr const char* kName = "fuse_matmul_bias_activation";
+
+bool isOp(const Node& node, const char* op) {
+  return node.opType == op && (node.domain.empty() || node.domain == "ai.onnx");
+}
+
+// The other input of a binary node, given one of them.
+const std::string* otherInput(const Node& node, const std::string& one) {
+  if (node.inputs.size() != 2) return nullptr;
+  if (node.inputs[0] == one) return &node.inputs[1];
+  if (node.inputs[1] == one) return &node.inputs[0];
+  return nullptr;
+}
+
+struct Match {
+  std::vector<int> nodes;  // ascending after sort
+  std::string bias, output, activation = "none";
+};
+
+// The erf-form GELU reading `x` (x's readers are exactly its Div and one Mul).
+bool matchGelu(const Graph& g, const GraphIndex& index, const std::string& x, Match* m) {
+  const std::vector<int>& readers = index.readers(x);
+  if (readers.size() != 2 || readers[0] < 0 || readers[1] < 0) return false;
+  int div = readers[0], mul = readers[1];
+  if (!isOp(g.nodes[div], "Div")) std::swap(div, mul);
+  const Node& d = g.nodes[div];
+  if (!isOp(d, "Div") || d.inputs[0] != x ||
+      !isScalarConstant(index.constant(d.inputs[1]), std::sqrt(2.0)))
+    return false;
+  const int erf = index.soleReader(d.outputs[0]);
+  if (erf < 0 || !isOp(g.nodes[erf], "Erf")) return false;
+  const int add = index.soleReader(g.nodes[erf].outputs[0]);
+  if (add < 0 || !isOp(g.nodes[add], "Add")) return false;
+  const std::string* one = otherInput(g.nodes[add], g.nodes[erf].outputs[0]);
+  if (!one || !isScalarConstant(index.constant(*one), 1.0)) return false;
+  const std::string onePlusErf = g.nodes[add].outputs[0];
+  const Node& first = g.nodes[mul];
+  if (!isOp(first, "Mul")) return false;
+  const std::string* firstOther = otherInput(first, x);
+  if (!firstOther) return false;
+  const int second = index.soleReader(first.outputs[0]);
+  if (second < 0 || !isOp(g.nodes[second], "Mul")) return false;
+  const std::string* secondOther = otherInput(g.nodes[second], first.outputs[0]);
+  if (!secondOther) return false;
+  // x * (1 + erf) * 0.5, or x * 0.5 * (1 + erf).
+  const bool productFirst =
+      *firstOther == onePlusErf && isScalarConstant(index.constant(*secondOther), 0.5);
+  const bool halfFirst = isScalarConstant(index.constant(*firstOther), 0.5) &&
+                         *secondOther == onePlusErf && index.soleReader(onePlusErf) == second;
+  if (!productFirst && !halfFirst) return false;
+  if (productFirst && index.soleReader(onePlusErf) != mul) return false;
+  m->nodes.insert(m->nodes.end(), {div, erf, add, mul, second});
+  m->output = g.nodes[second].outputs[0];
+  m->activation = "gelu_erf";
+  return true;
+}
+
+bool matchAt(const Graph& g, const GraphIndex& index, int at, Match* m) {
+  const Node& matmul = g.nodes[at];
+  if (!isOp(matmul, "MatMul") || matmul.inputs.size() != 2) return false;
+  const Tensor* w = index.constant(matmul.inputs[1]);
+  if (!w || w->rank() != 2 || !isFloatingPoint(w->type())) return false;
+  const int addIndex = index.soleReader(matmul.outputs[0]);
+  if (addIndex < 0 || !isOp(g.nodes[addIndex], "Add")) return false;
+  const std::string* bias = otherInput(g.nodes[addIndex], matmul.outputs[0]);
+  if (!bias) return false;
+  const Tensor* b = index.constant(*bias);
+  if (!b || b->rank() != 1 || b->dim(0) != w->dim(1) || b->type() != w->type()) return false;
+  m->nodes = {at, addIndex};
+  m->bias = *bias;
+  m->output = g.nodes[addIndex].outputs[0];
+  const int next = index.soleReader(m->output);
+  if (next >= 0 && isOp(g.nodes[next], "Relu")) {
+    m->nodes.push_back(next);
+    m->output = g.nodes[next].outputs[0];
+    m->activation = "relu";
+  } else {
+    matchGelu(g, index, m->output, m);
+  }
+  std::sort(m->nodes.begin(), m->nodes.end());
+  return true;
+}
+
+// TensorRT-style name: "MatMul_1 + Add_2 + PWN(Div_3, Erf_4, ...)".
+std::string fusedName(const Graph& g, const Match& m) {
+  std::string name = g.nodes[m.nodes[0]].displayName() + " + " + g.nodes[m.nodes[1]].displayName();
+  if (m.nodes.size() > 2) {
+    name += " + PWN(";
+    for (size_t i = 2; i < m.nodes.size(); ++i)
+      name += (i > 2 ? ", " : "") + g.nodes[m.nodes[i]].displayName();
+    name += ")";
+  }
+  return name;
+}
+
+class FuseMatMulBiasActivation final : public Pass {
+ public:
+  PassInfo info() const override {
+    return {
+        kName,
+        "MatMul(X, W) + b [-> Relu | GELU(erf)] -> one FusedMatMul (cuBLASLt bias/ReLU epilogue)",
+        1};
+  }
+
+  Status apply(Network& network, std::vector<PassApplication>* applied) const override {
+    Graph& g = network.graph;
+    for (size_t at = 0; at < g.nodes.size(); ++at) {
+      GraphIndex index(g);
+      Match m;
+      if (!matchAt(g, index, static_cast<int>(at), &m)) continue;
+      Node fused;
+      fused.name = fusedName(g, m);
+      fused.opType = "FusedMatMul";
+      fused.domain = kKilnDomain;
+      fused.opset = 1;
+      fused.inputs = {g.nodes[at].inputs[0], g.nodes[at].inputs[1], m.bias};
+      fused.outputs = {m.output};
+      Attribute activation;
+      activation.kind = Attribute::Kind::kString;
+      activation.s = m.activation;
+      fused.attributes["activation"] = activation;
+      PassApplication record{kName, {}, fused.name};
+      for (int i : m.nodes) record.nodes.push_back(g.nodes[i].displayName());
+      replaceNodes(g, m.nodes, std::move(fused), kName);
+      applied->push_back(std::move(record));
+    }
+    network.opsets[kKilnDomain] = 1;
+    return Status::ok();
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> makeFuseMatMulBiasActivation() {
+  return std::make_unique<FuseMatMulBiasActivation>();
+}
+
+}  // namespace kiln::passes

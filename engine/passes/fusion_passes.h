@@ -1,0 +1,12 @@
+// The passes, one factory each (one file each); pipeline.cpp lists them in order.
+#pragma once
+
+#include <memory>
+
+#include "passes/pass.h"
+
+namespace kiln::passes {
+
+std::unique_ptr<Pass> makeFuseMatMulBiasActivation();
+
+}  // namespace kiln::passes

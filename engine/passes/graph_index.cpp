@@ -1,0 +1,55 @@
+#include <cmath>
+
+#include "passes/pass.h"
+
+namespace kiln::passes {
+
+GraphIndex::GraphIndex(const Graph& graph) : m_graph(graph) {
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const Node& node = graph.nodes[i];
+    for (const std::string& in : node.inputs)
+      if (!in.empty()) m_readers[in].push_back(static_cast<int>(i));
+    for (const std::string& in : node.implicitInputs())
+      m_readers[in].push_back(static_cast<int>(i));
+  }
+  for (const ValueInfo& out : graph.outputs) m_readers[out.name].push_back(-1);
+}
+
+const std::vector<int>& GraphIndex::readers(const std::string& value) const {
+  static const std::vector<int> kNone;
+  auto it = m_readers.find(value);
+  return it == m_readers.end() ? kNone : it->second;
+}
+
+int GraphIndex::soleReader(const std::string& value) const {
+  const std::vector<int>& r = readers(value);
+  return r.size() == 1 ? r[0] : -1;
+}
+
+const Tensor* GraphIndex::constant(const std::string& value) const {
+  auto it = m_graph.initializers.find(value);
+  return it == m_graph.initializers.end() ? nullptr : &it->second;
+}
+
+bool isScalarConstant(const Tensor* t, double value) {
+  if (!t || t->type() != DataType::kFloat32 || t->numel() != 1) return false;
+  return std::fabs(t->data<float>()[0] - value) <= 1e-6 * std::max(1.0, std::fabs(value));
+}
+
+void replaceNodes(Graph& graph, const std::vector<int>& indices, Node fused,
+                  const std::string& pass) {
+  Attribute sources;
+  sources.kind = Attribute::Kind::kStrings;
+  for (int i : indices) sources.strings.push_back(graph.nodes[i].displayName());
+  fused.attributes[kSourceNodesAttribute] = sources;
+  Attribute passName;
+  passName.kind = Attribute::Kind::kString;
+  passName.s = pass;
+  fused.attributes[kFusionPassAttribute] = passName;
+  fused.index = graph.nodes[indices.front()].index;
+  graph.nodes[indices.front()] = std::move(fused);
+  for (auto it = indices.rbegin(); it != indices.rend() - 1; ++it)
+    graph.nodes.erase(graph.nodes.begin() + *it);
+}
+
+}  // namespace kiln::passes

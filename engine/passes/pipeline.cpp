@@ -1,0 +1,48 @@
+// The pass pipeline: one ordered list. Order matters where one pass creates what
+// the next matches; each entry says why it stands where it does.
+#include <algorithm>
+#include <set>
+
+#include "passes/fusion_passes.h"
+
+namespace kiln {
+namespace {
+
+std::vector<std::unique_ptr<passes::Pass>> pipeline() {
+  std::vector<std::unique_ptr<passes::Pass>> list;
+  // Bias and activation into the GEMM: first, because later pointwise fusions
+  // would otherwise swallow the bias Add and the GELU chain.
+  list.push_back(passes::makeFuseMatMulBiasActivation());
+  return list;
+}
+
+}  // namespace
+
+std::vector<PassInfo> listPasses() {
+  std::vector<PassInfo> out;
+  for (const auto& pass : pipeline()) out.push_back(pass->info());
+  return out;
+}
+
+Status runPasses(Network& network, int optimizationLevel, const std::vector<std::string>& disabled,
+                 std::vector<PassApplication>* applied) {
+  std::set<std::string> known;
+  std::string names;
+  for (const PassInfo& info : listPasses()) {
+    known.insert(info.name);
+    names += (names.empty() ? "" : ", ") + info.name;
+  }
+  for (const std::string& name : disabled) {
+    if (!known.count(name))
+      return invalidArgument("unknown pass '" + name + "' (passes: " + names + ")");
+  }
+  for (const auto& pass : pipeline()) {
+    const PassInfo info = pass->info();
+    if (optimizationLevel < info.minimumLevel) continue;
+    if (std::find(disabled.begin(), disabled.end(), info.name) != disabled.end()) continue;
+    KILN_RETURN_IF_ERROR_CTX(pass->apply(network, applied), "pass " + info.name);
+  }
+  return Status::ok();
+}
+
+}  // namespace kiln

@@ -1,0 +1,151 @@
+// fuse_matmul_bias_activation: graphs run with and without the pass give the same
+// outputs; the rewritten layer counts and provenance are what the algebra says.
+#include <gtest/gtest.h>
+
+#include "kiln/onnx_import.h"
+#include "kiln/passes.h"
+#include "kiln/reference_backend.h"
+#include "support/op_test.h"
+
+namespace kiln::test {
+namespace {
+
+Node makeNode(const std::string& op, std::vector<std::string> in, const std::string& out) {
+  Node n;
+  n.name = out;
+  n.opType = op;
+  n.opset = 17;
+  n.inputs = std::move(in);
+  n.outputs = {out};
+  return n;
+}
+
+// x [2, 5, 8] -> MatMul(W [8, 6]) -> Add(b [6]) -> `tail` nodes; output "y".
+Network linearNetwork(const std::vector<Node>& tail) {
+  Network net;
+  net.opsets[""] = 17;
+  Graph& g = net.graph;
+  g.inputs = {{"x", DataType::kFloat32, true, {DimExpr(2), DimExpr(5), DimExpr(8)}}};
+  g.initializers["w"] = randomTensor(DataType::kFloat32, {8, 6}, 1);
+  g.initializers["b"] = randomTensor(DataType::kFloat32, {6}, 2);
+  g.initializers["sqrt2"] = floatTensor({}, {1.4142135f});
+  g.initializers["one"] = floatTensor({}, {1.f});
+  g.initializers["half"] = floatTensor({}, {0.5f});
+  g.nodes = {makeNode("MatMul", {"x", "w"}, "mm"), makeNode("Add", {"mm", "b"}, "biased")};
+  for (const Node& n : tail) g.nodes.push_back(n);
+  g.outputs = {{"y", DataType::kFloat32, false, {}}};
+  return net;
+}
+
+std::vector<Node> geluTail(bool halfFirst) {
+  std::vector<Node> t = {makeNode("Div", {"biased", "sqrt2"}, "d"), makeNode("Erf", {"d"}, "e"),
+                         makeNode("Add", {"e", "one"}, "e1")};
+  if (halfFirst) {
+    t.push_back(makeNode("Mul", {"biased", "half"}, "h"));
+    t.push_back(makeNode("Mul", {"h", "e1"}, "y"));
+  } else {
+    t.push_back(makeNode("Mul", {"biased", "e1"}, "p"));
+    t.push_back(makeNode("Mul", {"p", "half"}, "y"));
+  }
+  return t;
+}
+
+Tensor run(const Network& net, const Tensor& x) {
+  ReferenceBackend backend(net);
+  std::vector<NamedTensor> out;
+  Status s = backend.run({{"x", x}}, &out);
+  EXPECT_TRUE(s.isOk()) << s.toString();
+  return out.empty() ? Tensor() : out[0].tensor;
+}
+
+// Applies the pipeline; checks outputs match the original and returns the records.
+std::vector<PassApplication> fuseAndCompare(const Network& original, size_t expectedNodes) {
+  Network fused = original;
+  std::vector<PassApplication> applied;
+  Status s = runPasses(fused, 3, {}, &applied);
+  EXPECT_TRUE(s.isOk()) << s.toString();
+  EXPECT_EQ(fused.graph.nodes.size(), expectedNodes);
+  const Tensor x = randomTensor(DataType::kFloat32, {2, 5, 8}, 7);
+  expectTensorNear(run(fused, x), run(original, x), 1e-5, 1e-5);
+  return applied;
+}
+
+TEST(FuseMatMulBias, BiasAlone) {
+  auto applied = fuseAndCompare(linearNetwork({makeNode("Identity", {"biased"}, "y")}), 2);
+  ASSERT_EQ(applied.size(), 1u);
+  EXPECT_EQ(applied[0].nodes, (std::vector<std::string>{"mm", "biased"}));
+  EXPECT_EQ(applied[0].layer, "mm + biased");
+}
+
+TEST(FuseMatMulBias, Relu) {
+  auto applied = fuseAndCompare(linearNetwork({makeNode("Relu", {"biased"}, "y")}), 1);
+  ASSERT_EQ(applied.size(), 1u);
+  EXPECT_EQ(applied[0].layer, "mm + biased + PWN(y)");
+}
+
+TEST(FuseMatMulBias, GeluInBothProductOrders) {
+  for (bool halfFirst : {false, true}) {
+    Network net = linearNetwork(geluTail(halfFirst));
+    auto applied = fuseAndCompare(net, 1);
+    ASSERT_EQ(applied.size(), 1u) << halfFirst;
+    EXPECT_EQ(applied[0].nodes.size(), 7u);
+    Network fused = net;
+    std::vector<PassApplication> again;
+    ASSERT_TRUE(runPasses(fused, 3, {}, &again).isOk());
+    const Node& node = fused.graph.nodes[0];
+    EXPECT_EQ(node.domain, kKilnDomain);
+    EXPECT_EQ(node.attrString("activation", ""), "gelu_erf");
+    EXPECT_EQ(node.attrStrings(kSourceNodesAttribute).size(), 7u);
+    EXPECT_EQ(node.attrString(kFusionPassAttribute, ""), "fuse_matmul_bias_activation");
+  }
+}
+
+TEST(FuseMatMulBias, SharedIntermediatesAreNotFused) {
+  // The MatMul result is also a graph output: fusing would lose it.
+  Network net = linearNetwork({makeNode("Identity", {"biased"}, "y")});
+  net.graph.outputs.push_back({"mm", DataType::kFloat32, false, {}});
+  fuseAndCompare(net, 3);
+  // A GELU-looking chain whose Erf result is read twice keeps its pointwise nodes.
+  std::vector<Node> tail = geluTail(false);
+  tail.push_back(makeNode("Identity", {"e"}, "extra"));
+  Network leaky = linearNetwork(tail);
+  leaky.graph.outputs.push_back({"extra", DataType::kFloat32, false, {}});
+  auto applied = fuseAndCompare(leaky, 7);  // bias fused, the GELU chain stays
+  ASSERT_EQ(applied.size(), 1u);
+  EXPECT_EQ(applied[0].nodes.size(), 2u);
+}
+
+TEST(FuseMatMulBias, WrongBiasShapeIsNotFused) {
+  Network net = linearNetwork({makeNode("Identity", {"biased"}, "y")});
+  net.graph.initializers["b"] = randomTensor(DataType::kFloat32, {5, 6}, 3);
+  fuseAndCompare(net, 3);
+}
+
+TEST(FuseMatMulBias, DisabledByNameAndUnknownNamesRefused) {
+  Network net = linearNetwork({makeNode("Relu", {"biased"}, "y")});
+  std::vector<PassApplication> applied;
+  ASSERT_TRUE(runPasses(net, 3, {"fuse_matmul_bias_activation"}, &applied).isOk());
+  EXPECT_TRUE(applied.empty());
+  EXPECT_EQ(net.graph.nodes.size(), 3u);
+  Status s = runPasses(net, 3, {"fuse_everything"}, &applied);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("fuse_matmul_bias_activation"), std::string::npos) << s.message();
+}
+
+TEST(FuseMatMulBias, TinyBertFusesEveryLinearAndItsGelu) {
+  auto imported = importOnnxFile(std::string(KILN_TEST_DATA_DIR) + "/builder/tiny_bert.onnx");
+  ASSERT_TRUE(imported.isOk()) << imported.status().toString();
+  Network fused = imported.value();
+  std::vector<PassApplication> applied;
+  ASSERT_TRUE(runPasses(fused, 3, {}, &applied).isOk());
+  EXPECT_EQ(applied.size(), 6u);  // q, k, v, attention out, FFN in (+GELU), FFN out
+  EXPECT_EQ(fused.graph.nodes.size(), imported->graph.nodes.size() - 11);
+  const Tensor ids = randomInputTensor(DataType::kInt64, {3, 20}, 4);
+  std::vector<NamedTensor> a, b;
+  ASSERT_TRUE(ReferenceBackend(imported.value()).run({{"input_ids", ids}}, &a).isOk());
+  ASSERT_TRUE(ReferenceBackend(fused).run({{"input_ids", ids}}, &b).isOk());
+  expectTensorNear(b[0].tensor, a[0].tensor, 1e-5, 1e-4);
+}
+
+}  // namespace
+}  // namespace kiln::test
