@@ -59,6 +59,7 @@ nlohmann::json summaryJson(const Plan& plan, const std::string& output, bool cac
           {"layers", plan.layers.size()},
           {"layer_precisions", precisions},
           {"candidates_timed", r.candidatesTimed},
+          {"reference_run", r.referenceRun},
           {"timing_cache",
            {{"loaded", cacheLoaded},
             {"lookups", r.timingCache.lookups},

@@ -4,6 +4,8 @@
 
 #include <functional>
 #include <map>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -16,9 +18,45 @@ namespace kiln::build {
 // shape inference (or from a reference run where shapes depend on data).
 struct ValueMeta {
   DataType type = DataType::kUndefined;
-  Shape shape;
+  Shape shape;  // -1 for a dim that depends on data
+  bool shapeKnown = false;
 };
 using ValueMetas = std::map<std::string, ValueMeta>;
+
+// Types, shapes and timing inputs of every layer at the first profile's opt shapes
+// (timing_inputs.cpp says how they are made).
+class TimingInputs {
+ public:
+  TimingInputs(const Network& network, std::map<std::string, Shape> optShapes, uint64_t seed);
+  // Shape inference at the opt shapes: types, shapes, folded constant values.
+  Status inferShapes();
+  const ValueMetas& metas() const { return m_metas; }
+  // The node's inputs for timing: synthetic unless `exact` or the node needs real
+  // values, in which case the reference run is made (once). Valid until the next call.
+  Result<const LayerInputs*> forNode(const Node& node, bool exact);
+  // True when `node` cannot be timed on synthetic inputs (it reads outer-scope
+  // values, or an input's shape depends on data); prepareExact() then runs the
+  // reference, which also settles the shapes its cache key is made of.
+  bool needsExact(const Node& node) const;
+  Status prepareExact() { return runReference(); }
+  bool lastWasSynthetic() const { return m_lastWasSynthetic; }
+  bool ranReference() const { return m_reference.has_value(); }
+
+ private:
+  Status runReference();
+  const Tensor& syntheticTensor(const ValueMeta& meta);
+
+  const Network& m_network;
+  std::map<std::string, Shape> m_optShapes;
+  uint64_t m_seed;
+  ValueMetas m_metas;
+  std::map<std::string, Tensor> m_folded;
+  std::set<std::string> m_constants;
+  std::optional<std::map<std::string, Tensor>> m_reference;
+  LayerInputs m_current;
+  std::map<std::string, Tensor> m_synthetic;  // by type and shape
+  bool m_lastWasSynthetic = false;
+};
 
 // Checks the profiles against the network (every dynamic input covered, ranks and
 // fixed dims agree, min <= opt <= max, shapes infer at min and max) and returns
@@ -56,9 +94,9 @@ struct TimingSession {
   TimingCacheStats stats;
   int timed = 0;
 };
-// The layer's real input tensors, made only when a candidate must be timed (a warm
-// timing cache needs none).
-using InputsOnDemand = std::function<Result<const LayerInputs*>()>;
+// A layer's timing inputs, made only when a candidate must be timed (a warm timing
+// cache needs none); `exact` asks for the reference run's values.
+using InputsOnDemand = std::function<Result<const LayerInputs*>(bool exact)>;
 Result<TacticSelection> selectTactic(TimingSession& session, const Node& node,
                                      const PrecisionChoice& precisions, const ValueMetas& values,
                                      const InputsOnDemand& inputs);

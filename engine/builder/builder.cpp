@@ -1,7 +1,7 @@
-// buildPlan: the steps of a build in order. Profiles first (every later step
-// needs shapes), then one reference run at the opt shapes (the timing inputs of
-// every layer), then per layer precision -> tactic, then memory, then trimming to
-// the profiling verbosity.
+// buildPlan: the steps of a build in order. Passes first (they decide the
+// layers), then profiles (every later step needs shapes), then per layer
+// precision -> tactic (timed on synthetic inputs of the opt shapes, see
+// timing_inputs.cpp), then memory, then trimming to the profiling verbosity.
 #include <chrono>
 #include <optional>
 #include <set>
@@ -42,71 +42,6 @@ std::shared_ptr<Network> normalizedCopy(const Network& network) {
     node.opset = it == copy->opsets.end() ? copy->defaultOpset() : it->second;
   }
   return copy;
-}
-
-// Runs the reference backend once at the opt shapes, keeping every value.
-Result<std::map<std::string, Tensor>> referenceValues(const Network& network,
-                                                      const std::map<std::string, Shape>& shapes,
-                                                      uint64_t seed) {
-  std::map<std::string, Tensor> inputs;
-  uint64_t index = 0;
-  for (const ValueInfo& in : network.graph.inputs) {
-    if (network.graph.initializers.count(in.name)) continue;
-    inputs[in.name] = randomInputTensor(in.type, shapes.at(in.name), seed + index++);
-  }
-  ReferenceRunOptions options;
-  for (const Node& node : network.graph.nodes)
-    for (const std::string& out : node.outputs)
-      if (!out.empty()) options.extraOutputs.push_back(out);
-  ReferenceBackend backend(network);
-  std::vector<NamedTensor> outputs;
-  KILN_RETURN_IF_ERROR_CTX(backend.run(inputs, &outputs, options),
-                           "reference run at the opt shapes");
-  std::map<std::string, Tensor> values = inputs;
-  for (const auto& [name, t] : network.graph.initializers) values[name] = t;
-  for (NamedTensor& named : outputs) values[named.name] = std::move(named.tensor);
-  return values;
-}
-
-// Types and shapes of every value at the opt shapes, from shape inference; false
-// in *complete when some shape depends on data (then a reference run supplies it).
-Result<build::ValueMetas> inferValueMetas(const Network& network,
-                                          const std::map<std::string, Shape>& shapes,
-                                          std::set<std::string>* folded, bool* complete) {
-  KILN_ASSIGN_OR_RETURN(ShapeInferenceResult inferred, inferShapes(network, shapes));
-  build::ValueMetas metas;
-  for (const auto& [name, value] : inferred.values) {
-    if (!value.hasShape) continue;
-    build::ValueMeta meta{value.type, {}};
-    bool known = true;
-    for (const DimExpr& d : value.shape) {
-      std::optional<int64_t> v = d.evaluate();
-      known = known && v.has_value();
-      meta.shape.push_back(v.value_or(-1));
-    }
-    if (known) metas[name] = meta;
-  }
-  for (const auto& [name, t] : inferred.folded) folded->insert(name);
-  *complete = true;
-  for (const Node& node : network.graph.nodes)
-    for (const std::string& out : node.outputs)
-      if (!out.empty() && !metas.count(out)) *complete = false;
-  return metas;
-}
-
-LayerInputs inputsOf(const Node& node, const std::map<std::string, Tensor>& values,
-                     const std::set<std::string>& constants) {
-  LayerInputs inputs;
-  for (const std::string& name : node.inputs) {
-    auto it = values.find(name);
-    inputs.inputs.push_back(name.empty() || it == values.end() ? nullptr : &it->second);
-    inputs.constant.push_back(constants.count(name) != 0);
-  }
-  for (const std::string& name : node.implicitInputs()) {
-    auto it = values.find(name);
-    if (it != values.end()) inputs.outerValues[name] = it->second;
-  }
-  return inputs;
 }
 
 void warnUnmatchedRules(const Network& network, const BuilderConfig& config,
@@ -157,23 +92,8 @@ Result<Plan> buildPlan(std::shared_ptr<const Network> source, const BuilderConfi
 
   progress("shapes", 0, 1, "");
   KILN_ASSIGN_OR_RETURN(auto optShapes, build::resolveProfiles(*network, config.profiles));
-  std::set<std::string> constants;  // weights and values shape inference folded
-  for (const auto& [name, t] : network->graph.initializers) constants.insert(name);
-  bool complete = false;
-  KILN_ASSIGN_OR_RETURN(build::ValueMetas values,
-                        inferValueMetas(*network, optShapes, &constants, &complete));
-  // The reference run at the opt shapes gives the timing inputs of every layer. It
-  // runs only when something must be timed (a warm cache needs none) or when some
-  // shape depends on data.
-  std::optional<std::map<std::string, Tensor>> reference;
-  auto ensureReference = [&]() -> Status {
-    if (reference) return Status::ok();
-    progress("reference", 0, 1, "");
-    KILN_ASSIGN_OR_RETURN(reference, referenceValues(*network, optShapes, config.seed));
-    for (const auto& [name, t] : *reference) values[name] = {t.type(), t.shape()};
-    return Status::ok();
-  };
-  if (!complete) KILN_RETURN_IF_ERROR(ensureReference());
+  build::TimingInputs timingInputs(*network, optShapes, config.seed);
+  KILN_RETURN_IF_ERROR(timingInputs.inferShapes());
   if (cancelled()) return Status(StatusCode::kCancelled, "build cancelled");
 
   build::TimingSession session{backend, config, "", {}, 0};
@@ -189,22 +109,17 @@ Result<Plan> buildPlan(std::shared_ptr<const Network> source, const BuilderConfi
     const Node& node = network->graph.nodes[i];
     progress("timing", i, layerCount, node.displayName());
     std::string whyNot;
-    const bool reducible = build::canReducePrecision(node, values, &whyNot);
+    if (timingInputs.needsExact(node)) KILN_RETURN_IF_ERROR(timingInputs.prepareExact());
+    const bool reducible = build::canReducePrecision(node, timingInputs.metas(), &whyNot);
     KILN_ASSIGN_OR_RETURN(
         build::PrecisionChoice precisions,
         build::choosePrecisions(node, config, reducible, whyNot, &record.warnings));
-    LayerInputs inputs;
-    bool inputsMade = false;
-    build::InputsOnDemand inputsOnDemand = [&]() -> Result<const LayerInputs*> {
-      if (!inputsMade) {
-        KILN_RETURN_IF_ERROR(ensureReference());
-        inputs = inputsOf(node, *reference, constants);
-        inputsMade = true;
-      }
-      return &inputs;
+    build::InputsOnDemand inputsOnDemand = [&](bool exact) -> Result<const LayerInputs*> {
+      return timingInputs.forNode(node, exact);
     };
-    KILN_ASSIGN_OR_RETURN(build::TacticSelection selection,
-                          build::selectTactic(session, node, precisions, values, inputsOnDemand));
+    KILN_ASSIGN_OR_RETURN(
+        build::TacticSelection selection,
+        build::selectTactic(session, node, precisions, timingInputs.metas(), inputsOnDemand));
     LayerRecord layer;
     const TacticCandidate& winner = selection.candidates[selection.winner];
     layer.precision = winner.precision;
@@ -219,7 +134,7 @@ Result<Plan> buildPlan(std::shared_ptr<const Network> source, const BuilderConfi
     layer.tacticSource = winner.source;
     layer.milliseconds = winner.milliseconds;
     layer.candidates = selection.candidates;
-    build::describeLayer(*network, node, values, &layer);
+    build::describeLayer(*network, node, timingInputs.metas(), &layer);
     if (!selection.replayNote.empty()) {
       record.unreplayedLayers.push_back(layer.name);
       record.warnings.push_back("layer '" + layer.name + "' not replayed: " + selection.replayNote);
@@ -246,8 +161,9 @@ Result<Plan> buildPlan(std::shared_ptr<const Network> source, const BuilderConfi
   record.timingCache = session.stats;
   record.candidatesTimed = session.timed;
 
+  record.referenceRun = timingInputs.ranReference();
   progress("memory", 0, 1, "");
-  build::assignMemory(*network, values, &record);
+  build::assignMemory(*network, timingInputs.metas(), &record);
   build::trimToVerbosity(config.profilingVerbosity, &record);
   if (callbacks.onWarning)
     for (const std::string& w : record.warnings) callbacks.onWarning(w);

@@ -161,7 +161,7 @@ TensorRecord tensorRecord(const std::string& name, const ValueMetas& values,
   t.name = name;
   auto it = values.find(name);
   if (it != values.end()) {
-    t.dimensions = it->second.shape;
+    if (it->second.shapeKnown) t.dimensions = it->second.shape;
     t.type = it->second.type == DataType::kFloat32 ? floatStorage : it->second.type;
   }
   return t;

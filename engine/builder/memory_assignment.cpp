@@ -24,7 +24,8 @@ void assignMemory(const Network& network, const ValueMetas& values, BuildRecord*
   std::vector<std::pair<int, std::string>> owners;  // (layer, value) per buffer
   for (const auto& [name, step] : producer) {
     auto value = values.find(name);
-    if (value == values.end()) continue;
+    // A shape that depends on data is allocated when it is known, outside the arena.
+    if (value == values.end() || !value->second.shapeKnown) continue;
     const LayerRecord& layer = record->layers[step];
     const size_t element = value->second.type == DataType::kFloat32
                                ? dataTypeSize(layer.outputType)

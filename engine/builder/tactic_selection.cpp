@@ -76,7 +76,33 @@ Result<TacticSelection> selectTactic(TimingSession& session, const Node& node,
   }
 
   const std::string signature = layerSignature(node, values);
-  const int iterations = std::max(1, tacticTimingIterations(config.optimizationLevel));
+  const int iterations = config.optimizationLevel == 0
+                             ? 1
+                             : std::max(1, tacticTimingIterations(config.optimizationLevel));
+  const LayerInputs* synthetic = nullptr;
+  // Times one candidate; a rejection on synthetic inputs is not cached (real
+  // values may run), so the caller can retry with exact ones.
+  auto time = [&](TacticCandidate& c, const std::string& key, bool exact) -> Status {
+    const LayerInputs* inputs = synthetic;
+    if (exact || !inputs) {
+      KILN_ASSIGN_OR_RETURN(inputs, inputsOnDemand(exact));
+      if (!exact) synthetic = inputs;
+    }
+    Result<double> ms =
+        session.backend.timeTactic(node, c.tactic, c.precision, *inputs, iterations);
+    ++session.timed;
+    c.rejected.clear();
+    if (ms.isOk()) {
+      c.milliseconds = *ms;
+      c.detail = session.backend.lastTimingDetail();
+    } else {
+      c.rejected = ms.status().message();
+    }
+    if (config.timingCache && (ms.isOk() || exact))
+      config.timingCache->insert(key, {c.milliseconds, c.rejected, node.displayName()});
+    return Status::ok();
+  };
+  std::vector<std::pair<size_t, std::string>> retry;  // rejected on synthetic inputs
   for (size_t i = 0; i < selection.candidates.size(); ++i) {
     TacticCandidate& c = selection.candidates[i];
     if (!c.rejected.empty()) continue;
@@ -94,23 +120,23 @@ Result<TacticSelection> selectTactic(TimingSession& session, const Node& node,
       c.milliseconds = cached->rejected.empty() ? cached->milliseconds : -1;
       c.rejected = cached->rejected;
     } else {
-      KILN_ASSIGN_OR_RETURN(const LayerInputs* inputs, inputsOnDemand());
-      Result<double> ms = session.backend.timeTactic(
-          node, c.tactic, c.precision, *inputs, config.optimizationLevel == 0 ? 1 : iterations);
-      ++session.timed;
-      if (ms.isOk()) {
-        c.milliseconds = *ms;
-        c.detail = session.backend.lastTimingDetail();
-      } else {
-        c.rejected = ms.status().message();
-      }
-      if (config.timingCache)
-        config.timingCache->insert(key, {c.milliseconds, c.rejected, node.displayName()});
+      KILN_RETURN_IF_ERROR(time(c, key, false));
+      if (!c.rejected.empty()) retry.push_back({i, key});
     }
     if (config.optimizationLevel == 0 && c.rejected.empty() && selection.winner < 0) {
       selection.winner = static_cast<int>(i);  // the heuristic's first runnable pick
       break;
     }
+  }
+  bool anyValid = false;
+  for (const TacticCandidate& c : selection.candidates)
+    anyValid = anyValid || (c.rejected.empty() && c.milliseconds >= 0);
+  if (!anyValid) {
+    for (auto& [i, key] : retry) KILN_RETURN_IF_ERROR(time(selection.candidates[i], key, true));
+    if (config.optimizationLevel == 0)
+      for (size_t i = 0; i < selection.candidates.size() && selection.winner < 0; ++i)
+        if (selection.candidates[i].rejected.empty() && selection.candidates[i].milliseconds >= 0)
+          selection.winner = static_cast<int>(i);
   }
   if (selection.winner < 0) {
     for (size_t i = 0; i < selection.candidates.size(); ++i) {

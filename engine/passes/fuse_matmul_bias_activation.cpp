@@ -1,8 +1,8 @@
 // fuse_matmul_bias_activation:
 //   Add(MatMul(X, W), b)                      -> FusedMatMul(X, W, b)               (W [K,N], b [N]
 //   constants) Relu(Add(MatMul(X, W), b))                -> FusedMatMul(X, W, b, relu)
-//   GELU(Add(MatMul(X, W), b)), GELU(x) = x * 0.5 * (1 + erf(x / sqrt(2))) in either
-//   order of the two products (Div, Erf, Add, Mul, Mul)  -> FusedMatMul(X, W, b, gelu_erf)
+//   GELU(Add(MatMul(X, W), b)), GELU(x) = x * 0.5 * (1 + erf(x / sqrt(2))) with the
+//   two products in any association (Div, Erf, Add, Mul, Mul) -> FusedMatMul(X, W, b, gelu_erf)
 // Every intermediate value must have the next node as its only reader, so nothing
 // outside the chain sees a value that stops existing.
 #include <algorithm>
@@ -32,12 +32,21 @@ struct Match {
   std::string bias, output, activation = "none";
 };
 
-// The erf-form GELU reading `x` (x's readers are exactly its Div and one Mul).
+// A Mul of `a` by the scalar constant `value` (either input order).
+bool isMulByConstant(const Node& node, const GraphIndex& index, const std::string& a,
+                     double value) {
+  const std::string* other = isOp(node, "Mul") ? otherInput(node, a) : nullptr;
+  return other && isScalarConstant(index.constant(*other), value);
+}
+
+// The erf-form GELU reading `x`: x's readers are exactly its Div and one Mul, and
+// the two Muls multiply x, 0.5 and (1 + erf) in any association:
+//   (x * e) * 0.5,   (x * 0.5) * e,   x * (e * 0.5)
 bool matchGelu(const Graph& g, const GraphIndex& index, const std::string& x, Match* m) {
   const std::vector<int>& readers = index.readers(x);
   if (readers.size() != 2 || readers[0] < 0 || readers[1] < 0) return false;
-  int div = readers[0], mul = readers[1];
-  if (!isOp(g.nodes[div], "Div")) std::swap(div, mul);
+  int div = readers[0], xMul = readers[1];
+  if (!isOp(g.nodes[div], "Div")) std::swap(div, xMul);
   const Node& d = g.nodes[div];
   if (!isOp(d, "Div") || d.inputs[0] != x ||
       !isScalarConstant(index.constant(d.inputs[1]), std::sqrt(2.0)))
@@ -48,24 +57,31 @@ bool matchGelu(const Graph& g, const GraphIndex& index, const std::string& x, Ma
   if (add < 0 || !isOp(g.nodes[add], "Add")) return false;
   const std::string* one = otherInput(g.nodes[add], g.nodes[erf].outputs[0]);
   if (!one || !isScalarConstant(index.constant(*one), 1.0)) return false;
-  const std::string onePlusErf = g.nodes[add].outputs[0];
-  const Node& first = g.nodes[mul];
-  if (!isOp(first, "Mul")) return false;
-  const std::string* firstOther = otherInput(first, x);
-  if (!firstOther) return false;
-  const int second = index.soleReader(first.outputs[0]);
-  if (second < 0 || !isOp(g.nodes[second], "Mul")) return false;
-  const std::string* secondOther = otherInput(g.nodes[second], first.outputs[0]);
-  if (!secondOther) return false;
-  // x * (1 + erf) * 0.5, or x * 0.5 * (1 + erf).
-  const bool productFirst =
-      *firstOther == onePlusErf && isScalarConstant(index.constant(*secondOther), 0.5);
-  const bool halfFirst = isScalarConstant(index.constant(*firstOther), 0.5) &&
-                         *secondOther == onePlusErf && index.soleReader(onePlusErf) == second;
-  if (!productFirst && !halfFirst) return false;
-  if (productFirst && index.soleReader(onePlusErf) != mul) return false;
-  m->nodes.insert(m->nodes.end(), {div, erf, add, mul, second});
-  m->output = g.nodes[second].outputs[0];
+  const std::string e = g.nodes[add].outputs[0];
+  const Node& first = g.nodes[xMul];
+  if (!isOp(first, "Mul") || !otherInput(first, x)) return false;
+  int second = -1, last = -1;
+  const int eReader = index.soleReader(e);
+  if (eReader == xMul) {  // (x * e) * 0.5
+    second = index.soleReader(first.outputs[0]);
+    if (second < 0 || !isMulByConstant(g.nodes[second], index, first.outputs[0], 0.5)) return false;
+    last = second;
+  } else if (isMulByConstant(first, index, x, 0.5)) {  // (x * 0.5) * e
+    second = index.soleReader(first.outputs[0]);
+    if (second < 0 || second != eReader || !isOp(g.nodes[second], "Mul") ||
+        !otherInput(g.nodes[second], e))
+      return false;
+    last = second;
+  } else {  // x * (e * 0.5)
+    second = eReader;
+    if (second < 0 || !isMulByConstant(g.nodes[second], index, e, 0.5)) return false;
+    if (index.soleReader(g.nodes[second].outputs[0]) != xMul ||
+        *otherInput(first, x) != g.nodes[second].outputs[0])
+      return false;
+    last = xMul;
+  }
+  m->nodes.insert(m->nodes.end(), {div, erf, add, xMul, second});
+  m->output = g.nodes[last].outputs[0];
   m->activation = "gelu_erf";
   return true;
 }

@@ -11,6 +11,9 @@ GraphIndex::GraphIndex(const Graph& graph) : m_graph(graph) {
       if (!in.empty()) m_readers[in].push_back(static_cast<int>(i));
     for (const std::string& in : node.implicitInputs())
       m_readers[in].push_back(static_cast<int>(i));
+    // Exporters often write scalars as Constant nodes rather than initializers.
+    if (node.opType == "Constant" && node.outputs.size() == 1 && node.attrTensor("value"))
+      m_constantNodes[node.outputs[0]] = node.attrTensor("value");
   }
   for (const ValueInfo& out : graph.outputs) m_readers[out.name].push_back(-1);
 }
@@ -28,7 +31,9 @@ int GraphIndex::soleReader(const std::string& value) const {
 
 const Tensor* GraphIndex::constant(const std::string& value) const {
   auto it = m_graph.initializers.find(value);
-  return it == m_graph.initializers.end() ? nullptr : &it->second;
+  if (it != m_graph.initializers.end()) return &it->second;
+  auto node = m_constantNodes.find(value);
+  return node == m_constantNodes.end() ? nullptr : node->second;
 }
 
 bool isScalarConstant(const Tensor* t, double value) {

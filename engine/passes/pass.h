@@ -25,12 +25,13 @@ class GraphIndex {
   const std::vector<int>& readers(const std::string& value) const;
   // The single node reading `value`, or -1 (several readers, a graph output, none).
   int soleReader(const std::string& value) const;
-  // The initializer named `value`, or nullptr.
+  // The initializer or Constant-node tensor named `value`, or nullptr.
   const Tensor* constant(const std::string& value) const;
 
  private:
   const Graph& m_graph;
   std::map<std::string, std::vector<int>> m_readers;
+  std::map<std::string, const Tensor*> m_constantNodes;
 };
 
 // True when `t` is a float32 scalar (any rank, one element) within 1e-6 of `value`.

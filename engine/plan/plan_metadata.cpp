@@ -163,6 +163,7 @@ json recordToJson(const BuildRecord& r) {
           {"cache_lookups", r.timingCache.lookups},
           {"cache_hits", r.timingCache.hits},
           {"candidates_timed", r.candidatesTimed},
+          {"reference_run", r.referenceRun},
           {"build_seconds", r.buildSeconds},
           {"timing_seconds", r.timingSeconds},
           {"activation_bytes", r.activationBytes},
@@ -187,6 +188,7 @@ void recordFromJson(const json& in, BuildRecord* r) {
   r->timingCache.lookups = in.at("cache_lookups").get<int>();
   r->timingCache.hits = in.at("cache_hits").get<int>();
   r->candidatesTimed = in.at("candidates_timed").get<int>();
+  r->referenceRun = in.at("reference_run").get<bool>();
   r->buildSeconds = in.at("build_seconds").get<double>();
   r->timingSeconds = in.at("timing_seconds").get<double>();
   r->activationBytes = in.at("activation_bytes").get<int64_t>();

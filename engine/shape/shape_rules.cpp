@@ -653,6 +653,7 @@ const std::map<std::string, ShapeRule>& ruleTable() {
     t["Flatten"] = &flattenRule;
     t["Transpose"] = &transposeRule;
     t["MatMul"] = &matmulRule;
+    t["FusedMatMul"] = &matmulRule;  // ai.kiln: MatMul + bias [N] + activation keeps the shape
     t["Gemm"] = &gemmRule;
     t["Conv"] = &convRule;
     t["MaxPool"] = t["AveragePool"] = t["LpPool"] = &poolRule;

@@ -85,6 +85,7 @@ struct BuildRecord {
   std::vector<std::string> unreplayedLayers;  // --load-tactics entries that did not apply
   TimingCacheStats timingCache;
   int candidatesTimed = 0;
+  bool referenceRun = false;  // some layer needed real values: the CPU reference ran once
   double buildSeconds = 0;
   double timingSeconds = 0;
   int64_t activationBytes = 0;  // arena peak at the first profile's opt shapes

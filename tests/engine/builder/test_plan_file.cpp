@@ -119,7 +119,7 @@ TEST(PlanFile, VerbosityNoneKeepsWhatTheRuntimeNeedsOnly) {
   EXPECT_TRUE(plan.record.layers.empty());
   auto loaded = deserializePlan(savedBytes(plan), "none.kiln");
   ASSERT_TRUE(loaded.isOk()) << loaded.status().toString();
-  EXPECT_EQ(loaded->layers.size(), classifierNetwork()->graph.nodes.size());
+  EXPECT_EQ(loaded->layers.size(), loaded->network->graph.nodes.size());
   nlohmann::json inspector = inspector::engineInspectorJson(loaded.value());
   EXPECT_TRUE(inspector["Layers"].empty());
   EXPECT_EQ(inspector["Bindings"], nlohmann::json::array({"x", "save_infer_model/scale_0.tmp_1"}));

@@ -37,15 +37,25 @@ Network linearNetwork(const std::vector<Node>& tail) {
   return net;
 }
 
-std::vector<Node> geluTail(bool halfFirst) {
+// The three associations of x * 0.5 * (1 + erf(x / sqrt(2))) exporters write.
+enum class GeluOrder { kProductThenHalf, kHalfThenProduct, kHalfOfErfThenProduct };
+
+std::vector<Node> geluTail(GeluOrder order) {
   std::vector<Node> t = {makeNode("Div", {"biased", "sqrt2"}, "d"), makeNode("Erf", {"d"}, "e"),
                          makeNode("Add", {"e", "one"}, "e1")};
-  if (halfFirst) {
-    t.push_back(makeNode("Mul", {"biased", "half"}, "h"));
-    t.push_back(makeNode("Mul", {"h", "e1"}, "y"));
-  } else {
-    t.push_back(makeNode("Mul", {"biased", "e1"}, "p"));
-    t.push_back(makeNode("Mul", {"p", "half"}, "y"));
+  switch (order) {
+    case GeluOrder::kProductThenHalf:
+      t.push_back(makeNode("Mul", {"biased", "e1"}, "p"));
+      t.push_back(makeNode("Mul", {"p", "half"}, "y"));
+      break;
+    case GeluOrder::kHalfThenProduct:
+      t.push_back(makeNode("Mul", {"biased", "half"}, "h"));
+      t.push_back(makeNode("Mul", {"h", "e1"}, "y"));
+      break;
+    case GeluOrder::kHalfOfErfThenProduct:  // torch.onnx (dynamo) writes this one
+      t.push_back(makeNode("Mul", {"half", "e1"}, "h"));
+      t.push_back(makeNode("Mul", {"biased", "h"}, "y"));
+      break;
   }
   return t;
 }
@@ -83,11 +93,13 @@ TEST(FuseMatMulBias, Relu) {
   EXPECT_EQ(applied[0].layer, "mm + biased + PWN(y)");
 }
 
-TEST(FuseMatMulBias, GeluInBothProductOrders) {
-  for (bool halfFirst : {false, true}) {
-    Network net = linearNetwork(geluTail(halfFirst));
+TEST(FuseMatMulBias, GeluInEveryProductOrder) {
+  for (GeluOrder order : {GeluOrder::kProductThenHalf, GeluOrder::kHalfThenProduct,
+                          GeluOrder::kHalfOfErfThenProduct}) {
+    SCOPED_TRACE(static_cast<int>(order));
+    Network net = linearNetwork(geluTail(order));
     auto applied = fuseAndCompare(net, 1);
-    ASSERT_EQ(applied.size(), 1u) << halfFirst;
+    ASSERT_EQ(applied.size(), 1u);
     EXPECT_EQ(applied[0].nodes.size(), 7u);
     Network fused = net;
     std::vector<PassApplication> again;
@@ -106,13 +118,27 @@ TEST(FuseMatMulBias, SharedIntermediatesAreNotFused) {
   net.graph.outputs.push_back({"mm", DataType::kFloat32, false, {}});
   fuseAndCompare(net, 3);
   // A GELU-looking chain whose Erf result is read twice keeps its pointwise nodes.
-  std::vector<Node> tail = geluTail(false);
+  std::vector<Node> tail = geluTail(GeluOrder::kProductThenHalf);
   tail.push_back(makeNode("Identity", {"e"}, "extra"));
   Network leaky = linearNetwork(tail);
   leaky.graph.outputs.push_back({"extra", DataType::kFloat32, false, {}});
   auto applied = fuseAndCompare(leaky, 7);  // bias fused, the GELU chain stays
   ASSERT_EQ(applied.size(), 1u);
   EXPECT_EQ(applied[0].nodes.size(), 2u);
+}
+
+TEST(FuseMatMulBias, ConstantNodeScalarsCount) {
+  Network net = linearNetwork(geluTail(GeluOrder::kHalfOfErfThenProduct));
+  Node half = makeNode("Constant", {}, "half_node");
+  Attribute value;
+  value.kind = Attribute::Kind::kTensor;
+  value.t = floatTensor({}, {0.5f});
+  half.attributes["value"] = value;
+  net.graph.nodes.insert(net.graph.nodes.begin(), half);
+  for (Node& n : net.graph.nodes)
+    for (std::string& in : n.inputs)
+      if (in == "half") in = "half_node";
+  fuseAndCompare(net, 2);  // the Constant node stays; everything else is one layer
 }
 
 TEST(FuseMatMulBias, WrongBiasShapeIsNotFused) {
