@@ -607,6 +607,22 @@ bool topKRule(const Node& node, const Ins& in, Outs* outs) {
   return true;
 }
 
+// GatherND: indices.shape[:-1] + data.shape[batch_dims + indices.shape[-1]:] (the
+// batch dims are indices' own leading dims); needs indices' last dim to be known.
+bool gatherNdRule(const Node& node, const Ins& in, Outs* outs) {
+  if (!known(in, 0) || !known(in, 1)) return false;
+  const SymbolicShape& data = shapeOf(in, 0);
+  const SymbolicShape& indices = shapeOf(in, 1);
+  if (indices.empty() || !indices.back().isConst()) return false;
+  const int64_t batchDims = node.attrInt("batch_dims", 0);
+  const int64_t from = batchDims + indices.back().constValue();
+  if (batchDims < 0 || from > static_cast<int64_t>(data.size())) return false;
+  SymbolicShape out(indices.begin(), indices.end() - 1);
+  out.insert(out.end(), data.begin() + from, data.end());
+  setOut(outs, 0, typeOf(in, 0), out);
+  return true;
+}
+
 bool likeIndicesRule(const Node&, const Ins& in, Outs* outs) {
   if (!known(in, 1)) return false;
   setOut(outs, 0, typeOf(in, 0), shapeOf(in, 1));
@@ -637,6 +653,7 @@ const std::map<std::string, ShapeRule>& ruleTable() {
     t["DepthToSpace"] = t["SpaceToDepth"] = &depthSpaceRule;
     t["TopK"] = &topKRule;
     t["GatherElements"] = &likeIndicesRule;
+    t["GatherND"] = &gatherNdRule;
     for (const char* op : {"Trilu", "ScatterElements", "ScatterND", "Scatter", "Celu", "Swish", "RMSNormalization"})
       t[op] = &sameShape;
     t["BatchNormalization"] = &batchNormRule;
