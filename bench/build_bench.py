@@ -4,7 +4,7 @@ mode, `kiln build --backend cuda` cold and with a warm timing cache, the engine
 inspector's tactic candidates, `kiln run PLAN` against PyTorch eager in the same
 run (run_bench.py's fair set-up: channels-last, cudnn.benchmark, .half()).
 
-Usage: build_bench.py KILN MODEL_DIR OUT_DIR
+Usage: build_bench.py KILN MODEL_DIR OUT_DIR [--only=MODEL[,MODEL]]
 """
 import json
 import os
@@ -67,8 +67,11 @@ def run_plan(name, batch, plan):
 
 def main():
     os.makedirs(OUT_DIR, exist_ok=True)
+    only = [a.split("=", 1)[1].split(",") for a in sys.argv if a.startswith("--only=")]
     rows = []
     for name, batch, mode in CASES:
+        if only and name not in only[0]:
+            continue
         plan = os.path.join(OUT_DIR, f"{name}_b{batch}_{mode}.kiln")
         cache = os.path.join(OUT_DIR, f"{name}_b{batch}_{mode}.cache.json")
         if os.path.exists(cache):

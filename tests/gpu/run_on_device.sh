@@ -51,7 +51,7 @@ if has bench || has full; then
 fi
 if has builder; then
   python3 bench/export_models.py /tmp/kiln/models resnet50 bert_base > "$out/export.log" 2>&1 || tail -5 "$out/export.log"
-  PYTHONUNBUFFERED=1 python3 bench/build_bench.py "$kiln" /tmp/kiln/models "$out" 2>&1 | tee "$out/build_bench.log" | tee -a "$summary"
+  PYTHONUNBUFFERED=1 python3 bench/build_bench.py "$kiln" /tmp/kiln/models "$out" ${BUILD_BENCH_ARGS:-} 2>&1 | tee "$out/build_bench.log" | tee -a "$summary"
 fi
 echo "=== summary ==="
 cat "$summary"
