@@ -99,7 +99,7 @@ Result<TacticSelection> selectTactic(TimingSession& session, const Node& node,
       c.rejected = ms.status().message();
     }
     if (config.timingCache && (ms.isOk() || exact))
-      config.timingCache->insert(key, {c.milliseconds, c.rejected, node.displayName()});
+      config.timingCache->insert(key, {c.milliseconds, c.rejected, node.displayName(), c.detail});
     return Status::ok();
   };
   std::vector<std::pair<size_t, std::string>> retry;  // rejected on synthetic inputs
@@ -119,6 +119,7 @@ Result<TacticSelection> selectTactic(TimingSession& session, const Node& node,
       c.fromCache = true;
       c.milliseconds = cached->rejected.empty() ? cached->milliseconds : -1;
       c.rejected = cached->rejected;
+      c.detail = cached->detail;
     } else {
       KILN_RETURN_IF_ERROR(time(c, key, false));
       if (!c.rejected.empty()) retry.push_back({i, key});

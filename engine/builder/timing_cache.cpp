@@ -53,6 +53,8 @@ Result<TimingCache> TimingCache::load(const std::string& path) {
       entry.rejected = value["rejected"].get<std::string>();
     if (value.contains("layer") && value["layer"].is_string())
       entry.layer = value["layer"].get<std::string>();
+    if (value.contains("detail") && value["detail"].is_string())
+      entry.detail = value["detail"].get<std::string>();
     cache.insert(key, entry);
   }
   return cache;
@@ -63,6 +65,7 @@ Status TimingCache::save(const std::string& path) const {
   for (const auto& [key, entry] : m_entries) {
     nlohmann::json value = {{"ms", entry.milliseconds}, {"layer", entry.layer}};
     if (!entry.rejected.empty()) value["rejected"] = entry.rejected;
+    if (!entry.detail.empty()) value["detail"] = entry.detail;
     entries[key] = value;
   }
   nlohmann::json doc = {{"format", kFormat}, {"version", kVersion}, {"entries", entries}};

@@ -16,6 +16,7 @@ struct TimingCacheEntry {
   double milliseconds = 0;
   std::string rejected;  // a cached rejection ("unsupported: ...") is also a hit
   std::string layer;     // the layer it was measured for (for people reading the file)
+  std::string detail;    // what the backend said about the run (its library algorithm, ...)
 };
 
 class TimingCache {
