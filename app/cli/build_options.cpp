@@ -86,6 +86,10 @@ Status builderConfigFromArgs(const Args& args, BuilderConfig* config) {
   KILN_RETURN_IF_ERROR(args.intValue("optimization-level", 3, &level));
   KILN_RETURN_IF_ERROR(args.intValue("workspace", 1024, &workspaceMiB));
   KILN_RETURN_IF_ERROR(args.intValue("seed", 1, &seed));
+  if (level < 0 || level > 5)
+    return invalidArgument("--optimization-level " + std::to_string(level) + " is outside 0..5");
+  if (workspaceMiB < 0 || workspaceMiB > (int64_t{1} << 30))
+    return invalidArgument("--workspace " + std::to_string(workspaceMiB) + " MiB is out of range");
   config->optimizationLevel = static_cast<int>(level);
   config->workspaceLimitBytes = workspaceMiB << 20;
   config->seed = static_cast<uint64_t>(seed);

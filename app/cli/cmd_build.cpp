@@ -150,7 +150,8 @@ int runBuild(const std::vector<std::string>& rawArgs) {
   nlohmann::json summary = summaryJson(*plan, output, cacheLoaded);
   summary["trtexec"] = trtexecCommandLine(config, model, output);
   if (args.flag("json")) {
-    std::printf("%s\n", summary.dump(1).c_str());
+    std::printf("%s\n",
+                summary.dump(1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
   std::printf("%s", inspector::formatBuildSummary(*plan).c_str());

@@ -20,7 +20,7 @@ int inspectPlan(const Args& args) {
   if (!plan.isOk()) return fail("inspect", plan.status().message());
   if (args.flag("json")) {
     nlohmann::json doc = inspector::engineInspectorJson(*plan);
-    std::printf("%s\n", doc.dump(1).c_str());
+    std::printf("%s\n", doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
   std::printf("%s", inspector::formatBuildSummary(*plan).c_str());

@@ -41,9 +41,9 @@ void printProfile(const std::vector<NodeProfile>& nodes, int64_t iterations, siz
   }
 }
 
-PlanIdentity currentIdentity(const std::string& backend) {
+PlanIdentity currentIdentity(const std::string& backend, int64_t device) {
   if (backend != "cuda") return cpuPlanIdentity();
-  return cuda::cudaPlanIdentity(cuda::probeCudaDevice());
+  return cuda::cudaPlanIdentity(cuda::probeCudaDevice(static_cast<int>(device)));
 }
 
 // Every input shape must lie in the chosen profile's ranges.
@@ -110,7 +110,10 @@ int runRun(const std::vector<std::string>& argv) {
                       " backend; rebuild it for " + backendName,
                   2);
     backendName = plan->identity.backend;
-    Status compatible = checkPlanCompatible(plan->identity, currentIdentity(backendName));
+    int64_t device;
+    if (Status s = args.intValue("device", 0, &device); !s.isOk())
+      return fail("run", s.message(), 2);
+    Status compatible = checkPlanCompatible(plan->identity, currentIdentity(backendName, device));
     if (!compatible.isOk()) return fail("run", path + ": " + compatible.message());
   }
   std::string fallbackNotice;  // printed once the model and inputs are known to be good

@@ -99,6 +99,7 @@ int runOnCuda(const Args& args, std::shared_ptr<Network> network,
     if (args.flag("fp16") || args.flag("bf16") || args.flag("no-tf32"))
       return fail("run", model + ": a plan's precisions were chosen at build time; rebuild it", 2);
     engineOptions.allowTf32 = plan->record.config.tf32;
+    engineOptions.workspaceLimitBytes = plan->record.config.workspaceLimitBytes;
     for (const LayerImplementation& layer : plan->layers) {
       if (layer.precision == DataType::kFloat16)
         engineOptions.precision = cuda::Precision::kFloat16;

@@ -104,8 +104,12 @@ Result<TacticSelection> selectTactic(TimingSession& session, const Node& node,
 // For backends that run one precision per engine: picks the precision whose
 // layers' best times add up to the least (rules under kObey must agree on it),
 // then moves every layer that can run in it to its fastest candidate there.
-Status unifyPrecision(const BuilderConfig& config, BuildRecord* record,
-                      std::vector<LayerImplementation>* layers);
+struct UniformLayer {
+  bool computesInFloat = false;            // false: keeps its own types
+  DataType pinned = DataType::kUndefined;  // the one precision a rule or replay allows
+};
+Status unifyPrecision(const BuilderConfig& config, const std::vector<UniformLayer>& info,
+                      BuildRecord* record, std::vector<LayerImplementation>* layers);
 
 // An attribute in words ("[1,1]", "0.5", "float32[3x3]"), cut to `maxLength`
 // characters with "..." (std::string::npos: whole, for cache keys).

@@ -99,10 +99,13 @@ Result<Plan> buildPlan(std::shared_ptr<const Network> source, const BuilderConfi
   build::TimingSession session{backend, config, "", {}, 0};
   for (const auto& [name, version] : plan.identity.libraries)
     session.deviceKey += name + "=" + version + ";";
-  session.deviceKey =
-      plan.identity.backend + ":" + plan.identity.deviceName + ";" + session.deviceKey;
+  // TF32 and the workspace limit change what a library may pick, so they key timings too.
+  session.deviceKey = plan.identity.backend + ":" + plan.identity.deviceName + ";" +
+                      session.deviceKey + "tf32=" + (config.tf32 ? "1" : "0") +
+                      ";workspace=" + std::to_string(config.workspaceLimitBytes) + ";";
 
   const Clock::time_point timingStart = Clock::now();
+  std::vector<build::UniformLayer> uniformInfo;  // for backends of one precision per engine
   const int layerCount = static_cast<int>(network->graph.nodes.size());
   for (int i = 0; i < layerCount; ++i) {
     if (cancelled()) return Status(StatusCode::kCancelled, "build cancelled");
@@ -140,6 +143,10 @@ Result<Plan> buildPlan(std::shared_ptr<const Network> source, const BuilderConfi
       record.warnings.push_back("layer '" + layer.name + "' not replayed: " + selection.replayNote);
     }
     plan.layers.push_back({layer.tactic, layer.precision, layer.outputType});
+    uniformInfo.push_back({reducible, selection.replayed ? winner.precision
+                                      : reducible && precisions.precisions.size() == 1
+                                          ? precisions.precisions[0]
+                                          : DataType::kUndefined});
     record.layers.push_back(std::move(layer));
   }
   if (config.replay) {
@@ -155,7 +162,7 @@ Result<Plan> buildPlan(std::shared_ptr<const Network> source, const BuilderConfi
   }
   progress("timing", layerCount, layerCount, "");
   if (backend.uniformPrecision()) {
-    KILN_RETURN_IF_ERROR(build::unifyPrecision(config, &record, &plan.layers));
+    KILN_RETURN_IF_ERROR(build::unifyPrecision(config, uniformInfo, &record, &plan.layers));
   }
   record.timingSeconds = secondsSince(timingStart);
   record.timingCache = session.stats;

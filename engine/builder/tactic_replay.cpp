@@ -54,7 +54,7 @@ Status TacticReplay::save(const std::string& path) const {
   nlohmann::json doc = {{"format", kFormat}, {"version", kVersion}, {"layers", layersJson}};
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) return Status(StatusCode::kIoError, path + ": cannot write the tactics file");
-  out << doc.dump(1) << "\n";
+  out << doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   return out ? Status::ok()
              : Status(StatusCode::kIoError, path + ": writing the tactics file failed");
 }

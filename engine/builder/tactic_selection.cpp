@@ -16,7 +16,8 @@ std::string layerSignature(const Node& node, const ValueMetas& values) {
   std::ostringstream s;
   s << (node.domain.empty() ? "ai.onnx" : node.domain) << "::" << node.opType << "-" << node.opset;
   for (const auto& [key, attr] : node.attributes)
-    s << "|" << key << "=" << attributeText(attr, std::string::npos);
+    if (key != kSourceNodesAttribute && key != kFusionPassAttribute)
+      s << "|" << key << "=" << attributeText(attr, std::string::npos);
   for (const std::string& name : node.inputs) {
     s << "|in:";
     auto it = values.find(name);
@@ -103,12 +104,9 @@ Result<TacticSelection> selectTactic(TimingSession& session, const Node& node,
     return Status::ok();
   };
   std::vector<std::pair<size_t, std::string>> retry;  // rejected on synthetic inputs
-  for (size_t i = 0; i < selection.candidates.size(); ++i) {
+  // Looks up or times candidate i; false when it is rejected.
+  auto measure = [&](size_t i) -> Result<bool> {
     TacticCandidate& c = selection.candidates[i];
-    if (!c.rejected.empty()) continue;
-    // Level 0 and replays time nothing beyond what they need: the pick must still run.
-    const bool needed = !selection.replayed || static_cast<int>(i) == selection.winner;
-    if (!needed) continue;
     const std::string key =
         session.deviceKey + "|" + signature + "|" + precisionName(c.precision) + "|" + c.tactic;
     ++session.stats.lookups;
@@ -124,7 +122,23 @@ Result<TacticSelection> selectTactic(TimingSession& session, const Node& node,
       KILN_RETURN_IF_ERROR(time(c, key, false));
       if (!c.rejected.empty()) retry.push_back({i, key});
     }
-    if (config.optimizationLevel == 0 && c.rejected.empty() && selection.winner < 0) {
+    return c.rejected.empty();
+  };
+  // A replayed pick is measured alone; if it no longer runs, the layer is timed as usual.
+  if (selection.replayed) {
+    KILN_ASSIGN_OR_RETURN(bool runs, measure(selection.winner));
+    if (!runs) {
+      selection.replayNote = "replayed tactic '" + selection.candidates[selection.winner].tactic +
+                             "' no longer runs: " + selection.candidates[selection.winner].rejected;
+      selection.replayed = false;
+      selection.winner = -1;
+    }
+  }
+  for (size_t i = 0; i < selection.candidates.size() && !selection.replayed; ++i) {
+    TacticCandidate& c = selection.candidates[i];
+    if (!c.rejected.empty() || c.milliseconds >= 0) continue;
+    KILN_ASSIGN_OR_RETURN(bool runs, measure(i));
+    if (config.optimizationLevel == 0 && runs) {
       selection.winner = static_cast<int>(i);  // the heuristic's first runnable pick
       break;
     }

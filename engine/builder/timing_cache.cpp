@@ -71,7 +71,7 @@ Status TimingCache::save(const std::string& path) const {
   nlohmann::json doc = {{"format", kFormat}, {"version", kVersion}, {"entries", entries}};
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) return Status(StatusCode::kIoError, path + ": cannot write the timing cache");
-  out << doc.dump(1) << "\n";
+  out << doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   if (!out) return Status(StatusCode::kIoError, path + ": writing the timing cache failed");
   return Status::ok();
 }

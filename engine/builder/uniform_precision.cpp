@@ -1,6 +1,8 @@
 // One precision per engine (the CUDA runtime stores every float tensor in one
-// type): the per-layer winners are reconciled here. The fastest total wins; a
-// layer that cannot run in it (integer layers, casts) keeps its own types.
+// type): the per-layer winners are reconciled here. Among the enabled precisions
+// that every pinned layer (an obeyed rule, a replayed tactic) allows, the one whose
+// float layers' best times add up to the least wins; ties go to the lower
+// precision. Layers that are not float (integer/shape layers, casts) keep their own.
 #include <limits>
 
 #include "builder/build_steps.h"
@@ -8,74 +10,63 @@
 namespace kiln::build {
 namespace {
 
-// The fastest valid candidate of `layer` in `precision`, or -1.
-int fastestAt(const LayerRecord& layer, DataType precision) {
-  int best = -1;
+// The fastest timed valid candidate of `layer` in `precision`; else its first valid
+// untimed one (level 0 and replays time only what they pick); else -1.
+int bestAt(const LayerRecord& layer, DataType precision) {
+  int best = -1, untimed = -1;
   for (size_t i = 0; i < layer.candidates.size(); ++i) {
     const TacticCandidate& c = layer.candidates[i];
-    if (c.precision != precision || !c.rejected.empty() || c.milliseconds < 0) continue;
-    if (best < 0 || c.milliseconds < layer.candidates[best].milliseconds)
+    if (c.precision != precision || !c.rejected.empty()) continue;
+    if (c.milliseconds < 0) {
+      if (untimed < 0) untimed = static_cast<int>(i);
+    } else if (best < 0 || c.milliseconds < layer.candidates[best].milliseconds) {
       best = static_cast<int>(i);
+    }
   }
-  return best;
+  return best >= 0 ? best : untimed;
 }
 
-// Layers with only integer/shape values, casts and control flow run in their own types.
-bool computesInFloat(const LayerRecord& layer) {
-  return layer.precisionReason.rfind("runs in its own types", 0) != 0;
-}
-
-bool offers(const LayerRecord& layer, DataType precision) {
-  for (const TacticCandidate& c : layer.candidates)
-    if (c.precision == precision) return true;
-  return false;
+std::string describeTotal(DataType p, bool possible, double total) {
+  return std::string(dataTypeName(p)) + " " +
+         (possible ? std::to_string(total).substr(0, 7) + " ms" : "not allowed");
 }
 
 }  // namespace
 
-Status unifyPrecision(const BuilderConfig& config, BuildRecord* record,
-                      std::vector<LayerImplementation>* layers) {
+Status unifyPrecision(const BuilderConfig& config, const std::vector<UniformLayer>& info,
+                      BuildRecord* record, std::vector<LayerImplementation>* layers) {
   std::vector<DataType> options;
-  for (DataType p : {DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32}) {
-    bool enabled = p == DataType::kFloat32 || (p == DataType::kFloat16 && config.fp16) ||
-                   (p == DataType::kBFloat16 && config.bf16);
-    for (const LayerRecord& l : record->layers) enabled = enabled || offers(l, p);
-    if (enabled) options.push_back(p);
-  }
-  DataType chosen = DataType::kFloat32;
+  if (config.fp16) options.push_back(DataType::kFloat16);
+  if (config.bf16) options.push_back(DataType::kBFloat16);
+  options.push_back(DataType::kFloat32);
+  DataType chosen = DataType::kUndefined;
   double bestTotal = std::numeric_limits<double>::infinity();
   std::string totals;
   for (DataType p : options) {
     double total = 0;
     bool possible = true;
-    for (const LayerRecord& l : record->layers) {
-      // A float layer without candidates in `p` was pinned to another one by a rule.
-      if (computesInFloat(l) && !offers(l, p)) possible = false;
-      const int i = fastestAt(l, offers(l, p) ? p : l.precision);
-      total += i >= 0 ? l.candidates[i].milliseconds : l.milliseconds;
+    for (size_t i = 0; i < record->layers.size() && possible; ++i) {
+      if (!info[i].computesInFloat) continue;
+      const int best = bestAt(record->layers[i], p);
+      possible = (info[i].pinned == DataType::kUndefined || info[i].pinned == p) && best >= 0;
+      if (possible) total += std::max(0.0, record->layers[i].candidates[best].milliseconds);
     }
-    totals += std::string(totals.empty() ? "" : ", ") + dataTypeName(p) + " " +
-              (possible ? std::to_string(total).substr(0, 7) + " ms" : "impossible");
+    totals += (totals.empty() ? "" : ", ") + describeTotal(p, possible, total);
     if (possible && total < bestTotal) {
       bestTotal = total;
       chosen = p;
     }
   }
-  if (bestTotal == std::numeric_limits<double>::infinity()) {
+  if (chosen == DataType::kUndefined) {
     return invalidArgument(
-        "the CUDA backend runs one precision per engine, and the per-layer precision rules ask "
-        "for several (" +
-        totals + "); use one precision for every layer");
+        "the CUDA backend runs one precision per engine, and the layers' constraints or "
+        "replayed tactics ask for several (" +
+        totals + ")");
   }
   for (size_t i = 0; i < record->layers.size(); ++i) {
+    if (!info[i].computesInFloat) continue;
     LayerRecord& l = record->layers[i];
-    if (!computesInFloat(l) || !offers(l, chosen)) continue;
-    const int best = fastestAt(l, chosen);
-    if (best < 0) {
-      return unsupported("layer '" + l.name + "': no tactic runs in " + dataTypeName(chosen) +
-                         ", the engine's precision");
-    }
-    const TacticCandidate& c = l.candidates[best];
+    const TacticCandidate& c = l.candidates[bestAt(l, chosen)];
     l.precision = c.precision;
     l.outputType = c.precision;  // the engine stores every float tensor in its precision
     l.tactic = c.tactic;
@@ -83,7 +74,11 @@ Status unifyPrecision(const BuilderConfig& config, BuildRecord* record,
     l.tacticSource = c.source;
     l.milliseconds = c.milliseconds;
     l.precisionReason = std::string("engine-wide ") + dataTypeName(chosen) +
-                        ": the fastest total of the enabled precisions (" + totals + ")";
+                        ": the fastest total of the allowed precisions (" + totals + ")";
+    for (auto* tensors : {&l.inputs, &l.outputs}) {
+      for (TensorRecord& t : *tensors)
+        if (isFloatingPoint(t.type)) t.type = chosen;
+    }
     (*layers)[i] = {l.tactic, l.precision, l.outputType};
   }
   return Status::ok();

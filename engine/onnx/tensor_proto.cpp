@@ -207,15 +207,30 @@ Result<Tensor> tensorFromProto(const onnx::TensorProto& proto, const std::string
     numel *= d;
     shape.push_back(d);
   }
-  Tensor t(type, shape);
+  // The data must be there before the tensor is allocated: a hostile file may
+  // claim 2^40 elements and hold none.
+  const size_t expected = packedElementBits(type) ? packedByteCount(type, numel)
+                                                  : static_cast<size_t>(numel) * dataTypeSize(type);
   if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
     if (type == DataType::kString)
       return unsupported(describeTensor(proto) + ": external string data");
-    size_t expected = packedElementBits(type) ? packedByteCount(type, numel) : t.byteSize();
     KILN_ASSIGN_OR_RETURN(std::string bytes,
                           readExternalBytes(proto, modelDir, resolver, expected));
+    Tensor t(type, shape);
     KILN_RETURN_IF_ERROR(fillFromRaw(bytes, proto, &t));
-  } else if (proto.has_raw_data() && type != DataType::kString) {
+    return t;
+  }
+  const bool raw = proto.has_raw_data() && type != DataType::kString;
+  const int64_t typedEntries = proto.float_data_size() + proto.int32_data_size() +
+                               proto.string_data_size() + proto.int64_data_size() +
+                               proto.double_data_size() + proto.uint64_data_size();
+  // Typed fields hold at most 8 packed elements per entry (int4 in int32_data holds 2).
+  if ((raw && proto.raw_data().size() < expected) || (!raw && numel > 8 * typedEntries)) {
+    return parseError(describeTensor(proto) + ": shape " + shapeToString(shape) + " needs " +
+                      std::to_string(numel) + " elements but the tensor holds fewer");
+  }
+  Tensor t(type, shape);
+  if (raw) {
     KILN_RETURN_IF_ERROR(fillFromRaw(proto.raw_data(), proto, &t));
   } else {
     KILN_RETURN_IF_ERROR(fillFromTypedFields(proto, &t));

@@ -15,8 +15,12 @@ namespace {
 
 constexpr const char* kName = "fuse_matmul_bias_activation";
 
+// A default-domain node of type `op` with one output and the inputs the pattern
+// expects (one for Erf and Relu, two for the rest): the importer does not check arity.
 bool isOp(const Node& node, const char* op) {
-  return node.opType == op && (node.domain.empty() || node.domain == "ai.onnx");
+  return node.opType == op && (node.domain.empty() || node.domain == "ai.onnx") &&
+         node.outputs.size() == 1 && !node.outputs[0].empty() &&
+         node.inputs.size() == ((std::string(op) == "Erf" || std::string(op) == "Relu") ? 1u : 2u);
 }
 
 // The other input of a binary node, given one of them.
@@ -135,10 +139,16 @@ class FuseMatMulBiasActivation final : public Pass {
 
   Status apply(Network& network, std::vector<PassApplication>* applied) const override {
     Graph& g = network.graph;
-    for (size_t at = 0; at < g.nodes.size(); ++at) {
-      GraphIndex index(g);
+    auto index = std::make_unique<GraphIndex>(g);
+    const size_t before = applied->size();
+    // After a rewrite the next node has moved to `at` (the matched ones before the
+    // fused node are erased), so `at` only advances past a node that did not match.
+    for (size_t at = 0; at < g.nodes.size();) {
       Match m;
-      if (!matchAt(g, index, static_cast<int>(at), &m)) continue;
+      if (!matchAt(g, *index, static_cast<int>(at), &m)) {
+        ++at;
+        continue;
+      }
       Node fused;
       fused.name = fusedName(g, m);
       fused.opType = "FusedMatMul";
@@ -154,8 +164,9 @@ class FuseMatMulBiasActivation final : public Pass {
       for (int i : m.nodes) record.nodes.push_back(g.nodes[i].displayName());
       replaceNodes(g, m.nodes, std::move(fused), kName);
       applied->push_back(std::move(record));
+      index = std::make_unique<GraphIndex>(g);  // indices moved
     }
-    network.opsets[kKilnDomain] = 1;
+    if (applied->size() > before) network.opsets[kKilnDomain] = 1;
     return Status::ok();
   }
 };

@@ -51,9 +51,12 @@ void replaceNodes(Graph& graph, const std::vector<int>& indices, Node fused,
   passName.kind = Attribute::Kind::kString;
   passName.s = pass;
   fused.attributes[kFusionPassAttribute] = passName;
+  // The last matched node's place: every input of the chain (a bias made by a Constant
+  // node between the MatMul and the Add, say) exists by then, and every reader of
+  // the chain's output comes after it.
   fused.index = graph.nodes[indices.front()].index;
-  graph.nodes[indices.front()] = std::move(fused);
-  for (auto it = indices.rbegin(); it != indices.rend() - 1; ++it)
+  graph.nodes[indices.back()] = std::move(fused);
+  for (auto it = indices.rbegin() + 1; it != indices.rend(); ++it)
     graph.nodes.erase(graph.nodes.begin() + *it);
 }
 

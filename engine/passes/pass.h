@@ -37,7 +37,7 @@ class GraphIndex {
 // True when `t` is a float32 scalar (any rank, one element) within 1e-6 of `value`.
 bool isScalarConstant(const Tensor* t, double value);
 
-// Replaces the nodes at `indices` (ascending) with `fused`, placed where the first
+// Replaces the nodes at `indices` (ascending) with `fused`, placed where the last
 // of them was; `fused` gets the provenance attributes.
 void replaceNodes(Graph& graph, const std::vector<int>& indices, Node fused,
                   const std::string& pass);

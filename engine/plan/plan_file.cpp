@@ -64,7 +64,8 @@ Result<std::string> serializePlan(const Plan& plan) {
     return offset;
   };
   KILN_ASSIGN_OR_RETURN(std::string model, exportOnnxBytes(*plan.network, exportOptions));
-  const std::string metadata = plan::metadataToJson(plan).dump();
+  const std::string metadata =
+      plan::metadataToJson(plan).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 
   std::string body;  // everything after the header; offsets are absolute
   Section sections[3];

@@ -607,6 +607,12 @@ bool topKRule(const Node& node, const Ins& in, Outs* outs) {
   return true;
 }
 
+// ai.kiln FusedMatMul (MatMul + bias [N] + activation) keeps MatMul's shape; other
+// domains' FusedMatMul (ONNX Runtime's, with transposes and alpha) are not this op.
+bool kilnFusedMatmulRule(const Node& node, const Ins& in, Outs* outs) {
+  return node.domain == "ai.kiln" && matmulRule(node, in, outs);
+}
+
 // GatherND: indices.shape[:-1] + data.shape[batch_dims + indices.shape[-1]:] (the
 // batch dims are indices' own leading dims); needs indices' last dim to be known.
 bool gatherNdRule(const Node& node, const Ins& in, Outs* outs) {
@@ -670,7 +676,7 @@ const std::map<std::string, ShapeRule>& ruleTable() {
     t["Flatten"] = &flattenRule;
     t["Transpose"] = &transposeRule;
     t["MatMul"] = &matmulRule;
-    t["FusedMatMul"] = &matmulRule;  // ai.kiln: MatMul + bias [N] + activation keeps the shape
+    t["FusedMatMul"] = &kilnFusedMatmulRule;
     t["Gemm"] = &gemmRule;
     t["Conv"] = &convRule;
     t["MaxPool"] = t["AveragePool"] = t["LpPool"] = &poolRule;

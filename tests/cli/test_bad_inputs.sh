@@ -32,6 +32,7 @@ expect_error "missing file" "no_such.onnx" "$kiln" run "$data/no_such.onnx"
 expect_error "directory instead of a file" "is a directory" "$kiln" run "$data"
 expect_error "not an input name" "'nope' is not an input" "$kiln" run "$data/add.onnx" --shapes nope:1x3
 expect_error "inspect of random bytes" "random_bytes.onnx" "$kiln" inspect "$data/random_bytes.onnx"
+expect_error "weight claiming 2^39 elements" "holds fewer" "$kiln" run "$data/huge_claim.onnx" --shapes x:2x3
 expect_error "conformance of a missing folder" "no_such_dir" "$kiln" conformance "$data/no_such_dir"
 
 echo "$passed passed, $failed failed"

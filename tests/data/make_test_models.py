@@ -100,6 +100,16 @@ def if_model():
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def huge_claim_model():
+    """add_model whose weight claims 2^39 float32 elements and holds 12 bytes: the
+    importer must refuse it before allocating."""
+    model = add_model()
+    w = model.graph.initializer[0]
+    del w.dims[:]
+    w.dims.extend([1 << 20, 1 << 19])
+    return model
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -121,6 +131,7 @@ def main():
     save(unknown_ops_model(), out, "unknown_ops.onnx")
     save(shape_subgraph_model(), out, "shape_subgraph.onnx")
     save(if_model(), out, "if_outer_scope.onnx")
+    save(huge_claim_model(), out, "huge_claim.onnx")
     np.save(os.path.join(out, "x_2x3.npy"), np.arange(6, dtype=np.float32).reshape(2, 3) + 1)
     np.save(os.path.join(out, "x_wrong_shape_2x4.npy"), np.ones((2, 4), np.float32))
     np.save(os.path.join(out, "x_wrong_dtype_int32.npy"), np.ones((2, 3), np.int32))

@@ -141,6 +141,41 @@ TEST(FuseMatMulBias, ConstantNodeScalarsCount) {
   fuseAndCompare(net, 2);  // the Constant node stays; everything else is one layer
 }
 
+TEST(FuseMatMulBias, BiasFromAConstantNodeAfterTheMatMulKeepsTopologicalOrder) {
+  Network net = linearNetwork({makeNode("Identity", {"biased"}, "y")});
+  Node bias = makeNode("Constant", {}, "b_node");
+  Attribute value;
+  value.kind = Attribute::Kind::kTensor;
+  value.t = randomTensor(DataType::kFloat32, {6}, 9);
+  bias.attributes["value"] = value;
+  net.graph.nodes.insert(net.graph.nodes.begin() + 1, bias);  // between MatMul and Add
+  net.graph.nodes[2].inputs[1] = "b_node";
+  // Fused (Constant-node tensors count as weights), with the fused node after the
+  // Constant, so the graph stays in topological order.
+  Network fused = net;
+  std::vector<PassApplication> applied;
+  ASSERT_TRUE(runPasses(fused, 3, {}, &applied).isOk());
+  EXPECT_EQ(applied.size(), 1u);
+  ASSERT_EQ(fused.graph.nodes.size(), 3u);
+  EXPECT_EQ(fused.graph.nodes[0].opType, "Constant");
+  EXPECT_EQ(fused.graph.nodes[1].opType, "FusedMatMul");
+  const Tensor x = randomTensor(DataType::kFloat32, {2, 5, 8}, 7);
+  expectTensorNear(run(fused, x), run(net, x), 1e-5, 1e-5);
+}
+
+TEST(FuseMatMulBias, AdjacentLinearsAllFuse) {
+  // Two MatMuls back to back on one input (Q and K projections): both fuse.
+  Network net = linearNetwork({makeNode("Identity", {"biased"}, "y")});
+  Graph& g = net.graph;
+  g.initializers["w2"] = randomTensor(DataType::kFloat32, {8, 6}, 11);
+  g.initializers["b2"] = randomTensor(DataType::kFloat32, {6}, 12);
+  g.nodes.insert(g.nodes.begin() + 1, makeNode("MatMul", {"x", "w2"}, "mm2"));
+  g.nodes.insert(g.nodes.begin() + 3, makeNode("Add", {"mm2", "b2"}, "biased2"));
+  g.outputs.push_back({"biased2", DataType::kFloat32, false, {}});
+  auto applied = fuseAndCompare(net, 3);
+  EXPECT_EQ(applied.size(), 2u);
+}
+
 TEST(FuseMatMulBias, WrongBiasShapeIsNotFused) {
   Network net = linearNetwork({makeNode("Identity", {"biased"}, "y")});
   net.graph.initializers["b"] = randomTensor(DataType::kFloat32, {5, 6}, 3);

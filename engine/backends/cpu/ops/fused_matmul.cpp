@@ -6,6 +6,7 @@
 #include <string>
 
 #include "backends/cpu/ops/matmul_plan.h"
+#include "kiln/passes.h"
 
 namespace kiln::cpu {
 namespace {
@@ -78,7 +79,7 @@ Status fusedMatMulKernel(KernelContext& ctx) {
 }  // namespace
 
 void registerFusedKernels(KernelRegistry& registry) {
-  registry.add("FusedMatMul", 1, 1000, &fusedMatMulKernel, "ai.kiln");
+  registry.add("FusedMatMul", 1, 1000, &fusedMatMulKernel, kKilnDomain);
 }
 
 }  // namespace kiln::cpu

@@ -23,7 +23,8 @@ struct StatusOnly {
 Status geluErfInPlace(void* y, DataType type, int64_t n, cudaStream_t stream) {
   if (n == 0) return Status::ok();
   StatusOnly context;
-  if (type == DataType::kFloat64) return unsupported("GELU epilogue in float64");
+  if (type == DataType::kFloat64)
+    return unsupported("GELU epilogue in float64");  // not a storage type
   KILN_DISPATCH_FLOAT(type, context,
                       geluErfKernel<<<gridFor(n), kBlockSize, 0, stream>>>(static_cast<T*>(y), n));
   KILN_CUDA_CHECK_LAUNCH("geluErfKernel");

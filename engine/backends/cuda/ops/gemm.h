@@ -28,8 +28,8 @@ struct GemmProblem {
     return type == o.type && m == o.m && n == o.n && k == o.k && transA == o.transA &&
            transB == o.transB && batch == o.batch && strideA == o.strideA && strideB == o.strideB &&
            strideD == o.strideD && alpha == o.alpha && beta == o.beta && bias == o.bias &&
-           relu == o.relu &&
-           tf32 == o.tf32 && alignA == o.alignA && alignB == o.alignB && alignD == o.alignD;
+           relu == o.relu && tf32 == o.tf32 && alignA == o.alignA && alignB == o.alignB &&
+           alignD == o.alignD;
   }
 };
 

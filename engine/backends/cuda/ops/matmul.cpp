@@ -14,6 +14,7 @@
 #include "backends/cuda/libraries.h"
 #include "backends/cuda/ops/fused_activation.h"
 #include "backends/cuda/ops/gemm.h"
+#include "kiln/passes.h"
 
 namespace kiln::cuda {
 namespace {
@@ -271,6 +272,8 @@ Status gemmKernel(GpuKernelContext& ctx) {
 // fusion pass only matches constant 2-D weights), so A's batch folds into M and the
 // bias rides the epilogue; ReLU too, GELU (erf) as one in-place pass after it.
 Status fusedMatMulKernel(GpuKernelContext& ctx) {
+  if (ctx.inputCount() < 3 || !ctx.hasInput(0) || !ctx.hasInput(1) || !ctx.hasInput(2))
+    return ctx.error("FusedMatMul needs inputs A, B and bias");
   const DeviceTensor& a = ctx.input(0);
   const DeviceTensor& b = ctx.input(1);
   const DeviceTensor& bias = ctx.input(2);
@@ -283,6 +286,8 @@ Status fusedMatMulKernel(GpuKernelContext& ctx) {
   const std::string activation = ctx.node().attrString("activation", "none");
   if (activation != "none" && activation != "relu" && activation != "gelu_erf")
     return ctx.error("unknown activation '" + activation + "'");
+  if (k == 0) return ctx.unsupported("FusedMatMul with an empty reduction dim");
+  if (n == 1 && activation == "relu") return ctx.unsupported("ReLU on a one-column FusedMatMul");
   Shape outShape = a.shape;
   outShape.back() = n;
   auto out = ctx.allocateOutput(0, a.type, outShape);
@@ -301,11 +306,8 @@ Status fusedMatMulKernel(GpuKernelContext& ctx) {
   }
   KILN_RETURN_IF_ERROR(
       runGemm(ctx, p, a.data, b.data, out.value().data, p.bias ? bias.data : nullptr));
-  if (activation == "gelu_erf" || (activation == "relu" && !p.relu)) {
-    if (activation == "relu") return ctx.unsupported("ReLU on a one-column FusedMatMul");
-    return geluErfInPlace(out.value().data, a.type, out.value().numel(), ctx.stream());
-  }
-  return Status::ok();
+  if (activation != "gelu_erf") return Status::ok();  // none, or ReLU in the epilogue
+  return geluErfInPlace(out.value().data, a.type, out.value().numel(), ctx.stream());
 }
 
 }  // namespace
@@ -314,7 +316,7 @@ void registerMatMulGpuKernels(GpuKernelRegistry& registry) {
   registry.add("MatMul", 1, 1000, matMulKernel);
   registry.add("Gemm", 1, 1000, gemmKernel);
   GpuKernelEntry fused;
-  fused.domain = "ai.kiln";
+  fused.domain = kKilnDomain;
   fused.opType = "FusedMatMul";
   fused.fn = fusedMatMulKernel;
   registry.add(fused);
