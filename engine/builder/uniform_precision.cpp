@@ -26,9 +26,11 @@ int bestAt(const LayerRecord& layer, DataType precision) {
   return best >= 0 ? best : untimed;
 }
 
-std::string describeTotal(DataType p, bool possible, double total) {
+std::string describeTotal(DataType p, bool possible, bool timed, double total) {
   return std::string(dataTypeName(p)) + " " +
-         (possible ? std::to_string(total).substr(0, 7) + " ms" : "not allowed");
+         (!possible ? "not allowed"
+          : !timed  ? "not timed"
+                    : std::to_string(total).substr(0, 7) + " ms");
 }
 
 }  // namespace
@@ -39,24 +41,32 @@ Status unifyPrecision(const BuilderConfig& config, const std::vector<UniformLaye
   if (config.fp16) options.push_back(DataType::kFloat16);
   if (config.bf16) options.push_back(DataType::kBFloat16);
   options.push_back(DataType::kFloat32);
-  DataType chosen = DataType::kUndefined;
+  // A precision whose every float layer has a timed candidate competes on its total;
+  // one with untimed layers (level 0, replays) only when no precision is fully timed,
+  // and then the heuristic's order (lowest precision first) decides.
+  DataType chosen = DataType::kUndefined, firstUntimed = DataType::kUndefined;
   double bestTotal = std::numeric_limits<double>::infinity();
   std::string totals;
   for (DataType p : options) {
     double total = 0;
-    bool possible = true;
+    bool possible = true, timed = true;
     for (size_t i = 0; i < record->layers.size() && possible; ++i) {
       if (!info[i].computesInFloat) continue;
       const int best = bestAt(record->layers[i], p);
       possible = (info[i].pinned == DataType::kUndefined || info[i].pinned == p) && best >= 0;
-      if (possible) total += std::max(0.0, record->layers[i].candidates[best].milliseconds);
+      if (!possible) break;
+      const double ms = record->layers[i].candidates[best].milliseconds;
+      timed = timed && ms >= 0;
+      total += std::max(0.0, ms);
     }
-    totals += (totals.empty() ? "" : ", ") + describeTotal(p, possible, total);
-    if (possible && total < bestTotal) {
+    totals += (totals.empty() ? "" : ", ") + describeTotal(p, possible, timed, total);
+    if (possible && timed && total < bestTotal) {
       bestTotal = total;
       chosen = p;
     }
+    if (possible && !timed && firstUntimed == DataType::kUndefined) firstUntimed = p;
   }
+  if (chosen == DataType::kUndefined) chosen = firstUntimed;
   if (chosen == DataType::kUndefined) {
     return invalidArgument(
         "the CUDA backend runs one precision per engine, and the layers' constraints or "

@@ -83,15 +83,15 @@ TEST(CudaBuilder, Fp32PlanTimesEveryLayerAndMatchesCpu) {
     if (layer.opType == "MatMul") {
       EXPECT_EQ(layer.tactic, "cuda.cublaslt");
       EXPECT_GT(layer.milliseconds, 0);
-      EXPECT_NE(layer.candidates[0].detail.find("gpu"), std::string::npos) << layer.candidates[0].detail;
+      EXPECT_NE(layer.candidates[0].detail.find("gpu"), std::string::npos)
+          << layer.candidates[0].detail;
     }
   }
   auto bytes = serializePlan(*plan);
   ASSERT_TRUE(bytes.isOk());
   auto loaded = deserializePlan(*bytes, "bert.kiln");
   ASSERT_TRUE(loaded.isOk()) << loaded.status().toString();
-  EXPECT_TRUE(checkPlanCompatible(loaded->identity,
-                                  cuda::cudaPlanIdentity(cuda::probeCudaDevice()))
+  EXPECT_TRUE(checkPlanCompatible(loaded->identity, cuda::cudaPlanIdentity(cuda::probeCudaDevice()))
                   .isOk());
   const Tensor ids = randomInputTensor(DataType::kInt64, {3, 40}, 5);
   expectTensorNear(runPlanOnCuda(loaded.value(), ids), cpuReference(ids), 1e-4, 1e-3);
@@ -114,6 +114,30 @@ TEST(CudaBuilder, Fp16BuildChoosesOnePrecisionForTheEngine) {
   ASSERT_NE(engine, DataType::kUndefined);
   const Tensor ids = randomInputTensor(DataType::kInt64, {2, 24}, 9);
   expectTensorNear(runPlanOnCuda(plan.value(), ids), cpuReference(ids), 5e-2, 5e-2);
+}
+
+TEST(CudaBuilder, ReplayAndLevelZeroKeepOneEnginePrecision) {
+  KILN_REQUIRE_GPU();
+  BuilderConfig config = bertConfig(true);
+  auto first = buildOnCuda(config);
+  ASSERT_TRUE(first.isOk()) << first.status().toString();
+  const TacticReplay replay = TacticReplay::fromRecord(first->record);
+  config.replay = &replay;
+  auto second = buildOnCuda(config);
+  ASSERT_TRUE(second.isOk()) << second.status().toString();
+  EXPECT_TRUE(second->record.unreplayedLayers.empty());
+  for (size_t i = 0; i < first->layers.size(); ++i) {
+    EXPECT_EQ(second->layers[i].tactic, first->layers[i].tactic) << i;
+    EXPECT_EQ(second->layers[i].precision, first->layers[i].precision) << i;
+  }
+  config.replay = nullptr;
+  config.optimizationLevel = 0;  // untimed rivals: the heuristic's lowest precision
+  auto level0 = buildOnCuda(config);
+  ASSERT_TRUE(level0.isOk()) << level0.status().toString();
+  for (const LayerRecord& layer : level0->record.layers) {
+    if (layer.precisionReason.rfind("engine-wide", 0) == 0)
+      EXPECT_EQ(layer.precision, DataType::kFloat16) << layer.name;
+  }
 }
 
 TEST(CudaBuilder, ConflictingObeyedPrecisionsAreRefused) {
