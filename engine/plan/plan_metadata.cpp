@@ -2,9 +2,24 @@
 // type errors are caught here and become one parse error.
 #include "plan/plan_metadata.h"
 
+#include <stdexcept>
+
 namespace kiln::plan {
 namespace {
 using nlohmann::json;
+
+// A data type code as the file writes it; anything Kiln does not know is damage.
+DataType typeFrom(const json& value) {
+  const int code = value.get<int>();
+  if (code < 0 || code > kLastDataTypeCode)
+    throw std::invalid_argument("data type code " + std::to_string(code) + " is unknown");
+  return static_cast<DataType>(code);
+}
+
+// Throws when a name field holds something its parser does not accept.
+void require(bool parsed, const char* field) {
+  if (!parsed) throw std::invalid_argument(std::string("field '") + field + "' is not valid");
+}
 
 json rulesToJson(const std::vector<LayerPrecisionRule>& rules) {
   json out = json::array();
@@ -16,8 +31,7 @@ json rulesToJson(const std::vector<LayerPrecisionRule>& rules) {
 std::vector<LayerPrecisionRule> rulesFromJson(const json& in) {
   std::vector<LayerPrecisionRule> rules;
   for (const json& r : in)
-    rules.push_back(
-        {r.at("pattern").get<std::string>(), static_cast<DataType>(r.at("precision").get<int>())});
+    rules.push_back({r.at("pattern").get<std::string>(), typeFrom(r.at("precision"))});
   return rules;
 }
 
@@ -44,13 +58,17 @@ void configFromJson(const json& in, BuilderConfig* c) {
   c->bf16 = in.at("bf16").get<bool>();
   c->int8 = in.at("int8").get<bool>();
   c->fp8 = in.at("fp8").get<bool>();
-  parseConstraintMode(in.at("precision_constraints").get<std::string>(), &c->precisionConstraints);
+  require(parseConstraintMode(in.at("precision_constraints").get<std::string>(),
+                              &c->precisionConstraints),
+          "precision_constraints");
   c->layerPrecisions = rulesFromJson(in.at("layer_precisions"));
   c->layerOutputTypes = rulesFromJson(in.at("layer_output_types"));
   c->optimizationLevel = in.at("optimization_level").get<int>();
   c->workspaceLimitBytes = in.at("workspace_limit_bytes").get<int64_t>();
   c->tacticSources = in.at("tactic_sources").get<uint32_t>();
-  parseProfilingVerbosity(in.at("profiling_verbosity").get<std::string>(), &c->profilingVerbosity);
+  require(parseProfilingVerbosity(in.at("profiling_verbosity").get<std::string>(),
+                                  &c->profilingVerbosity),
+          "profiling_verbosity");
   c->seed = in.at("seed").get<uint64_t>();
   c->disabledPasses = in.at("disabled_passes").get<std::vector<std::string>>();
 }
@@ -71,8 +89,8 @@ std::vector<TensorRecord> tensorsFromJson(const json& in) {
   std::vector<TensorRecord> out;
   for (const json& t : in) {
     out.push_back({t.at("name").get<std::string>(), t.at("dims").get<Shape>(),
-                   static_cast<DataType>(t.at("type").get<int>()),
-                   t.at("location").get<std::string>(), t.at("format").get<std::string>()});
+                   typeFrom(t.at("type")), t.at("location").get<std::string>(),
+                   t.at("format").get<std::string>()});
   }
   return out;
 }
@@ -89,7 +107,7 @@ TacticCandidate candidateFromJson(const json& in) {
   c.tactic = in.at("tactic").get<std::string>();
   c.tacticValue = in.at("value").get<uint64_t>();
   c.source = in.at("source").get<std::string>();
-  c.precision = static_cast<DataType>(in.at("precision").get<int>());
+  c.precision = typeFrom(in.at("precision"));
   c.milliseconds = in.at("ms").get<double>();
   c.fromCache = in.at("from_cache").get<bool>();
   c.rejected = in.at("rejected").get<std::string>();
@@ -130,9 +148,9 @@ LayerRecord layerFromJson(const json& in) {
   l.inputs = tensorsFromJson(in.at("inputs"));
   l.outputs = tensorsFromJson(in.at("outputs"));
   l.parameters = in.at("parameters").get<std::map<std::string, std::string>>();
-  l.precision = static_cast<DataType>(in.at("precision").get<int>());
+  l.precision = typeFrom(in.at("precision"));
   l.precisionReason = in.at("precision_reason").get<std::string>();
-  l.outputType = static_cast<DataType>(in.at("output_type").get<int>());
+  l.outputType = typeFrom(in.at("output_type"));
   l.tactic = in.at("tactic").get<std::string>();
   l.tacticValue = in.at("tactic_value").get<uint64_t>();
   l.tacticSource = in.at("tactic_source").get<std::string>();
@@ -253,12 +271,11 @@ Status metadataFromJson(const json& doc, Plan* plan) {
       plan->profiles.push_back(profile);
     }
     for (const json& l : doc.at("layers")) {
-      plan->layers.push_back({l.at("tactic").get<std::string>(),
-                              static_cast<DataType>(l.at("precision").get<int>()),
-                              static_cast<DataType>(l.at("output_type").get<int>())});
+      plan->layers.push_back({l.at("tactic").get<std::string>(), typeFrom(l.at("precision")),
+                              typeFrom(l.at("output_type"))});
     }
     recordFromJson(doc.at("record"), &plan->record);
-  } catch (const json::exception& e) {
+  } catch (const std::exception& e) {  // json's type errors and the checks above
     return parseError(std::string("plan metadata is damaged: ") + e.what());
   }
   return Status::ok();

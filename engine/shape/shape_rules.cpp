@@ -10,9 +10,15 @@ namespace {
 using Outs = std::vector<RuleOutput>;
 using Ins = std::vector<RuleInput>;
 
-bool known(const Ins& in, size_t i) { return i < in.size() && in[i].present() && in[i].info->hasShape; }
-const SymbolicShape& shapeOf(const Ins& in, size_t i) { return in[i].info->shape; }
-DataType typeOf(const Ins& in, size_t i) { return i < in.size() && in[i].present() ? in[i].info->type : DataType::kUndefined; }
+bool known(const Ins& in, size_t i) {
+  return i < in.size() && in[i].present() && in[i].info->hasShape;
+}
+const SymbolicShape& shapeOf(const Ins& in, size_t i) {
+  return in[i].info->shape;
+}
+DataType typeOf(const Ins& in, size_t i) {
+  return i < in.size() && in[i].present() ? in[i].info->type : DataType::kUndefined;
+}
 
 void setOut(Outs* outs, size_t i, DataType type, SymbolicShape shape) {
   if (outs->size() <= i) outs->resize(i + 1);
@@ -21,7 +27,9 @@ void setOut(Outs* outs, size_t i, DataType type, SymbolicShape shape) {
   (*outs)[i].info.shape = std::move(shape);
 }
 
-int64_t normAxis(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
+int64_t normAxis(int64_t axis, int64_t rank) {
+  return axis < 0 ? axis + rank : axis;
+}
 
 // Contents of input i as numbers, when all of them are constants.
 std::optional<std::vector<int64_t>> constInts(const Ins& in, size_t i) {
@@ -36,7 +44,8 @@ std::optional<std::vector<int64_t>> constInts(const Ins& in, size_t i) {
 
 bool sameShape(const Node&, const Ins& in, Outs* outs) {
   if (!known(in, 0)) return false;
-  for (size_t i = 0; i < std::max<size_t>(outs->size(), 1); ++i) setOut(outs, i, typeOf(in, 0), shapeOf(in, 0));
+  for (size_t i = 0; i < std::max<size_t>(outs->size(), 1); ++i)
+    setOut(outs, i, typeOf(in, 0), shapeOf(in, 0));
   return true;
 }
 
@@ -62,18 +71,25 @@ bool arithmetic(const Node& node, const Ins& in, Outs* outs) {
     for (size_t k = 0; k < std::max(a.size(), b.size()); ++k) {
       const DimExpr& x = a[a.size() == 1 ? 0 : k];
       const DimExpr& y = b[b.size() == 1 ? 0 : k];
-      if (node.opType == "Add") v.push_back(x + y);
-      else if (node.opType == "Sub") v.push_back(x - y);
-      else if (node.opType == "Mul") v.push_back(x * y);
-      else if (node.opType == "Div") v.push_back(DimExpr::floorDiv(x, y));
-      else return true;
+      if (node.opType == "Add")
+        v.push_back(x + y);
+      else if (node.opType == "Sub")
+        v.push_back(x - y);
+      else if (node.opType == "Mul")
+        v.push_back(x * y);
+      else if (node.opType == "Div")
+        v.push_back(DimExpr::floorDiv(x, y));
+      else
+        return true;
     }
     (*outs)[0].symbolicValue = v;
   }
   return true;
 }
 
-bool comparison(const Node& node, const Ins& in, Outs* outs) { return broadcastRule(node, in, outs, DataType::kBool); }
+bool comparison(const Node& node, const Ins& in, Outs* outs) {
+  return broadcastRule(node, in, outs, DataType::kBool);
+}
 bool whereRule(const Node& node, const Ins& in, Outs* outs) {
   if (!broadcastRule(node, in, outs, typeOf(in, 1))) return false;
   return true;
@@ -81,7 +97,8 @@ bool whereRule(const Node& node, const Ins& in, Outs* outs) {
 
 bool castRule(const Node& node, const Ins& in, Outs* outs) {
   if (!known(in, 0)) return false;
-  DataType to = node.opType == "CastLike" ? typeOf(in, 1) : static_cast<DataType>(node.attrInt("to", 1));
+  DataType to =
+      node.opType == "CastLike" ? typeOf(in, 1) : static_cast<DataType>(node.attrInt("to", 1));
   setOut(outs, 0, to, shapeOf(in, 0));
   if (in[0].symbolicValue && isInteger(to)) (*outs)[0].symbolicValue = *in[0].symbolicValue;
   return true;
@@ -92,7 +109,8 @@ bool shapeRule(const Node& node, const Ins& in, Outs* outs) {
   const SymbolicShape& s = shapeOf(in, 0);
   const int64_t rank = static_cast<int64_t>(s.size());
   int64_t start = std::clamp<int64_t>(normAxis(node.attrInt("start", 0), rank), 0, rank);
-  int64_t end = std::clamp<int64_t>(node.hasAttr("end") ? normAxis(node.attrInt("end", rank), rank) : rank, 0, rank);
+  int64_t end = std::clamp<int64_t>(
+      node.hasAttr("end") ? normAxis(node.attrInt("end", rank), rank) : rank, 0, rank);
   std::vector<DimExpr> value(s.begin() + start, s.begin() + std::max(start, end));
   setOut(outs, 0, DataType::kInt64, {static_cast<int64_t>(value.size())});
   (*outs)[0].symbolicValue = value;
@@ -136,8 +154,10 @@ bool concatRule(const Node& node, const Ins& in, Outs* outs) {
   std::vector<DimExpr> value;
   for (const RuleInput& r : in) {
     if (!r.present() || !r.info->hasShape) return false;
-    if (r.symbolicValue) value.insert(value.end(), r.symbolicValue->begin(), r.symbolicValue->end());
-    else allSymbolic = false;
+    if (r.symbolicValue)
+      value.insert(value.end(), r.symbolicValue->begin(), r.symbolicValue->end());
+    else
+      allSymbolic = false;
   }
   SymbolicShape out = shapeOf(in, 0);
   const int64_t axis = normAxis(node.attrInt("axis", 0), static_cast<int64_t>(out.size()));
@@ -185,7 +205,8 @@ bool squeezeRule(const Node& node, const Ins& in, Outs* outs) {
   for (size_t d = 0; d < s.size(); ++d) {
     bool drop = false;
     if (axes.empty()) drop = s[d].isConst() && s[d].constValue() == 1;
-    for (int64_t a : axes) drop = drop || normAxis(a, static_cast<int64_t>(s.size())) == static_cast<int64_t>(d);
+    for (int64_t a : axes)
+      drop = drop || normAxis(a, static_cast<int64_t>(s.size())) == static_cast<int64_t>(d);
     if (axes.empty() && !s[d].isConst()) return false;  // unknown whether it is 1
     if (!drop) out.push_back(s[d]);
   }
@@ -206,8 +227,10 @@ bool reshapeRule(const Node& node, const Ins& in, Outs* outs) {
       if (d >= src.size()) return false;
       out[d] = src[d];
     }
-    if (out[d].isConst() && out[d].constValue() == -1) inferAt = static_cast<int>(d);
-    else known = known * out[d];
+    if (out[d].isConst() && out[d].constValue() == -1)
+      inferAt = static_cast<int>(d);
+    else
+      known = known * out[d];
   }
   if (inferAt >= 0) {
     DimExpr total = 1;
@@ -223,7 +246,8 @@ bool flattenRule(const Node& node, const Ins& in, Outs* outs) {
   const SymbolicShape& s = shapeOf(in, 0);
   const int64_t axis = normAxis(node.attrInt("axis", 1), static_cast<int64_t>(s.size()));
   DimExpr a = 1, b = 1;
-  for (int64_t d = 0; d < static_cast<int64_t>(s.size()); ++d) (d < axis ? a : b) = (d < axis ? a : b) * s[d];
+  for (int64_t d = 0; d < static_cast<int64_t>(s.size()); ++d)
+    (d < axis ? a : b) = (d < axis ? a : b) * s[d];
   setOut(outs, 0, typeOf(in, 0), {a, b});
   return true;
 }
@@ -232,7 +256,8 @@ bool transposeRule(const Node& node, const Ins& in, Outs* outs) {
   if (!known(in, 0)) return false;
   const SymbolicShape& s = shapeOf(in, 0);
   std::vector<int64_t> perm = node.attrInts("perm");
-  if (perm.empty()) for (int64_t d = static_cast<int64_t>(s.size()) - 1; d >= 0; --d) perm.push_back(d);
+  if (perm.empty())
+    for (int64_t d = static_cast<int64_t>(s.size()) - 1; d >= 0; --d) perm.push_back(d);
   if (perm.size() != s.size()) return false;
   SymbolicShape out;
   for (int64_t p : perm) {
@@ -250,7 +275,8 @@ bool matmulRule(const Node&, const Ins& in, Outs* outs) {
   const bool vecA = a.size() == 1, vecB = b.size() == 1;
   if (vecA) a.insert(a.begin(), DimExpr(1));
   if (vecB) b.push_back(DimExpr(1));
-  SymbolicShape batch = broadcastSymbolic(SymbolicShape(a.begin(), a.end() - 2), SymbolicShape(b.begin(), b.end() - 2));
+  SymbolicShape batch = broadcastSymbolic(SymbolicShape(a.begin(), a.end() - 2),
+                                          SymbolicShape(b.begin(), b.end() - 2));
   if (!vecA) batch.push_back(a[a.size() - 2]);
   if (!vecB) batch.push_back(b.back());
   setOut(outs, 0, typeOf(in, 0), batch);
@@ -258,7 +284,8 @@ bool matmulRule(const Node&, const Ins& in, Outs* outs) {
 }
 
 bool gemmRule(const Node& node, const Ins& in, Outs* outs) {
-  if (!known(in, 0) || !known(in, 1) || shapeOf(in, 0).size() != 2 || shapeOf(in, 1).size() != 2) return false;
+  if (!known(in, 0) || !known(in, 1) || shapeOf(in, 0).size() != 2 || shapeOf(in, 1).size() != 2)
+    return false;
   DimExpr m = shapeOf(in, 0)[node.attrInt("transA", 0) ? 1 : 0];
   DimExpr n = shapeOf(in, 1)[node.attrInt("transB", 0) ? 0 : 1];
   setOut(outs, 0, typeOf(in, 0), {m, n});
@@ -289,7 +316,8 @@ bool windowRule(const Node& node, const Ins& in, Outs* outs, bool isConv) {
   auto pads = node.attrInts("pads", std::vector<int64_t>(2 * spatial, 0));
   const std::string autoPad = node.attrString("auto_pad", "NOTSET");
   const bool ceilMode = node.attrInt("ceil_mode", 0) != 0;
-  if (strides.size() != spatial || dilations.size() != spatial || pads.size() != 2 * spatial) return false;
+  if (strides.size() != spatial || dilations.size() != spatial || pads.size() != 2 * spatial)
+    return false;
   SymbolicShape out{x[0], channels};
   for (size_t d = 0; d < spatial; ++d) {
     const DimExpr in_ = x[2 + d];
@@ -298,7 +326,8 @@ bool windowRule(const Node& node, const Ins& in, Outs* outs, bool isConv) {
     } else {
       const int64_t padTotal = autoPad == "VALID" ? 0 : pads[d] + pads[d + spatial];
       DimExpr span = in_ + DimExpr(padTotal - dilations[d] * (kernel[d] - 1) - 1);
-      DimExpr size = (ceilMode ? DimExpr::ceilDiv(span, strides[d]) : DimExpr::floorDiv(span, strides[d])) + 1;
+      DimExpr size =
+          (ceilMode ? DimExpr::ceilDiv(span, strides[d]) : DimExpr::floorDiv(span, strides[d])) + 1;
       // With ceil_mode a last window that would start inside the end padding is dropped.
       if (ceilMode && size.isConst() && in_.isConst() && autoPad != "VALID" &&
           (size.constValue() - 1) * strides[d] >= in_.constValue() + pads[d]) {
@@ -312,8 +341,12 @@ bool windowRule(const Node& node, const Ins& in, Outs* outs, bool isConv) {
   return true;
 }
 
-bool convRule(const Node& n, const Ins& in, Outs* outs) { return windowRule(n, in, outs, true); }
-bool poolRule(const Node& n, const Ins& in, Outs* outs) { return windowRule(n, in, outs, false); }
+bool convRule(const Node& n, const Ins& in, Outs* outs) {
+  return windowRule(n, in, outs, true);
+}
+bool poolRule(const Node& n, const Ins& in, Outs* outs) {
+  return windowRule(n, in, outs, false);
+}
 
 bool globalPoolRule(const Node&, const Ins& in, Outs* outs) {
   if (!known(in, 0)) return false;
@@ -337,9 +370,12 @@ bool reduceRule(const Node& node, const Ins& in, Outs* outs) {
   SymbolicShape out;
   for (size_t d = 0; d < s.size(); ++d) {
     bool reduced = axes.empty();
-    for (int64_t a : axes) reduced = reduced || normAxis(a, static_cast<int64_t>(s.size())) == static_cast<int64_t>(d);
-    if (!reduced) out.push_back(s[d]);
-    else if (keep) out.push_back(1);
+    for (int64_t a : axes)
+      reduced = reduced || normAxis(a, static_cast<int64_t>(s.size())) == static_cast<int64_t>(d);
+    if (!reduced)
+      out.push_back(s[d]);
+    else if (keep)
+      out.push_back(1);
   }
   setOut(outs, 0, typeOf(in, 0), out);
   return true;
@@ -350,8 +386,10 @@ bool argReduceRule(const Node& node, const Ins& in, Outs* outs) {
   SymbolicShape s = shapeOf(in, 0);
   const int64_t axis = normAxis(node.attrInt("axis", 0), static_cast<int64_t>(s.size()));
   if (axis < 0 || axis >= static_cast<int64_t>(s.size())) return false;
-  if (node.attrInt("keepdims", 1)) s[axis] = 1;
-  else s.erase(s.begin() + axis);
+  if (node.attrInt("keepdims", 1))
+    s[axis] = 1;
+  else
+    s.erase(s.begin() + axis);
   setOut(outs, 0, DataType::kInt64, s);
   return true;
 }
@@ -381,7 +419,9 @@ bool sliceRule(const Node& node, const Ins& in, Outs* outs) {
     ends = constInts(in, 2);
     if (in.size() > 3 && in[3].present()) axes = constInts(in, 3);
     if (in.size() > 4 && in[4].present()) steps = constInts(in, 4);
-    if (!starts || !ends || (in.size() > 3 && in[3].present() && !axes) || (in.size() > 4 && in[4].present() && !steps)) return false;
+    if (!starts || !ends || (in.size() > 3 && in[3].present() && !axes) ||
+        (in.size() > 4 && in[4].present() && !steps))
+      return false;
   }
   SymbolicShape out = shapeOf(in, 0);
   const int64_t rank = static_cast<int64_t>(out.size());
@@ -393,29 +433,39 @@ bool sliceRule(const Node& node, const Ins& in, Outs* outs) {
     int64_t s = (*starts)[k], e = (*ends)[k];
     if (!dim.isConst()) {
       // Only the common "whole axis" and "from s to end" cases stay symbolic.
-      if (step == 1 && s >= 0 && e >= (int64_t{1} << 30)) { out[axis] = dim - DimExpr(s); continue; }
+      if (step == 1 && s >= 0 && e >= (int64_t{1} << 30)) {
+        out[axis] = dim - DimExpr(s);
+        continue;
+      }
       return false;
     }
     const int64_t n = dim.constValue();
-    auto clampIdx = [&](int64_t v, int64_t lo, int64_t hi) { if (v < 0) v += n; return std::clamp(v, lo, hi); };
+    auto clampIdx = [&](int64_t v, int64_t lo, int64_t hi) {
+      if (v < 0) v += n;
+      return std::clamp(v, lo, hi);
+    };
     int64_t len;
     if (step > 0) {
-      s = clampIdx(s, 0, n); e = clampIdx(e, 0, n);
+      s = clampIdx(s, 0, n);
+      e = clampIdx(e, 0, n);
       len = e > s ? (e - s + step - 1) / step : 0;
     } else {
-      s = clampIdx(s, 0, n - 1); e = clampIdx(e, -1, n - 1);
+      s = clampIdx(s, 0, n - 1);
+      e = clampIdx(e, -1, n - 1);
       len = s > e ? (s - e - step - 1) / (-step) : 0;
     }
     out[axis] = len;
   }
   setOut(outs, 0, typeOf(in, 0), out);
-  if (in[0].symbolicValue && out.size() == 1 && out[0].isConst() && starts->size() == 1 && (!steps || (*steps)[0] == 1)) {
+  if (in[0].symbolicValue && out.size() == 1 && out[0].isConst() && starts->size() == 1 &&
+      (!steps || (*steps)[0] == 1)) {
     const auto& v = *in[0].symbolicValue;
     int64_t n = static_cast<int64_t>(v.size());
     int64_t s = (*starts)[0] < 0 ? (*starts)[0] + n : std::min((*starts)[0], n);
     s = std::clamp<int64_t>(s, 0, n);
     if (s + out[0].constValue() <= n)
-      (*outs)[0].symbolicValue = std::vector<DimExpr>(v.begin() + s, v.begin() + s + out[0].constValue());
+      (*outs)[0].symbolicValue =
+          std::vector<DimExpr>(v.begin() + s, v.begin() + s + out[0].constValue());
   }
   return true;
 }
@@ -459,7 +509,8 @@ bool splitRule(const Node& node, const Ins& in, Outs* outs) {
 bool rangeRule(const Node&, const Ins& in, Outs* outs) {
   auto s = constInts(in, 0), l = constInts(in, 1), d = constInts(in, 2);
   if (!s || !l || !d || s->empty() || l->empty() || d->empty() || (*d)[0] == 0) return false;
-  int64_t n = std::max<int64_t>(0, ((*l)[0] - (*s)[0] + (*d)[0] - ((*d)[0] > 0 ? 1 : -1)) / (*d)[0]);
+  int64_t n =
+      std::max<int64_t>(0, ((*l)[0] - (*s)[0] + (*d)[0] - ((*d)[0] > 0 ? 1 : -1)) / (*d)[0]);
   setOut(outs, 0, typeOf(in, 0), {n});
   return true;
 }
@@ -485,18 +536,22 @@ bool resizeRule(const Node& node, const Ins& in, Outs* outs) {
   const SymbolicShape& x = shapeOf(in, 0);
   const int64_t rank = static_cast<int64_t>(x.size());
   std::vector<int64_t> axes = node.attrInts("axes");
-  if (axes.empty()) for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
+  if (axes.empty())
+    for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
   SymbolicShape out = x;
   const size_t sizesAt = node.opType == "Upsample" ? 99 : 3;
   if (sizesAt < in.size() && in[sizesAt].symbolicValue && !in[sizesAt].symbolicValue->empty()) {
     const auto& sizes = *in[sizesAt].symbolicValue;
-    if (sizes.size() != axes.size() || node.attrString("keep_aspect_ratio_policy", "stretch") != "stretch") return false;
+    if (sizes.size() != axes.size() ||
+        node.attrString("keep_aspect_ratio_policy", "stretch") != "stretch")
+      return false;
     for (size_t k = 0; k < axes.size(); ++k) out[normAxis(axes[k], rank)] = sizes[k];
     setOut(outs, 0, typeOf(in, 0), out);
     return true;
   }
   const size_t scalesAt = node.opType == "Upsample" ? 1 : node.opset >= 11 ? 2 : 1;
-  if (scalesAt >= in.size() || !in[scalesAt].constant || in[scalesAt].constant->numel() != static_cast<int64_t>(axes.size())) {
+  if (scalesAt >= in.size() || !in[scalesAt].constant ||
+      in[scalesAt].constant->numel() != static_cast<int64_t>(axes.size())) {
     return false;
   }
   for (size_t k = 0; k < axes.size(); ++k) {
@@ -530,7 +585,8 @@ bool convTransposeRule(const Node& node, const Ins& in, Outs* outs) {
   auto outputShape = node.attrInts("output_shape");
   const std::string autoPad = node.attrString("auto_pad", "NOTSET");
   if (strides.size() != spatial || dilations.size() != spatial || pads.size() != 2 * spatial ||
-      outputPadding.size() != spatial) return false;
+      outputPadding.size() != spatial)
+    return false;
   for (size_t d = 0; d < spatial; ++d) {
     if (!outputShape.empty()) {
       if (outputShape.size() != spatial) return false;
@@ -541,8 +597,9 @@ bool convTransposeRule(const Node& node, const Ins& in, Outs* outs) {
       // (in - 1) * stride + output_padding + (k - 1) * dilation + 1 - pads
       if (!w[2 + d].isConst()) return false;
       const int64_t k = w[2 + d].constValue();
-      out.push_back((x[2 + d] - 1) * strides[d] +
-                    DimExpr(outputPadding[d] + (k - 1) * dilations[d] + 1 - pads[d] - pads[d + spatial]));
+      out.push_back(
+          (x[2 + d] - 1) * strides[d] +
+          DimExpr(outputPadding[d] + (k - 1) * dilations[d] + 1 - pads[d] - pads[d + spatial]));
     }
   }
   setOut(outs, 0, typeOf(in, 0), out);
@@ -553,7 +610,8 @@ bool padRule(const Node& node, const Ins& in, Outs* outs) {
   if (!known(in, 0)) return false;
   SymbolicShape out = shapeOf(in, 0);
   const int64_t rank = static_cast<int64_t>(out.size());
-  std::optional<std::vector<int64_t>> pads = node.opset < 11 ? std::optional(node.attrInts("pads")) : constInts(in, 1);
+  std::optional<std::vector<int64_t>> pads =
+      node.opset < 11 ? std::optional(node.attrInts("pads")) : constInts(in, 1);
   if (!pads) return false;
   std::vector<int64_t> axes;
   if (in.size() > 3 && in[3].present()) {
@@ -588,8 +646,10 @@ bool depthSpaceRule(const Node& node, const Ins& in, Outs* outs) {
   SymbolicShape s = shapeOf(in, 0);
   const int64_t b = node.attrInt("blocksize", 1);
   if (b <= 0) return false;
-  if (node.opType == "DepthToSpace") s = {s[0], DimExpr::floorDiv(s[1], b * b), s[2] * b, s[3] * b};
-  else s = {s[0], s[1] * (b * b), DimExpr::floorDiv(s[2], b), DimExpr::floorDiv(s[3], b)};
+  if (node.opType == "DepthToSpace")
+    s = {s[0], DimExpr::floorDiv(s[1], b * b), s[2] * b, s[3] * b};
+  else
+    s = {s[0], s[1] * (b * b), DimExpr::floorDiv(s[2], b), DimExpr::floorDiv(s[3], b)};
   setOut(outs, 0, typeOf(in, 0), s);
   return true;
 }
@@ -599,9 +659,12 @@ bool topKRule(const Node& node, const Ins& in, Outs* outs) {
   SymbolicShape s = shapeOf(in, 0);
   const int64_t axis = normAxis(node.attrInt("axis", -1), static_cast<int64_t>(s.size()));
   if (axis < 0 || axis >= static_cast<int64_t>(s.size())) return false;
-  if (node.opset < 10) s[axis] = node.attrInt("k", 1);
-  else if (in.size() > 1 && in[1].symbolicValue && in[1].symbolicValue->size() == 1) s[axis] = (*in[1].symbolicValue)[0];
-  else return false;
+  if (node.opset < 10)
+    s[axis] = node.attrInt("k", 1);
+  else if (in.size() > 1 && in[1].symbolicValue && in[1].symbolicValue->size() == 1)
+    s[axis] = (*in[1].symbolicValue)[0];
+  else
+    return false;
   setOut(outs, 0, typeOf(in, 0), s);
   if (outs->size() > 1) setOut(outs, 1, DataType::kInt64, s);
   return true;
@@ -638,18 +701,64 @@ bool likeIndicesRule(const Node&, const Ins& in, Outs* outs) {
 const std::map<std::string, ShapeRule>& ruleTable() {
   static const std::map<std::string, ShapeRule> table = [] {
     std::map<std::string, ShapeRule> t;
-    for (const char* op : {"Add", "Sub", "Mul", "Div", "Pow", "Mod", "Max", "Min", "Sum", "Mean", "PRelu",
-                           "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor"})
+    for (const char* op : {"Add", "Sub", "Mul", "Div", "Pow", "Mod", "Max", "Min", "Sum", "Mean",
+                           "PRelu", "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor"})
       t[op] = &arithmetic;
-    for (const char* op : {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor"})
+    for (const char* op :
+         {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor"})
       t[op] = &comparison;
-    for (const char* op : {"Relu", "LeakyRelu", "Elu", "Selu", "Celu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh",
-                           "Softplus", "Softsign", "ThresholdedRelu", "Gelu", "Mish", "Shrink", "Clip", "Abs", "Neg",
-                           "Exp", "Log", "Sqrt", "Reciprocal", "Floor", "Ceil", "Round", "Sign", "Sin", "Cos", "Tan",
-                           "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Erf", "Not", "BitwiseNot",
-                           "Identity", "Softmax", "LogSoftmax", "Hardmax", "InstanceNormalization",
-                           "GroupNormalization", "LpNormalization", "MeanVarianceNormalization", "LRN", "CumSum",
-                           "QuantizeLinear", "DequantizeLinear"})
+    for (const char* op : {"Relu",
+                           "LeakyRelu",
+                           "Elu",
+                           "Selu",
+                           "Celu",
+                           "Sigmoid",
+                           "HardSigmoid",
+                           "HardSwish",
+                           "Tanh",
+                           "Softplus",
+                           "Softsign",
+                           "ThresholdedRelu",
+                           "Gelu",
+                           "Mish",
+                           "Shrink",
+                           "Clip",
+                           "Abs",
+                           "Neg",
+                           "Exp",
+                           "Log",
+                           "Sqrt",
+                           "Reciprocal",
+                           "Floor",
+                           "Ceil",
+                           "Round",
+                           "Sign",
+                           "Sin",
+                           "Cos",
+                           "Tan",
+                           "Asin",
+                           "Acos",
+                           "Atan",
+                           "Sinh",
+                           "Cosh",
+                           "Asinh",
+                           "Acosh",
+                           "Atanh",
+                           "Erf",
+                           "Not",
+                           "BitwiseNot",
+                           "Identity",
+                           "Softmax",
+                           "LogSoftmax",
+                           "Hardmax",
+                           "InstanceNormalization",
+                           "GroupNormalization",
+                           "LpNormalization",
+                           "MeanVarianceNormalization",
+                           "LRN",
+                           "CumSum",
+                           "QuantizeLinear",
+                           "DequantizeLinear"})
       t[op] = &sameShape;
     t["Dropout"] = &firstIsIndexAndData;
     t["Resize"] = t["Upsample"] = &resizeRule;
@@ -660,10 +769,13 @@ const std::map<std::string, ShapeRule>& ruleTable() {
     t["TopK"] = &topKRule;
     t["GatherElements"] = &likeIndicesRule;
     t["GatherND"] = &gatherNdRule;
-    for (const char* op : {"Trilu", "ScatterElements", "ScatterND", "Scatter", "Celu", "Swish", "RMSNormalization"})
+    for (const char* op :
+         {"Trilu", "ScatterElements", "ScatterND", "Scatter", "Celu", "Swish", "RMSNormalization"})
       t[op] = &sameShape;
     t["BatchNormalization"] = &batchNormRule;
-    t["IsNaN"] = t["IsInf"] = [](const Node& n, const Ins& in, Outs* o) { return broadcastRule(n, in, o, DataType::kBool); };
+    t["IsNaN"] = t["IsInf"] = [](const Node& n, const Ins& in, Outs* o) {
+      return broadcastRule(n, in, o, DataType::kBool);
+    };
     t["Where"] = &whereRule;
     t["Cast"] = t["CastLike"] = &castRule;
     t["Shape"] = &shapeRule;
@@ -681,8 +793,9 @@ const std::map<std::string, ShapeRule>& ruleTable() {
     t["Conv"] = &convRule;
     t["MaxPool"] = t["AveragePool"] = t["LpPool"] = &poolRule;
     t["GlobalAveragePool"] = t["GlobalMaxPool"] = t["GlobalLpPool"] = &globalPoolRule;
-    for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
-                           "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"})
+    for (const char* op :
+         {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+          "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"})
       t[op] = &reduceRule;
     t["ArgMax"] = t["ArgMin"] = &argReduceRule;
     t["ConstantOfShape"] = &constantOfShapeRule;
@@ -704,11 +817,16 @@ SymbolicShape broadcastSymbolic(const SymbolicShape& a, const SymbolicShape& b) 
   for (size_t i = 0; i < rank; ++i) {
     DimExpr da = i < rank - a.size() ? DimExpr(1) : a[i - (rank - a.size())];
     DimExpr db = i < rank - b.size() ? DimExpr(1) : b[i - (rank - b.size())];
-    if (da == db || (db.isConst() && db.constValue() == 1)) out[i] = da;
-    else if (da.isConst() && da.constValue() == 1) out[i] = db;
-    else if (da.isConst()) out[i] = da;  // a static dim > 1 decides
-    else if (db.isConst()) out[i] = db;
-    else out[i] = DimExpr::max(da, db);
+    if (da == db || (db.isConst() && db.constValue() == 1))
+      out[i] = da;
+    else if (da.isConst() && da.constValue() == 1)
+      out[i] = db;
+    else if (da.isConst())
+      out[i] = da;  // a static dim > 1 decides
+    else if (db.isConst())
+      out[i] = db;
+    else
+      out[i] = DimExpr::max(da, db);
   }
   return out;
 }

@@ -119,7 +119,7 @@ void registerDeformConvKernels(KernelRegistry& registry);  // DeformConv
 void registerMlKernels(
     KernelRegistry& registry);  // ai.onnx.ml Binarizer, ArrayFeatureExtractor, LabelEncoder
 void registerTreeEnsembleKernels(KernelRegistry& registry);  // ai.onnx.ml TreeEnsemble
-void registerFusedKernels(KernelRegistry& registry);  // ai.kiln nodes the passes create
+void registerFusedKernels(KernelRegistry& registry);         // ai.kiln nodes the passes create
 void registerTransformerKernels(
     KernelRegistry& registry);  // Attention, RMSNormalization, RotaryEmbedding, ...
 

@@ -55,13 +55,12 @@ Status fusedTyped(const MatMulPlan& plan, const Tensor& a, const Tensor& b, cons
 
 Status fusedMatMulKernel(KernelContext& ctx) {
   KILN_RETURN_IF_ERROR(ctx.requireInputs(3));
+  MatMulPlan plan;
+  KILN_RETURN_IF_ERROR(prepareMatMulNode(ctx, &plan));
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(1);
   const Tensor& bias = ctx.input(2);
-  if (a.type() != b.type() || bias.type() != a.type())
-    return ctx.error("A, B and bias must have one type");
-  MatMulPlan plan;
-  KILN_RETURN_IF_ERROR_CTX(planMatMul(a.shape(), b.shape(), &plan), ctx.node().describe());
+  if (bias.type() != a.type()) return ctx.error("bias must have the type of A");
   if (bias.rank() != 1 || bias.dim(0) != plan.n)
     return ctx.error("bias " + shapeToString(bias.shape()) + " must be [" + std::to_string(plan.n) +
                      "]");

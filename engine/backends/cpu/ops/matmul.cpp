@@ -68,13 +68,23 @@ Status matmulTyped(const MatMulPlan& plan, const Tensor& a, const Tensor& b, Ten
   return Status::ok();
 }
 
-Status matmulKernel(KernelContext& ctx) {
+}  // namespace
+
+Status prepareMatMulNode(const KernelContext& ctx, MatMulPlan* plan) {
   KILN_RETURN_IF_ERROR(ctx.requireInputs(2));
+  if (ctx.input(0).type() != ctx.input(1).type())
+    return ctx.error("inputs A and B must have one type");
+  return planMatMul(ctx.input(0).shape(), ctx.input(1).shape(), plan)
+      .withContext(ctx.node().describe());
+}
+
+namespace {
+
+Status matmulKernel(KernelContext& ctx) {
+  MatMulPlan plan;
+  KILN_RETURN_IF_ERROR(prepareMatMulNode(ctx, &plan));
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(1);
-  if (a.type() != b.type()) return ctx.error("inputs A and B must have one type");
-  MatMulPlan plan;
-  KILN_RETURN_IF_ERROR_CTX(planMatMul(a.shape(), b.shape(), &plan), ctx.node().describe());
   Tensor& out = ctx.allocateOutput(0, a.type(), plan.outShape);
   if (out.numel() == 0) return Status::ok();
   Status status = dispatchAllTypes(a.type(), [&](auto tag) -> Status {

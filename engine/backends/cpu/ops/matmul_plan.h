@@ -70,6 +70,10 @@ void runMatMulPlan(const MatMulPlan& plan, const C* a, const C* b, C* y) {
                     });
 }
 
+// MatMul's input checks (A and B present, one type) and its batch plan; shared by
+// MatMul, its loop tactic and FusedMatMul.
+Status prepareMatMulNode(const KernelContext& ctx, MatMulPlan* plan);
+
 // A Gemm node's product: Y [m, n] = op(A) [m, k] x op(B) [k, n].
 struct GemmShape {
   bool transA = false;

@@ -9,12 +9,10 @@
 namespace kiln::cpu {
 
 Status matmulLoopKernel(KernelContext& ctx) {
-  KILN_RETURN_IF_ERROR(ctx.requireInputs(2));
+  MatMulPlan plan;
+  KILN_RETURN_IF_ERROR(prepareMatMulNode(ctx, &plan));
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(1);
-  if (a.type() != b.type()) return ctx.error("inputs A and B must have one type");
-  MatMulPlan plan;
-  KILN_RETURN_IF_ERROR_CTX(planMatMul(a.shape(), b.shape(), &plan), ctx.node().describe());
   return dispatchTacticTypes(ctx, a.type(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     Tensor& out = ctx.allocateOutput(0, a.type(), plan.outShape);
