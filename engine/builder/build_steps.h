@@ -71,6 +71,10 @@ struct PrecisionChoice {
   DataType outputType = DataType::kFloat32;
   std::string outputReason;
 };
+// The names precision rules may use for a layer: those of the ONNX nodes fused
+// into it, then its own.
+std::vector<std::string> layerNamesOf(const Node& node);
+
 // True when `node` computes on float32 values only (so float16/bfloat16 may
 // replace them); `why` says what stops it otherwise.
 bool canReducePrecision(const Node& node, const ValueMetas& values, std::string* why);

@@ -51,7 +51,7 @@ void warnUnmatchedRules(const Network& network, const BuilderConfig& config,
       if (rule.pattern == "*") continue;
       bool found = false;
       for (const Node& node : network.graph.nodes)
-        found = found || node.displayName() == rule.pattern;
+        found = found || findLayerRule({rule}, build::layerNamesOf(node)) != nullptr;
       if (!found) warnings->push_back("precision rule '" + rule.pattern + "' matches no layer");
     }
   }

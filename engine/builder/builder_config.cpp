@@ -122,6 +122,16 @@ const LayerPrecisionRule* findLayerRule(const std::vector<LayerPrecisionRule>& r
   return exact ? exact : wildcard;
 }
 
+const LayerPrecisionRule* findLayerRule(const std::vector<LayerPrecisionRule>& rules,
+                                        const std::vector<std::string>& layerNames) {
+  const LayerPrecisionRule* found = nullptr;
+  for (const std::string& name : layerNames) {
+    const LayerPrecisionRule* rule = findLayerRule(rules, name);
+    if (rule && (!found || found->pattern == "*")) found = rule;
+  }
+  return found;
+}
+
 const char* tacticSourceName(uint32_t source) {
   switch (source) {
     case kTacticCudnn:

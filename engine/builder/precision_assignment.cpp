@@ -3,6 +3,7 @@
 // whose values are not all float32 (integer/shape layers, casts, control flow)
 // runs in its own types.
 #include "builder/build_steps.h"
+#include "kiln/passes.h"
 
 namespace kiln::build {
 namespace {
@@ -36,6 +37,12 @@ std::string ruleCannotHold(const LayerPrecisionRule& rule, bool reducible,
 }
 
 }  // namespace
+
+std::vector<std::string> layerNamesOf(const Node& node) {
+  std::vector<std::string> names = node.attrStrings(kSourceNodesAttribute);
+  names.push_back(node.displayName());
+  return names;
+}
 
 bool canReducePrecision(const Node& node, const ValueMetas& values, std::string* why) {
   if (node.opType == "Cast" || node.opType == "CastLike") {
@@ -94,7 +101,7 @@ Result<PrecisionChoice> choosePrecisions(const Node& node, const BuilderConfig& 
   auto applies = [&](const LayerPrecisionRule* rule) {
     return rule && (reducible || rule->pattern != "*");
   };
-  if (const LayerPrecisionRule* rule = findLayerRule(config.layerPrecisions, node.displayName());
+  if (const LayerPrecisionRule* rule = findLayerRule(config.layerPrecisions, layerNamesOf(node));
       applies(rule)) {
     const std::string why = ruleCannotHold(*rule, reducible, whyNot);
     if (!why.empty()) {
@@ -106,7 +113,7 @@ Result<PrecisionChoice> choosePrecisions(const Node& node, const BuilderConfig& 
           mode + "s layer precision '" + rule->pattern + ":" + spell(rule->precision) + "'";
     }
   }
-  if (const LayerPrecisionRule* rule = findLayerRule(config.layerOutputTypes, node.displayName());
+  if (const LayerPrecisionRule* rule = findLayerRule(config.layerOutputTypes, layerNamesOf(node));
       applies(rule)) {
     std::string why = ruleCannotHold(*rule, reducible, whyNot);
     if (why.empty() && !isReducedFloat(rule->precision)) why = "unsupported output type";

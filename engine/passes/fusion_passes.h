@@ -7,6 +7,7 @@
 
 namespace kiln::passes {
 
+std::unique_ptr<Pass> makeFoldBatchNorm();
 std::unique_ptr<Pass> makeFuseMatMulBiasActivation();
 
 }  // namespace kiln::passes

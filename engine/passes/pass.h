@@ -12,6 +12,7 @@ namespace kiln::passes {
 class Pass {
  public:
   virtual ~Pass() = default;
+  // Name, one-line algebra and the lowest optimization level the pass runs at.
   virtual PassInfo info() const = 0;
   // Rewrites every match in `network`; appends one record per rewrite.
   virtual Status apply(Network& network, std::vector<PassApplication>* applied) const = 0;

@@ -10,6 +10,9 @@ namespace {
 
 std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   std::vector<std::unique_ptr<passes::Pass>> list;
+  // BatchNormalization into the Conv before it: weight algebra only, and it must
+  // come before any pass that would fuse the Conv with what follows the BN.
+  list.push_back(passes::makeFoldBatchNorm());
   // Bias and activation into the GEMM: first, because later pointwise fusions
   // would otherwise swallow the bias Add and the GELU chain.
   list.push_back(passes::makeFuseMatMulBiasActivation());

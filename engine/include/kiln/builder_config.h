@@ -44,6 +44,10 @@ std::string layerPrecisionSpecToString(const std::vector<LayerPrecisionRule>& ru
 // The rule that applies to `layerName`, or nullptr.
 const LayerPrecisionRule* findLayerRule(const std::vector<LayerPrecisionRule>& rules,
                                         const std::string& layerName);
+// The same for a layer known by several names: its own and those of the ONNX nodes
+// fused into it (a rule written for "Conv_3" still applies to "Conv_3 + Relu_4").
+const LayerPrecisionRule* findLayerRule(const std::vector<LayerPrecisionRule>& rules,
+                                        const std::vector<std::string>& layerNames);
 
 // Where tactics come from. The builder only times tactics whose source is enabled.
 enum TacticSource : uint32_t {
