@@ -21,7 +21,7 @@ export LD_LIBRARY_PATH=/tmp/kiln/lib:/usr/local/cuda/lib64:/usr/local/cuda/targe
 cudnn_dir=$(python3 -c "import nvidia.cudnn, os; print(os.path.join(nvidia.cudnn.__path__[0], 'lib'))" 2>/dev/null)
 [ -n "$cudnn_dir" ] && export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$cudnn_dir
 kiln=/tmp/kiln/bin/kiln
-export KILN_TEST_DATA_DIR=$root/tests/data
+export KILN_TEST_DATA_DIR=$root/tests/data KILN_MODELS_DIR=$root/resources/models
 summary=$out/summary.txt
 : > "$summary"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee -a "$summary"

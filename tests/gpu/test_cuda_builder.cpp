@@ -140,6 +140,44 @@ TEST(CudaBuilder, ReplayAndLevelZeroKeepOneEnginePrecision) {
   }
 }
 
+// The PP-OCR classifier: Conv + BatchNormalization folded by the builder, MatMul +
+// bias fused; the CUDA plan must still give the CPU reference's outputs.
+TEST(CudaBuilder, FoldedConvolutionsMatchTheCpuReference) {
+  KILN_REQUIRE_GPU();
+  const char* dir = std::getenv("KILN_MODELS_DIR");
+  auto network =
+      importOnnxFile(std::string(dir ? dir : KILN_MODELS_DIR) + "/ppocr_mobile_v2_cls/model.onnx");
+  ASSERT_TRUE(network.isOk()) << network.status().toString();
+  auto shared = std::make_shared<const Network>(std::move(network.value()));
+  BuilderConfig config;
+  config.tf32 = false;
+  config.optimizationLevel = 1;
+  OptimizationProfile profile;
+  profile.inputs["x"] = {{1, 3, 48, 192}, {4, 3, 48, 192}, {8, 3, 48, 192}};
+  config.profiles = {profile};
+  auto backend = cuda::createCudaBuildBackend(0, config);
+  ASSERT_TRUE(backend.isOk()) << backend.status().toString();
+  auto plan = buildPlan(shared, config, **backend);
+  ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+  EXPECT_GT(plan->record.passes.size(), 20u);
+  const Tensor x = randomInputTensor(DataType::kFloat32, {5, 3, 48, 192}, 3);
+  cuda::EngineOptions options;
+  options.allowTf32 = false;
+  auto engine = cuda::Engine::create(plan->network, options);
+  ASSERT_TRUE(engine.isOk()) << engine.status().toString();
+  auto context = (*engine)->createContext();
+  ASSERT_TRUE(context.isOk());
+  ASSERT_TRUE((*context)->setInputShape("x", x.shape()).isOk());
+  ASSERT_TRUE((*context)->setInput("x", x).isOk());
+  ASSERT_TRUE((*context)->execute().isOk());
+  const std::string output = plan->record.outputNames[0];
+  auto gpu = (*context)->getOutput(output);
+  ASSERT_TRUE(gpu.isOk()) << gpu.status().toString();
+  std::vector<NamedTensor> cpu;
+  ASSERT_TRUE(ReferenceBackend(*shared).run({{"x", x}}, &cpu).isOk());
+  expectTensorNear(gpu.value(), cpu[0].tensor, 1e-4, 1e-3);
+}
+
 TEST(CudaBuilder, ConflictingObeyedPrecisionsAreRefused) {
   KILN_REQUIRE_GPU();
   BuilderConfig config = bertConfig(true);
