@@ -57,6 +57,92 @@ void warnUnmatchedRules(const Network& network, const BuilderConfig& config,
   }
 }
 
+// The record's header: what was asked for (callbacks, cache and replay pointers
+// cleared), the bindings, the pass applications, rules that match nothing.
+BuildRecord startRecord(const Network& network, const BuilderConfig& config,
+                        const PlanIdentity& identity, std::vector<PassApplication> passes) {
+  BuildRecord record;
+  record.passes = std::move(passes);
+  record.backend = identity.backend;
+  record.modelName = network.sourcePath;
+  record.config = config;
+  record.config.callbacks = {};
+  record.config.timingCache = nullptr;
+  record.config.replay = nullptr;
+  for (const ValueInfo& in : network.graph.inputs)
+    if (!network.graph.initializers.count(in.name)) record.inputNames.push_back(in.name);
+  for (const ValueInfo& out : network.graph.outputs) record.outputNames.push_back(out.name);
+  warnUnmatchedRules(network, config, &record.warnings);
+  return record;
+}
+
+// The part of every timing-cache key that is not the layer's: backend, device,
+// library versions, and TF32 and the workspace limit (they change what a library
+// may pick).
+std::string timingKeyPrefix(const PlanIdentity& identity, const BuilderConfig& config) {
+  std::string key = identity.backend + ":" + identity.deviceName + ";";
+  for (const auto& [name, version] : identity.libraries) key += name + "=" + version + ";";
+  return key + "tf32=" + (config.tf32 ? "1" : "0") +
+         ";workspace=" + std::to_string(config.workspaceLimitBytes) + ";";
+}
+
+// One layer: precision choice, tactic selection, and its record and runtime entry.
+Status buildLayer(const Network& network, const Node& node, build::TimingSession& session,
+                  build::TimingInputs& timingInputs, Plan* plan,
+                  std::vector<build::UniformLayer>* uniformInfo) {
+  const BuilderConfig& config = session.config;
+  BuildRecord& record = plan->record;
+  if (timingInputs.needsExact(node)) KILN_RETURN_IF_ERROR(timingInputs.prepareExact());
+  std::string whyNot;
+  const bool reducible = build::canReducePrecision(node, timingInputs.metas(), &whyNot);
+  KILN_ASSIGN_OR_RETURN(build::PrecisionChoice precisions,
+                        build::choosePrecisions(node, config, reducible, whyNot, &record.warnings));
+  build::InputsOnDemand inputsOnDemand = [&](bool exact) -> Result<const LayerInputs*> {
+    return timingInputs.forNode(node, exact);
+  };
+  KILN_ASSIGN_OR_RETURN(
+      build::TacticSelection selection,
+      build::selectTactic(session, node, precisions, timingInputs.metas(), inputsOnDemand));
+  LayerRecord layer;
+  const TacticCandidate& winner = selection.candidates[selection.winner];
+  layer.precision = winner.precision;
+  layer.outputType = precisions.outputType != DataType::kFloat32 ? precisions.outputType
+                     : reducible                                 ? winner.precision
+                                                                 : DataType::kFloat32;
+  layer.precisionReason = selection.replayed ? "replayed from the tactics file" : precisions.reason;
+  if (!precisions.outputReason.empty()) layer.precisionReason += "; " + precisions.outputReason;
+  layer.tactic = winner.tactic;
+  layer.tacticValue = winner.tacticValue;
+  layer.tacticSource = winner.source;
+  layer.milliseconds = winner.milliseconds;
+  layer.candidates = selection.candidates;
+  build::describeLayer(network, node, timingInputs.metas(), &layer);
+  if (!selection.replayNote.empty()) {
+    record.unreplayedLayers.push_back(layer.name);
+    record.warnings.push_back("layer '" + layer.name + "' not replayed: " + selection.replayNote);
+  }
+  plan->layers.push_back({layer.tactic, layer.precision, layer.outputType});
+  const DataType pinned = selection.replayed ? winner.precision
+                          : reducible && precisions.precisions.size() == 1
+                              ? precisions.precisions[0]
+                              : DataType::kUndefined;
+  uniformInfo->push_back({reducible, pinned});
+  record.layers.push_back(std::move(layer));
+  return Status::ok();
+}
+
+// Tactics-file entries for layers this network does not have.
+void noteMissingReplays(const Network& network, const BuilderConfig& config, BuildRecord* record) {
+  if (!config.replay) return;
+  std::set<std::string> names;
+  for (const Node& node : network.graph.nodes) names.insert(node.displayName());
+  for (const auto& [name, choice] : config.replay->layers) {
+    if (names.count(name)) continue;
+    record->unreplayedLayers.push_back(name);
+    record->warnings.push_back("tactics file names layer '" + name + "', which this network lacks");
+  }
+}
+
 }  // namespace
 
 Result<Plan> buildPlan(std::shared_ptr<const Network> source, const BuilderConfig& config,
@@ -77,18 +163,8 @@ Result<Plan> buildPlan(std::shared_ptr<const Network> source, const BuilderConfi
   Plan plan;
   plan.identity = backend.identity();
   plan.profiles = config.profiles;
+  plan.record = startRecord(*network, config, plan.identity, std::move(applied));
   BuildRecord& record = plan.record;
-  record.passes = std::move(applied);
-  record.backend = plan.identity.backend;
-  record.modelName = network->sourcePath;
-  record.config = config;
-  record.config.callbacks = {};
-  record.config.timingCache = nullptr;
-  record.config.replay = nullptr;
-  for (const ValueInfo& in : network->graph.inputs)
-    if (!network->graph.initializers.count(in.name)) record.inputNames.push_back(in.name);
-  for (const ValueInfo& out : network->graph.outputs) record.outputNames.push_back(out.name);
-  warnUnmatchedRules(*network, config, &record.warnings);
 
   progress("shapes", 0, 1, "");
   KILN_ASSIGN_OR_RETURN(auto optShapes, build::resolveProfiles(*network, config.profiles));
@@ -96,14 +172,7 @@ Result<Plan> buildPlan(std::shared_ptr<const Network> source, const BuilderConfi
   KILN_RETURN_IF_ERROR(timingInputs.inferShapes());
   if (cancelled()) return Status(StatusCode::kCancelled, "build cancelled");
 
-  build::TimingSession session{backend, config, "", {}, 0};
-  for (const auto& [name, version] : plan.identity.libraries)
-    session.deviceKey += name + "=" + version + ";";
-  // TF32 and the workspace limit change what a library may pick, so they key timings too.
-  session.deviceKey = plan.identity.backend + ":" + plan.identity.deviceName + ";" +
-                      session.deviceKey + "tf32=" + (config.tf32 ? "1" : "0") +
-                      ";workspace=" + std::to_string(config.workspaceLimitBytes) + ";";
-
+  build::TimingSession session{backend, config, timingKeyPrefix(plan.identity, config), {}, 0};
   const Clock::time_point timingStart = Clock::now();
   std::vector<build::UniformLayer> uniformInfo;  // for backends of one precision per engine
   const int layerCount = static_cast<int>(network->graph.nodes.size());
@@ -111,55 +180,9 @@ Result<Plan> buildPlan(std::shared_ptr<const Network> source, const BuilderConfi
     if (cancelled()) return Status(StatusCode::kCancelled, "build cancelled");
     const Node& node = network->graph.nodes[i];
     progress("timing", i, layerCount, node.displayName());
-    std::string whyNot;
-    if (timingInputs.needsExact(node)) KILN_RETURN_IF_ERROR(timingInputs.prepareExact());
-    const bool reducible = build::canReducePrecision(node, timingInputs.metas(), &whyNot);
-    KILN_ASSIGN_OR_RETURN(
-        build::PrecisionChoice precisions,
-        build::choosePrecisions(node, config, reducible, whyNot, &record.warnings));
-    build::InputsOnDemand inputsOnDemand = [&](bool exact) -> Result<const LayerInputs*> {
-      return timingInputs.forNode(node, exact);
-    };
-    KILN_ASSIGN_OR_RETURN(
-        build::TacticSelection selection,
-        build::selectTactic(session, node, precisions, timingInputs.metas(), inputsOnDemand));
-    LayerRecord layer;
-    const TacticCandidate& winner = selection.candidates[selection.winner];
-    layer.precision = winner.precision;
-    layer.outputType = precisions.outputType != DataType::kFloat32 ? precisions.outputType
-                       : reducible                                 ? winner.precision
-                                                                   : DataType::kFloat32;
-    layer.precisionReason =
-        selection.replayed ? "replayed from the tactics file" : precisions.reason;
-    if (!precisions.outputReason.empty()) layer.precisionReason += "; " + precisions.outputReason;
-    layer.tactic = winner.tactic;
-    layer.tacticValue = winner.tacticValue;
-    layer.tacticSource = winner.source;
-    layer.milliseconds = winner.milliseconds;
-    layer.candidates = selection.candidates;
-    build::describeLayer(*network, node, timingInputs.metas(), &layer);
-    if (!selection.replayNote.empty()) {
-      record.unreplayedLayers.push_back(layer.name);
-      record.warnings.push_back("layer '" + layer.name + "' not replayed: " + selection.replayNote);
-    }
-    plan.layers.push_back({layer.tactic, layer.precision, layer.outputType});
-    uniformInfo.push_back({reducible, selection.replayed ? winner.precision
-                                      : reducible && precisions.precisions.size() == 1
-                                          ? precisions.precisions[0]
-                                          : DataType::kUndefined});
-    record.layers.push_back(std::move(layer));
+    KILN_RETURN_IF_ERROR(buildLayer(*network, node, session, timingInputs, &plan, &uniformInfo));
   }
-  if (config.replay) {
-    for (const auto& [name, choice] : config.replay->layers) {
-      bool found = false;
-      for (const Node& node : network->graph.nodes) found = found || node.displayName() == name;
-      if (!found) {
-        record.unreplayedLayers.push_back(name);
-        record.warnings.push_back("tactics file names layer '" + name +
-                                  "', which this network lacks");
-      }
-    }
-  }
+  noteMissingReplays(*network, config, &record);
   progress("timing", layerCount, layerCount, "");
   if (backend.uniformPrecision()) {
     KILN_RETURN_IF_ERROR(build::unifyPrecision(config, uniformInfo, &record, &plan.layers));
@@ -167,8 +190,8 @@ Result<Plan> buildPlan(std::shared_ptr<const Network> source, const BuilderConfi
   record.timingSeconds = secondsSince(timingStart);
   record.timingCache = session.stats;
   record.candidatesTimed = session.timed;
-
   record.referenceRun = timingInputs.ranReference();
+
   progress("memory", 0, 1, "");
   build::assignMemory(*network, timingInputs.metas(), &record);
   build::trimToVerbosity(config.profilingVerbosity, &record);

@@ -1,5 +1,6 @@
 // The descriptive half of a LayerRecord: TensorRT-style layer type, the tensors
-// at the opt shapes, and the layer's parameters in words.
+// at the opt shapes, and the layer's parameters in words; and what of it a
+// profiling verbosity keeps.
 #include <sstream>
 
 #include "builder/build_steps.h"
@@ -196,6 +197,22 @@ void describeLayer(const Network& network, const Node& node, const ValueMetas& v
     if (key != kSourceNodesAttribute && key != kFusionPassAttribute)
       layer->parameters[key] = attributeText(attr, 120);
   }
+}
+
+void trimToVerbosity(ProfilingVerbosity verbosity, BuildRecord* record) {
+  if (verbosity == ProfilingVerbosity::kDetailed) return;
+  for (LayerRecord& layer : record->layers) {
+    // Names only: what TensorRT's kLAYER_NAMES_ONLY keeps.
+    LayerRecord kept;
+    kept.name = layer.name;
+    kept.layerType = layer.layerType;
+    kept.opType = layer.opType;
+    kept.precision = layer.precision;
+    kept.outputType = layer.outputType;
+    kept.memoryOffset = -1;
+    layer = std::move(kept);
+  }
+  if (verbosity == ProfilingVerbosity::kNone) record->layers.clear();
 }
 
 }  // namespace kiln::build

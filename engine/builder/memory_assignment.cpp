@@ -47,20 +47,4 @@ void assignMemory(const Network& network, const ValueMetas& values, BuildRecord*
   record->weightBytes = graph.parameterBytes();
 }
 
-void trimToVerbosity(ProfilingVerbosity verbosity, BuildRecord* record) {
-  if (verbosity == ProfilingVerbosity::kDetailed) return;
-  for (LayerRecord& layer : record->layers) {
-    // Names only: what TensorRT's kLAYER_NAMES_ONLY keeps.
-    LayerRecord kept;
-    kept.name = layer.name;
-    kept.layerType = layer.layerType;
-    kept.opType = layer.opType;
-    kept.precision = layer.precision;
-    kept.outputType = layer.outputType;
-    kept.memoryOffset = -1;
-    layer = std::move(kept);
-  }
-  if (verbosity == ProfilingVerbosity::kNone) record->layers.clear();
-}
-
 }  // namespace kiln::build
