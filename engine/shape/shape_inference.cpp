@@ -14,8 +14,15 @@ constexpr int64_t kMaxFoldElements = 1 << 16;
 constexpr int64_t kMaxSymbolicElements = 64;
 
 const std::set<std::string>& nonFoldableOps() {
-  static const std::set<std::string> ops = {"RandomUniform", "RandomNormal", "RandomUniformLike", "RandomNormalLike",
-                                            "Bernoulli", "Multinomial", "If", "Loop", "Scan"};
+  static const std::set<std::string> ops = {"RandomUniform",
+                                            "RandomNormal",
+                                            "RandomUniformLike",
+                                            "RandomNormalLike",
+                                            "Bernoulli",
+                                            "Multinomial",
+                                            "If",
+                                            "Loop",
+                                            "Scan"};
   return ops;
 }
 
@@ -61,7 +68,8 @@ struct State {
       inputs.push_back(&it->second);
     }
     if (total > kMaxFoldElements) return false;
-    const cpu::KernelEntry* entry = cpu::builtinKernels().find(node.domain, node.opType, node.opset);
+    const cpu::KernelEntry* entry =
+        cpu::builtinKernels().find(node.domain, node.opType, node.opset);
     if (!entry) return false;
     cpu::SubgraphRunner none = [](const Graph&, const std::vector<Tensor>&, std::vector<Tensor>*) {
       return unsupported("no subgraphs during shape inference");
@@ -114,7 +122,8 @@ struct State {
       }
     }
     if (!inferred) {
-      result.unresolved.push_back(node.describe() + (rule ? ": inputs not known well enough" : ": no shape rule"));
+      result.unresolved.push_back(node.describe() +
+                                  (rule ? ": inputs not known well enough" : ": no shape rule"));
     }
   }
 
@@ -129,7 +138,8 @@ struct State {
     if (!value.hasShape || value.shape.size() > 1) return;
     Tensor t = Tensor::int64Vector(numbers);
     if (value.shape.empty() && numbers.size() == 1) t = Tensor::scalarInt64(numbers[0]);
-    if (value.type != DataType::kInt64 && value.type != DataType::kUndefined) t = castTensor(t, value.type);
+    if (value.type != DataType::kInt64 && value.type != DataType::kUndefined)
+      t = castTensor(t, value.type);
     result.folded[name] = t;
     result.values[name].isConstant = true;
   }
@@ -137,7 +147,8 @@ struct State {
 
 }  // namespace
 
-Result<ShapeInferenceResult> inferShapes(const Network& network, const std::map<std::string, Shape>& inputShapes) {
+Result<ShapeInferenceResult> inferShapes(const Network& network,
+                                         const std::map<std::string, Shape>& inputShapes) {
   const Graph& graph = network.graph;
   State state{network};
   for (const auto& [name, t] : graph.initializers) state.setTensor(name, t);

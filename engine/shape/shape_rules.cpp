@@ -1,3 +1,4 @@
+#include "shape/rule_helpers.h"
 #include "shape/shape_rules.h"
 
 #include <algorithm>
@@ -6,41 +7,6 @@
 
 namespace kiln::shape {
 namespace {
-
-using Outs = std::vector<RuleOutput>;
-using Ins = std::vector<RuleInput>;
-
-bool known(const Ins& in, size_t i) {
-  return i < in.size() && in[i].present() && in[i].info->hasShape;
-}
-const SymbolicShape& shapeOf(const Ins& in, size_t i) {
-  return in[i].info->shape;
-}
-DataType typeOf(const Ins& in, size_t i) {
-  return i < in.size() && in[i].present() ? in[i].info->type : DataType::kUndefined;
-}
-
-void setOut(Outs* outs, size_t i, DataType type, SymbolicShape shape) {
-  if (outs->size() <= i) outs->resize(i + 1);
-  (*outs)[i].info.type = type;
-  (*outs)[i].info.hasShape = true;
-  (*outs)[i].info.shape = std::move(shape);
-}
-
-int64_t normAxis(int64_t axis, int64_t rank) {
-  return axis < 0 ? axis + rank : axis;
-}
-
-// Contents of input i as numbers, when all of them are constants.
-std::optional<std::vector<int64_t>> constInts(const Ins& in, size_t i) {
-  if (i >= in.size() || !in[i].symbolicValue) return std::nullopt;
-  std::vector<int64_t> v;
-  for (const DimExpr& d : *in[i].symbolicValue) {
-    if (!d.isConst()) return std::nullopt;
-    v.push_back(d.constValue());
-  }
-  return v;
-}
 
 bool sameShape(const Node&, const Ins& in, Outs* outs) {
   if (!known(in, 0)) return false;
@@ -292,70 +258,6 @@ bool gemmRule(const Node& node, const Ins& in, Outs* outs) {
   return true;
 }
 
-// Spatial output size of conv/pool: floor or ceil((in + pads - dil*(k-1) - 1) / stride) + 1.
-bool windowRule(const Node& node, const Ins& in, Outs* outs, bool isConv) {
-  if (!known(in, 0)) return false;
-  const SymbolicShape& x = shapeOf(in, 0);
-  if (x.size() < 3) return false;
-  const size_t spatial = x.size() - 2;
-  std::vector<int64_t> kernel = node.attrInts("kernel_shape");
-  DimExpr channels = x[1];
-  if (isConv) {
-    if (!known(in, 1) || shapeOf(in, 1).size() != x.size()) return false;
-    channels = shapeOf(in, 1)[0];
-    if (kernel.empty()) {
-      for (size_t d = 2; d < shapeOf(in, 1).size(); ++d) {
-        if (!shapeOf(in, 1)[d].isConst()) return false;
-        kernel.push_back(shapeOf(in, 1)[d].constValue());
-      }
-    }
-  }
-  if (kernel.size() != spatial) return false;
-  auto strides = node.attrInts("strides", std::vector<int64_t>(spatial, 1));
-  auto dilations = node.attrInts("dilations", std::vector<int64_t>(spatial, 1));
-  auto pads = node.attrInts("pads", std::vector<int64_t>(2 * spatial, 0));
-  const std::string autoPad = node.attrString("auto_pad", "NOTSET");
-  const bool ceilMode = node.attrInt("ceil_mode", 0) != 0;
-  if (strides.size() != spatial || dilations.size() != spatial || pads.size() != 2 * spatial)
-    return false;
-  SymbolicShape out{x[0], channels};
-  for (size_t d = 0; d < spatial; ++d) {
-    const DimExpr in_ = x[2 + d];
-    if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
-      out.push_back(DimExpr::ceilDiv(in_, strides[d]));
-    } else {
-      const int64_t padTotal = autoPad == "VALID" ? 0 : pads[d] + pads[d + spatial];
-      DimExpr span = in_ + DimExpr(padTotal - dilations[d] * (kernel[d] - 1) - 1);
-      DimExpr size =
-          (ceilMode ? DimExpr::ceilDiv(span, strides[d]) : DimExpr::floorDiv(span, strides[d])) + 1;
-      // With ceil_mode a last window that would start inside the end padding is dropped.
-      if (ceilMode && size.isConst() && in_.isConst() && autoPad != "VALID" &&
-          (size.constValue() - 1) * strides[d] >= in_.constValue() + pads[d]) {
-        size = size.constValue() - 1;
-      }
-      out.push_back(size);
-    }
-  }
-  setOut(outs, 0, typeOf(in, 0), out);
-  if (outs->size() > 1) setOut(outs, 1, DataType::kInt64, out);
-  return true;
-}
-
-bool convRule(const Node& n, const Ins& in, Outs* outs) {
-  return windowRule(n, in, outs, true);
-}
-bool poolRule(const Node& n, const Ins& in, Outs* outs) {
-  return windowRule(n, in, outs, false);
-}
-
-bool globalPoolRule(const Node&, const Ins& in, Outs* outs) {
-  if (!known(in, 0)) return false;
-  SymbolicShape s = shapeOf(in, 0);
-  for (size_t d = 2; d < s.size(); ++d) s[d] = 1;
-  setOut(outs, 0, typeOf(in, 0), s);
-  return true;
-}
-
 bool reduceRule(const Node& node, const Ins& in, Outs* outs) {
   if (!known(in, 0)) return false;
   const SymbolicShape& s = shapeOf(in, 0);
@@ -530,107 +432,6 @@ bool batchNormRule(const Node& node, const Ins& in, Outs* outs) {
   return true;
 }
 
-// Resize/Upsample: from `sizes` when known, else floor(dim * scale) for known scales.
-bool resizeRule(const Node& node, const Ins& in, Outs* outs) {
-  if (!known(in, 0)) return false;
-  const SymbolicShape& x = shapeOf(in, 0);
-  const int64_t rank = static_cast<int64_t>(x.size());
-  std::vector<int64_t> axes = node.attrInts("axes");
-  if (axes.empty())
-    for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
-  SymbolicShape out = x;
-  const size_t sizesAt = node.opType == "Upsample" ? 99 : 3;
-  if (sizesAt < in.size() && in[sizesAt].symbolicValue && !in[sizesAt].symbolicValue->empty()) {
-    const auto& sizes = *in[sizesAt].symbolicValue;
-    if (sizes.size() != axes.size() ||
-        node.attrString("keep_aspect_ratio_policy", "stretch") != "stretch")
-      return false;
-    for (size_t k = 0; k < axes.size(); ++k) out[normAxis(axes[k], rank)] = sizes[k];
-    setOut(outs, 0, typeOf(in, 0), out);
-    return true;
-  }
-  const size_t scalesAt = node.opType == "Upsample" ? 1 : node.opset >= 11 ? 2 : 1;
-  if (scalesAt >= in.size() || !in[scalesAt].constant ||
-      in[scalesAt].constant->numel() != static_cast<int64_t>(axes.size())) {
-    return false;
-  }
-  for (size_t k = 0; k < axes.size(); ++k) {
-    const double scale = in[scalesAt].constant->valueAsDouble(static_cast<int64_t>(k));
-    DimExpr& dim = out[normAxis(axes[k], rank)];
-    if (scale == 1.0) continue;
-    if (!dim.isConst()) {
-      const double rounded = std::round(scale);
-      if (rounded != scale || scale < 1) return false;  // keep integer upsampling symbolic
-      dim = dim * static_cast<int64_t>(rounded);
-    } else {
-      dim = static_cast<int64_t>(std::floor(static_cast<double>(dim.constValue()) * scale));
-    }
-  }
-  setOut(outs, 0, typeOf(in, 0), out);
-  return true;
-}
-
-bool convTransposeRule(const Node& node, const Ins& in, Outs* outs) {
-  if (!known(in, 0) || !known(in, 1)) return false;
-  const SymbolicShape& x = shapeOf(in, 0);
-  const SymbolicShape& w = shapeOf(in, 1);
-  if (x.size() < 3 || w.size() != x.size()) return false;
-  const size_t spatial = x.size() - 2;
-  const int64_t group = node.attrInt("group", 1);
-  SymbolicShape out{x[0], w[1] * group};
-  auto strides = node.attrInts("strides", std::vector<int64_t>(spatial, 1));
-  auto dilations = node.attrInts("dilations", std::vector<int64_t>(spatial, 1));
-  auto pads = node.attrInts("pads", std::vector<int64_t>(2 * spatial, 0));
-  auto outputPadding = node.attrInts("output_padding", std::vector<int64_t>(spatial, 0));
-  auto outputShape = node.attrInts("output_shape");
-  const std::string autoPad = node.attrString("auto_pad", "NOTSET");
-  if (strides.size() != spatial || dilations.size() != spatial || pads.size() != 2 * spatial ||
-      outputPadding.size() != spatial)
-    return false;
-  for (size_t d = 0; d < spatial; ++d) {
-    if (!outputShape.empty()) {
-      if (outputShape.size() != spatial) return false;
-      out.push_back(outputShape[d]);
-    } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
-      out.push_back(x[2 + d] * strides[d]);
-    } else {
-      // (in - 1) * stride + output_padding + (k - 1) * dilation + 1 - pads
-      if (!w[2 + d].isConst()) return false;
-      const int64_t k = w[2 + d].constValue();
-      out.push_back(
-          (x[2 + d] - 1) * strides[d] +
-          DimExpr(outputPadding[d] + (k - 1) * dilations[d] + 1 - pads[d] - pads[d + spatial]));
-    }
-  }
-  setOut(outs, 0, typeOf(in, 0), out);
-  return true;
-}
-
-bool padRule(const Node& node, const Ins& in, Outs* outs) {
-  if (!known(in, 0)) return false;
-  SymbolicShape out = shapeOf(in, 0);
-  const int64_t rank = static_cast<int64_t>(out.size());
-  std::optional<std::vector<int64_t>> pads =
-      node.opset < 11 ? std::optional(node.attrInts("pads")) : constInts(in, 1);
-  if (!pads) return false;
-  std::vector<int64_t> axes;
-  if (in.size() > 3 && in[3].present()) {
-    auto a = constInts(in, 3);
-    if (!a) return false;
-    axes = *a;
-  } else {
-    for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
-  }
-  if (pads->size() != 2 * axes.size()) return false;
-  for (size_t k = 0; k < axes.size(); ++k) {
-    int64_t axis = normAxis(axes[k], rank);
-    if (axis < 0 || axis >= rank) return false;
-    out[axis] = out[axis] + DimExpr((*pads)[k] + (*pads)[k + axes.size()]);
-  }
-  setOut(outs, 0, typeOf(in, 0), out);
-  return true;
-}
-
 bool tileRule(const Node&, const Ins& in, Outs* outs) {
   if (!known(in, 0) || in.size() < 2 || !in[1].symbolicValue) return false;
   SymbolicShape out = shapeOf(in, 0);
@@ -638,19 +439,6 @@ bool tileRule(const Node&, const Ins& in, Outs* outs) {
   if (repeats.size() != out.size()) return false;
   for (size_t d = 0; d < out.size(); ++d) out[d] = out[d] * repeats[d];
   setOut(outs, 0, typeOf(in, 0), out);
-  return true;
-}
-
-bool depthSpaceRule(const Node& node, const Ins& in, Outs* outs) {
-  if (!known(in, 0) || shapeOf(in, 0).size() != 4) return false;
-  SymbolicShape s = shapeOf(in, 0);
-  const int64_t b = node.attrInt("blocksize", 1);
-  if (b <= 0) return false;
-  if (node.opType == "DepthToSpace")
-    s = {s[0], DimExpr::floorDiv(s[1], b * b), s[2] * b, s[3] * b};
-  else
-    s = {s[0], s[1] * (b * b), DimExpr::floorDiv(s[2], b), DimExpr::floorDiv(s[3], b)};
-  setOut(outs, 0, typeOf(in, 0), s);
   return true;
 }
 
@@ -761,11 +549,7 @@ const std::map<std::string, ShapeRule>& ruleTable() {
                            "DequantizeLinear"})
       t[op] = &sameShape;
     t["Dropout"] = &firstIsIndexAndData;
-    t["Resize"] = t["Upsample"] = &resizeRule;
-    t["ConvTranspose"] = &convTransposeRule;
-    t["Pad"] = &padRule;
     t["Tile"] = &tileRule;
-    t["DepthToSpace"] = t["SpaceToDepth"] = &depthSpaceRule;
     t["TopK"] = &topKRule;
     t["GatherElements"] = &likeIndicesRule;
     t["GatherND"] = &gatherNdRule;
@@ -790,9 +574,6 @@ const std::map<std::string, ShapeRule>& ruleTable() {
     t["MatMul"] = &matmulRule;
     t["FusedMatMul"] = &kilnFusedMatmulRule;
     t["Gemm"] = &gemmRule;
-    t["Conv"] = &convRule;
-    t["MaxPool"] = t["AveragePool"] = t["LpPool"] = &poolRule;
-    t["GlobalAveragePool"] = t["GlobalMaxPool"] = t["GlobalLpPool"] = &globalPoolRule;
     for (const char* op :
          {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
           "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"})
@@ -804,6 +585,7 @@ const std::map<std::string, ShapeRule>& ruleTable() {
     t["LayerNormalization"] = &layerNormRule;
     t["Split"] = &splitRule;
     t["Range"] = &rangeRule;
+    addSpatialShapeRules(t);
     return t;
   }();
   return table;

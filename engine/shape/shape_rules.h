@@ -15,9 +15,9 @@ namespace kiln::shape {
 // What a rule sees of one input: its inferred type/shape and, for 1-D/scalar int
 // tensors whose contents are known as expressions, those expressions.
 struct RuleInput {
-  const InferredValue* info = nullptr;               // nullptr: omitted optional input
+  const InferredValue* info = nullptr;                  // nullptr: omitted optional input
   const std::vector<DimExpr>* symbolicValue = nullptr;  // contents, when known
-  const Tensor* constant = nullptr;                      // the value itself, when folded
+  const Tensor* constant = nullptr;                     // the value itself, when folded
   bool present() const { return info != nullptr; }
 };
 
@@ -26,7 +26,8 @@ struct RuleOutput {
   std::optional<std::vector<DimExpr>> symbolicValue;
 };
 
-using ShapeRule = bool (*)(const Node& node, const std::vector<RuleInput>& inputs, std::vector<RuleOutput>* outputs);
+using ShapeRule = bool (*)(const Node& node, const std::vector<RuleInput>& inputs,
+                           std::vector<RuleOutput>* outputs);
 
 // The rule for an op type, or nullptr when Kiln has none.
 ShapeRule findShapeRule(const std::string& opType);

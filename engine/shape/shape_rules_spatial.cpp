@@ -1,0 +1,202 @@
+// Shape rules of the spatial ops: convolution and its transpose, pooling, resize,
+// pad, depth/space rearrangement.
+#include <algorithm>
+#include <cmath>
+
+#include "shape/rule_helpers.h"
+
+namespace kiln::shape {
+namespace {
+
+// Spatial output size of conv/pool: floor or ceil((in + pads - dil*(k-1) - 1) / stride) + 1.
+bool windowRule(const Node& node, const Ins& in, Outs* outs, bool isConv) {
+  if (!known(in, 0)) return false;
+  const SymbolicShape& x = shapeOf(in, 0);
+  if (x.size() < 3) return false;
+  const size_t spatial = x.size() - 2;
+  std::vector<int64_t> kernel = node.attrInts("kernel_shape");
+  DimExpr channels = x[1];
+  if (isConv) {
+    if (!known(in, 1) || shapeOf(in, 1).size() != x.size()) return false;
+    channels = shapeOf(in, 1)[0];
+    if (kernel.empty()) {
+      for (size_t d = 2; d < shapeOf(in, 1).size(); ++d) {
+        if (!shapeOf(in, 1)[d].isConst()) return false;
+        kernel.push_back(shapeOf(in, 1)[d].constValue());
+      }
+    }
+  }
+  if (kernel.size() != spatial) return false;
+  auto strides = node.attrInts("strides", std::vector<int64_t>(spatial, 1));
+  auto dilations = node.attrInts("dilations", std::vector<int64_t>(spatial, 1));
+  auto pads = node.attrInts("pads", std::vector<int64_t>(2 * spatial, 0));
+  const std::string autoPad = node.attrString("auto_pad", "NOTSET");
+  const bool ceilMode = node.attrInt("ceil_mode", 0) != 0;
+  if (strides.size() != spatial || dilations.size() != spatial || pads.size() != 2 * spatial)
+    return false;
+  SymbolicShape out{x[0], channels};
+  for (size_t d = 0; d < spatial; ++d) {
+    const DimExpr in_ = x[2 + d];
+    if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+      out.push_back(DimExpr::ceilDiv(in_, strides[d]));
+    } else {
+      const int64_t padTotal = autoPad == "VALID" ? 0 : pads[d] + pads[d + spatial];
+      DimExpr span = in_ + DimExpr(padTotal - dilations[d] * (kernel[d] - 1) - 1);
+      DimExpr size =
+          (ceilMode ? DimExpr::ceilDiv(span, strides[d]) : DimExpr::floorDiv(span, strides[d])) + 1;
+      // With ceil_mode a last window that would start inside the end padding is dropped.
+      if (ceilMode && size.isConst() && in_.isConst() && autoPad != "VALID" &&
+          (size.constValue() - 1) * strides[d] >= in_.constValue() + pads[d]) {
+        size = size.constValue() - 1;
+      }
+      out.push_back(size);
+    }
+  }
+  setOut(outs, 0, typeOf(in, 0), out);
+  if (outs->size() > 1) setOut(outs, 1, DataType::kInt64, out);
+  return true;
+}
+
+bool convRule(const Node& n, const Ins& in, Outs* outs) {
+  return windowRule(n, in, outs, true);
+}
+
+bool poolRule(const Node& n, const Ins& in, Outs* outs) {
+  return windowRule(n, in, outs, false);
+}
+
+bool globalPoolRule(const Node&, const Ins& in, Outs* outs) {
+  if (!known(in, 0)) return false;
+  SymbolicShape s = shapeOf(in, 0);
+  for (size_t d = 2; d < s.size(); ++d) s[d] = 1;
+  setOut(outs, 0, typeOf(in, 0), s);
+  return true;
+}
+
+// Resize/Upsample: from `sizes` when known, else floor(dim * scale) for known scales.
+bool resizeRule(const Node& node, const Ins& in, Outs* outs) {
+  if (!known(in, 0)) return false;
+  const SymbolicShape& x = shapeOf(in, 0);
+  const int64_t rank = static_cast<int64_t>(x.size());
+  std::vector<int64_t> axes = node.attrInts("axes");
+  if (axes.empty())
+    for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
+  SymbolicShape out = x;
+  const size_t sizesAt = node.opType == "Upsample" ? 99 : 3;
+  if (sizesAt < in.size() && in[sizesAt].symbolicValue && !in[sizesAt].symbolicValue->empty()) {
+    const auto& sizes = *in[sizesAt].symbolicValue;
+    if (sizes.size() != axes.size() ||
+        node.attrString("keep_aspect_ratio_policy", "stretch") != "stretch")
+      return false;
+    for (size_t k = 0; k < axes.size(); ++k) out[normAxis(axes[k], rank)] = sizes[k];
+    setOut(outs, 0, typeOf(in, 0), out);
+    return true;
+  }
+  const size_t scalesAt = node.opType == "Upsample" ? 1 : node.opset >= 11 ? 2 : 1;
+  if (scalesAt >= in.size() || !in[scalesAt].constant ||
+      in[scalesAt].constant->numel() != static_cast<int64_t>(axes.size())) {
+    return false;
+  }
+  for (size_t k = 0; k < axes.size(); ++k) {
+    const double scale = in[scalesAt].constant->valueAsDouble(static_cast<int64_t>(k));
+    DimExpr& dim = out[normAxis(axes[k], rank)];
+    if (scale == 1.0) continue;
+    if (!dim.isConst()) {
+      const double rounded = std::round(scale);
+      if (rounded != scale || scale < 1) return false;  // keep integer upsampling symbolic
+      dim = dim * static_cast<int64_t>(rounded);
+    } else {
+      dim = static_cast<int64_t>(std::floor(static_cast<double>(dim.constValue()) * scale));
+    }
+  }
+  setOut(outs, 0, typeOf(in, 0), out);
+  return true;
+}
+
+bool convTransposeRule(const Node& node, const Ins& in, Outs* outs) {
+  if (!known(in, 0) || !known(in, 1)) return false;
+  const SymbolicShape& x = shapeOf(in, 0);
+  const SymbolicShape& w = shapeOf(in, 1);
+  if (x.size() < 3 || w.size() != x.size()) return false;
+  const size_t spatial = x.size() - 2;
+  const int64_t group = node.attrInt("group", 1);
+  SymbolicShape out{x[0], w[1] * group};
+  auto strides = node.attrInts("strides", std::vector<int64_t>(spatial, 1));
+  auto dilations = node.attrInts("dilations", std::vector<int64_t>(spatial, 1));
+  auto pads = node.attrInts("pads", std::vector<int64_t>(2 * spatial, 0));
+  auto outputPadding = node.attrInts("output_padding", std::vector<int64_t>(spatial, 0));
+  auto outputShape = node.attrInts("output_shape");
+  const std::string autoPad = node.attrString("auto_pad", "NOTSET");
+  if (strides.size() != spatial || dilations.size() != spatial || pads.size() != 2 * spatial ||
+      outputPadding.size() != spatial)
+    return false;
+  for (size_t d = 0; d < spatial; ++d) {
+    if (!outputShape.empty()) {
+      if (outputShape.size() != spatial) return false;
+      out.push_back(outputShape[d]);
+    } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+      out.push_back(x[2 + d] * strides[d]);
+    } else {
+      // (in - 1) * stride + output_padding + (k - 1) * dilation + 1 - pads
+      if (!w[2 + d].isConst()) return false;
+      const int64_t k = w[2 + d].constValue();
+      out.push_back(
+          (x[2 + d] - 1) * strides[d] +
+          DimExpr(outputPadding[d] + (k - 1) * dilations[d] + 1 - pads[d] - pads[d + spatial]));
+    }
+  }
+  setOut(outs, 0, typeOf(in, 0), out);
+  return true;
+}
+
+bool padRule(const Node& node, const Ins& in, Outs* outs) {
+  if (!known(in, 0)) return false;
+  SymbolicShape out = shapeOf(in, 0);
+  const int64_t rank = static_cast<int64_t>(out.size());
+  std::optional<std::vector<int64_t>> pads =
+      node.opset < 11 ? std::optional(node.attrInts("pads")) : constInts(in, 1);
+  if (!pads) return false;
+  std::vector<int64_t> axes;
+  if (in.size() > 3 && in[3].present()) {
+    auto a = constInts(in, 3);
+    if (!a) return false;
+    axes = *a;
+  } else {
+    for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
+  }
+  if (pads->size() != 2 * axes.size()) return false;
+  for (size_t k = 0; k < axes.size(); ++k) {
+    int64_t axis = normAxis(axes[k], rank);
+    if (axis < 0 || axis >= rank) return false;
+    out[axis] = out[axis] + DimExpr((*pads)[k] + (*pads)[k + axes.size()]);
+  }
+  setOut(outs, 0, typeOf(in, 0), out);
+  return true;
+}
+
+bool depthSpaceRule(const Node& node, const Ins& in, Outs* outs) {
+  if (!known(in, 0) || shapeOf(in, 0).size() != 4) return false;
+  SymbolicShape s = shapeOf(in, 0);
+  const int64_t b = node.attrInt("blocksize", 1);
+  if (b <= 0) return false;
+  if (node.opType == "DepthToSpace")
+    s = {s[0], DimExpr::floorDiv(s[1], b * b), s[2] * b, s[3] * b};
+  else
+    s = {s[0], s[1] * (b * b), DimExpr::floorDiv(s[2], b), DimExpr::floorDiv(s[3], b)};
+  setOut(outs, 0, typeOf(in, 0), s);
+  return true;
+}
+
+}  // namespace
+
+void addSpatialShapeRules(std::map<std::string, ShapeRule>& t) {
+  t["Conv"] = &convRule;
+  t["ConvTranspose"] = &convTransposeRule;
+  t["MaxPool"] = t["AveragePool"] = t["LpPool"] = &poolRule;
+  t["GlobalAveragePool"] = t["GlobalMaxPool"] = t["GlobalLpPool"] = &globalPoolRule;
+  t["Resize"] = t["Upsample"] = &resizeRule;
+  t["Pad"] = &padRule;
+  t["DepthToSpace"] = t["SpaceToDepth"] = &depthSpaceRule;
+}
+
+}  // namespace kiln::shape
