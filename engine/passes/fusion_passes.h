@@ -9,5 +9,6 @@ namespace kiln::passes {
 
 std::unique_ptr<Pass> makeFoldBatchNorm();
 std::unique_ptr<Pass> makeFuseMatMulBiasActivation();
+std::unique_ptr<Pass> makeRemoveDeadNodes();
 
 }  // namespace kiln::passes

@@ -16,6 +16,8 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   // Bias and activation into the GEMM: first, because later pointwise fusions
   // would otherwise swallow the bias Add and the GELU chain.
   list.push_back(passes::makeFuseMatMulBiasActivation());
+  // Last: fusions leave the constants of their patterns without readers.
+  list.push_back(passes::makeRemoveDeadNodes());
   return list;
 }
 
