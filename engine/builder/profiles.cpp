@@ -57,11 +57,14 @@ Result<std::map<std::string, Shape>> resolveProfiles(
   const Graph& graph = network.graph;
   for (size_t p = 0; p < profiles.size(); ++p) {
     for (const auto& [name, range] : profiles[p].inputs) {
-      bool known = false;
-      for (const ValueInfo& in : graph.inputs) known = known || in.name == name;
-      if (!known)
+      const ValueInfo* input = nullptr;
+      for (const ValueInfo& in : graph.inputs)
+        if (in.name == name) input = &in;
+      if (!input)
         return invalidArgument("optimization profile " + std::to_string(p) + " names '" + name +
                                "', which is not an input of the model");
+      // Ranges of fixed-shape inputs are checked too: they must name exactly the fixed shape.
+      KILN_RETURN_IF_ERROR(checkRange(*input, range, static_cast<int>(p)));
     }
   }
   std::map<std::string, Shape> opt;

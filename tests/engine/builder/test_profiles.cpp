@@ -64,6 +64,19 @@ TEST(Profiles, BadProfilesAreRefusedNamingTheInput) {
   config.profiles[0].inputs["mask"] = {{1}, {1}, {1}};
   s = buildError(config);
   EXPECT_NE(s.message().find("'mask', which is not an input"), std::string::npos) << s.message();
+  // A range for a fixed-shape input must be that shape (the classifier's 3 channels).
+  BuilderConfig fixed;
+  auto backend = cpuBuildBackend();
+  OptimizationProfile cls;
+  cls.inputs["x"] = {{1, 4, 48, 192}, {1, 4, 48, 192}, {1, 4, 48, 192}};
+  auto classifier =
+      importOnnxFile(std::string(KILN_MODELS_DIR) + "/ppocr_mobile_v2_cls/model.onnx");
+  ASSERT_TRUE(classifier.isOk());
+  fixed.profiles = {cls};
+  auto plan = buildPlan(std::make_shared<Network>(std::move(classifier.value())), fixed, *backend);
+  ASSERT_FALSE(plan.isOk());
+  EXPECT_NE(plan.status().message().find("dim 1 is fixed at 3"), std::string::npos)
+      << plan.status().message();
 }
 
 }  // namespace
