@@ -30,6 +30,8 @@ bool parsePrecisionName(const std::string& text, DataType* out) {
          *out == DataType::kInt8 || *out == DataType::kFp8E4M3;
 }
 
+}  // namespace
+
 std::string precisionSpelling(DataType type) {
   switch (type) {
     case DataType::kFloat32:
@@ -46,8 +48,6 @@ std::string precisionSpelling(DataType type) {
       return dataTypeName(type);
   }
 }
-
-}  // namespace
 
 const char* constraintModeName(ConstraintMode mode) {
   switch (mode) {

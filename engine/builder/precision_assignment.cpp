@@ -12,16 +12,12 @@ bool isReducedFloat(DataType t) {
   return t == DataType::kFloat16 || t == DataType::kBFloat16 || t == DataType::kFloat32;
 }
 
-std::string spell(DataType t) {
-  return layerPrecisionSpecToString({{"", t}}).substr(1);  // ":fp16" -> "fp16"
-}
-
 // A rule's outcome when the layer cannot follow it: an error under kObey, a
 // warning and the flag-based choice under kPrefer.
 Status unmetRule(const BuilderConfig& config, const Node& node, const LayerPrecisionRule& rule,
                  const char* what, const std::string& why, std::vector<std::string>* warnings) {
   const std::string text = "layer '" + node.displayName() + "': " + what + " '" + rule.pattern +
-                           ":" + spell(rule.precision) + "' cannot hold (" + why + ")";
+                           ":" + precisionSpelling(rule.precision) + "' cannot hold (" + why + ")";
   if (config.precisionConstraints == ConstraintMode::kObey)
     return invalidArgument(text + "; precision constraints are obeyed");
   warnings->push_back(text + "; falling back (constraints are preferred)");
@@ -31,7 +27,8 @@ Status unmetRule(const BuilderConfig& config, const Node& node, const LayerPreci
 std::string ruleCannotHold(const LayerPrecisionRule& rule, bool reducible,
                            const std::string& whyNot) {
   if (rule.precision == DataType::kInt8 || rule.precision == DataType::kFp8E4M3)
-    return spell(rule.precision) + " layers need quantization, which this build does not have";
+    return precisionSpelling(rule.precision) +
+           " layers need quantization, which this build does not have";
   if (rule.precision != DataType::kFloat32 && !reducible) return whyNot;
   return "";
 }
@@ -49,11 +46,9 @@ bool canReducePrecision(const Node& node, const ValueMetas& values, std::string*
     *why = "a cast keeps the types it names";
     return false;
   }
-  for (const auto& [key, attr] : node.attributes) {
-    if (attr.g || !attr.graphs.empty()) {
-      *why = "control flow runs its bodies in their own types";
-      return false;
-    }
+  if (node.hasSubgraphs()) {
+    *why = "control flow runs its bodies in their own types";
+    return false;
   }
   bool anyFloat = false;
   auto visit = [&](const std::string& name) {
@@ -109,8 +104,8 @@ Result<PrecisionChoice> choosePrecisions(const Node& node, const BuilderConfig& 
       choice.reason += " (" + mode + " rule '" + rule->pattern + "' could not hold)";
     } else if (reducible) {
       choice.precisions = {rule->precision};
-      choice.reason =
-          mode + "s layer precision '" + rule->pattern + ":" + spell(rule->precision) + "'";
+      choice.reason = mode + "s layer precision '" + rule->pattern + ":" +
+                      precisionSpelling(rule->precision) + "'";
     }
   }
   if (const LayerPrecisionRule* rule = findLayerRule(config.layerOutputTypes, layerNamesOf(node));
@@ -121,8 +116,8 @@ Result<PrecisionChoice> choosePrecisions(const Node& node, const BuilderConfig& 
       KILN_RETURN_IF_ERROR(unmetRule(config, node, *rule, "layer output type", why, warnings));
     } else if (reducible) {
       choice.outputType = rule->precision;
-      choice.outputReason =
-          mode + "s layer output type '" + rule->pattern + ":" + spell(rule->precision) + "'";
+      choice.outputReason = mode + "s layer output type '" + rule->pattern + ":" +
+                            precisionSpelling(rule->precision) + "'";
     }
   }
   return choice;

@@ -27,10 +27,6 @@ std::string layerSignature(const Node& node, const ValueMetas& values) {
   return s.str();
 }
 
-std::string precisionName(DataType t) {
-  return t == DataType::kFloat32 ? "fp32" : t == DataType::kFloat16 ? "fp16" : "bf16";
-}
-
 }  // namespace
 
 Result<TacticSelection> selectTactic(TimingSession& session, const Node& node,
@@ -47,7 +43,7 @@ Result<TacticSelection> selectTactic(TimingSession& session, const Node& node,
       c.precision = precision;
       if (std::find(tactic.precisions.begin(), tactic.precisions.end(), precision) ==
           tactic.precisions.end()) {
-        c.rejected = "does not run in " + precisionName(precision);
+        c.rejected = "does not run in " + precisionSpelling(precision);
       } else if (!(config.tacticSources & tactic.source)) {
         c.rejected = std::string("tactic source '") + c.source + "' is disabled";
       }
@@ -71,7 +67,7 @@ Result<TacticSelection> selectTactic(TimingSession& session, const Node& node,
       }
       if (!selection.replayed)
         selection.replayNote = "tactic '" + it->second.tactic + "' in " +
-                               precisionName(it->second.precision) +
+                               precisionSpelling(it->second.precision) +
                                " is not a valid candidate here";
     }
   }
@@ -108,7 +104,7 @@ Result<TacticSelection> selectTactic(TimingSession& session, const Node& node,
   auto measure = [&](size_t i) -> Result<bool> {
     TacticCandidate& c = selection.candidates[i];
     const std::string key =
-        session.deviceKey + "|" + signature + "|" + precisionName(c.precision) + "|" + c.tactic;
+        session.deviceKey + "|" + signature + "|" + precisionSpelling(c.precision) + "|" + c.tactic;
     ++session.stats.lookups;
     std::optional<TimingCacheEntry> cached;
     if (config.timingCache) cached = config.timingCache->lookup(key);
@@ -165,7 +161,7 @@ Result<TacticSelection> selectTactic(TimingSession& session, const Node& node,
   if (selection.winner < 0 || !selection.candidates[selection.winner].rejected.empty()) {
     std::string reasons;
     for (const TacticCandidate& c : selection.candidates)
-      reasons += "; " + c.tactic + " " + precisionName(c.precision) + ": " + c.rejected;
+      reasons += "; " + c.tactic + " " + precisionSpelling(c.precision) + ": " + c.rejected;
     return unsupported("layer '" + node.displayName() + "': no tactic can run it" + reasons);
   }
   return selection;

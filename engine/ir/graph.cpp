@@ -6,7 +6,9 @@
 
 namespace kiln {
 
-std::string Node::displayName() const { return name.empty() ? opType + "_" + std::to_string(index) : name; }
+std::string Node::displayName() const {
+  return name.empty() ? opType + "_" + std::to_string(index) : name;
+}
 
 std::string Node::describe() const {
   return "node '" + displayName() + "' (#" + std::to_string(index) + ", " +
@@ -45,7 +47,8 @@ std::vector<std::string> Node::attrStrings(const std::string& key) const {
 
 const Tensor* Node::attrTensor(const std::string& key) const {
   auto it = attributes.find(key);
-  return it == attributes.end() || it->second.kind != Attribute::Kind::kTensor ? nullptr : &it->second.t;
+  return it == attributes.end() || it->second.kind != Attribute::Kind::kTensor ? nullptr
+                                                                               : &it->second.t;
 }
 
 const Graph* Node::attrGraph(const std::string& key) const {
@@ -60,8 +63,10 @@ int Node::inputCount() const {
 }
 
 const ValueInfo* Graph::findValueInfo(const std::string& valueName) const {
-  for (const ValueInfo& v : inputs) if (v.name == valueName) return &v;
-  for (const ValueInfo& v : outputs) if (v.name == valueName) return &v;
+  for (const ValueInfo& v : inputs)
+    if (v.name == valueName) return &v;
+  for (const ValueInfo& v : outputs)
+    if (v.name == valueName) return &v;
   auto it = valueInfo.find(valueName);
   return it == valueInfo.end() ? nullptr : &it->second;
 }
@@ -72,20 +77,30 @@ static void collectOuterReads(const Graph& g, std::set<std::string>* reads) {
   std::unordered_set<std::string> defined;
   for (const ValueInfo& v : g.inputs) defined.insert(v.name);
   for (const auto& [name, t] : g.initializers) defined.insert(name);
-  for (const Node& n : g.nodes) for (const std::string& o : n.outputs) defined.insert(o);
+  for (const Node& n : g.nodes)
+    for (const std::string& o : n.outputs) defined.insert(o);
   for (const Node& n : g.nodes) {
-    for (const std::string& in : n.inputs) if (!in.empty() && !defined.count(in)) reads->insert(in);
+    for (const std::string& in : n.inputs)
+      if (!in.empty() && !defined.count(in)) reads->insert(in);
     for (const auto& [key, attr] : n.attributes) {
       std::vector<std::shared_ptr<Graph>> subs = attr.graphs;
       if (attr.g) subs.push_back(attr.g);
       for (const auto& sub : subs) {
         std::set<std::string> inner;
         collectOuterReads(*sub, &inner);
-        for (const std::string& name : inner) if (!defined.count(name)) reads->insert(name);
+        for (const std::string& name : inner)
+          if (!defined.count(name)) reads->insert(name);
       }
     }
   }
-  for (const ValueInfo& v : g.outputs) if (!defined.count(v.name)) reads->insert(v.name);
+  for (const ValueInfo& v : g.outputs)
+    if (!defined.count(v.name)) reads->insert(v.name);
+}
+
+bool Node::hasSubgraphs() const {
+  for (const auto& [key, attr] : attributes)
+    if (attr.g || !attr.graphs.empty()) return true;
+  return false;
 }
 
 std::vector<std::string> Node::implicitInputs() const {
@@ -118,7 +133,8 @@ Status Graph::sortTopologically(const std::vector<std::string>& outerScope) {
   std::vector<std::vector<std::string>> reads(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) {
     std::set<std::string> r;
-    for (const std::string& in : nodes[i].inputs) if (!in.empty()) r.insert(in);
+    for (const std::string& in : nodes[i].inputs)
+      if (!in.empty()) r.insert(in);
     for (const auto& [key, attr] : nodes[i].attributes) {
       std::vector<std::shared_ptr<Graph>> subs = attr.graphs;
       if (attr.g) subs.push_back(attr.g);
@@ -132,26 +148,30 @@ Status Graph::sortTopologically(const std::vector<std::string>& outerScope) {
     for (const std::string& name : reads[i]) {
       if (available.count(name)) continue;
       if (!producer.count(name))
-        return invalidArgument(nodes[i].describe() + ": input '" + name + "' is not produced by any node, input or initializer");
+        return invalidArgument(nodes[i].describe() + ": input '" + name +
+                               "' is not produced by any node, input or initializer");
       ++pending[i];
       consumers[name].push_back(i);
     }
   }
   std::set<size_t> ready;
-  for (size_t i = 0; i < nodes.size(); ++i) if (pending[i] == 0) ready.insert(i);
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (pending[i] == 0) ready.insert(i);
   std::vector<Node> sorted;
   sorted.reserve(nodes.size());
   while (!ready.empty()) {
     size_t i = *ready.begin();
     ready.erase(ready.begin());
     for (const std::string& o : nodes[i].outputs) {
-      for (size_t c : consumers[o]) if (--pending[c] == 0) ready.insert(c);
+      for (size_t c : consumers[o])
+        if (--pending[c] == 0) ready.insert(c);
     }
     sorted.push_back(std::move(nodes[i]));
   }
   if (sorted.size() != nodes.size()) {
     for (size_t i = 0; i < nodes.size(); ++i)
-      if (pending[i] > 0) return invalidArgument(nodes[i].describe() + ": part of a cycle in the graph");
+      if (pending[i] > 0)
+        return invalidArgument(nodes[i].describe() + ": part of a cycle in the graph");
   }
   nodes = std::move(sorted);
   return Status::ok();

@@ -112,8 +112,15 @@ void expectTensorNear(const Tensor& actual, const Tensor& expected, double atol,
     double a = actual.valueAsDouble(i), e = expected.valueAsDouble(i);
     if (std::isnan(a) && std::isnan(e)) continue;
     if (std::isinf(a) && a == e) continue;
-    ASSERT_LE(std::fabs(a - e), atol + rtol * std::fabs(e)) << "element " << i << ": " << a << " vs " << e;
+    ASSERT_LE(std::fabs(a - e), atol + rtol * std::fabs(e))
+        << "element " << i << ": " << a << " vs " << e;
   }
+}
+
+Tensor stringTensor(const Shape& shape, const std::vector<std::string>& values) {
+  Tensor t(DataType::kString, shape);
+  t.strings() = values;
+  return t;
 }
 
 }  // namespace kiln::test

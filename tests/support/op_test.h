@@ -35,10 +35,12 @@ class OpTest {
 };
 
 // Uniform random values in [lo, hi) from `seed` (integers are rounded; bool is v>0.5).
-Tensor randomTensor(DataType type, const Shape& shape, uint32_t seed, double lo = -1.0, double hi = 1.0);
+Tensor randomTensor(DataType type, const Shape& shape, uint32_t seed, double lo = -1.0,
+                    double hi = 1.0);
 // Float32 tensor from values.
 Tensor floatTensor(const Shape& shape, const std::vector<float>& values);
 Tensor int64Tensor(const Shape& shape, const std::vector<int64_t>& values);
+Tensor stringTensor(const Shape& shape, const std::vector<std::string>& values);
 // Asserts same dtype and shape, and |a - e| <= atol + rtol * |e| elementwise (NaN == NaN).
 void expectTensorNear(const Tensor& actual, const Tensor& expected, double atol, double rtol);
 

@@ -11,12 +11,6 @@
 namespace kiln {
 namespace {
 
-bool hasSubgraphs(const Node& node) {
-  for (const auto& [key, attr] : node.attributes)
-    if (attr.g || !attr.graphs.empty()) return true;
-  return false;
-}
-
 class CpuBuildBackend final : public BuildBackend {
  public:
   PlanIdentity identity() const override { return cpuPlanIdentity(); }
@@ -26,7 +20,7 @@ class CpuBuildBackend final : public BuildBackend {
     std::vector<TacticDescriptor> out;
     // Control flow runs its bodies through the executor, in the types they declare.
     const std::vector<DataType> precisions =
-        hasSubgraphs(node)
+        node.hasSubgraphs()
             ? std::vector<DataType>{DataType::kFloat32}
             : std::vector<DataType>{DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16};
     for (const cpu::CpuTactic& t : cpu::cpuTactics(node, node.opset))
@@ -40,7 +34,7 @@ class CpuBuildBackend final : public BuildBackend {
     if (!fn) return unsupported("tactic '" + tactic + "' does not apply to " + node.describe());
     auto runOnce = [&]() -> Status {
       std::vector<Tensor> outputs;
-      if (hasSubgraphs(node)) return runWithSubgraphs(node, inputs, &outputs);
+      if (node.hasSubgraphs()) return runWithSubgraphs(node, inputs, &outputs);
       cpu::SubgraphRunner noSubgraphs = [&node](const Graph&, const std::vector<Tensor>&,
                                                 std::vector<Tensor>*) {
         return internalError(node.describe() + ": unexpected subgraph");

@@ -41,6 +41,8 @@ struct LayerPrecisionRule {
 // wins over "*" whatever the order.
 Result<std::vector<LayerPrecisionRule>> parseLayerPrecisionSpec(const std::string& spec);
 std::string layerPrecisionSpecToString(const std::vector<LayerPrecisionRule>& rules);
+// "fp32", "fp16", "bf16", "int8", "fp8" as the spec writes them; dataTypeName() otherwise.
+std::string precisionSpelling(DataType type);
 // The rule that applies to `layerName`, or nullptr.
 const LayerPrecisionRule* findLayerRule(const std::vector<LayerPrecisionRule>& rules,
                                         const std::string& layerName);

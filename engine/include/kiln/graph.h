@@ -81,6 +81,8 @@ class Node {
   // The number of inputs that are present (trailing empty names dropped).
   int inputCount() const;
   bool hasInput(size_t i) const { return i < inputs.size() && !inputs[i].empty(); }
+  // True for control flow: a graph or graphs attribute (If, Loop, Scan bodies).
+  bool hasSubgraphs() const;
   // Values of enclosing graphs that this node's subgraphs read (If/Loop/Scan bodies
   // may use outer names directly); they must stay alive until the node has run.
   std::vector<std::string> implicitInputs() const;

@@ -10,15 +10,10 @@
 #include "kiln/onnx_import.h"
 #include "kiln/reference_backend.h"
 #include "network_compare.h"
+#include "support/op_test.h"
 
 namespace kiln::test {
 namespace {
-
-Tensor stringTensor(const Shape& shape, const std::vector<std::string>& values) {
-  Tensor t(DataType::kString, shape);
-  t.strings() = values;
-  return t;
-}
 
 Tensor bytesTensor(DataType type, const Shape& shape, const std::vector<uint8_t>& bytes) {
   return Tensor::fromVector(type, shape, bytes);

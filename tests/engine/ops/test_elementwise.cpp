@@ -22,12 +22,6 @@ Tensor boolTensor(const Shape& shape, const std::vector<int>& values) {
   return t;
 }
 
-Tensor stringTensor(const Shape& shape, const std::vector<std::string>& values) {
-  Tensor t(DataType::kString, shape);
-  t.strings() = values;
-  return t;
-}
-
 Tensor halfTensor(const Shape& shape, const std::vector<float>& values) {
   std::vector<Half> halves;
   for (float v : values) halves.push_back(Half(v));

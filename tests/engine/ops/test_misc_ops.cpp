@@ -11,12 +11,6 @@
 namespace kiln::test {
 namespace {
 
-Tensor stringTensor(const Shape& shape, const std::vector<std::string>& values) {
-  Tensor t(DataType::kString, shape);
-  t.strings() = values;
-  return t;
-}
-
 Tensor boolScalar(bool v) {
   return Tensor::fromVector(DataType::kBool, {}, std::vector<uint8_t>{v});
 }

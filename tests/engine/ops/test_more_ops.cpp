@@ -15,12 +15,6 @@ namespace {
 
 const char kMl[] = "ai.onnx.ml";
 
-Tensor stringTensor(const Shape& shape, const std::vector<std::string>& values) {
-  Tensor t(DataType::kString, shape);
-  t.strings() = values;
-  return t;
-}
-
 Tensor codes(DataType type, const Shape& shape, const std::vector<uint8_t>& bytes) {
   return Tensor::fromVector(type, shape, bytes);
 }
