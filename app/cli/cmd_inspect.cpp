@@ -1,12 +1,15 @@
 // `kiln inspect MODEL.onnx`: model summary without running it.
 // `kiln inspect PLAN.kiln`: the engine inspector over a built plan.
+// `kiln inspect GRAPH.json`: a trtexec --exportLayerInfo export of a TensorRT engine.
 #include <cstdio>
+#include <fstream>
 
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/tensor_args.h"
-#include "kiln/onnx_import.h"
 #include "engine_inspector.h"
+#include "engine_report.h"
+#include "kiln/onnx_import.h"
 #include "kiln/plan.h"
 #include "model_summary.h"
 
@@ -14,10 +17,62 @@ namespace kiln::cli {
 
 namespace {
 
+void printUsage() {
+  std::printf(
+      "usage: kiln inspect MODEL.onnx [--shapes name:1x3x224x224,...] [--json]\n"
+      "  Prints inputs/outputs (symbolic dims), opsets, op histogram, parameters, FLOPs at the\n"
+      "  given shapes, and unsupported nodes. Unsupported nodes do not stop the report.\n"
+      "usage: kiln inspect PLAN.kiln [--layers] [--candidates] [--fusions] [--json]\n"
+      "                              [--profile PROFILE.json] [--csv OUT.csv]\n"
+      "  Build summary; --layers adds the layer table (type, precision, tactic, time),\n"
+      "  --candidates every tactic candidate with its time or why it was rejected;\n"
+      "  --fusions: which ONNX nodes each engine layer came from, and back;\n"
+      "  --json writes the engine inspector JSON (TensorRT's IEngineInspector keys);\n"
+      "  --profile takes the layer times from `kiln run PLAN --export-profile` output.\n"
+      "usage: kiln inspect GRAPH.json [--profile PROFILE.json] [--json] [--csv OUT.csv]\n"
+      "  A trtexec --exportLayerInfo export (a JSON file with \"Layers\"), optionally with\n"
+      "  its --exportProfile times: the layer table (name, type, precision, tactic, time)\n"
+      "  and totals; --json writes the engine report as JSON.\n"
+      "  --csv writes the layer table as CSV (name, type, precision, tactic, time, %,\n"
+      "  workspace, output bytes, source nodes) for a plan or an export.\n");
+}
+
+Status writeText(const std::string& path, const std::string& text) {
+  std::ofstream file(path, std::ios::binary);
+  file << text;
+  if (!file) return Status(StatusCode::kIoError, path + ": cannot write");
+  return Status::ok();
+}
+
+// The table, JSON and CSV of an engine report, as the options ask.
+int printReport(const Args& args, const inspector::EngineReport& report, bool table) {
+  if (args.has("csv")) {
+    Status s = writeText(args.value("csv"), inspector::reportCsv(report));
+    if (!s.isOk()) return fail("inspect", s.message());
+  }
+  if (args.flag("json")) {
+    nlohmann::json doc = inspector::reportJson(report);
+    std::printf("%s\n", doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  } else if (table) {
+    std::printf("%s", inspector::formatReportTable(report).c_str());
+  }
+  return 0;
+}
+
 int inspectPlan(const Args& args) {
   const std::string& path = args.positional()[0];
   auto plan = loadPlanFile(path);
   if (!plan.isOk()) return fail("inspect", plan.status().message());
+  if (args.has("profile") || args.has("csv")) {
+    inspector::EngineReport report = inspector::reportFromPlan(*plan, path);
+    if (args.has("profile")) {
+      Status s = inspector::applyProfileFile(args.value("profile"), &report);
+      if (!s.isOk()) return fail("inspect", s.message());
+    }
+    const bool table = args.flag("layers") || args.has("profile");
+    if (!args.flag("json")) std::printf("%s", inspector::formatBuildSummary(*plan).c_str());
+    return printReport(args, report, table);
+  }
   if (args.flag("json")) {
     nlohmann::json doc = inspector::engineInspectorJson(*plan);
     std::printf("%s\n", doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
@@ -30,35 +85,42 @@ int inspectPlan(const Args& args) {
   return 0;
 }
 
+int inspectTrtexec(const Args& args) {
+  auto report = inspector::reportFromTrtexec(args.positional()[0], args.value("profile"));
+  if (!report.isOk()) return fail("inspect", report.status().message());
+  if (!args.flag("json")) std::printf("%s", report->summary.c_str());
+  return printReport(args, report.value(), true);
+}
+
+bool endsWith(const std::string& text, const std::string& suffix) {
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 }  // namespace
 
 int runInspect(const std::vector<std::string>& argv) {
-  Args args({"shapes"}, {"json", "help", "layers", "candidates", "fusions"});
+  Args args({"shapes", "profile", "csv"}, {"json", "help", "layers", "candidates", "fusions"});
   Status parsed = args.parse(argv);
   if (!parsed.isOk()) return fail("inspect", parsed.message(), 2);
   if (args.flag("help") || args.positional().size() != 1) {
-    std::printf(
-        "usage: kiln inspect MODEL.onnx [--shapes name:1x3x224x224,...] [--json]\n"
-        "  Prints inputs/outputs (symbolic dims), opsets, op histogram, parameters, FLOPs at the\n"
-        "  given shapes, and unsupported nodes. Unsupported nodes do not stop the report.\n"
-        "usage: kiln inspect PLAN.kiln [--layers] [--candidates] [--fusions] [--json]\n"
-        "  --fusions: which ONNX nodes each engine layer came from, and back;\n"
-        "  Build summary; --layers adds the layer table (type, precision, tactic, time),\n"
-        "  --candidates every tactic candidate with its time or why it was rejected;\n"
-        "  --json writes the engine inspector JSON (TensorRT's IEngineInspector keys).\n");
+    printUsage();
     return args.flag("help") ? 0 : 2;
   }
-  if (looksLikePlanFile(args.positional()[0])) return inspectPlan(args);
+  const std::string& path = args.positional()[0];
+  if (looksLikePlanFile(path)) return inspectPlan(args);
+  if (endsWith(path, ".json")) return inspectTrtexec(args);
+  if (args.has("profile") || args.has("csv"))
+    return fail("inspect", "--profile and --csv apply to a plan or a trtexec export", 2);
   std::map<std::string, Shape> shapes;
   Status s = parseShapeList(args.value("shapes"), &shapes);
   if (!s.isOk()) return fail("inspect", s.message(), 2);
   ImportOptions options;
   options.checkSupport = false;  // inspect reports unsupported nodes instead of refusing
-  auto network = importOnnxFile(args.positional()[0], options);
+  auto network = importOnnxFile(path, options);
   if (!network.isOk()) return fail("inspect", network.status().message());
   auto summary = inspector::summarizeModel(network.value(), shapes);
-  if (!summary.isOk())
-    return fail("inspect", args.positional()[0] + ": " + summary.status().message());
+  if (!summary.isOk()) return fail("inspect", path + ": " + summary.status().message());
   if (args.flag("json"))
     std::printf("%s\n", summary->dump(1).c_str());
   else

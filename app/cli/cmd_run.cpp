@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cli/args.h"
 #include "cli/commands.h"
@@ -16,6 +17,7 @@
 #include "kiln/onnx_import.h"
 #include "kiln/plan.h"
 #include "kiln/reference_backend.h"
+#include "plan_profiler.h"
 
 namespace kiln::cli {
 namespace {
@@ -84,7 +86,7 @@ int runRun(const std::vector<std::string>& argv) {
         "    --cuda-graph            capture the network once and replay it\n"
         "    --fp16 | --bf16         store and compute float tensors in 16 bits\n"
         "    --no-tf32               float32 GEMM/conv without TF32 tensor cores\n"
-        "    --export-profile f.json per-layer times (trtexec --exportProfile shape)\n"
+        "    --export-profile f.json per-layer times, trtexec --exportProfile shape (cpu too)\n"
         "    --export-times f.json   per-inference timestamps (trtexec --exportTimes shape)\n"
         "    --device N (0)\n"
         "  A plan (kiln build) runs on the backend it was built for, with its tactics and\n"
@@ -173,9 +175,13 @@ int runRun(const std::vector<std::string>& argv) {
   bool measuring = false;
   ReferenceRunOptions options;
   if (plan) options.layerImplementations = plan->layers;
-  if (args.flag("profile")) {
+  std::optional<inspector::LayerTimes> layerTimes;
+  if (args.has("export-profile")) layerTimes.emplace(network.value());
+  if (args.flag("profile") || layerTimes) {
     options.onNodeTimed = [&](const Node& node, double ms) {
-      if (measuring) profile[nodeIndex[&node]].totalMs += ms;
+      if (!measuring) return;
+      profile[nodeIndex[&node]].totalMs += ms;
+      if (layerTimes) layerTimes->record(node, ms);
     };
   }
   for (int64_t i = 0; i < warmup + iterations; ++i) {
@@ -199,6 +205,11 @@ int runRun(const std::vector<std::string>& argv) {
     std::ofstream file(args.value("export-output"));
     file << exported.dump(1) << "\n";
     if (!file) return fail("run", args.value("export-output") + ": cannot write");
+  }
+  if (layerTimes) {
+    std::ofstream file(args.value("export-profile"));
+    file << layerTimes->profileJson().dump(1) << "\n";
+    if (!file) return fail("run", args.value("export-profile") + ": cannot write");
   }
   if (args.flag("profile")) {
     for (const NodeProfile& n : profile) {

@@ -16,6 +16,8 @@ void printUsage() {
       "params, FLOPs\n"
       "  inspect PLAN.kiln [--layers] [--json]                  engine inspector: layers, "
       "precisions, tactics\n"
+      "  inspect GRAPH.json [--profile P.json] [--csv F] [--json] trtexec export: layers, "
+      "precisions, times\n"
       "  build MODEL.onnx -o PLAN.kiln [--fp16] [...]           build a plan: timed tactics, "
       "precisions, profiles\n"
       "  run MODEL.onnx|PLAN.kiln [--shapes ...] [--load-inputs n:f.npy] [--iterations N] "

@@ -1,0 +1,101 @@
+// EngineReport: one engine as the views and the CLI see it, whatever it came from:
+// a Kiln plan (its BuildRecord), or a real TensorRT engine exported by trtexec
+// (--exportLayerInfo graph JSON, optionally with its --exportProfile JSON). The
+// studio's layer table, engine graph, charts and reports read only this; the CLI's
+// `kiln inspect` prints it. No Qt.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "kiln/plan.h"
+#include "kiln/status.h"
+
+namespace kiln::inspector {
+
+struct ReportTensor {
+  std::string name;
+  std::vector<int64_t> dimensions;  // -1 for a dynamic dimension
+  std::string formatDatatype;       // "Row major linear FP32", as TensorRT writes it
+  std::string location = "Device";
+};
+
+struct ReportCandidate {
+  std::string tactic;
+  std::string source;     // "cudnn", "cublaslt", "kiln", "blas"
+  std::string precision;  // "fp32", "fp16", ...
+  double milliseconds = -1;
+  bool fromCache = false;
+  std::string rejected;  // empty when valid
+  std::string detail;
+};
+
+struct ReportLayer {
+  std::string name;       // "Conv_12 + Relu_13"
+  std::string layerType;  // "Convolution", "CaskConvolution", ...
+  std::string opType;     // ONNX op type when known ("" for trtexec layers)
+  std::string precision;  // "FP32", "FP16", "INT8", ... ("" when unknown)
+  std::string precisionReason;
+  std::string tactic;
+  std::string tacticValue;      // "0x..." as trtexec prints it
+  std::string tacticSource;     // "" when unknown
+  double milliseconds = -1;     // per-inference time: the profile's median, else the build timing
+  double averageMs = -1;        // from a profile; -1 when none
+  double percentage = -1;       // share of the total layer time, 0..100; -1 when untimed
+  int64_t workspaceBytes = -1;  // -1 when unknown
+  int64_t outputBytes = 0;      // bytes of its outputs at the reported dimensions
+  std::vector<std::string> sourceNodes;  // ONNX nodes it implements (provenance)
+  std::string fusion;                    // the pass that fused them
+  std::vector<ReportTensor> inputs, outputs;
+  std::vector<ReportCandidate> candidates;
+  std::map<std::string, std::string> parameters;  // the rest, in words
+};
+
+struct EngineReport {
+  std::string origin;                 // "kiln plan", "trtexec export", "kiln build"
+  std::string title;                  // file or model name
+  std::string backend;                // "cpu", "cuda", "tensorrt"
+  std::vector<ReportLayer> layers;    // execution order
+  std::vector<std::string> bindings;  // engine inputs and outputs
+  std::vector<std::string> warnings;
+  int64_t activationBytes = -1;
+  int64_t weightBytes = -1;
+  double totalMs = -1;        // sum of the layers' times (-1 when untimed)
+  int profileIterations = 0;  // the `count` of the profile the times came from; 0: build timings
+  std::string summary;        // multi-line build summary in words
+};
+
+// The report of a built plan (times from the build's tactic timing).
+EngineReport reportFromPlan(const Plan& plan, const std::string& title);
+// Reads trtexec exports. `profilePath` may be empty. Errors name the file and, for a
+// malformed layer, its index.
+Result<EngineReport> reportFromTrtexec(const std::string& graphJsonPath,
+                                       const std::string& profileJsonPath);
+// Parses trtexec's --exportLayerInfo document (already loaded).
+Result<EngineReport> reportFromTrtexecJson(const nlohmann::json& graph, const std::string& title);
+// Applies a --exportProfile document ([{"count": N}, {"name", "timeMs", "averageMs",
+// "medianMs", "percentage"}...]) to the layers with those names; recomputes totals and
+// percentages. Names the profile has but the report lacks are an error.
+Status applyProfile(const nlohmann::json& profile, EngineReport* report);
+// Reads a --exportProfile file and applies it (a line on the profile is added to the
+// summary); errors name the file.
+Status applyProfileFile(const std::string& profileJsonPath, EngineReport* report);
+// Recomputes totalMs and each layer's percentage from the layers' milliseconds.
+void updateShares(EngineReport* report);
+
+// The layer table as CSV (RFC 4180 quoting): name, type, precision, tactic, time ms,
+// percent, workspace bytes, output bytes, source nodes.
+std::string reportCsv(const EngineReport& report);
+// The layer table as aligned text for the terminal, then the totals (layer count,
+// total time and where the times came from).
+std::string formatReportTable(const EngineReport& report);
+// The whole report as JSON. Layers use TensorRT's IEngineInspector keys (Name,
+// LayerType, Inputs, Outputs, Format/Datatype, TacticName, TacticValue) plus Kiln's
+// (Precision, TimeMs, AverageMs, Percentage, SourceNodes, Candidates, ...), so the
+// document reads back through reportFromTrtexecJson.
+nlohmann::json reportJson(const EngineReport& report);
+
+}  // namespace kiln::inspector

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# `kiln inspect` over trtexec exports (tests/data/trtexec) and over a plan with a
+# profile from `kiln run --export-profile` on the CPU: table, JSON, CSV, errors.
+# Usage: test_inspect_trtexec.sh KILN DATA_DIR
+set -u
+kiln="$1"; data="$2"
+work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+passed=0; failed=0
+check() {  # check DESCRIPTION CONDITION...
+  local what="$1"; shift
+  if "$@" >/dev/null; then echo "PASS $what"; passed=$((passed + 1)); else echo "FAIL $what"; failed=$((failed + 1)); fi
+}
+expect_error() {  # expect_error DESCRIPTION NEEDLE COMMAND...: non-zero exit, one stderr line with NEEDLE
+  local what="$1" needle="$2"; shift 2
+  local err rc lines
+  err=$("$@" 2>&1 >/dev/null); rc=$?
+  lines=$(printf '%s' "$err" | grep -c '')
+  if [[ $rc -ne 0 && $rc -lt 128 && $lines -eq 1 && "$err" == *"$needle"* ]]; then
+    echo "PASS $what: $err"; passed=$((passed + 1))
+  else
+    echo "FAIL $what (exit $rc, $lines lines, expected '$needle'): $err"; failed=$((failed + 1))
+  fi
+}
+csv_rows() {  # csv_rows FILE: number of CSV records (quoted line breaks do not count)
+  python3 -c "import csv,sys; print(len(list(csv.reader(open(sys.argv[1], newline='')))))" "$1"
+}
+
+graph="$data/trtexec/mobilenet.qat.onnx.engine.graph.json"
+profile="$data/trtexec/mobilenet.qat.onnx.engine.profile.json"
+
+"$kiln" inspect "$graph" --profile "$profile" > "$work/table.txt"
+check "table exits 0" test $? -eq 0
+check "table names a layer" grep -q '^GlobalAveragePool_843  *TiledPooling  *FP16 ' "$work/table.txt"
+check "table shows INT8 layers" grep -q 'CaskConvolution  *INT8  *volta_int8x4' "$work/table.txt"
+check "table has the totals" grep -q '^73 layers; total 0.468768 ms' "$work/table.txt"
+"$kiln" inspect "$graph" --profile "$profile" --json > "$work/report.json"
+check "--json parses" python3 -c "import json,sys; d=json.load(open(sys.argv[1])); \
+assert len(d['Layers']) == 73 and d['ProfileIterations'] == 6610; \
+assert d['Layers'][0]['Name'] == 'QuantizeLinear_2' and d['Layers'][0]['TimeMs'] == 0.004544" "$work/report.json"
+"$kiln" inspect "$graph" --csv "$work/layers.csv" > /dev/null
+check "--csv has a header and 73 rows" test "$(csv_rows "$work/layers.csv")" -eq 74
+check "--json output reads back" bash -c "'$kiln' inspect '$work/report.json' | grep -q '^73 layers; total 0.468768 ms'"
+
+printf '{"Layers": [ {"Name": ' > "$work/corrupt.json"
+expect_error "corrupt graph json" "corrupt.json: not valid JSON" "$kiln" inspect "$work/corrupt.json"
+printf '{"Bindings": []}' > "$work/no_layers.json"
+expect_error "json without Layers" "no_layers.json: not a trtexec" "$kiln" inspect "$work/no_layers.json"
+expect_error "profile of another engine" "which the engine graph lacks" "$kiln" inspect "$graph" \
+  --profile "$data/trtexec/mobilenet_v2_residuals.qat.onnx.engine.profile.json"
+expect_error "missing profile" "nope.json: cannot open" "$kiln" inspect "$graph" --profile "$work/nope.json"
+
+# A plan: CPU profile from `kiln run --export-profile`, then the report with its times.
+bert="$data/builder/tiny_bert.onnx"
+check "build a plan" "$kiln" build "$bert" -o "$work/bert.kiln" --min-shapes input_ids:1x4 \
+  --opt-shapes input_ids:2x16 --max-shapes input_ids:4x32 --quiet
+check "run --export-profile on cpu" "$kiln" run "$work/bert.kiln" --shapes input_ids:2x16 \
+  --iterations 3 --export-profile "$work/profile.json" --json
+check "cpu profile has count 3" python3 -c "import json,sys; p=json.load(open(sys.argv[1])); \
+assert p[0]['count'] == 3 and len(p) > 2 and all(e['timeMs'] > 0 for e in p[1:])" "$work/profile.json"
+layers=$(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))) - 1)" "$work/profile.json")
+check "plan --profile --csv" "$kiln" inspect "$work/bert.kiln" --profile "$work/profile.json" \
+  --csv "$work/plan.csv"
+check "plan csv has one row per layer" test "$(csv_rows "$work/plan.csv")" -eq $((layers + 1))
+check "plan table has profile totals" bash -c "'$kiln' inspect '$work/bert.kiln' \
+  --profile '$work/profile.json' | grep -q 'medians of a 3-iteration profile'"
+
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]

@@ -1,0 +1,266 @@
+// EngineReport from trtexec exports of real TensorRT engines (tests/data/trtexec:
+// MobileNet V2 QAT engines built on a TITAN RTX, graph + profile JSON), the CSV,
+// text and JSON forms, and the errors for bad exports.
+// mobilenet_v2_residuals.names_only.graph.json is the residuals graph reduced to
+// layer names, as trtexec writes it at --profilingVerbosity=layer_names_only.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "engine_report.h"
+#include "inspector/csv_reader.h"
+
+namespace kiln::inspector {
+namespace {
+using nlohmann::json;
+
+const std::string kDir = std::string(KILN_TEST_DATA_DIR) + "/trtexec/";
+const std::string kGraph = kDir + "mobilenet.qat.onnx.engine.graph.json";
+const std::string kProfile = kDir + "mobilenet.qat.onnx.engine.profile.json";
+const std::string kResidualsGraph = kDir + "mobilenet_v2_residuals.qat.onnx.engine.graph.json";
+const std::string kResidualsProfile = kDir + "mobilenet_v2_residuals.qat.onnx.engine.profile.json";
+const std::string kNamesOnly = kDir + "mobilenet_v2_residuals.names_only.graph.json";
+
+EngineReport load(const std::string& graph, const std::string& profile) {
+  auto report = reportFromTrtexec(graph, profile);
+  EXPECT_TRUE(report.isOk()) << report.status().toString();
+  return report.isOk() ? std::move(report.value()) : EngineReport{};
+}
+
+const ReportLayer* findLayer(const EngineReport& report, const std::string& name) {
+  for (const ReportLayer& l : report.layers)
+    if (l.name == name) return &l;
+  return nullptr;
+}
+
+json readJson(const std::string& path) {
+  std::ifstream file(path);
+  return json::parse(file);
+}
+
+std::string writeTemp(const std::string& name, const std::string& text) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("kiln_report_" + name)).string();
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(TrtexecReport, ReadsLayersTypesPrecisionsAndTactics) {
+  EngineReport r = load(kGraph, "");
+  ASSERT_EQ(r.layers.size(), 73u);
+  EXPECT_EQ(r.origin, "trtexec export");
+  EXPECT_EQ(r.backend, "tensorrt");
+  EXPECT_EQ(r.title, "mobilenet.qat.onnx.engine.graph.json");
+  EXPECT_EQ(r.layers.front().name, "QuantizeLinear_2");
+  EXPECT_EQ(r.layers.back().name, "copied_squeeze_after_(Unnamed Layer* 850) [ElementWise]");
+  EXPECT_EQ(r.bindings, (std::vector<std::string>{"input1", "1179"}));
+  // A Reformat keeps its output's precision (FP32 in, Int8 out).
+  EXPECT_EQ(r.layers[0].layerType, "Reformat");
+  EXPECT_EQ(r.layers[0].precision, "INT8");
+  EXPECT_EQ(r.layers[0].parameters.at("Origin"), "QDQ");
+  const ReportLayer& conv = r.layers[1];
+  EXPECT_EQ(conv.layerType, "CaskConvolution");
+  EXPECT_EQ(conv.precision, "INT8");
+  EXPECT_EQ(conv.tactic, "volta_int8x4_icudnn_int8x4_128x32_relu_xregs_medium_c32_nn_v1");
+  EXPECT_EQ(conv.tacticValue, "0x10d7116a3fad9b7a");
+  EXPECT_EQ(conv.parameters.at("Activation"), "CLIPPED_RELU");
+  EXPECT_EQ(conv.parameters.at("Kernel"), "[3,3]");
+  EXPECT_EQ(conv.outputBytes, 32 * 112 * 112);  // Int8 output 1x32x112x112
+  ASSERT_EQ(conv.outputs.size(), 1u);
+  EXPECT_EQ(conv.outputs[0].dimensions, (std::vector<int64_t>{1, 32, 112, 112}));
+  const ReportLayer* fp16 = findLayer(r, "features.2.conv.2.weight + QuantizeLinear_90 + Conv_94");
+  ASSERT_NE(fp16, nullptr);
+  EXPECT_EQ(fp16->precision, "FP16");
+  EXPECT_EQ(fp16->tactic, "turing_fp16_i8816cudnn_int8_128x128_ldg16_relu_small_nt_v1");
+  const ReportLayer* pool = findLayer(r, "GlobalAveragePool_843");
+  ASSERT_NE(pool, nullptr);
+  EXPECT_EQ(pool->layerType, "TiledPooling");
+  EXPECT_EQ(pool->precision, "FP16");
+  EXPECT_EQ(pool->tactic, "");
+  EXPECT_EQ(r.layers.back().precision, "FP32");
+  // Untimed without a profile; weights from the layers' Weights/Bias counts.
+  EXPECT_EQ(r.totalMs, -1);
+  EXPECT_EQ(conv.milliseconds, -1);
+  EXPECT_EQ(conv.percentage, -1);
+  EXPECT_GT(r.weightBytes, 3'000'000);
+}
+
+TEST(TrtexecReport, InfersSourceNodesFromFusedNames) {
+  EngineReport r = load(kGraph, "");
+  EXPECT_EQ(
+      r.layers[1].sourceNodes,
+      (std::vector<std::string>{"features.0.0.weight", "QuantizeLinear_8", "Conv_12", "Clip_16"}));
+  EXPECT_EQ(r.layers[0].sourceNodes, (std::vector<std::string>{"QuantizeLinear_2"}));
+  const ReportLayer* copy =
+      findLayer(r, "Reformatting CopyNode for Input Tensor 0 to GlobalAveragePool_843");
+  ASSERT_NE(copy, nullptr);
+  EXPECT_TRUE(copy->sourceNodes.empty());  // made by TensorRT, no ONNX node
+  const ReportLayer& gemm = r.layers[r.layers.size() - 2];
+  EXPECT_EQ(gemm.sourceNodes, (std::vector<std::string>{"classifier.1.weight", "QuantizeLinear_860",
+                                                        "Gemm_864", "classifier.1.bias"}));
+  EXPECT_TRUE(r.layers.back().sourceNodes.empty());
+}
+
+TEST(TrtexecReport, ProfileTimesAreTheFilesMedians) {
+  EngineReport r = load(kGraph, kProfile);
+  const json profile = readJson(kProfile);
+  EXPECT_EQ(r.profileIterations, 6610);
+  ASSERT_EQ(profile.size(), r.layers.size() + 1);
+  double sum = 0;
+  for (size_t i = 1; i < profile.size(); ++i) {
+    const ReportLayer* layer = findLayer(r, profile[i]["name"].get<std::string>());
+    ASSERT_NE(layer, nullptr) << profile[i]["name"];
+    EXPECT_EQ(layer->milliseconds, profile[i]["medianMs"].get<double>());
+    EXPECT_EQ(layer->averageMs, profile[i]["averageMs"].get<double>());
+    sum += layer->milliseconds;
+  }
+  EXPECT_NEAR(r.totalMs, sum, 1e-12);
+  EXPECT_NEAR(r.totalMs, 0.468768, 1e-6);
+  EXPECT_EQ(findLayer(r, "QuantizeLinear_2")->milliseconds, 0.004544);
+  double percent = 0;
+  for (const ReportLayer& l : r.layers) percent += l.percentage;
+  EXPECT_NEAR(percent, 100.0, 1e-9);
+  EXPECT_NEAR(r.layers[0].percentage, 100 * 0.004544 / sum, 1e-9);
+}
+
+TEST(TrtexecReport, SecondEngineReadsWithItsProfile) {
+  EngineReport r = load(kResidualsGraph, kResidualsProfile);
+  ASSERT_EQ(r.layers.size(), 58u);
+  EXPECT_EQ(r.profileIterations, 8657);
+  EXPECT_EQ(r.layers[0].milliseconds, 0.004384);
+  EXPECT_EQ(r.layers[1].tacticValue, "0xa65a77b0f5044138");
+  EXPECT_EQ(findLayer(r, "GlobalAveragePool_747")->precision, "FP16");
+}
+
+TEST(TrtexecReport, NamesOnlyVerbosityGivesNamesAndProfileTimes) {
+  EngineReport names = load(kNamesOnly, kResidualsProfile);
+  EngineReport detailed = load(kResidualsGraph, "");
+  ASSERT_EQ(names.layers.size(), detailed.layers.size());
+  for (size_t i = 0; i < names.layers.size(); ++i) {
+    EXPECT_EQ(names.layers[i].name, detailed.layers[i].name);
+    EXPECT_EQ(names.layers[i].sourceNodes, detailed.layers[i].sourceNodes);
+    EXPECT_EQ(names.layers[i].precision, "");
+    EXPECT_GE(names.layers[i].milliseconds, 0);
+  }
+  EXPECT_EQ(names.layers[0].milliseconds, 0.004384);
+}
+
+TEST(TrtexecReport, BadExportsAreErrorsNamingTheFile) {
+  const std::string notJson = writeTemp("not_json.json", "{\"Layers\": [ {\"Name\": ");
+  auto r = reportFromTrtexec(notJson, "");
+  ASSERT_FALSE(r.isOk());
+  EXPECT_NE(r.status().message().find(notJson + ": not valid JSON"), std::string::npos)
+      << r.status().message();
+  EXPECT_EQ(r.status().message().find('\n'), std::string::npos);
+
+  const std::string noLayers = writeTemp("no_layers.json", "{\"Bindings\": []}");
+  r = reportFromTrtexec(noLayers, "");
+  ASSERT_FALSE(r.isOk());
+  EXPECT_EQ(r.status().message(),
+            noLayers + ": not a trtexec --exportLayerInfo export (no \"Layers\" array)");
+
+  const std::string noName =
+      writeTemp("no_name.json", R"({"Layers": [{"Name": "a"}, {"LayerType": "Reformat"}]})");
+  r = reportFromTrtexec(noName, "");
+  ASSERT_FALSE(r.isOk());
+  EXPECT_EQ(r.status().message(), noName + ": layer #1 has no \"Name\" string");
+
+  r = reportFromTrtexec(kDir + "missing.graph.json", "");
+  ASSERT_FALSE(r.isOk());
+  EXPECT_EQ(r.status().message(), kDir + "missing.graph.json: cannot open");
+}
+
+TEST(TrtexecReport, ProfileNamingAnUnknownLayerIsAnError) {
+  // The residuals profile names layers the plain MobileNet engine lacks.
+  auto r = reportFromTrtexec(kGraph, kResidualsProfile);
+  ASSERT_FALSE(r.isOk());
+  EXPECT_EQ(r.status().message(),
+            kResidualsProfile +
+                ": profile names layer 'features.0.0.weight + QuantizeLinear_7 + Conv_9 + "
+                "PWN(Clip_13)', which the engine graph lacks");
+  const std::string badEntry = writeTemp("bad_profile.json", R"([{"count": 3}, {"timeMs": 1}])");
+  r = reportFromTrtexec(kGraph, badEntry);
+  ASSERT_FALSE(r.isOk());
+  EXPECT_EQ(r.status().message(), badEntry + ": profile entry #1 has no \"name\" string");
+}
+
+TEST(ReportCsv, HasAHeaderAndOneRowPerLayer) {
+  EngineReport r = load(kGraph, kProfile);
+  std::vector<std::vector<std::string>> rows;
+  std::string error;
+  ASSERT_TRUE(test::readCsv(reportCsv(r), &rows, &error)) << error;
+  ASSERT_EQ(rows.size(), r.layers.size() + 1);
+  EXPECT_EQ(rows[0],
+            (std::vector<std::string>{"name", "type", "precision", "tactic", "time_ms", "percent",
+                                      "workspace_bytes", "output_bytes", "source_nodes"}));
+  for (size_t i = 1; i < rows.size(); ++i) {
+    ASSERT_EQ(rows[i].size(), 9u) << i;
+    EXPECT_EQ(rows[i][0], r.layers[i - 1].name);
+    EXPECT_NEAR(std::stod(rows[i][4]), r.layers[i - 1].milliseconds, 1e-6);
+  }
+  EXPECT_EQ(rows[2][2], "INT8");
+  EXPECT_EQ(rows[2][7], std::to_string(32 * 112 * 112));
+  EXPECT_EQ(rows[2][8], "features.0.0.weight; QuantizeLinear_8; Conv_12; Clip_16");
+}
+
+TEST(ReportCsv, QuotesNamesWithCommasQuotesAndLineBreaks) {
+  EngineReport r;
+  const std::vector<std::string> names = {"Conv_1, Relu_2", "say \"hi\"", "two\nlines", "plain"};
+  for (const std::string& name : names) {
+    ReportLayer l;
+    l.name = name;
+    l.layerType = "Convolution";
+    l.milliseconds = 0.25;
+    r.layers.push_back(l);
+  }
+  updateShares(&r);
+  const std::string csv = reportCsv(r);
+  EXPECT_NE(csv.find("\"say \"\"hi\"\"\""), std::string::npos) << csv;
+  std::vector<std::vector<std::string>> rows;
+  std::string error;
+  ASSERT_TRUE(test::readCsv(csv, &rows, &error)) << error;
+  ASSERT_EQ(rows.size(), 5u);
+  for (size_t i = 0; i < names.size(); ++i) {
+    EXPECT_EQ(rows[i + 1][0], names[i]);
+    EXPECT_EQ(rows[i + 1][5], "25.00");
+  }
+}
+
+TEST(ReportText, TableShowsLayersPrecisionsAndTotals) {
+  EngineReport r = load(kGraph, kProfile);
+  const std::string table = formatReportTable(r);
+  EXPECT_NE(table.find("GlobalAveragePool_843"), std::string::npos);
+  EXPECT_NE(table.find("features.0.0.weight + QuantizeLinear_8 + Conv_12 + PWN(Clip_16)\n"),
+            std::string::npos);  // long names keep a line of their own, uncut
+  EXPECT_NE(table.find("73 layers; total 0.468768 ms (medians of a 6610-iteration profile)"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("precisions: FP16 15 FP32 5 INT8 53"), std::string::npos) << table;
+}
+
+TEST(ReportJson, ReadsBackThroughTheTrtexecReader) {
+  EngineReport r = load(kGraph, kProfile);
+  const json doc = reportJson(r);
+  EXPECT_EQ(doc["Layers"].size(), 73u);
+  EXPECT_EQ(doc["ProfileIterations"], 6610);
+  auto back = reportFromTrtexecJson(json::parse(doc.dump()), "report.json");
+  ASSERT_TRUE(back.isOk()) << back.status().toString();
+  ASSERT_EQ(back->layers.size(), r.layers.size());
+  for (size_t i = 0; i < r.layers.size(); ++i) {
+    EXPECT_EQ(back->layers[i].name, r.layers[i].name);
+    EXPECT_EQ(back->layers[i].precision, r.layers[i].precision);
+    EXPECT_EQ(back->layers[i].tactic, r.layers[i].tactic);
+    EXPECT_EQ(back->layers[i].tacticValue, r.layers[i].tacticValue);
+    EXPECT_EQ(back->layers[i].milliseconds, r.layers[i].milliseconds);
+    EXPECT_EQ(back->layers[i].sourceNodes, r.layers[i].sourceNodes);
+    EXPECT_EQ(back->layers[i].parameters, r.layers[i].parameters);
+  }
+  EXPECT_EQ(back->weightBytes, r.weightBytes);
+  EXPECT_EQ(back->profileIterations, 6610);
+  EXPECT_NEAR(back->totalMs, r.totalMs, 1e-12);
+}
+
+}  // namespace
+}  // namespace kiln::inspector
