@@ -102,7 +102,9 @@ const char* layerTypeOf(const std::string& op) {
       {"GRU", "RNN"},
       {"RNN", "RNN"},
       {"Attention", "Attention"},
-      {"FusedMatMul", "MatrixMultiply"}};
+      {"FusedMatMul", "MatrixMultiply"},
+      {"ScaledMaskedSoftmax", "SoftMax"},
+      {"AddLayerNorm", "Normalization"}};
   auto it = kTypes.find(op);
   return it == kTypes.end() ? nullptr : it->second;
 }

@@ -9,6 +9,8 @@ namespace kiln::passes {
 
 std::unique_ptr<Pass> makeFoldBatchNorm();
 std::unique_ptr<Pass> makeFuseMatMulBiasActivation();
+std::unique_ptr<Pass> makeFuseSoftmaxScaleMask();
+std::unique_ptr<Pass> makeFuseAddLayerNorm();
 std::unique_ptr<Pass> makeRemoveDeadNodes();
 
 }  // namespace kiln::passes

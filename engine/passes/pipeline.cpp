@@ -16,6 +16,13 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   // Bias and activation into the GEMM: first, because later pointwise fusions
   // would otherwise swallow the bias Add and the GELU chain.
   list.push_back(passes::makeFuseMatMulBiasActivation());
+  // Attention's scale, mask add and softmax into one row kernel: after the GEMM
+  // fusion, which must keep a bias Add that a mask match could otherwise take.
+  list.push_back(passes::makeFuseSoftmaxScaleMask());
+  // Residual add + LayerNormalization: after the GEMM fusion for the same reason
+  // (LayerNormalization(MatMul + bias) is a GEMM epilogue, not a residual add), so
+  // the Add it takes is the one between two layers.
+  list.push_back(passes::makeFuseAddLayerNorm());
   // Last: fusions leave the constants of their patterns without readers.
   list.push_back(passes::makeRemoveDeadNodes());
   return list;

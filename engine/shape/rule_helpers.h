@@ -48,5 +48,7 @@ inline std::optional<std::vector<int64_t>> constInts(const Ins& in, size_t i) {
 
 // Registers the convolution, pooling, resize, pad and depth/space rules.
 void addSpatialShapeRules(std::map<std::string, ShapeRule>& table);
+// Registers the rules of the ai.kiln fused ops (shape_rules_fused.cpp).
+void addFusedShapeRules(std::map<std::string, ShapeRule>& table);
 
 }  // namespace kiln::shape

@@ -586,6 +586,7 @@ const std::map<std::string, ShapeRule>& ruleTable() {
     t["Split"] = &splitRule;
     t["Range"] = &rangeRule;
     addSpatialShapeRules(t);
+    addFusedShapeRules(t);
     return t;
   }();
   return table;

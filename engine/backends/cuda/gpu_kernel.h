@@ -147,5 +147,7 @@ void registerSelectionGpuKernels(GpuKernelRegistry& registry);    // TopK, CumPr
 void registerAttentionGpuKernels(GpuKernelRegistry& registry);    // Attention, RotaryEmbedding
 void registerSpatialMiscGpuKernels(GpuKernelRegistry& registry);  // GridSample, RoiAlign, ...
 void registerRnnGpuKernels(GpuKernelRegistry& registry);          // LSTM, GRU, RNN
+// ai.kiln ScaledMaskedSoftmax and AddLayerNorm (the fusion passes' row kernels).
+void registerFusedNormalizationGpuKernels(GpuKernelRegistry& registry);
 
 }  // namespace kiln::cuda

@@ -43,6 +43,7 @@ const GpuKernelRegistry& builtinGpuKernels() {
     registerAttentionGpuKernels(r);
     registerSpatialMiscGpuKernels(r);
     registerRnnGpuKernels(r);
+    registerFusedNormalizationGpuKernels(r);
     return r;
   }();
   return registry;

@@ -43,4 +43,13 @@ Result<Plan> buildPlan(std::shared_ptr<const Network> network, const BuilderConf
 std::string trtexecCommandLine(const BuilderConfig& config, const std::string& onnxPath,
                                const std::string& enginePath);
 
+// The `kiln build` command line for the same build, as app/cli/build_options.cpp
+// parses it ("kiln build model.onnx -o model.kiln --backend cpu --fp16 ..."): every
+// setting that differs from the CLI's default, one --min/--opt/--max-shapes triple
+// per non-empty profile, arguments quoted for a POSIX shell. `timingCachePath` (the
+// config holds only the loaded cache) adds --timing-cache when not empty.
+std::string kilnBuildCommandLine(const BuilderConfig& config, const std::string& onnxPath,
+                                 const std::string& planPath, const std::string& backend,
+                                 const std::string& timingCachePath = "");
+
 }  // namespace kiln

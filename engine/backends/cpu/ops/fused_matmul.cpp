@@ -77,8 +77,11 @@ Status fusedMatMulKernel(KernelContext& ctx) {
 
 }  // namespace
 
+void registerFusedNormalizationKernels(KernelRegistry& registry);  // fused_normalization.cpp
+
 void registerFusedKernels(KernelRegistry& registry) {
   registry.add("FusedMatMul", 1, 1000, &fusedMatMulKernel, kKilnDomain);
+  registerFusedNormalizationKernels(registry);  // ScaledMaskedSoftmax, AddLayerNorm
 }
 
 }  // namespace kiln::cpu

@@ -1,0 +1,173 @@
+// Reference kernels of the ai.kiln normalizations the passes create:
+//   ScaledMaskedSoftmax(X, [M]; scale, axis = -1)
+//     Y = softmax(X * scale + M) over the last axis; X and M broadcast (numpy) to Y.
+//   AddLayerNorm(A, B, gamma, [beta]; epsilon, axis = -1) -> Y, [S]
+//     S = A + B (A and B broadcast to S), Y = (S - mean) / sqrt(var + epsilon) * gamma + beta
+//     over the last axis; gamma and beta are [N] (N = S's last dim). The optional
+//     output S is the sum itself, for graphs that read it elsewhere (a residual).
+// The pre-softmax values and the sum are kept in the compute type (float for the
+// 16-bit types) without rounding to storage; statistics are accumulated in double,
+// as LayerNormalization's reference does. For float32 the results are those of
+// the unfused Mul, Add, Softmax / Add, LayerNormalization nodes (a Div by the scale
+// becomes a Mul by its reciprocal: within one rounding).
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/ops/op_utils.h"
+#include "kiln/passes.h"
+
+namespace kiln::cpu {
+namespace {
+
+// The fused ops normalize the last axis only; `axis` is there to say so.
+Status requireLastAxis(const KernelContext& ctx, int64_t rank) {
+  const int64_t axis = ctx.node().attrInt("axis", -1);
+  if (axis == -1 || (rank > 0 && axis == rank - 1)) return Status::ok();
+  return ctx.error("attribute 'axis' " + std::to_string(axis) + " is not the last axis of rank " +
+                   std::to_string(rank) + " (only the last axis is supported)");
+}
+
+// Elementwise f(x, y) of `x` and `y` broadcast to `shape`, in the compute type C.
+template <class C, class T>
+std::vector<C> broadcastCombine(const Tensor& x, const Tensor* y, const Shape& shape, C scale) {
+  std::vector<C> out(static_cast<size_t>(shapeNumel(shape)));
+  std::vector<std::vector<int64_t>> strides = {broadcastStrides(x.shape(), shape)};
+  if (y) strides.push_back(broadcastStrides(y->shape(), shape));
+  const T* xp = x.data<T>();
+  const T* yp = y ? y->data<T>() : nullptr;
+  forEachBroadcast(shape, strides, [&](int64_t i, const std::vector<int64_t>& off) {
+    C v = static_cast<C>(xp[off[0]]) * scale;
+    if (yp) v += static_cast<C>(yp[off[1]]);
+    out[i] = v;
+  });
+  return out;
+}
+
+// The broadcast shape of the first input with the optional second, or an error.
+Status outputShape(const KernelContext& ctx, const Tensor& x, const Tensor* y, const char* names,
+                   Shape* out) {
+  if (!y) {
+    *out = x.shape();
+    return Status::ok();
+  }
+  if (y->type() != x.type()) return ctx.error(std::string(names) + " must have one type");
+  Status s = broadcastShapes(x.shape(), y->shape(), out);
+  return s.isOk() ? s : ctx.error(std::string(names) + ": " + s.message());
+}
+
+// ---- ScaledMaskedSoftmax -------------------------------------------------------
+
+template <class T>
+void scaledMaskedSoftmax(const Tensor& x, const Tensor* mask, float scale, Tensor& y) {
+  using C = ComputeType<T>;
+  std::vector<C> v = broadcastCombine<C, T>(x, mask, y.shape(), static_cast<C>(scale));
+  const int64_t n = y.shape().back();
+  T* out = y.data<T>();
+  for (int64_t base = 0; base < y.numel(); base += n) {
+    const C* row = v.data() + base;
+    const C maxValue = *std::max_element(row, row + n);
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; ++i) sum += std::exp(row[i] - maxValue);
+    const C inv = static_cast<C>(1.0 / sum);
+    for (int64_t i = 0; i < n; ++i)
+      out[base + i] = static_cast<T>(static_cast<C>(std::exp(row[i] - maxValue)) * inv);
+  }
+}
+
+Status scaledMaskedSoftmaxKernel(KernelContext& ctx) {
+  KILN_RETURN_IF_ERROR(ctx.requireInputs(1));
+  const Tensor& x = ctx.input(0);
+  const Tensor* mask = ctx.inputOrNull(1);
+  Shape shape;
+  KILN_RETURN_IF_ERROR(outputShape(ctx, x, mask, "X and M", &shape));
+  if (shape.empty()) return ctx.error("input 'X' must have rank >= 1");
+  KILN_RETURN_IF_ERROR(requireLastAxis(ctx, static_cast<int64_t>(shape.size())));
+  const float scale = ctx.node().attrFloat("scale", 1.0f);
+  Tensor& y = ctx.allocateOutput(0, x.type(), shape);
+  if (y.numel() == 0) return Status::ok();
+  Status status = dispatchFloatTypes(x.type(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    scaledMaskedSoftmax<T>(x, mask, scale, y);
+    return Status::ok();
+  });
+  return status.isOk() ? status : ctx.unsupported(status.message());
+}
+
+// ---- AddLayerNorm --------------------------------------------------------------
+
+// A 1-D parameter of n elements as doubles, or an error naming it.
+Status readParam(const KernelContext& ctx, const Tensor& t, const char* name, DataType type,
+                 int64_t n, std::vector<double>* out) {
+  if (t.type() != type) return ctx.error(std::string("input '") + name + "' must have A's type");
+  if (t.rank() != 1 || t.dim(0) != n)
+    return ctx.error(std::string("input '") + name + "' of shape " + shapeToString(t.shape()) +
+                     " must be [" + std::to_string(n) + "] (the normalized last dim)");
+  out->resize(n);
+  Status status = dispatchFloatTypes(type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    for (int64_t i = 0; i < n; ++i) (*out)[i] = static_cast<double>(t.data<T>()[i]);
+    return Status::ok();
+  });
+  return status.isOk() ? status : ctx.unsupported(status.message());
+}
+
+template <class T>
+void addLayerNorm(const Tensor& a, const Tensor& b, const std::vector<double>& gamma,
+                  const std::vector<double>* beta, double epsilon, Tensor& y, Tensor* sumOut) {
+  using C = ComputeType<T>;
+  const std::vector<C> s = broadcastCombine<C, T>(a, &b, y.shape(), C(1));
+  const int64_t n = y.shape().back();
+  for (int64_t base = 0; base < y.numel(); base += n) {
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(s[base + i]);
+    const double mean = sum / static_cast<double>(n);
+    double sq = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double d = static_cast<double>(s[base + i]) - mean;
+      sq += d * d;
+    }
+    const double invStd = 1.0 / std::sqrt(sq / static_cast<double>(n) + epsilon);
+    for (int64_t i = 0; i < n; ++i) {
+      const double v =
+          (static_cast<double>(s[base + i]) - mean) * invStd * gamma[i] + (beta ? (*beta)[i] : 0.0);
+      y.data<T>()[base + i] = static_cast<T>(static_cast<C>(v));
+      if (sumOut) sumOut->data<T>()[base + i] = static_cast<T>(s[base + i]);
+    }
+  }
+}
+
+Status addLayerNormKernel(KernelContext& ctx) {
+  KILN_RETURN_IF_ERROR(ctx.requireInputs(3));
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  Shape shape;
+  KILN_RETURN_IF_ERROR(outputShape(ctx, a, &b, "A and B", &shape));
+  if (shape.empty()) return ctx.error("inputs 'A' and 'B' must have rank >= 1");
+  KILN_RETURN_IF_ERROR(requireLastAxis(ctx, static_cast<int64_t>(shape.size())));
+  const int64_t n = shape.back();
+  std::vector<double> gamma, beta;
+  KILN_RETURN_IF_ERROR(readParam(ctx, ctx.input(2), "gamma", a.type(), n, &gamma));
+  if (ctx.hasInput(3))
+    KILN_RETURN_IF_ERROR(readParam(ctx, ctx.input(3), "beta", a.type(), n, &beta));
+  const double epsilon = ctx.node().attrFloat("epsilon", 1e-5f);
+  Tensor& y = ctx.allocateOutput(0, a.type(), shape);
+  Tensor* sum = ctx.wantsOutput(1) ? &ctx.allocateOutput(1, a.type(), shape) : nullptr;
+  if (y.numel() == 0) return Status::ok();
+  Status status = dispatchFloatTypes(a.type(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    addLayerNorm<T>(a, b, gamma, ctx.hasInput(3) ? &beta : nullptr, epsilon, y, sum);
+    return Status::ok();
+  });
+  return status.isOk() ? status : ctx.unsupported(status.message());
+}
+
+}  // namespace
+
+void registerFusedNormalizationKernels(KernelRegistry& registry) {
+  registry.add("ScaledMaskedSoftmax", 1, 1000, &scaledMaskedSoftmaxKernel, kKilnDomain);
+  registry.add("AddLayerNorm", 1, 1000, &addLayerNormKernel, kKilnDomain);
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,171 @@
+// fuse_add_layer_norm: the residual add and the LayerNormalization after it as one
+// row kernel that reads A and B once and never writes the sum unless it is needed.
+//   LayerNormalization(S = Add(A, B), gamma, [beta]; axis = -1, epsilon) -> Y
+//     = AddLayerNorm(A, B, gamma, [beta]; epsilon, axis = -1) -> Y [, S]
+//   Y = (S - mean(S)) / sqrt(var(S) + epsilon) * gamma + beta over the last axis
+// A and B broadcast to S as Add broadcasts them (a residual of the same shape, or a
+// bias along the last dim). gamma and beta must be 1-D with the normalized length
+// (LayerNormalization also lets a [1] scale broadcast; that stays unfused). When S
+// is read elsewhere (a residual stream, a graph output) the fused node also writes
+// it as its second output. LayerNormalization's Mean and InvStdDev outputs must have
+// no readers: the fused node does not compute them.
+#include <algorithm>
+#include <map>
+
+#include "kiln/shape_inference.h"
+#include "passes/fusion_passes.h"
+
+namespace kiln::passes {
+namespace {
+
+constexpr const char* kName = "fuse_add_layer_norm";
+
+bool isDefaultDomain(const Node& node) {
+  return node.domain.empty() || node.domain == "ai.onnx";
+}
+
+std::map<std::string, int> producers(const Graph& g) {
+  std::map<std::string, int> out;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (const std::string& o : g.nodes[i].outputs)
+      if (!o.empty()) out[o] = static_cast<int>(i);
+  return out;
+}
+
+struct Match {
+  int add = -1, norm = -1;
+  bool emitSum = false;     // S has readers besides the LayerNormalization
+  bool placeAtAdd = false;  // one of them comes before the LayerNormalization
+};
+
+// Inferred symbolic shapes of the main graph (empty when inference fails: the
+// shape checks below then refuse every match).
+using Shapes = std::map<std::string, InferredValue>;
+
+const SymbolicShape* shapeOf(const Shapes& shapes, const std::string& value) {
+  auto it = shapes.find(value);
+  return it == shapes.end() || !it->second.hasShape ? nullptr : &it->second.shape;
+}
+
+// gamma/beta [n]: one-dimensional, n known, and n the normalized length (or, when
+// that length is unknown, n > 1, which a valid LayerNormalization makes equal to it).
+bool isNormalizedVector(const Shapes& shapes, const std::string& value, const SymbolicShape& s) {
+  const SymbolicShape* p = shapeOf(shapes, value);
+  if (!p || p->size() != 1 || !(*p)[0].isConst()) return false;
+  const int64_t n = (*p)[0].constValue();
+  if (s.back().isConst()) return n == s.back().constValue();
+  return n > 1;
+}
+
+bool normalizesLastAxis(const Node& norm, const SymbolicShape& s) {
+  const int64_t axis = norm.attrInt("axis", -1);
+  return axis == -1 || axis == static_cast<int64_t>(s.size()) - 1;
+}
+
+// Mean and InvStdDev, when named, must have no reader.
+bool statisticsUnread(const Node& norm, const GraphIndex& index) {
+  for (size_t i = 1; i < norm.outputs.size(); ++i)
+    if (!norm.outputs[i].empty() && !index.readers(norm.outputs[i]).empty()) return false;
+  return true;
+}
+
+bool matchAt(const Graph& g, const GraphIndex& index, const std::map<std::string, int>& producer,
+             const Shapes& shapes, int at, Match* m) {
+  const Node& norm = g.nodes[at];
+  if (norm.opType != "LayerNormalization" || !isDefaultDomain(norm) || norm.inputs.size() < 2 ||
+      norm.inputs.size() > 3 || norm.outputs.empty() || norm.outputs[0].empty() ||
+      norm.inputs[1].empty() || !statisticsUnread(norm, index))
+    return false;
+  auto it = producer.find(norm.inputs[0]);
+  if (it == producer.end()) return false;
+  const Node& add = g.nodes[it->second];
+  if (add.opType != "Add" || !isDefaultDomain(add) || add.inputs.size() != 2 ||
+      add.inputs[0].empty() || add.inputs[1].empty() || add.outputs.size() != 1)
+    return false;
+  const SymbolicShape* s = shapeOf(shapes, add.outputs[0]);
+  if (!s || s->empty() || !normalizesLastAxis(norm, *s)) return false;
+  for (size_t i = 1; i < norm.inputs.size(); ++i)
+    if (!norm.inputs[i].empty() && !isNormalizedVector(shapes, norm.inputs[i], *s)) return false;
+  m->add = it->second;
+  m->norm = at;
+  for (int reader : index.readers(add.outputs[0])) {
+    if (reader == at) continue;
+    m->emitSum = true;
+    m->placeAtAdd = m->placeAtAdd || (reader >= 0 && reader < at);
+  }
+  if (!m->placeAtAdd) return true;
+  // At the Add's place gamma and beta must already exist.
+  for (size_t i = 1; i < norm.inputs.size(); ++i) {
+    auto p = producer.find(norm.inputs[i]);
+    if (p != producer.end() && p->second > m->add) return false;
+  }
+  return true;
+}
+
+Node fusedNode(const Graph& g, const Match& m) {
+  const Node& add = g.nodes[m.add];
+  const Node& norm = g.nodes[m.norm];
+  Node fused;
+  fused.name = add.displayName() + " + " + norm.displayName();
+  fused.opType = "AddLayerNorm";
+  fused.domain = kKilnDomain;
+  fused.opset = 1;
+  fused.inputs = {add.inputs[0], add.inputs[1], norm.inputs[1]};
+  if (norm.inputs.size() > 2 && !norm.inputs[2].empty()) fused.inputs.push_back(norm.inputs[2]);
+  fused.outputs = {norm.outputs[0]};
+  if (m.emitSum) fused.outputs.push_back(add.outputs[0]);
+  Attribute epsilon;
+  epsilon.kind = Attribute::Kind::kFloat;
+  epsilon.f = norm.attrFloat("epsilon", 1e-5f);
+  fused.attributes["epsilon"] = epsilon;
+  Attribute axis;
+  axis.kind = Attribute::Kind::kInt;
+  axis.i = -1;
+  fused.attributes["axis"] = axis;
+  return fused;
+}
+
+class FuseAddLayerNorm final : public Pass {
+ public:
+  PassInfo info() const override {
+    return {kName, "LayerNormalization(last axis) of Add(A, B) -> one AddLayerNorm row kernel", 1};
+  }
+
+  Status apply(Network& network, std::vector<PassApplication>* applied) const override {
+    Graph& g = network.graph;
+    auto inferred = inferShapes(network);
+    // Value shapes do not change when nodes fuse, so one inference serves every match.
+    const Shapes shapes = inferred.isOk() ? std::move(inferred.value().values) : Shapes();
+    auto index = std::make_unique<GraphIndex>(g);
+    std::map<std::string, int> producer = producers(g);
+    const size_t before = applied->size();
+    for (size_t at = 0; at < g.nodes.size();) {
+      Match m;
+      if (!matchAt(g, *index, producer, shapes, static_cast<int>(at), &m)) {
+        ++at;
+        continue;
+      }
+      Node fused = fusedNode(g, m);
+      PassApplication record{
+          kName, {g.nodes[m.add].displayName(), g.nodes[m.norm].displayName()}, fused.name};
+      replaceNodes(g, {m.add, m.norm}, std::move(fused), kName);
+      // replaceNodes leaves it where the LayerNormalization was (now at - 1); a reader
+      // of S before that point needs it where the Add was.
+      if (m.placeAtAdd)
+        std::rotate(g.nodes.begin() + m.add, g.nodes.begin() + (at - 1), g.nodes.begin() + at);
+      applied->push_back(std::move(record));
+      index = std::make_unique<GraphIndex>(g);  // indices moved
+      producer = producers(g);
+    }
+    if (applied->size() > before) network.opsets[kKilnDomain] = 1;
+    return Status::ok();
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> makeFuseAddLayerNorm() {
+  return std::make_unique<FuseAddLayerNorm>();
+}
+
+}  // namespace kiln::passes

@@ -1,0 +1,228 @@
+// fuse_add_layer_norm: LayerNormalization(A + B) becomes one ai.kiln AddLayerNorm
+// (with the sum as a second output when something else reads it); graphs run with
+// and without the pass on the CPU reference give the same outputs. Also the whole
+// pipeline on the tiny BERT layer: every attention softmax and residual fuses.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "kiln/onnx_import.h"
+#include "kiln/passes.h"
+#include "kiln/reference_backend.h"
+#include "support/op_test.h"
+
+namespace kiln::test {
+namespace {
+
+constexpr const char* kPass = "fuse_add_layer_norm";
+
+Node makeNode(const std::string& op, std::vector<std::string> in, std::vector<std::string> out) {
+  Node n;
+  n.name = out[0];
+  n.opType = op;
+  n.opset = 17;
+  n.inputs = std::move(in);
+  n.outputs = std::move(out);
+  return n;
+}
+
+Node layerNorm(std::vector<std::string> in, std::vector<std::string> out = {"y"},
+               int64_t axis = -1) {
+  Node n = makeNode("LayerNormalization", std::move(in), std::move(out));
+  n.attributes["axis"].kind = Attribute::Kind::kInt;
+  n.attributes["axis"].i = axis;
+  n.attributes["epsilon"].kind = Attribute::Kind::kFloat;
+  n.attributes["epsilon"].f = 1e-3f;
+  return n;
+}
+
+// a, b [2, 5, 16] inputs, a bias [16], gamma/beta [16], a [1] scale; `nodes` end in "y".
+Network residual(const std::vector<Node>& nodes) {
+  Network net;
+  net.opsets[""] = 17;
+  Graph& g = net.graph;
+  const std::vector<DimExpr> shape = {DimExpr(2), DimExpr(5), DimExpr(16)};
+  g.inputs = {{"a", DataType::kFloat32, true, shape}, {"b", DataType::kFloat32, true, shape}};
+  g.initializers["bias"] = randomTensor(DataType::kFloat32, {16}, 3);
+  g.initializers["gamma"] = randomTensor(DataType::kFloat32, {16}, 4, 0.5, 1.5);
+  g.initializers["beta"] = randomTensor(DataType::kFloat32, {16}, 5);
+  g.initializers["one"] = floatTensor({1}, {1.5f});
+  g.nodes = nodes;
+  g.outputs = {{"y", DataType::kFloat32, false, {}}};
+  return net;
+}
+
+std::vector<NamedTensor> run(const Network& net) {
+  std::map<std::string, Tensor> in = {
+      {"a", randomTensor(DataType::kFloat32, {2, 5, 16}, 1, -3.0, 3.0)},
+      {"b", randomTensor(DataType::kFloat32, {2, 5, 16}, 2, -3.0, 3.0)}};
+  std::vector<NamedTensor> out;
+  Status s = ReferenceBackend(net).run(in, &out);
+  EXPECT_TRUE(s.isOk()) << s.toString();
+  return out;
+}
+
+// Runs the pipeline; checks the node count and every output against the unfused
+// graph at 1e-5; returns this pass's records.
+std::vector<PassApplication> fuseAndCompare(const Network& original, size_t expectedNodes,
+                                            Network* fusedOut = nullptr) {
+  Network fused = original;
+  std::vector<PassApplication> applied;
+  Status s = runPasses(fused, 1, {}, &applied);
+  EXPECT_TRUE(s.isOk()) << s.toString();
+  EXPECT_EQ(fused.graph.nodes.size(), expectedNodes);
+  const auto expected = run(original);
+  const auto actual = run(fused);
+  EXPECT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < actual.size() && i < expected.size(); ++i) {
+    SCOPED_TRACE(expected[i].name);
+    expectTensorNear(actual[i].tensor, expected[i].tensor, 1e-5, 1e-5);
+  }
+  std::vector<PassApplication> mine;
+  for (const PassApplication& a : applied)
+    if (a.pass == kPass) mine.push_back(a);
+  if (fusedOut) *fusedOut = std::move(fused);
+  return mine;
+}
+
+TEST(FuseAddLayerNorm, ResidualAddIsOneNodeWithProvenance) {
+  Network fused;
+  auto applied = fuseAndCompare(
+      residual({makeNode("Add", {"a", "b"}, {"sum"}), layerNorm({"sum", "gamma", "beta"})}), 1,
+      &fused);
+  ASSERT_EQ(applied.size(), 1u);
+  EXPECT_EQ(applied[0].nodes, (std::vector<std::string>{"sum", "y"}));
+  const Node& node = fused.graph.nodes[0];
+  EXPECT_EQ(node.opType, "AddLayerNorm");
+  EXPECT_EQ(node.domain, kKilnDomain);
+  EXPECT_EQ(node.name, "sum + y");
+  EXPECT_EQ(node.inputs, (std::vector<std::string>{"a", "b", "gamma", "beta"}));
+  EXPECT_EQ(node.outputs, std::vector<std::string>{"y"});
+  EXPECT_FLOAT_EQ(node.attrFloat("epsilon", 0.f), 1e-3f);
+  EXPECT_EQ(node.attrStrings(kSourceNodesAttribute), (std::vector<std::string>{"sum", "y"}));
+  EXPECT_EQ(node.attrString(kFusionPassAttribute, ""), kPass);
+}
+
+TEST(FuseAddLayerNorm, BiasAlongTheLastDimAndNoBeta) {
+  EXPECT_EQ(fuseAndCompare(residual({makeNode("Add", {"bias", "a"}, {"sum"}),
+                                     layerNorm({"sum", "gamma", "beta"})}),
+                           1)
+                .size(),
+            1u);
+  Network fused;
+  EXPECT_EQ(
+      fuseAndCompare(residual({makeNode("Add", {"a", "b"}, {"sum"}), layerNorm({"sum", "gamma"})}),
+                     1, &fused)
+          .size(),
+      1u);
+  EXPECT_EQ(fused.graph.nodes[0].inputs.size(), 3u);
+}
+
+TEST(FuseAddLayerNorm, SumReadElsewhereBecomesTheSecondOutput) {
+  // The residual stream: the sum is a graph output as well.
+  Network net =
+      residual({makeNode("Add", {"a", "b"}, {"sum"}), layerNorm({"sum", "gamma", "beta"})});
+  net.graph.outputs.push_back({"sum", DataType::kFloat32, false, {}});
+  Network fused;
+  ASSERT_EQ(fuseAndCompare(net, 1, &fused).size(), 1u);
+  EXPECT_EQ(fused.graph.nodes[0].outputs, (std::vector<std::string>{"y", "sum"}));
+  // A reader of the sum between the Add and the LayerNormalization: the fused node
+  // takes the Add's place, so the graph stays in topological order.
+  Network between =
+      residual({makeNode("Add", {"a", "b"}, {"sum"}), makeNode("Relu", {"sum"}, {"r"}),
+                layerNorm({"sum", "gamma", "beta"})});
+  between.graph.outputs.push_back({"r", DataType::kFloat32, false, {}});
+  ASSERT_EQ(fuseAndCompare(between, 2, &fused).size(), 1u);
+  EXPECT_EQ(fused.graph.nodes[0].opType, "AddLayerNorm");
+  EXPECT_EQ(fused.graph.nodes[1].opType, "Relu");
+}
+
+TEST(FuseAddLayerNorm, UsedStatisticsAreNotFused) {
+  Network net = residual({makeNode("Add", {"a", "b"}, {"sum"}),
+                          layerNorm({"sum", "gamma", "beta"}, {"y", "mean", "inv_std"})});
+  net.graph.outputs.push_back({"mean", DataType::kFloat32, false, {}});
+  EXPECT_TRUE(fuseAndCompare(net, 2).empty());
+  // Named but unread statistics do not stop it.
+  Network unread = residual({makeNode("Add", {"a", "b"}, {"sum"}),
+                             layerNorm({"sum", "gamma", "beta"}, {"y", "mean", "inv_std"})});
+  EXPECT_EQ(fuseAndCompare(unread, 1).size(), 1u);
+}
+
+TEST(FuseAddLayerNorm, OtherAxesAndBroadcastScalesAreNotFused) {
+  // Normalizing the last two dims needs gamma [5, 16]: not this op.
+  Network twoDims =
+      residual({makeNode("Add", {"a", "b"}, {"sum"}), layerNorm({"sum", "g2", "b2"}, {"y"}, 1)});
+  twoDims.graph.initializers["g2"] = randomTensor(DataType::kFloat32, {5, 16}, 6);
+  twoDims.graph.initializers["b2"] = randomTensor(DataType::kFloat32, {5, 16}, 7);
+  EXPECT_TRUE(fuseAndCompare(twoDims, 2).empty());
+  // axis 2 is the last axis of rank 3: fused.
+  EXPECT_EQ(fuseAndCompare(residual({makeNode("Add", {"a", "b"}, {"sum"}),
+                                     layerNorm({"sum", "gamma", "beta"}, {"y"}, 2)}),
+                           1)
+                .size(),
+            1u);
+  // A one-element scale broadcast over the row stays a LayerNormalization.
+  EXPECT_TRUE(
+      fuseAndCompare(residual({makeNode("Add", {"a", "b"}, {"sum"}), layerNorm({"sum", "one"})}), 2)
+          .empty());
+  // No Add in front: nothing to fuse.
+  EXPECT_TRUE(fuseAndCompare(residual({layerNorm({"a", "gamma", "beta"})}), 1).empty());
+}
+
+TEST(FuseAddLayerNorm, SharedSumReadByTwoNormsFusesOnce) {
+  // Two LayerNormalizations of one sum: the first fusion writes the sum for the second.
+  Network net = residual({makeNode("Add", {"a", "b"}, {"sum"}), layerNorm({"sum", "gamma", "beta"}),
+                          layerNorm({"sum", "gamma"}, {"y2"})});
+  net.graph.outputs.push_back({"y2", DataType::kFloat32, false, {}});
+  Network fused;
+  ASSERT_EQ(fuseAndCompare(net, 2, &fused).size(), 1u);
+  EXPECT_EQ(fused.graph.nodes[0].outputs, (std::vector<std::string>{"y", "sum"}));
+}
+
+// The reference kernel against LayerNorm(A + B) worked out by hand.
+TEST(AddLayerNormOp, MatchesTheFormula) {
+  // S = [2, 2, 4, 4]: mean 3, variance 1.
+  auto out = OpTest("AddLayerNorm", 1, kKilnDomain)
+                 .attr("epsilon", 1e-5f)
+                 .input(floatTensor({1, 4}, {1.f, 2.f, 3.f, 4.f}))
+                 .input(floatTensor({4}, {1.f, 0.f, 1.f, 0.f}))
+                 .input(floatTensor({4}, {1.f, 2.f, 1.f, 2.f}))
+                 .input(floatTensor({4}, {0.f, 0.f, 1.f, 1.f}))
+                 .run(2);
+  ASSERT_TRUE(out.isOk()) << out.status().toString();
+  const float k = static_cast<float>(1.0 / std::sqrt(1.0 + 1e-5));
+  expectTensorNear(out.value()[0], floatTensor({1, 4}, {-k, -2 * k, 1 + k, 1 + 2 * k}), 1e-6, 1e-6);
+  expectTensorNear(out.value()[1], floatTensor({1, 4}, {2.f, 2.f, 4.f, 4.f}), 0, 0);
+  auto bad = OpTest("AddLayerNorm", 1, kKilnDomain)
+                 .input(floatTensor({1, 4}, {1.f, 2.f, 3.f, 4.f}))
+                 .input(floatTensor({1, 4}, {1.f, 2.f, 3.f, 4.f}))
+                 .input(floatTensor({3}, {1.f, 1.f, 1.f}))
+                 .run();
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.status().message().find("gamma"), std::string::npos) << bad.status().message();
+}
+
+TEST(FusionPipeline, TinyBertFusesAttentionSoftmaxAndBothResiduals) {
+  auto imported = importOnnxFile(std::string(KILN_TEST_DATA_DIR) + "/builder/tiny_bert.onnx");
+  ASSERT_TRUE(imported.isOk()) << imported.status().toString();
+  Network fused = imported.value();
+  std::vector<PassApplication> applied;
+  ASSERT_TRUE(runPasses(fused, 1, {}, &applied).isOk());
+  int softmaxes = 0, norms = 0;
+  for (const PassApplication& a : applied) {
+    softmaxes += a.pass == "fuse_softmax_scale_mask";
+    norms += a.pass == kPass;
+  }
+  EXPECT_EQ(softmaxes, 1);  // Div(scores, sqrt(d)) + Softmax
+  EXPECT_EQ(norms, 2);      // the embedding LayerNormalization has no Add before it
+  // 11 nodes for the six linears and the GELU, 1 for the softmax, 2 for the residuals.
+  EXPECT_EQ(fused.graph.nodes.size(), imported->graph.nodes.size() - 14);
+  const Tensor ids = randomInputTensor(DataType::kInt64, {3, 20}, 4);
+  std::vector<NamedTensor> a, b;
+  ASSERT_TRUE(ReferenceBackend(imported.value()).run({{"input_ids", ids}}, &a).isOk());
+  ASSERT_TRUE(ReferenceBackend(fused).run({{"input_ids", ids}}, &b).isOk());
+  expectTensorNear(b[0].tensor, a[0].tensor, 1e-5, 1e-4);
+}
+
+}  // namespace
+}  // namespace kiln::test

@@ -1,0 +1,186 @@
+// The ai.kiln row kernels of the softmax and residual fusions on the CUDA engine
+// against the CPU reference: warp rows with packs of 4 (BERT's 128 and 768), warp
+// rows element by element (odd lengths, a broadcast last dim), block rows (> 1024),
+// broadcast masks and biases; then the fused tiny BERT layer end to end.
+//
+// Tolerances: fp32 1e-5 for the softmax (probabilities <= 1, float exp on both
+// sides); 5e-5 for AddLayerNorm (mean and variance in float over up to 2048
+// elements, the reference in double). fp16/bf16: the inputs are rounded first,
+// the kernels compute in float, so only the output rounding remains: 4e-3 and 3e-2.
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gpu/gpu_op_test.h"
+#include "kiln/onnx_import.h"
+#include "kiln/passes.h"
+#include "kiln/reference_backend.h"
+
+namespace kiln::test {
+namespace {
+
+Tensor rnd(const Shape& shape, uint32_t seed, double lo = -1.0, double hi = 1.0) {
+  return randomTensor(DataType::kFloat32, shape, seed, lo, hi);
+}
+
+// An additive padding mask: -1e4 (finite in fp16) on about a quarter of the keys.
+Tensor paddingMask(const Shape& shape, uint32_t seed) {
+  Tensor m = rnd(shape, seed);
+  for (int64_t i = 0; i < m.numel(); ++i)
+    m.data<float>()[i] = m.data<float>()[i] < -0.5f ? -1e4f : 0.f;
+  return m;
+}
+
+std::vector<PrecisionTolerance> softmaxTolerances() {
+  return {{cuda::Precision::kFloat32, 1e-5, 1e-5},
+          {cuda::Precision::kFloat16, 4e-3, 4e-3},
+          {cuda::Precision::kBFloat16, 3e-2, 3e-2}};
+}
+
+std::vector<PrecisionTolerance> normTolerances() {
+  return {{cuda::Precision::kFloat32, 5e-5, 5e-5},
+          {cuda::Precision::kFloat16, 4e-3, 4e-3},
+          {cuda::Precision::kBFloat16, 3e-2, 3e-2}};
+}
+
+GpuOpTest softmaxOp(float scale) {
+  GpuOpTest op("ScaledMaskedSoftmax", 1, kKilnDomain);
+  op.attr("scale", scale);
+  return op;
+}
+
+TEST(CudaScaledMaskedSoftmax, BertScoresWithPaddingMask) {
+  KILN_REQUIRE_GPU();
+  // [batch, heads, seq, seq] scores, [batch, 1, 1, seq] mask: packs of 4, one per lane.
+  softmaxOp(0.125f)
+      .input(rnd({2, 3, 128, 128}, 1, -20.0, 20.0))
+      .input(paddingMask({2, 1, 1, 128}, 2))
+      .check(softmaxTolerances());
+}
+
+TEST(CudaScaledMaskedSoftmax, RowLengthsAcrossThePaths) {
+  KILN_REQUIRE_GPU();
+  // 7: element by element; 1000: 250 packs, 8 per lane; 2500: a block per row.
+  for (int64_t n : {7, 96, 1000, 2500}) {
+    SCOPED_TRACE(n);
+    softmaxOp(0.3f)
+        .input(rnd({3, 5, n}, 3, -6.0, 6.0))
+        .input(paddingMask({3, 1, n}, 4))
+        .check(softmaxTolerances());
+  }
+}
+
+TEST(CudaScaledMaskedSoftmax, BroadcastsAndNoMask) {
+  KILN_REQUIRE_GPU();
+  // A mask with a broadcast last dim (one value per row: stride 0).
+  softmaxOp(1.f)
+      .input(rnd({2, 4, 64}, 5, -4.0, 4.0))
+      .input(rnd({2, 4, 1}, 6))
+      .check(softmaxTolerances());
+  // X smaller than the mask: Y takes the mask's shape.
+  softmaxOp(0.5f)
+      .input(rnd({4, 32}, 7, -4.0, 4.0))
+      .input(paddingMask({2, 4, 32}, 8))
+      .check(softmaxTolerances());
+  softmaxOp(2.f).input(rnd({6, 129}, 9, -3.0, 3.0)).check(softmaxTolerances());
+}
+
+GpuOpTest addNormOp() {
+  GpuOpTest op("AddLayerNorm", 1, kKilnDomain);
+  op.attr("epsilon", 1e-5f);
+  return op;
+}
+
+TEST(CudaAddLayerNorm, BertResidualWithAndWithoutTheSum) {
+  KILN_REQUIRE_GPU();
+  for (int outputs : {1, 2}) {
+    SCOPED_TRACE(outputs);
+    addNormOp()
+        .input(rnd({4, 7, 768}, 10, -3.0, 3.0))
+        .input(rnd({4, 7, 768}, 11, -3.0, 3.0))
+        .constant(rnd({768}, 12, 0.5, 1.5))
+        .constant(rnd({768}, 13))
+        .outputs(outputs)
+        .check(normTolerances());
+  }
+}
+
+TEST(CudaAddLayerNorm, RowLengthsAndBroadcasts) {
+  KILN_REQUIRE_GPU();
+  // 33: element by element; 2048: a block per row (sum written too).
+  for (int64_t n : {33, 2048}) {
+    SCOPED_TRACE(n);
+    addNormOp()
+        .input(rnd({5, n}, 14, -2.0, 2.0))
+        .input(rnd({5, n}, 15, -2.0, 2.0))
+        .constant(rnd({n}, 16, 0.5, 1.5))
+        .constant(rnd({n}, 17))
+        .outputs(2)
+        .check(normTolerances());
+  }
+  // A bias along the last dim, no beta.
+  addNormOp()
+      .input(rnd({3, 9, 256}, 18, -2.0, 2.0))
+      .constant(rnd({256}, 19))
+      .constant(rnd({256}, 20, 0.5, 1.5))
+      .check(normTolerances());
+  // Position embeddings [1, seq, hidden] over the batch.
+  addNormOp()
+      .input(rnd({3, 9, 256}, 21, -2.0, 2.0))
+      .input(rnd({1, 9, 256}, 22, -2.0, 2.0))
+      .constant(rnd({256}, 23, 0.5, 1.5))
+      .constant(rnd({256}, 24))
+      .outputs(2)
+      .check(normTolerances());
+}
+
+TEST(CudaAddLayerNorm, WrongGammaIsAnError) {
+  KILN_REQUIRE_GPU();
+  auto out = addNormOp()
+                 .input(rnd({2, 8}, 25))
+                 .input(rnd({2, 8}, 26))
+                 .constant(rnd({4}, 27))
+                 .runCuda(cuda::Precision::kFloat32);
+  ASSERT_FALSE(out.isOk());
+  EXPECT_NE(out.status().message().find("gamma"), std::string::npos) << out.status().message();
+}
+
+// The tiny BERT layer after the pipeline (FusedMatMul, ScaledMaskedSoftmax,
+// AddLayerNorm) on the CUDA engine, against the unfused graph on the CPU.
+TEST(CudaFusedNormalization, FusedTinyBertMatchesTheUnfusedReference) {
+  KILN_REQUIRE_GPU();
+  const char* dir = std::getenv("KILN_TEST_DATA_DIR");
+  auto imported =
+      importOnnxFile(std::string(dir ? dir : KILN_TEST_DATA_DIR) + "/builder/tiny_bert.onnx");
+  ASSERT_TRUE(imported.isOk()) << imported.status().toString();
+  auto fused = std::make_shared<Network>(imported.value());
+  std::vector<PassApplication> applied;
+  ASSERT_TRUE(runPasses(*fused, 1, {}, &applied).isOk());
+  const Tensor ids = randomInputTensor(DataType::kInt64, {4, 37}, 5);
+  std::vector<NamedTensor> expected;
+  ASSERT_TRUE(ReferenceBackend(imported.value()).run({{"input_ids", ids}}, &expected).isOk());
+  cuda::EngineOptions options;
+  options.allowTf32 = false;
+  auto engine = cuda::Engine::create(fused, options);
+  ASSERT_TRUE(engine.isOk()) << engine.status().toString();
+  auto context = (*engine)->createContext();
+  ASSERT_TRUE(context.isOk()) << context.status().toString();
+  ASSERT_TRUE((*context)->setInputShape("input_ids", ids.shape()).isOk());
+  ASSERT_TRUE((*context)->setInput("input_ids", ids).isOk());
+  Status ran = (*context)->execute();
+  ASSERT_TRUE(ran.isOk()) << ran.toString();
+  int onGpu = 0;
+  for (const cuda::LayerInfo& layer : (*context)->layers()) {
+    if (layer.opType != "ScaledMaskedSoftmax" && layer.opType != "AddLayerNorm") continue;
+    EXPECT_EQ(layer.placement, cuda::LayerPlacement::kGpu) << layer.name << ": " << layer.note;
+    ++onGpu;
+  }
+  EXPECT_EQ(onGpu, 3);
+  auto out = (*context)->getOutput("hidden");
+  ASSERT_TRUE(out.isOk()) << out.status().toString();
+  expectTensorNear(out.value(), expected[0].tensor, 1e-4, 1e-3);
+}
+
+}  // namespace
+}  // namespace kiln::test
