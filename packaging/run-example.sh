@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# `make run`: the CLI pipeline on the bundled example model (a PP-OCR text
-# orientation classifier): inspect it, build a plan, inspect the engine, run the plan
-# and the model on its reference input, and write the report to BUILD_DIR/report/. The studio takes over this target once it exists.
+# `make run`: the pipeline on the bundled example model (a PP-OCR text orientation
+# classifier): inspect it, build a plan, inspect the engine, run the plan and the
+# model on its reference input, and write the report to BUILD_DIR/report/. Then
+# kiln-studio opens the built engine (with its source model) when a display is
+# there; without one, the studio runs the same session offscreen and writes its
+# HTML report and screenshots beside the rest.
 set -euo pipefail
 build="${1:-build}"
 kiln="$build/app/kiln"
@@ -31,5 +34,18 @@ echo
 echo "== kiln run $model --backend cpu (the reference the GPU is checked against)"
 "$kiln" run "$model" --backend cpu --load-inputs "x:$input" --iterations 5 | tee "$build/report/run-cpu.txt"
 echo
+studio="$build/app/kiln-studio"
+if [[ -x "$studio" ]]; then
+  if [[ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]]; then
+    echo "== kiln-studio $plan"
+    exec "$studio" "$plan"
+  fi
+  echo "== kiln-studio (no display: offscreen) $plan --profile --report ... --screenshots ..."
+  QT_QPA_PLATFORM=offscreen "$studio" "$plan" --profile --report "$build/report/studio-report.html" \
+    --screenshots "$build/report/screenshots"
+else
+  echo "kiln-studio was not built (Qt 6 / QCustomPlot / Graphviz missing): the CLI report is complete"
+fi
 echo "report written to $build/report/ (inspect.txt/.json, build.txt, engine.json (IEngineInspector keys),"
-echo "  engine-layers.txt, run.txt, run-plan.txt, run-cpu.txt, outputs.json, the plan and its timing cache)"
+echo "  engine-layers.txt, run.txt, run-plan.txt, run-cpu.txt, outputs.json, the plan and its timing cache,"
+echo "  studio-report.html and screenshots/ from kiln-studio)"

@@ -1,0 +1,260 @@
+// The studio's main window end to end, offscreen: open models, plans and trtexec
+// exports (and bad files), jump from an issue to its node, build, profile, export
+// every format and parse what was written, and keep the GUI thread responsive
+// while a 2,000-node model is imported, laid out and built.
+#include <QFile>
+#include <QFileInfo>
+#include <QSettings>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QTimer>
+#include <QtTest>
+#include <nlohmann/json.hpp>
+
+#include "auto_run.h"
+#include "build_panel.h"
+#include "export_actions.h"
+#include "issues_dock.h"
+#include "kiln/onnx_export.h"
+#include "kiln/plan.h"
+#include "main_window.h"
+#include "profile_panel.h"
+
+using namespace kiln;
+using namespace kiln::studio;
+
+namespace {
+
+QString dataPath(const QString& relative) {
+  return qEnvironmentVariable("KILN_TEST_DATA_DIR") + "/" + relative;
+}
+
+constexpr int kJobTimeoutMs = 120000;
+
+// A chain of `count` pointwise nodes on a [1, 64] float input: Relu, Add (with a
+// constant), Sigmoid, Mul... with static shapes so it builds without a profile.
+Network chainNetwork(int count) {
+  Network network;
+  network.irVersion = 8;
+  network.opsets[""] = 17;
+  Graph& g = network.graph;
+  g.name = "chain";
+  g.inputs.push_back(ValueInfo{"x", DataType::kFloat32, true, {DimExpr(1), DimExpr(64)}});
+  Tensor constant = randomInputTensor(DataType::kFloat32, {1, 64}, 7);
+  g.initializers["c"] = constant;
+  const char* ops[] = {"Relu", "Add", "Sigmoid", "Mul"};
+  std::string previous = "x";
+  for (int i = 0; i < count; ++i) {
+    Node node;
+    node.opType = ops[i % 4];
+    node.opset = 17;
+    node.index = i;
+    node.name = node.opType + "_" + std::to_string(i);
+    node.inputs = {previous};
+    if (node.opType == "Add" || node.opType == "Mul") node.inputs.push_back("c");
+    previous = "t" + std::to_string(i);
+    node.outputs = {previous};
+    g.nodes.push_back(node);
+  }
+  g.outputs.push_back(ValueInfo{previous, DataType::kFloat32, true, {DimExpr(1), DimExpr(64)}});
+  return network;
+}
+
+// Longest gap between 10 ms ticks of the GUI event loop while `work` runs and
+// until the window has no job left.
+qint64 longestEventLoopGap(MainWindow& window, const std::function<void()>& work) {
+  QElapsedTimer clock;
+  qint64 last = 0, worst = 0;
+  QTimer ticker;
+  ticker.setInterval(10);
+  QObject::connect(&ticker, &QTimer::timeout, &ticker, [&] {
+    const qint64 now = clock.elapsed();
+    worst = std::max(worst, now - last);
+    last = now;
+  });
+  clock.start();
+  ticker.start();
+  work();
+  QElapsedTimer wait;
+  wait.start();
+  while (wait.elapsed() < kJobTimeoutMs) {
+    QTest::qWait(20);
+    if (window.jobs()->runningCount() == 0) break;
+  }
+  ticker.stop();
+  return worst;
+}
+
+}  // namespace
+
+class TestMainWindow : public QObject {
+  Q_OBJECT
+ private slots:
+  void initTestCase() {
+    QStandardPaths::setTestModeEnabled(true);
+    QSettings("Kiln", "kiln-studio").clear();
+  }
+
+  void opensModelAndRemembersIt() {
+    MainWindow window;
+    window.show();
+    const QString path = dataPath("builder/tiny_bert.onnx");
+    window.openFile(path);
+    QVERIFY(window.jobs()->waitForIdle(kJobTimeoutMs));
+    QVERIFY(window.document()->network() != nullptr);
+    QCOMPARE(window.document()->modelPath(), path);
+    QVERIFY(window.windowTitle().contains("tiny_bert.onnx"));
+    const QStringList recent = QSettings("Kiln", "kiln-studio").value("recentFiles").toStringList();
+    QVERIFY(!recent.isEmpty());
+    QVERIFY(recent.front().endsWith("tiny_bert.onnx"));
+  }
+
+  void badFilesBecomeIssuesAndKeepTheOpenModel() {
+    MainWindow window;
+    window.openFile(dataPath("builder/tiny_bert.onnx"));
+    QVERIFY(window.jobs()->waitForIdle(kJobTimeoutMs));
+    const auto before = window.document()->network();
+    auto* issues = qobject_cast<IssuesDock*>(window.panel("issues"));
+    QVERIFY(issues);
+    for (const QString& bad : {"truncated.onnx", "random_bytes.onnx", "huge_claim.onnx"}) {
+      window.openFile(dataPath(bad));
+      QVERIFY(window.jobs()->waitForIdle(kJobTimeoutMs));
+      QVERIFY2(issues->rowCount() > 0, qPrintable(bad));
+      const QString text = issues->rowText(issues->rowCount() - 1);
+      QVERIFY2(text.startsWith("error") && text.contains(bad), qPrintable(text));
+      QCOMPARE(window.document()->network(), before);  // nothing the user had is lost
+    }
+    window.openFile(dataPath("no_such_file.onnx"));
+    QVERIFY(issues->rowText(issues->rowCount() - 1).contains("no such file"));
+  }
+
+  void issueWithNodeJumpsToIt() {
+    MainWindow window;
+    window.openFile(dataPath("builder/tiny_bert.onnx"));
+    QVERIFY(window.jobs()->waitForIdle(kJobTimeoutMs));
+    const QString node = QString::fromStdString(window.document()->network()->graph.nodes[3].displayName());
+    window.document()->addIssue({IssueSeverity::kWarning, "build", "node '" + node + "': test", node});
+    auto* issues = qobject_cast<IssuesDock*>(window.panel("issues"));
+    window.showView("layers");
+    issues->activateRow(issues->rowCount() - 1);
+    QCOMPARE(window.document()->selectedNodes(), QStringList{node});
+    QCOMPARE(window.view("graph")->widget()->isVisible() || !window.isVisible(), true);
+  }
+
+  void opensTrtexecExportWithItsProfile() {
+    MainWindow window;
+    window.openFile(dataPath("trtexec/mobilenet.qat.onnx.engine.graph.json"));
+    QVERIFY(window.jobs()->waitForIdle(kJobTimeoutMs));
+    const auto report = window.document()->report();
+    QVERIFY(report != nullptr);
+    QCOMPARE(static_cast<int>(report->layers.size()), 73);
+    QVERIFY(report->profileIterations > 0);  // the profile beside it was picked up
+    QVERIFY(report->totalMs > 0);
+    QCOMPARE(QString::fromStdString(report->layers[0].name), QString("QuantizeLinear_2"));
+    auto* profile = qobject_cast<ProfilePanel*>(window.panel("profile"));
+    QVERIFY(profile->bannerText().contains("TensorRT"));
+  }
+
+  void buildProfileAndExportEverything() {
+    MainWindow window;
+    QTemporaryDir dir;
+    const QString model = dir.filePath("chain.onnx");
+    QVERIFY(exportOnnxFile(chainNetwork(40), model.toStdString()).isOk());
+    window.openFile(model);
+    QVERIFY(window.jobs()->waitForIdle(kJobTimeoutMs));
+    auto* build = qobject_cast<BuildPanel*>(window.panel("build"));
+    QSignalSpy built(build, &BuildPanel::buildFinished);
+    build->startBuild();
+    QVERIFY(built.wait(kJobTimeoutMs));
+    QVERIFY2(built.front().at(0).toBool(), qPrintable(built.front().at(1).toString()));
+    QVERIFY(window.document()->plan() != nullptr);
+    QCOMPARE(static_cast<int>(window.document()->report()->layers.size()), 40);
+
+    auto* profile = qobject_cast<ProfilePanel*>(window.panel("profile"));
+    profile->setIterations(3);
+    QSignalSpy profiled(profile, &ProfilePanel::profileFinished);
+    profile->startProfile();
+    QVERIFY(profiled.wait(kJobTimeoutMs));
+    QVERIFY2(profiled.front().at(0).toBool(), qPrintable(profiled.front().at(1).toString()));
+    QCOMPARE(window.document()->report()->profileIterations, 3);
+    QVERIFY(profile->rowCount() > 0);
+
+    auto* exports = window.findChild<ExportActions*>();
+    QVERIFY(exports);
+    const QString plan = dir.filePath("chain.kiln"), json = dir.filePath("inspector.json"),
+                  prof = dir.filePath("profile.json"), csv = dir.filePath("layers.csv"),
+                  html = dir.filePath("report.html");
+    QVERIFY(exports->saveEngine(plan).isOk());
+    QVERIFY(exports->exportInspectorJson(json).isOk());
+    QVERIFY(exports->exportProfileJson(prof).isOk());
+    QVERIFY(exports->exportCsv(csv).isOk());
+    QVERIFY(exports->exportHtmlReport(html).isOk());
+
+    auto reloaded = loadPlanFile(plan.toStdString());
+    QVERIFY2(reloaded.isOk(), reloaded.status().message().c_str());
+    QCOMPARE(reloaded->layers.size(), window.document()->plan()->layers.size());
+    auto readAll = [](const QString& path) {
+      QFile f(path);
+      return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+    };
+    const auto inspector = nlohmann::json::parse(readAll(json).toStdString());
+    QCOMPARE(static_cast<int>(inspector["Layers"].size()), 40);
+    const auto profileDoc = nlohmann::json::parse(readAll(prof).toStdString());
+    QCOMPARE(profileDoc[0]["count"].get<int>(), 3);
+    QCOMPARE(static_cast<int>(profileDoc.size()), 41);
+    QVERIFY(profileDoc[1]["medianMs"].get<double>() > 0);
+    QCOMPARE(readAll(csv).count('\n'), 41);  // header + one row per layer
+    const QByteArray page = readAll(html);
+    QVERIFY(page.contains("<svg"));
+    QVERIFY(page.contains("Relu_0"));
+    QVERIFY(!page.contains("<?xml"));  // SVG inlined without its prolog
+  }
+
+  void screenshotsScript() {
+    MainWindow window;
+    window.resize(1280, 800);
+    window.show();
+    QTemporaryDir dir;
+    const QString model = dir.filePath("chain.onnx");
+    QVERIFY(exportOnnxFile(chainNetwork(12), model.toStdString()).isOk());
+    AutoRunOptions options;
+    options.file = model;
+    options.build = options.profile = true;
+    options.screenshotDir = dir.filePath("shots");
+    options.reportPath = dir.filePath("report.html");
+    AutoRun script(&window, options);
+    QSignalSpy finished(&script, &AutoRun::finished);
+    script.start();
+    QVERIFY(finished.wait(kJobTimeoutMs));
+    QVERIFY2(finished.front().at(0).toBool(), qPrintable(finished.front().at(1).toString()));
+    QCOMPARE(script.screenshots().size(), 4);
+    for (const QString& png : script.screenshots()) QVERIFY(QImage(png).width() > 100);
+    QVERIFY(QFileInfo(options.reportPath).size() > 1000);
+    // The slowest layer is selected for the pictures.
+    QVERIFY(window.document()->selectedLayer() >= 0);
+  }
+
+  // Acceptance: the GUI thread never blocks for more than 100 ms during import,
+  // layout or build of a 2,000-node model.
+  void guiStaysResponsiveOnLargeModel() {
+    MainWindow window;
+    window.show();
+    QTemporaryDir dir;
+    const QString model = dir.filePath("large.onnx");
+    QVERIFY(exportOnnxFile(chainNetwork(2000), model.toStdString()).isOk());
+    const qint64 importGap = longestEventLoopGap(window, [&] { window.openFile(model); });
+    QVERIFY(window.document()->network() != nullptr);
+    QCOMPARE(static_cast<int>(window.document()->network()->graph.nodes.size()), 2000);
+    auto* build = qobject_cast<BuildPanel*>(window.panel("build"));
+    QSignalSpy built(build, &BuildPanel::buildFinished);
+    const qint64 buildGap = longestEventLoopGap(window, [&] { build->startBuild(); });
+    QVERIFY(!built.isEmpty() && built.front().at(0).toBool());
+    qInfo("longest GUI event-loop gap: import+layout %lld ms, build+engine layout %lld ms", importGap,
+          buildGap);
+    QVERIFY2(importGap < 100, qPrintable(QString::number(importGap)));
+    QVERIFY2(buildGap < 100, qPrintable(QString::number(buildGap)));
+  }
+};
+
+QTEST_MAIN(TestMainWindow)
+#include "test_main_window.moc"

@@ -1,0 +1,52 @@
+// The build the Build panel starts, as a job: what it needs (a snapshot of the
+// network and the config) and what it gives back (the plan and its report, or the
+// error), so the worker thread touches no widget and no document. Mirrors
+// `kiln build` (app/cli/cmd_build.cpp): backend by name, timing cache loaded when
+// the file exists and saved after, plan saved when a path is given.
+#pragma once
+
+#include <QString>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine_report.h"
+#include "kiln/builder_config.h"
+#include "kiln/graph.h"
+#include "kiln/plan.h"
+#include "kiln/status.h"
+
+namespace kiln::studio {
+
+class JobContext;
+
+struct BuildRequest {
+  std::shared_ptr<const Network> network;
+  BuilderConfig config;  // callbacks, cache and replay are set by the job
+  std::string backend = "cpu";
+  std::string timingCachePath;  // "" for none
+  std::string planPath;         // "" to keep the plan in memory only
+  std::string title;            // the report's title (the model's file name)
+};
+
+struct BuildOutcome {
+  Status status;  // the build's; ok when a plan was made
+  std::shared_ptr<const Plan> plan;
+  std::shared_ptr<const inspector::EngineReport> report;
+  std::vector<std::string> warnings;  // the builder's, then timing-cache and save problems
+  bool saved = false;                 // the plan was written to planPath
+};
+
+// Runs on a worker thread: builds, reports phase progress (0..1 over the whole
+// build) and honours the context's cancel flag.
+BuildOutcome runBuildJob(const BuildRequest& request, JobContext& context);
+
+// The overall fraction (0..1) of a builder progress step: shapes 0-5 %, timing
+// 5-90 % by layers done, memory 90-95 %, plan 95-100 %.
+double buildFraction(const BuildProgress& progress);
+
+// The ONNX node a build message is about ("layer 'q_matmul + q_bias': ..." names
+// q_matmul), checked against `network`; "" when the message names none of its nodes.
+QString nodeNamedIn(const std::string& message, const Network* network);
+
+}  // namespace kiln::studio

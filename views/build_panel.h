@@ -1,0 +1,90 @@
+// BuildPanel: the dock where a build is configured and started. It edits the
+// document's BuilderConfig (precision flags, constraint mode, per-layer rules,
+// optimization profiles, tactic sources, optimization level, workspace, profiling
+// verbosity) plus what is not in the config (backend, timing-cache file, plan
+// file), shows the equivalent `kiln build` command line live, and runs the build
+// through the JobRunner with per-phase progress and Cancel. Results go to the
+// document: the engine on success, Issues (source "build") for warnings and errors.
+#pragma once
+
+#include <QString>
+#include <QWidget>
+
+#include "kiln/builder_config.h"
+
+class QCheckBox;
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QProgressBar;
+class QPushButton;
+class QSpinBox;
+
+namespace kiln::studio {
+
+class ConstraintsTable;
+class JobRunner;
+class ProfilesEditor;
+class StudioDocument;
+struct BuildOutcome;
+struct BuildRequest;
+
+class BuildPanel : public QWidget {
+  Q_OBJECT
+ public:
+  BuildPanel(StudioDocument* document, JobRunner* jobs, QWidget* parent = nullptr);
+
+  // Sets the compute-precision rule of one ONNX node (or "*"), as the table's combo
+  // does; the document's config follows.
+  void setLayerPrecision(const QString& node, DataType precision);
+  void setConstraintMode(ConstraintMode mode);
+  // The `kiln build` line of the current settings.
+  QString commandLine() const;
+  // Starts the build in the background; buildFinished() reports the end. Refused
+  // (buildFinished(false, why)) without a model, with invalid profiles, or while a
+  // build runs.
+  void startBuild();
+  void cancelBuild();
+  bool isBuilding() const { return m_buildJob >= 0; }
+
+  ConstraintsTable* constraintsTable() const { return m_constraints; }
+  ProfilesEditor* profilesEditor() const { return m_profiles; }
+
+ signals:
+  void buildFinished(bool ok, QString message);
+
+ private:
+  QWidget* createPrecisionPage();
+  QWidget* createOptionsPage();
+  QWidget* createRunBox();
+  void probeCuda();
+  void onModelChanged();
+  // Widgets -> document config, and back when another part of the studio changed it.
+  void applyToConfig();
+  void loadFromConfig();
+  void updateCommandLine();
+  void updateBuildEnabled();
+  BuildRequest makeRequest() const;
+  void finishBuild(const BuildRequest& request, const BuildOutcome& outcome, bool cancelled);
+  void refuse(const QString& why);
+  QString browseFile(const QString& title, const QString& filter, bool save);
+
+  StudioDocument* m_document;
+  JobRunner* m_jobs;
+  QCheckBox *m_tf32, *m_fp16, *m_bf16, *m_int8, *m_fp8;
+  QComboBox* m_mode;
+  ConstraintsTable* m_constraints;
+  ProfilesEditor* m_profiles;
+  QCheckBox* m_sources[4];
+  QSpinBox *m_level, *m_workspace;
+  QComboBox *m_verbosity, *m_backend;
+  QLineEdit *m_cachePath, *m_planPath, *m_command;
+  QPushButton *m_build, *m_cancel;
+  QProgressBar* m_progress;
+  QLabel* m_status;
+  int m_buildJob = -1;
+  bool m_loading = false;   // widgets are being set from the config
+  bool m_applying = false;  // the config is being set from the widgets
+};
+
+}  // namespace kiln::studio

@@ -1,0 +1,122 @@
+// BuildPanel: running a build (and probing for a CUDA device) through the
+// JobRunner, and turning the outcome into the document's engine and Issues.
+#include <QComboBox>
+#include <QFileInfo>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPointer>
+#include <QProgressBar>
+#include <QPushButton>
+#include <memory>
+
+#include "build_job.h"
+#include "build_panel.h"
+#include "job_runner.h"
+#include "kiln/cuda_runtime.h"
+#include "profiles_editor.h"
+#include "studio_document.h"
+
+namespace kiln::studio {
+
+void BuildPanel::probeCuda() {
+  // Probing initializes the driver, which can take a while: off the GUI thread.
+  auto device = std::make_shared<cuda::DeviceInfo>();
+  QPointer<BuildPanel> self(this);
+  m_jobs->start(
+      tr("Looking for a CUDA device"), [device](JobContext&) { *device = cuda::probeCudaDevice(); },
+      [self, device](const JobContext&) {
+        if (!self) return;
+        if (device->available) {
+          self->m_backend->addItem("cuda");
+          self->m_backend->setToolTip(tr("cuda: %1").arg(QString::fromStdString(device->name)));
+        } else {
+          self->m_backend->setToolTip(
+              tr("cuda is not offered: %1").arg(QString::fromStdString(device->reason)));
+        }
+      });
+}
+
+BuildRequest BuildPanel::makeRequest() const {
+  BuildRequest request;
+  request.network = m_document->network();
+  request.config = m_document->buildConfig();
+  request.config.callbacks = BuildCallbacks{};
+  request.config.timingCache = nullptr;
+  request.config.replay = nullptr;
+  request.backend = m_backend->currentText().toStdString();
+  request.timingCachePath = m_cachePath->text().trimmed().toStdString();
+  request.planPath = m_planPath->text().trimmed().toStdString();
+  const QString model = m_document->modelPath();
+  request.title =
+      (model.isEmpty() ? QStringLiteral("model") : QFileInfo(model).fileName()).toStdString();
+  return request;
+}
+
+void BuildPanel::refuse(const QString& why) {
+  m_status->setText(why);
+  emit buildFinished(false, why);
+}
+
+void BuildPanel::startBuild() {
+  if (isBuilding()) return refuse(tr("a build is already running"));
+  if (!m_document->network()) return refuse(tr("build: no model is open"));
+  if (!m_profiles->isValid()) return refuse(tr("build: %1").arg(m_profiles->problem()));
+  m_document->clearIssues("build");
+  const BuildRequest request = makeRequest();
+  auto outcome = std::make_shared<BuildOutcome>();
+  QPointer<BuildPanel> self(this);
+  m_buildJob = m_jobs->start(
+      tr("Build %1").arg(QString::fromStdString(request.title)),
+      [request, outcome](JobContext& context) { *outcome = runBuildJob(request, context); },
+      [self, request, outcome](const JobContext& context) {
+        if (self) self->finishBuild(request, *outcome, context.cancelled());
+      });
+  m_build->setEnabled(false);
+  m_cancel->setEnabled(true);
+  m_progress->setValue(0);
+  m_status->setText(tr("building on %1…").arg(QString::fromStdString(request.backend)));
+}
+
+void BuildPanel::cancelBuild() {
+  if (isBuilding()) m_jobs->cancel(m_buildJob);
+}
+
+void BuildPanel::finishBuild(const BuildRequest& request, const BuildOutcome& outcome,
+                             bool cancelled) {
+  m_buildJob = -1;
+  m_cancel->setEnabled(false);
+  updateBuildEnabled();
+  const QString model = QString::fromStdString(request.title);
+  if (cancelled || outcome.status.code() == StatusCode::kCancelled) {
+    m_progress->setValue(0);
+    m_document->addIssue({IssueSeverity::kInfo, "build", tr("%1: build cancelled").arg(model), {}});
+    m_status->setText(tr("build cancelled"));
+    emit buildFinished(false, tr("build cancelled"));
+    return;
+  }
+  if (!outcome.status.isOk()) {
+    const QString message = model + ": " + QString::fromStdString(outcome.status.message());
+    m_progress->setValue(0);
+    m_document->addIssue({IssueSeverity::kError, "build", message,
+                          nodeNamedIn(outcome.status.message(), request.network.get())});
+    m_status->setText(message);
+    emit buildFinished(false, message);
+    return;
+  }
+  for (const std::string& warning : outcome.warnings)
+    m_document->addIssue({IssueSeverity::kWarning, "build", QString::fromStdString(warning),
+                          nodeNamedIn(warning, request.network.get())});
+  const QString path = outcome.saved ? QString::fromStdString(request.planPath) : QString();
+  m_document->setEngine(path, outcome.plan, outcome.report);
+  const QString message = tr("%1: %2 layers built on %3 in %4 s, warnings: %5")
+                              .arg(model)
+                              .arg(outcome.plan->record.layers.size())
+                              .arg(QString::fromStdString(request.backend))
+                              .arg(outcome.plan->record.buildSeconds, 0, 'f', 2)
+                              .arg(outcome.warnings.size());
+  m_progress->setValue(1000);
+  m_status->setText(message);
+  emit buildFinished(true, message);
+}
+
+}  // namespace kiln::studio

@@ -1,0 +1,138 @@
+#include "export_actions.h"
+
+#include <QAction>
+#include <QFile>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QMenu>
+#include <QSaveFile>
+#include <nlohmann/json.hpp>
+
+#include "engine_inspector.h"
+#include "engine_report.h"
+#include "kiln/plan.h"
+#include "studio_document.h"
+
+namespace kiln::studio {
+
+namespace {
+
+Status writeText(const QString& path, const QByteArray& bytes) {
+  QSaveFile file(path);  // written whole or not at all: a failed export leaves the old file
+  if (!file.open(QIODevice::WriteOnly) || file.write(bytes) != bytes.size() || !file.commit())
+    return Status(StatusCode::kIoError, path.toStdString() + ": cannot write (" +
+                                            file.errorString().toStdString() + ")");
+  return Status::ok();
+}
+
+// trtexec's --exportProfile shape from the profiled report.
+nlohmann::json profileJson(const inspector::EngineReport& report) {
+  nlohmann::json doc = nlohmann::json::array();
+  doc.push_back({{"count", report.profileIterations}});
+  for (const auto& layer : report.layers) {
+    const double average = layer.averageMs >= 0 ? layer.averageMs : layer.milliseconds;
+    doc.push_back({{"name", layer.name},
+                   {"timeMs", average * report.profileIterations},
+                   {"averageMs", average},
+                   {"medianMs", layer.milliseconds},
+                   {"percentage", layer.percentage}});
+  }
+  return doc;
+}
+
+Status noEngine() { return Status(StatusCode::kInvalidArgument, "no engine is open: build or open one first"); }
+
+}  // namespace
+
+ExportActions::ExportActions(StudioDocument* document, JobRunner* jobs, QWidget* dialogParent,
+                             QObject* parent)
+    : QObject(parent), m_document(document), m_jobs(jobs), m_dialogParent(dialogParent) {
+  connect(m_document, &StudioDocument::engineChanged, this, &ExportActions::updateEnabled);
+}
+
+void ExportActions::setFigureProvider(std::function<std::vector<ReportFigure>()> figures) {
+  m_figures = std::move(figures);
+}
+
+void ExportActions::addTo(QMenu* menu) {
+  m_engine = menu->addAction(tr("&Save Engine As..."), this, [this] {
+    runExport(tr("Save engine"), tr("Kiln plans (*.kiln)"), ".kiln", &ExportActions::saveEngine);
+  });
+  m_engine->setShortcut(QKeySequence::Save);
+  QMenu* exports = menu->addMenu(tr("&Export"));
+  m_reportActions.push_back(exports->addAction(tr("&Report (HTML)..."), this, [this] {
+    runExport(tr("Export report"), tr("HTML (*.html)"), ".html", &ExportActions::exportHtmlReport);
+  }));
+  m_reportActions.back()->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E));
+  m_reportActions.push_back(exports->addAction(tr("&Inspector JSON..."), this, [this] {
+    runExport(tr("Export inspector JSON"), tr("JSON (*.json)"), ".json",
+              &ExportActions::exportInspectorJson);
+  }));
+  m_reportActions.push_back(exports->addAction(tr("Layer table &CSV..."), this, [this] {
+    runExport(tr("Export CSV"), tr("CSV (*.csv)"), ".csv", &ExportActions::exportCsv);
+  }));
+  m_profile = exports->addAction(tr("&Profile JSON (trtexec)..."), this, [this] {
+    runExport(tr("Export profile"), tr("JSON (*.json)"), ".json", &ExportActions::exportProfileJson);
+  });
+  updateEnabled();
+}
+
+void ExportActions::updateEnabled() {
+  const auto report = m_document->report();
+  if (m_engine) m_engine->setEnabled(m_document->plan() != nullptr);
+  for (QAction* action : m_reportActions) action->setEnabled(report != nullptr);
+  if (m_profile) m_profile->setEnabled(report && report->profileIterations > 0);
+}
+
+void ExportActions::runExport(const QString& title, const QString& filter, const QString& suffix,
+                              Status (ExportActions::*write)(const QString&)) {
+  QString base = m_document->modelPath().isEmpty() ? m_document->enginePath() : m_document->modelPath();
+  base = QFileInfo(base).path() + "/" + QFileInfo(base).completeBaseName() + suffix;
+  QString path = QFileDialog::getSaveFileName(m_dialogParent, title, base, filter);
+  if (path.isEmpty()) return;
+  if (!path.endsWith(suffix)) path += suffix;
+  Status status = (this->*write)(path);
+  m_document->clearIssues("export");
+  if (!status.isOk())
+    m_document->addIssue({IssueSeverity::kError, "export", QString::fromStdString(status.message()), {}});
+}
+
+Status ExportActions::saveEngine(const QString& path) {
+  if (!m_document->plan()) return noEngine();
+  return savePlan(*m_document->plan(), path.toStdString());
+}
+
+Status ExportActions::exportInspectorJson(const QString& path) {
+  const auto report = m_document->report();
+  if (!report) return noEngine();
+  nlohmann::json doc = m_document->plan() ? inspector::engineInspectorJson(*m_document->plan())
+                                          : inspector::reportJson(*report);
+  return writeText(path, QByteArray::fromStdString(
+                             doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace)));
+}
+
+Status ExportActions::exportProfileJson(const QString& path) {
+  const auto report = m_document->report();
+  if (!report) return noEngine();
+  if (report->profileIterations <= 0)
+    return Status(StatusCode::kInvalidArgument, "the engine has not been profiled: run Profile first");
+  return writeText(path, QByteArray::fromStdString(profileJson(*report).dump(1)));
+}
+
+Status ExportActions::exportCsv(const QString& path) {
+  const auto report = m_document->report();
+  if (!report) return noEngine();
+  return writeText(path, QByteArray::fromStdString(inspector::reportCsv(*report)));
+}
+
+Status ExportActions::exportHtmlReport(const QString& path) {
+  const auto report = m_document->report();
+  if (!report) return noEngine();
+  std::vector<ReportFigure> figures = m_figures ? m_figures() : std::vector<ReportFigure>{};
+  const QString name = QFileInfo(m_document->modelPath().isEmpty() ? m_document->enginePath()
+                                                                   : m_document->modelPath())
+                           .fileName();
+  return writeText(path, htmlReport(*report, name, figures).toUtf8());
+}
+
+}  // namespace kiln::studio

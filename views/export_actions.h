@@ -1,0 +1,52 @@
+// ExportActions: the File menu's exports of the open engine: the plan (.kiln), the
+// inspector JSON (IEngineInspector keys for plans, the report JSON for trtexec
+// exports), the profile JSON (trtexec --exportProfile shape), the layer table as
+// CSV, and the self-contained HTML report. Each export also has a method that
+// writes to a path, for tests and scripts; failures become Issues and a Status.
+#pragma once
+
+#include <QObject>
+#include <QString>
+#include <functional>
+#include <vector>
+
+#include "html_report.h"
+#include "kiln/status.h"
+
+class QMenu;
+class QWidget;
+class QAction;
+
+namespace kiln::studio {
+
+class JobRunner;
+class StudioDocument;
+
+class ExportActions : public QObject {
+  Q_OBJECT
+ public:
+  // `figures` gives the report's SVG figures (graph, charts) when a report is written.
+  ExportActions(StudioDocument* document, JobRunner* jobs, QWidget* dialogParent, QObject* parent);
+  void setFigureProvider(std::function<std::vector<ReportFigure>()> figures);
+  void addTo(QMenu* menu);
+
+  Status saveEngine(const QString& path);
+  Status exportInspectorJson(const QString& path);
+  Status exportProfileJson(const QString& path);
+  Status exportCsv(const QString& path);
+  Status exportHtmlReport(const QString& path);
+
+ private:
+  void updateEnabled();
+  void runExport(const QString& title, const QString& filter, const QString& suffix,
+                 Status (ExportActions::*write)(const QString&));
+  StudioDocument* m_document;
+  JobRunner* m_jobs;
+  QWidget* m_dialogParent;
+  std::function<std::vector<ReportFigure>()> m_figures;
+  QAction* m_engine = nullptr;
+  std::vector<QAction*> m_reportActions;
+  QAction* m_profile = nullptr;
+};
+
+}  // namespace kiln::studio

@@ -1,0 +1,99 @@
+#include "file_loader.h"
+
+#include <QFile>
+#include <QFileInfo>
+#include <QRegularExpression>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "kiln/onnx_import.h"
+#include "kiln/reference_backend.h"
+#include "kiln/shape_inference.h"
+
+namespace kiln::studio {
+
+FileKind detectFileKind(const QString& path) {
+  QFile file(path);
+  if (!file.open(QIODevice::ReadOnly)) return FileKind::kUnknown;
+  const QByteArray head = file.read(4096);
+  if (head.startsWith(QByteArray(kPlanMagic, sizeof(kPlanMagic)))) return FileKind::kPlan;
+  const QByteArray trimmed = head.trimmed();
+  if (trimmed.startsWith('{') && head.contains("\"Layers\"")) return FileKind::kTrtexecGraph;
+  if (trimmed.startsWith('[') && head.contains("\"count\"")) return FileKind::kTrtexecProfile;
+  if (path.endsWith(".onnx", Qt::CaseInsensitive)) return FileKind::kOnnx;
+  // No suffix to go by: ONNX is a protobuf, whose first byte is a field tag (ir_version = 0x08).
+  if (!head.isEmpty() && head[0] == '\x08') return FileKind::kOnnx;
+  return FileKind::kUnknown;
+}
+
+QString findTrtexecProfile(const QString& graphPath) {
+  QString candidate = graphPath;
+  if (!candidate.endsWith(".graph.json")) return {};
+  candidate.replace(candidate.size() - QString(".graph.json").size(), QString(".graph.json").size(),
+                    ".profile.json");
+  return QFileInfo::exists(candidate) ? candidate : QString();
+}
+
+QString nodeNameInMessage(const QString& message) {
+  static const QRegularExpression pattern("(?:node|layer) '([^']+)'");
+  QRegularExpressionMatch match = pattern.match(message);
+  return match.hasMatch() ? match.captured(1) : QString();
+}
+
+Result<LoadedModel> loadModel(const std::string& path) {
+  ImportOptions options;
+  options.checkSupport = false;  // show the graph; unsupported nodes become warnings
+  auto imported = importOnnxFile(path, options);
+  if (!imported.isOk()) return imported.status();
+  auto network = std::make_shared<Network>(std::move(imported.value()));
+  LoadedModel loaded;
+  for (const std::string& unsupported : findUnsupportedNodes(*network))
+    loaded.warnings.push_back("unsupported: " + unsupported);
+  auto inferred = inferShapes(*network);
+  if (inferred.isOk()) {
+    for (const auto& [name, value] : inferred->values) {
+      if (!value.hasShape || network->graph.valueInfo.count(name)) continue;
+      network->graph.valueInfo[name] = ValueInfo{name, value.type, true, value.shape};
+    }
+    for (const std::string& node : inferred->unresolved)
+      loaded.warnings.push_back("shape not inferred: " + node);
+  } else {
+    loaded.warnings.push_back("shape inference: " + inferred.status().message());
+  }
+  loaded.network = std::move(network);
+  return loaded;
+}
+
+Result<LoadedEngine> loadPlan(const std::string& path) {
+  auto plan = loadPlanFile(path);
+  if (!plan.isOk()) return plan.status();
+  LoadedEngine loaded;
+  auto shared = std::make_shared<const Plan>(std::move(plan.value()));
+  loaded.report = std::make_shared<const inspector::EngineReport>(
+      inspector::reportFromPlan(*shared, QFileInfo(QString::fromStdString(path)).fileName().toStdString()));
+  loaded.plan = std::move(shared);
+  const std::string& source = loaded.plan->record.modelName;
+  if (!source.empty() && QFileInfo::exists(QString::fromStdString(source))) {
+    auto model = loadModel(source);
+    if (model.isOk()) {
+      loaded.sourceModel = model->network;
+      loaded.sourceModelPath = source;
+    } else {
+      loaded.sourceModelNote = "source model " + source + " did not load (" + model.status().message() +
+                               "); the graph shows the network as built";
+    }
+  } else if (!source.empty()) {
+    loaded.sourceModelNote = "source model " + source + " is not there any more; the graph shows the network as built";
+  }
+  return loaded;
+}
+
+Result<LoadedEngine> loadTrtexec(const std::string& graphPath, const std::string& profilePath) {
+  auto report = inspector::reportFromTrtexec(graphPath, profilePath);
+  if (!report.isOk()) return report.status();
+  LoadedEngine loaded;
+  loaded.report = std::make_shared<const inspector::EngineReport>(std::move(report.value()));
+  return loaded;
+}
+
+}  // namespace kiln::studio

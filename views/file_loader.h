@@ -1,0 +1,48 @@
+// What the studio can open and how: file kind detection by content (not only the
+// suffix), and loaders that run on a worker thread and return immutable results or
+// a one-line error naming the file. No widgets.
+#pragma once
+
+#include <QString>
+#include <memory>
+#include <vector>
+
+#include "engine_report.h"
+#include "kiln/graph.h"
+#include "kiln/plan.h"
+#include "kiln/status.h"
+
+namespace kiln::studio {
+
+enum class FileKind { kOnnx, kPlan, kTrtexecGraph, kTrtexecProfile, kUnknown };
+
+// .kiln by its magic; trtexec exports by their JSON shape (an object with "Layers",
+// or an array whose first element has "count"); anything else ending in .onnx is
+// treated as ONNX (the importer then says what is wrong with it).
+FileKind detectFileKind(const QString& path);
+// "x.graph.json" -> "x.profile.json" when that file exists; else empty.
+QString findTrtexecProfile(const QString& graphPath);
+// The node a message names ("node 'Conv_3' (#3, Conv): ..." or "layer 'X'"); empty if none.
+QString nodeNameInMessage(const QString& message);
+
+struct LoadedModel {
+  std::shared_ptr<const Network> network;
+  std::vector<std::string> warnings;  // unsupported nodes, unresolved shapes
+};
+// Imports without refusing unsupported ops (they become warnings), then infers
+// shapes so the graph can show them; inferred shapes fill missing value infos.
+Result<LoadedModel> loadModel(const std::string& path);
+
+struct LoadedEngine {
+  std::shared_ptr<const Plan> plan;  // null for trtexec exports
+  std::shared_ptr<const inspector::EngineReport> report;
+  // The ONNX model the plan was built from, when its file is still where the build
+  // found it (the graph view then shows the original nodes that provenance names).
+  std::shared_ptr<const Network> sourceModel;
+  std::string sourceModelPath;
+  std::string sourceModelNote;  // why the source model is not shown, when it is not
+};
+Result<LoadedEngine> loadPlan(const std::string& path);
+Result<LoadedEngine> loadTrtexec(const std::string& graphPath, const std::string& profilePath);
+
+}  // namespace kiln::studio

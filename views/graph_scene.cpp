@@ -1,0 +1,175 @@
+#include "graph_scene.h"
+
+#include <QBuffer>
+#include <QPainter>
+#include <QSvgGenerator>
+#include <QLineF>
+#include <algorithm>
+#include <cmath>
+
+namespace kiln::studio {
+
+namespace {
+
+constexpr double kArrowLength = 8;
+constexpr double kArrowHalfWidth = 3.5;
+constexpr double kSceneMargin = 40;
+
+QPointF unit(const QPointF& v) {
+  const double length = std::hypot(v.x(), v.y());
+  return length > 1e-9 ? v / length : QPointF(0, 1);
+}
+
+// Path and arrowhead of one route. dot ends its splines at the arrowhead's base and
+// gives the tip; the layered layout ends at the tip, so the base is found by backing
+// off along the last segment.
+void edgeGeometry(const EdgeRoute& route, QPainterPath* path, QPolygonF* arrow) {
+  std::vector<QPointF> p = route.points;
+  if (p.size() < 2) return;
+  QPointF tip = route.arrowTip;
+  QPointF base = p.back();
+  if (QLineF(tip, base).length() < 1) {
+    base = tip - unit(tip - p[p.size() - 2]) * kArrowLength;
+    p.back() = base;
+  }
+  path->moveTo(p[0]);
+  if (route.bezier) {
+    for (size_t i = 1; i + 2 < p.size(); i += 3) path->cubicTo(p[i], p[i + 1], p[i + 2]);
+  } else {
+    for (size_t i = 1; i < p.size(); ++i) path->lineTo(p[i]);
+  }
+  const QPointF d = unit(tip - base);
+  const QPointF n(-d.y(), d.x());
+  *arrow << tip << base + n * kArrowHalfWidth << base - n * kArrowHalfWidth;
+}
+
+}  // namespace
+
+std::shared_ptr<SceneGraph> prepareSceneGraph(LayoutGraph graph, std::vector<NodeLook> looks,
+                                              LayoutResult layout) {
+  auto scene = std::make_shared<SceneGraph>();
+  scene->edgePaths.resize(layout.edges.size());
+  scene->arrowHeads.resize(layout.edges.size());
+  for (size_t e = 0; e < layout.edges.size(); ++e)
+    edgeGeometry(layout.edges[e], &scene->edgePaths[e], &scene->arrowHeads[e]);
+  looks.resize(graph.nodes.size());
+  scene->graph = std::move(graph);
+  scene->looks = std::move(looks);
+  scene->layout = std::move(layout);
+  return scene;
+}
+
+GraphScene::GraphScene(QObject* parent) : QGraphicsScene(parent) {
+  connect(this, &QGraphicsScene::selectionChanged, this, [this] {
+    if (!m_quiet) emit userSelectionChanged();
+  });
+}
+
+void GraphScene::clearGraph() {
+  m_quiet = true;
+  clear();
+  m_quiet = false;
+  m_nodes.clear();
+  m_edges.clear();
+  m_index.clear();
+  m_searchText.clear();
+  m_graph.reset();
+  setSceneRect(QRectF());
+}
+
+void GraphScene::populate(std::shared_ptr<const SceneGraph> graph) {
+  clearGraph();
+  m_graph = std::move(graph);
+  const LayoutGraph& g = m_graph->graph;
+  const LayoutResult& layout = m_graph->layout;
+  m_nodes.reserve(g.nodes.size());
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const LayoutNode& node = g.nodes[i];
+    auto* item = new GraphNodeItem(static_cast<int>(i), node.id, node.lines,
+                                   QSizeF(node.width, node.height), m_graph->looks[i]);
+    item->setPos(layout.centres[i]);
+    addItem(item);
+    m_nodes.push_back(item);
+    m_index.insert(node.id, static_cast<int>(i));
+    m_searchText.push_back(m_graph->looks[i].searchText.toLower());
+  }
+  m_edges.reserve(g.edges.size());
+  for (size_t e = 0; e < g.edges.size(); ++e) {
+    const LayoutEdge& edge = g.edges[e];
+    const QRectF labelRect(
+        layout.edges[e].labelCentre - QPointF(edge.labelWidth / 2, edge.labelHeight / 2),
+        QSizeF(edge.labelWidth, edge.labelHeight));
+    auto* item = new GraphEdgeItem(m_graph->edgePaths[e], m_graph->arrowHeads[e], edge.label,
+                                   labelRect, m_nodes[edge.from], m_nodes[edge.to]);
+    addItem(item);
+    m_edges.push_back(item);
+  }
+  setSceneRect(layout.bounds.adjusted(-kSceneMargin, -kSceneMargin, kSceneMargin, kSceneMargin));
+}
+
+GraphNodeItem* GraphScene::nodeItem(int index) const {
+  return index >= 0 && index < nodeCount() ? m_nodes[index] : nullptr;
+}
+
+GraphEdgeItem* GraphScene::edgeItem(int index) const {
+  return index >= 0 && index < edgeCount() ? m_edges[index] : nullptr;
+}
+
+int GraphScene::indexOf(const QString& id) const {
+  return m_index.value(id, -1);
+}
+
+void GraphScene::setNodeFill(int index, const QColor& fill) {
+  if (GraphNodeItem* item = nodeItem(index)) item->setFill(fill);
+}
+
+void GraphScene::selectIds(const QStringList& ids) {
+  m_quiet = true;
+  clearSelection();
+  for (const QString& id : ids)
+    if (GraphNodeItem* item = nodeItem(indexOf(id))) item->setSelected(true);
+  m_quiet = false;
+}
+
+std::vector<int> GraphScene::selectedIndices() const {
+  std::vector<int> indices;
+  for (QGraphicsItem* item : selectedItems())
+    if (auto* node = dynamic_cast<GraphNodeItem*>(item)) indices.push_back(node->index());
+  std::sort(indices.begin(), indices.end());
+  return indices;
+}
+
+QStringList GraphScene::selectedIds() const {
+  QStringList ids;
+  for (int i : selectedIndices()) ids << m_nodes[i]->id();
+  return ids;
+}
+
+std::vector<int> GraphScene::search(const QString& text) const {
+  std::vector<int> matches;
+  const QString needle = text.trimmed().toLower();
+  if (needle.isEmpty()) return matches;
+  for (size_t i = 0; i < m_searchText.size(); ++i)
+    if (m_searchText[i].contains(needle)) matches.push_back(static_cast<int>(i));
+  return matches;
+}
+
+QByteArray GraphScene::toSvg(const QString& title) const {
+  QByteArray bytes;
+  QBuffer buffer(&bytes);
+  buffer.open(QIODevice::WriteOnly);
+  const QRectF source = sceneRect();
+  QSvgGenerator generator;
+  generator.setOutputDevice(&buffer);
+  generator.setSize(source.size().toSize());
+  generator.setViewBox(QRectF(QPointF(0, 0), source.size()));
+  generator.setTitle(title);
+  generator.setDescription(QStringLiteral("Kiln graph, %1 nodes").arg(nodeCount()));
+  QPainter painter(&generator);
+  // render() is not const, but drawing changes nothing in the scene.
+  const_cast<GraphScene*>(this)->render(&painter, QRectF(QPointF(0, 0), source.size()), source);
+  painter.end();
+  return bytes;
+}
+
+}  // namespace kiln::studio

@@ -1,0 +1,392 @@
+#include "graph_view.h"
+
+#include "graph_items.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QLabel>
+#include <QLineEdit>
+#include <QLocale>
+#include <QMouseEvent>
+#include <QPointer>
+#include <QScrollBar>
+#include <QToolBar>
+#include <QWheelEvent>
+#include <algorithm>
+#include <cmath>
+
+namespace kiln::studio {
+
+namespace {
+
+constexpr double kMaxZoom = 6;
+constexpr double kButtonZoomStep = 1.25;
+constexpr double kWheelZoomBase = 1.0015;  // per wheel angle unit (1/8 degree)
+// Below this fit zoom the whole graph is unreadable: the first view shows its top at
+// kReadableZoom instead (Fit shows all).
+constexpr double kMinInitialFitZoom = 0.5;
+constexpr double kReadableZoom = 0.9;
+constexpr double kTopMargin = 90;  // pixels above the first box, below the notice
+
+const char* kOverlayStyle =
+    "QLabel { background: rgba(255, 255, 255, 225); border: 1px solid #b8b8c0;"
+    " border-radius: 3px; padding: 4px; color: #202028; }";
+
+QString count(int n) {
+  return QLocale().toString(n);
+}
+
+}  // namespace
+
+struct GraphView::Job {
+  GraphBuilder builder;
+  int generation = 0;
+  std::shared_ptr<const SceneGraph> scene;
+  Status status;
+};
+
+GraphView::GraphView(JobRunner* jobs, QWidget* parent)
+    : QGraphicsView(parent),
+      m_jobs(jobs),
+      m_scene(new GraphScene(this)),
+      m_notice(new QLabel(this)),
+      m_legend(new QLabel(this)),
+      m_search(new QLineEdit(this)),
+      m_matchLabel(new QLabel(this)) {
+  setScene(m_scene);
+  setRenderHints(QPainter::Antialiasing | QPainter::TextAntialiasing);
+  setOptimizationFlags(QGraphicsView::DontAdjustForAntialiasing);
+  setTransformationAnchor(QGraphicsView::AnchorUnderMouse);
+  setResizeAnchor(QGraphicsView::AnchorViewCenter);
+  setBackgroundBrush(QColor(0xfa, 0xfa, 0xfb));
+  for (QLabel* overlay : {m_notice, m_legend}) {
+    overlay->setStyleSheet(kOverlayStyle);
+    overlay->setAttribute(Qt::WA_TransparentForMouseEvents);
+    overlay->hide();
+  }
+  // The search box and count live in the owner's toolbar (addToolBarItems); until
+  // then they stay hidden children of this view.
+  m_search->setPlaceholderText(tr("Find node (name or op type)"));
+  m_search->setClearButtonEnabled(true);
+  m_search->setMaximumWidth(260);
+  m_search->hide();
+  m_matchLabel->setMinimumWidth(70);
+  m_matchLabel->hide();
+  connect(m_search, &QLineEdit::textChanged, this, [this](const QString& text) { search(text); });
+  connect(m_search, &QLineEdit::returnPressed, this, [this] { nextMatch(); });
+  connect(m_scene, &GraphScene::userSelectionChanged, this, [this] {
+    const std::vector<int> indices = m_scene->selectedIndices();
+    emit selectionActivated(QList<int>(indices.begin(), indices.end()));
+  });
+  createActions();
+}
+
+GraphView::~GraphView() {
+  if (m_jobId != 0 && m_jobs) m_jobs->cancel(m_jobId);
+}
+
+void GraphView::createActions() {
+  auto make = [this](const QString& text, const QKeySequence& key, auto slot) {
+    auto* action = new QAction(text, this);
+    action->setShortcut(key);
+    action->setShortcutContext(Qt::WidgetWithChildrenShortcut);
+    action->setToolTip(QStringLiteral("%1 (%2)").arg(text, key.toString(QKeySequence::NativeText)));
+    connect(action, &QAction::triggered, this, slot);
+    addAction(action);
+    return action;
+  };
+  m_fit = make(tr("Fit"), QKeySequence(Qt::CTRL | Qt::Key_0), [this] { fitAll(); });
+  m_zoomIn = make(tr("Zoom in"), QKeySequence::ZoomIn, [this] { zoomBy(kButtonZoomStep); });
+  m_zoomOut = make(tr("Zoom out"), QKeySequence::ZoomOut, [this] { zoomBy(1 / kButtonZoomStep); });
+  m_find = make(tr("Find"), QKeySequence::Find, [this] {
+    m_search->setFocus();
+    m_search->selectAll();
+  });
+}
+
+void GraphView::addToolBarItems(QToolBar* bar) {
+  bar->addAction(m_fit);
+  bar->addAction(m_zoomIn);
+  bar->addAction(m_zoomOut);
+  bar->addSeparator();
+  bar->addWidget(m_search)->setVisible(true);
+  bar->addWidget(m_matchLabel)->setVisible(true);
+}
+
+void GraphView::showGraph(const QString& jobTitle, int nodeCount, GraphBuilder builder) {
+  if (m_jobId != 0 && m_jobs) m_jobs->cancel(m_jobId);
+  auto job = std::make_shared<Job>();
+  job->builder = std::move(builder);
+  job->generation = ++m_generation;
+  setNotice(tr("Laying out %1 nodes…").arg(count(nodeCount)));
+  if (!m_jobs) return;
+  QPointer<GraphView> self(this);
+  m_jobId = m_jobs->start(
+      jobTitle,
+      [job, nodeCount](JobContext& context) {
+        context.progress(-1, QStringLiteral("Building the graph"));
+        Result<GraphInput> input = job->builder(context);
+        if (!input.isOk()) {
+          job->status = input.status();
+          return;
+        }
+        if (context.cancelled()) return;
+        context.progress(-1, QStringLiteral("Laying out %1 nodes").arg(nodeCount));
+        LayoutOptions options;
+        options.cancel = context.cancelFlag();
+        Result<LayoutResult> layout = layoutGraph(input->graph, options);
+        if (!layout.isOk()) {
+          job->status = layout.status();
+          return;
+        }
+        job->scene = prepareSceneGraph(std::move(input->graph), std::move(input->looks),
+                                       std::move(layout.value()));
+      },
+      [self, job](const JobContext& context) {
+        if (self) self->finishJob(job, context.cancelled());
+      });
+}
+
+void GraphView::finishJob(const std::shared_ptr<Job>& job, bool cancelled) {
+  if (job->generation != m_generation) return;  // a newer graph replaced this one
+  m_jobId = 0;
+  if (cancelled || job->status.code() == StatusCode::kCancelled) {
+    setNotice(tr("Layout cancelled"));
+    return;
+  }
+  if (!job->status.isOk() || !job->scene) {
+    const QString message = QString::fromStdString(job->status.message());
+    setNotice(tr("Layout failed: %1").arg(message));
+    emit graphFailed(message);
+    return;
+  }
+  showScene(job->scene);
+}
+
+void GraphView::showScene(std::shared_ptr<const SceneGraph> graph) {
+  const LayoutResult& layout = graph->layout;
+  const int nodes = static_cast<int>(graph->graph.nodes.size());
+  m_summary = QStringLiteral("%1 layout, %2 nodes, %3 s")
+                  .arg(QString::fromLatin1(layoutAlgorithmName(layout.algorithm)), count(nodes))
+                  .arg(layout.seconds, 0, 'f', 2);
+  if (layout.algorithm == LayoutAlgorithm::kLayered && nodes >= kLargeGraphNodes)
+    m_summary += tr(" (Graphviz dot is too slow from %1 nodes)").arg(count(kLargeGraphNodes));
+  m_scene->populate(std::move(graph));
+  setNotice(m_summary);
+  resetTransform();
+  const QRectF rect = m_scene->sceneRect();
+  const QSizeF port = viewport()->size();
+  const double fit = std::min(port.width() / rect.width(), port.height() / rect.height());
+  if (fit >= 1) {  // small graph: natural size, centred
+    centerOn(rect.center());
+  } else if (fit >= kMinInitialFitZoom) {
+    fitAll();
+  } else {  // show the top of a big graph readably
+    applyZoom(kReadableZoom);
+    double top = rect.bottom(), x = rect.center().x();
+    for (int i = 0; i < m_scene->nodeCount(); ++i) {
+      const QPointF p = m_scene->nodeItem(i)->pos();
+      if (p.y() < top) {
+        top = p.y();
+        x = p.x();
+      }
+    }
+    centerOn(x, top + (port.height() / 2 - kTopMargin) / kReadableZoom);
+  }
+  if (!m_search->text().isEmpty()) {
+    m_matches = m_scene->search(m_search->text());
+    m_matchPos = m_matches.empty() ? -1 : 0;
+    m_matchLabel->setText(searchStatus());
+  }
+  emit graphShown();
+}
+
+void GraphView::clearGraph(const QString& notice) {
+  if (m_jobId != 0 && m_jobs) m_jobs->cancel(m_jobId);
+  m_jobId = 0;
+  ++m_generation;
+  m_scene->clearGraph();
+  m_summary.clear();
+  m_matches.clear();
+  m_matchPos = -1;
+  m_matchLabel->setText(searchStatus());
+  setNotice(notice);
+}
+
+QString GraphView::notice() const {
+  return m_notice->isVisible() ? m_notice->text() : QString();
+}
+
+void GraphView::setNotice(const QString& text) {
+  m_notice->setText(text);
+  m_notice->setVisible(!text.isEmpty());
+  m_notice->adjustSize();
+  placeOverlays();
+}
+
+void GraphView::setLegend(const QString& title, const std::vector<LegendEntry>& entries) {
+  QString html = QStringLiteral("<b>%1</b><table cellspacing=\"2\">").arg(title.toHtmlEscaped());
+  m_legendText = title;
+  for (const LegendEntry& entry : entries) {
+    html += QStringLiteral("<tr><td bgcolor=\"%1\" width=\"16\">&nbsp;</td><td>%2</td></tr>")
+                .arg(entry.colour.name(), entry.text.toHtmlEscaped());
+    m_legendText += QLatin1Char('\n') + entry.text;
+  }
+  m_legend->setText(html + QStringLiteral("</table>"));
+  m_legend->setVisible(!entries.empty());
+  m_legend->adjustSize();
+  placeOverlays();
+}
+
+QString GraphView::legendText() const {
+  return m_legendText;
+}
+
+void GraphView::placeOverlays() {
+  const QRect port = viewport()->geometry();
+  m_notice->move(port.topLeft() + QPoint(8, 8));
+  m_legend->move(port.left() + 8, port.bottom() - m_legend->height() - 8);
+  m_notice->raise();
+  m_legend->raise();
+}
+
+void GraphView::resizeEvent(QResizeEvent* event) {
+  QGraphicsView::resizeEvent(event);
+  placeOverlays();
+}
+
+QString GraphView::searchStatus() const {
+  if (m_search->text().trimmed().isEmpty()) return QString();
+  if (m_matches.empty()) return tr("no match");
+  return tr("%1 of %2").arg(count(m_matchPos + 1), count(static_cast<int>(m_matches.size())));
+}
+
+void GraphView::search(const QString& text) {
+  if (m_search->text() != text) {
+    m_search->setText(text);  // comes back here through textChanged
+    return;
+  }
+  m_matches = m_scene->search(text);
+  m_matchPos = m_matches.empty() ? -1 : 0;
+  goToMatch();
+}
+
+void GraphView::nextMatch() {
+  if (m_matches.empty()) return;
+  m_matchPos = (m_matchPos + 1) % static_cast<int>(m_matches.size());
+  goToMatch();
+}
+
+void GraphView::goToMatch() {
+  m_matchLabel->setText(searchStatus());
+  if (m_matchPos < 0) return;
+  GraphNodeItem* item = m_scene->nodeItem(m_matches[m_matchPos]);
+  if (!item) return;
+  m_scene->selectIds({item->id()});
+  centerOn(item);
+  emit selectionActivated({item->index()});
+}
+
+void GraphView::highlight(const QStringList& ids, bool centre) {
+  m_scene->selectIds(ids);
+  if (!centre || ids.isEmpty()) return;
+  GraphNodeItem* item = m_scene->nodeItem(m_scene->indexOf(ids.front()));
+  if (!item) return;
+  const QRectF visible = mapToScene(viewport()->rect()).boundingRect();
+  if (!visible.contains(item->sceneBoundingRect())) centerOn(item);
+}
+
+double GraphView::zoom() const {
+  return transform().m11();
+}
+
+double GraphView::minimumZoom() const {
+  const QRectF rect = m_scene->sceneRect();
+  if (rect.isEmpty()) return 0.1;
+  const double fit =
+      std::min(viewport()->width() / rect.width(), viewport()->height() / rect.height());
+  return std::min(0.1, fit * 0.8);
+}
+
+void GraphView::applyZoom(double factor) {
+  const double target = std::clamp(zoom() * factor, minimumZoom(), kMaxZoom);
+  const double step = target / zoom();
+  scale(step, step);
+}
+
+void GraphView::zoomBy(double factor) {
+  const ViewportAnchor anchor = transformationAnchor();
+  setTransformationAnchor(QGraphicsView::AnchorViewCenter);
+  applyZoom(factor);
+  setTransformationAnchor(anchor);
+}
+
+void GraphView::fitAll() {
+  if (m_scene->sceneRect().isEmpty()) return;
+  fitInView(m_scene->sceneRect(), Qt::KeepAspectRatio);
+  if (zoom() > kMaxZoom) applyZoom(1);
+}
+
+void GraphView::wheelEvent(QWheelEvent* event) {
+  // Zooms around the cursor (transformation anchor: under the mouse).
+  applyZoom(std::pow(kWheelZoomBase, event->angleDelta().y()));
+  event->accept();
+}
+
+GraphNodeItem* GraphView::nodeAt(const QPoint& pos) const {
+  // Edges do not count: a long edge's bounding box covers much of the background.
+  for (QGraphicsItem* item : items(pos))
+    if (auto* node = dynamic_cast<GraphNodeItem*>(item)) return node;
+  return nullptr;
+}
+
+void GraphView::mousePressEvent(QMouseEvent* event) {
+  // A press on the background pans (and, if the mouse does not move, clears the
+  // selection on release); a press on a box goes to the scene (selection).
+  if (event->button() == Qt::LeftButton && !nodeAt(event->pos())) {
+    m_panning = true;
+    m_panStart = m_panLast = event->pos();
+    viewport()->setCursor(Qt::ClosedHandCursor);
+    event->accept();
+    return;
+  }
+  QGraphicsView::mousePressEvent(event);
+}
+
+void GraphView::mouseMoveEvent(QMouseEvent* event) {
+  if (!m_panning) {
+    QGraphicsView::mouseMoveEvent(event);
+    return;
+  }
+  const QPoint delta = event->pos() - m_panLast;
+  m_panLast = event->pos();
+  horizontalScrollBar()->setValue(horizontalScrollBar()->value() - delta.x());
+  verticalScrollBar()->setValue(verticalScrollBar()->value() - delta.y());
+  event->accept();
+}
+
+void GraphView::mouseReleaseEvent(QMouseEvent* event) {
+  if (!m_panning) {
+    QGraphicsView::mouseReleaseEvent(event);
+    return;
+  }
+  m_panning = false;
+  viewport()->unsetCursor();
+  if ((event->pos() - m_panStart).manhattanLength() < QApplication::startDragDistance())
+    m_scene->clearSelection();  // a click on the background: the user selects nothing
+  event->accept();
+}
+
+int GraphInput::addBox(const QString& id, const QStringList& lines, const NodeLook& look) {
+  LayoutNode node;
+  node.id = id;
+  node.lines = lines;
+  const QSizeF size = GraphStyle::nodeSize(lines);
+  node.width = size.width();
+  node.height = size.height();
+  graph.nodes.push_back(node);
+  looks.push_back(look);
+  return static_cast<int>(graph.nodes.size()) - 1;
+}
+
+}  // namespace kiln::studio

@@ -1,0 +1,74 @@
+#include "job_runner.h"
+
+#include <QCoreApplication>
+#include <QElapsedTimer>
+#include <QFutureWatcher>
+#include <QPointer>
+#include <QtConcurrent/QtConcurrentRun>
+
+namespace kiln::studio {
+
+struct JobRunner::Job {
+  QString title;
+  JobContext context;
+  QFuture<void> future;
+};
+
+void JobContext::progress(double fraction, const QString& text) {
+  if (m_report) m_report(fraction, text);
+}
+
+JobRunner::JobRunner(QObject* parent) : QObject(parent) {}
+
+JobRunner::~JobRunner() { cancelAllAndWait(); }
+
+void JobRunner::cancelAllAndWait() {
+  for (auto& [id, job] : m_jobs) job->context.m_cancel = true;
+  for (auto& [id, job] : m_jobs) job->future.waitForFinished();
+  m_jobs.clear();
+}
+
+int JobRunner::start(const QString& title, std::function<void(JobContext&)> work,
+                     std::function<void(const JobContext&)> done) {
+  const int id = m_nextId++;
+  auto job = std::make_shared<Job>();
+  job->title = title;
+  QPointer<JobRunner> self(this);
+  // Progress crosses to the GUI thread as a queued call; the worker never touches widgets.
+  job->context.m_report = [self, id](double fraction, const QString& text) {
+    if (!self) return;
+    QMetaObject::invokeMethod(
+        self, [self, id, fraction, text] { if (self) emit self->jobProgress(id, fraction, text); },
+        Qt::QueuedConnection);
+  };
+  m_jobs[id] = job;
+  auto* watcher = new QFutureWatcher<void>(this);
+  connect(watcher, &QFutureWatcher<void>::finished, this, [this, watcher, id, done] {
+    watcher->deleteLater();
+    auto it = m_jobs.find(id);
+    if (it == m_jobs.end()) return;
+    std::shared_ptr<Job> finished = it->second;
+    m_jobs.erase(it);
+    emit jobFinished(id);  // first: what `done` starts next is already the newest job
+    if (done) done(finished->context);
+  });
+  job->future = QtConcurrent::run([job, work] { work(job->context); });
+  watcher->setFuture(job->future);
+  emit jobStarted(id, title);
+  return id;
+}
+
+void JobRunner::cancel(int id) {
+  auto it = m_jobs.find(id);
+  if (it != m_jobs.end()) it->second->context.m_cancel = true;
+}
+
+bool JobRunner::waitForIdle(int timeoutMs) {
+  QElapsedTimer timer;
+  timer.start();
+  while (!m_jobs.empty() && timer.elapsed() < timeoutMs)
+    QCoreApplication::processEvents(QEventLoop::AllEvents, 20);
+  return m_jobs.empty();
+}
+
+}  // namespace kiln::studio

@@ -1,0 +1,148 @@
+#include "layer_table_model.h"
+
+namespace kiln::studio {
+namespace {
+
+QString joined(const std::vector<std::string>& items) {
+  QStringList out;
+  for (const std::string& item : items) out << QString::fromStdString(item);
+  return out.join(", ");
+}
+
+QString q(const std::string& text) {
+  return QString::fromStdString(text);
+}
+
+}  // namespace
+
+QString formatBytes(int64_t bytes) {
+  if (bytes < 0) return QString();
+  if (bytes < 1024) return QStringLiteral("%1 B").arg(bytes);
+  const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes) / 1024;
+  int unit = 0;
+  while (value >= 1024 && unit < 3) {
+    value /= 1024;
+    ++unit;
+  }
+  return QStringLiteral("%1 %2").arg(value, 0, 'f', value < 10 ? 2 : 1).arg(units[unit]);
+}
+
+LayerTableModel::LayerTableModel(QObject* parent) : QAbstractTableModel(parent) {}
+
+void LayerTableModel::setReport(std::shared_ptr<const inspector::EngineReport> report) {
+  beginResetModel();
+  m_report = std::move(report);
+  endResetModel();
+}
+
+bool LayerTableModel::isNumeric(int column) {
+  return column == kIndex || column == kTime || column == kPercent || column == kWorkspace ||
+         column == kOutputBytes;
+}
+
+int LayerTableModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() || !m_report ? 0 : static_cast<int>(m_report->layers.size());
+}
+
+int LayerTableModel::columnCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : kColumnCount;
+}
+
+double LayerTableModel::number(const inspector::ReportLayer& layer, int row, int column) const {
+  switch (column) {
+    case kIndex:
+      return row;
+    case kTime:
+      return layer.milliseconds;
+    case kPercent:
+      return layer.percentage;
+    case kWorkspace:
+      return static_cast<double>(layer.workspaceBytes);
+    case kOutputBytes:
+      return static_cast<double>(layer.outputBytes);
+  }
+  return -1;
+}
+
+QString LayerTableModel::displayText(const inspector::ReportLayer& layer, int row,
+                                     int column) const {
+  switch (column) {
+    case kIndex:
+      return QString::number(row);
+    case kName:
+      return q(layer.name);
+    case kType:
+      return q(layer.layerType);
+    case kPrecision:
+      return q(layer.precision);
+    case kTactic:
+      return q(layer.tactic);
+    case kSource:
+      return q(layer.tacticSource);
+    case kTime:
+      return layer.milliseconds < 0 ? QString() : QString::number(layer.milliseconds, 'f', 4);
+    case kPercent:
+      return layer.percentage < 0 ? QString() : QString::number(layer.percentage, 'f', 1);
+    case kWorkspace:
+      return formatBytes(layer.workspaceBytes);
+    case kOutputBytes:
+      return formatBytes(layer.outputBytes);
+    case kSourceNodes:
+      return joined(layer.sourceNodes);
+  }
+  return QString();
+}
+
+QVariant LayerTableModel::data(const QModelIndex& index, int role) const {
+  if (!m_report || !index.isValid() || index.row() >= rowCount()) return {};
+  const inspector::ReportLayer& layer = m_report->layers[index.row()];
+  switch (role) {
+    case Qt::DisplayRole:
+      return displayText(layer, index.row(), index.column());
+    case kSortRole:
+      if (isNumeric(index.column())) return number(layer, index.row(), index.column());
+      return displayText(layer, index.row(), index.column());
+    case Qt::TextAlignmentRole:
+      if (isNumeric(index.column())) return int(Qt::AlignRight | Qt::AlignVCenter);
+      return {};
+    case Qt::ToolTipRole:
+      if (index.column() == kPrecision && !layer.precisionReason.empty())
+        return q(layer.precisionReason);
+      if (index.column() == kName && !layer.fusion.empty())
+        return tr("fused by %1").arg(q(layer.fusion));
+      if (index.column() == kTactic && !layer.tacticValue.empty()) return q(layer.tacticValue);
+      return {};
+  }
+  return {};
+}
+
+QVariant LayerTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
+  static const char* const kHeaders[kColumnCount] = {
+      "#",         "Name", "Type",      "Precision", "Tactic",      "Source",
+      "Time (ms)", "%",    "Workspace", "Output",    "Source nodes"};
+  return section >= 0 && section < kColumnCount ? tr(kHeaders[section]) : QVariant();
+}
+
+LayerFilterProxy::LayerFilterProxy(QObject* parent) : QSortFilterProxyModel(parent) {
+  setSortRole(LayerTableModel::kSortRole);
+}
+
+void LayerFilterProxy::setFilterText(const QString& text) {
+  m_text = text.trimmed();
+  invalidateFilter();
+}
+
+bool LayerFilterProxy::filterAcceptsRow(int sourceRow, const QModelIndex& sourceParent) const {
+  if (m_text.isEmpty()) return true;
+  for (int column :
+       {LayerTableModel::kName, LayerTableModel::kType, LayerTableModel::kPrecision,
+        LayerTableModel::kTactic, LayerTableModel::kSource, LayerTableModel::kSourceNodes}) {
+    const QString text = sourceModel()->index(sourceRow, column, sourceParent).data().toString();
+    if (text.contains(m_text, Qt::CaseInsensitive)) return true;
+  }
+  return false;
+}
+
+}  // namespace kiln::studio

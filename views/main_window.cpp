@@ -1,0 +1,376 @@
+#include "main_window.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDockWidget>
+#include <QDragEnterEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QKeySequence>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QSettings>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QToolBar>
+#include <QVBoxLayout>
+
+#include "build_panel.h"
+#include "charts_view.h"
+#include "engine_graph_view.h"
+#include "export_actions.h"
+#include "file_loader.h"
+#include "issues_dock.h"
+#include "jobs_widget.h"
+#include "layer_table_view.h"
+#include "model_graph_view.h"
+#include "profile_panel.h"
+#include "properties_panel.h"
+#include "tactics_panel.h"
+
+namespace kiln::studio {
+
+namespace {
+constexpr int kMaxRecent = 10;
+constexpr const char* kSettingsOrg = "Kiln";
+constexpr const char* kSettingsApp = "kiln-studio";
+}  // namespace
+
+MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
+  setObjectName("KilnStudioMainWindow");
+  setAcceptDrops(true);
+  setDockNestingEnabled(true);
+  m_tabs = new QTabWidget(this);
+  m_tabs->setDocumentMode(true);
+  setCentralWidget(m_tabs);
+  registerViews();
+  createDocks();
+  createMenus();
+  m_jobsWidget = new JobsWidget(&m_jobs, this);
+  statusBar()->addPermanentWidget(m_jobsWidget);
+  statusBar()->showMessage(tr("Open an ONNX model, a .kiln plan or a trtexec export (Ctrl+O), "
+                              "or drop it here."));
+  connect(&m_document, &StudioDocument::modelChanged, this, &MainWindow::updateTitle);
+  connect(&m_document, &StudioDocument::engineChanged, this, &MainWindow::updateTitle);
+  restoreSettings();
+  updateTitle();
+}
+
+// Views, docks and the status bar hold the document and the job runner, which are
+// members and so die before QWidget deletes its children: stop the jobs first,
+// then delete the widgets while what they point to is still alive.
+MainWindow::~MainWindow() {
+  m_jobs.cancelAllAndWait();
+  qDeleteAll(findChildren<QWidget*>(Qt::FindDirectChildrenOnly));
+}
+
+// Every central view, in tab order: the one place views are registered.
+void MainWindow::registerViews() {
+  auto* graph = new ModelGraphView(&m_document, &m_jobs, m_tabs);
+  auto* engine = new EngineGraphView(&m_document, &m_jobs, m_tabs);
+  auto* layers = new LayerTableView(&m_document, m_tabs);
+  auto* charts = new ChartsView(&m_document, m_tabs);
+  m_views = {graph, engine, layers, charts};
+  for (View* view : m_views) {
+    QWidget* page = new QWidget(m_tabs);
+    auto* layout = new QVBoxLayout(page);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->setSpacing(0);
+    if (QToolBar* bar = view->toolBar()) layout->addWidget(bar);
+    layout->addWidget(view->widget());
+    m_tabs->addTab(page, view->title());
+  }
+}
+
+// Docks: build configuration on the left, properties on the right, issues, tactic
+// candidates and profiling below.
+void MainWindow::createDocks() {
+  auto addDock = [this](const QString& id, const QString& title, QWidget* content,
+                        Qt::DockWidgetArea area) {
+    auto* dock = new QDockWidget(title, this);
+    dock->setObjectName("dock_" + id);
+    dock->setWidget(content);
+    addDockWidget(area, dock);
+    m_panels.emplace_back(id, content);
+    return dock;
+  };
+  auto* build = new BuildPanel(&m_document, &m_jobs, this);
+  addDock("build", tr("Build"), build, Qt::LeftDockWidgetArea);
+  addDock("properties", tr("Properties"), new PropertiesPanel(&m_document, &m_jobs, this),
+          Qt::RightDockWidgetArea);
+  m_issues = new IssuesDock(&m_document, this);
+  QDockWidget* issues = addDock("issues", tr("Issues"), m_issues, Qt::BottomDockWidgetArea);
+  QDockWidget* tactics =
+      addDock("tactics", tr("Tactics"), new TacticsPanel(&m_document, this), Qt::BottomDockWidgetArea);
+  QDockWidget* profile = addDock("profile", tr("Profile"), new ProfilePanel(&m_document, &m_jobs, this),
+                                 Qt::BottomDockWidgetArea);
+  tabifyDockWidget(issues, tactics);
+  tabifyDockWidget(tactics, profile);
+  issues->raise();
+  // The centre gets the room; docks keep a working size (restoreState may override).
+  resizeDocks({issues}, {220}, Qt::Vertical);
+  resizeDocks({findChild<QDockWidget*>("dock_build"), findChild<QDockWidget*>("dock_properties")},
+              {440, 320}, Qt::Horizontal);
+  connect(m_issues, &IssuesDock::jumpToNode, this, [this] { showView("graph"); });
+  connect(build, &BuildPanel::buildFinished, this, [this](bool ok, const QString& message) {
+    statusBar()->showMessage(message, 10000);
+    if (ok) showView("layers");
+  });
+  connect(&m_document, &StudioDocument::issuesChanged, this, [this, issues] {
+    if (!m_document.issues().empty() && m_document.issues().back().severity == IssueSeverity::kError)
+      issues->raise();
+  });
+}
+
+void MainWindow::createMenus() {
+  QMenu* file = menuBar()->addMenu(tr("&File"));
+  QAction* open = file->addAction(tr("&Open..."), this, [this] {
+    QSettings settings(kSettingsOrg, kSettingsApp);
+    const QString path = QFileDialog::getOpenFileName(
+        this, tr("Open"), settings.value("lastDir").toString(),
+        tr("Models and engines (*.onnx *.kiln *.json);;ONNX models (*.onnx);;Kiln plans (*.kiln);;"
+           "trtexec exports (*.json);;All files (*)"));
+    if (!path.isEmpty()) openFile(path);
+  });
+  open->setShortcut(QKeySequence::Open);
+  m_recentMenu = file->addMenu(tr("Open &Recent"));
+  file->addSeparator();
+  auto* exports = new ExportActions(&m_document, &m_jobs, this, this);
+  exports->setFigureProvider([this] { return reportFigures(); });
+  exports->addTo(file);
+  file->addSeparator();
+  QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
+  quit->setShortcut(QKeySequence::Quit);
+
+  QMenu* build = menuBar()->addMenu(tr("&Build"));
+  QAction* buildNow = build->addAction(tr("&Build Engine"), this, [this] {
+    if (auto* panel = qobject_cast<BuildPanel*>(this->panel("build"))) panel->startBuild();
+  });
+  buildNow->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_B));
+  QAction* profile = build->addAction(tr("&Profile Engine"), this, [this] {
+    if (auto* panel = qobject_cast<ProfilePanel*>(this->panel("profile"))) panel->startProfile();
+  });
+  profile->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_P));
+
+  m_viewMenu = menuBar()->addMenu(tr("&View"));
+  for (size_t i = 0; i < m_views.size(); ++i) {
+    QAction* show = m_viewMenu->addAction(m_views[i]->title(), this,
+                                          [this, i] { m_tabs->setCurrentIndex(static_cast<int>(i)); });
+    show->setShortcut(QKeySequence(Qt::CTRL | (Qt::Key_1 + static_cast<int>(i))));
+  }
+  m_viewMenu->addSeparator();
+  for (QDockWidget* dock : findChildren<QDockWidget*>()) m_viewMenu->addAction(dock->toggleViewAction());
+
+  QMenu* help = menuBar()->addMenu(tr("&Help"));
+  help->addAction(tr("&About Kiln Studio"), this, [this] {
+    QMessageBox::about(this, tr("About Kiln Studio"),
+                       tr("<b>Kiln Studio</b><p>Build, inspect and profile inference engines from "
+                          "ONNX models. Every action has a <code>kiln</code> command-line "
+                          "equivalent; the Build panel shows it.</p>"));
+  });
+  updateRecentMenu();
+}
+
+// The HTML report's figures: the engine graph, then every chart.
+std::vector<ReportFigure> MainWindow::reportFigures() {
+  std::vector<ReportFigure> figures;
+  if (auto* engine = dynamic_cast<EngineGraphView*>(view("engine")))
+    figures.push_back({tr("Engine graph"), engine->toSvg()});
+  if (auto* charts = dynamic_cast<ChartsView*>(view("charts"))) {
+    const QStringList captions = {tr("Per-layer latency (top layers)"), tr("Time by layer type"),
+                                  tr("Precision breakdown"), tr("Memory per layer")};
+    for (int chart = 0; chart < captions.size(); ++chart)
+      figures.push_back({captions[chart], charts->chartSvg(chart, QSize(960, 540))});
+  }
+  return figures;
+}
+
+View* MainWindow::view(const QString& id) const {
+  for (View* v : m_views)
+    if (v->id() == id) return v;
+  return nullptr;
+}
+
+void MainWindow::showView(const QString& id) {
+  for (size_t i = 0; i < m_views.size(); ++i)
+    if (m_views[i]->id() == id) m_tabs->setCurrentIndex(static_cast<int>(i));
+}
+
+QWidget* MainWindow::panel(const QString& id) const {
+  for (const auto& [name, widget] : m_panels)
+    if (name == id) return widget;
+  return nullptr;
+}
+
+void MainWindow::openFile(const QString& path, const QString& profilePath) {
+  if (!QFileInfo::exists(path)) {
+    m_document.addIssue({IssueSeverity::kError, "open", path + ": no such file", {}});
+    return;
+  }
+  QSettings(kSettingsOrg, kSettingsApp).setValue("lastDir", QFileInfo(path).absolutePath());
+  switch (detectFileKind(path)) {
+    case FileKind::kOnnx: openModel(path); break;
+    case FileKind::kPlan: openPlan(path); break;
+    case FileKind::kTrtexecGraph:
+      openTrtexec(path, profilePath.isEmpty() ? findTrtexecProfile(path) : profilePath);
+      break;
+    case FileKind::kTrtexecProfile:
+      m_document.addIssue({IssueSeverity::kError, "open",
+                           path + ": a trtexec profile alone has no layers; open its "
+                                  "--exportLayerInfo graph JSON (the profile is picked up beside it)",
+                           {}});
+      break;
+    case FileKind::kUnknown:
+      m_document.addIssue({IssueSeverity::kError, "open",
+                           path + ": not an ONNX model, a .kiln plan or a trtexec export", {}});
+      break;
+  }
+}
+
+void MainWindow::openModel(const QString& path) {
+  auto result = std::make_shared<Result<LoadedModel>>(Status::ok());
+  const std::string file = path.toStdString();
+  m_jobs.start(
+      tr("Import %1").arg(QFileInfo(path).fileName()),
+      [result, file](JobContext& context) {
+        context.progress(-1, QObject::tr("reading and inferring shapes"));
+        *result = loadModel(file);
+      },
+      [this, result, path](const JobContext&) {
+        m_document.clearIssues("import");
+        if (!result->isOk()) {
+          const QString message = QString::fromStdString(result->status().message());
+          m_document.addIssue({IssueSeverity::kError, "import", message, nodeNameInMessage(message)});
+          statusBar()->showMessage(tr("Could not open %1").arg(path), 10000);
+          return;
+        }
+        m_document.setEngine({}, nullptr, nullptr);
+        m_document.setModel(path, result->value().network);
+        for (const std::string& warning : result->value().warnings) {
+          const QString message = QString::fromStdString(warning);
+          m_document.addIssue({IssueSeverity::kWarning, "import", message, nodeNameInMessage(message)});
+        }
+        addRecent(path);
+        showView("graph");
+        statusBar()->showMessage(tr("Opened %1: %2 nodes")
+                                     .arg(path)
+                                     .arg(result->value().network->graph.nodes.size()),
+                                 10000);
+      });
+}
+
+void MainWindow::openPlan(const QString& path) {
+  auto result = std::make_shared<Result<LoadedEngine>>(Status::ok());
+  const std::string file = path.toStdString();
+  m_jobs.start(
+      tr("Open %1").arg(QFileInfo(path).fileName()),
+      [result, file](JobContext& context) {
+        context.progress(-1, QObject::tr("checking and loading the plan"));
+        *result = loadPlan(file);
+      },
+      [this, result, path](const JobContext&) {
+        m_document.clearIssues("open");
+        if (!result->isOk()) {
+          m_document.addIssue({IssueSeverity::kError, "open",
+                               QString::fromStdString(result->status().message()), {}});
+          return;
+        }
+        // The graph shows the ONNX model the plan was built from when it is still
+        // there (provenance names its nodes); else the network as built.
+        const LoadedEngine& engine = result->value();
+        if (engine.sourceModel)
+          m_document.setModel(QString::fromStdString(engine.sourceModelPath), engine.sourceModel);
+        else
+          m_document.setModel(path, engine.plan->network);
+        if (!engine.sourceModelNote.empty())
+          m_document.addIssue({IssueSeverity::kInfo, "open", QString::fromStdString(engine.sourceModelNote), {}});
+        m_document.setEngine(path, result->value().plan, result->value().report);
+        for (const std::string& warning : result->value().report->warnings)
+          m_document.addIssue({IssueSeverity::kWarning, "build", QString::fromStdString(warning),
+                               nodeNameInMessage(QString::fromStdString(warning))});
+        addRecent(path);
+        showView("layers");
+      });
+}
+
+void MainWindow::openTrtexec(const QString& graphPath, const QString& profilePath) {
+  auto result = std::make_shared<Result<LoadedEngine>>(Status::ok());
+  const std::string graph = graphPath.toStdString(), profile = profilePath.toStdString();
+  m_jobs.start(
+      tr("Open %1").arg(QFileInfo(graphPath).fileName()),
+      [result, graph, profile](JobContext&) { *result = loadTrtexec(graph, profile); },
+      [this, result, graphPath, profilePath](const JobContext&) {
+        m_document.clearIssues("open");
+        if (!result->isOk()) {
+          m_document.addIssue({IssueSeverity::kError, "open",
+                               QString::fromStdString(result->status().message()), {}});
+          return;
+        }
+        m_document.setEngine(graphPath, nullptr, result->value().report);
+        if (profilePath.isEmpty())
+          m_document.addIssue({IssueSeverity::kInfo, "open",
+                               tr("%1: no profile JSON beside it; layer times are unknown")
+                                   .arg(QFileInfo(graphPath).fileName()),
+                               {}});
+        addRecent(graphPath);
+        showView("engine");
+      });
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+  if (event->mimeData()->hasUrls()) event->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* event) {
+  for (const QUrl& url : event->mimeData()->urls())
+    if (url.isLocalFile()) openFile(url.toLocalFile());
+  event->acceptProposedAction();
+}
+
+void MainWindow::addRecent(const QString& path) {
+  QSettings settings(kSettingsOrg, kSettingsApp);
+  QStringList recent = settings.value("recentFiles").toStringList();
+  const QString absolute = QFileInfo(path).absoluteFilePath();
+  recent.removeAll(absolute);
+  recent.prepend(absolute);
+  while (recent.size() > kMaxRecent) recent.removeLast();
+  settings.setValue("recentFiles", recent);
+  updateRecentMenu();
+}
+
+void MainWindow::updateRecentMenu() {
+  m_recentMenu->clear();
+  const QStringList recent = QSettings(kSettingsOrg, kSettingsApp).value("recentFiles").toStringList();
+  for (int i = 0; i < recent.size(); ++i) {
+    QAction* action = m_recentMenu->addAction(QString("&%1 %2").arg(i + 1).arg(recent[i]));
+    connect(action, &QAction::triggered, this, [this, path = recent[i]] { openFile(path); });
+  }
+  m_recentMenu->setEnabled(!recent.isEmpty());
+}
+
+void MainWindow::restoreSettings() {
+  QSettings settings(kSettingsOrg, kSettingsApp);
+  if (!restoreGeometry(settings.value("geometry").toByteArray())) resize(1500, 950);
+  restoreState(settings.value("windowState").toByteArray());
+  m_tabs->setCurrentIndex(settings.value("currentView", 0).toInt());
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+  QSettings settings(kSettingsOrg, kSettingsApp);
+  settings.setValue("geometry", saveGeometry());
+  settings.setValue("windowState", saveState());
+  settings.setValue("currentView", m_tabs->currentIndex());
+  QMainWindow::closeEvent(event);
+}
+
+void MainWindow::updateTitle() {
+  QString title = "Kiln Studio";
+  if (!m_document.modelPath().isEmpty()) title = QFileInfo(m_document.modelPath()).fileName() + " - " + title;
+  if (!m_document.enginePath().isEmpty() && m_document.enginePath() != m_document.modelPath())
+    title = QFileInfo(m_document.enginePath()).fileName() + " | " + title;
+  setWindowTitle(title);
+}
+
+}  // namespace kiln::studio

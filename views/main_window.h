@@ -1,0 +1,73 @@
+// MainWindow: kiln-studio's window. Views (model graph, engine graph, layer table,
+// charts) are tabs in the centre, registered in one block; panels (build, properties,
+// tactics, profile, issues) are docks. Opens .onnx models, .kiln plans and trtexec
+// exports (menu, command line, drag and drop); remembers recent files, window state
+// and the last build configuration. Slow work goes through the JobRunner.
+#pragma once
+
+#include <QMainWindow>
+#include <QStringList>
+#include <memory>
+#include <vector>
+
+#include "html_report.h"
+#include "job_runner.h"
+#include "studio_document.h"
+#include "view.h"
+
+class QTabWidget;
+class QMenu;
+
+namespace kiln::studio {
+
+class IssuesDock;
+class JobsWidget;
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+ public:
+  explicit MainWindow(QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  StudioDocument* document() { return &m_document; }
+  JobRunner* jobs() { return &m_jobs; }
+
+  // Opens a file by its kind: .onnx model, .kiln plan, trtexec graph JSON (with the
+  // profile JSON beside it when one is found). Runs in the background; failures go
+  // to the Issues dock. `profilePath` overrides the profile lookup for trtexec files.
+  void openFile(const QString& path, const QString& profilePath = QString());
+  // The view registered under `id` ("graph", "engine", "layers", "charts").
+  View* view(const QString& id) const;
+  void showView(const QString& id);
+  QWidget* panel(const QString& id) const;  // dock contents: "build", "properties", ...
+
+ protected:
+  void dragEnterEvent(QDragEnterEvent* event) override;
+  void dropEvent(QDropEvent* event) override;
+  void closeEvent(QCloseEvent* event) override;
+
+ private:
+  void registerViews();
+  std::vector<ReportFigure> reportFigures();
+  void createDocks();
+  void createMenus();
+  void updateRecentMenu();
+  void addRecent(const QString& path);
+  void restoreSettings();
+  void updateTitle();
+  void openModel(const QString& path);
+  void openPlan(const QString& path);
+  void openTrtexec(const QString& graphPath, const QString& profilePath);
+
+  StudioDocument m_document;
+  JobRunner m_jobs;
+  QTabWidget* m_tabs = nullptr;
+  std::vector<View*> m_views;
+  std::vector<std::pair<QString, QWidget*>> m_panels;
+  QMenu* m_recentMenu = nullptr;
+  QMenu* m_viewMenu = nullptr;
+  IssuesDock* m_issues = nullptr;
+  JobsWidget* m_jobsWidget = nullptr;
+};
+
+}  // namespace kiln::studio

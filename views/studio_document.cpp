@@ -1,0 +1,82 @@
+#include "studio_document.h"
+
+#include <algorithm>
+
+namespace kiln::studio {
+
+StudioDocument::StudioDocument(QObject* parent) : QObject(parent) {}
+
+void StudioDocument::setModel(const QString& path, std::shared_ptr<const Network> network) {
+  m_modelPath = path;
+  m_network = std::move(network);
+  m_selectedNodes.clear();
+  m_selectedLayer = -1;
+  emit modelChanged();
+  emit selectionChanged();
+}
+
+void StudioDocument::setEngine(const QString& path, std::shared_ptr<const Plan> plan,
+                               std::shared_ptr<const inspector::EngineReport> report) {
+  m_enginePath = path;
+  m_plan = std::move(plan);
+  m_report = std::move(report);
+  m_selectedLayer = -1;
+  emit engineChanged();
+  emit selectionChanged();
+}
+
+void StudioDocument::setReport(std::shared_ptr<const inspector::EngineReport> report) {
+  m_report = std::move(report);
+  if (m_report && m_selectedLayer >= static_cast<int>(m_report->layers.size()))
+    m_selectedLayer = -1;
+  emit engineChanged();
+}
+
+void StudioDocument::setBuildConfig(const BuilderConfig& config) {
+  m_config = config;
+  emit buildConfigChanged();
+}
+
+void StudioDocument::selectNodes(const QStringList& nodeNames) {
+  if (nodeNames == m_selectedNodes) return;
+  m_selectedNodes = nodeNames;
+  m_selectedLayer = nodeNames.isEmpty() ? -1 : layerOfNode(nodeNames.front());
+  emit selectionChanged();
+}
+
+void StudioDocument::selectLayer(int layerIndex) {
+  if (!m_report || layerIndex < 0 || layerIndex >= static_cast<int>(m_report->layers.size()))
+    layerIndex = -1;
+  if (layerIndex == m_selectedLayer) return;
+  m_selectedLayer = layerIndex;
+  m_selectedNodes.clear();
+  if (layerIndex >= 0)
+    for (const auto& node : m_report->layers[layerIndex].sourceNodes)
+      m_selectedNodes << QString::fromStdString(node);
+  emit selectionChanged();
+}
+
+int StudioDocument::layerOfNode(const QString& nodeName) const {
+  if (!m_report) return -1;
+  const std::string name = nodeName.toStdString();
+  for (size_t i = 0; i < m_report->layers.size(); ++i) {
+    const auto& nodes = m_report->layers[i].sourceNodes;
+    if (std::find(nodes.begin(), nodes.end(), name) != nodes.end()) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+void StudioDocument::addIssue(const Issue& issue) {
+  m_issues.push_back(issue);
+  emit issuesChanged();
+}
+
+void StudioDocument::clearIssues(const QString& source) {
+  auto from = std::remove_if(m_issues.begin(), m_issues.end(),
+                             [&](const Issue& i) { return i.source == source; });
+  if (from == m_issues.end()) return;
+  m_issues.erase(from, m_issues.end());
+  emit issuesChanged();
+}
+
+}  // namespace kiln::studio

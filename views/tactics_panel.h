@@ -1,0 +1,58 @@
+// TacticsPanel: the dock that shows why the selected layer runs the way it does:
+// every tactic candidate the builder considered (tactic, source, precision, time,
+// from cache, why rejected, what the backend said), fastest first, the winner
+// marked, under a header "N candidates, winner X, Y× faster than the runner-up".
+#pragma once
+
+#include <QString>
+#include <QWidget>
+#include <vector>
+
+#include "engine_report.h"
+
+class QLabel;
+class QTableWidget;
+
+namespace kiln::studio {
+
+class StudioDocument;
+
+class TacticsPanel : public QWidget {
+  Q_OBJECT
+ public:
+  enum Column {
+    kWinner,
+    kTactic,
+    kSource,
+    kPrecision,
+    kTime,
+    kFromCache,
+    kRejected,
+    kDetail,
+    kColumnCount
+  };
+
+  explicit TacticsPanel(StudioDocument* document, QWidget* parent = nullptr);
+
+  QString header() const;
+  QTableWidget* table() const { return m_table; }
+  // The row of the winner in the table; -1 when the layer has no winning candidate.
+  int winnerRow() const { return m_winnerRow; }
+
+ private:
+  void refresh();
+  void showLayer(const inspector::ReportLayer& layer);
+
+  StudioDocument* m_document;
+  QLabel* m_header;
+  QTableWidget* m_table;
+  int m_winnerRow = -1;
+};
+
+// The order the panel lists candidates in: valid and timed by time, then valid
+// untimed, then rejected, each group in the builder's order.
+std::vector<int> candidateOrder(const std::vector<inspector::ReportCandidate>& candidates);
+// Index of the candidate that is the layer's tactic at its precision (-1 if none).
+int winnerOf(const inspector::ReportLayer& layer);
+
+}  // namespace kiln::studio
