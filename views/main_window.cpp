@@ -16,6 +16,7 @@
 #include <QTabWidget>
 #include <QToolBar>
 #include <QVBoxLayout>
+#include <algorithm>
 
 #include "build_panel.h"
 #include "charts_view.h"
@@ -350,7 +351,42 @@ void MainWindow::updateRecentMenu() {
   m_recentMenu->setEnabled(!recent.isEmpty());
 }
 
+// The model-independent build settings carry over between sessions; per-layer
+// rules and profiles belong to a model and do not.
+void MainWindow::saveBuildSettings() const {
+  QSettings settings(kSettingsOrg, kSettingsApp);
+  const BuilderConfig& config = m_document.buildConfig();
+  settings.beginGroup("build");
+  settings.setValue("tf32", config.tf32);
+  settings.setValue("fp16", config.fp16);
+  settings.setValue("bf16", config.bf16);
+  settings.setValue("constraints", constraintModeName(config.precisionConstraints));
+  settings.setValue("optimizationLevel", config.optimizationLevel);
+  settings.setValue("workspaceBytes", QVariant::fromValue<qlonglong>(config.workspaceLimitBytes));
+  settings.setValue("tacticSources", config.tacticSources);
+  settings.setValue("verbosity", profilingVerbosityName(config.profilingVerbosity));
+  settings.endGroup();
+}
+
+void MainWindow::restoreBuildSettings() {
+  QSettings settings(kSettingsOrg, kSettingsApp);
+  if (!settings.childGroups().contains("build")) return;
+  BuilderConfig config = m_document.buildConfig();
+  settings.beginGroup("build");
+  config.tf32 = settings.value("tf32", config.tf32).toBool();
+  config.fp16 = settings.value("fp16", config.fp16).toBool();
+  config.bf16 = settings.value("bf16", config.bf16).toBool();
+  parseConstraintMode(settings.value("constraints").toString().toStdString(), &config.precisionConstraints);
+  config.optimizationLevel = std::clamp(settings.value("optimizationLevel", 3).toInt(), 0, 5);
+  config.workspaceLimitBytes = settings.value("workspaceBytes", qlonglong(config.workspaceLimitBytes)).toLongLong();
+  config.tacticSources = settings.value("tacticSources", config.tacticSources).toUInt();
+  parseProfilingVerbosity(settings.value("verbosity").toString().toStdString(), &config.profilingVerbosity);
+  settings.endGroup();
+  m_document.setBuildConfig(config);
+}
+
 void MainWindow::restoreSettings() {
+  restoreBuildSettings();
   QSettings settings(kSettingsOrg, kSettingsApp);
   if (!restoreGeometry(settings.value("geometry").toByteArray())) resize(1500, 950);
   restoreState(settings.value("windowState").toByteArray());
@@ -362,6 +398,7 @@ void MainWindow::closeEvent(QCloseEvent* event) {
   settings.setValue("geometry", saveGeometry());
   settings.setValue("windowState", saveState());
   settings.setValue("currentView", m_tabs->currentIndex());
+  saveBuildSettings();
   QMainWindow::closeEvent(event);
 }
 

@@ -54,6 +54,8 @@ class MainWindow : public QMainWindow {
   void updateRecentMenu();
   void addRecent(const QString& path);
   void restoreSettings();
+  void saveBuildSettings() const;
+  void restoreBuildSettings();
   void updateTitle();
   void openModel(const QString& path);
   void openPlan(const QString& path);

@@ -109,6 +109,28 @@ class TestMainWindow : public QObject {
     QVERIFY(recent.front().endsWith("tiny_bert.onnx"));
   }
 
+  void buildSettingsAreRemembered() {
+    {
+      MainWindow window;
+      BuilderConfig config = window.document()->buildConfig();
+      config.fp16 = true;
+      config.optimizationLevel = 1;
+      config.workspaceLimitBytes = 256LL << 20;
+      window.document()->setBuildConfig(config);
+      window.close();
+    }
+    MainWindow reopened;
+    const BuilderConfig& config = reopened.document()->buildConfig();
+    QVERIFY(config.fp16);
+    QCOMPARE(config.optimizationLevel, 1);
+    QCOMPARE(config.workspaceLimitBytes, 256LL << 20);
+    auto* build = qobject_cast<BuildPanel*>(reopened.panel("build"));
+    QVERIFY(build->commandLine().contains("--fp16"));
+    BuilderConfig defaults;
+    reopened.document()->setBuildConfig(defaults);  // leave the next tests the defaults
+    reopened.close();
+  }
+
   void badFilesBecomeIssuesAndKeepTheOpenModel() {
     MainWindow window;
     window.openFile(dataPath("builder/tiny_bert.onnx"));
