@@ -103,6 +103,7 @@ const char* layerTypeOf(const std::string& op) {
       {"RNN", "RNN"},
       {"Attention", "Attention"},
       {"FusedMatMul", "MatrixMultiply"},
+      {"FusedConv", "Convolution"},
       {"ScaledMaskedSoftmax", "SoftMax"},
       {"AddLayerNorm", "Normalization"}};
   auto it = kTypes.find(op);

@@ -8,6 +8,7 @@
 namespace kiln::passes {
 
 std::unique_ptr<Pass> makeFoldBatchNorm();
+std::unique_ptr<Pass> makeFuseConvBiasActivation();
 std::unique_ptr<Pass> makeFuseMatMulBiasActivation();
 std::unique_ptr<Pass> makeFuseSoftmaxScaleMask();
 std::unique_ptr<Pass> makeFuseAddLayerNorm();

@@ -13,6 +13,10 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   // BatchNormalization into the Conv before it: weight algebra only, and it must
   // come before any pass that would fuse the Conv with what follows the BN.
   list.push_back(passes::makeFoldBatchNorm());
+  // Bias, residual Add and activation into the Conv: after the BN fold, which turns
+  // Conv -> BN -> Relu into Conv(bias) -> Relu; before fuse_add_layer_norm, so an Add
+  // right after a Conv rides the convolution's epilogue instead of a row kernel.
+  list.push_back(passes::makeFuseConvBiasActivation());
   // Bias and activation into the GEMM: first, because later pointwise fusions
   // would otherwise swallow the bias Add and the GELU chain.
   list.push_back(passes::makeFuseMatMulBiasActivation());

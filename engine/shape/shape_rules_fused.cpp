@@ -2,6 +2,7 @@
 // other domains are not these and get no rule).
 //   ScaledMaskedSoftmax(X, [M])       -> Y: X and M broadcast, X's type
 //   AddLayerNorm(A, B, gamma, [beta]) -> Y, [S]: A and B broadcast, A's type
+//   FusedConv(X, W, [B], [Z])          -> Y: Conv's rule (B and Z do not change it)
 #include <algorithm>
 
 #include "shape/rule_helpers.h"
@@ -22,11 +23,17 @@ bool kilnBroadcastOfFirstTwo(const Node& node, const Ins& in, Outs* outs) {
   return true;
 }
 
+bool kilnFusedConvRule(const Node& node, const Ins& in, Outs* outs) {
+  const ShapeRule conv = findShapeRule("Conv");
+  return node.domain == "ai.kiln" && conv && conv(node, in, outs);
+}
+
 }  // namespace
 
 void addFusedShapeRules(std::map<std::string, ShapeRule>& t) {
   t["ScaledMaskedSoftmax"] = &kilnBroadcastOfFirstTwo;
   t["AddLayerNorm"] = &kilnBroadcastOfFirstTwo;
+  t["FusedConv"] = &kilnFusedConvRule;
 }
 
 }  // namespace kiln::shape

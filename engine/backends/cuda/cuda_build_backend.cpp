@@ -16,7 +16,8 @@ struct CudaTactic {
 };
 
 CudaTactic tacticFor(const Node& node) {
-  if (node.opType == "Conv" || node.opType == "ConvTranspose") return {"cuda.cudnn", kTacticCudnn};
+  if (node.opType == "Conv" || node.opType == "ConvTranspose" || node.opType == "FusedConv")
+    return {"cuda.cudnn", kTacticCudnn};
   if (node.opType == "MatMul" || node.opType == "Gemm" || node.opType == "FusedMatMul")
     return {"cuda.cublaslt", kTacticCublasLt};
   return {"cuda.kiln", kTacticKiln};

@@ -149,5 +149,6 @@ void registerSpatialMiscGpuKernels(GpuKernelRegistry& registry);  // GridSample,
 void registerRnnGpuKernels(GpuKernelRegistry& registry);          // LSTM, GRU, RNN
 // ai.kiln ScaledMaskedSoftmax and AddLayerNorm (the fusion passes' row kernels).
 void registerFusedNormalizationGpuKernels(GpuKernelRegistry& registry);
+void registerFusedConvGpuKernels(GpuKernelRegistry& registry);  // ai.kiln FusedConv
 
 }  // namespace kiln::cuda

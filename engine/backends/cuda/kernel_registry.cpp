@@ -44,6 +44,7 @@ const GpuKernelRegistry& builtinGpuKernels() {
     registerSpatialMiscGpuKernels(r);
     registerRnnGpuKernels(r);
     registerFusedNormalizationGpuKernels(r);
+    registerFusedConvGpuKernels(r);
     return r;
   }();
   return registry;

@@ -78,10 +78,12 @@ Status fusedMatMulKernel(KernelContext& ctx) {
 }  // namespace
 
 void registerFusedNormalizationKernels(KernelRegistry& registry);  // fused_normalization.cpp
+void registerFusedConvKernels(KernelRegistry& registry);           // fused_conv.cpp
 
 void registerFusedKernels(KernelRegistry& registry) {
   registry.add("FusedMatMul", 1, 1000, &fusedMatMulKernel, kKilnDomain);
   registerFusedNormalizationKernels(registry);  // ScaledMaskedSoftmax, AddLayerNorm
+  registerFusedConvKernels(registry);           // FusedConv
 }
 
 }  // namespace kiln::cpu

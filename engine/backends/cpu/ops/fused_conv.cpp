@@ -1,0 +1,132 @@
+// ai.kiln FusedConv (the fuse_conv_bias_activation pass's node):
+//   Y = act(Conv(X, W) + B + Z)
+// X, W and the Conv attributes as ONNX Conv; B [M] an optional per-channel bias; Z an
+// optional residual of Y's shape; act one of
+//   none, relu, leaky_relu (x >= 0 ? x : alpha * x), clip (min(max(x, alpha), beta)),
+//   sigmoid, tanh, hard_sigmoid (clamp(alpha * x + beta, 0, 1)),
+//   hard_swish (x * clamp(x / 6 + 0.5, 0, 1)), silu (x * sigmoid(x))
+// with alpha = activation_alpha, beta = activation_beta. The reference runs Conv's own
+// convolution (bias included) and applies Z and act to its float (double for
+// float64) result before the one rounding to the storage type.
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "backends/cpu/ops/conv.h"
+#include "kiln/passes.h"
+
+namespace kiln::cpu {
+namespace {
+
+enum class Activation {
+  kNone,
+  kRelu,
+  kLeakyRelu,
+  kClip,
+  kSigmoid,
+  kTanh,
+  kHardSigmoid,
+  kHardSwish,
+  kSilu
+};
+
+struct Epilogue {
+  Activation activation = Activation::kNone;
+  double alpha = 0.0, beta = 0.0;
+};
+
+Status parseEpilogue(const KernelContext& ctx, Epilogue* out) {
+  static const std::pair<const char*, Activation> kNames[] = {
+      {"none", Activation::kNone},
+      {"relu", Activation::kRelu},
+      {"leaky_relu", Activation::kLeakyRelu},
+      {"clip", Activation::kClip},
+      {"sigmoid", Activation::kSigmoid},
+      {"tanh", Activation::kTanh},
+      {"hard_sigmoid", Activation::kHardSigmoid},
+      {"hard_swish", Activation::kHardSwish},
+      {"silu", Activation::kSilu}};
+  const std::string name = ctx.node().attrString("activation", "none");
+  auto it = std::find_if(std::begin(kNames), std::end(kNames),
+                         [&](const auto& entry) { return name == entry.first; });
+  if (it == std::end(kNames))
+    return ctx.error(
+        "unknown activation '" + name +
+        "' (none, relu, leaky_relu, clip, sigmoid, tanh, hard_sigmoid, hard_swish, silu)");
+  out->activation = it->second;
+  out->alpha = ctx.node().attrFloat("activation_alpha", 0.f);
+  out->beta = ctx.node().attrFloat("activation_beta", 0.f);
+  return Status::ok();
+}
+
+template <class C>
+C activate(C x, const Epilogue& e) {
+  switch (e.activation) {
+    case Activation::kRelu:
+      return x > C(0) ? x : C(0);
+    case Activation::kLeakyRelu:
+      return x >= C(0) ? x : x * C(e.alpha);
+    case Activation::kClip:
+      return std::min(std::max(x, C(e.alpha)), C(e.beta));
+    case Activation::kSigmoid:
+      return C(1) / (C(1) + std::exp(-x));
+    case Activation::kTanh:
+      return std::tanh(x);
+    case Activation::kHardSigmoid:
+      return std::min(std::max(C(e.alpha) * x + C(e.beta), C(0)), C(1));
+    case Activation::kHardSwish:
+      return x * std::min(std::max(x / C(6) + C(0.5), C(0)), C(1));
+    case Activation::kSilu:
+      return x / (C(1) + std::exp(-x));
+    default:
+      return x;
+  }
+}
+
+// Z: Y's shape and X's type, when present.
+Status checkResidual(const KernelContext& ctx, const Tensor* z, const Shape& outShape) {
+  if (!z) return Status::ok();
+  if (z->type() != ctx.input(0).type()) return ctx.error("input Z must have the type of X");
+  if (z->shape() != outShape)
+    return ctx.error("input Z " + shapeToString(z->shape()) + " must have the output's shape " +
+                     shapeToString(outShape));
+  return Status::ok();
+}
+
+Status fusedConvKernel(KernelContext& ctx) {
+  ConvProblem problem;
+  KILN_RETURN_IF_ERROR(prepareConvNode(ctx, &problem));
+  Epilogue epilogue;
+  KILN_RETURN_IF_ERROR(parseEpilogue(ctx, &epilogue));
+  const Tensor& x = ctx.input(0);
+  const Shape outShape = spatialOutputShape(problem.batch, problem.outChannels, problem.geometry);
+  const Tensor* z = ctx.inputOrNull(3);
+  KILN_RETURN_IF_ERROR(checkResidual(ctx, z, outShape));
+  Tensor& out = ctx.allocateOutput(0, x.type(), outShape);
+  if (out.numel() == 0) return Status::ok();
+  Status status = dispatchFloatTypes(x.type(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    return runTypedConvolution<T>(
+        ctx, problem, out,
+        [&](const ConvProblem& q, const auto* xd, const auto* wd, const auto* bias, auto* y) {
+          using C = std::remove_const_t<std::remove_pointer_t<decltype(xd)>>;
+          runConvolution(q, xd, wd, bias, y);
+          const int64_t n = out.numel();
+          if (z) {
+            ComputeView<C> zv(z->data<T>(), n);
+            for (int64_t i = 0; i < n; ++i) y[i] = activate(y[i] + zv.data()[i], epilogue);
+          } else {
+            for (int64_t i = 0; i < n; ++i) y[i] = activate(y[i], epilogue);
+          }
+        });
+  });
+  return status.isOk() ? status : ctx.unsupported(status.message());
+}
+
+}  // namespace
+
+void registerFusedConvKernels(KernelRegistry& registry) {
+  registry.add("FusedConv", 1, 1000, &fusedConvKernel, kKilnDomain);
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,44 @@
+// FusedConv's epilogue as one pass over the convolution's output, for when cuDNN
+// has no fused engine for the graph (or its fused engine is slower).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <string>
+
+#include "kiln/data_type.h"
+#include "kiln/status.h"
+
+namespace kiln::cuda {
+
+// The activations of ai.kiln FusedConv (contract: cpu/ops/fused_conv.cpp).
+enum class EpilogueActivation : int {
+  kNone,
+  kRelu,
+  kLeakyRelu,  // x >= 0 ? x : alpha * x
+  kClip,       // min(max(x, alpha), beta)
+  kSigmoid,
+  kTanh,
+  kHardSigmoid,  // clamp(alpha * x + beta, 0, 1)
+  kHardSwish,    // x * clamp(x / 6 + 0.5, 0, 1)
+  kSilu,         // x * sigmoid(x)
+};
+
+struct ConvEpilogue {
+  EpilogueActivation activation = EpilogueActivation::kNone;
+  float alpha = 0.f, beta = 0.f;
+};
+
+// y[o, c, i] = act(y[o, c, i] + bias[c] + z[o, c, i]) in place for y laid out
+// [outer, channels, inner]; bias ([channels]) and z (y's shape) may be null. Storage
+// float32, float16 or bfloat16 (one type for all three), arithmetic in float. Moves
+// 16-byte packs when the element count and the pointers allow.
+Status applyConvEpilogue(void* y, DataType type, const void* bias, const void* z, int64_t outer,
+                         int64_t channels, int64_t inner, const ConvEpilogue& epilogue,
+                         cudaStream_t stream);
+
+// How applyConvEpilogue moves `count` elements at y and z: "packs of N" or "element-wise".
+std::string convEpilogueVariant(DataType type, int64_t count, const void* y, const void* z);
+
+}  // namespace kiln::cuda

@@ -1,0 +1,141 @@
+// cuDNN 9 backend-graph machinery the convolution kernels share (conv.cpp,
+// fused_conv.cpp): RAII descriptors, tensors, the convolution's geometry and
+// operation, execution plans from the engine heuristics, variant packs, timing.
+// Host code only; every cuDNN and CUDA call returns a Status.
+#pragma once
+
+#include <cudnn.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backends/cuda/gpu_kernel.h"
+#include "backends/cuda/libraries.h"
+
+namespace kiln::cuda {
+
+// RAII for a cudnnBackendDescriptor_t.
+class CudnnDescriptor {
+ public:
+  CudnnDescriptor() = default;
+  ~CudnnDescriptor();
+  CudnnDescriptor(const CudnnDescriptor&) = delete;
+  CudnnDescriptor& operator=(const CudnnDescriptor&) = delete;
+  CudnnDescriptor(CudnnDescriptor&& o) noexcept : m_desc(o.m_desc) { o.m_desc = nullptr; }
+  Status create(cudnnBackendDescriptorType_t type);
+  cudnnBackendDescriptor_t get() const { return m_desc; }
+
+ private:
+  cudnnBackendDescriptor_t m_desc = nullptr;
+};
+
+// cudnnBackendSetAttribute, returning a Status on failure.
+#define KILN_CUDNN_SET(desc, attr, type, count, value) \
+  KILN_CUDNN_CHECK(cudnnBackendSetAttribute((desc), (attr), (type), (count), (value)))
+
+cudnnDataType_t cudnnTypeOf(DataType type);
+
+// A packed row-major tensor. Virtual tensors exist only inside a fused graph.
+Status makeCudnnTensor(CudnnDescriptor* desc, cudnnDataType_t type,
+                       const std::vector<int64_t>& dims, int64_t uid, bool isVirtual = false);
+
+// One convolution in cuDNN terms (spatial rank >= 2 once promoted).
+struct ConvGeometry {
+  DataType type = DataType::kFloat32;
+  bool transpose = false;        // backward-data: x is the ConvTranspose output
+  std::vector<int64_t> x, w, y;  // x: image side, y: filter-output side (forward)
+  std::vector<int64_t> pre, post, strides, dilations;
+  bool tf32 = false;
+  bool operator==(const ConvGeometry& o) const {
+    return type == o.type && transpose == o.transpose && x == o.x && w == o.w && y == o.y &&
+           pre == o.pre && post == o.post && strides == o.strides && dilations == o.dilations &&
+           tf32 == o.tf32;
+  }
+};
+
+// Pads, strides, dilations and kernel dims of a Conv/ConvTranspose node.
+struct ConvAttributes {
+  std::vector<int64_t> kernel, strides, dilations, pads, outputPadding, outputShape;
+  std::string autoPad;
+  int64_t group = 1;
+};
+ConvAttributes readConvAttributes(const Node& node, size_t spatial, const Shape& w);
+
+// The forward convolution of the context's node (Conv or FusedConv) on X and W:
+// ranks 3..5, channels against group, pads resolved (auto_pad too); g->y is the
+// output shape. Errors name the node.
+Status forwardConvGeometry(const GpuKernelContext& ctx, const DeviceTensor& x,
+                           const DeviceTensor& w, ConvGeometry* g);
+
+// cuDNN wants at least 2 spatial dims: a 1-D convolution becomes one of height 1.
+ConvGeometry promoteTo2d(ConvGeometry g);
+// `dims` ([N, C, L]) with the unit height inserted when `g` was promoted from 1-D.
+std::vector<int64_t> promoteDims(std::vector<int64_t> dims, size_t rank);
+
+// The convolution operation of `g` (forward, or backward-data when g.transpose)
+// from tensor descriptors x, w to y (y may be virtual).
+Status makeConvolutionOp(const ConvGeometry& g, cudnnBackendDescriptor_t x,
+                         cudnnBackendDescriptor_t w, cudnnBackendDescriptor_t y,
+                         CudnnDescriptor* op);
+
+// A finalized operation graph of `ops` on `handle`.
+Status makeOperationGraph(cudnnHandle_t handle, const std::vector<cudnnBackendDescriptor_t>& ops,
+                          CudnnDescriptor* graph);
+
+struct CudnnPlan {
+  CudnnDescriptor plan;
+  int64_t workspace = 0;
+  std::string description;  // "cudnn engine 12", "cudnn engine 3 (fallback)"
+};
+
+// Which engine configurations a layer accepts.
+struct PlanFilter {
+  bool strictFloat32 = false;  // no TF32 or down-converted inputs
+  int wanted = 1;              // at most this many plans
+  int64_t workspaceLimit = 0;
+  bool runtimeCompilation = true;  // engines that compile a kernel (NVRTC) at finalize
+  bool fallbackList = true;        // ask the fallback heuristics when mode A yields none
+};
+
+// Up to `filter.wanted` finalized execution plans of `graph` from the heuristics
+// (mode A, then the fallback list when A yields none) that pass `filter`; each
+// skipped engine's reason goes to `rejected`.
+Status heuristicPlans(cudnnHandle_t handle, cudnnBackendDescriptor_t graph,
+                      const PlanFilter& filter, std::vector<std::unique_ptr<CudnnPlan>>* plans,
+                      std::vector<std::string>* rejected);
+
+// The engine options' filter for a convolution of `g` (TF32 rule, candidate count,
+// workspace limit).
+PlanFilter convPlanFilter(const GpuKernelContext& ctx, const ConvGeometry& g);
+
+// (unique id, device pointer) of each non-virtual tensor of a graph.
+using CudnnBindings = std::vector<std::pair<int64_t, void*>>;
+
+// Enqueues `plan` on the handle's stream.
+Status executeCudnnPlan(cudnnHandle_t handle, const CudnnPlan& plan, const CudnnBindings& tensors,
+                        void* workspace);
+
+// Runs `run` once (warm-up), then three times between CUDA events on `stream`; the
+// fastest in milliseconds. An error of `run` comes back as it is.
+Result<float> timeOnStream(cudaStream_t stream, const std::function<Status()>& run);
+
+// The library workspace of `bytes` (nullptr for 0).
+Result<void*> convWorkspace(GpuKernelContext& ctx, int64_t bytes);
+
+// A plain convolution's plan: the fastest of the heuristics' candidates, timed on x,
+// w and y when there are several (y is overwritten); `summary` says which won and
+// the timings.
+struct ChosenConvPlan {
+  std::shared_ptr<CudnnPlan> plan;
+  std::string summary;
+};
+Status chooseConvPlan(GpuKernelContext& ctx, cudnnHandle_t handle, const ConvGeometry& g, void* x,
+                      const void* w, void* y, ChosenConvPlan* chosen);
+
+// Tensor uids of the convolution graphs.
+constexpr int64_t kConvUidX = 1, kConvUidW = 2, kConvUidY = 3;
+
+}  // namespace kiln::cuda

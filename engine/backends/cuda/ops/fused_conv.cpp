@@ -1,0 +1,312 @@
+// ai.kiln FusedConv on CUDA: Y = act(Conv(X, W) + B + Z) (contract and reference:
+// cpu/ops/fused_conv.cpp). Two implementations, both candidates at the first run of
+// a shape; the layer state keeps the faster and the implementation text names it
+// with every candidate's time:
+//   cudnn fused graph: ConvolutionFwd -> pointwise ADD Z -> pointwise ADD B ->
+//     pointwise RELU/SIGMOID/TANH, intermediates virtual float tensors, in the order
+//     of cuDNN's conv-add-bias-act pattern; engines from the heuristics, filtered
+//     like the plain convolution's (TF32 when off, workspace).
+//   conv + kiln epilogue: the plain convolution's fastest plan (cudnn_conv.cpp), then
+//     one pass that adds B and Z and applies act (conv_epilogue.cu): every
+//     activation, and the only way when cuDNN has no engine for the graph.
+// The node attribute `path` ("auto", "cudnn_graph", "kiln_epilogue") restricts the
+// candidates, for tests and tactic pinning.
+#include <algorithm>
+#include <sstream>
+
+#include "backends/cuda/ops/conv_epilogue.h"
+#include "backends/cuda/ops/cudnn_conv.h"
+#include "kiln/passes.h"
+
+namespace kiln::cuda {
+namespace {
+
+constexpr int64_t kUidB = 4, kUidZ = 5, kUidStage = 10;
+
+struct FusedConvProblem {
+  ConvGeometry geometry;  // promoted to 2-D
+  void* x = nullptr;
+  const void* w = nullptr;
+  const void* bias = nullptr;
+  const void* z = nullptr;
+  void* y = nullptr;
+  ConvEpilogue epilogue;
+  int64_t outer = 0, channels = 0, inner = 0;
+};
+
+struct FusedConvState {
+  ConvGeometry geometry;
+  bool fusedGraph = false;
+  std::shared_ptr<CudnnPlan> plan;  // the fused graph's, or the plain convolution's
+};
+
+Status parseEpilogue(const GpuKernelContext& ctx, ConvEpilogue* out) {
+  static const std::pair<const char*, EpilogueActivation> kNames[] = {
+      {"none", EpilogueActivation::kNone},
+      {"relu", EpilogueActivation::kRelu},
+      {"leaky_relu", EpilogueActivation::kLeakyRelu},
+      {"clip", EpilogueActivation::kClip},
+      {"sigmoid", EpilogueActivation::kSigmoid},
+      {"tanh", EpilogueActivation::kTanh},
+      {"hard_sigmoid", EpilogueActivation::kHardSigmoid},
+      {"hard_swish", EpilogueActivation::kHardSwish},
+      {"silu", EpilogueActivation::kSilu}};
+  const std::string name = ctx.node().attrString("activation", "none");
+  auto it = std::find_if(std::begin(kNames), std::end(kNames),
+                         [&](const auto& entry) { return name == entry.first; });
+  if (it == std::end(kNames)) return ctx.error("unknown activation '" + name + "'");
+  out->activation = it->second;
+  out->alpha = ctx.node().attrFloat("activation_alpha", 0.f);
+  out->beta = ctx.node().attrFloat("activation_beta", 0.f);
+  return Status::ok();
+}
+
+// The activation as a cuDNN pointwise mode; false when the graph has no such mode.
+bool pointwiseMode(EpilogueActivation a, cudnnPointwiseMode_t* mode) {
+  switch (a) {
+    case EpilogueActivation::kRelu:
+      *mode = CUDNN_POINTWISE_RELU_FWD;
+      return true;
+    case EpilogueActivation::kSigmoid:
+      *mode = CUDNN_POINTWISE_SIGMOID_FWD;
+      return true;
+    case EpilogueActivation::kTanh:
+      *mode = CUDNN_POINTWISE_TANH_FWD;
+      return true;
+    default:
+      return false;
+  }
+}
+
+// y = mode(x[, b]) in float.
+Status makePointwiseOp(cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t x,
+                       cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t y,
+                       CudnnDescriptor* op) {
+  CudnnDescriptor pw;
+  KILN_RETURN_IF_ERROR(pw.create(CUDNN_BACKEND_POINTWISE_DESCRIPTOR));
+  cudnnDataType_t precision = CUDNN_DATA_FLOAT;
+  KILN_CUDNN_SET(pw.get(), CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode);
+  KILN_CUDNN_SET(pw.get(), CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &precision);
+  KILN_CUDNN_CHECK(cudnnBackendFinalize(pw.get()));
+  cudnnBackendDescriptor_t pwd = pw.get();
+  constexpr auto kDesc = CUDNN_TYPE_BACKEND_DESCRIPTOR;
+  KILN_RETURN_IF_ERROR(op->create(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR));
+  KILN_CUDNN_SET(op->get(), CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, kDesc, 1, &pwd);
+  KILN_CUDNN_SET(op->get(), CUDNN_ATTR_OPERATION_POINTWISE_XDESC, kDesc, 1, &x);
+  if (b) KILN_CUDNN_SET(op->get(), CUDNN_ATTR_OPERATION_POINTWISE_BDESC, kDesc, 1, &b);
+  KILN_CUDNN_SET(op->get(), CUDNN_ATTR_OPERATION_POINTWISE_YDESC, kDesc, 1, &y);
+  KILN_CUDNN_CHECK(cudnnBackendFinalize(op->get()));
+  return Status::ok();
+}
+
+// The fused operation graph: conv, [+ Z], [+ B], [act]; each stage but the last
+// writes a virtual float tensor, the last writes Y.
+Status buildFusedGraph(cudnnHandle_t handle, const FusedConvProblem& p, CudnnDescriptor* graph) {
+  const ConvGeometry& g = p.geometry;
+  const cudnnDataType_t io = cudnnTypeOf(g.type);
+  std::vector<int64_t> biasDims(g.y.size(), 1);
+  biasDims[1] = g.y[1];
+  CudnnDescriptor x, w, y, b, z;
+  KILN_RETURN_IF_ERROR(makeCudnnTensor(&x, io, g.x, kConvUidX));
+  KILN_RETURN_IF_ERROR(makeCudnnTensor(&w, io, g.w, kConvUidW));
+  KILN_RETURN_IF_ERROR(makeCudnnTensor(&y, io, g.y, kConvUidY));
+  if (p.bias) KILN_RETURN_IF_ERROR(makeCudnnTensor(&b, io, biasDims, kUidB));
+  if (p.z) KILN_RETURN_IF_ERROR(makeCudnnTensor(&z, io, g.y, kUidZ));
+  cudnnPointwiseMode_t actMode = CUDNN_POINTWISE_ADD;
+  const bool act = p.epilogue.activation != EpilogueActivation::kNone;
+  if (act && !pointwiseMode(p.epilogue.activation, &actMode))
+    return unsupported("the activation has no cuDNN pointwise mode");
+  const int stages = 1 + (p.z ? 1 : 0) + (p.bias ? 1 : 0) + (act ? 1 : 0);
+  std::vector<CudnnDescriptor> outs(static_cast<size_t>(stages - 1));
+  for (int s = 0; s + 1 < stages; ++s)
+    KILN_RETURN_IF_ERROR(
+        makeCudnnTensor(&outs[s], CUDNN_DATA_FLOAT, g.y, kUidStage + s, /*isVirtual=*/true));
+  auto output = [&](int s) { return s + 1 == stages ? y.get() : outs[s].get(); };
+  std::vector<CudnnDescriptor> ops(static_cast<size_t>(stages));
+  KILN_RETURN_IF_ERROR(makeConvolutionOp(g, x.get(), w.get(), output(0), &ops[0]));
+  int s = 1;
+  if (p.z) {
+    KILN_RETURN_IF_ERROR(
+        makePointwiseOp(CUDNN_POINTWISE_ADD, output(s - 1), z.get(), output(s), &ops[s]));
+    ++s;
+  }
+  if (p.bias) {
+    KILN_RETURN_IF_ERROR(
+        makePointwiseOp(CUDNN_POINTWISE_ADD, output(s - 1), b.get(), output(s), &ops[s]));
+    ++s;
+  }
+  if (act)
+    KILN_RETURN_IF_ERROR(makePointwiseOp(actMode, output(s - 1), nullptr, output(s), &ops[s]));
+  std::vector<cudnnBackendDescriptor_t> raw;
+  for (const CudnnDescriptor& op : ops) raw.push_back(op.get());
+  return makeOperationGraph(handle, raw, graph);
+}
+
+CudnnBindings fusedBindings(const FusedConvProblem& p) {
+  CudnnBindings tensors = {{kConvUidX, p.x}, {kConvUidW, const_cast<void*>(p.w)}, {kConvUidY, p.y}};
+  if (p.bias) tensors.push_back({kUidB, const_cast<void*>(p.bias)});
+  if (p.z) tensors.push_back({kUidZ, const_cast<void*>(p.z)});
+  return tensors;
+}
+
+Status runChosen(GpuKernelContext& ctx, cudnnHandle_t handle, const FusedConvState& state,
+                 const FusedConvProblem& p) {
+  KILN_ASSIGN_OR_RETURN(void* workspace, convWorkspace(ctx, state.plan->workspace));
+  if (state.fusedGraph) return executeCudnnPlan(handle, *state.plan, fusedBindings(p), workspace);
+  KILN_RETURN_IF_ERROR(executeCudnnPlan(
+      handle, *state.plan,
+      {{kConvUidX, p.x}, {kConvUidW, const_cast<void*>(p.w)}, {kConvUidY, p.y}}, workspace));
+  return applyConvEpilogue(p.y, p.geometry.type, p.bias, p.z, p.outer, p.channels, p.inner,
+                           p.epilogue, ctx.stream());
+}
+
+// The fused graph's plans, or why there are none.
+std::vector<std::unique_ptr<CudnnPlan>> fusedGraphPlans(GpuKernelContext& ctx, cudnnHandle_t handle,
+                                                        const FusedConvProblem& p,
+                                                        std::string* why) {
+  std::vector<std::unique_ptr<CudnnPlan>> plans;
+  CudnnDescriptor graph;
+  Status built = buildFusedGraph(handle, p, &graph);
+  if (!built.isOk()) {
+    *why = built.message();
+    return plans;
+  }
+  std::vector<std::string> rejected;
+  PlanFilter filter = convPlanFilter(ctx, p.geometry);
+  // Runtime fusion engines compile a kernel per shape at finalize (NVRTC, often a
+  // second each): every layer of every timing engine would pay it at build and at
+  // load. Precompiled fused engines only, the heuristics' first three: the fallback
+  // list's generic engines lose to conv + epilogue and would only lengthen timing.
+  filter.runtimeCompilation = false;
+  filter.fallbackList = false;
+  filter.wanted = std::min(filter.wanted, 3);
+  Status found = heuristicPlans(handle, graph.get(), filter, &plans, &rejected);
+  if (!found.isOk())
+    *why = found.message();
+  else if (plans.empty())
+    *why = rejected.empty() ? "no engine for the graph" : rejected.front();
+  return plans;
+}
+
+// Times both implementations and keeps the faster in `state`.
+Status choose(GpuKernelContext& ctx, cudnnHandle_t handle, const FusedConvProblem& p,
+              const std::string& path, FusedConvState* state) {
+  state->geometry = p.geometry;
+  std::string why = "not tried (path " + path + ")";
+  std::vector<std::unique_ptr<CudnnPlan>> fused;
+  if (path != "kiln_epilogue") fused = fusedGraphPlans(ctx, handle, p, &why);
+  if (path == "cudnn_graph" && fused.empty())
+    return ctx.unsupported("cuDNN has no fused graph engine: " + why);
+  ChosenConvPlan conv;
+  if (path != "cudnn_graph") {
+    KILN_RETURN_IF_ERROR(chooseConvPlan(ctx, handle, p.geometry, p.x, p.w, p.y, &conv));
+    state->plan = conv.plan;
+    state->fusedGraph = false;
+  }
+  std::ostringstream timings;
+  float bestMs = 1e30f;
+  if (conv.plan && !fused.empty()) {
+    KILN_ASSIGN_OR_RETURN(
+        bestMs, timeOnStream(ctx.stream(), [&] { return runChosen(ctx, handle, *state, p); }));
+    timings << "conv + epilogue=" << bestMs << "ms";
+  }
+  for (auto& plan : fused) {
+    FusedConvState candidate{p.geometry, true, std::shared_ptr<CudnnPlan>(std::move(plan))};
+    Result<float> ms =
+        fused.size() == 1 && !conv.plan
+            ? Result<float>(0.f)
+            : timeOnStream(ctx.stream(), [&] { return runChosen(ctx, handle, candidate, p); });
+    if (!ms.isOk()) continue;  // fails on these shapes: not a candidate
+    timings << (timings.tellp() > 0 ? ", " : "") << "fused "
+            << candidate.plan->description.substr(6) << "=" << ms.value() << "ms";
+    if (ms.value() < bestMs) {
+      bestMs = ms.value();
+      *state = candidate;
+    }
+  }
+  if (!state->plan) return ctx.unsupported("no fused graph engine ran on these shapes");
+  const std::string variant =
+      convEpilogueVariant(p.geometry.type, p.outer * p.channels * p.inner, p.y, p.z);
+  std::string summary = state->fusedGraph
+                            ? "cudnn fused graph " + state->plan->description.substr(6)
+                            : conv.summary + " + kiln epilogue (" + variant + ")";
+  if (timings.tellp() > 0) summary += "; timed {" + timings.str() + "}";
+  if (fused.empty()) summary += "; cudnn fused graph: " + why;
+  ctx.setImplementation(summary);
+  return Status::ok();
+}
+
+// B [M] and Z (Y's shape) when present: X's storage type.
+Status checkOptionalInputs(const GpuKernelContext& ctx, const ConvGeometry& g,
+                           const DeviceTensor* bias, const DeviceTensor* z) {
+  if (bias && (bias->type != g.type || bias->numel() != g.y[1]))
+    return ctx.error("input B " + shapeToString(bias->shape) + " must hold " +
+                     std::to_string(g.y[1]) + " values of X's type");
+  if (z && (z->type != g.type || z->shape != g.y))
+    return ctx.error("input Z " + shapeToString(z->shape) + " must have the output's shape " +
+                     shapeToString(g.y) + " and X's type");
+  return Status::ok();
+}
+
+Status fusedConvKernel(GpuKernelContext& ctx) {
+  if (ctx.inputCount() < 2 || !ctx.hasInput(0) || !ctx.hasInput(1))
+    return ctx.error("FusedConv needs inputs X and W");
+  const DeviceTensor& x = ctx.input(0);
+  const DeviceTensor& w = ctx.input(1);
+  if (w.type != x.type) return ctx.error("W must have the type of X");
+  const DeviceTensor* bias = ctx.inputCount() > 2 && ctx.hasInput(2) ? &ctx.input(2) : nullptr;
+  const DeviceTensor* z = ctx.inputCount() > 3 && ctx.hasInput(3) ? &ctx.input(3) : nullptr;
+  ConvGeometry g;
+  KILN_RETURN_IF_ERROR(forwardConvGeometry(ctx, x, w, &g));
+  KILN_RETURN_IF_ERROR(checkOptionalInputs(ctx, g, bias, z));
+  const std::string path = ctx.node().attrString("path", "auto");
+  if (path != "auto" && path != "cudnn_graph" && path != "kiln_epilogue")
+    return ctx.error("unknown path '" + path + "' (auto, cudnn_graph, kiln_epilogue)");
+  FusedConvProblem p;
+  KILN_RETURN_IF_ERROR(parseEpilogue(ctx, &p.epilogue));
+  KILN_ASSIGN_OR_RETURN(DeviceTensor y, ctx.allocateOutput(0, x.type, g.y));
+  if (y.numel() == 0) return Status::ok();
+  p.outer = g.y[0];
+  p.channels = g.y[1];
+  p.inner = y.numel() / (p.outer * p.channels);
+  p.geometry = promoteTo2d(g);
+  p.x = x.data;
+  p.w = w.data;
+  p.bias = bias ? bias->data : nullptr;
+  p.z = z ? z->data : nullptr;
+  p.y = y.data;
+  KILN_ASSIGN_OR_RETURN(cudnnHandle_t handle, ctx.libraries().cudnn(ctx.stream()));
+  auto& slot = ctx.layerState();
+  auto state = std::static_pointer_cast<FusedConvState>(slot);
+  if (!state || !(state->geometry == p.geometry)) {
+    state = std::make_shared<FusedConvState>();
+    KILN_RETURN_IF_ERROR(choose(ctx, handle, p, path, state.get()));
+    slot = state;
+  }
+  return runChosen(ctx, handle, *state, p);
+}
+
+std::string fusedConvSupport(const Node& node, const std::vector<DataType>& types) {
+  DataType first = DataType::kUndefined;
+  for (DataType t : types) {
+    if (t == DataType::kUndefined) continue;
+    if (t != DataType::kFloat32 && t != DataType::kFloat16 && t != DataType::kBFloat16)
+      return std::string("no cuDNN convolution for ") + dataTypeName(t);
+    if (first != DataType::kUndefined && t != first) return "inputs of mixed float types";
+    first = t;
+  }
+  return "";
+}
+
+}  // namespace
+
+void registerFusedConvGpuKernels(GpuKernelRegistry& registry) {
+  GpuKernelEntry entry;
+  entry.domain = kKilnDomain;
+  entry.opType = "FusedConv";
+  entry.fn = fusedConvKernel;
+  entry.supports = &fusedConvSupport;
+  registry.add(entry);
+}
+
+}  // namespace kiln::cuda

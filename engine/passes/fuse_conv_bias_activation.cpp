@@ -1,0 +1,358 @@
+// fuse_conv_bias_activation: a convolution and the pointwise tail that follows it as
+// one ai.kiln FusedConv, whose epilogue runs on the convolution's output while it is
+// still in registers (cuDNN's fused graph) or in one pass over it (Kiln's epilogue):
+//   act(Add(Add(Conv(X, W, B0), b), Z)) = FusedConv(X, W, B0 + b, Z; act)
+//   y[n, m, ...] = act(sum over c, k of W[m, c, k] * X[n, c, ...] + B0[m] + b[m] + Z[n, m, ...])
+// with every part but the Conv optional (at least one present), in that order:
+//   b: Add of a constant [M, 1, ...] or [1, M, 1, ...] (per output channel m; the rank
+//      of the output or one less): folded into the Conv's bias B0 (a new initializer;
+//      both float32 when B0 exists too),
+//   Z: Add of a value with exactly the output's (inferred) shape: the residual,
+//   act: Relu, LeakyRelu, Clip (constant bounds), Sigmoid, Tanh, HardSigmoid,
+//        HardSwish, SiLU written as Mul(x, Sigmoid(x)), or hard-swish written as
+//        Div(Mul(x, Clip(Add(x, 3), 0, 6)), 6) (Paddle's export).
+// Every intermediate value must have the next node as its only reader (SiLU's x its
+// Sigmoid and Mul), so nothing outside the chain sees a value that stops existing.
+// The fused node lists the ONNX nodes behind the Conv too (fold_batch_norm's).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "kiln/shape_inference.h"
+#include "passes/fusion_passes.h"
+
+namespace kiln::passes {
+namespace {
+
+constexpr const char* kName = "fuse_conv_bias_activation";
+
+using Shapes = std::map<std::string, InferredValue>;
+
+bool isOp(const Node& node, const char* op, size_t inputs) {
+  return node.opType == op && (node.domain.empty() || node.domain == "ai.onnx") &&
+         node.inputs.size() == inputs && node.outputs.size() == 1 && !node.outputs[0].empty();
+}
+
+const std::string* otherInput(const Node& node, const std::string& one) {
+  if (node.inputs.size() != 2) return nullptr;
+  if (node.inputs[0] == one) return &node.inputs[1];
+  if (node.inputs[1] == one) return &node.inputs[0];
+  return nullptr;
+}
+
+const SymbolicShape* shapeOf(const Shapes& shapes, const std::string& value) {
+  auto it = shapes.find(value);
+  return it == shapes.end() || !it->second.hasShape ? nullptr : &it->second.shape;
+}
+
+struct Match {
+  std::vector<int> nodes;  // conv first; ascending after sort
+  std::string bias;        // the fused bias input ("" for none)
+  Tensor newBias;          // defined when the bias is a new initializer
+  std::string residual, output;
+  std::string activation = "none";
+  float alpha = 0.f, beta = 0.f;
+  std::vector<int> pointwise;  // a decomposed activation's nodes (named as PWN(...))
+};
+
+// The conv's output channels M and output rank, from W or the inferred output shape.
+bool outputLayout(const Node& conv, const GraphIndex& index, const Shapes& shapes, int64_t* m,
+                  size_t* rank) {
+  if (const Tensor* w = index.constant(conv.inputs[1]); w && w->rank() >= 3) {
+    *m = w->dim(0);
+    *rank = static_cast<size_t>(w->rank());
+    return true;
+  }
+  const SymbolicShape* s = shapeOf(shapes, conv.outputs[0]);
+  if (!s || s->size() < 3 || !(*s)[1].isConst()) return false;
+  *m = (*s)[1].constValue();
+  *rank = s->size();
+  return true;
+}
+
+// A constant holding one value per output channel, shaped to broadcast along axis 1.
+bool isChannelBias(const Tensor* t, int64_t m, size_t rank) {
+  if (!t || !isFloatingPoint(t->type()) || t->numel() != m) return false;
+  const size_t r = static_cast<size_t>(t->rank());
+  if (r != rank && r + 1 != rank) return false;
+  const size_t channelAxis = r == rank ? 1 : 0;
+  for (size_t d = 0; d < r; ++d)
+    if (t->dim(static_cast<int>(d)) != (d == channelAxis ? m : 1)) return false;
+  return true;
+}
+
+// The Conv's data type (W's when constant, else X's inferred one): the bias's type.
+DataType convType(const Node& conv, const GraphIndex& index, const Shapes& shapes) {
+  if (const Tensor* w = index.constant(conv.inputs[1])) return w->type();
+  auto it = shapes.find(conv.inputs[0]);
+  return it == shapes.end() ? DataType::kUndefined : it->second.type;
+}
+
+// Takes Add(value, b) into m->bias (combined with the Conv's own bias).
+bool takeBias(const Graph& g, const GraphIndex& index, const Shapes& shapes, const Node& conv,
+              int add, const std::string& value, Match* m) {
+  const std::string* other = otherInput(g.nodes[add], value);
+  int64_t channels = 0;
+  size_t rank = 0;
+  if (!other || *other == value || !outputLayout(conv, index, shapes, &channels, &rank))
+    return false;
+  const Tensor* b = index.constant(*other);
+  if (!isChannelBias(b, channels, rank) || b->type() != convType(conv, index, shapes)) return false;
+  const bool ownBias = conv.hasInput(2);
+  if (!ownBias) {
+    m->newBias = b->clone().reshaped({channels});
+  } else {
+    const Tensor* b0 = index.constant(conv.inputs[2]);
+    if (!b0 || b0->type() != DataType::kFloat32 || b->type() != DataType::kFloat32 ||
+        b0->numel() != channels)
+      return false;
+    m->newBias = Tensor(DataType::kFloat32, {channels});
+    for (int64_t i = 0; i < channels; ++i)
+      m->newBias.data<float>()[i] = b0->data<float>()[i] + b->data<float>()[i];
+  }
+  m->nodes.push_back(add);
+  m->output = g.nodes[add].outputs[0];
+  return true;
+}
+
+// Takes Add(value, Z) with Z of the output's shape into m->residual.
+bool takeResidual(const Graph& g, const Shapes& shapes, int add, const std::string& value,
+                  Match* m) {
+  const std::string* z = otherInput(g.nodes[add], value);
+  if (!z || *z == value) return false;
+  const SymbolicShape* y = shapeOf(shapes, value);
+  const SymbolicShape* zs = shapeOf(shapes, *z);
+  if (!y || !zs || *y != *zs) return false;
+  m->residual = *z;
+  m->nodes.push_back(add);
+  m->output = g.nodes[add].outputs[0];
+  return true;
+}
+
+// Clip's bounds: attributes before opset 11, constant scalar inputs from then on.
+bool clipBounds(const Node& clip, const GraphIndex& index, float* lo, float* hi) {
+  *lo = -std::numeric_limits<float>::infinity();
+  *hi = std::numeric_limits<float>::infinity();
+  if (clip.opset < 11) {
+    *lo = clip.attrFloat("min", *lo);
+    *hi = clip.attrFloat("max", *hi);
+    return true;
+  }
+  for (size_t i = 1; i < clip.inputs.size() && i < 3; ++i) {
+    if (clip.inputs[i].empty()) continue;
+    const Tensor* t = index.constant(clip.inputs[i]);
+    if (!t || t->numel() != 1 || !isFloatingPoint(t->type())) return false;
+    (i == 1 ? *lo : *hi) = static_cast<float>(t->valueAsDouble(0));
+  }
+  return *lo <= *hi;
+}
+
+bool takeSilu(const Graph& g, const GraphIndex& index, const std::string& value, Match* m) {
+  const std::vector<int>& readers = index.readers(value);
+  if (readers.size() != 2 || readers[0] < 0 || readers[1] < 0) return false;
+  int sigmoid = readers[0], mul = readers[1];
+  if (g.nodes[sigmoid].opType != "Sigmoid") std::swap(sigmoid, mul);
+  if (!isOp(g.nodes[sigmoid], "Sigmoid", 1) || !isOp(g.nodes[mul], "Mul", 2)) return false;
+  const std::string& s = g.nodes[sigmoid].outputs[0];
+  const std::string* other = otherInput(g.nodes[mul], value);
+  if (!other || *other != s || index.soleReader(s) != mul) return false;
+  m->nodes.insert(m->nodes.end(), {sigmoid, mul});
+  m->pointwise = {sigmoid, mul};
+  m->output = g.nodes[mul].outputs[0];
+  m->activation = "silu";
+  return true;
+}
+
+// x * Clip(x + 3, 0, 6) / 6 = x * clamp(x / 6 + 0.5, 0, 1): HardSwish.
+bool takeDecomposedHardSwish(const Graph& g, const GraphIndex& index, const std::string& value,
+                             Match* m) {
+  const std::vector<int>& readers = index.readers(value);
+  if (readers.size() != 2 || readers[0] < 0 || readers[1] < 0) return false;
+  int add = readers[0], mul = readers[1];
+  if (g.nodes[add].opType != "Add") std::swap(add, mul);
+  if (!isOp(g.nodes[add], "Add", 2) || !isOp(g.nodes[mul], "Mul", 2)) return false;
+  const std::string* three = otherInput(g.nodes[add], value);
+  if (!three || !isScalarConstant(index.constant(*three), 3.0)) return false;
+  const int clip = index.soleReader(g.nodes[add].outputs[0]);
+  float lo = 0.f, hi = 0.f;
+  if (clip < 0 || g.nodes[clip].opType != "Clip" || g.nodes[clip].inputs.empty() ||
+      g.nodes[clip].inputs[0] != g.nodes[add].outputs[0] || g.nodes[clip].outputs.size() != 1 ||
+      !clipBounds(g.nodes[clip], index, &lo, &hi) || lo != 0.f || hi != 6.f)
+    return false;
+  const std::string* other = otherInput(g.nodes[mul], value);
+  if (!other || *other != g.nodes[clip].outputs[0] || index.soleReader(*other) != mul) return false;
+  const int div = index.soleReader(g.nodes[mul].outputs[0]);
+  if (div < 0 || !isOp(g.nodes[div], "Div", 2) ||
+      g.nodes[div].inputs[0] != g.nodes[mul].outputs[0] ||
+      !isScalarConstant(index.constant(g.nodes[div].inputs[1]), 6.0))
+    return false;
+  m->pointwise = {add, clip, mul, div};
+  std::sort(m->pointwise.begin(), m->pointwise.end());
+  m->nodes.insert(m->nodes.end(), m->pointwise.begin(), m->pointwise.end());
+  m->output = g.nodes[div].outputs[0];
+  m->activation = "hard_swish";
+  return true;
+}
+
+bool takeActivation(const Graph& g, const GraphIndex& index, const std::string& value, Match* m) {
+  const int at = index.soleReader(value);
+  if (at < 0) return takeSilu(g, index, value, m) || takeDecomposedHardSwish(g, index, value, m);
+  const Node& n = g.nodes[at];
+  if (isOp(n, "Relu", 1)) {
+    m->activation = "relu";
+  } else if (isOp(n, "LeakyRelu", 1)) {
+    m->activation = "leaky_relu";
+    m->alpha = n.attrFloat("alpha", 0.01f);
+  } else if (isOp(n, "HardSigmoid", 1)) {
+    m->activation = "hard_sigmoid";
+    m->alpha = n.attrFloat("alpha", 0.2f);
+    m->beta = n.attrFloat("beta", 0.5f);
+  } else if (isOp(n, "Sigmoid", 1) || isOp(n, "Tanh", 1) || isOp(n, "HardSwish", 1)) {
+    m->activation = n.opType == "Sigmoid" ? "sigmoid" : n.opType == "Tanh" ? "tanh" : "hard_swish";
+  } else if (n.opType == "Clip" && isOp(n, "Clip", n.inputs.size()) && n.inputs.size() <= 3 &&
+             n.inputs[0] == value && clipBounds(n, index, &m->alpha, &m->beta)) {
+    m->activation = m->alpha == 0.f && std::isinf(m->beta) ? "relu" : "clip";
+  } else {
+    return false;
+  }
+  m->nodes.push_back(at);
+  m->output = n.outputs[0];
+  return true;
+}
+
+bool matchAt(const Graph& g, const GraphIndex& index, const Shapes& shapes, int at, Match* m) {
+  const Node& conv = g.nodes[at];
+  if (conv.opType != "Conv" || !(conv.domain.empty() || conv.domain == "ai.onnx") ||
+      conv.inputs.size() < 2 || conv.inputs.size() > 3 || conv.inputs[0].empty() ||
+      conv.inputs[1].empty() || conv.outputs.size() != 1 || conv.outputs[0].empty())
+    return false;
+  m->nodes = {at};
+  m->output = conv.outputs[0];
+  m->bias = conv.hasInput(2) ? conv.inputs[2] : "";
+  int next = index.soleReader(m->output);
+  if (next >= 0 && isOp(g.nodes[next], "Add", 2) &&
+      takeBias(g, index, shapes, conv, next, m->output, m))
+    next = index.soleReader(m->output);
+  if (next >= 0 && isOp(g.nodes[next], "Add", 2) && takeResidual(g, shapes, next, m->output, m))
+    next = index.soleReader(m->output);
+  takeActivation(g, index, m->output, m);
+  std::sort(m->nodes.begin(), m->nodes.end());
+  return m->nodes.size() > 1;
+}
+
+// TensorRT-style: "Conv_0 + BatchNormalization_1 + Add_5 + Relu_6"; a decomposed
+// activation as "PWN(Sigmoid_3, Mul_4)".
+std::string fusedName(const Graph& g, const Match& m) {
+  std::string name;
+  for (int i : m.nodes) {
+    if (std::find(m.pointwise.begin(), m.pointwise.end(), i) != m.pointwise.end()) continue;
+    name += (name.empty() ? "" : " + ") + g.nodes[i].displayName();
+  }
+  if (m.pointwise.empty()) return name;
+  name += " + PWN(";
+  for (size_t i = 0; i < m.pointwise.size(); ++i)
+    name += (i ? ", " : "") + g.nodes[m.pointwise[i]].displayName();
+  return name + ")";
+}
+
+// The ONNX nodes behind the matched ones (a folded Conv stands for its Conv and BN).
+std::vector<std::string> sourceNodes(const Graph& g, const Match& m) {
+  std::vector<std::string> out;
+  for (int i : m.nodes) {
+    const std::vector<std::string> inner = g.nodes[i].attrStrings(kSourceNodesAttribute);
+    if (inner.empty())
+      out.push_back(g.nodes[i].displayName());
+    else
+      out.insert(out.end(), inner.begin(), inner.end());
+  }
+  return out;
+}
+
+std::string freshName(const Graph& g, const std::string& base) {
+  std::string name = base + "_fused_bias";
+  for (int i = 1; g.initializers.count(name); ++i) name = base + "_fused_bias" + std::to_string(i);
+  return name;
+}
+
+Attribute floatAttribute(float value) {
+  Attribute a;
+  a.kind = Attribute::Kind::kFloat;
+  a.f = value;
+  return a;
+}
+
+Node fusedNode(Graph& g, const Match& m) {
+  const Node& conv = g.nodes[m.nodes[0]];
+  Node fused;
+  fused.name = fusedName(g, m);
+  fused.opType = "FusedConv";
+  fused.domain = kKilnDomain;
+  fused.opset = 1;
+  fused.attributes = conv.attributes;
+  fused.attributes.erase(kSourceNodesAttribute);
+  fused.attributes.erase(kFusionPassAttribute);
+  std::string bias = m.bias;
+  if (m.newBias.defined()) {
+    bias = freshName(g, conv.inputs[1]);
+    g.initializers[bias] = m.newBias;
+  }
+  fused.inputs = {conv.inputs[0], conv.inputs[1]};
+  if (!bias.empty() || !m.residual.empty()) fused.inputs.push_back(bias);
+  if (!m.residual.empty()) fused.inputs.push_back(m.residual);
+  fused.outputs = {m.output};
+  Attribute activation;
+  activation.kind = Attribute::Kind::kString;
+  activation.s = m.activation;
+  fused.attributes["activation"] = activation;
+  const bool twoParams = m.activation == "clip" || m.activation == "hard_sigmoid";
+  if (twoParams || m.activation == "leaky_relu")
+    fused.attributes["activation_alpha"] = floatAttribute(m.alpha);
+  if (twoParams) fused.attributes["activation_beta"] = floatAttribute(m.beta);
+  return fused;
+}
+
+class FuseConvBiasActivation final : public Pass {
+ public:
+  PassInfo info() const override {
+    return {kName,
+            "act(Conv(X, W, B) + b + Z) -> one FusedConv (cuDNN fused graph or conv + one "
+            "epilogue pass)",
+            1};
+  }
+
+  Status apply(Network& network, std::vector<PassApplication>* applied) const override {
+    Graph& g = network.graph;
+    auto inferred = inferShapes(network);
+    // Fusion keeps every value's shape, so one inference serves every match; without
+    // it no residual qualifies (bias and activation need no shapes).
+    const Shapes shapes = inferred.isOk() ? std::move(inferred.value().values) : Shapes();
+    auto index = std::make_unique<GraphIndex>(g);
+    const size_t before = applied->size();
+    for (size_t at = 0; at < g.nodes.size();) {
+      Match m;
+      if (!matchAt(g, *index, shapes, static_cast<int>(at), &m)) {
+        ++at;
+        continue;
+      }
+      const std::vector<std::string> sources = sourceNodes(g, m);
+      Node fused = fusedNode(g, m);
+      PassApplication record{kName, sources, fused.name};
+      const int place = m.nodes.back() - static_cast<int>(m.nodes.size() - 1);
+      replaceNodes(g, m.nodes, std::move(fused), kName);
+      g.nodes[place].attributes[kSourceNodesAttribute].strings = sources;
+      applied->push_back(std::move(record));
+      index = std::make_unique<GraphIndex>(g);  // indices moved
+    }
+    if (applied->size() > before) network.opsets[kKilnDomain] = 1;
+    return Status::ok();
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> makeFuseConvBiasActivation() {
+  return std::make_unique<FuseConvBiasActivation>();
+}
+
+}  // namespace kiln::passes
