@@ -24,14 +24,6 @@ bool isDefaultDomain(const Node& node) {
   return node.domain.empty() || node.domain == "ai.onnx";
 }
 
-std::map<std::string, int> producers(const Graph& g) {
-  std::map<std::string, int> out;
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    for (const std::string& o : g.nodes[i].outputs)
-      if (!o.empty()) out[o] = static_cast<int>(i);
-  return out;
-}
-
 struct Match {
   int add = -1, norm = -1;
   bool emitSum = false;     // S has readers besides the LayerNormalization
@@ -69,16 +61,15 @@ bool statisticsUnread(const Node& norm, const GraphIndex& index) {
   return true;
 }
 
-bool matchAt(const Graph& g, const GraphIndex& index, const std::map<std::string, int>& producer,
-             const Shapes& shapes, int at, Match* m) {
+bool matchAt(const Graph& g, const GraphIndex& index, const Shapes& shapes, int at, Match* m) {
   const Node& norm = g.nodes[at];
   if (norm.opType != "LayerNormalization" || !isDefaultDomain(norm) || norm.inputs.size() < 2 ||
       norm.inputs.size() > 3 || norm.outputs.empty() || norm.outputs[0].empty() ||
       norm.inputs[1].empty() || !statisticsUnread(norm, index))
     return false;
-  auto it = producer.find(norm.inputs[0]);
-  if (it == producer.end()) return false;
-  const Node& add = g.nodes[it->second];
+  const int addAt = index.producer(norm.inputs[0]);
+  if (addAt < 0) return false;
+  const Node& add = g.nodes[addAt];
   if (add.opType != "Add" || !isDefaultDomain(add) || add.inputs.size() != 2 ||
       add.inputs[0].empty() || add.inputs[1].empty() || add.outputs.size() != 1)
     return false;
@@ -86,7 +77,7 @@ bool matchAt(const Graph& g, const GraphIndex& index, const std::map<std::string
   if (!s || s->empty() || !normalizesLastAxis(norm, *s)) return false;
   for (size_t i = 1; i < norm.inputs.size(); ++i)
     if (!norm.inputs[i].empty() && !isNormalizedVector(shapes, norm.inputs[i], *s)) return false;
-  m->add = it->second;
+  m->add = addAt;
   m->norm = at;
   for (int reader : index.readers(add.outputs[0])) {
     if (reader == at) continue;
@@ -96,8 +87,7 @@ bool matchAt(const Graph& g, const GraphIndex& index, const std::map<std::string
   if (!m->placeAtAdd) return true;
   // At the Add's place gamma and beta must already exist.
   for (size_t i = 1; i < norm.inputs.size(); ++i) {
-    auto p = producer.find(norm.inputs[i]);
-    if (p != producer.end() && p->second > m->add) return false;
+    if (!norm.inputs[i].empty() && index.producer(norm.inputs[i]) > m->add) return false;
   }
   return true;
 }
@@ -137,11 +127,10 @@ class FuseAddLayerNorm final : public Pass {
     // Value shapes do not change when nodes fuse, so one inference serves every match.
     const Shapes shapes = inferred.isOk() ? std::move(inferred.value().values) : Shapes();
     auto index = std::make_unique<GraphIndex>(g);
-    std::map<std::string, int> producer = producers(g);
     const size_t before = applied->size();
     for (size_t at = 0; at < g.nodes.size();) {
       Match m;
-      if (!matchAt(g, *index, producer, shapes, static_cast<int>(at), &m)) {
+      if (!matchAt(g, *index, shapes, static_cast<int>(at), &m)) {
         ++at;
         continue;
       }
@@ -155,7 +144,6 @@ class FuseAddLayerNorm final : public Pass {
         std::rotate(g.nodes.begin() + m.add, g.nodes.begin() + (at - 1), g.nodes.begin() + at);
       applied->push_back(std::move(record));
       index = std::make_unique<GraphIndex>(g);  // indices moved
-      producer = producers(g);
     }
     if (applied->size() > before) network.opsets[kKilnDomain] = 1;
     return Status::ok();

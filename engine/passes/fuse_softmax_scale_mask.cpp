@@ -45,18 +45,18 @@ struct Match {
 
 // `value` made by Mul(X, c), Mul(c, X) or Div(X, c) (c a scalar constant, not 0 for
 // Div) whose only reader is node `reader`.
-bool matchScale(const Graph& g, const GraphIndex& index, const std::map<std::string, int>& producer,
-                const std::string& value, int reader, Match* m) {
-  auto it = producer.find(value);
-  if (it == producer.end() || index.soleReader(value) != reader) return false;
-  const Node& node = g.nodes[it->second];
+bool matchScale(const Graph& g, const GraphIndex& index, const std::string& value, int reader,
+                Match* m) {
+  const int at = index.producer(value);
+  if (at < 0 || index.soleReader(value) != reader) return false;
+  const Node& node = g.nodes[at];
   double c = 0.0;
   if (isOp(node, "Mul", 2)) {
     for (int k = 0; k < 2; ++k) {
       if (!scalarValue(index.constant(node.inputs[1 - k]), &c)) continue;
       m->x = node.inputs[k];
       m->scale = c;
-      m->nodes.push_back(it->second);
+      m->nodes.push_back(at);
       return true;
     }
     return false;
@@ -65,7 +65,7 @@ bool matchScale(const Graph& g, const GraphIndex& index, const std::map<std::str
     return false;
   m->x = node.inputs[0];
   m->scale = 1.0 / c;
-  m->nodes.push_back(it->second);
+  m->nodes.push_back(at);
   return true;
 }
 
@@ -75,20 +75,18 @@ bool normalizesLastAxis(const Node& softmax) {
   return softmax.attrInt("axis", softmax.opset < 13 ? 1 : -1) == -1;
 }
 
-bool matchAt(const Graph& g, const GraphIndex& index, const std::map<std::string, int>& producer,
-             int at, Match* m) {
+bool matchAt(const Graph& g, const GraphIndex& index, int at, Match* m) {
   const Node& softmax = g.nodes[at];
   if (!isOp(softmax, "Softmax", 1) || !normalizesLastAxis(softmax)) return false;
   m->nodes = {at};
   const std::string& in = softmax.inputs[0];
-  auto it = producer.find(in);
-  if (it == producer.end() || index.soleReader(in) != at) return false;
-  const int add = it->second;
-  if (!isOp(g.nodes[add], "Add", 2)) return matchScale(g, index, producer, in, at, m);
+  const int add = index.producer(in);
+  if (add < 0 || index.soleReader(in) != at) return false;
+  if (!isOp(g.nodes[add], "Add", 2)) return matchScale(g, index, in, at, m);
   m->nodes.push_back(add);
   const Node& a = g.nodes[add];
   for (int k = 0; k < 2; ++k) {
-    if (matchScale(g, index, producer, a.inputs[k], add, m)) {
+    if (matchScale(g, index, a.inputs[k], add, m)) {
       m->mask = a.inputs[1 - k];
       return true;
     }
@@ -124,14 +122,6 @@ Node fusedNode(const Graph& g, const Match& m, int softmax) {
   return fused;
 }
 
-std::map<std::string, int> producers(const Graph& g) {
-  std::map<std::string, int> out;
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    for (const std::string& o : g.nodes[i].outputs)
-      if (!o.empty()) out[o] = static_cast<int>(i);
-  return out;
-}
-
 class FuseSoftmaxScaleMask final : public Pass {
  public:
   PassInfo info() const override {
@@ -142,13 +132,12 @@ class FuseSoftmaxScaleMask final : public Pass {
   Status apply(Network& network, std::vector<PassApplication>* applied) const override {
     Graph& g = network.graph;
     auto index = std::make_unique<GraphIndex>(g);
-    std::map<std::string, int> producer = producers(g);
     const size_t before = applied->size();
     // Matched from the Softmax back: the scale and mask nodes come before it, so after
     // a rewrite the nodes from `at` on have moved back by the number erased.
     for (size_t at = 0; at < g.nodes.size();) {
       Match m;
-      if (!matchAt(g, *index, producer, static_cast<int>(at), &m)) {
+      if (!matchAt(g, *index, static_cast<int>(at), &m)) {
         ++at;
         continue;
       }
@@ -160,7 +149,6 @@ class FuseSoftmaxScaleMask final : public Pass {
       applied->push_back(std::move(record));
       at -= m.nodes.size() - 1;
       index = std::make_unique<GraphIndex>(g);  // indices moved
-      producer = producers(g);
     }
     if (applied->size() > before) network.opsets[kKilnDomain] = 1;
     return Status::ok();

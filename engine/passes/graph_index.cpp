@@ -11,6 +11,8 @@ GraphIndex::GraphIndex(const Graph& graph) : m_graph(graph) {
       if (!in.empty()) m_readers[in].push_back(static_cast<int>(i));
     for (const std::string& in : node.implicitInputs())
       m_readers[in].push_back(static_cast<int>(i));
+    for (const std::string& out : node.outputs)
+      if (!out.empty()) m_producers[out] = static_cast<int>(i);
     // Exporters often write scalars as Constant nodes rather than initializers.
     if (node.opType == "Constant" && node.outputs.size() == 1 && node.attrTensor("value"))
       m_constantNodes[node.outputs[0]] = node.attrTensor("value");
@@ -27,6 +29,11 @@ const std::vector<int>& GraphIndex::readers(const std::string& value) const {
 int GraphIndex::soleReader(const std::string& value) const {
   const std::vector<int>& r = readers(value);
   return r.size() == 1 ? r[0] : -1;
+}
+
+int GraphIndex::producer(const std::string& value) const {
+  auto it = m_producers.find(value);
+  return it == m_producers.end() ? -1 : it->second;
 }
 
 const Tensor* GraphIndex::constant(const std::string& value) const {

@@ -18,7 +18,7 @@ class Pass {
   virtual Status apply(Network& network, std::vector<PassApplication>* applied) const = 0;
 };
 
-// Who reads each value of the main graph (node indices; graph outputs count as a
+// Who writes and who reads each value of the main graph (node indices; graph outputs count as a
 // reader with index -1), rebuilt after each rewrite.
 class GraphIndex {
  public:
@@ -26,12 +26,15 @@ class GraphIndex {
   const std::vector<int>& readers(const std::string& value) const;
   // The single node reading `value`, or -1 (several readers, a graph output, none).
   int soleReader(const std::string& value) const;
+  // Index of the node that writes `value`, or -1 (a graph input, an initializer).
+  int producer(const std::string& value) const;
   // The initializer or Constant-node tensor named `value`, or nullptr.
   const Tensor* constant(const std::string& value) const;
 
  private:
   const Graph& m_graph;
   std::map<std::string, std::vector<int>> m_readers;
+  std::map<std::string, int> m_producers;
   std::map<std::string, const Tensor*> m_constantNodes;
 };
 

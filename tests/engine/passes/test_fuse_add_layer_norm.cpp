@@ -9,6 +9,7 @@
 #include "kiln/onnx_import.h"
 #include "kiln/passes.h"
 #include "kiln/reference_backend.h"
+#include "engine/passes/pass_test_support.h"
 #include "support/op_test.h"
 
 namespace kiln::test {
@@ -56,33 +57,12 @@ std::vector<NamedTensor> run(const Network& net) {
   std::map<std::string, Tensor> in = {
       {"a", randomTensor(DataType::kFloat32, {2, 5, 16}, 1, -3.0, 3.0)},
       {"b", randomTensor(DataType::kFloat32, {2, 5, 16}, 2, -3.0, 3.0)}};
-  std::vector<NamedTensor> out;
-  Status s = ReferenceBackend(net).run(in, &out);
-  EXPECT_TRUE(s.isOk()) << s.toString();
-  return out;
+  return runOnReference(net, in);
 }
 
-// Runs the pipeline; checks the node count and every output against the unfused
-// graph at 1e-5; returns this pass's records.
 std::vector<PassApplication> fuseAndCompare(const Network& original, size_t expectedNodes,
                                             Network* fusedOut = nullptr) {
-  Network fused = original;
-  std::vector<PassApplication> applied;
-  Status s = runPasses(fused, 1, {}, &applied);
-  EXPECT_TRUE(s.isOk()) << s.toString();
-  EXPECT_EQ(fused.graph.nodes.size(), expectedNodes);
-  const auto expected = run(original);
-  const auto actual = run(fused);
-  EXPECT_EQ(actual.size(), expected.size());
-  for (size_t i = 0; i < actual.size() && i < expected.size(); ++i) {
-    SCOPED_TRACE(expected[i].name);
-    expectTensorNear(actual[i].tensor, expected[i].tensor, 1e-5, 1e-5);
-  }
-  std::vector<PassApplication> mine;
-  for (const PassApplication& a : applied)
-    if (a.pass == kPass) mine.push_back(a);
-  if (fusedOut) *fusedOut = std::move(fused);
-  return mine;
+  return fuseAndCompareOutputs(kPass, run, original, expectedNodes, fusedOut);
 }
 
 TEST(FuseAddLayerNorm, ResidualAddIsOneNodeWithProvenance) {

@@ -9,6 +9,7 @@
 #include "kiln/passes.h"
 #include "kiln/reference_backend.h"
 #include "kiln/shape_inference.h"
+#include "engine/passes/pass_test_support.h"
 #include "support/op_test.h"
 
 namespace kiln::test {
@@ -66,31 +67,12 @@ std::map<std::string, Tensor> feeds(const Network& net) {
 }
 
 std::vector<NamedTensor> run(const Network& net) {
-  std::vector<NamedTensor> out;
-  Status s = ReferenceBackend(net).run(feeds(net), &out);
-  EXPECT_TRUE(s.isOk()) << s.toString();
-  return out;
+  return runOnReference(net, feeds(net));
 }
 
-// Runs the pipeline, checks the node count and that every output matches the
-// unfused graph's at 1e-5; returns this pass's records.
 std::vector<PassApplication> fuseAndCompare(const Network& original, size_t expectedNodes,
                                             Network* fusedOut = nullptr) {
-  Network fused = original;
-  std::vector<PassApplication> applied;
-  Status s = runPasses(fused, 1, {}, &applied);
-  EXPECT_TRUE(s.isOk()) << s.toString();
-  EXPECT_EQ(fused.graph.nodes.size(), expectedNodes);
-  const auto expected = run(original);
-  const auto actual = run(fused);
-  EXPECT_EQ(actual.size(), expected.size());
-  for (size_t i = 0; i < actual.size() && i < expected.size(); ++i)
-    expectTensorNear(actual[i].tensor, expected[i].tensor, 1e-5, 1e-5);
-  std::vector<PassApplication> mine;
-  for (const PassApplication& a : applied)
-    if (a.pass == kPass) mine.push_back(a);
-  if (fusedOut) *fusedOut = std::move(fused);
-  return mine;
+  return fuseAndCompareOutputs(kPass, run, original, expectedNodes, fusedOut);
 }
 
 TEST(FuseSoftmaxScaleMask, ScaleMaskSoftmaxIsOneNodeWithProvenance) {

@@ -1,0 +1,30 @@
+// Shared checks of the fusion pass tests: run a graph on the CPU reference, and run
+// the level-1 pipeline and compare every output of the rewritten graph with the
+// original's.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kiln/passes.h"
+#include "kiln/reference_backend.h"
+
+namespace kiln::test {
+
+// Runs `network` on the reference backend; a failed run fails the test.
+std::vector<NamedTensor> runOnReference(const Network& network,
+                                        const std::map<std::string, Tensor>& inputs);
+
+using NetworkRunner = std::function<std::vector<NamedTensor>(const Network&)>;
+
+// Runs the pipeline at level 1 on a copy of `original`; checks the node count and
+// every output (through `run`) against the original graph's at 1e-5; returns the
+// records of pass `pass` and, when asked, the rewritten network.
+std::vector<PassApplication> fuseAndCompareOutputs(const std::string& pass,
+                                                   const NetworkRunner& run,
+                                                   const Network& original, size_t expectedNodes,
+                                                   Network* fusedOut = nullptr);
+
+}  // namespace kiln::test
