@@ -51,9 +51,14 @@ Result<LoadedModel> loadModel(const std::string& path) {
     loaded.warnings.push_back("unsupported: " + unsupported);
   auto inferred = inferShapes(*network);
   if (inferred.isOk()) {
+    // Every inferred value (type-only ones too) goes into the value infos, so the
+    // views read shapes from the network instead of inferring them again.
     for (const auto& [name, value] : inferred->values) {
-      if (!value.hasShape || network->graph.valueInfo.count(name)) continue;
-      network->graph.valueInfo[name] = ValueInfo{name, value.type, true, value.shape};
+      auto declared = network->graph.valueInfo.find(name);
+      if (network->graph.initializers.count(name) ||
+          (declared != network->graph.valueInfo.end() && declared->second.hasShape))
+        continue;
+      network->graph.valueInfo[name] = ValueInfo{name, value.type, value.hasShape, value.shape};
     }
     for (const std::string& node : inferred->unresolved)
       loaded.warnings.push_back("shape not inferred: " + node);
@@ -69,8 +74,8 @@ Result<LoadedEngine> loadPlan(const std::string& path) {
   if (!plan.isOk()) return plan.status();
   LoadedEngine loaded;
   auto shared = std::make_shared<const Plan>(std::move(plan.value()));
-  loaded.report = std::make_shared<const inspector::EngineReport>(
-      inspector::reportFromPlan(*shared, QFileInfo(QString::fromStdString(path)).fileName().toStdString()));
+  loaded.report = std::make_shared<const inspector::EngineReport>(inspector::reportFromPlan(
+      *shared, QFileInfo(QString::fromStdString(path)).fileName().toStdString()));
   loaded.plan = std::move(shared);
   const std::string& source = loaded.plan->record.modelName;
   if (!source.empty() && QFileInfo::exists(QString::fromStdString(source))) {
@@ -79,11 +84,12 @@ Result<LoadedEngine> loadPlan(const std::string& path) {
       loaded.sourceModel = model->network;
       loaded.sourceModelPath = source;
     } else {
-      loaded.sourceModelNote = "source model " + source + " did not load (" + model.status().message() +
-                               "); the graph shows the network as built";
+      loaded.sourceModelNote = "source model " + source + " did not load (" +
+                               model.status().message() + "); the graph shows the network as built";
     }
   } else if (!source.empty()) {
-    loaded.sourceModelNote = "source model " + source + " is not there any more; the graph shows the network as built";
+    loaded.sourceModelNote =
+        "source model " + source + " is not there any more; the graph shows the network as built";
   }
   return loaded;
 }

@@ -41,11 +41,22 @@ void mergeDeclared(ValueTable* table, const ValueInfo& info) {
 
 }  // namespace
 
+// True when every node output already has a value info: the studio's loader writes
+// the inferred types and shapes there, so inferring again would repeat its work.
+static bool valueInfoCoversOutputs(const Graph& graph) {
+  for (const Node& node : graph.nodes)
+    for (const std::string& out : node.outputs)
+      if (!out.empty() && !graph.valueInfo.count(out) && !graph.findValueInfo(out)) return false;
+  return true;
+}
+
 ValueTable modelValueTable(const Network& network) {
   ValueTable table;
-  Result<ShapeInferenceResult> inferred = inferShapes(network);
-  if (inferred.isOk()) table = std::move(inferred->values);
   const Graph& graph = network.graph;
+  if (!valueInfoCoversOutputs(graph)) {
+    Result<ShapeInferenceResult> inferred = inferShapes(network);
+    if (inferred.isOk()) table = std::move(inferred->values);
+  }
   for (const ValueInfo& info : graph.inputs) mergeDeclared(&table, info);
   for (const ValueInfo& info : graph.outputs) mergeDeclared(&table, info);
   for (const auto& [name, info] : graph.valueInfo) mergeDeclared(&table, info);
