@@ -27,7 +27,8 @@ void AutoRun::start() {
   connect(document, &StudioDocument::issuesChanged, this, [this, document] {
     if (m_done || document->issues().empty()) return;
     const Issue& last = document->issues().back();
-    if (last.severity == IssueSeverity::kError && (last.source == "import" || last.source == "open"))
+    if (last.severity == IssueSeverity::kError &&
+        (last.source == "import" || last.source == "open"))
       fail(last.message);
   });
   auto onLoaded = [this] {
@@ -54,7 +55,8 @@ void AutoRun::afterOpen() {
         if (!panel->profilesEditor()->setShape(0, input, column, shape))
           return fail("--shapes: '" + input + "' is not a dynamic input of the model");
     }
-    connect(panel, &BuildPanel::buildFinished, this, &AutoRun::afterBuild, Qt::SingleShotConnection);
+    connect(panel, &BuildPanel::buildFinished, this, &AutoRun::afterBuild,
+            Qt::SingleShotConnection);
     panel->startBuild();
     return;
   }

@@ -1,7 +1,7 @@
 // AutoRun: the studio's scripted session, for `make run` and the screenshot script:
 // open a file, optionally build it, profile the engine and save PNG screenshots of
-// every view, write the HTML report, then say it has finished. Each step starts when the previous one's result
-// is in the document, through the same actions a user triggers.
+// every view, write the HTML report, then say it has finished. Each step starts when the previous
+// one's result is in the document, through the same actions a user triggers.
 #pragma once
 
 #include <QObject>
@@ -13,14 +13,14 @@ namespace kiln::studio {
 class MainWindow;
 
 struct AutoRunOptions {
-  QString file;            // opened first
-  bool build = false;      // build the opened model (Build panel's configuration)
+  QString file;        // opened first
+  bool build = false;  // build the opened model (Build panel's configuration)
   // "name:1x3x224x224,..." sets min = opt = max of those dynamic inputs in the Build
   // panel's first profile before building.
   QString shapes;
-  bool profile = false;    // profile the engine once built or opened
-  QString screenshotDir;   // when set: a PNG per view
-  QString reportPath;      // when set: the HTML report of the engine
+  bool profile = false;   // profile the engine once built or opened
+  QString screenshotDir;  // when set: a PNG per view
+  QString reportPath;     // when set: the HTML report of the engine
 };
 
 class AutoRun : public QObject {

@@ -20,8 +20,8 @@ namespace {
 Status writeText(const QString& path, const QByteArray& bytes) {
   QSaveFile file(path);  // written whole or not at all: a failed export leaves the old file
   if (!file.open(QIODevice::WriteOnly) || file.write(bytes) != bytes.size() || !file.commit())
-    return Status(StatusCode::kIoError, path.toStdString() + ": cannot write (" +
-                                            file.errorString().toStdString() + ")");
+    return Status(StatusCode::kIoError,
+                  path.toStdString() + ": cannot write (" + file.errorString().toStdString() + ")");
   return Status::ok();
 }
 
@@ -40,7 +40,9 @@ nlohmann::json profileJson(const inspector::EngineReport& report) {
   return doc;
 }
 
-Status noEngine() { return Status(StatusCode::kInvalidArgument, "no engine is open: build or open one first"); }
+Status noEngine() {
+  return Status(StatusCode::kInvalidArgument, "no engine is open: build or open one first");
+}
 
 }  // namespace
 
@@ -72,7 +74,8 @@ void ExportActions::addTo(QMenu* menu) {
     runExport(tr("Export CSV"), tr("CSV (*.csv)"), ".csv", &ExportActions::exportCsv);
   }));
   m_profile = exports->addAction(tr("&Profile JSON (trtexec)..."), this, [this] {
-    runExport(tr("Export profile"), tr("JSON (*.json)"), ".json", &ExportActions::exportProfileJson);
+    runExport(tr("Export profile"), tr("JSON (*.json)"), ".json",
+              &ExportActions::exportProfileJson);
   });
   updateEnabled();
 }
@@ -86,7 +89,8 @@ void ExportActions::updateEnabled() {
 
 void ExportActions::runExport(const QString& title, const QString& filter, const QString& suffix,
                               Status (ExportActions::*write)(const QString&)) {
-  QString base = m_document->modelPath().isEmpty() ? m_document->enginePath() : m_document->modelPath();
+  QString base =
+      m_document->modelPath().isEmpty() ? m_document->enginePath() : m_document->modelPath();
   base = QFileInfo(base).path() + "/" + QFileInfo(base).completeBaseName() + suffix;
   QString path = QFileDialog::getSaveFileName(m_dialogParent, title, base, filter);
   if (path.isEmpty()) return;
@@ -94,7 +98,8 @@ void ExportActions::runExport(const QString& title, const QString& filter, const
   Status status = (this->*write)(path);
   m_document->clearIssues("export");
   if (!status.isOk())
-    m_document->addIssue({IssueSeverity::kError, "export", QString::fromStdString(status.message()), {}});
+    m_document->addIssue(
+        {IssueSeverity::kError, "export", QString::fromStdString(status.message()), {}});
 }
 
 Status ExportActions::saveEngine(const QString& path) {
@@ -115,7 +120,8 @@ Status ExportActions::exportProfileJson(const QString& path) {
   const auto report = m_document->report();
   if (!report) return noEngine();
   if (report->profileIterations <= 0)
-    return Status(StatusCode::kInvalidArgument, "the engine has not been profiled: run Profile first");
+    return Status(StatusCode::kInvalidArgument,
+                  "the engine has not been profiled: run Profile first");
   return writeText(path, QByteArray::fromStdString(profileJson(*report).dump(1)));
 }
 

@@ -7,9 +7,13 @@ namespace kiln::studio {
 
 namespace {
 
-QString esc(const std::string& text) { return QString::fromStdString(text).toHtmlEscaped(); }
+QString esc(const std::string& text) {
+  return QString::fromStdString(text).toHtmlEscaped();
+}
 
-QString milliseconds(double ms) { return ms < 0 ? QString("-") : QString::number(ms, 'f', 4); }
+QString milliseconds(double ms) {
+  return ms < 0 ? QString("-") : QString::number(ms, 'f', 4);
+}
 
 QString bytes(int64_t n) {
   if (n < 0) return "-";
@@ -34,8 +38,9 @@ QString layerTable(const inspector::EngineReport& report) {
     const auto& layer = report.layers[i];
     QStringList sources;
     for (const auto& node : layer.sourceNodes) sources << esc(node);
-    html += QString("<tr><td>%1</td><td>%2</td><td>%3</td><td>%4</td><td>%5</td><td class=n>%6</td>"
-                    "<td class=n>%7</td><td class=n>%8</td><td>%9</td></tr>\n")
+    html += QString(
+                "<tr><td>%1</td><td>%2</td><td>%3</td><td>%4</td><td>%5</td><td class=n>%6</td>"
+                "<td class=n>%7</td><td class=n>%8</td><td>%9</td></tr>\n")
                 .arg(i)
                 .arg(esc(layer.name), esc(layer.layerType), esc(layer.precision), esc(layer.tactic),
                      milliseconds(layer.milliseconds),
@@ -49,9 +54,11 @@ QString candidateTables(const inspector::EngineReport& report) {
   QString html;
   for (const auto& layer : report.layers) {
     if (layer.candidates.size() < 2) continue;
-    html += "<details><summary>" + esc(layer.name) + " &mdash; " +
-            QString::number(layer.candidates.size()) + " candidates</summary><table>"
-            "<tr><th>Tactic</th><th>Source</th><th>Precision</th><th>Time (ms)</th><th>Note</th></tr>";
+    html +=
+        "<details><summary>" + esc(layer.name) + " &mdash; " +
+        QString::number(layer.candidates.size()) +
+        " candidates</summary><table>"
+        "<tr><th>Tactic</th><th>Source</th><th>Precision</th><th>Time (ms)</th><th>Note</th></tr>";
     for (const auto& c : layer.candidates) {
       const bool winner = c.tactic == layer.tactic && c.rejected.empty();
       html += QString("<tr%1><td>%2</td><td>%3</td><td>%4</td><td class=n>%5</td><td>%6</td></tr>")
@@ -88,7 +95,8 @@ QString htmlReport(const inspector::EngineReport& report, const QString& modelNa
                 .arg(report.profileIterations > 0
                          ? QString(" (median over %1 profiled runs)").arg(report.profileIterations)
                          : QString(" (build-time tactic timings)"));
-  if (!report.summary.empty()) html += "<h2>Build summary</h2><pre>" + esc(report.summary) + "</pre>\n";
+  if (!report.summary.empty())
+    html += "<h2>Build summary</h2><pre>" + esc(report.summary) + "</pre>\n";
   for (const ReportFigure& figure : figures) {
     const QString svg = inlineSvg(figure.svg);
     if (svg.isEmpty()) continue;

@@ -13,24 +13,32 @@ namespace kiln::studio {
 namespace {
 QString severityName(IssueSeverity severity) {
   switch (severity) {
-    case IssueSeverity::kInfo: return "info";
-    case IssueSeverity::kWarning: return "warning";
-    case IssueSeverity::kError: return "error";
+    case IssueSeverity::kInfo:
+      return "info";
+    case IssueSeverity::kWarning:
+      return "warning";
+    case IssueSeverity::kError:
+      return "error";
   }
   return "error";
 }
 QStyle::StandardPixmap severityIcon(IssueSeverity severity) {
   switch (severity) {
-    case IssueSeverity::kInfo: return QStyle::SP_MessageBoxInformation;
-    case IssueSeverity::kWarning: return QStyle::SP_MessageBoxWarning;
-    case IssueSeverity::kError: return QStyle::SP_MessageBoxCritical;
+    case IssueSeverity::kInfo:
+      return QStyle::SP_MessageBoxInformation;
+    case IssueSeverity::kWarning:
+      return QStyle::SP_MessageBoxWarning;
+    case IssueSeverity::kError:
+      return QStyle::SP_MessageBoxCritical;
   }
   return QStyle::SP_MessageBoxCritical;
 }
 }  // namespace
 
 IssuesDock::IssuesDock(StudioDocument* document, QWidget* parent)
-    : QWidget(parent), m_document(document), m_tree(new QTreeWidget(this)),
+    : QWidget(parent),
+      m_document(document),
+      m_tree(new QTreeWidget(this)),
       m_summary(new QLabel(this)) {
   m_tree->setColumnCount(4);
   m_tree->setHeaderLabels({"Severity", "Source", "Node", "Message"});
@@ -67,10 +75,13 @@ void IssuesDock::rebuild() {
                               "jump to it.")
                                .arg(errors)
                                .arg(warnings));
-  if (m_tree->topLevelItemCount()) m_tree->scrollToItem(m_tree->topLevelItem(m_tree->topLevelItemCount() - 1));
+  if (m_tree->topLevelItemCount())
+    m_tree->scrollToItem(m_tree->topLevelItem(m_tree->topLevelItemCount() - 1));
 }
 
-int IssuesDock::rowCount() const { return m_tree->topLevelItemCount(); }
+int IssuesDock::rowCount() const {
+  return m_tree->topLevelItemCount();
+}
 
 QString IssuesDock::rowText(int row) const {
   QTreeWidgetItem* item = m_tree->topLevelItem(row);

@@ -20,7 +20,9 @@ void JobContext::progress(double fraction, const QString& text) {
 
 JobRunner::JobRunner(QObject* parent) : QObject(parent) {}
 
-JobRunner::~JobRunner() { cancelAllAndWait(); }
+JobRunner::~JobRunner() {
+  cancelAllAndWait();
+}
 
 void JobRunner::cancelAllAndWait() {
   for (auto& [id, job] : m_jobs) job->context.m_cancel = true;
@@ -38,7 +40,10 @@ int JobRunner::start(const QString& title, std::function<void(JobContext&)> work
   job->context.m_report = [self, id](double fraction, const QString& text) {
     if (!self) return;
     QMetaObject::invokeMethod(
-        self, [self, id, fraction, text] { if (self) emit self->jobProgress(id, fraction, text); },
+        self,
+        [self, id, fraction, text] {
+          if (self) emit self->jobProgress(id, fraction, text);
+        },
         Qt::QueuedConnection);
   };
   m_jobs[id] = job;

@@ -10,8 +10,11 @@
 namespace kiln::studio {
 
 JobsWidget::JobsWidget(JobRunner* runner, QWidget* parent)
-    : QWidget(parent), m_runner(runner), m_label(new QLabel(this)),
-      m_bar(new QProgressBar(this)), m_cancel(new QToolButton(this)) {
+    : QWidget(parent),
+      m_runner(runner),
+      m_label(new QLabel(this)),
+      m_bar(new QProgressBar(this)),
+      m_cancel(new QToolButton(this)) {
   auto* layout = new QHBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addWidget(m_label);
@@ -43,7 +46,9 @@ JobsWidget::JobsWidget(JobRunner* runner, QWidget* parent)
   refresh();
 }
 
-QString JobsWidget::text() const { return m_label->text(); }
+QString JobsWidget::text() const {
+  return m_label->text();
+}
 
 void JobsWidget::refresh() {
   setVisible(!m_entries.empty());

@@ -51,8 +51,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   createMenus();
   m_jobsWidget = new JobsWidget(&m_jobs, this);
   statusBar()->addPermanentWidget(m_jobsWidget);
-  statusBar()->showMessage(tr("Open an ONNX model, a .kiln plan or a trtexec export (Ctrl+O), "
-                              "or drop it here."));
+  statusBar()->showMessage(
+      tr("Open an ONNX model, a .kiln plan or a trtexec export (Ctrl+O), "
+         "or drop it here."));
   connect(&m_document, &StudioDocument::modelChanged, this, &MainWindow::updateTitle);
   connect(&m_document, &StudioDocument::engineChanged, this, &MainWindow::updateTitle);
   restoreSettings();
@@ -103,10 +104,11 @@ void MainWindow::createDocks() {
           Qt::RightDockWidgetArea);
   m_issues = new IssuesDock(&m_document, this);
   QDockWidget* issues = addDock("issues", tr("Issues"), m_issues, Qt::BottomDockWidgetArea);
-  QDockWidget* tactics =
-      addDock("tactics", tr("Tactics"), new TacticsPanel(&m_document, this), Qt::BottomDockWidgetArea);
-  QDockWidget* profile = addDock("profile", tr("Profile"), new ProfilePanel(&m_document, &m_jobs, this),
+  QDockWidget* tactics = addDock("tactics", tr("Tactics"), new TacticsPanel(&m_document, this),
                                  Qt::BottomDockWidgetArea);
+  QDockWidget* profile =
+      addDock("profile", tr("Profile"), new ProfilePanel(&m_document, &m_jobs, this),
+              Qt::BottomDockWidgetArea);
   tabifyDockWidget(issues, tactics);
   tabifyDockWidget(tactics, profile);
   issues->raise();
@@ -120,7 +122,8 @@ void MainWindow::createDocks() {
     if (ok) showView("layers");
   });
   connect(&m_document, &StudioDocument::issuesChanged, this, [this, issues] {
-    if (!m_document.issues().empty() && m_document.issues().back().severity == IssueSeverity::kError)
+    if (!m_document.issues().empty() &&
+        m_document.issues().back().severity == IssueSeverity::kError)
       issues->raise();
   });
 }
@@ -157,12 +160,13 @@ void MainWindow::createMenus() {
 
   m_viewMenu = menuBar()->addMenu(tr("&View"));
   for (size_t i = 0; i < m_views.size(); ++i) {
-    QAction* show = m_viewMenu->addAction(m_views[i]->title(), this,
-                                          [this, i] { m_tabs->setCurrentIndex(static_cast<int>(i)); });
+    QAction* show = m_viewMenu->addAction(
+        m_views[i]->title(), this, [this, i] { m_tabs->setCurrentIndex(static_cast<int>(i)); });
     show->setShortcut(QKeySequence(Qt::CTRL | (Qt::Key_1 + static_cast<int>(i))));
   }
   m_viewMenu->addSeparator();
-  for (QDockWidget* dock : findChildren<QDockWidget*>()) m_viewMenu->addAction(dock->toggleViewAction());
+  for (QDockWidget* dock : findChildren<QDockWidget*>())
+    m_viewMenu->addAction(dock->toggleViewAction());
 
   QMenu* help = menuBar()->addMenu(tr("&Help"));
   help->addAction(tr("&About Kiln Studio"), this, [this] {
@@ -212,20 +216,28 @@ void MainWindow::openFile(const QString& path, const QString& profilePath) {
   }
   QSettings(kSettingsOrg, kSettingsApp).setValue("lastDir", QFileInfo(path).absolutePath());
   switch (detectFileKind(path)) {
-    case FileKind::kOnnx: openModel(path); break;
-    case FileKind::kPlan: openPlan(path); break;
+    case FileKind::kOnnx:
+      openModel(path);
+      break;
+    case FileKind::kPlan:
+      openPlan(path);
+      break;
     case FileKind::kTrtexecGraph:
       openTrtexec(path, profilePath.isEmpty() ? findTrtexecProfile(path) : profilePath);
       break;
     case FileKind::kTrtexecProfile:
-      m_document.addIssue({IssueSeverity::kError, "open",
-                           path + ": a trtexec profile alone has no layers; open its "
-                                  "--exportLayerInfo graph JSON (the profile is picked up beside it)",
+      m_document.addIssue({IssueSeverity::kError,
+                           "open",
+                           path +
+                               ": a trtexec profile alone has no layers; open its "
+                               "--exportLayerInfo graph JSON (the profile is picked up beside it)",
                            {}});
       break;
     case FileKind::kUnknown:
-      m_document.addIssue({IssueSeverity::kError, "open",
-                           path + ": not an ONNX model, a .kiln plan or a trtexec export", {}});
+      m_document.addIssue({IssueSeverity::kError,
+                           "open",
+                           path + ": not an ONNX model, a .kiln plan or a trtexec export",
+                           {}});
       break;
   }
 }
@@ -243,7 +255,8 @@ void MainWindow::openModel(const QString& path) {
         m_document.clearIssues("import");
         if (!result->isOk()) {
           const QString message = QString::fromStdString(result->status().message());
-          m_document.addIssue({IssueSeverity::kError, "import", message, nodeNameInMessage(message)});
+          m_document.addIssue(
+              {IssueSeverity::kError, "import", message, nodeNameInMessage(message)});
           statusBar()->showMessage(tr("Could not open %1").arg(path), 10000);
           return;
         }
@@ -251,14 +264,14 @@ void MainWindow::openModel(const QString& path) {
         m_document.setModel(path, result->value().network);
         for (const std::string& warning : result->value().warnings) {
           const QString message = QString::fromStdString(warning);
-          m_document.addIssue({IssueSeverity::kWarning, "import", message, nodeNameInMessage(message)});
+          m_document.addIssue(
+              {IssueSeverity::kWarning, "import", message, nodeNameInMessage(message)});
         }
         addRecent(path);
         showView("graph");
-        statusBar()->showMessage(tr("Opened %1: %2 nodes")
-                                     .arg(path)
-                                     .arg(result->value().network->graph.nodes.size()),
-                                 10000);
+        statusBar()->showMessage(
+            tr("Opened %1: %2 nodes").arg(path).arg(result->value().network->graph.nodes.size()),
+            10000);
       });
 }
 
@@ -274,8 +287,10 @@ void MainWindow::openPlan(const QString& path) {
       [this, result, path](const JobContext&) {
         m_document.clearIssues("open");
         if (!result->isOk()) {
-          m_document.addIssue({IssueSeverity::kError, "open",
-                               QString::fromStdString(result->status().message()), {}});
+          m_document.addIssue({IssueSeverity::kError,
+                               "open",
+                               QString::fromStdString(result->status().message()),
+                               {}});
           return;
         }
         // The graph shows the ONNX model the plan was built from when it is still
@@ -286,7 +301,8 @@ void MainWindow::openPlan(const QString& path) {
         else
           m_document.setModel(path, engine.plan->network);
         if (!engine.sourceModelNote.empty())
-          m_document.addIssue({IssueSeverity::kInfo, "open", QString::fromStdString(engine.sourceModelNote), {}});
+          m_document.addIssue(
+              {IssueSeverity::kInfo, "open", QString::fromStdString(engine.sourceModelNote), {}});
         m_document.setEngine(path, result->value().plan, result->value().report);
         for (const std::string& warning : result->value().report->warnings)
           m_document.addIssue({IssueSeverity::kWarning, "build", QString::fromStdString(warning),
@@ -305,13 +321,16 @@ void MainWindow::openTrtexec(const QString& graphPath, const QString& profilePat
       [this, result, graphPath, profilePath](const JobContext&) {
         m_document.clearIssues("open");
         if (!result->isOk()) {
-          m_document.addIssue({IssueSeverity::kError, "open",
-                               QString::fromStdString(result->status().message()), {}});
+          m_document.addIssue({IssueSeverity::kError,
+                               "open",
+                               QString::fromStdString(result->status().message()),
+                               {}});
           return;
         }
         m_document.setEngine(graphPath, nullptr, result->value().report);
         if (profilePath.isEmpty())
-          m_document.addIssue({IssueSeverity::kInfo, "open",
+          m_document.addIssue({IssueSeverity::kInfo,
+                               "open",
                                tr("%1: no profile JSON beside it; layer times are unknown")
                                    .arg(QFileInfo(graphPath).fileName()),
                                {}});
@@ -343,7 +362,8 @@ void MainWindow::addRecent(const QString& path) {
 
 void MainWindow::updateRecentMenu() {
   m_recentMenu->clear();
-  const QStringList recent = QSettings(kSettingsOrg, kSettingsApp).value("recentFiles").toStringList();
+  const QStringList recent =
+      QSettings(kSettingsOrg, kSettingsApp).value("recentFiles").toStringList();
   for (int i = 0; i < recent.size(); ++i) {
     QAction* action = m_recentMenu->addAction(QString("&%1 %2").arg(i + 1).arg(recent[i]));
     connect(action, &QAction::triggered, this, [this, path = recent[i]] { openFile(path); });
@@ -376,11 +396,14 @@ void MainWindow::restoreBuildSettings() {
   config.tf32 = settings.value("tf32", config.tf32).toBool();
   config.fp16 = settings.value("fp16", config.fp16).toBool();
   config.bf16 = settings.value("bf16", config.bf16).toBool();
-  parseConstraintMode(settings.value("constraints").toString().toStdString(), &config.precisionConstraints);
+  parseConstraintMode(settings.value("constraints").toString().toStdString(),
+                      &config.precisionConstraints);
   config.optimizationLevel = std::clamp(settings.value("optimizationLevel", 3).toInt(), 0, 5);
-  config.workspaceLimitBytes = settings.value("workspaceBytes", qlonglong(config.workspaceLimitBytes)).toLongLong();
+  config.workspaceLimitBytes =
+      settings.value("workspaceBytes", qlonglong(config.workspaceLimitBytes)).toLongLong();
   config.tacticSources = settings.value("tacticSources", config.tacticSources).toUInt();
-  parseProfilingVerbosity(settings.value("verbosity").toString().toStdString(), &config.profilingVerbosity);
+  parseProfilingVerbosity(settings.value("verbosity").toString().toStdString(),
+                          &config.profilingVerbosity);
   settings.endGroup();
   m_document.setBuildConfig(config);
 }
@@ -404,7 +427,8 @@ void MainWindow::closeEvent(QCloseEvent* event) {
 
 void MainWindow::updateTitle() {
   QString title = "Kiln Studio";
-  if (!m_document.modelPath().isEmpty()) title = QFileInfo(m_document.modelPath()).fileName() + " - " + title;
+  if (!m_document.modelPath().isEmpty())
+    title = QFileInfo(m_document.modelPath()).fileName() + " - " + title;
   if (!m_document.enginePath().isEmpty() && m_document.enginePath() != m_document.modelPath())
     title = QFileInfo(m_document.enginePath()).fileName() + " | " + title;
   setWindowTitle(title);

@@ -29,11 +29,17 @@ bool cudaUsable() {
 }  // namespace
 
 ProfilePanel::ProfilePanel(StudioDocument* document, JobRunner* jobs, QWidget* parent)
-    : QWidget(parent), m_document(document), m_jobs(jobs), m_banner(new QLabel(this)),
-      m_summary(new QLabel(this)), m_iterations(new QSpinBox(this)),
-      m_run(new QPushButton(tr("Profile"), this)), m_table(new QTableWidget(this)) {
+    : QWidget(parent),
+      m_document(document),
+      m_jobs(jobs),
+      m_banner(new QLabel(this)),
+      m_summary(new QLabel(this)),
+      m_iterations(new QSpinBox(this)),
+      m_run(new QPushButton(tr("Profile"), this)),
+      m_table(new QTableWidget(this)) {
   m_banner->setWordWrap(true);
-  m_banner->setStyleSheet("QLabel{background:#fff3cd;color:#664d03;border:1px solid #ffe69c;padding:4px}");
+  m_banner->setStyleSheet(
+      "QLabel{background:#fff3cd;color:#664d03;border:1px solid #ffe69c;padding:4px}");
   m_summary->setWordWrap(true);
   m_iterations->setRange(1, 100000);
   m_iterations->setValue(20);
@@ -64,23 +70,34 @@ ProfilePanel::ProfilePanel(StudioDocument* document, JobRunner* jobs, QWidget* p
   updateState();
 }
 
-void ProfilePanel::setIterations(int iterations) { m_iterations->setValue(iterations); }
-QString ProfilePanel::bannerText() const { return m_banner->isHidden() ? QString() : m_banner->text(); }
-QString ProfilePanel::summaryText() const { return m_summary->text(); }
-int ProfilePanel::rowCount() const { return m_table->rowCount(); }
+void ProfilePanel::setIterations(int iterations) {
+  m_iterations->setValue(iterations);
+}
+QString ProfilePanel::bannerText() const {
+  return m_banner->isHidden() ? QString() : m_banner->text();
+}
+QString ProfilePanel::summaryText() const {
+  return m_summary->text();
+}
+int ProfilePanel::rowCount() const {
+  return m_table->rowCount();
+}
 
 void ProfilePanel::updateState() {
   const auto plan = m_document->plan();
   QString banner;
   if (!plan && m_document->report()) {
-    banner = tr("This engine was built by TensorRT; Kiln cannot run it. The times shown are the "
-                "ones trtexec measured (--exportProfile).");
+    banner =
+        tr("This engine was built by TensorRT; Kiln cannot run it. The times shown are the "
+           "ones trtexec measured (--exportProfile).");
   } else if (plan && plan->identity.backend == "cuda" && !cudaUsable()) {
-    banner = tr("No usable CUDA device: this CUDA plan's network is timed on the CPU reference "
-                "backend instead (float32, reference kernels). GPU times need a GPU.");
+    banner =
+        tr("No usable CUDA device: this CUDA plan's network is timed on the CPU reference "
+           "backend instead (float32, reference kernels). GPU times need a GPU.");
   } else if (plan && plan->identity.backend == "cpu" && !cudaUsable()) {
-    banner = tr("No GPU: profiling on the CPU backend. Build for CUDA on a machine with a GPU "
-                "for GPU timings.");
+    banner =
+        tr("No GPU: profiling on the CPU backend. Build for CUDA on a machine with a GPU "
+           "for GPU timings.");
   }
   m_banner->setText(banner);
   m_banner->setVisible(!banner.isEmpty());
@@ -104,8 +121,10 @@ void ProfilePanel::startProfile() {
           context.progress(double(done) / std::max(total, 1),
                            QObject::tr("run %1 of %2").arg(done).arg(total));
         };
-        *result = standIn ? inspector::profilePlanOnCpu(*target, iterations, 1, context.cancelFlag(), progress)
-                          : inspector::profilePlan(*target, iterations, 1, context.cancelFlag(), progress);
+        *result = standIn ? inspector::profilePlanOnCpu(*target, iterations, 1,
+                                                        context.cancelFlag(), progress)
+                          : inspector::profilePlan(*target, iterations, 1, context.cancelFlag(),
+                                                   progress);
       },
       [this, result, report](const JobContext& context) {
         m_running = false;
@@ -160,7 +179,9 @@ void ProfilePanel::showResult() {
     name->setData(Qt::UserRole, order[row]);
     m_table->setItem(row, 0, name);
     m_table->setItem(row, 1, new QTableWidgetItem(QString::number(layer.milliseconds, 'f', 4)));
-    m_table->setItem(row, 2, new QTableWidgetItem(layer.averageMs < 0 ? "-" : QString::number(layer.averageMs, 'f', 4)));
+    m_table->setItem(
+        row, 2,
+        new QTableWidgetItem(layer.averageMs < 0 ? "-" : QString::number(layer.averageMs, 'f', 4)));
     m_table->setItem(row, 3, new QTableWidgetItem(QString::number(layer.percentage, 'f', 1)));
   }
 }

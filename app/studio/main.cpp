@@ -1,5 +1,6 @@
 // kiln-studio: the desktop application.
-//   kiln-studio [FILE] [--build [--shapes name:1x3x224x224,...]] [--profile] [--screenshots DIR] [--report FILE.html]
+//   kiln-studio [FILE] [--build [--shapes name:1x3x224x224,...]] [--profile] [--screenshots DIR]
+//   [--report FILE.html]
 // FILE is an ONNX model, a .kiln plan or a trtexec --exportLayerInfo JSON. --build
 // builds the model with the Build panel's settings once it is open, --profile then
 // times the engine, --screenshots saves a PNG of each view, --report writes the HTML
@@ -26,7 +27,8 @@ int main(int argc, char** argv) {
                             "name:1x3x224x224,...");
   QCommandLineOption profile("profile", "Profile the engine once it is built or opened.");
   QCommandLineOption shots("screenshots", "Save a PNG of each view into DIR, then quit.", "DIR");
-  QCommandLineOption report("report", "Write the HTML report of the engine to FILE, then quit.", "FILE");
+  QCommandLineOption report("report", "Write the HTML report of the engine to FILE, then quit.",
+                            "FILE");
   parser.addOptions({build, shapes, profile, shots, report});
   parser.process(app);
 
@@ -43,10 +45,11 @@ int main(int argc, char** argv) {
   options.reportPath = parser.value(report);
   const bool quitWhenDone = !options.screenshotDir.isEmpty() || !options.reportPath.isEmpty();
   kiln::studio::AutoRun script(&window, options);
-  QObject::connect(&script, &kiln::studio::AutoRun::finished, &app, [&](bool ok, const QString& message) {
-    std::fprintf(ok ? stdout : stderr, "kiln-studio: %s\n", qPrintable(message));
-    if (quitWhenDone) app.exit(ok ? 0 : 1);
-  });
+  QObject::connect(&script, &kiln::studio::AutoRun::finished, &app,
+                   [&](bool ok, const QString& message) {
+                     std::fprintf(ok ? stdout : stderr, "kiln-studio: %s\n", qPrintable(message));
+                     if (quitWhenDone) app.exit(ok ? 0 : 1);
+                   });
   QTimer::singleShot(0, &script, &kiln::studio::AutoRun::start);
   for (int i = 1; i < files.size(); ++i) window.openFile(files[i]);
   return app.exec();

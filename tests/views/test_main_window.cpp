@@ -154,8 +154,10 @@ class TestMainWindow : public QObject {
     MainWindow window;
     window.openFile(dataPath("builder/tiny_bert.onnx"));
     QVERIFY(window.jobs()->waitForIdle(kJobTimeoutMs));
-    const QString node = QString::fromStdString(window.document()->network()->graph.nodes[3].displayName());
-    window.document()->addIssue({IssueSeverity::kWarning, "build", "node '" + node + "': test", node});
+    const QString node =
+        QString::fromStdString(window.document()->network()->graph.nodes[3].displayName());
+    window.document()->addIssue(
+        {IssueSeverity::kWarning, "build", "node '" + node + "': test", node});
     auto* issues = qobject_cast<IssuesDock*>(window.panel("issues"));
     window.showView("layers");
     issues->activateRow(issues->rowCount() - 1);
@@ -271,8 +273,8 @@ class TestMainWindow : public QObject {
     QSignalSpy built(build, &BuildPanel::buildFinished);
     const qint64 buildGap = longestEventLoopGap(window, [&] { build->startBuild(); });
     QVERIFY(!built.isEmpty() && built.front().at(0).toBool());
-    qInfo("longest GUI event-loop gap: import+layout %lld ms, build+engine layout %lld ms", importGap,
-          buildGap);
+    qInfo("longest GUI event-loop gap: import+layout %lld ms, build+engine layout %lld ms",
+          importGap, buildGap);
     QVERIFY2(importGap < 100, qPrintable(QString::number(importGap)));
     QVERIFY2(buildGap < 100, qPrintable(QString::number(buildGap)));
   }
