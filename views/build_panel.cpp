@@ -2,6 +2,8 @@
 // BuilderConfig. Running the build is in build_panel_run.cpp.
 #include "build_panel.h"
 
+#include <algorithm>
+
 #include <QCheckBox>
 #include <QClipboard>
 #include <QComboBox>
@@ -13,6 +15,7 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
+#include <QListWidget>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSpinBox>
@@ -22,6 +25,7 @@
 #include "constraints_table.h"
 #include "job_runner.h"
 #include "kiln/builder.h"
+#include "kiln/passes.h"
 #include "profiles_editor.h"
 #include "studio_document.h"
 
@@ -140,6 +144,22 @@ QWidget* BuildPanel::createOptionsPage() {
   auto* browseCache = new QPushButton(tr("Browse…"), page);
   auto* browsePlan = new QPushButton(tr("Browse…"), page);
 
+  auto* passes = new QGroupBox(tr("Graph passes (unchecked: disabled)"), page);
+  auto* passRow = new QVBoxLayout(passes);
+  m_passes = new QListWidget(passes);
+  m_passes->setObjectName("passes");
+  for (const PassInfo& info : listPasses()) {
+    auto* item = new QListWidgetItem(QString::fromStdString(info.name), m_passes);
+    item->setFlags(item->flags() | Qt::ItemIsUserCheckable);
+    item->setCheckState(Qt::Checked);
+    item->setToolTip(tr("%1\nruns at optimization level >= %2")
+                         .arg(QString::fromStdString(info.description))
+                         .arg(info.minimumLevel));
+  }
+  m_passes->setMaximumHeight(m_passes->sizeHintForRow(0) * 5 + 8);
+  passRow->addWidget(m_passes);
+  connect(m_passes, &QListWidget::itemChanged, this, &BuildPanel::applyToConfig);
+
   auto* form = new QFormLayout;
   form->addRow(tr("Optimization level:"), m_level);
   form->addRow(tr("Workspace per layer:"), m_workspace);
@@ -150,6 +170,7 @@ QWidget* BuildPanel::createOptionsPage() {
   auto* layout = new QVBoxLayout(page);
   layout->addWidget(sources);
   layout->addLayout(form);
+  layout->addWidget(passes);
   layout->addStretch(1);
 
   connect(m_level, &QSpinBox::valueChanged, this, &BuildPanel::applyToConfig);
@@ -257,6 +278,10 @@ void BuildPanel::applyToConfig() {
   for (int i = 0; i < 4; ++i)
     if (m_sources[i]->isChecked()) config.tacticSources |= kSourceBits[i];
   config.optimizationLevel = m_level->value();
+  config.disabledPasses.clear();
+  for (int i = 0; i < m_passes->count(); ++i)
+    if (m_passes->item(i)->checkState() != Qt::Checked)
+      config.disabledPasses.push_back(m_passes->item(i)->text().toStdString());
   config.workspaceLimitBytes = static_cast<int64_t>(m_workspace->value()) << 20;
   config.profilingVerbosity = kVerbosities[std::max(0, m_verbosity->currentIndex())];
   // Invalid profiles stay out of the config; the editor shows why and Build waits.
@@ -282,6 +307,12 @@ void BuildPanel::loadFromConfig() {
   m_constraints->model()->setRules(config.layerPrecisions, config.layerOutputTypes);
   for (int i = 0; i < 4; ++i) m_sources[i]->setChecked(config.tacticSources & kSourceBits[i]);
   m_level->setValue(config.optimizationLevel);
+  for (int i = 0; i < m_passes->count(); ++i) {
+    QListWidgetItem* item = m_passes->item(i);
+    const bool off = std::find(config.disabledPasses.begin(), config.disabledPasses.end(),
+                               item->text().toStdString()) != config.disabledPasses.end();
+    item->setCheckState(off ? Qt::Unchecked : Qt::Checked);
+  }
   m_workspace->setValue(static_cast<int>(config.workspaceLimitBytes >> 20));
   for (int i = 0; i < 3; ++i)
     if (kVerbosities[i] == config.profilingVerbosity) m_verbosity->setCurrentIndex(i);
@@ -290,6 +321,13 @@ void BuildPanel::loadFromConfig() {
   m_loading = false;
   updateCommandLine();
   updateBuildEnabled();
+}
+
+bool BuildPanel::setPassEnabled(const QString& pass, bool enabled) {
+  const QList<QListWidgetItem*> found = m_passes->findItems(pass, Qt::MatchExactly);
+  if (found.isEmpty()) return false;
+  found.front()->setCheckState(enabled ? Qt::Checked : Qt::Unchecked);
+  return true;
 }
 
 QString BuildPanel::commandLine() const {

@@ -16,6 +16,7 @@ class QCheckBox;
 class QComboBox;
 class QLabel;
 class QLineEdit;
+class QListWidget;
 class QProgressBar;
 class QPushButton;
 class QSpinBox;
@@ -38,6 +39,9 @@ class BuildPanel : public QWidget {
   // does; the document's config follows.
   void setLayerPrecision(const QString& node, DataType precision);
   void setConstraintMode(ConstraintMode mode);
+  // Turns one graph pass (kiln build --list-passes) on or off for the next build, as
+  // its box in the Passes list does; false for an unknown pass.
+  bool setPassEnabled(const QString& pass, bool enabled);
   // The `kiln build` line of the current settings.
   QString commandLine() const;
   // Starts the build in the background; buildFinished() reports the end. Refused
@@ -76,6 +80,7 @@ class BuildPanel : public QWidget {
   ConstraintsTable* m_constraints;
   ProfilesEditor* m_profiles;
   QCheckBox* m_sources[4];
+  QListWidget* m_passes;  // one checkable row per pass; unchecked = --disable-pass
   QSpinBox *m_level, *m_workspace;
   QComboBox *m_verbosity, *m_backend;
   QLineEdit *m_cachePath, *m_planPath, *m_command;

@@ -17,6 +17,11 @@ using inspector::EngineReport;
 using inspector::ReportLayer;
 using inspector::ReportTensor;
 
+// Kiln plans say "Plugin"; TensorRT engines (trtexec exports) say PluginV2/PluginV3.
+bool isPluginLayer(const ReportLayer& layer) {
+  return layer.layerType.rfind("Plugin", 0) == 0;
+}
+
 const QString kBindingPrefix = QStringLiteral("binding:");
 constexpr int kTimeLegendSteps = 5;
 
@@ -69,6 +74,17 @@ class EngineGraphBuilder {
                    QString::fromStdString(layer.precision);
     look.searchText =
         name + QLatin1Char('\n') + type + QLatin1Char('\n') + QString::fromStdString(layer.opType);
+    look.plugin = isPluginLayer(layer);
+    if (look.plugin) {
+      auto plugin = layer.parameters.find("plugin");
+      look.toolTip +=
+          QStringLiteral("\nplugin layer: %1\n%2")
+              .arg(plugin != layer.parameters.end() ? QString::fromStdString(plugin->second)
+                                                    : QString::fromStdString(layer.opType),
+                   layer.milliseconds >= 0
+                       ? QStringLiteral("%1 ms").arg(layer.milliseconds, 0, 'f', 4)
+                       : QStringLiteral("untimed"));
+    }
     QString second = type;
     if (!layer.precision.empty())
       second += QStringLiteral(" · ") +
@@ -253,6 +269,8 @@ void EngineGraphView::updateLegend() {
       entries.push_back({QStringLiteral("%1 %").arg(f * most, 0, 'f', 1), timeShareColor(f)});
     }
   if (unknown || most <= 0) entries.push_back({tr("untimed"), untimedColor()});
+  if (std::any_of(report->layers.begin(), report->layers.end(), isPluginLayer))
+    entries.push_back({tr("Plugin layer (dashed border)"), GraphStyle::pluginMarker()});
   m_view->setLegend(tr("Share of time"), entries);
 }
 

@@ -27,6 +27,10 @@ double lodOf(const QStyleOptionGraphicsItem* option, const QPainter* painter) {
 
 }  // namespace
 
+QColor GraphStyle::pluginMarker() {
+  return QColor(0x8e, 0x24, 0xaa);
+}
+
 // Pixel sizes, not point sizes: scene units are then the same on screen, in SVG and
 // in QImage exports, whatever their DPI.
 QFont GraphStyle::titleFont() {
@@ -76,7 +80,8 @@ GraphNodeItem::GraphNodeItem(int index, const QString& id, const QStringList& li
       m_lines(lines),
       m_rect(-size.width() / 2, -size.height() / 2, size.width(), size.height()),
       m_fill(look.fill),
-      m_terminal(look.terminal) {
+      m_terminal(look.terminal),
+      m_plugin(look.plugin) {
   setFlag(ItemIsSelectable);
   setZValue(1);  // boxes above edges
   if (!look.toolTip.isEmpty()) setToolTip(look.toolTip);
@@ -101,6 +106,7 @@ void GraphNodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* opt
   }
   painter->setRenderHint(QPainter::Antialiasing, lod > kTextLod);
   QPen pen(selected ? kSelected : kBorder, selected ? 3 : 1);
+  if (m_plugin && !selected) pen = QPen(GraphStyle::pluginMarker(), 2.5, Qt::DashLine);
   pen.setCosmetic(true);
   painter->setPen(pen);
   painter->setBrush(m_fill);

@@ -23,6 +23,8 @@ class GraphStyle {
   static QFont titleFont();  // first line of a box (op type, layer name)
   static QFont bodyFont();   // other lines
   static QFont edgeFont();   // edge labels (shapes)
+  // The dashed border (and legend swatch) that marks plugin layers.
+  static QColor pluginMarker();
   // Box size for `lines` (the first in the title font), at least 56 x 24 points.
   static QSizeF nodeSize(const QStringList& lines);
   static QSizeF edgeLabelSize(const QString& text);
@@ -34,6 +36,7 @@ class GraphStyle {
 struct NodeLook {
   QColor fill = Qt::white;
   bool terminal = false;  // graph input/output or engine binding: rounded ends
+  bool plugin = false;    // a plugin layer (custom op): dashed pluginMarker() border
   QString toolTip;
   QString searchText;  // what search matches (case-insensitive substring)
 };
@@ -48,6 +51,7 @@ class GraphNodeItem : public QGraphicsItem {
   const QString& id() const { return m_id; }
   const QStringList& lines() const { return m_lines; }
   QColor fill() const { return m_fill; }
+  bool isPlugin() const { return m_plugin; }
   void setFill(const QColor& fill);
   void addEdge(GraphEdgeItem* edge) { m_edges.push_back(edge); }
 
@@ -64,6 +68,7 @@ class GraphNodeItem : public QGraphicsItem {
   QRectF m_rect;
   QColor m_fill;
   bool m_terminal;
+  bool m_plugin;
   std::vector<GraphEdgeItem*> m_edges;
 };
 

@@ -19,7 +19,9 @@
 #include <algorithm>
 
 #include "build_panel.h"
+#include "calibration_view.h"
 #include "charts_view.h"
+#include "compare_view.h"
 #include "engine_graph_view.h"
 #include "export_actions.h"
 #include "file_loader.h"
@@ -27,6 +29,7 @@
 #include "jobs_widget.h"
 #include "layer_table_view.h"
 #include "model_graph_view.h"
+#include "plugins_panel.h"
 #include "profile_panel.h"
 #include "properties_panel.h"
 #include "tactics_panel.h"
@@ -74,7 +77,9 @@ void MainWindow::registerViews() {
   auto* engine = new EngineGraphView(&m_document, &m_jobs, m_tabs);
   auto* layers = new LayerTableView(&m_document, m_tabs);
   auto* charts = new ChartsView(&m_document, m_tabs);
-  m_views = {graph, engine, layers, charts};
+  auto* compare = new CompareView(&m_document, &m_jobs, m_tabs);
+  auto* calibration = new CalibrationView(&m_document, &m_jobs, m_tabs);
+  m_views = {graph, engine, layers, charts, compare, calibration};
   for (View* view : m_views) {
     QWidget* page = new QWidget(m_tabs);
     auto* layout = new QVBoxLayout(page);
@@ -109,8 +114,15 @@ void MainWindow::createDocks() {
   QDockWidget* profile =
       addDock("profile", tr("Profile"), new ProfilePanel(&m_document, &m_jobs, this),
               Qt::BottomDockWidgetArea);
+  auto* plugins = new PluginsPanel(&m_document, this);
+  QDockWidget* pluginsDock = addDock("plugins", tr("Plugins"), plugins, Qt::BottomDockWidgetArea);
   tabifyDockWidget(issues, tactics);
   tabifyDockWidget(tactics, profile);
+  tabifyDockWidget(profile, pluginsDock);
+  // A new library may map nodes of the open model to plugins: open it again.
+  connect(plugins, &PluginsPanel::pluginsChanged, this, [this] {
+    if (!m_document.modelPath().isEmpty()) openFile(m_document.modelPath());
+  });
   issues->raise();
   // The centre gets the room; docks keep a working size (restoreState may override).
   resizeDocks({issues}, {220}, Qt::Vertical);
@@ -157,6 +169,14 @@ void MainWindow::createMenus() {
     if (auto* panel = qobject_cast<ProfilePanel*>(this->panel("profile"))) panel->startProfile();
   });
   profile->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_P));
+
+  QMenu* pluginsMenu = menuBar()->addMenu(tr("&Plugins"));
+  pluginsMenu->addAction(tr("&Load plugin library..."), this, [this] {
+    if (auto* panel = qobject_cast<PluginsPanel*>(this->panel("plugins"))) {
+      findChild<QDockWidget*>("dock_plugins")->raise();
+      panel->chooseAndLoad();
+    }
+  });
 
   m_viewMenu = menuBar()->addMenu(tr("&View"));
   for (size_t i = 0; i < m_views.size(); ++i) {

@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "kiln/plugin_registry.h"
 #include "node_properties.h"
 #include "op_category.h"
 
@@ -35,6 +36,18 @@ class ModelGraphBuilder {
         (node.domain.empty() ? QString()
                              : QStringLiteral(" (%1)").arg(QString::fromStdString(node.domain)));
     look.searchText = name + QLatin1Char('\n') + op;
+    look.plugin = isPluginNode(node);
+    if (look.plugin) {
+      auto resolved = resolvePlugin(node);
+      look.toolTip +=
+          QStringLiteral("\nplugin layer: ") +
+          (resolved.isOk()
+               ? QString::fromStdString(
+                     resolved->info.displayName() +
+                     (resolved->info.library.empty() ? "" : " from " + resolved->info.library))
+               : QString::fromStdString(resolved.status().message()));
+      look.searchText += QStringLiteral("\nplugin");
+    }
     const int box = addBox(name, {op, GraphStyle::elide(name, 1)}, look);
     for (const std::string& output : node.outputs)
       if (!output.empty()) m_producer.emplace(output, box);
@@ -159,13 +172,17 @@ void ModelGraphView::reload() {
 
 void ModelGraphView::updateLegend() {
   std::set<OpCategory> present;
+  bool plugins = false;
   if (std::shared_ptr<const Network> network = m_document->network())
-    for (const Node& node : network->graph.nodes)
+    for (const Node& node : network->graph.nodes) {
       if (isBox(node)) present.insert(opCategory(node.opType));
+      plugins = plugins || isPluginNode(node);
+    }
   std::vector<LegendEntry> entries;
   for (OpCategory category : present)
     entries.push_back({opCategoryName(category), opCategoryColor(category)});
   if (!entries.empty()) entries.push_back({tr("Input / output"), terminalColor()});
+  if (plugins) entries.push_back({tr("Plugin layer (dashed border)"), GraphStyle::pluginMarker()});
   m_view->setLegend(tr("Op category"), entries);
 }
 

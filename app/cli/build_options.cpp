@@ -1,6 +1,7 @@
 #include "cli/build_options.h"
 
 #include "cli/tensor_args.h"
+#include "kiln/constraints_file.h"
 
 namespace kiln::cli {
 namespace {
@@ -54,7 +55,11 @@ std::set<std::string> buildValuedOptions() {
           "load-tactics",
           "seed",
           "device",
-          "disable-pass"};
+          "disable-pass",
+          "constraints",
+          "calib-cache",
+          "accuracy-data",
+          "preprocess"};
 }
 
 std::set<std::string> buildFlagOptions() {
@@ -67,20 +72,29 @@ Status builderConfigFromArgs(const Args& args, BuilderConfig* config) {
   config->tf32 = !args.flag("no-tf32");
   config->int8 = args.flag("int8");
   config->fp8 = args.flag("fp8");
+  if (args.has("calib-cache") && !config->int8)
+    return invalidArgument("--calib-cache needs --int8");
+  config->calibrationCachePath = args.value("calib-cache");  // cmd_build loads it
+  // A constraints file (kiln debug precision, the studio) first: its mode, and its rules
+  // before the command line's, which win where both match.
+  if (args.has("constraints")) {
+    KILN_ASSIGN_OR_RETURN(PrecisionConstraints file,
+                          loadPrecisionConstraints(args.value("constraints")));
+    applyPrecisionConstraints(file, config);
+  }
   if (args.has("precision-constraints") &&
       !parseConstraintMode(args.value("precision-constraints"), &config->precisionConstraints))
     return invalidArgument("--precision-constraints takes none, prefer or obey");
-  if (args.has("layer-precisions")) {
-    KILN_ASSIGN_OR_RETURN(config->layerPrecisions,
-                          parseLayerPrecisionSpec(args.value("layer-precisions")));
-  }
-  if (args.has("layer-output-types")) {
-    KILN_ASSIGN_OR_RETURN(config->layerOutputTypes,
-                          parseLayerPrecisionSpec(args.value("layer-output-types")));
+  for (const auto& [option, rules] :
+       {std::pair{"layer-precisions", &config->layerPrecisions},
+        std::pair{"layer-output-types", &config->layerOutputTypes}}) {
+    if (!args.has(option)) continue;
+    KILN_ASSIGN_OR_RETURN(auto parsed, parseLayerPrecisionSpec(args.value(option)));
+    rules->insert(rules->end(), parsed.begin(), parsed.end());
   }
   // As in trtexec: per-layer rules without a mode are preferred.
   if ((!config->layerPrecisions.empty() || !config->layerOutputTypes.empty()) &&
-      !args.has("precision-constraints"))
+      !args.has("precision-constraints") && !args.has("constraints"))
     config->precisionConstraints = ConstraintMode::kPrefer;
   int64_t level, workspaceMiB, seed;
   KILN_RETURN_IF_ERROR(args.intValue("optimization-level", 3, &level));

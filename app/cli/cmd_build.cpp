@@ -2,13 +2,16 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "cli/args.h"
 #include "cli/build_options.h"
+#include "cli/calibration_inputs.h"
 #include "cli/commands.h"
 #include "engine_inspector.h"
 #include "kiln/builder.h"
+#include "kiln/calibration.h"
 #include "kiln/cuda_build_backend.h"
 #include "kiln/onnx_import.h"
 #include "kiln/passes.h"
@@ -23,10 +26,18 @@ void printUsage() {
       "  --backend cpu|cuda (cpu)         backend the plan is built for and runs on\n"
       "  --fp16 | --bf16 | --no-tf32      enable 16-bit precisions / disable TF32 (fp32 always "
       "on)\n"
-      "  --int8 | --fp8                   reserved for quantization (refused for now)\n"
+      "  --int8                           INT8 layers: from --calib-cache (implicit) or the\n"
+      "                                   model's QuantizeLinear/DequantizeLinear (explicit)\n"
+      "  --calib-cache FILE               kiln calibrate's range per tensor (needs --int8)\n"
+      "  --accuracy-data DIR              after the build, compare the plan with FP32 on\n"
+      "                                   these samples (CPU backend; --preprocess SPEC for\n"
+      "                                   images, else the cache's spec)\n"
+      "  --fp8                            reserved: FP8 needs CUDA on compute capability 8.9+\n"
       "  --precision-constraints none|prefer|obey\n"
       "  --layer-precisions SPEC          e.g. '*:fp16,Conv_3:fp32' (implies prefer)\n"
       "  --layer-output-types SPEC        storage type of layer outputs, same syntax\n"
+      "  --constraints FILE               mode and rules from a constraints file (kiln debug\n"
+      "                                   precision); rules given here win over the file's\n"
       "  --min-shapes/--opt-shapes/--max-shapes in:1x3x224x224,...\n"
       "                                   one profile per triple; repeat for more profiles\n"
       "  --optimization-level 0..5 (3)    0: heuristics, untimed; 1..5: timed, more runs each\n"
@@ -72,6 +83,21 @@ nlohmann::json summaryJson(const Plan& plan, const std::string& output, bool cac
           {"weight_bytes", r.weightBytes},
           {"fusions", r.passes.size()},
           {"warnings", r.warnings}};
+}
+
+// --accuracy-data: the plan against the FP32 reference of the model it was built from.
+// Images use --preprocess, else the spec the calibration cache names (beside it).
+Result<std::string> accuracyAgainstFp32(const Args& args, const BuilderConfig& config,
+                                        const CalibrationTable& calibration, const Plan& plan) {
+  std::string spec = args.value("preprocess");
+  if (spec.empty() && !calibration.preprocessingFile.empty())
+    spec = (std::filesystem::path(config.calibrationCachePath).parent_path() /
+            calibration.preprocessingFile)
+               .string();
+  KILN_ASSIGN_OR_RETURN(auto network, importOnnxFile(args.positional()[0]));
+  KILN_ASSIGN_OR_RETURN(auto batches,
+                        loadDataBatches(network, args.value("accuracy-data"), spec, "", 8));
+  return int8AccuracyReport(network, plan, batches);
 }
 
 }  // namespace
@@ -121,6 +147,15 @@ int runBuild(const std::vector<std::string>& rawArgs) {
     replay = std::move(loaded.value());
     config.replay = &replay;
   }
+  CalibrationTable calibration;
+  if (!config.calibrationCachePath.empty()) {
+    auto loaded = loadCalibrationCache(config.calibrationCachePath);
+    if (!loaded.isOk()) return fail("build", loaded.status().message());
+    calibration = std::move(loaded.value());
+    config.calibration = &calibration;
+  }
+  if (args.has("accuracy-data") && args.value("backend", "cpu") != "cpu")
+    return fail("build", "--accuracy-data runs the plan on the CPU backend (--backend cpu)", 2);
   const bool quiet = args.flag("quiet") || args.flag("json");
   const bool terminal = isatty(fileno(stderr)) != 0;  // progress lines only on a terminal
   config.callbacks.onProgress = [quiet, terminal](const BuildProgress& p) {
@@ -149,12 +184,20 @@ int runBuild(const std::vector<std::string>& rawArgs) {
   }
   nlohmann::json summary = summaryJson(*plan, output, cacheLoaded);
   summary["trtexec"] = trtexecCommandLine(config, model, output);
+  std::string accuracy;
+  if (args.has("accuracy-data")) {
+    auto report = accuracyAgainstFp32(args, config, calibration, *plan);
+    if (!report.isOk()) return fail("build", report.status().message());
+    accuracy = *report;
+    summary["accuracy"] = accuracy;
+  }
   if (args.flag("json")) {
     std::printf("%s\n",
                 summary.dump(1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
   std::printf("%s", inspector::formatBuildSummary(*plan).c_str());
+  if (!accuracy.empty()) std::printf("accuracy against FP32:\n%s", accuracy.c_str());
   std::printf("plan written: %s\n", output.c_str());
   std::printf("same build with TensorRT: %s\n", summary["trtexec"].get<std::string>().c_str());
   return 0;

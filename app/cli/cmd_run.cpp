@@ -16,6 +16,7 @@
 #include "kiln/cuda_runtime.h"
 #include "kiln/onnx_import.h"
 #include "kiln/plan.h"
+#include "kiln/plugin_registry.h"
 #include "kiln/reference_backend.h"
 #include "plan_profiler.h"
 
@@ -103,6 +104,8 @@ int runRun(const std::vector<std::string>& argv) {
     auto loaded = loadPlanFile(path);
     if (!loaded.isOk()) return fail("run", loaded.status().message());
     plan = std::make_shared<const Plan>(std::move(loaded.value()));
+    if (Status s = checkPluginsAvailable(*plan->network); !s.isOk())
+      return fail("run", path + ": " + s.message());
   }
   std::string backendName = args.value("backend");
   if (plan) {

@@ -20,6 +20,10 @@ int runBuild(const std::vector<std::string>& args);
 int runRun(const std::vector<std::string>& args);
 int runConformance(const std::vector<std::string>& args);
 int runOps(const std::vector<std::string>& args);
+int runPlugins(const std::vector<std::string>& args);
+int runCompare(const std::vector<std::string>& args);
+int runDebug(const std::vector<std::string>& args);
+int runCalibrate(const std::vector<std::string>& args);
 
 // The CUDA path of `kiln run` (trtexec-style benchmark), after inputs are prepared.
 // With a plan, its engine precision and TF32 setting replace --fp16/--bf16/--no-tf32.

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "kiln/plugin_registry.h"
 #include "kiln/version.h"
 
 namespace {
@@ -24,14 +25,64 @@ void printUsage() {
       "[--export-output "
       "f.json] [--json]\n"
       "                                                          run on the CPU reference backend\n"
+      "  compare A.kiln|A.onnx [B] [--per-tensor] [--atol X --rtol Y] [--json]\n"
+      "                                                          accuracy of A against B (or the "
+      "FP32 reference)\n"
+      "  compare --builds P1.kiln P2.kiln [...] [--json]         side-by-side builds aligned by ONNX "
+      "node\n"
+      "  debug precision MODEL.onnx --fp16 [--save-constraints F] which ONNX nodes must stay "
+      "FP32\n"
+      "  debug tactics MODEL.onnx [--layer N] [--rebuilds N]    tactics whose outputs differ\n"
+      "  calibrate MODEL.onnx --data DIR -o CACHE [--method entropy|minmax|percentile]\n"
+      "                                                          INT8 calibration: a range per "
+      "tensor\n"
       "  conformance DIR... [--expected-failures FILE] [--json] run ONNX backend node tests\n"
-      "  ops [--json]                                            operators the CPU backend runs\n\n"
+      "  ops [--json]                                            operators the CPU backend runs\n"
+      "  plugins [--json]                                        loaded plugin libraries and "
+      "creators\n\n"
+      "global option: --plugins LIB.so[,LIB.so]  load plugin libraries (custom layers) first\n"
       "Run `kiln <command> --help` for a command's options.\n");
 }
 
 }  // namespace
 
+// Takes every `--plugins LIST` / `--plugins=LIST` out of `args` and loads the
+// libraries, before any command sees its arguments. False (after saying why) when
+// one does not load.
+bool loadPluginOptions(std::vector<std::string>* args) {
+  std::vector<std::string> rest;
+  for (size_t i = 0; i < args->size(); ++i) {
+    const std::string& a = (*args)[i];
+    std::string list;
+    if (a == "--plugins") {
+      if (i + 1 >= args->size()) {
+        std::fprintf(stderr, "kiln: --plugins needs a library path\n");
+        return false;
+      }
+      list = (*args)[++i];
+    } else if (a.rfind("--plugins=", 0) == 0) {
+      list = a.substr(10);
+    } else {
+      rest.push_back(a);
+      continue;
+    }
+    kiln::Status loaded = kiln::loadPluginLibraries(list);
+    if (!loaded.isOk()) {
+      std::fprintf(stderr, "kiln: %s\n", loaded.message().c_str());
+      return false;
+    }
+  }
+  *args = std::move(rest);
+  return true;
+}
+
 int main(int argc, char** argv) {
+  std::vector<std::string> all(argv + 1, argv + argc);
+  if (!loadPluginOptions(&all)) return 1;
+  std::vector<char*> kept = {argv[0]};
+  for (std::string& a : all) kept.push_back(a.data());
+  argc = static_cast<int>(kept.size());
+  argv = kept.data();
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
       !std::strcmp(argv[1], "help")) {
     printUsage();
@@ -44,6 +95,10 @@ int main(int argc, char** argv) {
   if (command == "run") return kiln::cli::runRun(args);
   if (command == "conformance") return kiln::cli::runConformance(args);
   if (command == "ops") return kiln::cli::runOps(args);
+  if (command == "plugins") return kiln::cli::runPlugins(args);
+  if (command == "compare") return kiln::cli::runCompare(args);
+  if (command == "debug") return kiln::cli::runDebug(args);
+  if (command == "calibrate") return kiln::cli::runCalibrate(args);
   if (command == "--version" || command == "version") {
     std::printf("kiln %s\n", kiln::kKilnVersion);
     return 0;

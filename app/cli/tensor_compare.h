@@ -1,30 +1,14 @@
-// Comparison of an output tensor with its expected value, as conformance and
-// `kiln run --compare` report it.
+// The CLI's names for the shared tensor comparison (inspector/compare/tensor_compare.h),
+// which conformance, `kiln compare` and the studio use alike.
 #pragma once
 
-#include <string>
-
-#include "kiln/tensor.h"
+#include "compare/tensor_compare.h"
 
 namespace kiln::cli {
 
-struct Tolerance {
-  double atol = 1e-5;
-  double rtol = 1e-3;
-};
-
-// Tolerance for a data type: float32/64 atol 1e-5 rtol 1e-3 (the ONNX backend test
-// runner uses rtol 1e-3), float16/bfloat16/fp8 atol and rtol 1e-2, integers exact.
-Tolerance defaultTolerance(DataType type);
-
-struct CompareResult {
-  bool match = true;
-  double maxAbsError = 0;
-  double maxRelError = 0;
-  std::string reason;  // why it does not match (dtype, shape, first bad element)
-};
-
-CompareResult compareTensors(const Tensor& actual, const Tensor& expected,
-                             const Tolerance& tolerance);
+using compare::CompareResult;
+using compare::compareTensors;
+using compare::defaultTolerance;
+using compare::Tolerance;
 
 }  // namespace kiln::cli

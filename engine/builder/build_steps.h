@@ -83,6 +83,25 @@ Result<PrecisionChoice> choosePrecisions(const Node& node, const BuilderConfig& 
                                          bool reducible, const std::string& whyNot,
                                          std::vector<std::string>* warnings);
 
+// What an INT8 build decided about layers that stay float, by ONNX node name.
+struct Int8Decisions {
+  std::map<std::string, std::string> fallbacks;  // why the layer is not INT8
+  std::map<std::string, DataType> pins;          // fp16/fp32 from a pinned cache entry
+};
+// Implicit INT8 (implicit_int8.cpp): with config.int8 and a calibration table, puts a
+// QuantizeLinear/DequantizeLinear pair from the table on the input of every Conv,
+// MatMul and Gemm that may run in INT8, for fold_qdq to fold; records why the others
+// may not. Errors: --int8 with neither a table nor Q/DQ nodes in the model.
+Status insertCalibratedQdq(Network& network, const BuilderConfig& config,
+                           Int8Decisions* decisions);
+// INT8 layers (fold_qdq's) run in int8; under an INT8 build every other float layer
+// says why it is not INT8, and a pinned cache entry pins its readers' precision.
+// Fails (kObey) or warns (kPrefer) when a rule asks a Q/DQ-quantized layer for another
+// precision.
+Status applyInt8Precision(const Node& node, const BuilderConfig& config, bool reducible,
+                          const Int8Decisions& decisions, PrecisionChoice* choice,
+                          std::vector<std::string>* warnings);
+
 // Times every enabled candidate of one layer (through the timing cache) and picks
 // the fastest; a replayed choice is taken untimed when it is valid.
 struct TacticSelection {

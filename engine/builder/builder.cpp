@@ -7,6 +7,7 @@
 #include <set>
 
 #include "builder/build_steps.h"
+#include "builder/plugin_layers.h"
 #include "kiln/passes.h"
 #include "kiln/reference_backend.h"
 #include "kiln/shape_inference.h"
@@ -21,10 +22,9 @@ double secondsSince(Clock::time_point start) {
 }
 
 Status checkConfig(const BuilderConfig& config) {
-  if (config.int8 || config.fp8) {
-    return unsupported(std::string(config.int8 ? "INT8" : "FP8") +
-                       " builds need calibration or Q/DQ quantization, which this build of Kiln "
-                       "does not have yet");
+  if (config.fp8) {
+    return unsupported(
+        "FP8 builds need the CUDA backend on compute capability >= 8.9, which this build lacks");
   }
   if (config.optimizationLevel < 0 || config.optimizationLevel > 5)
     return invalidArgument("builder optimization level " +
@@ -69,6 +69,7 @@ BuildRecord startRecord(const Network& network, const BuilderConfig& config,
   record.config.callbacks = {};
   record.config.timingCache = nullptr;
   record.config.replay = nullptr;
+  record.config.calibration = nullptr;
   for (const ValueInfo& in : network.graph.inputs)
     if (!network.graph.initializers.count(in.name)) record.inputNames.push_back(in.name);
   for (const ValueInfo& out : network.graph.outputs) record.outputNames.push_back(out.name);
@@ -88,8 +89,8 @@ std::string timingKeyPrefix(const PlanIdentity& identity, const BuilderConfig& c
 
 // One layer: precision choice, tactic selection, and its record and runtime entry.
 Status buildLayer(const Network& network, const Node& node, build::TimingSession& session,
-                  build::TimingInputs& timingInputs, Plan* plan,
-                  std::vector<build::UniformLayer>* uniformInfo) {
+                  build::TimingInputs& timingInputs, const build::Int8Decisions& int8,
+                  Plan* plan, std::vector<build::UniformLayer>* uniformInfo) {
   const BuilderConfig& config = session.config;
   BuildRecord& record = plan->record;
   if (timingInputs.needsExact(node)) KILN_RETURN_IF_ERROR(timingInputs.prepareExact());
@@ -97,6 +98,8 @@ Status buildLayer(const Network& network, const Node& node, build::TimingSession
   const bool reducible = build::canReducePrecision(node, timingInputs.metas(), &whyNot);
   KILN_ASSIGN_OR_RETURN(build::PrecisionChoice precisions,
                         build::choosePrecisions(node, config, reducible, whyNot, &record.warnings));
+  KILN_RETURN_IF_ERROR(
+      build::applyInt8Precision(node, config, reducible, int8, &precisions, &record.warnings));
   build::InputsOnDemand inputsOnDemand = [&](bool exact) -> Result<const LayerInputs*> {
     return timingInputs.forNode(node, exact);
   };
@@ -150,9 +153,12 @@ Result<Plan> buildPlan(std::shared_ptr<const Network> source, const BuilderConfi
   const Clock::time_point start = Clock::now();
   KILN_RETURN_IF_ERROR(checkConfig(config));
   std::shared_ptr<Network> network = normalizedCopy(*source);
+  build::Int8Decisions int8;
+  KILN_RETURN_IF_ERROR(build::insertCalibratedQdq(*network, config, &int8));
   std::vector<PassApplication> applied;
   KILN_RETURN_IF_ERROR(
-      runPasses(*network, config.optimizationLevel, config.disabledPasses, &applied));
+      runPasses(*network, config.optimizationLevel, config.disabledPasses, &applied,
+                backend.prefersChannelsLast(config.fp16 || config.bf16)));
   const BuildCallbacks& callbacks = config.callbacks;
   auto progress = [&callbacks](const std::string& phase, int done, int total,
                                const std::string& item) {
@@ -180,13 +186,16 @@ Result<Plan> buildPlan(std::shared_ptr<const Network> source, const BuilderConfi
     if (cancelled()) return Status(StatusCode::kCancelled, "build cancelled");
     const Node& node = network->graph.nodes[i];
     progress("timing", i, layerCount, node.displayName());
-    KILN_RETURN_IF_ERROR(buildLayer(*network, node, session, timingInputs, &plan, &uniformInfo));
+    KILN_RETURN_IF_ERROR(
+        buildLayer(*network, node, session, timingInputs, int8, &plan, &uniformInfo));
   }
   noteMissingReplays(*network, config, &record);
   progress("timing", layerCount, layerCount, "");
   if (backend.uniformPrecision()) {
     KILN_RETURN_IF_ERROR(build::unifyPrecision(config, uniformInfo, &record, &plan.layers));
   }
+  KILN_RETURN_IF_ERROR(
+      build::finishPluginLayers(*network, config.profiles, timingInputs.metas(), &record));
   record.timingSeconds = secondsSince(timingStart);
   record.timingCache = session.stats;
   record.candidatesTimed = session.timed;

@@ -61,6 +61,8 @@ void addPrecisions(const BuilderConfig& config, CommandLine* cmd) {
   if (config.bf16) cmd->add("--bf16");
   if (!config.tf32) cmd->add("--no-tf32");
   if (config.int8) cmd->add("--int8");
+  if (config.int8 && !config.calibrationCachePath.empty())
+    cmd->add("--calib-cache", config.calibrationCachePath);
   if (config.fp8) cmd->add("--fp8");
   const bool rules = !config.layerPrecisions.empty() || !config.layerOutputTypes.empty();
   // With rules and no mode the CLI assumes prefer, so "none" is then written out.

@@ -105,6 +105,7 @@ const char* layerTypeOf(const std::string& op) {
       {"FusedMatMul", "MatrixMultiply"},
       {"FusedConv", "Convolution"},
       {"ScaledMaskedSoftmax", "SoftMax"},
+      {"FusedAttention", "Attention"},
       {"AddLayerNorm", "Normalization"}};
   auto it = kTypes.find(op);
   return it == kTypes.end() ? nullptr : it->second;

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "builder/build_steps.h"
+#include "kiln/plugin_registry.h"
 #include "kiln/timing_cache.h"
 
 namespace kiln::build {
@@ -15,6 +16,11 @@ namespace {
 std::string layerSignature(const Node& node, const ValueMetas& values) {
   std::ostringstream s;
   s << (node.domain.empty() ? "ai.onnx" : node.domain) << "::" << node.opType << "-" << node.opset;
+  // A plugin layer's time belongs to the plugin build that measured it.
+  if (isPluginNode(node)) {
+    auto plugin = resolvePlugin(node);
+    if (plugin.isOk()) s << "|plugin=" << plugin->info.displayName() << "@" << plugin->info.library;
+  }
   for (const auto& [key, attr] : node.attributes)
     if (key != kSourceNodesAttribute && key != kFusionPassAttribute)
       s << "|" << key << "=" << attributeText(attr, std::string::npos);

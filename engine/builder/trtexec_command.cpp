@@ -33,6 +33,10 @@ std::string trtexecCommandLine(const BuilderConfig& config, const std::string& o
   if (config.fp16) cmd << " --fp16";
   if (config.bf16) cmd << " --bf16";
   if (config.int8) cmd << " --int8";
+  // trtexec reads a calibration cache in its own binary-scale format; Kiln's text cache
+  // needs converting (docs/quantization.md), but the flag is the same.
+  if (config.int8 && !config.calibrationCachePath.empty())
+    cmd << " --calib=" << config.calibrationCachePath;
   if (config.fp8) cmd << " --fp8";
   if (config.precisionConstraints != ConstraintMode::kNone)
     cmd << " --precisionConstraints=" << constraintModeName(config.precisionConstraints);

@@ -11,6 +11,8 @@
 #include "kiln/onnx_import.h"
 #include "onnx/support_check.h"
 #include "onnx/tensor_proto.h"
+#include "kiln/plugin_registry.h"
+#include "plugin/plugin_hooks.h"
 
 namespace kiln {
 namespace {
@@ -240,7 +242,8 @@ Result<Network> importOnnxBytes(const std::string& bytes, const std::string& mod
     OpSupportQuery query = options.isSupported;
     if (!query) {
       query = [](const std::string& domain, const std::string& opType, int opset) {
-        return cpu::builtinKernels().find(domain, opType, opset) != nullptr;
+        return cpu::builtinKernels().find(domain, opType, opset) != nullptr ||
+               onnx_import::pluginMayProvide(opType);
       };
     }
     std::vector<std::string> problems =
@@ -249,13 +252,14 @@ Result<Network> importOnnxBytes(const std::string& bytes, const std::string& mod
       std::string message = displayName + ": " + std::to_string(problems.size()) +
                             " unsupported node" + (problems.size() == 1 ? "" : "s") + ": ";
       for (size_t i = 0; i < problems.size(); ++i) message += (i ? "; " : "") + problems[i];
-      return Status(StatusCode::kUnsupported, message);
+      return Status(StatusCode::kUnsupported, message + "; " + describeLoadedPlugins());
     }
   }
   ImportContext ctx{modelDir, network.opsets, options.externalData};
   auto graph = convertGraph(model.graph(), ctx, {});
   if (!graph.isOk()) return graph.status().withContext(displayName);
   network.graph = std::move(graph).value();
+  KILN_RETURN_IF_ERROR_CTX(onnx_import::mapPluginNodes(network, options.checkSupport), displayName);
   network.irVersion = model.ir_version();
   network.producerName = model.producer_name();
   network.producerVersion = model.producer_version();

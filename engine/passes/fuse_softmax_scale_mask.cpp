@@ -157,6 +157,13 @@ class FuseSoftmaxScaleMask final : public Pass {
 
 }  // namespace
 
+bool matchSoftmaxChain(const Graph& graph, const GraphIndex& index, int at, SoftmaxChain* chain) {
+  Match m;
+  if (!matchAt(graph, index, at, &m)) return false;
+  *chain = {m.nodes, m.x, m.mask, m.scale};
+  return true;
+}
+
 std::unique_ptr<Pass> makeFuseSoftmaxScaleMask() {
   return std::make_unique<FuseSoftmaxScaleMask>();
 }

@@ -11,7 +11,21 @@ std::unique_ptr<Pass> makeFoldBatchNorm();
 std::unique_ptr<Pass> makeFuseConvBiasActivation();
 std::unique_ptr<Pass> makeFuseMatMulBiasActivation();
 std::unique_ptr<Pass> makeFuseSoftmaxScaleMask();
+std::unique_ptr<Pass> makeFuseAttention();
 std::unique_ptr<Pass> makeFuseAddLayerNorm();
 std::unique_ptr<Pass> makeRemoveDeadNodes();
+std::unique_ptr<Pass> makeChannelsLastLayout();
+std::unique_ptr<Pass> makeFoldQdq();
+
+// The chain fuse_softmax_scale_mask rewrites, matched at the Softmax node `at`:
+// Softmax(last axis) of X * c [+ M] or X + M, every intermediate read by the next
+// node alone. Fills its nodes (unsorted), X, M ("" when none) and c; false when
+// node `at` does not start such a chain. fuse_attention reuses it.
+struct SoftmaxChain {
+  std::vector<int> nodes;
+  std::string x, mask;
+  double scale = 1.0;
+};
+bool matchSoftmaxChain(const Graph& graph, const GraphIndex& index, int at, SoftmaxChain* chain);
 
 }  // namespace kiln::passes

@@ -23,12 +23,28 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   // Attention's scale, mask add and softmax into one row kernel: after the GEMM
   // fusion, which must keep a bias Add that a mask match could otherwise take.
   list.push_back(passes::makeFuseSoftmaxScaleMask());
+  // The whole attention block (both batched MatMuls, the softmax, the head transposes
+  // and the head merge) into one flash-style layer: after fuse_softmax_scale_mask, so
+  // its six scale/mask forms arrive as one ScaledMaskedSoftmax node (the raw forms
+  // still match when that pass is disabled); after the GEMM fusion, which leaves the
+  // Q/K/V projections as FusedMatMul layers feeding the head split; before
+  // remove_dead_nodes, which drops the head merge's shape computation it leaves unread.
+  list.push_back(passes::makeFuseAttention());
   // Residual add + LayerNormalization: after the GEMM fusion for the same reason
   // (LayerNormalization(MatMul + bias) is a GEMM epilogue, not a residual add), so
   // the Add it takes is the one between two layers.
   list.push_back(passes::makeFuseAddLayerNorm());
+  // Q/DQ pairs into INT8 layers (explicit quantization, and the pairs an implicit
+  // INT8 build inserts from its calibration cache): after every fusion, so a fused
+  // conv or GEMM folds with its epilogue as one INT8 layer and the Q after its
+  // activation becomes its INT8 output; before remove_dead_nodes, which drops the
+  // Q/DQ nodes and float weights the folds leave without readers.
+  list.push_back(passes::makeFoldQdq());
   // Last: fusions leave the constants of their patterns without readers.
   list.push_back(passes::makeRemoveDeadNodes());
+  // After every fusion, which all match channels-first patterns; only when the
+  // backend asks for it (runPasses' channelsLast), so a CPU build never sees it.
+  list.push_back(passes::makeChannelsLastLayout());
   return list;
 }
 
@@ -41,7 +57,7 @@ std::vector<PassInfo> listPasses() {
 }
 
 Status runPasses(Network& network, int optimizationLevel, const std::vector<std::string>& disabled,
-                 std::vector<PassApplication>* applied) {
+                 std::vector<PassApplication>* applied, bool channelsLast) {
   std::set<std::string> known;
   std::string names;
   for (const PassInfo& info : listPasses()) {
@@ -55,6 +71,7 @@ Status runPasses(Network& network, int optimizationLevel, const std::vector<std:
   for (const auto& pass : pipeline()) {
     const PassInfo info = pass->info();
     if (optimizationLevel < info.minimumLevel) continue;
+    if (info.name == kChannelsLastPass && !channelsLast) continue;
     if (std::find(disabled.begin(), disabled.end(), info.name) != disabled.end()) continue;
     KILN_RETURN_IF_ERROR_CTX(pass->apply(network, applied), "pass " + info.name);
   }

@@ -41,6 +41,7 @@ json configToJson(const BuilderConfig& c) {
           {"bf16", c.bf16},
           {"int8", c.int8},
           {"fp8", c.fp8},
+          {"calibration_cache", c.calibrationCachePath},
           {"precision_constraints", constraintModeName(c.precisionConstraints)},
           {"layer_precisions", rulesToJson(c.layerPrecisions)},
           {"layer_output_types", rulesToJson(c.layerOutputTypes)},
@@ -58,6 +59,7 @@ void configFromJson(const json& in, BuilderConfig* c) {
   c->bf16 = in.at("bf16").get<bool>();
   c->int8 = in.at("int8").get<bool>();
   c->fp8 = in.at("fp8").get<bool>();
+  c->calibrationCachePath = in.value("calibration_cache", std::string());  // added with INT8
   require(parseConstraintMode(in.at("precision_constraints").get<std::string>(),
                               &c->precisionConstraints),
           "precision_constraints");

@@ -50,5 +50,7 @@ inline std::optional<std::vector<int64_t>> constInts(const Ins& in, size_t i) {
 void addSpatialShapeRules(std::map<std::string, ShapeRule>& table);
 // Registers the rules of the ai.kiln fused ops (shape_rules_fused.cpp).
 void addFusedShapeRules(std::map<std::string, ShapeRule>& table);
+// Registers the rules of the INT8 layers fold_qdq makes (shape_rules_quantized.cpp).
+void addQuantizedShapeRules(std::map<std::string, ShapeRule>& table);
 
 }  // namespace kiln::shape

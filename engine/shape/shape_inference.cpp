@@ -4,7 +4,10 @@
 #include <set>
 
 #include "backends/cpu/kernel.h"
+#include "ir/channels_last.h"
+#include "kiln/plugin_registry.h"
 #include "kiln/shape_inference.h"
+#include "plugin/plugin_hooks.h"
 #include "shape/shape_rules.h"
 
 namespace kiln {
@@ -42,6 +45,15 @@ std::optional<std::vector<DimExpr>> symbolicFromTensor(const Tensor& t) {
   return v;
 }
 
+// `v` with a 4-D shape permuted (ONNX Transpose semantics); other ranks unchanged.
+InferredValue permuteSymbolic(InferredValue v, const int (&perm)[4]) {
+  if (!v.hasShape || v.shape.size() != 4) return v;
+  const SymbolicShape in = v.shape;
+  for (int d = 0; d < 4; ++d) v.shape[d] = in[perm[d]];
+  v.isConstant = false;
+  return v;
+}
+
 struct State {
   const Network& network;
   ShapeInferenceResult result;
@@ -54,7 +66,7 @@ struct State {
   }
 
   bool tryFold(const Node& node) {
-    if (nonFoldableOps().count(node.opType)) return false;
+    if (nonFoldableOps().count(node.opType) || isChannelsLast(node)) return false;
     std::vector<const Tensor*> inputs;
     int64_t total = 0;
     for (const std::string& name : node.inputs) {
@@ -98,9 +110,30 @@ struct State {
       if (!name.empty() && folded != result.folded.end()) r.constant = &folded->second;
       inputs.push_back(r);
     }
+    // A channels-last layer: the channels-first rule between two permutations.
+    const bool channelsLast = isChannelsLast(node);
+    ChannelsLastRoles roles;
+    std::vector<InferredValue> permuted;
+    if (channelsLast) {
+      roles = channelsLastRoles(node);
+      std::vector<size_t> slots = roles.activationInputs;
+      if (roles.filterInput >= 0) slots.push_back(static_cast<size_t>(roles.filterInput));
+      permuted.reserve(slots.size());
+      for (size_t slot : slots) {
+        if (slot >= inputs.size() || !inputs[slot].info) continue;
+        permuted.push_back(permuteSymbolic(*inputs[slot].info, kToChannelsFirst));
+        inputs[slot].info = &permuted.back();
+        inputs[slot].constant = nullptr;
+      }
+    }
     std::vector<shape::RuleOutput> outputs(node.outputs.size());
-    shape::ShapeRule rule = shape::findShapeRule(node.opType);
+    shape::ShapeRule rule =
+        isPluginNode(node) ? &shape::pluginShapeRule : shape::findShapeRule(node.opType);
     const bool inferred = rule && rule(node, inputs, &outputs);
+    if (channelsLast && inferred) {
+      for (size_t slot : roles.activationOutputs)
+        if (slot < outputs.size()) outputs[slot].info = permuteSymbolic(outputs[slot].info, kToChannelsLast);
+    }
     for (size_t i = 0; i < node.outputs.size(); ++i) {
       const std::string& name = node.outputs[i];
       if (name.empty()) continue;

@@ -544,10 +544,24 @@ const std::map<std::string, ShapeRule>& ruleTable() {
                            "LpNormalization",
                            "MeanVarianceNormalization",
                            "LRN",
-                           "CumSum",
-                           "QuantizeLinear",
-                           "DequantizeLinear"})
+                           "CumSum"})
       t[op] = &sameShape;
+    // Q: the zero point's type, else output_dtype, else uint8; DQ: the scale's type.
+    t["QuantizeLinear"] = [](const Node& n, const Ins& in, Outs* o) {
+      if (!known(in, 0)) return false;
+      const DataType type = typeOf(in, 2) != DataType::kUndefined ? typeOf(in, 2)
+                            : n.attrInt("output_dtype", 0) != 0
+                                ? static_cast<DataType>(n.attrInt("output_dtype", 0))
+                                : DataType::kUInt8;
+      setOut(o, 0, type, shapeOf(in, 0));
+      return true;
+    };
+    t["DequantizeLinear"] = [](const Node& n, const Ins& in, Outs* o) {
+      if (!known(in, 0) || typeOf(in, 1) == DataType::kUndefined) return false;
+      const int64_t dtype = n.attrInt("output_dtype", 0);
+      setOut(o, 0, dtype != 0 ? static_cast<DataType>(dtype) : typeOf(in, 1), shapeOf(in, 0));
+      return true;
+    };
     t["Dropout"] = &firstIsIndexAndData;
     t["Tile"] = &tileRule;
     t["TopK"] = &topKRule;
@@ -587,6 +601,7 @@ const std::map<std::string, ShapeRule>& ruleTable() {
     t["Range"] = &rangeRule;
     addSpatialShapeRules(t);
     addFusedShapeRules(t);
+    addQuantizedShapeRules(t);
     return t;
   }();
   return table;

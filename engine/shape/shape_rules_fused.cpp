@@ -3,6 +3,9 @@
 //   ScaledMaskedSoftmax(X, [M])       -> Y: X and M broadcast, X's type
 //   AddLayerNorm(A, B, gamma, [beta]) -> Y, [S]: A and B broadcast, A's type
 //   FusedConv(X, W, [B], [Z])          -> Y: Conv's rule (B and Z do not change it)
+//   FusedAttention(Q, K, V, [M])       -> Y: Q's batch, sequence and heads with V's head
+//     size, in output_layout ([B, Sq, H, Dv], [B, H, Sq, Dv]) or [B, Sq, H * Dv] when
+//     merge_heads (contract: ir/fused_attention.h)
 #include <algorithm>
 
 #include "shape/rule_helpers.h"
@@ -28,12 +31,31 @@ bool kilnFusedConvRule(const Node& node, const Ins& in, Outs* outs) {
   return node.domain == "ai.kiln" && conv && conv(node, in, outs);
 }
 
+// Q and V of rank 4 in qkv_layout; the rest is checked by the kernels at run time.
+bool kilnFusedAttentionRule(const Node& node, const Ins& in, Outs* outs) {
+  if (node.domain != "ai.kiln" || !known(in, 0) || !known(in, 2)) return false;
+  const SymbolicShape& q = shapeOf(in, 0);
+  const SymbolicShape& v = shapeOf(in, 2);
+  if (q.size() != 4 || v.size() != 4) return false;
+  const bool bshd = node.attrString("qkv_layout", "BSHD") == "BSHD";
+  const DimExpr& heads = bshd ? q[2] : q[1];
+  const DimExpr& seq = bshd ? q[1] : q[2];
+  SymbolicShape y = {q[0], seq, heads, v[3]};
+  if (node.attrString("output_layout", "BSHD") == "BHSD")
+    y = {q[0], heads, seq, v[3]};
+  else if (node.attrInt("merge_heads", 0) != 0)
+    y = {q[0], seq, heads * v[3]};
+  setOut(outs, 0, typeOf(in, 0), y);
+  return true;
+}
+
 }  // namespace
 
 void addFusedShapeRules(std::map<std::string, ShapeRule>& t) {
   t["ScaledMaskedSoftmax"] = &kilnBroadcastOfFirstTwo;
   t["AddLayerNorm"] = &kilnBroadcastOfFirstTwo;
   t["FusedConv"] = &kilnFusedConvRule;
+  t["FusedAttention"] = &kilnFusedAttentionRule;
 }
 
 }  // namespace kiln::shape

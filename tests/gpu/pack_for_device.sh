@@ -8,13 +8,15 @@
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${BUILD_DIR:-$root/build}
-flock /tmp/kiln-build.lock ninja -C "$build" -j2
+# Only what the device runs: the CLI and the GPU tests (not the studio).
+flock /tmp/kiln-build.lock ninja -C "$build" -j2 kiln tests/gpu/all
 stage=$(mktemp -d)
 mkdir -p "$stage/bin" "$stage/lib" "$stage/data"
 cp "$build/app/kiln" "$stage/bin/"
 for t in "$build"/tests/gpu/test_cuda_*; do
   [ -x "$t" ] && cp "$t" "$stage/bin/"
 done
+cp "$build/examples/plugins/libkiln_example_plugins.so" "$stage/lib/"
 for lib in libonnx_proto.so.1 libprotobuf.so.32 libopenblas.so.0 libgfortran.so.5 libquadmath.so.0; do
   path=$(ldd "$build/app/kiln" | awk -v l="$lib" '$1 == l { print $3 }')
   [ -n "$path" ] && cp -L "$path" "$stage/lib/"

@@ -4,6 +4,8 @@
 #   bench: exports the benchmark models and runs bench/run_bench.py
 #   full:  both
 #   unit:  the GPU unit tests only (runtime, op families, the CUDA builder)
+#   compare: exports ResNet-50 and BERT-base and runs bench/compare_bench.py (kiln compare
+#          cuda fp16/fp32 against the CPU reference, kiln debug precision)
 #   builder: exports ResNet-50 and BERT-base and runs bench/build_bench.py (kiln build
 #          --backend cuda cold and warm, inspector candidates, kiln run PLAN vs PyTorch)
 # Logs and JSON land in $OUT; the last lines printed are a short summary.
@@ -22,6 +24,8 @@ cudnn_dir=$(python3 -c "import nvidia.cudnn, os; print(os.path.join(nvidia.cudnn
 [ -n "$cudnn_dir" ] && export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$cudnn_dir
 kiln=/tmp/kiln/bin/kiln
 export KILN_TEST_DATA_DIR=$root/tests/data KILN_MODELS_DIR=$root/resources/models
+export KILN_EXAMPLE_PLUGINS=/tmp/kiln/lib/libkiln_example_plugins.so
+export KILN_EXAMPLE_MODELS_DIR=$root/examples/plugins/models
 summary=$out/summary.txt
 : > "$summary"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee -a "$summary"
@@ -33,6 +37,10 @@ if has quick || has full || has unit; then
     timeout 300 "$t" --gtest_brief=1 > "$out/$name.log" 2>&1
     echo "$name: exit $? $(grep -E '^\[  (PASSED|FAILED)' "$out/$name.log" | tr '\n' ' ')" | tee -a "$summary"
   done
+  # The example plugins' models through the CLI on the GPU (CUDA implementations).
+  timeout 300 "$kiln" --plugins "$KILN_EXAMPLE_PLUGINS" conformance --backend cuda \
+    "$KILN_EXAMPLE_MODELS_DIR" > "$out/conf-plugins-cuda.log" 2>&1
+  echo "plugins (cuda): exit $? $(tail -2 "$out/conf-plugins-cuda.log" | tr '\n' ' ')" | tee -a "$summary"
 fi
 if has quick || has full; then
   python3 tests/conformance/generate_node_tests.py /tmp/kiln/node-pypi > /dev/null 2>&1
@@ -52,6 +60,10 @@ fi
 if has builder; then
   python3 bench/export_models.py /tmp/kiln/models resnet50 bert_base > "$out/export.log" 2>&1 || tail -5 "$out/export.log"
   PYTHONUNBUFFERED=1 python3 bench/build_bench.py "$kiln" /tmp/kiln/models "$out" ${BUILD_BENCH_ARGS:-} 2>&1 | tee "$out/build_bench.log" | tee -a "$summary"
+fi
+if has compare; then  # kiln compare fp16/fp32 and kiln debug precision (bench/compare_bench.py)
+  python3 bench/export_models.py /tmp/kiln/models resnet50 bert_base > "$out/export.log" 2>&1 || tail -5 "$out/export.log"
+  PYTHONUNBUFFERED=1 python3 bench/compare_bench.py "$kiln" /tmp/kiln/models "$out" 2>&1 | tee "$out/compare_bench.log" | tail -20 | tee -a "$summary"
 fi
 echo "=== summary ==="
 cat "$summary"

@@ -146,8 +146,9 @@ TEST(CudaAddLayerNorm, WrongGammaIsAnError) {
   EXPECT_NE(out.status().message().find("gamma"), std::string::npos) << out.status().message();
 }
 
-// The tiny BERT layer after the pipeline (FusedMatMul, ScaledMaskedSoftmax,
-// AddLayerNorm) on the CUDA engine, against the unfused graph on the CPU.
+// The tiny BERT layer after the pipeline (FusedMatMul, FusedAttention, which took the
+// ScaledMaskedSoftmax in, AddLayerNorm) on the CUDA engine, against the unfused graph on
+// the CPU.
 TEST(CudaFusedNormalization, FusedTinyBertMatchesTheUnfusedReference) {
   KILN_REQUIRE_GPU();
   const char* dir = std::getenv("KILN_TEST_DATA_DIR");
@@ -172,7 +173,7 @@ TEST(CudaFusedNormalization, FusedTinyBertMatchesTheUnfusedReference) {
   ASSERT_TRUE(ran.isOk()) << ran.toString();
   int onGpu = 0;
   for (const cuda::LayerInfo& layer : (*context)->layers()) {
-    if (layer.opType != "ScaledMaskedSoftmax" && layer.opType != "AddLayerNorm") continue;
+    if (layer.opType != "FusedAttention" && layer.opType != "AddLayerNorm") continue;
     EXPECT_EQ(layer.placement, cuda::LayerPlacement::kGpu) << layer.name << ": " << layer.note;
     ++onGpu;
   }

@@ -192,6 +192,12 @@ class TestPanels : public QObject {
     s.panel->findChild<QLineEdit*>("timingCache")->setText(cachePath);
     QVERIFY(s.panel->commandLine().contains("-o '" + planPath + "'"));
     QVERIFY(s.panel->commandLine().contains("--timing-cache " + cachePath));
+    // Unfused attention keeps the MatMul layers whose rival tactics the panel shows.
+    QVERIFY(!s.panel->setPassEnabled("no_such_pass", false));
+    QVERIFY(s.panel->setPassEnabled("fuse_attention", false));
+    QCOMPARE(s.document.buildConfig().disabledPasses, std::vector<std::string>{"fuse_attention"});
+    QVERIFY2(s.panel->commandLine().contains("--disable-pass fuse_attention"),
+             qPrintable(s.panel->commandLine()));
     const auto [ok, message] = s.build();
     QVERIFY2(ok, qPrintable(message));
     const auto report = s.document.report();
@@ -211,6 +217,7 @@ class TestPanels : public QObject {
 
   void impossibleObeyedConstraintFailsNamingTheLayer() {
     Studio s;
+    QVERIFY(s.panel->setPassEnabled("fuse_attention", false));  // keep 'scores' a layer
     s.panel->setConstraintMode(ConstraintMode::kObey);
     s.panel->setLayerPrecision("scores", DataType::kInt8);  // needs quantization
     const auto [ok, message] = s.build();

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "backends/cpu/tactics/cpu_tactics.h"
+#include "ir/quantized_layers.h"
 #include "kiln/build_backend.h"
 #include "kiln/builder_config.h"
 #include "kiln/reference_backend.h"
@@ -19,8 +20,10 @@ class CpuBuildBackend final : public BuildBackend {
   std::vector<TacticDescriptor> tactics(const Node& node) const override {
     std::vector<TacticDescriptor> out;
     // Control flow runs its bodies through the executor, in the types they declare.
+    // INT8 layers compute in int8 whatever the storage of their float values.
     const std::vector<DataType> precisions =
-        node.hasSubgraphs()
+        isQuantizedLayer(node) ? std::vector<DataType>{DataType::kInt8}
+        : node.hasSubgraphs()
             ? std::vector<DataType>{DataType::kFloat32}
             : std::vector<DataType>{DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16};
     for (const cpu::CpuTactic& t : cpu::cpuTactics(node, node.opset))

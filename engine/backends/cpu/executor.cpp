@@ -4,7 +4,9 @@
 
 #include "backends/cpu/kernel.h"
 #include "backends/cpu/tactics/cpu_tactics.h"
+#include "ir/channels_last.h"
 #include "kiln/reference_backend.h"
+#include "plugin/plugin_hooks.h"
 
 namespace kiln {
 namespace {
@@ -39,7 +41,7 @@ int opsetFor(const Network& network, const Node& node) {
 void collectUnsupported(const Graph& graph, const Network& network, std::vector<std::string>* out) {
   for (const Node& node : graph.nodes) {
     int opset = opsetFor(network, node);
-    if (!cpu::builtinKernels().find(node.domain, node.opType, opset)) {
+    if (!cpu::findNodeKernel(node, opset)) {
       out->push_back(node.describe() + " domain '" +
                      (node.domain.empty() ? "ai.onnx" : node.domain) + "' opset " +
                      std::to_string(opset));
@@ -85,8 +87,7 @@ struct ReferenceBackend::Impl {
     std::unordered_map<std::string, size_t> lastUse;
     for (size_t i = 0; i < graph.nodes.size(); ++i) {
       const Node& node = graph.nodes[i];
-      const cpu::KernelEntry* entry =
-          cpu::builtinKernels().find(node.domain, node.opType, opsetFor(network, node));
+      const cpu::KernelEntry* entry = cpu::findNodeKernel(node, opsetFor(network, node));
       if (!entry) {
         return unsupported(node.describe() + ": no CPU kernel for opset " +
                            std::to_string(opsetFor(network, node)));
@@ -143,6 +144,24 @@ struct ReferenceBackend::Impl {
       if (!t) return invalidArgument(node.describe() + ": input '" + name + "' has no value");
       inputs.push_back(t);
     }
+    // Channels-last layers run the channels-first kernel between two permutations.
+    const bool channelsLast = isChannelsLast(node);
+    std::vector<Tensor> permuted;
+    ChannelsLastRoles roles;
+    if (channelsLast) {
+      roles = channelsLastRoles(node);
+      std::vector<size_t> slots = roles.activationInputs;
+      if (roles.filterInput >= 0) slots.push_back(static_cast<size_t>(roles.filterInput));
+      permuted.reserve(slots.size());
+      for (size_t slot : slots) {
+        if (slot >= inputs.size() || !inputs[slot]) continue;
+        if (inputs[slot]->rank() != 4)
+          return invalidArgument(node.describe() + ": channels-last input '" + node.inputs[slot] +
+                                 "' must be 4-D");
+        permuted.push_back(permute4d(*inputs[slot], kToChannelsFirst));
+        inputs[slot] = &permuted.back();
+      }
+    }
     cpu::SubgraphRunner runner = [this, &scope](const Graph& g, const std::vector<Tensor>& in,
                                                 std::vector<Tensor>* out) {
       return runGraph(g, scope, in, out);
@@ -156,6 +175,11 @@ struct ReferenceBackend::Impl {
       cpu::KernelContext context(node, std::move(inputs), runner);
       KILN_RETURN_IF_ERROR(kernel(context));
       results = std::move(context.outputs());
+    }
+    if (channelsLast) {
+      for (size_t slot : roles.activationOutputs)
+        if (slot < results.size() && results[slot].rank() == 4)
+          results[slot] = permute4d(results[slot], kToChannelsLast);
     }
     for (size_t i = 0; i < node.outputs.size(); ++i) {
       if (node.outputs[i].empty()) continue;
@@ -221,8 +245,7 @@ Status runReferenceNode(const Node& node, const std::map<std::string, Tensor>& v
   ReferenceBackend::Impl impl(network);
   ReferenceRunOptions options;
   impl.options = &options;
-  const cpu::KernelEntry* entry =
-      cpu::builtinKernels().find(node.domain, node.opType, opsetFor(network, node));
+  const cpu::KernelEntry* entry = cpu::findNodeKernel(node, opsetFor(network, node));
   if (!entry) {
     return unsupported(node.describe() + ": no CPU kernel for opset " +
                        std::to_string(opsetFor(network, node)));

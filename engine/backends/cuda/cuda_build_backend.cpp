@@ -4,8 +4,11 @@
 #include "kiln/cuda_build_backend.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
 #include "kiln/cuda_runtime.h"
+#include "kiln/plugin_registry.h"
 
 namespace kiln::cuda {
 namespace {
@@ -16,6 +19,7 @@ struct CudaTactic {
 };
 
 CudaTactic tacticFor(const Node& node) {
+  if (isPluginNode(node)) return {"cuda.plugin", kTacticKiln};
   if (node.opType == "Conv" || node.opType == "ConvTranspose" || node.opType == "FusedConv")
     return {"cuda.cudnn", kTacticCudnn};
   if (node.opType == "MatMul" || node.opType == "Gemm" || node.opType == "FusedMatMul")
@@ -74,6 +78,12 @@ class CudaBuildBackend final : public BuildBackend {
 
   PlanIdentity identity() const override { return cudaPlanIdentity(m_device); }
   bool uniformPrecision() const override { return true; }
+  // cuDNN's half-precision tensor-core convolutions (and its fused engines) are NHWC.
+  // KILN_CHANNELS_LAST=1 / =0 overrides the choice (an experiment knob, docs/benchmarks.md).
+  bool prefersChannelsLast(bool reducedPrecision) const override {
+    if (const char* force = std::getenv("KILN_CHANNELS_LAST")) return std::string(force) == "1";
+    return reducedPrecision;
+  }
 
   std::vector<TacticDescriptor> tactics(const Node& node) const override {
     const CudaTactic t = tacticFor(node);

@@ -2,6 +2,8 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/engine_impl.h"
+#include "backends/cuda/ops/plugin_kernel.h"
+#include "kiln/plugin_registry.h"
 #include "kiln/reference_backend.h"
 
 namespace kiln::cuda {
@@ -98,6 +100,7 @@ Status EngineImpl::chooseKernels() {
   for (const Node& node : graph.nodes) {
     NodeChoice choice;
     const GpuKernelEntry* entry = builtinGpuKernels().find(node.domain, node.opType, node.opset);
+    if (!entry) entry = pluginGpuKernel(node);
     if (entry) {
       std::vector<DataType> types;
       for (const std::string& in : node.inputs) {
@@ -119,7 +122,7 @@ Status EngineImpl::chooseKernels() {
       choice.fallbackReason =
           "no GPU kernel for " + node.opType + " (opset " + std::to_string(node.opset) + ")";
     }
-    if (!choice.entry && !hasCpuKernel(node)) {
+    if (!choice.entry && !hasCpuKernel(node) && !isPluginNode(node)) {
       unsupportedNodes.push_back(node.describe() + " domain '" +
                                  (node.domain.empty() ? "ai.onnx" : node.domain) + "' opset " +
                                  std::to_string(node.opset));

@@ -27,6 +27,10 @@ const GpuKernelEntry* GpuKernelRegistry::find(const std::string& domain, const s
   return nullptr;
 }
 
+// ai.kiln FusedAttention (ops/fused_attention.cu); declared here rather than in
+// gpu_kernel.h, which every kernel file includes.
+void registerFusedAttentionGpuKernels(GpuKernelRegistry& registry);
+
 const GpuKernelRegistry& builtinGpuKernels() {
   static const GpuKernelRegistry registry = [] {
     GpuKernelRegistry r;
@@ -45,6 +49,7 @@ const GpuKernelRegistry& builtinGpuKernels() {
     registerRnnGpuKernels(r);
     registerFusedNormalizationGpuKernels(r);
     registerFusedConvGpuKernels(r);
+    registerFusedAttentionGpuKernels(r);
     return r;
   }();
   return registry;

@@ -43,6 +43,13 @@ class BuildBackend {
   // True when every layer of one engine must share one compute precision (the
   // builder then chooses it for the whole network).
   virtual bool uniformPrecision() const = 0;
+  // True when the backend's convolutions want channels-last (NHWC) storage in a build
+  // that allows 16-bit precision (`reducedPrecision`): the builder then runs the
+  // channels_last_layout pass.
+  virtual bool prefersChannelsLast(bool reducedPrecision) const {
+    (void)reducedPrecision;
+    return false;
+  }
   // The tactics for `node`, in preference order (the first is the heuristic's
   // pick); never empty for a node the backend can run at all.
   virtual std::vector<TacticDescriptor> tactics(const Node& node) const = 0;

@@ -19,6 +19,7 @@ namespace kiln {
 
 class TimingCache;
 struct TacticReplay;
+struct CalibrationTable;
 
 // How per-layer precision and output-type rules bind (TensorRT guide 6.5.2).
 enum class ConstraintMode {
@@ -107,8 +108,17 @@ struct BuilderConfig {
   bool tf32 = true;  // float32 GEMMs/convolutions may use TF32 tensor cores (CUDA)
   bool fp16 = false;
   bool bf16 = false;
-  bool int8 = false;  // reserved: implicit INT8 needs calibration (quantization work)
-  bool fp8 = false;   // reserved, as int8
+  // INT8 layers: implicit (activation ranges from `calibration`, weights per channel)
+  // or explicit (the model's QuantizeLinear/DequantizeLinear pairs, which fold
+  // whether or not this is set). Layers without an INT8 implementation fall back.
+  bool int8 = false;
+  bool fp8 = false;  // reserved: FP8 GEMMs need CUDA on compute capability >= 8.9
+
+  // The activation ranges of an implicit INT8 build (a loaded `kiln calibrate` cache,
+  // kiln/calibration.h); not owned. Its path is kept for the command lines a plan's
+  // record reproduces ("" when the table did not come from a file).
+  const CalibrationTable* calibration = nullptr;
+  std::string calibrationCachePath;
 
   ConstraintMode precisionConstraints = ConstraintMode::kNone;
   std::vector<LayerPrecisionRule> layerPrecisions;   // compute precision per layer

@@ -30,9 +30,14 @@ struct PassApplication {
 
 // Every pass in pipeline order.
 std::vector<PassInfo> listPasses();
+// The layout pass that stores convolutions and pooling channels-last (NHWC).
+constexpr const char* kChannelsLastPass = "channels_last_layout";
+
 // Runs the pipeline of `optimizationLevel` on `network`, skipping `disabled` (an
 // unknown name is an error listing the known ones). Appends to `applied`.
+// `channelsLast`: the backend wants NHWC convolutions at this build's precision
+// (without it the channels_last_layout pass does not run).
 Status runPasses(Network& network, int optimizationLevel, const std::vector<std::string>& disabled,
-                 std::vector<PassApplication>* applied);
+                 std::vector<PassApplication>* applied, bool channelsLast = false);
 
 }  // namespace kiln

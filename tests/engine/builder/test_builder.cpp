@@ -196,11 +196,16 @@ TEST(Builder, CancelStopsTheBuild) {
   EXPECT_EQ(plan.status().code(), StatusCode::kCancelled);
 }
 
-TEST(Builder, ReservedPrecisionsAreRefused) {
+TEST(Builder, Int8WithoutRangesAndFp8AreRefused) {
   BuilderConfig config = classifierConfig();
-  config.int8 = true;
+  config.int8 = true;  // no calibration cache, no Q/DQ nodes (tests/engine/quant/ builds INT8)
   auto backend = cpuBuildBackend();
   auto plan = buildPlan(classifierNetwork(), config, *backend);
+  ASSERT_FALSE(plan.isOk());
+  EXPECT_NE(plan.status().message().find("needs a calibration cache"), std::string::npos);
+  config.int8 = false;
+  config.fp8 = true;
+  plan = buildPlan(classifierNetwork(), config, *backend);
   ASSERT_FALSE(plan.isOk());
   EXPECT_EQ(plan.status().code(), StatusCode::kUnsupported);
 }

@@ -201,9 +201,12 @@ TEST(FuseMatMulBias, TinyBertFusesEveryLinearAndItsGelu) {
   ASSERT_TRUE(imported.isOk()) << imported.status().toString();
   Network fused = imported.value();
   std::vector<PassApplication> applied;
-  // This pass alone (the softmax and residual fusions: test_fuse_add_layer_norm.cpp).
-  ASSERT_TRUE(
-      runPasses(fused, 3, {"fuse_softmax_scale_mask", "fuse_add_layer_norm"}, &applied).isOk());
+  // This pass alone (the softmax and residual fusions: test_fuse_add_layer_norm.cpp,
+  // attention: test_fuse_attention.cpp).
+  ASSERT_TRUE(runPasses(fused, 3,
+                        {"fuse_softmax_scale_mask", "fuse_add_layer_norm", "fuse_attention"},
+                        &applied)
+                  .isOk());
   EXPECT_EQ(applied.size(), 6u);  // q, k, v, attention out, FFN in (+GELU), FFN out
   EXPECT_EQ(fused.graph.nodes.size(), imported->graph.nodes.size() - 11);
   const Tensor ids = randomInputTensor(DataType::kInt64, {3, 20}, 4);

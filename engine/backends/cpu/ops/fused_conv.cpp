@@ -13,75 +13,11 @@
 #include <string>
 
 #include "backends/cpu/ops/conv.h"
+#include "backends/cpu/ops/conv_epilogue.h"
 #include "kiln/passes.h"
 
 namespace kiln::cpu {
 namespace {
-
-enum class Activation {
-  kNone,
-  kRelu,
-  kLeakyRelu,
-  kClip,
-  kSigmoid,
-  kTanh,
-  kHardSigmoid,
-  kHardSwish,
-  kSilu
-};
-
-struct Epilogue {
-  Activation activation = Activation::kNone;
-  double alpha = 0.0, beta = 0.0;
-};
-
-Status parseEpilogue(const KernelContext& ctx, Epilogue* out) {
-  static const std::pair<const char*, Activation> kNames[] = {
-      {"none", Activation::kNone},
-      {"relu", Activation::kRelu},
-      {"leaky_relu", Activation::kLeakyRelu},
-      {"clip", Activation::kClip},
-      {"sigmoid", Activation::kSigmoid},
-      {"tanh", Activation::kTanh},
-      {"hard_sigmoid", Activation::kHardSigmoid},
-      {"hard_swish", Activation::kHardSwish},
-      {"silu", Activation::kSilu}};
-  const std::string name = ctx.node().attrString("activation", "none");
-  auto it = std::find_if(std::begin(kNames), std::end(kNames),
-                         [&](const auto& entry) { return name == entry.first; });
-  if (it == std::end(kNames))
-    return ctx.error(
-        "unknown activation '" + name +
-        "' (none, relu, leaky_relu, clip, sigmoid, tanh, hard_sigmoid, hard_swish, silu)");
-  out->activation = it->second;
-  out->alpha = ctx.node().attrFloat("activation_alpha", 0.f);
-  out->beta = ctx.node().attrFloat("activation_beta", 0.f);
-  return Status::ok();
-}
-
-template <class C>
-C activate(C x, const Epilogue& e) {
-  switch (e.activation) {
-    case Activation::kRelu:
-      return x > C(0) ? x : C(0);
-    case Activation::kLeakyRelu:
-      return x >= C(0) ? x : x * C(e.alpha);
-    case Activation::kClip:
-      return std::min(std::max(x, C(e.alpha)), C(e.beta));
-    case Activation::kSigmoid:
-      return C(1) / (C(1) + std::exp(-x));
-    case Activation::kTanh:
-      return std::tanh(x);
-    case Activation::kHardSigmoid:
-      return std::min(std::max(C(e.alpha) * x + C(e.beta), C(0)), C(1));
-    case Activation::kHardSwish:
-      return x * std::min(std::max(x / C(6) + C(0.5), C(0)), C(1));
-    case Activation::kSilu:
-      return x / (C(1) + std::exp(-x));
-    default:
-      return x;
-  }
-}
 
 // Z: Y's shape and X's type, when present.
 Status checkResidual(const KernelContext& ctx, const Tensor* z, const Shape& outShape) {

@@ -79,11 +79,15 @@ Status fusedMatMulKernel(KernelContext& ctx) {
 
 void registerFusedNormalizationKernels(KernelRegistry& registry);  // fused_normalization.cpp
 void registerFusedConvKernels(KernelRegistry& registry);           // fused_conv.cpp
+void registerFusedAttentionKernels(KernelRegistry& registry);      // fused_attention.cpp
+void registerQuantizedLayerKernels(KernelRegistry& registry);      // quantized_layers.cpp
 
 void registerFusedKernels(KernelRegistry& registry) {
   registry.add("FusedMatMul", 1, 1000, &fusedMatMulKernel, kKilnDomain);
   registerFusedNormalizationKernels(registry);  // ScaledMaskedSoftmax, AddLayerNorm
   registerFusedConvKernels(registry);           // FusedConv
+  registerFusedAttentionKernels(registry);      // FusedAttention
+  registerQuantizedLayerKernels(registry);      // QuantizedConv, QuantizedMatMul (fold_qdq)
 }
 
 }  // namespace kiln::cpu

@@ -2,7 +2,10 @@
 #include "backends/cpu/tactics/cpu_tactics.h"
 
 #include "backends/cpu/tactics/alternative_kernels.h"
+#include "ir/quantized_layers.h"
 #include "kiln/builder_config.h"
+#include "kiln/plugin_registry.h"
+#include "plugin/plugin_hooks.h"
 
 namespace kiln::cpu {
 namespace {
@@ -14,8 +17,9 @@ bool isReduced(DataType type) {
 }  // namespace
 
 std::vector<CpuTactic> cpuTactics(const Node& node, int opset) {
-  const KernelEntry* reference = builtinKernels().find(node.domain, node.opType, opset);
+  const KernelEntry* reference = findNodeKernel(node, opset);
   if (!reference) return {};
+  if (reference->fn == &runPluginKernel) return {{kPluginCpuTactic, kTacticKiln, reference->fn}};
   const bool onnxDomain = node.domain.empty() || node.domain == "ai.onnx";
   // The reference kernels of these ops do their products on BLAS.
   if (onnxDomain && node.opType == "Conv") {
@@ -30,6 +34,11 @@ std::vector<CpuTactic> cpuTactics(const Node& node, int opset) {
   if (onnxDomain && node.opType == "Gemm") {
     return {{"cpu.gemm.blas", kTacticBlas, reference->fn},
             {"cpu.gemm.loop", kTacticKiln, &gemmLoopKernel}};
+  }
+  // INT8 layers (fold_qdq): integer im2col/GEMM with int32 accumulation.
+  if (isQuantizedLayer(node)) {
+    return {{node.opType == kQuantizedConvOp ? "cpu.int8.conv.im2col_gemm" : "cpu.int8.matmul",
+             kTacticKiln, reference->fn}};
   }
   return {{kReferenceTactic, kTacticKiln, reference->fn}};
 }

@@ -3,15 +3,16 @@
 // ConvTranspose) for its exact shapes, asks the heuristics for engine configurations,
 // drops those that break the precision contract (TF32 / down-converted inputs when
 // TF32 is off), times the first few that finalize, and keeps the fastest plan in the
-// layer state. Bias is added by a channel-bias kernel after the convolution (the
-// fuse_conv_bias_activation pass moves it into FusedConv's epilogue). 1-D
+// layer state. Bias is added after the convolution by FusedConv's vectorized
+// epilogue pass (conv_epilogue.h; the fuse_conv_bias_activation pass moves bias and
+// activation into FusedConv itself where it can). 1-D
 // convolutions run as 2-D with a unit height.
 #include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "backends/cuda/device_common_host.h"
+#include "backends/cuda/ops/conv_epilogue.h"
 #include "backends/cuda/ops/cudnn_conv.h"
 
 namespace kiln::cuda {
@@ -50,7 +51,9 @@ Status addBias(GpuKernelContext& ctx, const DeviceTensor& out) {
                      std::to_string(channels) + " channels");
   int64_t inner = 1;
   for (int d = 2; d < out.rank(); ++d) inner *= out.shape[d];
-  return addChannelBias(out.data, out.type, bias.data, out.shape[0], channels, inner, ctx.stream());
+  if (bias.type != out.type) return ctx.error("bias must have the type of X");
+  return applyConvEpilogue(out.data, out.type, bias.data, nullptr, out.shape[0], channels, inner,
+                           ConvEpilogue{}, ctx.stream());
 }
 
 Status convKernel(GpuKernelContext& ctx) {

@@ -32,10 +32,14 @@ cudnnDataType_t cudnnTypeOf(DataType type) {
 }
 
 Status makeCudnnTensor(CudnnDescriptor* desc, cudnnDataType_t type,
-                       const std::vector<int64_t>& dims, int64_t uid, bool isVirtual) {
+                       const std::vector<int64_t>& dims, int64_t uid, bool isVirtual,
+                       bool channelsLast) {
   std::vector<int64_t> strides(dims.size(), 1);
   for (int i = static_cast<int>(dims.size()) - 2; i >= 0; --i)
     strides[i] = strides[i + 1] * dims[i + 1];
+  if (channelsLast && dims.size() == 4) {  // [N, C, H, W] stored [N, H, W, C]
+    strides = {dims[1] * dims[2] * dims[3], 1, dims[3] * dims[1], dims[1]};
+  }
   KILN_RETURN_IF_ERROR(desc->create(CUDNN_BACKEND_TENSOR_DESCRIPTOR));
   int64_t alignment = 16;
   KILN_CUDNN_SET(desc->get(), CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type);
@@ -406,9 +410,9 @@ Status chooseConvPlan(GpuKernelContext& ctx, cudnnHandle_t handle, const ConvGeo
                       const void* w, void* y, ChosenConvPlan* chosen) {
   CudnnDescriptor xd, wd, yd, op, graph;
   const cudnnDataType_t type = cudnnTypeOf(g.type);
-  KILN_RETURN_IF_ERROR(makeCudnnTensor(&xd, type, g.x, kConvUidX));
-  KILN_RETURN_IF_ERROR(makeCudnnTensor(&wd, type, g.w, kConvUidW));
-  KILN_RETURN_IF_ERROR(makeCudnnTensor(&yd, type, g.y, kConvUidY));
+  KILN_RETURN_IF_ERROR(makeCudnnTensor(&xd, type, g.x, kConvUidX, false, g.channelsLast));
+  KILN_RETURN_IF_ERROR(makeCudnnTensor(&wd, type, g.w, kConvUidW, false, g.channelsLast));
+  KILN_RETURN_IF_ERROR(makeCudnnTensor(&yd, type, g.y, kConvUidY, false, g.channelsLast));
   KILN_RETURN_IF_ERROR(makeConvolutionOp(g, xd.get(), wd.get(), yd.get(), &op));
   KILN_RETURN_IF_ERROR(makeOperationGraph(handle, {op.get()}, &graph));
   std::vector<std::unique_ptr<CudnnPlan>> plans;

@@ -38,9 +38,12 @@ class CudnnDescriptor {
 
 cudnnDataType_t cudnnTypeOf(DataType type);
 
-// A packed row-major tensor. Virtual tensors exist only inside a fused graph.
+// A packed row-major tensor of `dims`, or with `channelsLast` a 4-D [N, C, H, W] (or
+// filter [K, C, R, S]) stored channels innermost. Virtual tensors exist only inside a
+// fused graph.
 Status makeCudnnTensor(CudnnDescriptor* desc, cudnnDataType_t type,
-                       const std::vector<int64_t>& dims, int64_t uid, bool isVirtual = false);
+                       const std::vector<int64_t>& dims, int64_t uid, bool isVirtual = false,
+                       bool channelsLast = false);
 
 // One convolution in cuDNN terms (spatial rank >= 2 once promoted).
 struct ConvGeometry {
@@ -49,10 +52,11 @@ struct ConvGeometry {
   std::vector<int64_t> x, w, y;  // x: image side, y: filter-output side (forward)
   std::vector<int64_t> pre, post, strides, dilations;
   bool tf32 = false;
+  bool channelsLast = false;  // x, w, y (dims still N, C, H, W) stored NHWC / KRSC
   bool operator==(const ConvGeometry& o) const {
     return type == o.type && transpose == o.transpose && x == o.x && w == o.w && y == o.y &&
            pre == o.pre && post == o.post && strides == o.strides && dilations == o.dilations &&
-           tf32 == o.tf32;
+           tf32 == o.tf32 && channelsLast == o.channelsLast;
   }
 };
 

@@ -23,8 +23,9 @@
 //   parallel over the other positions, the only ones that can collide.
 // - Strided copies (Slice, Expand, Tile, Transpose) drop unit dims and merge dims that
 //   are contiguous in the input first; a batched 2-D transpose then runs a shared-memory
-//   tiled kernel, a contiguous one a cudaMemcpyAsync. Ranks above kMaxRank after
-//   merging are refused as unsupported.
+//   tiled kernel (or, with a side of at most 8, one thread per element of the long
+//   side), a contiguous one a cudaMemcpyAsync. Ranks above kMaxRank after merging are
+//   refused as unsupported.
 #include <algorithm>
 #include <cstring>
 #include <initializer_list>
@@ -196,6 +197,29 @@ __global__ void transposeTiledKernel(const T* in, T* out, int64_t batch, int64_t
         }
         __syncthreads();
       }
+    }
+  }
+}
+
+// A batched 2-D transpose with one short side (at most kNarrow), where a 32x32 tile
+// would leave most of its threads idle (an image's 3 channels to NHWC: 256x3x50176):
+// one thread per element of the long side moves its `narrow` values; neighbouring
+// threads touch neighbouring addresses on both sides.
+constexpr int kNarrow = 8;
+template <class T, bool kNarrowRows>
+__global__ void transposeNarrowKernel(const T* in, T* out, int64_t batch, int64_t rows,
+                                      int64_t cols) {
+  const int64_t longSide = kNarrowRows ? cols : rows;
+  const int64_t narrow = kNarrowRows ? rows : cols;
+  const int64_t total = batch * longSide, plane = rows * cols;
+  const int64_t step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < total; e += step) {
+    const int64_t b = e / longSide, i = e - b * longSide;
+    const T* src = in + b * plane;
+    T* dst = out + b * plane;
+    for (int64_t k = 0; k < narrow; ++k) {
+      const int64_t r = kNarrowRows ? k : i, c = kNarrowRows ? i : k;
+      dst[c * rows + r] = src[r * cols + c];
     }
   }
 }
@@ -605,6 +629,22 @@ bool batchedTranspose(const StridedCopy& c, int64_t* batch, int64_t* rows, int64
 
 Status launchTranspose(GpuKernelContext& ctx, const DeviceTensor& in, const void* src, void* dst,
                        int64_t batch, int64_t rows, int64_t cols) {
+  if (rows <= kNarrow || cols <= kNarrow) {
+    const bool narrowRows = rows <= kNarrow;
+    const unsigned grid = gridFor(batch * (narrowRows ? cols : rows));
+    KILN_DISPATCH_BYTES(in.type, ctx, {
+      if (narrowRows)
+        transposeNarrowKernel<T, true><<<grid, kBlockSize, 0, ctx.stream()>>>(
+            static_cast<const T*>(src), static_cast<T*>(dst), batch, rows, cols);
+      else
+        transposeNarrowKernel<T, false><<<grid, kBlockSize, 0, ctx.stream()>>>(
+            static_cast<const T*>(src), static_cast<T*>(dst), batch, rows, cols);
+    });
+    KILN_CUDA_CHECK_LAUNCH("transposeNarrowKernel");
+    ctx.setImplementation("narrow transpose " + std::to_string(batch) + "x" +
+                          std::to_string(rows) + "x" + std::to_string(cols));
+    return Status::ok();
+  }
   const int64_t tilesR = (rows + kTile - 1) / kTile, tilesC = (cols + kTile - 1) / kTile;
   const dim3 grid(static_cast<unsigned>(std::min<int64_t>(tilesC, 65535)),
                   static_cast<unsigned>(std::min<int64_t>(tilesR, 65535)),

@@ -6,16 +6,21 @@
 //     pointwise RELU/SIGMOID/TANH, intermediates virtual float tensors, in the order
 //     of cuDNN's conv-add-bias-act pattern; engines from the heuristics, filtered
 //     like the plain convolution's (TF32 when off, workspace).
+// A channels-last node (ir/channels_last.h) runs both on NHWC X, Y, Z and a KRSC W
+// (the same graphs with channels-innermost strides; the epilogue sees Y as
+// [N * H * W, K, 1]).
 //   conv + kiln epilogue: the plain convolution's fastest plan (cudnn_conv.cpp), then
 //     one pass that adds B and Z and applies act (conv_epilogue.cu): every
 //     activation, and the only way when cuDNN has no engine for the graph.
 // The node attribute `path` ("auto", "cudnn_graph", "kiln_epilogue") restricts the
 // candidates, for tests and tactic pinning.
 #include <algorithm>
+#include <cstdlib>
 #include <sstream>
 
 #include "backends/cuda/ops/conv_epilogue.h"
 #include "backends/cuda/ops/cudnn_conv.h"
+#include "ir/channels_last.h"
 #include "kiln/passes.h"
 
 namespace kiln::cuda {
@@ -107,11 +112,12 @@ Status buildFusedGraph(cudnnHandle_t handle, const FusedConvProblem& p, CudnnDes
   std::vector<int64_t> biasDims(g.y.size(), 1);
   biasDims[1] = g.y[1];
   CudnnDescriptor x, w, y, b, z;
-  KILN_RETURN_IF_ERROR(makeCudnnTensor(&x, io, g.x, kConvUidX));
-  KILN_RETURN_IF_ERROR(makeCudnnTensor(&w, io, g.w, kConvUidW));
-  KILN_RETURN_IF_ERROR(makeCudnnTensor(&y, io, g.y, kConvUidY));
-  if (p.bias) KILN_RETURN_IF_ERROR(makeCudnnTensor(&b, io, biasDims, kUidB));
-  if (p.z) KILN_RETURN_IF_ERROR(makeCudnnTensor(&z, io, g.y, kUidZ));
+  const bool nhwc = g.channelsLast;
+  KILN_RETURN_IF_ERROR(makeCudnnTensor(&x, io, g.x, kConvUidX, false, nhwc));
+  KILN_RETURN_IF_ERROR(makeCudnnTensor(&w, io, g.w, kConvUidW, false, nhwc));
+  KILN_RETURN_IF_ERROR(makeCudnnTensor(&y, io, g.y, kConvUidY, false, nhwc));
+  if (p.bias) KILN_RETURN_IF_ERROR(makeCudnnTensor(&b, io, biasDims, kUidB, false, nhwc));
+  if (p.z) KILN_RETURN_IF_ERROR(makeCudnnTensor(&z, io, g.y, kUidZ, false, nhwc));
   cudnnPointwiseMode_t actMode = CUDNN_POINTWISE_ADD;
   const bool act = p.epilogue.activation != EpilogueActivation::kNone;
   if (act && !pointwiseMode(p.epilogue.activation, &actMode))
@@ -119,8 +125,8 @@ Status buildFusedGraph(cudnnHandle_t handle, const FusedConvProblem& p, CudnnDes
   const int stages = 1 + (p.z ? 1 : 0) + (p.bias ? 1 : 0) + (act ? 1 : 0);
   std::vector<CudnnDescriptor> outs(static_cast<size_t>(stages - 1));
   for (int s = 0; s + 1 < stages; ++s)
-    KILN_RETURN_IF_ERROR(
-        makeCudnnTensor(&outs[s], CUDNN_DATA_FLOAT, g.y, kUidStage + s, /*isVirtual=*/true));
+    KILN_RETURN_IF_ERROR(makeCudnnTensor(&outs[s], CUDNN_DATA_FLOAT, g.y, kUidStage + s,
+                                         /*isVirtual=*/true, nhwc));
   auto output = [&](int s) { return s + 1 == stages ? y.get() : outs[s].get(); };
   std::vector<CudnnDescriptor> ops(static_cast<size_t>(stages));
   KILN_RETURN_IF_ERROR(makeConvolutionOp(g, x.get(), w.get(), output(0), &ops[0]));
@@ -177,7 +183,9 @@ std::vector<std::unique_ptr<CudnnPlan>> fusedGraphPlans(GpuKernelContext& ctx, c
   // second each): every layer of every timing engine would pay it at build and at
   // load. Precompiled fused engines only, the heuristics' first three: the fallback
   // list's generic engines lose to conv + epilogue and would only lengthen timing.
-  filter.runtimeCompilation = false;
+  // KILN_CUDNN_RUNTIME_FUSION=1 lets channels-last layers try them too (an experiment
+  // knob: docs/benchmarks.md weighs their run time against their compile time).
+  filter.runtimeCompilation = p.geometry.channelsLast && std::getenv("KILN_CUDNN_RUNTIME_FUSION");
   filter.fallbackList = false;
   filter.wanted = std::min(filter.wanted, 3);
   Status found = heuristicPlans(handle, graph.get(), filter, &plans, &rejected);
@@ -238,14 +246,21 @@ Status choose(GpuKernelContext& ctx, cudnnHandle_t handle, const FusedConvProble
 
 // B [M] and Z (Y's shape) when present: X's storage type.
 Status checkOptionalInputs(const GpuKernelContext& ctx, const ConvGeometry& g,
-                           const DeviceTensor* bias, const DeviceTensor* z) {
+                           const Shape& yShape, const DeviceTensor* bias, const DeviceTensor* z) {
   if (bias && (bias->type != g.type || bias->numel() != g.y[1]))
     return ctx.error("input B " + shapeToString(bias->shape) + " must hold " +
                      std::to_string(g.y[1]) + " values of X's type");
-  if (z && (z->type != g.type || z->shape != g.y))
+  if (z && (z->type != g.type || z->shape != yShape))
     return ctx.error("input Z " + shapeToString(z->shape) + " must have the output's shape " +
-                     shapeToString(g.y) + " and X's type");
+                     shapeToString(yShape) + " and X's type");
   return Status::ok();
+}
+
+// X and W as the channels-first geometry sees them: a channels-last layer's X [N, H, W, C]
+// and W [K, R, S, C/g] are described as [N, C, H, W] and [K, C/g, R, S] with NHWC strides.
+DeviceTensor channelsFirstView(DeviceTensor t) {
+  t.shape = toChannelsFirstShape(t.shape);
+  return t;
 }
 
 Status fusedConvKernel(GpuKernelContext& ctx) {
@@ -256,18 +271,24 @@ Status fusedConvKernel(GpuKernelContext& ctx) {
   if (w.type != x.type) return ctx.error("W must have the type of X");
   const DeviceTensor* bias = ctx.inputCount() > 2 && ctx.hasInput(2) ? &ctx.input(2) : nullptr;
   const DeviceTensor* z = ctx.inputCount() > 3 && ctx.hasInput(3) ? &ctx.input(3) : nullptr;
+  const bool nhwc = isChannelsLast(ctx.node());
+  if (nhwc && (x.rank() != 4 || w.rank() != 4))
+    return ctx.error("a channels-last FusedConv needs 4-D X and W");
   ConvGeometry g;
-  KILN_RETURN_IF_ERROR(forwardConvGeometry(ctx, x, w, &g));
-  KILN_RETURN_IF_ERROR(checkOptionalInputs(ctx, g, bias, z));
+  KILN_RETURN_IF_ERROR(nhwc ? forwardConvGeometry(ctx, channelsFirstView(x), channelsFirstView(w), &g)
+                            : forwardConvGeometry(ctx, x, w, &g));
+  g.channelsLast = nhwc;
+  const Shape yShape = nhwc ? toChannelsLastShape(g.y) : g.y;
+  KILN_RETURN_IF_ERROR(checkOptionalInputs(ctx, g, yShape, bias, z));
   const std::string path = ctx.node().attrString("path", "auto");
   if (path != "auto" && path != "cudnn_graph" && path != "kiln_epilogue")
     return ctx.error("unknown path '" + path + "' (auto, cudnn_graph, kiln_epilogue)");
   FusedConvProblem p;
   KILN_RETURN_IF_ERROR(parseEpilogue(ctx, &p.epilogue));
-  KILN_ASSIGN_OR_RETURN(DeviceTensor y, ctx.allocateOutput(0, x.type, g.y));
+  KILN_ASSIGN_OR_RETURN(DeviceTensor y, ctx.allocateOutput(0, x.type, yShape));
   if (y.numel() == 0) return Status::ok();
-  p.outer = g.y[0];
-  p.channels = g.y[1];
+  p.channels = g.y[1];  // the epilogue sees Y as [outer, channels, inner]
+  p.outer = nhwc ? y.numel() / p.channels : g.y[0];
   p.inner = y.numel() / (p.outer * p.channels);
   p.geometry = promoteTo2d(g);
   p.x = x.data;

@@ -28,6 +28,8 @@
 #include <vector>
 
 #include "backends/cuda/device_common.cuh"
+#include "backends/cuda/ops/pool_channels_last.h"
+#include "ir/channels_last.h"
 
 namespace kiln::cuda {
 namespace {
@@ -582,9 +584,48 @@ Status runPool(GpuKernelContext& ctx, const SpatialGeometry& g, PoolParams pp) {
   return Status::ok();
 }
 
+// A channels-last MaxPool / AveragePool (ir/channels_last.h): X [N, H, W, C].
+Status runChannelsLastPool(GpuKernelContext& ctx, int kind) {
+  const DeviceTensor& x = ctx.input(0);
+  if (x.rank() != 4) return ctx.error("a channels-last pool needs a 4-D X");
+  if (kind == kPoolLp) return ctx.unsupported("channels-last LpPool");
+  if (ctx.wantsOutput(1)) return ctx.unsupported("channels-last MaxPool with indices");
+  const Node& node = ctx.node();
+  SpatialGeometry g;
+  KILN_RETURN_IF_ERROR(poolGeometry(ctx, toChannelsFirstShape(x.shape),
+                                    node.attrInt("ceil_mode", 0) != 0, &g));
+  KILN_ASSIGN_OR_RETURN(DeviceTensor y,
+                        ctx.allocateOutput(0, x.type, {x.shape[0], g.output[0], g.output[1],
+                                                       x.shape[3]}));
+  ChannelsLastWindow p;
+  p.n = x.shape[0];
+  p.h = x.shape[1];
+  p.w = x.shape[2];
+  p.c = x.shape[3];
+  p.outH = g.output[0];
+  p.outW = g.output[1];
+  p.kernelH = static_cast<int>(g.kernel[0]);
+  p.kernelW = static_cast<int>(g.kernel[1]);
+  p.strideH = static_cast<int>(g.strides[0]);
+  p.strideW = static_cast<int>(g.strides[1]);
+  p.dilationH = static_cast<int>(g.dilations[0]);
+  p.dilationW = static_cast<int>(g.dilations[1]);
+  p.padTop = static_cast<int>(g.padsBegin[0]);
+  p.padLeft = static_cast<int>(g.padsBegin[1]);
+  p.padBottom = static_cast<int>(g.padsEnd[0]);
+  p.padRight = static_cast<int>(g.padsEnd[1]);
+  p.max = kind == kPoolMax;
+  p.countIncludePad = node.attrInt("count_include_pad", 0) != 0;
+  if (p.n * p.outH * p.outW * p.c > 0 && p.h * p.w == 0)
+    return ctx.error("input X has an empty spatial extent");
+  ctx.setImplementation("kiln channels-last pool");
+  return poolChannelsLast(p, x.type, x.data, y.data, ctx.stream());
+}
+
 template <int kKind>
 Status poolOp(GpuKernelContext& ctx) {
   KILN_RETURN_IF_ERROR(requireInputs(ctx, 1));
+  if (isChannelsLast(ctx.node())) return runChannelsLastPool(ctx, kKind);
   const Node& node = ctx.node();
   SpatialGeometry g;
   KILN_RETURN_IF_ERROR(
@@ -615,6 +656,15 @@ Status globalPoolOp(GpuKernelContext& ctx) {
   KILN_RETURN_IF_ERROR(requireInputs(ctx, 1));
   const DeviceTensor& x = ctx.input(0);
   if (x.rank() < 3) return ctx.error("input X must have rank >= 3, got " + shapeToString(x.shape));
+  if (isChannelsLast(ctx.node())) {  // X [N, H, W, C] -> Y [N, 1, 1, C]
+    if (x.rank() != 4 || kKind == kPoolLp)
+      return ctx.unsupported("channels-last global pooling other than 4-D average / max");
+    KILN_ASSIGN_OR_RETURN(DeviceTensor y,
+                          ctx.allocateOutput(0, x.type, {x.shape[0], 1, 1, x.shape[3]}));
+    ctx.setImplementation("kiln channels-last global pool");
+    return globalPoolChannelsLast(x.shape[0], x.shape[1] * x.shape[2], x.shape[3],
+                                  kKind == kPoolMax, x.type, x.data, y.data, ctx.stream());
+  }
   Shape outShape(x.shape.size(), 1);
   outShape[0] = x.shape[0];
   outShape[1] = x.shape[1];

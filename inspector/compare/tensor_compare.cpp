@@ -1,8 +1,9 @@
-#include "cli/tensor_compare.h"
+#include "compare/tensor_compare.h"
 
 #include <cmath>
+#include <cstdio>
 
-namespace kiln::cli {
+namespace kiln::compare {
 
 Tolerance defaultTolerance(DataType type) {
   switch (type) {
@@ -17,6 +18,12 @@ Tolerance defaultTolerance(DataType type) {
     default:
       return {0, 0};
   }
+}
+
+bool withinTolerance(double a, double e, const Tolerance& tol) {
+  if (std::isnan(e) || std::isnan(a)) return std::isnan(e) && std::isnan(a);
+  if (std::isinf(e) || std::isinf(a)) return a == e;
+  return std::fabs(a - e) <= tol.atol + tol.rtol * std::fabs(e);
 }
 
 CompareResult compareTensors(const Tensor& actual, const Tensor& expected, const Tolerance& tol) {
@@ -56,12 +63,7 @@ CompareResult compareTensors(const Tensor& actual, const Tensor& expected, const
     } else {
       a = actual.valueAsDouble(i);
       e = expected.valueAsDouble(i);
-      if (std::isnan(e) || std::isnan(a))
-        ok = std::isnan(e) && std::isnan(a);
-      else if (std::isinf(e) || std::isinf(a))
-        ok = a == e;
-      else
-        ok = std::fabs(a - e) <= tol.atol + tol.rtol * std::fabs(e);
+      ok = withinTolerance(a, e, tol);
     }
     if (std::isfinite(a) && std::isfinite(e)) {
       double abs = std::fabs(a - e);
@@ -79,4 +81,4 @@ CompareResult compareTensors(const Tensor& actual, const Tensor& expected, const
   return r;
 }
 
-}  // namespace kiln::cli
+}  // namespace kiln::compare

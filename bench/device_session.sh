@@ -1,0 +1,48 @@
+# One device call: selected GPU tests, the builder bench, and the channels-last A/B.
+# Usage: sh bench/device_session.sh "test_a test_b" MODELS [extra]
+tests=$1; models=$2; part=${3:-}
+out=/tmp/kiln-logs; mkdir -p $out /tmp/kiln
+tar xJf .device/bundle.tar.xz -C /tmp/kiln
+export LD_LIBRARY_PATH=/tmp/kiln/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+d=$(python3 -c "import nvidia.cudnn, os; print(os.path.join(nvidia.cudnn.__path__[0], 'lib'))" 2>/dev/null)
+[ -n "$d" ] && export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$d
+export KILN_TEST_DATA_DIR=$(pwd)/tests/data KILN_MODELS_DIR=$(pwd)/resources/models
+for t in $tests; do
+  timeout 300 /tmp/kiln/bin/$t --gtest_brief=1 > $out/$t.log 2>&1
+  echo "$t: exit $? $(grep -E '^\[  (PASSED|FAILED)' $out/$t.log | tr '\n' ' ')"
+  grep -A8 "Failure" $out/$t.log | head -30
+done
+K=/tmp/kiln/bin/kiln
+if [ -n "$models" ]; then
+  python3 bench/export_models.py /tmp/kiln/models $(echo $models | tr , ' ') > $out/export.log 2>&1 || tail -5 $out/export.log
+  PYTHONUNBUFFERED=1 python3 bench/build_bench.py $K /tmp/kiln/models $out --only=$models 2>&1 | tee $out/build_bench.log | python3 -c "
+import sys, json
+for line in sys.stdin:
+    if not line.startswith('{'): print(line.rstrip()); continue
+    r = json.loads(line); c = r.get('cold', {}); w = r.get('warm', {})
+    print(r['model'], r['mode'], 'cold', c.get('build_seconds', c.get('error')), 'warm', w.get('build_seconds'), w.get('timing_cache', {}).get('hit_rate'),
+          'layers', c.get('layers'), 'fusions', c.get('fusions'), 'kiln', r.get('kiln'), 'torch', r.get('torch_ms'), 'ratio', r.get('speed_ratio'))"
+  cp $out/build_bench.json $OUT/ 2>/dev/null
+fi
+if [ "$part" = extra ]; then
+  M=/tmp/kiln/models/resnet50.onnx
+  IN=$(python3 -c "import onnx;m=onnx.load('$M',load_external_data=False);print(m.graph.input[0].name)")
+  S=$IN:256x3x224x224; SH="--min-shapes $S --opt-shapes $S --max-shapes $S"
+  echo "=== profile fp16 plan"
+  $K run $out/resnet50_b256_fp16.kiln --shapes $S --no-data-transfers --profile --json 2>/dev/null | python3 bench/profile_summary.py | head -24
+  echo "=== A/B: fp16 without channels_last_layout, then with"
+  $K build $M -o /tmp/nchw.kiln --backend cuda --fp16 --optimization-level 2 --disable-pass channels_last_layout $SH > /dev/null 2>&1 || echo build failed
+  $K run /tmp/nchw.kiln --shapes $S --no-data-transfers 2>&1 | grep -iE "GPU Compute" | head -2
+  $K run $out/resnet50_b256_fp16.kiln --shapes $S --no-data-transfers 2>&1 | grep -iE "GPU Compute" | head -2
+fi
+if [ "$part" = rtf ]; then
+  M=/tmp/kiln/models/resnet50.onnx
+  IN=$(python3 -c "import onnx;m=onnx.load('$M',load_external_data=False);print(m.graph.input[0].name)")
+  S=$IN:256x3x224x224; SH="--min-shapes $S --opt-shapes $S --max-shapes $S"
+  echo "=== runtime fusion experiment"
+  ( time KILN_CUDNN_RUNTIME_FUSION=1 timeout 400 $K build $M -o /tmp/rtf.kiln --backend cuda --fp16 --optimization-level 2 $SH > /tmp/rtf.log 2>&1 ) 2>&1 | tail -3
+  tail -2 /tmp/rtf.log
+  ( time KILN_CUDNN_RUNTIME_FUSION=1 timeout 300 $K run /tmp/rtf.kiln --shapes $S --no-data-transfers 2>&1 | grep -iE "GPU Compute" | head -2 ) 2>&1
+  KILN_CUDNN_RUNTIME_FUSION=1 timeout 300 $K run /tmp/rtf.kiln --shapes $S --no-data-transfers --profile --json 2>/dev/null | python3 bench/profile_summary.py | head -20
+fi
+tar cf - -C $out --exclude='*.kiln' . | xz -6 > $OUT/logs.tar.xz

@@ -1,0 +1,493 @@
+// ai.kiln FusedAttention on CUDA (contract: ir/fused_attention.h; reference:
+// cpu/ops/fused_attention.cpp). One flash-style kernel: a block owns 64 query rows of
+// one (batch, head), walks the keys in tiles of 64 (float32: 32) with an online
+// softmax (running row max and sum, the partial output rescaled when the max grows),
+// so any sequence length runs in registers and shared memory and the [Sq, Sk] scores
+// never reach global memory. Q, K, V are read and Y written through the layouts'
+// strides ([B, S, H, D] directly: no head transposes).
+//   float16 / bfloat16: tensor cores, mma.sync m16n8k16 with ldmatrix (sm_80+). Each of
+//     4 warps keeps its 16 query rows' Q fragments in registers; S = Q K^T and O += P V
+//     accumulate in float; P is rounded to the storage type for the second product (as
+//     the unfused graph's softmax output is). 16-byte loads and stores when D % 8 == 0
+//     and the pointers are 16-byte aligned (BERT's D = 64: the fast path), else element
+//     loads with zero fill.
+//   float32: SIMT FMAs in float (no TF32: the result is the float32 chain's, whatever
+//     the engine's TF32 setting).
+// Head size D = Dv up to 128 (padded to 32, 64 or 128 in shared memory); other sizes,
+// D != Dv and grids beyond 65535 heads or batches are refused as unsupported (the node
+// then runs on the host reference). Mask: any shape that broadcasts to [B, H, Sq, Sk]
+// (BERT's [B, 1, 1, S], transformers 5's [B, 1, S, S], a full one), read through its
+// broadcast strides, additive, in Q's storage type; -inf entries are exact. A row whose
+// every logit is -inf gives NaN, as the unfused Softmax does.
+//
+// Floor for BERT-base, batch 128, seq 128, 12 heads of 64, 12 layers (per layer:
+// Q, K, V, Y of 128 x 128 x 768 and the [128, 1, 128, 128] mask read once from DRAM):
+//   fp16: 4 x 25.2 MB + 4.2 MB = 105 MB -> 1.26 GB, 0.42 ms at 3.0 TB/s; FLOPs
+//         2 x 2 x 128 x 12 x 128 x 128 x 64 = 6.4 G -> 77 G, 0.10 ms at 750 TFLOP/s:
+//         bandwidth-bound, floor ~0.42 ms (the unfused Transpose + MatMul + softmax: 3.1 ms).
+//   fp32: 2.5 GB -> 0.84 ms; 77 GFLOP at ~51 TFLOP/s of FMA -> 1.5 ms: compute-bound.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "backends/cuda/row_kernels.cuh"
+#include "ir/fused_attention.h"
+#include "kiln/passes.h"
+
+namespace kiln::cuda {
+namespace {
+
+constexpr int kRows = 64;      // query rows per block
+constexpr int kThreads = 128;  // 4 warps
+constexpr int kKeys16 = 64;    // keys per tile, tensor-core kernel
+constexpr int kKeys32 = 32;    // keys per tile, float32 kernel
+constexpr int kPad16 = 8;      // shared row padding (16 bytes): conflict-free ldmatrix
+constexpr float kLog2e = 1.4426950408889634f;
+
+struct AttentionArgs {
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  const void* mask = nullptr;
+  void* y = nullptr;
+  int seqQ = 0, seqK = 0, headDim = 0;
+  AttentionStrides qs, ks, vs, ys;
+  int64_t ms[4] = {};     // mask strides over (b, h, i, j)
+  float scaleLog2 = 0.f;  // scale * log2(e): the softmax runs on exp2
+};
+
+// ---- Tensor-core helpers (16-bit storage) ---------------------------------------
+
+__device__ __forceinline__ unsigned sharedAddress(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+template <bool kTrans>
+__device__ __forceinline__ void ldmatrixX4(uint32_t r[4], const void* p) {
+  if constexpr (kTrans)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(sharedAddress(p)));
+  else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(sharedAddress(p)));
+}
+
+// c (16 x 8, float) += a (16 x 16, row) * b (16 x 8, col).
+template <class T>
+__device__ __forceinline__ void mma16816(float c[4], const uint32_t a[4], uint32_t b0,
+                                         uint32_t b1) {
+  if constexpr (std::is_same_v<T, __half>)
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  else
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Two floats as one register of two 16-bit values (the lower index in the low half).
+template <class T>
+__device__ __forceinline__ uint32_t packPair(float lo, float hi) {
+  if constexpr (std::is_same_v<T, __half>) {
+    __half2 h = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<uint32_t*>(&h);
+  } else {
+    __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<uint32_t*>(&h);
+  }
+}
+
+// Rows [row0, row0 + kTileRows) of one head into a shared tile of row stride kStride;
+// zero past `rows` and past `dim` (so padded products add nothing).
+template <class T, int kDPad, int kStride, int kTileRows, bool kVec>
+__device__ __forceinline__ void loadTile(T* tile, const T* base, int64_t seqStride, int row0,
+                                         int rows, int dim) {
+  if constexpr (kVec) {
+    constexpr int kChunks = kDPad / 8;
+    for (int c = threadIdx.x; c < kTileRows * kChunks; c += kThreads) {
+      const int r = c / kChunks, col = (c % kChunks) * 8;
+      uint4 value = make_uint4(0, 0, 0, 0);
+      if (row0 + r < rows && col < dim)
+        value = *reinterpret_cast<const uint4*>(base + (row0 + r) * seqStride + col);
+      *reinterpret_cast<uint4*>(tile + r * kStride + col) = value;
+    }
+  } else {
+    for (int e = threadIdx.x; e < kTileRows * kDPad; e += kThreads) {
+      const int r = e / kDPad, col = e % kDPad;
+      tile[r * kStride + col] =
+          row0 + r < rows && col < dim ? base[(row0 + r) * seqStride + col] : fromFloat<T>(0.f);
+    }
+  }
+}
+
+// The online-softmax step for one row half: the tile's max `tileMax` (already over the
+// row's 4 lanes) updates the running max; returns the subtrahend for this tile's exp2.
+// A row with no finite logit so far keeps subtracting 0, never -inf (no NaN from -inf + inf).
+__device__ __forceinline__ float rescale(float tileMax, float* runningMax, float* correction) {
+  const float next = fmaxf(*runningMax, tileMax);
+  const float base = next == -INFINITY ? 0.f : next;
+  *correction = exp2f(*runningMax - base);
+  *runningMax = next;
+  return base;
+}
+
+template <class T, int kDPad, bool kVec>
+__global__ void __launch_bounds__(kThreads) attentionTensorCore(AttentionArgs a) {
+  constexpr int kStride = kDPad + kPad16;
+  extern __shared__ __align__(16) unsigned char shared[];
+  T* sQ = reinterpret_cast<T*>(shared);
+  T* sK = sQ + kRows * kStride;
+  T* sV = sK + kKeys16 * kStride;
+  const int b = blockIdx.z, h = blockIdx.y, row0 = blockIdx.x * kRows;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
+  const T* q = static_cast<const T*>(a.q) + b * a.qs.batch + h * a.qs.head;
+  const T* k = static_cast<const T*>(a.k) + b * a.ks.batch + h * a.ks.head;
+  const T* v = static_cast<const T*>(a.v) + b * a.vs.batch + h * a.vs.head;
+  const T* mask = a.mask ? static_cast<const T*>(a.mask) + b * a.ms[0] + h * a.ms[1] : nullptr;
+  loadTile<T, kDPad, kStride, kRows, kVec>(sQ, q, a.qs.seq, row0, a.seqQ, a.headDim);
+  __syncthreads();
+  // This warp's 16 query rows as A fragments (each warp reads only its own rows of sQ).
+  uint32_t qf[kDPad / 16][4];
+#pragma unroll
+  for (int kk = 0; kk < kDPad / 16; ++kk)
+    ldmatrixX4<false>(qf[kk], sQ + (warp * 16 + (lane & 15)) * kStride + kk * 16 + (lane >> 4) * 8);
+  float o[kDPad / 8][4] = {};
+  float rowMax[2] = {-INFINITY, -INFINITY}, rowSum[2] = {0.f, 0.f};
+  const int rows[2] = {row0 + warp * 16 + g, row0 + warp * 16 + g + 8};
+  for (int key0 = 0; key0 < a.seqK; key0 += kKeys16) {
+    __syncthreads();  // every warp is done with the previous K and V tiles
+    loadTile<T, kDPad, kStride, kKeys16, kVec>(sK, k, a.ks.seq, key0, a.seqK, a.headDim);
+    loadTile<T, kDPad, kStride, kKeys16, kVec>(sV, v, a.vs.seq, key0, a.seqK, a.headDim);
+    __syncthreads();
+    float s[kKeys16 / 8][4] = {};
+#pragma unroll
+    for (int kk = 0; kk < kDPad / 16; ++kk) {
+#pragma unroll
+      for (int n = 0; n < kKeys16 / 16; ++n) {
+        uint32_t kf[4];
+        ldmatrixX4<false>(kf, sK + (n * 16 + (lane & 7) + ((lane >> 4) << 3)) * kStride + kk * 16 +
+                                  ((lane >> 3) & 1) * 8);
+        mma16816<T>(s[2 * n], qf[kk], kf[0], kf[1]);
+        mma16816<T>(s[2 * n + 1], qf[kk], kf[2], kf[3]);
+      }
+    }
+    // Logits in log2 units; keys past the end are -inf. c[e]: row g (e < 2) or g + 8,
+    // key 8n + 2t + (e & 1).
+    float tileMax[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int n = 0; n < kKeys16 / 8; ++n) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int key = key0 + n * 8 + 2 * t + (e & 1), r = e >> 1;
+        float x = s[n][e] * a.scaleLog2;
+        if (key >= a.seqK)
+          x = -INFINITY;
+        else if (mask && rows[r] < a.seqQ)
+          x += toFloat(mask[rows[r] * a.ms[2] + key * a.ms[3]]) * kLog2e;
+        s[n][e] = x;
+        tileMax[r] = fmaxf(tileMax[r], x);
+      }
+    }
+    float base[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      tileMax[r] = fmaxf(tileMax[r], __shfl_xor_sync(kFullMask, tileMax[r], 1));
+      tileMax[r] = fmaxf(tileMax[r], __shfl_xor_sync(kFullMask, tileMax[r], 2));
+      float correction;
+      base[r] = rescale(tileMax[r], &rowMax[r], &correction);
+      rowSum[r] *= correction;
+#pragma unroll
+      for (int d = 0; d < kDPad / 8; ++d) {
+        o[d][2 * r] *= correction;
+        o[d][2 * r + 1] *= correction;
+      }
+    }
+#pragma unroll
+    for (int n = 0; n < kKeys16 / 8; ++n) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        s[n][e] = exp2f(s[n][e] - base[e >> 1]);
+        rowSum[e >> 1] += s[n][e];
+      }
+    }
+    // O += P V: P's accumulator layout is the A fragment layout of the next product.
+#pragma unroll
+    for (int kk = 0; kk < kKeys16 / 16; ++kk) {
+      const uint32_t pf[4] = {packPair<T>(s[2 * kk][0], s[2 * kk][1]),
+                              packPair<T>(s[2 * kk][2], s[2 * kk][3]),
+                              packPair<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                              packPair<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+#pragma unroll
+      for (int dn = 0; dn < kDPad / 16; ++dn) {
+        uint32_t vf[4];
+        ldmatrixX4<true>(vf, sV + (kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * kStride +
+                                 dn * 16 + (lane >> 4) * 8);
+        mma16816<T>(o[2 * dn], pf, vf[0], vf[1]);
+        mma16816<T>(o[2 * dn + 1], pf, vf[2], vf[3]);
+      }
+    }
+  }
+  // Normalize and stage the warp's 16 rows in its own rows of sQ, then store them.
+  T* stage = sQ + warp * 16 * kStride;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    rowSum[r] += __shfl_xor_sync(kFullMask, rowSum[r], 1);
+    rowSum[r] += __shfl_xor_sync(kFullMask, rowSum[r], 2);
+    const float inv = 1.f / rowSum[r];  // 0 for a fully masked row: NaN, as unfused
+#pragma unroll
+    for (int d = 0; d < kDPad / 8; ++d)
+      *reinterpret_cast<uint32_t*>(stage + (g + 8 * r) * kStride + d * 8 + 2 * t) =
+          packPair<T>(o[d][2 * r] * inv, o[d][2 * r + 1] * inv);
+  }
+  __syncwarp();
+  T* y = static_cast<T*>(a.y) + b * a.ys.batch + h * a.ys.head;
+  constexpr int kPer = kVec ? 8 : 1;
+  for (int c = lane; c < 16 * kDPad / kPer; c += 32) {
+    const int r = c / (kDPad / kPer), col = (c % (kDPad / kPer)) * kPer;
+    const int row = row0 + warp * 16 + r;
+    if (row >= a.seqQ || col >= a.headDim) continue;
+    if constexpr (kVec)
+      *reinterpret_cast<uint4*>(y + row * a.ys.seq + col) =
+          *reinterpret_cast<const uint4*>(stage + r * kStride + col);
+    else
+      y[row * a.ys.seq + col] = stage[r * kStride + col];
+  }
+}
+
+// ---- float32: SIMT ---------------------------------------------------------------
+// Thread (ty, tx) = (tid / 8, tid % 8) owns rows ty + 16i (i < 4), keys tx + 8j of each
+// tile (j < 4) and output columns tx + 8j (j < kDPad / 8); a row's 8 lanes share a warp.
+
+template <int kDPad>
+__global__ void __launch_bounds__(kThreads) attentionSimt(AttentionArgs a) {
+  constexpr int kQStride = kDPad + 1;  // odd strides: rows in distinct banks
+  extern __shared__ __align__(16) unsigned char shared[];
+  float* sQ = reinterpret_cast<float*>(shared);
+  float* sK = sQ + kRows * kQStride;
+  float* sV = sK + kKeys32 * kQStride;
+  float* sP = sV + kKeys32 * kDPad;  // [kRows][kKeys32 + 1]
+  const int b = blockIdx.z, h = blockIdx.y, row0 = blockIdx.x * kRows;
+  const int ty = threadIdx.x / 8, tx = threadIdx.x % 8;
+  const float* q = static_cast<const float*>(a.q) + b * a.qs.batch + h * a.qs.head;
+  const float* k = static_cast<const float*>(a.k) + b * a.ks.batch + h * a.ks.head;
+  const float* v = static_cast<const float*>(a.v) + b * a.vs.batch + h * a.vs.head;
+  const float* mask =
+      a.mask ? static_cast<const float*>(a.mask) + b * a.ms[0] + h * a.ms[1] : nullptr;
+  loadTile<float, kDPad, kQStride, kRows, false>(sQ, q, a.qs.seq, row0, a.seqQ, a.headDim);
+  float o[4][kDPad / 8] = {};
+  float rowMax[4], rowSum[4] = {};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) rowMax[i] = -INFINITY;
+  for (int key0 = 0; key0 < a.seqK; key0 += kKeys32) {
+    __syncthreads();
+    loadTile<float, kDPad, kQStride, kKeys32, false>(sK, k, a.ks.seq, key0, a.seqK, a.headDim);
+    loadTile<float, kDPad, kDPad, kKeys32, false>(sV, v, a.vs.seq, key0, a.seqK, a.headDim);
+    __syncthreads();
+    float s[4][4] = {};
+    for (int d = 0; d < kDPad; ++d) {
+      float qv[4], kv[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) qv[i] = sQ[(ty + 16 * i) * kQStride + d];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) kv[j] = sK[(tx + 8 * j) * kQStride + d];
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) s[i][j] = fmaf(qv[i], kv[j], s[i][j]);
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int row = row0 + ty + 16 * i;
+      float tileMax = -INFINITY;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int key = key0 + tx + 8 * j;
+        float x = s[i][j] * a.scaleLog2;
+        if (key >= a.seqK)
+          x = -INFINITY;
+        else if (mask && row < a.seqQ)
+          x += mask[row * a.ms[2] + key * a.ms[3]] * kLog2e;
+        s[i][j] = x;
+        tileMax = fmaxf(tileMax, x);
+      }
+      for (int m = 1; m < 8; m <<= 1)
+        tileMax = fmaxf(tileMax, __shfl_xor_sync(kFullMask, tileMax, m));
+      float correction;
+      const float base = rescale(tileMax, &rowMax[i], &correction);
+      rowSum[i] *= correction;
+#pragma unroll
+      for (int j = 0; j < kDPad / 8; ++j) o[i][j] *= correction;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const float p = exp2f(s[i][j] - base);
+        rowSum[i] += p;
+        sP[(ty + 16 * i) * (kKeys32 + 1) + tx + 8 * j] = p;
+      }
+    }
+    __syncwarp();  // a row's probabilities come from its own 8 lanes
+    for (int key = 0; key < kKeys32; ++key) {
+      float vv[kDPad / 8];
+#pragma unroll
+      for (int j = 0; j < kDPad / 8; ++j) vv[j] = sV[key * kDPad + tx + 8 * j];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const float p = sP[(ty + 16 * i) * (kKeys32 + 1) + key];
+#pragma unroll
+        for (int j = 0; j < kDPad / 8; ++j) o[i][j] = fmaf(p, vv[j], o[i][j]);
+      }
+    }
+    __syncwarp();  // sP is rewritten by the next tile
+  }
+  float* y = static_cast<float*>(a.y) + b * a.ys.batch + h * a.ys.head;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    for (int m = 1; m < 8; m <<= 1) rowSum[i] += __shfl_xor_sync(kFullMask, rowSum[i], m);
+    const int row = row0 + ty + 16 * i;
+    if (row >= a.seqQ) continue;
+    const float inv = 1.f / rowSum[i];
+#pragma unroll
+    for (int j = 0; j < kDPad / 8; ++j)
+      if (tx + 8 * j < a.headDim) y[row * a.ys.seq + tx + 8 * j] = o[i][j] * inv;
+  }
+}
+
+// ---- Host side -------------------------------------------------------------------
+
+size_t sharedBytes(DataType type, int dPad) {
+  if (type == DataType::kFloat32)
+    return sizeof(float) *
+           ((kRows + kKeys32) * (dPad + 1) + kKeys32 * dPad + kRows * (kKeys32 + 1));
+  return 2 * (kRows + 2 * kKeys16) * static_cast<size_t>(dPad + kPad16);
+}
+
+template <class Kernel>
+Status launch(GpuKernelContext& ctx, Kernel kernel, const AttentionArgs& a, dim3 grid, size_t bytes,
+              const char* name) {
+  KILN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(bytes)));
+  kernel<<<grid, kThreads, bytes, ctx.stream()>>>(a);
+  KILN_CUDA_CHECK_LAUNCH(name);
+  return Status::ok();
+}
+
+// 16-byte loads and stores: D a multiple of 8 and every base pointer 16-byte aligned
+// (the strides are multiples of D).
+bool vectorizable(const AttentionArgs& a) {
+  if (a.headDim % 8 != 0) return false;
+  for (const void* p : {a.q, a.k, a.v, static_cast<const void*>(a.y)})
+    if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return false;
+  return true;
+}
+
+template <class T, int kDPad>
+Status launchTensorCore(GpuKernelContext& ctx, const AttentionArgs& a, dim3 grid, DataType type) {
+  const size_t bytes = sharedBytes(type, kDPad);
+  if (vectorizable(a))
+    return launch(ctx, attentionTensorCore<T, kDPad, true>, a, grid, bytes, "attentionTensorCore");
+  return launch(ctx, attentionTensorCore<T, kDPad, false>, a, grid, bytes, "attentionTensorCore");
+}
+
+template <int kDPad>
+Status launchForHeadSize(GpuKernelContext& ctx, const AttentionArgs& a, dim3 grid, DataType type) {
+  switch (type) {
+    case DataType::kFloat32:
+      return launch(ctx, attentionSimt<kDPad>, a, grid, sharedBytes(type, kDPad), "attentionSimt");
+    case DataType::kFloat16:
+      return launchTensorCore<__half, kDPad>(ctx, a, grid, type);
+    case DataType::kBFloat16:
+      return launchTensorCore<__nv_bfloat16, kDPad>(ctx, a, grid, type);
+    default:
+      return ctx.unsupported(std::string("FusedAttention on ") + dataTypeName(type));
+  }
+}
+
+Status fusedAttentionKernel(GpuKernelContext& ctx) {
+  if (ctx.inputCount() < 3 || !ctx.hasInput(0) || !ctx.hasInput(1) || !ctx.hasInput(2))
+    return ctx.error("FusedAttention needs inputs Q, K and V");
+  const DeviceTensor& q = ctx.input(0);
+  const DeviceTensor* mask = ctx.inputCount() > 3 && ctx.hasInput(3) ? &ctx.input(3) : nullptr;
+  for (size_t i = 1; i < 3; ++i)
+    if (ctx.input(i).type != q.type) return ctx.error("Q, K and V must have one type");
+  if (mask && mask->type != q.type)
+    return ctx.unsupported(std::string("a mask of type ") + dataTypeName(mask->type) +
+                           " with Q of type " + dataTypeName(q.type));
+  FusedAttentionGeometry g;
+  const std::string why =
+      fusedAttentionGeometry(ctx.node(), q.shape, ctx.input(1).shape, ctx.input(2).shape,
+                             mask ? &mask->shape : nullptr, &g);
+  if (!why.empty()) return ctx.error(why);
+  if (g.valueDim != g.headDim)
+    return ctx.unsupported("V's head size " + std::to_string(g.valueDim) + " differs from Q's " +
+                           std::to_string(g.headDim));
+  if (g.headDim > 128 || g.headDim < 1)
+    return ctx.unsupported("head size " + std::to_string(g.headDim) + " (the kernel takes 1..128)");
+  if (g.heads > 65535 || g.batch > 65535 || g.seqQ > (int64_t{1} << 30) ||
+      g.seqK > (int64_t{1} << 30))
+    return ctx.unsupported("more than 65535 heads or batches, or a sequence over 2^30");
+  KILN_ASSIGN_OR_RETURN(DeviceTensor y, ctx.allocateOutput(0, q.type, g.outputShape));
+  if (y.numel() == 0) return Status::ok();
+  AttentionArgs a;
+  a.q = q.data;
+  a.k = ctx.input(1).data;
+  a.v = ctx.input(2).data;
+  a.mask = mask ? mask->data : nullptr;
+  a.y = y.data;
+  a.seqQ = static_cast<int>(g.seqQ);
+  a.seqK = static_cast<int>(g.seqK);
+  a.headDim = static_cast<int>(g.headDim);
+  a.qs = g.q;
+  a.ks = g.k;
+  a.vs = g.v;
+  a.ys = g.y;
+  for (int i = 0; i < 4; ++i) a.ms[i] = g.mask[i];
+  a.scaleLog2 = g.scale * kLog2e;
+  const dim3 grid(static_cast<unsigned>((g.seqQ + kRows - 1) / kRows),
+                  static_cast<unsigned>(g.heads), static_cast<unsigned>(g.batch));
+  const int dPad = g.headDim <= 32 ? 32 : g.headDim <= 64 ? 64 : 128;
+  ctx.setImplementation(std::string("kiln flash attention, ") +
+                        (q.type == DataType::kFloat32 ? "fp32 SIMT, key tiles of 32"
+                                                      : "mma.sync m16n8k16, key tiles of 64") +
+                        ", head size padded to " + std::to_string(dPad) +
+                        (q.type != DataType::kFloat32 && vectorizable(a) ? ", 16-byte loads" : ""));
+  if (dPad == 32) return launchForHeadSize<32>(ctx, a, grid, q.type);
+  if (dPad == 64) return launchForHeadSize<64>(ctx, a, grid, q.type);
+  return launchForHeadSize<128>(ctx, a, grid, q.type);
+}
+
+// "" for one float storage type across Q, K, V and the mask.
+std::string supportsAttentionTypes(const Node& node, const std::vector<DataType>& types) {
+  DataType first = DataType::kUndefined;
+  for (DataType t : types) {
+    if (t == DataType::kUndefined) continue;
+    if (t != DataType::kFloat32 && t != DataType::kFloat16 && t != DataType::kBFloat16)
+      return std::string("no GPU kernel for FusedAttention on ") + dataTypeName(t);
+    if (first != DataType::kUndefined && t != first) return "inputs of mixed float types";
+    first = t;
+  }
+  return "";
+}
+
+}  // namespace
+
+void registerFusedAttentionGpuKernels(GpuKernelRegistry& registry) {
+  GpuKernelEntry entry;
+  entry.domain = kKilnDomain;
+  entry.opType = kFusedAttentionOp;
+  entry.fn = &fusedAttentionKernel;
+  entry.supports = &supportsAttentionTypes;
+  registry.add(entry);
+}
+
+}  // namespace kiln::cuda

@@ -1,0 +1,194 @@
+// NHWC pooling kernels (contract: pool_channels_last.h). One thread owns V adjacent
+// channels of one output pixel and walks the window with V-wide loads: neighbouring
+// threads read neighbouring bytes, so every load is coalesced and the window's
+// overlap (3x3 stride 2 reads each input ~2.25 times) is served by L1/L2. ResNet-50's
+// MaxPool at batch 256 fp16 moves 411 MB in and 103 MB out: ~0.17 ms at 3 TB/s.
+#include <cfloat>
+#include <cstdint>
+
+#include "backends/cuda/device_common.cuh"
+#include "backends/cuda/ops/pool_channels_last.h"
+
+namespace kiln::cuda {
+namespace {
+
+template <class T, int V>
+struct alignas(sizeof(T) * V) Pack {
+  T v[V];
+};
+
+// Taps [lo, hi) of `count` taps at offset + k * step that fall inside [0, limit).
+__device__ __forceinline__ void taps(int offset, int step, int limit, int count, int* lo,
+                                     int* hi) {
+  *lo = offset >= 0 ? 0 : min(count, (-offset + step - 1) / step);
+  *hi = offset >= limit ? 0 : min(count, (limit - 1 - offset) / step + 1);
+  *hi = max(*hi, *lo);
+}
+
+template <class T, int V>
+__global__ void __launch_bounds__(kBlockSize)
+    windowPoolKernel(const T* __restrict__ x, T* __restrict__ y, ChannelsLastWindow p) {
+  const int64_t groups = p.c / V;
+  const int64_t total = p.n * p.outH * p.outW * groups;
+  const int64_t step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < total; e += step) {
+    const int64_t g = e % groups;
+    int64_t pixel = e / groups;
+    const int ow = static_cast<int>(pixel % p.outW);
+    pixel /= p.outW;
+    const int oh = static_cast<int>(pixel % p.outH);
+    const int64_t n = pixel / p.outH;
+    const int top = oh * p.strideH - p.padTop, left = ow * p.strideW - p.padLeft;
+    int h0, h1, w0, w1;
+    taps(top, p.dilationH, static_cast<int>(p.h), p.kernelH, &h0, &h1);
+    taps(left, p.dilationW, static_cast<int>(p.w), p.kernelW, &w0, &w1);
+    float acc[V];
+    bool first = true;
+#pragma unroll
+    for (int j = 0; j < V; ++j) acc[j] = 0.f;
+    const T* base = x + n * p.h * p.w * p.c + g * V;
+    for (int kh = h0; kh < h1; ++kh) {
+      const int ih = top + kh * p.dilationH;
+      for (int kw = w0; kw < w1; ++kw) {
+        const int iw = left + kw * p.dilationW;
+        const Pack<T, V> in = *reinterpret_cast<const Pack<T, V>*>(base + (ih * p.w + iw) * p.c);
+#pragma unroll
+        for (int j = 0; j < V; ++j) {
+          const float v = toFloat(in.v[j]);
+          if (!p.max)
+            acc[j] += v;
+          else if (first || v > acc[j])
+            acc[j] = v;  // a NaN first tap stays: NaN > anything is false
+        }
+        first = false;
+      }
+    }
+    float divisor = 1.f;
+    if (!p.max) {
+      int count = (h1 - h0) * (w1 - w0);
+      if (p.countIncludePad) {
+        int ph0, ph1, pw0, pw1;
+        taps(top + p.padTop, p.dilationH, static_cast<int>(p.h) + p.padTop + p.padBottom,
+             p.kernelH, &ph0, &ph1);
+        taps(left + p.padLeft, p.dilationW, static_cast<int>(p.w) + p.padLeft + p.padRight,
+             p.kernelW, &pw0, &pw1);
+        count = (ph1 - ph0) * (pw1 - pw0);
+      }
+      divisor = count > 0 ? static_cast<float>(count) : 0.f;
+    }
+    Pack<T, V> out;
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      float v = acc[j];
+      if (!p.max) v = divisor > 0.f ? v / divisor : 0.f;
+      if (p.max && first) v = -FLT_MAX;  // an empty window: the channels-first kernel's lowest
+      out.v[j] = fromFloat<T>(v);
+    }
+    *reinterpret_cast<Pack<T, V>*>(y + e * V) = out;
+  }
+}
+
+template <class T, int V>
+__global__ void __launch_bounds__(kBlockSize)
+    globalPoolKernel(const T* __restrict__ x, T* __restrict__ y, int64_t n, int64_t spatial,
+                     int64_t c, bool isMax) {
+  const int64_t groups = c / V;
+  const int64_t total = n * groups;
+  const int64_t step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < total; e += step) {
+    const int64_t b = e / groups, g = e % groups;
+    const T* base = x + b * spatial * c + g * V;
+    float acc[V];
+    for (int64_t s = 0; s < spatial; ++s) {
+      const Pack<T, V> in = *reinterpret_cast<const Pack<T, V>*>(base + s * c);
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        const float v = toFloat(in.v[j]);
+        if (s == 0)
+          acc[j] = v;
+        else if (!isMax)
+          acc[j] += v;
+        else if (v > acc[j])
+          acc[j] = v;
+      }
+    }
+    Pack<T, V> out;
+#pragma unroll
+    for (int j = 0; j < V; ++j)
+      out.v[j] = fromFloat<T>(isMax ? acc[j] : acc[j] / static_cast<float>(spatial));
+    *reinterpret_cast<Pack<T, V>*>(y + e * V) = out;
+  }
+}
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+// Channels per thread: a 16-byte pack when c and both pointers allow, else one.
+template <class T>
+bool packed(int64_t c, const void* x, const void* y) {
+  return c % (16 / sizeof(T)) == 0 && aligned16(x) && aligned16(y);
+}
+
+template <class T>
+Status launchWindow(const ChannelsLastWindow& p, const void* x, void* y, cudaStream_t stream) {
+  constexpr int kPack = 16 / sizeof(T);
+  const auto* xt = static_cast<const T*>(x);
+  auto* yt = static_cast<T*>(y);
+  const int64_t pixels = p.n * p.outH * p.outW;
+  if (packed<T>(p.c, x, y))
+    windowPoolKernel<T, kPack><<<gridFor(pixels * p.c / kPack), kBlockSize, 0, stream>>>(xt, yt, p);
+  else
+    windowPoolKernel<T, 1><<<gridFor(pixels * p.c), kBlockSize, 0, stream>>>(xt, yt, p);
+  KILN_CUDA_CHECK_LAUNCH("windowPoolKernel");
+  return Status::ok();
+}
+
+template <class T>
+Status launchGlobal(int64_t n, int64_t spatial, int64_t c, bool isMax, const void* x, void* y,
+                    cudaStream_t stream) {
+  constexpr int kPack = 16 / sizeof(T);
+  const auto* xt = static_cast<const T*>(x);
+  auto* yt = static_cast<T*>(y);
+  if (packed<T>(c, x, y))
+    globalPoolKernel<T, kPack>
+        <<<gridFor(n * c / kPack), kBlockSize, 0, stream>>>(xt, yt, n, spatial, c, isMax);
+  else
+    globalPoolKernel<T, 1><<<gridFor(n * c), kBlockSize, 0, stream>>>(xt, yt, n, spatial, c, isMax);
+  KILN_CUDA_CHECK_LAUNCH("globalPoolKernel");
+  return Status::ok();
+}
+
+}  // namespace
+
+Status poolChannelsLast(const ChannelsLastWindow& p, DataType type, const void* x, void* y,
+                        cudaStream_t stream) {
+  if (p.n * p.outH * p.outW * p.c == 0) return Status::ok();
+  if (p.h * p.w > (int64_t(1) << 30)) return unsupported("a channels-last pooling plane over 2^30");
+  switch (type) {
+    case DataType::kFloat32:
+      return launchWindow<float>(p, x, y, stream);
+    case DataType::kFloat16:
+      return launchWindow<__half>(p, x, y, stream);
+    case DataType::kBFloat16:
+      return launchWindow<__nv_bfloat16>(p, x, y, stream);
+    default:
+      return unsupported(std::string("channels-last pooling in ") + dataTypeName(type));
+  }
+}
+
+Status globalPoolChannelsLast(int64_t n, int64_t spatial, int64_t c, bool isMax, DataType type,
+                              const void* x, void* y, cudaStream_t stream) {
+  if (n * c == 0) return Status::ok();
+  if (spatial == 0) return invalidArgument("input X has an empty spatial extent");
+  switch (type) {
+    case DataType::kFloat32:
+      return launchGlobal<float>(n, spatial, c, isMax, x, y, stream);
+    case DataType::kFloat16:
+      return launchGlobal<__half>(n, spatial, c, isMax, x, y, stream);
+    case DataType::kBFloat16:
+      return launchGlobal<__nv_bfloat16>(n, spatial, c, isMax, x, y, stream);
+    default:
+      return unsupported(std::string("channels-last global pooling in ") + dataTypeName(type));
+  }
+}
+
+}  // namespace kiln::cuda

@@ -1,0 +1,47 @@
+// ai.kiln FusedAttention: multi-head scaled-dot-product attention as one node (the
+// fuse_attention pass makes it; the CPU reference, the CUDA kernel and the shape rule
+// read its contract from here).
+//
+//   FusedAttention(Q, K, V, [M]; scale, num_heads, qkv_layout, output_layout, merge_heads) -> Y
+//   Y[b, h, i, :] = sum_j P[b, h, i, j] * V[b, h, j, :],
+//   P[b, h, i, :] = softmax_j(scale * <Q[b, h, i, :], K[b, h, j, :]> + M[b, h, i, j])
+//
+// qkv_layout "BSHD" (default): Q [B, Sq, H, D], K [B, Sk, H, D], V [B, Sk, H, Dv] (the head
+// split's Reshape outputs, before the head Transposes); "BHSD": Q [B, H, Sq, D], ...
+// output_layout "BSHD" (default): Y [B, Sq, H, Dv]; "BHSD": Y [B, H, Sq, Dv]. merge_heads = 1
+// (only with BSHD) writes the same bytes as Y [B, Sq, H * Dv]. H must equal num_heads; batch
+// dims must be equal (no broadcast). M is additive, of Q's type, rank <= 4, and broadcasts to
+// [B, H, Sq, Sk] (each right-aligned dim 1 or equal). A row whose every score is -inf
+// gives NaN, as the unfused Softmax does.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "kiln/graph.h"
+#include "kiln/tensor.h"
+
+namespace kiln {
+
+constexpr const char* kFusedAttentionOp = "FusedAttention";
+
+// Element strides of one [B, H, S, D]-indexed operand; the feature stride is 1.
+struct AttentionStrides {
+  int64_t batch = 0, head = 0, seq = 0;
+};
+
+struct FusedAttentionGeometry {
+  int64_t batch = 0, heads = 0, seqQ = 0, seqK = 0, headDim = 0, valueDim = 0;
+  AttentionStrides q, k, v, y;
+  bool hasMask = false;
+  int64_t mask[4] = {};  // strides over (b, h, i, j); 0 on broadcast dims
+  float scale = 1.f;
+  Shape outputShape;
+};
+
+// Reads the node's attributes and checks the input shapes against them. Returns ""
+// and fills `out`, or the reason in one line ("input 'K' [2, 7, 3, 8] has 3 heads ...").
+std::string fusedAttentionGeometry(const Node& node, const Shape& q, const Shape& k, const Shape& v,
+                                   const Shape* mask, FusedAttentionGeometry* out);
+
+}  // namespace kiln

@@ -1,0 +1,61 @@
+// The INT8 layers the fold_qdq pass makes (ai.kiln domain), shared by the pass, the
+// shape rules, the CPU kernels and the builder.
+//
+// QuantizedConv   Y = out(act(sx * sw[m] * sum((xq - zx) * wq) + B[m] + Z))
+// QuantizedMatMul Y = out(act(sx * sw[n] * sum_k (aq[.., k] - zx) * wq[k, n] + B[n]))
+//
+// with int32 accumulation of the integer products. Input slots (both ops):
+//   0 X   int8/uint8 already quantized with (x_scale, x_zero_point); or float32, which
+//         the layer quantizes itself (round half to even, saturate): the reformat an
+//         implicit INT8 layer does at its input
+//   1 W   int8 weights, zero point 0: Conv [M, C/group, k...]; MatMul [K, N]
+//   2 B   optional float32 bias [M] / [N]
+//   3 Z   optional float32 residual of Y's shape (QuantizedConv only)
+//   4 x_scale       float32 scalar
+//   5 x_zero_point  optional int8/uint8 scalar (0 when absent); its type is X's
+//                   quantized type (int8 when absent)
+//   6 w_scale       float32 scalar or one per output channel (M or N)
+//   7 y_scale       optional float32 scalar: present, Y is quantized (INT8 output);
+//                   absent, Y is float32 (float output)
+//   8 y_zero_point  optional int8/uint8 scalar, Y's type (int8 when absent)
+// QuantizedConv has Conv's attributes plus FusedConv's activation (activation,
+// activation_alpha, activation_beta); QuantizedMatMul has activation none or relu.
+#pragma once
+
+#include <cstddef>
+
+#include "kiln/graph.h"
+
+namespace kiln {
+
+constexpr const char* kQuantizedConvOp = "QuantizedConv";
+constexpr const char* kQuantizedMatMulOp = "QuantizedMatMul";
+
+enum QuantizedSlot : size_t {
+  kQuantX = 0,
+  kQuantW = 1,
+  kQuantBias = 2,
+  kQuantResidual = 3,
+  kQuantXScale = 4,
+  kQuantXZeroPoint = 5,
+  kQuantWScale = 6,
+  kQuantYScale = 7,
+  kQuantYZeroPoint = 8,
+  kQuantSlots = 9,
+};
+
+// True for an ai.kiln QuantizedConv or QuantizedMatMul node.
+inline bool isQuantizedLayer(const Node& node) {
+  return node.domain == "ai.kiln" &&
+         (node.opType == kQuantizedConvOp || node.opType == kQuantizedMatMulOp);
+}
+
+// Node attributes the INT8 steps leave for the builder's precision assignment.
+// On a layer: how it came to be INT8 ("explicit Q/DQ", "calibrated ..."). On a float
+// layer of an INT8 build: why it is not INT8.
+constexpr const char* kInt8OriginAttribute = "kiln_int8_origin";
+constexpr const char* kInt8FallbackAttribute = "kiln_int8_fallback";
+// On a float layer whose input a calibration cache pins: "fp16" or "fp32".
+constexpr const char* kInt8PinAttribute = "kiln_int8_pin";
+
+}  // namespace kiln

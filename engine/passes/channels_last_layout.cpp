@@ -1,0 +1,199 @@
+// channels_last_layout: convolutions and pooling with channels innermost (NHWC), for a
+// backend whose tensor-core convolutions want that layout (CUDA at fp16/bf16: cuDNN
+// runs NCHW half convolutions through internal transposes and has few fused engines
+// for them). With T = Transpose(perm 0,2,3,1) and T^-1 = Transpose(perm 0,3,1,2):
+//   Op(X) = T^-1(Op_nhwc(T(X)))   and   T(T^-1(v)) = v,
+// where Op_nhwc is the same op on permuted storage (ir/channels_last.h: the node gets
+// kiln_channels_last = 1, a filter W[K, C/g, R, S] becomes the initializer W[K, R, S, C/g]).
+// A chain of such ops passes its NHWC values straight from one to the next, so only
+// the region's edges pay a Transpose: a reformat layer, visible in the engine, made
+// once per value however many readers it has.
+// Which nodes: Conv (rewritten as FusedConv without activation, whose epilogue adds the
+// bias) and FusedConv, each with a 4-D filter initializer; MaxPool / AveragePool with
+// two spatial axes and one output; GlobalAveragePool / GlobalMaxPool of a 4-D input.
+// Runs only when the builder asks for it (the backend prefers channels-last for the
+// engine's precision) and after the fusions, which match channels-first patterns.
+#include <set>
+
+#include "ir/channels_last.h"
+#include "kiln/shape_inference.h"
+#include "passes/fusion_passes.h"
+
+namespace kiln::passes {
+namespace {
+
+constexpr const char* kName = kChannelsLastPass;
+
+bool defaultDomain(const Node& node) { return node.domain.empty() || node.domain == "ai.onnx"; }
+
+int inputRank(const Node& node, const std::map<std::string, InferredValue>& shapes) {
+  if (node.inputs.empty()) return -1;
+  auto it = shapes.find(node.inputs[0]);
+  return it == shapes.end() || !it->second.hasShape ? -1 : static_cast<int>(it->second.shape.size());
+}
+
+bool isFloat(const Node& node, const std::map<std::string, InferredValue>& shapes) {
+  auto it = shapes.find(node.inputs[0]);
+  if (it == shapes.end()) return false;
+  const DataType t = it->second.type;
+  return t == DataType::kFloat32 || t == DataType::kFloat16 || t == DataType::kBFloat16;
+}
+
+// True when `node` has a channels-last form this pass may give it.
+bool qualifies(const Node& node, const Graph& g, const std::map<std::string, InferredValue>& shapes) {
+  if (node.outputs.size() != 1 || node.outputs[0].empty() || node.inputs.empty() ||
+      node.inputs[0].empty() || isChannelsLast(node) || node.hasSubgraphs())
+    return false;
+  if (inputRank(node, shapes) != 4 || !isFloat(node, shapes)) return false;
+  const bool conv = (node.opType == "Conv" && defaultDomain(node)) ||
+                    (node.opType == "FusedConv" && node.domain == kKilnDomain);
+  if (conv) {
+    if (node.inputs.size() < 2) return false;
+    auto w = g.initializers.find(node.inputs[1]);
+    return w != g.initializers.end() && w->second.rank() == 4;
+  }
+  if (!defaultDomain(node)) return false;
+  if (node.opType == "MaxPool" || node.opType == "AveragePool")
+    return node.attrInts("kernel_shape").size() == 2 && node.attrInt("storage_order", 0) == 0;
+  return node.opType == "GlobalAveragePool" || node.opType == "GlobalMaxPool";
+}
+
+std::string freshValue(const Graph& g, const std::set<std::string>& taken, const std::string& base) {
+  std::string name = base;
+  for (int i = 1; taken.count(name) || g.initializers.count(name); ++i)
+    name = base + "_" + std::to_string(i);
+  return name;
+}
+
+Attribute intAttribute(int64_t v) {
+  Attribute a;
+  a.kind = Attribute::Kind::kInt;
+  a.i = v;
+  return a;
+}
+
+// A reformat layer: Transpose `from` -> `to` with `perm`, tagged with this pass and
+// the layer it serves.
+Node reformat(const std::string& from, const std::string& to, const int (&perm)[4],
+              const std::string& layout, const std::string& serves, int opset) {
+  Node t;
+  t.name = "Reformat " + from + " to " + layout;
+  t.opType = "Transpose";
+  t.opset = opset;
+  t.index = -1;
+  t.inputs = {from};
+  t.outputs = {to};
+  Attribute p;
+  p.kind = Attribute::Kind::kInts;
+  p.ints.assign(perm, perm + 4);
+  t.attributes["perm"] = p;
+  Attribute pass;
+  pass.kind = Attribute::Kind::kString;
+  pass.s = kName;
+  t.attributes[kFusionPassAttribute] = pass;
+  Attribute sources;
+  sources.kind = Attribute::Kind::kStrings;
+  sources.strings = {serves};
+  t.attributes[kSourceNodesAttribute] = sources;
+  return t;
+}
+
+// A plain Conv as a FusedConv without activation (same inputs, bias in the epilogue).
+void asFusedConv(Node* node) {
+  if (node->opType == "FusedConv") return;
+  std::vector<std::string> sources = node->attrStrings(kSourceNodesAttribute);
+  if (sources.empty()) sources.push_back(node->displayName());
+  node->name = node->displayName();
+  node->opType = "FusedConv";
+  node->domain = kKilnDomain;
+  node->opset = 1;
+  Attribute activation;
+  activation.kind = Attribute::Kind::kString;
+  activation.s = "none";
+  node->attributes["activation"] = activation;
+  node->attributes[kSourceNodesAttribute].kind = Attribute::Kind::kStrings;
+  node->attributes[kSourceNodesAttribute].strings = sources;
+}
+
+class ChannelsLastLayout final : public Pass {
+ public:
+  PassInfo info() const override {
+    return {kName,
+            "Op(X) = T^-1(Op_nhwc(T(X))), T(T^-1(v)) = v: convolutions and pooling in NHWC, "
+            "Transposes only at the region's edges (backend and precision permitting)",
+            2};
+  }
+
+  Status apply(Network& network, std::vector<PassApplication>* applied) const override {
+    Graph& g = network.graph;
+    auto inferred = inferShapes(network);
+    if (!inferred.isOk()) return Status::ok();  // no shapes, no layout decisions
+    const auto& shapes = inferred.value().values;
+    std::vector<bool> chosen(g.nodes.size());
+    bool any = false;
+    for (size_t i = 0; i < g.nodes.size(); ++i) any |= chosen[i] = qualifies(g.nodes[i], g, shapes);
+    if (!any) return Status::ok();
+
+    const GraphIndex index(g);
+    const int opset = network.defaultOpset();
+    std::set<std::string> taken;
+    for (const Node& n : g.nodes) taken.insert(n.outputs.begin(), n.outputs.end());
+    for (const ValueInfo& v : g.inputs) taken.insert(v.name);
+    std::map<std::string, std::string> nhwc;  // value -> its channels-last twin
+    std::vector<Node> nodes;
+    std::set<std::string> oldFilters;
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      Node node = g.nodes[i];
+      if (!chosen[i]) {
+        nodes.push_back(std::move(node));
+        continue;
+      }
+      const std::string serves = node.displayName();
+      if (node.opType == "Conv") asFusedConv(&node);
+      node.attributes[kChannelsLastAttribute] = intAttribute(1);
+      const ChannelsLastRoles roles = channelsLastRoles(node);
+      for (size_t slot : roles.activationInputs) {
+        if (!node.hasInput(slot)) continue;
+        const std::string value = node.inputs[slot];
+        if (!nhwc.count(value)) {
+          const std::string twin = freshValue(g, taken, value + "_nhwc");
+          taken.insert(twin);
+          nodes.push_back(reformat(value, twin, kToChannelsLast, "NHWC", serves, opset));
+          nhwc[value] = twin;
+        }
+        node.inputs[slot] = nhwc[value];
+      }
+      if (roles.filterInput >= 0) {
+        const std::string w = node.inputs[roles.filterInput];
+        const std::string krsc = freshValue(g, taken, w + "_krsc");
+        taken.insert(krsc);
+        g.initializers[krsc] = permute4d(g.initializers.at(w), kToChannelsLast);
+        node.inputs[roles.filterInput] = krsc;
+        oldFilters.insert(w);
+      }
+      const std::string y = node.outputs[0];
+      const std::string twin = freshValue(g, taken, y + "_nhwc");
+      taken.insert(twin);
+      node.outputs[0] = twin;
+      nhwc[y] = twin;
+      const std::string layer = node.displayName();
+      nodes.push_back(std::move(node));
+      applied->push_back({kName, {serves}, layer});
+      bool channelsFirstReader = false;
+      for (int reader : index.readers(y)) channelsFirstReader |= reader < 0 || !chosen[reader];
+      if (channelsFirstReader) nodes.push_back(reformat(twin, y, kToChannelsFirst, "NCHW", serves, opset));
+    }
+    g.nodes = std::move(nodes);
+    const GraphIndex after(g);
+    for (const std::string& w : oldFilters)
+      if (after.readers(w).empty()) g.initializers.erase(w);
+    network.opsets[kKilnDomain] = 1;
+    return Status::ok();
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> makeChannelsLastLayout() { return std::make_unique<ChannelsLastLayout>(); }
+
+}  // namespace kiln::passes

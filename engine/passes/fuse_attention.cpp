@@ -1,0 +1,322 @@
+// fuse_attention: multi-head attention, from the head split to the head merge, as one
+// ai.kiln FusedAttention node (contract: ir/fused_attention.h). Matched from the
+// context MatMul back:
+//   S = MatMul(Qh, Kt)
+//   P = ScaledMaskedSoftmax(S, [M]; scale = c)            (after fuse_softmax_scale_mask)
+//     | Softmax(Add(Mul|Div(S, c), M)) | Softmax(Mul|Div(S, c)) | Softmax(Add(S, M)) | Softmax(S)
+//   C = MatMul(P, Vh) [-> Ct = Transpose(C, (0,2,1,3)) [-> Reshape(Ct) to [B, S, H * Dv]]]
+// in one of two layouts for all three of Q, K, V (mixed layouts do not match):
+//   BSHD, the exporters' head split (Q4, K4, V4 [B, S, H, D], the Reshape outputs):
+//     Qh = Transpose(Q4, (0,2,1,3)), Vh = Transpose(V4, (0,2,1,3)),
+//     Kt = Transpose(K4, (0,2,3,1)) or Transpose(Transpose(K4, (0,2,1,3)), (0,1,3,2))
+//   BHSD, no head transposes (Q, K, V [B, H, S, D]): Qh = Q, Vh = V, Kt = Transpose(K, (0,1,3,2))
+// -> Y = FusedAttention(Q4, K4, V4, [M]; scale = c, num_heads = H, qkv_layout,
+//                       output_layout = BSHD when Ct is absorbed else BHSD, merge_heads)
+// Algebra: Transpose(K4, (0,2,3,1)) = Transpose(Transpose(K4, (0,2,1,3)), (0,1,3,2)) is K
+// per head transposed, so S[b,h,i,j] = <Q4[b,i,h,:], K4[b,j,h,:]> and
+// C[b,h,i,:] = sum_j P[b,h,i,j] V4[b,j,h,:]; Ct holds the same values in [B, S, H, Dv]
+// index order and a Reshape of it to [B, S, H * Dv] keeps its bytes. The kernels read and
+// write through those strides, so no transpose moves data any more.
+// Conditions (inferred shapes): Q, K, V rank 4 with a constant head count (one for all
+// three) and K's head size = Q's; batch dims of Q, K, V, V's sequence against K's and each
+// mask dim against S's (or 1) equal or not both numbers (symbols that inference could not
+// relate are checked by the kernels at run time); M rank <= 4 with S's type; the Reshape absorbed
+// only when its output is exactly [B, S, H * Dv]. Every intermediate (the transposes, S, the
+// softmax chain, P, C and Ct when absorbed) is read by the next node of the pattern alone.
+#include <algorithm>
+#include <map>
+
+#include "ir/fused_attention.h"
+#include "kiln/shape_inference.h"
+#include "passes/fusion_passes.h"
+
+namespace kiln::passes {
+namespace {
+
+constexpr const char* kName = "fuse_attention";
+using Shapes = std::map<std::string, InferredValue>;
+using Perm = std::vector<int64_t>;
+
+const Perm kHeads = {0, 2, 1, 3};        // [B, S, H, D] <-> [B, H, S, D]
+const Perm kKeyFromBshd = {0, 2, 3, 1};  // [B, S, H, D] -> [B, H, D, S]
+const Perm kLastTwo = {0, 1, 3, 2};      // [B, H, S, D] -> [B, H, D, S]
+
+bool isOp(const Node& node, const char* op, size_t inputs) {
+  return node.opType == op && (node.domain.empty() || node.domain == "ai.onnx") &&
+         node.inputs.size() == inputs && node.outputs.size() == 1 && !node.outputs[0].empty();
+}
+
+const SymbolicShape* shapeOf(const Shapes& shapes, const std::string& value) {
+  auto it = shapes.find(value);
+  return it == shapes.end() || !it->second.hasShape ? nullptr : &it->second.shape;
+}
+
+DataType typeOf(const Shapes& shapes, const std::string& value) {
+  auto it = shapes.find(value);
+  return it == shapes.end() ? DataType::kUndefined : it->second.type;
+}
+
+// The Transpose with `perm` that writes `value` for node `reader` alone, or -1.
+int transposeInto(const Graph& g, const GraphIndex& index, const std::string& value, int reader,
+                  const Perm& perm) {
+  const int at = index.producer(value);
+  if (at < 0 || index.soleReader(value) != reader) return -1;
+  const Node& t = g.nodes[at];
+  return isOp(t, "Transpose", 1) && t.attrInts("perm") == perm ? at : -1;
+}
+
+// Q, K or V as the fused node reads it: the value before its head transposes.
+struct Operand {
+  std::string value;
+  bool bshd = false;
+  std::vector<int> nodes;
+};
+
+// Qh or Vh: Transpose(X4, (0,2,1,3)) reads X4 in BSHD; anything else is X in BHSD.
+Operand queryOrValue(const Graph& g, const GraphIndex& index, const std::string& value,
+                     int reader) {
+  const int t = transposeInto(g, index, value, reader, kHeads);
+  if (t < 0) return {value, false, {}};
+  return {g.nodes[t].inputs[0], true, {t}};
+}
+
+bool keyOperand(const Graph& g, const GraphIndex& index, const std::string& kt, int reader,
+                Operand* out) {
+  int t = transposeInto(g, index, kt, reader, kKeyFromBshd);
+  if (t >= 0) {
+    *out = {g.nodes[t].inputs[0], true, {t}};
+    return true;
+  }
+  t = transposeInto(g, index, kt, reader, kLastTwo);
+  if (t < 0) return false;
+  const std::string& kh = g.nodes[t].inputs[0];
+  const int inner = transposeInto(g, index, kh, t, kHeads);
+  *out = inner < 0 ? Operand{kh, false, {t}} : Operand{g.nodes[inner].inputs[0], true, {inner, t}};
+  return true;
+}
+
+struct Scores {
+  std::vector<int> nodes;
+  std::string scores, mask;
+  double scale = 1.0;
+};
+
+// P's softmax, read by node `reader` alone, in any of the forms above.
+bool matchSoftmax(const Graph& g, const GraphIndex& index, const std::string& p, int reader,
+                  Scores* s) {
+  const int at = index.producer(p);
+  if (at < 0 || index.soleReader(p) != reader) return false;
+  const Node& n = g.nodes[at];
+  if (n.opType == "ScaledMaskedSoftmax" && n.domain == kKilnDomain) {
+    if (n.inputs.empty() || n.inputs.size() > 2 || n.inputs[0].empty() ||
+        n.attrInt("axis", -1) != -1)
+      return false;
+    *s = {{at}, n.inputs[0], n.inputs.size() > 1 ? n.inputs[1] : "", n.attrFloat("scale", 1.f)};
+    return true;
+  }
+  SoftmaxChain chain;
+  if (matchSoftmaxChain(g, index, at, &chain)) {
+    *s = {chain.nodes, chain.x, chain.mask, chain.scale};
+    return true;
+  }
+  if (!isOp(n, "Softmax", 1) || n.attrInt("axis", n.opset < 13 ? 1 : -1) != -1) return false;
+  *s = {{at}, n.inputs[0], "", 1.0};
+  return true;
+}
+
+// The MatMul writing the scores for the softmax chain alone, or -1. With scale 1 the
+// chain's X + M is symmetric, so the scores may be either of the two.
+int scoresMatMul(const Graph& g, const GraphIndex& index, Scores* s) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const int at = index.producer(s->scores);
+    const int reader = index.soleReader(s->scores);
+    if (at >= 0 && isOp(g.nodes[at], "MatMul", 2) &&
+        std::find(s->nodes.begin(), s->nodes.end(), reader) != s->nodes.end())
+      return at;
+    if (s->scale != 1.0 || s->mask.empty()) return -1;
+    std::swap(s->scores, s->mask);
+  }
+  return -1;
+}
+
+// Equal, or not both numbers: exporters derive batch and sequence through Shape nodes
+// that inference may name with different symbols; the kernels check them at run time.
+bool mayBeEqual(const DimExpr& a, const DimExpr& b) {
+  return a == b || !a.isConst() || !b.isConst();
+}
+
+// M broadcasts to the scores' shape [B, H, Sq, Sk] dim by dim, with their type: each
+// dim is 1, the scores' dim, or a symbol inference could not relate to it (a mask built
+// from the inputs' shapes often carries its own symbol for the batch); the kernels check
+// those at run time and refuse, naming both shapes, a mask that does not broadcast.
+bool maskFits(const Shapes& shapes, const std::string& mask, const std::string& scores) {
+  const SymbolicShape* m = shapeOf(shapes, mask);
+  const SymbolicShape* s = shapeOf(shapes, scores);
+  if (!m || !s || s->size() != 4 || m->size() > 4) return false;
+  if (typeOf(shapes, mask) != typeOf(shapes, scores)) return false;
+  for (size_t i = 0; i < m->size(); ++i) {
+    const DimExpr& dim = (*m)[i];
+    const DimExpr& full = (*s)[4 - m->size() + i];
+    if (!(dim.isConst() && dim.constValue() == 1) && !mayBeEqual(dim, full)) return false;
+  }
+  return true;
+}
+
+struct Match {
+  std::vector<int> nodes;  // ascending after sort
+  Operand q, k, v;
+  Scores scores;
+  std::string output, outputLayout = "BHSD";
+  bool mergeHeads = false;
+  int64_t heads = 0;
+};
+
+// Q, K, V in one layout, rank 4, one batch, constant heads, matching head size and sequence.
+bool operandsFit(const Shapes& shapes, Match* m) {
+  if (m->q.bshd != m->k.bshd || m->q.bshd != m->v.bshd) return false;
+  const SymbolicShape* q = shapeOf(shapes, m->q.value);
+  const SymbolicShape* k = shapeOf(shapes, m->k.value);
+  const SymbolicShape* v = shapeOf(shapes, m->v.value);
+  if (!q || !k || !v || q->size() != 4 || k->size() != 4 || v->size() != 4) return false;
+  const size_t headAxis = m->q.bshd ? 2 : 1, seqAxis = m->q.bshd ? 1 : 2;
+  const DimExpr& heads = (*q)[headAxis];
+  if (!heads.isConst() || heads.constValue() <= 0) return false;
+  for (const SymbolicShape* s : {k, v})
+    if (!mayBeEqual((*s)[0], (*q)[0]) || (*s)[headAxis] != heads) return false;
+  if ((*k)[3] != (*q)[3] || !mayBeEqual((*v)[seqAxis], (*k)[seqAxis])) return false;
+  m->heads = heads.constValue();
+  return true;
+}
+
+// C's head merge: Transpose(C, (0,2,1,3)) and a Reshape of that to [B, S, H * Dv].
+void absorbHeadMerge(const Graph& g, const GraphIndex& index, const Shapes& shapes, Match* m) {
+  const int t = index.soleReader(m->output);
+  if (t < 0 || !isOp(g.nodes[t], "Transpose", 1) || g.nodes[t].attrInts("perm") != kHeads) return;
+  m->nodes.push_back(t);
+  m->output = g.nodes[t].outputs[0];
+  m->outputLayout = "BSHD";
+  const int r = index.soleReader(m->output);
+  if (r < 0 || !isOp(g.nodes[r], "Reshape", 2)) return;
+  const SymbolicShape* in = shapeOf(shapes, m->output);
+  const SymbolicShape* out = shapeOf(shapes, g.nodes[r].outputs[0]);
+  if (!in || !out || in->size() != 4 || out->size() != 3 || (*out)[0] != (*in)[0] ||
+      (*out)[1] != (*in)[1] || (*out)[2] != (*in)[2] * (*in)[3])
+    return;
+  m->nodes.push_back(r);
+  m->output = g.nodes[r].outputs[0];
+  m->mergeHeads = true;
+}
+
+bool matchAt(const Graph& g, const GraphIndex& index, const Shapes& shapes, int at, Match* m) {
+  const Node& pv = g.nodes[at];
+  if (!isOp(pv, "MatMul", 2) || !matchSoftmax(g, index, pv.inputs[0], at, &m->scores)) return false;
+  const int qk = scoresMatMul(g, index, &m->scores);
+  if (qk < 0 || !keyOperand(g, index, g.nodes[qk].inputs[1], qk, &m->k)) return false;
+  m->q = queryOrValue(g, index, g.nodes[qk].inputs[0], qk);
+  m->v = queryOrValue(g, index, pv.inputs[1], at);
+  if (!operandsFit(shapes, m)) return false;
+  if (!m->scores.mask.empty() && !maskFits(shapes, m->scores.mask, m->scores.scores)) return false;
+  m->nodes = {qk, at};
+  for (const Operand* o : {&m->q, &m->k, &m->v})
+    m->nodes.insert(m->nodes.end(), o->nodes.begin(), o->nodes.end());
+  m->nodes.insert(m->nodes.end(), m->scores.nodes.begin(), m->scores.nodes.end());
+  m->output = pv.outputs[0];
+  absorbHeadMerge(g, index, shapes, m);
+  std::sort(m->nodes.begin(), m->nodes.end());
+  return true;
+}
+
+// The ONNX nodes behind the matched ones (a ScaledMaskedSoftmax stands for its chain).
+std::vector<std::string> sourceNodes(const Graph& g, const Match& m) {
+  std::vector<std::string> out;
+  for (int i : m.nodes) {
+    const std::vector<std::string> inner = g.nodes[i].attrStrings(kSourceNodesAttribute);
+    if (inner.empty())
+      out.push_back(g.nodes[i].displayName());
+    else
+      out.insert(out.end(), inner.begin(), inner.end());
+  }
+  return out;
+}
+
+Attribute stringAttribute(const std::string& value) {
+  Attribute a;
+  a.kind = Attribute::Kind::kString;
+  a.s = value;
+  return a;
+}
+
+Attribute intAttribute(int64_t value) {
+  Attribute a;
+  a.kind = Attribute::Kind::kInt;
+  a.i = value;
+  return a;
+}
+
+// TensorRT-style name: the source nodes joined by " + ".
+Node fusedNode(const Match& m, const std::vector<std::string>& sources) {
+  Node fused;
+  for (const std::string& s : sources) fused.name += (fused.name.empty() ? "" : " + ") + s;
+  fused.opType = kFusedAttentionOp;
+  fused.domain = kKilnDomain;
+  fused.opset = 1;
+  fused.inputs = {m.q.value, m.k.value, m.v.value};
+  if (!m.scores.mask.empty()) fused.inputs.push_back(m.scores.mask);
+  fused.outputs = {m.output};
+  Attribute scale;
+  scale.kind = Attribute::Kind::kFloat;
+  scale.f = static_cast<float>(m.scores.scale);
+  fused.attributes["scale"] = scale;
+  fused.attributes["num_heads"] = intAttribute(m.heads);
+  fused.attributes["qkv_layout"] = stringAttribute(m.q.bshd ? "BSHD" : "BHSD");
+  fused.attributes["output_layout"] = stringAttribute(m.outputLayout);
+  fused.attributes["merge_heads"] = intAttribute(m.mergeHeads ? 1 : 0);
+  return fused;
+}
+
+class FuseAttention final : public Pass {
+ public:
+  PassInfo info() const override {
+    return {kName,
+            "MatMul(softmax(MatMul(Q, K^T) * c + M), V) with the head transposes (and the head "
+            "merge) -> one FusedAttention (flash-style kernel)",
+            1};
+  }
+
+  Status apply(Network& network, std::vector<PassApplication>* applied) const override {
+    Graph& g = network.graph;
+    auto inferred = inferShapes(network);
+    // Fusion keeps every value's shape, so one inference serves every match; without
+    // it nothing matches (the head count comes from the shapes).
+    const Shapes shapes = inferred.isOk() ? std::move(inferred.value().values) : Shapes();
+    auto index = std::make_unique<GraphIndex>(g);
+    const size_t before = applied->size();
+    for (size_t at = 0; at < g.nodes.size();) {
+      Match m;
+      if (!matchAt(g, *index, shapes, static_cast<int>(at), &m)) {
+        ++at;
+        continue;
+      }
+      const std::vector<std::string> sources = sourceNodes(g, m);
+      Node fused = fusedNode(m, sources);
+      PassApplication record{kName, sources, fused.name};
+      const int place = m.nodes.back() - static_cast<int>(m.nodes.size() - 1);
+      // Matched nodes before the anchor are erased, so the scan resumes that much earlier.
+      at -= std::count_if(m.nodes.begin(), m.nodes.end(), [&](int i) { return i < int(at); });
+      replaceNodes(g, m.nodes, std::move(fused), kName);
+      g.nodes[place].attributes[kSourceNodesAttribute].strings = sources;
+      applied->push_back(std::move(record));
+      index = std::make_unique<GraphIndex>(g);  // indices moved
+    }
+    if (applied->size() > before) network.opsets[kKilnDomain] = 1;
+    return Status::ok();
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> makeFuseAttention() {
+  return std::make_unique<FuseAttention>();
+}
+
+}  // namespace kiln::passes

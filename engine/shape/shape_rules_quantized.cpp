@@ -1,0 +1,43 @@
+// Shape rules of the INT8 layers fold_qdq makes (contract: ir/quantized_layers.h):
+//   QuantizedConv(X, W, ...)   -> Y: Conv's rule on X and W
+//   QuantizedMatMul(A, W, ...) -> Y: A's shape with the last dim W's N
+// Y is float32, or int8/uint8 (y_zero_point's type) when y_scale is present.
+#include "ir/quantized_layers.h"
+#include "shape/rule_helpers.h"
+
+namespace kiln::shape {
+namespace {
+
+DataType quantizedOutputType(const Ins& in) {
+  if (in.size() <= kQuantYScale || !in[kQuantYScale].present()) return DataType::kFloat32;
+  const DataType zp = typeOf(in, kQuantYZeroPoint);
+  return zp == DataType::kUndefined ? DataType::kInt8 : zp;
+}
+
+bool quantizedConvRule(const Node& node, const Ins& in, Outs* outs) {
+  const ShapeRule conv = findShapeRule("Conv");
+  if (node.domain != "ai.kiln" || !conv || in.size() < 2) return false;
+  const Ins convInputs = {in[kQuantX], in[kQuantW]};
+  if (!conv(node, convInputs, outs) || outs->empty()) return false;
+  (*outs)[0].info.type = quantizedOutputType(in);
+  return true;
+}
+
+bool quantizedMatMulRule(const Node& node, const Ins& in, Outs* outs) {
+  if (node.domain != "ai.kiln" || !known(in, kQuantX) || !known(in, kQuantW)) return false;
+  SymbolicShape y = shapeOf(in, kQuantX);
+  const SymbolicShape& w = shapeOf(in, kQuantW);
+  if (y.empty() || w.size() != 2) return false;
+  y.back() = w[1];
+  setOut(outs, 0, quantizedOutputType(in), y);
+  return true;
+}
+
+}  // namespace
+
+void addQuantizedShapeRules(std::map<std::string, ShapeRule>& t) {
+  t[kQuantizedConvOp] = &quantizedConvRule;
+  t[kQuantizedMatMulOp] = &quantizedMatMulRule;
+}
+
+}  // namespace kiln::shape

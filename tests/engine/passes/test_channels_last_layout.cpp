@@ -1,0 +1,147 @@
+// channels_last_layout: a ResNet-like block (Conv+ReLU, MaxPool, Conv with residual,
+// AveragePool, GlobalAveragePool, Flatten, Gemm) rewritten to NHWC gives the same outputs
+// on the CPU reference (1e-5), with Transposes only at the region's edges and at the one
+// value a channels-first node also reads; filters are stored KRSC. The pass runs only
+// when asked (the backend prefers channels-last) and can be disabled by name.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "engine/passes/pass_test_support.h"
+#include "ir/channels_last.h"
+#include "kiln/passes.h"
+#include "kiln/shape_inference.h"
+#include "support/op_test.h"
+
+namespace kiln::test {
+namespace {
+
+Node makeNode(const std::string& op, std::vector<std::string> in, std::vector<std::string> out) {
+  Node n;
+  n.name = out[0] + "_node";
+  n.opType = op;
+  n.opset = 17;
+  n.inputs = std::move(in);
+  n.outputs = std::move(out);
+  return n;
+}
+
+Node withInts(Node n, const std::string& key, std::vector<int64_t> v) {
+  n.attributes[key].kind = Attribute::Kind::kInts;
+  n.attributes[key].ints = std::move(v);
+  return n;
+}
+
+// x [2, 8, 9, 9] -> conv1 (3x3, bias) -> relu -> maxpool 3x3 s2 p1 -> conv2 (1x1) + residual
+// -> relu -> avgpool 2x2 -> global avg pool -> flatten -> gemm -> y; "side" = Sigmoid(relu),
+// a channels-first reader of a value inside the region, is a second output.
+Network block() {
+  Network net;
+  net.opsets[""] = 17;
+  Graph& g = net.graph;
+  g.inputs = {{"x", DataType::kFloat32, true, {DimExpr(2), DimExpr(8), DimExpr(9), DimExpr(9)}}};
+  g.initializers["w1"] = randomTensor(DataType::kFloat32, {16, 8, 3, 3}, 1);
+  g.initializers["b1"] = randomTensor(DataType::kFloat32, {16}, 2);
+  g.initializers["w2"] = randomTensor(DataType::kFloat32, {16, 16, 1, 1}, 3);
+  g.initializers["wg"] = randomTensor(DataType::kFloat32, {5, 16}, 4);
+  g.initializers["bg"] = randomTensor(DataType::kFloat32, {5}, 5);
+  g.nodes.push_back(withInts(makeNode("Conv", {"x", "w1", "b1"}, {"c1"}), "pads", {1, 1, 1, 1}));
+  g.nodes.push_back(makeNode("Relu", {"c1"}, {"r1"}));
+  Node pool = withInts(makeNode("MaxPool", {"r1"}, {"p1"}), "kernel_shape", {3, 3});
+  pool = withInts(pool, "strides", {2, 2});
+  g.nodes.push_back(withInts(pool, "pads", {1, 1, 1, 1}));
+  g.nodes.push_back(makeNode("Conv", {"p1", "w2"}, {"c2"}));
+  g.nodes.push_back(makeNode("Add", {"c2", "p1"}, {"a2"}));
+  g.nodes.push_back(makeNode("Relu", {"a2"}, {"r2"}));
+  g.nodes.push_back(makeNode("Sigmoid", {"r2"}, {"side"}));
+  Node avg = withInts(makeNode("AveragePool", {"r2"}, {"ap"}), "kernel_shape", {2, 2});
+  avg.attributes["count_include_pad"].i = 1;
+  g.nodes.push_back(withInts(avg, "pads", {0, 0, 1, 1}));
+  g.nodes.push_back(makeNode("GlobalAveragePool", {"ap"}, {"gap"}));
+  g.nodes.push_back(makeNode("Flatten", {"gap"}, {"flat"}));
+  Node gemm = makeNode("Gemm", {"flat", "wg", "bg"}, {"y"});
+  gemm.attributes["transB"].i = 1;
+  g.nodes.push_back(gemm);
+  g.outputs = {{"y", DataType::kFloat32, false, {}}, {"side", DataType::kFloat32, false, {}}};
+  return net;
+}
+
+std::vector<NamedTensor> run(const Network& net) {
+  return runOnReference(net, {{"x", randomTensor(DataType::kFloat32, {2, 8, 9, 9}, 11, -2, 2)}});
+}
+
+int count(const Network& net, const std::string& op) {
+  return static_cast<int>(std::count_if(net.graph.nodes.begin(), net.graph.nodes.end(),
+                                        [&](const Node& n) { return n.opType == op; }));
+}
+
+TEST(ChannelsLastLayout, ResNetBlockKeepsOutputsWithTransposesOnlyAtEdges) {
+  const Network original = block();
+  Network nhwc = original;
+  std::vector<PassApplication> applied;
+  ASSERT_TRUE(runPasses(nhwc, 2, {}, &applied, /*channelsLast=*/true).isOk());
+  // conv1 + relu, maxpool, conv2 + add + relu, avgpool, global pool: 5 channels-last layers.
+  int channelsLast = 0;
+  for (const Node& n : nhwc.graph.nodes) channelsLast += isChannelsLast(n) ? 1 : 0;
+  EXPECT_EQ(channelsLast, 5);
+  EXPECT_EQ(std::count_if(applied.begin(), applied.end(),
+                          [](const PassApplication& a) { return a.pass == kChannelsLastPass; }),
+            5);
+  // x in; r2 out for the Sigmoid; gap out for the Flatten.
+  EXPECT_EQ(count(nhwc, "Transpose"), 3);
+  for (const Node& n : nhwc.graph.nodes)
+    if (n.opType == "Transpose") EXPECT_EQ(n.opset, 17) << n.name << ": backends look kernels up by it";
+  EXPECT_EQ(count(nhwc, "Conv"), 0);
+  for (const Node& n : nhwc.graph.nodes) {
+    if (n.opType != "FusedConv") continue;
+    const Tensor& w = nhwc.graph.initializers.at(n.inputs[1]);
+    const Tensor& source = original.graph.initializers.at(n.inputs[1] == "w1_krsc" ? "w1" : "w2");
+    EXPECT_EQ(w.shape(), toChannelsLastShape(source.shape()));
+    expectTensorNear(permute4d(w, kToChannelsFirst), source, 0, 0);
+  }
+  EXPECT_EQ(nhwc.graph.initializers.count("w1"), 0u) << "the KCRS filter has no reader left";
+  const auto expected = run(original);
+  const auto actual = run(nhwc);
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < actual.size(); ++i) {
+    SCOPED_TRACE(expected[i].name);
+    expectTensorNear(actual[i].tensor, expected[i].tensor, 1e-5, 1e-5);
+  }
+  // Shape inference sees the stored layout inside and the ONNX layout outside.
+  auto shapes = inferShapes(nhwc);
+  ASSERT_TRUE(shapes.isOk());
+  EXPECT_EQ(symbolicShapeToString(shapes.value().values.at("r2").shape), "2x16x5x5");
+  EXPECT_EQ(symbolicShapeToString(shapes.value().values.at("y").shape), "2x5");
+}
+
+TEST(ChannelsLastLayout, RunsOnlyWhenAskedAndCanBeDisabled) {
+  Network plain = block();
+  std::vector<PassApplication> applied;
+  ASSERT_TRUE(runPasses(plain, 2, {}, &applied, /*channelsLast=*/false).isOk());
+  EXPECT_EQ(count(plain, "Transpose"), 0);
+  Network disabled = block();
+  ASSERT_TRUE(runPasses(disabled, 2, {kChannelsLastPass}, &applied, true).isOk());
+  EXPECT_EQ(count(disabled, "Transpose"), 0);
+  Network level1 = block();
+  ASSERT_TRUE(runPasses(level1, 1, {}, &applied, true).isOk());
+  EXPECT_EQ(count(level1, "Transpose"), 0) << "the layout pass is a level-2 pass";
+}
+
+TEST(ChannelsLastLayout, ChannelsLastNodeWithWrongRankFailsClearly) {
+  Network net = block();
+  std::vector<PassApplication> applied;
+  ASSERT_TRUE(runPasses(net, 2, {}, &applied, true).isOk());
+  // Feed the channels-last MaxPool a 3-D value by hand: a clear error naming the node.
+  Node* pool = nullptr;
+  for (Node& n : net.graph.nodes)
+    if (n.opType == "MaxPool") pool = &n;
+  ASSERT_NE(pool, nullptr);
+  std::vector<Tensor> out;
+  Status s = runReferenceNode(*pool, {{pool->inputs[0], randomTensor(DataType::kFloat32, {2, 3, 4}, 7)}},
+                              &out);
+  EXPECT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("must be 4-D"), std::string::npos) << s.toString();
+}
+
+}  // namespace
+}  // namespace kiln::test

@@ -1,0 +1,333 @@
+// fuse_attention: the BERT attention block (head split, scores, scale, mask, softmax,
+// context, head merge) becomes one ai.kiln FusedAttention whose inputs are the head
+// split's Reshape outputs; graphs run with and without the pass on the CPU reference give
+// the same outputs, and what must not fuse stays as it was.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "engine/passes/attention_graph.h"
+#include "engine/passes/pass_test_support.h"
+#include "kiln/onnx_import.h"
+#include "kiln/passes.h"
+#include "kiln/reference_backend.h"
+#include "kiln/shape_inference.h"
+#include "support/op_test.h"
+
+namespace kiln::test {
+namespace {
+
+constexpr const char* kPass = "fuse_attention";
+
+// Runs the level-1 pipeline (minus `disabled`) on a copy of `original` and compares
+// its outputs with the unfused graph's on two seeds of `c`'s inputs; returns this
+// pass's records.
+std::vector<PassApplication> fuseAndCompare(const Network& original, const AttentionCase& c,
+                                            size_t expectedNodes, Network* fusedOut = nullptr,
+                                            const std::vector<std::string>& disabled = {}) {
+  Network fused = original;
+  std::vector<PassApplication> applied;
+  Status s = runPasses(fused, 1, disabled, &applied);
+  EXPECT_TRUE(s.isOk()) << s.toString();
+  EXPECT_EQ(fused.graph.nodes.size(), expectedNodes);
+  for (uint32_t seed : {1u, 7u}) {
+    const auto feeds = attentionFeeds(c, seed);
+    const auto expected = runOnReference(original, feeds);
+    const auto actual = runOnReference(fused, feeds);
+    EXPECT_EQ(actual.size(), expected.size());
+    for (size_t i = 0; i < actual.size() && i < expected.size(); ++i)
+      expectTensorNear(actual[i].tensor, expected[i].tensor, 1e-5, 1e-5);
+  }
+  std::vector<PassApplication> mine;
+  for (const PassApplication& a : applied)
+    if (a.pass == kPass) mine.push_back(a);
+  if (fusedOut) *fusedOut = std::move(fused);
+  return mine;
+}
+
+std::vector<PassApplication> fuseAndCompare(const AttentionCase& c, size_t expectedNodes,
+                                            Network* fusedOut = nullptr,
+                                            const std::vector<std::string>& disabled = {}) {
+  return fuseAndCompare(attentionNetwork(c), c, expectedNodes, fusedOut, disabled);
+}
+
+// `net` without its scale node: its reader reads the scores directly.
+Network withoutScale(Network net) {
+  auto& nodes = net.graph.nodes;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i].name != "scaled") continue;
+    nodes.erase(nodes.begin() + static_cast<std::ptrdiff_t>(i));
+    break;
+  }
+  for (Node& n : nodes)
+    for (std::string& in : n.inputs)
+      if (in == "scaled") in = "scores";
+  return net;
+}
+
+const Node* fusedAttention(const Network& net) {
+  for (const Node& n : net.graph.nodes)
+    if (n.opType == "FusedAttention" && n.domain == kKilnDomain) return &n;
+  return nullptr;
+}
+
+TEST(FuseAttention, BertBlockIsOneLayerOverTheReshapeOutputs) {
+  AttentionCase c;  // [2, 37, 3, 16], Div by 4, K^T by two transposes, [B, 1, 1, S] mask
+  c.mask = {2, 1, 1, 37};
+  Network fused;
+  auto applied = fuseAndCompare(c, 4, &fused);  // three head-split Reshapes + the layer
+  ASSERT_EQ(applied.size(), 1u);
+  const std::vector<std::string> sources = {
+      "qh", "kh", "kt", "vh", "scores", "scaled", "masked", "probs", "context", "context_t", "y"};
+  EXPECT_EQ(applied[0].nodes, sources);
+  EXPECT_EQ(applied[0].layer,
+            "qh + kh + kt + vh + scores + scaled + masked + probs + context + context_t + y");
+  const Node* node = fusedAttention(fused);
+  ASSERT_NE(node, nullptr);
+  EXPECT_EQ(node->inputs, (std::vector<std::string>{"q4", "k4", "v4", "mask"}));
+  EXPECT_EQ(node->outputs, std::vector<std::string>{"y"});
+  EXPECT_FLOAT_EQ(node->attrFloat("scale", 0.f), 0.25f);
+  EXPECT_EQ(node->attrInt("num_heads", 0), 3);
+  EXPECT_EQ(node->attrString("qkv_layout", ""), "BSHD");
+  EXPECT_EQ(node->attrString("output_layout", ""), "BSHD");
+  EXPECT_EQ(node->attrInt("merge_heads", 0), 1);
+  EXPECT_EQ(node->attrStrings(kSourceNodesAttribute), sources);
+  EXPECT_EQ(node->attrString(kFusionPassAttribute, ""), kPass);
+  auto shapes = inferShapes(fused);
+  ASSERT_TRUE(shapes.isOk()) << shapes.status().toString();
+  EXPECT_EQ(symbolicShapeToString(shapes->values.at("y").shape), "2x37x48");
+}
+
+TEST(FuseAttention, ShapesAcrossTheTileBoundaries) {
+  // Sequence lengths below, at, and across the CUDA kernel's 64-row tiles; head sizes
+  // of 8, 64 and 96; a symbolic batch (the exported models' dynamic axis).
+  for (auto [b, s, h, d] : {std::tuple{1, 5, 4, 8}, std::tuple{2, 64, 2, 64},
+                            std::tuple{1, 70, 2, 96}, std::tuple{3, 13, 1, 32}}) {
+    AttentionCase c;
+    c.batch = b;
+    c.seqQ = c.seqK = s;
+    c.heads = h;
+    c.headDim = d;
+    c.mask = {c.batch, 1, 1, c.seqK};
+    c.symbolicBatch = (s == 13);
+    SCOPED_TRACE(std::to_string(s) + " x " + std::to_string(d));
+    EXPECT_EQ(fuseAndCompare(c, 4).size(), 1u);
+  }
+}
+
+TEST(FuseAttention, ComputedShapesWithADynamicBatch) {
+  // transformers 5's export: the split is Reshape(x, Concat(Shape(x)[0:2], [-1, D])), the
+  // merge Reshape(ctx, Concat(Shape(q)[0:2], [-1])): heads and the merged width come out
+  // of symbolic shape inference as numbers, so the block fuses; the merge's Concat is
+  // left unread and removed (3 x Shape, Slice, Concat + 3 Reshapes + the layer).
+  AttentionCase c;
+  c.symbolicBatch = true;
+  c.computedShapes = true;
+  c.mask = {2, 1, 1, 37};
+  Network fused;
+  ASSERT_EQ(fuseAndCompare(c, 13, &fused).size(), 1u);
+  EXPECT_EQ(fusedAttention(fused)->attrInt("merge_heads", 0), 1);
+  auto shapes = inferShapes(fused);
+  ASSERT_TRUE(shapes.isOk()) << shapes.status().toString();
+  EXPECT_EQ(symbolicShapeToString(shapes->values.at("y").shape), "batchx37x48");
+}
+
+TEST(FuseAttention, MulScaleWithoutMaskAndOneKeyTranspose) {
+  AttentionCase c;
+  c.divide = false;
+  c.splitKeyTranspose = false;
+  Network fused;
+  auto applied = fuseAndCompare(c, 4, &fused);
+  ASSERT_EQ(applied.size(), 1u);
+  const Node* node = fusedAttention(fused);
+  ASSERT_NE(node, nullptr);
+  EXPECT_EQ(node->inputs.size(), 3u);
+  EXPECT_FLOAT_EQ(node->attrFloat("scale", 0.f), 0.25f);
+}
+
+TEST(FuseAttention, MaskShapesThatBroadcast) {
+  // Per-query masks [B, 1, S, S] (transformers 5's Where output), per head [B, H, S, S],
+  // one for all [S, S], and the key padding without its batch [1, 1, S].
+  for (const Shape& mask :
+       {Shape{2, 1, 37, 37}, Shape{2, 3, 37, 37}, Shape{37, 37}, Shape{1, 1, 37}}) {
+    SCOPED_TRACE(shapeToString(mask));
+    AttentionCase c;
+    c.mask = mask;
+    EXPECT_EQ(fuseAndCompare(c, 4).size(), 1u);
+  }
+}
+
+TEST(FuseAttention, CrossAttentionWithOtherKeyLength) {
+  AttentionCase c;
+  c.seqQ = 9;
+  c.seqK = 41;
+  c.mask = {2, 1, 1, 41};
+  EXPECT_EQ(fuseAndCompare(c, 4).size(), 1u);
+}
+
+TEST(FuseAttention, RawSoftmaxChainWhenTheSoftmaxPassIsDisabled) {
+  AttentionCase c;
+  c.mask = {2, 1, 1, 37};
+  Network fused;
+  auto applied = fuseAndCompare(c, 4, &fused, {"fuse_softmax_scale_mask"});
+  ASSERT_EQ(applied.size(), 1u);
+  EXPECT_EQ(applied[0].nodes.size(), 11u);
+  // No scale at all: Softmax(Add(S, M)) with and without the softmax pass (scale 1,
+  // the scores as either input of the Add), and a bare Softmax(S).
+  for (bool softmaxPass : {true, false}) {
+    Network unscaled = withoutScale(attentionNetwork(c));
+    for (Node& n : unscaled.graph.nodes)
+      if (n.name == "masked" && !softmaxPass) std::swap(n.inputs[0], n.inputs[1]);
+    const std::vector<std::string> off = {softmaxPass ? "" : "fuse_softmax_scale_mask"};
+    ASSERT_EQ(fuseAndCompare(unscaled, c, 4, &fused, softmaxPass ? std::vector<std::string>{} : off)
+                  .size(),
+              1u);
+    EXPECT_FLOAT_EQ(fusedAttention(fused)->attrFloat("scale", 0.f), 1.f);
+    EXPECT_EQ(fusedAttention(fused)->inputs[3], "mask");
+  }
+  AttentionCase bare;
+  ASSERT_EQ(fuseAndCompare(withoutScale(attentionNetwork(bare)), bare, 4, &fused,
+                           {"fuse_softmax_scale_mask"})
+                .size(),
+            1u);
+  EXPECT_EQ(fusedAttention(fused)->inputs.size(), 3u);
+}
+
+TEST(FuseAttention, WithoutHeadTransposesTheLayoutIsBhsd) {
+  AttentionCase c;
+  c.headSplit = false;  // Q, K, V [2, 3, 37, 16]; Transpose(K, (0,1,3,2)); Y [2, 3, 37, 16]
+  c.mask = {2, 1, 1, 37};
+  Network fused;
+  auto applied = fuseAndCompare(c, 1, &fused);
+  ASSERT_EQ(applied.size(), 1u);
+  const Node* node = fusedAttention(fused);
+  ASSERT_NE(node, nullptr);
+  EXPECT_EQ(node->inputs, (std::vector<std::string>{"q", "k", "v", "mask"}));
+  EXPECT_EQ(node->attrString("qkv_layout", ""), "BHSD");
+  EXPECT_EQ(node->attrString("output_layout", ""), "BHSD");
+  EXPECT_EQ(node->attrInt("merge_heads", 1), 0);
+}
+
+TEST(FuseAttention, HeadTransposeWithoutTheMergeReshape) {
+  AttentionCase c;
+  c.mergeHeads = false;  // Y = Transpose(context) [2, 37, 3, 16]
+  Network fused;
+  ASSERT_EQ(fuseAndCompare(c, 4, &fused).size(), 1u);
+  EXPECT_EQ(fusedAttention(fused)->attrString("output_layout", ""), "BSHD");
+  EXPECT_EQ(fusedAttention(fused)->attrInt("merge_heads", 1), 0);
+  // A Reshape to something else than [B, S, H * D] stays a Reshape after the layer.
+  Network other = attentionNetwork(AttentionCase{});
+  other.graph.initializers["merge_shape"] = int64Tensor({3}, {0, -1, 8});
+  std::vector<PassApplication> applied;
+  ASSERT_TRUE(runPasses(other, 1, {}, &applied).isOk());
+  ASSERT_NE(fusedAttention(other), nullptr);
+  EXPECT_EQ(fusedAttention(other)->outputs, std::vector<std::string>{"context_t"});
+  EXPECT_EQ(other.graph.nodes.back().opType, "Reshape");
+}
+
+TEST(FuseAttention, SharedIntermediatesOrMixedLayoutsDoNotFuse) {
+  AttentionCase c;
+  c.mask = {2, 1, 1, 37};
+  // The scores are also a graph output: the softmax still fuses, attention does not.
+  Network scoresOut = attentionNetwork(c);
+  scoresOut.graph.outputs.push_back({"scores", DataType::kFloat32, false, {}});
+  std::vector<PassApplication> applied;
+  ASSERT_TRUE(runPasses(scoresOut, 1, {}, &applied).isOk());
+  EXPECT_EQ(fusedAttention(scoresOut), nullptr);
+  // V without its head transpose while Q and K have theirs (V read as [B, H, S, D]).
+  Network mixed = attentionNetwork(c);
+  for (Node& n : mixed.graph.nodes)
+    if (n.name == "vh") n.attributes["perm"].ints = {0, 1, 2, 3};
+  ASSERT_TRUE(runPasses(mixed, 1, {}, &applied).isOk());
+  EXPECT_EQ(fusedAttention(mixed), nullptr);
+  // A mask that widens the scores (more heads than Q has) is not an attention mask.
+  AttentionCase wide = c;
+  wide.mask = {2, 6, 37, 37};
+  Network widened = attentionNetwork(wide);
+  ASSERT_TRUE(runPasses(widened, 1, {}, &applied).isOk());
+  EXPECT_EQ(fusedAttention(widened), nullptr);
+}
+
+TEST(FuseAttention, DisabledByNameAndListed) {
+  Network net = attentionNetwork(AttentionCase{});
+  std::vector<PassApplication> applied;
+  ASSERT_TRUE(runPasses(net, 1, {kPass}, &applied).isOk());
+  EXPECT_EQ(fusedAttention(net), nullptr);
+  bool listed = false;
+  for (const PassInfo& info : listPasses()) listed = listed || info.name == kPass;
+  EXPECT_TRUE(listed);
+}
+
+TEST(FuseAttention, TinyBertAttentionIsOneLayer) {
+  auto imported = importOnnxFile(std::string(KILN_TEST_DATA_DIR) + "/builder/tiny_bert.onnx");
+  ASSERT_TRUE(imported.isOk()) << imported.status().toString();
+  Network fused = imported.value();
+  std::vector<PassApplication> applied;
+  ASSERT_TRUE(runPasses(fused, 1, {}, &applied).isOk());
+  int attention = 0;
+  for (const PassApplication& a : applied) attention += a.pass == kPass;
+  EXPECT_EQ(attention, 1);
+  const Node* node = fusedAttention(fused);
+  ASSERT_NE(node, nullptr);
+  EXPECT_EQ(node->attrInt("num_heads", 0), 2);
+  EXPECT_EQ(node->attrInt("merge_heads", 0), 1);
+  const Tensor ids = randomInputTensor(DataType::kInt64, {3, 20}, 4);
+  std::vector<NamedTensor> a, b;
+  ASSERT_TRUE(ReferenceBackend(imported.value()).run({{"input_ids", ids}}, &a).isOk());
+  ASSERT_TRUE(ReferenceBackend(fused).run({{"input_ids", ids}}, &b).isOk());
+  expectTensorNear(b[0].tensor, a[0].tensor, 1e-5, 1e-4);
+}
+
+// The reference kernel against attention worked out by hand: one head, two keys.
+TEST(FusedAttentionOp, MatchesTheFormulaAndRefusesBadShapes) {
+  // Q [1, 1, 1, 2] (BSHD), K rows (1, 0) and (0, 1), V rows (1, 2) and (3, 4), mask (0, -1).
+  auto run = [](int64_t heads, const Tensor& k) {
+    return OpTest("FusedAttention", 1, kKilnDomain)
+        .attr("scale", 0.5f)
+        .attr("num_heads", heads)
+        .input(floatTensor({1, 1, 1, 2}, {2.f, 4.f}))
+        .input(k)
+        .input(floatTensor({1, 2, 1, 2}, {1.f, 2.f, 3.f, 4.f}))
+        .input(floatTensor({1, 1, 1, 2}, {0.f, -1.f}))
+        .run();
+  };
+  auto out = run(1, floatTensor({1, 2, 1, 2}, {1.f, 0.f, 0.f, 1.f}));
+  ASSERT_TRUE(out.isOk()) << out.status().toString();
+  // Logits 0.5 * (2, 4) + (0, -1) = (1, 1): equal weights, Y = (2, 3).
+  expectTensorNear(out.value()[0], floatTensor({1, 1, 1, 2}, {2.f, 3.f}), 1e-6, 1e-6);
+  auto heads = run(2, floatTensor({1, 2, 1, 2}, {1.f, 0.f, 0.f, 1.f}));
+  ASSERT_FALSE(heads.isOk());
+  EXPECT_NE(heads.status().message().find("num_heads = 2"), std::string::npos)
+      << heads.status().message();
+  auto dim = run(1, floatTensor({1, 2, 1, 1}, {1.f, 0.f}));
+  ASSERT_FALSE(dim.isOk());
+  EXPECT_NE(dim.status().message().find("head size"), std::string::npos) << dim.status().message();
+}
+
+TEST(FusedAttentionOp, HalfStorageRoundsOnlyTheOutput) {
+  AttentionCase c;
+  c.mask = {2, 1, 1, 37};
+  Network fused = attentionNetwork(c);
+  std::vector<PassApplication> applied;
+  ASSERT_TRUE(runPasses(fused, 1, {}, &applied).isOk());
+  ASSERT_NE(fusedAttention(fused), nullptr);
+  AttentionCase half = c;
+  half.type = DataType::kFloat16;
+  Network fusedHalf = attentionNetwork(half);
+  ASSERT_TRUE(runPasses(fusedHalf, 1, {}, &applied).isOk());
+  ASSERT_NE(fusedAttention(fusedHalf), nullptr);
+  // The float16 inputs, widened, through the float32 layer: the half layer differs by
+  // the output's rounding alone (|y| <= 2, half's step there is 2^-10).
+  auto feeds = attentionFeeds(half, 3);
+  std::map<std::string, Tensor> wide;
+  for (const auto& [name, t] : feeds) wide[name] = castTensor(t, DataType::kFloat32);
+  const auto expected = runOnReference(fused, wide);
+  const auto actual = runOnReference(fusedHalf, feeds);
+  ASSERT_EQ(actual.size(), 1u);
+  expectTensorNear(castTensor(actual[0].tensor, DataType::kFloat32), expected[0].tensor, 1e-3,
+                   1e-3);
+}
+
+}  // namespace
+}  // namespace kiln::test

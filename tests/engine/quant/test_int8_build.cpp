@@ -1,0 +1,379 @@
+// INT8 builds on the CPU backend: fold_qdq against the float simulation of the same
+// Q/DQ graph, the ONNX Runtime QDQ fixture against ONNX Runtime's own output, and
+// implicit INT8 from a calibration of the small CNN against FP32, with the precision
+// record (rules, pins, fallbacks) and an edited range reaching the engine.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "ir/quantized_layers.h"
+#include "kiln/builder.h"
+#include "kiln/calibration.h"
+#include "kiln/calibration_data.h"
+#include "kiln/onnx_import.h"
+#include "kiln/passes.h"
+#include "kiln/plan.h"
+#include "kiln/reference_backend.h"
+#include "kiln/tensor_io.h"
+#include "quant/accuracy_stats.h"
+
+namespace kiln {
+namespace {
+
+const std::string kQuantDir = std::string(KILN_TEST_DATA_DIR) + "/quant";
+
+std::shared_ptr<const Network> loadModel(const std::string& file) {
+  auto network = importOnnxFile(kQuantDir + "/" + file);
+  EXPECT_TRUE(network.isOk()) << network.status().toString();
+  return std::make_shared<const Network>(std::move(network.value()));
+}
+
+std::vector<NamedTensor> run(const Network& network, const std::map<std::string, Tensor>& inputs,
+                             const Plan* plan = nullptr) {
+  ReferenceBackend backend(network);
+  ReferenceRunOptions options;
+  if (plan) options.layerImplementations = plan->layers;
+  std::vector<NamedTensor> outputs;
+  Status status = backend.run(inputs, &outputs, options);
+  EXPECT_TRUE(status.isOk()) << status.toString();
+  return outputs;
+}
+
+std::vector<NamedTensor> runPlan(const Plan& plan, const std::map<std::string, Tensor>& inputs) {
+  return run(*plan.network, inputs, &plan);
+}
+
+// Batch 1..8 at 16x16 (the fixtures' batch dim is dynamic).
+BuilderConfig baseConfig() {
+  BuilderConfig config;
+  OptimizationProfile profile;
+  profile.inputs["input"] = {{1, 3, 16, 16}, {4, 3, 16, 16}, {8, 3, 16, 16}};
+  config.profiles = {profile};
+  config.optimizationLevel = 1;  // one timing run per candidate keeps the tests fast
+  return config;
+}
+
+Plan build(std::shared_ptr<const Network> network, const BuilderConfig& config) {
+  auto backend = cpuBuildBackend();
+  auto plan = buildPlan(network, config, *backend);
+  EXPECT_TRUE(plan.isOk()) << plan.status().toString();
+  return plan.isOk() ? std::move(plan.value()) : Plan();
+}
+
+const LayerRecord* layerFrom(const BuildRecord& record, const std::string& onnxNode) {
+  for (const LayerRecord& layer : record.layers)
+    for (const std::string& source : layer.sourceNodes)
+      if (source == onnxNode) return &layer;
+  return nullptr;
+}
+
+std::vector<std::map<std::string, Tensor>> calibrationBatches(int batchSize) {
+  auto samples = loadCalibrationFolder(kQuantDir + "/calib", {});
+  EXPECT_TRUE(samples.isOk()) << samples.status().toString();
+  auto batches = makeCalibrationBatches(*samples, "input", 4, batchSize);
+  EXPECT_TRUE(batches.isOk()) << batches.status().toString();
+  return *batches;
+}
+
+CalibrationTable calibrate(const Network& network, CalibrationMethod method) {
+  CalibrationOptions options;
+  options.method = method;
+  auto result = calibrateNetwork(network, calibrationBatches(4), options);
+  EXPECT_TRUE(result.isOk()) << result.status().toString();
+  return result->table;
+}
+
+// ---- fold_qdq on a graph built in code ---------------------------------------------
+
+Tensor scalar(DataType type, double v) {
+  Tensor t(type, Shape{});
+  if (type == DataType::kFloat32) t.data<float>()[0] = static_cast<float>(v);
+  if (type == DataType::kInt8) t.data<int8_t>()[0] = static_cast<int8_t>(v);
+  if (type == DataType::kUInt8) t.data<uint8_t>()[0] = static_cast<uint8_t>(v);
+  return t;
+}
+
+Node node(const std::string& op, std::vector<std::string> in, std::vector<std::string> out,
+          const std::string& name) {
+  Node n;
+  n.opType = op;
+  n.name = name;
+  n.inputs = std::move(in);
+  n.outputs = std::move(out);
+  return n;
+}
+
+// x -> Q/DQ (uint8, zero point 3) -> Conv(DQ(int8 W, per channel), B) -> Relu -> Q/DQ
+// (int8, zero point -5) -> y. Random non-zero weights.
+Network qdqConvNetwork() {
+  Network n;
+  n.opsets[""] = 13;
+  Graph& g = n.graph;
+  g.inputs.push_back({"x", DataType::kFloat32, true, {DimExpr(2), DimExpr(4), DimExpr(6), DimExpr(6)}});
+  g.outputs.push_back({"y", DataType::kFloat32, false, {}});
+  Tensor w(DataType::kInt8, {5, 4, 3, 3});
+  for (int64_t i = 0; i < w.numel(); ++i) w.data<int8_t>()[i] = static_cast<int8_t>((i * 37) % 255 - 127);
+  g.initializers["w_q"] = w;
+  g.initializers["w_scale"] = Tensor::fromVector(DataType::kFloat32, {5}, std::vector<float>{0.01f, 0.02f, 0.005f, 0.015f, 0.008f});
+  g.initializers["w_zero"] = Tensor(DataType::kInt8, {5});
+  g.initializers["b"] = Tensor::fromVector(DataType::kFloat32, {5}, std::vector<float>{0.1f, -0.2f, 0.05f, 0.3f, -0.1f});
+  g.initializers["x_scale"] = scalar(DataType::kFloat32, 0.008);
+  g.initializers["x_zero"] = scalar(DataType::kUInt8, 3);
+  g.initializers["y_scale"] = scalar(DataType::kFloat32, 0.02);
+  g.initializers["y_zero"] = scalar(DataType::kInt8, -5);
+  g.nodes.push_back(node("QuantizeLinear", {"x", "x_scale", "x_zero"}, {"xq"}, "q_x"));
+  g.nodes.push_back(node("DequantizeLinear", {"xq", "x_scale", "x_zero"}, {"xf"}, "dq_x"));
+  Node wdq = node("DequantizeLinear", {"w_q", "w_scale", "w_zero"}, {"wf"}, "dq_w");
+  Attribute axis;
+  axis.i = 0;
+  wdq.attributes["axis"] = axis;
+  g.nodes.push_back(wdq);
+  Node conv = node("Conv", {"xf", "wf", "b"}, {"c"}, "conv");
+  Attribute pads;
+  pads.kind = Attribute::Kind::kInts;
+  pads.ints = {1, 1, 1, 1};
+  conv.attributes["pads"] = pads;
+  g.nodes.push_back(conv);
+  g.nodes.push_back(node("Relu", {"c"}, {"r"}, "relu"));
+  g.nodes.push_back(node("QuantizeLinear", {"r", "y_scale", "y_zero"}, {"rq"}, "q_r"));
+  g.nodes.push_back(node("DequantizeLinear", {"rq", "y_scale", "y_zero"}, {"y"}, "dq_r"));
+  return n;
+}
+
+TEST(FoldQdq, ConvFoldsIntoOneInt8LayerMatchingTheFloatSimulation) {
+  const Network original = qdqConvNetwork();
+  Network folded = original;
+  std::vector<PassApplication> applied;
+  ASSERT_TRUE(runPasses(folded, 1, {}, &applied).isOk());
+  int quantized = 0;
+  for (const Node& n : folded.graph.nodes) quantized += isQuantizedLayer(n);
+  ASSERT_EQ(quantized, 1);
+  const Node* layer = nullptr;
+  for (const Node& n : folded.graph.nodes)
+    if (isQuantizedLayer(n)) layer = &n;
+  EXPECT_EQ(layer->opType, kQuantizedConvOp);
+  EXPECT_TRUE(layer->hasInput(kQuantYScale));  // the Q after Relu folded in: INT8 output
+  EXPECT_EQ(layer->attrString("activation", ""), "relu");
+  // Q(x), the layer, its DQ for y: three nodes.
+  EXPECT_EQ(folded.graph.nodes.size(), 3u);
+  bool recorded = false;
+  for (const PassApplication& a : applied) recorded = recorded || a.pass == "fold_qdq";
+  EXPECT_TRUE(recorded);
+
+  const std::map<std::string, Tensor> inputs = {
+      {"x", randomInputTensor(DataType::kFloat32, {2, 4, 6, 6}, 11)}};
+  const Tensor simulated = run(original, inputs)[0].tensor;
+  const Tensor integer = run(folded, inputs)[0].tensor;
+  ASSERT_EQ(simulated.shape(), integer.shape());
+  double maxDiff = 0, maxValue = 0;
+  int differing = 0;
+  for (int64_t i = 0; i < simulated.numel(); ++i) {
+    const double d = std::fabs(simulated.data<float>()[i] - integer.data<float>()[i]);
+    maxDiff = std::max(maxDiff, d);
+    differing += d > 1e-6;
+    maxValue = std::max(maxValue, std::fabs(static_cast<double>(simulated.data<float>()[i])));
+  }
+  EXPECT_GT(maxValue, 0.2);              // not a zero output
+  EXPECT_LE(maxDiff, 0.02 + 1e-6);       // at most one output step (y_scale)
+  EXPECT_LT(differing, simulated.numel() / 50);  // and rarely: only float-order ties
+}
+
+TEST(FoldQdq, LevelZeroStillFoldsAndDisablingKeepsTheSimulation) {
+  Network folded = qdqConvNetwork();
+  std::vector<PassApplication> applied;
+  ASSERT_TRUE(runPasses(folded, 0, {}, &applied).isOk());
+  int quantized = 0;
+  for (const Node& n : folded.graph.nodes) quantized += isQuantizedLayer(n);
+  EXPECT_EQ(quantized, 1);
+  Network kept = qdqConvNetwork();
+  ASSERT_TRUE(runPasses(kept, 1, {"fold_qdq"}, &applied).isOk());
+  for (const Node& n : kept.graph.nodes) EXPECT_FALSE(isQuantizedLayer(n)) << n.displayName();
+}
+
+// ---- the ONNX Runtime QDQ model ----------------------------------------------------
+
+TEST(QdqModel, ImportsFoldsAndMatchesOnnxRuntime) {
+  auto network = loadModel("small_cnn_qdq.onnx");
+  Plan plan = build(network, baseConfig());
+  const BuildRecord& record = plan.record;
+  for (const char* layer : {"conv0", "conv1", "conv2", "conv3", "dwconv4", "fc6"}) {
+    const LayerRecord* l = layerFrom(record, layer);
+    ASSERT_NE(l, nullptr) << layer;
+    EXPECT_EQ(l->precision, DataType::kInt8) << layer;
+    EXPECT_NE(l->precisionReason.find("explicit Q/DQ"), std::string::npos) << l->precisionReason;
+    EXPECT_EQ(l->tactic.rfind("cpu.int8.", 0), 0u) << l->tactic;
+  }
+  const LayerRecord* gap = layerFrom(record, "gap5");
+  ASSERT_NE(gap, nullptr);
+  EXPECT_NE(gap->precisionReason.find("no INT8 implementation for GlobalAveragePool"),
+            std::string::npos)
+      << gap->precisionReason;
+  // MaxPool commutes with DQ: it runs on the int8 values.
+  const LayerRecord* pool = layerFrom(record, "pool0");
+  ASSERT_NE(pool, nullptr);
+  EXPECT_EQ(pool->inputs.at(0).type, DataType::kInt8);
+
+  auto input = readNpyFile(kQuantDir + "/qdq_input.npy");
+  auto expected = readNpyFile(kQuantDir + "/qdq_expected.npy");
+  ASSERT_TRUE(input.isOk() && expected.isOk());
+  const std::map<std::string, Tensor> inputs = {{"input", *input}};
+  const float logitsScale = network->graph.initializers.at("logits_scale").data<float>()[0];
+  for (const auto& [what, out] :
+       {std::pair{"int8 plan", runPlan(plan, inputs)[0].tensor},
+        std::pair{"float simulation", run(*network, inputs)[0].tensor}}) {
+    ASSERT_EQ(out.shape(), expected->shape());
+    for (int64_t i = 0; i < out.numel(); ++i)
+      EXPECT_NEAR(out.data<float>()[i], expected->data<float>()[i], 2.01 * logitsScale)
+          << what << " element " << i;
+  }
+}
+
+TEST(QdqModel, ObeyedRuleCannotTakeAQuantizedLayerOutOfInt8) {
+  BuilderConfig config = baseConfig();
+  config.precisionConstraints = ConstraintMode::kObey;
+  config.layerPrecisions = {{"conv1", DataType::kFloat16}};
+  auto backend = cpuBuildBackend();
+  auto plan = buildPlan(loadModel("small_cnn_qdq.onnx"), config, *backend);
+  ASSERT_FALSE(plan.isOk());
+  EXPECT_NE(plan.status().message().find("'conv1:fp16' cannot hold"), std::string::npos)
+      << plan.status().message();
+}
+
+// ---- implicit INT8 from a calibration ----------------------------------------------
+
+TEST(ImplicitInt8, SmallCnnStaysCloseToFp32) {
+  auto network = loadModel("small_cnn.onnx");
+  const CalibrationTable table = calibrate(*network, CalibrationMethod::kEntropy);
+  BuilderConfig config = baseConfig();
+  config.int8 = true;
+  config.calibration = &table;
+  Plan plan = build(network, config);
+  for (const char* layer : {"conv0", "conv1", "conv2", "conv3", "dwconv4", "fc6"}) {
+    const LayerRecord* l = layerFrom(plan.record, layer);
+    ASSERT_NE(l, nullptr) << layer;
+    EXPECT_EQ(l->precision, DataType::kInt8) << layer;
+    EXPECT_NE(l->precisionReason.find("calibrated"), std::string::npos) << l->precisionReason;
+  }
+  const LayerRecord* gap = layerFrom(plan.record, "gap5");
+  ASSERT_NE(gap, nullptr);
+  EXPECT_NE(gap->precisionReason.find("not int8: no INT8 implementation"), std::string::npos);
+
+  // The calibration data plus held-out random inputs, FP32 reference vs INT8 plan.
+  std::vector<std::map<std::string, Tensor>> inputs = calibrationBatches(4);
+  inputs.push_back({{"input", randomInputTensor(DataType::kFloat32, {4, 3, 16, 16}, 5)}});
+  std::vector<std::vector<NamedTensor>> reference, quantized;
+  for (const auto& in : inputs) {
+    reference.push_back(run(*network, in));
+    quantized.push_back(runPlan(plan, in));
+  }
+  auto stats = quant::compareOutputs(reference, quantized);
+  ASSERT_TRUE(stats.isOk()) << stats.status().toString();
+  const quant::OutputAccuracy& logits = stats->at(0);
+  double refMax = 0;
+  for (const auto& outs : reference)
+    for (int64_t i = 0; i < outs[0].tensor.numel(); ++i)
+      refMax = std::max(refMax, std::fabs(static_cast<double>(outs[0].tensor.data<float>()[i])));
+  // The stated INT8 error bound (docs/quantization.md): cosine >= 0.999, max abs error
+  // within 10% of the largest logit, top-1 agreement >= 90% of the rows.
+  EXPECT_GE(logits.cosine, 0.999) << quant::formatAccuracy(*stats);
+  EXPECT_LE(logits.maxAbsError, 0.1 * refMax) << quant::formatAccuracy(*stats);
+  EXPECT_GT(logits.maxAbsError, 0.0);  // the plan really computed in INT8
+  EXPECT_EQ(logits.top1Rows, 12);
+  EXPECT_GE(logits.top1Agreement(), 0.9) << quant::formatAccuracy(*stats);
+}
+
+TEST(ImplicitInt8, PlanFileKeepsTheInt8Layers) {
+  auto network = loadModel("small_cnn.onnx");
+  const CalibrationTable table = calibrate(*network, CalibrationMethod::kMinMax);
+  BuilderConfig config = baseConfig();
+  config.int8 = true;
+  config.calibration = &table;
+  config.calibrationCachePath = "small_cnn.cache";
+  Plan plan = build(network, config);
+  auto bytes = serializePlan(plan);
+  ASSERT_TRUE(bytes.isOk()) << bytes.status().toString();
+  auto loaded = deserializePlan(*bytes, "mem");
+  ASSERT_TRUE(loaded.isOk()) << loaded.status().toString();
+  EXPECT_TRUE(loaded->record.config.int8);
+  const auto in = calibrationBatches(8)[0];
+  const Tensor a = runPlan(plan, in)[0].tensor;
+  const Tensor b = runPlan(*loaded, in)[0].tensor;
+  for (int64_t i = 0; i < a.numel(); ++i) EXPECT_EQ(a.data<float>()[i], b.data<float>()[i]);
+}
+
+TEST(ImplicitInt8, RulesPinsAndMissingRangesFallBackWithReasons) {
+  auto network = loadModel("small_cnn.onnx");
+  CalibrationTable table = calibrate(*network, CalibrationMethod::kMinMax);
+  table.tensors["r1"].pinned = DataType::kFloat16;  // conv2 reads r1
+  table.tensors.erase("r2");                       // conv3 reads r2
+  BuilderConfig config = baseConfig();
+  config.int8 = true;
+  config.calibration = &table;
+  config.precisionConstraints = ConstraintMode::kObey;
+  config.layerPrecisions = {{"conv1", DataType::kFloat32}};
+  Plan plan = build(network, config);
+  const LayerRecord* conv1 = layerFrom(plan.record, "conv1");
+  const LayerRecord* conv2 = layerFrom(plan.record, "conv2");
+  const LayerRecord* conv3 = layerFrom(plan.record, "conv3");
+  const LayerRecord* conv0 = layerFrom(plan.record, "conv0");
+  ASSERT_TRUE(conv0 && conv1 && conv2 && conv3);
+  EXPECT_EQ(conv0->precision, DataType::kInt8);
+  EXPECT_EQ(conv1->precision, DataType::kFloat32);
+  EXPECT_NE(conv1->precisionReason.find("'conv1:fp32' keeps it out of INT8"), std::string::npos)
+      << conv1->precisionReason;
+  EXPECT_EQ(conv2->precision, DataType::kFloat16);
+  EXPECT_NE(conv2->precisionReason.find("pinned"), std::string::npos) << conv2->precisionReason;
+  EXPECT_NE(conv3->precision, DataType::kInt8);
+  EXPECT_NE(conv3->precisionReason.find("no range for its input 'r2'"), std::string::npos)
+      << conv3->precisionReason;
+}
+
+// The scale QuantizedConv `layer` quantizes its input with.
+float inputScaleOf(const Plan& plan, const std::string& onnxNode) {
+  for (const Node& n : plan.network->graph.nodes) {
+    if (!isQuantizedLayer(n)) continue;
+    for (const std::string& s : n.attrStrings(kSourceNodesAttribute))
+      if (s == onnxNode)
+        return plan.network->graph.initializers.at(n.inputs[kQuantXScale]).data<float>()[0];
+  }
+  ADD_FAILURE() << "no INT8 layer from " << onnxNode;
+  return 0;
+}
+
+TEST(ImplicitInt8, AnEditedRangeReachesTheEngine) {
+  auto network = loadModel("small_cnn.onnx");
+  CalibrationTable table = calibrate(*network, CalibrationMethod::kMinMax);
+  BuilderConfig config = baseConfig();
+  config.int8 = true;
+  config.calibration = &table;
+  Plan before = build(network, config);
+  // Through the text file, as a person edits it.
+  std::string text = formatCalibrationCache(table);
+  const double widened = table.find("r1")->amax * 4;
+  auto edited = parseCalibrationCache(text + "tensor r1 " + std::to_string(widened) + "\n", "e");
+  ASSERT_TRUE(edited.isOk()) << edited.status().toString();
+  config.calibration = &edited.value();
+  Plan after = build(network, config);
+  EXPECT_FLOAT_EQ(inputScaleOf(before, "conv2"), static_cast<float>(table.find("r1")->amax / 127));
+  EXPECT_FLOAT_EQ(inputScaleOf(after, "conv2"), static_cast<float>(widened / 127));
+  const auto in = calibrationBatches(8)[0];
+  const Tensor a = runPlan(before, in)[0].tensor;
+  const Tensor b = runPlan(after, in)[0].tensor;
+  double diff = 0;
+  for (int64_t i = 0; i < a.numel(); ++i)
+    diff = std::max(diff, std::fabs(static_cast<double>(a.data<float>()[i] - b.data<float>()[i])));
+  EXPECT_GT(diff, 0.0);
+}
+
+TEST(ImplicitInt8, Int8WithoutCalibrationOrQdqIsAClearError) {
+  BuilderConfig config = baseConfig();
+  config.int8 = true;
+  auto backend = cpuBuildBackend();
+  auto plan = buildPlan(loadModel("small_cnn.onnx"), config, *backend);
+  ASSERT_FALSE(plan.isOk());
+  EXPECT_NE(plan.status().message().find("needs a calibration cache"), std::string::npos)
+      << plan.status().message();
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,198 @@
+// Channels-last (NHWC) layers on the CUDA engine against the CPU reference, which runs
+// them between two permutations (ir/channels_last.h): FusedConv with a KRSC filter on
+// each path, MaxPool / AveragePool windows (16-byte channel packs and one channel at a
+// time, pads, strides, ceil_mode, count_include_pad), global pooling; then a ResNet-like
+// block through the pipeline with the channels_last_layout pass, end to end at fp16.
+//
+// Tolerances: the FusedConv ones of test_cuda_fused_conv.cpp (fp32 1e-4, fp16 1e-2,
+// bf16 6e-2); pooling is exact up to one rounding of the average (defaults).
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gpu/gpu_op_test.h"
+#include "ir/channels_last.h"
+#include "kiln/passes.h"
+#include "kiln/reference_backend.h"
+
+namespace kiln::test {
+namespace {
+
+Tensor rnd(const Shape& shape, uint32_t seed) {
+  return randomTensor(DataType::kFloat32, shape, seed, -1, 1);
+}
+
+std::vector<PrecisionTolerance> convTolerances() {
+  return {{cuda::Precision::kFloat32, 1e-4, 1e-4},
+          {cuda::Precision::kFloat16, 1e-2, 1e-2},
+          {cuda::Precision::kBFloat16, 6e-2, 6e-2}};
+}
+
+GpuOpTest channelsLast(const std::string& op, int opset = 17, const std::string& domain = "") {
+  GpuOpTest test(op, opset, domain);
+  test.attr(kChannelsLastAttribute, int64_t{1});
+  return test;
+}
+
+TEST(CudaChannelsLast, FusedConvEachPath) {
+  KILN_REQUIRE_GPU();
+  for (const char* path : {"kiln_epilogue", "auto"}) {
+    SCOPED_TRACE(path);
+    // X [2, 9, 9, 16] NHWC, W [32, 3, 3, 16] KRSC, B [32], Z [2, 9, 9, 32].
+    channelsLast("FusedConv", 1, kKilnDomain)
+        .attr("activation", std::string("relu"))
+        .attr("path", std::string(path))
+        .attr("pads", std::vector<int64_t>{1, 1, 1, 1})
+        .input(rnd({2, 9, 9, 16}, 1))
+        .constant(rnd({32, 3, 3, 16}, 2))
+        .constant(rnd({32}, 3))
+        .input(rnd({2, 9, 9, 32}, 4))
+        .check(convTolerances());
+  }
+  // Strided, no residual, an odd channel count (the stem's 3 input channels).
+  channelsLast("FusedConv", 1, kKilnDomain)
+      .attr("activation", std::string("none"))
+      .attr("strides", std::vector<int64_t>{2, 2})
+      .attr("pads", std::vector<int64_t>{3, 3, 3, 3})
+      .input(rnd({2, 20, 20, 3}, 5))
+      .constant(rnd({8, 7, 7, 3}, 6))
+      .constant(rnd({8}, 7))
+      .check(convTolerances());
+}
+
+TEST(CudaChannelsLast, WindowPooling) {
+  KILN_REQUIRE_GPU();
+  for (int64_t channels : {16, 3}) {
+    SCOPED_TRACE("channels " + std::to_string(channels));
+    channelsLast("MaxPool", 12)
+        .attr("kernel_shape", std::vector<int64_t>{3, 3})
+        .attr("strides", std::vector<int64_t>{2, 2})
+        .attr("pads", std::vector<int64_t>{1, 1, 1, 1})
+        .input(rnd({2, 11, 11, channels}, 8))
+        .check();
+    channelsLast("MaxPool", 12)
+        .attr("kernel_shape", std::vector<int64_t>{2, 3})
+        .attr("strides", std::vector<int64_t>{2, 2})
+        .attr("dilations", std::vector<int64_t>{2, 1})
+        .attr("ceil_mode", int64_t{1})
+        .input(rnd({1, 10, 9, channels}, 9))
+        .check();
+    for (int64_t includePad : {0, 1}) {
+      channelsLast("AveragePool", 19)
+          .attr("kernel_shape", std::vector<int64_t>{3, 3})
+          .attr("strides", std::vector<int64_t>{2, 2})
+          .attr("pads", std::vector<int64_t>{1, 0, 1, 2})
+          .attr("count_include_pad", includePad)
+          .attr("ceil_mode", int64_t{1})
+          .input(rnd({2, 8, 9, channels}, 10))
+          .check();
+    }
+  }
+}
+
+TEST(CudaChannelsLast, GlobalPooling) {
+  KILN_REQUIRE_GPU();
+  for (const char* op : {"GlobalAveragePool", "GlobalMaxPool"}) {
+    SCOPED_TRACE(op);
+    channelsLast(op, 1).input(rnd({4, 7, 7, 64}, 11)).check();
+    channelsLast(op, 1).input(rnd({2, 5, 3, 3}, 12)).check();
+  }
+}
+
+// The reformat layers' transposes: a short side (3 channels) and long ones, both ways.
+TEST(CudaChannelsLast, ReformatTransposes) {
+  KILN_REQUIRE_GPU();
+  for (const Shape& shape : {Shape{4, 3, 37, 41}, Shape{2, 40, 9, 11}, Shape{3, 5, 2, 7}}) {
+    SCOPED_TRACE(shapeToString(shape));
+    GpuOpTest("Transpose", 13)
+        .attr("perm", std::vector<int64_t>{0, 2, 3, 1})
+        .input(rnd(shape, 30))
+        .check({{cuda::Precision::kFloat32, 0, 0}, {cuda::Precision::kFloat16, 0, 0}});
+    GpuOpTest("Transpose", 13)
+        .attr("perm", std::vector<int64_t>{0, 3, 1, 2})
+        .input(rnd(shape, 31))
+        .check({{cuda::Precision::kFloat32, 0, 0}, {cuda::Precision::kFloat16, 0, 0}});
+  }
+}
+
+// x [4, 16, 12, 12] -> Conv+BN-free block -> MaxPool -> Conv + residual -> Relu -> GAP ->
+// Flatten: the pipeline with channels_last_layout on CUDA at fp16 against the reference.
+Network block() {
+  Network net;
+  net.opsets[""] = 17;
+  Graph& g = net.graph;
+  g.inputs = {{"x", DataType::kFloat32, true,
+               {DimExpr(4), DimExpr(16), DimExpr(12), DimExpr(12)}}};
+  auto roundHalf = [](const Tensor& t) {
+    return castTensor(castTensor(t, DataType::kFloat16), DataType::kFloat32);
+  };
+  g.initializers["w1"] = roundHalf(rnd({32, 16, 3, 3}, 21));
+  g.initializers["b1"] = roundHalf(rnd({32}, 22));
+  g.initializers["w2"] = roundHalf(rnd({32, 32, 1, 1}, 23));
+  auto node = [&](const std::string& op, std::vector<std::string> in, const std::string& out) {
+    Node n;
+    n.name = out;
+    n.opType = op;
+    n.opset = 17;
+    n.inputs = std::move(in);
+    n.outputs = {out};
+    g.nodes.push_back(n);
+    return &g.nodes.back();
+  };
+  Node* c1 = node("Conv", {"x", "w1", "b1"}, "c1");
+  c1->attributes["pads"].kind = Attribute::Kind::kInts;
+  c1->attributes["pads"].ints = {1, 1, 1, 1};
+  node("Relu", {"c1"}, "r1");
+  Node* pool = node("MaxPool", {"r1"}, "p1");
+  pool->attributes["kernel_shape"].kind = Attribute::Kind::kInts;
+  pool->attributes["kernel_shape"].ints = {3, 3};
+  pool->attributes["strides"].kind = Attribute::Kind::kInts;
+  pool->attributes["strides"].ints = {2, 2};
+  pool->attributes["pads"].kind = Attribute::Kind::kInts;
+  pool->attributes["pads"].ints = {1, 1, 1, 1};
+  node("Conv", {"p1", "w2"}, "c2");
+  node("Add", {"c2", "p1"}, "a2");
+  node("Relu", {"a2"}, "r2");
+  node("GlobalAveragePool", {"r2"}, "gap");
+  node("Flatten", {"gap"}, "y");
+  g.outputs = {{"y", DataType::kFloat32, false, {}}};
+  return net;
+}
+
+TEST(CudaChannelsLast, BlockThroughThePipelineAtFp16) {
+  KILN_REQUIRE_GPU();
+  const Network original = block();
+  auto nhwc = std::make_shared<Network>(original);
+  std::vector<PassApplication> applied;
+  ASSERT_TRUE(runPasses(*nhwc, 2, {}, &applied, /*channelsLast=*/true).isOk());
+  int layers = 0;
+  for (const Node& n : nhwc->graph.nodes) layers += isChannelsLast(n) ? 1 : 0;
+  EXPECT_EQ(layers, 4);  // conv1, maxpool, conv2 (+ add + relu), global pool
+  const Tensor x = castTensor(castTensor(rnd({4, 16, 12, 12}, 24), DataType::kFloat16),
+                              DataType::kFloat32);
+  std::vector<NamedTensor> expected;
+  ASSERT_TRUE(ReferenceBackend(original).run({{"x", x}}, &expected).isOk());
+  cuda::EngineOptions options;
+  options.precision = cuda::Precision::kFloat16;
+  auto engine = cuda::Engine::create(nhwc, options);
+  ASSERT_TRUE(engine.isOk()) << engine.status().toString();
+  auto context = engine.value()->createContext();
+  ASSERT_TRUE(context.isOk()) << context.status().toString();
+  ASSERT_TRUE(context.value()->setInputShape("x", x.shape()).isOk());
+  ASSERT_TRUE(context.value()->setInput("x", x).isOk());
+  Status ran = context.value()->execute();
+  ASSERT_TRUE(ran.isOk()) << ran.toString();
+  auto y = context.value()->getOutput("y");
+  ASSERT_TRUE(y.isOk()) << y.status().toString();
+  expectTensorNear(y.value(), expected[0].tensor, 2e-2, 2e-2);
+  for (const cuda::LayerInfo& layer : context.value()->layers()) {
+    std::cout << "  " << layer.name << " [" << layer.opType << "] "
+              << cuda::layerPlacementName(layer.placement) << " " << layer.implementation << "\n";
+    EXPECT_NE(layer.placement, cuda::LayerPlacement::kHostFallback)
+        << layer.name << ": " << layer.note;
+  }
+}
+
+}  // namespace
+}  // namespace kiln::test

@@ -1,0 +1,215 @@
+// ai.kiln FusedAttention on the CUDA engine against the CPU reference: the BERT
+// attention block is built in code (tests/engine/passes/attention_graph.h), fused by
+// the pipeline, run on the GPU into an output buffer poisoned with NaN before every
+// run, and compared with the UNFUSED graph on the CPU fed the same (precision-rounded)
+// inputs. Shapes cover the fast path (D = 64, 16-byte loads), every head-size padding
+// (32, 64, 128) with and without 16-byte loads, sequences that are not multiples of
+// the key tiles, cross attention, the BHSD layout, each mask broadcast, -inf masks and
+// a fully masked row (NaN on both sides).
+//
+// Tolerances: fp32 3e-5 (SIMT float dot products of <= 128 terms and exp2f against the
+// reference's float GEMMs; |Y| <= 2). fp16 4e-3: inputs are rounded first, so only the
+// kernel's rounding of P to half for the second product (2^-11 relative) and of Y
+// (2^-11 relative of |Y| <= 2) remain. bf16 3e-2: the same with 2^-8.
+#include <cuda_runtime_api.h>
+
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/passes/attention_graph.h"
+#include "gpu/gpu_op_test.h"
+#include "kiln/passes.h"
+#include "kiln/reference_backend.h"
+
+namespace kiln::test {
+namespace {
+
+struct Tolerance {
+  cuda::Precision precision;
+  double tolerance;
+};
+
+const std::vector<Tolerance> kAllPrecisions = {{cuda::Precision::kFloat32, 3e-5},
+                                               {cuda::Precision::kFloat16, 4e-3},
+                                               {cuda::Precision::kBFloat16, 3e-2}};
+
+using Feeds = std::map<std::string, Tensor>;
+
+Feeds roundedTo(const Feeds& feeds, cuda::Precision precision) {
+  if (precision == cuda::Precision::kFloat32) return feeds;
+  const DataType storage =
+      precision == cuda::Precision::kFloat16 ? DataType::kFloat16 : DataType::kBFloat16;
+  Feeds out;
+  for (const auto& [name, t] : feeds)
+    out[name] = castTensor(castTensor(t, storage), DataType::kFloat32);
+  return out;
+}
+
+// A device buffer freed on scope exit.
+struct DeviceBuffer {
+  void* data = nullptr;
+  ~DeviceBuffer() {
+    if (data) cudaFree(data);
+  }
+};
+
+Status cudaStatus(cudaError_t e, const char* what) {
+  return e == cudaSuccess
+             ? Status::ok()
+             : Status(StatusCode::kInternal, std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+// Runs `net` on the CUDA engine with output "y" bound to a caller buffer filled with
+// NaN (0xFF bytes) first, so an element the kernel never writes cannot pass.
+Result<Tensor> runPoisoned(const Network& net, const Feeds& feeds, cuda::Precision precision,
+                           std::vector<cuda::LayerInfo>* layers) {
+  cuda::EngineOptions options;
+  options.precision = precision;
+  options.allowTf32 = false;
+  KILN_ASSIGN_OR_RETURN(auto engine, cuda::Engine::create(std::make_shared<Network>(net), options));
+  KILN_ASSIGN_OR_RETURN(auto ctx, engine->createContext());
+  for (const auto& [name, t] : feeds) {
+    KILN_RETURN_IF_ERROR(ctx->setInputShape(name, t.shape()));
+    KILN_RETURN_IF_ERROR(ctx->setInput(name, t));
+  }
+  KILN_ASSIGN_OR_RETURN(Shape shape, ctx->outputShape("y"));
+  Tensor y(DataType::kFloat32, shape);
+  DeviceBuffer out;
+  KILN_RETURN_IF_ERROR(cudaStatus(cudaMalloc(&out.data, y.byteSize()), "cudaMalloc"));
+  KILN_RETURN_IF_ERROR(cudaStatus(cudaMemset(out.data, 0xFF, y.byteSize()), "cudaMemset"));
+  KILN_RETURN_IF_ERROR(ctx->setTensorAddress("y", out.data));
+  KILN_RETURN_IF_ERROR(ctx->execute());
+  KILN_RETURN_IF_ERROR(cudaStatus(
+      cudaMemcpy(y.rawData(), out.data, y.byteSize(), cudaMemcpyDeviceToHost), "cudaMemcpy"));
+  *layers = ctx->layers();
+  return y;
+}
+
+// Fuses c's graph, checks it holds one FusedAttention, and compares the CUDA run of the
+// fused graph with the CPU run of the unfused one at each precision.
+void checkCase(const AttentionCase& c, const std::vector<Tolerance>& tolerances = kAllPrecisions,
+               void (*edit)(Feeds&) = nullptr, bool expectGpu = true) {
+  const Network unfused = attentionNetwork(c);
+  Network fused = unfused;
+  std::vector<PassApplication> applied;
+  ASSERT_TRUE(runPasses(fused, 1, {}, &applied).isOk());
+  int attention = 0;
+  for (const Node& n : fused.graph.nodes) attention += n.opType == "FusedAttention";
+  ASSERT_EQ(attention, 1) << "the pass did not fuse the block";
+  Feeds base = attentionFeeds(c, 11);
+  if (edit) edit(base);
+  for (const Tolerance& t : tolerances) {
+    SCOPED_TRACE(std::string("precision ") + cuda::precisionName(t.precision));
+    const Feeds feeds = roundedTo(base, t.precision);
+    std::vector<NamedTensor> expected;
+    Status ran = ReferenceBackend(unfused).run(feeds, &expected);
+    ASSERT_TRUE(ran.isOk()) << ran.toString();
+    std::vector<cuda::LayerInfo> layers;
+    auto actual = runPoisoned(fused, feeds, t.precision, &layers);
+    ASSERT_TRUE(actual.isOk()) << actual.status().toString();
+    bool seen = false;
+    for (const cuda::LayerInfo& layer : layers) {
+      if (layer.opType != "FusedAttention") continue;
+      seen = true;
+      if (!expectGpu) {
+        EXPECT_EQ(layer.placement, cuda::LayerPlacement::kHostFallback) << layer.name;
+        EXPECT_NE(layer.note.find("head size"), std::string::npos) << layer.note;
+        continue;
+      }
+      EXPECT_EQ(layer.placement, cuda::LayerPlacement::kGpu) << layer.name << ": " << layer.note;
+      EXPECT_NE(layer.implementation.find("kiln flash attention"), std::string::npos)
+          << layer.implementation;
+    }
+    EXPECT_TRUE(seen);
+    expectTensorNear(actual.value(), expected[0].tensor, t.tolerance, t.tolerance);
+  }
+}
+
+AttentionCase bertLike(int64_t seq, int64_t headDim) {
+  AttentionCase c;
+  c.batch = 2;
+  c.seqQ = c.seqK = seq;
+  c.heads = 3;
+  c.headDim = headDim;
+  c.mask = {2, 1, 1, seq};
+  return c;
+}
+
+TEST(CudaFusedAttention, BertShapesOnTheFastPath) {
+  KILN_REQUIRE_GPU();
+  checkCase(bertLike(128, 64));  // two full key tiles, 16-byte loads
+}
+
+TEST(CudaFusedAttention, SequencesAcrossTheTiles) {
+  KILN_REQUIRE_GPU();
+  for (int64_t seq : {1, 5, 63, 65, 77, 200}) {
+    SCOPED_TRACE("seq " + std::to_string(seq));
+    checkCase(bertLike(seq, 64));
+  }
+}
+
+TEST(CudaFusedAttention, EveryHeadSizePadding) {
+  KILN_REQUIRE_GPU();
+  // 16-byte loads at 32, 40, 96, 128; element loads at 20 and 57 (D % 8 != 0).
+  for (int64_t d : {32, 40, 96, 128, 20, 57}) {
+    SCOPED_TRACE("head size " + std::to_string(d));
+    checkCase(bertLike(70, d));
+  }
+}
+
+TEST(CudaFusedAttention, CrossAttentionAndNoMask) {
+  KILN_REQUIRE_GPU();
+  AttentionCase c = bertLike(9, 64);
+  c.seqK = 150;  // three key tiles, the last one partial
+  c.mask = {};
+  c.divide = false;
+  checkCase(c);
+}
+
+TEST(CudaFusedAttention, MaskBroadcasts) {
+  KILN_REQUIRE_GPU();
+  for (const Shape& mask :
+       {Shape{2, 1, 77, 77}, Shape{2, 3, 77, 77}, Shape{77, 77}, Shape{1, 1, 1, 77}}) {
+    SCOPED_TRACE(shapeToString(mask));
+    AttentionCase c = bertLike(77, 64);
+    c.mask = mask;
+    checkCase(c);
+  }
+}
+
+TEST(CudaFusedAttention, BhsdLayoutWithoutHeadTransposes) {
+  KILN_REQUIRE_GPU();
+  AttentionCase c = bertLike(77, 64);
+  c.headSplit = false;
+  c.mask = {2, 3, 77, 77};
+  checkCase(c);
+}
+
+TEST(CudaFusedAttention, InfiniteMaskAndAFullyMaskedRow) {
+  KILN_REQUIRE_GPU();
+  AttentionCase c = bertLike(70, 64);
+  c.mask = {2, 1, 70, 70};
+  // -inf on every key >= 40 of batch 0 (the whole rest of the first key tile and the
+  // second), and all of query row 3 of batch 1: that row's output is NaN in the unfused
+  // graph and must be here too (the other rows prove the output was written).
+  checkCase(c, kAllPrecisions, [](Feeds& feeds) {
+    Tensor& m = feeds["mask"];
+    const float inf = std::numeric_limits<float>::infinity();
+    for (int64_t i = 0; i < 70; ++i)
+      for (int64_t j = 40; j < 70; ++j) m.data<float>()[i * 70 + j] = -inf;
+    for (int64_t j = 0; j < 70; ++j) m.data<float>()[70 * 70 + 3 * 70 + j] = -inf;
+  });
+}
+
+TEST(CudaFusedAttention, UnsupportedHeadSizeRunsOnTheHost) {
+  KILN_REQUIRE_GPU();
+  // D = 160 is past the kernel's 128: the layer falls back to the host reference with
+  // the reason as its note, and the results still match.
+  checkCase(bertLike(20, 160), {{cuda::Precision::kFloat32, 1e-5}}, nullptr, false);
+}
+
+}  // namespace
+}  // namespace kiln::test

@@ -1,0 +1,199 @@
+// The calibration workspace on the small CNN fixture (tests/data/quant/), offscreen:
+// load a data folder (tensors, and images through QImage), calibrate on the CPU,
+// histograms show with each method's range, edit a range and pin a tensor in the
+// table, rebuild in INT8 and find the edit in the engine, save and load the cache.
+#include <QComboBox>
+#include <QDir>
+#include <QSpinBox>
+#include <QImage>
+#include <QSignalSpy>
+#include <QTableWidget>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <cmath>
+#include <memory>
+
+#include "calibration_session.h"
+#include "calibration_view.h"
+#include "histogram_widget.h"
+#include "ir/quantized_layers.h"
+#include "job_runner.h"
+#include "kiln/onnx_import.h"
+#include "kiln/passes.h"
+#include "studio_document.h"
+
+using namespace kiln;
+using namespace kiln::studio;
+
+namespace {
+
+QString quantDir() {
+  return QString::fromLocal8Bit(qgetenv("KILN_TEST_DATA_DIR")) + "/quant";
+}
+
+std::shared_ptr<const Network> smallCnn() {
+  auto imported = importOnnxFile((quantDir() + "/small_cnn.onnx").toStdString());
+  return imported.isOk() ? std::make_shared<const Network>(std::move(imported.value())) : nullptr;
+}
+
+struct Workspace {
+  StudioDocument document;
+  JobRunner jobs;
+  std::unique_ptr<CalibrationView> view;
+
+  Workspace() {
+    document.setModel(quantDir() + "/small_cnn.onnx", smallCnn());
+    BuilderConfig config;
+    OptimizationProfile profile;
+    profile.inputs["input"] = {{1, 3, 16, 16}, {4, 3, 16, 16}, {8, 3, 16, 16}};
+    config.profiles = {profile};
+    config.optimizationLevel = 1;
+    document.setBuildConfig(config);
+    view = std::make_unique<CalibrationView>(&document, &jobs);
+  }
+  bool idle() { return jobs.waitForIdle(60000); }
+  int rowOf(const std::string& tensor) {
+    const auto& rows = view->session()->rows();
+    for (size_t i = 0; i < rows.size(); ++i)
+      if (rows[i].tensor == tensor) return static_cast<int>(i);
+    return -1;
+  }
+};
+
+// The x_scale of the INT8 layer made from ONNX node `onnxNode` in the document's plan.
+float inputScaleInEngine(const StudioDocument& document, const std::string& onnxNode) {
+  if (!document.plan()) return 0;
+  for (const Node& n : document.plan()->network->graph.nodes) {
+    if (!isQuantizedLayer(n)) continue;
+    for (const std::string& s : n.attrStrings(kSourceNodesAttribute))
+      if (s == onnxNode)
+        return document.plan()->network->graph.initializers.at(n.inputs[kQuantXScale])
+            .data<float>()[0];
+  }
+  return 0;
+}
+
+}  // namespace
+
+class TestCalibrationView : public QObject {
+  Q_OBJECT
+ private slots:
+  void calibratesEditsAndRebuilds();
+  void imagesDecodeThroughQt();
+  void badFolderBecomesAnIssue();
+};
+
+void TestCalibrationView::calibratesEditsAndRebuilds() {
+  Workspace w;
+  QVERIFY(w.document.network());
+  QSignalSpy loaded(w.view->session(), &CalibrationSession::dataLoaded);
+  w.view->setFolder(quantDir() + "/calib");
+  w.view->loadData();
+  QVERIFY(w.idle());
+  QCOMPARE(loaded.count(), 1);
+  QVERIFY(loaded.at(0).at(0).toBool());
+  QCOMPARE(w.view->session()->sampleCount(), 8);
+  QCOMPARE(w.view->previewCount(), 6);
+
+  QSignalSpy calibrated(w.view->session(), &CalibrationSession::calibrated);
+  w.view->startCalibration();
+  QVERIFY(w.idle());
+  QCOMPARE(calibrated.count(), 1);
+  QVERIFY2(calibrated.at(0).at(0).toBool(), qPrintable(calibrated.at(0).at(1).toString()));
+  QTableWidget* table = w.view->rangeTable();
+  QCOMPARE(table->rowCount(), 17);
+
+  // The histogram of r1 shows, with the three methods' ranges and the chosen one.
+  const int r1 = w.rowOf("r1");
+  QVERIFY(r1 >= 0);
+  table->setCurrentCell(r1, CalibrationView::kTensor);
+  HistogramWidget* histogram = w.view->histogramWidget();
+  QCOMPARE(histogram->title(), QString("r1"));
+  QVERIFY(histogram->binCount() > 10);
+  QCOMPARE(histogram->markers().size(), size_t(4));
+  const TensorRangeRow row = w.view->session()->rows()[r1];
+  QVERIFY(row.minmax > 0);
+  QVERIFY(row.entropy <= row.minmax + 1e-9);
+  QCOMPARE(row.chosen.amax, row.entropy);  // entropy is the default method
+  QCOMPARE(histogram->markers()[1].value, row.minmax);
+  QVERIFY(!histogram->grab().isNull());
+
+  // Switching the method moves every unedited range.
+  w.view->findChild<QComboBox*>("method")->setCurrentText("minmax");
+  QCOMPARE(w.view->session()->rows()[r1].chosen.amax, row.minmax);
+
+  // Edit r1's range in the table (conv2 reads r1), pin r2 (conv3 reads it) to fp16.
+  const double edited = std::round(row.minmax * 12) / 4;  // about 3x, exact in text
+  table->item(r1, CalibrationView::kRange)->setText(QString::number(edited, 'g', 9));
+  QVERIFY(w.view->session()->rows()[r1].edited);
+  QCOMPARE(w.view->session()->rows()[r1].chosen.amax, edited);
+  table->item(w.rowOf("r2"), CalibrationView::kPin)->setText("fp16");
+  QCOMPARE(w.view->session()->rows()[w.rowOf("r2")].chosen.pinned, DataType::kFloat16);
+  table->item(w.rowOf("r3"), CalibrationView::kRange)->setText("-2");  // refused
+  QVERIFY(!w.view->session()->rows()[w.rowOf("r3")].edited);
+
+  QSignalSpy rebuilt(w.view->session(), &CalibrationSession::rebuilt);
+  w.view->buildInt8();
+  QVERIFY(w.idle());
+  QCOMPARE(rebuilt.count(), 1);
+  QVERIFY2(rebuilt.at(0).at(0).toBool(), qPrintable(rebuilt.at(0).at(1).toString()));
+  QVERIFY(w.document.plan());
+  QCOMPARE(inputScaleInEngine(w.document, "conv2"), static_cast<float>(edited / 127));
+  QCOMPARE(inputScaleInEngine(w.document, "conv3"), 0.f);  // pinned: not INT8
+  bool conv3Fp16 = false;
+  for (const LayerRecord& layer : w.document.plan()->record.layers)
+    for (const std::string& source : layer.sourceNodes)
+      if (source == "conv3") conv3Fp16 = layer.precision == DataType::kFloat16;
+  QVERIFY(conv3Fp16);
+
+  // Save, load into a fresh workspace: the edits come back.
+  QTemporaryDir dir;
+  const QString cache = dir.filePath("cnn.cache");
+  QVERIFY(w.view->session()->saveCache(cache).isOk());
+  QVERIFY(QFile::exists(cache + ".preprocess"));
+  Workspace fresh;
+  QVERIFY(fresh.view->session()->loadCache(cache).isOk());
+  QCOMPARE(fresh.view->rangeTable()->rowCount(), 17);
+  QCOMPARE(fresh.view->session()->rows()[fresh.rowOf("r1")].chosen.amax, edited);
+  QCOMPARE(fresh.view->session()->rows()[fresh.rowOf("r2")].chosen.pinned, DataType::kFloat16);
+}
+
+void TestCalibrationView::imagesDecodeThroughQt() {
+  QTemporaryDir dir;
+  for (int i = 0; i < 3; ++i) {
+    QImage image(40, 30, QImage::Format_RGB888);
+    image.fill(QColor(60 * i, 200 - 50 * i, 90));
+    QVERIFY(image.save(dir.filePath(QString("img%1.png").arg(i))));
+  }
+  Workspace w;
+  w.view->findChild<QSpinBox*>("width")->setValue(16);
+  w.view->setFolder(dir.path());
+  QSignalSpy loaded(w.view->session(), &CalibrationSession::dataLoaded);
+  w.view->loadData();
+  QVERIFY(w.idle());
+  QCOMPARE(loaded.count(), 1);
+  QVERIFY2(loaded.at(0).at(0).toBool(), qPrintable(loaded.at(0).at(1).toString()));
+  QCOMPARE(w.view->session()->sampleCount(), 3);
+  QCOMPARE(w.view->previewCount(), 3);
+  QCOMPARE(w.view->session()->previews().front().width(), 16);
+}
+
+void TestCalibrationView::badFolderBecomesAnIssue() {
+  Workspace w;
+  w.view->setFolder("/nonexistent/calib");
+  QSignalSpy loaded(w.view->session(), &CalibrationSession::dataLoaded);
+  w.view->loadData();
+  QVERIFY(w.idle());
+  QCOMPARE(loaded.count(), 1);
+  QVERIFY(!loaded.at(0).at(0).toBool());
+  QVERIFY(!w.document.issues().empty());
+  QVERIFY(w.document.issues().back().message.contains("/nonexistent/calib"));
+  // Calibrating without data says what to do first.
+  QSignalSpy calibrated(w.view->session(), &CalibrationSession::calibrated);
+  w.view->startCalibration();
+  QCOMPARE(calibrated.count(), 1);
+  QVERIFY(calibrated.at(0).at(1).toString().contains("load a data folder"));
+}
+
+QTEST_MAIN(TestCalibrationView)
+#include "test_calibration_view.moc"
