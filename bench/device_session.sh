@@ -35,6 +35,13 @@ if [ "$part" = extra ]; then
   $K run /tmp/nchw.kiln --shapes $S --no-data-transfers 2>&1 | grep -iE "GPU Compute" | head -2
   $K run $out/resnet50_b256_fp16.kiln --shapes $S --no-data-transfers 2>&1 | grep -iE "GPU Compute" | head -2
 fi
+if [ "$part" = extra ]; then
+  echo "=== tf32 with channels-last forced (KILN_CHANNELS_LAST=1)"
+  KILN_CHANNELS_LAST=1 $K build $M -o /tmp/tf32nhwc.kiln --backend cuda --optimization-level 2 $SH > /dev/null 2>&1 || echo build failed
+  $K run /tmp/tf32nhwc.kiln --shapes $S --no-data-transfers 2>&1 | grep -iE "GPU Compute" | head -1
+  $K run $out/resnet50_b256_tf32.kiln --shapes $S --no-data-transfers 2>&1 | grep -iE "GPU Compute" | head -1
+  $K run /tmp/tf32nhwc.kiln --shapes $S --no-data-transfers --profile --json 2>/dev/null | python3 bench/profile_summary.py | head -8
+fi
 if [ "$part" = rtf ]; then
   M=/tmp/kiln/models/resnet50.onnx
   IN=$(python3 -c "import onnx;m=onnx.load('$M',load_external_data=False);print(m.graph.input[0].name)")

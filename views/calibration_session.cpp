@@ -50,7 +50,8 @@ QImage previewOfTensor(const Tensor& sample) {
   if (sample.type() != DataType::kFloat32 || sample.rank() < 3) return {};
   const int offset = sample.rank() == 4 ? 1 : 0;
   const int channels = static_cast<int>(sample.dim(offset));
-  const int h = static_cast<int>(sample.dim(offset + 1)), w = static_cast<int>(sample.dim(offset + 2));
+  const int h = static_cast<int>(sample.dim(offset + 1)),
+            w = static_cast<int>(sample.dim(offset + 2));
   const int shown = channels >= 3 ? 3 : 1;
   const float* data = sample.data<float>();
   const int64_t plane = int64_t(h) * w;
@@ -129,9 +130,8 @@ void CalibrationSession::calibrate() {
       input.isOk() ? makeCalibrationBatches(m_samples, input->first, input->second, m_batchSize)
                    : Result<std::vector<std::map<std::string, Tensor>>>(input.status());
   if (!batches.isOk() || m_samples.empty()) {
-    const QString message = m_samples.empty()
-                                ? tr("calibration: load a data folder first")
-                                : QString::fromStdString(batches.status().message());
+    const QString message = m_samples.empty() ? tr("calibration: load a data folder first")
+                                              : QString::fromStdString(batches.status().message());
     fail("calibration", message);
     emit calibrated(false, message);
     return;
@@ -197,7 +197,8 @@ void CalibrationSession::setMethod(CalibrationMethod method, double percentile) 
   m_percentile = percentile;
   for (TensorRangeRow& row : m_rows) {
     const TensorHistogram* h = histogram(row.tensor);
-    if (h && percentileChanged) row.percentile = h->amax(CalibrationMethod::kPercentile, percentile);
+    if (h && percentileChanged)
+      row.percentile = h->amax(CalibrationMethod::kPercentile, percentile);
     if (row.edited || !h) continue;
     row.chosen = {};
     row.chosen.amax = method == CalibrationMethod::kEntropy  ? row.entropy
@@ -300,7 +301,8 @@ void CalibrationSession::rebuild(const QString& backend) {
           return;
         }
         self->m_document->setEngine(QString(), outcome->plan, outcome->report);
-        emit self->rebuilt(true, tr("INT8 engine: %1 layers").arg(outcome->plan->record.layers.size()));
+        emit self->rebuilt(true,
+                           tr("INT8 engine: %1 layers").arg(outcome->plan->record.layers.size()));
       });
   emit busyChanged(true);
 }

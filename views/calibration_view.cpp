@@ -45,15 +45,17 @@ QString pinText(DataType pin) {
 }  // namespace
 
 CalibrationView::CalibrationView(StudioDocument* document, JobRunner* jobs, QWidget* parent)
-    : QWidget(parent), m_document(document), m_session(new CalibrationSession(document, jobs, this)) {
+    : QWidget(parent),
+      m_document(document),
+      m_session(new CalibrationSession(document, jobs, this)) {
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(createDataForm());
   layout->addWidget(createMethodRow());
   auto* split = new QSplitter(Qt::Horizontal, this);
   m_table = new QTableWidget(0, kColumns, split);
-  m_table->setHorizontalHeaderLabels(
-      {tr("tensor"), tr("min"), tr("max"), tr("entropy"), tr("min-max"), tr("percentile"),
-       tr("range (edit)"), tr("pin (fp16/fp32)")});
+  m_table->setHorizontalHeaderLabels({tr("tensor"), tr("min"), tr("max"), tr("entropy"),
+                                      tr("min-max"), tr("percentile"), tr("range (edit)"),
+                                      tr("pin (fp16/fp32)")});
   m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
   m_histogram = new HistogramWidget(split);
@@ -231,9 +233,13 @@ void CalibrationView::refreshTable() {
   m_table->setRowCount(static_cast<int>(rows.size()));
   for (int r = 0; r < static_cast<int>(rows.size()); ++r) {
     const TensorRangeRow& row = rows[r];
-    const QStringList cells = {QString::fromStdString(row.tensor), number(row.minValue),
-                               number(row.maxValue), number(row.entropy), number(row.minmax),
-                               number(row.percentile), number(row.chosen.amax),
+    const QStringList cells = {QString::fromStdString(row.tensor),
+                               number(row.minValue),
+                               number(row.maxValue),
+                               number(row.entropy),
+                               number(row.minmax),
+                               number(row.percentile),
+                               number(row.chosen.amax),
                                pinText(row.chosen.pinned)};
     for (int c = 0; c < kColumns; ++c) {
       auto* item = new QTableWidgetItem(cells[c]);
@@ -293,7 +299,8 @@ void CalibrationView::saveCache() {
                                                     tr("Calibration cache (*.cache);;All (*)"));
   if (path.isEmpty()) return;
   Status saved = m_session->saveCache(path);
-  m_status->setText(saved.isOk() ? tr("saved %1").arg(path) : QString::fromStdString(saved.message()));
+  m_status->setText(saved.isOk() ? tr("saved %1").arg(path)
+                                 : QString::fromStdString(saved.message()));
 }
 
 void CalibrationView::loadCache() {
@@ -302,8 +309,8 @@ void CalibrationView::loadCache() {
   if (path.isEmpty()) return;
   Status loaded = m_session->loadCache(path);
   if (!loaded.isOk())
-    m_document->addIssue({IssueSeverity::kError, "calibration",
-                          QString::fromStdString(loaded.message()), {}});
+    m_document->addIssue(
+        {IssueSeverity::kError, "calibration", QString::fromStdString(loaded.message()), {}});
   m_status->setText(loaded.isOk() ? tr("loaded %1").arg(path)
                                   : QString::fromStdString(loaded.message()));
 }

@@ -45,9 +45,9 @@ class CalibrationView : public QWidget, public View {
 
   // The folder and preprocessing as the form shows them (also for tests).
   void setFolder(const QString& directory);
-  void loadData();        // the Load button
+  void loadData();          // the Load button
   void startCalibration();  // the Calibrate button
-  void buildInt8();       // the Build INT8 button
+  void buildInt8();         // the Build INT8 button
 
  private:
   QWidget* createDataForm();

@@ -32,8 +32,7 @@ Result<std::vector<std::map<std::string, Tensor>>> loadDataBatches(
     const Network& network, const std::string& directory, const std::string& preprocessPath,
     const std::string& inputName, int batchSize) {
   KILN_ASSIGN_OR_RETURN(const ValueInfo* input, chooseInput(network, inputName));
-  if (!input->hasShape)
-    return invalidArgument("input '" + input->name + "' has no declared rank");
+  if (!input->hasShape) return invalidArgument("input '" + input->name + "' has no declared rank");
   PreprocessSpec spec;
   CalibrationDataOptions options;
   if (!preprocessPath.empty()) {

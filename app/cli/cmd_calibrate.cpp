@@ -85,10 +85,11 @@ int runCalibrate(const std::vector<std::string>& rawArgs) {
   std::vector<std::string> argv = rawArgs;
   for (std::string& a : argv)
     if (a == "-o") a = "--output";
-  Args args({"data", "output", "method", "percentile", "batch", "preprocess", "input",
-             "histograms"},
-            {"help", "quiet", "json"});
-  if (Status parsed = args.parse(argv); !parsed.isOk()) return fail("calibrate", parsed.message(), 2);
+  Args args(
+      {"data", "output", "method", "percentile", "batch", "preprocess", "input", "histograms"},
+      {"help", "quiet", "json"});
+  if (Status parsed = args.parse(argv); !parsed.isOk())
+    return fail("calibrate", parsed.message(), 2);
   if (args.flag("help") || args.positional().size() != 1 || !args.has("data") ||
       !args.has("output")) {
     printUsage();
@@ -100,7 +101,8 @@ int runCalibrate(const std::vector<std::string>& rawArgs) {
   int64_t batch;
   if (Status s = args.doubleValue("percentile", 99.99, &options.percentile); !s.isOk())
     return fail("calibrate", s.message(), 2);
-  if (Status s = args.intValue("batch", 8, &batch); !s.isOk()) return fail("calibrate", s.message(), 2);
+  if (Status s = args.intValue("batch", 8, &batch); !s.isOk())
+    return fail("calibrate", s.message(), 2);
   if (batch < 1 || batch > 65536) return fail("calibrate", "--batch must be in 1..65536", 2);
 
   const std::string model = args.positional()[0];
@@ -128,7 +130,8 @@ int runCalibrate(const std::vector<std::string>& rawArgs) {
     auto spec = loadPreprocessSpec(args.value("preprocess"));
     if (!spec.isOk()) return fail("calibrate", spec.status().message());
     const std::string specPath = cache + ".preprocess";
-    if (Status s = savePreprocessSpec(*spec, specPath); !s.isOk()) return fail("calibrate", s.message());
+    if (Status s = savePreprocessSpec(*spec, specPath); !s.isOk())
+      return fail("calibrate", s.message());
     result->table.preprocessingFile = std::filesystem::path(specPath).filename().string();
   }
   if (Status s = saveCalibrationCache(result->table, cache); !s.isOk())

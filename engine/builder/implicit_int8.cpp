@@ -90,8 +90,10 @@ Status insertCalibratedQdq(Network& network, const BuilderConfig& config,
         "model with QuantizeLinear/DequantizeLinear nodes");
   }
   if (network.defaultOpset() < 10)
-    return unsupported("implicit INT8 needs ONNX opset 10 or later (QuantizeLinear); the model "
-                       "imports opset " + std::to_string(network.defaultOpset()));
+    return unsupported(
+        "implicit INT8 needs ONNX opset 10 or later (QuantizeLinear); the model "
+        "imports opset " +
+        std::to_string(network.defaultOpset()));
   const CalibrationTable& table = *config.calibration;
   // Which layers read each activation in INT8.
   std::map<std::string, std::vector<size_t>> int8Readers;
@@ -115,8 +117,9 @@ Status insertCalibratedQdq(Network& network, const BuilderConfig& config,
   for (const auto& [x, readers] : int8Readers) {
     const TensorRange& range = *table.find(x);
     const std::string scale = passes::addInitializer(
-        g, x + "_int8_scale", Tensor::fromVector(DataType::kFloat32, {}, std::vector<float>{
-                                                     static_cast<float>(range.scale())}));
+        g, x + "_int8_scale",
+        Tensor::fromVector(DataType::kFloat32, {},
+                           std::vector<float>{static_cast<float>(range.scale())}));
     const std::string zero =
         passes::addInitializer(g, x + "_int8_zero", Tensor(DataType::kInt8, Shape{}));
     const std::string quantized = freshName(g, used, x + "_int8");

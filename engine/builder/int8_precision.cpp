@@ -16,8 +16,8 @@ Status checkInt8Rule(const Node& node, const BuilderConfig& config,
   if (config.precisionConstraints == ConstraintMode::kNone) return Status::ok();
   const LayerPrecisionRule* rule = findLayerRule(config.layerPrecisions, layerNamesOf(node));
   if (!rule || rule->pattern == "*" || rule->precision == DataType::kInt8) return Status::ok();
-  const std::string text = "layer '" + node.displayName() + "': layer precision '" +
-                           rule->pattern + ":" + precisionSpelling(rule->precision) +
+  const std::string text = "layer '" + node.displayName() + "': layer precision '" + rule->pattern +
+                           ":" + precisionSpelling(rule->precision) +
                            "' cannot hold (its QuantizeLinear/DequantizeLinear nodes make it int8)";
   if (config.precisionConstraints == ConstraintMode::kObey)
     return invalidArgument(text + "; precision constraints are obeyed");
@@ -57,7 +57,8 @@ Status applyInt8Precision(const Node& node, const BuilderConfig& config, bool re
   }
   if (!reducible) return Status::ok();
   std::string why = node.attrString(kInt8FallbackAttribute, "");
-  if (const std::string* fallback = findByNames(decisions.fallbacks, names); why.empty() && fallback)
+  if (const std::string* fallback = findByNames(decisions.fallbacks, names);
+      why.empty() && fallback)
     why = *fallback;
   if (why.empty() && config.int8) why = "no INT8 implementation for " + node.opType;
   if (!why.empty()) choice->reason += "; not int8: " + why;

@@ -104,6 +104,8 @@ const char* layerTypeOf(const std::string& op) {
       {"Attention", "Attention"},
       {"FusedMatMul", "MatrixMultiply"},
       {"FusedConv", "Convolution"},
+      {"QuantizedConv", "Convolution"},         // INT8 (fold_qdq); the precision says so
+      {"QuantizedMatMul", "MatrixMultiply"},
       {"ScaledMaskedSoftmax", "SoftMax"},
       {"FusedAttention", "Attention"},
       {"AddLayerNorm", "Normalization"}};

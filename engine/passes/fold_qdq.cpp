@@ -56,8 +56,8 @@ bool samePair(const Graph& g, const Node& dq, const Node& q, const GraphIndex& i
 }
 
 const std::set<std::string>& commutingOps() {
-  static const std::set<std::string> ops = {"MaxPool", "Reshape", "Flatten", "Transpose",
-                                            "Squeeze", "Unsqueeze"};
+  static const std::set<std::string> ops = {"MaxPool",   "Reshape", "Flatten",
+                                            "Transpose", "Squeeze", "Unsqueeze"};
   return ops;
 }
 
@@ -112,7 +112,8 @@ void noteFallbacks(Graph& g, const GraphIndex& index, const std::map<int, std::s
     if (auto it = reasons.find(static_cast<int>(i)); it != reasons.end()) why = it->second;
     bool readsDequantized = false;
     for (const std::string& in : node.inputs)
-      readsDequantized = readsDequantized || (!in.empty() && dequantizeProducing(g, index, in) >= 0);
+      readsDequantized =
+          readsDequantized || (!in.empty() && dequantizeProducing(g, index, in) >= 0);
     if (!readsDequantized) continue;
     if (why.empty())
       why = "no INT8 implementation for " + node.opType +

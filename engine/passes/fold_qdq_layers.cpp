@@ -241,7 +241,8 @@ bool foldQuantizableLayer(Network& network, const GraphIndex& index, int at,
   folded.inputs[kQuantX] = dq.inputs[0];
   folded.inputs[kQuantW] = weights.weights.commit(g);
   folded.inputs[kQuantBias] = bias.commit(g);
-  if (kind == LayerKind::kConv && layer.hasInput(3)) folded.inputs[kQuantResidual] = layer.inputs[3];
+  if (kind == LayerKind::kConv && layer.hasInput(3))
+    folded.inputs[kQuantResidual] = layer.inputs[3];
   folded.inputs[kQuantXScale] = dq.inputs[1];
   folded.inputs[kQuantXZeroPoint] =
       dq.hasInput(2) ? dq.inputs[2]

@@ -150,8 +150,8 @@ Result<CalibrationTable> parseCalibrationCache(const std::string& text,
     if (tokens.empty()) continue;
     if (!sawHeader) {
       if (tokens[0] != kMagic)
-        return parseError(where + ": not a calibration cache (the first entry must be '" +
-                          kMagic + " 1')");
+        return parseError(where + ": not a calibration cache (the first entry must be '" + kMagic +
+                          " 1')");
       if (tokens.size() != 2 || tokens[1] != std::to_string(kVersion))
         return parseError(at + ": unsupported cache version (this Kiln reads version 1)");
       sawHeader = true;

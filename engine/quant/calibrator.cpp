@@ -29,9 +29,9 @@ void addIfFloat(const std::string& name, const Tensor& t, CalibrationHistograms*
 
 }  // namespace
 
-Result<CalibrationResult> calibrateNetwork(const Network& network,
-                                           const std::vector<std::map<std::string, Tensor>>& batches,
-                                           const CalibrationOptions& options) {
+Result<CalibrationResult> calibrateNetwork(
+    const Network& network, const std::vector<std::map<std::string, Tensor>>& batches,
+    const CalibrationOptions& options) {
   if (batches.empty()) return invalidArgument("calibration needs at least one batch of data");
   if (options.method == CalibrationMethod::kPercentile &&
       !(options.percentile > 0 && options.percentile <= 100))
@@ -57,7 +57,8 @@ Result<CalibrationResult> calibrateNetwork(const Network& network,
     samples += first.rank() > 0 ? static_cast<int>(first.dim(0)) : 1;
     if (options.onProgress) options.onProgress({b + 1, total});
   }
-  result.table = tableFromHistograms(result.histograms, options.method, options.percentile, samples);
+  result.table =
+      tableFromHistograms(result.histograms, options.method, options.percentile, samples);
   return result;
 }
 

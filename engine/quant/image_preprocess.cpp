@@ -44,7 +44,8 @@ float sampleBilinear(const RgbImage& image, double x, double y, int channel) {
   const int x1 = std::min(x0 + 1, image.width - 1), y1 = std::min(y0 + 1, image.height - 1);
   const double fx = std::clamp(x - x0, 0.0, 1.0), fy = std::clamp(y - y0, 0.0, 1.0);
   auto at = [&](int px, int py) {
-    return static_cast<double>(image.rgb[(static_cast<size_t>(py) * image.width + px) * 3 + channel]);
+    return static_cast<double>(
+        image.rgb[(static_cast<size_t>(py) * image.width + px) * 3 + channel]);
   };
   const double top = at(x0, y0) * (1 - fx) + at(x1, y0) * fx;
   const double bottom = at(x0, y1) * (1 - fx) + at(x1, y1) * fx;
@@ -80,10 +81,14 @@ Status parseSpecLine(const std::vector<std::string>& t, PreprocessSpec* spec) {
     return Status::ok();
   }
   if (key == "channels" && t.size() == 2) {
-    if (t[1] == "rgb") spec->channels = PreprocessSpec::Channels::kRgb;
-    else if (t[1] == "bgr") spec->channels = PreprocessSpec::Channels::kBgr;
-    else if (t[1] == "gray") spec->channels = PreprocessSpec::Channels::kGray;
-    else return invalidArgument("'channels' is rgb, bgr or gray, not '" + t[1] + "'");
+    if (t[1] == "rgb")
+      spec->channels = PreprocessSpec::Channels::kRgb;
+    else if (t[1] == "bgr")
+      spec->channels = PreprocessSpec::Channels::kBgr;
+    else if (t[1] == "gray")
+      spec->channels = PreprocessSpec::Channels::kGray;
+    else
+      return invalidArgument("'channels' is rgb, bgr or gray, not '" + t[1] + "'");
     return Status::ok();
   }
   if (key == "layout" && t.size() == 2) {
@@ -134,7 +139,8 @@ Tensor preprocessImage(const RgbImage& image, const PreprocessSpec& spec) {
   Tensor out(DataType::kFloat32, spec.nhwc ? Shape{h, w, channels} : Shape{channels, h, w});
   float* data = out.data<float>();
   // Pixel centres map onto each other (align_corners = false).
-  const double sx = static_cast<double>(image.width) / w, sy = static_cast<double>(image.height) / h;
+  const double sx = static_cast<double>(image.width) / w,
+               sy = static_cast<double>(image.height) / h;
   for (int64_t y = 0; y < h; ++y) {
     for (int64_t x = 0; x < w; ++x) {
       const double srcX = (x + 0.5) * sx - 0.5, srcY = (y + 0.5) * sy - 0.5;
@@ -152,7 +158,8 @@ Tensor preprocessImage(const RgbImage& image, const PreprocessSpec& spec) {
   return out;
 }
 
-Result<PreprocessSpec> parsePreprocessSpec(const std::string& text, const std::string& displayName) {
+Result<PreprocessSpec> parsePreprocessSpec(const std::string& text,
+                                           const std::string& displayName) {
   const std::string where = "preprocessing spec '" + displayName + "'";
   std::istringstream in(text);
   std::string line;
@@ -168,8 +175,9 @@ Result<PreprocessSpec> parsePreprocessSpec(const std::string& text, const std::s
     if (tokens.empty()) continue;
     if (!sawHeader) {
       if (tokens.size() != 2 || tokens[0] != "kiln-preprocess" || tokens[1] != "1")
-        return parseError(where + ": not a preprocessing spec (the first entry must be "
-                                  "'kiln-preprocess 1')");
+        return parseError(where +
+                          ": not a preprocessing spec (the first entry must be "
+                          "'kiln-preprocess 1')");
       sawHeader = true;
       continue;
     }

@@ -72,11 +72,13 @@ void TensorHistogram::grow(double needed) {
 
 void TensorHistogram::add(const float* values, int64_t count) {
   double batchMax = 0;
+  bool seen = m_count > 0;  // the extremes start at the first finite value
   for (int64_t i = 0; i < count; ++i) {
     const float v = values[i];
     if (!std::isfinite(v)) continue;
     batchMax = std::max(batchMax, static_cast<double>(std::fabs(v)));
-    if (m_count == 0 && i == 0) m_min = m_max = v;
+    if (!seen) m_min = m_max = v;
+    seen = true;
     m_min = std::min(m_min, static_cast<double>(v));
     m_max = std::max(m_max, static_cast<double>(v));
   }

@@ -19,8 +19,8 @@ Status AccuracyAccumulator::add(const Tensor& reference, const Tensor& test) {
                            dataTypeName(reference.type()) + " and " + dataTypeName(test.type()));
   if (reference.shape() != test.shape())
     return invalidArgument("output '" + m_result.name + "': shapes differ (" +
-                           shapeToString(reference.shape()) + " vs " +
-                           shapeToString(test.shape()) + ")");
+                           shapeToString(reference.shape()) + " vs " + shapeToString(test.shape()) +
+                           ")");
   const float* r = reference.data<float>();
   const float* t = test.data<float>();
   for (int64_t i = 0; i < reference.numel(); ++i) {
@@ -65,8 +65,8 @@ Result<std::vector<OutputAccuracy>> compareOutputs(
     const std::vector<std::vector<NamedTensor>>& reference,
     const std::vector<std::vector<NamedTensor>>& test) {
   if (reference.size() != test.size() || reference.empty())
-    return invalidArgument("accuracy: " + std::to_string(reference.size()) + " reference runs and " +
-                           std::to_string(test.size()) + " test runs");
+    return invalidArgument("accuracy: " + std::to_string(reference.size()) +
+                           " reference runs and " + std::to_string(test.size()) + " test runs");
   std::vector<AccuracyAccumulator> outputs;
   for (const NamedTensor& out : reference.front()) outputs.emplace_back(out.name);
   for (size_t run = 0; run < reference.size(); ++run) {

@@ -41,7 +41,8 @@ class AccuracyAccumulator {
  private:
   OutputAccuracy m_result;
   double m_dot = 0, m_refNorm = 0, m_testNorm = 0, m_sumAbs = 0, m_sumRel = 0;
-  std::vector<std::pair<double, double>> m_relPending;  // (abs error, |ref|) until the floor is known
+  std::vector<std::pair<double, double>>
+      m_relPending;  // (abs error, |ref|) until the floor is known
   double m_refMax = 0;
 };
 

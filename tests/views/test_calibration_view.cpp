@@ -67,7 +67,8 @@ float inputScaleInEngine(const StudioDocument& document, const std::string& onnx
     if (!isQuantizedLayer(n)) continue;
     for (const std::string& s : n.attrStrings(kSourceNodesAttribute))
       if (s == onnxNode)
-        return document.plan()->network->graph.initializers.at(n.inputs[kQuantXScale])
+        return document.plan()
+            ->network->graph.initializers.at(n.inputs[kQuantXScale])
             .data<float>()[0];
   }
   return 0;

@@ -30,6 +30,8 @@ const GpuKernelEntry* GpuKernelRegistry::find(const std::string& domain, const s
 // ai.kiln FusedAttention (ops/fused_attention.cu); declared here rather than in
 // gpu_kernel.h, which every kernel file includes.
 void registerFusedAttentionGpuKernels(GpuKernelRegistry& registry);
+// ai.kiln QuantizedConv / QuantizedMatMul (ops/int8_layers.cpp), likewise.
+void registerInt8GpuKernels(GpuKernelRegistry& registry);
 
 const GpuKernelRegistry& builtinGpuKernels() {
   static const GpuKernelRegistry registry = [] {
@@ -50,6 +52,7 @@ const GpuKernelRegistry& builtinGpuKernels() {
     registerFusedNormalizationGpuKernels(r);
     registerFusedConvGpuKernels(r);
     registerFusedAttentionGpuKernels(r);
+    registerInt8GpuKernels(r);
     return r;
   }();
   return registry;

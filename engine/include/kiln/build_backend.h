@@ -44,10 +44,10 @@ class BuildBackend {
   // builder then chooses it for the whole network).
   virtual bool uniformPrecision() const = 0;
   // True when the backend's convolutions want channels-last (NHWC) storage in a build
-  // that allows 16-bit precision (`reducedPrecision`): the builder then runs the
-  // channels_last_layout pass.
-  virtual bool prefersChannelsLast(bool reducedPrecision) const {
-    (void)reducedPrecision;
+  // that allows tensor-core math (`tensorCoreMath`: fp16, bf16 or TF32): the builder
+  // then runs the channels_last_layout pass.
+  virtual bool prefersChannelsLast(bool tensorCoreMath) const {
+    (void)tensorCoreMath;
     return false;
   }
   // The tactics for `node`, in preference order (the first is the heuristic's

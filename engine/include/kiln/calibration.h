@@ -115,9 +115,9 @@ struct CalibrationResult {
 // and histograms every float32 value its top-level nodes produce and every float32
 // graph input. Errors: no batches, a batch the network rejects (named by index), a
 // cancelled run.
-Result<CalibrationResult> calibrateNetwork(const Network& network,
-                                           const std::vector<std::map<std::string, Tensor>>& batches,
-                                           const CalibrationOptions& options);
+Result<CalibrationResult> calibrateNetwork(
+    const Network& network, const std::vector<std::map<std::string, Tensor>>& batches,
+    const CalibrationOptions& options);
 
 // Symmetric per-channel scales of a weight: max |w| over each slice along `axis`,
 // divided by 127 (a zero slice gets scale 1 so it quantizes to zeros).

@@ -21,8 +21,8 @@ namespace fs = std::filesystem;
 const std::string kQuantDir = std::string(KILN_TEST_DATA_DIR) + "/quant";
 
 std::string tempDir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() /
-                       ("kiln_quant_" + name + "_" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("kiln_quant_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir.string();
@@ -89,11 +89,15 @@ TEST(TensorHistogram, PercentileAndEntropyClipOutliers) {
 
 TEST(TensorHistogram, NonFiniteValuesAreCountedApart) {
   TensorHistogram h;
-  const std::vector<float> v = {1.f, NAN, INFINITY, -2.f};
+  const std::vector<float> v = {NAN, 1.5f, INFINITY, 3.f};
   h.add(v.data(), 4);
   EXPECT_EQ(h.count(), 2);
+  EXPECT_DOUBLE_EQ(h.minValue(), 1.5);  // the first finite value starts the extremes
+  const std::vector<float> more = {-2.f};
+  h.add(more.data(), 1);
   EXPECT_EQ(h.nonFinite(), 2);
-  EXPECT_DOUBLE_EQ(h.amax(CalibrationMethod::kMinMax), 2.0);
+  EXPECT_DOUBLE_EQ(h.amax(CalibrationMethod::kMinMax), 3.0);
+  EXPECT_DOUBLE_EQ(h.minValue(), -2.0);
 }
 
 TEST(CalibrationCache, RoundTripsNamesRangesAndPins) {

@@ -109,14 +109,18 @@ Network qdqConvNetwork() {
   Network n;
   n.opsets[""] = 13;
   Graph& g = n.graph;
-  g.inputs.push_back({"x", DataType::kFloat32, true, {DimExpr(2), DimExpr(4), DimExpr(6), DimExpr(6)}});
+  g.inputs.push_back(
+      {"x", DataType::kFloat32, true, {DimExpr(2), DimExpr(4), DimExpr(6), DimExpr(6)}});
   g.outputs.push_back({"y", DataType::kFloat32, false, {}});
   Tensor w(DataType::kInt8, {5, 4, 3, 3});
-  for (int64_t i = 0; i < w.numel(); ++i) w.data<int8_t>()[i] = static_cast<int8_t>((i * 37) % 255 - 127);
+  for (int64_t i = 0; i < w.numel(); ++i)
+    w.data<int8_t>()[i] = static_cast<int8_t>((i * 37) % 255 - 127);
   g.initializers["w_q"] = w;
-  g.initializers["w_scale"] = Tensor::fromVector(DataType::kFloat32, {5}, std::vector<float>{0.01f, 0.02f, 0.005f, 0.015f, 0.008f});
+  g.initializers["w_scale"] = Tensor::fromVector(
+      DataType::kFloat32, {5}, std::vector<float>{0.01f, 0.02f, 0.005f, 0.015f, 0.008f});
   g.initializers["w_zero"] = Tensor(DataType::kInt8, {5});
-  g.initializers["b"] = Tensor::fromVector(DataType::kFloat32, {5}, std::vector<float>{0.1f, -0.2f, 0.05f, 0.3f, -0.1f});
+  g.initializers["b"] = Tensor::fromVector(DataType::kFloat32, {5},
+                                           std::vector<float>{0.1f, -0.2f, 0.05f, 0.3f, -0.1f});
   g.initializers["x_scale"] = scalar(DataType::kFloat32, 0.008);
   g.initializers["x_zero"] = scalar(DataType::kUInt8, 3);
   g.initializers["y_scale"] = scalar(DataType::kFloat32, 0.02);
@@ -173,8 +177,8 @@ TEST(FoldQdq, ConvFoldsIntoOneInt8LayerMatchingTheFloatSimulation) {
     differing += d > 1e-6;
     maxValue = std::max(maxValue, std::fabs(static_cast<double>(simulated.data<float>()[i])));
   }
-  EXPECT_GT(maxValue, 0.2);              // not a zero output
-  EXPECT_LE(maxDiff, 0.02 + 1e-6);       // at most one output step (y_scale)
+  EXPECT_GT(maxValue, 0.2);                      // not a zero output
+  EXPECT_LE(maxDiff, 0.02 + 1e-6);               // at most one output step (y_scale)
   EXPECT_LT(differing, simulated.numel() / 50);  // and rarely: only float-order ties
 }
 
@@ -218,9 +222,8 @@ TEST(QdqModel, ImportsFoldsAndMatchesOnnxRuntime) {
   ASSERT_TRUE(input.isOk() && expected.isOk());
   const std::map<std::string, Tensor> inputs = {{"input", *input}};
   const float logitsScale = network->graph.initializers.at("logits_scale").data<float>()[0];
-  for (const auto& [what, out] :
-       {std::pair{"int8 plan", runPlan(plan, inputs)[0].tensor},
-        std::pair{"float simulation", run(*network, inputs)[0].tensor}}) {
+  for (const auto& [what, out] : {std::pair{"int8 plan", runPlan(plan, inputs)[0].tensor},
+                                  std::pair{"float simulation", run(*network, inputs)[0].tensor}}) {
     ASSERT_EQ(out.shape(), expected->shape());
     for (int64_t i = 0; i < out.numel(); ++i)
       EXPECT_NEAR(out.data<float>()[i], expected->data<float>()[i], 2.01 * logitsScale)
@@ -305,7 +308,7 @@ TEST(ImplicitInt8, RulesPinsAndMissingRangesFallBackWithReasons) {
   auto network = loadModel("small_cnn.onnx");
   CalibrationTable table = calibrate(*network, CalibrationMethod::kMinMax);
   table.tensors["r1"].pinned = DataType::kFloat16;  // conv2 reads r1
-  table.tensors.erase("r2");                       // conv3 reads r2
+  table.tensors.erase("r2");                        // conv3 reads r2
   BuilderConfig config = baseConfig();
   config.int8 = true;
   config.calibration = &table;

@@ -18,8 +18,7 @@ Status readQuantParams(const KernelContext& ctx, size_t scaleSlot, size_t zeroPo
     return ctx.error(scaleName + " must be one float32 value");
   out->scale = scale->data<float>()[0];
   if (!(out->scale > 0) || !std::isfinite(out->scale))
-    return ctx.error(scaleName + " must be positive and finite, got " +
-                     std::to_string(out->scale));
+    return ctx.error(scaleName + " must be positive and finite, got " + std::to_string(out->scale));
   out->zeroPoint = 0;
   out->type = DataType::kInt8;
   if (const Tensor* zp = ctx.inputOrNull(zeroPointSlot)) {
@@ -101,8 +100,8 @@ Status allocateQuantizedOutput(KernelContext& ctx, const Shape& shape, OutputWri
   writer->quantized = ctx.hasInput(kQuantYScale);
   if (writer->quantized)
     KILN_RETURN_IF_ERROR(readQuantParams(ctx, kQuantYScale, kQuantYZeroPoint, &writer->params));
-  writer->out = &ctx.allocateOutput(0, writer->quantized ? writer->params.type : DataType::kFloat32,
-                                    shape);
+  writer->out =
+      &ctx.allocateOutput(0, writer->quantized ? writer->params.type : DataType::kFloat32, shape);
   return Status::ok();
 }
 

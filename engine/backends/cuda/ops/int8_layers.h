@@ -24,8 +24,8 @@ namespace kiln::cuda {
 // int8/uint8 (`quantizedType`), or already quantized int8/uint8.
 struct Int8Input {
   const void* data = nullptr;
-  DataType type = DataType::kFloat32;          // storage type of `data`
-  DataType quantizedType = DataType::kInt8;    // int8 or uint8
+  DataType type = DataType::kFloat32;        // storage type of `data`
+  DataType quantizedType = DataType::kInt8;  // int8 or uint8
   float scale = 1.f;
   int32_t zeroPoint = 0;
   int32_t offset() const { return quantizedType == DataType::kUInt8 ? 128 : 0; }
@@ -59,11 +59,12 @@ Status int8GemmTiled(const int8_t* a, const int8_t* w, int32_t* acc, int64_t row
 // requantized (round half to even, saturate) when `quantized`.
 struct Int8Epilogue {
   const int32_t* acc = nullptr;
-  const float* multiplier = nullptr;  // [cols] of this group
-  const float* bias = nullptr;        // [cols] of this group
-  const int32_t* weightSum = nullptr; // [cols] of this group
-  int32_t inputZero = 0;              // zp' of A
-  const void* z = nullptr;            // residual in yType float storage (conv only)
+  const float* multiplier = nullptr;   // [cols] of this group
+  const float* bias = nullptr;         // [cols] of this group
+  const int32_t* weightSum = nullptr;  // [cols] of this group
+  int32_t inputZero = 0;               // zp' of A
+  const void* z = nullptr;             // residual (conv only), float storage `zType`
+  DataType zType = DataType::kFloat32;
   void* y = nullptr;
   DataType yType = DataType::kFloat32;
   bool quantized = false;

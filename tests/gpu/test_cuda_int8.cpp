@@ -1,0 +1,141 @@
+// The INT8 layers on the GPU against the CPU reference: ai.kiln QuantizedConv and
+// QuantizedMatMul (float or int8 inputs, int8/uint8 zero points, groups, K padded to
+// a multiple of 4, float and requantized outputs), and the ONNX Runtime QDQ fixture
+// built on the CUDA backend against the CPU INT8 plan. Without a device every test
+// skips and says why.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "gpu/gpu_op_test.h"
+#include "ir/quantized_layers.h"
+#include "kiln/builder.h"
+#include "kiln/cuda_build_backend.h"
+#include "kiln/cuda_runtime.h"
+#include "kiln/onnx_import.h"
+#include "kiln/reference_backend.h"
+#include "kiln/tensor_io.h"
+
+namespace kiln::test {
+namespace {
+
+std::string testDataDir() {
+  const char* dir = std::getenv("KILN_TEST_DATA_DIR");
+  return dir ? dir : KILN_TEST_DATA_DIR;
+}
+
+Tensor scalar(DataType type, double v) {
+  return castTensor(Tensor::fromVector(DataType::kFloat64, {}, std::vector<double>{v}), type);
+}
+
+Tensor int8Weights(const Shape& shape, uint32_t seed) {
+  return castTensor(randomTensor(DataType::kInt64, shape, seed, -127, 127), DataType::kInt8);
+}
+
+Tensor channelScales(int64_t channels, uint32_t seed) {
+  return randomTensor(DataType::kFloat32, {channels}, seed, 0.002, 0.02);
+}
+
+// Float outputs differ by the epilogue's float (GPU) vs double (CPU) arithmetic and,
+// rarely, by one quantization step of the input at a rounding tie.
+std::vector<PrecisionTolerance> floatOutput() {
+  return {{cuda::Precision::kFloat32, 2e-3, 2e-3}};
+}
+// Requantized outputs: at most one step apart.
+std::vector<PrecisionTolerance> int8Output() {
+  return {{cuda::Precision::kFloat32, 1, 0}};
+}
+
+GpuOpTest quantizedConv(const Tensor& x, int64_t group, const Tensor& xZero) {
+  const int64_t channels = x.dim(1), out = 16;
+  GpuOpTest t(kQuantizedConvOp, 1, kKilnDomain);
+  t.attr("kernel_shape", std::vector<int64_t>{3, 3})
+      .attr("pads", std::vector<int64_t>{1, 1, 1, 1})
+      .attr("group", group)
+      .attr("activation", std::string("relu"))
+      .input(x)
+      .constant(int8Weights({out, channels / group, 3, 3}, 2))
+      .constant(randomTensor(DataType::kFloat32, {out}, 3))
+      .missingInput()
+      .constant(scalar(DataType::kFloat32, 0.02))
+      .constant(xZero)
+      .constant(channelScales(out, 4));
+  return t;
+}
+
+TEST(CudaInt8, ConvFloatInputInt8ZeroPoint) {
+  KILN_REQUIRE_GPU();
+  quantizedConv(randomTensor(DataType::kFloat32, {2, 8, 9, 9}, 1), 1, scalar(DataType::kInt8, -3))
+      .check(floatOutput());
+}
+
+TEST(CudaInt8, ConvFloatInputUint8ZeroPointGrouped) {
+  KILN_REQUIRE_GPU();
+  quantizedConv(randomTensor(DataType::kFloat32, {2, 8, 7, 7}, 5), 8, scalar(DataType::kUInt8, 120))
+      .check(floatOutput());
+}
+
+TEST(CudaInt8, ConvInt8InputRequantizedOutput) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest t = quantizedConv(int8Weights({1, 12, 6, 6}, 6), 1, scalar(DataType::kInt8, 0));
+  t.constant(scalar(DataType::kFloat32, 0.05)).constant(scalar(DataType::kInt8, -10));
+  t.check(int8Output());
+}
+
+TEST(CudaInt8, MatMulPaddedDepthPerChannelRelu) {
+  KILN_REQUIRE_GPU();
+  for (int64_t depth : {20, 18}) {  // 18: K padded to 20 for IMMA
+    GpuOpTest(kQuantizedMatMulOp, 1, kKilnDomain)
+        .attr("activation", std::string("relu"))
+        .input(randomTensor(DataType::kFloat32, {3, 5, depth}, 7))
+        .constant(int8Weights({depth, 12}, 8))
+        .constant(randomTensor(DataType::kFloat32, {12}, 9))
+        .missingInput()
+        .constant(scalar(DataType::kFloat32, 0.01))
+        .constant(scalar(DataType::kInt8, 4))
+        .constant(channelScales(12, 10))
+        .check(floatOutput());
+  }
+}
+
+// The ONNX Runtime QDQ fixture: a CUDA INT8 plan against the CPU INT8 plan.
+TEST(CudaInt8, QdqModelOnCudaMatchesTheCpuPlan) {
+  KILN_REQUIRE_GPU();
+  auto network = importOnnxFile(testDataDir() + "/quant/small_cnn_qdq.onnx");
+  ASSERT_TRUE(network.isOk()) << network.status().toString();
+  auto shared = std::make_shared<const Network>(std::move(network.value()));
+  BuilderConfig config;
+  OptimizationProfile profile;
+  profile.inputs["input"] = {{1, 3, 16, 16}, {4, 3, 16, 16}, {8, 3, 16, 16}};
+  config.profiles = {profile};
+  auto backend = cuda::createCudaBuildBackend(0, config);
+  ASSERT_TRUE(backend.isOk()) << backend.status().toString();
+  auto plan = buildPlan(shared, config, **backend);
+  ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+  int int8Layers = 0;
+  for (const LayerRecord& layer : plan->record.layers)
+    int8Layers += layer.precision == DataType::kInt8;
+  EXPECT_EQ(int8Layers, 6);
+  auto input = readNpyFile(testDataDir() + "/quant/qdq_input.npy");
+  auto expected = readNpyFile(testDataDir() + "/quant/qdq_expected.npy");
+  ASSERT_TRUE(input.isOk() && expected.isOk());
+  auto engine = cuda::Engine::create(plan->network, cuda::EngineOptions{});
+  ASSERT_TRUE(engine.isOk()) << engine.status().toString();
+  auto context = (*engine)->createContext();
+  ASSERT_TRUE(context.isOk());
+  ASSERT_TRUE((*context)->setInputShape("input", input->shape()).isOk());
+  ASSERT_TRUE((*context)->setInput("input", *input).isOk());
+  Status ran = (*context)->execute();
+  ASSERT_TRUE(ran.isOk()) << ran.toString();
+  for (const cuda::LayerInfo& layer : (*context)->layers())
+    if (layer.name.find("conv") != std::string::npos)
+      EXPECT_EQ(layer.placement, cuda::LayerPlacement::kGpu) << layer.name << ": " << layer.note;
+  auto out = (*context)->getOutput("logits");
+  ASSERT_TRUE(out.isOk()) << out.status().toString();
+  const float logitsScale = shared->graph.initializers.at("logits_scale").data<float>()[0];
+  for (int64_t i = 0; i < out->numel(); ++i)
+    EXPECT_NEAR(out->data<float>()[i], expected->data<float>()[i], 2.01 * logitsScale) << i;
+}
+
+}  // namespace
+}  // namespace kiln::test
