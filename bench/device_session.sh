@@ -26,6 +26,7 @@ for line in sys.stdin:
 fi
 if [ "$part" = extra ]; then
   M=/tmp/kiln/models/resnet50.onnx
+  [ -f $M ] || python3 bench/export_models.py /tmp/kiln/models resnet50 > /dev/null 2>&1
   IN=$(python3 -c "import onnx;m=onnx.load('$M',load_external_data=False);print(m.graph.input[0].name)")
   S=$IN:256x3x224x224; SH="--min-shapes $S --opt-shapes $S --max-shapes $S"
   echo "=== profile fp16 plan"
@@ -44,12 +45,13 @@ if [ "$part" = extra ]; then
 fi
 if [ "$part" = rtf ]; then
   M=/tmp/kiln/models/resnet50.onnx
+  [ -f $M ] || python3 bench/export_models.py /tmp/kiln/models resnet50 > /dev/null 2>&1
   IN=$(python3 -c "import onnx;m=onnx.load('$M',load_external_data=False);print(m.graph.input[0].name)")
   S=$IN:256x3x224x224; SH="--min-shapes $S --opt-shapes $S --max-shapes $S"
   echo "=== runtime fusion experiment"
-  ( time KILN_CUDNN_RUNTIME_FUSION=1 timeout 400 $K build $M -o /tmp/rtf.kiln --backend cuda --fp16 --optimization-level 2 $SH > /tmp/rtf.log 2>&1 ) 2>&1 | tail -3
+  ( time env KILN_CUDNN_RUNTIME_FUSION=1 timeout 400 $K build $M -o /tmp/rtf.kiln --backend cuda --fp16 --optimization-level 2 $SH > /tmp/rtf.log 2>&1 ) 2>&1 | tail -3
   tail -2 /tmp/rtf.log
-  ( time KILN_CUDNN_RUNTIME_FUSION=1 timeout 300 $K run /tmp/rtf.kiln --shapes $S --no-data-transfers 2>&1 | grep -iE "GPU Compute" | head -2 ) 2>&1
+  ( time env KILN_CUDNN_RUNTIME_FUSION=1 timeout 300 $K run /tmp/rtf.kiln --shapes $S --no-data-transfers 2>&1 | grep -iE "GPU Compute" | head -2 ) 2>&1
   KILN_CUDNN_RUNTIME_FUSION=1 timeout 300 $K run /tmp/rtf.kiln --shapes $S --no-data-transfers --profile --json 2>/dev/null | python3 bench/profile_summary.py | head -20
 fi
 tar cf - -C $out --exclude='*.kiln' . | xz -6 > $OUT/logs.tar.xz
