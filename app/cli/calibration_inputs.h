@@ -22,7 +22,7 @@ Result<std::vector<std::map<std::string, Tensor>>> loadDataBatches(
     const std::string& inputName, int batchSize);
 
 // Runs `plan` (CPU backend) and `network` (the FP32 reference) on every batch and
-// returns the per-output accuracy lines (quant/accuracy_stats.h).
+// returns the per-output accuracy lines (compare/error_stats.h).
 Result<std::string> int8AccuracyReport(const Network& network, const Plan& plan,
                                        const std::vector<std::map<std::string, Tensor>>& batches);
 

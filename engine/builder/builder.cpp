@@ -125,11 +125,15 @@ Status buildLayer(const Network& network, const Node& node, build::TimingSession
     record.warnings.push_back("layer '" + layer.name + "' not replayed: " + selection.replayNote);
   }
   plan->layers.push_back({layer.tactic, layer.precision, layer.outputType});
-  const DataType pinned = selection.replayed ? winner.precision
+  // An INT8 layer computes in integers whatever the engine's float precision is: it
+  // keeps its own precision, as integer and shape layers do.
+  const bool int8Layer =
+      precisions.precisions.size() == 1 && precisions.precisions[0] == DataType::kInt8;
+  const DataType pinned = selection.replayed || int8Layer ? winner.precision
                           : reducible && precisions.precisions.size() == 1
                               ? precisions.precisions[0]
                               : DataType::kUndefined;
-  uniformInfo->push_back({reducible, pinned});
+  uniformInfo->push_back({reducible && !int8Layer, pinned});
   record.layers.push_back(std::move(layer));
   return Status::ok();
 }

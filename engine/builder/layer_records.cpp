@@ -108,7 +108,8 @@ const char* layerTypeOf(const std::string& op) {
       {"QuantizedMatMul", "MatrixMultiply"},
       {"ScaledMaskedSoftmax", "SoftMax"},
       {"FusedAttention", "Attention"},
-      {"AddLayerNorm", "Normalization"}};
+      {"AddLayerNorm", "Normalization"},
+      {"PointwiseChain", "PointWiseV2"}};  // TensorRT's type for its PWN(...) layers
   auto it = kTypes.find(op);
   return it == kTypes.end() ? nullptr : it->second;
 }

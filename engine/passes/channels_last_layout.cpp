@@ -16,7 +16,6 @@
 #include <set>
 
 #include "ir/channels_last.h"
-#include "kiln/shape_inference.h"
 #include "passes/fusion_passes.h"
 
 namespace kiln::passes {
@@ -24,52 +23,41 @@ namespace {
 
 constexpr const char* kName = kChannelsLastPass;
 
-bool defaultDomain(const Node& node) { return node.domain.empty() || node.domain == "ai.onnx"; }
-
-int inputRank(const Node& node, const std::map<std::string, InferredValue>& shapes) {
-  if (node.inputs.empty()) return -1;
-  auto it = shapes.find(node.inputs[0]);
-  return it == shapes.end() || !it->second.hasShape ? -1 : static_cast<int>(it->second.shape.size());
+int inputRank(const Node& node, const InferredShapes& shapes) {
+  const SymbolicShape* shape = node.inputs.empty() ? nullptr : shapeOf(shapes, node.inputs[0]);
+  return shape ? static_cast<int>(shape->size()) : -1;
 }
 
-bool isFloat(const Node& node, const std::map<std::string, InferredValue>& shapes) {
-  auto it = shapes.find(node.inputs[0]);
-  if (it == shapes.end()) return false;
-  const DataType t = it->second.type;
+bool isFloat(const Node& node, const InferredShapes& shapes) {
+  const DataType t = typeOf(shapes, node.inputs[0]);
   return t == DataType::kFloat32 || t == DataType::kFloat16 || t == DataType::kBFloat16;
 }
 
 // True when `node` has a channels-last form this pass may give it.
-bool qualifies(const Node& node, const Graph& g, const std::map<std::string, InferredValue>& shapes) {
+bool qualifies(const Node& node, const Graph& g, const InferredShapes& shapes) {
   if (node.outputs.size() != 1 || node.outputs[0].empty() || node.inputs.empty() ||
       node.inputs[0].empty() || isChannelsLast(node) || node.hasSubgraphs())
     return false;
   if (inputRank(node, shapes) != 4 || !isFloat(node, shapes)) return false;
-  const bool conv = (node.opType == "Conv" && defaultDomain(node)) ||
+  const bool conv = (node.opType == "Conv" && isDefaultDomain(node)) ||
                     (node.opType == "FusedConv" && node.domain == kKilnDomain);
   if (conv) {
     if (node.inputs.size() < 2) return false;
     auto w = g.initializers.find(node.inputs[1]);
     return w != g.initializers.end() && w->second.rank() == 4;
   }
-  if (!defaultDomain(node)) return false;
+  if (!isDefaultDomain(node)) return false;
   if (node.opType == "MaxPool" || node.opType == "AveragePool")
     return node.attrInts("kernel_shape").size() == 2 && node.attrInt("storage_order", 0) == 0;
   return node.opType == "GlobalAveragePool" || node.opType == "GlobalMaxPool";
 }
 
-std::string freshValue(const Graph& g, const std::set<std::string>& taken, const std::string& base) {
+std::string freshValue(const Graph& g, const std::set<std::string>& taken,
+                       const std::string& base) {
   std::string name = base;
   for (int i = 1; taken.count(name) || g.initializers.count(name); ++i)
     name = base + "_" + std::to_string(i);
   return name;
-}
-
-Attribute intAttribute(int64_t v) {
-  Attribute a;
-  a.kind = Attribute::Kind::kInt;
-  a.i = v;
-  return a;
 }
 
 // A reformat layer: Transpose `from` -> `to` with `perm`, tagged with this pass and
@@ -87,14 +75,8 @@ Node reformat(const std::string& from, const std::string& to, const int (&perm)[
   p.kind = Attribute::Kind::kInts;
   p.ints.assign(perm, perm + 4);
   t.attributes["perm"] = p;
-  Attribute pass;
-  pass.kind = Attribute::Kind::kString;
-  pass.s = kName;
-  t.attributes[kFusionPassAttribute] = pass;
-  Attribute sources;
-  sources.kind = Attribute::Kind::kStrings;
-  sources.strings = {serves};
-  t.attributes[kSourceNodesAttribute] = sources;
+  t.attributes[kFusionPassAttribute] = stringAttribute(kName);
+  t.attributes[kSourceNodesAttribute] = stringsAttribute({serves});
   return t;
 }
 
@@ -107,12 +89,8 @@ void asFusedConv(Node* node) {
   node->opType = "FusedConv";
   node->domain = kKilnDomain;
   node->opset = 1;
-  Attribute activation;
-  activation.kind = Attribute::Kind::kString;
-  activation.s = "none";
-  node->attributes["activation"] = activation;
-  node->attributes[kSourceNodesAttribute].kind = Attribute::Kind::kStrings;
-  node->attributes[kSourceNodesAttribute].strings = sources;
+  node->attributes["activation"] = stringAttribute("none");
+  node->attributes[kSourceNodesAttribute] = stringsAttribute(std::move(sources));
 }
 
 class ChannelsLastLayout final : public Pass {
@@ -181,7 +159,8 @@ class ChannelsLastLayout final : public Pass {
       applied->push_back({kName, {serves}, layer});
       bool channelsFirstReader = false;
       for (int reader : index.readers(y)) channelsFirstReader |= reader < 0 || !chosen[reader];
-      if (channelsFirstReader) nodes.push_back(reformat(twin, y, kToChannelsFirst, "NCHW", serves, opset));
+      if (channelsFirstReader)
+        nodes.push_back(reformat(twin, y, kToChannelsFirst, "NCHW", serves, opset));
     }
     g.nodes = std::move(nodes);
     const GraphIndex after(g);
@@ -194,6 +173,8 @@ class ChannelsLastLayout final : public Pass {
 
 }  // namespace
 
-std::unique_ptr<Pass> makeChannelsLastLayout() { return std::make_unique<ChannelsLastLayout>(); }
+std::unique_ptr<Pass> makeChannelsLastLayout() {
+  return std::make_unique<ChannelsLastLayout>();
+}
 
 }  // namespace kiln::passes

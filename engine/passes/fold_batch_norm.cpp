@@ -13,10 +13,6 @@ namespace {
 
 constexpr const char* kName = "fold_batch_norm";
 
-bool isDefaultDomain(const Node& node) {
-  return node.domain.empty() || node.domain == "ai.onnx";
-}
-
 const Tensor* float32Constant(const GraphIndex& index, const std::string& name, int64_t count) {
   const Tensor* t = name.empty() ? nullptr : index.constant(name);
   return t && t->type() == DataType::kFloat32 && (count < 0 || t->numel() == count) ? t : nullptr;
@@ -59,52 +55,36 @@ std::string freshName(const Graph& g, const std::string& base) {
   return name;
 }
 
-class FoldBatchNorm final : public Pass {
- public:
-  PassInfo info() const override {
-    return {kName, "Conv(X, W, B) -> BatchNormalization: W * s, (B - mean) * s + bias", 1};
-  }
-
-  Status apply(Network& network, std::vector<PassApplication>* applied) const override {
-    Graph& g = network.graph;
-    auto index = std::make_unique<GraphIndex>(g);
-    for (size_t at = 0; at < g.nodes.size();) {
-      const Node& conv = g.nodes[at];
-      const int bnIndex = conv.opType == "Conv" && isDefaultDomain(conv) &&
-                                  conv.inputs.size() >= 2 && conv.outputs.size() == 1
-                              ? index->soleReader(conv.outputs[0])
-                              : -1;
-      Tensor w, b;
-      if (bnIndex < 0 || g.nodes[bnIndex].opType != "BatchNormalization" ||
-          !isDefaultDomain(g.nodes[bnIndex]) || g.nodes[bnIndex].inputs[0] != conv.outputs[0] ||
-          !fold(conv, g.nodes[bnIndex], *index, &w, &b)) {
-        ++at;
-        continue;
-      }
-      Node fused = conv;
-      fused.name = conv.displayName() + " + " + g.nodes[bnIndex].displayName();
-      fused.outputs = {g.nodes[bnIndex].outputs[0]};
-      const std::string wName = freshName(g, conv.inputs[1]);
-      const std::string bName = freshName(g, conv.inputs[1] + "_bias");
-      g.initializers[wName] = std::move(w);
-      g.initializers[bName] = std::move(b);
-      fused.inputs.resize(3);
-      fused.inputs[1] = wName;
-      fused.inputs[2] = bName;
-      PassApplication record{
-          kName, {conv.displayName(), g.nodes[bnIndex].displayName()}, fused.name};
-      replaceNodes(g, {static_cast<int>(at), bnIndex}, std::move(fused), kName);
-      applied->push_back(std::move(record));
-      index = std::make_unique<GraphIndex>(g);
-    }
-    return Status::ok();
-  }
-};
+// Conv at `at` -> BatchNormalization as one Conv with folded weights and bias.
+std::optional<Fusion> foldAt(Graph& g, const GraphIndex& index, int at) {
+  const Node& conv = g.nodes[at];
+  const int bnIndex = conv.opType == "Conv" && isDefaultDomain(conv) && conv.inputs.size() >= 2 &&
+                              conv.outputs.size() == 1
+                          ? index.soleReader(conv.outputs[0])
+                          : -1;
+  Tensor w, b;
+  if (bnIndex < 0 || g.nodes[bnIndex].opType != "BatchNormalization" ||
+      !isDefaultDomain(g.nodes[bnIndex]) || g.nodes[bnIndex].inputs[0] != conv.outputs[0] ||
+      !fold(conv, g.nodes[bnIndex], index, &w, &b))
+    return std::nullopt;
+  Node fused = conv;
+  fused.name = conv.displayName() + " + " + g.nodes[bnIndex].displayName();
+  fused.outputs = {g.nodes[bnIndex].outputs[0]};
+  const std::string wName = freshName(g, conv.inputs[1]);
+  const std::string bName = freshName(g, conv.inputs[1] + "_bias");
+  g.initializers[wName] = std::move(w);
+  g.initializers[bName] = std::move(b);
+  fused.inputs.resize(3);
+  fused.inputs[1] = wName;
+  fused.inputs[2] = bName;
+  return Fusion{{at, bnIndex}, std::move(fused)};
+}
 
 }  // namespace
 
 std::unique_ptr<Pass> makeFoldBatchNorm() {
-  return std::make_unique<FoldBatchNorm>();
+  return makeFusionPass(
+      {kName, "Conv(X, W, B) -> BatchNormalization: W * s, (B - mean) * s + bias", 1}, foldAt);
 }
 
 }  // namespace kiln::passes

@@ -29,10 +29,6 @@
 namespace kiln::passes {
 namespace {
 
-bool isDefaultDomain(const Node& node) {
-  return node.domain.empty() || node.domain == "ai.onnx";
-}
-
 bool isQdqNode(const Node& node, const char* op) {
   return node.opType == op && isDefaultDomain(node) && node.inputs.size() >= 2 &&
          node.inputs.size() <= 3 && node.outputs.size() == 1 && !node.outputs[0].empty() &&
@@ -118,10 +114,7 @@ void noteFallbacks(Graph& g, const GraphIndex& index, const std::map<int, std::s
     if (why.empty())
       why = "no INT8 implementation for " + node.opType +
             "; it runs in float on its DequantizeLinear inputs";
-    Attribute text;
-    text.kind = Attribute::Kind::kString;
-    text.s = why;
-    node.attributes[kInt8FallbackAttribute] = text;
+    node.attributes[kInt8FallbackAttribute] = stringAttribute(why);
   }
 }
 

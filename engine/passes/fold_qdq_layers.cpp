@@ -175,23 +175,6 @@ bool supportedMatMulForm(const Node& layer, LayerKind kind, std::string* whyNot)
   return true;
 }
 
-Attribute stringAttribute(const std::string& s) {
-  Attribute a;
-  a.kind = Attribute::Kind::kString;
-  a.s = s;
-  return a;
-}
-
-std::vector<std::string> expandedSources(const Graph& g, const std::vector<int>& nodes) {
-  std::vector<std::string> sources;
-  for (int i : nodes) {
-    std::vector<std::string> own = g.nodes[i].attrStrings(kSourceNodesAttribute);
-    if (own.empty()) own.push_back(g.nodes[i].displayName());
-    sources.insert(sources.end(), own.begin(), own.end());
-  }
-  return sources;
-}
-
 }  // namespace
 
 bool foldQuantizableLayer(Network& network, const GraphIndex& index, int at,
@@ -266,13 +249,10 @@ bool foldQuantizableLayer(Network& network, const GraphIndex& index, int at,
   }
   while (!folded.inputs.empty() && folded.inputs.back().empty()) folded.inputs.pop_back();
   std::sort(replaced.begin(), replaced.end());
-  const std::vector<std::string> sources = expandedSources(g, replaced);
   std::vector<std::string> names;
   for (int i : replaced) names.push_back(g.nodes[i].displayName());
   applied->push_back({kFoldQdqName, names, folded.name});
-  const int place = replaced.back() - static_cast<int>(replaced.size() - 1);
   replaceNodes(g, replaced, std::move(folded), kFoldQdqName);
-  g.nodes[place].attributes[kSourceNodesAttribute].strings = sources;
   return true;
 }
 

@@ -9,10 +9,6 @@
 // is read elsewhere (a residual stream, a graph output) the fused node also writes
 // it as its second output. LayerNormalization's Mean and InvStdDev outputs must have
 // no readers: the fused node does not compute them.
-#include <algorithm>
-#include <map>
-
-#include "kiln/shape_inference.h"
 #include "passes/fusion_passes.h"
 
 namespace kiln::passes {
@@ -20,28 +16,16 @@ namespace {
 
 constexpr const char* kName = "fuse_add_layer_norm";
 
-bool isDefaultDomain(const Node& node) {
-  return node.domain.empty() || node.domain == "ai.onnx";
-}
-
 struct Match {
   int add = -1, norm = -1;
   bool emitSum = false;     // S has readers besides the LayerNormalization
   bool placeAtAdd = false;  // one of them comes before the LayerNormalization
 };
 
-// Inferred symbolic shapes of the main graph (empty when inference fails: the
-// shape checks below then refuse every match).
-using Shapes = std::map<std::string, InferredValue>;
-
-const SymbolicShape* shapeOf(const Shapes& shapes, const std::string& value) {
-  auto it = shapes.find(value);
-  return it == shapes.end() || !it->second.hasShape ? nullptr : &it->second.shape;
-}
-
 // gamma/beta [n]: one-dimensional, n known, and n the normalized length (or, when
 // that length is unknown, n > 1, which a valid LayerNormalization makes equal to it).
-bool isNormalizedVector(const Shapes& shapes, const std::string& value, const SymbolicShape& s) {
+bool isNormalizedVector(const InferredShapes& shapes, const std::string& value,
+                        const SymbolicShape& s) {
   const SymbolicShape* p = shapeOf(shapes, value);
   if (!p || p->size() != 1 || !(*p)[0].isConst()) return false;
   const int64_t n = (*p)[0].constValue();
@@ -61,9 +45,13 @@ bool statisticsUnread(const Node& norm, const GraphIndex& index) {
   return true;
 }
 
-bool matchAt(const Graph& g, const GraphIndex& index, const Shapes& shapes, int at, Match* m) {
+bool matchAt(const Graph& g, const GraphIndex& index, const InferredShapes& shapes, int at,
+             Match* m) {
   const Node& norm = g.nodes[at];
-  if (norm.opType != "LayerNormalization" || !isDefaultDomain(norm) || norm.inputs.size() < 2 ||
+  // ai.kiln LayerNormalization is the same op, written by fuse_layer_norm into models
+  // that import an opset before 17.
+  if (norm.opType != "LayerNormalization" ||
+      (!isDefaultDomain(norm) && norm.domain != kKilnDomain) || norm.inputs.size() < 2 ||
       norm.inputs.size() > 3 || norm.outputs.empty() || norm.outputs[0].empty() ||
       norm.inputs[1].empty() || !statisticsUnread(norm, index))
     return false;
@@ -104,56 +92,27 @@ Node fusedNode(const Graph& g, const Match& m) {
   if (norm.inputs.size() > 2 && !norm.inputs[2].empty()) fused.inputs.push_back(norm.inputs[2]);
   fused.outputs = {norm.outputs[0]};
   if (m.emitSum) fused.outputs.push_back(add.outputs[0]);
-  Attribute epsilon;
-  epsilon.kind = Attribute::Kind::kFloat;
-  epsilon.f = norm.attrFloat("epsilon", 1e-5f);
-  fused.attributes["epsilon"] = epsilon;
-  Attribute axis;
-  axis.kind = Attribute::Kind::kInt;
-  axis.i = -1;
-  fused.attributes["axis"] = axis;
+  fused.attributes["epsilon"] = floatAttribute(norm.attrFloat("epsilon", 1e-5f));
+  fused.attributes["axis"] = intAttribute(-1);
   return fused;
 }
 
-class FuseAddLayerNorm final : public Pass {
- public:
-  PassInfo info() const override {
-    return {kName, "LayerNormalization(last axis) of Add(A, B) -> one AddLayerNorm row kernel", 1};
-  }
-
-  Status apply(Network& network, std::vector<PassApplication>* applied) const override {
-    Graph& g = network.graph;
-    auto inferred = inferShapes(network);
-    // Value shapes do not change when nodes fuse, so one inference serves every match.
-    const Shapes shapes = inferred.isOk() ? std::move(inferred.value().values) : Shapes();
-    auto index = std::make_unique<GraphIndex>(g);
-    const size_t before = applied->size();
-    for (size_t at = 0; at < g.nodes.size();) {
-      Match m;
-      if (!matchAt(g, *index, shapes, static_cast<int>(at), &m)) {
-        ++at;
-        continue;
-      }
-      Node fused = fusedNode(g, m);
-      PassApplication record{
-          kName, {g.nodes[m.add].displayName(), g.nodes[m.norm].displayName()}, fused.name};
-      replaceNodes(g, {m.add, m.norm}, std::move(fused), kName);
-      // replaceNodes leaves it where the LayerNormalization was (now at - 1); a reader
-      // of S before that point needs it where the Add was.
-      if (m.placeAtAdd)
-        std::rotate(g.nodes.begin() + m.add, g.nodes.begin() + (at - 1), g.nodes.begin() + at);
-      applied->push_back(std::move(record));
-      index = std::make_unique<GraphIndex>(g);  // indices moved
-    }
-    if (applied->size() > before) network.opsets[kKilnDomain] = 1;
-    return Status::ok();
-  }
-};
+// Without shapes nothing matches (the normalized axis is checked on them). The fused
+// node goes where the LayerNormalization was, unless a reader of S comes before that:
+// then where the Add was.
+std::optional<Fusion> fuseAt(Graph& g, const GraphIndex& index, const InferredShapes& shapes,
+                             int at) {
+  Match m;
+  if (!matchAt(g, index, shapes, at, &m)) return std::nullopt;
+  return Fusion{{m.add, m.norm}, fusedNode(g, m), m.placeAtAdd};
+}
 
 }  // namespace
 
 std::unique_ptr<Pass> makeFuseAddLayerNorm() {
-  return std::make_unique<FuseAddLayerNorm>();
+  return makeFusionPass(
+      {kName, "LayerNormalization(last axis) of Add(A, B) -> one AddLayerNorm row kernel", 1},
+      fuseAt);
 }
 
 }  // namespace kiln::passes

@@ -24,37 +24,19 @@
 // only when its output is exactly [B, S, H * Dv]. Every intermediate (the transposes, S, the
 // softmax chain, P, C and Ct when absorbed) is read by the next node of the pattern alone.
 #include <algorithm>
-#include <map>
 
 #include "ir/fused_attention.h"
-#include "kiln/shape_inference.h"
 #include "passes/fusion_passes.h"
 
 namespace kiln::passes {
 namespace {
 
 constexpr const char* kName = "fuse_attention";
-using Shapes = std::map<std::string, InferredValue>;
 using Perm = std::vector<int64_t>;
 
 const Perm kHeads = {0, 2, 1, 3};        // [B, S, H, D] <-> [B, H, S, D]
 const Perm kKeyFromBshd = {0, 2, 3, 1};  // [B, S, H, D] -> [B, H, D, S]
 const Perm kLastTwo = {0, 1, 3, 2};      // [B, H, S, D] -> [B, H, D, S]
-
-bool isOp(const Node& node, const char* op, size_t inputs) {
-  return node.opType == op && (node.domain.empty() || node.domain == "ai.onnx") &&
-         node.inputs.size() == inputs && node.outputs.size() == 1 && !node.outputs[0].empty();
-}
-
-const SymbolicShape* shapeOf(const Shapes& shapes, const std::string& value) {
-  auto it = shapes.find(value);
-  return it == shapes.end() || !it->second.hasShape ? nullptr : &it->second.shape;
-}
-
-DataType typeOf(const Shapes& shapes, const std::string& value) {
-  auto it = shapes.find(value);
-  return it == shapes.end() ? DataType::kUndefined : it->second.type;
-}
 
 // The Transpose with `perm` that writes `value` for node `reader` alone, or -1.
 int transposeInto(const Graph& g, const GraphIndex& index, const std::string& value, int reader,
@@ -62,7 +44,7 @@ int transposeInto(const Graph& g, const GraphIndex& index, const std::string& va
   const int at = index.producer(value);
   if (at < 0 || index.soleReader(value) != reader) return -1;
   const Node& t = g.nodes[at];
-  return isOp(t, "Transpose", 1) && t.attrInts("perm") == perm ? at : -1;
+  return isOnnxOp(t, "Transpose", 1) && t.attrInts("perm") == perm ? at : -1;
 }
 
 // Q, K or V as the fused node reads it: the value before its head transposes.
@@ -119,7 +101,7 @@ bool matchSoftmax(const Graph& g, const GraphIndex& index, const std::string& p,
     *s = {chain.nodes, chain.x, chain.mask, chain.scale};
     return true;
   }
-  if (!isOp(n, "Softmax", 1) || n.attrInt("axis", n.opset < 13 ? 1 : -1) != -1) return false;
+  if (!isOnnxOp(n, "Softmax", 1) || n.attrInt("axis", n.opset < 13 ? 1 : -1) != -1) return false;
   *s = {{at}, n.inputs[0], "", 1.0};
   return true;
 }
@@ -130,7 +112,7 @@ int scoresMatMul(const Graph& g, const GraphIndex& index, Scores* s) {
   for (int attempt = 0; attempt < 2; ++attempt) {
     const int at = index.producer(s->scores);
     const int reader = index.soleReader(s->scores);
-    if (at >= 0 && isOp(g.nodes[at], "MatMul", 2) &&
+    if (at >= 0 && isOnnxOp(g.nodes[at], "MatMul", 2) &&
         std::find(s->nodes.begin(), s->nodes.end(), reader) != s->nodes.end())
       return at;
     if (s->scale != 1.0 || s->mask.empty()) return -1;
@@ -149,7 +131,7 @@ bool mayBeEqual(const DimExpr& a, const DimExpr& b) {
 // dim is 1, the scores' dim, or a symbol inference could not relate to it (a mask built
 // from the inputs' shapes often carries its own symbol for the batch); the kernels check
 // those at run time and refuse, naming both shapes, a mask that does not broadcast.
-bool maskFits(const Shapes& shapes, const std::string& mask, const std::string& scores) {
+bool maskFits(const InferredShapes& shapes, const std::string& mask, const std::string& scores) {
   const SymbolicShape* m = shapeOf(shapes, mask);
   const SymbolicShape* s = shapeOf(shapes, scores);
   if (!m || !s || s->size() != 4 || m->size() > 4) return false;
@@ -172,7 +154,7 @@ struct Match {
 };
 
 // Q, K, V in one layout, rank 4, one batch, constant heads, matching head size and sequence.
-bool operandsFit(const Shapes& shapes, Match* m) {
+bool operandsFit(const InferredShapes& shapes, Match* m) {
   if (m->q.bshd != m->k.bshd || m->q.bshd != m->v.bshd) return false;
   const SymbolicShape* q = shapeOf(shapes, m->q.value);
   const SymbolicShape* k = shapeOf(shapes, m->k.value);
@@ -189,14 +171,16 @@ bool operandsFit(const Shapes& shapes, Match* m) {
 }
 
 // C's head merge: Transpose(C, (0,2,1,3)) and a Reshape of that to [B, S, H * Dv].
-void absorbHeadMerge(const Graph& g, const GraphIndex& index, const Shapes& shapes, Match* m) {
+void absorbHeadMerge(const Graph& g, const GraphIndex& index, const InferredShapes& shapes,
+                     Match* m) {
   const int t = index.soleReader(m->output);
-  if (t < 0 || !isOp(g.nodes[t], "Transpose", 1) || g.nodes[t].attrInts("perm") != kHeads) return;
+  if (t < 0 || !isOnnxOp(g.nodes[t], "Transpose", 1) || g.nodes[t].attrInts("perm") != kHeads)
+    return;
   m->nodes.push_back(t);
   m->output = g.nodes[t].outputs[0];
   m->outputLayout = "BSHD";
   const int r = index.soleReader(m->output);
-  if (r < 0 || !isOp(g.nodes[r], "Reshape", 2)) return;
+  if (r < 0 || !isOnnxOp(g.nodes[r], "Reshape", 2)) return;
   const SymbolicShape* in = shapeOf(shapes, m->output);
   const SymbolicShape* out = shapeOf(shapes, g.nodes[r].outputs[0]);
   if (!in || !out || in->size() != 4 || out->size() != 3 || (*out)[0] != (*in)[0] ||
@@ -207,9 +191,11 @@ void absorbHeadMerge(const Graph& g, const GraphIndex& index, const Shapes& shap
   m->mergeHeads = true;
 }
 
-bool matchAt(const Graph& g, const GraphIndex& index, const Shapes& shapes, int at, Match* m) {
+bool matchAt(const Graph& g, const GraphIndex& index, const InferredShapes& shapes, int at,
+             Match* m) {
   const Node& pv = g.nodes[at];
-  if (!isOp(pv, "MatMul", 2) || !matchSoftmax(g, index, pv.inputs[0], at, &m->scores)) return false;
+  if (!isOnnxOp(pv, "MatMul", 2) || !matchSoftmax(g, index, pv.inputs[0], at, &m->scores))
+    return false;
   const int qk = scoresMatMul(g, index, &m->scores);
   if (qk < 0 || !keyOperand(g, index, g.nodes[qk].inputs[1], qk, &m->k)) return false;
   m->q = queryOrValue(g, index, g.nodes[qk].inputs[0], qk);
@@ -226,47 +212,19 @@ bool matchAt(const Graph& g, const GraphIndex& index, const Shapes& shapes, int 
   return true;
 }
 
-// The ONNX nodes behind the matched ones (a ScaledMaskedSoftmax stands for its chain).
-std::vector<std::string> sourceNodes(const Graph& g, const Match& m) {
-  std::vector<std::string> out;
-  for (int i : m.nodes) {
-    const std::vector<std::string> inner = g.nodes[i].attrStrings(kSourceNodesAttribute);
-    if (inner.empty())
-      out.push_back(g.nodes[i].displayName());
-    else
-      out.insert(out.end(), inner.begin(), inner.end());
-  }
-  return out;
-}
-
-Attribute stringAttribute(const std::string& value) {
-  Attribute a;
-  a.kind = Attribute::Kind::kString;
-  a.s = value;
-  return a;
-}
-
-Attribute intAttribute(int64_t value) {
-  Attribute a;
-  a.kind = Attribute::Kind::kInt;
-  a.i = value;
-  return a;
-}
-
-// TensorRT-style name: the source nodes joined by " + ".
-Node fusedNode(const Match& m, const std::vector<std::string>& sources) {
+// TensorRT-style name: the ONNX nodes behind the match (a ScaledMaskedSoftmax stands
+// for its chain) joined by " + ".
+Node fusedNode(const Graph& g, const Match& m) {
   Node fused;
-  for (const std::string& s : sources) fused.name += (fused.name.empty() ? "" : " + ") + s;
+  for (const std::string& s : sourceNodesOf(g, m.nodes))
+    fused.name += (fused.name.empty() ? "" : " + ") + s;
   fused.opType = kFusedAttentionOp;
   fused.domain = kKilnDomain;
   fused.opset = 1;
   fused.inputs = {m.q.value, m.k.value, m.v.value};
   if (!m.scores.mask.empty()) fused.inputs.push_back(m.scores.mask);
   fused.outputs = {m.output};
-  Attribute scale;
-  scale.kind = Attribute::Kind::kFloat;
-  scale.f = static_cast<float>(m.scores.scale);
-  fused.attributes["scale"] = scale;
+  fused.attributes["scale"] = floatAttribute(static_cast<float>(m.scores.scale));
   fused.attributes["num_heads"] = intAttribute(m.heads);
   fused.attributes["qkv_layout"] = stringAttribute(m.q.bshd ? "BSHD" : "BHSD");
   fused.attributes["output_layout"] = stringAttribute(m.outputLayout);
@@ -274,49 +232,23 @@ Node fusedNode(const Match& m, const std::vector<std::string>& sources) {
   return fused;
 }
 
-class FuseAttention final : public Pass {
- public:
-  PassInfo info() const override {
-    return {kName,
-            "MatMul(softmax(MatMul(Q, K^T) * c + M), V) with the head transposes (and the head "
-            "merge) -> one FusedAttention (flash-style kernel)",
-            1};
-  }
-
-  Status apply(Network& network, std::vector<PassApplication>* applied) const override {
-    Graph& g = network.graph;
-    auto inferred = inferShapes(network);
-    // Fusion keeps every value's shape, so one inference serves every match; without
-    // it nothing matches (the head count comes from the shapes).
-    const Shapes shapes = inferred.isOk() ? std::move(inferred.value().values) : Shapes();
-    auto index = std::make_unique<GraphIndex>(g);
-    const size_t before = applied->size();
-    for (size_t at = 0; at < g.nodes.size();) {
-      Match m;
-      if (!matchAt(g, *index, shapes, static_cast<int>(at), &m)) {
-        ++at;
-        continue;
-      }
-      const std::vector<std::string> sources = sourceNodes(g, m);
-      Node fused = fusedNode(m, sources);
-      PassApplication record{kName, sources, fused.name};
-      const int place = m.nodes.back() - static_cast<int>(m.nodes.size() - 1);
-      // Matched nodes before the anchor are erased, so the scan resumes that much earlier.
-      at -= std::count_if(m.nodes.begin(), m.nodes.end(), [&](int i) { return i < int(at); });
-      replaceNodes(g, m.nodes, std::move(fused), kName);
-      g.nodes[place].attributes[kSourceNodesAttribute].strings = sources;
-      applied->push_back(std::move(record));
-      index = std::make_unique<GraphIndex>(g);  // indices moved
-    }
-    if (applied->size() > before) network.opsets[kKilnDomain] = 1;
-    return Status::ok();
-  }
-};
+// Without shapes nothing matches (the head count comes from them).
+std::optional<Fusion> fuseAt(Graph& g, const GraphIndex& index, const InferredShapes& shapes,
+                             int at) {
+  Match m;
+  if (!matchAt(g, index, shapes, at, &m)) return std::nullopt;
+  return Fusion{m.nodes, fusedNode(g, m)};
+}
 
 }  // namespace
 
 std::unique_ptr<Pass> makeFuseAttention() {
-  return std::make_unique<FuseAttention>();
+  return makeFusionPass(
+      {kName,
+       "MatMul(softmax(MatMul(Q, K^T) * c + M), V) with the head transposes (and the head "
+       "merge) -> one FusedAttention (flash-style kernel)",
+       1},
+      fuseAt);
 }
 
 }  // namespace kiln::passes

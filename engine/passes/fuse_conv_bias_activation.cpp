@@ -17,34 +17,12 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <map>
-
-#include "kiln/shape_inference.h"
 #include "passes/fusion_passes.h"
 
 namespace kiln::passes {
 namespace {
 
 constexpr const char* kName = "fuse_conv_bias_activation";
-
-using Shapes = std::map<std::string, InferredValue>;
-
-bool isOp(const Node& node, const char* op, size_t inputs) {
-  return node.opType == op && (node.domain.empty() || node.domain == "ai.onnx") &&
-         node.inputs.size() == inputs && node.outputs.size() == 1 && !node.outputs[0].empty();
-}
-
-const std::string* otherInput(const Node& node, const std::string& one) {
-  if (node.inputs.size() != 2) return nullptr;
-  if (node.inputs[0] == one) return &node.inputs[1];
-  if (node.inputs[1] == one) return &node.inputs[0];
-  return nullptr;
-}
-
-const SymbolicShape* shapeOf(const Shapes& shapes, const std::string& value) {
-  auto it = shapes.find(value);
-  return it == shapes.end() || !it->second.hasShape ? nullptr : &it->second.shape;
-}
 
 struct Match {
   std::vector<int> nodes;  // conv first; ascending after sort
@@ -57,8 +35,8 @@ struct Match {
 };
 
 // The conv's output channels M and output rank, from W or the inferred output shape.
-bool outputLayout(const Node& conv, const GraphIndex& index, const Shapes& shapes, int64_t* m,
-                  size_t* rank) {
+bool outputLayout(const Node& conv, const GraphIndex& index, const InferredShapes& shapes,
+                  int64_t* m, size_t* rank) {
   if (const Tensor* w = index.constant(conv.inputs[1]); w && w->rank() >= 3) {
     *m = w->dim(0);
     *rank = static_cast<size_t>(w->rank());
@@ -83,15 +61,15 @@ bool isChannelBias(const Tensor* t, int64_t m, size_t rank) {
 }
 
 // The Conv's data type (W's when constant, else X's inferred one): the bias's type.
-DataType convType(const Node& conv, const GraphIndex& index, const Shapes& shapes) {
+DataType convType(const Node& conv, const GraphIndex& index, const InferredShapes& shapes) {
   if (const Tensor* w = index.constant(conv.inputs[1])) return w->type();
   auto it = shapes.find(conv.inputs[0]);
   return it == shapes.end() ? DataType::kUndefined : it->second.type;
 }
 
 // Takes Add(value, b) into m->bias (combined with the Conv's own bias).
-bool takeBias(const Graph& g, const GraphIndex& index, const Shapes& shapes, const Node& conv,
-              int add, const std::string& value, Match* m) {
+bool takeBias(const Graph& g, const GraphIndex& index, const InferredShapes& shapes,
+              const Node& conv, int add, const std::string& value, Match* m) {
   const std::string* other = otherInput(g.nodes[add], value);
   int64_t channels = 0;
   size_t rank = 0;
@@ -117,7 +95,7 @@ bool takeBias(const Graph& g, const GraphIndex& index, const Shapes& shapes, con
 }
 
 // Takes Add(value, Z) with Z of the output's shape into m->residual.
-bool takeResidual(const Graph& g, const Shapes& shapes, int add, const std::string& value,
+bool takeResidual(const Graph& g, const InferredShapes& shapes, int add, const std::string& value,
                   Match* m) {
   const std::string* z = otherInput(g.nodes[add], value);
   if (!z || *z == value) return false;
@@ -153,7 +131,7 @@ bool takeSilu(const Graph& g, const GraphIndex& index, const std::string& value,
   if (readers.size() != 2 || readers[0] < 0 || readers[1] < 0) return false;
   int sigmoid = readers[0], mul = readers[1];
   if (g.nodes[sigmoid].opType != "Sigmoid") std::swap(sigmoid, mul);
-  if (!isOp(g.nodes[sigmoid], "Sigmoid", 1) || !isOp(g.nodes[mul], "Mul", 2)) return false;
+  if (!isOnnxOp(g.nodes[sigmoid], "Sigmoid", 1) || !isOnnxOp(g.nodes[mul], "Mul", 2)) return false;
   const std::string& s = g.nodes[sigmoid].outputs[0];
   const std::string* other = otherInput(g.nodes[mul], value);
   if (!other || *other != s || index.soleReader(s) != mul) return false;
@@ -171,7 +149,7 @@ bool takeDecomposedHardSwish(const Graph& g, const GraphIndex& index, const std:
   if (readers.size() != 2 || readers[0] < 0 || readers[1] < 0) return false;
   int add = readers[0], mul = readers[1];
   if (g.nodes[add].opType != "Add") std::swap(add, mul);
-  if (!isOp(g.nodes[add], "Add", 2) || !isOp(g.nodes[mul], "Mul", 2)) return false;
+  if (!isOnnxOp(g.nodes[add], "Add", 2) || !isOnnxOp(g.nodes[mul], "Mul", 2)) return false;
   const std::string* three = otherInput(g.nodes[add], value);
   if (!three || !isScalarConstant(index.constant(*three), 3.0)) return false;
   const int clip = index.soleReader(g.nodes[add].outputs[0]);
@@ -183,7 +161,7 @@ bool takeDecomposedHardSwish(const Graph& g, const GraphIndex& index, const std:
   const std::string* other = otherInput(g.nodes[mul], value);
   if (!other || *other != g.nodes[clip].outputs[0] || index.soleReader(*other) != mul) return false;
   const int div = index.soleReader(g.nodes[mul].outputs[0]);
-  if (div < 0 || !isOp(g.nodes[div], "Div", 2) ||
+  if (div < 0 || !isOnnxOp(g.nodes[div], "Div", 2) ||
       g.nodes[div].inputs[0] != g.nodes[mul].outputs[0] ||
       !isScalarConstant(index.constant(g.nodes[div].inputs[1]), 6.0))
     return false;
@@ -199,18 +177,18 @@ bool takeActivation(const Graph& g, const GraphIndex& index, const std::string& 
   const int at = index.soleReader(value);
   if (at < 0) return takeSilu(g, index, value, m) || takeDecomposedHardSwish(g, index, value, m);
   const Node& n = g.nodes[at];
-  if (isOp(n, "Relu", 1)) {
+  if (isOnnxOp(n, "Relu", 1)) {
     m->activation = "relu";
-  } else if (isOp(n, "LeakyRelu", 1)) {
+  } else if (isOnnxOp(n, "LeakyRelu", 1)) {
     m->activation = "leaky_relu";
     m->alpha = n.attrFloat("alpha", 0.01f);
-  } else if (isOp(n, "HardSigmoid", 1)) {
+  } else if (isOnnxOp(n, "HardSigmoid", 1)) {
     m->activation = "hard_sigmoid";
     m->alpha = n.attrFloat("alpha", 0.2f);
     m->beta = n.attrFloat("beta", 0.5f);
-  } else if (isOp(n, "Sigmoid", 1) || isOp(n, "Tanh", 1) || isOp(n, "HardSwish", 1)) {
+  } else if (isOnnxOp(n, "Sigmoid", 1) || isOnnxOp(n, "Tanh", 1) || isOnnxOp(n, "HardSwish", 1)) {
     m->activation = n.opType == "Sigmoid" ? "sigmoid" : n.opType == "Tanh" ? "tanh" : "hard_swish";
-  } else if (n.opType == "Clip" && isOp(n, "Clip", n.inputs.size()) && n.inputs.size() <= 3 &&
+  } else if (n.opType == "Clip" && isOnnxOp(n, "Clip", n.inputs.size()) && n.inputs.size() <= 3 &&
              n.inputs[0] == value && clipBounds(n, index, &m->alpha, &m->beta)) {
     m->activation = m->alpha == 0.f && std::isinf(m->beta) ? "relu" : "clip";
   } else {
@@ -221,7 +199,8 @@ bool takeActivation(const Graph& g, const GraphIndex& index, const std::string& 
   return true;
 }
 
-bool matchAt(const Graph& g, const GraphIndex& index, const Shapes& shapes, int at, Match* m) {
+bool matchAt(const Graph& g, const GraphIndex& index, const InferredShapes& shapes, int at,
+             Match* m) {
   const Node& conv = g.nodes[at];
   if (conv.opType != "Conv" || !(conv.domain.empty() || conv.domain == "ai.onnx") ||
       conv.inputs.size() < 2 || conv.inputs.size() > 3 || conv.inputs[0].empty() ||
@@ -231,10 +210,10 @@ bool matchAt(const Graph& g, const GraphIndex& index, const Shapes& shapes, int 
   m->output = conv.outputs[0];
   m->bias = conv.hasInput(2) ? conv.inputs[2] : "";
   int next = index.soleReader(m->output);
-  if (next >= 0 && isOp(g.nodes[next], "Add", 2) &&
+  if (next >= 0 && isOnnxOp(g.nodes[next], "Add", 2) &&
       takeBias(g, index, shapes, conv, next, m->output, m))
     next = index.soleReader(m->output);
-  if (next >= 0 && isOp(g.nodes[next], "Add", 2) && takeResidual(g, shapes, next, m->output, m))
+  if (next >= 0 && isOnnxOp(g.nodes[next], "Add", 2) && takeResidual(g, shapes, next, m->output, m))
     next = index.soleReader(m->output);
   takeActivation(g, index, m->output, m);
   std::sort(m->nodes.begin(), m->nodes.end());
@@ -256,30 +235,10 @@ std::string fusedName(const Graph& g, const Match& m) {
   return name + ")";
 }
 
-// The ONNX nodes behind the matched ones (a folded Conv stands for its Conv and BN).
-std::vector<std::string> sourceNodes(const Graph& g, const Match& m) {
-  std::vector<std::string> out;
-  for (int i : m.nodes) {
-    const std::vector<std::string> inner = g.nodes[i].attrStrings(kSourceNodesAttribute);
-    if (inner.empty())
-      out.push_back(g.nodes[i].displayName());
-    else
-      out.insert(out.end(), inner.begin(), inner.end());
-  }
-  return out;
-}
-
 std::string freshName(const Graph& g, const std::string& base) {
   std::string name = base + "_fused_bias";
   for (int i = 1; g.initializers.count(name); ++i) name = base + "_fused_bias" + std::to_string(i);
   return name;
-}
-
-Attribute floatAttribute(float value) {
-  Attribute a;
-  a.kind = Attribute::Kind::kFloat;
-  a.f = value;
-  return a;
 }
 
 Node fusedNode(Graph& g, const Match& m) {
@@ -301,10 +260,7 @@ Node fusedNode(Graph& g, const Match& m) {
   if (!bias.empty() || !m.residual.empty()) fused.inputs.push_back(bias);
   if (!m.residual.empty()) fused.inputs.push_back(m.residual);
   fused.outputs = {m.output};
-  Attribute activation;
-  activation.kind = Attribute::Kind::kString;
-  activation.s = m.activation;
-  fused.attributes["activation"] = activation;
+  fused.attributes["activation"] = stringAttribute(m.activation);
   const bool twoParams = m.activation == "clip" || m.activation == "hard_sigmoid";
   if (twoParams || m.activation == "leaky_relu")
     fused.attributes["activation_alpha"] = floatAttribute(m.alpha);
@@ -312,47 +268,23 @@ Node fusedNode(Graph& g, const Match& m) {
   return fused;
 }
 
-class FuseConvBiasActivation final : public Pass {
- public:
-  PassInfo info() const override {
-    return {kName,
-            "act(Conv(X, W, B) + b + Z) -> one FusedConv (cuDNN fused graph or conv + one "
-            "epilogue pass)",
-            1};
-  }
-
-  Status apply(Network& network, std::vector<PassApplication>* applied) const override {
-    Graph& g = network.graph;
-    auto inferred = inferShapes(network);
-    // Fusion keeps every value's shape, so one inference serves every match; without
-    // it no residual qualifies (bias and activation need no shapes).
-    const Shapes shapes = inferred.isOk() ? std::move(inferred.value().values) : Shapes();
-    auto index = std::make_unique<GraphIndex>(g);
-    const size_t before = applied->size();
-    for (size_t at = 0; at < g.nodes.size();) {
-      Match m;
-      if (!matchAt(g, *index, shapes, static_cast<int>(at), &m)) {
-        ++at;
-        continue;
-      }
-      const std::vector<std::string> sources = sourceNodes(g, m);
-      Node fused = fusedNode(g, m);
-      PassApplication record{kName, sources, fused.name};
-      const int place = m.nodes.back() - static_cast<int>(m.nodes.size() - 1);
-      replaceNodes(g, m.nodes, std::move(fused), kName);
-      g.nodes[place].attributes[kSourceNodesAttribute].strings = sources;
-      applied->push_back(std::move(record));
-      index = std::make_unique<GraphIndex>(g);  // indices moved
-    }
-    if (applied->size() > before) network.opsets[kKilnDomain] = 1;
-    return Status::ok();
-  }
-};
+// Without shapes no residual qualifies (bias and activation need no shapes).
+std::optional<Fusion> fuseAt(Graph& g, const GraphIndex& index, const InferredShapes& shapes,
+                             int at) {
+  Match m;
+  if (!matchAt(g, index, shapes, at, &m)) return std::nullopt;
+  return Fusion{m.nodes, fusedNode(g, m)};
+}
 
 }  // namespace
 
 std::unique_ptr<Pass> makeFuseConvBiasActivation() {
-  return std::make_unique<FuseConvBiasActivation>();
+  return makeFusionPass(
+      {kName,
+       "act(Conv(X, W, B) + b + Z) -> one FusedConv (cuDNN fused graph or conv + one "
+       "epilogue pass)",
+       1},
+      fuseAt);
 }
 
 }  // namespace kiln::passes

@@ -18,17 +18,8 @@ constexpr const char* kName = "fuse_matmul_bias_activation";
 // A default-domain node of type `op` with one output and the inputs the pattern
 // expects (one for Erf and Relu, two for the rest): the importer does not check arity.
 bool isOp(const Node& node, const char* op) {
-  return node.opType == op && (node.domain.empty() || node.domain == "ai.onnx") &&
-         node.outputs.size() == 1 && !node.outputs[0].empty() &&
-         node.inputs.size() == ((std::string(op) == "Erf" || std::string(op) == "Relu") ? 1u : 2u);
-}
-
-// The other input of a binary node, given one of them.
-const std::string* otherInput(const Node& node, const std::string& one) {
-  if (node.inputs.size() != 2) return nullptr;
-  if (node.inputs[0] == one) return &node.inputs[1];
-  if (node.inputs[1] == one) return &node.inputs[0];
-  return nullptr;
+  const bool unary = std::string(op) == "Erf" || std::string(op) == "Relu";
+  return isOnnxOp(node, op, unary ? 1 : 2);
 }
 
 struct Match {
@@ -128,53 +119,28 @@ std::string fusedName(const Graph& g, const Match& m) {
   return name;
 }
 
-class FuseMatMulBiasActivation final : public Pass {
- public:
-  PassInfo info() const override {
-    return {
-        kName,
-        "MatMul(X, W) + b [-> Relu | GELU(erf)] -> one FusedMatMul (cuBLASLt bias/ReLU epilogue)",
-        1};
-  }
-
-  Status apply(Network& network, std::vector<PassApplication>* applied) const override {
-    Graph& g = network.graph;
-    auto index = std::make_unique<GraphIndex>(g);
-    const size_t before = applied->size();
-    // After a rewrite the next node has moved to `at` (the matched ones before the
-    // fused node are erased), so `at` only advances past a node that did not match.
-    for (size_t at = 0; at < g.nodes.size();) {
-      Match m;
-      if (!matchAt(g, *index, static_cast<int>(at), &m)) {
-        ++at;
-        continue;
-      }
-      Node fused;
-      fused.name = fusedName(g, m);
-      fused.opType = "FusedMatMul";
-      fused.domain = kKilnDomain;
-      fused.opset = 1;
-      fused.inputs = {g.nodes[at].inputs[0], g.nodes[at].inputs[1], m.bias};
-      fused.outputs = {m.output};
-      Attribute activation;
-      activation.kind = Attribute::Kind::kString;
-      activation.s = m.activation;
-      fused.attributes["activation"] = activation;
-      PassApplication record{kName, {}, fused.name};
-      for (int i : m.nodes) record.nodes.push_back(g.nodes[i].displayName());
-      replaceNodes(g, m.nodes, std::move(fused), kName);
-      applied->push_back(std::move(record));
-      index = std::make_unique<GraphIndex>(g);  // indices moved
-    }
-    if (applied->size() > before) network.opsets[kKilnDomain] = 1;
-    return Status::ok();
-  }
-};
+std::optional<Fusion> fuseAt(Graph& g, const GraphIndex& index, int at) {
+  Match m;
+  if (!matchAt(g, index, at, &m)) return std::nullopt;
+  Node fused;
+  fused.name = fusedName(g, m);
+  fused.opType = "FusedMatMul";
+  fused.domain = kKilnDomain;
+  fused.opset = 1;
+  fused.inputs = {g.nodes[at].inputs[0], g.nodes[at].inputs[1], m.bias};
+  fused.outputs = {m.output};
+  fused.attributes["activation"] = stringAttribute(m.activation);
+  return Fusion{m.nodes, std::move(fused)};
+}
 
 }  // namespace
 
 std::unique_ptr<Pass> makeFuseMatMulBiasActivation() {
-  return std::make_unique<FuseMatMulBiasActivation>();
+  return makeFusionPass(
+      {kName,
+       "MatMul(X, W) + b [-> Relu | GELU(erf)] -> one FusedMatMul (cuBLASLt bias/ReLU epilogue)",
+       1},
+      fuseAt);
 }
 
 }  // namespace kiln::passes

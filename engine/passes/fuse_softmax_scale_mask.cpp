@@ -19,14 +19,11 @@ namespace {
 
 constexpr const char* kName = "fuse_softmax_scale_mask";
 
-// A default-domain node of type `op` with `inputs` inputs and one output.
+// A default-domain node of type `op` with `inputs` named inputs and one output.
 bool isOp(const Node& node, const char* op, size_t inputs) {
-  if (node.opType != op || !(node.domain.empty() || node.domain == "ai.onnx") ||
-      node.inputs.size() != inputs || node.outputs.size() != 1 || node.outputs[0].empty())
-    return false;
-  for (const std::string& in : node.inputs)
-    if (in.empty()) return false;
-  return true;
+  return isOnnxOp(node, op, inputs) &&
+         std::none_of(node.inputs.begin(), node.inputs.end(),
+                      [](const std::string& in) { return in.empty(); });
 }
 
 // The value of a one-element float constant.
@@ -111,49 +108,18 @@ Node fusedNode(const Graph& g, const Match& m, int softmax) {
   fused.inputs = {m.x};
   if (!m.mask.empty()) fused.inputs.push_back(m.mask);
   fused.outputs = {g.nodes[softmax].outputs[0]};
-  Attribute scale;
-  scale.kind = Attribute::Kind::kFloat;
-  scale.f = static_cast<float>(m.scale);
-  fused.attributes["scale"] = scale;
-  Attribute axis;
-  axis.kind = Attribute::Kind::kInt;
-  axis.i = -1;
-  fused.attributes["axis"] = axis;
+  fused.attributes["scale"] = floatAttribute(static_cast<float>(m.scale));
+  fused.attributes["axis"] = intAttribute(-1);
   return fused;
 }
 
-class FuseSoftmaxScaleMask final : public Pass {
- public:
-  PassInfo info() const override {
-    return {kName,
-            "Softmax(last axis) of X * c [+ M] or X + M -> one ScaledMaskedSoftmax row kernel", 1};
-  }
-
-  Status apply(Network& network, std::vector<PassApplication>* applied) const override {
-    Graph& g = network.graph;
-    auto index = std::make_unique<GraphIndex>(g);
-    const size_t before = applied->size();
-    // Matched from the Softmax back: the scale and mask nodes come before it, so after
-    // a rewrite the nodes from `at` on have moved back by the number erased.
-    for (size_t at = 0; at < g.nodes.size();) {
-      Match m;
-      if (!matchAt(g, *index, static_cast<int>(at), &m)) {
-        ++at;
-        continue;
-      }
-      std::sort(m.nodes.begin(), m.nodes.end());
-      Node fused = fusedNode(g, m, static_cast<int>(at));
-      PassApplication record{kName, {}, fused.name};
-      for (int i : m.nodes) record.nodes.push_back(g.nodes[i].displayName());
-      replaceNodes(g, m.nodes, std::move(fused), kName);
-      applied->push_back(std::move(record));
-      at -= m.nodes.size() - 1;
-      index = std::make_unique<GraphIndex>(g);  // indices moved
-    }
-    if (applied->size() > before) network.opsets[kKilnDomain] = 1;
-    return Status::ok();
-  }
-};
+// Matched from the Softmax back: the scale and mask nodes come before it.
+std::optional<Fusion> fuseAt(Graph& g, const GraphIndex& index, int at) {
+  Match m;
+  if (!matchAt(g, index, at, &m)) return std::nullopt;
+  std::sort(m.nodes.begin(), m.nodes.end());
+  return Fusion{m.nodes, fusedNode(g, m, at)};
+}
 
 }  // namespace
 
@@ -165,7 +131,10 @@ bool matchSoftmaxChain(const Graph& graph, const GraphIndex& index, int at, Soft
 }
 
 std::unique_ptr<Pass> makeFuseSoftmaxScaleMask() {
-  return std::make_unique<FuseSoftmaxScaleMask>();
+  return makeFusionPass(
+      {kName, "Softmax(last axis) of X * c [+ M] or X + M -> one ScaledMaskedSoftmax row kernel",
+       1},
+      fuseAt);
 }
 
 }  // namespace kiln::passes

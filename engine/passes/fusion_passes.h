@@ -16,6 +16,14 @@ std::unique_ptr<Pass> makeFuseAddLayerNorm();
 std::unique_ptr<Pass> makeRemoveDeadNodes();
 std::unique_ptr<Pass> makeChannelsLastLayout();
 std::unique_ptr<Pass> makeFoldQdq();
+std::unique_ptr<Pass> makeFusePointwiseChain();
+std::unique_ptr<Pass> makeRemoveNoOpNodes();
+std::unique_ptr<Pass> makeMergeTransposes();
+std::unique_ptr<Pass> makeMergeReshapes();
+std::unique_ptr<Pass> makeFoldPadIntoConvPool();
+std::unique_ptr<Pass> makeFuseGelu();
+std::unique_ptr<Pass> makeFuseLayerNorm();
+std::unique_ptr<Pass> makeFuseRmsNorm();
 
 // The chain fuse_softmax_scale_mask rewrites, matched at the Softmax node `at`:
 // Softmax(last axis) of X * c [+ M] or X + M, every intermediate read by the next

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 
 #include "passes/pass.h"
@@ -48,16 +49,81 @@ bool isScalarConstant(const Tensor* t, double value) {
   return std::fabs(t->data<float>()[0] - value) <= 1e-6 * std::max(1.0, std::fabs(value));
 }
 
+InferredShapes inferredShapesOrNone(const Network& network) {
+  auto inferred = inferShapes(network);
+  return inferred.isOk() ? std::move(inferred.value().values) : InferredShapes();
+}
+
+const SymbolicShape* shapeOf(const InferredShapes& shapes, const std::string& value) {
+  auto it = shapes.find(value);
+  return it == shapes.end() || !it->second.hasShape ? nullptr : &it->second.shape;
+}
+
+DataType typeOf(const InferredShapes& shapes, const std::string& value) {
+  auto it = shapes.find(value);
+  return it == shapes.end() ? DataType::kUndefined : it->second.type;
+}
+
+bool isDefaultDomain(const Node& node) {
+  return node.domain.empty() || node.domain == "ai.onnx";
+}
+
+bool isOnnxOp(const Node& node, const char* op, size_t inputs) {
+  return node.opType == op && isDefaultDomain(node) && node.inputs.size() == inputs &&
+         node.outputs.size() == 1 && !node.outputs[0].empty();
+}
+
+const std::string* otherInput(const Node& node, const std::string& one) {
+  if (node.inputs.size() != 2) return nullptr;
+  if (node.inputs[0] == one) return &node.inputs[1];
+  if (node.inputs[1] == one) return &node.inputs[0];
+  return nullptr;
+}
+
+Attribute intAttribute(int64_t value) {
+  Attribute a;
+  a.kind = Attribute::Kind::kInt;
+  a.i = value;
+  return a;
+}
+
+Attribute floatAttribute(float value) {
+  Attribute a;
+  a.kind = Attribute::Kind::kFloat;
+  a.f = value;
+  return a;
+}
+
+Attribute stringAttribute(const std::string& value) {
+  Attribute a;
+  a.kind = Attribute::Kind::kString;
+  a.s = value;
+  return a;
+}
+
+Attribute stringsAttribute(std::vector<std::string> values) {
+  Attribute a;
+  a.kind = Attribute::Kind::kStrings;
+  a.strings = std::move(values);
+  return a;
+}
+
+std::vector<std::string> sourceNodesOf(const Graph& graph, const std::vector<int>& indices) {
+  std::vector<std::string> sources;
+  for (int i : indices) {
+    const std::vector<std::string> inner = graph.nodes[i].attrStrings(kSourceNodesAttribute);
+    if (inner.empty())
+      sources.push_back(graph.nodes[i].displayName());
+    else
+      sources.insert(sources.end(), inner.begin(), inner.end());
+  }
+  return sources;
+}
+
 void replaceNodes(Graph& graph, const std::vector<int>& indices, Node fused,
                   const std::string& pass) {
-  Attribute sources;
-  sources.kind = Attribute::Kind::kStrings;
-  for (int i : indices) sources.strings.push_back(graph.nodes[i].displayName());
-  fused.attributes[kSourceNodesAttribute] = sources;
-  Attribute passName;
-  passName.kind = Attribute::Kind::kString;
-  passName.s = pass;
-  fused.attributes[kFusionPassAttribute] = passName;
+  fused.attributes[kSourceNodesAttribute] = stringsAttribute(sourceNodesOf(graph, indices));
+  fused.attributes[kFusionPassAttribute] = stringAttribute(pass);
   // The last matched node's place: every input of the chain (a bias made by a Constant
   // node between the MatMul and the Add, say) exists by then, and every reader of
   // the chain's output comes after it.
@@ -65,6 +131,67 @@ void replaceNodes(Graph& graph, const std::vector<int>& indices, Node fused,
   graph.nodes[indices.back()] = std::move(fused);
   for (auto it = indices.rbegin() + 1; it != indices.rend(); ++it)
     graph.nodes.erase(graph.nodes.begin() + *it);
+}
+
+void fuseEach(Network& network, const std::string& pass, std::vector<PassApplication>* applied,
+              const FusionAt& fusionAt) {
+  Graph& g = network.graph;
+  auto index = std::make_unique<GraphIndex>(g);
+  for (size_t at = 0; at < g.nodes.size();) {
+    std::optional<Fusion> fusion = fusionAt(g, *index, static_cast<int>(at));
+    if (!fusion) {
+      ++at;
+      continue;
+    }
+    const std::vector<int>& nodes = fusion->nodes;
+    if (fusion->fused.domain == kKilnDomain) network.opsets[kKilnDomain] = 1;
+    applied->push_back({pass, sourceNodesOf(g, nodes), fusion->fused.name});
+    const int place = nodes.back() - static_cast<int>(nodes.size() - 1);
+    // Matched nodes before the anchor are erased, so the scan resumes that much earlier.
+    at -= std::count_if(nodes.begin(), nodes.end(), [&](int i) { return i < int(at); });
+    replaceNodes(g, nodes, std::move(fusion->fused), pass);
+    if (fusion->placeFirst)
+      std::rotate(g.nodes.begin() + nodes.front(), g.nodes.begin() + place,
+                  g.nodes.begin() + place + 1);
+    index = std::make_unique<GraphIndex>(g);  // indices moved
+  }
+}
+
+namespace {
+
+class FusionPass final : public Pass {
+ public:
+  FusionPass(PassInfo info, ShapedFusionAt fusionAt, bool needsShapes)
+      : m_info(std::move(info)), m_fusionAt(std::move(fusionAt)), m_needsShapes(needsShapes) {}
+
+  PassInfo info() const override { return m_info; }
+
+  Status apply(Network& network, std::vector<PassApplication>* applied) const override {
+    const InferredShapes shapes = m_needsShapes ? inferredShapesOrNone(network) : InferredShapes();
+    fuseEach(network, m_info.name, applied, [&](Graph& g, const GraphIndex& index, int at) {
+      return m_fusionAt(g, index, shapes, at);
+    });
+    return Status::ok();
+  }
+
+ private:
+  PassInfo m_info;
+  ShapedFusionAt m_fusionAt;
+  bool m_needsShapes;
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> makeFusionPass(PassInfo info, FusionAt fusionAt) {
+  return std::make_unique<FusionPass>(
+      std::move(info),
+      [fusionAt = std::move(fusionAt)](Graph& g, const GraphIndex& index, const InferredShapes&,
+                                       int at) { return fusionAt(g, index, at); },
+      false);
+}
+
+std::unique_ptr<Pass> makeFusionPass(PassInfo info, ShapedFusionAt fusionAt) {
+  return std::make_unique<FusionPass>(std::move(info), std::move(fusionAt), true);
 }
 
 }  // namespace kiln::passes

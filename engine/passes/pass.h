@@ -1,11 +1,15 @@
 // The pass interface and the graph queries passes share. Internal to kiln_engine.
 #pragma once
 
+#include <functional>
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "kiln/passes.h"
+#include "kiln/shape_inference.h"
 
 namespace kiln::passes {
 
@@ -41,9 +45,64 @@ class GraphIndex {
 // True when `t` is a float32 scalar (any rank, one element) within 1e-6 of `value`.
 bool isScalarConstant(const Tensor* t, double value);
 
+// Value name -> inferred type and symbolic shape, as inferShapes gives them.
+using InferredShapes = std::map<std::string, InferredValue>;
+// The main graph's inferred shapes, or none when inference fails (shape checks then
+// refuse every match). Fusion keeps every value's shape, so one inference serves a pass.
+InferredShapes inferredShapesOrNone(const Network& network);
+// `value`'s inferred shape (nullptr: unknown rank) and type (kUndefined: unknown).
+const SymbolicShape* shapeOf(const InferredShapes& shapes, const std::string& value);
+DataType typeOf(const InferredShapes& shapes, const std::string& value);
+
+// A node of the ONNX default domain ("" or "ai.onnx").
+bool isDefaultDomain(const Node& node);
+// A default-domain `op` node with exactly `inputs` inputs and one named output.
+bool isOnnxOp(const Node& node, const char* op, size_t inputs);
+// The other input of a two-input node, given one of them; nullptr when `one` is not an input.
+const std::string* otherInput(const Node& node, const std::string& one);
+
+Attribute intAttribute(int64_t value);
+Attribute floatAttribute(float value);
+Attribute stringAttribute(const std::string& value);
+Attribute stringsAttribute(std::vector<std::string> values);
+
+// The ONNX nodes behind the nodes at `indices`: a node an earlier pass fused stands
+// for its source-nodes attribute, any other node for its display name.
+std::vector<std::string> sourceNodesOf(const Graph& graph, const std::vector<int>& indices);
+
 // Replaces the nodes at `indices` (ascending) with `fused`, placed where the last
-// of them was; `fused` gets the provenance attributes.
+// of them was; `fused` gets the provenance attributes (sourceNodesOf the replaced
+// nodes and the pass name).
 void replaceNodes(Graph& graph, const std::vector<int>& indices, Node fused,
                   const std::string& pass);
+
+// One rewrite a fusion pass found: the nodes it replaces and the node replacing them.
+struct Fusion {
+  std::vector<int> nodes;  // ascending
+  Node fused;
+  // Place the fused node where nodes.front() was rather than where nodes.back() was
+  // (a reader of one of its outputs lies between the two).
+  bool placeFirst = false;
+};
+// Returns the rewrite anchored at node `at`, or nothing. It may add initializers to
+// `graph` (folded weights) but must not move nodes.
+using FusionAt =
+    std::function<std::optional<Fusion>(Graph& graph, const GraphIndex& index, int at)>;
+
+// The fusion passes' rewrite loop: visits the nodes in order, applies each rewrite
+// `fusionAt` finds (replaceNodes), records it (the ONNX nodes behind the replaced
+// ones, the fused node's name), re-indexes and goes on at the node that followed the
+// anchor. Declares the ai.kiln opset when a fused node is in that domain.
+void fuseEach(Network& network, const std::string& pass, std::vector<PassApplication>* applied,
+              const FusionAt& fusionAt);
+
+// FusionAt with the main graph's inferred shapes (inferredShapesOrNone, once per pass).
+using ShapedFusionAt = std::function<std::optional<Fusion>(Graph& graph, const GraphIndex& index,
+                                                           const InferredShapes& shapes, int at)>;
+
+// A fusion pass: `info` and the rewrite fuseEach applies (with shapes, or without and
+// then no shape inference runs).
+std::unique_ptr<Pass> makeFusionPass(PassInfo info, FusionAt fusionAt);
+std::unique_ptr<Pass> makeFusionPass(PassInfo info, ShapedFusionAt fusionAt);
 
 }  // namespace kiln::passes

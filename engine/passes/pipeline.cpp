@@ -10,6 +10,17 @@ namespace {
 
 std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   std::vector<std::unique_ptr<passes::Pass>> list;
+  // No-op nodes out first: an Identity, an inference Dropout or a same-type Cast that
+  // an exporter left between two ops of a pattern hides it from every pass below.
+  list.push_back(passes::makeRemoveNoOpNodes());
+  // Transpose and reshape chains next, for the same reason (a Transpose pair may
+  // compose to nothing); fuse_attention accepts the merged key transpose.
+  list.push_back(passes::makeMergeTransposes());
+  list.push_back(passes::makeMergeReshapes());
+  // An explicit Pad into the Conv or pooling after it: before fold_batch_norm and
+  // fuse_conv_bias_activation, which match the Conv and would otherwise see a Pad
+  // in front of it (and FusedConv is not matched here).
+  list.push_back(passes::makeFoldPadIntoConvPool());
   // BatchNormalization into the Conv before it: weight algebra only, and it must
   // come before any pass that would fuse the Conv with what follows the BN.
   list.push_back(passes::makeFoldBatchNorm());
@@ -30,6 +41,16 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   // Q/K/V projections as FusedMatMul layers feeding the head split; before
   // remove_dead_nodes, which drops the head merge's shape computation it leaves unread.
   list.push_back(passes::makeFuseAttention());
+  // The pointwise GELU chains the GEMM epilogue did not take (after a LayerNorm, a
+  // residual, a bias that is no constant): after fuse_matmul_bias_activation, so
+  // MatMul + bias + erf-GELU stays one FusedMatMul.
+  list.push_back(passes::makeFuseGelu());
+  // Decomposed LayerNormalization, then RMSNormalization: LayerNorm first, since its
+  // tail (d / sqrt(mean(d^2) + eps) of d = x - mean(x)) is an RMSNorm of d; both
+  // before fuse_add_layer_norm, which takes a residual Add into the LayerNormalization.
+  // Their Adds and Muls never start at a MatMul, so the GEMM fusion takes none of them.
+  list.push_back(passes::makeFuseLayerNorm());
+  list.push_back(passes::makeFuseRmsNorm());
   // Residual add + LayerNormalization: after the GEMM fusion for the same reason
   // (LayerNormalization(MatMul + bias) is a GEMM epilogue, not a residual add), so
   // the Add it takes is the one between two layers.
@@ -40,6 +61,13 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   // activation becomes its INT8 output; before remove_dead_nodes, which drops the
   // Q/DQ nodes and float weights the folds leave without readers.
   list.push_back(passes::makeFoldQdq());
+  // Whatever elementwise ops remain, grouped into generated kernels (PointwiseChain,
+  // level 2+): after every specific fusion, which must keep priority (a bias Add and
+  // an activation ride a GEMM's or a convolution's epilogue for free, and a residual
+  // Add belongs to AddLayerNorm), and after fold_qdq, whose patterns would otherwise
+  // lose their float ops; before remove_dead_nodes, which drops the Constant nodes
+  // whose scalars the chains inline.
+  list.push_back(passes::makeFusePointwiseChain());
   // Last: fusions leave the constants of their patterns without readers.
   list.push_back(passes::makeRemoveDeadNodes());
   // After every fusion, which all match channels-first patterns; only when the

@@ -6,6 +6,7 @@
 //   FusedAttention(Q, K, V, [M])       -> Y: Q's batch, sequence and heads with V's head
 //     size, in output_layout ([B, Sq, H, Dv], [B, H, Sq, Dv]) or [B, Sq, H * Dv] when
 //     merge_heads (contract: ir/fused_attention.h)
+//   PointwiseChain(X0, X1, ...)        -> Y: every input broadcast, the program's output type
 #include <algorithm>
 
 #include "shape/rule_helpers.h"
@@ -49,6 +50,19 @@ bool kilnFusedAttentionRule(const Node& node, const Ins& in, Outs* outs) {
   return true;
 }
 
+// Every input broadcast (numpy); the type is the last step's (ir/pointwise_program.h).
+bool kilnPointwiseChainRule(const Node& node, const Ins& in, Outs* outs) {
+  const std::vector<int64_t> types = node.attrInts("types");
+  if (node.domain != "ai.kiln" || in.empty() || types.empty()) return false;
+  SymbolicShape shape;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (!known(in, i)) return false;
+    shape = i == 0 ? shapeOf(in, 0) : broadcastSymbolic(shape, shapeOf(in, i));
+  }
+  setOut(outs, 0, static_cast<DataType>(types.back()), shape);
+  return true;
+}
+
 }  // namespace
 
 void addFusedShapeRules(std::map<std::string, ShapeRule>& t) {
@@ -56,6 +70,7 @@ void addFusedShapeRules(std::map<std::string, ShapeRule>& t) {
   t["AddLayerNorm"] = &kilnBroadcastOfFirstTwo;
   t["FusedConv"] = &kilnFusedConvRule;
   t["FusedAttention"] = &kilnFusedAttentionRule;
+  t["PointwiseChain"] = &kilnPointwiseChainRule;
 }
 
 }  // namespace kiln::shape

@@ -5,25 +5,11 @@
 namespace kiln_examples {
 namespace {
 
-constexpr const char* kName = "CopyConcat";
-constexpr const char* kVersion = "1";
-constexpr const char* kNamespace = "kiln.examples";
-
 bool isLinear(const kp::DynamicTensorDesc& d) {
   return d.desc.format == kp::TensorFormat::kLinear;
 }
 
 }  // namespace
-
-const char* CopyConcatPlugin::getPluginName() const noexcept {
-  return kName;
-}
-const char* CopyConcatPlugin::getPluginVersion() const noexcept {
-  return kVersion;
-}
-const char* CopyConcatPlugin::getPluginNamespace() const noexcept {
-  return kNamespace;
-}
 
 int32_t CopyConcatPlugin::getOutputDataTypes(kp::DataType* outputTypes, int32_t nbOutputs,
                                              const kp::DataType* inputTypes,
@@ -97,14 +83,6 @@ int32_t CopyConcatPlugin::executeCpu(const kp::TensorDesc*, const kp::TensorDesc
   return kp::kStatusSuccess;
 }
 
-bool CopyConcatPlugin::hasCudaImplementation() const noexcept {
-#ifdef KILN_EXAMPLES_HAVE_CUDA
-  return true;
-#else
-  return false;
-#endif
-}
-
 int32_t CopyConcatPlugin::enqueue(const kp::TensorDesc*, const kp::TensorDesc*,
                                   const void* const* inputs, void* const* outputs, void*,
                                   void* cudaStream) noexcept {
@@ -115,29 +93,15 @@ int32_t CopyConcatPlugin::enqueue(const kp::TensorDesc*, const kp::TensorDesc*,
   return code == kp::kStatusSuccess ? code : fail(code, error);
 #else
   (void)inputs, (void)outputs, (void)cudaStream;
-  return fail(kp::kStatusUnsupported, "this build of the example plugins has no CUDA");
+  return failWithoutCuda();
 #endif
-}
-
-const char* CopyConcatCreator::getPluginName() const noexcept {
-  return kName;
-}
-const char* CopyConcatCreator::getPluginVersion() const noexcept {
-  return kVersion;
-}
-const char* CopyConcatCreator::getPluginNamespace() const noexcept {
-  return kNamespace;
 }
 
 kp::IPlugin* CopyConcatCreator::createPlugin(const char*, const kp::FieldCollection* fields,
                                              kp::Phase) noexcept {
-  if (fields && fields->nbFields != 0) {
-    m_error.set("CopyConcat has no fields");
-    return nullptr;
-  }
+  if (fields && fields->nbFields != 0) return fail("CopyConcat has no fields");
   kp::IPlugin* plugin = new (std::nothrow) CopyConcatPlugin();
-  if (!plugin) m_error.set("out of memory");
-  return plugin;
+  return plugin ? plugin : fail("out of memory");
 }
 
 }  // namespace kiln_examples

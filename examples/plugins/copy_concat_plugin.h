@@ -7,29 +7,26 @@
 // the stream (copy_concat_cuda.cu).
 #pragma once
 
-#include "plugin_support.h"
+#include "plugin_base.h"
 
 namespace kiln_examples {
 
-class CopyConcatPlugin final : public kp::IPlugin,
-                               public kp::IPluginBuild,
-                               public kp::IPluginRuntime {
+inline constexpr PluginIdentity kCopyConcatIdentity{"CopyConcat", "1", "kiln.examples"};
+
+// Name, version, capabilities, getLastError(), destroy(), no workspace and which
+// implementations exist come from PluginBase (plugin_base.h).
+class CopyConcatPlugin final : public PluginBase {
  public:
+  CopyConcatPlugin() : PluginBase(kCopyConcatIdentity) {}
+
   // core
-  const char* getPluginName() const noexcept override;
-  const char* getPluginVersion() const noexcept override;
-  const char* getPluginNamespace() const noexcept override;
   int32_t getNbOutputs() const noexcept override { return 2; }
   int32_t getOutputDataTypes(kp::DataType* outputTypes, int32_t nbOutputs,
                              const kp::DataType* inputTypes,
                              int32_t nbInputs) const noexcept override;
   int32_t getOutputShapes(const kp::DimsExprs* inputs, int32_t nbInputs, kp::DimsExprs* outputs,
                           int32_t nbOutputs, kp::IExprBuilder& exprBuilder) noexcept override;
-  kp::IPluginBuild* getBuildCapability() noexcept override { return this; }
-  kp::IPluginRuntime* getRuntimeCapability() noexcept override { return this; }
   kp::IPlugin* clone() const noexcept override;
-  const char* getLastError() const noexcept override { return m_error.c_str(); }
-  void destroy() noexcept override { delete this; }
 
   // build
   bool supportsFormatCombination(int32_t pos, const kp::DynamicTensorDesc* inOut, int32_t nbInputs,
@@ -40,44 +37,29 @@ class CopyConcatPlugin final : public kp::IPlugin,
   const kp::FieldCollection* getFieldsToSerialize() noexcept override { return &m_noFields; }
 
   // runtime
-  size_t getWorkspaceSize(const kp::DynamicTensorDesc*, int32_t, const kp::DynamicTensorDesc*,
-                          int32_t) const noexcept override {
-    return 0;
-  }
   int32_t onShapeChange(const kp::TensorDesc* inputs, int32_t nbInputs,
                         const kp::TensorDesc* outputs, int32_t nbOutputs) noexcept override;
-  bool hasCpuImplementation() const noexcept override { return true; }
   int32_t executeCpu(const kp::TensorDesc* inputDesc, const kp::TensorDesc* outputDesc,
                      const void* const* inputs, void* const* outputs,
                      void* workspace) noexcept override;
-  bool hasCudaImplementation() const noexcept override;
   int32_t enqueue(const kp::TensorDesc* inputDesc, const kp::TensorDesc* outputDesc,
                   const void* const* inputs, void* const* outputs, void* workspace,
                   void* cudaStream) noexcept override;
 
  private:
-  int32_t fail(int32_t code, const char* message) const noexcept {
-    m_error.set(message);
-    return code;
-  }
-  mutable ErrorText m_error;
   kp::FieldCollection m_noFields{0, nullptr};
   size_t m_bytesA = 0, m_bytesB = 0;  // set by onShapeChange
 };
 
-class CopyConcatCreator final : public kp::IPluginCreator {
+class CopyConcatCreator final : public CreatorBase {
  public:
-  const char* getPluginName() const noexcept override;
-  const char* getPluginVersion() const noexcept override;
-  const char* getPluginNamespace() const noexcept override;
+  CopyConcatCreator() : CreatorBase(kCopyConcatIdentity) {}
   const kp::FieldCollection* getFieldNames() noexcept override { return &m_fields; }
   kp::IPlugin* createPlugin(const char* layerName, const kp::FieldCollection* fields,
                             kp::Phase phase) noexcept override;
-  const char* getLastError() const noexcept override { return m_error.c_str(); }
 
  private:
   kp::FieldCollection m_fields{0, nullptr};
-  ErrorText m_error;
 };
 
 // The CUDA part (copy_concat_cuda.cu): out0 <- B, out1 <- A then B. Returns a

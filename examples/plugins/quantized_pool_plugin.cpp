@@ -6,10 +6,6 @@
 namespace kiln_examples {
 namespace {
 
-constexpr const char* kName = "QuantizedPool";
-constexpr const char* kVersion = "1";
-constexpr const char* kNamespace = "kiln.examples";
-
 bool takesType(kp::DataType t) {
   return t == kp::DataType::kFloat32 || t == kp::DataType::kFloat16 || t == kp::DataType::kInt8;
 }
@@ -54,7 +50,8 @@ void poolOnHost(const PoolJob& job, const T* in, T* out, ToFloat toFloat, FromFl
 
 }  // namespace
 
-QuantizedPoolPlugin::QuantizedPoolPlugin(PoolSettings settings) : m_settings(std::move(settings)) {
+QuantizedPoolPlugin::QuantizedPoolPlugin(PoolSettings settings)
+    : PluginBase(kQuantizedPoolIdentity), m_settings(std::move(settings)) {
   m_serialized[0] = {"kernel_shape", m_settings.kernel, kp::FieldType::kInt64, 2, {}, {}};
   m_serialized[1] = {"strides", m_settings.strides, kp::FieldType::kInt64, 2, {}, {}};
   m_serialized[2] = {"mode",
@@ -63,16 +60,6 @@ QuantizedPoolPlugin::QuantizedPoolPlugin(PoolSettings settings) : m_settings(std
                      static_cast<int64_t>(m_settings.mode.size()),
                      {},
                      {}};
-}
-
-const char* QuantizedPoolPlugin::getPluginName() const noexcept {
-  return kName;
-}
-const char* QuantizedPoolPlugin::getPluginVersion() const noexcept {
-  return kVersion;
-}
-const char* QuantizedPoolPlugin::getPluginNamespace() const noexcept {
-  return kNamespace;
 }
 
 int32_t QuantizedPoolPlugin::getOutputDataTypes(kp::DataType* outputTypes, int32_t nbOutputs,
@@ -191,14 +178,6 @@ int32_t QuantizedPoolPlugin::executeCpu(const kp::TensorDesc*, const kp::TensorD
   }
 }
 
-bool QuantizedPoolPlugin::hasCudaImplementation() const noexcept {
-#ifdef KILN_EXAMPLES_HAVE_CUDA
-  return true;
-#else
-  return false;
-#endif
-}
-
 int32_t QuantizedPoolPlugin::enqueue(const kp::TensorDesc*, const kp::TensorDesc*,
                                      const void* const* inputs, void* const* outputs, void*,
                                      void* cudaStream) noexcept {
@@ -209,24 +188,14 @@ int32_t QuantizedPoolPlugin::enqueue(const kp::TensorDesc*, const kp::TensorDesc
   return code == kp::kStatusSuccess ? code : fail(code, error);
 #else
   (void)inputs, (void)outputs, (void)cudaStream;
-  return fail(kp::kStatusUnsupported, "this build of the example plugins has no CUDA");
+  return failWithoutCuda();
 #endif
 }
 
-QuantizedPoolCreator::QuantizedPoolCreator() {
+QuantizedPoolCreator::QuantizedPoolCreator() : CreatorBase(kQuantizedPoolIdentity) {
   m_fields[0] = {"kernel_shape", nullptr, kp::FieldType::kInt64, 2, {}, {}};
   m_fields[1] = {"strides", nullptr, kp::FieldType::kInt64, 2, {}, {}};
   m_fields[2] = {"mode", nullptr, kp::FieldType::kString, -1, {}, {}};
-}
-
-const char* QuantizedPoolCreator::getPluginName() const noexcept {
-  return kName;
-}
-const char* QuantizedPoolCreator::getPluginVersion() const noexcept {
-  return kVersion;
-}
-const char* QuantizedPoolCreator::getPluginNamespace() const noexcept {
-  return kNamespace;
 }
 
 kp::IPlugin* QuantizedPoolCreator::createPlugin(const char*, const kp::FieldCollection* fields,
@@ -237,7 +206,7 @@ kp::IPlugin* QuantizedPoolCreator::createPlugin(const char*, const kp::FieldColl
         plugin = new QuantizedPoolPlugin(parseSettings(fields));
         return kp::kStatusSuccess;
       },
-      [this](const char* message) { m_error.set(message); });
+      [this](const char* message) { fail(message); });
   return plugin;
 }
 

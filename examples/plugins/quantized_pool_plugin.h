@@ -14,7 +14,7 @@
 
 #include <string>
 
-#include "plugin_support.h"
+#include "plugin_base.h"
 #include "quantized_pool_math.h"
 
 namespace kiln_examples {
@@ -25,27 +25,22 @@ struct PoolSettings {
   std::string mode = "max";
 };
 
-class QuantizedPoolPlugin final : public kp::IPlugin,
-                                  public kp::IPluginBuild,
-                                  public kp::IPluginRuntime {
+inline constexpr PluginIdentity kQuantizedPoolIdentity{"QuantizedPool", "1", "kiln.examples"};
+
+// Name, version, capabilities, getLastError(), destroy(), no workspace and which
+// implementations exist come from PluginBase (plugin_base.h).
+class QuantizedPoolPlugin final : public PluginBase {
  public:
   explicit QuantizedPoolPlugin(PoolSettings settings);
 
   // core
-  const char* getPluginName() const noexcept override;
-  const char* getPluginVersion() const noexcept override;
-  const char* getPluginNamespace() const noexcept override;
   int32_t getNbOutputs() const noexcept override { return 1; }
   int32_t getOutputDataTypes(kp::DataType* outputTypes, int32_t nbOutputs,
                              const kp::DataType* inputTypes,
                              int32_t nbInputs) const noexcept override;
   int32_t getOutputShapes(const kp::DimsExprs* inputs, int32_t nbInputs, kp::DimsExprs* outputs,
                           int32_t nbOutputs, kp::IExprBuilder& exprBuilder) noexcept override;
-  kp::IPluginBuild* getBuildCapability() noexcept override { return this; }
-  kp::IPluginRuntime* getRuntimeCapability() noexcept override { return this; }
   kp::IPlugin* clone() const noexcept override;
-  const char* getLastError() const noexcept override { return m_error.c_str(); }
-  void destroy() noexcept override { delete this; }
 
   // build
   bool supportsFormatCombination(int32_t pos, const kp::DynamicTensorDesc* inOut, int32_t nbInputs,
@@ -56,52 +51,36 @@ class QuantizedPoolPlugin final : public kp::IPlugin,
   const kp::FieldCollection* getFieldsToSerialize() noexcept override;
 
   // runtime
-  size_t getWorkspaceSize(const kp::DynamicTensorDesc*, int32_t, const kp::DynamicTensorDesc*,
-                          int32_t) const noexcept override {
-    return 0;
-  }
   int32_t onShapeChange(const kp::TensorDesc* inputs, int32_t nbInputs,
                         const kp::TensorDesc* outputs, int32_t nbOutputs) noexcept override;
-  bool hasCpuImplementation() const noexcept override { return true; }
   int32_t executeCpu(const kp::TensorDesc* inputDesc, const kp::TensorDesc* outputDesc,
                      const void* const* inputs, void* const* outputs,
                      void* workspace) noexcept override;
-  bool hasCudaImplementation() const noexcept override;
   int32_t enqueue(const kp::TensorDesc* inputDesc, const kp::TensorDesc* outputDesc,
                   const void* const* inputs, void* const* outputs, void* workspace,
                   void* cudaStream) noexcept override;
 
  private:
-  int32_t fail(int32_t code, const char* message) const noexcept {
-    m_error.set(message);
-    return code;
-  }
   // INT8 I/O needs both scales.
   int32_t checkScales(kp::DataType type, float inScale, float outScale) const noexcept;
 
   PoolSettings m_settings;
-  mutable ErrorText m_error;
   PoolJob m_job;  // set by onShapeChange
   kp::DataType m_type = kp::DataType::kFloat32;
   kp::Field m_serialized[3];
   kp::FieldCollection m_serializedCollection{3, m_serialized};
 };
 
-class QuantizedPoolCreator final : public kp::IPluginCreator {
+class QuantizedPoolCreator final : public CreatorBase {
  public:
   QuantizedPoolCreator();
-  const char* getPluginName() const noexcept override;
-  const char* getPluginVersion() const noexcept override;
-  const char* getPluginNamespace() const noexcept override;
   const kp::FieldCollection* getFieldNames() noexcept override { return &m_collection; }
   kp::IPlugin* createPlugin(const char* layerName, const kp::FieldCollection* fields,
                             kp::Phase phase) noexcept override;
-  const char* getLastError() const noexcept override { return m_error.c_str(); }
 
  private:
   kp::Field m_fields[3];
   kp::FieldCollection m_collection{3, m_fields};
-  ErrorText m_error;
 };
 
 // The CUDA part (quantized_pool_cuda.cu): launches the pooling kernel on `stream`.

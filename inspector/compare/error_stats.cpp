@@ -48,6 +48,16 @@ int histogramBin(double absError) {
   return std::clamp(decade - ErrorHistogram::kFirstDecade, 0, ErrorHistogram::kBins - 1);
 }
 
+// "nan/inf 1/0 (expected 0/0)", or "" when both sides are finite throughout.
+std::string nonFiniteCounts(const ErrorStats& s) {
+  if (s.nanActual + s.infActual + s.nanExpected + s.infExpected == 0) return "";
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "nan/inf %lld/%lld (expected %lld/%lld)",
+                static_cast<long long>(s.nanActual), static_cast<long long>(s.infActual),
+                static_cast<long long>(s.nanExpected), static_cast<long long>(s.infExpected));
+  return buf;
+}
+
 }  // namespace
 
 ErrorAccumulator::ErrorAccumulator(std::string name, Tolerance tolerance, int topK)
@@ -197,6 +207,31 @@ ErrorStats computeErrorStats(const std::string& name, const Tensor& actual, cons
   return accumulator.finish();
 }
 
+Result<std::vector<ErrorStats>> compareOutputRuns(
+    const std::vector<std::vector<NamedTensor>>& actual,
+    const std::vector<std::vector<NamedTensor>>& expected, const Tolerance& tolerance, int topK) {
+  if (actual.size() != expected.size() || expected.empty())
+    return invalidArgument("comparing outputs: " + std::to_string(actual.size()) +
+                           " runs against " + std::to_string(expected.size()) + " expected runs");
+  std::vector<ErrorAccumulator> outputs;
+  for (const NamedTensor& out : expected.front()) outputs.emplace_back(out.name, tolerance, topK);
+  for (size_t run = 0; run < expected.size(); ++run) {
+    if (actual[run].size() != outputs.size() || expected[run].size() != outputs.size())
+      return invalidArgument("comparing outputs: run " + std::to_string(run) + " has " +
+                             std::to_string(actual[run].size()) + " outputs, expected " +
+                             std::to_string(outputs.size()));
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      if (actual[run][i].name != expected[run][i].name)
+        return invalidArgument("comparing outputs: output '" + actual[run][i].name + "' where '" +
+                               expected[run][i].name + "' was expected");
+      outputs[i].add(actual[run][i].tensor, expected[run][i].tensor);
+    }
+  }
+  std::vector<ErrorStats> stats;
+  for (ErrorAccumulator& output : outputs) stats.push_back(output.finish());
+  return stats;
+}
+
 nlohmann::json errorStatsJson(const ErrorStats& s, bool withPlots) {
   nlohmann::json j = {{"name", s.name},
                       {"pass", s.pass},
@@ -261,18 +296,39 @@ std::string formatErrorStatsLine(const ErrorStats& s, size_t nameWidth) {
                 static_cast<int>(nameWidth), s.name.c_str(), s.pass ? "ok" : "FAIL", s.maxAbs,
                 s.meanAbs, s.medianAbs, s.maxRel, s.cosine);
   std::string line = buf;
-  if (s.nanActual + s.infActual + s.nanExpected + s.infExpected > 0) {
-    std::snprintf(buf, sizeof buf, "  nan/inf %lld/%lld (expected %lld/%lld)",
-                  static_cast<long long>(s.nanActual), static_cast<long long>(s.infActual),
-                  static_cast<long long>(s.nanExpected), static_cast<long long>(s.infExpected));
-    line += buf;
-  }
+  const std::string nonFinite = nonFiniteCounts(s);
+  if (!nonFinite.empty()) line += "  " + nonFinite;
   if (s.topK > 0) {
     std::snprintf(buf, sizeof buf, "  top1 %.1f%% top%d %.1f%%", 100 * s.top1Agreement, s.topK,
                   100 * s.topKOverlap);
     line += buf;
   }
   return line;
+}
+
+std::string formatAccuracySummary(const std::vector<ErrorStats>& stats) {
+  std::string text;
+  char line[320];
+  for (const ErrorStats& s : stats) {
+    if (!s.comparable) {
+      text += s.name + ": not comparable: " + s.problem + "\n";
+      continue;
+    }
+    std::snprintf(line, sizeof line,
+                  "%s: max abs %.4g, mean abs %.4g, max rel %.3g%%, mean rel %.3g%%, cosine %.6f",
+                  s.name.c_str(), s.maxAbs, s.meanAbs, 100 * s.maxRel, 100 * s.meanRel, s.cosine);
+    text += line;
+    const std::string nonFinite = nonFiniteCounts(s);
+    if (!nonFinite.empty()) text += ", " + nonFinite;
+    if (s.topK > 0) {
+      const long long agreeing = std::llround(s.top1Agreement * static_cast<double>(s.topRows));
+      std::snprintf(line, sizeof line, ", top-1 %lld/%lld (%.1f%%)", agreeing,
+                    static_cast<long long>(s.topRows), 100 * s.top1Agreement);
+      text += line;
+    }
+    text += "\n";
+  }
+  return text;
 }
 
 }  // namespace kiln::compare

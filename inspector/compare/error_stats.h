@@ -2,8 +2,10 @@
 // runs: max/mean/median absolute and relative error, error quantiles, cosine
 // similarity, NaN/Inf counts on each side, elements outside the tolerance, top-k
 // agreement along the last axis (classifier outputs), a log-scale histogram of the
-// absolute error and a coarse heatmap of where it is. What `kiln compare` prints
-// and writes as JSON, and what the studio's Compare view plots. No Qt.
+// absolute error and a coarse heatmap of where it is. The one statistics module of
+// Kiln: what `kiln compare` prints and writes as JSON, what the studio's Compare view
+// and precision debugger plot, and what `kiln build --int8 --accuracy-data` reports
+// against FP32. No Qt.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +14,8 @@
 #include <vector>
 
 #include "compare/tensor_compare.h"
+#include "kiln/reference_backend.h"
+#include "kiln/status.h"
 #include "kiln/tensor.h"
 
 namespace kiln::compare {
@@ -95,9 +99,20 @@ class ErrorAccumulator {
 ErrorStats computeErrorStats(const std::string& name, const Tensor& actual, const Tensor& expected,
                              const Tolerance& tolerance, int topK = 0);
 
+// Every output over paired runs: `actual[i]` and `expected[i]` are the outputs of
+// input set i in graph output order. Errors: no runs, run or output counts that
+// differ, or an output name that disagrees with the expected one (named).
+Result<std::vector<ErrorStats>> compareOutputRuns(
+    const std::vector<std::vector<NamedTensor>>& actual,
+    const std::vector<std::vector<NamedTensor>>& expected, const Tolerance& tolerance, int topK);
+
 // JSON form (snake_case keys); `withPlots` adds the histogram and heatmap arrays.
 nlohmann::json errorStatsJson(const ErrorStats& stats, bool withPlots);
 // One aligned text line: name, verdict, max/mean/median abs, max rel, cosine, NaN/Inf.
 std::string formatErrorStatsLine(const ErrorStats& stats, size_t nameWidth);
+// One line per tensor, for reports without a verdict (the INT8 build against FP32):
+// "logits: max abs 0.012, mean abs 0.003, max rel 4.1%, mean rel 0.8%, cosine
+// 0.999870, top-1 11/12 (91.7%)"; a tensor that is not comparable says why.
+std::string formatAccuracySummary(const std::vector<ErrorStats>& stats);
 
 }  // namespace kiln::compare

@@ -35,18 +35,10 @@ Result<std::vector<std::vector<NamedTensor>>> PlanJudge::runAll(ModelRunner& run
 }
 
 Result<Verdict> PlanJudge::verdictOf(const std::vector<std::vector<NamedTensor>>& outputs) const {
-  if (outputs.size() != m_expected.size())
-    return internalError("outputs of " + std::to_string(outputs.size()) + " input sets for " +
-                         std::to_string(m_expected.size()));
-  std::vector<ErrorAccumulator> accumulators;
-  for (const NamedTensor& out : m_expected.front())
-    accumulators.emplace_back(out.name, m_tolerance, 0);
-  for (size_t set = 0; set < outputs.size(); ++set)
-    for (size_t i = 0; i < accumulators.size() && i < outputs[set].size(); ++i)
-      accumulators[i].add(outputs[set][i].tensor, m_expected[set][i].tensor);
+  KILN_ASSIGN_OR_RETURN(std::vector<ErrorStats> outputStats,
+                        compareOutputRuns(outputs, m_expected, m_tolerance, 0));
   Verdict verdict;
-  for (ErrorAccumulator& acc : accumulators) {
-    ErrorStats stats = acc.finish();
+  for (ErrorStats& stats : outputStats) {
     const bool nonFinite =
         stats.nanActual + stats.infActual != stats.nanExpected + stats.infExpected;
     const double error =

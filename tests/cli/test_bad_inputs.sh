@@ -3,20 +3,7 @@
 # stderr that names the file, node or tensor at fault. Usage: test_bad_inputs.sh KILN DATA_DIR
 set -u
 kiln="$1"; data="$2"
-passed=0; failed=0
-
-# expect_error DESCRIPTION NEEDLE COMMAND...: exit code != 0, one stderr line containing NEEDLE.
-expect_error() {
-  local what="$1" needle="$2"; shift 2
-  local err rc
-  err=$("$@" 2>&1 >/dev/null); rc=$?
-  local lines; lines=$(printf '%s' "$err" | grep -c '')
-  if [[ $rc -ne 0 && $rc -lt 128 && $lines -eq 1 && "$err" == *"$needle"* ]]; then
-    echo "PASS $what: $err"; passed=$((passed + 1))
-  else
-    echo "FAIL $what (exit $rc, $lines lines, expected '$needle'): $err"; failed=$((failed + 1))
-  fi
-}
+source "$(dirname "$0")/cli_test_support.sh"
 
 expect_error "truncated file" "truncated.onnx" "$kiln" run "$data/truncated.onnx"
 expect_error "random bytes" "random_bytes.onnx" "$kiln" run "$data/random_bytes.onnx"
@@ -35,5 +22,4 @@ expect_error "inspect of random bytes" "random_bytes.onnx" "$kiln" inspect "$dat
 expect_error "weight claiming 2^39 elements" "holds fewer" "$kiln" run "$data/huge_claim.onnx" --shapes x:2x3
 expect_error "conformance of a missing folder" "no_such_dir" "$kiln" conformance "$data/no_such_dir"
 
-echo "$passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+finish

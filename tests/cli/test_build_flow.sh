@@ -3,23 +3,7 @@
 # its errors. Usage: test_build_flow.sh KILN DATA_DIR
 set -u
 kiln="$1"; data="$2"
-work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-passed=0; failed=0
-check() {  # check DESCRIPTION CONDITION...
-  local what="$1"; shift
-  if "$@" >/dev/null; then echo "PASS $what"; passed=$((passed + 1)); else echo "FAIL $what"; failed=$((failed + 1)); fi
-}
-expect_error() {  # expect_error DESCRIPTION NEEDLE COMMAND...: non-zero exit, one stderr line with NEEDLE
-  local what="$1" needle="$2"; shift 2
-  local err rc lines
-  err=$("$@" 2>&1 >/dev/null); rc=$?
-  lines=$(printf '%s' "$err" | grep -c '')
-  if [[ $rc -ne 0 && $rc -lt 128 && $lines -eq 1 && "$err" == *"$needle"* ]]; then
-    echo "PASS $what: $err"; passed=$((passed + 1))
-  else
-    echo "FAIL $what (exit $rc, $lines lines, expected '$needle'): $err"; failed=$((failed + 1))
-  fi
-}
+source "$(dirname "$0")/cli_test_support.sh"
 
 bert="$data/builder/tiny_bert.onnx"
 profiles=(--min-shapes input_ids:1x4 --opt-shapes input_ids:2x16 --max-shapes input_ids:4x32
@@ -63,5 +47,4 @@ expect_error "bad precision spec" "unknown precision" "$kiln" build "$bert" -o "
   "${profiles[@]}" --layer-precisions '*:fp12'
 check "a failed build leaves no plan behind" test ! -e "$work/x.kiln"
 
-echo "$passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+finish

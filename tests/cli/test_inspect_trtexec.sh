@@ -4,23 +4,7 @@
 # Usage: test_inspect_trtexec.sh KILN DATA_DIR
 set -u
 kiln="$1"; data="$2"
-work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-passed=0; failed=0
-check() {  # check DESCRIPTION CONDITION...
-  local what="$1"; shift
-  if "$@" >/dev/null; then echo "PASS $what"; passed=$((passed + 1)); else echo "FAIL $what"; failed=$((failed + 1)); fi
-}
-expect_error() {  # expect_error DESCRIPTION NEEDLE COMMAND...: non-zero exit, one stderr line with NEEDLE
-  local what="$1" needle="$2"; shift 2
-  local err rc lines
-  err=$("$@" 2>&1 >/dev/null); rc=$?
-  lines=$(printf '%s' "$err" | grep -c '')
-  if [[ $rc -ne 0 && $rc -lt 128 && $lines -eq 1 && "$err" == *"$needle"* ]]; then
-    echo "PASS $what: $err"; passed=$((passed + 1))
-  else
-    echo "FAIL $what (exit $rc, $lines lines, expected '$needle'): $err"; failed=$((failed + 1))
-  fi
-}
+source "$(dirname "$0")/cli_test_support.sh"
 csv_rows() {  # csv_rows FILE: number of CSV records (quoted line breaks do not count)
   python3 -c "import csv,sys; print(len(list(csv.reader(open(sys.argv[1], newline='')))))" "$1"
 }
@@ -64,5 +48,4 @@ check "plan csv has one row per layer" test "$(csv_rows "$work/plan.csv")" -eq $
 check "plan table has profile totals" bash -c "'$kiln' inspect '$work/bert.kiln' \
   --profile '$work/profile.json' | grep -q 'medians of a 3-iteration profile'"
 
-echo "$passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+finish

@@ -7,23 +7,7 @@
 set -u
 kiln="$1"; examples="$2"; faulty="$3"; root="$4"
 models="$root/examples/plugins/models"; data="$root/tests/data/plugins"
-work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-passed=0; failed=0
-check() {  # check DESCRIPTION CONDITION...
-  local what="$1"; shift
-  if "$@" >/dev/null; then echo "PASS $what"; passed=$((passed + 1)); else echo "FAIL $what"; failed=$((failed + 1)); fi
-}
-expect_error() {  # expect_error DESCRIPTION NEEDLE COMMAND...: non-zero exit, one stderr line with NEEDLE
-  local what="$1" needle="$2"; shift 2
-  local err rc lines
-  err=$("$@" 2>&1 >/dev/null); rc=$?
-  lines=$(printf '%s' "$err" | grep -c '')
-  if [[ $rc -ne 0 && $rc -lt 128 && $lines -eq 1 && "$err" == *"$needle"* ]]; then
-    echo "PASS $what: $err"; passed=$((passed + 1))
-  else
-    echo "FAIL $what (exit $rc, $lines lines, expected '$needle'): $err"; failed=$((failed + 1))
-  fi
-}
+source "$(dirname "$0")/cli_test_support.sh"
 
 # The example models match the outputs numpy computed (make_models.py).
 check "example models pass with the library" "$kiln" --plugins "$examples" conformance "$models"
@@ -64,5 +48,4 @@ expect_error "a throwing plugin fails the build" "Faulty threw on purpose" \
   "$kiln" --plugins "$faulty" build "$data/faulty_throw_execute.onnx" -o "$work/f.kiln" --quiet
 check "the well-behaved Faulty runs" "$kiln" --plugins "$faulty" run "$data/faulty_none.onnx" --backend cpu
 
-echo "$passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+finish

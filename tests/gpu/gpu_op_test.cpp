@@ -17,6 +17,31 @@ std::vector<PrecisionTolerance> fp32Only(double atol, double rtol) {
   return {{cuda::Precision::kFloat32, atol, rtol}};
 }
 
+std::vector<PrecisionTolerance> convTolerances() {
+  return {{cuda::Precision::kFloat32, 1e-4, 1e-4},
+          {cuda::Precision::kFloat16, 1e-2, 1e-2},
+          {cuda::Precision::kBFloat16, 6e-2, 6e-2}};
+}
+
+Tensor randomFloats(const Shape& shape, uint32_t seed, double lo, double hi) {
+  return randomTensor(DataType::kFloat32, shape, seed, lo, hi);
+}
+
+Tensor roundTo(const Tensor& t, cuda::Precision precision) {
+  if (!t.defined() || t.type() != DataType::kFloat32 || precision == cuda::Precision::kFloat32)
+    return t;
+  DataType storage =
+      precision == cuda::Precision::kFloat16 ? DataType::kFloat16 : DataType::kBFloat16;
+  return castTensor(castTensor(t, storage), DataType::kFloat32);
+}
+
+std::map<std::string, Tensor> roundTo(const std::map<std::string, Tensor>& feeds,
+                                      cuda::Precision precision) {
+  std::map<std::string, Tensor> rounded;
+  for (const auto& [name, t] : feeds) rounded[name] = roundTo(t, precision);
+  return rounded;
+}
+
 bool gpuAvailable() {
   static const bool available = [] {
     cuda::DeviceInfo info = cuda::probeCudaDevice();
@@ -146,14 +171,6 @@ Network GpuOpTest::buildNetwork(const std::vector<Tensor>& inputs) const {
 }
 
 namespace {
-
-Tensor roundTo(const Tensor& t, cuda::Precision precision) {
-  if (!t.defined() || t.type() != DataType::kFloat32 || precision == cuda::Precision::kFloat32)
-    return t;
-  DataType storage =
-      precision == cuda::Precision::kFloat16 ? DataType::kFloat16 : DataType::kBFloat16;
-  return castTensor(castTensor(t, storage), DataType::kFloat32);
-}
 
 Result<std::vector<Tensor>> runEngine(const Network& network, const std::vector<Tensor>& inputs,
                                       const std::vector<bool>& isConstant,

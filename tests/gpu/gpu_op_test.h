@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,18 @@ struct PrecisionTolerance {
 // The standard tolerances: fp32 1e-5/1e-5 (TF32 off), fp16 3e-3/3e-3, bf16 2e-2/2e-2.
 std::vector<PrecisionTolerance> defaultTolerances();
 std::vector<PrecisionTolerance> fp32Only(double atol = 1e-5, double rtol = 1e-5);
+// Convolution layers (Conv, FusedConv, channels-last): fp32 1e-4 (summation order;
+// cuDNN may pick Winograd or FFT engines), fp16 1e-2, bf16 6e-2 (the epilogue path
+// rounds the convolution's output once more before bias, residual and activation).
+std::vector<PrecisionTolerance> convTolerances();
+
+// Float32 uniform random values in [lo, hi) from `seed` (randomTensor).
+Tensor randomFloats(const Shape& shape, uint32_t seed, double lo = -1.0, double hi = 1.0);
+// `t` as the GPU holds it at `precision`: float32 rounded to float16 or bfloat16 and
+// back, so the reference sees exactly what the GPU sees; other tensors and fp32 as is.
+Tensor roundTo(const Tensor& t, cuda::Precision precision);
+std::map<std::string, Tensor> roundTo(const std::map<std::string, Tensor>& feeds,
+                                      cuda::Precision precision);
 
 class GpuOpTest {
  public:

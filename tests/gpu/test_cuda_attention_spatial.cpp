@@ -13,10 +13,6 @@ namespace {
 
 using Ints = std::vector<int64_t>;
 
-Tensor randomFloats(const Shape& shape, uint32_t seed, double lo = -1.0, double hi = 1.0) {
-  return randomTensor(DataType::kFloat32, shape, seed, lo, hi);
-}
-
 // Attention keeps scores in the storage type between the QK^T GEMM and the softmax (the
 // CPU reference keeps them in float), so 16-bit results carry one extra rounding of the
 // scores (relative 2^-11 / 2^-8 of a score, amplified by exp) on top of the P and Y

@@ -15,19 +15,10 @@
 #include "ir/channels_last.h"
 #include "kiln/passes.h"
 #include "kiln/reference_backend.h"
+#include "support/test_graph.h"
 
 namespace kiln::test {
 namespace {
-
-Tensor rnd(const Shape& shape, uint32_t seed) {
-  return randomTensor(DataType::kFloat32, shape, seed, -1, 1);
-}
-
-std::vector<PrecisionTolerance> convTolerances() {
-  return {{cuda::Precision::kFloat32, 1e-4, 1e-4},
-          {cuda::Precision::kFloat16, 1e-2, 1e-2},
-          {cuda::Precision::kBFloat16, 6e-2, 6e-2}};
-}
 
 GpuOpTest channelsLast(const std::string& op, int opset = 17, const std::string& domain = "") {
   GpuOpTest test(op, opset, domain);
@@ -44,10 +35,10 @@ TEST(CudaChannelsLast, FusedConvEachPath) {
         .attr("activation", std::string("relu"))
         .attr("path", std::string(path))
         .attr("pads", std::vector<int64_t>{1, 1, 1, 1})
-        .input(rnd({2, 9, 9, 16}, 1))
-        .constant(rnd({32, 3, 3, 16}, 2))
-        .constant(rnd({32}, 3))
-        .input(rnd({2, 9, 9, 32}, 4))
+        .input(randomFloats({2, 9, 9, 16}, 1))
+        .constant(randomFloats({32, 3, 3, 16}, 2))
+        .constant(randomFloats({32}, 3))
+        .input(randomFloats({2, 9, 9, 32}, 4))
         .check(convTolerances());
   }
   // Strided, no residual, an odd channel count (the stem's 3 input channels).
@@ -55,9 +46,9 @@ TEST(CudaChannelsLast, FusedConvEachPath) {
       .attr("activation", std::string("none"))
       .attr("strides", std::vector<int64_t>{2, 2})
       .attr("pads", std::vector<int64_t>{3, 3, 3, 3})
-      .input(rnd({2, 20, 20, 3}, 5))
-      .constant(rnd({8, 7, 7, 3}, 6))
-      .constant(rnd({8}, 7))
+      .input(randomFloats({2, 20, 20, 3}, 5))
+      .constant(randomFloats({8, 7, 7, 3}, 6))
+      .constant(randomFloats({8}, 7))
       .check(convTolerances());
 }
 
@@ -69,14 +60,14 @@ TEST(CudaChannelsLast, WindowPooling) {
         .attr("kernel_shape", std::vector<int64_t>{3, 3})
         .attr("strides", std::vector<int64_t>{2, 2})
         .attr("pads", std::vector<int64_t>{1, 1, 1, 1})
-        .input(rnd({2, 11, 11, channels}, 8))
+        .input(randomFloats({2, 11, 11, channels}, 8))
         .check();
     channelsLast("MaxPool", 12)
         .attr("kernel_shape", std::vector<int64_t>{2, 3})
         .attr("strides", std::vector<int64_t>{2, 2})
         .attr("dilations", std::vector<int64_t>{2, 1})
         .attr("ceil_mode", int64_t{1})
-        .input(rnd({1, 10, 9, channels}, 9))
+        .input(randomFloats({1, 10, 9, channels}, 9))
         .check();
     for (int64_t includePad : {0, 1}) {
       channelsLast("AveragePool", 19)
@@ -85,7 +76,7 @@ TEST(CudaChannelsLast, WindowPooling) {
           .attr("pads", std::vector<int64_t>{1, 0, 1, 2})
           .attr("count_include_pad", includePad)
           .attr("ceil_mode", int64_t{1})
-          .input(rnd({2, 8, 9, channels}, 10))
+          .input(randomFloats({2, 8, 9, channels}, 10))
           .check();
     }
   }
@@ -95,23 +86,25 @@ TEST(CudaChannelsLast, GlobalPooling) {
   KILN_REQUIRE_GPU();
   for (const char* op : {"GlobalAveragePool", "GlobalMaxPool"}) {
     SCOPED_TRACE(op);
-    channelsLast(op, 1).input(rnd({4, 7, 7, 64}, 11)).check();
-    channelsLast(op, 1).input(rnd({2, 5, 3, 3}, 12)).check();
+    channelsLast(op, 1).input(randomFloats({4, 7, 7, 64}, 11)).check();
+    channelsLast(op, 1).input(randomFloats({2, 5, 3, 3}, 12)).check();
   }
 }
 
-// The reformat layers' transposes: a short side (3 channels) and long ones, both ways.
+// The reformat layers' transposes: a short side (3 channels; odd and even plane sizes, the
+// latter through the 2-byte pairs kernel at fp16), long ones, both ways.
 TEST(CudaChannelsLast, ReformatTransposes) {
   KILN_REQUIRE_GPU();
-  for (const Shape& shape : {Shape{4, 3, 37, 41}, Shape{2, 40, 9, 11}, Shape{3, 5, 2, 7}}) {
+  for (const Shape& shape : {Shape{4, 3, 37, 41}, Shape{2, 3, 16, 12}, Shape{2, 40, 9, 11},
+                             Shape{3, 5, 2, 7}, Shape{1, 8, 4, 6}}) {
     SCOPED_TRACE(shapeToString(shape));
     GpuOpTest("Transpose", 13)
         .attr("perm", std::vector<int64_t>{0, 2, 3, 1})
-        .input(rnd(shape, 30))
+        .input(randomFloats(shape, 30))
         .check({{cuda::Precision::kFloat32, 0, 0}, {cuda::Precision::kFloat16, 0, 0}});
     GpuOpTest("Transpose", 13)
         .attr("perm", std::vector<int64_t>{0, 3, 1, 2})
-        .input(rnd(shape, 31))
+        .input(randomFloats(shape, 31))
         .check({{cuda::Precision::kFloat32, 0, 0}, {cuda::Precision::kFloat16, 0, 0}});
   }
 }
@@ -122,40 +115,21 @@ Network block() {
   Network net;
   net.opsets[""] = 17;
   Graph& g = net.graph;
-  g.inputs = {{"x", DataType::kFloat32, true,
-               {DimExpr(4), DimExpr(16), DimExpr(12), DimExpr(12)}}};
-  auto roundHalf = [](const Tensor& t) {
-    return castTensor(castTensor(t, DataType::kFloat16), DataType::kFloat32);
-  };
-  g.initializers["w1"] = roundHalf(rnd({32, 16, 3, 3}, 21));
-  g.initializers["b1"] = roundHalf(rnd({32}, 22));
-  g.initializers["w2"] = roundHalf(rnd({32, 32, 1, 1}, 23));
-  auto node = [&](const std::string& op, std::vector<std::string> in, const std::string& out) {
-    Node n;
-    n.name = out;
-    n.opType = op;
-    n.opset = 17;
-    n.inputs = std::move(in);
-    n.outputs = {out};
-    g.nodes.push_back(n);
-    return &g.nodes.back();
-  };
-  Node* c1 = node("Conv", {"x", "w1", "b1"}, "c1");
-  c1->attributes["pads"].kind = Attribute::Kind::kInts;
-  c1->attributes["pads"].ints = {1, 1, 1, 1};
-  node("Relu", {"c1"}, "r1");
-  Node* pool = node("MaxPool", {"r1"}, "p1");
-  pool->attributes["kernel_shape"].kind = Attribute::Kind::kInts;
-  pool->attributes["kernel_shape"].ints = {3, 3};
-  pool->attributes["strides"].kind = Attribute::Kind::kInts;
-  pool->attributes["strides"].ints = {2, 2};
-  pool->attributes["pads"].kind = Attribute::Kind::kInts;
-  pool->attributes["pads"].ints = {1, 1, 1, 1};
-  node("Conv", {"p1", "w2"}, "c2");
-  node("Add", {"c2", "p1"}, "a2");
-  node("Relu", {"a2"}, "r2");
-  node("GlobalAveragePool", {"r2"}, "gap");
-  node("Flatten", {"gap"}, "y");
+  g.inputs = {{"x", DataType::kFloat32, true, {DimExpr(4), DimExpr(16), DimExpr(12), DimExpr(12)}}};
+  const cuda::Precision half = cuda::Precision::kFloat16;
+  g.initializers["w1"] = roundTo(randomFloats({32, 16, 3, 3}, 21), half);
+  g.initializers["b1"] = roundTo(randomFloats({32}, 22), half);
+  g.initializers["w2"] = roundTo(randomFloats({32, 32, 1, 1}, 23), half);
+  Node pool = withInts(makeNode("MaxPool", {"r1"}, {"p1"}), "kernel_shape", {3, 3});
+  pool = withInts(withInts(std::move(pool), "strides", {2, 2}), "pads", {1, 1, 1, 1});
+  g.nodes = {withInts(makeNode("Conv", {"x", "w1", "b1"}, {"c1"}), "pads", {1, 1, 1, 1}),
+             makeNode("Relu", {"c1"}, {"r1"}),
+             pool,
+             makeNode("Conv", {"p1", "w2"}, {"c2"}),
+             makeNode("Add", {"c2", "p1"}, {"a2"}),
+             makeNode("Relu", {"a2"}, {"r2"}),
+             makeNode("GlobalAveragePool", {"r2"}, {"gap"}),
+             makeNode("Flatten", {"gap"}, {"y"})};
   g.outputs = {{"y", DataType::kFloat32, false, {}}};
   return net;
 }
@@ -169,8 +143,7 @@ TEST(CudaChannelsLast, BlockThroughThePipelineAtFp16) {
   int layers = 0;
   for (const Node& n : nhwc->graph.nodes) layers += isChannelsLast(n) ? 1 : 0;
   EXPECT_EQ(layers, 4);  // conv1, maxpool, conv2 (+ add + relu), global pool
-  const Tensor x = castTensor(castTensor(rnd({4, 16, 12, 12}, 24), DataType::kFloat16),
-                              DataType::kFloat32);
+  const Tensor x = roundTo(randomFloats({4, 16, 12, 12}, 24), cuda::Precision::kFloat16);
   std::vector<NamedTensor> expected;
   ASSERT_TRUE(ReferenceBackend(original).run({{"x", x}}, &expected).isOk());
   cuda::EngineOptions options;

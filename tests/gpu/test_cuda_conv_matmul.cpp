@@ -12,18 +12,14 @@ std::vector<PrecisionTolerance> gemmTolerances() {
           {cuda::Precision::kBFloat16, 6e-2, 6e-2}};
 }
 
-Tensor rnd(const Shape& shape, uint32_t seed) {
-  return randomTensor(DataType::kFloat32, shape, seed, -1, 1);
-}
-
 TEST(CudaConv, PaddedStridedWithBias) {
   KILN_REQUIRE_GPU();
   GpuOpTest("Conv", 11)
       .attr("pads", std::vector<int64_t>{1, 1, 1, 1})
       .attr("strides", std::vector<int64_t>{2, 2})
-      .input(rnd({2, 8, 17, 15}, 1))
-      .constant(rnd({16, 8, 3, 3}, 2))
-      .constant(rnd({16}, 3))
+      .input(randomFloats({2, 8, 17, 15}, 1))
+      .constant(randomFloats({16, 8, 3, 3}, 2))
+      .constant(randomFloats({16}, 3))
       .check(gemmTolerances());
 }
 
@@ -33,8 +29,8 @@ TEST(CudaConv, DepthwiseDilatedAsymmetricPads) {
       .attr("group", int64_t{12})
       .attr("dilations", std::vector<int64_t>{2, 2})
       .attr("pads", std::vector<int64_t>{2, 1, 2, 3})
-      .input(rnd({1, 12, 20, 20}, 4))
-      .constant(rnd({12, 1, 3, 3}, 5))
+      .input(randomFloats({1, 12, 20, 20}, 4))
+      .constant(randomFloats({12, 1, 3, 3}, 5))
       .check(gemmTolerances());
 }
 
@@ -43,9 +39,9 @@ TEST(CudaConv, AutoPadSameUpperOneD) {
   GpuOpTest("Conv", 11)
       .attr("auto_pad", std::string("SAME_UPPER"))
       .attr("strides", std::vector<int64_t>{2})
-      .input(rnd({3, 4, 33}, 6))
-      .constant(rnd({6, 4, 5}, 7))
-      .constant(rnd({6}, 8))
+      .input(randomFloats({3, 4, 33}, 6))
+      .constant(randomFloats({6, 4, 5}, 7))
+      .constant(randomFloats({6}, 8))
       .check(gemmTolerances());
 }
 
@@ -53,16 +49,16 @@ TEST(CudaConv, ThreeD) {
   KILN_REQUIRE_GPU();
   GpuOpTest("Conv", 11)
       .attr("pads", std::vector<int64_t>{1, 1, 1, 1, 1, 1})
-      .input(rnd({1, 3, 6, 7, 8}, 9))
-      .constant(rnd({4, 3, 3, 3, 3}, 10))
+      .input(randomFloats({1, 3, 6, 7, 8}, 9))
+      .constant(randomFloats({4, 3, 3, 3, 3}, 10))
       .check(gemmTolerances());
 }
 
 TEST(CudaConv, WeightsAsRuntimeInput) {
   KILN_REQUIRE_GPU();
   GpuOpTest("Conv", 11)
-      .input(rnd({2, 3, 9, 9}, 11))
-      .input(rnd({5, 3, 1, 1}, 12))
+      .input(randomFloats({2, 3, 9, 9}, 11))
+      .input(randomFloats({5, 3, 1, 1}, 12))
       .check(gemmTolerances());
 }
 
@@ -72,45 +68,54 @@ TEST(CudaConvTranspose, StridedWithOutputPaddingAndBias) {
       .attr("strides", std::vector<int64_t>{2, 2})
       .attr("pads", std::vector<int64_t>{1, 1, 1, 1})
       .attr("output_padding", std::vector<int64_t>{1, 1})
-      .input(rnd({2, 6, 7, 9}, 13))
-      .constant(rnd({6, 4, 3, 3}, 14))
-      .constant(rnd({4}, 15))
+      .input(randomFloats({2, 6, 7, 9}, 13))
+      .constant(randomFloats({6, 4, 3, 3}, 14))
+      .constant(randomFloats({4}, 15))
       .check(gemmTolerances());
 }
 
 TEST(CudaMatMul, TwoD) {
   KILN_REQUIRE_GPU();
-  GpuOpTest("MatMul", 13).input(rnd({37, 64}, 20)).input(rnd({64, 19}, 21)).check(gemmTolerances());
+  GpuOpTest("MatMul", 13)
+      .input(randomFloats({37, 64}, 20))
+      .input(randomFloats({64, 19}, 21))
+      .check(gemmTolerances());
 }
 
 TEST(CudaMatMul, BatchedSameBatch) {
   KILN_REQUIRE_GPU();
   GpuOpTest("MatMul", 13)
-      .input(rnd({2, 3, 16, 24}, 22))
-      .input(rnd({2, 3, 24, 8}, 23))
+      .input(randomFloats({2, 3, 16, 24}, 22))
+      .input(randomFloats({2, 3, 24, 8}, 23))
       .check(gemmTolerances());
 }
 
 TEST(CudaMatMul, BatchTimesSharedWeights) {
   KILN_REQUIRE_GPU();
   GpuOpTest("MatMul", 13)
-      .input(rnd({4, 10, 32}, 24))
-      .constant(rnd({32, 48}, 25))
+      .input(randomFloats({4, 10, 32}, 24))
+      .constant(randomFloats({32, 48}, 25))
       .check(gemmTolerances());
 }
 
 TEST(CudaMatMul, BroadcastLeftMatrix) {
   KILN_REQUIRE_GPU();
   GpuOpTest("MatMul", 13)
-      .input(rnd({12, 20}, 26))
-      .input(rnd({3, 20, 7}, 27))
+      .input(randomFloats({12, 20}, 26))
+      .input(randomFloats({3, 20, 7}, 27))
       .check(gemmTolerances());
 }
 
 TEST(CudaMatMul, VectorOperands) {
   KILN_REQUIRE_GPU();
-  GpuOpTest("MatMul", 13).input(rnd({20}, 28)).input(rnd({3, 20, 7}, 29)).check(gemmTolerances());
-  GpuOpTest("MatMul", 13).input(rnd({2, 5, 20}, 30)).input(rnd({20}, 31)).check(gemmTolerances());
+  GpuOpTest("MatMul", 13)
+      .input(randomFloats({20}, 28))
+      .input(randomFloats({3, 20, 7}, 29))
+      .check(gemmTolerances());
+  GpuOpTest("MatMul", 13)
+      .input(randomFloats({2, 5, 20}, 30))
+      .input(randomFloats({20}, 31))
+      .check(gemmTolerances());
 }
 
 TEST(CudaMatMul, PartialBatchBroadcastFallsBackCorrectly) {
@@ -118,8 +123,8 @@ TEST(CudaMatMul, PartialBatchBroadcastFallsBackCorrectly) {
   // Partially broadcast batch dims are not a strided batch: the kernel declines at run
   // time and the node runs on the host, still matching the reference.
   GpuOpTest("MatMul", 13)
-      .input(rnd({2, 1, 6, 8}, 32))
-      .input(rnd({1, 3, 8, 5}, 33))
+      .input(randomFloats({2, 1, 6, 8}, 32))
+      .input(randomFloats({1, 3, 8, 5}, 33))
       .allowHostFallback()
       .check(gemmTolerances());
 }
@@ -130,9 +135,9 @@ TEST(CudaGemm, TransposesWithBiasRow) {
       .attr("transA", int64_t{1})
       .attr("transB", int64_t{1})
       .attr("alpha", 0.5f)
-      .input(rnd({24, 9}, 34))
-      .constant(rnd({13, 24}, 35))
-      .constant(rnd({13}, 36))
+      .input(randomFloats({24, 9}, 34))
+      .constant(randomFloats({13, 24}, 35))
+      .constant(randomFloats({13}, 36))
       .check(gemmTolerances());
 }
 
@@ -140,9 +145,9 @@ TEST(CudaGemm, FullMatrixCWithBeta) {
   KILN_REQUIRE_GPU();
   GpuOpTest("Gemm", 13)
       .attr("beta", 0.25f)
-      .input(rnd({7, 11}, 37))
-      .input(rnd({11, 5}, 38))
-      .input(rnd({7, 1}, 39))
+      .input(randomFloats({7, 11}, 37))
+      .input(randomFloats({11, 5}, 38))
+      .input(randomFloats({7, 1}, 39))
       .check(gemmTolerances());
 }
 
@@ -159,9 +164,9 @@ TEST(CudaFusedMatMul, BiasReluAndGeluMatchTheReference) {
     SCOPED_TRACE(activation);
     GpuOpTest("FusedMatMul", 1, "ai.kiln")
         .attr("activation", std::string(activation))
-        .input(rnd({3, 17, 40}, 40))
-        .constant(rnd({40, 24}, 41))
-        .constant(rnd({24}, 42))
+        .input(randomFloats({3, 17, 40}, 40))
+        .constant(randomFloats({40, 24}, 41))
+        .constant(randomFloats({24}, 42))
         .check(gemmTolerances());
   }
 }
@@ -170,9 +175,9 @@ TEST(CudaFusedMatMul, OneColumnOutputBroadcastsItsBias) {
   KILN_REQUIRE_GPU();
   GpuOpTest("FusedMatMul", 1, "ai.kiln")
       .attr("activation", std::string("gelu_erf"))
-      .input(rnd({9, 16}, 43))
-      .constant(rnd({16, 1}, 44))
-      .constant(rnd({1}, 45))
+      .input(randomFloats({9, 16}, 43))
+      .constant(randomFloats({16, 1}, 44))
+      .constant(randomFloats({1}, 45))
       .check(gemmTolerances());
 }
 

@@ -144,10 +144,6 @@ std::vector<PrecisionTolerance> looseTolerances() {
 
 const Shape kShape = {2, 3, 4};
 
-Tensor randomFloats(const Shape& shape, uint32_t seed, double lo = -1.0, double hi = 1.0) {
-  return randomTensor(DataType::kFloat32, shape, seed, lo, hi);
-}
-
 // Integer-valued float32 data, so that comparisons find equal elements.
 Tensor smallIntegerFloats(const Shape& shape, uint32_t seed) {
   return castTensor(randomTensor(DataType::kInt32, shape, seed, -3, 3), DataType::kFloat32);

@@ -38,16 +38,6 @@ const std::vector<Tolerance> kAllPrecisions = {{cuda::Precision::kFloat32, 3e-5}
 
 using Feeds = std::map<std::string, Tensor>;
 
-Feeds roundedTo(const Feeds& feeds, cuda::Precision precision) {
-  if (precision == cuda::Precision::kFloat32) return feeds;
-  const DataType storage =
-      precision == cuda::Precision::kFloat16 ? DataType::kFloat16 : DataType::kBFloat16;
-  Feeds out;
-  for (const auto& [name, t] : feeds)
-    out[name] = castTensor(castTensor(t, storage), DataType::kFloat32);
-  return out;
-}
-
 // A device buffer freed on scope exit.
 struct DeviceBuffer {
   void* data = nullptr;
@@ -103,7 +93,7 @@ void checkCase(const AttentionCase& c, const std::vector<Tolerance>& tolerances 
   if (edit) edit(base);
   for (const Tolerance& t : tolerances) {
     SCOPED_TRACE(std::string("precision ") + cuda::precisionName(t.precision));
-    const Feeds feeds = roundedTo(base, t.precision);
+    const Feeds feeds = roundTo(base, t.precision);
     std::vector<NamedTensor> expected;
     Status ran = ReferenceBackend(unfused).run(feeds, &expected);
     ASSERT_TRUE(ran.isOk()) << ran.toString();

@@ -18,26 +18,10 @@
 #include "gpu/gpu_op_test.h"
 #include "kiln/passes.h"
 #include "kiln/reference_backend.h"
+#include "support/test_graph.h"
 
 namespace kiln::test {
 namespace {
-
-Tensor rnd(const Shape& shape, uint32_t seed) {
-  return randomTensor(DataType::kFloat32, shape, seed, -1, 1);
-}
-
-std::vector<PrecisionTolerance> convTolerances() {
-  return {{cuda::Precision::kFloat32, 1e-4, 1e-4},
-          {cuda::Precision::kFloat16, 1e-2, 1e-2},
-          {cuda::Precision::kBFloat16, 6e-2, 6e-2}};
-}
-
-Tensor roundTo(const Tensor& t, cuda::Precision precision) {
-  if (precision == cuda::Precision::kFloat32) return t;
-  const DataType storage =
-      precision == cuda::Precision::kFloat16 ? DataType::kFloat16 : DataType::kBFloat16;
-  return castTensor(castTensor(t, storage), DataType::kFloat32);
-}
 
 // FusedConv(x, w, b, z; pads 1, relu) on a ResNet stage-3 shape, built by hand so
 // the test can read the layer's implementation and placement.
@@ -53,8 +37,8 @@ Network residualConv(const std::string& path, cuda::Precision precision) {
     for (int64_t d : x) info.shape.push_back(DimExpr(d));
     g.inputs.push_back(info);
   }
-  g.initializers["w"] = roundTo(rnd({64, 64, 3, 3}, 2), precision);
-  g.initializers["b"] = roundTo(rnd({64}, 3), precision);
+  g.initializers["w"] = roundTo(randomFloats({64, 64, 3, 3}, 2), precision);
+  g.initializers["b"] = roundTo(randomFloats({64}, 3), precision);
   Node node;
   node.name = "fused";
   node.opType = "FusedConv";
@@ -104,8 +88,8 @@ TEST(CudaFusedConv, EachPathAgainstTheReference) {
       SCOPED_TRACE(std::string(path) + " at " + cuda::precisionName(tol.precision));
       const Network net = residualConv(path, tol.precision);
       const std::map<std::string, Tensor> feeds = {
-          {"x", roundTo(rnd({4, 64, 14, 14}, 1), tol.precision)},
-          {"z", roundTo(rnd({4, 64, 14, 14}, 4), tol.precision)}};
+          {"x", roundTo(randomFloats({4, 64, 14, 14}, 1), tol.precision)},
+          {"z", roundTo(randomFloats({4, 64, 14, 14}, 4), tol.precision)}};
       std::vector<NamedTensor> expected;
       ASSERT_TRUE(ReferenceBackend(net).run(feeds, &expected).isOk());
       auto run = runOnCuda(net, feeds, tol.precision);
@@ -145,10 +129,10 @@ TEST(CudaFusedConv, EveryActivation) {
     SCOPED_TRACE(activation);
     fusedConv(activation, alpha, beta)
         .attr("pads", std::vector<int64_t>{1, 1, 1, 1})
-        .input(rnd({2, 8, 9, 9}, 5))
-        .constant(rnd({16, 8, 3, 3}, 6))
-        .constant(rnd({16}, 7))
-        .input(rnd({2, 16, 9, 9}, 8))
+        .input(randomFloats({2, 8, 9, 9}, 5))
+        .constant(randomFloats({16, 8, 3, 3}, 6))
+        .constant(randomFloats({16}, 7))
+        .input(randomFloats({2, 16, 9, 9}, 8))
         .check(convTolerances());
   }
 }
@@ -157,47 +141,47 @@ TEST(CudaFusedConv, OptionalInputsPacksAndTails) {
   KILN_REQUIRE_GPU();
   // 7x7 planes: fp16 packs of 8 straddle the channel planes (bias index per element).
   fusedConv("relu")
-      .input(rnd({2, 32, 7, 7}, 9))
-      .constant(rnd({16, 32, 1, 1}, 10))
-      .constant(rnd({16}, 11))
-      .input(rnd({2, 16, 7, 7}, 12))
+      .input(randomFloats({2, 32, 7, 7}, 9))
+      .constant(randomFloats({16, 32, 1, 1}, 10))
+      .constant(randomFloats({16}, 11))
+      .input(randomFloats({2, 16, 7, 7}, 12))
       .check(convTolerances());
   // 5 x 5 x 5 = 125 elements: no whole packs, element by element. No Z.
   fusedConv("sigmoid")
-      .input(rnd({1, 3, 7, 7}, 13))
-      .constant(rnd({5, 3, 3, 3}, 14))
-      .constant(rnd({5}, 15))
+      .input(randomFloats({1, 3, 7, 7}, 13))
+      .constant(randomFloats({5, 3, 3, 3}, 14))
+      .constant(randomFloats({5}, 15))
       .check(convTolerances());
   // No B, a residual only.
   fusedConv("none")
       .attr("strides", std::vector<int64_t>{2, 2})
-      .input(rnd({2, 4, 16, 16}, 16))
-      .constant(rnd({8, 4, 3, 3}, 17))
+      .input(randomFloats({2, 4, 16, 16}, 16))
+      .constant(randomFloats({8, 4, 3, 3}, 17))
       .missingInput()
-      .input(rnd({2, 8, 7, 7}, 18))
+      .input(randomFloats({2, 8, 7, 7}, 18))
       .check(convTolerances());
   // 1-D (run as 2-D of height 1) and depthwise.
   fusedConv("tanh")
-      .input(rnd({3, 4, 33}, 19))
-      .constant(rnd({6, 4, 5}, 20))
-      .constant(rnd({6}, 21))
+      .input(randomFloats({3, 4, 33}, 19))
+      .constant(randomFloats({6, 4, 5}, 20))
+      .constant(randomFloats({6}, 21))
       .check(convTolerances());
   fusedConv("relu")
       .attr("group", int64_t{12})
       .attr("pads", std::vector<int64_t>{1, 1, 1, 1})
-      .input(rnd({1, 12, 20, 20}, 22))
-      .constant(rnd({12, 1, 3, 3}, 23))
-      .constant(rnd({12}, 24))
+      .input(randomFloats({1, 12, 20, 20}, 22))
+      .constant(randomFloats({12, 1, 3, 3}, 23))
+      .constant(randomFloats({12}, 24))
       .check(convTolerances());
 }
 
 TEST(CudaFusedConv, WrongResidualIsAnError) {
   KILN_REQUIRE_GPU();
   auto out = fusedConv("relu")
-                 .input(rnd({1, 3, 8, 8}, 25))
-                 .constant(rnd({4, 3, 1, 1}, 26))
-                 .constant(rnd({4}, 27))
-                 .input(rnd({1, 4, 8, 7}, 28))
+                 .input(randomFloats({1, 3, 8, 8}, 25))
+                 .constant(randomFloats({4, 3, 1, 1}, 26))
+                 .constant(randomFloats({4}, 27))
+                 .input(randomFloats({1, 4, 8, 7}, 28))
                  .runCuda();
   ASSERT_FALSE(out.isOk());
   EXPECT_NE(out.status().message().find("input Z"), std::string::npos) << out.status().message();
@@ -216,32 +200,21 @@ TEST(CudaFusedConv, ResNetBottleneckTailThroughThePipeline) {
     for (int64_t d : {2, 32, 28, 28}) info.shape.push_back(DimExpr(d));
     g.inputs.push_back(info);
   }
-  g.initializers["w"] = rnd({32, 32, 3, 3}, 30);
+  g.initializers["w"] = randomFloats({32, 32, 3, 3}, 30);
   g.initializers["scale"] = randomTensor(DataType::kFloat32, {32}, 31, 0.5, 1.5);
-  g.initializers["shift"] = rnd({32}, 32);
-  g.initializers["mean"] = rnd({32}, 33);
+  g.initializers["shift"] = randomFloats({32}, 32);
+  g.initializers["mean"] = randomFloats({32}, 33);
   g.initializers["var"] = randomTensor(DataType::kFloat32, {32}, 34, 0.2, 2.0);
-  auto node = [](const std::string& op, std::vector<std::string> in, const std::string& out) {
-    Node n;
-    n.name = out;
-    n.opType = op;
-    n.opset = 17;
-    n.inputs = std::move(in);
-    n.outputs = {out};
-    return n;
-  };
-  Node conv = node("Conv", {"x", "w"}, "c");
-  conv.attributes["pads"].kind = Attribute::Kind::kInts;
-  conv.attributes["pads"].ints = {1, 1, 1, 1};
-  g.nodes = {conv, node("BatchNormalization", {"c", "scale", "shift", "mean", "var"}, "bn"),
-             node("Add", {"bn", "r"}, "s"), node("Relu", {"s"}, "y")};
+  g.nodes = {withInts(makeNode("Conv", {"x", "w"}, {"c"}), "pads", {1, 1, 1, 1}),
+             makeNode("BatchNormalization", {"c", "scale", "shift", "mean", "var"}, {"bn"}),
+             makeNode("Add", {"bn", "r"}, {"s"}), makeNode("Relu", {"s"}, {"y"})};
   g.outputs = {{"y", DataType::kFloat32, false, {}}};
   Network fused = net;
   std::vector<PassApplication> applied;
   ASSERT_TRUE(runPasses(fused, 1, {}, &applied).isOk());
   ASSERT_EQ(fused.graph.nodes.size(), 1u);
-  const std::map<std::string, Tensor> feeds = {{"x", rnd({2, 32, 28, 28}, 35)},
-                                               {"r", rnd({2, 32, 28, 28}, 36)}};
+  const std::map<std::string, Tensor> feeds = {{"x", randomFloats({2, 32, 28, 28}, 35)},
+                                               {"r", randomFloats({2, 32, 28, 28}, 36)}};
   std::vector<NamedTensor> expected;
   ASSERT_TRUE(ReferenceBackend(net).run(feeds, &expected).isOk());
   auto run = runOnCuda(fused, feeds, cuda::Precision::kFloat32);

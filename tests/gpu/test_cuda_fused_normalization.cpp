@@ -20,13 +20,9 @@
 namespace kiln::test {
 namespace {
 
-Tensor rnd(const Shape& shape, uint32_t seed, double lo = -1.0, double hi = 1.0) {
-  return randomTensor(DataType::kFloat32, shape, seed, lo, hi);
-}
-
 // An additive padding mask: -1e4 (finite in fp16) on about a quarter of the keys.
 Tensor paddingMask(const Shape& shape, uint32_t seed) {
-  Tensor m = rnd(shape, seed);
+  Tensor m = randomFloats(shape, seed);
   for (int64_t i = 0; i < m.numel(); ++i)
     m.data<float>()[i] = m.data<float>()[i] < -0.5f ? -1e4f : 0.f;
   return m;
@@ -54,7 +50,7 @@ TEST(CudaScaledMaskedSoftmax, BertScoresWithPaddingMask) {
   KILN_REQUIRE_GPU();
   // [batch, heads, seq, seq] scores, [batch, 1, 1, seq] mask: packs of 4, one per lane.
   softmaxOp(0.125f)
-      .input(rnd({2, 3, 128, 128}, 1, -20.0, 20.0))
+      .input(randomFloats({2, 3, 128, 128}, 1, -20.0, 20.0))
       .input(paddingMask({2, 1, 1, 128}, 2))
       .check(softmaxTolerances());
 }
@@ -65,7 +61,7 @@ TEST(CudaScaledMaskedSoftmax, RowLengthsAcrossThePaths) {
   for (int64_t n : {7, 96, 1000, 2500}) {
     SCOPED_TRACE(n);
     softmaxOp(0.3f)
-        .input(rnd({3, 5, n}, 3, -6.0, 6.0))
+        .input(randomFloats({3, 5, n}, 3, -6.0, 6.0))
         .input(paddingMask({3, 1, n}, 4))
         .check(softmaxTolerances());
   }
@@ -75,15 +71,15 @@ TEST(CudaScaledMaskedSoftmax, BroadcastsAndNoMask) {
   KILN_REQUIRE_GPU();
   // A mask with a broadcast last dim (one value per row: stride 0).
   softmaxOp(1.f)
-      .input(rnd({2, 4, 64}, 5, -4.0, 4.0))
-      .input(rnd({2, 4, 1}, 6))
+      .input(randomFloats({2, 4, 64}, 5, -4.0, 4.0))
+      .input(randomFloats({2, 4, 1}, 6))
       .check(softmaxTolerances());
   // X smaller than the mask: Y takes the mask's shape.
   softmaxOp(0.5f)
-      .input(rnd({4, 32}, 7, -4.0, 4.0))
+      .input(randomFloats({4, 32}, 7, -4.0, 4.0))
       .input(paddingMask({2, 4, 32}, 8))
       .check(softmaxTolerances());
-  softmaxOp(2.f).input(rnd({6, 129}, 9, -3.0, 3.0)).check(softmaxTolerances());
+  softmaxOp(2.f).input(randomFloats({6, 129}, 9, -3.0, 3.0)).check(softmaxTolerances());
 }
 
 GpuOpTest addNormOp() {
@@ -97,10 +93,10 @@ TEST(CudaAddLayerNorm, BertResidualWithAndWithoutTheSum) {
   for (int outputs : {1, 2}) {
     SCOPED_TRACE(outputs);
     addNormOp()
-        .input(rnd({4, 7, 768}, 10, -3.0, 3.0))
-        .input(rnd({4, 7, 768}, 11, -3.0, 3.0))
-        .constant(rnd({768}, 12, 0.5, 1.5))
-        .constant(rnd({768}, 13))
+        .input(randomFloats({4, 7, 768}, 10, -3.0, 3.0))
+        .input(randomFloats({4, 7, 768}, 11, -3.0, 3.0))
+        .constant(randomFloats({768}, 12, 0.5, 1.5))
+        .constant(randomFloats({768}, 13))
         .outputs(outputs)
         .check(normTolerances());
   }
@@ -112,25 +108,25 @@ TEST(CudaAddLayerNorm, RowLengthsAndBroadcasts) {
   for (int64_t n : {33, 2048}) {
     SCOPED_TRACE(n);
     addNormOp()
-        .input(rnd({5, n}, 14, -2.0, 2.0))
-        .input(rnd({5, n}, 15, -2.0, 2.0))
-        .constant(rnd({n}, 16, 0.5, 1.5))
-        .constant(rnd({n}, 17))
+        .input(randomFloats({5, n}, 14, -2.0, 2.0))
+        .input(randomFloats({5, n}, 15, -2.0, 2.0))
+        .constant(randomFloats({n}, 16, 0.5, 1.5))
+        .constant(randomFloats({n}, 17))
         .outputs(2)
         .check(normTolerances());
   }
   // A bias along the last dim, no beta.
   addNormOp()
-      .input(rnd({3, 9, 256}, 18, -2.0, 2.0))
-      .constant(rnd({256}, 19))
-      .constant(rnd({256}, 20, 0.5, 1.5))
+      .input(randomFloats({3, 9, 256}, 18, -2.0, 2.0))
+      .constant(randomFloats({256}, 19))
+      .constant(randomFloats({256}, 20, 0.5, 1.5))
       .check(normTolerances());
   // Position embeddings [1, seq, hidden] over the batch.
   addNormOp()
-      .input(rnd({3, 9, 256}, 21, -2.0, 2.0))
-      .input(rnd({1, 9, 256}, 22, -2.0, 2.0))
-      .constant(rnd({256}, 23, 0.5, 1.5))
-      .constant(rnd({256}, 24))
+      .input(randomFloats({3, 9, 256}, 21, -2.0, 2.0))
+      .input(randomFloats({1, 9, 256}, 22, -2.0, 2.0))
+      .constant(randomFloats({256}, 23, 0.5, 1.5))
+      .constant(randomFloats({256}, 24))
       .outputs(2)
       .check(normTolerances());
 }
@@ -138,9 +134,9 @@ TEST(CudaAddLayerNorm, RowLengthsAndBroadcasts) {
 TEST(CudaAddLayerNorm, WrongGammaIsAnError) {
   KILN_REQUIRE_GPU();
   auto out = addNormOp()
-                 .input(rnd({2, 8}, 25))
-                 .input(rnd({2, 8}, 26))
-                 .constant(rnd({4}, 27))
+                 .input(randomFloats({2, 8}, 25))
+                 .input(randomFloats({2, 8}, 26))
+                 .constant(randomFloats({4}, 27))
                  .runCuda(cuda::Precision::kFloat32);
   ASSERT_FALSE(out.isOk());
   EXPECT_NE(out.status().message().find("gamma"), std::string::npos) << out.status().message();

@@ -144,9 +144,7 @@ TEST_F(CudaPluginTest, Float16EnginesMatchTheCpuImplementations) {
     if (c.model != "copy_concat" && c.model != "quantized_pool_float") continue;
     std::shared_ptr<Network> net = load(c.model);
     ASSERT_TRUE(net);
-    std::map<std::string, Tensor> rounded;
-    for (const auto& [name, t] : c.inputs)
-      rounded[name] = castTensor(castTensor(t, DataType::kFloat16), DataType::kFloat32);
+    const std::map<std::string, Tensor> rounded = roundTo(c.inputs, cuda::Precision::kFloat16);
     std::vector<NamedTensor> expected = runReference(*net, rounded);
     Case half = c;
     half.inputs = rounded;

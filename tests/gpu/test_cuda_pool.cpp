@@ -12,10 +12,6 @@ namespace {
 using Ints = std::vector<int64_t>;
 using Floats = std::vector<float>;
 
-Tensor randomFloats(const Shape& shape, uint32_t seed) {
-  return randomTensor(DataType::kFloat32, shape, seed, -1.0, 1.0);
-}
-
 // ------------------------------------------------------------------ windowed pooling
 
 TEST(CudaPool, MaxPool2dStrided) {

@@ -13,10 +13,6 @@
 namespace kiln::test {
 namespace {
 
-Tensor randomFloat(const Shape& shape, uint32_t seed, double lo = -1.0, double hi = 1.0) {
-  return randomTensor(DataType::kFloat32, shape, seed, lo, hi);
-}
-
 // Float32 values in {0, ..., levels - 1}: many exact ties.
 Tensor integerValued(const Shape& shape, int levels, uint32_t seed) {
   return castTensor(randomTensor(DataType::kInt64, shape, seed, 0, levels - 1), DataType::kFloat32);
@@ -55,7 +51,7 @@ std::vector<PrecisionTolerance> exactAllPrecisions() {
 TEST(CudaQuantize, QuantizePerTensorUInt8) {
   KILN_REQUIRE_GPU();
   GpuOpTest("QuantizeLinear", 13)
-      .input(randomFloat({4, 33}, 1, -3.0, 3.0))
+      .input(randomFloats({4, 33}, 1, -3.0, 3.0))
       .constant(scalarFloat(0.0234375f))
       .constant(typedScalar(DataType::kUInt8, 128))
       .check(exactAllPrecisions());
@@ -83,7 +79,7 @@ TEST(CudaQuantize, QuantizePerAxisInt8) {
   KILN_REQUIRE_GPU();
   GpuOpTest("QuantizeLinear", 13)
       .attr("axis", int64_t{1})
-      .input(randomFloat({2, 3, 5}, 4, -2.0, 2.0))
+      .input(randomFloats({2, 3, 5}, 4, -2.0, 2.0))
       .constant(floatTensor({3}, {0.01f, 0.02f, 0.05f}))
       .constant(Tensor::fromVector(DataType::kInt8, {3}, std::vector<int8_t>{-4, 0, 9}))
       .check(exact());
@@ -93,8 +89,8 @@ TEST(CudaQuantize, QuantizePerAxisRuntimeScale) {
   KILN_REQUIRE_GPU();
   GpuOpTest("QuantizeLinear", 13)
       .attr("axis", int64_t{-1})
-      .input(randomFloat({3, 4}, 5, -2.0, 2.0))
-      .input(randomFloat({4}, 6, 0.01, 0.05))
+      .input(randomFloats({3, 4}, 5, -2.0, 2.0))
+      .input(randomFloats({4}, 6, 0.01, 0.05))
       .check(exact());
 }
 
@@ -104,8 +100,8 @@ TEST(CudaQuantize, QuantizeBlockedUInt16) {
   GpuOpTest("QuantizeLinear", 21)
       .attr("axis", int64_t{1})
       .attr("block_size", int64_t{4})
-      .input(randomFloat({2, 10, 3}, 7, -2.0, 2.0))
-      .constant(randomFloat({2, 3, 3}, 8, 0.0001, 0.001))
+      .input(randomFloats({2, 10, 3}, 7, -2.0, 2.0))
+      .constant(randomFloats({2, 3, 3}, 8, 0.0001, 0.001))
       .constant(randomTensor(DataType::kUInt16, {2, 3, 3}, 9, 30000, 35000))
       .check(exact());
 }
@@ -113,7 +109,7 @@ TEST(CudaQuantize, QuantizeBlockedUInt16) {
 TEST(CudaQuantize, QuantizeInt16) {
   KILN_REQUIRE_GPU();
   GpuOpTest("QuantizeLinear", 21)
-      .input(randomFloat({64}, 10, -5.0, 5.0))
+      .input(randomFloats({64}, 10, -5.0, 5.0))
       .constant(scalarFloat(0.0001f))
       .constant(typedScalar(DataType::kInt16, -7))
       .check(exact());
@@ -132,7 +128,7 @@ TEST(CudaQuantize, QuantizeFloat8E4M3Saturating) {
   KILN_REQUIRE_GPU();
   GpuOpTest("QuantizeLinear", 21)
       .attr("output_dtype", static_cast<int64_t>(DataType::kFp8E4M3))
-      .input(randomFloat({8, 40}, 12, -600.0, 600.0))
+      .input(randomFloats({8, 40}, 12, -600.0, 600.0))
       .constant(scalarFloat(1.0f))
       .check(exact());
 }
@@ -142,7 +138,7 @@ TEST(CudaQuantize, QuantizeFloat8E5M2NoSaturate) {
   GpuOpTest("QuantizeLinear", 21)
       .attr("output_dtype", static_cast<int64_t>(DataType::kFp8E5M2))
       .attr("saturate", int64_t{0})
-      .input(randomFloat({8, 40}, 13, -70000.0, 70000.0))
+      .input(randomFloats({8, 40}, 13, -70000.0, 70000.0))
       .constant(scalarFloat(1.0f))
       .check(exact());
 }
@@ -174,14 +170,14 @@ TEST(CudaQuantize, DequantizeBlockedInt32) {
       .attr("axis", int64_t{-1})
       .attr("block_size", int64_t{3})
       .input(randomTensor(DataType::kInt32, {4, 7}, 22, -1000, 1000))
-      .constant(randomFloat({4, 3}, 23, 0.001, 0.01))
+      .constant(randomFloats({4, 3}, 23, 0.001, 0.01))
       .check();
 }
 
 TEST(CudaQuantize, DequantizeFloat8) {
   KILN_REQUIRE_GPU();
   GpuOpTest("DequantizeLinear", 19)
-      .input(castTensor(randomFloat({6, 20}, 24, -400.0, 400.0), DataType::kFp8E4M3))
+      .input(castTensor(randomFloats({6, 20}, 24, -400.0, 400.0), DataType::kFp8E4M3))
       .constant(scalarFloat(0.5f))
       .check();
 }
@@ -192,13 +188,16 @@ TEST(CudaQuantize, DynamicQuantizeLinear) {
   KILN_REQUIRE_GPU();
   GpuOpTest("DynamicQuantizeLinear", 11)
       .outputs(3)
-      .input(randomFloat({37, 129}, 30, -2.0, 5.0))
+      .input(randomFloats({37, 129}, 30, -2.0, 5.0))
       .check();
 }
 
 TEST(CudaQuantize, DynamicQuantizeLinearPositiveOnly) {
   KILN_REQUIRE_GPU();
-  GpuOpTest("DynamicQuantizeLinear", 11).outputs(3).input(randomFloat({300}, 31, 0.5, 4.0)).check();
+  GpuOpTest("DynamicQuantizeLinear", 11)
+      .outputs(3)
+      .input(randomFloats({300}, 31, 0.5, 4.0))
+      .check();
 }
 
 // ---- MatMulInteger / QLinearMatMul ---------------------------------------------------
@@ -249,10 +248,10 @@ TEST(CudaQuantize, QLinearMatMulInt8PerRowColumnScales) {
   KILN_REQUIRE_GPU();
   GpuOpTest("QLinearMatMul", 10)
       .input(randomTensor(DataType::kInt8, {16, 40}, 52, -128, 127))
-      .constant(randomFloat({16}, 53, 0.01, 0.03))
+      .constant(randomFloats({16}, 53, 0.01, 0.03))
       .constant(typedScalar(DataType::kInt8, 2))
       .input(randomTensor(DataType::kInt8, {40, 24}, 54, -128, 127))
-      .constant(randomFloat({24}, 55, 0.01, 0.03))
+      .constant(randomFloats({24}, 55, 0.01, 0.03))
       .constant(typedScalar(DataType::kInt8, -1))
       .constant(scalarFloat(0.2f))
       .constant(typedScalar(DataType::kInt8, -5))
@@ -315,7 +314,7 @@ TEST(CudaTopK, NonLastAxisSmallestRandom) {
       .attr("axis", int64_t{0})
       .attr("largest", int64_t{0})
       .outputs(2)
-      .input(randomFloat({20, 6, 4}, 65))
+      .input(randomFloats({20, 6, 4}, 65))
       .constant(kInput(5))
       .check();
 }
@@ -338,7 +337,7 @@ TEST(CudaTopK, LongRowSelectionPasses) {
 
 TEST(CudaTopK, Opset1AttributeK) {
   KILN_REQUIRE_GPU();
-  GpuOpTest("TopK", 1).attr("k", int64_t{3}).outputs(2).input(randomFloat({4, 12}, 68)).check();
+  GpuOpTest("TopK", 1).attr("k", int64_t{3}).outputs(2).input(randomFloats({4, 12}, 68)).check();
 }
 
 TEST(CudaTopK, Int64Data) {
@@ -355,7 +354,7 @@ TEST(CudaTopK, Int64Data) {
 TEST(CudaCumProd, LastAxis) {
   KILN_REQUIRE_GPU();
   GpuOpTest("CumProd", 26)
-      .input(randomFloat({4, 40}, 70, 0.8, 1.2))
+      .input(randomFloats({4, 40}, 70, 0.8, 1.2))
       .constant(int64Tensor({}, {-1}))
       .check();
 }
@@ -365,7 +364,7 @@ TEST(CudaCumProd, ExclusiveReverseMiddleAxis) {
   GpuOpTest("CumProd", 26)
       .attr("exclusive", int64_t{1})
       .attr("reverse", int64_t{1})
-      .input(randomFloat({3, 12, 5}, 71, 0.8, 1.2))
+      .input(randomFloats({3, 12, 5}, 71, 0.8, 1.2))
       .constant(int64Tensor({}, {1}))
       .check();
 }
@@ -385,19 +384,19 @@ TEST(CudaDropout, InferenceWithMask) {
   KILN_REQUIRE_GPU();
   GpuOpTest("Dropout", 13)
       .outputs(2)
-      .input(randomFloat({6, 17}, 80))
+      .input(randomFloats({6, 17}, 80))
       .constant(scalarFloat(0.3f))
       .check();
 }
 
 TEST(CudaDropout, Opset7TypedMask) {
   KILN_REQUIRE_GPU();
-  GpuOpTest("Dropout", 7).attr("ratio", 0.2f).outputs(2).input(randomFloat({3, 9}, 81)).check();
+  GpuOpTest("Dropout", 7).attr("ratio", 0.2f).outputs(2).input(randomFloats({3, 9}, 81)).check();
 }
 
 TEST(CudaDropout, Opset10NoMask) {
   KILN_REQUIRE_GPU();
-  GpuOpTest("Dropout", 10).input(randomFloat({40}, 82)).check();
+  GpuOpTest("Dropout", 10).input(randomFloats({40}, 82)).check();
 }
 
 // ---- NonZero --------------------------------------------------------------------------------

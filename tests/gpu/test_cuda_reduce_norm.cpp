@@ -10,10 +10,6 @@
 namespace kiln::test {
 namespace {
 
-Tensor randomFloat(const Shape& shape, uint32_t seed, double lo = -1.0, double hi = 1.0) {
-  return randomTensor(DataType::kFloat32, shape, seed, lo, hi);
-}
-
 Tensor axes(const std::vector<int64_t>& values) {
   return int64Tensor({static_cast<int64_t>(values.size())}, values);
 }
@@ -41,14 +37,14 @@ std::vector<PrecisionTolerance> looseSixteenBit() {
 
 TEST(CudaReduce, SumAxesInputKeepDimsColumns) {
   KILN_REQUIRE_GPU();
-  GpuOpTest("ReduceSum", 13).input(randomFloat({4, 37, 5}, 1)).constant(axes({1})).check();
+  GpuOpTest("ReduceSum", 13).input(randomFloats({4, 37, 5}, 1)).constant(axes({1})).check();
 }
 
 TEST(CudaReduce, SumAxesRuntimeInput) {
   KILN_REQUIRE_GPU();
   GpuOpTest("ReduceSum", 13)
       .attr("keepdims", int64_t{0})
-      .input(randomFloat({3, 6, 10}, 2))
+      .input(randomFloats({3, 6, 10}, 2))
       .input(axes({-1, 1}))
       .check();
 }
@@ -58,28 +54,31 @@ TEST(CudaReduce, SumAttributeAxesLastAxisRows) {
   GpuOpTest("ReduceSum", 11)
       .attr("axes", std::vector<int64_t>{-1})
       .attr("keepdims", int64_t{0})
-      .input(randomFloat({6, 3, 50}, 3))
+      .input(randomFloats({6, 3, 50}, 3))
       .check();
 }
 
 TEST(CudaReduce, SumAllAxesLongRow) {
   KILN_REQUIRE_GPU();
   // No axes: everything into one value over 2 * 40 * 30 = 2400 elements (block row).
-  GpuOpTest("ReduceSum", 13).input(randomFloat({2, 40, 30}, 4, 0.1, 1.0)).check();
+  GpuOpTest("ReduceSum", 13).input(randomFloats({2, 40, 30}, 4, 0.1, 1.0)).check();
 }
 
 TEST(CudaReduce, SumNoopWithEmptyAxes) {
   KILN_REQUIRE_GPU();
   GpuOpTest("ReduceSum", 13)
       .attr("noop_with_empty_axes", int64_t{1})
-      .input(randomFloat({3, 4, 5}, 5))
+      .input(randomFloats({3, 4, 5}, 5))
       .check();
 }
 
 TEST(CudaReduce, SumLongColumns) {
   KILN_REQUIRE_GPU();
   // Reducing axis 0 of [3000, 7]: few tiles, many rows split across threadIdx.y.
-  GpuOpTest("ReduceSum", 13).input(randomFloat({3000, 7}, 6, 0.1, 1.0)).constant(axes({0})).check();
+  GpuOpTest("ReduceSum", 13)
+      .input(randomFloats({3000, 7}, 6, 0.1, 1.0))
+      .constant(axes({0}))
+      .check();
 }
 
 TEST(CudaReduce, SumInt64) {
@@ -95,18 +94,18 @@ TEST(CudaReduce, MeanNonContiguousAxesGeneral) {
   // Axes 0 and 2 of [6, 5, 7] are two separate reduced runs: the general kernel.
   GpuOpTest("ReduceMean", 13)
       .attr("axes", std::vector<int64_t>{0, 2})
-      .input(randomFloat({6, 5, 7}, 8))
+      .input(randomFloats({6, 5, 7}, 8))
       .check();
   GpuOpTest("ReduceMean", 18)
       .attr("keepdims", int64_t{0})
-      .input(randomFloat({3, 4, 5, 6}, 9))
+      .input(randomFloats({3, 4, 5, 6}, 9))
       .constant(axes({-1, 1}))
       .check();
 }
 
 TEST(CudaReduce, MeanSpatialAxesInput) {
   KILN_REQUIRE_GPU();
-  GpuOpTest("ReduceMean", 18).input(randomFloat({2, 3, 8, 8}, 10)).constant(axes({2, 3})).check();
+  GpuOpTest("ReduceMean", 18).input(randomFloats({2, 3, 8, 8}, 10)).constant(axes({2, 3})).check();
 }
 
 TEST(CudaReduce, MeanInt32TruncatesLikeCpu) {
@@ -124,10 +123,10 @@ TEST(CudaReduce, MaxAndMin) {
     GpuOpTest(op, 13)
         .attr("axes", std::vector<int64_t>{1})
         .attr("keepdims", int64_t{0})
-        .input(randomFloat({4, 33, 6}, 12))
+        .input(randomFloats({4, 33, 6}, 12))
         .check();
-    GpuOpTest(op, 18).input(randomFloat({5, 70}, 13)).constant(axes({-1})).check();
-    GpuOpTest(op, 18).input(randomFloat({2, 3, 4}, 14)).check();  // all axes
+    GpuOpTest(op, 18).input(randomFloats({5, 70}, 13)).constant(axes({-1})).check();
+    GpuOpTest(op, 18).input(randomFloats({2, 3, 4}, 14)).check();  // all axes
     GpuOpTest(op, 18)
         .input(randomTensor(DataType::kInt32, {3, 40}, 15, -1000, 1000))
         .constant(axes({1}))
@@ -139,10 +138,10 @@ TEST(CudaReduce, Prod) {
   KILN_REQUIRE_GPU();
   GpuOpTest("ReduceProd", 13)
       .attr("axes", std::vector<int64_t>{-1})
-      .input(randomFloat({6, 4, 5}, 16, 0.5, 1.5))
+      .input(randomFloats({6, 4, 5}, 16, 0.5, 1.5))
       .check(looseSixteenBit());
   GpuOpTest("ReduceProd", 18)
-      .input(randomFloat({3, 6, 4}, 17, 0.5, 1.5))
+      .input(randomFloats({3, 6, 4}, 17, 0.5, 1.5))
       .constant(axes({1}))
       .check(looseSixteenBit());
   GpuOpTest("ReduceProd", 18)
@@ -155,17 +154,17 @@ TEST(CudaReduce, NormsAndLogs) {
   KILN_REQUIRE_GPU();
   GpuOpTest("ReduceL1", 13)
       .attr("axes", std::vector<int64_t>{1})
-      .input(randomFloat({3, 20, 4}, 19))
+      .input(randomFloats({3, 20, 4}, 19))
       .check();
-  GpuOpTest("ReduceL2", 18).input(randomFloat({5, 40}, 20)).constant(axes({1})).check();
+  GpuOpTest("ReduceL2", 18).input(randomFloats({5, 40}, 20)).constant(axes({1})).check();
   GpuOpTest("ReduceSumSquare", 18)
       .attr("keepdims", int64_t{0})
-      .input(randomFloat({4, 5, 6}, 21))
+      .input(randomFloats({4, 5, 6}, 21))
       .constant(axes({0, 2}))
       .check();
   GpuOpTest("ReduceLogSum", 13)
       .attr("axes", std::vector<int64_t>{2})
-      .input(randomFloat({3, 4, 9}, 22, 0.5, 2.0))
+      .input(randomFloats({3, 4, 9}, 22, 0.5, 2.0))
       .check();
 }
 
@@ -174,15 +173,15 @@ TEST(CudaReduce, LogSumExp) {
   // Large inputs: the per-output shift keeps exp() in range.
   GpuOpTest("ReduceLogSumExp", 13)
       .attr("axes", std::vector<int64_t>{-1})
-      .input(randomFloat({4, 3, 30}, 23, 50.0, 90.0))
+      .input(randomFloats({4, 3, 30}, 23, 50.0, 90.0))
       .check(looseSixteenBit());
   GpuOpTest("ReduceLogSumExp", 18)
-      .input(randomFloat({5, 12, 3}, 24, -3.0, 3.0))
+      .input(randomFloats({5, 12, 3}, 24, -3.0, 3.0))
       .constant(axes({1}))
       .check(looseSixteenBit());
   GpuOpTest("ReduceLogSumExp", 18)
       .attr("keepdims", int64_t{0})
-      .input(randomFloat({4, 3, 5}, 25, -3.0, 3.0))
+      .input(randomFloats({4, 3, 5}, 25, -3.0, 3.0))
       .constant(axes({0, 2}))
       .check(looseSixteenBit());
 }
@@ -193,13 +192,13 @@ TEST(CudaArg, RandomRowsAndColumns) {
   KILN_REQUIRE_GPU();
   for (const char* op : {"ArgMax", "ArgMin"}) {
     SCOPED_TRACE(op);
-    GpuOpTest(op, 13).attr("axis", int64_t{1}).input(randomFloat({3, 50, 4}, 30)).check();
+    GpuOpTest(op, 13).attr("axis", int64_t{1}).input(randomFloats({3, 50, 4}, 30)).check();
     GpuOpTest(op, 13)
         .attr("axis", int64_t{-1})
         .attr("keepdims", int64_t{0})
-        .input(randomFloat({8, 300}, 31))
+        .input(randomFloats({8, 300}, 31))
         .check();
-    GpuOpTest(op, 13).attr("axis", int64_t{-1}).input(randomFloat({3, 2000}, 32)).check();
+    GpuOpTest(op, 13).attr("axis", int64_t{-1}).input(randomFloats({3, 2000}, 32)).check();
   }
 }
 
@@ -241,14 +240,14 @@ TEST(CudaArg, Int64Input) {
 
 TEST(CudaSoftmax, LastAxisRows) {
   KILN_REQUIRE_GPU();
-  GpuOpTest("Softmax", 13).input(randomFloat({4, 8, 33}, 40, -3.0, 3.0)).check();
+  GpuOpTest("Softmax", 13).input(randomFloats({4, 8, 33}, 40, -3.0, 3.0)).check();
 }
 
 TEST(CudaSoftmax, InnerAxisColumns) {
   KILN_REQUIRE_GPU();
   GpuOpTest("Softmax", 13)
       .attr("axis", int64_t{1})
-      .input(randomFloat({2, 17, 6}, 41, -3.0, 3.0))
+      .input(randomFloats({2, 17, 6}, 41, -3.0, 3.0))
       .check();
 }
 
@@ -256,41 +255,41 @@ TEST(CudaSoftmax, Opset11CoercesTo2d) {
   KILN_REQUIRE_GPU();
   GpuOpTest("Softmax", 11)
       .attr("axis", int64_t{1})
-      .input(randomFloat({2, 3, 4, 5}, 42, -3.0, 3.0))
+      .input(randomFloats({2, 3, 4, 5}, 42, -3.0, 3.0))
       .check();
-  GpuOpTest("Softmax", 11).input(randomFloat({3, 7}, 43, -3.0, 3.0)).check();  // default axis 1
+  GpuOpTest("Softmax", 11).input(randomFloats({3, 7}, 43, -3.0, 3.0)).check();  // default axis 1
 }
 
 TEST(CudaSoftmax, LongRowsBlockPath) {
   KILN_REQUIRE_GPU();
-  GpuOpTest("Softmax", 13).input(randomFloat({3, 3000}, 44, -3.0, 3.0)).check();
-  GpuOpTest("Softmax", 13).input(randomFloat({2, 20000}, 45, -3.0, 3.0)).check();
+  GpuOpTest("Softmax", 13).input(randomFloats({3, 3000}, 44, -3.0, 3.0)).check();
+  GpuOpTest("Softmax", 13).input(randomFloats({2, 20000}, 45, -3.0, 3.0)).check();
 }
 
 TEST(CudaSoftmax, LargeValuesStayFinite) {
   KILN_REQUIRE_GPU();
-  GpuOpTest("Softmax", 13).input(randomFloat({4, 64}, 46, 500.0, 1000.0)).check(fp32Only());
+  GpuOpTest("Softmax", 13).input(randomFloats({4, 64}, 46, 500.0, 1000.0)).check(fp32Only());
 }
 
 TEST(CudaSoftmax, LogSoftmax) {
   KILN_REQUIRE_GPU();
-  GpuOpTest("LogSoftmax", 13).input(randomFloat({5, 40}, 47, -3.0, 3.0)).check();
+  GpuOpTest("LogSoftmax", 13).input(randomFloats({5, 40}, 47, -3.0, 3.0)).check();
   GpuOpTest("LogSoftmax", 13)
       .attr("axis", int64_t{0})
-      .input(randomFloat({9, 4, 3}, 48, -3.0, 3.0))
+      .input(randomFloats({9, 4, 3}, 48, -3.0, 3.0))
       .check();
-  GpuOpTest("LogSoftmax", 13).input(randomFloat({2, 2500}, 49, -3.0, 3.0)).check();
+  GpuOpTest("LogSoftmax", 13).input(randomFloats({2, 2500}, 49, -3.0, 3.0)).check();
   GpuOpTest("LogSoftmax", 11)
       .attr("axis", int64_t{1})
-      .input(randomFloat({2, 3, 5}, 50, -3.0, 3.0))
+      .input(randomFloats({2, 3, 5}, 50, -3.0, 3.0))
       .check();
 }
 
 TEST(CudaSoftmax, Hardmax) {
   KILN_REQUIRE_GPU();
-  GpuOpTest("Hardmax", 13).input(randomFloat({6, 30}, 51)).check();
-  GpuOpTest("Hardmax", 13).attr("axis", int64_t{0}).input(randomFloat({7, 5, 3}, 52)).check();
-  GpuOpTest("Hardmax", 11).attr("axis", int64_t{1}).input(randomFloat({2, 3, 4}, 53)).check();
+  GpuOpTest("Hardmax", 13).input(randomFloats({6, 30}, 51)).check();
+  GpuOpTest("Hardmax", 13).attr("axis", int64_t{0}).input(randomFloats({7, 5, 3}, 52)).check();
+  GpuOpTest("Hardmax", 11).attr("axis", int64_t{1}).input(randomFloats({2, 3, 4}, 53)).check();
   // Ties: the first maximum wins.
   GpuOpTest("Hardmax", 13).input(integerValued({8, 2000}, 3, 54)).check(fp32Only());
   GpuOpTest("Hardmax", 13).input(integerValued({8, 40}, 3, 55)).check(fp32Only());
@@ -308,19 +307,19 @@ TEST(CudaCumSum, ExclusiveReverseVariants) {
       GpuOpTest("CumSum", 14)
           .attr("exclusive", exclusive)
           .attr("reverse", reverse)
-          .input(randomFloat({3, 40, 5}, 60, 0.1, 1.0))
+          .input(randomFloats({3, 40, 5}, 60, 0.1, 1.0))
           .constant(scalarInt64(1))
           .check();
       GpuOpTest("CumSum", 14)
           .attr("exclusive", exclusive)
           .attr("reverse", reverse)
-          .input(randomFloat({5, 20}, 61, 0.1, 1.0))
+          .input(randomFloats({5, 20}, 61, 0.1, 1.0))
           .constant(scalarInt64(-1))
           .check();
       GpuOpTest("CumSum", 14)
           .attr("exclusive", exclusive)
           .attr("reverse", reverse)
-          .input(randomFloat({3, 700}, 62, 0.1, 1.0))
+          .input(randomFloats({3, 700}, 62, 0.1, 1.0))
           .constant(axes({-1}))
           .check();
     }
@@ -346,11 +345,11 @@ TEST(CudaBatchNorm, Inference) {
   KILN_REQUIRE_GPU();
   GpuOpTest("BatchNormalization", 15)
       .attr("epsilon", 1e-3f)
-      .input(randomFloat({2, 3, 4, 5}, 70))
-      .constant(randomFloat({3}, 71, 0.5, 1.5))
-      .constant(randomFloat({3}, 72))
-      .constant(randomFloat({3}, 73))
-      .constant(randomFloat({3}, 74, 0.5, 1.5))
+      .input(randomFloats({2, 3, 4, 5}, 70))
+      .constant(randomFloats({3}, 71, 0.5, 1.5))
+      .constant(randomFloats({3}, 72))
+      .constant(randomFloats({3}, 73))
+      .constant(randomFloats({3}, 74, 0.5, 1.5))
       .check();
 }
 
@@ -358,11 +357,11 @@ TEST(CudaBatchNorm, Opset7PerElementParameters) {
   KILN_REQUIRE_GPU();
   GpuOpTest("BatchNormalization", 7)
       .attr("spatial", int64_t{0})
-      .input(randomFloat({2, 3, 4}, 75))
-      .constant(randomFloat({3, 4}, 76, 0.5, 1.5))
-      .constant(randomFloat({3, 4}, 77))
-      .constant(randomFloat({3, 4}, 78))
-      .constant(randomFloat({3, 4}, 79, 0.5, 1.5))
+      .input(randomFloats({2, 3, 4}, 75))
+      .constant(randomFloats({3, 4}, 76, 0.5, 1.5))
+      .constant(randomFloats({3, 4}, 77))
+      .constant(randomFloats({3, 4}, 78))
+      .constant(randomFloats({3, 4}, 79, 0.5, 1.5))
       .check();
 }
 
@@ -372,11 +371,11 @@ TEST(CudaBatchNorm, TrainingModeFallsBackToHost) {
   // (through the host fallback) with its running statistics outputs.
   GpuOpTest("BatchNormalization", 15)
       .attr("training_mode", int64_t{1})
-      .input(randomFloat({4, 3, 5}, 80))
-      .constant(randomFloat({3}, 81, 0.5, 1.5))
-      .constant(randomFloat({3}, 82))
-      .constant(randomFloat({3}, 83))
-      .constant(randomFloat({3}, 84, 0.5, 1.5))
+      .input(randomFloats({4, 3, 5}, 80))
+      .constant(randomFloats({3}, 81, 0.5, 1.5))
+      .constant(randomFloats({3}, 82))
+      .constant(randomFloats({3}, 83))
+      .constant(randomFloats({3}, 84, 0.5, 1.5))
       .outputs(3)
       .allowHostFallback()
       .check();
@@ -387,15 +386,15 @@ TEST(CudaBatchNorm, TrainingModeFallsBackToHost) {
 TEST(CudaInstanceNorm, ShortAndLongRows) {
   KILN_REQUIRE_GPU();
   GpuOpTest("InstanceNormalization", 6)
-      .input(randomFloat({2, 3, 5, 7}, 90))
-      .constant(randomFloat({3}, 91, 0.5, 1.5))
-      .constant(randomFloat({3}, 92))
+      .input(randomFloats({2, 3, 5, 7}, 90))
+      .constant(randomFloats({3}, 91, 0.5, 1.5))
+      .constant(randomFloats({3}, 92))
       .check();
   GpuOpTest("InstanceNormalization", 6)
       .attr("epsilon", 1e-3f)
-      .input(randomFloat({1, 2, 40, 40}, 93))
-      .constant(randomFloat({2}, 94, 0.5, 1.5))
-      .constant(randomFloat({2}, 95))
+      .input(randomFloats({1, 2, 40, 40}, 93))
+      .constant(randomFloats({2}, 94, 0.5, 1.5))
+      .constant(randomFloats({2}, 95))
       .check();
 }
 
@@ -403,15 +402,15 @@ TEST(CudaGroupNorm, Opset18PerGroupAndPerChannel) {
   KILN_REQUIRE_GPU();
   GpuOpTest("GroupNormalization", 18)
       .attr("num_groups", int64_t{2})
-      .input(randomFloat({2, 6, 3, 4}, 100))
-      .constant(randomFloat({2}, 101, 0.5, 1.5))
-      .constant(randomFloat({2}, 102))
+      .input(randomFloats({2, 6, 3, 4}, 100))
+      .constant(randomFloats({2}, 101, 0.5, 1.5))
+      .constant(randomFloats({2}, 102))
       .check();
   GpuOpTest("GroupNormalization", 18)
       .attr("num_groups", int64_t{3})
-      .input(randomFloat({2, 6, 5}, 103))
-      .constant(randomFloat({6}, 104, 0.5, 1.5))
-      .constant(randomFloat({6}, 105))
+      .input(randomFloats({2, 6, 5}, 103))
+      .constant(randomFloats({6}, 104, 0.5, 1.5))
+      .constant(randomFloats({6}, 105))
       .check();
 }
 
@@ -419,9 +418,9 @@ TEST(CudaGroupNorm, Opset21PerChannelLongRows) {
   KILN_REQUIRE_GPU();
   GpuOpTest("GroupNormalization", 21)
       .attr("num_groups", int64_t{2})
-      .input(randomFloat({1, 4, 32, 32}, 106))
-      .constant(randomFloat({4}, 107, 0.5, 1.5))
-      .constant(randomFloat({4}, 108))
+      .input(randomFloats({1, 4, 32, 32}, 106))
+      .constant(randomFloats({4}, 107, 0.5, 1.5))
+      .constant(randomFloats({4}, 108))
       .check();
 }
 
@@ -430,9 +429,9 @@ TEST(CudaGroupNorm, Opset21PerChannelLongRows) {
 TEST(CudaLayerNorm, LastAxisWithStatistics) {
   KILN_REQUIRE_GPU();
   GpuOpTest("LayerNormalization", 17)
-      .input(randomFloat({4, 6, 32}, 110))
-      .constant(randomFloat({32}, 111, 0.5, 1.5))
-      .constant(randomFloat({32}, 112))
+      .input(randomFloats({4, 6, 32}, 110))
+      .constant(randomFloats({32}, 111, 0.5, 1.5))
+      .constant(randomFloats({32}, 112))
       .outputs(3)
       .check();
 }
@@ -442,8 +441,8 @@ TEST(CudaLayerNorm, MultiAxisWithoutBias) {
   GpuOpTest("LayerNormalization", 17)
       .attr("axis", int64_t{1})
       .attr("epsilon", 1e-3f)
-      .input(randomFloat({2, 3, 4, 5}, 113))
-      .constant(randomFloat({3, 4, 5}, 114, 0.5, 1.5))
+      .input(randomFloats({2, 3, 4, 5}, 113))
+      .constant(randomFloats({3, 4, 5}, 114, 0.5, 1.5))
       .check();
 }
 
@@ -451,23 +450,23 @@ TEST(CudaLayerNorm, BroadcastScale) {
   KILN_REQUIRE_GPU();
   GpuOpTest("LayerNormalization", 17)
       .attr("axis", int64_t{-2})
-      .input(randomFloat({3, 4, 5}, 115))
-      .constant(randomFloat({1, 5}, 116, 0.5, 1.5))
-      .constant(randomFloat({4, 1}, 117))
+      .input(randomFloats({3, 4, 5}, 115))
+      .constant(randomFloats({1, 5}, 116, 0.5, 1.5))
+      .constant(randomFloats({4, 1}, 117))
       .check();
 }
 
 TEST(CudaLayerNorm, LongRowsBlockPath) {
   KILN_REQUIRE_GPU();
   GpuOpTest("LayerNormalization", 17)
-      .input(randomFloat({3, 2048}, 118))
-      .constant(randomFloat({2048}, 119, 0.5, 1.5))
-      .constant(randomFloat({2048}, 120))
+      .input(randomFloats({3, 2048}, 118))
+      .constant(randomFloats({2048}, 119, 0.5, 1.5))
+      .constant(randomFloats({2048}, 120))
       .outputs(3)
       .check();
   GpuOpTest("LayerNormalization", 17)
-      .input(randomFloat({2, 20000}, 121))
-      .constant(randomFloat({20000}, 122, 0.5, 1.5))
+      .input(randomFloats({2, 20000}, 121))
+      .constant(randomFloats({20000}, 122, 0.5, 1.5))
       .check();
 }
 
@@ -476,24 +475,24 @@ TEST(CudaLayerNorm, LongRowsBlockPath) {
 TEST(CudaRmsNorm, LastAxisAndBroadcastScale) {
   KILN_REQUIRE_GPU();
   GpuOpTest("RMSNormalization", 23)
-      .input(randomFloat({2, 5, 64}, 130))
-      .constant(randomFloat({64}, 131, 0.5, 1.5))
+      .input(randomFloats({2, 5, 64}, 130))
+      .constant(randomFloats({64}, 131, 0.5, 1.5))
       .check();
   GpuOpTest("RMSNormalization", 23)
       .attr("axis", int64_t{1})
-      .input(randomFloat({2, 5, 16}, 132))
-      .constant(randomFloat({5, 16}, 133, 0.5, 1.5))
+      .input(randomFloats({2, 5, 16}, 132))
+      .constant(randomFloats({5, 16}, 133, 0.5, 1.5))
       .check();
   // Scale [16] against normalized axes [5, 16]: broadcast through the full index.
   GpuOpTest("RMSNormalization", 23)
       .attr("axis", int64_t{1})
       .attr("epsilon", 1e-3f)
-      .input(randomFloat({2, 5, 16}, 134))
-      .constant(randomFloat({16}, 135, 0.5, 1.5))
+      .input(randomFloats({2, 5, 16}, 134))
+      .constant(randomFloats({16}, 135, 0.5, 1.5))
       .check();
   GpuOpTest("RMSNormalization", 23)
-      .input(randomFloat({2, 3000}, 136))
-      .constant(randomFloat({3000}, 137, 0.5, 1.5))
+      .input(randomFloats({2, 3000}, 136))
+      .constant(randomFloats({3000}, 137, 0.5, 1.5))
       .check();
 }
 
@@ -501,45 +500,45 @@ TEST(CudaRmsNorm, LastAxisAndBroadcastScale) {
 
 TEST(CudaLpNorm, RowsColumnsAndLongRows) {
   KILN_REQUIRE_GPU();
-  GpuOpTest("LpNormalization", 1).input(randomFloat({4, 20}, 140)).check();
+  GpuOpTest("LpNormalization", 1).input(randomFloats({4, 20}, 140)).check();
   GpuOpTest("LpNormalization", 1)
       .attr("axis", int64_t{1})
       .attr("p", int64_t{1})
-      .input(randomFloat({3, 7, 5}, 141))
+      .input(randomFloats({3, 7, 5}, 141))
       .check();
-  GpuOpTest("LpNormalization", 1).input(randomFloat({2, 1500}, 142)).check();
+  GpuOpTest("LpNormalization", 1).input(randomFloats({2, 1500}, 142)).check();
 }
 
 TEST(CudaMeanVarianceNorm, AxesVariants) {
   KILN_REQUIRE_GPU();
-  GpuOpTest("MeanVarianceNormalization", 13).input(randomFloat({2, 3, 4, 5}, 150)).check();
+  GpuOpTest("MeanVarianceNormalization", 13).input(randomFloats({2, 3, 4, 5}, 150)).check();
   GpuOpTest("MeanVarianceNormalization", 13)
       .attr("axes", std::vector<int64_t>{2, 3})
-      .input(randomFloat({2, 3, 4, 5}, 151))
+      .input(randomFloats({2, 3, 4, 5}, 151))
       .check();
   GpuOpTest("MeanVarianceNormalization", 13)
       .attr("axes", std::vector<int64_t>{-1})
-      .input(randomFloat({3, 2000}, 152))
+      .input(randomFloats({3, 2000}, 152))
       .check();
   GpuOpTest("MeanVarianceNormalization", 1)
       .attr("across_channels", int64_t{1})
-      .input(randomFloat({2, 3, 4, 4}, 153))
+      .input(randomFloats({2, 3, 4, 4}, 153))
       .check();
   GpuOpTest("MeanVarianceNormalization", 1)
       .attr("normalize_variance", int64_t{0})
-      .input(randomFloat({2, 3, 4, 4}, 154))
+      .input(randomFloats({2, 3, 4, 4}, 154))
       .check();
 }
 
 TEST(CudaLrn, WindowSizes) {
   KILN_REQUIRE_GPU();
-  GpuOpTest("LRN", 13).attr("size", int64_t{3}).input(randomFloat({2, 5, 4, 4}, 160)).check();
+  GpuOpTest("LRN", 13).attr("size", int64_t{3}).input(randomFloats({2, 5, 4, 4}, 160)).check();
   GpuOpTest("LRN", 13)
       .attr("size", int64_t{4})
       .attr("alpha", 1e-2f)
       .attr("beta", 0.5f)
       .attr("bias", 2.0f)
-      .input(randomFloat({1, 6, 3, 5}, 161))
+      .input(randomFloats({1, 6, 3, 5}, 161))
       .check();
 }
 

@@ -250,14 +250,6 @@ struct NodeInput {
   bool constant = false;
 };
 
-Tensor roundTo(const Tensor& t, cuda::Precision precision) {
-  if (!t.defined() || t.type() != DataType::kFloat32 || precision == cuda::Precision::kFloat32)
-    return t;
-  const DataType storage =
-      precision == cuda::Precision::kFloat16 ? DataType::kFloat16 : DataType::kBFloat16;
-  return castTensor(castTensor(t, storage), DataType::kFloat32);
-}
-
 // `node` has its op, opset, attributes and outputs ("" = omitted); inputs are named here.
 Network buildNetwork(Node node, const std::vector<NodeInput>& inputs) {
   Network network;

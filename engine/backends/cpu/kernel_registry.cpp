@@ -3,6 +3,13 @@
 
 namespace kiln::cpu {
 
+// ONNX ops the passes write into older-opset models, again under ai.kiln
+// (ops/kiln_onnx_aliases.cpp); declared here rather than in kernel.h, which every
+// kernel file includes. Runs last: it copies entries registered above.
+void registerKilnOnnxAliases(KernelRegistry& registry);
+// ai.kiln PointwiseChain (ops/pointwise_chain.cpp), likewise declared here.
+void registerPointwiseChainKernel(KernelRegistry& registry);
+
 const KernelRegistry& builtinKernels() {
   static const KernelRegistry registry = [] {
     KernelRegistry r;
@@ -34,6 +41,8 @@ const KernelRegistry& builtinKernels() {
     registerTreeEnsembleKernels(r);
     registerTransformerKernels(r);
     registerFusedKernels(r);
+    registerPointwiseChainKernel(r);
+    registerKilnOnnxAliases(r);
     return r;
   }();
   return registry;

@@ -32,6 +32,11 @@ const GpuKernelEntry* GpuKernelRegistry::find(const std::string& domain, const s
 void registerFusedAttentionGpuKernels(GpuKernelRegistry& registry);
 // ai.kiln QuantizedConv / QuantizedMatMul (ops/int8_layers.cpp), likewise.
 void registerInt8GpuKernels(GpuKernelRegistry& registry);
+// ONNX ops the passes write into older-opset models, again under ai.kiln
+// (ops/kiln_onnx_aliases.cpp), likewise. Runs last: it copies entries registered above.
+void registerKilnOnnxAliasGpuKernels(GpuKernelRegistry& registry);
+// ai.kiln PointwiseChain (ops/pointwise_chain.cpp), likewise.
+void registerPointwiseChainGpuKernel(GpuKernelRegistry& registry);
 
 const GpuKernelRegistry& builtinGpuKernels() {
   static const GpuKernelRegistry registry = [] {
@@ -53,6 +58,8 @@ const GpuKernelRegistry& builtinGpuKernels() {
     registerFusedConvGpuKernels(r);
     registerFusedAttentionGpuKernels(r);
     registerInt8GpuKernels(r);
+    registerPointwiseChainGpuKernel(r);
+    registerKilnOnnxAliasGpuKernels(r);
     return r;
   }();
   return registry;

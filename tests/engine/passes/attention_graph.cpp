@@ -3,40 +3,25 @@
 #include <cmath>
 
 #include "support/op_test.h"
+#include "support/test_graph.h"
 
 namespace kiln::test {
 namespace {
 
-Node makeNode(const std::string& op, std::vector<std::string> in, const std::string& out) {
-  Node n;
-  n.name = out;
-  n.opType = op;
-  n.opset = 17;
-  n.inputs = std::move(in);
-  n.outputs = {out};
-  return n;
-}
-
 Node transpose(const std::string& in, const std::string& out, std::vector<int64_t> perm) {
-  Node n = makeNode("Transpose", {in}, out);
-  n.attributes["perm"].kind = Attribute::Kind::kInts;
-  n.attributes["perm"].ints = std::move(perm);
-  return n;
+  return withInts(makeNode("Transpose", {in}, {out}), "perm", std::move(perm));
 }
 
 Node concat(std::vector<std::string> in, const std::string& out) {
-  Node n = makeNode("Concat", std::move(in), out);
-  n.attributes["axis"].kind = Attribute::Kind::kInt;
-  n.attributes["axis"].i = 0;
-  return n;
+  return withInt(makeNode("Concat", std::move(in), {out}), "axis", 0);
 }
 
 // Shape(x)[0:2] as transformers' input_shape: adds the nodes, returns the value.
 std::string leadingDims(Graph& g, const std::string& x) {
   g.initializers["zero"] = int64Tensor({1}, {0});
   g.initializers["two"] = int64Tensor({1}, {2});
-  g.nodes.push_back(makeNode("Shape", {x}, x + "_shape"));
-  g.nodes.push_back(makeNode("Slice", {x + "_shape", "zero", "two"}, x + "_lead"));
+  g.nodes.push_back(makeNode("Shape", {x}, {x + "_shape"}));
+  g.nodes.push_back(makeNode("Slice", {x + "_shape", "zero", "two"}, {x + "_lead"}));
   return x + "_lead";
 }
 
@@ -67,7 +52,7 @@ void headTensors(const AttentionCase& c, Graph& g) {
       shape = lead + "_split";
       g.nodes.push_back(concat({lead, "split_tail"}, shape));
     }
-    g.nodes.push_back(makeNode("Reshape", {x, shape}, x + "4"));
+    g.nodes.push_back(makeNode("Reshape", {x, shape}, {x + "4"}));
   }
   g.nodes.push_back(transpose("q4", "qh", {0, 2, 1, 3}));
   if (c.splitKeyTranspose) {
@@ -91,29 +76,26 @@ Network attentionNetwork(const AttentionCase& c) {
   if (!c.mask.empty()) g.inputs.push_back({"mask", c.type, true, dims(c, c.mask)});
   headTensors(c, g);
   const std::string q = c.headSplit ? "qh" : "q", v = c.headSplit ? "vh" : "v";
-  g.nodes.push_back(makeNode("MatMul", {q, "kt"}, "scores"));
+  g.nodes.push_back(makeNode("MatMul", {q, "kt"}, {"scores"}));
   const double root = std::sqrt(static_cast<double>(c.headDim));
   g.initializers["scale"] =
       castTensor(floatTensor({}, {float(c.divide ? root : 1.0 / root)}), c.type);
-  g.nodes.push_back(makeNode(c.divide ? "Div" : "Mul", {"scores", "scale"}, "scaled"));
+  g.nodes.push_back(makeNode(c.divide ? "Div" : "Mul", {"scores", "scale"}, {"scaled"}));
   std::string logits = "scaled";
   if (!c.mask.empty()) {
-    g.nodes.push_back(makeNode("Add", {"scaled", "mask"}, "masked"));
+    g.nodes.push_back(makeNode("Add", {"scaled", "mask"}, {"masked"}));
     logits = "masked";
   }
-  Node softmax = makeNode("Softmax", {logits}, "probs");
-  softmax.attributes["axis"].kind = Attribute::Kind::kInt;
-  softmax.attributes["axis"].i = -1;
-  g.nodes.push_back(softmax);
+  g.nodes.push_back(withInt(makeNode("Softmax", {logits}, {"probs"}), "axis", -1));
   const bool merge = c.headSplit && c.mergeHeads;
-  g.nodes.push_back(makeNode("MatMul", {"probs", v}, c.headSplit ? "context" : "y"));
+  g.nodes.push_back(makeNode("MatMul", {"probs", v}, {c.headSplit ? "context" : "y"}));
   if (c.headSplit) g.nodes.push_back(transpose("context", merge ? "context_t" : "y", {0, 2, 1, 3}));
   if (merge) {
     g.initializers["merge_shape"] = int64Tensor({3}, {0, 0, c.heads * c.headDim});
     g.initializers["merge_tail"] = int64Tensor({1}, {-1});
     if (c.computedShapes) g.nodes.push_back(concat({"q_lead", "merge_tail"}, "merge_dyn"));
     g.nodes.push_back(
-        makeNode("Reshape", {"context_t", c.computedShapes ? "merge_dyn" : "merge_shape"}, "y"));
+        makeNode("Reshape", {"context_t", c.computedShapes ? "merge_dyn" : "merge_shape"}, {"y"}));
   }
   g.outputs = {{"y", c.type, false, {}}};
   return net;

@@ -12,25 +12,10 @@
 #include "kiln/passes.h"
 #include "kiln/shape_inference.h"
 #include "support/op_test.h"
+#include "support/test_graph.h"
 
 namespace kiln::test {
 namespace {
-
-Node makeNode(const std::string& op, std::vector<std::string> in, std::vector<std::string> out) {
-  Node n;
-  n.name = out[0] + "_node";
-  n.opType = op;
-  n.opset = 17;
-  n.inputs = std::move(in);
-  n.outputs = std::move(out);
-  return n;
-}
-
-Node withInts(Node n, const std::string& key, std::vector<int64_t> v) {
-  n.attributes[key].kind = Attribute::Kind::kInts;
-  n.attributes[key].ints = std::move(v);
-  return n;
-}
 
 // x [2, 8, 9, 9] -> conv1 (3x3, bias) -> relu -> maxpool 3x3 s2 p1 -> conv2 (1x1) + residual
 // -> relu -> avgpool 2x2 -> global avg pool -> flatten -> gemm -> y; "side" = Sigmoid(relu),
@@ -90,7 +75,8 @@ TEST(ChannelsLastLayout, ResNetBlockKeepsOutputsWithTransposesOnlyAtEdges) {
   // x in; r2 out for the Sigmoid; gap out for the Flatten.
   EXPECT_EQ(count(nhwc, "Transpose"), 3);
   for (const Node& n : nhwc.graph.nodes)
-    if (n.opType == "Transpose") EXPECT_EQ(n.opset, 17) << n.name << ": backends look kernels up by it";
+    if (n.opType == "Transpose")
+      EXPECT_EQ(n.opset, 17) << n.name << ": backends look kernels up by it";
   EXPECT_EQ(count(nhwc, "Conv"), 0);
   for (const Node& n : nhwc.graph.nodes) {
     if (n.opType != "FusedConv") continue;
@@ -137,8 +123,8 @@ TEST(ChannelsLastLayout, ChannelsLastNodeWithWrongRankFailsClearly) {
     if (n.opType == "MaxPool") pool = &n;
   ASSERT_NE(pool, nullptr);
   std::vector<Tensor> out;
-  Status s = runReferenceNode(*pool, {{pool->inputs[0], randomTensor(DataType::kFloat32, {2, 3, 4}, 7)}},
-                              &out);
+  Status s = runReferenceNode(
+      *pool, {{pool->inputs[0], randomTensor(DataType::kFloat32, {2, 3, 4}, 7)}}, &out);
   EXPECT_FALSE(s.isOk());
   EXPECT_NE(s.message().find("must be 4-D"), std::string::npos) << s.toString();
 }

@@ -12,28 +12,15 @@
 #include "kiln/reference_backend.h"
 #include "engine/passes/pass_test_support.h"
 #include "support/op_test.h"
+#include "support/test_graph.h"
 
 namespace kiln::test {
 namespace {
 
 constexpr const char* kPass = "fuse_conv_bias_activation";
 
-Node makeNode(const std::string& op, std::vector<std::string> in, std::vector<std::string> out,
-              int opset = 17) {
-  Node n;
-  n.name = out[0];
-  n.opType = op;
-  n.opset = opset;
-  n.inputs = std::move(in);
-  n.outputs = std::move(out);
-  return n;
-}
-
 Node conv(std::vector<std::string> in, const std::string& out = "c") {
-  Node n = makeNode("Conv", std::move(in), {out});
-  n.attributes["pads"].kind = Attribute::Kind::kInts;
-  n.attributes["pads"].ints = {1, 1, 1, 1};
-  return n;
+  return withInts(makeNode("Conv", std::move(in), {out}), "pads", {1, 1, 1, 1});
 }
 
 // x [2, 3, 9, 9], x4 [2, 3, 4, 4] and r [2, 4, 9, 9] inputs; w [4, 3, 3, 3], b [4], per-channel
@@ -146,17 +133,10 @@ TEST(FuseConvBiasActivation, EveryActivation) {
     std::vector<Node> tail;  // reads "c", writes "y"
     const char* activation;
   };
-  Node leaky = makeNode("LeakyRelu", {"c"}, {"y"});
-  leaky.attributes["alpha"].kind = Attribute::Kind::kFloat;
-  leaky.attributes["alpha"].f = 0.2f;
-  Node hardSigmoid = makeNode("HardSigmoid", {"c"}, {"y"});
-  hardSigmoid.attributes["alpha"].kind = Attribute::Kind::kFloat;
-  hardSigmoid.attributes["alpha"].f = 0.3f;
-  Node clipOld = makeNode("Clip", {"c"}, {"y"}, 6);
-  clipOld.attributes["min"].kind = Attribute::Kind::kFloat;
-  clipOld.attributes["min"].f = -0.3f;
-  clipOld.attributes["max"].kind = Attribute::Kind::kFloat;
-  clipOld.attributes["max"].f = 0.7f;
+  const Node leaky = withFloat(makeNode("LeakyRelu", {"c"}, {"y"}), "alpha", 0.2f);
+  const Node hardSigmoid = withFloat(makeNode("HardSigmoid", {"c"}, {"y"}), "alpha", 0.3f);
+  const Node clipOld =
+      withFloat(withFloat(makeNode("Clip", {"c"}, {"y"}, 6), "min", -0.3f), "max", 0.7f);
   const std::vector<Case> cases = {
       {{leaky}, "leaky_relu"},
       {{makeNode("Clip", {"c", "lo", "hi"}, {"y"}, 13)}, "clip"},

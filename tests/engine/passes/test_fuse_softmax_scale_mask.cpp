@@ -11,28 +11,15 @@
 #include "kiln/shape_inference.h"
 #include "engine/passes/pass_test_support.h"
 #include "support/op_test.h"
+#include "support/test_graph.h"
 
 namespace kiln::test {
 namespace {
 
 constexpr const char* kPass = "fuse_softmax_scale_mask";
 
-Node makeNode(const std::string& op, std::vector<std::string> in, const std::string& out,
-              int opset = 17) {
-  Node n;
-  n.name = out;
-  n.opType = op;
-  n.opset = opset;
-  n.inputs = std::move(in);
-  n.outputs = {out};
-  return n;
-}
-
 Node softmax(const std::string& in, int64_t axis = -1, int opset = 17) {
-  Node n = makeNode("Softmax", {in}, "y", opset);
-  n.attributes["axis"].kind = Attribute::Kind::kInt;
-  n.attributes["axis"].i = axis;
-  return n;
+  return withInt(makeNode("Softmax", {in}, {"y"}, opset), "axis", axis);
 }
 
 // Attention scores x [2, 3, 5, 7] and an additive mask [2, 1, 1, 7] (the BERT shapes,
@@ -77,10 +64,10 @@ std::vector<PassApplication> fuseAndCompare(const Network& original, size_t expe
 
 TEST(FuseSoftmaxScaleMask, ScaleMaskSoftmaxIsOneNodeWithProvenance) {
   Network fused;
-  auto applied =
-      fuseAndCompare(attention({makeNode("Mul", {"x", "c"}, "scaled"),
-                                makeNode("Add", {"scaled", "mask"}, "masked"), softmax("masked")}),
-                     1, &fused);
+  auto applied = fuseAndCompare(
+      attention({makeNode("Mul", {"x", "c"}, {"scaled"}),
+                 makeNode("Add", {"scaled", "mask"}, {"masked"}), softmax("masked")}),
+      1, &fused);
   ASSERT_EQ(applied.size(), 1u);
   EXPECT_EQ(applied[0].nodes, (std::vector<std::string>{"scaled", "masked", "y"}));
   EXPECT_EQ(applied[0].layer, "scaled + masked + y");
@@ -104,29 +91,29 @@ TEST(FuseSoftmaxScaleMask, ScaleMaskSoftmaxIsOneNodeWithProvenance) {
 TEST(FuseSoftmaxScaleMask, DivisionAndEitherInputOrder) {
   // X / d with d = sqrt(8), the mask as the Add's first input.
   Network fused;
-  auto applied =
-      fuseAndCompare(attention({makeNode("Div", {"x", "d"}, "scaled"),
-                                makeNode("Add", {"mask", "scaled"}, "masked"), softmax("masked")}),
-                     1, &fused);
+  auto applied = fuseAndCompare(
+      attention({makeNode("Div", {"x", "d"}, {"scaled"}),
+                 makeNode("Add", {"mask", "scaled"}, {"masked"}), softmax("masked")}),
+      1, &fused);
   ASSERT_EQ(applied.size(), 1u);
   EXPECT_NEAR(fused.graph.nodes[0].attrFloat("scale", 0.f), 1.0 / 2.8284271, 1e-7);
   EXPECT_EQ(fused.graph.nodes[0].inputs, (std::vector<std::string>{"x", "mask"}));
   // The constant as the Mul's first input.
-  applied =
-      fuseAndCompare(attention({makeNode("Mul", {"c", "x"}, "scaled"),
-                                makeNode("Add", {"scaled", "mask"}, "masked"), softmax("masked")}),
-                     1);
+  applied = fuseAndCompare(
+      attention({makeNode("Mul", {"c", "x"}, {"scaled"}),
+                 makeNode("Add", {"scaled", "mask"}, {"masked"}), softmax("masked")}),
+      1);
   EXPECT_EQ(applied.size(), 1u);
 }
 
 TEST(FuseSoftmaxScaleMask, WithoutMaskOrWithoutScale) {
   Network fused;
   auto applied = fuseAndCompare(
-      attention({makeNode("Mul", {"x", "c"}, "scaled"), softmax("scaled")}), 1, &fused);
+      attention({makeNode("Mul", {"x", "c"}, {"scaled"}), softmax("scaled")}), 1, &fused);
   ASSERT_EQ(applied.size(), 1u);
   EXPECT_EQ(fused.graph.nodes[0].inputs, std::vector<std::string>{"x"});
-  applied = fuseAndCompare(attention({makeNode("Add", {"x", "mask"}, "masked"), softmax("masked")}),
-                           1, &fused);
+  applied = fuseAndCompare(
+      attention({makeNode("Add", {"x", "mask"}, {"masked"}), softmax("masked")}), 1, &fused);
   ASSERT_EQ(applied.size(), 1u);
   EXPECT_FLOAT_EQ(fused.graph.nodes[0].attrFloat("scale", 0.f), 1.f);
 }
@@ -136,32 +123,32 @@ TEST(FuseSoftmaxScaleMask, MaskBroadcastingBothWays) {
   // dims: X [2, 3, 5, 7] + M [2, 3, 1, 7]; Y has the broadcast shape either way.
   for (const Shape& mask : {Shape{5, 7}, Shape{2, 3, 1, 7}, Shape{7}}) {
     SCOPED_TRACE(shapeToString(mask));
-    auto applied =
-        fuseAndCompare(attention({makeNode("Mul", {"x", "c"}, "scaled"),
-                                  makeNode("Add", {"scaled", "mask"}, "masked"), softmax("masked")},
-                                 mask),
-                       1);
+    auto applied = fuseAndCompare(
+        attention({makeNode("Mul", {"x", "c"}, {"scaled"}),
+                   makeNode("Add", {"scaled", "mask"}, {"masked"}), softmax("masked")},
+                  mask),
+        1);
     EXPECT_EQ(applied.size(), 1u);
   }
 }
 
 TEST(FuseSoftmaxScaleMask, ConstantNodeScaleIsFusedAndItsNodeRemoved) {
-  Node c = makeNode("Constant", {}, "c_node");
+  Node c = makeNode("Constant", {}, {"c_node"});
   c.attributes["value"].kind = Attribute::Kind::kTensor;
   c.attributes["value"].t = floatTensor({}, {0.25f});
   Network fused;
-  auto applied =
-      fuseAndCompare(attention({c, makeNode("Mul", {"x", "c_node"}, "scaled"),
-                                makeNode("Add", {"scaled", "mask"}, "masked"), softmax("masked")}),
-                     1, &fused);
+  auto applied = fuseAndCompare(
+      attention({c, makeNode("Mul", {"x", "c_node"}, {"scaled"}),
+                 makeNode("Add", {"scaled", "mask"}, {"masked"}), softmax("masked")}),
+      1, &fused);
   ASSERT_EQ(applied.size(), 1u);
   EXPECT_FLOAT_EQ(fused.graph.nodes[0].attrFloat("scale", 0.f), 0.25f);
 }
 
 TEST(FuseSoftmaxScaleMask, ExtraConsumersKeepTheirValues) {
   // The scaled scores are also a graph output: the Mul stays, Add + Softmax fuse.
-  Network net = attention({makeNode("Mul", {"x", "c"}, "scaled"),
-                           makeNode("Add", {"scaled", "mask"}, "masked"), softmax("masked")});
+  Network net = attention({makeNode("Mul", {"x", "c"}, {"scaled"}),
+                           makeNode("Add", {"scaled", "mask"}, {"masked"}), softmax("masked")});
   net.graph.outputs.push_back({"scaled", DataType::kFloat32, false, {}});
   Network fused;
   auto applied = fuseAndCompare(net, 2, &fused);
@@ -169,9 +156,9 @@ TEST(FuseSoftmaxScaleMask, ExtraConsumersKeepTheirValues) {
   EXPECT_EQ(applied[0].nodes, (std::vector<std::string>{"masked", "y"}));
   EXPECT_EQ(fused.graph.nodes[1].inputs, (std::vector<std::string>{"scaled", "mask"}));
   // The masked scores are read by another node: nothing fuses.
-  Network shared = attention({makeNode("Mul", {"x", "c"}, "scaled"),
-                              makeNode("Add", {"scaled", "mask"}, "masked"), softmax("masked"),
-                              makeNode("Identity", {"masked"}, "extra")});
+  Network shared = attention({makeNode("Mul", {"x", "c"}, {"scaled"}),
+                              makeNode("Add", {"scaled", "mask"}, {"masked"}), softmax("masked"),
+                              makeNode("Identity", {"masked"}, {"extra"})});
   shared.graph.outputs.push_back({"extra", DataType::kFloat32, false, {}});
   EXPECT_TRUE(fuseAndCompare(shared, 4).empty());
 }
@@ -179,42 +166,42 @@ TEST(FuseSoftmaxScaleMask, ExtraConsumersKeepTheirValues) {
 TEST(FuseSoftmaxScaleMask, NonConstantScaleIsNotAScale) {
   // Softmax(X * s) with s a graph input: nothing fuses.
   EXPECT_TRUE(
-      fuseAndCompare(attention({makeNode("Mul", {"x", "s"}, "scaled"), softmax("scaled")}), 2)
+      fuseAndCompare(attention({makeNode("Mul", {"x", "s"}, {"scaled"}), softmax("scaled")}), 2)
           .empty());
   // With a mask the Add still fuses, reading the product as X (scale 1).
   Network fused;
-  auto applied =
-      fuseAndCompare(attention({makeNode("Mul", {"x", "s"}, "scaled"),
-                                makeNode("Add", {"scaled", "mask"}, "masked"), softmax("masked")}),
-                     2, &fused);
+  auto applied = fuseAndCompare(
+      attention({makeNode("Mul", {"x", "s"}, {"scaled"}),
+                 makeNode("Add", {"scaled", "mask"}, {"masked"}), softmax("masked")}),
+      2, &fused);
   ASSERT_EQ(applied.size(), 1u);
   EXPECT_FLOAT_EQ(fused.graph.nodes[1].attrFloat("scale", 0.f), 1.f);
   // A constant that is not a scalar is not a scale either.
-  Network vector = attention({makeNode("Mul", {"x", "v"}, "scaled"), softmax("scaled")});
+  Network vector = attention({makeNode("Mul", {"x", "v"}, {"scaled"}), softmax("scaled")});
   vector.graph.initializers["v"] = randomTensor(DataType::kFloat32, {7}, 5);
   EXPECT_TRUE(fuseAndCompare(vector, 2).empty());
 }
 
 TEST(FuseSoftmaxScaleMask, OnlyTheLastAxis) {
   EXPECT_TRUE(
-      fuseAndCompare(attention({makeNode("Mul", {"x", "c"}, "scaled"), softmax("scaled", 1)}), 2)
+      fuseAndCompare(attention({makeNode("Mul", {"x", "c"}, {"scaled"}), softmax("scaled", 1)}), 2)
           .empty());
   EXPECT_TRUE(
-      fuseAndCompare(attention({makeNode("Mul", {"x", "c"}, "scaled"), softmax("scaled", 3)}), 2)
+      fuseAndCompare(attention({makeNode("Mul", {"x", "c"}, {"scaled"}), softmax("scaled", 3)}), 2)
           .empty());
   // Before opset 13 the default axis is 1 (a 2-D coercion); axis -1 is the last axis.
-  Node legacy = makeNode("Softmax", {"scaled"}, "y", 11);
+  Node legacy = makeNode("Softmax", {"scaled"}, {"y"}, 11);
   EXPECT_TRUE(
-      fuseAndCompare(attention({makeNode("Mul", {"x", "c"}, "scaled"), legacy}), 2).empty());
+      fuseAndCompare(attention({makeNode("Mul", {"x", "c"}, {"scaled"}), legacy}), 2).empty());
   EXPECT_EQ(fuseAndCompare(
-                attention({makeNode("Mul", {"x", "c"}, "scaled"), softmax("scaled", -1, 11)}), 1)
+                attention({makeNode("Mul", {"x", "c"}, {"scaled"}), softmax("scaled", -1, 11)}), 1)
                 .size(),
             1u);
 }
 
 TEST(FuseSoftmaxScaleMask, DisabledByName) {
-  Network net = attention({makeNode("Mul", {"x", "c"}, "scaled"),
-                           makeNode("Add", {"scaled", "mask"}, "masked"), softmax("masked")});
+  Network net = attention({makeNode("Mul", {"x", "c"}, {"scaled"}),
+                           makeNode("Add", {"scaled", "mask"}, {"masked"}), softmax("masked")});
   std::vector<PassApplication> applied;
   ASSERT_TRUE(runPasses(net, 1, {kPass}, &applied).isOk());
   EXPECT_TRUE(applied.empty());

@@ -15,7 +15,7 @@
 #include "kiln/plan.h"
 #include "kiln/reference_backend.h"
 #include "kiln/tensor_io.h"
-#include "quant/accuracy_stats.h"
+#include "compare/error_stats.h"
 
 namespace kiln {
 namespace {
@@ -269,20 +269,21 @@ TEST(ImplicitInt8, SmallCnnStaysCloseToFp32) {
     reference.push_back(run(*network, in));
     quantized.push_back(runPlan(plan, in));
   }
-  auto stats = quant::compareOutputs(reference, quantized);
+  auto stats = compare::compareOutputRuns(quantized, reference,
+                                          compare::defaultTolerance(DataType::kFloat32), 1);
   ASSERT_TRUE(stats.isOk()) << stats.status().toString();
-  const quant::OutputAccuracy& logits = stats->at(0);
+  const compare::ErrorStats& logits = stats->at(0);
   double refMax = 0;
   for (const auto& outs : reference)
     for (int64_t i = 0; i < outs[0].tensor.numel(); ++i)
       refMax = std::max(refMax, std::fabs(static_cast<double>(outs[0].tensor.data<float>()[i])));
   // The stated INT8 error bound (docs/quantization.md): cosine >= 0.999, max abs error
   // within 10% of the largest logit, top-1 agreement >= 90% of the rows.
-  EXPECT_GE(logits.cosine, 0.999) << quant::formatAccuracy(*stats);
-  EXPECT_LE(logits.maxAbsError, 0.1 * refMax) << quant::formatAccuracy(*stats);
-  EXPECT_GT(logits.maxAbsError, 0.0);  // the plan really computed in INT8
-  EXPECT_EQ(logits.top1Rows, 12);
-  EXPECT_GE(logits.top1Agreement(), 0.9) << quant::formatAccuracy(*stats);
+  EXPECT_GE(logits.cosine, 0.999) << compare::formatAccuracySummary(*stats);
+  EXPECT_LE(logits.maxAbs, 0.1 * refMax) << compare::formatAccuracySummary(*stats);
+  EXPECT_GT(logits.maxAbs, 0.0);  // the plan really computed in INT8
+  EXPECT_EQ(logits.topRows, 12);
+  EXPECT_GE(logits.top1Agreement, 0.9) << compare::formatAccuracySummary(*stats);
 }
 
 TEST(ImplicitInt8, PlanFileKeepsTheInt8Layers) {

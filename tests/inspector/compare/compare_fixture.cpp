@@ -4,19 +4,10 @@
 
 #include "kiln/onnx_import.h"
 #include "support/op_test.h"
+#include "support/test_graph.h"
 
 namespace kiln::test {
 namespace {
-
-Node makeNode(const std::string& op, std::vector<std::string> inputs, const std::string& name) {
-  Node n;
-  n.name = name;
-  n.opType = op;
-  n.opset = 17;
-  n.inputs = std::move(inputs);
-  n.outputs = {name};
-  return n;
-}
 
 Tensor wideWeights() {
   std::mt19937 rng(3);
@@ -93,20 +84,18 @@ std::shared_ptr<const Network> fp16OverflowNetwork() {
   g.initializers["fc5.w"] = randomTensor(DataType::kFloat32, {16, 8}, 5, -0.5, 0.5);
   g.initializers["wide_proj.w"] = wideWeights();
   g.initializers["milli"] = floatTensor({}, {1e-3f});
-  g.nodes = {makeNode("MatMul", {"x", "fc1.w"}, "fc1"),
-             makeNode("Relu", {"fc1"}, "relu1"),
-             makeNode("MatMul", {"relu1", "fc2.w"}, "fc2"),
-             makeNode("Tanh", {"fc2"}, "tanh2"),
-             makeNode("Mul", {"tanh2", "milli"}, "shrink"),
-             makeNode("MatMul", {"shrink", "wide_proj.w"}, "wide_proj"),
-             makeNode("Mul", {"wide_proj", "milli"}, "rescale"),
-             makeNode("Tanh", {"rescale"}, "tanh3"),
-             makeNode("MatMul", {"tanh3", "fc4.w"}, "fc4"),
-             makeNode("Sigmoid", {"fc4"}, "sigmoid4"),
-             makeNode("MatMul", {"sigmoid4", "fc5.w"}, "fc5"),
-             makeNode("Softmax", {"fc5"}, "probs")};
-  g.nodes.back().attributes["axis"].kind = Attribute::Kind::kInt;
-  g.nodes.back().attributes["axis"].i = -1;
+  g.nodes = {makeNode("MatMul", {"x", "fc1.w"}, {"fc1"}),
+             makeNode("Relu", {"fc1"}, {"relu1"}),
+             makeNode("MatMul", {"relu1", "fc2.w"}, {"fc2"}),
+             makeNode("Tanh", {"fc2"}, {"tanh2"}),
+             makeNode("Mul", {"tanh2", "milli"}, {"shrink"}),
+             makeNode("MatMul", {"shrink", "wide_proj.w"}, {"wide_proj"}),
+             makeNode("Mul", {"wide_proj", "milli"}, {"rescale"}),
+             makeNode("Tanh", {"rescale"}, {"tanh3"}),
+             makeNode("MatMul", {"tanh3", "fc4.w"}, {"fc4"}),
+             makeNode("Sigmoid", {"fc4"}, {"sigmoid4"}),
+             makeNode("MatMul", {"sigmoid4", "fc5.w"}, {"fc5"}),
+             withInt(makeNode("Softmax", {"fc5"}, {"probs"}), "axis", -1)};
   for (size_t i = 0; i < g.nodes.size(); ++i) g.nodes[i].index = static_cast<int>(i);
   g.outputs = {{"probs", DataType::kFloat32, true, {DimExpr(4), DimExpr(8)}}};
   return net;

@@ -115,5 +115,62 @@ TEST(ErrorStats, JsonCarriesTheStatisticsAndPlots) {
   EXPECT_EQ(j["histogram"]["counts"].size(), static_cast<size_t>(ErrorHistogram::kBins));
 }
 
+TEST(ErrorStats, OutputRunsAccumulatePerOutputByName) {
+  // Two runs of two outputs; top-1 per row of "logits" [2, 3], none for "aux" [2, 1].
+  const std::vector<std::vector<NamedTensor>> expected = {
+      {{"logits", floatTensor({2, 3}, {0.1f, 0.9f, 0.2f, 0.7f, 0.2f, 0.1f})},
+       {"aux", floatTensor({2, 1}, {2.f, -4.f})}},
+      {{"logits", floatTensor({2, 3}, {0.5f, 0.1f, 0.3f, 0.2f, 0.3f, 0.6f})},
+       {"aux", floatTensor({2, 1}, {1.f, 8.f})}}};
+  const std::vector<std::vector<NamedTensor>> actual = {
+      {{"logits", floatTensor({2, 3}, {0.1f, 0.9f, 0.2f, 0.7f, 0.2f, 0.1f})},
+       {"aux", floatTensor({2, 1}, {2.5f, -4.f})}},
+      {{"logits", floatTensor({2, 3}, {0.5f, 0.6f, 0.3f, 0.2f, 0.3f, 0.6f})},
+       {"aux", floatTensor({2, 1}, {1.f, 6.f})}}};
+  auto stats = compareOutputRuns(actual, expected, {0.1, 0.0}, 1);
+  ASSERT_TRUE(stats.isOk()) << stats.status().toString();
+  ASSERT_EQ(stats->size(), 2u);
+  const ErrorStats& logits = (*stats)[0];
+  EXPECT_EQ(logits.name, "logits");
+  EXPECT_EQ(logits.runs, 2);
+  EXPECT_EQ(logits.elements, 12);
+  EXPECT_EQ(logits.topRows, 4);
+  EXPECT_DOUBLE_EQ(logits.top1Agreement, 0.75);  // run 1 row 0: arg-max 1 against 0
+  EXPECT_NEAR(logits.maxAbs, 0.5, 1e-6);
+  const ErrorStats& aux = (*stats)[1];
+  EXPECT_EQ(aux.name, "aux");
+  EXPECT_DOUBLE_EQ(aux.maxAbs, 2.0);
+  EXPECT_DOUBLE_EQ(aux.meanAbs, 2.5 / 4);
+  EXPECT_DOUBLE_EQ(aux.maxRel, 0.25);  // 0.5 / 2 and 2 / 8
+  EXPECT_EQ(aux.outsideTolerance, 2);
+  EXPECT_EQ(aux.topK, 0);  // one entry per row: no top-k
+
+  const std::string text = formatAccuracySummary(*stats);
+  EXPECT_NE(text.find("logits: max abs 0.5, mean abs "), std::string::npos) << text;
+  EXPECT_NE(text.find("top-1 3/4 (75.0%)"), std::string::npos) << text;
+  EXPECT_NE(text.find("aux: max abs 2, mean abs 0.625, max rel 25%"), std::string::npos) << text;
+}
+
+TEST(ErrorStats, OutputRunsRejectMismatchedRunsAndNames) {
+  const std::vector<std::vector<NamedTensor>> one = {{{"y", floatTensor({1}, {1.f})}}};
+  const std::vector<std::vector<NamedTensor>> renamed = {{{"z", floatTensor({1}, {1.f})}}};
+  auto names = compareOutputRuns(renamed, one, {}, 0);
+  ASSERT_FALSE(names.isOk());
+  EXPECT_NE(names.status().message().find("output 'z' where 'y' was expected"), std::string::npos)
+      << names.status().toString();
+  auto runs = compareOutputRuns({}, one, {}, 0);
+  ASSERT_FALSE(runs.isOk());
+  EXPECT_NE(runs.status().message().find("0 runs against 1"), std::string::npos);
+  auto counts = compareOutputRuns({{}}, one, {}, 0);
+  ASSERT_FALSE(counts.isOk());
+  EXPECT_NE(counts.status().message().find("run 0 has 0 outputs, expected 1"), std::string::npos);
+}
+
+TEST(ErrorStats, AccuracySummarySaysWhyATensorIsNotComparable) {
+  const ErrorStats s =
+      computeErrorStats("y", floatTensor({2}, {1.f, 2.f}), floatTensor({1, 2}, {1.f, 2.f}), {});
+  EXPECT_EQ(formatAccuracySummary({s}), "y: not comparable: float32 2 against float32 1x2\n");
+}
+
 }  // namespace
 }  // namespace kiln::compare

@@ -30,6 +30,13 @@ struct ConvEpilogue {
   float alpha = 0.f, beta = 0.f;
 };
 
+class GpuKernelContext;
+// The node's `activation` attribute (none, relu, leaky_relu, clip, sigmoid, tanh,
+// hard_sigmoid, hard_swish, silu) with `activation_alpha` and `activation_beta`, as
+// FusedConv and the INT8 layers carry them; an unknown name is an error naming the node.
+// Defined in fused_conv.cpp.
+Status parseConvEpilogue(const GpuKernelContext& ctx, ConvEpilogue* out);
+
 // y[o, c, i] = act(y[o, c, i] + bias[c] + z[o, c, i]) in place for y laid out
 // [outer, channels, inner]; bias ([channels]) and z (y's shape) may be null. Storage
 // float32, float16 or bfloat16 (one type for all three), arithmetic in float. Moves

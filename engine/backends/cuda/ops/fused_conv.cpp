@@ -45,27 +45,6 @@ struct FusedConvState {
   std::shared_ptr<CudnnPlan> plan;  // the fused graph's, or the plain convolution's
 };
 
-Status parseEpilogue(const GpuKernelContext& ctx, ConvEpilogue* out) {
-  static const std::pair<const char*, EpilogueActivation> kNames[] = {
-      {"none", EpilogueActivation::kNone},
-      {"relu", EpilogueActivation::kRelu},
-      {"leaky_relu", EpilogueActivation::kLeakyRelu},
-      {"clip", EpilogueActivation::kClip},
-      {"sigmoid", EpilogueActivation::kSigmoid},
-      {"tanh", EpilogueActivation::kTanh},
-      {"hard_sigmoid", EpilogueActivation::kHardSigmoid},
-      {"hard_swish", EpilogueActivation::kHardSwish},
-      {"silu", EpilogueActivation::kSilu}};
-  const std::string name = ctx.node().attrString("activation", "none");
-  auto it = std::find_if(std::begin(kNames), std::end(kNames),
-                         [&](const auto& entry) { return name == entry.first; });
-  if (it == std::end(kNames)) return ctx.error("unknown activation '" + name + "'");
-  out->activation = it->second;
-  out->alpha = ctx.node().attrFloat("activation_alpha", 0.f);
-  out->beta = ctx.node().attrFloat("activation_beta", 0.f);
-  return Status::ok();
-}
-
 // The activation as a cuDNN pointwise mode; false when the graph has no such mode.
 bool pointwiseMode(EpilogueActivation a, cudnnPointwiseMode_t* mode) {
   switch (a) {
@@ -284,7 +263,7 @@ Status fusedConvKernel(GpuKernelContext& ctx) {
   if (path != "auto" && path != "cudnn_graph" && path != "kiln_epilogue")
     return ctx.error("unknown path '" + path + "' (auto, cudnn_graph, kiln_epilogue)");
   FusedConvProblem p;
-  KILN_RETURN_IF_ERROR(parseEpilogue(ctx, &p.epilogue));
+  KILN_RETURN_IF_ERROR(parseConvEpilogue(ctx, &p.epilogue));
   KILN_ASSIGN_OR_RETURN(DeviceTensor y, ctx.allocateOutput(0, x.type, yShape));
   if (y.numel() == 0) return Status::ok();
   p.channels = g.y[1];  // the epilogue sees Y as [outer, channels, inner]
@@ -320,6 +299,27 @@ std::string fusedConvSupport(const Node& node, const std::vector<DataType>& type
 }
 
 }  // namespace
+
+Status parseConvEpilogue(const GpuKernelContext& ctx, ConvEpilogue* out) {
+  static const std::pair<const char*, EpilogueActivation> kNames[] = {
+      {"none", EpilogueActivation::kNone},
+      {"relu", EpilogueActivation::kRelu},
+      {"leaky_relu", EpilogueActivation::kLeakyRelu},
+      {"clip", EpilogueActivation::kClip},
+      {"sigmoid", EpilogueActivation::kSigmoid},
+      {"tanh", EpilogueActivation::kTanh},
+      {"hard_sigmoid", EpilogueActivation::kHardSigmoid},
+      {"hard_swish", EpilogueActivation::kHardSwish},
+      {"silu", EpilogueActivation::kSilu}};
+  const std::string name = ctx.node().attrString("activation", "none");
+  auto it = std::find_if(std::begin(kNames), std::end(kNames),
+                         [&](const auto& entry) { return name == entry.first; });
+  if (it == std::end(kNames)) return ctx.error("unknown activation '" + name + "'");
+  out->activation = it->second;
+  out->alpha = ctx.node().attrFloat("activation_alpha", 0.f);
+  out->beta = ctx.node().attrFloat("activation_beta", 0.f);
+  return Status::ok();
+}
 
 void registerFusedConvGpuKernels(GpuKernelRegistry& registry) {
   GpuKernelEntry entry;

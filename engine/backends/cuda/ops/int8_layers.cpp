@@ -210,28 +210,6 @@ Result<Int8LayerState*> layerState(GpuKernelContext& ctx, const Tensor& weightRo
   return state.get();
 }
 
-Status parseActivation(const GpuKernelContext& ctx, ConvEpilogue* out) {
-  static const std::pair<const char*, EpilogueActivation> kNames[] = {
-      {"none", EpilogueActivation::kNone},
-      {"relu", EpilogueActivation::kRelu},
-      {"leaky_relu", EpilogueActivation::kLeakyRelu},
-      {"clip", EpilogueActivation::kClip},
-      {"sigmoid", EpilogueActivation::kSigmoid},
-      {"tanh", EpilogueActivation::kTanh},
-      {"hard_sigmoid", EpilogueActivation::kHardSigmoid},
-      {"hard_swish", EpilogueActivation::kHardSwish},
-      {"silu", EpilogueActivation::kSilu}};
-  const std::string name = ctx.node().attrString("activation", "none");
-  for (const auto& [text, activation] : kNames) {
-    if (name != text) continue;
-    out->activation = activation;
-    out->alpha = ctx.node().attrFloat("activation_alpha", 0.f);
-    out->beta = ctx.node().attrFloat("activation_beta", 0.f);
-    return Status::ok();
-  }
-  return ctx.error("unknown activation '" + name + "'");
-}
-
 Int8Epilogue epilogueFor(GpuKernelContext& ctx, const Int8LayerState& s, const DeviceTensor& y) {
   Int8Epilogue e;
   e.inputZero = s.input.zeroPoint - s.input.offset();
@@ -272,7 +250,7 @@ Status quantizedConvKernel(GpuKernelContext& ctx) {
   auto* a = static_cast<int8_t*>(scratch);
   auto* acc = reinterpret_cast<int32_t*>(static_cast<char*>(scratch) + aBytes);
   Int8Epilogue e = epilogueFor(ctx, *s, y);
-  KILN_RETURN_IF_ERROR(parseActivation(ctx, &e.activation));
+  KILN_RETURN_IF_ERROR(parseConvEpilogue(ctx, &e.activation));
   if (ctx.hasInput(kQuantResidual)) {
     const DeviceTensor& z = ctx.input(kQuantResidual);
     if (!isFloatStorage(z.type) || z.shape != y.shape)

@@ -1,0 +1,145 @@
+// remove_no_op_nodes: a node whose output always equals one of its inputs goes, and
+// its readers read that input (a graph output keeps its name: the input's writer
+// takes it). The identities, each an exact equality:
+//   Identity(x) = x
+//   Dropout(x) = x in inference (before opset 12 always; since, with training_mode
+//     absent or a constant false), its mask output unread
+//   Cast(x, to = type(x)) = x,  CastLike(x, t) = x when type(t) = type(x)
+//   Reshape / Flatten / Squeeze / Unsqueeze / Expand(x) = x when the output's inferred
+//     shape is x's (symbolic dims equal as expressions, so true for every binding)
+//   Transpose(x, perm = (0, 1, ..., n-1)) = x (and any rank <= 1 Transpose)
+//   x + 0 = 0 + x = x - 0 = x * 1 = 1 * x = x / 1 = x, the constant's every element
+//     the neutral one and the output's shape and type x's (no broadcast growth)
+//   Pad(x, pads all 0) = x (any mode)
+//   Slice(x) with every step 1 = x when the output's shape is x's (a unit-step range
+//     of the full length is the whole axis)
+// Runs first, so the nodes exporters leave between the ops of a pattern (a Dropout
+// between a GEMM and its residual, an Identity after a Transpose) do not hide it.
+#include <algorithm>
+
+#include "passes/fusion_passes.h"
+#include "passes/rewrite_helpers.h"
+
+namespace kiln::passes {
+namespace {
+
+using namespace rewrite;
+
+constexpr const char* kName = "remove_no_op_nodes";
+
+bool inferenceDropout(const Node& node, const GraphIndex& index) {
+  if (node.outputs.size() > 1 && !node.outputs[1].empty() &&
+      !index.readers(node.outputs[1]).empty())
+    return false;  // the mask is read
+  if (node.opset < 12 || !node.hasInput(2)) return true;
+  return allElementsEqual(index.constant(node.inputs[2]), 0.0);
+}
+
+// x op c = x for the neutral constant c (either side for Add and Mul).
+bool neutralOperand(const Node& node, const GraphIndex& index, const Shapes& shapes,
+                    std::string* source) {
+  if (node.inputs.size() != 2) return false;
+  const bool commutes = node.opType == "Add" || node.opType == "Mul";
+  const double neutral = node.opType == "Add" || node.opType == "Sub" ? 0.0 : 1.0;
+  for (int side = 1; side >= (commutes ? 0 : 1); --side) {
+    const std::string& x = node.inputs[1 - side];
+    if (allElementsEqual(index.constant(node.inputs[side]), neutral) &&
+        sameShapeAndType(shapes, x, node.outputs[0])) {
+      *source = x;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool identityPermutation(const Node& node, const Shapes& shapes) {
+  if (!node.hasAttr("perm")) {
+    const SymbolicShape* s = shapeOf(shapes, node.inputs[0]);
+    return s && s->size() <= 1;  // the default perm reverses the axes
+  }
+  const std::vector<int64_t> perm = node.attrInts("perm");
+  for (size_t i = 0; i < perm.size(); ++i)
+    if (perm[i] != static_cast<int64_t>(i)) return false;
+  return true;
+}
+
+bool zeroPads(const Node& node, const GraphIndex& index) {
+  if (node.opset < 11) {
+    const std::vector<int64_t> pads = node.attrInts("pads");
+    return !pads.empty() && std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; });
+  }
+  return node.hasInput(1) && allElementsEqual(index.constant(node.inputs[1]), 0.0);
+}
+
+bool unitSteps(const Node& node, const GraphIndex& index) {
+  if (node.opset < 10 || !node.hasInput(4)) return true;
+  return allElementsEqual(index.constant(node.inputs[4]), 1.0);
+}
+
+// The input node `node`'s output always equals, or false.
+bool noOpSource(const Node& node, const GraphIndex& index, const Shapes& shapes,
+                std::string* source) {
+  if ((!node.domain.empty() && node.domain != "ai.onnx") || node.inputs.empty() ||
+      node.inputs[0].empty() || node.outputs.empty() || node.outputs[0].empty())
+    return false;
+  const std::string& op = node.opType;
+  const std::string& x = node.inputs[0];
+  const std::string& y = node.outputs[0];
+  *source = x;
+  if (op == "Identity") return node.inputs.size() == 1;
+  if (op == "Dropout") return inferenceDropout(node, index);
+  if (op == "Cast") {
+    const DataType t = typeOf(shapes, x);
+    return t != DataType::kUndefined && static_cast<int64_t>(t) == node.attrInt("to", -1);
+  }
+  if (op == "CastLike") {
+    const DataType t = typeOf(shapes, x);
+    return node.inputs.size() == 2 && t != DataType::kUndefined &&
+           t == typeOf(shapes, node.inputs[1]);
+  }
+  if (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Expand")
+    return sameShapeAndType(shapes, x, y);
+  if (op == "Transpose") return node.inputs.size() == 1 && identityPermutation(node, shapes);
+  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div")
+    return neutralOperand(node, index, shapes, source);
+  if (op == "Pad") return zeroPads(node, index);
+  if (op == "Slice") return unitSteps(node, index) && sameShapeAndType(shapes, x, y);
+  return false;
+}
+
+class RemoveNoOpNodes final : public Pass {
+ public:
+  PassInfo info() const override {
+    return {kName,
+            "Identity, inference Dropout, same-type Cast, same-shape Reshape/Expand/Slice, "
+            "identity Transpose, x+0, x*1, x/1, zero Pad -> removed (readers read x)",
+            1};
+  }
+
+  Status apply(Network& network, std::vector<PassApplication>* applied) const override {
+    Graph& g = network.graph;
+    // Removing a node renames no value that stays, so one inference serves every match.
+    const Shapes shapes = inferredShapesOrNone(network);
+    auto index = std::make_unique<GraphIndex>(g);
+    for (size_t at = 0; at < g.nodes.size();) {
+      std::string source;
+      const std::string name = g.nodes[at].displayName();
+      if (!noOpSource(g.nodes[at], *index, shapes, &source) ||
+          !bypassNode(g, *index, static_cast<int>(at), source)) {
+        ++at;
+        continue;
+      }
+      applied->push_back({kName, {name}, ""});
+      index = std::make_unique<GraphIndex>(g);  // indices moved
+    }
+    return Status::ok();
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> makeRemoveNoOpNodes() {
+  return std::make_unique<RemoveNoOpNodes>();
+}
+
+}  // namespace kiln::passes

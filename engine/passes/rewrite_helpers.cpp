@@ -1,0 +1,143 @@
+#include "passes/rewrite_helpers.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "kiln/passes.h"
+
+namespace kiln::passes::rewrite {
+
+bool sameShapeAndType(const Shapes& shapes, const std::string& a, const std::string& b) {
+  const SymbolicShape* sa = shapeOf(shapes, a);
+  const SymbolicShape* sb = shapeOf(shapes, b);
+  const DataType ta = typeOf(shapes, a);
+  return sa && sb && *sa == *sb && ta != DataType::kUndefined && ta == typeOf(shapes, b);
+}
+
+bool staticShape(const Shapes& shapes, const std::string& value, Shape* out) {
+  const SymbolicShape* s = shapeOf(shapes, value);
+  if (!s) return false;
+  out->clear();
+  for (const DimExpr& d : *s) {
+    if (!d.isConst()) return false;
+    out->push_back(d.constValue());
+  }
+  return true;
+}
+
+bool isOnnxOpType(const Node& node, const char* op) {
+  return node.opType == op && isDefaultDomain(node) && !node.outputs.empty() &&
+         !node.outputs[0].empty();
+}
+
+bool scalarValue(const Tensor* t, double* value) {
+  if (!t || !isFloatingPoint(t->type()) || t->numel() != 1) return false;
+  *value = t->valueAsDouble(0);
+  return true;
+}
+
+bool isNearScalar(const Tensor* t, double expected) {
+  double v = 0;
+  return scalarValue(t, &v) && std::fabs(v - expected) <= 1e-5 * std::max(1.0, std::fabs(expected));
+}
+
+bool allElementsEqual(const Tensor* t, double value) {
+  if (!t || !t->defined() || t->type() == DataType::kString || t->numel() == 0) return false;
+  for (int64_t i = 0; i < t->numel(); ++i)
+    if (!(t->valueAsDouble(i) == value)) return false;
+  return true;
+}
+
+bool constantInts(const Tensor* t, std::vector<int64_t>* out) {
+  if (!t || (t->type() != DataType::kInt64 && t->type() != DataType::kInt32)) return false;
+  *out = t->toInt64Vector();
+  return true;
+}
+
+bool readOnlyBy(const GraphIndex& index, const std::string& value, const std::set<int>& inside) {
+  const std::vector<int>& readers = index.readers(value);
+  if (readers.empty()) return false;
+  for (int r : readers)
+    if (!inside.count(r)) return false;
+  return true;
+}
+
+namespace {
+
+bool readByName(const Node& node, const std::string& value) {
+  return std::find(node.inputs.begin(), node.inputs.end(), value) != node.inputs.end();
+}
+
+bool readInSubgraph(const Node& node, const std::string& value) {
+  if (!node.hasSubgraphs()) return false;
+  const std::vector<std::string> implicit = node.implicitInputs();
+  return std::find(implicit.begin(), implicit.end(), value) != implicit.end();
+}
+
+}  // namespace
+
+bool bypassNode(Graph& g, const GraphIndex& index, int at, const std::string& source) {
+  const Node& node = g.nodes[at];
+  const std::string out = node.outputs[0];
+  bool graphOutput = false;
+  for (int r : index.readers(out)) {
+    if (r < 0) {
+      graphOutput = true;
+    } else if (readInSubgraph(g.nodes[r], out) || !readByName(g.nodes[r], out)) {
+      return false;
+    }
+  }
+  if (graphOutput) {
+    // The writer of `source` takes the output's name; readers of the output keep it.
+    const int writer = index.producer(source);
+    if (writer < 0 || index.readers(source) != std::vector<int>{at}) return false;
+    for (std::string& o : g.nodes[writer].outputs)
+      if (o == source) o = out;
+  } else {
+    for (int r : index.readers(out))
+      for (std::string& in : g.nodes[r].inputs)
+        if (in == out) in = source;
+  }
+  g.nodes.erase(g.nodes.begin() + at);
+  return true;
+}
+
+std::string freshName(const Graph& g, const std::string& base) {
+  auto used = [&g](const std::string& name) {
+    if (g.initializers.count(name)) return true;
+    for (const Node& n : g.nodes)
+      if (std::find(n.outputs.begin(), n.outputs.end(), name) != n.outputs.end()) return true;
+    for (const ValueInfo& v : g.inputs)
+      if (v.name == name) return true;
+    return false;
+  };
+  std::string name = base;
+  for (int i = 1; used(name); ++i) name = base + "_" + std::to_string(i);
+  return name;
+}
+
+std::string addInt64Initializer(Graph& g, const std::string& base,
+                                const std::vector<int64_t>& values) {
+  const std::string name = freshName(g, base);
+  g.initializers[name] = Tensor::int64Vector(values);
+  return name;
+}
+
+Attribute intsAttribute(const std::vector<int64_t>& values) {
+  Attribute a;
+  a.kind = Attribute::Kind::kInts;
+  a.ints = values;
+  return a;
+}
+
+void placeNewerOnnxOp(Node* node, int imported, int since) {
+  if (imported >= since) {
+    node->domain.clear();
+    node->opset = imported;
+  } else {
+    node->domain = kKilnDomain;  // fuseEach declares the ai.kiln opset
+    node->opset = 1;
+  }
+}
+
+}  // namespace kiln::passes::rewrite

@@ -1,0 +1,65 @@
+// Queries and edits the rewrite passes share (no-op removal, shape-op merging, pad
+// folding, GELU and normalization fusion): op checks, inferred shapes, constant
+// values, bypassing a node, fresh initializer names, and where an ONNX op newer than
+// the model's opset goes. Internal to kiln_engine.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "passes/pass.h"
+
+// In their own namespace: pass.h grows shared helpers too, and names must not collide.
+namespace kiln::passes::rewrite {
+
+using Shapes = InferredShapes;
+
+// Both shapes known and equal dim by dim (symbolic dims equal as expressions), and
+// both types known and equal: one value can stand for the other.
+bool sameShapeAndType(const Shapes& shapes, const std::string& a, const std::string& b);
+// The shape as numbers when every dim is a known constant.
+bool staticShape(const Shapes& shapes, const std::string& value, Shape* out);
+
+// A default-domain node of type `op` whose first output is named (any arity: for
+// ops with optional inputs and outputs; isOnnxOp fixes both).
+bool isOnnxOpType(const Node& node, const char* op);
+
+// The one element of a floating-point constant, or false.
+bool scalarValue(const Tensor* t, double* value);
+// `t` is a one-element floating-point constant within relative 1e-5 of `expected`
+// (exporters write float32 roundings of sqrt(2), sqrt(2 / pi), ...).
+bool isNearScalar(const Tensor* t, double expected);
+// `t` is a numeric constant (any count) whose every element equals `value` exactly.
+bool allElementsEqual(const Tensor* t, double value);
+// The elements of an integer constant, or false.
+bool constantInts(const Tensor* t, std::vector<int64_t>* out);
+
+// Every reader of `value` is a node in `inside` (no graph output, no other node).
+bool readOnlyBy(const GraphIndex& index, const std::string& value, const std::set<int>& inside);
+
+// Removes node `at`, whose output 0 always equals `source` (one of its inputs):
+// readers of the output read `source` instead. When the output is a graph output,
+// the node writing `source` writes it under the output's name instead, which needs
+// `source` read by node `at` alone and written by a node. False, and the graph
+// unchanged, when neither works or a subgraph reads the output by name.
+bool bypassNode(Graph& g, const GraphIndex& index, int at, const std::string& source);
+
+// A name no initializer and no node output of `g` uses yet, derived from `base`.
+std::string freshName(const Graph& g, const std::string& base);
+// `values` as a new int64 [n] initializer named after `base`; returns its name.
+std::string addInt64Initializer(Graph& g, const std::string& base,
+                                const std::vector<int64_t>& values);
+
+Attribute intsAttribute(const std::vector<int64_t>& values);
+
+// Gives `node` the domain and opset of ONNX op `node.opType`, introduced at opset
+// `since`, in a model importing ai.onnx at `imported` (the opset of the nodes it
+// replaces): the default domain when imported >= since; otherwise ai.kiln opset 1,
+// where both backends register the same kernel under the same name (a plan file
+// re-imports each node at its model's opsets, so an ai.onnx node newer than the
+// model's import would not resolve there).
+void placeNewerOnnxOp(Node* node, int imported, int since);
+
+}  // namespace kiln::passes::rewrite

@@ -1,0 +1,286 @@
+// ai.kiln PointwiseChain on the CUDA engine. Graphs are built in code, fused by the
+// level-2 pipeline into one PointwiseChain, run on the GPU into an output buffer
+// poisoned with NaN before every run, and compared with the UNFUSED graph on the CPU
+// reference fed the same (precision-rounded) inputs, at fp32, fp16 and bf16, through
+// each path: the NVRTC-generated kernel (packs and strided), the unfused kernels, and
+// the timed choice. The first tests need no device: every op's generated source
+// compiles for sm_90, and a compile error is one line with NVRTC's first log line.
+//
+// Tolerances: fp32 1e-5 (the device's expf/tanhf/erff against the host's: a few ulp).
+// fp16 4e-3 and bf16 3e-2: inputs are rounded first and the generated kernel computes
+// in float, so only the output rounding remains (2^-11, 2^-8 relative). The unfused
+// path rounds every intermediate to 16 bits as well: bf16 6e-2 for it.
+#include <cuda_runtime_api.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/ops/nvrtc_module.h"
+#include "backends/cuda/ops/pointwise_codegen.h"
+#include "gpu/gpu_op_test.h"
+#include "kiln/passes.h"
+#include "kiln/reference_backend.h"
+#include "support/test_graph.h"
+
+namespace kiln::test {
+namespace {
+
+using Feeds = std::map<std::string, Tensor>;
+
+// ---- Without a device: the generated source compiles ---------------------------
+
+PointwiseProgram everyOp() {
+  PointwiseProgram p;
+  p.inputCount = 2;
+  p.constants = {0.5f};
+  auto step = [&](PointwiseOp op, std::vector<int> operands, DataType type = DataType::kFloat32) {
+    PointwiseStep s;
+    s.op = op;
+    s.operands = std::move(operands);
+    s.alpha = op == PointwiseOp::kClip ? -1.f : 0.2f;
+    s.beta = op == PointwiseOp::kClip ? 1.f : 0.5f;
+    s.type = type;
+    p.steps.push_back(s);
+    return p.stepValue(p.steps.size() - 1);
+  };
+  int v = step(PointwiseOp::kAdd, {0, 1});
+  for (PointwiseOp op :
+       {PointwiseOp::kRelu, PointwiseOp::kSigmoid, PointwiseOp::kTanh, PointwiseOp::kExp,
+        PointwiseOp::kLog, PointwiseOp::kSqrt, PointwiseOp::kNeg, PointwiseOp::kAbs,
+        PointwiseOp::kErf, PointwiseOp::kReciprocal, PointwiseOp::kGelu, PointwiseOp::kClip,
+        PointwiseOp::kLeakyRelu, PointwiseOp::kHardSigmoid, PointwiseOp::kHardSwish,
+        PointwiseOp::kSoftplus})
+    v = step(op, {v});
+  v = step(PointwiseOp::kCast, {v}, DataType::kFloat16);
+  v = step(PointwiseOp::kCast, {v}, DataType::kBFloat16);
+  for (PointwiseOp op : {PointwiseOp::kSub, PointwiseOp::kMul, PointwiseOp::kDiv, PointwiseOp::kPow,
+                         PointwiseOp::kMax, PointwiseOp::kMin})
+    v = step(op, {v, op == PointwiseOp::kPow ? 2 : 0}, DataType::kBFloat16);
+  return p;
+}
+
+TEST(PointwiseCodegen, EveryOpCompilesForSm90InEveryAccessAndType) {
+  const PointwiseProgram program = everyOp();
+  cuda::PointwiseKernelSpec packed{{DataType::kFloat32, DataType::kFloat16},
+                                   {cuda::InputAccess::kFull, cuda::InputAccess::kScalar},
+                                   DataType::kBFloat16,
+                                   3};
+  cuda::PointwiseKernelSpec strided{{DataType::kBFloat16, DataType::kFloat16},
+                                    {cuda::InputAccess::kFull, cuda::InputAccess::kStrided},
+                                    DataType::kBFloat16,
+                                    4,
+                                    true};
+  cuda::PointwiseKernelSpec strided64 = strided;  // over 2^32 elements: 64-bit offsets
+  strided64.index32 = false;
+  EXPECT_EQ(packed.vectorWidth(), 4);  // float32 input: 16 bytes are 4 elements
+  EXPECT_EQ(strided.vectorWidth(), 0);
+  for (const cuda::PointwiseKernelSpec& spec : {packed, strided, strided64}) {
+    const std::string source = cuda::generatePointwiseSource(program, spec);
+    EXPECT_EQ(source, cuda::generatePointwiseSource(program, spec));  // deterministic
+    EXPECT_EQ(source.find(cuda::kPointwiseVecKernelName) != std::string::npos,
+              spec.vectorWidth() > 0);
+    auto cubin = cuda::compileCudaToCubin(source, "the test kernel", "sm_90");
+    ASSERT_TRUE(cubin.isOk()) << cubin.status().toString() << "\n" << source;
+    EXPECT_GT(cubin.value().size(), 1000u);
+  }
+}
+
+TEST(PointwiseCodegen, ACompileErrorIsOneLineWithTheFirstLogLine) {
+  auto cubin = cuda::compileCudaToCubin("extern \"C\" __global__ void k() { undeclared(); }",
+                                        "layer 'PWN(a, b)'", "sm_90");
+  ASSERT_FALSE(cubin.isOk());
+  const std::string message = cubin.status().message();
+  EXPECT_NE(message.find("NVRTC could not compile layer 'PWN(a, b)' for sm_90: "),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("undeclared"), std::string::npos) << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+}
+
+// ---- On the device --------------------------------------------------------------
+
+struct Tolerance {
+  cuda::Precision precision;
+  double tolerance;
+};
+
+ValueInfo input(const std::string& name, const Shape& shape) {
+  ValueInfo v{name, DataType::kFloat32, true, {}};
+  for (int64_t d : shape) v.shape.push_back(DimExpr(d));
+  return v;
+}
+
+// A float32 network of `nodes` over inputs `shapes` (named x, y, z, ...), output "out".
+Network chainNetwork(const std::vector<Node>& nodes, const std::vector<Shape>& shapes) {
+  Network net;
+  net.opsets[""] = 20;
+  const char* names[] = {"x", "y", "z", "w"};
+  for (size_t i = 0; i < shapes.size(); ++i) net.graph.inputs.push_back(input(names[i], shapes[i]));
+  net.graph.initializers["half"] = floatTensor({}, {0.5f});
+  net.graph.initializers["one"] = floatTensor({}, {1.f});
+  net.graph.initializers["cubic"] = floatTensor({}, {0.044715f});
+  net.graph.initializers["root"] = floatTensor({}, {0.7978845608028654f});
+  net.graph.nodes = nodes;
+  for (Node& n : net.graph.nodes) n.opset = 20;
+  net.graph.outputs = {{"out", DataType::kUndefined, false, {}}};
+  return net;
+}
+
+Feeds chainFeeds(const Network& net, uint32_t seed) {
+  Feeds feeds;
+  for (const ValueInfo& in : net.graph.inputs) {
+    Shape shape;
+    for (const DimExpr& d : in.shape) shape.push_back(d.constValue());
+    feeds[in.name] = randomFloats(shape, seed++, -2.0, 2.0);
+  }
+  return feeds;
+}
+
+struct DeviceBuffer {
+  void* data = nullptr;
+  ~DeviceBuffer() {
+    if (data) cudaFree(data);
+  }
+};
+
+Status cudaStatus(cudaError_t e, const char* what) {
+  return e == cudaSuccess
+             ? Status::ok()
+             : Status(StatusCode::kInternal, std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+// Runs `net` with output "out" bound to a buffer of NaN (0xFF bytes): an element the
+// kernel never writes cannot pass.
+Result<Tensor> runPoisoned(const Network& net, const Feeds& feeds, cuda::Precision precision,
+                           std::vector<cuda::LayerInfo>* layers) {
+  cuda::EngineOptions options;
+  options.precision = precision;
+  options.allowTf32 = false;
+  KILN_ASSIGN_OR_RETURN(auto engine, cuda::Engine::create(std::make_shared<Network>(net), options));
+  KILN_ASSIGN_OR_RETURN(auto ctx, engine->createContext());
+  for (const auto& [name, t] : feeds) {
+    KILN_RETURN_IF_ERROR(ctx->setInputShape(name, t.shape()));
+    KILN_RETURN_IF_ERROR(ctx->setInput(name, t));
+  }
+  KILN_ASSIGN_OR_RETURN(Shape shape, ctx->outputShape("out"));
+  Tensor y(DataType::kFloat32, shape);
+  DeviceBuffer out;
+  KILN_RETURN_IF_ERROR(cudaStatus(cudaMalloc(&out.data, y.byteSize()), "cudaMalloc"));
+  KILN_RETURN_IF_ERROR(cudaStatus(cudaMemset(out.data, 0xFF, y.byteSize()), "cudaMemset"));
+  KILN_RETURN_IF_ERROR(ctx->setTensorAddress("out", out.data));
+  KILN_RETURN_IF_ERROR(ctx->execute());
+  KILN_RETURN_IF_ERROR(cudaStatus(
+      cudaMemcpy(y.rawData(), out.data, y.byteSize(), cudaMemcpyDeviceToHost), "cudaMemcpy"));
+  *layers = ctx->layers();
+  return y;
+}
+
+// Fuses `unfused` (level 2, `disabled` passes off) into one PointwiseChain of `ops`
+// steps with path `path`, runs it on the GPU at each precision against the unfused
+// graph on the CPU; the layer's implementation text must contain `implementation`.
+void checkChain(const Network& unfused, size_t ops, const std::string& path,
+                const std::string& implementation, std::vector<std::string> disabled = {}) {
+  Network fused = unfused;
+  std::vector<PassApplication> applied;
+  ASSERT_TRUE(runPasses(fused, 2, disabled, &applied).isOk());
+  ASSERT_EQ(fused.graph.nodes.size(), 1u) << "the pass did not fuse the whole graph";
+  Node& chain = fused.graph.nodes[0];
+  ASSERT_EQ(chain.opType, kPointwiseChainOp);
+  ASSERT_EQ(chain.attrStrings("ops").size(), ops);
+  chain.attributes["path"].kind = Attribute::Kind::kString;
+  chain.attributes["path"].s = path;
+  const Feeds base = chainFeeds(unfused, 11);
+  const double bf16 = path == "unfused" ? 6e-2 : 3e-2;
+  for (const Tolerance& t :
+       {Tolerance{cuda::Precision::kFloat32, 1e-5}, Tolerance{cuda::Precision::kFloat16, 4e-3},
+        Tolerance{cuda::Precision::kBFloat16, bf16}}) {
+    SCOPED_TRACE(std::string("precision ") + cuda::precisionName(t.precision) + ", path " + path);
+    const Feeds feeds = roundTo(base, t.precision);
+    std::vector<NamedTensor> expected;
+    Status ran = ReferenceBackend(unfused).run(feeds, &expected);
+    ASSERT_TRUE(ran.isOk()) << ran.toString();
+    std::vector<cuda::LayerInfo> layers;
+    auto actual = runPoisoned(fused, feeds, t.precision, &layers);
+    ASSERT_TRUE(actual.isOk()) << actual.status().toString();
+    int chains = 0;
+    for (const cuda::LayerInfo& layer : layers) {
+      if (layer.opType != kPointwiseChainOp) continue;
+      ++chains;
+      EXPECT_EQ(layer.placement, cuda::LayerPlacement::kGpu) << layer.name << ": " << layer.note;
+      EXPECT_NE(layer.implementation.find(implementation), std::string::npos)
+          << layer.implementation;
+    }
+    EXPECT_EQ(chains, 1);
+    expectTensorNear(actual.value(), expected[0].tensor, t.tolerance, t.tolerance);
+  }
+}
+
+// GELU (tanh form) of x + bias, written out as exporters do: 0.5 a (1 + tanh(c (a + k a^3))).
+Network biasGeluTanh(const Shape& x, const Shape& bias) {
+  return chainNetwork(
+      {makeNode("Add", {"x", "y"}, {"a"}), makeNode("Mul", {"a", "a"}, {"a2"}),
+       makeNode("Mul", {"a2", "a"}, {"a3"}), makeNode("Mul", {"a3", "cubic"}, {"k"}),
+       makeNode("Add", {"a", "k"}, {"s"}), makeNode("Mul", {"s", "root"}, {"r"}),
+       makeNode("Tanh", {"r"}, {"t"}), makeNode("Add", {"t", "one"}, {"e"}),
+       makeNode("Mul", {"a", "half"}, {"h"}), makeNode("Mul", {"h", "e"}, {"out"})},
+      {x, bias});
+}
+
+TEST(CudaPointwiseChain, GeluTanhChainWithABiasAlongTheLastDim) {
+  KILN_REQUIRE_GPU();
+  // fuse_gelu off, so the ten ops arrive as they were written; the bias is strided.
+  const Network net = biasGeluTanh({4, 37, 96}, {96});
+  for (const char* path : {"generated", "unfused"})
+    checkChain(net, 10, path,
+               path == std::string("generated") ? "kiln nvrtc pointwise sm_" : "unfused: 10",
+               {"fuse_gelu"});
+  checkChain(net, 10, "auto", "timed {generated=", {"fuse_gelu"});
+  // With fuse_gelu on, the chain is Add + Gelu(tanh).
+  checkChain(net, 2, "auto", "timed {generated=");
+}
+
+TEST(CudaPointwiseChain, FullShapeInputsRunInPacksAndOddSizesElementwise) {
+  KILN_REQUIRE_GPU();
+  // swish(x) * y + z: every input full-shape; 4 * 1000 divides into packs, 3 * 7 * 11 not.
+  for (const Shape& shape : {Shape{4, 1000}, Shape{3, 7, 11}}) {
+    SCOPED_TRACE(shapeToString(shape));
+    const Network net =
+        chainNetwork({makeNode("Sigmoid", {"x"}, {"s"}), makeNode("Mul", {"x", "s"}, {"sw"}),
+                      makeNode("Mul", {"sw", "y"}, {"m"}), makeNode("Add", {"m", "z"}, {"out"})},
+                     {shape, shape, shape});
+    checkChain(net, 4, "generated", "packs of ");
+    checkChain(net, 4, "auto", "unfused 4 kernels=");
+  }
+}
+
+TEST(CudaPointwiseChain, BroadcastsEveryWay) {
+  KILN_REQUIRE_GPU();
+  // [2, 3, 5, 7] with [3, 1, 7], [2, 1, 5, 1] and a one-element [1, 1]: strided and scalar.
+  const Node clip = makeNode("Clip", {"c"}, {"out"});
+  const Network net = chainNetwork(
+      {makeNode("Add", {"x", "y"}, {"a"}), makeNode("Mul", {"a", "z"}, {"m"}),
+       makeNode("Max", {"m", "w"}, {"mx"}), makeNode("Div", {"mx", "half"}, {"d"}),
+       makeNode("HardSwish", {"d"}, {"c"}), withFloat(withFloat(clip, "min", -0.5f), "max", 1.5f)},
+      {{2, 3, 5, 7}, {3, 1, 7}, {2, 1, 5, 1}, {1, 1}});
+  Network opset6 = net;
+  opset6.graph.nodes.back().opset = 6;  // Clip with attribute bounds
+  checkChain(opset6, 6, "generated", "strided");
+  checkChain(opset6, 6, "unfused", "unfused: 6");
+}
+
+TEST(CudaPointwiseChain, CastsRoundAtTheirStep) {
+  KILN_REQUIRE_GPU();
+  // exp(x) to float16, LeakyRelu, back to float32, minus y: rounded where the graph says.
+  const Network net = chainNetwork(
+      {makeNode("Exp", {"x"}, {"e"}), withInt(makeNode("Cast", {"e"}, {"h"}), "to", 10),
+       withFloat(makeNode("LeakyRelu", {"h"}, {"l"}), "alpha", 0.1f),
+       withInt(makeNode("Cast", {"l"}, {"f"}), "to", 1), makeNode("Sub", {"f", "y"}, {"out"})},
+      {{8, 33}, {8, 33}});
+  checkChain(net, 5, "generated", "kiln nvrtc pointwise");
+  checkChain(net, 5, "unfused", "unfused: 5");
+}
+
+}  // namespace
+}  // namespace kiln::test
