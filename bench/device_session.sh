@@ -7,6 +7,7 @@ export LD_LIBRARY_PATH=/tmp/kiln/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 d=$(python3 -c "import nvidia.cudnn, os; print(os.path.join(nvidia.cudnn.__path__[0], 'lib'))" 2>/dev/null)
 [ -n "$d" ] && export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$d
 export KILN_TEST_DATA_DIR=$(pwd)/tests/data KILN_MODELS_DIR=$(pwd)/resources/models
+export KILN_EXAMPLE_PLUGINS=/tmp/kiln/lib/libkiln_example_plugins.so KILN_EXAMPLE_MODELS_DIR=$(pwd)/examples/plugins/models
 for t in $tests; do
   timeout 300 /tmp/kiln/bin/$t --gtest_brief=1 > $out/$t.log 2>&1
   echo "$t: exit $? $(grep -E '^\[  (PASSED|FAILED)' $out/$t.log | tr '\n' ' ')"
@@ -55,3 +56,14 @@ if [ "$part" = rtf ]; then
   KILN_CUDNN_RUNTIME_FUSION=1 timeout 300 $K run /tmp/rtf.kiln --shapes $S --no-data-transfers --profile --json 2>/dev/null | python3 bench/profile_summary.py | head -20
 fi
 tar cf - -C $out --exclude='*.kiln' . | xz -6 > $OUT/logs.tar.xz
+if [ "$part" = bert1 ]; then
+  M=/tmp/kiln/models/bert_base.onnx
+  [ -f $M ] || python3 bench/export_models.py /tmp/kiln/models bert_base > /dev/null 2>&1
+  S=input_ids:1x128,attention_mask:1x128; SH="--min-shapes $S --opt-shapes $S --max-shapes $S"
+  for d in none fuse_pointwise_chain fuse_gelu; do
+    flag=""; [ $d != none ] && flag="--disable-pass $d"
+    $K build $M -o /tmp/b1_$d.kiln --backend cuda --fp16 --optimization-level 2 $flag $SH > /tmp/b1_$d.log 2>&1 || tail -2 /tmp/b1_$d.log
+    echo "=== bert b1 fp16 disable=$d: $($K run /tmp/b1_$d.kiln --shapes $S --no-data-transfers --cuda-graph 2>&1 | grep -E 'GPU Compute Time:' | head -1)"
+  done
+  $K run /tmp/b1_none.kiln --shapes $S --no-data-transfers --profile --json 2>/dev/null | python3 bench/profile_summary.py | head -26
+fi

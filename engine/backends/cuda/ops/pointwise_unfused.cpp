@@ -13,7 +13,8 @@ size_t alignUp(size_t bytes, size_t alignment) {
 }
 
 // Numpy broadcasting of two shapes; false when they do not broadcast.
-bool broadcast(const Shape& a, const Shape& b, Shape* out) {
+// `a` by value: callers pass the running shape as both `a` and `out`.
+bool broadcast(const Shape a, const Shape& b, Shape* out) {
   const size_t rank = std::max(a.size(), b.size());
   out->assign(rank, 1);
   for (size_t i = 0; i < rank; ++i) {
