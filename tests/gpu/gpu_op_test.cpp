@@ -1,5 +1,7 @@
 #include "gpu/gpu_op_test.h"
 
+#include <cuda_runtime_api.h>
+
 #include <cstdio>
 #include <map>
 
@@ -238,6 +240,49 @@ void GpuOpTest::check(const std::vector<PrecisionTolerance>& tolerances) {
       expectTensorNear(actual.value()[i], expected[i].tensor, tolerance.atol, tolerance.rtol);
     }
   }
+}
+
+namespace {
+
+// A device buffer freed on scope exit.
+struct DeviceBuffer {
+  void* data = nullptr;
+  ~DeviceBuffer() {
+    if (data) cudaFree(data);
+  }
+};
+
+Status cudaStatus(cudaError_t e, const char* what) {
+  return e == cudaSuccess
+             ? Status::ok()
+             : Status(StatusCode::kInternal, std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+}  // namespace
+
+Result<Tensor> runCudaPoisoned(const Network& net, const std::map<std::string, Tensor>& feeds,
+                               cuda::Precision precision, const std::string& output,
+                               std::vector<cuda::LayerInfo>* layers) {
+  cuda::EngineOptions options;
+  options.precision = precision;
+  options.allowTf32 = false;
+  KILN_ASSIGN_OR_RETURN(auto engine, cuda::Engine::create(std::make_shared<Network>(net), options));
+  KILN_ASSIGN_OR_RETURN(auto ctx, engine->createContext());
+  for (const auto& [name, t] : feeds) {
+    KILN_RETURN_IF_ERROR(ctx->setInputShape(name, t.shape()));
+    KILN_RETURN_IF_ERROR(ctx->setInput(name, t));
+  }
+  KILN_ASSIGN_OR_RETURN(Shape shape, ctx->outputShape(output));
+  Tensor y(DataType::kFloat32, shape);
+  DeviceBuffer out;
+  KILN_RETURN_IF_ERROR(cudaStatus(cudaMalloc(&out.data, y.byteSize()), "cudaMalloc"));
+  KILN_RETURN_IF_ERROR(cudaStatus(cudaMemset(out.data, 0xFF, y.byteSize()), "cudaMemset"));
+  KILN_RETURN_IF_ERROR(ctx->setTensorAddress(output, out.data));
+  KILN_RETURN_IF_ERROR(ctx->execute());
+  KILN_RETURN_IF_ERROR(cudaStatus(
+      cudaMemcpy(y.rawData(), out.data, y.byteSize(), cudaMemcpyDeviceToHost), "cudaMemcpy"));
+  if (layers) *layers = ctx->layers();
+  return y;
 }
 
 }  // namespace kiln::test

@@ -78,6 +78,13 @@ class GpuOpTest {
 // True when a CUDA device is usable; otherwise prints the reason once.
 bool gpuAvailable();
 
+// Runs `net` on the CUDA engine (TF32 off) with `feeds`, its output `output` bound to a
+// device buffer filled with NaN (0xFF bytes) first, so an element the kernels never
+// write cannot pass; returns that output (float32) and, when asked, the layers.
+Result<Tensor> runCudaPoisoned(const Network& net, const std::map<std::string, Tensor>& feeds,
+                               cuda::Precision precision, const std::string& output,
+                               std::vector<cuda::LayerInfo>* layers = nullptr);
+
 }  // namespace kiln::test
 
 // Skips the test (loudly, with the reason) when no CUDA device is usable.

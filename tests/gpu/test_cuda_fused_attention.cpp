@@ -38,45 +38,6 @@ const std::vector<Tolerance> kAllPrecisions = {{cuda::Precision::kFloat32, 3e-5}
 
 using Feeds = std::map<std::string, Tensor>;
 
-// A device buffer freed on scope exit.
-struct DeviceBuffer {
-  void* data = nullptr;
-  ~DeviceBuffer() {
-    if (data) cudaFree(data);
-  }
-};
-
-Status cudaStatus(cudaError_t e, const char* what) {
-  return e == cudaSuccess
-             ? Status::ok()
-             : Status(StatusCode::kInternal, std::string(what) + ": " + cudaGetErrorString(e));
-}
-
-// Runs `net` on the CUDA engine with output "y" bound to a caller buffer filled with
-// NaN (0xFF bytes) first, so an element the kernel never writes cannot pass.
-Result<Tensor> runPoisoned(const Network& net, const Feeds& feeds, cuda::Precision precision,
-                           std::vector<cuda::LayerInfo>* layers) {
-  cuda::EngineOptions options;
-  options.precision = precision;
-  options.allowTf32 = false;
-  KILN_ASSIGN_OR_RETURN(auto engine, cuda::Engine::create(std::make_shared<Network>(net), options));
-  KILN_ASSIGN_OR_RETURN(auto ctx, engine->createContext());
-  for (const auto& [name, t] : feeds) {
-    KILN_RETURN_IF_ERROR(ctx->setInputShape(name, t.shape()));
-    KILN_RETURN_IF_ERROR(ctx->setInput(name, t));
-  }
-  KILN_ASSIGN_OR_RETURN(Shape shape, ctx->outputShape("y"));
-  Tensor y(DataType::kFloat32, shape);
-  DeviceBuffer out;
-  KILN_RETURN_IF_ERROR(cudaStatus(cudaMalloc(&out.data, y.byteSize()), "cudaMalloc"));
-  KILN_RETURN_IF_ERROR(cudaStatus(cudaMemset(out.data, 0xFF, y.byteSize()), "cudaMemset"));
-  KILN_RETURN_IF_ERROR(ctx->setTensorAddress("y", out.data));
-  KILN_RETURN_IF_ERROR(ctx->execute());
-  KILN_RETURN_IF_ERROR(cudaStatus(
-      cudaMemcpy(y.rawData(), out.data, y.byteSize(), cudaMemcpyDeviceToHost), "cudaMemcpy"));
-  *layers = ctx->layers();
-  return y;
-}
 
 // Fuses c's graph, checks it holds one FusedAttention, and compares the CUDA run of the
 // fused graph with the CPU run of the unfused one at each precision.
@@ -98,7 +59,7 @@ void checkCase(const AttentionCase& c, const std::vector<Tolerance>& tolerances 
     Status ran = ReferenceBackend(unfused).run(feeds, &expected);
     ASSERT_TRUE(ran.isOk()) << ran.toString();
     std::vector<cuda::LayerInfo> layers;
-    auto actual = runPoisoned(fused, feeds, t.precision, &layers);
+    auto actual = runCudaPoisoned(fused, feeds, t.precision, "y", &layers);
     ASSERT_TRUE(actual.isOk()) << actual.status().toString();
     bool seen = false;
     for (const cuda::LayerInfo& layer : layers) {

@@ -138,44 +138,6 @@ Feeds chainFeeds(const Network& net, uint32_t seed) {
   return feeds;
 }
 
-struct DeviceBuffer {
-  void* data = nullptr;
-  ~DeviceBuffer() {
-    if (data) cudaFree(data);
-  }
-};
-
-Status cudaStatus(cudaError_t e, const char* what) {
-  return e == cudaSuccess
-             ? Status::ok()
-             : Status(StatusCode::kInternal, std::string(what) + ": " + cudaGetErrorString(e));
-}
-
-// Runs `net` with output "out" bound to a buffer of NaN (0xFF bytes): an element the
-// kernel never writes cannot pass.
-Result<Tensor> runPoisoned(const Network& net, const Feeds& feeds, cuda::Precision precision,
-                           std::vector<cuda::LayerInfo>* layers) {
-  cuda::EngineOptions options;
-  options.precision = precision;
-  options.allowTf32 = false;
-  KILN_ASSIGN_OR_RETURN(auto engine, cuda::Engine::create(std::make_shared<Network>(net), options));
-  KILN_ASSIGN_OR_RETURN(auto ctx, engine->createContext());
-  for (const auto& [name, t] : feeds) {
-    KILN_RETURN_IF_ERROR(ctx->setInputShape(name, t.shape()));
-    KILN_RETURN_IF_ERROR(ctx->setInput(name, t));
-  }
-  KILN_ASSIGN_OR_RETURN(Shape shape, ctx->outputShape("out"));
-  Tensor y(DataType::kFloat32, shape);
-  DeviceBuffer out;
-  KILN_RETURN_IF_ERROR(cudaStatus(cudaMalloc(&out.data, y.byteSize()), "cudaMalloc"));
-  KILN_RETURN_IF_ERROR(cudaStatus(cudaMemset(out.data, 0xFF, y.byteSize()), "cudaMemset"));
-  KILN_RETURN_IF_ERROR(ctx->setTensorAddress("out", out.data));
-  KILN_RETURN_IF_ERROR(ctx->execute());
-  KILN_RETURN_IF_ERROR(cudaStatus(
-      cudaMemcpy(y.rawData(), out.data, y.byteSize(), cudaMemcpyDeviceToHost), "cudaMemcpy"));
-  *layers = ctx->layers();
-  return y;
-}
 
 // Fuses `unfused` (level 2, `disabled` passes off) into one PointwiseChain of `ops`
 // steps with path `path`, runs it on the GPU at each precision against the unfused
@@ -202,7 +164,7 @@ void checkChain(const Network& unfused, size_t ops, const std::string& path,
     Status ran = ReferenceBackend(unfused).run(feeds, &expected);
     ASSERT_TRUE(ran.isOk()) << ran.toString();
     std::vector<cuda::LayerInfo> layers;
-    auto actual = runPoisoned(fused, feeds, t.precision, &layers);
+    auto actual = runCudaPoisoned(fused, feeds, t.precision, "out", &layers);
     ASSERT_TRUE(actual.isOk()) << actual.status().toString();
     int chains = 0;
     for (const cuda::LayerInfo& layer : layers) {
