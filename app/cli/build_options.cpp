@@ -85,9 +85,8 @@ Status builderConfigFromArgs(const Args& args, BuilderConfig* config) {
   if (args.has("precision-constraints") &&
       !parseConstraintMode(args.value("precision-constraints"), &config->precisionConstraints))
     return invalidArgument("--precision-constraints takes none, prefer or obey");
-  for (const auto& [option, rules] :
-       {std::pair{"layer-precisions", &config->layerPrecisions},
-        std::pair{"layer-output-types", &config->layerOutputTypes}}) {
+  for (const auto& [option, rules] : {std::pair{"layer-precisions", &config->layerPrecisions},
+                                      std::pair{"layer-output-types", &config->layerOutputTypes}}) {
     if (!args.has(option)) continue;
     KILN_ASSIGN_OR_RETURN(auto parsed, parseLayerPrecisionSpec(args.value(option)));
     rules->insert(rules->end(), parsed.begin(), parsed.end());

@@ -92,8 +92,7 @@ struct Int8Decisions {
 // QuantizeLinear/DequantizeLinear pair from the table on the input of every Conv,
 // MatMul and Gemm that may run in INT8, for fold_qdq to fold; records why the others
 // may not. Errors: --int8 with neither a table nor Q/DQ nodes in the model.
-Status insertCalibratedQdq(Network& network, const BuilderConfig& config,
-                           Int8Decisions* decisions);
+Status insertCalibratedQdq(Network& network, const BuilderConfig& config, Int8Decisions* decisions);
 // INT8 layers (fold_qdq's) run in int8; under an INT8 build every other float layer
 // says why it is not INT8, and a pinned cache entry pins its readers' precision.
 // Fails (kObey) or warns (kPrefer) when a rule asks a Q/DQ-quantized layer for another

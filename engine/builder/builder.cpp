@@ -89,8 +89,8 @@ std::string timingKeyPrefix(const PlanIdentity& identity, const BuilderConfig& c
 
 // One layer: precision choice, tactic selection, and its record and runtime entry.
 Status buildLayer(const Network& network, const Node& node, build::TimingSession& session,
-                  build::TimingInputs& timingInputs, const build::Int8Decisions& int8,
-                  Plan* plan, std::vector<build::UniformLayer>* uniformInfo) {
+                  build::TimingInputs& timingInputs, const build::Int8Decisions& int8, Plan* plan,
+                  std::vector<build::UniformLayer>* uniformInfo) {
   const BuilderConfig& config = session.config;
   BuildRecord& record = plan->record;
   if (timingInputs.needsExact(node)) KILN_RETURN_IF_ERROR(timingInputs.prepareExact());

@@ -1,10 +1,12 @@
 #include "ir/channels_last.h"
 
-#include <cstring>
+#include <cstdint>
 
 namespace kiln {
 
-bool isChannelsLast(const Node& node) { return node.attrInt(kChannelsLastAttribute, 0) == 1; }
+bool isChannelsLast(const Node& node) {
+  return node.attrInt(kChannelsLastAttribute, 0) == 1;
+}
 
 ChannelsLastRoles channelsLastRoles(const Node& node) {
   ChannelsLastRoles roles;
@@ -27,26 +29,54 @@ Shape toChannelsFirstShape(const Shape& s) {
   return {s[0], s[3], s[1], s[2]};
 }
 
+namespace {
+
+struct Word16 {
+  uint64_t low, high;
+};
+
+// dst[o] = src[offset of output index o] over the 4-D output, for one element width.
+template <class Word>
+void permuteWords(const Word* src, Word* dst, const Shape& out, const int64_t (&step)[4]) {
+  int64_t o = 0;
+  for (int64_t a = 0; a < out[0]; ++a)
+    for (int64_t b = 0; b < out[1]; ++b)
+      for (int64_t c = 0; c < out[2]; ++c) {
+        const Word* row = src + a * step[0] + b * step[1] + c * step[2];
+        for (int64_t d = 0; d < out[3]; ++d) dst[o++] = row[d * step[3]];
+      }
+}
+
+}  // namespace
+
 Tensor permute4d(const Tensor& t, const int (&perm)[4]) {
   const Shape& in = t.shape();
   const Shape out = {in[perm[0]], in[perm[1]], in[perm[2]], in[perm[3]]};
   Tensor result(t.type(), out);
-  const size_t element = dataTypeSize(t.type());
   int64_t inStrides[4];
   inStrides[3] = 1;
   for (int d = 2; d >= 0; --d) inStrides[d] = inStrides[d + 1] * in[d + 1];
   int64_t step[4];  // input stride of each output axis
   for (int d = 0; d < 4; ++d) step[d] = inStrides[perm[d]];
-  const auto* src = static_cast<const unsigned char*>(t.rawData());
-  auto* dst = static_cast<unsigned char*>(result.rawData());
-  int64_t o = 0;
-  for (int64_t a = 0; a < out[0]; ++a)
-    for (int64_t b = 0; b < out[1]; ++b)
-      for (int64_t c = 0; c < out[2]; ++c)
-        for (int64_t d = 0; d < out[3]; ++d, ++o) {
-          const int64_t i = a * step[0] + b * step[1] + c * step[2] + d * step[3];
-          std::memcpy(dst + o * element, src + i * element, element);
-        }
+  const void* src = t.rawData();
+  void* dst = result.rawData();
+  switch (dataTypeSize(t.type())) {
+    case 1:
+      permuteWords(static_cast<const uint8_t*>(src), static_cast<uint8_t*>(dst), out, step);
+      break;
+    case 2:
+      permuteWords(static_cast<const uint16_t*>(src), static_cast<uint16_t*>(dst), out, step);
+      break;
+    case 4:
+      permuteWords(static_cast<const uint32_t*>(src), static_cast<uint32_t*>(dst), out, step);
+      break;
+    case 8:
+      permuteWords(static_cast<const uint64_t*>(src), static_cast<uint64_t*>(dst), out, step);
+      break;
+    default:  // complex128
+      permuteWords(static_cast<const Word16*>(src), static_cast<Word16*>(dst), out, step);
+      break;
+  }
   return result;
 }
 

@@ -8,6 +8,7 @@
 
 #include "backends/cuda/device_common.cuh"
 #include "backends/cuda/ops/conv_epilogue.h"
+#include "backends/cuda/ops/epilogue_activation.cuh"
 
 namespace kiln::cuda {
 namespace {
@@ -23,29 +24,6 @@ template <class T, int V>
 struct alignas(sizeof(T) * V) Pack {
   T v[V];
 };
-
-__device__ __forceinline__ float activate(float x, const EpilogueArgs& a) {
-  switch (a.activation) {
-    case EpilogueActivation::kRelu:
-      return x > 0.f ? x : 0.f;
-    case EpilogueActivation::kLeakyRelu:
-      return x >= 0.f ? x : x * a.alpha;
-    case EpilogueActivation::kClip:
-      return fminf(fmaxf(x, a.alpha), a.beta);
-    case EpilogueActivation::kSigmoid:
-      return 1.f / (1.f + expf(-x));
-    case EpilogueActivation::kTanh:
-      return tanhf(x);
-    case EpilogueActivation::kHardSigmoid:
-      return fminf(fmaxf(a.alpha * x + a.beta, 0.f), 1.f);
-    case EpilogueActivation::kHardSwish:
-      return x * fminf(fmaxf(x / 6.f + 0.5f, 0.f), 1.f);
-    case EpilogueActivation::kSilu:
-      return x / (1.f + expf(-x));
-    default:
-      return x;
-  }
-}
 
 template <class T, int V, bool kBias, bool kResidual>
 __global__ void __launch_bounds__(kBlockSize)
@@ -79,7 +57,8 @@ __global__ void __launch_bounds__(kBlockSize)
       for (int j = 0; j < V; ++j) v[j] += toFloat(res.v[j]);
     }
 #pragma unroll
-    for (int j = 0; j < V; ++j) out.v[j] = fromFloat<T>(activate(v[j], a));
+    for (int j = 0; j < V; ++j)
+      out.v[j] = fromFloat<T>(applyEpilogueActivation(v[j], a.activation, a.alpha, a.beta));
     reinterpret_cast<Pack<T, V>*>(y)[p] = out;
   }
 }

@@ -265,15 +265,24 @@ bool tryNarrowPairs(DataType type, const void* src, void* dst, int64_t batch, in
       reinterpret_cast<uintptr_t>(dst) % 4 != 0)
     return false;
   switch (rows) {
-    case 1: return launchNarrowPairs<1>(src, dst, batch, cols, stream);
-    case 2: return launchNarrowPairs<2>(src, dst, batch, cols, stream);
-    case 3: return launchNarrowPairs<3>(src, dst, batch, cols, stream);
-    case 4: return launchNarrowPairs<4>(src, dst, batch, cols, stream);
-    case 5: return launchNarrowPairs<5>(src, dst, batch, cols, stream);
-    case 6: return launchNarrowPairs<6>(src, dst, batch, cols, stream);
-    case 7: return launchNarrowPairs<7>(src, dst, batch, cols, stream);
-    case 8: return launchNarrowPairs<8>(src, dst, batch, cols, stream);
-    default: return false;
+    case 1:
+      return launchNarrowPairs<1>(src, dst, batch, cols, stream);
+    case 2:
+      return launchNarrowPairs<2>(src, dst, batch, cols, stream);
+    case 3:
+      return launchNarrowPairs<3>(src, dst, batch, cols, stream);
+    case 4:
+      return launchNarrowPairs<4>(src, dst, batch, cols, stream);
+    case 5:
+      return launchNarrowPairs<5>(src, dst, batch, cols, stream);
+    case 6:
+      return launchNarrowPairs<6>(src, dst, batch, cols, stream);
+    case 7:
+      return launchNarrowPairs<7>(src, dst, batch, cols, stream);
+    case 8:
+      return launchNarrowPairs<8>(src, dst, batch, cols, stream);
+    default:
+      return false;
   }
 }
 
@@ -700,8 +709,8 @@ Status launchTranspose(GpuKernelContext& ctx, const DeviceTensor& in, const void
             static_cast<const T*>(src), static_cast<T*>(dst), batch, rows, cols);
     });
     KILN_CUDA_CHECK_LAUNCH("transposeNarrowKernel");
-    ctx.setImplementation("narrow transpose " + std::to_string(batch) + "x" +
-                          std::to_string(rows) + "x" + std::to_string(cols));
+    ctx.setImplementation("narrow transpose " + std::to_string(batch) + "x" + std::to_string(rows) +
+                          "x" + std::to_string(cols));
     return Status::ok();
   }
   const int64_t tilesR = (rows + kTile - 1) / kTile, tilesC = (cols + kTile - 1) / kTile;

@@ -224,8 +224,8 @@ Status choose(GpuKernelContext& ctx, cudnnHandle_t handle, const FusedConvProble
 }
 
 // B [M] and Z (Y's shape) when present: X's storage type.
-Status checkOptionalInputs(const GpuKernelContext& ctx, const ConvGeometry& g,
-                           const Shape& yShape, const DeviceTensor* bias, const DeviceTensor* z) {
+Status checkOptionalInputs(const GpuKernelContext& ctx, const ConvGeometry& g, const Shape& yShape,
+                           const DeviceTensor* bias, const DeviceTensor* z) {
   if (bias && (bias->type != g.type || bias->numel() != g.y[1]))
     return ctx.error("input B " + shapeToString(bias->shape) + " must hold " +
                      std::to_string(g.y[1]) + " values of X's type");
@@ -254,8 +254,9 @@ Status fusedConvKernel(GpuKernelContext& ctx) {
   if (nhwc && (x.rank() != 4 || w.rank() != 4))
     return ctx.error("a channels-last FusedConv needs 4-D X and W");
   ConvGeometry g;
-  KILN_RETURN_IF_ERROR(nhwc ? forwardConvGeometry(ctx, channelsFirstView(x), channelsFirstView(w), &g)
-                            : forwardConvGeometry(ctx, x, w, &g));
+  KILN_RETURN_IF_ERROR(
+      nhwc ? forwardConvGeometry(ctx, channelsFirstView(x), channelsFirstView(w), &g)
+           : forwardConvGeometry(ctx, x, w, &g));
   g.channelsLast = nhwc;
   const Shape yShape = nhwc ? toChannelsLastShape(g.y) : g.y;
   KILN_RETURN_IF_ERROR(checkOptionalInputs(ctx, g, yShape, bias, z));

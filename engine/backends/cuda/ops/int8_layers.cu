@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "backends/cuda/device_common.cuh"
+#include "backends/cuda/ops/epilogue_activation.cuh"
 #include "backends/cuda/ops/int8_layers.h"
 
 namespace kiln::cuda {
@@ -114,30 +115,6 @@ __global__ void int8GemmTiledKernel(const int8_t* a, const int8_t* w, int32_t* a
   if (r < rows && c < cols) acc[r * cols + c] = sum;
 }
 
-// FusedConv's activations (contract: cpu/ops/conv_epilogue.h).
-__device__ __forceinline__ float activate(float x, const ConvEpilogue& e) {
-  switch (e.activation) {
-    case EpilogueActivation::kRelu:
-      return fmaxf(x, 0.f);
-    case EpilogueActivation::kLeakyRelu:
-      return x >= 0.f ? x : x * e.alpha;
-    case EpilogueActivation::kClip:
-      return fminf(fmaxf(x, e.alpha), e.beta);
-    case EpilogueActivation::kSigmoid:
-      return 1.f / (1.f + expf(-x));
-    case EpilogueActivation::kTanh:
-      return tanhf(x);
-    case EpilogueActivation::kHardSigmoid:
-      return fminf(fmaxf(e.alpha * x + e.beta, 0.f), 1.f);
-    case EpilogueActivation::kHardSwish:
-      return x * fminf(fmaxf(x / 6.f + 0.5f, 0.f), 1.f);
-    case EpilogueActivation::kSilu:
-      return x / (1.f + expf(-x));
-    default:
-      return x;
-  }
-}
-
 __device__ __forceinline__ float loadFloat(const void* p, DataType type, int64_t i) {
   if (type == DataType::kFloat16) return __half2float(static_cast<const __half*>(p)[i]);
   if (type == DataType::kBFloat16) return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
@@ -157,7 +134,7 @@ __global__ void int8EpilogueKernel(Int8Epilogue e) {
         static_cast<int64_t>(e.acc[i]) - static_cast<int64_t>(e.inputZero) * e.weightSum[c];
     float v = static_cast<float>(static_cast<double>(exact) * e.multiplier[c]) + e.bias[c];
     if (e.z) v += loadFloat(e.z, e.zType, out);
-    v = activate(v, e.activation);
+    v = applyEpilogueActivation(v, e.activation.activation, e.activation.alpha, e.activation.beta);
     if (e.quantized) {
       const bool u = e.yType == DataType::kUInt8;
       const float q =

@@ -592,11 +592,11 @@ Status runChannelsLastPool(GpuKernelContext& ctx, int kind) {
   if (ctx.wantsOutput(1)) return ctx.unsupported("channels-last MaxPool with indices");
   const Node& node = ctx.node();
   SpatialGeometry g;
-  KILN_RETURN_IF_ERROR(poolGeometry(ctx, toChannelsFirstShape(x.shape),
-                                    node.attrInt("ceil_mode", 0) != 0, &g));
-  KILN_ASSIGN_OR_RETURN(DeviceTensor y,
-                        ctx.allocateOutput(0, x.type, {x.shape[0], g.output[0], g.output[1],
-                                                       x.shape[3]}));
+  KILN_RETURN_IF_ERROR(
+      poolGeometry(ctx, toChannelsFirstShape(x.shape), node.attrInt("ceil_mode", 0) != 0, &g));
+  KILN_ASSIGN_OR_RETURN(
+      DeviceTensor y,
+      ctx.allocateOutput(0, x.type, {x.shape[0], g.output[0], g.output[1], x.shape[3]}));
   ChannelsLastWindow p;
   p.n = x.shape[0];
   p.h = x.shape[1];

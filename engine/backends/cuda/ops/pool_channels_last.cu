@@ -18,11 +18,30 @@ struct alignas(sizeof(T) * V) Pack {
 };
 
 // Taps [lo, hi) of `count` taps at offset + k * step that fall inside [0, limit).
-__device__ __forceinline__ void taps(int offset, int step, int limit, int count, int* lo,
-                                     int* hi) {
+__device__ __forceinline__ void taps(int offset, int step, int limit, int count, int* lo, int* hi) {
   *lo = offset >= 0 ? 0 : min(count, (-offset + step - 1) / step);
   *hi = offset >= limit ? 0 : min(count, (limit - 1 - offset) / step + 1);
   *hi = max(*hi, *lo);
+}
+
+// Output element `e` of a window kernel (channel group fastest, then width, height,
+// batch): its image, channel group, and the window's top-left tap (may be in the padding).
+struct WindowOrigin {
+  int64_t n, group;
+  int top, left;
+};
+__device__ __forceinline__ WindowOrigin windowOrigin(int64_t e, int64_t groups,
+                                                     const ChannelsLastWindow& p) {
+  WindowOrigin o;
+  o.group = e % groups;
+  int64_t pixel = e / groups;
+  const int ow = static_cast<int>(pixel % p.outW);
+  pixel /= p.outW;
+  const int oh = static_cast<int>(pixel % p.outH);
+  o.n = pixel / p.outH;
+  o.top = oh * p.strideH - p.padTop;
+  o.left = ow * p.strideW - p.padLeft;
+  return o;
 }
 
 template <class T, int V>
@@ -32,13 +51,8 @@ __global__ void __launch_bounds__(kBlockSize)
   const int64_t total = p.n * p.outH * p.outW * groups;
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < total; e += step) {
-    const int64_t g = e % groups;
-    int64_t pixel = e / groups;
-    const int ow = static_cast<int>(pixel % p.outW);
-    pixel /= p.outW;
-    const int oh = static_cast<int>(pixel % p.outH);
-    const int64_t n = pixel / p.outH;
-    const int top = oh * p.strideH - p.padTop, left = ow * p.strideW - p.padLeft;
+    const WindowOrigin o = windowOrigin(e, groups, p);
+    const int top = o.top, left = o.left;
     int h0, h1, w0, w1;
     taps(top, p.dilationH, static_cast<int>(p.h), p.kernelH, &h0, &h1);
     taps(left, p.dilationW, static_cast<int>(p.w), p.kernelW, &w0, &w1);
@@ -46,7 +60,7 @@ __global__ void __launch_bounds__(kBlockSize)
     bool first = true;
 #pragma unroll
     for (int j = 0; j < V; ++j) acc[j] = 0.f;
-    const T* base = x + n * p.h * p.w * p.c + g * V;
+    const T* base = x + o.n * p.h * p.w * p.c + o.group * V;
     for (int kh = h0; kh < h1; ++kh) {
       const int ih = top + kh * p.dilationH;
       for (int kw = w0; kw < w1; ++kw) {
@@ -68,8 +82,8 @@ __global__ void __launch_bounds__(kBlockSize)
       int count = (h1 - h0) * (w1 - w0);
       if (p.countIncludePad) {
         int ph0, ph1, pw0, pw1;
-        taps(top + p.padTop, p.dilationH, static_cast<int>(p.h) + p.padTop + p.padBottom,
-             p.kernelH, &ph0, &ph1);
+        taps(top + p.padTop, p.dilationH, static_cast<int>(p.h) + p.padTop + p.padBottom, p.kernelH,
+             &ph0, &ph1);
         taps(left + p.padLeft, p.dilationW, static_cast<int>(p.w) + p.padLeft + p.padRight,
              p.kernelW, &pw0, &pw1);
         count = (ph1 - ph0) * (pw1 - pw0);
@@ -99,14 +113,9 @@ __global__ void __launch_bounds__(kBlockSize)
   const int64_t total = p.n * p.outH * p.outW * groups;
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < total; e += step) {
-    const int64_t g = e % groups;
-    int64_t pixel = e / groups;
-    const int ow = static_cast<int>(pixel % p.outW);
-    pixel /= p.outW;
-    const int oh = static_cast<int>(pixel % p.outH);
-    const int64_t n = pixel / p.outH;
-    const int top = oh * p.strideH - p.padTop, left = ow * p.strideW - p.padLeft;
-    const T* base = x + n * p.h * p.w * p.c + g * V;
+    const WindowOrigin o = windowOrigin(e, groups, p);
+    const int top = o.top, left = o.left;
+    const T* base = x + o.n * p.h * p.w * p.c + o.group * V;
     Pack<T, V> tap[9];
     bool inside[9];
 #pragma unroll
@@ -184,7 +193,9 @@ __global__ void __launch_bounds__(kBlockSize)
   }
 }
 
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+bool aligned16(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+}
 
 // Channels per thread: a 16-byte pack when c and both pointers allow, else one.
 template <class T>
