@@ -2,7 +2,9 @@
 // fused graph, conv + Kiln epilogue, and the timed choice between them) at fp32
 // (TF32 off), fp16 and bf16; every activation; with and without B and Z; epilogue
 // packs that straddle 7x7 channel planes and element-wise tails; 1-D and depthwise;
-// then a ResNet bottleneck tail (Conv -> BN -> Add -> Relu) through the pipeline.
+// then a ResNet bottleneck tail (Conv -> BN -> Add -> Relu) through the pipeline;
+// a channels-last 3-channel stem with its channels zero-padded (pad_channels 4, 8,
+// auto, never), and the pad's implementation text.
 //
 // Tolerances (as the plain convolution's): fp32 1e-4 (summation order; cuDNN may
 // pick Winograd or FFT engines), fp16 1e-2 and bf16 6e-2: the inputs are rounded
@@ -222,6 +224,56 @@ TEST(CudaFusedConv, ResNetBottleneckTailThroughThePipeline) {
   EXPECT_EQ(run->layer.placement, cuda::LayerPlacement::kGpu) << run->layer.note;
   std::cout << "  bottleneck tail: " << run->layer.implementation << "\n";
   expectTensorNear(run->output, expected[0].tensor, 1e-4, 1e-4);
+}
+
+// A channels-last FusedConv (NHWC X, KRSC W) with 3 input channels: ResNet's stem in
+// miniature (7x7, stride 2, pads 3).
+GpuOpTest channelsLastStem(int64_t padChannels) {
+  GpuOpTest op = fusedConv("relu");
+  op.attr("kiln_channels_last", int64_t{1})
+      .attr("pad_channels", padChannels)
+      .attr("strides", std::vector<int64_t>{2, 2})
+      .attr("pads", std::vector<int64_t>{3, 3, 3, 3})
+      .input(randomFloats({2, 20, 20, 3}, 40))
+      .constant(randomFloats({16, 7, 7, 3}, 41))
+      .constant(randomFloats({16}, 42));
+  return op;
+}
+
+TEST(CudaFusedConv, ChannelsLastStemWithPaddedChannels) {
+  KILN_REQUIRE_GPU();
+  for (int64_t pad : {int64_t{-1}, int64_t{0}, int64_t{4}, int64_t{8}}) {
+    SCOPED_TRACE("pad_channels " + std::to_string(pad));
+    channelsLastStem(pad).check(convTolerances());
+  }
+}
+
+TEST(CudaFusedConv, PaddedChannelsAreNamedAndTimed) {
+  KILN_REQUIRE_GPU();
+  Network net = residualConv("auto", cuda::Precision::kFloat16);
+  Graph& g = net.graph;
+  g.inputs.resize(1);
+  g.inputs[0].shape = {DimExpr(2), DimExpr(20), DimExpr(20), DimExpr(3)};
+  g.initializers["w"] = roundTo(randomFloats({64, 3, 3, 3}, 43), cuda::Precision::kFloat16);
+  Node& node = g.nodes[0];
+  node.inputs = {"x", "w", "b"};
+  node.attributes["kiln_channels_last"].kind = Attribute::Kind::kInt;
+  node.attributes["kiln_channels_last"].i = 1;
+  const Tensor x = roundTo(randomFloats({2, 20, 20, 3}, 44), cuda::Precision::kFloat16);
+  std::vector<NamedTensor> expected;
+  ASSERT_TRUE(ReferenceBackend(net).run({{"x", x}}, &expected).isOk());
+  for (int64_t pad : {int64_t{8}, int64_t{-1}}) {
+    node.attributes["pad_channels"].kind = Attribute::Kind::kInt;
+    node.attributes["pad_channels"].i = pad;
+    auto run = runOnCuda(net, {{"x", x}}, cuda::Precision::kFloat16);
+    ASSERT_TRUE(run.isOk()) << run.status().toString();
+    std::cout << "  pad_channels " << pad << ": " << run->layer.implementation << "\n";
+    expectTensorNear(run->output, expected[0].tensor, 1e-2, 1e-2);
+    const std::string& text = run->layer.implementation;
+    EXPECT_NE(text.find("channel padding timed {"), std::string::npos) << text;
+    if (pad == 8) EXPECT_NE(text.find("channels padded 3 -> 8"), std::string::npos) << text;
+    if (pad == -1) EXPECT_NE(text.find("C=3="), std::string::npos) << text;  // timed unpadded
+  }
 }
 
 }  // namespace

@@ -207,6 +207,31 @@ TEST(CudaRuntime, ProfilerRecordsEveryLayerEachRun) {
   EXPECT_TRUE(ctx->takeLayerTimings().front().milliseconds.empty());
 }
 
+// With a head start the GPU waits 20 ms before the first layer: the layers' events
+// must hold their own work only (far under the wait), and the outputs stay right.
+TEST(CudaRuntime, ProfilerHeadStartKeepsTheWaitOutOfLayerTimes) {
+  KILN_REQUIRE_GPU();
+  auto net = smallNetwork(false);
+  auto engine = newEngine(net);
+  ASSERT_TRUE(engine);
+  auto ctx = newContext(engine);
+  const Tensor x = randomTensor(DataType::kFloat32, {2, 4, 8, 8}, 42);
+  ASSERT_TRUE(ctx->setInput("x", x).isOk());
+  ctx->setProfilingHeadStart(20.0);
+  ctx->setProfiling(true);
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(ctx->execute().isOk());
+  float total = 0;
+  for (const auto& t : ctx->takeLayerTimings()) {
+    ASSERT_EQ(t.milliseconds.size(), 2u) << t.name;
+    for (float ms : t.milliseconds) {
+      EXPECT_GE(ms, 0.f) << t.name;
+      total += ms;
+    }
+  }
+  EXPECT_LT(total, 10.f) << "the head start's wait leaked into the layer times";
+  expectTensorNear(outputOf(*ctx, "y"), cpuRun(*net, x)["y"], 1e-4, 1e-4);
+}
+
 TEST(CudaRuntime, HostFallbackIsReportedAndCorrectButNotCapturable) {
   KILN_REQUIRE_GPU();
   auto net = smallNetwork(true);

@@ -217,6 +217,9 @@ class ContextImpl final : public ExecutionContext {
     return Status::ok();
   }
 
+  void setProfilingHeadStart(double milliseconds) override {
+    m_headStartMs = std::max(0.0, milliseconds);
+  }
   void setProfiling(bool enabled) override {
     m_profiling = enabled;
     dropGraph();
@@ -343,6 +346,7 @@ class ContextImpl final : public ExecutionContext {
   cudaGraphExec_t m_graphExec = nullptr;
   cudaStream_t m_graphStream = nullptr;
   bool m_profiling = false;
+  double m_headStartMs = 0;
   std::vector<std::pair<cudaEvent_t, cudaEvent_t>> m_events;
   std::vector<std::vector<float>> m_timings;
 };
@@ -789,6 +793,7 @@ Status ContextImpl::runSteps() {
       m_events.emplace_back(start, end);
     }
   }
+  if (timed) KILN_RETURN_IF_ERROR(enqueueGpuWait(m_headStartMs * 1000.0, m_stream));
   for (size_t i = 0; i < m_plan.steps.size(); ++i) {
     if (timed) KILN_CUDA_CHECK(cudaEventRecord(m_events[i].first, m_stream));
     KILN_RETURN_IF_ERROR(runStep(i));

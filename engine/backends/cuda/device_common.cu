@@ -75,6 +75,24 @@ Status convertFloatBuffer(const void* src, DataType srcType, void* dst, DataType
       return unsupported(std::string("float conversion from ") + dataTypeName(srcType));
   }
 }
+
+namespace {
+__global__ void gpuWaitKernel(uint64_t nanoseconds) {
+  uint64_t start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    __nanosleep(1000);
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < nanoseconds);
+}
+}  // namespace
+
+Status enqueueGpuWait(double microseconds, cudaStream_t stream) {
+  if (microseconds <= 0) return Status::ok();
+  gpuWaitKernel<<<1, 1, 0, stream>>>(static_cast<uint64_t>(microseconds * 1000.0));
+  KILN_CUDA_CHECK_LAUNCH("gpuWaitKernel");
+  return Status::ok();
+}
 }  // namespace kiln::cuda
 
 namespace kiln::cuda {

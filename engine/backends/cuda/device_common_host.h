@@ -13,6 +13,9 @@ namespace kiln::cuda {
 // type is a copy) on `stream`. Used at the binding boundary of 16-bit engines.
 Status convertFloatBuffer(const void* src, DataType srcType, void* dst, DataType dstType, int64_t n,
                           cudaStream_t stream);
+// One thread that spins on the GPU's global timer for `microseconds` on `stream`:
+// work queued behind it waits, so the host can run ahead of the GPU (profiling).
+Status enqueueGpuWait(double microseconds, cudaStream_t stream);
 }  // namespace kiln::cuda
 
 namespace kiln::cuda {

@@ -154,6 +154,13 @@ class ExecutionContext {
   // timings accumulate per layer until takeLayerTimings() returns and clears them.
   virtual void setProfiling(bool enabled) = 0;
   virtual std::vector<LayerTiming> takeLayerTimings() = 0;
+  // With a head start > 0, each profiled enqueue first makes the GPU wait that long
+  // on the stream, so the host has queued the layers (and their events) before the
+  // GPU reaches them: a layer's time is then its GPU work alone, without the host's
+  // launch and setup gaps between its events (which at batch 1 outweigh the work).
+  // The builder's one-layer timing uses it; `kiln run --profile` does not (its times
+  // show what the host costs too). 0 (the default) turns it off.
+  virtual void setProfilingHeadStart(double milliseconds) { (void)milliseconds; }
 
   // How each node runs under the current shapes (valid after the first enqueue).
   virtual std::vector<LayerInfo> layers() const = 0;

@@ -14,10 +14,17 @@
 //     activation, and the only way when cuDNN has no engine for the graph.
 // The node attribute `path` ("auto", "cudnn_graph", "kiln_epilogue") restricts the
 // candidates, for tests and tactic pinning.
+// Channel padding: a channels-last convolution (group 1) whose input channel count is
+// not a multiple of 8 (ResNet's 3-channel stem) also times both implementations on X
+// and W zero-padded to 4 and 8 channels (channel_pad.h: Conv([X, 0], [W, 0]) =
+// Conv(X, W)), the pad pass included in the time: cuDNN's tensor-core kernels want
+// C % 8 == 0 (C % 4 for some). The attribute `pad_channels` (-1 auto, 0 never, N
+// always to N) restricts it.
 #include <algorithm>
 #include <cstdlib>
 #include <sstream>
 
+#include "backends/cuda/ops/channel_pad.h"
 #include "backends/cuda/ops/conv_epilogue.h"
 #include "backends/cuda/ops/cudnn_conv.h"
 #include "ir/channels_last.h"
@@ -40,10 +47,56 @@ struct FusedConvProblem {
 };
 
 struct FusedConvState {
-  ConvGeometry geometry;
+  ConvGeometry geometry;  // the layer's, before any channel padding
   bool fusedGraph = false;
   std::shared_ptr<CudnnPlan> plan;  // the fused graph's, or the plain convolution's
+  int paddedChannels = 0;           // > 0: the plan runs on X and W padded to this many
 };
+
+// Where the padded copies of X and W go: one workspace buffer, W after X.
+struct PaddedBuffers {
+  void* x = nullptr;
+  void* w = nullptr;
+};
+
+int64_t alignUp(int64_t v, int64_t a) {
+  return (v + a - 1) / a * a;
+}
+
+// `p` with X and W padded to `channels` (the geometry's C) in `buffers`.
+FusedConvProblem paddedProblem(const FusedConvProblem& p, int channels,
+                               const PaddedBuffers& buffers) {
+  FusedConvProblem padded = p;
+  padded.geometry.x[1] = channels;
+  padded.geometry.w[1] = channels;
+  padded.x = buffers.x;
+  padded.w = buffers.w;
+  return padded;
+}
+
+// Rows (all dims but C) of X and W in a channels-last problem.
+int64_t rowsOf(const std::vector<int64_t>& dims) {
+  int64_t rows = 1;
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (i != 1) rows *= dims[i];
+  return rows;
+}
+
+// Pads X and W of `p` to `channels` in the context's workspace; the padded problem.
+Result<FusedConvProblem> padInputs(GpuKernelContext& ctx, const FusedConvProblem& p, int channels) {
+  const ConvGeometry& g = p.geometry;
+  const int64_t element = static_cast<int64_t>(dataTypeSize(g.type));
+  const int64_t xBytes = alignUp(rowsOf(g.x) * channels * element, 256);
+  const int64_t wBytes = rowsOf(g.w) * channels * element;
+  KILN_ASSIGN_OR_RETURN(void* base, ctx.workspace(static_cast<size_t>(xBytes + wBytes)));
+  const PaddedBuffers buffers{base, static_cast<char*>(base) + xBytes};
+  const int c = static_cast<int>(g.x[1]);
+  KILN_RETURN_IF_ERROR(
+      padInnermostChannels(p.x, buffers.x, rowsOf(g.x), c, channels, g.type, ctx.stream()));
+  KILN_RETURN_IF_ERROR(
+      padInnermostChannels(p.w, buffers.w, rowsOf(g.w), c, channels, g.type, ctx.stream()));
+  return paddedProblem(p, channels, buffers);
+}
 
 // The activation as a cuDNN pointwise mode; false when the graph has no such mode.
 bool pointwiseMode(EpilogueActivation a, cudnnPointwiseMode_t* mode) {
@@ -135,7 +188,11 @@ CudnnBindings fusedBindings(const FusedConvProblem& p) {
 }
 
 Status runChosen(GpuKernelContext& ctx, cudnnHandle_t handle, const FusedConvState& state,
-                 const FusedConvProblem& p) {
+                 const FusedConvProblem& problem) {
+  FusedConvProblem p = problem;
+  if (state.paddedChannels > 0) {
+    KILN_ASSIGN_OR_RETURN(p, padInputs(ctx, problem, state.paddedChannels));
+  }
   KILN_ASSIGN_OR_RETURN(void* workspace, convWorkspace(ctx, state.plan->workspace));
   if (state.fusedGraph) return executeCudnnPlan(handle, *state.plan, fusedBindings(p), workspace);
   KILN_RETURN_IF_ERROR(executeCudnnPlan(
@@ -175,9 +232,10 @@ std::vector<std::unique_ptr<CudnnPlan>> fusedGraphPlans(GpuKernelContext& ctx, c
   return plans;
 }
 
-// Times both implementations and keeps the faster in `state`.
-Status choose(GpuKernelContext& ctx, cudnnHandle_t handle, const FusedConvProblem& p,
-              const std::string& path, FusedConvState* state) {
+// Times both implementations on `p` and keeps the faster in `state`; `summary` says
+// what won and every candidate's time.
+Status chooseImplementation(GpuKernelContext& ctx, cudnnHandle_t handle, const FusedConvProblem& p,
+                            const std::string& path, FusedConvState* state, std::string* summary) {
   state->geometry = p.geometry;
   std::string why = "not tried (path " + path + ")";
   std::vector<std::unique_ptr<CudnnPlan>> fused;
@@ -214,12 +272,70 @@ Status choose(GpuKernelContext& ctx, cudnnHandle_t handle, const FusedConvProble
   if (!state->plan) return ctx.unsupported("no fused graph engine ran on these shapes");
   const std::string variant =
       convEpilogueVariant(p.geometry.type, p.outer * p.channels * p.inner, p.y, p.z);
-  std::string summary = state->fusedGraph
-                            ? "cudnn fused graph " + state->plan->description.substr(6)
-                            : conv.summary + " + kiln epilogue (" + variant + ")";
-  if (timings.tellp() > 0) summary += "; timed {" + timings.str() + "}";
-  if (fused.empty()) summary += "; cudnn fused graph: " + why;
-  ctx.setImplementation(summary);
+  *summary = state->fusedGraph ? "cudnn fused graph " + state->plan->description.substr(6)
+                               : conv.summary + " + kiln epilogue (" + variant + ")";
+  if (timings.tellp() > 0) *summary += "; timed {" + timings.str() + "}";
+  if (fused.empty()) *summary += "; cudnn fused graph: " + why;
+  return Status::ok();
+}
+
+// The padded channel counts worth timing for `p`: a channels-last, ungrouped
+// convolution whose C is not a multiple of 8 tries C rounded up to 4 and to 8.
+std::vector<int> paddingCandidates(const FusedConvProblem& p, int64_t requested) {
+  const ConvGeometry& g = p.geometry;
+  const int64_t c = g.x[1];
+  if (requested == 0 || !g.channelsLast || g.transpose || g.w[1] != c || c % 8 == 0) return {};
+  if (requested > 0) return {static_cast<int>(requested)};
+  std::vector<int> widths;
+  if (c % 4) widths.push_back(static_cast<int>(alignUp(c, 4)));
+  widths.push_back(static_cast<int>(alignUp(c, 8)));
+  return widths;
+}
+
+// Chooses among the implementations on X as it is and on X padded per
+// paddingCandidates(), each timed whole (pad pass included); names every time.
+Status choose(GpuKernelContext& ctx, cudnnHandle_t handle, const FusedConvProblem& p,
+              const std::string& path, int64_t padChannels, FusedConvState* state) {
+  const std::vector<int> widths = paddingCandidates(p, padChannels);
+  std::string summary;
+  if (padChannels <= 0) {
+    KILN_RETURN_IF_ERROR(chooseImplementation(ctx, handle, p, path, state, &summary));
+    if (widths.empty()) {
+      ctx.setImplementation(summary);
+      return Status::ok();
+    }
+  } else if (widths.empty() || widths[0] <= p.geometry.x[1] || widths[0] > 4096) {
+    return ctx.error("pad_channels " + std::to_string(padChannels) +
+                     " does not apply (channels-last, group 1, C " +
+                     std::to_string(p.geometry.x[1]) + " < pad_channels <= 4096)");
+  }
+  std::ostringstream timings;
+  float bestMs = 1e30f;
+  if (state->plan) {
+    KILN_ASSIGN_OR_RETURN(
+        bestMs, timeOnStream(ctx.stream(), [&] { return runChosen(ctx, handle, *state, p); }));
+    timings << "C=" << p.geometry.x[1] << "=" << bestMs << "ms";
+  }
+  for (int width : widths) {
+    KILN_ASSIGN_OR_RETURN(FusedConvProblem padded, padInputs(ctx, p, width));
+    FusedConvState candidate;
+    std::string candidateSummary;
+    if (!chooseImplementation(ctx, handle, padded, path, &candidate, &candidateSummary).isOk())
+      continue;  // no engine for the padded shapes: not a candidate
+    candidate.geometry = p.geometry;
+    candidate.paddedChannels = width;
+    KILN_ASSIGN_OR_RETURN(
+        float ms, timeOnStream(ctx.stream(), [&] { return runChosen(ctx, handle, candidate, p); }));
+    timings << (timings.tellp() > 0 ? ", " : "") << "C padded to " << width << "=" << ms << "ms";
+    if (ms < bestMs) {
+      bestMs = ms;
+      *state = candidate;
+      summary = "channels padded " + std::to_string(p.geometry.x[1]) + " -> " +
+                std::to_string(width) + ": " + candidateSummary;
+    }
+  }
+  if (!state->plan) return ctx.unsupported("no convolution engine ran on the padded shapes");
+  ctx.setImplementation(summary + "; channel padding timed {" + timings.str() + "}");
   return Status::ok();
 }
 
@@ -279,9 +395,10 @@ Status fusedConvKernel(GpuKernelContext& ctx) {
   KILN_ASSIGN_OR_RETURN(cudnnHandle_t handle, ctx.libraries().cudnn(ctx.stream()));
   auto& slot = ctx.layerState();
   auto state = std::static_pointer_cast<FusedConvState>(slot);
+  const int64_t padChannels = ctx.node().attrInt("pad_channels", -1);
   if (!state || !(state->geometry == p.geometry)) {
     state = std::make_shared<FusedConvState>();
-    KILN_RETURN_IF_ERROR(choose(ctx, handle, p, path, state.get()));
+    KILN_RETURN_IF_ERROR(choose(ctx, handle, p, path, padChannels, state.get()));
     slot = state;
   }
   return runChosen(ctx, handle, *state, p);
