@@ -1,5 +1,5 @@
 # One device call: selected GPU tests, the builder bench, and the channels-last A/B.
-# Usage: sh bench/device_session.sh "test_a test_b" MODELS [extra]
+# Usage: sh bench/device_session.sh "test_a test_b" MODELS [extra|rtf|bert1|int8]
 tests=$1; models=$2; part=${3:-}
 out=/tmp/kiln-logs; mkdir -p $out /tmp/kiln
 tar xJf .device/bundle.tar.xz -C /tmp/kiln
@@ -54,6 +54,15 @@ if [ "$part" = rtf ]; then
   tail -2 /tmp/rtf.log
   ( time env KILN_CUDNN_RUNTIME_FUSION=1 timeout 300 $K run /tmp/rtf.kiln --shapes $S --no-data-transfers 2>&1 | grep -iE "GPU Compute" | head -2 ) 2>&1
   KILN_CUDNN_RUNTIME_FUSION=1 timeout 300 $K run /tmp/rtf.kiln --shapes $S --no-data-transfers --profile --json 2>/dev/null | python3 bench/profile_summary.py | head -20
+fi
+if [ "$part" = int8 ]; then
+  # Issue 8: ResNet-50 INT8 b256 vs our FP16 and eager FP16, top-1 vs FP32, the ORT QDQ
+  # MobileNetV2 (bench/int8_bench.py; work files in /tmp/kiln-int8, results in $out).
+  fp=""; case ",$models," in *,resnet50,*) fp=--fp16-plan=$out/resnet50_b256_fp16.kiln;; esac
+  echo "=== int8"
+  # The script bounds itself (--budget, 220 s); INT8_BENCH_ARGS adds options (e.g. --skip=qdq).
+  PYTHONUNBUFFERED=1 timeout 560 python3 bench/int8_bench.py $K /tmp/kiln/models $out $fp ${INT8_BENCH_ARGS:-} 2>&1 | tee $out/int8_bench.log
+  cp $out/int8_bench.json $OUT/ 2>/dev/null
 fi
 tar cf - -C $out --exclude='*.kiln' . | xz -6 > $OUT/logs.tar.xz
 if [ "$part" = bert1 ]; then

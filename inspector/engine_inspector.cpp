@@ -90,6 +90,43 @@ std::string megabytes(int64_t bytes) {
   return text;
 }
 
+std::string kibibytes(int64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f KiB", static_cast<double>(bytes) / 1024);
+  return text;
+}
+
+int64_t generatedKernelBytes(const Plan& plan) {
+  int64_t bytes = 0;
+  for (const GeneratedKernelBinary& k : plan.generatedKernels)
+    bytes += static_cast<int64_t>(k.cubin.size());
+  return bytes;
+}
+
+// The plan's NVRTC cubins: how many, their bytes and architecture, and per cubin
+// its key and the layers that load it.
+json generatedKernelsJson(const Plan& plan) {
+  json kernels = json::array();
+  for (const GeneratedKernelBinary& k : plan.generatedKernels)
+    kernels.push_back({{"Key", k.key}, {"Bytes", k.cubin.size()}, {"Layers", k.layers}});
+  return {{"Count", plan.generatedKernels.size()},
+          {"Bytes", generatedKernelBytes(plan)},
+          {"Architecture", plan.generatedKernels.empty()
+                               ? json(nullptr)
+                               : json(plan.generatedKernels.front().architecture)},
+          {"Kernels", kernels}};
+}
+
+// Per layer name, "sm_90 cubin, 5120 B, in the plan" for layers whose kernel the plan holds.
+std::map<std::string, std::string> generatedKernelOfLayer(const Plan& plan) {
+  std::map<std::string, std::string> text;
+  for (const GeneratedKernelBinary& k : plan.generatedKernels)
+    for (const std::string& layer : k.layers)
+      text[layer] =
+          k.architecture + " cubin, " + std::to_string(k.cubin.size()) + " B, in the plan";
+  return text;
+}
+
 }  // namespace
 
 std::string formatDatatype(const TensorRecord& tensor) {
@@ -99,11 +136,16 @@ std::string formatDatatype(const TensorRecord& tensor) {
 json engineInspectorJson(const Plan& plan) {
   json layers = json::array();
   const ProfilingVerbosity verbosity = plan.record.config.profilingVerbosity;
+  const std::map<std::string, std::string> kernelOf = generatedKernelOfLayer(plan);
   for (const LayerRecord& l : plan.record.layers) {
-    if (verbosity == ProfilingVerbosity::kLayerNamesOnly)
+    if (verbosity == ProfilingVerbosity::kLayerNamesOnly) {
       layers.push_back(l.name);
-    else
-      layers.push_back(layerJson(l));
+      continue;
+    }
+    json layer = layerJson(l);
+    if (auto it = kernelOf.find(l.name); it != kernelOf.end())
+      layer["GeneratedKernel"] = it->second;
+    layers.push_back(std::move(layer));
   }
   json bindings = json::array();
   for (const std::string& name : plan.record.inputNames) bindings.push_back(name);
@@ -113,7 +155,8 @@ json engineInspectorJson(const Plan& plan) {
           {"ProfilingVerbosity", profilingVerbosityName(verbosity)},
           {"LayerCount", plan.layers.size()},
           {"Backend", plan.identity.backend},
-          {"Device", plan.identity.deviceName}};
+          {"Device", plan.identity.deviceName},
+          {"GeneratedKernels", generatedKernelsJson(plan)}};
 }
 
 std::string formatBuildSummary(const Plan& plan) {
@@ -143,6 +186,10 @@ std::string formatBuildSummary(const Plan& plan) {
   out << "memory: activations " << megabytes(r.activationBytes) << " (without reuse "
       << megabytes(r.activationBytesWithoutReuse) << "), weights " << megabytes(r.weightBytes)
       << "\n";
+  if (!plan.generatedKernels.empty())
+    out << "generated kernels: " << plan.generatedKernels.size() << " NVRTC cubin(s) for "
+        << plan.generatedKernels.front().architecture << ", "
+        << kibibytes(generatedKernelBytes(plan)) << " (loaded at run, not compiled)\n";
   if (!r.unreplayedLayers.empty())
     out << "not replayed: " << r.unreplayedLayers.size() << " layer(s)\n";
   for (const std::string& w : r.warnings) out << "warning: " << w << "\n";

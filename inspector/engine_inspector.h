@@ -1,7 +1,9 @@
 // The engine inspector: a plan's BuildRecord as TensorRT's IEngineInspector JSON
 // (Layers with Name, LayerType, Inputs/Outputs, ParameterType, TacticName,
 // TacticValue, Metadata; Bindings) plus Kiln's keys (Precision, PrecisionReason,
-// Candidates, Fusion, Workspace, MemoryOffset), and as text for the terminal.
+// Candidates, Fusion, Workspace, MemoryOffset; per layer GeneratedKernel when the
+// plan holds its cubin; GeneratedKernels: Count, Bytes, Architecture, Kernels), and
+// as text for the terminal.
 // The CLI and the studio both read plans through these.
 #pragma once
 
@@ -15,7 +17,8 @@ namespace kiln::inspector {
 // TensorRT's shape for the build's verbosity: kDetailed gives one object per
 // layer, kLayerNamesOnly a list of names, kNone an empty list.
 nlohmann::json engineInspectorJson(const Plan& plan);
-// Identity, profiles, build statistics, memory and the precision mix.
+// Identity, profiles, build statistics, memory, the precision mix and the
+// generated kernels the plan holds.
 std::string formatBuildSummary(const Plan& plan);
 // One line per layer: name, type, precision, tactic, time; then the tactic
 // candidates of each layer when `candidates` is set.

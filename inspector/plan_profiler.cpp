@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <random>
 
+#include "kiln/cuda_generated_kernels.h"
 #include "kiln/cuda_runtime.h"
 #include "kiln/reference_backend.h"
 
@@ -51,6 +52,7 @@ Result<nlohmann::json> profileOnCuda(const Plan& plan, int iterations,
   if (!device.available)
     return unsupported("cannot profile a CUDA plan here: no usable CUDA device (" + device.reason +
                        ")");
+  cuda::preloadGeneratedKernels(plan.generatedKernels);  // loaded, not compiled, at opt
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<cuda::Engine> engine,
                         cuda::Engine::create(plan.network, options));
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<cuda::ExecutionContext> context, engine->createContext());

@@ -40,6 +40,7 @@ double buildFraction(const BuildProgress& p) {
   const double within = p.total > 0 ? static_cast<double>(p.done) / p.total : 0.0;
   if (p.phase == "shapes") return 0.05 * within;
   if (p.phase == "timing") return 0.05 + 0.85 * within;
+  if (p.phase == "kernels") return 0.90;  // generated kernels compiled for the plan
   if (p.phase == "memory") return 0.90 + 0.05 * within;
   if (p.phase == "plan") return 0.95 + 0.05 * within;
   return -1;

@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "cli/run_report.h"
 #include "kiln/cuda_benchmark.h"
+#include "kiln/cuda_generated_kernels.h"
 
 namespace kiln::cli {
 namespace {
@@ -109,6 +110,9 @@ int runOnCuda(const Args& args, std::shared_ptr<Network> network,
   }
   cuda::DeviceInfo info = cuda::probeCudaDevice(engineOptions.device);
   if (!info.available) return fail("run", "CUDA backend unavailable: " + info.reason);
+  // The plan's NVRTC cubins: its PointwiseChain layers load them at the opt shapes
+  // instead of compiling (checkPlanCompatible already matched the device).
+  if (plan) cuda::preloadGeneratedKernels(plan->generatedKernels);
   auto engine = cuda::Engine::create(network, engineOptions);
   if (!engine.isOk()) return fail("run", model + ": " + engine.status().message());
 

@@ -1,7 +1,8 @@
 // buildPlan: the steps of a build in order. Passes first (they decide the
 // layers), then profiles (every later step needs shapes), then per layer
 // precision -> tactic (timed on synthetic inputs of the opt shapes, see
-// timing_inputs.cpp), then memory, then trimming to the profiling verbosity.
+// timing_inputs.cpp), then the backend's generated kernels for the final layers,
+// then memory, then trimming to the profiling verbosity.
 #include <chrono>
 #include <optional>
 #include <set>
@@ -150,6 +151,26 @@ void noteMissingReplays(const Network& network, const BuilderConfig& config, Bui
   }
 }
 
+// What the backend needs to generate kernels for the finished layers: each node
+// with its final precision and its inputs' types and shapes at the opt shapes.
+std::vector<BuiltLayer> builtLayers(const Network& network, const build::ValueMetas& metas,
+                                    const std::vector<LayerImplementation>& layers) {
+  std::vector<BuiltLayer> built;
+  for (size_t i = 0; i < network.graph.nodes.size() && i < layers.size(); ++i) {
+    const Node& node = network.graph.nodes[i];
+    BuiltLayer layer{&node, layers[i].precision, {}, {}, true};
+    for (const std::string& name : node.inputs) {
+      auto it = name.empty() ? metas.end() : metas.find(name);
+      const bool found = it != metas.end();
+      layer.inputTypes.push_back(found ? it->second.type : DataType::kUndefined);
+      layer.inputShapes.push_back(found ? it->second.shape : Shape{});
+      layer.shapesKnown = layer.shapesKnown && (name.empty() || (found && it->second.shapeKnown));
+    }
+    built.push_back(std::move(layer));
+  }
+  return built;
+}
+
 }  // namespace
 
 Result<Plan> buildPlan(std::shared_ptr<const Network> source, const BuilderConfig& config,
@@ -204,6 +225,15 @@ Result<Plan> buildPlan(std::shared_ptr<const Network> source, const BuilderConfi
   record.timingCache = session.stats;
   record.candidatesTimed = session.timed;
   record.referenceRun = timingInputs.ranReference();
+
+  // Asked of the finished plan, not collected while timing: a warm timing cache or
+  // a tactics file times nothing (so nothing compiles then), and timing compiles
+  // every candidate precision while the plan keeps one. The backend compiles what
+  // no timing compiled in this process and finds the rest in its registry.
+  if (cancelled()) return Status(StatusCode::kCancelled, "build cancelled");
+  progress("kernels", 0, 1, "");
+  plan.generatedKernels = backend.generatedKernels(
+      builtLayers(*network, timingInputs.metas(), plan.layers), &record.warnings);
 
   progress("memory", 0, 1, "");
   build::assignMemory(*network, timingInputs.metas(), &record);

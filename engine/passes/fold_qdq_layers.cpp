@@ -10,6 +10,7 @@
 #include "ir/quantized_layers.h"
 #include "kiln/calibration.h"
 #include "passes/qdq_rules.h"
+#include "passes/rewrite_helpers.h"
 
 namespace kiln::passes {
 namespace {
@@ -51,19 +52,6 @@ bool allZero(const Tensor* t) {
   return true;
 }
 
-// int8 [N, K] -> [K, N] (Gemm's transB = 1 weights for QuantizedMatMul).
-Tensor transposed(const Tensor& w) {
-  Tensor out(w.type(), {w.dim(1), w.dim(0)});
-  const int64_t n = w.dim(0), k = w.dim(1);
-  const auto* src = static_cast<const unsigned char*>(w.rawData());
-  auto* dst = static_cast<unsigned char*>(out.rawData());
-  const size_t size = dataTypeSize(w.type());
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < k; ++j)
-      std::copy_n(src + (i * k + j) * size, size, dst + (j * n + i) * size);
-  return out;
-}
-
 // Quantizes float weights per output channel (axis) with symmetric scales.
 Tensor quantizeWeights(const Tensor& w, int axis, std::vector<float>* scales) {
   *scales = perChannelWeightScales(w, axis);
@@ -95,7 +83,7 @@ bool foldWeights(const Graph& g, const GraphIndex& index, const Node& layer, Lay
     }
     std::vector<float> scales;
     Tensor q = quantizeWeights(*fw, channelAxis, &scales);
-    out->weights = {w + "_int8", transB ? transposed(q) : q};
+    out->weights = {w + "_int8", transB ? rewrite::transposedMatrix(q) : q};
     out->scale = {w + "_scale",
                   Tensor::fromVector(DataType::kFloat32, {int64_t(scales.size())}, scales)};
     return true;
@@ -120,7 +108,7 @@ bool foldWeights(const Graph& g, const GraphIndex& index, const Node& layer, Lay
       return false;
     }
   }
-  out->weights = transB ? FoldedInput{wdq.inputs[0] + "_kn", transposed(*wq)}
+  out->weights = transB ? FoldedInput{wdq.inputs[0] + "_kn", rewrite::transposedMatrix(*wq)}
                         : FoldedInput{wdq.inputs[0], Tensor()};
   out->scale = {wdq.inputs[1], Tensor()};
   if (index.soleReader(w) == layerIndex) out->dequantize.push_back(dq);

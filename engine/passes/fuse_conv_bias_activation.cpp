@@ -10,13 +10,14 @@
 //   Z: Add of a value with exactly the output's (inferred) shape: the residual,
 //   act: Relu, LeakyRelu, Clip (constant bounds), Sigmoid, Tanh, HardSigmoid,
 //        HardSwish, SiLU written as Mul(x, Sigmoid(x)), or hard-swish written as
-//        Div(Mul(x, Clip(Add(x, 3), 0, 6)), 6) (Paddle's export).
+//        Div(Mul(x, Clip(Add(x, 3), 0, 6)), 6) (Paddle's export); matched by
+//        activation_tail.h, which fuse_matmul_bias_activation shares.
 // Every intermediate value must have the next node as its only reader (SiLU's x its
 // Sigmoid and Mul), so nothing outside the chain sees a value that stops existing.
 // The fused node lists the ONNX nodes behind the Conv too (fold_batch_norm's).
 #include <algorithm>
-#include <cmath>
-#include <limits>
+
+#include "passes/activation_tail.h"
 #include "passes/fusion_passes.h"
 
 namespace kiln::passes {
@@ -25,13 +26,11 @@ namespace {
 constexpr const char* kName = "fuse_conv_bias_activation";
 
 struct Match {
-  std::vector<int> nodes;  // conv first; ascending after sort
+  std::vector<int> nodes;  // conv, bias Add, residual Add (ascending)
   std::string bias;        // the fused bias input ("" for none)
   Tensor newBias;          // defined when the bias is a new initializer
   std::string residual, output;
-  std::string activation = "none";
-  float alpha = 0.f, beta = 0.f;
-  std::vector<int> pointwise;  // a decomposed activation's nodes (named as PWN(...))
+  ActivationTail tail;  // activation "none" and no nodes when none follows
 };
 
 // The conv's output channels M and output rank, from W or the inferred output shape.
@@ -108,97 +107,6 @@ bool takeResidual(const Graph& g, const InferredShapes& shapes, int add, const s
   return true;
 }
 
-// Clip's bounds: attributes before opset 11, constant scalar inputs from then on.
-bool clipBounds(const Node& clip, const GraphIndex& index, float* lo, float* hi) {
-  *lo = -std::numeric_limits<float>::infinity();
-  *hi = std::numeric_limits<float>::infinity();
-  if (clip.opset < 11) {
-    *lo = clip.attrFloat("min", *lo);
-    *hi = clip.attrFloat("max", *hi);
-    return true;
-  }
-  for (size_t i = 1; i < clip.inputs.size() && i < 3; ++i) {
-    if (clip.inputs[i].empty()) continue;
-    const Tensor* t = index.constant(clip.inputs[i]);
-    if (!t || t->numel() != 1 || !isFloatingPoint(t->type())) return false;
-    (i == 1 ? *lo : *hi) = static_cast<float>(t->valueAsDouble(0));
-  }
-  return *lo <= *hi;
-}
-
-bool takeSilu(const Graph& g, const GraphIndex& index, const std::string& value, Match* m) {
-  const std::vector<int>& readers = index.readers(value);
-  if (readers.size() != 2 || readers[0] < 0 || readers[1] < 0) return false;
-  int sigmoid = readers[0], mul = readers[1];
-  if (g.nodes[sigmoid].opType != "Sigmoid") std::swap(sigmoid, mul);
-  if (!isOnnxOp(g.nodes[sigmoid], "Sigmoid", 1) || !isOnnxOp(g.nodes[mul], "Mul", 2)) return false;
-  const std::string& s = g.nodes[sigmoid].outputs[0];
-  const std::string* other = otherInput(g.nodes[mul], value);
-  if (!other || *other != s || index.soleReader(s) != mul) return false;
-  m->nodes.insert(m->nodes.end(), {sigmoid, mul});
-  m->pointwise = {sigmoid, mul};
-  m->output = g.nodes[mul].outputs[0];
-  m->activation = "silu";
-  return true;
-}
-
-// x * Clip(x + 3, 0, 6) / 6 = x * clamp(x / 6 + 0.5, 0, 1): HardSwish.
-bool takeDecomposedHardSwish(const Graph& g, const GraphIndex& index, const std::string& value,
-                             Match* m) {
-  const std::vector<int>& readers = index.readers(value);
-  if (readers.size() != 2 || readers[0] < 0 || readers[1] < 0) return false;
-  int add = readers[0], mul = readers[1];
-  if (g.nodes[add].opType != "Add") std::swap(add, mul);
-  if (!isOnnxOp(g.nodes[add], "Add", 2) || !isOnnxOp(g.nodes[mul], "Mul", 2)) return false;
-  const std::string* three = otherInput(g.nodes[add], value);
-  if (!three || !isScalarConstant(index.constant(*three), 3.0)) return false;
-  const int clip = index.soleReader(g.nodes[add].outputs[0]);
-  float lo = 0.f, hi = 0.f;
-  if (clip < 0 || g.nodes[clip].opType != "Clip" || g.nodes[clip].inputs.empty() ||
-      g.nodes[clip].inputs[0] != g.nodes[add].outputs[0] || g.nodes[clip].outputs.size() != 1 ||
-      !clipBounds(g.nodes[clip], index, &lo, &hi) || lo != 0.f || hi != 6.f)
-    return false;
-  const std::string* other = otherInput(g.nodes[mul], value);
-  if (!other || *other != g.nodes[clip].outputs[0] || index.soleReader(*other) != mul) return false;
-  const int div = index.soleReader(g.nodes[mul].outputs[0]);
-  if (div < 0 || !isOnnxOp(g.nodes[div], "Div", 2) ||
-      g.nodes[div].inputs[0] != g.nodes[mul].outputs[0] ||
-      !isScalarConstant(index.constant(g.nodes[div].inputs[1]), 6.0))
-    return false;
-  m->pointwise = {add, clip, mul, div};
-  std::sort(m->pointwise.begin(), m->pointwise.end());
-  m->nodes.insert(m->nodes.end(), m->pointwise.begin(), m->pointwise.end());
-  m->output = g.nodes[div].outputs[0];
-  m->activation = "hard_swish";
-  return true;
-}
-
-bool takeActivation(const Graph& g, const GraphIndex& index, const std::string& value, Match* m) {
-  const int at = index.soleReader(value);
-  if (at < 0) return takeSilu(g, index, value, m) || takeDecomposedHardSwish(g, index, value, m);
-  const Node& n = g.nodes[at];
-  if (isOnnxOp(n, "Relu", 1)) {
-    m->activation = "relu";
-  } else if (isOnnxOp(n, "LeakyRelu", 1)) {
-    m->activation = "leaky_relu";
-    m->alpha = n.attrFloat("alpha", 0.01f);
-  } else if (isOnnxOp(n, "HardSigmoid", 1)) {
-    m->activation = "hard_sigmoid";
-    m->alpha = n.attrFloat("alpha", 0.2f);
-    m->beta = n.attrFloat("beta", 0.5f);
-  } else if (isOnnxOp(n, "Sigmoid", 1) || isOnnxOp(n, "Tanh", 1) || isOnnxOp(n, "HardSwish", 1)) {
-    m->activation = n.opType == "Sigmoid" ? "sigmoid" : n.opType == "Tanh" ? "tanh" : "hard_swish";
-  } else if (n.opType == "Clip" && isOnnxOp(n, "Clip", n.inputs.size()) && n.inputs.size() <= 3 &&
-             n.inputs[0] == value && clipBounds(n, index, &m->alpha, &m->beta)) {
-    m->activation = m->alpha == 0.f && std::isinf(m->beta) ? "relu" : "clip";
-  } else {
-    return false;
-  }
-  m->nodes.push_back(at);
-  m->output = n.outputs[0];
-  return true;
-}
-
 bool matchAt(const Graph& g, const GraphIndex& index, const InferredShapes& shapes, int at,
              Match* m) {
   const Node& conv = g.nodes[at];
@@ -213,25 +121,25 @@ bool matchAt(const Graph& g, const GraphIndex& index, const InferredShapes& shap
   if (next >= 0 && isOnnxOp(g.nodes[next], "Add", 2) &&
       takeBias(g, index, shapes, conv, next, m->output, m))
     next = index.soleReader(m->output);
-  if (next >= 0 && isOnnxOp(g.nodes[next], "Add", 2) && takeResidual(g, shapes, next, m->output, m))
-    next = index.soleReader(m->output);
-  takeActivation(g, index, m->output, m);
+  if (next >= 0 && isOnnxOp(g.nodes[next], "Add", 2)) takeResidual(g, shapes, next, m->output, m);
+  if (matchActivationTail(g, index, m->output, ActivationSet::kConv, &m->tail))
+    m->output = m->tail.output;
   std::sort(m->nodes.begin(), m->nodes.end());
-  return m->nodes.size() > 1;
+  return m->nodes.size() + m->tail.nodes.size() > 1;
 }
 
 // TensorRT-style: "Conv_0 + BatchNormalization_1 + Add_5 + Relu_6"; a decomposed
 // activation as "PWN(Sigmoid_3, Mul_4)".
 std::string fusedName(const Graph& g, const Match& m) {
   std::string name;
-  for (int i : m.nodes) {
-    if (std::find(m.pointwise.begin(), m.pointwise.end(), i) != m.pointwise.end()) continue;
-    name += (name.empty() ? "" : " + ") + g.nodes[i].displayName();
+  for (int i : m.nodes) name += (name.empty() ? "" : " + ") + g.nodes[i].displayName();
+  if (!m.tail.decomposed) {
+    for (int i : m.tail.nodes) name += " + " + g.nodes[i].displayName();
+    return name;
   }
-  if (m.pointwise.empty()) return name;
   name += " + PWN(";
-  for (size_t i = 0; i < m.pointwise.size(); ++i)
-    name += (i ? ", " : "") + g.nodes[m.pointwise[i]].displayName();
+  for (size_t i = 0; i < m.tail.nodes.size(); ++i)
+    name += (i ? ", " : "") + g.nodes[m.tail.nodes[i]].displayName();
   return name + ")";
 }
 
@@ -260,11 +168,7 @@ Node fusedNode(Graph& g, const Match& m) {
   if (!bias.empty() || !m.residual.empty()) fused.inputs.push_back(bias);
   if (!m.residual.empty()) fused.inputs.push_back(m.residual);
   fused.outputs = {m.output};
-  fused.attributes["activation"] = stringAttribute(m.activation);
-  const bool twoParams = m.activation == "clip" || m.activation == "hard_sigmoid";
-  if (twoParams || m.activation == "leaky_relu")
-    fused.attributes["activation_alpha"] = floatAttribute(m.alpha);
-  if (twoParams) fused.attributes["activation_beta"] = floatAttribute(m.beta);
+  setActivationAttributes(m.tail, &fused);
   return fused;
 }
 
@@ -273,7 +177,11 @@ std::optional<Fusion> fuseAt(Graph& g, const GraphIndex& index, const InferredSh
                              int at) {
   Match m;
   if (!matchAt(g, index, shapes, at, &m)) return std::nullopt;
-  return Fusion{m.nodes, fusedNode(g, m)};
+  Node fused = fusedNode(g, m);
+  std::vector<int> nodes = m.nodes;
+  nodes.insert(nodes.end(), m.tail.nodes.begin(), m.tail.nodes.end());
+  std::sort(nodes.begin(), nodes.end());
+  return Fusion{nodes, std::move(fused)};
 }
 
 }  // namespace

@@ -8,10 +8,10 @@
 // argument also as sqrt(2 / pi) * x * (1 + 0.044715 * x^2); Add(1, e) either way.
 // Constants are one-element float initializers or Constant nodes within relative
 // 1e-5 of the exact values. Every intermediate must be read inside the chain alone;
-// x is float and the output has x's shape and type. Runs after
-// fuse_matmul_bias_activation, whose GEMM epilogue takes the erf form after a
-// MatMul + bias first; the chains it leaves (after a LayerNormalization, a residual
-// Add, a Conv) become this one node.
+// x is float and the output has x's shape and type. Runs before
+// fuse_matmul_bias_activation, whose GEMM epilogue then takes the Gelu after a
+// MatMul + bias (either form); the others (after a LayerNormalization, a residual
+// Add, a Conv) stay this one node.
 #include <algorithm>
 #include <cmath>
 #include <set>

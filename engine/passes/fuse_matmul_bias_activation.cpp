@@ -1,122 +1,149 @@
-// fuse_matmul_bias_activation:
-//   Add(MatMul(X, W), b)                      -> FusedMatMul(X, W, b)               (W [K,N], b [N]
-//   constants) Relu(Add(MatMul(X, W), b))                -> FusedMatMul(X, W, b, relu)
-//   GELU(Add(MatMul(X, W), b)), GELU(x) = x * 0.5 * (1 + erf(x / sqrt(2))) with the
-//   two products in any association (Div, Erf, Add, Mul, Mul) -> FusedMatMul(X, W, b, gelu_erf)
+// fuse_matmul_bias_activation: a GEMM with constant weights, its bias and the
+// activation after it as one ai.kiln FusedMatMul (the bias, and ReLU, in cuBLASLt's
+// epilogue; every other activation in one Kiln pass over the output):
+//   act(Add(MatMul(X, W), b))         = FusedMatMul(X, W, b; act)
+//   act(Gemm(X, W, c))                = FusedMatMul(X, W, c; act)
+//   act(Gemm(X, Wt, c; transB = 1))   = FusedMatMul(X, Wt^T, c; act)
+//   act(Add(Gemm(X, W), b))           = FusedMatMul(X, W, b; act)   (transB either way)
+//   y[..., n] = act(sum over k of X[..., k] * W[k, n] + b[n])
+// W a constant [K, N]; Wt a constant [N, K], transposed into a new initializer, which
+// needs the Gemm to be its only reader (a weight read elsewhere would be stored twice);
+// b a constant [N] and c a constant [N] or [1, N] (reshaped), of W's type. The Gemm
+// has alpha = 1 and transA = 0 (opset 7 on: C broadcasts), and beta = 1 when it has
+// C. act is optional ("none") after MatMul + bias and after Gemm + Add; a Gemm that
+// adds its own C fuses only with an activation (alone it already is one GEMM with
+// the bias in its epilogue). act: FusedMatMul's set in activation_tail.h, which is
+// FusedConv's (Relu, LeakyRelu, Clip, Sigmoid, Tanh, HardSigmoid, HardSwish, SiLU,
+// decomposed hard-swish) plus Gelu in either approximate mode (fuse_gelu runs first
+// and turns the exporters' GELU chains into Gelu nodes) and the raw erf GELU chain.
 // Every intermediate value must have the next node as its only reader, so nothing
 // outside the chain sees a value that stops existing.
 #include <algorithm>
-#include <cmath>
 
+#include "passes/activation_tail.h"
 #include "passes/fusion_passes.h"
+#include "passes/rewrite_helpers.h"
 
 namespace kiln::passes {
 namespace {
 
 constexpr const char* kName = "fuse_matmul_bias_activation";
 
-// A default-domain node of type `op` with one output and the inputs the pattern
-// expects (one for Erf and Relu, two for the rest): the importer does not check arity.
-bool isOp(const Node& node, const char* op) {
-  const bool unary = std::string(op) == "Erf" || std::string(op) == "Relu";
-  return isOnnxOp(node, op, unary ? 1 : 2);
-}
-
 struct Match {
-  std::vector<int> nodes;  // ascending after sort
-  std::string bias, output, activation = "none";
+  std::vector<int> head;  // the MatMul or Gemm, then its bias Add when it has one
+  std::string x, w, bias, output;
+  bool transposeW = false;  // Gemm transB: W becomes a transposed initializer
+  Tensor newBias;           // defined: Gemm's C [1, N] reshaped to [N]
+  ActivationTail tail;
 };
 
-// A Mul of `a` by the scalar constant `value` (either input order).
-bool isMulByConstant(const Node& node, const GraphIndex& index, const std::string& a,
-                     double value) {
-  const std::string* other = isOp(node, "Mul") ? otherInput(node, a) : nullptr;
-  return other && isScalarConstant(index.constant(*other), value);
+// A constant of `n` elements of `type` shaped [n], or also [1, n] when `row`.
+const Tensor* biasConstant(const GraphIndex& index, const std::string& name, int64_t n,
+                           DataType type, bool row) {
+  const Tensor* b = index.constant(name);
+  if (!b || b->type() != type || b->numel() != n) return nullptr;
+  return b->rank() == 1 || (row && b->rank() == 2 && b->dim(0) == 1) ? b : nullptr;
 }
 
-// The erf-form GELU reading `x`: x's readers are exactly its Div and one Mul, and
-// the two Muls multiply x, 0.5 and (1 + erf) in any association:
-//   (x * e) * 0.5,   (x * 0.5) * e,   x * (e * 0.5)
-bool matchGelu(const Graph& g, const GraphIndex& index, const std::string& x, Match* m) {
-  const std::vector<int>& readers = index.readers(x);
-  if (readers.size() != 2 || readers[0] < 0 || readers[1] < 0) return false;
-  int div = readers[0], xMul = readers[1];
-  if (!isOp(g.nodes[div], "Div")) std::swap(div, xMul);
-  const Node& d = g.nodes[div];
-  if (!isOp(d, "Div") || d.inputs[0] != x ||
-      !isScalarConstant(index.constant(d.inputs[1]), std::sqrt(2.0)))
+// A constant 2-D floating-point weight.
+const Tensor* weightConstant(const GraphIndex& index, const std::string& name) {
+  const Tensor* w = index.constant(name);
+  return w && w->rank() == 2 && isFloatingPoint(w->type()) ? w : nullptr;
+}
+
+// Add(output, b) of a constant b [n]: the bias.
+bool takeBiasAdd(const Graph& g, const GraphIndex& index, int64_t n, DataType type, Match* m) {
+  const int add = index.soleReader(m->output);
+  if (add < 0 || !isOnnxOp(g.nodes[add], "Add", 2)) return false;
+  const std::string* b = otherInput(g.nodes[add], m->output);
+  if (!b || !biasConstant(index, *b, n, type, false)) return false;
+  m->head.push_back(add);
+  m->bias = *b;
+  m->output = g.nodes[add].outputs[0];
+  return true;
+}
+
+bool matchMatMul(const Graph& g, const GraphIndex& index, int at, Match* m) {
+  const Node& mm = g.nodes[at];
+  const Tensor* w = isOnnxOp(mm, "MatMul", 2) ? weightConstant(index, mm.inputs[1]) : nullptr;
+  if (!w) return false;
+  m->head = {at};
+  m->x = mm.inputs[0];
+  m->w = mm.inputs[1];
+  m->output = mm.outputs[0];
+  return takeBiasAdd(g, index, w->dim(1), w->type(), m);
+}
+
+bool isGraphInput(const Graph& g, const std::string& value) {
+  return std::any_of(g.inputs.begin(), g.inputs.end(),
+                     [&](const ValueInfo& v) { return v.name == value; });
+}
+
+// The Gemm forms a FusedMatMul expresses: alpha 1, no transA, beta 1 with C.
+bool isPlainGemm(const Node& gemm) {
+  return gemm.opType == "Gemm" && isDefaultDomain(gemm) && gemm.opset >= 7 &&
+         gemm.inputs.size() >= 2 && gemm.inputs.size() <= 3 && !gemm.inputs[0].empty() &&
+         gemm.outputs.size() == 1 && !gemm.outputs[0].empty() &&
+         gemm.attrFloat("alpha", 1.f) == 1.f && gemm.attrInt("transA", 0) == 0 &&
+         (!gemm.hasInput(2) || gemm.attrFloat("beta", 1.f) == 1.f);
+}
+
+bool matchGemm(const Graph& g, const GraphIndex& index, int at, Match* m) {
+  const Node& gemm = g.nodes[at];
+  const Tensor* w = isPlainGemm(gemm) ? weightConstant(index, gemm.inputs[1]) : nullptr;
+  if (!w) return false;
+  m->transposeW = gemm.attrInt("transB", 0) != 0;
+  if (m->transposeW && (index.soleReader(gemm.inputs[1]) != at || isGraphInput(g, gemm.inputs[1])))
     return false;
-  const int erf = index.soleReader(d.outputs[0]);
-  if (erf < 0 || !isOp(g.nodes[erf], "Erf")) return false;
-  const int add = index.soleReader(g.nodes[erf].outputs[0]);
-  if (add < 0 || !isOp(g.nodes[add], "Add")) return false;
-  const std::string* one = otherInput(g.nodes[add], g.nodes[erf].outputs[0]);
-  if (!one || !isScalarConstant(index.constant(*one), 1.0)) return false;
-  const std::string e = g.nodes[add].outputs[0];
-  const Node& first = g.nodes[xMul];
-  if (!isOp(first, "Mul") || !otherInput(first, x)) return false;
-  int second = -1, last = -1;
-  const int eReader = index.soleReader(e);
-  if (eReader == xMul) {  // (x * e) * 0.5
-    second = index.soleReader(first.outputs[0]);
-    if (second < 0 || !isMulByConstant(g.nodes[second], index, first.outputs[0], 0.5)) return false;
-    last = second;
-  } else if (isMulByConstant(first, index, x, 0.5)) {  // (x * 0.5) * e
-    second = index.soleReader(first.outputs[0]);
-    if (second < 0 || second != eReader || !isOp(g.nodes[second], "Mul") ||
-        !otherInput(g.nodes[second], e))
-      return false;
-    last = second;
-  } else {  // x * (e * 0.5)
-    second = eReader;
-    if (second < 0 || !isMulByConstant(g.nodes[second], index, e, 0.5)) return false;
-    if (index.soleReader(g.nodes[second].outputs[0]) != xMul ||
-        *otherInput(first, x) != g.nodes[second].outputs[0])
-      return false;
-    last = xMul;
-  }
-  m->nodes.insert(m->nodes.end(), {div, erf, add, xMul, second});
-  m->output = g.nodes[last].outputs[0];
-  m->activation = "gelu_erf";
+  const int64_t n = w->dim(m->transposeW ? 0 : 1);
+  m->head = {at};
+  m->x = gemm.inputs[0];
+  m->w = gemm.inputs[1];
+  m->output = gemm.outputs[0];
+  if (!gemm.hasInput(2)) return takeBiasAdd(g, index, n, w->type(), m);
+  const Tensor* c = biasConstant(index, gemm.inputs[2], n, w->type(), true);
+  if (!c) return false;
+  m->bias = gemm.inputs[2];
+  if (c->rank() == 2) m->newBias = c->reshaped({n});
   return true;
 }
 
 bool matchAt(const Graph& g, const GraphIndex& index, int at, Match* m) {
-  const Node& matmul = g.nodes[at];
-  if (!isOp(matmul, "MatMul") || matmul.inputs.size() != 2) return false;
-  const Tensor* w = index.constant(matmul.inputs[1]);
-  if (!w || w->rank() != 2 || !isFloatingPoint(w->type())) return false;
-  const int addIndex = index.soleReader(matmul.outputs[0]);
-  if (addIndex < 0 || !isOp(g.nodes[addIndex], "Add")) return false;
-  const std::string* bias = otherInput(g.nodes[addIndex], matmul.outputs[0]);
-  if (!bias) return false;
-  const Tensor* b = index.constant(*bias);
-  if (!b || b->rank() != 1 || b->dim(0) != w->dim(1) || b->type() != w->type()) return false;
-  m->nodes = {at, addIndex};
-  m->bias = *bias;
-  m->output = g.nodes[addIndex].outputs[0];
-  const int next = index.soleReader(m->output);
-  if (next >= 0 && isOp(g.nodes[next], "Relu")) {
-    m->nodes.push_back(next);
-    m->output = g.nodes[next].outputs[0];
-    m->activation = "relu";
-  } else {
-    matchGelu(g, index, m->output, m);
-  }
-  std::sort(m->nodes.begin(), m->nodes.end());
-  return true;
+  const bool gemm = g.nodes[at].opType == "Gemm";
+  if (!(gemm ? matchGemm(g, index, at, m) : matchMatMul(g, index, at, m))) return false;
+  const bool activation =
+      matchActivationTail(g, index, m->output, ActivationSet::kMatMul, &m->tail);
+  if (activation) m->output = m->tail.output;
+  return activation || m->head.size() > 1;
 }
 
-// TensorRT-style name: "MatMul_1 + Add_2 + PWN(Div_3, Erf_4, ...)".
+// TensorRT-style: "MatMul_1 + Add_2 + PWN(Div_3, Erf_4, ...)", the activation's ONNX
+// nodes inside PWN (those behind a Gelu node fuse_gelu made, too).
 std::string fusedName(const Graph& g, const Match& m) {
-  std::string name = g.nodes[m.nodes[0]].displayName() + " + " + g.nodes[m.nodes[1]].displayName();
-  if (m.nodes.size() > 2) {
-    name += " + PWN(";
-    for (size_t i = 2; i < m.nodes.size(); ++i)
-      name += (i > 2 ? ", " : "") + g.nodes[m.nodes[i]].displayName();
-    name += ")";
+  std::string name;
+  for (int i : m.head) name += (name.empty() ? "" : " + ") + g.nodes[i].displayName();
+  if (m.tail.nodes.empty()) return name;
+  const std::vector<std::string> sources = sourceNodesOf(g, m.tail.nodes);
+  name += " + PWN(";
+  for (size_t i = 0; i < sources.size(); ++i) name += (i ? ", " : "") + sources[i];
+  return name + ")";
+}
+
+// The rewrite's new initializers: W^T (replacing W, which only the Gemm read) and
+// the reshaped C. Returns the weight and bias inputs.
+std::pair<std::string, std::string> commitConstants(Graph& g, const GraphIndex& index,
+                                                    const Match& m) {
+  std::string w = m.w, bias = m.bias;
+  if (m.transposeW) {
+    w = rewrite::freshName(g, m.w + "_kn");
+    g.initializers[w] = rewrite::transposedMatrix(*index.constant(m.w));
+    g.initializers.erase(m.w);  // a Constant node instead stays for remove_dead_nodes
   }
-  return name;
+  if (m.newBias.defined()) {
+    bias = rewrite::freshName(g, m.bias + "_n");
+    g.initializers[bias] = m.newBias;
+  }
+  return {w, bias};
 }
 
 std::optional<Fusion> fuseAt(Graph& g, const GraphIndex& index, int at) {
@@ -127,20 +154,24 @@ std::optional<Fusion> fuseAt(Graph& g, const GraphIndex& index, int at) {
   fused.opType = "FusedMatMul";
   fused.domain = kKilnDomain;
   fused.opset = 1;
-  fused.inputs = {g.nodes[at].inputs[0], g.nodes[at].inputs[1], m.bias};
+  const auto [w, bias] = commitConstants(g, index, m);
+  fused.inputs = {m.x, w, bias};
   fused.outputs = {m.output};
-  fused.attributes["activation"] = stringAttribute(m.activation);
-  return Fusion{m.nodes, std::move(fused)};
+  setActivationAttributes(m.tail, &fused);
+  std::vector<int> nodes = m.head;
+  nodes.insert(nodes.end(), m.tail.nodes.begin(), m.tail.nodes.end());
+  std::sort(nodes.begin(), nodes.end());
+  return Fusion{nodes, std::move(fused)};
 }
 
 }  // namespace
 
 std::unique_ptr<Pass> makeFuseMatMulBiasActivation() {
-  return makeFusionPass(
-      {kName,
-       "MatMul(X, W) + b [-> Relu | GELU(erf)] -> one FusedMatMul (cuBLASLt bias/ReLU epilogue)",
-       1},
-      fuseAt);
+  return makeFusionPass({kName,
+                         "act(MatMul(X, W) + b), act(Gemm(X, W, c)) -> one FusedMatMul "
+                         "(cuBLASLt bias/ReLU epilogue, other activations in one pass)",
+                         1},
+                        fuseAt);
 }
 
 }  // namespace kiln::passes

@@ -14,6 +14,7 @@ std::unique_ptr<Pass> makeFuseSoftmaxScaleMask();
 std::unique_ptr<Pass> makeFuseAttention();
 std::unique_ptr<Pass> makeFuseAddLayerNorm();
 std::unique_ptr<Pass> makeRemoveDeadNodes();
+std::unique_ptr<Pass> makeFoldConstants();
 std::unique_ptr<Pass> makeChannelsLastLayout();
 std::unique_ptr<Pass> makeFoldQdq();
 std::unique_ptr<Pass> makeFusePointwiseChain();

@@ -10,6 +10,10 @@ namespace {
 
 std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   std::vector<std::unique_ptr<passes::Pass>> list;
+  // Constants first: every later pass then sees a weight computed from weights (a
+  // Transpose or Cast of an initializer, a fixed-shape model's shape arithmetic) as
+  // the initializer it is, e.g. the [K, N] matrix the GEMM fusion expects.
+  list.push_back(passes::makeFoldConstants());
   // No-op nodes out first: an Identity, an inference Dropout or a same-type Cast that
   // an exporter left between two ops of a pattern hides it from every pass below.
   list.push_back(passes::makeRemoveNoOpNodes());
@@ -28,8 +32,14 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   // Conv -> BN -> Relu into Conv(bias) -> Relu; before fuse_add_layer_norm, so an Add
   // right after a Conv rides the convolution's epilogue instead of a row kernel.
   list.push_back(passes::makeFuseConvBiasActivation());
-  // Bias and activation into the GEMM: first, because later pointwise fusions
-  // would otherwise swallow the bias Add and the GELU chain.
+  // The exporters' GELU chains (erf and tanh forms, every association) as one Gelu
+  // node: before the GEMM fusion, which then takes MatMul + bias + Gelu of either
+  // form into one FusedMatMul (the chains after a LayerNorm, a residual or a bias
+  // that is no constant stay Gelu nodes). A chain starts at its input x, so it
+  // never takes the bias Add that writes x.
+  list.push_back(passes::makeFuseGelu());
+  // Bias and activation into the GEMM (MatMul + bias, Gemm): before the other
+  // pointwise fusions, which would otherwise swallow the bias Add and the activation.
   list.push_back(passes::makeFuseMatMulBiasActivation());
   // Attention's scale, mask add and softmax into one row kernel: after the GEMM
   // fusion, which must keep a bias Add that a mask match could otherwise take.
@@ -41,10 +51,6 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   // Q/K/V projections as FusedMatMul layers feeding the head split; before
   // remove_dead_nodes, which drops the head merge's shape computation it leaves unread.
   list.push_back(passes::makeFuseAttention());
-  // The pointwise GELU chains the GEMM epilogue did not take (after a LayerNorm, a
-  // residual, a bias that is no constant): after fuse_matmul_bias_activation, so
-  // MatMul + bias + erf-GELU stays one FusedMatMul.
-  list.push_back(passes::makeFuseGelu());
   // Decomposed LayerNormalization, then RMSNormalization: LayerNorm first, since its
   // tail (d / sqrt(mean(d^2) + eps) of d = x - mean(x)) is an RMSNorm of d; both
   // before fuse_add_layer_norm, which takes a residual Add into the LayerNormalization.

@@ -123,6 +123,18 @@ std::string addInt64Initializer(Graph& g, const std::string& base,
   return name;
 }
 
+Tensor transposedMatrix(const Tensor& t) {
+  Tensor out(t.type(), {t.dim(1), t.dim(0)});
+  const int64_t rows = t.dim(0), cols = t.dim(1);
+  const auto* src = static_cast<const unsigned char*>(t.rawData());
+  auto* dst = static_cast<unsigned char*>(out.rawData());
+  const size_t size = dataTypeSize(t.type());
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      std::copy_n(src + (i * cols + j) * size, size, dst + (j * rows + i) * size);
+  return out;
+}
+
 Attribute intsAttribute(const std::vector<int64_t>& values) {
   Attribute a;
   a.kind = Attribute::Kind::kInts;

@@ -54,6 +54,10 @@ std::string addInt64Initializer(Graph& g, const std::string& base,
 
 Attribute intsAttribute(const std::vector<int64_t>& values);
 
+// A 2-D tensor [R, C] (any fixed-size element type) as its transpose [C, R]: a Gemm's
+// transB = 1 weights [N, K] as the [K, N] that FusedMatMul and QuantizedMatMul take.
+Tensor transposedMatrix(const Tensor& t);
+
 // Gives `node` the domain and opset of ONNX op `node.opType`, introduced at opset
 // `since`, in a model importing ai.onnx at `imported` (the opset of the nodes it
 // replaces): the default domain when imported >= since; otherwise ai.kiln opset 1,

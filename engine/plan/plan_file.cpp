@@ -1,27 +1,21 @@
-// The .kiln plan file: header, metadata JSON, ONNX model protobuf, weight blobs.
-// See kiln/plan.h for the layout. Reading checks each field before trusting it.
+// The .kiln plan file: header, metadata JSON, ONNX model protobuf, weight blobs,
+// generated kernels. See kiln/plan.h for the layout. Reading checks each field
+// before trusting it; version 1 files (no generated kernels) still load.
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
+#include "common/fnv1a.h"
 #include "kiln/onnx_export.h"
 #include "kiln/onnx_import.h"
 #include "kiln/plan.h"
+#include "plan/generated_kernel_section.h"
 #include "plan/plan_metadata.h"
 
 namespace kiln {
 namespace {
 
 constexpr const char* kWeightsLocation = "kiln-plan-weights";
-
-uint64_t fnv1a(const char* data, size_t size) {
-  uint64_t hash = 1469598103934665603ull;
-  for (size_t i = 0; i < size; ++i) {
-    hash ^= static_cast<unsigned char>(data[i]);
-    hash *= 1099511628211ull;
-  }
-  return hash;
-}
 
 void putU32(std::string& out, uint32_t v) {
   out.append(reinterpret_cast<const char*>(&v), 4);
@@ -48,6 +42,13 @@ struct Section {
   uint64_t offset = 0, size = 0;
 };
 
+// Version 1 had three sections (no generated kernels); version 2 adds the fourth.
+constexpr int kSectionCount = 4;
+
+uint32_t headerBytesOf(uint32_t version) {
+  return version == 1 ? kPlanHeaderBytesV1 : kPlanHeaderBytes;
+}
+
 }  // namespace
 
 Result<std::string> serializePlan(const Plan& plan) {
@@ -66,12 +67,13 @@ Result<std::string> serializePlan(const Plan& plan) {
   KILN_ASSIGN_OR_RETURN(std::string model, exportOnnxBytes(*plan.network, exportOptions));
   const std::string metadata =
       plan::metadataToJson(plan).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  const std::string kernels = plan::encodeGeneratedKernels(plan.generatedKernels);
 
   std::string body;  // everything after the header; offsets are absolute
-  Section sections[3];
-  const std::string* parts[3] = {&metadata, &model, &weights};
-  for (int i = 0; i < 3; ++i) {
-    // Every section starts at an aligned file offset (the header is 72 bytes).
+  Section sections[kSectionCount];
+  const std::string* parts[kSectionCount] = {&metadata, &model, &weights, &kernels};
+  for (int i = 0; i < kSectionCount; ++i) {
+    // Every section starts at an aligned file offset.
     while ((kPlanHeaderBytes + body.size()) % kPlanWeightAlignment) body.push_back('\0');
     sections[i] = {kPlanHeaderBytes + body.size(), parts[i]->size()};
     body += *parts[i];
@@ -83,7 +85,7 @@ Result<std::string> serializePlan(const Plan& plan) {
     putU64(file, s.offset);
     putU64(file, s.size);
   }
-  putU64(file, fnv1a(body.data(), body.size()));
+  putU64(file, fnv1a64(body.data(), body.size()));
   file += body;
   return file;
 }
@@ -103,42 +105,51 @@ Status savePlan(const Plan& plan, const std::string& path) {
   return Status::ok();
 }
 
-Result<Plan> deserializePlan(const std::string& bytes, const std::string& name) {
+namespace {
+
+// The header's version, sections and checksum, each checked against the file.
+struct Header {
+  uint32_t version = 0;
+  int sectionCount = 0;  // 3 in version 1; the generated kernels are absent there
+  Section sections[kSectionCount];
+};
+
+Result<Header> readHeader(const std::string& bytes, const std::string& name) {
   auto damaged = [&name](const std::string& why) { return parseError(name + ": " + why); };
   if (bytes.size() < 8 || std::memcmp(bytes.data(), kPlanMagic, 8) != 0)
     return damaged("not a Kiln plan (no KILNPLAN magic)");
-  if (bytes.size() < kPlanHeaderBytes)
-    return damaged("plan is truncated (" + std::to_string(bytes.size()) +
-                   " bytes, header alone is " + std::to_string(kPlanHeaderBytes) + ")");
-  const uint32_t version = getU32(bytes, 8);
-  if (version != kPlanFormatVersion) {
+  if (bytes.size() < 16)
+    return damaged("plan is truncated (" + std::to_string(bytes.size()) + " bytes)");
+  Header header;
+  header.version = getU32(bytes, 8);
+  if (header.version != 1 && header.version != kPlanFormatVersion) {
     return Status(StatusCode::kUnsupported,
-                  name + ": plan format version " + std::to_string(version) +
-                      " is not supported (this Kiln reads version " +
+                  name + ": plan format version " + std::to_string(header.version) +
+                      " is not supported (this Kiln reads versions 1 to " +
                       std::to_string(kPlanFormatVersion) + "); rebuild the plan");
   }
-  if (getU32(bytes, 12) != kPlanHeaderBytes) return damaged("plan header size is wrong");
-  Section sections[3];
-  for (int i = 0; i < 3; ++i) {
-    sections[i] = {getU64(bytes, 16 + 16 * i), getU64(bytes, 24 + 16 * i)};
-    const Section& s = sections[i];
-    if (s.offset < kPlanHeaderBytes || s.offset > bytes.size() || s.size > bytes.size() - s.offset)
+  const uint32_t headerBytes = headerBytesOf(header.version);
+  if (bytes.size() < headerBytes)
+    return damaged("plan is truncated (" + std::to_string(bytes.size()) +
+                   " bytes, header alone is " + std::to_string(headerBytes) + ")");
+  if (getU32(bytes, 12) != headerBytes) return damaged("plan header size is wrong");
+  header.sectionCount = header.version == 1 ? 3 : kSectionCount;
+  for (int i = 0; i < header.sectionCount; ++i) {
+    header.sections[i] = {getU64(bytes, 16 + 16 * i), getU64(bytes, 24 + 16 * i)};
+    const Section& s = header.sections[i];
+    if (s.offset < headerBytes || s.offset > bytes.size() || s.size > bytes.size() - s.offset)
       return damaged("plan is truncated or damaged (section " + std::to_string(i) +
                      " lies outside the file's " + std::to_string(bytes.size()) + " bytes)");
   }
-  const uint64_t checksum = getU64(bytes, 64);
-  if (fnv1a(bytes.data() + kPlanHeaderBytes, bytes.size() - kPlanHeaderBytes) != checksum)
+  const uint64_t checksum = getU64(bytes, headerBytes - 8);
+  if (fnv1a64(bytes.data() + headerBytes, bytes.size() - headerBytes) != checksum)
     return damaged("plan checksum mismatch: the file is damaged");
+  return header;
+}
 
-  Plan plan;
-  auto section = [&bytes, &sections](int i) {
-    return bytes.substr(sections[i].offset, sections[i].size);
-  };
-  nlohmann::json metadata = nlohmann::json::parse(section(0), nullptr, false);
-  if (metadata.is_discarded()) return damaged("plan metadata is not JSON");
-  KILN_RETURN_IF_ERROR_CTX(plan::metadataFromJson(metadata, &plan), name);
-
-  const Section weights = sections[2];
+Result<std::shared_ptr<Network>> readNetwork(const std::string& bytes, const Header& header,
+                                             const std::string& name) {
+  const Section model = header.sections[1], weights = header.sections[2];
   ImportOptions importOptions;
   importOptions.checkSupport = false;  // the builder already checked; unknown ops fail at run
   importOptions.externalData = [&bytes, weights](const std::string& location, int64_t offset,
@@ -151,9 +162,29 @@ Result<Plan> deserializePlan(const std::string& bytes, const std::string& name) 
                         ") lie outside the plan's weights");
     return bytes.substr(weights.offset + offset, length);
   };
-  KILN_ASSIGN_OR_RETURN(Network network, importOnnxBytes(section(1), "", name, importOptions));
+  KILN_ASSIGN_OR_RETURN(Network network, importOnnxBytes(bytes.substr(model.offset, model.size), "",
+                                                         name, importOptions));
   network.sourcePath = name;
-  plan.network = std::make_shared<Network>(std::move(network));
+  return std::make_shared<Network>(std::move(network));
+}
+
+}  // namespace
+
+Result<Plan> deserializePlan(const std::string& bytes, const std::string& name) {
+  KILN_ASSIGN_OR_RETURN(Header header, readHeader(bytes, name));
+  auto section = [&bytes, &header](int i) {
+    return bytes.substr(header.sections[i].offset, header.sections[i].size);
+  };
+  Plan plan;
+  nlohmann::json metadata = nlohmann::json::parse(section(0), nullptr, false);
+  if (metadata.is_discarded()) return parseError(name + ": plan metadata is not JSON");
+  KILN_RETURN_IF_ERROR_CTX(plan::metadataFromJson(metadata, &plan), name);
+  if (header.sectionCount > 3) {  // version 1 plans have no generated kernels
+    auto kernels = plan::decodeGeneratedKernels(section(3), plan.identity);
+    if (!kernels.isOk()) return kernels.status().withContext(name);
+    plan.generatedKernels = std::move(kernels.value());
+  }
+  KILN_ASSIGN_OR_RETURN(plan.network, readNetwork(bytes, header, name));
   return plan;
 }
 

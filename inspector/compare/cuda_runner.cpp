@@ -3,6 +3,7 @@
 // inputs and outputs only, so this side exposes no intermediates (a comparison then
 // checks outputs and says so).
 #include "compare/model_runner.h"
+#include "kiln/cuda_generated_kernels.h"
 #include "kiln/cuda_runtime.h"
 
 namespace kiln::compare {
@@ -77,6 +78,7 @@ Result<std::unique_ptr<ModelRunner>> cudaRunner(std::shared_ptr<const Network> n
     for (const LayerImplementation& layer : plan->layers)
       if (layer.precision == DataType::kFloat16 || layer.precision == DataType::kBFloat16)
         options.precision = enginePrecision(layer.precision);
+    cuda::preloadGeneratedKernels(plan->generatedKernels);  // loaded, not compiled, at opt
   }
   auto engine = cuda::Engine::create(network, options);
   if (!engine.isOk()) return engine.status().withContext(label);

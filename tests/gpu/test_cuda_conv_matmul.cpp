@@ -1,7 +1,12 @@
 // Cross-backend tests for cuDNN convolutions and cuBLASLt GEMMs: CUDA engine vs CPU
 // reference on random data. Tolerances: fp32 runs with TF32 off and differs only in
-// summation order (1e-4); 16-bit storage rounds inputs and outputs.
+// summation order (1e-4); 16-bit storage rounds inputs and outputs. Then ai.kiln
+// FusedMatMul: every activation at each precision, a one-column output, the layer's
+// implementation text, and Gemm + activation fused through the pipeline.
 #include "gpu/gpu_op_test.h"
+#include "kiln/passes.h"
+#include "kiln/reference_backend.h"
+#include "support/test_graph.h"
 
 namespace kiln::test {
 namespace {
@@ -157,13 +162,46 @@ TEST(CudaGemm, FullMatrixCWithBeta) {
 namespace kiln::test {
 namespace {
 
-// ai.kiln FusedMatMul (bias and activation in the cuBLASLt epilogue, GELU after it).
-TEST(CudaFusedMatMul, BiasReluAndGeluMatchTheReference) {
+// ai.kiln FusedMatMul's activations (fuse_matmul_bias_activation): FusedConv's set
+// and both GELU forms, with activation_alpha / activation_beta where they count.
+struct MatMulActivation {
+  const char* name;
+  float alpha = 0.f, beta = 0.f;
+};
+
+const std::vector<MatMulActivation>& matMulActivations() {
+  static const std::vector<MatMulActivation> kAll = {{"none"},
+                                                     {"relu"},
+                                                     {"leaky_relu", 0.1f},
+                                                     {"clip", -0.5f, 0.75f},
+                                                     {"sigmoid"},
+                                                     {"tanh"},
+                                                     {"hard_sigmoid", 0.2f, 0.5f},
+                                                     {"hard_swish"},
+                                                     {"silu"},
+                                                     {"gelu_erf"},
+                                                     {"gelu_tanh"}};
+  return kAll;
+}
+
+GpuOpTest fusedMatMul(const MatMulActivation& act) {
+  GpuOpTest op("FusedMatMul", 1, kKilnDomain);
+  op.attr("activation", std::string(act.name))
+      .attr("activation_alpha", act.alpha)
+      .attr("activation_beta", act.beta);
+  return op;
+}
+
+// Bias (and ReLU) in the cuBLASLt epilogue, every other activation in Kiln's pass
+// after it: fp32 (TF32 off), fp16 and bf16 against the reference, which applies the
+// activation to the float sum before its one rounding (the GPU rounds the GEMM's
+// output once more before the activation; the GEMM tolerances cover it). Sums over
+// 40 products of [-1, 1] values reach every activation's bends (clip, hard_*).
+TEST(CudaFusedMatMul, EveryActivationMatchesTheReference) {
   KILN_REQUIRE_GPU();
-  for (const char* activation : {"none", "relu", "gelu_erf"}) {
-    SCOPED_TRACE(activation);
-    GpuOpTest("FusedMatMul", 1, "ai.kiln")
-        .attr("activation", std::string(activation))
+  for (const MatMulActivation& act : matMulActivations()) {
+    SCOPED_TRACE(act.name);
+    fusedMatMul(act)
         .input(randomFloats({3, 17, 40}, 40))
         .constant(randomFloats({40, 24}, 41))
         .constant(randomFloats({24}, 42))
@@ -171,14 +209,98 @@ TEST(CudaFusedMatMul, BiasReluAndGeluMatchTheReference) {
   }
 }
 
-TEST(CudaFusedMatMul, OneColumnOutputBroadcastsItsBias) {
+TEST(CudaFusedMatMul, OneColumnOutputAddsItsBiasInTheKilnPass) {
   KILN_REQUIRE_GPU();
-  GpuOpTest("FusedMatMul", 1, "ai.kiln")
-      .attr("activation", std::string("gelu_erf"))
-      .input(randomFloats({9, 16}, 43))
-      .constant(randomFloats({16, 1}, 44))
-      .constant(randomFloats({1}, 45))
-      .check(gemmTolerances());
+  // cuBLASLt's bias epilogue wants N > 1: the bias joins the activation pass (9
+  // elements: no whole 16-byte packs, element-wise).
+  for (const MatMulActivation& act : matMulActivations()) {
+    SCOPED_TRACE(act.name);
+    fusedMatMul(act)
+        .input(randomFloats({9, 16}, 43))
+        .constant(randomFloats({16, 1}, 44))
+        .constant(randomFloats({1}, 45))
+        .check(gemmTolerances());
+  }
+}
+
+Tensor referenceOutput(const Network& net, const std::map<std::string, Tensor>& feeds) {
+  std::vector<NamedTensor> out;
+  const Status s = ReferenceBackend(net).run(feeds, &out);
+  EXPECT_TRUE(s.isOk()) << s.toString();
+  return out.empty() ? Tensor() : out[0].tensor;
+}
+
+// FusedMatMul(x [6, 32], w [32, 16], b [16]; activation), fp32, for the layer's text.
+Network fusedMatMulNetwork(const std::string& activation) {
+  Network net;
+  net.opsets[""] = 17;
+  net.opsets[kKilnDomain] = 1;
+  Graph& g = net.graph;
+  g.inputs = {{"x", DataType::kFloat32, true, {DimExpr(6), DimExpr(32)}}};
+  g.initializers["w"] = randomFloats({32, 16}, 46);
+  g.initializers["b"] = randomFloats({16}, 47);
+  Node node;
+  node.name = "fused";
+  node.opType = "FusedMatMul";
+  node.domain = kKilnDomain;
+  node.opset = 1;
+  node.inputs = {"x", "w", "b"};
+  node.outputs = {"y"};
+  node.attributes["activation"].kind = Attribute::Kind::kString;
+  node.attributes["activation"].s = activation;
+  g.nodes.push_back(node);
+  g.outputs = {{"y", DataType::kFloat32, false, {}}};
+  return net;
+}
+
+TEST(CudaFusedMatMul, ImplementationSaysWhereTheActivationRuns) {
+  KILN_REQUIRE_GPU();
+  const std::map<std::string, Tensor> feeds = {{"x", randomFloats({6, 32}, 48)}};
+  for (const char* act : {"none", "relu", "silu", "gelu_tanh"}) {
+    SCOPED_TRACE(act);
+    const Network net = fusedMatMulNetwork(act);
+    std::vector<cuda::LayerInfo> layers;
+    auto y = runCudaPoisoned(net, feeds, cuda::Precision::kFloat32, "y", &layers);
+    ASSERT_TRUE(y.isOk()) << y.status().toString();
+    expectTensorNear(y.value(), referenceOutput(net, feeds), 1e-4, 1e-4);
+    ASSERT_EQ(layers.size(), 1u);
+    const std::string& text = layers[0].implementation;
+    const bool pass = std::string(act) == "silu" || std::string(act) == "gelu_tanh";
+    EXPECT_NE(text.find(std::string(act) == "relu" ? "relu+bias epilogue" : "bias epilogue"),
+              std::string::npos)
+        << text;
+    EXPECT_EQ(
+        text.find("kiln epilogue (" + std::string(act) + ", packs of 4)") != std::string::npos,
+        pass)
+        << text;
+  }
+}
+
+// Gemm(transB, C [1, N]) + activation through the pipeline: one FusedMatMul (W
+// transposed at build time) on the GPU against the unfused graph on the CPU.
+TEST(CudaFusedMatMul, GemmAndItsActivationFuseThroughThePipeline) {
+  KILN_REQUIRE_GPU();
+  for (const char* act : {"Relu", "Sigmoid", "HardSwish"}) {
+    SCOPED_TRACE(act);
+    Network net;
+    net.opsets[""] = 17;
+    Graph& g = net.graph;
+    g.inputs = {{"x", DataType::kFloat32, true, {DimExpr(10), DimExpr(48)}}};
+    g.initializers["w"] = randomFloats({20, 48}, 49);
+    g.initializers["c"] = randomFloats({1, 20}, 50);
+    g.nodes = {withInt(makeNode("Gemm", {"x", "w", "c"}, {"g"}), "transB", 1),
+               makeNode(act, {"g"}, {"y"})};
+    g.outputs = {{"y", DataType::kFloat32, false, {}}};
+    Network fused = net;
+    std::vector<PassApplication> applied;
+    ASSERT_TRUE(runPasses(fused, 1, {}, &applied).isOk());
+    ASSERT_EQ(fused.graph.nodes.size(), 1u);
+    EXPECT_EQ(fused.graph.nodes[0].opType, "FusedMatMul");
+    const std::map<std::string, Tensor> feeds = {{"x", randomFloats({10, 48}, 51)}};
+    auto y = runCudaPoisoned(fused, feeds, cuda::Precision::kFloat32, "y");
+    ASSERT_TRUE(y.isOk()) << y.status().toString();
+    expectTensorNear(y.value(), referenceOutput(net, feeds), 1e-4, 1e-4);
+  }
 }
 
 }  // namespace

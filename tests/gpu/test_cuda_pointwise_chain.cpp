@@ -10,6 +10,12 @@
 // fp16 4e-3 and bf16 3e-2: inputs are rounded first and the generated kernel computes
 // in float, so only the output rounding remains (2^-11, 2^-8 relative). The unfused
 // path rounds every intermediate to 16 bits as well: bf16 6e-2 for it.
+//
+// The last tests build a plan through the CUDA builder and check that its cubins
+// are what the runtime loads: after resetGeneratedKernelsForTesting() (as in a new
+// process) and preloadGeneratedKernels(), a run at the opt shapes makes no NVRTC
+// compile (nvrtcCompileCount) and says "from plan"; a shape whose source differs
+// compiles and says "compiled in"; a warm timing cache still ships the cubin.
 #include <cuda_runtime_api.h>
 
 #include <map>
@@ -20,8 +26,13 @@
 #include "backends/cuda/ops/nvrtc_module.h"
 #include "backends/cuda/ops/pointwise_codegen.h"
 #include "gpu/gpu_op_test.h"
+#include "kiln/builder.h"
+#include "kiln/cuda_build_backend.h"
+#include "kiln/cuda_generated_kernels.h"
 #include "kiln/passes.h"
+#include "kiln/plan.h"
 #include "kiln/reference_backend.h"
+#include "kiln/timing_cache.h"
 #include "support/test_graph.h"
 
 namespace kiln::test {
@@ -138,7 +149,6 @@ Feeds chainFeeds(const Network& net, uint32_t seed) {
   return feeds;
 }
 
-
 // Fuses `unfused` (level 2, `disabled` passes off) into one PointwiseChain of `ops`
 // steps with path `path`, runs it on the GPU at each precision against the unfused
 // graph on the CPU; the layer's implementation text must contain `implementation`.
@@ -242,6 +252,137 @@ TEST(CudaPointwiseChain, CastsRoundAtTheirStep) {
       {{8, 33}, {8, 33}});
   checkChain(net, 5, "generated", "kiln nvrtc pointwise");
   checkChain(net, 5, "unfused", "unfused: 5");
+}
+
+// ---- Cubins in the plan -----------------------------------------------------------
+
+// (x + y) * sigmoid(x + y) with x [N, 96] and the bias y [96]: at N > 1 the bias is
+// strided, at N = 1 every input is full-shape, so the generated source differs.
+Network biasSwish() {
+  Network net = chainNetwork({makeNode("Add", {"x", "y"}, {"a"}), makeNode("Sigmoid", {"a"}, {"s"}),
+                              makeNode("Mul", {"a", "s"}, {"out"})},
+                             {{4, 96}, {96}});
+  net.graph.inputs[0].shape = {DimExpr::symbol("N"), DimExpr(96)};
+  return net;
+}
+
+BuilderConfig swishConfig(bool fp16, TimingCache* cache = nullptr) {
+  BuilderConfig config;
+  config.fp16 = fp16;
+  config.tf32 = false;
+  config.optimizationLevel = 2;
+  config.timingCache = cache;
+  OptimizationProfile profile;
+  profile.inputs["x"] = {{1, 96}, {4, 96}, {8, 96}};
+  config.profiles = {profile};
+  return config;
+}
+
+Result<Plan> buildSwishPlan(const BuilderConfig& config) {
+  KILN_ASSIGN_OR_RETURN(auto backend, cuda::createCudaBuildBackend(0, config));
+  return buildPlan(std::make_shared<Network>(biasSwish()), config, *backend);
+}
+
+// The engine precision `kiln run` gives a CUDA plan: that of its 16-bit layers.
+cuda::Precision planPrecision(const Plan& plan) {
+  cuda::Precision precision = cuda::Precision::kFloat32;
+  for (const LayerImplementation& l : plan.layers) {
+    if (l.precision == DataType::kFloat16) precision = cuda::Precision::kFloat16;
+    if (l.precision == DataType::kBFloat16) precision = cuda::Precision::kBFloat16;
+  }
+  return precision;
+}
+
+// Runs the plan's network at batch `n` against the unfused graph on the CPU and
+// returns the chain's implementation text.
+std::string runSwishPlan(const Plan& plan, int64_t n) {
+  const cuda::Precision precision = planPrecision(plan);
+  const Feeds feeds =
+      roundTo(Feeds{{"x", randomFloats({n, 96}, 31, -2, 2)}, {"y", randomFloats({96}, 32, -2, 2)}},
+              precision);
+  std::vector<NamedTensor> expected;
+  EXPECT_TRUE(ReferenceBackend(biasSwish()).run(feeds, &expected).isOk());
+  std::vector<cuda::LayerInfo> layers;
+  auto actual = runCudaPoisoned(*plan.network, feeds, precision, "out", &layers);
+  EXPECT_TRUE(actual.isOk()) << actual.status().toString();
+  if (!actual.isOk() || layers.size() != 1) return "";
+  const double tolerance = precision == cuda::Precision::kFloat32 ? 1e-5 : 4e-3;
+  expectTensorNear(actual.value(), expected[0].tensor, tolerance, tolerance);
+  return layers[0].implementation;
+}
+
+TEST(CudaPointwiseChainPlan, APlanLoadsItsCubinsAndCompilesNothingAtItsOptShapes) {
+  KILN_REQUIRE_GPU();
+  const cuda::DeviceInfo device = cuda::probeCudaDevice();
+  for (bool fp16 : {false, true}) {
+    SCOPED_TRACE(fp16 ? "fp16 build" : "fp32 build");
+    auto built = buildSwishPlan(swishConfig(fp16));
+    ASSERT_TRUE(built.isOk()) << built.status().toString();
+    ASSERT_EQ(built->network->graph.nodes.size(), 1u);
+    const std::string layer = built->network->graph.nodes[0].displayName();
+    ASSERT_EQ(built->generatedKernels.size(), 1u);
+    const GeneratedKernelBinary& kernel = built->generatedKernels[0];
+    EXPECT_EQ(kernel.architecture, smArchitecture(device.computeMajor, device.computeMinor));
+    EXPECT_EQ(kernel.layers, std::vector<std::string>{layer});
+    EXPECT_GT(kernel.cubin.size(), 1000u);
+    auto bytes = serializePlan(built.value());
+    ASSERT_TRUE(bytes.isOk()) << bytes.status().toString();
+    auto plan = deserializePlan(bytes.value(), "swish.kiln");
+    ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+    ASSERT_EQ(plan->generatedKernels.size(), 1u);
+
+    // As in a new process: nothing loaded or remembered; then what `kiln run` does.
+    cuda::resetGeneratedKernelsForTesting();
+    ASSERT_TRUE(cuda::generatedKernelBinaries().empty());
+    cuda::preloadGeneratedKernels(plan->generatedKernels);
+    const int64_t before = cuda::nvrtcCompileCount();
+    std::string text = runSwishPlan(plan.value(), 4);  // the opt shape
+    EXPECT_EQ(cuda::nvrtcCompileCount(), before) << text;
+    EXPECT_NE(text.find("B from plan)"), std::string::npos) << text;
+    const auto loaded = cuda::generatedKernelBinaries();
+    ASSERT_EQ(loaded.size(), 1u);
+    EXPECT_EQ(loaded[0].key, kernel.key);
+    // Another batch with the same access pattern is the same source: still no compile.
+    text = runSwishPlan(plan.value(), 7);
+    EXPECT_EQ(cuda::nvrtcCompileCount(), before) << text;
+    // Batch 1 reads the bias full-shape: another source, compiled once, and said so.
+    text = runSwishPlan(plan.value(), 1);
+    EXPECT_EQ(cuda::nvrtcCompileCount(), before + 1) << text;
+    EXPECT_NE(text.find(" compiled in "), std::string::npos) << text;
+    EXPECT_EQ(cuda::generatedKernelBinaries().size(), 2u);
+  }
+}
+
+TEST(CudaPointwiseChainPlan, AWarmTimingCacheBuildStillStoresTheCubin) {
+  KILN_REQUIRE_GPU();
+  TimingCache cache;
+  auto cold = buildSwishPlan(swishConfig(false, &cache));
+  ASSERT_TRUE(cold.isOk()) << cold.status().toString();
+  ASSERT_EQ(cold->generatedKernels.size(), 1u);
+  cuda::resetGeneratedKernelsForTesting();  // so the warm build must compile it itself
+  const int64_t before = cuda::nvrtcCompileCount();
+  auto warm = buildSwishPlan(swishConfig(false, &cache));
+  ASSERT_TRUE(warm.isOk()) << warm.status().toString();
+  EXPECT_EQ(warm->record.candidatesTimed, 0);
+  ASSERT_EQ(warm->generatedKernels.size(), 1u);
+  EXPECT_EQ(warm->generatedKernels[0].key, cold->generatedKernels[0].key);
+  EXPECT_EQ(cuda::nvrtcCompileCount(), before + 1);  // the plan's kernel, nothing timed
+}
+
+TEST(CudaPointwiseChainPlan, ACubinTheDriverRefusesIsCompiledInstead) {
+  KILN_REQUIRE_GPU();
+  auto plan = buildSwishPlan(swishConfig(false));
+  ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+  ASSERT_EQ(plan->generatedKernels.size(), 1u);
+  GeneratedKernelBinary damaged = plan->generatedKernels[0];
+  std::fill(damaged.cubin.begin(), damaged.cubin.end(), char(0x5A));
+  cuda::resetGeneratedKernelsForTesting();
+  cuda::preloadGeneratedKernels({damaged});
+  const int64_t before = cuda::nvrtcCompileCount();
+  const std::string text = runSwishPlan(plan.value(), 4);  // still right: compiled
+  EXPECT_EQ(cuda::nvrtcCompileCount(), before + 1) << text;
+  EXPECT_NE(text.find(" compiled in "), std::string::npos) << text;
+  EXPECT_NE(text.find("the plan's cubin was not used"), std::string::npos) << text;
 }
 
 }  // namespace

@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <string>
 
 #include "ir/quantized_layers.h"
+#include "kiln/cuda_generated_kernels.h"
 #include "kiln/cuda_runtime.h"
 #include "kiln/plugin_registry.h"
 
@@ -101,6 +103,39 @@ class CudaBuildBackend final : public BuildBackend {
   }
 
   std::string lastTimingDetail() const override { return m_detail; }
+
+  // The plan's NVRTC cubins: each layer's generated kernels at the opt shapes in the
+  // engine's one float storage type, which the runtime takes from a plan's 16-bit
+  // layers (as `kiln run` does). Kernels the timing engines compiled come from the
+  // process's registry; the rest (a warm timing cache times nothing) compile here.
+  // A cubin that layers share is stored once, naming them all.
+  std::vector<GeneratedKernelBinary> generatedKernels(const std::vector<BuiltLayer>& layers,
+                                                      std::vector<std::string>* warnings) override {
+    DataType floatType = DataType::kFloat32;
+    for (const BuiltLayer& layer : layers)
+      if (layer.precision == DataType::kFloat16 || layer.precision == DataType::kBFloat16)
+        floatType = layer.precision;
+    std::vector<GeneratedKernelBinary> out;
+    std::map<std::string, size_t> byKey;
+    for (const BuiltLayer& layer : layers) {
+      if (!layer.shapesKnown) continue;  // the runtime compiles it at the shape it meets
+      auto kernels = generatedKernelsForLayer(*layer.node, layer.inputTypes, layer.inputShapes,
+                                              floatType, m_device.ordinal);
+      if (!kernels.isOk()) {
+        warnings->push_back("generated kernel not stored in the plan (compiled at run instead): " +
+                            kernels.status().message());
+        continue;
+      }
+      for (GeneratedKernelBinary& kernel : kernels.value()) {
+        auto [at, added] = byKey.emplace(kernel.key, out.size());
+        if (added)
+          out.push_back(std::move(kernel));
+        else
+          out[at->second].layers.push_back(layer.node->displayName());
+      }
+    }
+    return out;
+  }
 
   Result<double> timeTactic(const Node& node, const std::string& tactic, DataType precision,
                             const LayerInputs& inputs, int iterations) override {

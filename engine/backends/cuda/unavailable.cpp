@@ -36,3 +36,22 @@ Result<BenchmarkResult> runBenchmark(Engine&, const std::map<std::string, Tensor
       "the CUDA backend is not available: this Kiln was built without the CUDA toolkit");
 }
 }  // namespace kiln::cuda
+
+#include "kiln/cuda_generated_kernels.h"
+
+namespace kiln::cuda {
+std::vector<GeneratedKernelBinary> generatedKernelBinaries() {
+  return {};
+}
+void preloadGeneratedKernels(const std::vector<GeneratedKernelBinary>&) {}
+int64_t nvrtcCompileCount() {
+  return 0;
+}
+Result<std::vector<GeneratedKernelBinary>> generatedKernelsForLayer(const Node&,
+                                                                    const std::vector<DataType>&,
+                                                                    const std::vector<Shape>&,
+                                                                    DataType, int) {
+  return unsupported(
+      "the CUDA backend is not available: this Kiln was built without the CUDA toolkit");
+}
+}  // namespace kiln::cuda

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kiln/data_type.h"
+#include "kiln/generated_kernels.h"
 #include "kiln/graph.h"
 #include "kiln/plan_identity.h"
 #include "kiln/status.h"
@@ -33,6 +34,17 @@ struct LayerInputs {
   // values), which a backend may treat as constants.
   std::vector<bool> constant;
   std::map<std::string, Tensor> outerValues;
+};
+
+// One layer of a finished build, for generatedKernels(): its node, the compute
+// precision the plan gives it, and its inputs' model types and shapes at the first
+// profile's opt shapes (where the builder tunes).
+struct BuiltLayer {
+  const Node* node = nullptr;
+  DataType precision = DataType::kFloat32;
+  std::vector<DataType> inputTypes;  // kUndefined for an omitted input
+  std::vector<Shape> inputShapes;
+  bool shapesKnown = true;  // false when an input's shape depends on data
 };
 
 class BuildBackend {
@@ -61,6 +73,19 @@ class BuildBackend {
   // What the backend says about the last successful timeTactic() (the library
   // algorithm it picked inside, a host fallback, ...); "" when nothing.
   virtual std::string lastTimingDetail() const { return ""; }
+  // The kernels the backend generates for the finished build's layers, for the plan
+  // to store so that the runtime loads them instead of compiling (CUDA: the NVRTC
+  // cubins of PointwiseChain layers for this device, at these shapes and the plan's
+  // precision). Called once, after every layer's precision is final, whether or not
+  // any layer was timed (a warm timing cache times none). A kernel that cannot be
+  // made is no build error: `warnings` says why, and the runtime compiles it at its
+  // first run as without a plan. Default: none.
+  virtual std::vector<GeneratedKernelBinary> generatedKernels(const std::vector<BuiltLayer>& layers,
+                                                              std::vector<std::string>* warnings) {
+    (void)layers;
+    (void)warnings;
+    return {};
+  }
 };
 
 // The CPU reference backend's tactics (reference kernels, BLAS and Kiln loop

@@ -91,7 +91,7 @@ Status checkShapeInProfile(const OptimizationProfile& profile, int profileIndex,
 
 // One step of a build, reported to BuildCallbacks::onProgress.
 struct BuildProgress {
-  std::string phase;  // "shapes", "timing", "memory", "plan"
+  std::string phase;  // "shapes", "timing", "kernels", "memory", "plan"
   int done = 0;
   int total = 0;
   std::string item;  // the layer being timed, when there is one

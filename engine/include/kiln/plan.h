@@ -3,14 +3,21 @@
 //   bytes 0..7    magic "KILNPLAN"
 //   u32           format version (kPlanFormatVersion)
 //   u32           header bytes (kPlanHeaderBytes)
-//   u64 x 6       offset and size of: metadata (JSON), model (ONNX ModelProto
-//                 protobuf, weights external), weights (blobs, 64-byte aligned)
+//   u64 x 8       offset and size of: metadata (JSON), model (ONNX ModelProto
+//                 protobuf, weights external), weights (blobs, 64-byte aligned),
+//                 generated kernels (may be empty; generated_kernel_section.cpp:
+//                 u32 count, then per cubin its architecture, key, layer names
+//                 and bytes, each with its length)
 //   u64           FNV-1a 64 checksum of every byte after the header
 //
-// The metadata holds the identity (device, compute capability, library versions),
-// the optimization profiles and the BuildRecord. A plan is untrusted input: every
-// offset, size, checksum and field is checked, and any mismatch is a one-line
-// error naming the file; nothing crashes.
+// Version 1 (72-byte header, the first three sections) is still read, as a plan
+// without generated kernels. The metadata holds the identity (device, compute
+// capability, library versions), the optimization profiles and the BuildRecord.
+// The generated kernels are NVRTC cubins for the identity's exact architecture
+// (kiln/generated_kernels.h); a runtime preloads them so that the plan's
+// PointwiseChain layers need not compile at their first run. A plan is untrusted
+// input: every offset, size, count, checksum and field is checked, and any
+// mismatch is a one-line error naming the file; nothing crashes.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +27,7 @@
 
 #include "kiln/build_record.h"
 #include "kiln/builder_config.h"
+#include "kiln/generated_kernels.h"
 #include "kiln/graph.h"
 #include "kiln/plan_identity.h"
 #include "kiln/status.h"
@@ -27,8 +35,9 @@
 namespace kiln {
 
 constexpr char kPlanMagic[8] = {'K', 'I', 'L', 'N', 'P', 'L', 'A', 'N'};
-constexpr uint32_t kPlanFormatVersion = 1;
-constexpr uint32_t kPlanHeaderBytes = 72;
+constexpr uint32_t kPlanFormatVersion = 2;
+constexpr uint32_t kPlanHeaderBytes = 88;
+constexpr uint32_t kPlanHeaderBytesV1 = 72;  // format version 1: three sections
 constexpr int64_t kPlanWeightAlignment = 64;
 
 struct Plan {
@@ -39,13 +48,18 @@ struct Plan {
   std::vector<LayerImplementation> layers;
   // What the inspector shows; trimmed to the build's profiling verbosity.
   BuildRecord record;
+  // The NVRTC cubins the build generated for its layers at the first profile's opt
+  // shapes (CUDA plans only; BuildBackend::generatedKernels()).
+  std::vector<GeneratedKernelBinary> generatedKernels;
 };
 
 Result<std::string> serializePlan(const Plan& plan);
 Status savePlan(const Plan& plan, const std::string& path);
-// Checks the format (magic, version, offsets, checksum, metadata, model) but not
-// the identity: the inspector may read a plan built elsewhere; a runtime calls
-// checkPlanCompatible() before running it.
+// Checks the format (magic, version, offsets, checksum, metadata, model, generated
+// kernels, whose architecture must be the identity's) but not the identity against
+// this machine: the inspector may read a plan built elsewhere; a runtime calls
+// checkPlanCompatible() before running it, then hands plan.generatedKernels to
+// cuda::preloadGeneratedKernels() (kiln/cuda_generated_kernels.h).
 Result<Plan> deserializePlan(const std::string& bytes, const std::string& displayName);
 Result<Plan> loadPlanFile(const std::string& path);
 // True when the file starts with the plan magic (to tell .kiln from .onnx).

@@ -2,6 +2,8 @@
 // outputs; the rewritten layer counts and provenance are what the algebra says.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "kiln/onnx_import.h"
 #include "kiln/passes.h"
 #include "kiln/reference_backend.h"
@@ -92,9 +94,11 @@ TEST(FuseMatMulBias, GeluInEveryProductOrder) {
                           GeluOrder::kHalfOfErfThenProduct}) {
     SCOPED_TRACE(static_cast<int>(order));
     Network net = linearNetwork(geluTail(order));
+    // fuse_gelu makes the chain one Gelu, which the GEMM's epilogue then takes.
     auto applied = fuseAndCompare(net, 1);
-    ASSERT_EQ(applied.size(), 1u);
-    EXPECT_EQ(applied[0].nodes.size(), 7u);
+    ASSERT_EQ(applied.size(), 2u);
+    EXPECT_EQ(applied[0].pass, "fuse_gelu");
+    EXPECT_EQ(applied[1].nodes.size(), 7u);
     Network fused = net;
     std::vector<PassApplication> again;
     ASSERT_TRUE(runPasses(fused, 3, {}, &again).isOk());
@@ -103,6 +107,25 @@ TEST(FuseMatMulBias, GeluInEveryProductOrder) {
     EXPECT_EQ(node.attrString("activation", ""), "gelu_erf");
     EXPECT_EQ(node.attrStrings(kSourceNodesAttribute).size(), 7u);
     EXPECT_EQ(node.attrString(kFusionPassAttribute, ""), "fuse_matmul_bias_activation");
+  }
+}
+
+TEST(FuseMatMulBias, GeluChainFusesWithoutFuseGelu) {
+  // With fuse_gelu off (or no shapes for it), the pass takes the raw erf chain itself.
+  for (GeluOrder order : {GeluOrder::kProductThenHalf, GeluOrder::kHalfThenProduct,
+                          GeluOrder::kHalfOfErfThenProduct}) {
+    SCOPED_TRACE(static_cast<int>(order));
+    Network net = linearNetwork(geluTail(order));
+    Network fused = net;
+    std::vector<PassApplication> applied;
+    ASSERT_TRUE(runPasses(fused, 3, {"fuse_gelu"}, &applied).isOk());
+    ASSERT_EQ(applied.size(), 1u);
+    EXPECT_EQ(applied[0].nodes.size(), 7u);
+    EXPECT_EQ(applied[0].layer.rfind("mm + biased + PWN(", 0), 0u) << applied[0].layer;
+    ASSERT_EQ(fused.graph.nodes.size(), 1u);
+    EXPECT_EQ(fused.graph.nodes[0].attrString("activation", ""), "gelu_erf");
+    const Tensor x = randomTensor(DataType::kFloat32, {2, 5, 8}, 7);
+    expectTensorNear(run(fused, x), run(net, x), 1e-5, 1e-5);
   }
 }
 
@@ -132,10 +155,14 @@ TEST(FuseMatMulBias, ConstantNodeScalarsCount) {
   for (Node& n : net.graph.nodes)
     for (std::string& in : n.inputs)
       if (in == "half") in = "half_node";
-  auto applied = fuseAndCompare(net, 1);  // one layer; the Constant, now unread, is removed
-  ASSERT_EQ(applied.size(), 2u);
-  EXPECT_EQ(applied[1].pass, "remove_dead_nodes");
-  EXPECT_EQ(applied[1].nodes, std::vector<std::string>{"half_node"});
+  // One layer: fuse_gelu's Gelu takes the Constant's scalar, this pass the Gelu; the
+  // Constant goes (folded into an initializer, or removed once unread).
+  auto applied = fuseAndCompare(net, 1);
+  auto layer = std::find_if(applied.begin(), applied.end(), [](const PassApplication& a) {
+    return a.pass == "fuse_matmul_bias_activation";
+  });
+  ASSERT_NE(layer, applied.end());
+  EXPECT_EQ(layer->nodes.size(), 7u);
 }
 
 TEST(FuseMatMulBias, BiasFromAConstantNodeAfterTheMatMulKeepsTopologicalOrder) {
@@ -200,10 +227,11 @@ TEST(FuseMatMulBias, TinyBertFusesEveryLinearAndItsGelu) {
   // attention: test_fuse_attention.cpp).
   ASSERT_TRUE(runPasses(fused, 3,
                         {"fuse_softmax_scale_mask", "fuse_add_layer_norm", "fuse_attention",
-                         "remove_no_op_nodes", "merge_transposes"},
+                         "remove_no_op_nodes", "merge_transposes", "fold_constants"},
                         &applied)
                   .isOk());
-  EXPECT_EQ(applied.size(), 6u);  // q, k, v, attention out, FFN in (+GELU), FFN out
+  // fuse_gelu's Gelu, then q, k, v, attention out, FFN in (+ the Gelu), FFN out.
+  EXPECT_EQ(applied.size(), 7u);
   EXPECT_EQ(fused.graph.nodes.size(), imported->graph.nodes.size() - 11);
   const Tensor ids = randomInputTensor(DataType::kInt64, {3, 20}, 4);
   std::vector<NamedTensor> a, b;

@@ -264,8 +264,8 @@ TEST(FusePointwiseChain, LoneOpsOtherOpsAndOtherTypesStayAsTheyAre) {
   // are not chain ops, so each neighbour stays alone.
   EXPECT_TRUE(fuseAndCompare(graph({makeNode("Relu", {"x"}, {"out"})})).applied.empty());
   const Fused f = fuseAndCompare(
-      graph({makeNode("Neg", {"half"}, {"lo2"}), makeNode("Clip", {"x", "lo2", "hi"}, {"c"}, 13),
-             makeNode("Floor", {"c"}, {"out"})}));
+      graph({withInt(makeNode("ReduceMin", {"y"}, {"lo2"}), "keepdims", 0),
+             makeNode("Clip", {"x", "lo2", "hi"}, {"c"}, 13), makeNode("Floor", {"c"}, {"out"})}));
   EXPECT_TRUE(f.applied.empty());
   EXPECT_EQ(f.network.graph.nodes.size(), 3u);
   // int64 arithmetic is not fused.

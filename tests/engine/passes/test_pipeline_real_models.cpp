@@ -43,6 +43,20 @@ void readTestData(const fs::path& dir, std::map<std::string, Tensor>* inputs,
   }
 }
 
+// `network` on the CPU reference against the stored outputs, at the real_models
+// conformance tolerance.
+void expectOutputsMatch(const Network& network, const std::map<std::string, Tensor>& inputs,
+                        const std::vector<Tensor>& expected) {
+  std::vector<NamedTensor> actual;
+  Status s = ReferenceBackend(network).run(inputs, &actual);
+  ASSERT_TRUE(s.isOk()) << s.toString();
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < actual.size(); ++i) {
+    SCOPED_TRACE(actual[i].name);
+    expectTensorNear(actual[i].tensor, expected[i], 1e-4, 1e-3);
+  }
+}
+
 class PipelineOnRealModels : public testing::TestWithParam<ModelCase> {};
 
 TEST_P(PipelineOnRealModels, OutputsMatchTheStoredReference) {
@@ -64,13 +78,26 @@ TEST_P(PipelineOnRealModels, OutputsMatchTheStoredReference) {
   std::vector<Tensor> expected;
   readTestData(dir / "test_data_set_0", &inputs, &expected);
   ASSERT_FALSE(expected.empty());
-  std::vector<NamedTensor> actual;
-  Status s = ReferenceBackend(optimized).run(inputs, &actual);
-  ASSERT_TRUE(s.isOk()) << s.toString();
-  ASSERT_EQ(actual.size(), expected.size());
-  for (size_t i = 0; i < actual.size(); ++i) {
-    SCOPED_TRACE(actual[i].name);
-    expectTensorNear(actual[i].tensor, expected[i], 1e-4, 1e-3);
+  expectOutputsMatch(optimized, inputs, expected);
+}
+
+// `--disable-pass NAME` of any pass still gives the right outputs: the level-2
+// pipeline (channels-last too) with each pass off in turn, on every real model.
+TEST_P(PipelineOnRealModels, EachPassDisabledInTurnStillMatches) {
+  const ModelCase& c = GetParam();
+  const fs::path dir = fs::path(KILN_MODELS_DIR) / c.folder;
+  auto imported = importOnnxFile((dir / "model.onnx").string());
+  ASSERT_TRUE(imported.isOk()) << imported.status().toString();
+  std::map<std::string, Tensor> inputs;
+  std::vector<Tensor> expected;
+  readTestData(dir / "test_data_set_0", &inputs, &expected);
+  for (const PassInfo& pass : listPasses()) {
+    SCOPED_TRACE("--disable-pass " + pass.name);
+    Network optimized = imported.value();
+    std::vector<PassApplication> applied;
+    ASSERT_TRUE(runPasses(optimized, 2, {pass.name}, &applied, /*channelsLast=*/true).isOk());
+    for (const PassApplication& a : applied) EXPECT_NE(a.pass, pass.name);
+    expectOutputsMatch(optimized, inputs, expected);
   }
 }
 

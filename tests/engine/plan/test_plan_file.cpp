@@ -82,7 +82,7 @@ TEST(PlanFile, OtherFormatVersionsAreRefused) {
   std::string damaged = savedBytes(builtClassifier());
   const uint32_t future = kPlanFormatVersion + 1;
   std::memcpy(&damaged[8], &future, 4);
-  expectRefused(damaged, "format version 2 is not supported");
+  expectRefused(damaged, "format version " + std::to_string(future) + " is not supported");
 }
 
 TEST(PlanFile, ForeignFilesAndBadOffsetsAreRefused) {

@@ -1,6 +1,7 @@
-// The activation epilogue of ai.kiln FusedConv and QuantizedConv: the activation
-// attributes (activation, activation_alpha, activation_beta) parsed once per node and
-// applied per element in the layer's compute type.
+// The activation epilogue of ai.kiln FusedConv, QuantizedConv and FusedMatMul: the
+// activation attributes (activation, activation_alpha, activation_beta) parsed once
+// per node and applied per element in the layer's compute type, with the formulas of
+// the ONNX ops they stand for. FusedMatMul also takes the two GELU forms.
 #pragma once
 
 #include <algorithm>
@@ -20,7 +21,9 @@ enum class ConvActivation {
   kTanh,
   kHardSigmoid,
   kHardSwish,
-  kSilu
+  kSilu,
+  kGeluErf,   // FusedMatMul only: Gelu, x * 0.5 * (1 + erf(x / sqrt(2)))
+  kGeluTanh,  // FusedMatMul only: Gelu(approximate = tanh)
 };
 
 struct Epilogue {
@@ -28,7 +31,8 @@ struct Epilogue {
   double alpha = 0.0, beta = 0.0;
 };
 
-inline Status parseEpilogue(const KernelContext& ctx, Epilogue* out) {
+// The node's activation; the GELU forms only `withGelu` (FusedMatMul).
+inline Status parseEpilogue(const KernelContext& ctx, Epilogue* out, bool withGelu = false) {
   static const std::pair<const char*, ConvActivation> kNames[] = {
       {"none", ConvActivation::kNone},
       {"relu", ConvActivation::kRelu},
@@ -38,14 +42,18 @@ inline Status parseEpilogue(const KernelContext& ctx, Epilogue* out) {
       {"tanh", ConvActivation::kTanh},
       {"hard_sigmoid", ConvActivation::kHardSigmoid},
       {"hard_swish", ConvActivation::kHardSwish},
-      {"silu", ConvActivation::kSilu}};
+      {"silu", ConvActivation::kSilu},
+      {"gelu_erf", ConvActivation::kGeluErf},
+      {"gelu_tanh", ConvActivation::kGeluTanh}};
   const std::string name = ctx.node().attrString("activation", "none");
-  auto it = std::find_if(std::begin(kNames), std::end(kNames),
-                         [&](const auto& entry) { return name == entry.first; });
-  if (it == std::end(kNames))
-    return ctx.error(
-        "unknown activation '" + name +
-        "' (none, relu, leaky_relu, clip, sigmoid, tanh, hard_sigmoid, hard_swish, silu)");
+  const auto* end = std::end(kNames) - (withGelu ? 0 : 2);
+  auto it =
+      std::find_if(std::begin(kNames), end, [&](const auto& entry) { return name == entry.first; });
+  if (it == end)
+    return ctx.error("unknown activation '" + name +
+                     "' (none, relu, leaky_relu, clip, sigmoid, tanh, hard_sigmoid, hard_swish, "
+                     "silu" +
+                     (withGelu ? ", gelu_erf, gelu_tanh)" : ")"));
   out->activation = it->second;
   out->alpha = ctx.node().attrFloat("activation_alpha", 0.f);
   out->beta = ctx.node().attrFloat("activation_beta", 0.f);
@@ -71,6 +79,12 @@ C activate(C x, const Epilogue& e) {
       return x * std::min(std::max(x / C(6) + C(0.5), C(0)), C(1));
     case ConvActivation::kSilu:
       return x / (C(1) + std::exp(-x));
+    case ConvActivation::kGeluErf:  // as the Gelu kernel (activations.cpp)
+      return C(0.5) * x * (C(1) + std::erf(x * C(0.7071067811865476)));
+    case ConvActivation::kGeluTanh: {
+      const C kScale = C(0.7978845608028654);  // sqrt(2 / pi)
+      return C(0.5) * x * (C(1) + std::tanh(kScale * (x + C(0.044715) * x * x * x)));
+    }
     default:
       return x;
   }

@@ -1,46 +1,25 @@
-// ai.kiln FusedMatMul (the fuse_matmul_bias_activation pass's node): Y =
-// act(MatMul(A, B) + bias), bias [N] over the last dim, act one of none, relu,
-// gelu_erf (x * 0.5 * (1 + erf(x / sqrt(2)))). The reference computes in float
-// (double for float64) through the MatMul plan, as MatMul + Add + act would.
-#include <cmath>
+// ai.kiln FusedMatMul (the fuse_matmul_bias_activation pass's node):
+//   Y = act(MatMul(A, B) + bias)
+// A and B as MatMul's (the pass writes a constant [K, N] B), bias [N] over the last
+// dim, act one of FusedConv's
+// (none, relu, leaky_relu, clip, sigmoid, tanh, hard_sigmoid, hard_swish, silu;
+// formulas and activation_alpha / activation_beta: fused_conv.cpp) or
+//   gelu_erf (Gelu: x * 0.5 * (1 + erf(x / sqrt(2)))),
+//   gelu_tanh (Gelu, approximate = tanh: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))).
+// The reference computes in float (double for float64) through the MatMul plan, as
+// MatMul + Add + the activation's op would, and rounds once to the storage type.
 #include <string>
 
+#include "backends/cpu/ops/conv_epilogue.h"
 #include "backends/cpu/ops/matmul_plan.h"
 #include "kiln/passes.h"
 
 namespace kiln::cpu {
 namespace {
 
-enum class Activation { kNone, kRelu, kGeluErf };
-
-Status parseActivation(const KernelContext& ctx, Activation* out) {
-  const std::string name = ctx.node().attrString("activation", "none");
-  if (name == "none")
-    *out = Activation::kNone;
-  else if (name == "relu")
-    *out = Activation::kRelu;
-  else if (name == "gelu_erf")
-    *out = Activation::kGeluErf;
-  else
-    return ctx.error("unknown activation '" + name + "' (none, relu, gelu_erf)");
-  return Status::ok();
-}
-
-template <class C>
-C activate(C x, Activation act) {
-  switch (act) {
-    case Activation::kRelu:
-      return x > C(0) ? x : C(0);
-    case Activation::kGeluErf:
-      return x * C(0.5) * (C(1) + std::erf(x / std::sqrt(C(2))));
-    default:
-      return x;
-  }
-}
-
 template <class T>
 Status fusedTyped(const MatMulPlan& plan, const Tensor& a, const Tensor& b, const Tensor& bias,
-                  Activation act, Tensor& out) {
+                  const Epilogue& act, Tensor& out) {
   using C = BlasType<T>;
   ComputeView<C> av(a.data<T>(), a.numel());
   ComputeView<C> bv(b.data<T>(), b.numel());
@@ -64,8 +43,8 @@ Status fusedMatMulKernel(KernelContext& ctx) {
   if (bias.rank() != 1 || bias.dim(0) != plan.n)
     return ctx.error("bias " + shapeToString(bias.shape()) + " must be [" + std::to_string(plan.n) +
                      "]");
-  Activation act;
-  KILN_RETURN_IF_ERROR(parseActivation(ctx, &act));
+  Epilogue act;
+  KILN_RETURN_IF_ERROR(parseEpilogue(ctx, &act, true));
   Tensor& out = ctx.allocateOutput(0, a.type(), plan.outShape);
   if (out.numel() == 0) return Status::ok();
   Status status = dispatchFloatTypes(a.type(), [&](auto tag) {

@@ -12,7 +12,8 @@
 
 namespace kiln::cuda {
 
-// The activations of ai.kiln FusedConv (contract: cpu/ops/fused_conv.cpp).
+// The activations of ai.kiln FusedConv (contract: cpu/ops/fused_conv.cpp) and
+// FusedMatMul (cpu/ops/fused_matmul.cpp), which also takes the two GELU forms.
 enum class EpilogueActivation : int {
   kNone,
   kRelu,
@@ -23,6 +24,8 @@ enum class EpilogueActivation : int {
   kHardSigmoid,  // clamp(alpha * x + beta, 0, 1)
   kHardSwish,    // x * clamp(x / 6 + 0.5, 0, 1)
   kSilu,         // x * sigmoid(x)
+  kGeluErf,      // FusedMatMul only: x * 0.5 * (1 + erf(x / sqrt(2)))
+  kGeluTanh,     // FusedMatMul only: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
 };
 
 struct ConvEpilogue {

@@ -194,6 +194,26 @@ Status makeConvolutionOp(const ConvGeometry& g, cudnnBackendDescriptor_t x,
   return Status::ok();
 }
 
+Status makePointwiseOp(cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t x,
+                       cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t y,
+                       CudnnDescriptor* op) {
+  CudnnDescriptor pw;
+  KILN_RETURN_IF_ERROR(pw.create(CUDNN_BACKEND_POINTWISE_DESCRIPTOR));
+  cudnnDataType_t precision = CUDNN_DATA_FLOAT;
+  KILN_CUDNN_SET(pw.get(), CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode);
+  KILN_CUDNN_SET(pw.get(), CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &precision);
+  KILN_CUDNN_CHECK(cudnnBackendFinalize(pw.get()));
+  cudnnBackendDescriptor_t pwd = pw.get();
+  constexpr auto kDesc = CUDNN_TYPE_BACKEND_DESCRIPTOR;
+  KILN_RETURN_IF_ERROR(op->create(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR));
+  KILN_CUDNN_SET(op->get(), CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, kDesc, 1, &pwd);
+  KILN_CUDNN_SET(op->get(), CUDNN_ATTR_OPERATION_POINTWISE_XDESC, kDesc, 1, &x);
+  if (b) KILN_CUDNN_SET(op->get(), CUDNN_ATTR_OPERATION_POINTWISE_BDESC, kDesc, 1, &b);
+  KILN_CUDNN_SET(op->get(), CUDNN_ATTR_OPERATION_POINTWISE_YDESC, kDesc, 1, &y);
+  KILN_CUDNN_CHECK(cudnnBackendFinalize(op->get()));
+  return Status::ok();
+}
+
 Status makeOperationGraph(cudnnHandle_t handle, const std::vector<cudnnBackendDescriptor_t>& ops,
                           CudnnDescriptor* graph) {
   KILN_RETURN_IF_ERROR(graph->create(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR));

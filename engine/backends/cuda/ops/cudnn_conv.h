@@ -85,6 +85,11 @@ Status makeConvolutionOp(const ConvGeometry& g, cudnnBackendDescriptor_t x,
                          cudnnBackendDescriptor_t w, cudnnBackendDescriptor_t y,
                          CudnnDescriptor* op);
 
+// The pointwise operation y = mode(x[, b]) with float math (b may be null), for the
+// epilogues of fused graphs.
+Status makePointwiseOp(cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t x,
+                       cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t y, CudnnDescriptor* op);
+
 // A finalized operation graph of `ops` on `handle`.
 Status makeOperationGraph(cudnnHandle_t handle, const std::vector<cudnnBackendDescriptor_t>& ops,
                           CudnnDescriptor* graph);

@@ -3,6 +3,7 @@
 #include <nvrtc.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <mutex>
 
@@ -62,10 +63,17 @@ Status checkSupported(int major, int minor, const std::string& what,
                      " cannot compile " + what + " for " + architecture);
 }
 
+std::atomic<int64_t> g_compiles{0};
+
 }  // namespace
+
+int64_t nvrtcCompileCount() {
+  return g_compiles.load();
+}
 
 Result<std::vector<char>> compileCudaToCubin(const std::string& source, const std::string& what,
                                              const std::string& architecture) {
+  ++g_compiles;
   ProgramGuard guard;
   KILN_NVRTC_CHECK(
       nvrtcCreateProgram(&guard.program, source.c_str(), "kiln_generated.cu", 0, nullptr, nullptr));
@@ -90,16 +98,18 @@ namespace {
 // Libraries stay loaded while the process runs: the builder times each layer in a
 // one-node engine and then runs the whole engine, and a shape change clears the layer
 // state; neither should compile again. Past kCacheLimit entries, the ones no layer
-// holds any more are unloaded.
+// holds any more are unloaded. The cubins stay remembered (a few KiB each).
 constexpr size_t kCacheLimit = 256;
 
-struct LibraryCache {
+struct KernelRegistry {
   std::mutex mutex;
-  std::map<std::string, std::shared_ptr<const NvrtcLibrary>> libraries;  // arch + source
+  std::map<std::string, std::shared_ptr<const NvrtcLibrary>> libraries;  // by key
+  std::map<std::string, GeneratedKernelBinary> binaries;   // compiled or loaded, by key
+  std::map<std::string, GeneratedKernelBinary> preloaded;  // from plans, not loaded yet
 };
 
-LibraryCache& cache() {
-  static LibraryCache* instance = new LibraryCache();  // never destroyed: outlives contexts
+KernelRegistry& registry() {
+  static KernelRegistry* instance = new KernelRegistry();  // never destroyed: outlives contexts
   return *instance;
 }
 
@@ -107,13 +117,14 @@ LibraryCache& cache() {
 
 class NvrtcCompiler {
  public:
-  static Result<std::shared_ptr<const NvrtcLibrary>> compile(
-      const std::string& source, const std::vector<std::string>& kernels, const std::string& what,
-      const std::string& architecture) {
-    const auto start = std::chrono::steady_clock::now();
-    KILN_ASSIGN_OR_RETURN(std::vector<char> cubin, compileCudaToCubin(source, what, architecture));
+  // Loads `cubin` and looks up `kernels`; the library unloads if one is missing.
+  static Result<std::shared_ptr<NvrtcLibrary>> load(const std::vector<char>& cubin,
+                                                    const std::vector<std::string>& kernels,
+                                                    const std::string& what,
+                                                    const std::string& key) {
     std::shared_ptr<NvrtcLibrary> library(new NvrtcLibrary());
-    library->m_architecture = architecture;
+    library->m_key = key;
+    library->m_architecture = key.substr(0, key.find(':'));
     library->m_cubinBytes = cubin.size();
     KILN_CUDA_CHECK(cudaLibraryLoadData(&library->m_library, cubin.data(), nullptr, nullptr, 0,
                                         nullptr, nullptr, 0));
@@ -121,12 +132,45 @@ class NvrtcCompiler {
       cudaKernel_t kernel = nullptr;
       cudaError_t found = cudaLibraryGetKernel(&kernel, library->m_library, name.c_str());
       if (found != cudaSuccess)
-        return Status(StatusCode::kInternal, "the cubin compiled for " + what + " has no kernel '" +
-                                                 name + "': " + cudaGetErrorString(found));
+        return Status(StatusCode::kInternal, "the cubin of " + what + " has no kernel '" + name +
+                                                 "': " + cudaGetErrorString(found));
       library->m_kernels[name] = kernel;
     }
+    return library;
+  }
+
+  // The preloaded cubin of `key`, loaded; nullptr when there is none or the driver
+  // refuses it (it is dropped, `note` says why, and the caller compiles).
+  static std::shared_ptr<const NvrtcLibrary> fromPlan(KernelRegistry& r, const std::string& key,
+                                                      const std::vector<std::string>& kernels,
+                                                      const std::string& what, std::string* note) {
+    auto it = r.preloaded.find(key);
+    if (it == r.preloaded.end()) return nullptr;
+    GeneratedKernelBinary binary = std::move(it->second);
+    r.preloaded.erase(it);
+    auto loaded = load(binary.cubin, kernels, what, key);
+    if (!loaded.isOk()) {
+      cudaGetLastError();  // a refused image must not surface at the next launch check
+      *note = "the plan's cubin was not used: " + loaded.status().message();
+      return nullptr;
+    }
+    loaded.value()->m_fromPlan = true;
+    r.binaries[key] = std::move(binary);
+    return loaded.value();
+  }
+
+  static Result<std::shared_ptr<const NvrtcLibrary>> compile(
+      KernelRegistry& r, const std::string& key, const std::string& source,
+      const std::vector<std::string>& kernels, const std::string& what,
+      const std::string& architecture, const std::string& note) {
+    const auto start = std::chrono::steady_clock::now();
+    KILN_ASSIGN_OR_RETURN(std::vector<char> cubin, compileCudaToCubin(source, what, architecture));
+    KILN_ASSIGN_OR_RETURN(std::shared_ptr<NvrtcLibrary> library,
+                          load(cubin, kernels, "the cubin compiled for " + what, key));
+    library->m_note = note;
     library->m_compileMs =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    r.binaries[key] = {architecture, key, {}, std::move(cubin)};
     return std::shared_ptr<const NvrtcLibrary>(std::move(library));
   }
 };
@@ -145,25 +189,62 @@ Result<std::string> currentDeviceArchitecture() {
   KILN_CUDA_CHECK(cudaGetDevice(&device));
   KILN_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   KILN_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  return "sm_" + std::to_string(major) + std::to_string(minor);
+  return smArchitecture(major, minor);
 }
 
 Result<std::shared_ptr<const NvrtcLibrary>> compileCudaSource(
     const std::string& source, const std::vector<std::string>& kernels, const std::string& what) {
   KILN_ASSIGN_OR_RETURN(std::string architecture, currentDeviceArchitecture());
-  const int capability = std::stoi(architecture.substr(3));
-  KILN_RETURN_IF_ERROR(checkSupported(capability / 10, capability % 10, what, architecture));
-  const std::string key = architecture + "\n" + source;
-  LibraryCache& c = cache();
-  std::lock_guard<std::mutex> lock(c.mutex);  // one compile per key, even across threads
-  auto it = c.libraries.find(key);
-  if (it != c.libraries.end()) return it->second;
-  KILN_ASSIGN_OR_RETURN(std::shared_ptr<const NvrtcLibrary> library,
-                        NvrtcCompiler::compile(source, kernels, what, architecture));
-  if (c.libraries.size() >= kCacheLimit)
-    std::erase_if(c.libraries, [](const auto& entry) { return entry.second.use_count() == 1; });
-  c.libraries[key] = library;
+  const std::string key = generatedKernelKey(architecture, source);
+  KernelRegistry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);  // one compile per key, even across threads
+  auto it = r.libraries.find(key);
+  if (it != r.libraries.end()) return it->second;
+  std::string note;
+  std::shared_ptr<const NvrtcLibrary> library =
+      NvrtcCompiler::fromPlan(r, key, kernels, what, &note);
+  if (!library) {
+    const int capability = std::stoi(architecture.substr(3));
+    KILN_RETURN_IF_ERROR(checkSupported(capability / 10, capability % 10, what, architecture));
+    KILN_ASSIGN_OR_RETURN(
+        library, NvrtcCompiler::compile(r, key, source, kernels, what, architecture, note));
+  }
+  if (r.libraries.size() >= kCacheLimit)
+    std::erase_if(r.libraries, [](const auto& entry) { return entry.second.use_count() == 1; });
+  r.libraries[key] = library;
   return library;
+}
+
+std::vector<GeneratedKernelBinary> generatedKernelBinaries() {
+  KernelRegistry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  std::vector<GeneratedKernelBinary> out;
+  for (const auto& [key, binary] : r.binaries) out.push_back(binary);
+  return out;
+}
+
+void preloadGeneratedKernels(const std::vector<GeneratedKernelBinary>& kernels) {
+  KernelRegistry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  for (const GeneratedKernelBinary& k : kernels)
+    if (!r.binaries.count(k.key) && !r.libraries.count(k.key)) r.preloaded.emplace(k.key, k);
+}
+
+bool findGeneratedKernel(const std::string& key, GeneratedKernelBinary* kernel) {
+  KernelRegistry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  auto it = r.binaries.find(key);
+  if (it == r.binaries.end()) return false;
+  *kernel = it->second;
+  return true;
+}
+
+void resetGeneratedKernelsForTesting() {
+  KernelRegistry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  r.libraries.clear();
+  r.binaries.clear();
+  r.preloaded.clear();
 }
 
 }  // namespace kiln::cuda

@@ -7,18 +7,29 @@
 //     and the pointers are aligned; broadcast inputs through precomputed strides.
 //   unfused: each step by its own op's CUDA kernel (pointwise_unfused.cpp).
 // The node attribute `path` ("auto", "generated", "unfused") restricts the candidates,
-// for tests and tactic pinning. The plan stores the program, not the cubin: the
-// source is regenerated at load, deterministically (same program, storage types and
-// input access give the same text), and compiled once per process for each source.
-// A compile error is a one-line error naming the layer with NVRTC's first log line.
+// for tests and tactic pinning.
+//
+// Cubins in the plan: at the end of a CUDA build, generatedKernelsForLayer() (below)
+// compiles each PointwiseChain layer's source for the first profile's opt shapes and
+// the plan's precision, and the plan stores the cubins under
+// generatedKernelKey(sm_XY, source). The source is regenerated at load (the same
+// program, storage types and input access give the same text, pointwise_access.h),
+// and a runtime that preloaded the plan's cubins finds one under the same key, so it
+// loads it instead of compiling: the text says "cubin ... B from plan". Another shape
+// (or a plan without the cubin) compiles once per process for each source, and the
+// text says "compiled in N ms". A compile error is a one-line error naming the layer
+// with NVRTC's first log line.
 #include <algorithm>
+#include <cstdio>
 #include <sstream>
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/ops/cudnn_conv.h"  // timeOnStream
 #include "backends/cuda/ops/nvrtc_module.h"
+#include "backends/cuda/ops/pointwise_access.h"
 #include "backends/cuda/ops/pointwise_codegen.h"
 #include "backends/cuda/ops/pointwise_unfused.h"
+#include "kiln/cuda_generated_kernels.h"
 #include "kiln/passes.h"
 
 namespace kiln::cuda {
@@ -40,48 +51,6 @@ std::string signatureOf(const GpuKernelContext& ctx) {
   for (size_t k = 0; k < ctx.inputCount(); ++k)
     s += std::string(dataTypeName(ctx.input(k).type)) + shapeToString(ctx.input(k).shape) + ";";
   return s;
-}
-
-// The inputs' broadcast shape, or an error naming the input that does not broadcast.
-Status outputShape(const GpuKernelContext& ctx, Shape* out) {
-  for (size_t k = 0; k < ctx.inputCount(); ++k) {
-    const Shape& in = ctx.input(k).shape;
-    const size_t rank = std::max(out->size(), in.size());
-    Shape next(rank, 1);
-    for (size_t i = 0; i < rank; ++i) {
-      const int64_t a = i < rank - out->size() ? 1 : (*out)[i - (rank - out->size())];
-      const int64_t b = i < rank - in.size() ? 1 : in[i - (rank - in.size())];
-      if (a != b && a != 1 && b != 1)
-        return ctx.error("input " + std::to_string(k) + " " + shapeToString(in) +
-                         " does not broadcast to " + shapeToString(*out));
-      next[i] = a == 1 ? b : a;
-    }
-    *out = std::move(next);
-  }
-  return Status::ok();
-}
-
-// How each input is read, and the dims and strides the strided ones need.
-void planAccess(const GpuKernelContext& ctx, const Shape& out, PointwiseChainState* st) {
-  const int64_t n = shapeNumel(out);
-  st->spec.rank = static_cast<int>(out.size());
-  st->spec.index32 = n <= int64_t(0xffffffff);
-  for (size_t d = 0; d < out.size(); ++d) st->args.dims[d] = out[d];
-  for (size_t k = 0; k < ctx.inputCount(); ++k) {
-    const DeviceTensor& in = ctx.input(k);
-    st->spec.inputTypes.push_back(in.type);
-    const InputAccess access = in.numel() == n   ? InputAccess::kFull
-                               : in.numel() == 1 ? InputAccess::kScalar
-                                                 : InputAccess::kStrided;
-    st->spec.access.push_back(access);
-    if (access != InputAccess::kStrided) continue;
-    int64_t stride = 1;  // row-major strides of `in` right-aligned to `out`; 0 where broadcast
-    for (int d = static_cast<int>(out.size()) - 1, i = in.rank() - 1; d >= 0; --d, --i) {
-      const int64_t dim = i >= 0 ? in.shape[i] : 1;
-      st->args.strides[k][d] = dim == 1 ? 0 : stride;
-      stride *= dim;
-    }
-  }
 }
 
 bool aligned(const void* p, size_t bytes) {
@@ -115,26 +84,38 @@ Status runChosen(GpuKernelContext& ctx, const PointwiseChainState& st, const Dev
   return st.useUnfused ? st.unfused->run(ctx, y) : launchGenerated(ctx, st, y);
 }
 
+// "kiln nvrtc pointwise sm_90 (4 ops, packs of 4 where aligned, cubin 5120 B from
+// plan)", or "... compiled in 85.2 ms)" when NVRTC made it in this process.
+void summarizeGenerated(const PointwiseChainState& st, size_t ops, std::ostringstream& summary) {
+  const NvrtcLibrary& library = *st.library;
+  summary << "kiln nvrtc pointwise " << library.architecture() << " (" << ops << " ops, "
+          << (st.spec.vectorWidth()
+                  ? "packs of " + std::to_string(st.spec.vectorWidth()) + " where aligned"
+                  : std::string("strided"))
+          << ", cubin " << library.cubinBytes() << " B ";
+  if (library.fromPlan()) {
+    summary << "from plan)";
+    return;
+  }
+  char ms[32];
+  std::snprintf(ms, sizeof(ms), "%.1f", library.compileMilliseconds());
+  summary << "compiled in " << ms << " ms)";
+  if (!library.note().empty()) summary << "; " << library.note();
+}
+
 // Compiles the generated kernel (unless path is "unfused"), plans the unfused chain
 // (unless path is "generated"), times both when both exist, keeps the faster.
 Status choose(GpuKernelContext& ctx, const PointwiseProgram& storage, const std::string& path,
               const DeviceTensor& y, PointwiseChainState* st) {
   std::ostringstream summary;
   if (path != "unfused") {
-    const std::string source = generatePointwiseSource(storage, st->spec);
-    std::vector<std::string> kernels = {kPointwiseKernelName};
-    if (st->spec.vectorWidth() > 0) kernels.push_back(kPointwiseVecKernelName);
-    auto compiled = compileCudaSource(source, kernels, "the generated kernel");
+    auto compiled = compileCudaSource(generatePointwiseSource(storage, st->spec),
+                                      pointwiseKernelNames(st->spec), "the generated kernel");
     if (!compiled.isOk())
       return Status(compiled.status().code(),
                     ctx.node().describe() + ": " + compiled.status().message());
     st->library = compiled.value();
-    summary << "kiln nvrtc pointwise " << st->library->architecture() << " ("
-            << storage.steps.size() << " ops, "
-            << (st->spec.vectorWidth()
-                    ? "packs of " + std::to_string(st->spec.vectorWidth()) + " where aligned"
-                    : std::string("strided"))
-            << ", cubin " << st->library->cubinBytes() << " B)";
+    summarizeGenerated(*st, storage.steps.size(), summary);
   }
   std::string unfusedWhy;
   if (path != "generated") {
@@ -193,14 +174,20 @@ Status pointwiseChainKernel(GpuKernelContext& ctx) {
   const std::string path = ctx.node().attrString("path", "auto");
   if (path != "auto" && path != "generated" && path != "unfused")
     return ctx.error("unknown path '" + path + "' (auto, generated, unfused)");
-  Shape shape;
-  KILN_RETURN_IF_ERROR(outputShape(ctx, &shape));
-  if (static_cast<int>(shape.size()) > kPointwiseMaxRank)
-    return ctx.unsupported("rank " + std::to_string(shape.size()) + " (at most " +
+  std::vector<DataType> types;
+  std::vector<Shape> shapes;
+  for (size_t k = 0; k < ctx.inputCount(); ++k) {
+    types.push_back(ctx.input(k).type);
+    shapes.push_back(ctx.input(k).shape);
+  }
+  Result<Shape> shape = pointwiseOutputShape(shapes);
+  if (!shape.isOk()) return ctx.error(shape.status().message());
+  if (static_cast<int>(shape->size()) > kPointwiseMaxRank)
+    return ctx.unsupported("rank " + std::to_string(shape->size()) + " (at most " +
                            std::to_string(kPointwiseMaxRank) + ")");
-  PointwiseProgram storage = program;  // the types the device holds (float32 may be 16-bit)
-  for (PointwiseStep& step : storage.steps) step.type = ctx.storageType(step.type);
-  KILN_ASSIGN_OR_RETURN(DeviceTensor y, ctx.allocateOutput(0, storage.outputType(), shape));
+  // The types the device holds (float32 may be 16-bit).
+  const PointwiseProgram storage = pointwiseStorageProgram(program, ctx.floatType());
+  KILN_ASSIGN_OR_RETURN(DeviceTensor y, ctx.allocateOutput(0, storage.outputType(), *shape));
   if (y.numel() == 0) return Status::ok();
   auto& slot = ctx.layerState();
   auto state = std::static_pointer_cast<PointwiseChainState>(slot);
@@ -209,11 +196,25 @@ Status pointwiseChainKernel(GpuKernelContext& ctx) {
     state = std::make_shared<PointwiseChainState>();
     state->signature = signature;
     state->spec.outputType = y.type;
-    planAccess(ctx, shape, state.get());
+    planPointwiseAccess(types, shapes, *shape, &state->spec, &state->args);
     KILN_RETURN_IF_ERROR(choose(ctx, storage, path, y, state.get()));
     slot = state;
   }
   return runChosen(ctx, *state, y);
+}
+
+// True when the runtime would compile a generated kernel for these input storage
+// types: what checkInputs() and the registry's supportsFloatTypes() accept.
+bool generatesKernel(const Node& node, const PointwiseProgram& program,
+                     const std::vector<DataType>& types) {
+  const std::string path = node.attrString("path", "auto");
+  if (path != "auto" && path != "generated") return false;
+  if (types.size() != static_cast<size_t>(program.inputCount) ||
+      program.inputCount > kPointwiseMaxInputs)
+    return false;
+  for (DataType t : types)
+    if (t == DataType::kUndefined || !isPointwiseType(t)) return false;
+  return supportsFloatTypes(node, types).empty();
 }
 
 }  // namespace
@@ -225,6 +226,35 @@ void registerPointwiseChainGpuKernel(GpuKernelRegistry& registry) {
   entry.fn = pointwiseChainKernel;
   entry.supports = &supportsFloatTypes;
   registry.add(entry);
+}
+
+Result<std::vector<GeneratedKernelBinary>> generatedKernelsForLayer(
+    const Node& node, const std::vector<DataType>& inputTypes,
+    const std::vector<Shape>& inputShapes, DataType floatType, int device) {
+  std::vector<GeneratedKernelBinary> none;
+  if (node.domain != kKilnDomain || node.opType != kPointwiseChainOp) return none;
+  KILN_ASSIGN_OR_RETURN(PointwiseProgram program, readPointwiseProgram(node));
+  std::vector<DataType> types;  // storage types, as pointwiseChainKernel() sees them
+  for (DataType t : inputTypes) types.push_back(t == DataType::kFloat32 ? floatType : t);
+  if (!generatesKernel(node, program, types) || inputShapes.size() != types.size()) return none;
+  Result<Shape> shape = pointwiseOutputShape(inputShapes);
+  if (!shape.isOk() || static_cast<int>(shape->size()) > kPointwiseMaxRank ||
+      shapeNumel(*shape) == 0)
+    return none;  // the runtime reports or skips these itself
+  const PointwiseProgram storage = pointwiseStorageProgram(program, floatType);
+  PointwiseKernelSpec spec;
+  spec.outputType = storage.outputType();
+  PointwiseArgs args{};
+  planPointwiseAccess(types, inputShapes, *shape, &spec, &args);
+  KILN_CUDA_CHECK(cudaSetDevice(device));
+  auto library = compileCudaSource(generatePointwiseSource(storage, spec),
+                                   pointwiseKernelNames(spec), "the generated kernel");
+  if (!library.isOk()) return library.status().withContext(node.describe());
+  GeneratedKernelBinary binary;
+  if (!findGeneratedKernel(library.value()->key(), &binary))
+    return internalError(node.describe() + ": the generated kernel's cubin was not remembered");
+  binary.layers = {node.displayName()};
+  return std::vector<GeneratedKernelBinary>{std::move(binary)};
 }
 
 }  // namespace kiln::cuda

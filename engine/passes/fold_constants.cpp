@@ -1,0 +1,146 @@
+// fold_constants: a deterministic node whose every input is constant computes the
+// same tensors at every run, f(c1, ..., cn) = C, so it is evaluated once on the CPU
+// reference at build time and its outputs become initializers of the same names.
+// Constant means an initializer, a Constant node's value, an output folded earlier
+// in this pass, or a value shape inference derived from constants and static shapes
+// (Shape(x) of a statically shaped x, and the Gather/Concat/... shape arithmetic on
+// it): shape subgraphs of fixed-shape models fold into their Reshape's shape.
+// Not folded, each for a reason:
+//   random ops (a fresh draw per run), Q/DQ (fold_qdq reads int8 weights through
+//   their DequantizeLinear), nodes with subgraphs, nodes that write a graph output
+//   (the output stays a layer's), nodes the CPU reference cannot run (plugins), and
+//   results larger than max(kMinLimitBytes, their inputs' bytes): a ConstantOfShape,
+//   Expand or Tile would store a broadcast the runtime computes for nothing.
+// Initializers that only folded nodes read go too (a Transpose of a weight leaves the
+// transposed weight, not both).
+#include <optional>
+#include <set>
+
+#include "kiln/reference_backend.h"
+#include "passes/fusion_passes.h"
+
+namespace kiln::passes {
+namespace {
+
+constexpr const char* kName = "fold_constants";
+constexpr int64_t kMinLimitBytes = int64_t{1} << 20;
+
+bool isExcludedOp(const Node& node) {
+  static const std::set<std::string> kExcluded = {
+      "RandomNormal", "RandomNormalLike", "RandomUniform",    "RandomUniformLike",    "Bernoulli",
+      "Multinomial",  "QuantizeLinear",   "DequantizeLinear", "DynamicQuantizeLinear"};
+  return !isDefaultDomain(node) || node.hasSubgraphs() || kExcluded.count(node.opType) > 0;
+}
+
+int64_t bytesOf(const Tensor& t) {
+  return static_cast<int64_t>(t.byteSize());
+}
+
+class FoldConstants final : public Pass {
+ public:
+  PassInfo info() const override {
+    return {kName,
+            "f(c1, ..., cn) = C: deterministic nodes of constant inputs (and shape subgraphs of "
+            "static shapes) -> initializers",
+            1};
+  }
+
+  Status apply(Network& network, std::vector<PassApplication>* applied) const override {
+    Graph& g = network.graph;
+    std::map<std::string, Tensor> inferred;  // values shape inference folded
+    if (auto shapes = inferShapes(network); shapes.isOk()) inferred = shapes.value().folded;
+    std::set<std::string> graphOutputs;
+    for (const ValueInfo& v : g.outputs) graphOutputs.insert(v.name);
+    std::set<std::string> inputsOfFolded;
+    // One node at a time, in order: a folded output is an initializer for the next.
+    // The index is rebuilt after each fold: erasing a node moves the Constant nodes'
+    // tensors it points to.
+    std::optional<GraphIndex> index;
+    for (size_t i = 0; i < g.nodes.size();) {
+      if (!index) index.emplace(g);
+      std::vector<Tensor> outputs;
+      if (!foldable(g.nodes[i], *index, inferred, graphOutputs, &outputs)) {
+        ++i;
+        continue;
+      }
+      Node node = std::move(g.nodes[i]);
+      g.nodes.erase(g.nodes.begin() + static_cast<std::ptrdiff_t>(i));
+      for (size_t k = 0; k < node.outputs.size(); ++k)
+        if (!node.outputs[k].empty()) g.initializers[node.outputs[k]] = std::move(outputs[k]);
+      inputsOfFolded.insert(node.inputs.begin(), node.inputs.end());
+      index.reset();
+      applied->push_back({kName, {node.displayName()}, ""});
+    }
+    dropUnreadInitializers(g, inputsOfFolded);
+    return Status::ok();
+  }
+
+ private:
+  // True (with the node's outputs) when `node` folds: every input constant, every
+  // output needed only by nodes, the op deterministic and runnable on the CPU.
+  static bool foldable(const Node& node, const GraphIndex& index,
+                       const std::map<std::string, Tensor>& inferred,
+                       const std::set<std::string>& graphOutputs, std::vector<Tensor>* outputs) {
+    if (isExcludedOp(node) || node.outputs.empty() || node.opType == "Constant") return false;
+    for (const std::string& out : node.outputs)
+      if (graphOutputs.count(out)) return false;
+    if (inferredOutputs(node, inferred, outputs)) return true;
+    outputs->clear();
+    std::map<std::string, Tensor> values;
+    int64_t inputBytes = 0;
+    for (const std::string& in : node.inputs) {
+      if (in.empty()) continue;
+      const Tensor* t = index.constant(in);  // an initializer or a Constant node's value
+      if (!t) {
+        auto folded = inferred.find(in);
+        if (folded == inferred.end()) return false;
+        t = &folded->second;
+      }
+      inputBytes += bytesOf(*t);
+      values[in] = *t;
+    }
+    if (!runReferenceNode(node, values, outputs).isOk()) return false;
+    int64_t outputBytes = 0;
+    for (size_t i = 0; i < outputs->size(); ++i) {
+      if (!node.outputs[i].empty() && (*outputs)[i].type() == DataType::kUndefined) return false;
+      outputBytes += bytesOf((*outputs)[i]);
+    }
+    return outputBytes <= std::max(kMinLimitBytes, inputBytes);
+  }
+
+  // True (with them) when shape inference already knows every output of `node`:
+  // Shape(x) of a static x and the arithmetic on it, whatever its other inputs.
+  static bool inferredOutputs(const Node& node, const std::map<std::string, Tensor>& inferred,
+                              std::vector<Tensor>* outputs) {
+    outputs->clear();
+    int64_t bytes = 0;
+    for (const std::string& out : node.outputs) {
+      auto it = inferred.find(out);
+      if (out.empty() || it == inferred.end()) return false;
+      outputs->push_back(it->second);
+      bytes += bytesOf(it->second);
+    }
+    return bytes <= kMinLimitBytes;  // larger ones face the growth rule below
+  }
+
+  // Initializers among `candidates` that no node (subgraphs included), graph output or
+  // graph input names.
+  static void dropUnreadInitializers(Graph& g, const std::set<std::string>& candidates) {
+    const GraphIndex index(g);
+    std::set<std::string> declared;
+    for (const ValueInfo& v : g.inputs) declared.insert(v.name);
+    for (const Node& node : g.nodes)
+      for (const std::string& outer : node.implicitInputs()) declared.insert(outer);
+    for (const std::string& name : candidates)
+      if (!name.empty() && index.readers(name).empty() && !declared.count(name))
+        g.initializers.erase(name);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> makeFoldConstants() {
+  return std::make_unique<FoldConstants>();
+}
+
+}  // namespace kiln::passes
