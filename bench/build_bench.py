@@ -4,7 +4,8 @@ mode, `kiln build --backend cuda` cold and with a warm timing cache, the engine
 inspector's tactic candidates, `kiln run PLAN` against PyTorch eager in the same
 run (run_bench.py's fair set-up: channels-last, cudnn.benchmark, .half()).
 
-Usage: build_bench.py KILN MODEL_DIR OUT_DIR [--only=MODEL[,MODEL]]
+Usage: build_bench.py KILN MODEL_DIR OUT_DIR [--only=MODEL[,MODEL]] [--cases=MODEL:BATCH:MODE,...]
+(build_bench.json is rewritten after each row, so a run cut short keeps what it measured)
 """
 import json
 import os
@@ -70,9 +71,12 @@ def run_plan(name, batch, plan):
 def main():
     os.makedirs(OUT_DIR, exist_ok=True)
     only = [a.split("=", 1)[1].split(",") for a in sys.argv if a.startswith("--only=")]
+    cases = [a.split("=", 1)[1].split(",") for a in sys.argv if a.startswith("--cases=")]
     rows = []
     for name, batch, mode in CASES:
         if only and name not in only[0]:
+            continue
+        if cases and f"{name}:{batch}:{mode}" not in cases[0]:
             continue
         plan = os.path.join(OUT_DIR, f"{name}_b{batch}_{mode}.kiln")
         cache = os.path.join(OUT_DIR, f"{name}_b{batch}_{mode}.cache.json")
@@ -89,9 +93,9 @@ def main():
             row["speed_ratio"] = row["torch_ms"] / row["kiln"]["median_ms"]
         rows.append(row)
         print(json.dumps(row), flush=True)
-    with open(os.path.join(OUT_DIR, "build_bench.json"), "w") as f:
-        json.dump({"device": run_bench.torch.cuda.get_device_name(), "date": time.strftime("%Y-%m-%d"),
-                   "rows": rows}, f, indent=1)
+        with open(os.path.join(OUT_DIR, "build_bench.json"), "w") as f:
+            json.dump({"device": run_bench.torch.cuda.get_device_name(),
+                       "date": time.strftime("%Y-%m-%d"), "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":

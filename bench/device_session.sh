@@ -8,6 +8,11 @@ d=$(python3 -c "import nvidia.cudnn, os; print(os.path.join(nvidia.cudnn.__path_
 [ -n "$d" ] && export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$d
 export KILN_TEST_DATA_DIR=$(pwd)/tests/data KILN_MODELS_DIR=$(pwd)/resources/models
 export KILN_EXAMPLE_PLUGINS=/tmp/kiln/lib/libkiln_example_plugins.so KILN_EXAMPLE_MODELS_DIR=$(pwd)/examples/plugins/models
+if [ -n "${PROBE:-}" ]; then
+  echo "=== cuDNN INT8 probe"
+  timeout 120 /tmp/kiln/bin/kiln_cudnn_int8_probe 256 > $out/cudnn_int8_probe.txt 2>&1
+  tail -9 $out/cudnn_int8_probe.txt; cp $out/cudnn_int8_probe.txt $OUT/ 2>/dev/null
+fi
 for t in $tests; do
   timeout 300 /tmp/kiln/bin/$t --gtest_brief=1 > $out/$t.log 2>&1
   echo "$t: exit $? $(grep -E '^\[  (PASSED|FAILED)' $out/$t.log | tr '\n' ' ')"
@@ -16,7 +21,7 @@ done
 K=/tmp/kiln/bin/kiln
 if [ -n "$models" ]; then
   python3 bench/export_models.py /tmp/kiln/models $(echo $models | tr , ' ') > $out/export.log 2>&1 || tail -5 $out/export.log
-  PYTHONUNBUFFERED=1 python3 bench/build_bench.py $K /tmp/kiln/models $out --only=$models 2>&1 | tee $out/build_bench.log | python3 -c "
+  PYTHONUNBUFFERED=1 python3 bench/build_bench.py $K /tmp/kiln/models $out --only=$models ${BUILD_BENCH_CASES:+--cases=$BUILD_BENCH_CASES} 2>&1 | tee $out/build_bench.log | python3 -c "
 import sys, json
 for line in sys.stdin:
     if not line.startswith('{'): print(line.rstrip()); continue
