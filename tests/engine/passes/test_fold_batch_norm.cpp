@@ -1,4 +1,5 @@
-// fold_batch_norm: Conv + BatchNormalization becomes one Conv with folded weights;
+// fold_batch_norm: Conv (or ConvTranspose, grouped too) + BatchNormalization becomes
+// one convolution with folded weights;
 // outputs equal the unfolded graph's on random data, on a graph built here and on
 // the PP-OCR classifier (Paddle exports keep their BatchNormalization nodes).
 #include <gtest/gtest.h>
@@ -70,6 +71,37 @@ TEST(FoldBatchNorm, ConvWithAndWithoutBias) {
               (std::vector<std::string>{"conv", "bn"}));
     EXPECT_TRUE(folded.graph.initializers.count("w"));  // the original weights are untouched
     const Tensor x = randomTensor(DataType::kFloat32, {2, 3, 9, 9}, 8);
+    expectTensorNear(run(folded, "x", x), run(net, "x", x), 1e-5, 1e-4);
+  }
+}
+
+// x [2, 4, 5, 5] -> ConvTranspose(W [4, 3, 3, 3], stride 2, group g) -> BN over its
+// 3 * g output channels: each W[c, j] scales with output channel (c / (4/g)) * 3 + j.
+TEST(FoldBatchNorm, ConvTransposeWithGroups) {
+  for (int64_t group : {1, 2}) {
+    SCOPED_TRACE(group);
+    Network net = convBn(true);
+    Graph& g = net.graph;
+    const int64_t m = 3 * group;
+    g.inputs[0].shape = {DimExpr(2), DimExpr(4), DimExpr(5), DimExpr(5)};
+    g.initializers["w"] = randomTensor(DataType::kFloat32, {4, 3, 3, 3}, 11);
+    g.initializers["b"] = randomTensor(DataType::kFloat32, {m}, 12);
+    g.initializers["scale"] = randomTensor(DataType::kFloat32, {m}, 13, 0.5, 1.5);
+    g.initializers["shift"] = randomTensor(DataType::kFloat32, {m}, 14);
+    g.initializers["mean"] = randomTensor(DataType::kFloat32, {m}, 15);
+    g.initializers["var"] = randomTensor(DataType::kFloat32, {m}, 16, 0.2, 2.0);
+    Node& conv = g.nodes[0];
+    conv.opType = "ConvTranspose";
+    conv.attributes["strides"].kind = Attribute::Kind::kInts;
+    conv.attributes["strides"].ints = {2, 2};
+    conv.attributes["group"].kind = Attribute::Kind::kInt;
+    conv.attributes["group"].i = group;
+    Network folded = net;
+    std::vector<PassApplication> applied;
+    ASSERT_TRUE(runPasses(folded, 3, {}, &applied).isOk());
+    ASSERT_EQ(folded.graph.nodes.size(), 1u);
+    EXPECT_EQ(folded.graph.nodes[0].opType, "ConvTranspose");
+    const Tensor x = randomTensor(DataType::kFloat32, {2, 4, 5, 5}, 17);
     expectTensorNear(run(folded, "x", x), run(net, "x", x), 1e-5, 1e-4);
   }
 }
