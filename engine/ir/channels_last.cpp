@@ -12,7 +12,7 @@ ChannelsLastRoles channelsLastRoles(const Node& node) {
   ChannelsLastRoles roles;
   roles.activationInputs.push_back(0);
   roles.activationOutputs.push_back(0);
-  if (node.opType == "FusedConv") {
+  if (node.opType == "FusedConv" || node.opType == "QuantizedConv") {
     roles.filterInput = 1;
     if (node.inputs.size() > 3) roles.activationInputs.push_back(3);  // the residual Z
   }

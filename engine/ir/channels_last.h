@@ -1,7 +1,8 @@
 // Channels-last (NHWC) layers: nodes the channels_last_layout pass rewrote carry the
 // attribute kiln_channels_last = 1. Such a node keeps its ONNX (or ai.kiln) meaning
 // with its 4-D activations stored [N, H, W, C] instead of [N, C, H, W], and a
-// FusedConv's filter stored [K, R, S, C/group] instead of [K, C/group, R, S]; every
+// FusedConv's or QuantizedConv's filter stored [K, R, S, C/group] instead of
+// [K, C/group, R, S] (and their residual Z NHWC like X and Y); every
 // other input (bias, scalars) is unchanged. The CPU reference and shape inference
 // run such a node by permuting to channels-first, applying the ordinary kernel or
 // rule, and permuting the outputs back; the CUDA kernels read the layout natively.

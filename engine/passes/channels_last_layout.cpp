@@ -10,12 +10,19 @@
 // once per value however many readers it has.
 // Which nodes: Conv (rewritten as FusedConv without activation, whose epilogue adds the
 // bias) and FusedConv, each with a 4-D filter initializer; MaxPool / AveragePool with
-// two spatial axes and one output; GlobalAveragePool / GlobalMaxPool of a 4-D input.
+// two spatial axes and one output; GlobalAveragePool / GlobalMaxPool of a 4-D input;
+// QuantizedConv of int8 X, one group, symmetric (zero points 0), C and K multiples of
+// 4 (cuDNN's INT8 NHWC convolutions, int8_conv_cudnn.cpp). Layout-free ops follow the
+// region without a reformat: a per-tensor QuantizeLinear / DequantizeLinear (one
+// scale, one zero point) whose input is already channels-last reads and writes NHWC
+// as it is (an elementwise op does not care where C sits), so INT8 layers chain
+// through the Quantize between them.
 // Runs only when the builder asks for it (the backend prefers channels-last for the
 // engine's precision) and after the fusions, which match channels-first patterns.
 #include <set>
 
 #include "ir/channels_last.h"
+#include "ir/quantized_layers.h"
 #include "passes/fusion_passes.h"
 
 namespace kiln::passes {
@@ -33,12 +40,49 @@ bool isFloat(const Node& node, const InferredShapes& shapes) {
   return t == DataType::kFloat32 || t == DataType::kFloat16 || t == DataType::kBFloat16;
 }
 
+bool isZeroOrAbsent(const Node& node, size_t slot, const Graph& g) {
+  if (!node.hasInput(slot)) return true;
+  auto t = g.initializers.find(node.inputs[slot]);
+  if (t == g.initializers.end() || t->second.numel() != 1) return false;
+  return t->second.valueAsInt64(0) == 0;
+}
+
+// An INT8 convolution cuDNN runs channels-last (see the header comment).
+bool qualifiesInt8(const Node& node, const Graph& g, const InferredShapes& shapes) {
+  if (node.inputs.size() <= kQuantWScale || typeOf(shapes, node.inputs[0]) != DataType::kInt8 ||
+      node.attrInt("group", 1) != 1)
+    return false;
+  auto w = g.initializers.find(node.inputs[kQuantW]);
+  if (w == g.initializers.end() || w->second.rank() != 4 || w->second.type() != DataType::kInt8)
+    return false;
+  const std::string act = node.attrString("activation", "none");
+  if (act != "none" && act != "relu") return false;
+  return w->second.dim(0) % 4 == 0 && w->second.dim(1) % 4 == 0 &&
+         isZeroOrAbsent(node, kQuantXZeroPoint, g) && isZeroOrAbsent(node, kQuantYZeroPoint, g);
+}
+
+// A per-tensor QuantizeLinear / DequantizeLinear: elementwise, so layout-free.
+bool isLayoutFree(const Node& node, const Graph& g) {
+  if (!isDefaultDomain(node) || node.outputs.size() != 1 || node.inputs.size() < 2 ||
+      (node.opType != "QuantizeLinear" && node.opType != "DequantizeLinear"))
+    return false;
+  for (size_t slot = 1; slot < node.inputs.size(); ++slot) {
+    if (node.inputs[slot].empty()) continue;
+    auto t = g.initializers.find(node.inputs[slot]);
+    if (t == g.initializers.end() || t->second.numel() != 1) return false;
+  }
+  return true;
+}
+
 // True when `node` has a channels-last form this pass may give it.
 bool qualifies(const Node& node, const Graph& g, const InferredShapes& shapes) {
   if (node.outputs.size() != 1 || node.outputs[0].empty() || node.inputs.empty() ||
       node.inputs[0].empty() || isChannelsLast(node) || node.hasSubgraphs())
     return false;
-  if (inputRank(node, shapes) != 4 || !isFloat(node, shapes)) return false;
+  if (inputRank(node, shapes) != 4) return false;
+  if (node.opType == kQuantizedConvOp && node.domain == kKilnDomain)
+    return qualifiesInt8(node, g, shapes);
+  if (!isFloat(node, shapes)) return false;
   const bool conv = (node.opType == "Conv" && isDefaultDomain(node)) ||
                     (node.opType == "FusedConv" && node.domain == kKilnDomain);
   if (conv) {
@@ -107,12 +151,21 @@ class ChannelsLastLayout final : public Pass {
     auto inferred = inferShapes(network);
     if (!inferred.isOk()) return Status::ok();  // no shapes, no layout decisions
     const auto& shapes = inferred.value().values;
-    std::vector<bool> chosen(g.nodes.size());
+    std::vector<bool> chosen(g.nodes.size()), layoutFree(g.nodes.size());
     bool any = false;
-    for (size_t i = 0; i < g.nodes.size(); ++i) any |= chosen[i] = qualifies(g.nodes[i], g, shapes);
+    const GraphIndex index(g);
+    // In order, so a layout-free op sees whether its input's producer went NHWC.
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      const Node& node = g.nodes[i];
+      chosen[i] = qualifies(node, g, shapes);
+      if (!chosen[i] && isLayoutFree(node, g)) {
+        const int producer = index.producer(node.inputs[0]);
+        chosen[i] = layoutFree[i] = producer >= 0 && chosen[producer];
+      }
+      any |= chosen[i];
+    }
     if (!any) return Status::ok();
 
-    const GraphIndex index(g);
     const int opset = network.defaultOpset();
     std::set<std::string> taken;
     for (const Node& n : g.nodes) taken.insert(n.outputs.begin(), n.outputs.end());
@@ -128,8 +181,10 @@ class ChannelsLastLayout final : public Pass {
       }
       const std::string serves = node.displayName();
       if (node.opType == "Conv") asFusedConv(&node);
-      node.attributes[kChannelsLastAttribute] = intAttribute(1);
-      const ChannelsLastRoles roles = channelsLastRoles(node);
+      // A layout-free op keeps its meaning on NHWC storage: no attribute, no filter.
+      if (!layoutFree[i]) node.attributes[kChannelsLastAttribute] = intAttribute(1);
+      const ChannelsLastRoles roles =
+          layoutFree[i] ? ChannelsLastRoles{{0}, {0}, -1} : channelsLastRoles(node);
       for (size_t slot : roles.activationInputs) {
         if (!node.hasInput(slot)) continue;
         const std::string value = node.inputs[slot];

@@ -1,8 +1,9 @@
 // The INT8 layers on the GPU against the CPU reference: ai.kiln QuantizedConv and
 // QuantizedMatMul (float or int8 inputs, int8/uint8 zero points, groups, K padded to
 // a multiple of 4, float and requantized outputs), and the ONNX Runtime QDQ fixture
-// built on the CUDA backend against the CPU INT8 plan. Without a device every test
-// skips and says why.
+// built on the CUDA backend against the CPU INT8 plan; channels-last (NHWC) INT8
+// convolutions through cuDNN's fused INT8 graph, with and without a residual, float and
+// requantized outputs. Without a device every test skips and says why.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -96,6 +97,55 @@ TEST(CudaInt8, MatMulPaddedDepthPerChannelRelu) {
         .constant(channelScales(12, 10))
         .check(floatOutput());
   }
+}
+
+// A channels-last QuantizedConv (NHWC int8 X, KRSC int8 W, symmetric) as the
+// channels_last_layout pass leaves it: one cuDNN fused graph (int8_conv_cudnn.cpp).
+GpuOpTest channelsLastInt8Conv(bool int8Out, bool residual) {
+  GpuOpTest t(kQuantizedConvOp, 1, kKilnDomain);
+  t.attr("pads", std::vector<int64_t>{1, 1, 1, 1})
+      .attr("activation", std::string("relu"))
+      .attr("kiln_channels_last", int64_t{1})
+      .input(int8Weights({2, 7, 7, 16}, 11))  // X [N, H, W, C] int8 values
+      .constant(int8Weights({32, 3, 3, 16}, 12))
+      .constant(randomTensor(DataType::kFloat32, {32}, 13));
+  if (residual)
+    t.input(randomTensor(DataType::kFloat32, {2, 7, 7, 32}, 14));
+  else
+    t.missingInput();
+  t.constant(scalar(DataType::kFloat32, 0.02))
+      .constant(scalar(DataType::kInt8, 0))
+      .constant(channelScales(32, 15));
+  if (int8Out) t.constant(scalar(DataType::kFloat32, 0.05)).constant(scalar(DataType::kInt8, 0));
+  return t;
+}
+
+TEST(CudaInt8, ChannelsLastConvRunsOnCudnn) {
+  KILN_REQUIRE_GPU();
+  for (bool residual : {false, true}) {
+    SCOPED_TRACE(residual ? "with Z" : "no Z");
+    // Float output: fp32 engine, and fp16 storage (the output rounded once more).
+    channelsLastInt8Conv(false, residual)
+        .check({{cuda::Precision::kFloat32, 2e-3, 2e-3}, {cuda::Precision::kFloat16, 2e-2, 1e-2}});
+    // Requantized output: at most one step apart.
+    channelsLastInt8Conv(true, residual).check(int8Output());
+  }
+}
+
+// A non-zero zero point is not cuDNN's: the node says so and runs on the host, right.
+TEST(CudaInt8, ChannelsLastConvWithZeroPointFallsBackCorrectly) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest t(kQuantizedConvOp, 1, kKilnDomain);
+  t.attr("kiln_channels_last", int64_t{1})
+      .input(int8Weights({1, 5, 5, 8}, 16))
+      .constant(int8Weights({8, 1, 1, 8}, 17))
+      .missingInput()
+      .missingInput()
+      .constant(scalar(DataType::kFloat32, 0.02))
+      .constant(scalar(DataType::kInt8, 5))
+      .constant(channelScales(8, 18))
+      .allowHostFallback()
+      .check(floatOutput());
 }
 
 // The ONNX Runtime QDQ fixture: a CUDA INT8 plan against the CPU INT8 plan.

@@ -35,6 +35,12 @@ inline Node withInt(Node node, const std::string& key, int64_t value) {
   return node;
 }
 
+inline Node withString(Node node, const std::string& key, const std::string& value) {
+  node.attributes[key].kind = Attribute::Kind::kString;
+  node.attributes[key].s = value;
+  return node;
+}
+
 inline Node withFloat(Node node, const std::string& key, float value) {
   node.attributes[key].kind = Attribute::Kind::kFloat;
   node.attributes[key].f = value;

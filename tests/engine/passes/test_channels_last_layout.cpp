@@ -2,13 +2,16 @@
 // AveragePool, GlobalAveragePool, Flatten, Gemm) rewritten to NHWC gives the same outputs
 // on the CPU reference (1e-5), with Transposes only at the region's edges and at the one
 // value a channels-first node also reads; filters are stored KRSC. The pass runs only
-// when asked (the backend prefers channels-last) and can be disabled by name.
+// when asked (the backend prefers channels-last) and can be disabled by name. An INT8
+// chain (QuantizedConv, symmetric) goes channels-last through the Quantize between its
+// layers; an asymmetric layer stays channels-first.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
 #include "engine/passes/pass_test_support.h"
 #include "ir/channels_last.h"
+#include "ir/quantized_layers.h"
 #include "kiln/passes.h"
 #include "kiln/shape_inference.h"
 #include "support/op_test.h"
@@ -127,6 +130,84 @@ TEST(ChannelsLastLayout, ChannelsLastNodeWithWrongRankFailsClearly) {
       *pool, {{pool->inputs[0], randomTensor(DataType::kFloat32, {2, 3, 4}, 7)}}, &out);
   EXPECT_FALSE(s.isOk());
   EXPECT_NE(s.message().find("must be 4-D"), std::string::npos) << s.toString();
+}
+
+}  // namespace
+}  // namespace kiln::test
+
+namespace kiln::test {
+namespace {
+
+// An INT8 chain as fold_qdq leaves it: x -> Quantize -> qconv1 (int8 out) -> qconv2
+// (ReLU, float out) -> Quantize -> qconv3 (residual Z = qconv2's output, float out).
+Node quantizedConv(const std::string& x, const std::string& w, const std::string& y,
+                   bool int8Output, const std::string& z = "") {
+  Node n = makeNode("QuantizedConv", {x, w, "qb", z, "sx", "zp", "sw"}, {y}, 1);
+  n.domain = kKilnDomain;
+  if (int8Output) {
+    n.inputs.push_back("sy");
+    n.inputs.push_back("zp");
+  }
+  return withInts(n, "pads", {1, 1, 1, 1});
+}
+
+Network int8Chain() {
+  Network net;
+  net.opsets[""] = 17;
+  net.opsets[kKilnDomain] = 1;
+  Graph& g = net.graph;
+  g.inputs = {{"x", DataType::kFloat32, true, {DimExpr(2), DimExpr(8), DimExpr(6), DimExpr(6)}}};
+  for (const char* w : {"w1", "w2", "w3"}) {
+    Tensor t(DataType::kInt8, {8, 8, 3, 3});
+    const Tensor r = randomTensor(DataType::kFloat32, {8, 8, 3, 3}, static_cast<uint32_t>(w[1]));
+    for (int64_t i = 0; i < t.numel(); ++i)
+      t.data<int8_t>()[i] = static_cast<int8_t>(r.data<float>()[i] * 100);
+    g.initializers[w] = t;
+  }
+  g.initializers["qb"] = randomTensor(DataType::kFloat32, {8}, 21);
+  g.initializers["sx"] = floatTensor({}, {0.02f});
+  g.initializers["sy"] = floatTensor({}, {0.05f});
+  g.initializers["sw"] = randomTensor(DataType::kFloat32, {8}, 22, 0.001, 0.004);
+  g.initializers["zp"] = Tensor(DataType::kInt8, {});
+  g.nodes = {makeNode("QuantizeLinear", {"x", "sx", "zp"}, {"xq"}),
+             quantizedConv("xq", "w1", "q1", true),
+             withString(quantizedConv("q1", "w2", "f2", false), "activation", "relu"),
+             makeNode("QuantizeLinear", {"f2", "sx", "zp"}, {"q2"}),
+             quantizedConv("q2", "w3", "y", false, "f2")};
+  g.outputs = {{"y", DataType::kFloat32, false, {}}};
+  return net;
+}
+
+TEST(ChannelsLastLayout, Int8ChainRunsChannelsLastThroughItsQuantize) {
+  const Network original = int8Chain();
+  Network nhwc = original;
+  std::vector<PassApplication> applied;
+  ASSERT_TRUE(runPasses(nhwc, 2, {}, &applied, /*channelsLast=*/true).isOk());
+  int convs = 0;
+  for (const Node& n : nhwc.graph.nodes) convs += n.opType == "QuantizedConv" && isChannelsLast(n);
+  EXPECT_EQ(convs, 3);
+  // In: the quantized input (int8) once; out: y. The Quantize between qconv2 and
+  // qconv3 reads and writes NHWC without a reformat of its own.
+  EXPECT_EQ(count(nhwc, "Transpose"), 2);
+  const Tensor x = randomTensor(DataType::kFloat32, {2, 8, 6, 6}, 23, -2, 2);
+  const auto expected = runOnReference(original, {{"x", x}});
+  const auto actual = runOnReference(nhwc, {{"x", x}});
+  ASSERT_EQ(actual.size(), 1u);
+  expectTensorNear(actual[0].tensor, expected[0].tensor, 1e-5, 1e-5);
+  // An asymmetric layer (x zero point 3) stays channels-first.
+  Network asymmetric = int8Chain();
+  asymmetric.graph.initializers["zp3"] = Tensor(DataType::kInt8, {});
+  asymmetric.graph.initializers["zp3"].data<int8_t>()[0] = 3;
+  asymmetric.graph.nodes[1].inputs[5] = "zp3";
+  asymmetric.graph.nodes[0].inputs[2] = "zp3";
+  ASSERT_TRUE(runPasses(asymmetric, 2, {}, &applied, true).isOk());
+  int asymmetricSeen = 0;
+  for (const Node& n : asymmetric.graph.nodes) {
+    if (n.opType != "QuantizedConv" || n.inputs[kQuantXZeroPoint] != "zp3") continue;
+    ++asymmetricSeen;
+    EXPECT_FALSE(isChannelsLast(n));
+  }
+  EXPECT_EQ(asymmetricSeen, 1);
 }
 
 }  // namespace

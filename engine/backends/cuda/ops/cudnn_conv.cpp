@@ -26,6 +26,8 @@ cudnnDataType_t cudnnTypeOf(DataType type) {
       return CUDNN_DATA_BFLOAT16;
     case DataType::kFloat64:
       return CUDNN_DATA_DOUBLE;
+    case DataType::kInt8:
+      return CUDNN_DATA_INT8;
     default:
       return CUDNN_DATA_FLOAT;
   }
@@ -130,7 +132,11 @@ namespace {
 Status makeConvolutionDescriptor(const ConvGeometry& g, CudnnDescriptor* conv) {
   KILN_RETURN_IF_ERROR(conv->create(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR));
   int64_t spatial = static_cast<int64_t>(g.strides.size());
-  cudnnDataType_t compute = g.type == DataType::kFloat64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
+  // int8 convolutions accumulate in int32 (cuDNN's INT8 engines), the rest in float
+  // (double for float64).
+  const cudnnDataType_t compute = g.type == DataType::kFloat64 ? CUDNN_DATA_DOUBLE
+                                  : g.type == DataType::kInt8  ? CUDNN_DATA_INT32
+                                                               : CUDNN_DATA_FLOAT;
   cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
   KILN_CUDNN_SET(conv->get(), CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &compute);
   KILN_CUDNN_SET(conv->get(), CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1,

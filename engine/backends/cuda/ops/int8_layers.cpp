@@ -5,7 +5,8 @@
 // weights are padded to a multiple of 4 along K (IMMA's requirement), uploaded once
 // per context with their per-channel sums and multipliers x_scale * w_scale[c].
 // Convolutions unfold the input (im2col) group by group; rank-5 (3-D) convolutions
-// and non-constant weights go to the host fallback.
+// and non-constant weights go to the host fallback. A channels-last QuantizedConv
+// (NHWC, from channels_last_layout) runs as one cuDNN graph instead (int8_conv_cudnn).
 #include <cublasLt.h>
 
 #include <algorithm>
@@ -15,7 +16,9 @@
 #include "backends/cuda/engine_impl.h"
 #include "backends/cuda/libraries.h"
 #include "backends/cuda/ops/cudnn_conv.h"
+#include "backends/cuda/ops/int8_conv_cudnn.h"
 #include "backends/cuda/ops/int8_layers.h"
+#include "ir/channels_last.h"
 #include "ir/quantized_layers.h"
 #include "kiln/passes.h"
 
@@ -222,6 +225,7 @@ Int8Epilogue epilogueFor(GpuKernelContext& ctx, const Int8LayerState& s, const D
 }
 
 Status quantizedConvKernel(GpuKernelContext& ctx) {
+  if (isChannelsLast(ctx.node())) return quantizedConvChannelsLast(ctx);
   const DeviceTensor& x = ctx.input(kQuantX);
   const DeviceTensor& w = ctx.input(kQuantW);
   ConvGeometry g;

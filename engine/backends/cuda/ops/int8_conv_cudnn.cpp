@@ -1,0 +1,217 @@
+// A channels-last ai.kiln QuantizedConv (contract: ir/quantized_layers.h; which nodes:
+// passes/channels_last_layout.cpp) as one cuDNN fused graph on NHWC int8 X and a
+// KRSC int8 W:
+//   conv(X, W; int32 accumulate) -> * m[k] -> + B[k] [-> + Z] [-> ReLU] [-> * 1/sy] -> Y
+// with m[k] = sx * sw[k], every stage after the convolution a virtual float tensor,
+// and Y int8 (requantized: cuDNN rounds the float to nearest-even and saturates) or
+// the engine's float storage. Zero points are 0 (the pass only sends symmetric
+// layers). The heuristics' engines are timed at the first run of a shape and the
+// fastest kept; the implementation text names it with every candidate's time.
+#include <sstream>
+
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/engine_impl.h"
+#include "backends/cuda/ops/cudnn_conv.h"
+#include "backends/cuda/ops/int8_conv_cudnn.h"
+#include "ir/channels_last.h"
+#include "ir/quantized_layers.h"
+
+namespace kiln::cuda {
+namespace {
+
+enum : int64_t { kUidScale = 4, kUidBias = 5, kUidZ = 6, kUidOutScale = 7, kUidStage = 10 };
+
+struct CudnnInt8State {
+  ConvGeometry geometry;
+  DataType yType = DataType::kInt8;
+  DataType zType = DataType::kFloat32;  // the engine's float storage
+  bool residual = false;
+  bool quantizedOutput = false;
+  bool relu = false;
+  DeviceBuffer scale, bias, outScale;  // float [K], [K], [1]
+  std::shared_ptr<CudnnPlan> plan;
+};
+
+Result<float> hostScalar(GpuKernelContext& ctx, size_t slot) {
+  KILN_ASSIGN_OR_RETURN(Tensor t, ctx.hostInput(slot));
+  if (t.type() != DataType::kFloat32 || t.numel() != 1)
+    return ctx.error("input " + std::to_string(slot) + " (scale) must be one float32 value");
+  return t.data<float>()[0];
+}
+
+Status zeroOrAbsent(GpuKernelContext& ctx, size_t slot) {
+  if (!ctx.hasInput(slot)) return Status::ok();
+  KILN_ASSIGN_OR_RETURN(Tensor t, ctx.hostInput(slot));
+  if (t.numel() != 1 || t.valueAsInt64(0) != 0 || t.type() != DataType::kInt8)
+    return ctx.unsupported("cuDNN's INT8 convolution takes int8 zero point 0 only");
+  return Status::ok();
+}
+
+Status uploadFloats(DeviceBuffer* buffer, const std::vector<float>& host, const char* what) {
+  KILN_RETURN_IF_ERROR(buffer->allocate(static_cast<int64_t>(host.size() * sizeof(float)), what));
+  // Once per shape, at the first enqueue: a synchronous copy keeps `host` simple.
+  KILN_CUDA_CHECK(
+      cudaMemcpy(buffer->data(), host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice));
+  return Status::ok();
+}
+
+// m[k] = sx * sw[k] and B[k] (0 without B) on the device; 1/sy when Y is int8.
+Status prepareScales(GpuKernelContext& ctx, int64_t channels, CudnnInt8State* s) {
+  KILN_RETURN_IF_ERROR(zeroOrAbsent(ctx, kQuantXZeroPoint));
+  KILN_RETURN_IF_ERROR(zeroOrAbsent(ctx, kQuantYZeroPoint));
+  KILN_ASSIGN_OR_RETURN(const float xScale, hostScalar(ctx, kQuantXScale));
+  KILN_ASSIGN_OR_RETURN(Tensor wScale, ctx.hostInput(kQuantWScale));
+  if (wScale.type() != DataType::kFloat32 || (wScale.numel() != 1 && wScale.numel() != channels))
+    return ctx.error("input 6 (w_scale) must be float32, one value or one per output channel");
+  std::vector<float> scale(static_cast<size_t>(channels)), bias(scale.size(), 0.f);
+  for (int64_t c = 0; c < channels; ++c)
+    scale[c] = xScale * wScale.data<float>()[wScale.numel() == 1 ? 0 : c];
+  if (ctx.hasInput(kQuantBias)) {
+    KILN_ASSIGN_OR_RETURN(Tensor b, ctx.hostInput(kQuantBias));
+    if (b.type() != DataType::kFloat32 || b.numel() != channels)
+      return ctx.error("input 2 (bias) must be float32 with one value per output channel");
+    for (int64_t c = 0; c < channels; ++c) bias[c] = b.data<float>()[c];
+  }
+  KILN_RETURN_IF_ERROR(uploadFloats(&s->scale, scale, "int8 conv scales"));
+  KILN_RETURN_IF_ERROR(uploadFloats(&s->bias, bias, "int8 conv bias"));
+  s->quantizedOutput = ctx.hasInput(kQuantYScale);
+  if (s->quantizedOutput) {
+    KILN_ASSIGN_OR_RETURN(const float yScale, hostScalar(ctx, kQuantYScale));
+    KILN_RETURN_IF_ERROR(uploadFloats(&s->outScale, {1.f / yScale}, "int8 output scale"));
+  }
+  return Status::ok();
+}
+
+// The fused graph of `s` (see the header comment).
+Status buildGraph(cudnnHandle_t handle, const CudnnInt8State& s, CudnnDescriptor* graph) {
+  const ConvGeometry& g = s.geometry;
+  const std::vector<int64_t> perChannel = {1, g.y[1], 1, 1}, scalar = {1, 1, 1, 1};
+  CudnnDescriptor x, w, y, scale, bias, z, outScale;
+  KILN_RETURN_IF_ERROR(makeCudnnTensor(&x, CUDNN_DATA_INT8, g.x, kConvUidX, false, true));
+  KILN_RETURN_IF_ERROR(makeCudnnTensor(&w, CUDNN_DATA_INT8, g.w, kConvUidW, false, true));
+  KILN_RETURN_IF_ERROR(makeCudnnTensor(&y, cudnnTypeOf(s.yType), g.y, kConvUidY, false, true));
+  KILN_RETURN_IF_ERROR(
+      makeCudnnTensor(&scale, CUDNN_DATA_FLOAT, perChannel, kUidScale, false, true));
+  KILN_RETURN_IF_ERROR(makeCudnnTensor(&bias, CUDNN_DATA_FLOAT, perChannel, kUidBias, false, true));
+  if (s.residual)
+    KILN_RETURN_IF_ERROR(makeCudnnTensor(&z, cudnnTypeOf(s.zType), g.y, kUidZ, false, true));
+  if (s.quantizedOutput)
+    KILN_RETURN_IF_ERROR(
+        makeCudnnTensor(&outScale, CUDNN_DATA_FLOAT, scalar, kUidOutScale, false, true));
+  // Stages after the convolution: scale, bias, [Z], [ReLU], [1/sy].
+  struct Stage {
+    cudnnPointwiseMode_t mode;
+    cudnnBackendDescriptor_t operand;
+  };
+  std::vector<Stage> stages = {{CUDNN_POINTWISE_MUL, scale.get()},
+                               {CUDNN_POINTWISE_ADD, bias.get()}};
+  if (s.residual) stages.push_back({CUDNN_POINTWISE_ADD, z.get()});
+  if (s.relu) stages.push_back({CUDNN_POINTWISE_RELU_FWD, nullptr});
+  if (s.quantizedOutput) stages.push_back({CUDNN_POINTWISE_MUL, outScale.get()});
+  std::vector<CudnnDescriptor> virtuals(stages.size());
+  for (size_t i = 0; i < stages.size(); ++i)
+    KILN_RETURN_IF_ERROR(makeCudnnTensor(&virtuals[i], CUDNN_DATA_FLOAT, g.y,
+                                         kUidStage + static_cast<int64_t>(i), true, true));
+  std::vector<CudnnDescriptor> ops(stages.size() + 1);
+  KILN_RETURN_IF_ERROR(makeConvolutionOp(g, x.get(), w.get(), virtuals[0].get(), &ops[0]));
+  for (size_t i = 0; i < stages.size(); ++i) {
+    cudnnBackendDescriptor_t out = i + 1 == stages.size() ? y.get() : virtuals[i + 1].get();
+    KILN_RETURN_IF_ERROR(
+        makePointwiseOp(stages[i].mode, virtuals[i].get(), stages[i].operand, out, &ops[i + 1]));
+  }
+  std::vector<cudnnBackendDescriptor_t> raw;
+  for (const CudnnDescriptor& op : ops) raw.push_back(op.get());
+  return makeOperationGraph(handle, raw, graph);
+}
+
+CudnnBindings bindingsOf(const CudnnInt8State& s, const DeviceTensor& x, const DeviceTensor& w,
+                         void* y, const void* z) {
+  CudnnBindings b = {{kConvUidX, x.data},
+                     {kConvUidW, w.data},
+                     {kConvUidY, y},
+                     {kUidScale, s.scale.data()},
+                     {kUidBias, s.bias.data()}};
+  if (s.residual) b.push_back({kUidZ, const_cast<void*>(z)});
+  if (s.quantizedOutput) b.push_back({kUidOutScale, s.outScale.data()});
+  return b;
+}
+
+// The heuristics' engines for the graph, each timed on the layer's buffers; the
+// fastest goes to `s`.
+Status choosePlan(GpuKernelContext& ctx, cudnnHandle_t handle, const CudnnBindings& bindings,
+                  CudnnInt8State* s) {
+  CudnnDescriptor graph;
+  KILN_RETURN_IF_ERROR(buildGraph(handle, *s, &graph));
+  PlanFilter filter;
+  filter.wanted = std::max(ctx.options().convolutionCandidates, 8);
+  filter.workspaceLimit = ctx.options().workspaceLimitBytes;
+  std::vector<std::unique_ptr<CudnnPlan>> plans;
+  std::vector<std::string> rejected;
+  KILN_RETURN_IF_ERROR(heuristicPlans(handle, graph.get(), filter, &plans, &rejected));
+  if (plans.empty())
+    return ctx.unsupported("cuDNN has no INT8 NHWC engine for this convolution" +
+                           (rejected.empty() ? std::string() : " (" + rejected.front() + ")"));
+  std::ostringstream timings;
+  float bestMs = 1e30f;
+  for (auto& plan : plans) {
+    KILN_ASSIGN_OR_RETURN(void* workspace, convWorkspace(ctx, plan->workspace));
+    Result<float> ms = timeOnStream(
+        ctx.stream(), [&] { return executeCudnnPlan(handle, *plan, bindings, workspace); });
+    if (!ms.isOk()) continue;  // fails on these shapes: not a candidate
+    timings << (timings.tellp() > 0 ? ", " : "") << plan->description.substr(6) << "=" << ms.value()
+            << "ms";
+    if (ms.value() < bestMs) {
+      bestMs = ms.value();
+      s->plan = std::shared_ptr<CudnnPlan>(std::move(plan));
+    }
+  }
+  if (!s->plan) return ctx.unsupported("no cuDNN INT8 engine ran on these shapes");
+  ctx.setImplementation("cudnn int8 NHWC fused graph " + s->plan->description.substr(6) +
+                        (s->quantizedOutput ? " (int8 output)" : " (float output)") + "; timed {" +
+                        timings.str() + "}");
+  return Status::ok();
+}
+
+}  // namespace
+
+Status quantizedConvChannelsLast(GpuKernelContext& ctx) {
+  const DeviceTensor& x = ctx.input(kQuantX);
+  const DeviceTensor& w = ctx.input(kQuantW);
+  if (x.type != DataType::kInt8 || w.type != DataType::kInt8 || x.rank() != 4 || w.rank() != 4)
+    return ctx.unsupported("cuDNN's INT8 NHWC convolution needs 4-D int8 X and W");
+  DeviceTensor xFirst = x, wFirst = w;  // [N, C, H, W] and [K, C, R, S] over NHWC storage
+  xFirst.shape = toChannelsFirstShape(x.shape);
+  wFirst.shape = toChannelsFirstShape(w.shape);
+  ConvGeometry g;
+  KILN_RETURN_IF_ERROR(forwardConvGeometry(ctx, xFirst, wFirst, &g));
+  g.channelsLast = true;
+  const DeviceTensor* z = ctx.hasInput(kQuantResidual) ? &ctx.input(kQuantResidual) : nullptr;
+  auto state = std::static_pointer_cast<CudnnInt8State>(ctx.layerState());
+  const bool fresh = !state || !(state->geometry == g);
+  if (fresh) {
+    state = std::make_shared<CudnnInt8State>();
+    state->geometry = g;
+    state->residual = z != nullptr;
+    state->relu = ctx.node().attrString("activation", "none") == "relu";
+    if (!state->relu && ctx.node().attrString("activation", "none") != "none")
+      return ctx.unsupported("cuDNN's INT8 path takes no activation but ReLU");
+    KILN_RETURN_IF_ERROR(prepareScales(ctx, g.y[1], state.get()));
+    state->yType = state->quantizedOutput ? DataType::kInt8 : ctx.floatType();
+    state->zType = ctx.floatType();
+  }
+  const Shape yShape = toChannelsLastShape(g.y);
+  if (z && (z->shape != yShape || z->type != ctx.floatType()))
+    return ctx.error("input 3 (Z) must be a float tensor of the output's shape");
+  KILN_ASSIGN_OR_RETURN(DeviceTensor y, ctx.allocateOutput(0, state->yType, yShape));
+  if (y.numel() == 0) return Status::ok();
+  KILN_ASSIGN_OR_RETURN(cudnnHandle_t handle, ctx.libraries().cudnn(ctx.stream()));
+  const CudnnBindings bindings = bindingsOf(*state, x, w, y.data, z ? z->data : nullptr);
+  if (fresh) {
+    KILN_RETURN_IF_ERROR(choosePlan(ctx, handle, bindings, state.get()));
+    ctx.layerState() = state;
+  }
+  KILN_ASSIGN_OR_RETURN(void* workspace, convWorkspace(ctx, state->plan->workspace));
+  return executeCudnnPlan(handle, *state->plan, bindings, workspace);
+}
+
+}  // namespace kiln::cuda
