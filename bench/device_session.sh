@@ -68,6 +68,13 @@ if [ "$part" = int8 ]; then
   # The script bounds itself (--budget, 220 s); INT8_BENCH_ARGS adds options (e.g. --skip=qdq).
   PYTHONUNBUFFERED=1 timeout 560 python3 bench/int8_bench.py $K /tmp/kiln/models $out $fp ${INT8_BENCH_ARGS:-} 2>&1 | tee $out/int8_bench.log
   cp $out/int8_bench.json $OUT/ 2>/dev/null
+  if [ -f /tmp/kiln-int8/resnet50_b256_int8.kiln ]; then
+    echo "=== int8 plan profile"
+    IN=$(python3 -c "import onnx;m=onnx.load('/tmp/kiln/models/resnet50.onnx',load_external_data=False);print(m.graph.input[0].name)")
+    timeout 120 $K run /tmp/kiln-int8/resnet50_b256_int8.kiln --shapes $IN:256x3x224x224 --no-data-transfers --profile --json 2>/dev/null | python3 bench/profile_summary.py | head -30
+    timeout 60 $K inspect /tmp/kiln-int8/resnet50_b256_int8.kiln --layers > $out/int8_layers.txt 2>&1
+    grep -c "cudnn int8" $out/int8_layers.txt
+  fi
 fi
 tar cf - -C $out --exclude='*.kiln' . | xz -6 > $OUT/logs.tar.xz
 if [ "$part" = bert1 ]; then
