@@ -84,8 +84,11 @@ def sh(cmd, timeout, reserve=0.0, env=None):
     started = time.time()
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=limit, env=env)
-    except subprocess.TimeoutExpired:
-        raise StepError(f"timed out after {limit:.0f} s: {' '.join(map(str, cmd[:3]))} ...")
+    except subprocess.TimeoutExpired as e:
+        err = e.stderr.decode() if isinstance(e.stderr, bytes) else (e.stderr or "")
+        tail = " | ".join(err.strip().splitlines()[-3:])
+        raise StepError(f"timed out after {limit:.0f} s: {' '.join(map(str, cmd[:3]))} ... "
+                        f"last stderr: {tail}")
     except OSError as error:
         raise StepError(f"cannot run {cmd[0]}: {error}")
     return p, time.time() - started
@@ -213,7 +216,8 @@ def build(plan, flags, timeout, reserve):
     if os.path.exists(cache):
         os.remove(cache)
     j, wall = kiln_json(["build", MODEL, "-o", plan, "--backend", BACKEND, *profile_args(INPUT, BATCH),
-                         "--optimization-level", "2", "--timing-cache", cache, "--json", *flags],
+                         "--optimization-level", "2", "--timing-cache", cache, "--json",
+                         "--progress", *flags],
                         timeout, reserve=reserve)
     out = {"plan": plan, "build_s": round(j["build_seconds"], 1), "wall_s": round(wall, 1),
            "layers": j["layers"], "layer_precisions": j["layer_precisions"],
@@ -717,7 +721,7 @@ def main():
         probe = step("cpu probe", probe_cpu) if have_samples else None
         cal = step("calibrate", calibrate, probe) if have_samples else None
         int8 = step("int8 build", build, INT8_PLAN,
-                    ["--int8", "--calib-cache", CACHE, "--fp16"], 200, 60) if cal else None
+                    ["--int8", "--calib-cache", CACHE, "--fp16"], 300, 60) if cal else None
         if int8 and "throughput" not in SKIP:
             step("int8 run", run_plan, INT8_PLAN)
         if int8 and "accuracy" not in SKIP:

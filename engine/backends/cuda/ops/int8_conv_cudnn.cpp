@@ -142,12 +142,21 @@ Status choosePlan(GpuKernelContext& ctx, cudnnHandle_t handle, const CudnnBindin
                   CudnnInt8State* s) {
   CudnnDescriptor graph;
   KILN_RETURN_IF_ERROR(buildGraph(handle, *s, &graph));
+  // Precompiled engines first: a runtime-fusion engine compiles a kernel (NVRTC) at
+  // finalize, and every timing engine of the build and every context would pay it.
+  // Only when none is precompiled, the runtime-compiled ones (fewer of them).
   PlanFilter filter;
-  filter.wanted = std::max(ctx.options().convolutionCandidates, 8);
+  filter.wanted = std::max(ctx.options().convolutionCandidates, 4);
   filter.workspaceLimit = ctx.options().workspaceLimitBytes;
+  filter.runtimeCompilation = false;
   std::vector<std::unique_ptr<CudnnPlan>> plans;
   std::vector<std::string> rejected;
   KILN_RETURN_IF_ERROR(heuristicPlans(handle, graph.get(), filter, &plans, &rejected));
+  if (plans.empty()) {
+    filter.runtimeCompilation = true;
+    filter.wanted = 2;
+    KILN_RETURN_IF_ERROR(heuristicPlans(handle, graph.get(), filter, &plans, &rejected));
+  }
   if (plans.empty())
     return ctx.unsupported("cuDNN has no INT8 NHWC engine for this convolution" +
                            (rejected.empty() ? std::string() : " (" + rejected.front() + ")"));
