@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "build_job.h"
+#include "kiln/cuda_calibration.h"
 #include "job_runner.h"
 #include "studio_document.h"
 
@@ -153,7 +154,9 @@ void CalibrationSession::calibrate() {
           context.progress(double(p.batchesDone) / p.batchesTotal,
                            QObject::tr("batch %1 of %2").arg(p.batchesDone).arg(p.batchesTotal));
         };
-        *result = calibrateNetwork(*network, *data, options);
+        // The GPU when one is usable, as `kiln calibrate` does by default.
+        *result =
+            cuda::calibrateOnBackend(*network, *data, options, cuda::CalibrationBackend::kDefault);
       },
       [self, result](const JobContext&) {
         if (!self) return;
@@ -165,9 +168,16 @@ void CalibrationSession::calibrate() {
           emit self->calibrated(false, message);
           return;
         }
+        const CalibrationResult& done = result->value();
+        if (!done.fallback.empty())
+          self->m_document->addIssue(
+              {IssueSeverity::kWarning, "calibration", QString::fromStdString(done.fallback), {}});
         self->m_histograms = std::move(result->value().histograms);
         self->setRows(self->m_histograms);
-        emit self->calibrated(true, tr("%1 tensors calibrated").arg(self->m_rows.size()));
+        emit self->calibrated(true, tr("%1 tensors calibrated on %2 in %3 s")
+                                        .arg(self->m_rows.size())
+                                        .arg(QString::fromStdString(done.backend))
+                                        .arg(done.seconds, 0, 'f', 2));
       });
   emit busyChanged(true);
 }

@@ -47,7 +47,8 @@ class CalibrationSession : public QObject {
   // Up to 6 samples as images (a tensor sample shows its first three channels).
   const QVector<QImage>& previews() const { return m_previews; }
 
-  // Calibrates the open model on the loaded data (CPU reference) in the background.
+  // Calibrates the open model on the loaded data in the background: on the GPU when
+  // one is usable, else on the CPU reference (cuda::calibrateOnBackend's default).
   void calibrate();
   bool running() const { return m_job >= 0; }
   void cancel();

@@ -1,6 +1,7 @@
 // `kiln build MODEL.onnx -o PLAN.kiln`: the trtexec --saveEngine of Kiln.
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -32,7 +33,9 @@ void printUsage() {
       "  --accuracy-data DIR              after the build, compare the plan with FP32 on\n"
       "                                   these samples (CPU backend; --preprocess SPEC for\n"
       "                                   images, else the cache's spec)\n"
-      "  --fp8                            reserved: FP8 needs CUDA on compute capability 8.9+\n"
+      "  --fp8                            FP8 (E4M3) GEMMs from the model's float8e4m3fn\n"
+      "                                   QuantizeLinear/DequantizeLinear (explicit only; CUDA\n"
+      "                                   on compute capability 8.9+, else host fallback)\n"
       "  --precision-constraints none|prefer|obey\n"
       "  --layer-precisions SPEC          e.g. '*:fp16,Conv_3:fp32' (implies prefer)\n"
       "  --layer-output-types SPEC        storage type of layer outputs, same syntax\n"
@@ -49,7 +52,10 @@ void printUsage() {
       "  --seed N (1)                     random timing inputs\n"
       "  --disable-pass NAME              skip a graph pass (repeatable); --list-passes lists "
       "them\n"
-      "  --quiet                          no progress lines; --json: the build summary as JSON\n");
+      "  --quiet                          no progress lines; --json: the build summary as JSON\n"
+      "  --progress                       one line per timed layer (seconds since the start), "
+      "also\n"
+      "                                   when stderr is no terminal\n");
 }
 
 Result<std::unique_ptr<BuildBackend>> makeBackend(const std::string& name, int64_t device,
@@ -157,9 +163,19 @@ int runBuild(const std::vector<std::string>& rawArgs) {
   if (args.has("accuracy-data") && args.value("backend", "cpu") != "cpu")
     return fail("build", "--accuracy-data runs the plan on the CPU backend (--backend cpu)", 2);
   const bool quiet = args.flag("quiet") || args.flag("json");
-  const bool terminal = isatty(fileno(stderr)) != 0;  // progress lines only on a terminal
-  config.callbacks.onProgress = [quiet, terminal](const BuildProgress& p) {
-    if (quiet || !terminal || p.phase != "timing" || p.item.empty()) return;
+  // Progress lines only on a terminal; --progress writes one line per layer anywhere,
+  // with the seconds since the build started (where a build spends its time).
+  const bool terminal = isatty(fileno(stderr)) != 0;
+  const bool lines = args.flag("progress");
+  const auto started = std::chrono::steady_clock::now();
+  config.callbacks.onProgress = [quiet, terminal, lines, started](const BuildProgress& p) {
+    if ((quiet && !lines) || !(terminal || lines) || p.phase != "timing" || p.item.empty()) return;
+    if (lines) {
+      const std::chrono::duration<double> t = std::chrono::steady_clock::now() - started;
+      std::fprintf(stderr, "[%d/%d] %.1f s timing %s\n", p.done + 1, p.total, t.count(),
+                   p.item.c_str());
+      return;
+    }
     std::fprintf(stderr, "\r[%d/%d] timing %-60.60s", p.done + 1, p.total, p.item.c_str());
   };
   config.callbacks.onWarning = [quiet](const std::string& w) {

@@ -1,6 +1,7 @@
 // `kiln calibrate MODEL.onnx --data DIR -o CACHE`: post-training INT8 calibration on
-// the CPU reference (TensorRT's calibrators, trtexec --calib's cache, in Kiln's
-// editable text format). Ctrl-C cancels between batches.
+// the CUDA runtime (FP32, TF32 off) when a GPU is usable, else on the CPU reference
+// (TensorRT's calibrators, trtexec --calib's cache, in Kiln's editable text format).
+// Ctrl-C cancels between batches.
 #include <unistd.h>
 
 #include <atomic>
@@ -14,6 +15,7 @@
 #include "cli/commands.h"
 #include "kiln/calibration.h"
 #include "kiln/calibration_data.h"
+#include "kiln/cuda_calibration.h"
 #include "kiln/onnx_import.h"
 
 namespace kiln::cli {
@@ -36,6 +38,7 @@ void printUsage() {
       "  --preprocess SPEC                image preprocessing spec (size, mean, std, channels,\n"
       "                                   layout); saved beside the cache as CACHE.preprocess\n"
       "  --input NAME                     the input the data feeds (models with several)\n"
+      "  --backend cpu|cuda               cuda when a usable GPU exists, else cpu\n"
       "  --histograms FILE.json           also write every tensor's histogram\n"
       "  --quiet | --json                 no progress / the ranges as JSON\n"
       "The cache is text (tensor name and range per line): edit a range, or write\n"
@@ -65,6 +68,30 @@ Status writeText(const std::string& path, const std::string& text) {
   return std::fclose(f) == 0 && ok ? Status::ok() : invalidArgument("cannot write '" + path + "'");
 }
 
+// The backend option: "" is the default (the GPU when one is usable).
+bool parseBackend(const std::string& text, cuda::CalibrationBackend* out) {
+  if (text.empty()) {
+    *out = cuda::CalibrationBackend::kDefault;
+    return true;
+  }
+  return cuda::parseCalibrationBackend(text, out);
+}
+
+// Progress on one terminal line (when `progress`); notices on their own lines (not with
+// --json). `midLine` tells whether a progress line is still open.
+void reportOnStderr(CalibrationOptions* options, bool progress, bool json, bool* midLine) {
+  options->onProgress = [progress, midLine](const CalibrationProgress& p) {
+    if (!progress) return;
+    std::fprintf(stderr, "\rcalibrating: batch %d/%d", p.batchesDone, p.batchesTotal);
+    *midLine = true;
+  };
+  options->onNotice = [json, midLine](const std::string& text) {
+    if (json) return;
+    std::fprintf(stderr, "%skiln calibrate: %s\n", *midLine ? "\n" : "", text.c_str());
+    *midLine = false;
+  };
+}
+
 void printRanges(const CalibrationResult& result, size_t limit) {
   std::printf("%-40s %12s %12s %12s\n", "tensor", "min", "max", "range");
   size_t shown = 0;
@@ -85,9 +112,9 @@ int runCalibrate(const std::vector<std::string>& rawArgs) {
   std::vector<std::string> argv = rawArgs;
   for (std::string& a : argv)
     if (a == "-o") a = "--output";
-  Args args(
-      {"data", "output", "method", "percentile", "batch", "preprocess", "input", "histograms"},
-      {"help", "quiet", "json"});
+  Args args({"data", "output", "method", "percentile", "batch", "preprocess", "input", "histograms",
+             "backend"},
+            {"help", "quiet", "json"});
   if (Status parsed = args.parse(argv); !parsed.isOk())
     return fail("calibrate", parsed.message(), 2);
   if (args.flag("help") || args.positional().size() != 1 || !args.has("data") ||
@@ -104,6 +131,10 @@ int runCalibrate(const std::vector<std::string>& rawArgs) {
   if (Status s = args.intValue("batch", 8, &batch); !s.isOk())
     return fail("calibrate", s.message(), 2);
   if (batch < 1 || batch > 65536) return fail("calibrate", "--batch must be in 1..65536", 2);
+  cuda::CalibrationBackend backend;
+  if (!parseBackend(args.value("backend"), &backend))
+    return fail("calibrate", "unknown backend '" + args.value("backend") + "' (use cpu or cuda)",
+                2);
 
   const std::string model = args.positional()[0];
   auto network = importOnnxFile(model);
@@ -115,14 +146,12 @@ int runCalibrate(const std::vector<std::string>& rawArgs) {
   const bool quiet = args.flag("quiet") || args.flag("json");
   const bool terminal = isatty(fileno(stderr)) != 0;
   options.cancel = &g_cancel;
-  options.onProgress = [quiet, terminal](const CalibrationProgress& p) {
-    if (!quiet && terminal)
-      std::fprintf(stderr, "\rcalibrating: batch %d/%d", p.batchesDone, p.batchesTotal);
-  };
+  bool midLine = false;
+  reportOnStderr(&options, !quiet && terminal, args.flag("json"), &midLine);
   std::signal(SIGINT, onInterrupt);
-  auto result = calibrateNetwork(*network, *batches, options);
+  auto result = cuda::calibrateOnBackend(*network, *batches, options, backend);
   std::signal(SIGINT, SIG_DFL);
-  if (!quiet && terminal) std::fprintf(stderr, "\n");
+  if (midLine) std::fprintf(stderr, "\n");
   if (!result.isOk()) return fail("calibrate", model + ": " + result.status().message());
 
   const std::string cache = args.value("output");
@@ -148,13 +177,17 @@ int runCalibrate(const std::vector<std::string>& rawArgs) {
                           {"method", result->table.method},
                           {"samples", result->table.samples},
                           {"batches", batches->size()},
+                          {"backend", result->backend},
+                          {"seconds", result->seconds},
                           {"ranges", ranges}};
+    if (!result->fallback.empty()) out["fallback"] = result->fallback;
     std::printf("%s\n", out.dump(1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
   if (!args.flag("quiet")) printRanges(*result, 30);
-  std::printf("calibrated %zu tensors on %d samples (%s): %s\n", result->table.tensors.size(),
-              result->table.samples, result->table.method.c_str(), cache.c_str());
+  std::printf("calibrated %zu tensors on %d samples (%s) on %s in %.2f s: %s\n",
+              result->table.tensors.size(), result->table.samples, result->table.method.c_str(),
+              result->backend.c_str(), result->seconds, cache.c_str());
   return 0;
 }
 

@@ -93,10 +93,14 @@ struct Int8Decisions {
 // MatMul and Gemm that may run in INT8, for fold_qdq to fold; records why the others
 // may not. Errors: --int8 with neither a table nor Q/DQ nodes in the model.
 Status insertCalibratedQdq(Network& network, const BuilderConfig& config, Int8Decisions* decisions);
-// INT8 layers (fold_qdq's) run in int8; under an INT8 build every other float layer
-// says why it is not INT8, and a pinned cache entry pins its readers' precision.
-// Fails (kObey) or warns (kPrefer) when a rule asks a Q/DQ-quantized layer for another
-// precision.
+// --fp8 (explicit quantization only, as TensorRT's): the model must have float8e4m3fn
+// QuantizeLinear/DequantizeLinear nodes, which fold_qdq folds with or without the flag;
+// kUnsupported otherwise (Kiln has no FP8 calibration).
+Status checkFp8Build(const Network& network, const BuilderConfig& config);
+// INT8 layers (fold_qdq's) run in int8 and Fp8MatMul layers in fp8; under an INT8 build
+// every other float layer says why it is not INT8 (a float layer after a float8 DQ why
+// it is not FP8), and a pinned cache entry pins its readers' precision. Fails (kObey)
+// or warns (kPrefer) when a rule asks a Q/DQ-quantized layer for another precision.
 Status applyInt8Precision(const Node& node, const BuilderConfig& config, bool reducible,
                           const Int8Decisions& decisions, PrecisionChoice* choice,
                           std::vector<std::string>* warnings);

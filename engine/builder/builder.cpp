@@ -23,10 +23,6 @@ double secondsSince(Clock::time_point start) {
 }
 
 Status checkConfig(const BuilderConfig& config) {
-  if (config.fp8) {
-    return unsupported(
-        "FP8 builds need the CUDA backend on compute capability >= 8.9, which this build lacks");
-  }
   if (config.optimizationLevel < 0 || config.optimizationLevel > 5)
     return invalidArgument("builder optimization level " +
                            std::to_string(config.optimizationLevel) + " is outside 0..5");
@@ -126,10 +122,11 @@ Status buildLayer(const Network& network, const Node& node, build::TimingSession
     record.warnings.push_back("layer '" + layer.name + "' not replayed: " + selection.replayNote);
   }
   plan->layers.push_back({layer.tactic, layer.precision, layer.outputType});
-  // An INT8 layer computes in integers whatever the engine's float precision is: it
-  // keeps its own precision, as integer and shape layers do.
+  // An INT8 (FP8) layer computes in integers (E4M3) whatever the engine's float
+  // precision is: it keeps its own precision, as integer and shape layers do.
   const bool int8Layer =
-      precisions.precisions.size() == 1 && precisions.precisions[0] == DataType::kInt8;
+      precisions.precisions.size() == 1 && (precisions.precisions[0] == DataType::kInt8 ||
+                                            precisions.precisions[0] == DataType::kFp8E4M3);
   const DataType pinned = selection.replayed || int8Layer ? winner.precision
                           : reducible && precisions.precisions.size() == 1
                               ? precisions.precisions[0]
@@ -178,6 +175,7 @@ Result<Plan> buildPlan(std::shared_ptr<const Network> source, const BuilderConfi
   const Clock::time_point start = Clock::now();
   KILN_RETURN_IF_ERROR(checkConfig(config));
   std::shared_ptr<Network> network = normalizedCopy(*source);
+  KILN_RETURN_IF_ERROR(build::checkFp8Build(*network, config));
   build::Int8Decisions int8;
   KILN_RETURN_IF_ERROR(build::insertCalibratedQdq(*network, config, &int8));
   std::vector<PassApplication> applied;

@@ -104,8 +104,9 @@ const char* layerTypeOf(const std::string& op) {
       {"Attention", "Attention"},
       {"FusedMatMul", "MatrixMultiply"},
       {"FusedConv", "Convolution"},
-      {"QuantizedConv", "Convolution"},         // INT8 (fold_qdq); the precision says so
+      {"QuantizedConv", "Convolution"},  // INT8 (fold_qdq); the precision says so
       {"QuantizedMatMul", "MatrixMultiply"},
+      {"Fp8MatMul", "MatrixMultiply"},  // FP8 (fold_qdq, float8e4m3fn)
       {"ScaledMaskedSoftmax", "SoftMax"},
       {"FusedAttention", "Attention"},
       {"AddLayerNorm", "Normalization"},

@@ -3,6 +3,8 @@
 // whose values are not all float32 (integer/shape layers, casts, control flow)
 // runs in its own types.
 #include "builder/build_steps.h"
+#include "ir/fp8_layers.h"
+#include "ir/quantized_layers.h"
 #include "kiln/passes.h"
 
 namespace kiln::build {
@@ -25,7 +27,11 @@ Status unmetRule(const BuilderConfig& config, const Node& node, const LayerPreci
 }
 
 std::string ruleCannotHold(const LayerPrecisionRule& rule, bool reducible,
-                           const std::string& whyNot) {
+                           const std::string& whyNot, const Node* node = nullptr) {
+  // A layer fold_qdq made INT8 (FP8) already is what the rule asks.
+  if (node && ((rule.precision == DataType::kInt8 && isQuantizedLayer(*node)) ||
+               (rule.precision == DataType::kFp8E4M3 && isFp8Layer(*node))))
+    return "";
   if (rule.precision == DataType::kInt8 || rule.precision == DataType::kFp8E4M3)
     return precisionSpelling(rule.precision) +
            " layers need quantization, which this build does not have";
@@ -98,7 +104,7 @@ Result<PrecisionChoice> choosePrecisions(const Node& node, const BuilderConfig& 
   };
   if (const LayerPrecisionRule* rule = findLayerRule(config.layerPrecisions, layerNamesOf(node));
       applies(rule)) {
-    const std::string why = ruleCannotHold(*rule, reducible, whyNot);
+    const std::string why = ruleCannotHold(*rule, reducible, whyNot, &node);
     if (!why.empty()) {
       KILN_RETURN_IF_ERROR(unmetRule(config, node, *rule, "layer precision", why, warnings));
       choice.reason += " (" + mode + " rule '" + rule->pattern + "' could not hold)";

@@ -202,16 +202,23 @@ static uint8_t encodeNearest(float value, float (*decode)(uint8_t), uint8_t maxC
   return best | (std::signbit(value) ? 0x80 : 0);
 }
 
+// E4M3FN (bias 7, 3 mantissa bits, no infinity, S.1111.111 NaN, max 448) by the
+// ONNX Cast rules: round to nearest even; out of range (infinity included) becomes
+// +-448 when saturating, else NaN; NaN stays NaN with its sign. With the exponent
+// clamped to the smallest normal one (2^-6), a = q * 2^(e - 3) and the code is
+// (e + 6) * 8 + q for normals and subnormals alike; q == 16 after rounding carries
+// into the next exponent by itself.
 uint8_t floatToFp8E4M3(float value, bool saturate) {
-  if (std::isnan(value)) return 0x7f;
-  if (std::isinf(value) || std::fabs(value) > 448.0f) {
-    if (saturate || !std::isinf(value)) {
-      if (!saturate && std::fabs(value) >= 464.0f) return (value < 0 ? 0x80 : 0) | 0x7f;
-      return (value < 0 ? 0x80 : 0) | 0x7e;
-    }
-    return (value < 0 ? 0x80 : 0) | 0x7f;
-  }
-  return encodeNearest(value, fp8E4M3ToFloat, 0x7e);
+  const uint8_t sign = std::signbit(value) ? 0x80 : 0;
+  if (std::isnan(value)) return sign | 0x7f;
+  const uint8_t overflow = sign | (saturate ? 0x7e : 0x7f);
+  const double a = std::fabs(static_cast<double>(value));
+  if (std::isinf(a)) return overflow;
+  if (a == 0) return sign;
+  const int e = std::max(std::ilogb(a), -6);
+  const double code = (e + 6) * 8.0 + std::nearbyint(std::ldexp(a, 3 - e));
+  if (code > 126) return overflow;
+  return sign | static_cast<uint8_t>(code);
 }
 
 uint8_t floatToFp8E5M2(float value, bool saturate) {

@@ -11,14 +11,13 @@
 // Which nodes: Conv (rewritten as FusedConv without activation, whose epilogue adds the
 // bias) and FusedConv, each with a 4-D filter initializer; MaxPool / AveragePool with
 // two spatial axes and one output; GlobalAveragePool / GlobalMaxPool of a 4-D input;
-// QuantizedConv of int8 X, one group, symmetric (zero points 0), C and K multiples of
-// 4 (cuDNN's INT8 NHWC convolutions, int8_conv_cudnn.cpp). Layout-free ops follow the
-// region without a reformat: a per-tensor QuantizeLinear / DequantizeLinear (one
-// scale, one zero point) whose input is already channels-last reads and writes NHWC
-// as it is (an elementwise op does not care where C sits), so INT8 layers chain
-// through the Quantize between them.
-// Runs only when the builder asks for it (the backend prefers channels-last for the
-// engine's precision) and after the fusions, which match channels-first patterns.
+// QuantizedConv of int8 X, one group, symmetric (zero points 0), K a multiple of 4
+// (cuDNN's INT8 NHWC convolutions, int8_conv_cudnn.cpp, which pads C to 4 itself). Layout-free ops
+// follow the region without a reformat: a per-tensor QuantizeLinear / DequantizeLinear (one scale,
+// one zero point) whose input is already channels-last reads and writes NHWC as it is (an
+// elementwise op does not care where C sits), so INT8 layers chain through the Quantize between
+// them. Runs only when the builder asks for it (the backend prefers channels-last for the engine's
+// precision) and after the fusions, which match channels-first patterns.
 #include <set>
 
 #include "ir/channels_last.h"
@@ -57,8 +56,8 @@ bool qualifiesInt8(const Node& node, const Graph& g, const InferredShapes& shape
     return false;
   const std::string act = node.attrString("activation", "none");
   if (act != "none" && act != "relu") return false;
-  return w->second.dim(0) % 4 == 0 && w->second.dim(1) % 4 == 0 &&
-         isZeroOrAbsent(node, kQuantXZeroPoint, g) && isZeroOrAbsent(node, kQuantYZeroPoint, g);
+  return w->second.dim(0) % 4 == 0 && isZeroOrAbsent(node, kQuantXZeroPoint, g) &&
+         isZeroOrAbsent(node, kQuantYZeroPoint, g);
 }
 
 // A per-tensor QuantizeLinear / DequantizeLinear: elementwise, so layout-free.

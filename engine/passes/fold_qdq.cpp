@@ -14,15 +14,19 @@
 //     bias become QuantizedConv / QuantizedMatMul:
 //       sum((xq - zx) sx * wq sw[c]) + b[c] = sx sw[c] * sum((xq - zx) wq) + b[c]
 //     computed with int32 accumulation; a sole Q reader of the output folds in too
-//     (INT8 output), otherwise the output stays float.
+//     (INT8 output), otherwise the output stays float. Float8e4m3fn Q/DQ around a
+//     GEMM fold into an Fp8MatMul instead (fold_qdq_fp8.cpp: no zero points, float
+//     accumulation of exact E4M3 products).
 // Rules repeat until none applies. A float layer left between a DQ and a Q gets the
-// kiln_int8_fallback attribute saying why it is not INT8, for the build record.
+// kiln_int8_fallback attribute (kiln_fp8_fallback after a float8 DQ) saying why it is
+// not INT8 (FP8), for the build record.
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <memory>
 #include <set>
 
+#include "ir/fp8_layers.h"
 #include "ir/quantized_layers.h"
 #include "passes/qdq_rules.h"
 
@@ -68,6 +72,8 @@ bool propagateDequantize(Graph& g, const GraphIndex& index, int at,
   if (!isDefaultDomain(op) || !commutingOps().count(op.opType) || op.outputs.size() != 1 ||
       op.inputs.empty() || op.inputs[0] != dq.outputs[0])
     return false;
+  // Float8 values only move: no kernel pools them.
+  if (op.opType == "MaxPool" && readsFloat8(g, index, dq)) return false;
   // The layer now reads the integers and a DQ after it restores the float value.
   const std::string y = op.outputs[0];
   std::string yq = y + "_int8";
@@ -103,18 +109,22 @@ bool erasePair(Graph& g, const GraphIndex& index, int at, std::vector<PassApplic
 void noteFallbacks(Graph& g, const GraphIndex& index, const std::map<int, std::string>& reasons) {
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     Node& node = g.nodes[i];
-    if (isQuantize(node) || isDequantize(node) || isQuantizedLayer(node)) continue;
+    if (isQuantize(node) || isDequantize(node) || isQuantizedLayer(node) || isFp8Layer(node))
+      continue;
     std::string why;
     if (auto it = reasons.find(static_cast<int>(i)); it != reasons.end()) why = it->second;
-    bool readsDequantized = false;
-    for (const std::string& in : node.inputs)
-      readsDequantized =
-          readsDequantized || (!in.empty() && dequantizeProducing(g, index, in) >= 0);
+    bool readsDequantized = false, readsFp8 = false;
+    for (const std::string& in : node.inputs) {
+      const int dq = in.empty() ? -1 : dequantizeProducing(g, index, in);
+      readsDequantized = readsDequantized || dq >= 0;
+      readsFp8 = readsFp8 || (dq >= 0 && readsFloat8(g, index, g.nodes[dq]));
+    }
     if (!readsDequantized) continue;
     if (why.empty())
-      why = "no INT8 implementation for " + node.opType +
-            "; it runs in float on its DequantizeLinear inputs";
-    node.attributes[kInt8FallbackAttribute] = stringAttribute(why);
+      why = std::string(readsFp8 ? "no FP8 implementation for " : "no INT8 implementation for ") +
+            node.opType + "; it runs in float on its DequantizeLinear inputs";
+    node.attributes[readsFp8 ? kFp8FallbackAttribute : kInt8FallbackAttribute] =
+        stringAttribute(why);
   }
 }
 
@@ -136,7 +146,8 @@ class FoldQdq final : public Pass {
   PassInfo info() const override {
     return {kFoldQdqName,
             "Q/DQ pairs fold into INT8 layers: DQ commutes forward through MaxPool and "
-            "reshapes, Q(DQ(q)) = q, DQ -> Conv/MatMul/Gemm [-> Q] -> QuantizedConv/MatMul",
+            "reshapes, Q(DQ(q)) = q, DQ -> Conv/MatMul/Gemm [-> Q] -> QuantizedConv/MatMul "
+            "(float8e4m3fn: DQ -> MatMul/Gemm [-> Q] -> Fp8MatMul)",
             0};
   }
 
@@ -211,6 +222,7 @@ DataType quantizedTypeOf(const Graph& graph, const GraphIndex& index, const std:
   if (p < 0) return DataType::kUndefined;
   const Node& node = graph.nodes[p];
   if (isQuantize(node)) return zeroPointOf(node, index, DataType::kUndefined).type;
+  if (isFp8Layer(node)) return node.hasInput(kFp8YScale) ? DataType::kFp8E4M3 : DataType::kFloat32;
   if (isQuantizedLayer(node)) {
     if (!node.hasInput(kQuantYScale)) return DataType::kFloat32;
     if (!node.hasInput(kQuantYZeroPoint)) return DataType::kInt8;

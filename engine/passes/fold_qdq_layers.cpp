@@ -173,6 +173,7 @@ bool foldQuantizableLayer(Network& network, const GraphIndex& index, int at,
   const int xdq = dequantizeProducing(g, index, g.nodes[at].inputs[0]);
   if (xdq < 0) return false;
   const Node& dq = g.nodes[xdq];
+  if (readsFloat8(g, index, dq)) return foldFp8Layer(network, index, at, applied, whyNot);
   const DataType xType = quantizedTypeOf(g, index, dq.inputs[0]);
   const ZeroPoint xzp = zeroPointOf(dq, index, xType);
   if (!isPerTensor(dq, index) || (xzp.type != DataType::kInt8 && xzp.type != DataType::kUInt8)) {

@@ -48,6 +48,15 @@ int dequantizeProducing(const Graph& graph, const GraphIndex& index, const std::
 bool foldQuantizableLayer(Network& network, const GraphIndex& index, int at,
                           std::vector<PassApplication>* applied, std::string* whyNot);
 
+// True when the DequantizeLinear `dq` reads float8e4m3fn values (a constant, a Q's,
+// an Fp8MatMul's FP8 output, a graph input of that type, or its zero point's type).
+bool readsFloat8(const Graph& graph, const GraphIndex& index, const Node& dq);
+// Rule 3 for float8 (fold_qdq_fp8.cpp): the GEMM at `at`, whose activation's DQ reads
+// float8e4m3fn, becomes an Fp8MatMul (ir/fp8_layers.h). True when it rewrote;
+// otherwise `whyNot` says why not.
+bool foldFp8Layer(Network& network, const GraphIndex& index, int at,
+                  std::vector<PassApplication>* applied, std::string* whyNot);
+
 // A new initializer named after `base` that no value of the graph uses yet.
 std::string addInitializer(Graph& graph, const std::string& base, Tensor value);
 

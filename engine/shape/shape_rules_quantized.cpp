@@ -1,7 +1,10 @@
 // Shape rules of the INT8 layers fold_qdq makes (contract: ir/quantized_layers.h):
 //   QuantizedConv(X, W, ...)   -> Y: Conv's rule on X and W
 //   QuantizedMatMul(A, W, ...) -> Y: A's shape with the last dim W's N
-// Y is float32, or int8/uint8 (y_zero_point's type) when y_scale is present.
+//   Fp8MatMul(X, W, ...)       -> Y: X's shape with the last dim W's N (ir/fp8_layers.h)
+// Y is float32, or int8/uint8 (y_zero_point's type) when y_scale is present;
+// float8e4m3fn for an Fp8MatMul with y_scale.
+#include "ir/fp8_layers.h"
 #include "ir/quantized_layers.h"
 #include "shape/rule_helpers.h"
 
@@ -33,11 +36,23 @@ bool quantizedMatMulRule(const Node& node, const Ins& in, Outs* outs) {
   return true;
 }
 
+bool fp8MatMulRule(const Node& node, const Ins& in, Outs* outs) {
+  if (node.domain != "ai.kiln" || !known(in, kFp8X) || !known(in, kFp8W)) return false;
+  SymbolicShape y = shapeOf(in, kFp8X);
+  const SymbolicShape& w = shapeOf(in, kFp8W);
+  if (y.empty() || w.size() != 2) return false;
+  y.back() = w[1];
+  const bool fp8Output = in.size() > kFp8YScale && in[kFp8YScale].present();
+  setOut(outs, 0, fp8Output ? DataType::kFp8E4M3 : DataType::kFloat32, y);
+  return true;
+}
+
 }  // namespace
 
 void addQuantizedShapeRules(std::map<std::string, ShapeRule>& t) {
   t[kQuantizedConvOp] = &quantizedConvRule;
   t[kQuantizedMatMulOp] = &quantizedMatMulRule;
+  t[kFp8MatMulOp] = &fp8MatMulRule;
 }
 
 }  // namespace kiln::shape

@@ -12,6 +12,9 @@ shapes=(--min-shapes input:1x3x16x16 --opt-shapes input:4x3x16x16 --max-shapes i
 out=$("$kiln" calibrate "$data/small_cnn.onnx" --data "$data/calib" -o "$work/cnn.cache" --batch 4 --method minmax 2>&1)
 check_rc "calibrate writes a cache" $? "$out"
 grep -q '^tensor r1 ' "$work/cnn.cache"; check_rc "cache holds the relu ranges" $? "$(head -5 "$work/cnn.cache")"
+out=$("$kiln" calibrate "$data/small_cnn.onnx" --data "$data/calib" -o "$work/cpu.cache" --batch 4 --method minmax --backend cpu --quiet 2>&1)
+[[ $? -eq 0 && "$out" == "calibrated "*" on cpu in "*" s: $work/cpu.cache" ]]
+check_rc "--backend cpu: the summary names the backend and the time" $? "$out"
 
 out=$("$kiln" build "$data/small_cnn.onnx" -o "$work/cnn.kiln" --int8 --calib-cache "$work/cnn.cache" \
       "${shapes[@]}" --accuracy-data "$data/calib" 2>&1)
@@ -44,6 +47,7 @@ mkdir "$work/corrupt" && printf '\x93NUMPY junk' > "$work/corrupt/s.npy"
 expect_error "corrupt sample" "s.npy" "$kiln" calibrate "$data/small_cnn.onnx" --data "$work/corrupt" -o "$work/c.cache"
 mkdir "$work/wrong" && cp "$data/qdq_expected.npy" "$work/wrong/"
 expect_error "sample of the wrong rank" "qdq_expected.npy" "$kiln" calibrate "$data/small_cnn.onnx" --data "$work/wrong" -o "$work/c.cache"
+expect_error "unknown backend" "unknown backend 'tpu'" "$kiln" calibrate "$data/small_cnn.onnx" --data "$data/calib" -o "$work/c.cache" --backend tpu
 expect_error "unknown method" "--method" "$kiln" calibrate "$data/small_cnn.onnx" --data "$data/calib" -o "$work/c.cache" --method kl
 
 finish

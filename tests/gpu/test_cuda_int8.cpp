@@ -132,6 +132,24 @@ TEST(CudaInt8, ChannelsLastConvRunsOnCudnn) {
   }
 }
 
+// A 3-channel stem: X and W padded to 4 channels inside the layer.
+TEST(CudaInt8, ChannelsLastStemPadsItsChannels) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest t(kQuantizedConvOp, 1, kKilnDomain);
+  t.attr("pads", std::vector<int64_t>{3, 3, 3, 3})
+      .attr("strides", std::vector<int64_t>{2, 2})
+      .attr("activation", std::string("relu"))
+      .attr("kiln_channels_last", int64_t{1})
+      .input(int8Weights({2, 15, 15, 3}, 19))
+      .constant(int8Weights({16, 7, 7, 3}, 20))
+      .constant(randomTensor(DataType::kFloat32, {16}, 21))
+      .missingInput()
+      .constant(scalar(DataType::kFloat32, 0.02))
+      .constant(scalar(DataType::kInt8, 0))
+      .constant(channelScales(16, 22))
+      .check({{cuda::Precision::kFloat32, 2e-3, 2e-3}, {cuda::Precision::kFloat16, 2e-2, 1e-2}});
+}
+
 // A non-zero zero point is not cuDNN's: the node says so and runs on the host, right.
 TEST(CudaInt8, ChannelsLastConvWithZeroPointFallsBackCorrectly) {
   KILN_REQUIRE_GPU();

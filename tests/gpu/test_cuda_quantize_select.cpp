@@ -67,6 +67,22 @@ TEST(CudaQuantize, QuantizeRoundsHalfToEvenAndSaturates) {
       .check(exact());
 }
 
+// Whole 16-byte packs of every float storage: the packed per-tensor kernel (ties, both
+// saturation ends, int8 and uint8), bit for bit as the element-wise one.
+TEST(CudaQuantize, QuantizePackedPerTensorAtEveryPrecision) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("QuantizeLinear", 13)
+      .input(halfSteps({8, 40}, 200, 5))
+      .constant(scalarFloat(1.0f))
+      .constant(typedScalar(DataType::kInt8, -2))
+      .check(exactAllPrecisions());
+  GpuOpTest("QuantizeLinear", 13)
+      .input(randomFloats({16, 64}, 6, -4.0, 4.0))
+      .constant(scalarFloat(0.0234375f))
+      .constant(typedScalar(DataType::kUInt8, 128))
+      .check(exactAllPrecisions());
+}
+
 TEST(CudaQuantize, QuantizeNoZeroPointDefaultsToUInt8) {
   KILN_REQUIRE_GPU();
   GpuOpTest("QuantizeLinear", 10)

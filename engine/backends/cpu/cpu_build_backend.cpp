@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "backends/cpu/tactics/cpu_tactics.h"
+#include "ir/fp8_layers.h"
 #include "ir/quantized_layers.h"
 #include "kiln/build_backend.h"
 #include "kiln/builder_config.h"
@@ -20,9 +21,10 @@ class CpuBuildBackend final : public BuildBackend {
   std::vector<TacticDescriptor> tactics(const Node& node) const override {
     std::vector<TacticDescriptor> out;
     // Control flow runs its bodies through the executor, in the types they declare.
-    // INT8 layers compute in int8 whatever the storage of their float values.
+    // INT8 and FP8 layers compute in int8 / E4M3 whatever the storage of their float values.
     const std::vector<DataType> precisions =
         isQuantizedLayer(node) ? std::vector<DataType>{DataType::kInt8}
+        : isFp8Layer(node)     ? std::vector<DataType>{DataType::kFp8E4M3}
         : node.hasSubgraphs()
             ? std::vector<DataType>{DataType::kFloat32}
             : std::vector<DataType>{DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16};

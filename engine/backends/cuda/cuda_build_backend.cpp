@@ -8,6 +8,7 @@
 #include <map>
 #include <string>
 
+#include "ir/fp8_layers.h"
 #include "ir/quantized_layers.h"
 #include "kiln/cuda_generated_kernels.h"
 #include "kiln/cuda_runtime.h"
@@ -27,6 +28,7 @@ struct CudaTactic {
 CudaTactic tacticFor(const Node& node) {
   if (isPluginNode(node)) return {"cuda.plugin", kTacticKiln};
   if (isQuantizedLayer(node)) return {"cuda.int8.cublaslt", kTacticCublasLt};
+  if (isFp8Layer(node)) return {"cuda.fp8.cublaslt", kTacticCublasLt};
   if (node.opType == "Conv" || node.opType == "ConvTranspose" || node.opType == "FusedConv")
     return {"cuda.cudnn", kTacticCudnn};
   if (node.opType == "MatMul" || node.opType == "Gemm" || node.opType == "FusedMatMul")
@@ -36,9 +38,10 @@ CudaTactic tacticFor(const Node& node) {
 
 Result<Precision> enginePrecision(DataType type) {
   switch (type) {
-    // An INT8 layer computes in int8 whatever the engine's float storage; it is
-    // timed in a float32 engine.
+    // An INT8 (FP8) layer computes in int8 (E4M3) whatever the engine's float
+    // storage; it is timed in a float32 engine.
     case DataType::kInt8:
+    case DataType::kFp8E4M3:
     case DataType::kFloat32:
       return Precision::kFloat32;
     case DataType::kFloat16:
@@ -99,6 +102,7 @@ class CudaBuildBackend final : public BuildBackend {
   std::vector<TacticDescriptor> tactics(const Node& node) const override {
     const CudaTactic t = tacticFor(node);
     if (isQuantizedLayer(node)) return {{t.name, t.source, {DataType::kInt8}}};
+    if (isFp8Layer(node)) return {{t.name, t.source, {DataType::kFp8E4M3}}};
     return {{t.name, t.source, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}}};
   }
 

@@ -32,6 +32,8 @@ const GpuKernelEntry* GpuKernelRegistry::find(const std::string& domain, const s
 void registerFusedAttentionGpuKernels(GpuKernelRegistry& registry);
 // ai.kiln QuantizedConv / QuantizedMatMul (ops/int8_layers.cpp), likewise.
 void registerInt8GpuKernels(GpuKernelRegistry& registry);
+// ai.kiln Fp8MatMul (ops/fp8_matmul.cpp), likewise.
+void registerFp8GpuKernels(GpuKernelRegistry& registry);
 // ONNX ops the passes write into older-opset models, again under ai.kiln
 // (ops/kiln_onnx_aliases.cpp), likewise. Runs last: it copies entries registered above.
 void registerKilnOnnxAliasGpuKernels(GpuKernelRegistry& registry);
@@ -58,6 +60,7 @@ const GpuKernelRegistry& builtinGpuKernels() {
     registerFusedConvGpuKernels(r);
     registerFusedAttentionGpuKernels(r);
     registerInt8GpuKernels(r);
+    registerFp8GpuKernels(r);
     registerPointwiseChainGpuKernel(r);
     registerKilnOnnxAliasGpuKernels(r);
     return r;

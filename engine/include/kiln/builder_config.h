@@ -112,7 +112,10 @@ struct BuilderConfig {
   // or explicit (the model's QuantizeLinear/DequantizeLinear pairs, which fold
   // whether or not this is set). Layers without an INT8 implementation fall back.
   bool int8 = false;
-  bool fp8 = false;  // reserved: FP8 GEMMs need CUDA on compute capability >= 8.9
+  // FP8 layers, explicit only: the model's float8e4m3fn QuantizeLinear/DequantizeLinear
+  // around GEMMs fold into Fp8MatMul whether or not this is set; set, a model without
+  // them is refused. CUDA runs them on compute capability >= 8.9 (else host fallback).
+  bool fp8 = false;
 
   // The activation ranges of an implicit INT8 build (a loaded `kiln calibrate` cache,
   // kiln/calibration.h); not owned. Its path is kept for the command lines a plan's

@@ -99,22 +99,48 @@ struct CalibrationProgress {
   int batchesDone = 0;
   int batchesTotal = 0;
 };
+
+// Another backend for calibrateNetwork than the CPU reference (the CUDA runtime's is
+// in kiln/cuda_calibration.h). It must compute what the FP32 reference computes: the
+// histograms take its values as they are.
+class CalibrationRunner {
+ public:
+  virtual ~CalibrationRunner() = default;
+  // How summaries name it: "cuda (NVIDIA H100 80GB HBM3)".
+  virtual std::string name() const = 0;
+  // Runs one batch (graph input name -> tensor) and puts every value named in `names`
+  // (values top-level nodes write, graph outputs among them) into `values`. A failure,
+  // or a name left out, makes calibrateNetwork run this batch and the rest on the CPU.
+  virtual Status run(const std::map<std::string, Tensor>& batch,
+                     const std::vector<std::string>& names,
+                     std::map<std::string, Tensor>* values) = 0;
+};
+
 struct CalibrationOptions {
   CalibrationMethod method = CalibrationMethod::kEntropy;
   double percentile = 99.99;
   // Called from the calibrating thread after each batch.
   std::function<void(const CalibrationProgress&)> onProgress;
   const std::atomic<bool>* cancel = nullptr;  // polled between batches: kCancelled
+  // Null: every batch runs on the CPU reference. Otherwise batches run on `runner`
+  // until it fails once; that batch and the rest then run on the CPU.
+  CalibrationRunner* runner = nullptr;
+  // One-line notices from the calibrating thread (the runner's failure, said once).
+  std::function<void(const std::string&)> onNotice;
 };
 struct CalibrationResult {
   CalibrationTable table;
   CalibrationHistograms histograms;
+  // What ran the batches: "cpu", the runner's name, or "NAME for 2 of 5 batches, then cpu".
+  std::string backend = "cpu";
+  std::string fallback;  // why the CPU took over from the runner ("" when it did not)
+  double seconds = 0;    // wall time of the batches, the runner's setup included
 };
 
-// Runs `network` on the CPU reference for each batch (graph input name -> tensor)
-// and histograms every float32 value its top-level nodes produce and every float32
-// graph input. Errors: no batches, a batch the network rejects (named by index), a
-// cancelled run.
+// Runs `network` for each batch (graph input name -> tensor) on `options.runner` or
+// the CPU reference and histograms every float32 value its top-level nodes produce
+// and every float32 graph input. Errors: no batches, a batch the network rejects on
+// the CPU (named by index), a cancelled run.
 Result<CalibrationResult> calibrateNetwork(
     const Network& network, const std::vector<std::map<std::string, Tensor>>& batches,
     const CalibrationOptions& options);

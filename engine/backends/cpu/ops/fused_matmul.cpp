@@ -60,6 +60,7 @@ void registerFusedNormalizationKernels(KernelRegistry& registry);  // fused_norm
 void registerFusedConvKernels(KernelRegistry& registry);           // fused_conv.cpp
 void registerFusedAttentionKernels(KernelRegistry& registry);      // fused_attention.cpp
 void registerQuantizedLayerKernels(KernelRegistry& registry);      // quantized_layers.cpp
+void registerFp8LayerKernels(KernelRegistry& registry);            // fp8_matmul.cpp
 
 void registerFusedKernels(KernelRegistry& registry) {
   registry.add("FusedMatMul", 1, 1000, &fusedMatMulKernel, kKilnDomain);
@@ -67,6 +68,7 @@ void registerFusedKernels(KernelRegistry& registry) {
   registerFusedConvKernels(registry);           // FusedConv
   registerFusedAttentionKernels(registry);      // FusedAttention
   registerQuantizedLayerKernels(registry);      // QuantizedConv, QuantizedMatMul (fold_qdq)
+  registerFp8LayerKernels(registry);            // Fp8MatMul (fold_qdq, float8e4m3fn)
 }
 
 }  // namespace kiln::cpu

@@ -2,6 +2,7 @@
 #include "backends/cpu/tactics/cpu_tactics.h"
 
 #include "backends/cpu/tactics/alternative_kernels.h"
+#include "ir/fp8_layers.h"
 #include "ir/quantized_layers.h"
 #include "kiln/builder_config.h"
 #include "kiln/plugin_registry.h"
@@ -40,6 +41,8 @@ std::vector<CpuTactic> cpuTactics(const Node& node, int opset) {
     return {{node.opType == kQuantizedConvOp ? "cpu.int8.conv.im2col_gemm" : "cpu.int8.matmul",
              kTacticKiln, reference->fn}};
   }
+  // FP8 GEMM (fold_qdq, float8e4m3fn): exact E4M3 products, double accumulation.
+  if (isFp8Layer(node)) return {{"cpu.fp8.matmul", kTacticKiln, reference->fn}};
   return {{kReferenceTactic, kTacticKiln, reference->fn}};
 }
 

@@ -1,5 +1,5 @@
 // padInnermostChannels (contract: channel_pad.h). Reads are element-wise (a 3-channel
-// fp16 row is 6 bytes, unaligned); writes are one 8- or 16-byte store per row when
+// fp16 row is 6 bytes, unaligned); writes are one 4-, 8- or 16-byte store per row when
 // the padded row has that size, so the pass costs about one read of X and one write
 // of the padded copy.
 #include <cstdint>
@@ -56,6 +56,8 @@ Status padRows(const void* src, void* dst, int64_t rows, int channels, int padde
     return launchPad<E, uint4>(src, dst, rows, channels, padded, stream);
   if (rowBytes == 8 && aligned(dst, 8))
     return launchPad<E, uint2>(src, dst, rows, channels, padded, stream);
+  if (rowBytes == 4 && aligned(dst, 4))
+    return launchPad<E, uint32_t>(src, dst, rows, channels, padded, stream);
   return launchPad<E, E>(src, dst, rows, channels, padded, stream);
 }
 
@@ -67,6 +69,8 @@ Status padInnermostChannels(const void* src, void* dst, int64_t rows, int channe
   if (channels <= 0 || padded <= channels)
     return invalidArgument("channel padding needs 0 < channels < padded");
   switch (dataTypeSize(type)) {
+    case 1:
+      return padRows<uint8_t>(src, dst, rows, channels, padded, stream);
     case 2:
       return padRows<uint16_t>(src, dst, rows, channels, padded, stream);
     case 4:

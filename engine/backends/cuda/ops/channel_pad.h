@@ -15,8 +15,8 @@ namespace kiln::cuda {
 
 // dst[r, 0:channels] = src[r, :], dst[r, channels:padded] = 0 for r < rows; src is
 // [rows, channels] and dst [rows, padded] (padded > channels), both packed, element
-// size 2 or 4 bytes (float16/bfloat16/float32). One row per thread; rows of 8 or 16
-// bytes are written as one vector store. Enqueued on `stream`, never synchronizes.
+// size 1, 2 or 4 bytes (int8, float16/bfloat16, float32). One row per thread; rows of
+// 4, 8 or 16 bytes are written as one store. Enqueued on `stream`, never synchronizes.
 Status padInnermostChannels(const void* src, void* dst, int64_t rows, int channels, int padded,
                             DataType type, cudaStream_t stream);
 

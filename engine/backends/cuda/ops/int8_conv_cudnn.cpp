@@ -3,6 +3,8 @@
 // KRSC int8 W:
 //   conv(X, W; int32 accumulate) -> * m[k] -> + B[k] [-> + Z] [-> ReLU] [-> * 1/sy] -> Y
 // with m[k] = sx * sw[k], every stage after the convolution a virtual float tensor,
+// X and W zero-padded to a multiple of 4 channels first when C is not (ResNet's stem:
+// Conv([X, 0], [W, 0]) = Conv(X, W)),
 // and Y int8 (requantized: cuDNN rounds the float to nearest-even and saturates) or
 // the engine's float storage. Zero points are 0 (the pass only sends symmetric
 // layers). The heuristics' engines are timed at the first run of a shape and the
@@ -11,6 +13,7 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/engine_impl.h"
+#include "backends/cuda/ops/channel_pad.h"
 #include "backends/cuda/ops/cudnn_conv.h"
 #include "backends/cuda/ops/int8_conv_cudnn.h"
 #include "ir/channels_last.h"
@@ -139,7 +142,7 @@ CudnnBindings bindingsOf(const CudnnInt8State& s, const DeviceTensor& x, const D
 // The heuristics' engines for the graph, each timed on the layer's buffers; the
 // fastest goes to `s`.
 Status choosePlan(GpuKernelContext& ctx, cudnnHandle_t handle, const CudnnBindings& bindings,
-                  CudnnInt8State* s) {
+                  const std::string& note, CudnnInt8State* s) {
   CudnnDescriptor graph;
   KILN_RETURN_IF_ERROR(buildGraph(handle, *s, &graph));
   // Precompiled engines first: a runtime-fusion engine compiles a kernel (NVRTC) at
@@ -176,16 +179,38 @@ Status choosePlan(GpuKernelContext& ctx, cudnnHandle_t handle, const CudnnBindin
   }
   if (!s->plan) return ctx.unsupported("no cuDNN INT8 engine ran on these shapes");
   ctx.setImplementation("cudnn int8 NHWC fused graph " + s->plan->description.substr(6) +
-                        (s->quantizedOutput ? " (int8 output)" : " (float output)") + "; timed {" +
-                        timings.str() + "}");
+                        (s->quantizedOutput ? " (int8 output)" : " (float output)") + note +
+                        "; timed {" + timings.str() + "}");
+  return Status::ok();
+}
+
+// X and W with their channels zero-padded to a multiple of 4 (cuDNN's INT8 engines
+// take no other), in the context's workspace; as they are when C % 4 == 0.
+Status padChannels(GpuKernelContext& ctx, DeviceTensor* x, DeviceTensor* w) {
+  const int64_t c = x->shape[3], padded = (c + 3) / 4 * 4;
+  if (c == padded) return Status::ok();
+  const int64_t xRows = x->numel() / c, wRows = w->numel() / c;
+  const int64_t xBytes = (xRows * padded + 255) / 256 * 256;
+  KILN_ASSIGN_OR_RETURN(void* base, ctx.workspace(static_cast<size_t>(xBytes + wRows * padded)));
+  void* wPadded = static_cast<char*>(base) + xBytes;
+  KILN_RETURN_IF_ERROR(padInnermostChannels(x->data, base, xRows, static_cast<int>(c),
+                                            static_cast<int>(padded), DataType::kInt8,
+                                            ctx.stream()));
+  KILN_RETURN_IF_ERROR(padInnermostChannels(w->data, wPadded, wRows, static_cast<int>(c),
+                                            static_cast<int>(padded), DataType::kInt8,
+                                            ctx.stream()));
+  x->data = base;
+  x->shape[3] = padded;
+  w->data = wPadded;
+  w->shape[3] = padded;
   return Status::ok();
 }
 
 }  // namespace
 
 Status quantizedConvChannelsLast(GpuKernelContext& ctx) {
-  const DeviceTensor& x = ctx.input(kQuantX);
-  const DeviceTensor& w = ctx.input(kQuantW);
+  DeviceTensor x = ctx.input(kQuantX);
+  DeviceTensor w = ctx.input(kQuantW);
   if (x.type != DataType::kInt8 || w.type != DataType::kInt8 || x.rank() != 4 || w.rank() != 4)
     return ctx.unsupported("cuDNN's INT8 NHWC convolution needs 4-D int8 X and W");
   DeviceTensor xFirst = x, wFirst = w;  // [N, C, H, W] and [K, C, R, S] over NHWC storage
@@ -195,6 +220,13 @@ Status quantizedConvChannelsLast(GpuKernelContext& ctx) {
   KILN_RETURN_IF_ERROR(forwardConvGeometry(ctx, xFirst, wFirst, &g));
   g.channelsLast = true;
   const DeviceTensor* z = ctx.hasInput(kQuantResidual) ? &ctx.input(kQuantResidual) : nullptr;
+  const int64_t channels = x.shape[3];
+  KILN_RETURN_IF_ERROR(padChannels(ctx, &x, &w));  // after the geometry check of the real C
+  g.x[1] = g.w[1] = x.shape[3];
+  const std::string note =
+      channels == x.shape[3]
+          ? ""
+          : ", channels padded " + std::to_string(channels) + " -> " + std::to_string(x.shape[3]);
   auto state = std::static_pointer_cast<CudnnInt8State>(ctx.layerState());
   const bool fresh = !state || !(state->geometry == g);
   if (fresh) {
@@ -216,7 +248,7 @@ Status quantizedConvChannelsLast(GpuKernelContext& ctx) {
   KILN_ASSIGN_OR_RETURN(cudnnHandle_t handle, ctx.libraries().cudnn(ctx.stream()));
   const CudnnBindings bindings = bindingsOf(*state, x, w, y.data, z ? z->data : nullptr);
   if (fresh) {
-    KILN_RETURN_IF_ERROR(choosePlan(ctx, handle, bindings, state.get()));
+    KILN_RETURN_IF_ERROR(choosePlan(ctx, handle, bindings, note, state.get()));
     ctx.layerState() = state;
   }
   KILN_ASSIGN_OR_RETURN(void* workspace, convWorkspace(ctx, state->plan->workspace));

@@ -356,6 +356,84 @@ __global__ void dequantizeKernel(QuantParams p) {
   }
 }
 
+// The per-tensor QuantizeLinear to int8/uint8 that INT8 engines run between their
+// layers: V elements per thread (16 bytes of float storage in, V bytes out), one
+// scale and zero point loaded once. Same arithmetic as quantizeKernel: x / scale
+// rounded half to even, plus the zero point, saturated; NaN becomes the zero point's
+// 0 as there (NaN -> 0 before saturation).
+template <class T, class Q, int V>
+__global__ void __launch_bounds__(kBlockSize)
+    quantizePackedKernel(const T* __restrict__ x, const void* scale, DataType scaleType,
+                         const void* zeroPoint, DataType zeroType, Q* __restrict__ y, int64_t packs,
+                         float lo, float hi) {
+  struct alignas(sizeof(T) * V) In {
+    T v[V];
+  };
+  struct alignas(V) Out {
+    Q v[V];
+  };
+  const float s = loadAsFloat(scale, scaleType, 0);
+  const float zp = zeroPoint ? loadAsFloat(zeroPoint, zeroType, 0) : 0.0f;
+  const int64_t step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t p = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; p < packs; p += step) {
+    const In in = reinterpret_cast<const In*>(x)[p];
+    Out out;
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      float q = rintf(__fdiv_rn(toFloat(in.v[j]), s)) + zp;
+      if (isnan(q)) q = 0.0f;
+      out.v[j] = static_cast<Q>(fminf(fmaxf(q, lo), hi));
+    }
+    reinterpret_cast<Out*>(y)[p] = out;
+  }
+}
+
+template <class T>
+Status launchPackedQuantize(const QuantParams& p, cudaStream_t stream) {
+  constexpr int kPack = 16 / sizeof(T);
+  const int64_t packs = p.n / kPack;
+  const auto* x = static_cast<const T*>(p.x);
+  const float lo = static_cast<float>(p.lo), hi = static_cast<float>(p.hi);
+  if (p.yType == DataType::kInt8)
+    quantizePackedKernel<T, int8_t, kPack><<<gridFor(packs), kBlockSize, 0, stream>>>(
+        x, p.scale, p.scaleType, p.zeroPoint, p.zeroType, static_cast<int8_t*>(p.y), packs, lo, hi);
+  else
+    quantizePackedKernel<T, uint8_t, kPack><<<gridFor(packs), kBlockSize, 0, stream>>>(
+        x, p.scale, p.scaleType, p.zeroPoint, p.zeroType, static_cast<uint8_t*>(p.y), packs, lo,
+        hi);
+  KILN_CUDA_CHECK_LAUNCH("quantizePackedKernel");
+  return Status::ok();
+}
+
+// True when `p` takes the packed kernel: per tensor, 16-bit or 32-bit float storage in,
+// int8/uint8 out, whole 16-byte packs, aligned pointers.
+bool packedQuantize(const QuantParams& p) {
+  if (p.layout.kind != 0 || (p.yType != DataType::kInt8 && p.yType != DataType::kUInt8))
+    return false;
+  const int64_t width = p.xType == DataType::kFloat32                                       ? 4
+                        : (p.xType == DataType::kFloat16 || p.xType == DataType::kBFloat16) ? 2
+                                                                                            : 0;
+  if (width == 0 || p.n % (16 / width) != 0) return false;
+  return reinterpret_cast<uintptr_t>(p.x) % 16 == 0 &&
+         reinterpret_cast<uintptr_t>(p.y) % (16 / width) == 0;
+}
+
+Status launchQuantize(const QuantParams& p, cudaStream_t stream) {
+  if (packedQuantize(p)) {
+    switch (p.xType) {
+      case DataType::kFloat32:
+        return launchPackedQuantize<float>(p, stream);
+      case DataType::kFloat16:
+        return launchPackedQuantize<__half>(p, stream);
+      default:
+        return launchPackedQuantize<__nv_bfloat16>(p, stream);
+    }
+  }
+  quantizeKernel<<<gridFor(p.n), kBlockSize, 0, stream>>>(p);
+  KILN_CUDA_CHECK_LAUNCH("quantizeKernel");
+  return Status::ok();
+}
+
 const DeviceTensor* inputOrNull(const GpuKernelContext& ctx, size_t i) {
   return i < ctx.inputCount() && ctx.hasInput(i) ? &ctx.input(i) : nullptr;
 }
@@ -401,9 +479,7 @@ Status quantizeLinearKernel(GpuKernelContext& ctx) {
   p.yType = outType;
   p.saturate = ctx.node().attrInt("saturate", 1) != 0;
   p.n = x.numel();
-  quantizeKernel<<<gridFor(p.n), kBlockSize, 0, ctx.stream()>>>(p);
-  KILN_CUDA_CHECK_LAUNCH("quantizeKernel");
-  return Status::ok();
+  return launchQuantize(p, ctx.stream());
 }
 
 Status dequantizeLinearKernel(GpuKernelContext& ctx) {
