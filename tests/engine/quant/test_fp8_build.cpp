@@ -168,6 +168,25 @@ TEST(FoldQdqFp8, MatMulBiasReluFoldsIntoOneLayerMatchingTheSimulation) {
   EXPECT_LE(diff, 1e-5);
 }
 
+// MatMul -> Relu with no bias: B is optional in the layer and in its CPU kernel.
+TEST(FoldQdqFp8, MatMulReluWithoutBiasFolds) {
+  Network original = fp8Network({});
+  Graph& g = original.graph;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (g.nodes[i].name == "bias") g.nodes.erase(g.nodes.begin() + static_cast<std::ptrdiff_t>(i));
+  for (Node& n : g.nodes)
+    if (n.name == "relu") n.inputs[0] = "m";
+  std::vector<PassApplication> applied;
+  const Network n = folded(original, &applied);
+  const Node* layer = onlyFp8Layer(n);
+  ASSERT_NE(layer, nullptr);
+  EXPECT_FALSE(layer->hasInput(kFp8Bias));
+  const auto inputs = inputsFor(original);
+  const auto [diff, peak] = maxRelativeDiff(run(n, inputs), run(original, inputs));
+  EXPECT_GT(peak, 0.1);
+  EXPECT_LE(diff, 1e-5);
+}
+
 TEST(FoldQdqFp8, Fp8OutputIsWithinOneE4M3Step) {
   const Network original = fp8Network({.fp8Output = true});
   const Network n = folded(original);

@@ -87,7 +87,9 @@ void accumulate(int64_t rows, int64_t cols, int64_t depth, const std::vector<flo
 }
 
 Status fp8MatMulKernel(KernelContext& ctx) {
-  KILN_RETURN_IF_ERROR(ctx.requireInputs(kFp8WScale + 1));
+  for (size_t slot : {kFp8X, kFp8W, kFp8XScale, kFp8WScale})  // B (slot 2) is optional
+    if (!ctx.hasInput(slot))
+      return ctx.error("required input " + std::to_string(slot) + " is missing");
   const Tensor& x = ctx.input(kFp8X);
   const Tensor& w = ctx.input(kFp8W);
   if (!isFp8Type(w.type())) return ctx.error("input 1 (W) must be float8e4m3fn");
