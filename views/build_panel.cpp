@@ -81,13 +81,17 @@ QWidget* BuildPanel::createPrecisionPage() {
       checkBox(tr("TF32"), tr("float32 GEMMs and convolutions may use TF32 tensor cores"), page);
   m_fp16 = checkBox(tr("FP16"), tr("layers may run in float16 where it is faster"), page);
   m_bf16 = checkBox(tr("BF16"), tr("layers may run in bfloat16 where it is faster"), page);
-  const QString quantized =
-      tr("needs quantization (calibration data and Q/DQ support), which "
-         "builds do not have yet");
-  m_int8 = checkBox(tr("INT8"), quantized, page);
-  m_fp8 = checkBox(tr("FP8"), quantized, page);
-  m_int8->setEnabled(false);
-  m_fp8->setEnabled(false);
+  m_int8 = checkBox(tr("INT8"),
+                    tr("INT8 builds start from calibration: use the Calibration view "
+                       "(Calibrate, then Build INT8), or `kiln build --int8`"),
+                    page);
+  m_fp8 = checkBox(tr("FP8"),
+                   tr("FP8 (E4M3) GEMMs from the model's float8 QuantizeLinear/"
+                      "DequantizeLinear (explicit quantization; CUDA on compute capability "
+                      "8.9+, else the host fallback)"),
+                   page);
+  m_fp8->setObjectName("fp8");
+  m_int8->setEnabled(false);  // the Calibration view owns INT8 builds (cache and ranges)
   auto* flags = new QHBoxLayout;
   for (QCheckBox* box : {m_tf32, m_fp16, m_bf16, m_int8, m_fp8}) {
     flags->addWidget(box);
@@ -271,6 +275,7 @@ void BuildPanel::applyToConfig() {
   config.tf32 = m_tf32->isChecked();
   config.fp16 = m_fp16->isChecked();
   config.bf16 = m_bf16->isChecked();
+  config.fp8 = m_fp8->isChecked();
   config.precisionConstraints = kModes[std::max(0, m_mode->currentIndex())];
   config.layerPrecisions = m_constraints->model()->precisionRules();
   config.layerOutputTypes = m_constraints->model()->outputTypeRules();

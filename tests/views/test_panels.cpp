@@ -1,5 +1,6 @@
 // The build panel, layer table, tactics panel and charts on a real model
 // (tests/data/builder/tiny_bert.onnx) built on the CPU backend, offscreen.
+#include <QCheckBox>
 #include <QComboBox>
 #include <QFile>
 #include <QLineEdit>
@@ -85,6 +86,18 @@ class TestPanels : public QObject {
   Q_OBJECT
  private slots:
   void initTestCase() { QVERIFY2(tinyBert(), qPrintable("cannot import " + modelPath())); }
+
+  void fp8FlagReachesTheConfigAndTheCommandLine() {
+    Studio s;
+    auto* fp8 = s.panel->findChild<QCheckBox*>("fp8");
+    QVERIFY(fp8);
+    QVERIFY(fp8->isEnabled());
+    fp8->setChecked(true);
+    QVERIFY(s.document.buildConfig().fp8);
+    QVERIFY2(s.panel->commandLine().contains("--fp8"), qPrintable(s.panel->commandLine()));
+    fp8->setChecked(false);
+    QVERIFY(!s.document.buildConfig().fp8);
+  }
 
   void layerPrecisionBecomesARuleAndAFlag() {
     Studio s;
