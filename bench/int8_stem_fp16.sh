@@ -20,4 +20,9 @@ timeout 200 $K build $M -o $W/fp16.kiln --backend cuda --fp16 --optimization-lev
 for p in stem16 fp16; do
   echo "=== $p: $($K run $W/$p.kiln --shapes $S --no-data-transfers --warmup 200 --iterations 10 --duration 1 2>&1 | grep -E 'GPU Compute Time:' | head -1)"
 done
-timeout 120 $K run $W/stem16.kiln --shapes $S --no-data-transfers --profile --json 2>/dev/null | python3 bench/profile_summary.py | head -16
+timeout 120 $K run $W/stem16.kiln --shapes $S --no-data-transfers --profile --json > $W/profile.json 2>/dev/null
+python3 bench/profile_summary.py < $W/profile.json | head -16
+# The engine choices of the slowest INT8 convolutions, every candidate's time.
+python3 -c "
+import json; d = json.load(open('$W/profile.json')); t = {e['name']: e['averageMs'] for e in d['profile'][1:]}
+for l in sorted(d['layers'], key=lambda l: -t.get(l['name'], 0))[:4]: print(round(t.get(l['name'], 0), 3), l['name'][:40], l['implementation'][:400])"
