@@ -63,7 +63,8 @@ std::set<std::string> buildValuedOptions() {
 }
 
 std::set<std::string> buildFlagOptions() {
-  return {"fp16", "bf16", "no-tf32", "int8", "fp8", "json", "help", "quiet", "progress", "list-passes"};
+  return {"fp16", "bf16", "no-tf32", "int8",     "fp8",
+          "json", "help", "quiet",   "progress", "list-passes"};
 }
 
 Status builderConfigFromArgs(const Args& args, BuilderConfig* config) {

@@ -25,6 +25,7 @@
 #include "backends/cuda/engine_impl.h"
 #include "backends/cuda/libraries.h"
 #include "backends/cuda/ops/fp8_matmul.h"
+#include "backends/cuda/ops/gemm.h"
 #include "ir/fp8_layers.h"
 #include "kiln/passes.h"
 
@@ -206,20 +207,9 @@ Status describeGemm(const Fp8LayerState& s, LtFp8Gemm* g) {
 
 // The heuristic's first algorithm; false (with `why`) when it has none.
 Result<bool> findAlgorithm(GpuKernelContext& ctx, LtFp8Gemm* g, std::string* why) {
-  KILN_ASSIGN_OR_RETURN(cublasLtHandle_t handle, ctx.libraries().cublasLt());
-  cublasLtMatmulPreference_t preference = nullptr;
-  KILN_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
-  const uint64_t maxWorkspace =
-      static_cast<uint64_t>(std::min<int64_t>(ctx.options().workspaceLimitBytes, 64LL << 20));
-  cublasStatus_t status = cublasLtMatmulPreferenceSetAttribute(
-      preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &maxWorkspace, sizeof(maxWorkspace));
-  cublasLtMatmulHeuristicResult_t result{};
-  int found = 0;
-  if (status == CUBLAS_STATUS_SUCCESS)
-    status = cublasLtMatmulAlgoGetHeuristic(handle, g->op, g->a, g->b, g->d, g->d, preference, 1,
-                                            &result, &found);
-  cublasLtMatmulPreferenceDestroy(preference);
-  if (status != CUBLAS_STATUS_SUCCESS || found == 0) {
+  KILN_ASSIGN_OR_RETURN(const LtAlgorithm result, firstLtAlgorithm(ctx, g->op, g->a, g->b, g->d));
+  const cublasStatus_t status = result.status;
+  if (!result.found) {
     *why += std::string(why->empty() ? "" : "; ") +
             (g->direct        ? "direct"
              : g->n > g->rows ? "padded rows"
@@ -229,7 +219,7 @@ Result<bool> findAlgorithm(GpuKernelContext& ctx, LtFp8Gemm* g, std::string* why
     return false;
   }
   g->algo = result.algo;
-  g->workspace = result.workspaceSize;
+  g->workspace = result.workspace;
   return true;
 }
 

@@ -3,6 +3,9 @@
 // `cache` when a kernel runs several different GEMMs.
 #pragma once
 
+#include <cublasLt.h>
+
+#include <cstdint>
 #include <memory>
 
 #include "backends/cuda/gpu_kernel.h"
@@ -32,6 +35,21 @@ struct GemmProblem {
            alignD == o.alignD;
   }
 };
+
+// The cuBLASLt heuristic's first algorithm for `op` on layouts a, b and d (C = D), with
+// at most min(the engine's workspace limit, 64 MiB) of workspace and, when given,
+// minimum pointer alignments {A, B, C, D} in bytes. `status` is cuBLASLt's answer;
+// `found` is false when it has no algorithm (a kernel then says why or falls back).
+struct LtAlgorithm {
+  cublasLtMatmulAlgo_t algo{};
+  size_t workspace = 0;
+  bool found = false;
+  cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
+};
+Result<LtAlgorithm> firstLtAlgorithm(GpuKernelContext& ctx, cublasLtMatmulDesc_t op,
+                                     cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
+                                     cublasLtMatrixLayout_t d,
+                                     const uint32_t* alignments = nullptr);
 
 // D[b] = alpha * op(A[b]) * op(B[b]) + beta * D[b] (+ bias row of length n when p.bias).
 // float32 (TF32 when p.tf32), float16 and bfloat16 storage; float accumulation.

@@ -16,6 +16,7 @@
 #include "backends/cuda/engine_impl.h"
 #include "backends/cuda/libraries.h"
 #include "backends/cuda/ops/cudnn_conv.h"
+#include "backends/cuda/ops/gemm.h"
 #include "backends/cuda/ops/int8_conv_cudnn.h"
 #include "backends/cuda/ops/int8_layers.h"
 #include "ir/channels_last.h"
@@ -67,27 +68,14 @@ Status planLtGemm(GpuKernelContext& ctx, LtInt8Gemm* g) {
   KILN_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&g->w, CUDA_R_8I, g->k, g->cols, g->k));
   KILN_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&g->a, CUDA_R_8I, g->k, g->rows, g->k));
   KILN_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&g->d, CUDA_R_32I, g->cols, g->rows, g->cols));
-  auto handle = ctx.libraries().cublasLt();
-  if (!handle.isOk()) return handle.status();
-  cublasLtMatmulPreference_t preference = nullptr;
-  KILN_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
-  const uint64_t maxWorkspace =
-      static_cast<uint64_t>(std::min<int64_t>(ctx.options().workspaceLimitBytes, 64LL << 20));
-  cublasStatus_t status = cublasLtMatmulPreferenceSetAttribute(
-      preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &maxWorkspace, sizeof(maxWorkspace));
-  cublasLtMatmulHeuristicResult_t result{};
-  int found = 0;
-  if (status == CUBLAS_STATUS_SUCCESS)
-    status = cublasLtMatmulAlgoGetHeuristic(handle.value(), g->op, g->w, g->a, g->d, g->d,
-                                            preference, 1, &result, &found);
-  cublasLtMatmulPreferenceDestroy(preference);
-  if (status != CUBLAS_STATUS_SUCCESS || found == 0) {
+  KILN_ASSIGN_OR_RETURN(const LtAlgorithm result, firstLtAlgorithm(ctx, g->op, g->w, g->a, g->d));
+  if (!result.found) {
     g->why = "cuBLASLt has no int8 algorithm for " + std::to_string(g->rows) + "x" +
              std::to_string(g->cols) + "x" + std::to_string(g->k);
     return Status::ok();
   }
   g->algo = result.algo;
-  g->workspace = result.workspaceSize;
+  g->workspace = result.workspace;
   g->available = true;
   return Status::ok();
 }

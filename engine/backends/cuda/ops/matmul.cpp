@@ -80,38 +80,18 @@ Status buildPlan(GpuKernelContext& ctx, const GemmProblem& p, GemmPlan* plan) {
   KILN_RETURN_IF_ERROR(makeLayout(&plan->b, p.type, p.transA ? p.m : p.k, p.transA ? p.k : p.m,
                                   p.transA ? p.m : p.k, p.batch, p.strideA));
   KILN_RETURN_IF_ERROR(makeLayout(&plan->d, p.type, p.n, p.m, p.n, p.batch, p.strideD));
-  auto handle = ctx.libraries().cublasLt();
-  if (!handle.isOk()) return handle.status();
-  cublasLtMatmulPreference_t preference = nullptr;
-  KILN_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
-  uint64_t maxWorkspace =
-      static_cast<uint64_t>(std::min<int64_t>(ctx.options().workspaceLimitBytes, 64LL << 20));
-  cublasStatus_t status = cublasLtMatmulPreferenceSetAttribute(
-      preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &maxWorkspace, sizeof(maxWorkspace));
   // Column-major A is our B, column-major B is our A.
   const uint32_t alignments[4] = {uint32_t(p.alignB), uint32_t(p.alignA), uint32_t(p.alignD),
                                   uint32_t(p.alignD)};
-  const cublasLtMatmulPreferenceAttributes_t alignmentAttributes[4] = {
-      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
-  for (int i = 0; i < 4 && status == CUBLAS_STATUS_SUCCESS; ++i) {
-    status = cublasLtMatmulPreferenceSetAttribute(preference, alignmentAttributes[i],
-                                                  &alignments[i], sizeof(uint32_t));
-  }
-  cublasLtMatmulHeuristicResult_t result{};
-  int found = 0;
-  if (status == CUBLAS_STATUS_SUCCESS) {
-    status = cublasLtMatmulAlgoGetHeuristic(handle.value(), plan->op, plan->a, plan->b, plan->d,
-                                            plan->d, preference, 1, &result, &found);
-  }
-  cublasLtMatmulPreferenceDestroy(preference);
-  KILN_CUBLAS_CHECK(status);
-  if (found == 0) {
+  KILN_ASSIGN_OR_RETURN(const LtAlgorithm result,
+                        firstLtAlgorithm(ctx, plan->op, plan->a, plan->b, plan->d, alignments));
+  KILN_CUBLAS_CHECK(result.status);
+  if (!result.found) {
     return ctx.unsupported("cuBLASLt has no algorithm for " + std::to_string(p.m) + "x" +
                            std::to_string(p.n) + "x" + std::to_string(p.k));
   }
   plan->algo = result.algo;
-  plan->workspace = result.workspaceSize;
+  plan->workspace = result.workspace;
   return Status::ok();
 }
 
@@ -343,6 +323,35 @@ void registerMatMulGpuKernels(GpuKernelRegistry& registry) {
   fused.opType = "FusedMatMul";
   fused.fn = fusedMatMulKernel;
   registry.add(fused);
+}
+
+Result<LtAlgorithm> firstLtAlgorithm(GpuKernelContext& ctx, cublasLtMatmulDesc_t op,
+                                     cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
+                                     cublasLtMatrixLayout_t d, const uint32_t* alignments) {
+  KILN_ASSIGN_OR_RETURN(cublasLtHandle_t handle, ctx.libraries().cublasLt());
+  cublasLtMatmulPreference_t preference = nullptr;
+  KILN_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
+  const uint64_t maxWorkspace =
+      static_cast<uint64_t>(std::min<int64_t>(ctx.options().workspaceLimitBytes, 64LL << 20));
+  LtAlgorithm out;
+  out.status = cublasLtMatmulPreferenceSetAttribute(
+      preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &maxWorkspace, sizeof(maxWorkspace));
+  static const cublasLtMatmulPreferenceAttributes_t kAlignment[4] = {
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+  for (int i = 0; alignments && i < 4 && out.status == CUBLAS_STATUS_SUCCESS; ++i)
+    out.status = cublasLtMatmulPreferenceSetAttribute(preference, kAlignment[i], &alignments[i],
+                                                      sizeof(uint32_t));
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  if (out.status == CUBLAS_STATUS_SUCCESS)
+    out.status =
+        cublasLtMatmulAlgoGetHeuristic(handle, op, a, b, d, d, preference, 1, &result, &found);
+  cublasLtMatmulPreferenceDestroy(preference);
+  out.found = out.status == CUBLAS_STATUS_SUCCESS && found > 0;
+  out.algo = result.algo;
+  out.workspace = result.workspaceSize;
+  return out;
 }
 
 }  // namespace kiln::cuda
