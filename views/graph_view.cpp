@@ -83,6 +83,10 @@ GraphView::GraphView(JobRunner* jobs, QWidget* parent)
 
 GraphView::~GraphView() {
   if (m_jobId != 0 && m_jobs) m_jobs->cancel(m_jobId);
+  // The scene, a child, is deleted after this body: clearing it deselects its items,
+  // and a selection signal must not reach a half-destroyed view (a crash at exit
+  // when a node was selected, seen in offscreen `make run` sessions).
+  disconnect(m_scene, nullptr, this, nullptr);
 }
 
 void GraphView::createActions() {

@@ -64,7 +64,14 @@ Result<std::string> serializePlan(const Plan& plan) {
     weights += raw;
     return offset;
   };
-  KILN_ASSIGN_OR_RETURN(std::string model, exportOnnxBytes(*plan.network, exportOptions));
+  // An unnamed node is known as OpType_index (Node::displayName), the index being its
+  // place in the model the build started from; re-import would number the nodes anew
+  // (passes removed some), so the plan names them: its runtime layers, profiles and
+  // the build record then agree on every layer's name.
+  Network named = *plan.network;
+  for (Node& node : named.graph.nodes)
+    if (node.name.empty()) node.name = node.displayName();
+  KILN_ASSIGN_OR_RETURN(std::string model, exportOnnxBytes(named, exportOptions));
   const std::string metadata =
       plan::metadataToJson(plan).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   const std::string kernels = plan::encodeGeneratedKernels(plan.generatedKernels);

@@ -53,6 +53,24 @@ TEST(PlanFile, SaveLoadRunGivesTheModelsOutputs) {
   expectTensorNear(actual[0].tensor, expected[0].tensor, 1e-5, 1e-4);
 }
 
+// Unnamed nodes are known as OpType_index by their place in the source model; a loaded
+// plan's layers keep those names (passes removed nodes before them, so a re-import
+// numbering them anew would rename them, and profiles would not match the record).
+TEST(PlanFile, UnnamedNodesKeepTheirRecordNames) {
+  Plan plan = builtClassifier();
+  auto network = std::make_shared<Network>(*plan.network);
+  for (size_t i = 0; i < network->graph.nodes.size(); ++i) {
+    network->graph.nodes[i].name.clear();
+    network->graph.nodes[i].index = static_cast<int>(i) + 7;  // as if 7 nodes went before
+  }
+  plan.network = network;
+  auto loaded = deserializePlan(savedBytes(plan), "unnamed.kiln");
+  ASSERT_TRUE(loaded.isOk()) << loaded.status().toString();
+  ASSERT_EQ(loaded->network->graph.nodes.size(), network->graph.nodes.size());
+  for (size_t i = 0; i < network->graph.nodes.size(); ++i)
+    EXPECT_EQ(loaded->network->graph.nodes[i].displayName(), network->graph.nodes[i].displayName());
+}
+
 TEST(PlanFile, WeightsLieAlignedInTheirSection) {
   const std::string bytes = savedBytes(builtClassifier());
   uint64_t weightsOffset = 0, weightsSize = 0;
