@@ -78,22 +78,14 @@ std::string supportsFp8MatMul(const Node&, const std::vector<DataType>& types) {
 }
 
 // Descriptors and the heuristic's algorithm for one plan.
-struct LtFp8Gemm {
+struct LtFp8Gemm : LtMatmulDescriptors {
   int64_t rows = 0, m = 0, k = 0;  // m: D's columns (N, or Np when padded)
   int64_t n = 0;                   // rows in the layouts: rows, or rows padded to 16
   bool direct = false;             // D is Y
   bool ltEpilogue = false;         // bias/relu in cuBLASLt's epilogue
   DataType dType = DataType::kFloat32;
-  cublasLtMatmulDesc_t op = nullptr;
-  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
   cublasLtMatmulAlgo_t algo{};
   size_t workspace = 0;
-  ~LtFp8Gemm() {
-    if (op) cublasLtMatmulDescDestroy(op);
-    if (a) cublasLtMatrixLayoutDestroy(a);
-    if (b) cublasLtMatrixLayoutDestroy(b);
-    if (d) cublasLtMatrixLayoutDestroy(d);
-  }
 };
 
 // What a layer keeps on the device across enqueues (cleared when shapes change).

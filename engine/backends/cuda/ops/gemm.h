@@ -36,6 +36,17 @@ struct GemmProblem {
   }
 };
 
+// A cuBLASLt matmul descriptor and its A, B and D layouts (cuBLASLt's column-major
+// operands), destroyed together; the float, INT8 and FP8 GEMM plans build on it.
+struct LtMatmulDescriptors {
+  LtMatmulDescriptors() = default;
+  LtMatmulDescriptors(const LtMatmulDescriptors&) = delete;
+  LtMatmulDescriptors& operator=(const LtMatmulDescriptors&) = delete;
+  ~LtMatmulDescriptors();
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+};
+
 // The cuBLASLt heuristic's first algorithm for `op` on layouts a, b and d (C = D), with
 // at most min(the engine's workspace limit, 64 MiB) of workspace and, when given,
 // minimum pointer alignments {A, B, C, D} in bytes. `status` is cuBLASLt's answer;

@@ -42,20 +42,12 @@ std::string supportsInt8Layer(const Node&, const std::vector<DataType>& types) {
 // cuBLASLt's int8 GEMM in row-major terms acc[rows, cols] = A[rows, k] W[cols, k]^T:
 // column-major D^T (cols x rows) = op_T(W as k x cols) * A as (k x rows), the "TN"
 // layout IMMA kernels take.
-struct LtInt8Gemm {
+struct LtInt8Gemm : LtMatmulDescriptors {  // a: W, b: A
   int64_t rows = 0, cols = 0, k = 0;
-  cublasLtMatmulDesc_t op = nullptr;
-  cublasLtMatrixLayout_t w = nullptr, a = nullptr, d = nullptr;
   cublasLtMatmulAlgo_t algo{};
   size_t workspace = 0;
   bool available = false;
   std::string why;  // when not available
-  ~LtInt8Gemm() {
-    if (op) cublasLtMatmulDescDestroy(op);
-    if (w) cublasLtMatrixLayoutDestroy(w);
-    if (a) cublasLtMatrixLayoutDestroy(a);
-    if (d) cublasLtMatrixLayoutDestroy(d);
-  }
 };
 
 Status planLtGemm(GpuKernelContext& ctx, LtInt8Gemm* g) {
@@ -65,10 +57,10 @@ Status planLtGemm(GpuKernelContext& ctx, LtInt8Gemm* g) {
                                                    sizeof(transposed)));
   KILN_CUBLAS_CHECK(
       cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_TRANSB, &plain, sizeof(plain)));
-  KILN_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&g->w, CUDA_R_8I, g->k, g->cols, g->k));
-  KILN_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&g->a, CUDA_R_8I, g->k, g->rows, g->k));
+  KILN_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&g->a, CUDA_R_8I, g->k, g->cols, g->k));  // W
+  KILN_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&g->b, CUDA_R_8I, g->k, g->rows, g->k));  // A
   KILN_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&g->d, CUDA_R_32I, g->cols, g->rows, g->cols));
-  KILN_ASSIGN_OR_RETURN(const LtAlgorithm result, firstLtAlgorithm(ctx, g->op, g->w, g->a, g->d));
+  KILN_ASSIGN_OR_RETURN(const LtAlgorithm result, firstLtAlgorithm(ctx, g->op, g->a, g->b, g->d));
   if (!result.found) {
     g->why = "cuBLASLt has no int8 algorithm for " + std::to_string(g->rows) + "x" +
              std::to_string(g->cols) + "x" + std::to_string(g->k);
@@ -185,7 +177,7 @@ Status runGemm(GpuKernelContext& ctx, Int8LayerState& s, const int8_t* a, const 
   }
   KILN_ASSIGN_OR_RETURN(cublasLtHandle_t handle, ctx.libraries().cublasLt());
   const int32_t one = 1, zero = 0;
-  KILN_CUBLAS_CHECK(cublasLtMatmul(handle, s.gemm->op, &one, w, s.gemm->w, a, s.gemm->a, &zero, acc,
+  KILN_CUBLAS_CHECK(cublasLtMatmul(handle, s.gemm->op, &one, w, s.gemm->a, a, s.gemm->b, &zero, acc,
                                    s.gemm->d, acc, s.gemm->d, &s.gemm->algo, workspace,
                                    s.gemm->workspace, ctx.stream()));
   return Status::ok();

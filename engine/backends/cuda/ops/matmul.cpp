@@ -31,18 +31,10 @@ cudaDataType_t cudaTypeOf(DataType type) {
 }
 
 // Descriptors and the chosen algorithm for one problem.
-struct GemmPlan {
+struct GemmPlan : LtMatmulDescriptors {
   GemmProblem problem;
-  cublasLtMatmulDesc_t op = nullptr;
-  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
   cublasLtMatmulAlgo_t algo{};
   size_t workspace = 0;
-  ~GemmPlan() {
-    if (op) cublasLtMatmulDescDestroy(op);
-    if (a) cublasLtMatrixLayoutDestroy(a);
-    if (b) cublasLtMatrixLayoutDestroy(b);
-    if (d) cublasLtMatrixLayoutDestroy(d);
-  }
 };
 
 Status makeLayout(cublasLtMatrixLayout_t* layout, DataType type, int64_t rows, int64_t cols,
@@ -323,6 +315,13 @@ void registerMatMulGpuKernels(GpuKernelRegistry& registry) {
   fused.opType = "FusedMatMul";
   fused.fn = fusedMatMulKernel;
   registry.add(fused);
+}
+
+LtMatmulDescriptors::~LtMatmulDescriptors() {
+  if (op) cublasLtMatmulDescDestroy(op);
+  if (a) cublasLtMatrixLayoutDestroy(a);
+  if (b) cublasLtMatrixLayoutDestroy(b);
+  if (d) cublasLtMatrixLayoutDestroy(d);
 }
 
 Result<LtAlgorithm> firstLtAlgorithm(GpuKernelContext& ctx, cublasLtMatmulDesc_t op,
