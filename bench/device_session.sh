@@ -73,8 +73,21 @@ if [ "$part" = int8 ]; then
     IN=$(python3 -c "import onnx;m=onnx.load('/tmp/kiln/models/resnet50.onnx',load_external_data=False);print(m.graph.input[0].name)")
     timeout 120 $K run /tmp/kiln-int8/resnet50_b256_int8.kiln --shapes $IN:256x3x224x224 --no-data-transfers --profile --json 2>/dev/null | python3 bench/profile_summary.py | head -30
     timeout 60 $K inspect /tmp/kiln-int8/resnet50_b256_int8.kiln --layers > $out/int8_layers.txt 2>&1
-    grep -c "cudnn int8" $out/int8_layers.txt
+    grep -c "cudnn int8" $out/int8_layers.txt; grep "generated kernels" $out/int8_layers.txt
+    echo "=== int8 plan: load and first run from the file (cuDNN plans restored, nothing compiled)"
+    bash -c "time timeout 120 $K run /tmp/kiln-int8/resnet50_b256_int8.kiln --shapes $IN:256x3x224x224 --no-data-transfers --warmup 0 --iterations 1 --duration 0 > /dev/null 2>&1" 2>&1 | grep real
+    timeout 120 $K run /tmp/kiln-int8/resnet50_b256_int8.kiln --shapes $IN:256x3x224x224 --no-data-transfers --profile --json > $out/int8_profile.json 2>/dev/null
   fi
+  # The same INT8 build under other settings: INT8_AB="ENV=V ...|ENV=V ..." (one build
+  # and run per '|'-separated entry; INT8_AB_FLAGS: flags for all of them).
+  echo "${INT8_AB:-}" | tr '|' '\n' | while read -r ab; do
+    [ -n "$ab" ] || continue
+    IN=$(python3 -c "import onnx;m=onnx.load('/tmp/kiln/models/resnet50.onnx',load_external_data=False);print(m.graph.input[0].name)")
+    S=$IN:256x3x224x224
+    echo "=== int8 A/B: $ab ${INT8_AB_FLAGS:-}"
+    bash -c "time env $ab timeout 300 $K build /tmp/kiln/models/resnet50.onnx -o /tmp/kiln-int8/ab.kiln --backend cuda --int8 --calib-cache /tmp/kiln-int8/resnet50.cache --fp16 ${INT8_AB_FLAGS:-} --optimization-level 2 --min-shapes $S --opt-shapes $S --max-shapes $S --quiet" 2>&1 | grep -E "real|rror"
+    env $ab $K run /tmp/kiln-int8/ab.kiln --shapes $S --no-data-transfers --warmup 200 --iterations 10 --duration 1 2>&1 | grep -E "GPU Compute Time:" | head -1
+  done
 fi
 tar cf - -C $out --exclude='*.kiln' . | xz -6 > $OUT/logs.tar.xz
 if [ "$part" = bert1 ]; then

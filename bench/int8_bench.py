@@ -26,7 +26,9 @@ OUT_DIR/int8_bench.json.
 Usage: int8_bench.py KILN MODEL_DIR OUT_DIR [--fp16-plan=PLAN] [--samples=32]
                      [--batch=256] [--budget=220] [--calib-budget=60] [--work=DIR]
                      [--skip=throughput,accuracy,qdq,fp16-context] [--dry-cpu]
-                     [--model=ONNX] [--qdq-model=FLOAT_ONNX]
+                     [--model=ONNX] [--qdq-model=FLOAT_ONNX] [--int8-flags=A,B,...]
+  --int8-flags: more flags of the INT8 build, comma-separated, e.g.
+  --int8-flags=--layer-precisions,/conv1/Conv:fp16,--precision-constraints,obey
   --fp16-plan: build_bench's FP16 plan of this device call (used only if its
   build_bench.json records it); --qdq-model: a float model to quantize instead of the
   MobileNetV2 export; --model (with --dry-cpu): another model for the CPU check.
@@ -56,6 +58,8 @@ def option(name, default):
 
 
 DRY = "--dry-cpu" in sys.argv
+# Extra flags of the INT8 build, comma-separated (e.g. a precision rule for the stem).
+INT8_FLAGS = list(filter(None, option("int8-flags", "").split(",")))
 SKIP = set(filter(None, option("skip", "").split(",")))  # throughput, accuracy, qdq, fp16-context
 START = time.time()
 BUDGET = float(option("budget", "220"))
@@ -704,7 +708,8 @@ def main():
     FP16_PLAN = os.path.join(WORK, f"resnet50_b{BATCH}_fp16.kiln")
     RESULTS.update({"date": time.strftime("%Y-%m-%d"), "dry_cpu": DRY, "kiln": KILN,
                     "model": MODEL, "batch": BATCH, "backend": BACKEND,
-                    "tensorrt_int8_img_s": list(TRT_INT8_IMG_S), "targets": TARGETS})
+                    "tensorrt_int8_img_s": list(TRT_INT8_IMG_S), "targets": TARGETS,
+                    "int8_extra_flags": INT8_FLAGS})
     print(f"# int8_bench: {MODEL}, batch {BATCH}, {N_SAMPLES} calibration samples, backend "
           f"{BACKEND}, budget {BUDGET:.0f} s, work dir {WORK}", flush=True)
 
@@ -721,7 +726,7 @@ def main():
         probe = step("cpu probe", probe_cpu) if have_samples else None
         cal = step("calibrate", calibrate, probe) if have_samples else None
         int8 = step("int8 build", build, INT8_PLAN,
-                    ["--int8", "--calib-cache", CACHE, "--fp16"], 300, 60) if cal else None
+                    ["--int8", "--calib-cache", CACHE, "--fp16", *INT8_FLAGS], 300, 60) if cal else None
         if int8 and "throughput" not in SKIP:
             step("int8 run", run_plan, INT8_PLAN)
         if int8 and "accuracy" not in SKIP:

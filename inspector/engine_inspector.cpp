@@ -1,5 +1,6 @@
 #include "engine_inspector.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <sstream>
@@ -96,6 +97,12 @@ std::string kibibytes(int64_t bytes) {
   return text;
 }
 
+// A plan entry that records a cuDNN execution plan (kiln/cuda_generated_kernels.h),
+// not an NVRTC cubin.
+bool isCudnnPlanEntry(const GeneratedKernelBinary& k) {
+  return k.key.find(":cudnn-plan:") != std::string::npos;
+}
+
 int64_t generatedKernelBytes(const Plan& plan) {
   int64_t bytes = 0;
   for (const GeneratedKernelBinary& k : plan.generatedKernels)
@@ -108,7 +115,10 @@ int64_t generatedKernelBytes(const Plan& plan) {
 json generatedKernelsJson(const Plan& plan) {
   json kernels = json::array();
   for (const GeneratedKernelBinary& k : plan.generatedKernels)
-    kernels.push_back({{"Key", k.key}, {"Bytes", k.cubin.size()}, {"Layers", k.layers}});
+    kernels.push_back({{"Key", k.key},
+                       {"Kind", isCudnnPlanEntry(k) ? "cudnn execution plan" : "cubin"},
+                       {"Bytes", k.cubin.size()},
+                       {"Layers", k.layers}});
   return {{"Count", plan.generatedKernels.size()},
           {"Bytes", generatedKernelBytes(plan)},
           {"Architecture", plan.generatedKernels.empty()
@@ -122,8 +132,9 @@ std::map<std::string, std::string> generatedKernelOfLayer(const Plan& plan) {
   std::map<std::string, std::string> text;
   for (const GeneratedKernelBinary& k : plan.generatedKernels)
     for (const std::string& layer : k.layers)
-      text[layer] =
-          k.architecture + " cubin, " + std::to_string(k.cubin.size()) + " B, in the plan";
+      text[layer] = k.architecture +
+                    (isCudnnPlanEntry(k) ? " cuDNN execution plan, " : " cubin, ") +
+                    std::to_string(k.cubin.size()) + " B, in the plan";
   return text;
 }
 
@@ -186,10 +197,14 @@ std::string formatBuildSummary(const Plan& plan) {
   out << "memory: activations " << megabytes(r.activationBytes) << " (without reuse "
       << megabytes(r.activationBytesWithoutReuse) << "), weights " << megabytes(r.weightBytes)
       << "\n";
-  if (!plan.generatedKernels.empty())
-    out << "generated kernels: " << plan.generatedKernels.size() << " NVRTC cubin(s) for "
+  if (!plan.generatedKernels.empty()) {
+    const auto cudnnPlans =
+        std::count_if(plan.generatedKernels.begin(), plan.generatedKernels.end(), isCudnnPlanEntry);
+    out << "generated kernels: " << plan.generatedKernels.size() - cudnnPlans
+        << " NVRTC cubin(s) and " << cudnnPlans << " cuDNN execution plan(s) for "
         << plan.generatedKernels.front().architecture << ", "
-        << kibibytes(generatedKernelBytes(plan)) << " (loaded at run, not compiled)\n";
+        << kibibytes(generatedKernelBytes(plan)) << " (loaded at run, not compiled or timed)\n";
+  }
   if (!r.unreplayedLayers.empty())
     out << "not replayed: " << r.unreplayedLayers.size() << " layer(s)\n";
   for (const std::string& w : r.warnings) out << "warning: " << w << "\n";

@@ -90,8 +90,10 @@ struct Int8Decisions {
 };
 // Implicit INT8 (implicit_int8.cpp): with config.int8 and a calibration table, puts a
 // QuantizeLinear/DequantizeLinear pair from the table on the input of every Conv,
-// MatMul and Gemm that may run in INT8, for fold_qdq to fold; records why the others
-// may not. Errors: --int8 with neither a table nor Q/DQ nodes in the model.
+// MatMul and Gemm that may run in INT8, and on the residual input of each Add that an
+// INT8 Conv's epilogue will take (an int8 Z), for fold_qdq to fold; records why the
+// layers that may not run in INT8 do not. Errors: --int8 with neither a table nor Q/DQ
+// nodes in the model.
 Status insertCalibratedQdq(Network& network, const BuilderConfig& config, Int8Decisions* decisions);
 // --fp8 (explicit quantization only, as TensorRT's): the model must have float8e4m3fn
 // QuantizeLinear/DequantizeLinear nodes, which fold_qdq folds with or without the flag;

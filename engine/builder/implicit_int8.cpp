@@ -8,8 +8,18 @@
 //
 // A layer stays float, with the reason recorded, when a precision rule pins it to
 // another precision, when the cache has no range for its input, or pins that input.
+//
+// Residual blocks (TensorRT's INT8 ResNet): y = Add(a, x), where a is an INT8 Conv's
+// output (through a BatchNormalization, which folds into it) read only by the Add,
+// becomes FusedConv(.., Z = x) in fuse_conv_bias_activation. The Add is made an INT8
+// reader of x too, so x's own Q/DQ pair feeds it: fold_qdq then gives the
+// QuantizedConv x's int8 value as Z with z_scale, and when every reader of a block's
+// output is INT8, the Q after that block folds into its last layer (an INT8 output)
+// instead of running on its own. Adds record no fallback: an Add that stays float
+// is no INT8 layer.
 #include <algorithm>
 #include <set>
+#include <utility>
 
 #include "builder/build_steps.h"
 #include "ir/quantized_layers.h"
@@ -67,6 +77,55 @@ std::string int8Blocker(const Node& node, const BuilderConfig& config,
   return "";
 }
 
+// Input `slot` of node `node` reads its activation through the Q/DQ pair.
+struct Int8Reader {
+  size_t node = 0;
+  size_t slot = 0;
+};
+
+// The INT8 Conv behind `value` when the residual fusion can take the Add that reads
+// it: the Conv writes `value`, or a BatchNormalization of the Conv's output does (it
+// folds into the Conv), each value read only by the next node. -1 otherwise.
+int int8ConvBehind(const Graph& g, const passes::GraphIndex& index, const std::string& value,
+                   const std::set<size_t>& int8Convs) {
+  int p = index.producer(value);
+  if (p >= 0 && isOnnx(g.nodes[p]) && g.nodes[p].opType == "BatchNormalization" &&
+      g.nodes[p].outputs.size() == 1 && index.soleReader(g.nodes[p].inputs[0]) == p)
+    p = index.producer(g.nodes[p].inputs[0]);
+  return p >= 0 && g.nodes[p].opType == "Conv" && int8Convs.count(static_cast<size_t>(p)) ? p : -1;
+}
+
+// A range the cache lets `value` be quantized with.
+bool hasUsableRange(const CalibrationTable& table, const std::string& value) {
+  const TensorRange* range = table.find(value);
+  return range && range->pinned == DataType::kUndefined && range->amax > 0;
+}
+
+// The input of the residual Add at `add` that becomes an INT8 reader (the residual
+// x), or -1. The other input is the main branch: an INT8 Conv's output read only by
+// this Add. x must be an activation (no constant) of the same inferred shape with a
+// usable range. When both inputs qualify (a downsample Conv on the shortcut), the
+// Conv earlier in the graph keeps the Add and the later one's output is quantized,
+// which then folds into that Conv as its INT8 output.
+int residualSlot(const Graph& g, const passes::GraphIndex& index,
+                 const passes::InferredShapes& shapes, int add, const std::set<size_t>& int8Convs,
+                 const CalibrationTable& table) {
+  const Node& node = g.nodes[add];
+  if (!passes::isOnnxOp(node, "Add", 2) || node.inputs[0] == node.inputs[1]) return -1;
+  const SymbolicShape* s0 = passes::shapeOf(shapes, node.inputs[0]);
+  const SymbolicShape* s1 = passes::shapeOf(shapes, node.inputs[1]);
+  if (!s0 || !s1 || *s0 != *s1) return -1;
+  int conv[2], best = -1;
+  for (int slot = 0; slot < 2; ++slot) {
+    const std::string& main = node.inputs[slot];
+    const std::string& x = node.inputs[1 - slot];
+    conv[slot] = index.soleReader(main) == add ? int8ConvBehind(g, index, main, int8Convs) : -1;
+    const bool residual = conv[slot] >= 0 && !index.constant(x) && hasUsableRange(table, x);
+    if (residual && (best < 0 || conv[slot] < conv[best])) best = slot;
+  }
+  return best < 0 ? -1 : 1 - best;
+}
+
 Node qdqNode(const char* op, const std::string& name, const std::string& in,
              const std::string& scale, const std::string& zero, const std::string& out) {
   Node node;
@@ -95,8 +154,9 @@ Status insertCalibratedQdq(Network& network, const BuilderConfig& config,
         "imports opset " +
         std::to_string(network.defaultOpset()));
   const CalibrationTable& table = *config.calibration;
-  // Which layers read each activation in INT8.
-  std::map<std::string, std::vector<size_t>> int8Readers;
+  // Which layer inputs read each activation in INT8: the INT8 layers' input 0 ...
+  std::map<std::string, std::vector<Int8Reader>> int8Readers;
+  std::set<size_t> int8Convs;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& node = g.nodes[i];
     if (!hasInt8Form(node, g)) continue;
@@ -105,7 +165,17 @@ Status insertCalibratedQdq(Network& network, const BuilderConfig& config,
       decisions->fallbacks[node.displayName()] = why;
       continue;
     }
-    int8Readers[node.inputs[0]].push_back(i);
+    int8Readers[node.inputs[0]].push_back({i, 0});
+    if (node.opType == "Conv") int8Convs.insert(i);
+  }
+  // ... and the residual input of each Add an INT8 Conv's epilogue will take.
+  if (!int8Convs.empty()) {
+    const passes::GraphIndex index(g);
+    const passes::InferredShapes shapes = passes::inferredShapesOrNone(network);
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      const int slot = residualSlot(g, index, shapes, static_cast<int>(i), int8Convs, table);
+      if (slot >= 0) int8Readers[g.nodes[i].inputs[slot]].push_back({i, size_t(slot)});
+    }
   }
   std::set<std::string> used;
   for (const Node& node : g.nodes)
@@ -115,7 +185,7 @@ Status insertCalibratedQdq(Network& network, const BuilderConfig& config,
   // from the back keeps the earlier indices valid.
   std::vector<std::pair<size_t, std::vector<Node>>> insertions;
   for (const auto& [x, readers] : int8Readers) {
-    const TensorRange& range = *table.find(x);
+    const TensorRange& range = *table.find(x);  // every reader checked it
     const std::string scale = passes::addInitializer(
         g, x + "_int8_scale",
         Tensor::fromVector(DataType::kFloat32, {},
@@ -134,8 +204,12 @@ Status insertCalibratedQdq(Network& network, const BuilderConfig& config,
     Node dq = qdqNode("DequantizeLinear", quantized + "_DQ", quantized, scale, zero, restored);
     // Both carry the mark: the Q may fold into the layer before it (an INT8 output).
     dq.attributes[passes::kCalibratedQuantizeAttribute] = calibrated;
-    for (size_t r : readers) g.nodes[r].inputs[0] = restored;
-    insertions.push_back({readers.front(), {std::move(q), std::move(dq)}});
+    size_t first = readers.front().node;
+    for (const Int8Reader& r : readers) {
+      g.nodes[r.node].inputs[r.slot] = restored;
+      first = std::min(first, r.node);
+    }
+    insertions.push_back({first, {std::move(q), std::move(dq)}});
   }
   std::sort(insertions.begin(), insertions.end(),
             [](const auto& a, const auto& b) { return a.first > b.first; });

@@ -1,7 +1,8 @@
 // The INT8 layers the fold_qdq pass makes (ai.kiln domain), shared by the pass, the
 // shape rules, the CPU kernels and the builder.
 //
-// QuantizedConv   Y = out(act(sx * sw[m] * sum((xq - zx) * wq) + B[m] + Z))
+// QuantizedConv   Y = out(act(sx * sw[m] * sum((xq - zx) * wq) + B[m] + Z'))
+//                 Z' = Z (float32 Z) or z_scale * Z (int8 Z, z_scale present)
 // QuantizedMatMul Y = out(act(sx * sw[n] * sum_k (aq[.., k] - zx) * wq[k, n] + B[n]))
 //
 // with int32 accumulation of the integer products. Input slots (both ops):
@@ -10,7 +11,9 @@
 //         implicit INT8 layer does at its input
 //   1 W   int8 weights, zero point 0: Conv [M, C/group, k...]; MatMul [K, N]
 //   2 B   optional float32 bias [M] / [N]
-//   3 Z   optional float32 residual of Y's shape (QuantizedConv only)
+//   3 Z   optional residual of Y's shape (QuantizedConv only): float32, added as it
+//         is; or int8 with zero point 0 when z_scale (9) is present, added as
+//         z_scale * Z (computed in float, before the activation)
 //   4 x_scale       float32 scalar
 //   5 x_zero_point  optional int8/uint8 scalar (0 when absent); its type is X's
 //                   quantized type (int8 when absent)
@@ -18,6 +21,10 @@
 //   7 y_scale       optional float32 scalar: present, Y is quantized (INT8 output);
 //                   absent, Y is float32 (float output)
 //   8 y_zero_point  optional int8/uint8 scalar, Y's type (int8 when absent)
+//   9 z_scale       optional float32 scalar (QuantizedConv only): present, Z is int8
+//                   (an INT8 residual, e.g. the previous block's INT8 output); absent,
+//                   Z is float32. A z_scale without Z, an int8 Z without z_scale or a
+//                   z_scale that is not one positive float is an error.
 // QuantizedConv has Conv's attributes plus FusedConv's activation (activation,
 // activation_alpha, activation_beta); QuantizedMatMul has activation none or relu.
 #pragma once
@@ -41,7 +48,8 @@ enum QuantizedSlot : size_t {
   kQuantWScale = 6,
   kQuantYScale = 7,
   kQuantYZeroPoint = 8,
-  kQuantSlots = 9,
+  kQuantZScale = 9,
+  kQuantSlots = 10,
 };
 
 // True for an ai.kiln QuantizedConv or QuantizedMatMul node.

@@ -12,7 +12,9 @@
 // bias) and FusedConv, each with a 4-D filter initializer; MaxPool / AveragePool with
 // two spatial axes and one output; GlobalAveragePool / GlobalMaxPool of a 4-D input;
 // QuantizedConv of int8 X, one group, symmetric (zero points 0), K a multiple of 4
-// (cuDNN's INT8 NHWC convolutions, int8_conv_cudnn.cpp, which pads C to 4 itself). Layout-free ops
+// (cuDNN's INT8 NHWC convolutions, int8_conv_cudnn.cpp, which pads C to 4 itself); its
+// residual Z, float32 or int8 (with z_scale, a per-tensor scalar that stays as it is),
+// is an activation stored NHWC like X (ir/channels_last.cpp's roles). Layout-free ops
 // follow the region without a reformat: a per-tensor QuantizeLinear / DequantizeLinear (one scale,
 // one zero point) whose input is already channels-last reads and writes NHWC as it is (an
 // elementwise op does not care where C sits), so INT8 layers chain through the Quantize between

@@ -14,9 +14,11 @@
 //     bias become QuantizedConv / QuantizedMatMul:
 //       sum((xq - zx) sx * wq sw[c]) + b[c] = sx sw[c] * sum((xq - zx) wq) + b[c]
 //     computed with int32 accumulation; a sole Q reader of the output folds in too
-//     (INT8 output), otherwise the output stays float. Float8e4m3fn Q/DQ around a
-//     GEMM fold into an Fp8MatMul instead (fold_qdq_fp8.cpp: no zero points, float
-//     accumulation of exact E4M3 products).
+//     (INT8 output), otherwise the output stays float. A FusedConv's residual
+//     Z = DQ(zq, sz, 0) (int8, per tensor) is read as zq with z_scale sz: the
+//     epilogue adds sz * zq, the DQ's value, so a block's int8 output stays int8.
+//     Float8e4m3fn Q/DQ around a GEMM fold into an Fp8MatMul instead
+//     (fold_qdq_fp8.cpp: no zero points, float accumulation of exact E4M3 products).
 // Rules repeat until none applies. A float layer left between a DQ and a Q gets the
 // kiln_int8_fallback attribute (kiln_fp8_fallback after a float8 DQ) saying why it is
 // not INT8 (FP8), for the build record.

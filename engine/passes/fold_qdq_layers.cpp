@@ -3,7 +3,10 @@
 // (ir/quantized_layers.h). The layer's activation must come from a per-tensor DQ; its
 // weights from a DQ of int8 constants with zero point 0 (per tensor or per output
 // channel), or, when the activation's Q came from a calibration cache, be float
-// constants that are quantized here per output channel (max |w| / 127).
+// constants that are quantized here per output channel (max |w| / 127). A conv's
+// residual Z from a per-tensor DQ of int8 values with zero point 0 folds too: the
+// layer reads the int8 values with z_scale (DQ(zq, sz, 0) = sz * zq, which the
+// epilogue adds), so a residual block's input can stay int8 between blocks.
 #include <algorithm>
 #include <cmath>
 
@@ -147,6 +150,28 @@ bool foldBias(const Graph& g, const GraphIndex& index, const Node& layer, LayerK
   return true;
 }
 
+// The conv's residual Z (slot 3): its int8 value and z_scale when a per-tensor
+// DequantizeLinear of int8 values with zero point 0 writes it; otherwise Z as it is
+// (float), with no z_scale. The DQ goes with the fold when the layer is its only
+// reader (the INT8 conv reading the same block input keeps it otherwise, and removes
+// it when it folds last).
+void foldResidual(const Graph& g, const GraphIndex& index, const Node& layer, int layerIndex,
+                  std::string* z, std::string* zScale, std::vector<int>* dequantize) {
+  *z = layer.hasInput(3) ? layer.inputs[3] : "";
+  *zScale = "";
+  const int dq = z->empty() ? -1 : dequantizeProducing(g, index, *z);
+  if (dq < 0 || !isPerTensor(g.nodes[dq], index) || readsFloat8(g, index, g.nodes[dq])) return;
+  const Node& zdq = g.nodes[dq];
+  const DataType type = quantizedTypeOf(g, index, zdq.inputs[0]);
+  const ZeroPoint zp = zeroPointOf(zdq, index, type);
+  if (zp.type != DataType::kInt8 || zp.value != 0 ||
+      (type != DataType::kInt8 && type != DataType::kUndefined))
+    return;
+  if (index.soleReader(*z) == layerIndex) dequantize->push_back(dq);
+  *z = zdq.inputs[0];
+  *zScale = zdq.inputs[1];
+}
+
 // Gemm and FusedMatMul forms QuantizedMatMul can express.
 bool supportedMatMulForm(const Node& layer, LayerKind kind, std::string* whyNot) {
   if (kind == LayerKind::kGemm &&
@@ -213,8 +238,9 @@ bool foldQuantizableLayer(Network& network, const GraphIndex& index, int at,
   folded.inputs[kQuantX] = dq.inputs[0];
   folded.inputs[kQuantW] = weights.weights.commit(g);
   folded.inputs[kQuantBias] = bias.commit(g);
-  if (kind == LayerKind::kConv && layer.hasInput(3))
-    folded.inputs[kQuantResidual] = layer.inputs[3];
+  if (kind == LayerKind::kConv)
+    foldResidual(g, index, layer, at, &folded.inputs[kQuantResidual], &folded.inputs[kQuantZScale],
+                 &replaced);
   folded.inputs[kQuantXScale] = dq.inputs[1];
   folded.inputs[kQuantXZeroPoint] =
       dq.hasInput(2) ? dq.inputs[2]

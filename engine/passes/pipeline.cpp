@@ -63,8 +63,9 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   list.push_back(passes::makeFuseAddLayerNorm());
   // Q/DQ pairs into INT8 layers (explicit quantization, and the pairs an implicit
   // INT8 build inserts from its calibration cache): after every fusion, so a fused
-  // conv or GEMM folds with its epilogue as one INT8 layer and the Q after its
-  // activation becomes its INT8 output; before remove_dead_nodes, which drops the
+  // conv or GEMM folds with its epilogue as one INT8 layer, the Q after its
+  // activation becomes its INT8 output and a residual Add's DQ input (fused as the
+  // conv's Z, the DQ no obstacle) its int8 Z; before remove_dead_nodes, which drops the
   // Q/DQ nodes and float weights the folds leave without readers.
   list.push_back(passes::makeFoldQdq());
   // Whatever elementwise ops remain, grouped into generated kernels (PointwiseChain,

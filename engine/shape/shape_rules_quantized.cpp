@@ -3,7 +3,9 @@
 //   QuantizedMatMul(A, W, ...) -> Y: A's shape with the last dim W's N
 //   Fp8MatMul(X, W, ...)       -> Y: X's shape with the last dim W's N (ir/fp8_layers.h)
 // Y is float32, or int8/uint8 (y_zero_point's type) when y_scale is present;
-// float8e4m3fn for an Fp8MatMul with y_scale.
+// float8e4m3fn for an Fp8MatMul with y_scale. A QuantizedConv's residual Z (float32,
+// or int8 with z_scale) changes neither; a Z whose type disagrees with z_scale leaves
+// Y unknown, and the kernels say what is wrong with it (one line naming the node).
 #include "ir/fp8_layers.h"
 #include "ir/quantized_layers.h"
 #include "shape/rule_helpers.h"
@@ -17,9 +19,18 @@ DataType quantizedOutputType(const Ins& in) {
   return zp == DataType::kUndefined ? DataType::kInt8 : zp;
 }
 
+// An int8 Z comes with a z_scale, and a z_scale with an int8 (or not yet known) Z.
+bool residualConsistent(const Ins& in) {
+  const bool zScale = in.size() > kQuantZScale && in[kQuantZScale].present();
+  if (in.size() <= kQuantResidual || !in[kQuantResidual].present()) return !zScale;
+  const DataType z = typeOf(in, kQuantResidual);
+  if (z == DataType::kUndefined) return true;
+  return zScale == (z == DataType::kInt8);
+}
+
 bool quantizedConvRule(const Node& node, const Ins& in, Outs* outs) {
   const ShapeRule conv = findShapeRule("Conv");
-  if (node.domain != "ai.kiln" || !conv || in.size() < 2) return false;
+  if (node.domain != "ai.kiln" || !conv || in.size() < 2 || !residualConsistent(in)) return false;
   const Ins convInputs = {in[kQuantX], in[kQuantW]};
   if (!conv(node, convInputs, outs) || outs->empty()) return false;
   (*outs)[0].info.type = quantizedOutputType(in);

@@ -211,6 +211,13 @@ Result<std::vector<Tensor>> GpuOpTest::runCuda(cuda::Precision precision) {
   return runEngine(buildNetwork(inputs), inputs, m_isConstant, precision);
 }
 
+std::map<std::string, Tensor> GpuOpTest::feeds() const {
+  std::map<std::string, Tensor> out;
+  for (size_t i = 0; i < m_inputs.size(); ++i)
+    if (m_inputs[i].defined() && !m_isConstant[i]) out["in" + std::to_string(i)] = m_inputs[i];
+  return out;
+}
+
 void GpuOpTest::check(const std::vector<PrecisionTolerance>& tolerances) {
   for (const PrecisionTolerance& tolerance : tolerances) {
     SCOPED_TRACE(std::string(m_node.opType) + " at " + cuda::precisionName(tolerance.precision));
@@ -273,7 +280,8 @@ Result<Tensor> runCudaPoisoned(const Network& net, const std::map<std::string, T
     KILN_RETURN_IF_ERROR(ctx->setInput(name, t));
   }
   KILN_ASSIGN_OR_RETURN(Shape shape, ctx->outputShape(output));
-  Tensor y(DataType::kFloat32, shape);
+  KILN_ASSIGN_OR_RETURN(DataType type, ctx->bindingType(output));
+  Tensor y(type, shape);
   DeviceBuffer out;
   KILN_RETURN_IF_ERROR(cudaStatus(cudaMalloc(&out.data, y.byteSize()), "cudaMalloc"));
   KILN_RETURN_IF_ERROR(cudaStatus(cudaMemset(out.data, 0xFF, y.byteSize()), "cudaMemset"));
@@ -282,7 +290,7 @@ Result<Tensor> runCudaPoisoned(const Network& net, const std::map<std::string, T
   KILN_RETURN_IF_ERROR(cudaStatus(
       cudaMemcpy(y.rawData(), out.data, y.byteSize(), cudaMemcpyDeviceToHost), "cudaMemcpy"));
   if (layers) *layers = ctx->layers();
-  return y;
+  return type == DataType::kFloat32 ? y : castTensor(y, DataType::kFloat32);
 }
 
 }  // namespace kiln::test

@@ -61,6 +61,11 @@ class GpuOpTest {
   // match the reference and hide a missing kernel); tests of fallbacks turn it off.
   GpuOpTest& allowHostFallback();
 
+  // The one-node network (inputs "in<i>", outputs "out<i>") and its run-time feeds,
+  // for tests that run it themselves (runCudaPoisoned).
+  Network network() const { return buildNetwork(m_inputs); }
+  std::map<std::string, Tensor> feeds() const;
+
   // Runs CPU reference and CUDA at each precision; EXPECTs every output to match.
   void check(const std::vector<PrecisionTolerance>& tolerances = defaultTolerances());
   // Runs CUDA only, returning outputs (float32 at the boundary) for hand-made checks.
@@ -80,7 +85,8 @@ bool gpuAvailable();
 
 // Runs `net` on the CUDA engine (TF32 off) with `feeds`, its output `output` bound to a
 // device buffer filled with NaN (0xFF bytes) first, so an element the kernels never
-// write cannot pass; returns that output (float32) and, when asked, the layers.
+// write cannot pass; returns that output (cast to float32 from its binding type: an
+// int8 output's 0xFF poison reads -1) and, when asked, the layers.
 Result<Tensor> runCudaPoisoned(const Network& net, const std::map<std::string, Tensor>& feeds,
                                cuda::Precision precision, const std::string& output,
                                std::vector<cuda::LayerInfo>* layers = nullptr);

@@ -8,10 +8,12 @@
 
 #include <cstdlib>
 
+#include "backends/cuda/ops/nvrtc_module.h"
 #include "gpu/gpu_op_test.h"
 #include "ir/quantized_layers.h"
 #include "kiln/builder.h"
 #include "kiln/cuda_build_backend.h"
+#include "kiln/cuda_generated_kernels.h"
 #include "kiln/cuda_runtime.h"
 #include "kiln/onnx_import.h"
 #include "kiln/reference_backend.h"
@@ -99,9 +101,12 @@ TEST(CudaInt8, MatMulPaddedDepthPerChannelRelu) {
   }
 }
 
+// What a QuantizedConv adds as its residual Z.
+enum class Residual { kNone, kFloat, kInt8 };
+
 // A channels-last QuantizedConv (NHWC int8 X, KRSC int8 W, symmetric) as the
 // channels_last_layout pass leaves it: one cuDNN fused graph (int8_conv_cudnn.cpp).
-GpuOpTest channelsLastInt8Conv(bool int8Out, bool residual) {
+GpuOpTest channelsLastInt8Conv(bool int8Out, Residual residual) {
   GpuOpTest t(kQuantizedConvOp, 1, kKilnDomain);
   t.attr("pads", std::vector<int64_t>{1, 1, 1, 1})
       .attr("activation", std::string("relu"))
@@ -109,27 +114,136 @@ GpuOpTest channelsLastInt8Conv(bool int8Out, bool residual) {
       .input(int8Weights({2, 7, 7, 16}, 11))  // X [N, H, W, C] int8 values
       .constant(int8Weights({32, 3, 3, 16}, 12))
       .constant(randomTensor(DataType::kFloat32, {32}, 13));
-  if (residual)
+  if (residual == Residual::kFloat)
     t.input(randomTensor(DataType::kFloat32, {2, 7, 7, 32}, 14));
+  else if (residual == Residual::kInt8)
+    t.input(int8Weights({2, 7, 7, 32}, 14));
   else
     t.missingInput();
   t.constant(scalar(DataType::kFloat32, 0.02))
       .constant(scalar(DataType::kInt8, 0))
       .constant(channelScales(32, 15));
-  if (int8Out) t.constant(scalar(DataType::kFloat32, 0.05)).constant(scalar(DataType::kInt8, 0));
+  if (int8Out)
+    t.constant(scalar(DataType::kFloat32, 0.05)).constant(scalar(DataType::kInt8, 0));
+  else if (residual == Residual::kInt8)
+    t.missingInput().missingInput();
+  if (residual == Residual::kInt8) t.constant(scalar(DataType::kFloat32, 0.03));  // z_scale
   return t;
 }
 
 TEST(CudaInt8, ChannelsLastConvRunsOnCudnn) {
   KILN_REQUIRE_GPU();
-  for (bool residual : {false, true}) {
-    SCOPED_TRACE(residual ? "with Z" : "no Z");
+  for (Residual residual : {Residual::kNone, Residual::kFloat, Residual::kInt8}) {
+    SCOPED_TRACE(residual == Residual::kNone    ? "no Z"
+                 : residual == Residual::kFloat ? "float Z"
+                                                : "int8 Z");
     // Float output: fp32 engine, and fp16 storage (the output rounded once more).
     channelsLastInt8Conv(false, residual)
         .check({{cuda::Precision::kFloat32, 2e-3, 2e-3}, {cuda::Precision::kFloat16, 2e-2, 1e-2}});
     // Requantized output: at most one step apart.
     channelsLastInt8Conv(true, residual).check(int8Output());
   }
+}
+
+// A 1x1 channels-last layer on cuBLASLt's INT8 GEMM with everything in its epilogue
+// (int8_pointwise_gemm.h; KILN_INT8_1X1=gemm takes it even when cuDNN is faster):
+// per-channel alpha, bias, int8 residual, ReLU, int8 output.
+TEST(CudaInt8, PointwiseConvOnTheCublasLtGemm) {
+  KILN_REQUIRE_GPU();
+  for (bool residual : {false, true}) {
+    SCOPED_TRACE(residual ? "int8 Z" : "no Z");
+    GpuOpTest t(kQuantizedConvOp, 1, kKilnDomain);
+    t.attr("activation", std::string("relu"))
+        .attr("kiln_channels_last", int64_t{1})
+        .input(int8Weights({2, 5, 7, 32}, 28))  // X [N, H, W, C]
+        .constant(int8Weights({24, 1, 1, 32}, 29))
+        .constant(randomTensor(DataType::kFloat32, {24}, 30));
+    if (residual)
+      t.input(int8Weights({2, 5, 7, 24}, 31));
+    else
+      t.missingInput();
+    t.constant(scalar(DataType::kFloat32, 0.02))
+        .constant(scalar(DataType::kInt8, 0))
+        .constant(channelScales(24, 32))
+        .constant(scalar(DataType::kFloat32, 0.05))
+        .constant(scalar(DataType::kInt8, 0));
+    if (residual) t.constant(scalar(DataType::kFloat32, 0.03));
+    setenv("KILN_INT8_1X1", "gemm", 1);
+    std::vector<cuda::LayerInfo> layers;
+    auto out = runCudaPoisoned(t.network(), t.feeds(), cuda::Precision::kFloat16, "out0", &layers);
+    unsetenv("KILN_INT8_1X1");
+    ASSERT_TRUE(out.isOk()) << out.status().toString();
+    ASSERT_EQ(layers.size(), 1u);
+    EXPECT_NE(layers[0].implementation.find("cublasLt int8 GEMM"), std::string::npos)
+        << layers[0].implementation;
+    std::vector<NamedTensor> expected;
+    ASSERT_TRUE(ReferenceBackend(t.network()).run(t.feeds(), &expected).isOk());
+    expectTensorNear(out.value(), castTensor(expected[0].tensor, DataType::kFloat32), 1, 0);
+  }
+}
+
+// The NCHW INT8 path (im2col + cuBLASLt) with an int8 residual, float and int8 output.
+TEST(CudaInt8, ConvInt8ResidualOnTheGemmPath) {
+  KILN_REQUIRE_GPU();
+  for (bool int8Out : {false, true}) {
+    SCOPED_TRACE(int8Out ? "int8 output" : "float output");
+    GpuOpTest t(kQuantizedConvOp, 1, kKilnDomain);
+    t.attr("pads", std::vector<int64_t>{1, 1, 1, 1})
+        .attr("activation", std::string("relu"))
+        .input(int8Weights({2, 8, 6, 6}, 23))
+        .constant(int8Weights({12, 8, 3, 3}, 24))
+        .constant(randomTensor(DataType::kFloat32, {12}, 25))
+        .input(int8Weights({2, 12, 6, 6}, 26))
+        .constant(scalar(DataType::kFloat32, 0.02))
+        .constant(scalar(DataType::kInt8, 0))
+        .constant(channelScales(12, 27));
+    if (int8Out)
+      t.constant(scalar(DataType::kFloat32, 0.05)).constant(scalar(DataType::kInt8, 0));
+    else
+      t.missingInput().missingInput();
+    t.constant(scalar(DataType::kFloat32, 0.03));
+    t.check(int8Out ? int8Output() : floatOutput());
+  }
+}
+
+// The cuDNN plan a channels-last INT8 layer chose is reused: another engine builds it
+// again without timing ("chosen earlier"); the records, handed to a fresh registry as
+// a plan's entries, give "from the plan file"; the outputs keep their bits. A damaged
+// record is dropped and the layer times its candidates again.
+TEST(CudaInt8, ChosenCudnnPlansAreReusedAndTravelInThePlan) {
+  KILN_REQUIRE_GPU();
+  cuda::resetGeneratedKernelsForTesting();
+  const GpuOpTest t = channelsLastInt8Conv(true, Residual::kInt8);
+  const Network net = t.network();
+  auto run = [&](const char* expected) -> Tensor {
+    std::vector<cuda::LayerInfo> layers;
+    auto out = runCudaPoisoned(net, t.feeds(), cuda::Precision::kFloat16, "out0", &layers);
+    EXPECT_TRUE(out.isOk()) << out.status().toString();
+    EXPECT_EQ(layers.size(), 1u);
+    if (!out.isOk() || layers.size() != 1) return Tensor();
+    EXPECT_NE(layers[0].implementation.find(expected), std::string::npos)
+        << layers[0].implementation;
+    EXPECT_EQ(layers[0].placement, cuda::LayerPlacement::kGpu) << layers[0].note;
+    return out.value();
+  };
+  const Tensor first = run("; timed {");
+  const std::string layer = net.graph.nodes[0].displayName();
+  expectTensorNear(run("; chosen earlier"), first, 0, 0);
+  std::vector<GeneratedKernelBinary> entries = cuda::cudnnPlanRecordsForLayers({layer});
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_NE(entries[0].key.find(":cudnn-plan:"), std::string::npos) << entries[0].key;
+  EXPECT_EQ(entries[0].layers, std::vector<std::string>{layer});
+  EXPECT_TRUE(cuda::cudnnPlanRecordsForLayers({"another layer"}).empty());
+
+  cuda::resetGeneratedKernelsForTesting();  // as in a new process, then what `kiln run` does
+  cuda::preloadGeneratedKernels(entries);
+  expectTensorNear(run("; from the plan file"), first, 0, 0);
+
+  cuda::resetGeneratedKernelsForTesting();
+  GeneratedKernelBinary damaged = entries[0];
+  damaged.cubin.resize(damaged.cubin.size() / 2);
+  cuda::preloadGeneratedKernels({damaged});
+  expectTensorNear(run("; timed {"), first, 0, 0);
 }
 
 // A 3-channel stem: X and W padded to 4 channels inside the layer.

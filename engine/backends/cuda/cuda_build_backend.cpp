@@ -138,6 +138,13 @@ class CudaBuildBackend final : public BuildBackend {
           out[at->second].layers.push_back(layer.node->displayName());
       }
     }
+    // The cuDNN execution plans the layers chose (cudnn_plan_cache.h), so that a
+    // runtime neither times their candidates again nor compiles the engines that
+    // compile at run time.
+    std::vector<std::string> names;
+    for (const BuiltLayer& layer : layers) names.push_back(layer.node->displayName());
+    for (GeneratedKernelBinary& entry : cudnnPlanRecordsForLayers(names))
+      out.push_back(std::move(entry));
     return out;
   }
 

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "kiln/generated_kernels.h"
@@ -27,6 +28,14 @@ std::vector<GeneratedKernelBinary> generatedKernelBinaries();
 // driver refuses, or that lacks the layer's kernels, is dropped and the source is
 // compiled as without a plan. Keys already loaded or preloaded are skipped.
 void preloadGeneratedKernels(const std::vector<GeneratedKernelBinary>& kernels);
+
+// The cuDNN execution plans that the layers named in `layers` chose in this process
+// (engine, knobs, and the serialized plan of engines that compile at run time), as
+// plan entries of key "<arch>:cudnn-plan:<hash>" whose bytes are the record, not a
+// cubin. preloadGeneratedKernels() takes them back: such a layer then neither times
+// its candidates nor compiles. Empty without CUDA.
+std::vector<GeneratedKernelBinary> cudnnPlanRecordsForLayers(
+    const std::vector<std::string>& layers);
 
 // How many NVRTC compilations this process has run (for tests and logs).
 int64_t nvrtcCompileCount();

@@ -4,7 +4,7 @@
 // value a channels-first node also reads; filters are stored KRSC. The pass runs only
 // when asked (the backend prefers channels-last) and can be disabled by name. An INT8
 // chain (QuantizedConv, symmetric) goes channels-last through the Quantize between its
-// layers; an asymmetric layer stays channels-first.
+// layers, and reads an int8 residual Z NHWC; an asymmetric layer stays channels-first.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -208,6 +208,38 @@ TEST(ChannelsLastLayout, Int8ChainRunsChannelsLastThroughItsQuantize) {
     EXPECT_FALSE(isChannelsLast(n));
   }
   EXPECT_EQ(asymmetricSeen, 1);
+}
+
+// An int8 residual (slot 9, z_scale): qconv3 adds qconv1's int8 output as Z. Z is an
+// activation like X, read NHWC straight from qconv1 without a reformat of its own;
+// z_scale, one scalar, stays as it is.
+TEST(ChannelsLastLayout, Int8ResidualIsReadChannelsLast) {
+  Network original = int8Chain();
+  Node& qconv3 = original.graph.nodes[4];
+  qconv3.inputs[kQuantResidual] = "q1";
+  qconv3.inputs.resize(kQuantSlots);
+  qconv3.inputs[kQuantZScale] = "sy";
+  Network nhwc = original;
+  std::vector<PassApplication> applied;
+  ASSERT_TRUE(runPasses(nhwc, 2, {}, &applied, /*channelsLast=*/true).isOk());
+  const Node* residual = nullptr;
+  for (const Node& n : nhwc.graph.nodes)
+    if (n.opType == "QuantizedConv" && n.hasInput(kQuantZScale)) residual = &n;
+  ASSERT_NE(residual, nullptr);
+  EXPECT_TRUE(isChannelsLast(*residual));
+  EXPECT_EQ(residual->inputs[kQuantZScale], "sy");
+  const Node* writer = nullptr;
+  for (const Node& n : nhwc.graph.nodes)
+    if (!n.outputs.empty() && n.outputs[0] == residual->inputs[kQuantResidual]) writer = &n;
+  ASSERT_NE(writer, nullptr);
+  EXPECT_EQ(writer->opType, "QuantizedConv");  // qconv1 itself, no Transpose between
+  EXPECT_TRUE(isChannelsLast(*writer));
+  EXPECT_EQ(count(nhwc, "Transpose"), 2);  // still only the input's and y's
+  const Tensor x = randomTensor(DataType::kFloat32, {2, 8, 6, 6}, 24, -2, 2);
+  const auto expected = runOnReference(original, {{"x", x}});
+  const auto actual = runOnReference(nhwc, {{"x", x}});
+  ASSERT_EQ(actual.size(), 1u);
+  expectTensorNear(actual[0].tensor, expected[0].tensor, 1e-5, 1e-5);
 }
 
 }  // namespace

@@ -13,9 +13,9 @@
 #include "kiln/onnx_import.h"
 #include "kiln/passes.h"
 #include "kiln/plan.h"
-#include "kiln/reference_backend.h"
 #include "kiln/tensor_io.h"
 #include "compare/error_stats.h"
+#include "engine/quant/quant_test_support.h"
 
 namespace kiln {
 namespace {
@@ -30,13 +30,7 @@ std::shared_ptr<const Network> loadModel(const std::string& file) {
 
 std::vector<NamedTensor> run(const Network& network, const std::map<std::string, Tensor>& inputs,
                              const Plan* plan = nullptr) {
-  ReferenceBackend backend(network);
-  ReferenceRunOptions options;
-  if (plan) options.layerImplementations = plan->layers;
-  std::vector<NamedTensor> outputs;
-  Status status = backend.run(inputs, &outputs, options);
-  EXPECT_TRUE(status.isOk()) << status.toString();
-  return outputs;
+  return test::runOnCpu(network, inputs, plan);
 }
 
 std::vector<NamedTensor> runPlan(const Plan& plan, const std::map<std::string, Tensor>& inputs) {

@@ -1,9 +1,11 @@
 // ai.kiln QuantizedConv and QuantizedMatMul on the CPU (contract:
 // ir/quantized_layers.h): integer products with int32 accumulation, then per channel
-// y = act(acc * x_scale * w_scale[c] + bias[c] (+ Z)) written as float32 or
-// requantized to int8/uint8. The convolution unfolds the zero-point-free input with
-// im2col (exact: the values are small integers) and multiplies it with the int8
-// filter rows; padding reads as 0, which is the real value 0 after the shift.
+// y = act(acc * x_scale * w_scale[c] + bias[c] (+ Z; + z_scale * Z for an int8 Z))
+// written as float32 or requantized to int8/uint8. The convolution unfolds the
+// zero-point-free input with im2col (exact: the values are small integers) and
+// multiplies it with the int8 filter rows; padding reads as 0, which is the real
+// value 0 after the shift.
+#include <cmath>
 #include <cstring>
 
 #include "backends/cpu/ops/conv.h"
@@ -20,12 +22,39 @@ Status checkInt8Weights(const KernelContext& ctx) {
   return Status::ok();
 }
 
-Status checkResidual(const KernelContext& ctx, const Shape& outShape) {
-  const Tensor* z = ctx.inputOrNull(kQuantResidual);
-  if (!z) return Status::ok();
-  if (z->type() != DataType::kFloat32 || z->shape() != outShape)
-    return ctx.error("input 3 (Z) must be float32 of the output's shape " +
-                     shapeToString(outShape));
+// The residual Z as the epilogue adds it: float32 as is, or int8 (zero point 0)
+// times z_scale.
+struct Residual {
+  const Tensor* z = nullptr;
+  float scale = 0;  // > 0: Z is int8
+  double at(int64_t i) const {
+    return scale > 0 ? scale * static_cast<double>(z->data<int8_t>()[i]) : z->data<float>()[i];
+  }
+};
+
+Status readResidual(const KernelContext& ctx, const Shape& outShape, Residual* out) {
+  out->z = ctx.inputOrNull(kQuantResidual);
+  const Tensor* scale = ctx.inputOrNull(kQuantZScale);
+  if (!out->z) {
+    if (scale) return ctx.error("input 9 (z_scale) needs input 3 (Z)");
+    return Status::ok();
+  }
+  if (out->z->shape() != outShape)
+    return ctx.error("input 3 (Z) must have the output's shape " + shapeToString(outShape) +
+                     ", got " + shapeToString(out->z->shape()));
+  if (out->z->type() == DataType::kInt8) {
+    if (!scale) return ctx.error("input 3 (Z) is int8 but input 9 (z_scale) is absent");
+    if (scale->type() != DataType::kFloat32 || scale->numel() != 1)
+      return ctx.error("input 9 (z_scale) must be one float32 value");
+    out->scale = scale->data<float>()[0];
+    if (!(out->scale > 0) || !std::isfinite(out->scale))
+      return ctx.error("input 9 (z_scale) must be positive and finite, got " +
+                       std::to_string(out->scale));
+    return Status::ok();
+  }
+  if (out->z->type() != DataType::kFloat32)
+    return ctx.error("input 3 (Z) must be float32, or int8 with input 9 (z_scale)");
+  if (scale) return ctx.error("input 9 (z_scale) is present but input 3 (Z) is not int8");
   return Status::ok();
 }
 
@@ -68,7 +97,8 @@ Status quantizedConvKernel(KernelContext& ctx) {
   KILN_RETURN_IF_ERROR(dequantizeMultipliers(ctx, xp.scale, p.outChannels, &multiplier));
   KILN_RETURN_IF_ERROR(readBias(ctx, p.outChannels, &bias));
   const Shape outShape = spatialOutputShape(p.batch, p.outChannels, p.geometry);
-  KILN_RETURN_IF_ERROR(checkResidual(ctx, outShape));
+  Residual z;
+  KILN_RETURN_IF_ERROR(readResidual(ctx, outShape, &z));
   std::vector<int16_t> shifted;
   KILN_RETURN_IF_ERROR(shiftedActivations(ctx, xp, &shifted));
   OutputWriter writer;
@@ -84,7 +114,6 @@ Status quantizedConvKernel(KernelContext& ctx) {
   std::vector<int16_t> colInt(col.size());
   std::vector<int32_t> acc(static_cast<size_t>(mg * outSize));
   const int8_t* w = ctx.input(kQuantW).data<int8_t>();
-  const Tensor* z = ctx.inputOrNull(kQuantResidual);
   for (int64_t n = 0; n < p.batch; ++n) {
     for (int64_t g = 0; g < p.group; ++g) {
       const int16_t* xg = shifted.data() + (n * p.inChannels + g * cg) * inSize;
@@ -95,7 +124,7 @@ Status quantizedConvKernel(KernelContext& ctx) {
         const int64_t base = (n * p.outChannels + channel) * outSize;
         for (int64_t q = 0; q < outSize; ++q) {
           double y = acc[m * outSize + q] * multiplier[channel] + bias[channel];
-          if (z) y += z->data<float>()[base + q];
+          if (z.z) y += z.at(base + q);
           writer.write(base + q, activate(y, epilogue));
         }
       }

@@ -312,22 +312,61 @@ Status heuristicConfigs(cudnnBackendDescriptor_t graph, cudnnBackendHeurMode_t m
   return Status::ok();
 }
 
-// An execution plan of `config`, or nullptr when it does not finalize.
-std::unique_ptr<CudnnPlan> finalizePlan(cudnnHandle_t handle, cudnnBackendDescriptor_t config) {
+}  // namespace
+
+std::unique_ptr<CudnnPlan> finalizedPlan(cudnnHandle_t handle, cudnnBackendAttributeName_t source,
+                                         cudnnBackendAttributeType_t type, int64_t count,
+                                         const void* value) {
   auto plan = std::make_unique<CudnnPlan>();
   if (!plan->plan.create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR).isOk()) return nullptr;
-  if (cudnnBackendSetAttribute(plan->plan.get(), CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
-                               CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &config) != CUDNN_STATUS_SUCCESS ||
-      cudnnBackendSetAttribute(plan->plan.get(), CUDNN_ATTR_EXECUTION_PLAN_HANDLE,
+  if (cudnnBackendSetAttribute(plan->plan.get(), CUDNN_ATTR_EXECUTION_PLAN_HANDLE,
                                CUDNN_TYPE_HANDLE, 1, &handle) != CUDNN_STATUS_SUCCESS ||
+      cudnnBackendSetAttribute(plan->plan.get(), source, type, count, value) !=
+          CUDNN_STATUS_SUCCESS ||
       cudnnBackendFinalize(plan->plan.get()) != CUDNN_STATUS_SUCCESS)
     return nullptr;
-  int64_t count = 0;
+  int64_t returned = 0;
   if (cudnnBackendGetAttribute(plan->plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
-                               CUDNN_TYPE_INT64, 1, &count,
+                               CUDNN_TYPE_INT64, 1, &returned,
                                &plan->workspace) != CUDNN_STATUS_SUCCESS)
     return nullptr;
   return plan;
+}
+
+namespace {
+
+// The knob choices of an engine config (empty when cuDNN does not say).
+std::vector<std::pair<int64_t, int64_t>> knobChoices(cudnnBackendDescriptor_t config) {
+  constexpr int64_t kMaxKnobs = 32;
+  std::vector<CudnnDescriptor> choices(kMaxKnobs);
+  std::vector<cudnnBackendDescriptor_t> raw;
+  for (CudnnDescriptor& c : choices) {
+    if (!c.create(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR).isOk()) return {};
+    raw.push_back(c.get());
+  }
+  int64_t count = 0;
+  if (cudnnBackendGetAttribute(config, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES,
+                               CUDNN_TYPE_BACKEND_DESCRIPTOR, kMaxKnobs, &count,
+                               raw.data()) != CUDNN_STATUS_SUCCESS)
+    return {};
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (int64_t i = 0; i < std::min(count, kMaxKnobs); ++i) {
+    cudnnBackendKnobType_t type;
+    int64_t value = 0, n = 0;
+    if (cudnnBackendGetAttribute(raw[i], CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE, 1,
+                                 &n, &type) != CUDNN_STATUS_SUCCESS ||
+        cudnnBackendGetAttribute(raw[i], CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64, 1, &n,
+                                 &value) != CUDNN_STATUS_SUCCESS)
+      continue;
+    out.push_back({static_cast<int64_t>(type), value});
+  }
+  return out;
+}
+
+// An execution plan of `config`, or nullptr when it does not finalize.
+std::unique_ptr<CudnnPlan> finalizePlan(cudnnHandle_t handle, cudnnBackendDescriptor_t config) {
+  return finalizedPlan(handle, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
+                       CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &config);
 }
 
 }  // namespace
@@ -339,13 +378,17 @@ Status heuristicPlans(cudnnHandle_t handle, cudnnBackendDescriptor_t graph,
     if (mode == CUDNN_HEUR_MODE_FALLBACK && !filter.fallbackList) break;
     std::vector<CudnnDescriptor> configs;
     KILN_RETURN_IF_ERROR(heuristicConfigs(graph, mode, &configs));
+    int runtimeCompiled = 0;
     for (size_t i = 0; i < configs.size() && static_cast<int>(plans->size()) < filter.wanted; ++i) {
       const std::string engine = "engine " + std::to_string(engineIndex(configs[i].get()));
       if (filter.strictFloat32 && reducesFloat32Precision(configs[i].get())) {
         rejected->push_back(engine + ": uses TF32");
         continue;
       }
-      if (!filter.runtimeCompilation && compilesAtRuntime(configs[i].get())) {
+      const bool compiles = compilesAtRuntime(configs[i].get());
+      if (compiles &&
+          (!filter.runtimeCompilation ||
+           (filter.runtimeCompiledLimit >= 0 && runtimeCompiled >= filter.runtimeCompiledLimit))) {
         rejected->push_back(engine + ": compiles at run time");
         continue;
       }
@@ -358,13 +401,54 @@ Status heuristicPlans(cudnnHandle_t handle, cudnnBackendDescriptor_t graph,
         rejected->push_back(engine + ": workspace over limit");
         continue;
       }
-      plan->description =
-          "cudnn " + engine + (mode == CUDNN_HEUR_MODE_FALLBACK ? " (fallback)" : "");
+      runtimeCompiled += compiles ? 1 : 0;
+      plan->choice = {engineIndex(configs[i].get()), knobChoices(configs[i].get()), compiles};
+      plan->description = "cudnn " + engine + (compiles ? " rtc" : "") +
+                          (mode == CUDNN_HEUR_MODE_FALLBACK ? " (fallback)" : "");
       plans->push_back(std::move(plan));
     }
     if (!plans->empty()) break;
   }
   return Status::ok();
+}
+
+Result<std::unique_ptr<CudnnPlan>> planFromChoice(cudnnHandle_t handle,
+                                                  cudnnBackendDescriptor_t graph,
+                                                  const CudnnEngineChoice& choice) {
+  CudnnDescriptor engine, config;
+  KILN_RETURN_IF_ERROR(engine.create(CUDNN_BACKEND_ENGINE_DESCRIPTOR));
+  KILN_CUDNN_SET(engine.get(), CUDNN_ATTR_ENGINE_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                 &graph);
+  KILN_CUDNN_SET(engine.get(), CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &choice.engine);
+  KILN_CUDNN_CHECK(cudnnBackendFinalize(engine.get()));
+  std::vector<CudnnDescriptor> knobs(choice.knobs.size());
+  std::vector<cudnnBackendDescriptor_t> raw;
+  for (size_t i = 0; i < knobs.size(); ++i) {
+    KILN_RETURN_IF_ERROR(knobs[i].create(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR));
+    auto type = static_cast<cudnnBackendKnobType_t>(choice.knobs[i].first);
+    int64_t value = choice.knobs[i].second;
+    KILN_CUDNN_SET(knobs[i].get(), CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE, 1,
+                   &type);
+    KILN_CUDNN_SET(knobs[i].get(), CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64, 1, &value);
+    KILN_CUDNN_CHECK(cudnnBackendFinalize(knobs[i].get()));
+    raw.push_back(knobs[i].get());
+  }
+  KILN_RETURN_IF_ERROR(config.create(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR));
+  cudnnBackendDescriptor_t engineDesc = engine.get();
+  KILN_CUDNN_SET(config.get(), CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                 &engineDesc);
+  if (!raw.empty())
+    KILN_CUDNN_SET(config.get(), CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                   raw.size(), raw.data());
+  KILN_CUDNN_CHECK(cudnnBackendFinalize(config.get()));
+  std::unique_ptr<CudnnPlan> plan = finalizePlan(handle, config.get());
+  if (!plan)
+    return Status(StatusCode::kUnsupported, "cuDNN engine " + std::to_string(choice.engine) +
+                                                " with the recorded knobs does not finalize");
+  plan->choice = choice;
+  plan->description =
+      "cudnn engine " + std::to_string(choice.engine) + (choice.runtimeCompiled ? " rtc" : "");
+  return plan;
 }
 
 Status executeCudnnPlan(cudnnHandle_t handle, const CudnnPlan& plan, const CudnnBindings& tensors,

@@ -94,11 +94,27 @@ Status makePointwiseOp(cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t x,
 Status makeOperationGraph(cudnnHandle_t handle, const std::vector<cudnnBackendDescriptor_t>& ops,
                           CudnnDescriptor* graph);
 
+// How to build an engine configuration again: the engine's global index and its
+// knob choices (cudnnBackendKnobType_t, value), as the heuristics proposed them.
+struct CudnnEngineChoice {
+  int64_t engine = -1;
+  std::vector<std::pair<int64_t, int64_t>> knobs;
+  bool runtimeCompiled = false;  // the engine compiles its kernel (NVRTC) at finalize
+};
+
 struct CudnnPlan {
   CudnnDescriptor plan;
   int64_t workspace = 0;
   std::string description;  // "cudnn engine 12", "cudnn engine 3 (fallback)"
+  CudnnEngineChoice choice;
 };
+
+// An execution plan on `handle` finalized from `source` (the engine config, or a
+// serialized plan: CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION), with its workspace
+// size; nullptr when cuDNN refuses it.
+std::unique_ptr<CudnnPlan> finalizedPlan(cudnnHandle_t handle, cudnnBackendAttributeName_t source,
+                                         cudnnBackendAttributeType_t type, int64_t count,
+                                         const void* value);
 
 // Which engine configurations a layer accepts.
 struct PlanFilter {
@@ -106,6 +122,7 @@ struct PlanFilter {
   int wanted = 1;              // at most this many plans
   int64_t workspaceLimit = 0;
   bool runtimeCompilation = true;  // engines that compile a kernel (NVRTC) at finalize
+  int runtimeCompiledLimit = -1;   // at most this many of those (-1: no own limit)
   bool fallbackList = true;        // ask the fallback heuristics when mode A yields none
 };
 
@@ -115,6 +132,12 @@ struct PlanFilter {
 Status heuristicPlans(cudnnHandle_t handle, cudnnBackendDescriptor_t graph,
                       const PlanFilter& filter, std::vector<std::unique_ptr<CudnnPlan>>* plans,
                       std::vector<std::string>* rejected);
+
+// The execution plan of an engine configuration built again from `choice` for
+// `graph` on `handle` (finalized; compiles when the engine is runtime-compiled).
+Result<std::unique_ptr<CudnnPlan>> planFromChoice(cudnnHandle_t handle,
+                                                  cudnnBackendDescriptor_t graph,
+                                                  const CudnnEngineChoice& choice);
 
 // The engine options' filter for a convolution of `g` (TF32 rule, candidate count,
 // workspace limit).

@@ -1,21 +1,29 @@
 // A channels-last ai.kiln QuantizedConv (contract: ir/quantized_layers.h; which nodes:
 // passes/channels_last_layout.cpp) as one cuDNN fused graph on NHWC int8 X and a
 // KRSC int8 W:
-//   conv(X, W; int32 accumulate) -> * m[k] -> + B[k] [-> + Z] [-> ReLU] [-> * 1/sy] -> Y
-// with m[k] = sx * sw[k], every stage after the convolution a virtual float tensor,
-// X and W zero-padded to a multiple of 4 channels first when C is not (ResNet's stem:
-// Conv([X, 0], [W, 0]) = Conv(X, W)),
-// and Y int8 (requantized: cuDNN rounds the float to nearest-even and saturates) or
-// the engine's float storage. Zero points are 0 (the pass only sends symmetric
-// layers). The heuristics' engines are timed at the first run of a shape and the
+//   conv(X, W; int32 accumulate) -> * m[k] -> + B[k] [-> + Z] [-> ReLU] [-> * o] -> Y
+// with m[k] = sx * sw[k] and o = 1/sy, every stage after the convolution a virtual
+// float tensor. An int8 Z (z_scale sz) is added as it is, in units of sz: m and B are
+// divided by sz and o becomes sz/sy (sz for a float Y), so the graph reads one byte
+// per residual value. X and W are zero-padded to a multiple of 4 channels first when
+// C is not (ResNet's stem: Conv([X, 0], [W, 0]) = Conv(X, W)), and Y is int8
+// (requantized: cuDNN rounds the float to nearest-even and saturates) or the engine's
+// float storage. Zero points are 0 (the pass only sends symmetric layers).
+// The plan: the one an earlier layer or context chose for the same graph, or the
+// plan file's (cudnn_plan_cache.h); else the heuristics' precompiled engines and a
+// few that compile at run time are timed at the first run of a shape and the
 // fastest kept; the implementation text names it with every candidate's time.
+#include <algorithm>
+#include <cstdlib>
 #include <sstream>
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/engine_impl.h"
 #include "backends/cuda/ops/channel_pad.h"
 #include "backends/cuda/ops/cudnn_conv.h"
+#include "backends/cuda/ops/cudnn_plan_cache.h"
 #include "backends/cuda/ops/int8_conv_cudnn.h"
+#include "backends/cuda/ops/int8_pointwise_gemm.h"
 #include "ir/channels_last.h"
 #include "ir/quantized_layers.h"
 
@@ -27,12 +35,21 @@ enum : int64_t { kUidScale = 4, kUidBias = 5, kUidZ = 6, kUidOutScale = 7, kUidS
 struct CudnnInt8State {
   ConvGeometry geometry;
   DataType yType = DataType::kInt8;
-  DataType zType = DataType::kFloat32;  // the engine's float storage
+  DataType zType = DataType::kFloat32;  // the engine's float storage, or int8 (z_scale)
   bool residual = false;
   bool quantizedOutput = false;
+  bool scaledOutput = false;  // the graph ends with * o (int8 Y or int8 Z)
   bool relu = false;
   DeviceBuffer scale, bias, outScale;  // float [K], [K], [1]
   std::shared_ptr<CudnnPlan> plan;
+  float planMs = -1;  // the plan's time when it was timed in this context
+  // A 1x1 layer's cuBLASLt GEMM (int8_pointwise_gemm.h) when it beat the plan: alpha
+  // = scale * o, bias * o and beta = o, all in units of Y's scale.
+  std::shared_ptr<Int8PointwiseGemm> gemm;
+  DeviceBuffer gemmAlpha, gemmBias;
+  float gemmBeta = 0.f;
+  std::vector<float> hostScale, hostBias;  // kept until the choice is made
+  float hostOutScale = 1.f;
 };
 
 Result<float> hostScalar(GpuKernelContext& ctx, size_t slot) {
@@ -58,7 +75,8 @@ Status uploadFloats(DeviceBuffer* buffer, const std::vector<float>& host, const 
   return Status::ok();
 }
 
-// m[k] = sx * sw[k] and B[k] (0 without B) on the device; 1/sy when Y is int8.
+// m[k] = sx * sw[k] and B[k] (0 without B) on the device, both divided by sz for an
+// int8 Z; o = (sz or 1) / (sy or 1) when the graph scales its output.
 Status prepareScales(GpuKernelContext& ctx, int64_t channels, CudnnInt8State* s) {
   KILN_RETURN_IF_ERROR(zeroOrAbsent(ctx, kQuantXZeroPoint));
   KILN_RETURN_IF_ERROR(zeroOrAbsent(ctx, kQuantYZeroPoint));
@@ -66,22 +84,33 @@ Status prepareScales(GpuKernelContext& ctx, int64_t channels, CudnnInt8State* s)
   KILN_ASSIGN_OR_RETURN(Tensor wScale, ctx.hostInput(kQuantWScale));
   if (wScale.type() != DataType::kFloat32 || (wScale.numel() != 1 && wScale.numel() != channels))
     return ctx.error("input 6 (w_scale) must be float32, one value or one per output channel");
+  float zScale = 1.f;
+  if (s->zType == DataType::kInt8) {
+    KILN_ASSIGN_OR_RETURN(zScale, hostScalar(ctx, kQuantZScale));
+    if (!(zScale > 0)) return ctx.error("input 9 (z_scale) must be positive");
+  }
   std::vector<float> scale(static_cast<size_t>(channels)), bias(scale.size(), 0.f);
   for (int64_t c = 0; c < channels; ++c)
-    scale[c] = xScale * wScale.data<float>()[wScale.numel() == 1 ? 0 : c];
+    scale[c] = xScale * wScale.data<float>()[wScale.numel() == 1 ? 0 : c] / zScale;
   if (ctx.hasInput(kQuantBias)) {
     KILN_ASSIGN_OR_RETURN(Tensor b, ctx.hostInput(kQuantBias));
     if (b.type() != DataType::kFloat32 || b.numel() != channels)
       return ctx.error("input 2 (bias) must be float32 with one value per output channel");
-    for (int64_t c = 0; c < channels; ++c) bias[c] = b.data<float>()[c];
+    for (int64_t c = 0; c < channels; ++c) bias[c] = b.data<float>()[c] / zScale;
   }
   KILN_RETURN_IF_ERROR(uploadFloats(&s->scale, scale, "int8 conv scales"));
   KILN_RETURN_IF_ERROR(uploadFloats(&s->bias, bias, "int8 conv bias"));
+  s->hostScale = scale;
+  s->hostBias = bias;
   s->quantizedOutput = ctx.hasInput(kQuantYScale);
+  float yScale = 1.f;
   if (s->quantizedOutput) {
-    KILN_ASSIGN_OR_RETURN(const float yScale, hostScalar(ctx, kQuantYScale));
-    KILN_RETURN_IF_ERROR(uploadFloats(&s->outScale, {1.f / yScale}, "int8 output scale"));
+    KILN_ASSIGN_OR_RETURN(yScale, hostScalar(ctx, kQuantYScale));
   }
+  s->scaledOutput = s->quantizedOutput || s->zType == DataType::kInt8;
+  s->hostOutScale = zScale / yScale;
+  if (s->scaledOutput)
+    KILN_RETURN_IF_ERROR(uploadFloats(&s->outScale, {s->hostOutScale}, "int8 output scale"));
   return Status::ok();
 }
 
@@ -98,10 +127,10 @@ Status buildGraph(cudnnHandle_t handle, const CudnnInt8State& s, CudnnDescriptor
   KILN_RETURN_IF_ERROR(makeCudnnTensor(&bias, CUDNN_DATA_FLOAT, perChannel, kUidBias, false, true));
   if (s.residual)
     KILN_RETURN_IF_ERROR(makeCudnnTensor(&z, cudnnTypeOf(s.zType), g.y, kUidZ, false, true));
-  if (s.quantizedOutput)
+  if (s.scaledOutput)
     KILN_RETURN_IF_ERROR(
         makeCudnnTensor(&outScale, CUDNN_DATA_FLOAT, scalar, kUidOutScale, false, true));
-  // Stages after the convolution: scale, bias, [Z], [ReLU], [1/sy].
+  // Stages after the convolution: scale, bias, [Z], [ReLU], [o].
   struct Stage {
     cudnnPointwiseMode_t mode;
     cudnnBackendDescriptor_t operand;
@@ -110,7 +139,7 @@ Status buildGraph(cudnnHandle_t handle, const CudnnInt8State& s, CudnnDescriptor
                                {CUDNN_POINTWISE_ADD, bias.get()}};
   if (s.residual) stages.push_back({CUDNN_POINTWISE_ADD, z.get()});
   if (s.relu) stages.push_back({CUDNN_POINTWISE_RELU_FWD, nullptr});
-  if (s.quantizedOutput) stages.push_back({CUDNN_POINTWISE_MUL, outScale.get()});
+  if (s.scaledOutput) stages.push_back({CUDNN_POINTWISE_MUL, outScale.get()});
   std::vector<CudnnDescriptor> virtuals(stages.size());
   for (size_t i = 0; i < stages.size(); ++i)
     KILN_RETURN_IF_ERROR(makeCudnnTensor(&virtuals[i], CUDNN_DATA_FLOAT, g.y,
@@ -135,32 +164,62 @@ CudnnBindings bindingsOf(const CudnnInt8State& s, const DeviceTensor& x, const D
                      {kUidScale, s.scale.data()},
                      {kUidBias, s.bias.data()}};
   if (s.residual) b.push_back({kUidZ, const_cast<void*>(z)});
-  if (s.quantizedOutput) b.push_back({kUidOutScale, s.outScale.data()});
+  if (s.scaledOutput) b.push_back({kUidOutScale, s.outScale.data()});
   return b;
 }
 
-// The heuristics' engines for the graph, each timed on the layer's buffers; the
-// fastest goes to `s`.
-Status choosePlan(GpuKernelContext& ctx, cudnnHandle_t handle, const CudnnBindings& bindings,
-                  const std::string& note, CudnnInt8State* s) {
-  CudnnDescriptor graph;
-  KILN_RETURN_IF_ERROR(buildGraph(handle, *s, &graph));
-  // Precompiled engines first: a runtime-fusion engine compiles a kernel (NVRTC) at
-  // finalize, and every timing engine of the build and every context would pay it.
-  // Only when none is precompiled, the runtime-compiled ones (fewer of them).
+// The text that identifies the graph of `s` (its cache key: no pointers, no values).
+std::string graphText(const CudnnInt8State& s) {
+  const ConvGeometry& g = s.geometry;
+  std::ostringstream out;
+  auto dims = [&](const char* name, const std::vector<int64_t>& v) {
+    out << name;
+    for (int64_t d : v) out << ' ' << d;
+    out << ';';
+  };
+  out << "int8 conv nhwc;";
+  dims("x", g.x);
+  dims("w", g.w);
+  dims("y", g.y);
+  dims("pre", g.pre);
+  dims("post", g.post);
+  dims("strides", g.strides);
+  dims("dilations", g.dilations);
+  out << "y " << dataTypeName(s.yType) << "; z " << (s.residual ? dataTypeName(s.zType) : "none")
+      << "; relu " << s.relu << "; scaled " << s.scaledOutput;
+  return out.str();
+}
+
+// How many engines that compile at run time a layer times (each compiles once per
+// graph and process; a plan file stores the winner compiled): KILN_CUDNN_RTC_CANDIDATES,
+// 8 by default. ResNet-50 INT8 b256 on an H100: 3 -> 6.09 ms (build 50 s), 8 -> 5.93 ms
+// (build 93 s), measured in one device call (docs/benchmarks.md).
+int runtimeCompiledCandidates() {
+  const char* text = std::getenv("KILN_CUDNN_RTC_CANDIDATES");
+  return text ? std::max(0, std::atoi(text)) : 8;
+}
+
+// The heuristics' engines for the graph (precompiled ones and up to
+// runtimeCompiledCandidates() that compile at run time), each timed on the layer's
+// buffers; the fastest goes to `s` and is remembered for `key`.
+Status timePlans(GpuKernelContext& ctx, cudnnHandle_t handle, cudnnBackendDescriptor_t graph,
+                 const CudnnBindings& bindings, const std::string& key, CudnnInt8State* s,
+                 std::string* timingText) {
   PlanFilter filter;
-  // Eight: engine 4's configurations for one shape span 0.17-0.63 ms (ResNet-50's 56x56
-  // 3x3 at batch 256, H100, bench/probes/cudnn_int8_probe); four missed the fast one.
-  filter.wanted = std::max(ctx.options().convolutionCandidates, 8);
+  // Eight precompiled: engine 4's configurations for one shape span 0.17-0.63 ms
+  // (ResNet-50's 56x56 3x3 at batch 256, H100, bench/probes/cudnn_int8_probe).
+  const int rtc = runtimeCompiledCandidates();
+  filter.wanted = std::max(ctx.options().convolutionCandidates, 8) + rtc;
   filter.workspaceLimit = ctx.options().workspaceLimitBytes;
-  filter.runtimeCompilation = false;
+  filter.runtimeCompilation = rtc > 0;
+  filter.runtimeCompiledLimit = rtc;
   std::vector<std::unique_ptr<CudnnPlan>> plans;
   std::vector<std::string> rejected;
-  KILN_RETURN_IF_ERROR(heuristicPlans(handle, graph.get(), filter, &plans, &rejected));
-  if (plans.empty()) {
+  KILN_RETURN_IF_ERROR(heuristicPlans(handle, graph, filter, &plans, &rejected));
+  if (plans.empty() && rtc == 0) {  // only runtime-compiled engines take this graph
     filter.runtimeCompilation = true;
-    filter.wanted = 2;
-    KILN_RETURN_IF_ERROR(heuristicPlans(handle, graph.get(), filter, &plans, &rejected));
+    filter.runtimeCompiledLimit = 2;
+    KILN_RETURN_IF_ERROR(heuristicPlans(handle, graph, filter, &plans, &rejected));
   }
   if (plans.empty())
     return ctx.unsupported("cuDNN has no INT8 NHWC engine for this convolution" +
@@ -180,9 +239,107 @@ Status choosePlan(GpuKernelContext& ctx, cudnnHandle_t handle, const CudnnBindin
     }
   }
   if (!s->plan) return ctx.unsupported("no cuDNN INT8 engine ran on these shapes");
-  ctx.setImplementation("cudnn int8 NHWC fused graph " + s->plan->description.substr(6) +
-                        (s->quantizedOutput ? " (int8 output)" : " (float output)") + note +
-                        "; timed {" + timings.str() + "}");
+  CudnnPlanRecord record;
+  record.choice = s->plan->choice;
+  record.json = s->plan->choice.runtimeCompiled ? serializeCudnnPlan(*s->plan) : "";
+  record.timings = timings.str();
+  rememberCudnnPlanRecord(key, record, ctx.node().displayName());
+  *timingText = "timed {" + record.timings + "}";
+  s->planMs = bestMs;
+  return Status::ok();
+}
+
+// True for the layers int8_pointwise_gemm.h runs: 1x1, stride 1, unpadded, one group,
+// int8 Y, and no residual or an int8 one.
+bool isPointwiseGemmLayer(const CudnnInt8State& s) {
+  const ConvGeometry& g = s.geometry;
+  auto ones = [](const std::vector<int64_t>& v) {
+    return std::all_of(v.begin(), v.end(), [](int64_t d) { return d == 1; });
+  };
+  auto zeros = [](const std::vector<int64_t>& v) {
+    return std::all_of(v.begin(), v.end(), [](int64_t d) { return d == 0; });
+  };
+  return g.x.size() == 4 && g.w[2] == 1 && g.w[3] == 1 && ones(g.strides) && zeros(g.pre) &&
+         zeros(g.post) && g.x[1] == g.w[1] && s.quantizedOutput &&
+         (!s.residual || s.zType == DataType::kInt8);
+}
+
+// For a 1x1 layer: cuBLASLt's GEMM timed against the chosen plan; the faster runs
+// (the GEMM when `forced`). `how` gains both times.
+Status raceThePointwiseGemm(GpuKernelContext& ctx, cudnnHandle_t handle,
+                            const CudnnBindings& bindings, const DeviceTensor& x,
+                            const DeviceTensor& w, const void* z, void* y, bool forced,
+                            CudnnInt8State* s, std::string* how) {
+  const ConvGeometry& g = s->geometry;
+  std::string why;
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<Int8PointwiseGemm> gemm,
+                        planInt8PointwiseGemm(ctx, g.x[0] * g.x[2] * g.x[3], g.x[1], g.y[1],
+                                              s->residual, s->relu, &why));
+  if (!gemm) {
+    *how += "; cublasLt GEMM not a candidate: " + why;
+    return Status::ok();
+  }
+  std::vector<float> alpha(s->hostScale), bias(s->hostBias);
+  for (float& v : alpha) v *= s->hostOutScale;
+  for (float& v : bias) v *= s->hostOutScale;
+  KILN_RETURN_IF_ERROR(uploadFloats(&s->gemmAlpha, alpha, "int8 GEMM alpha"));
+  KILN_RETURN_IF_ERROR(uploadFloats(&s->gemmBias, bias, "int8 GEMM bias"));
+  s->gemmBeta = s->hostOutScale;
+  if (s->planMs < 0) {
+    KILN_ASSIGN_OR_RETURN(void* workspace, convWorkspace(ctx, s->plan->workspace));
+    KILN_ASSIGN_OR_RETURN(s->planMs, timeOnStream(ctx.stream(), [&] {
+                            return executeCudnnPlan(handle, *s->plan, bindings, workspace);
+                          }));
+  }
+  Result<float> gemmMs = timeOnStream(ctx.stream(), [&] {
+    return runInt8PointwiseGemm(ctx, *gemm, x.data, w.data,
+                                static_cast<const float*>(s->gemmAlpha.data()),
+                                static_cast<const float*>(s->gemmBias.data()), s->gemmBeta, z, y);
+  });
+  if (!gemmMs.isOk()) {
+    *how += "; cublasLt GEMM failed: " + gemmMs.status().message();
+    return Status::ok();
+  }
+  std::ostringstream text;
+  text << "; cublasLt GEMM " << gemmMs.value() << "ms vs cudnn " << s->planMs << "ms";
+  *how += text.str();
+  if (forced || gemmMs.value() < s->planMs) s->gemm = std::move(gemm);
+  return Status::ok();
+}
+
+// The plan of the graph of `s`: an earlier choice for the same graph (this process's,
+// or the plan file's) built again, else timePlans().
+Status choosePlan(GpuKernelContext& ctx, cudnnHandle_t handle, const CudnnBindings& bindings,
+                  const DeviceTensor& x, const DeviceTensor& w, const void* z, void* y,
+                  const std::string& note, CudnnInt8State* s) {
+  CudnnDescriptor graph;
+  KILN_RETURN_IF_ERROR(buildGraph(handle, *s, &graph));
+  KILN_ASSIGN_OR_RETURN(const std::string key, cudnnPlanKey(graphText(*s)));
+  CudnnPlanRecord record;
+  std::string how;
+  if (findCudnnPlanRecord(key, &record)) {
+    Result<std::unique_ptr<CudnnPlan>> plan = planFromRecord(handle, graph.get(), record);
+    if (plan.isOk()) {
+      s->plan = std::shared_ptr<CudnnPlan>(std::move(plan.value()));
+      rememberCudnnPlanRecord(key, record, ctx.node().displayName());
+      how = std::string(record.fromPlanFile ? "from the plan file" : "chosen earlier") +
+            (record.json.empty() ? "" : ", serialized") + " (timed then {" + record.timings + "})";
+    }
+  }
+  if (!s->plan) KILN_RETURN_IF_ERROR(timePlans(ctx, handle, graph.get(), bindings, key, s, &how));
+  // KILN_INT8_1X1=cudnn keeps 1x1 layers on cuDNN, =gemm takes cuBLASLt whenever it
+  // has an algorithm (tests, A/B runs); unset, the faster wins.
+  const char* force = std::getenv("KILN_INT8_1X1");
+  const std::string forced = force ? force : "";
+  if (isPointwiseGemmLayer(*s) && forced != "cudnn")
+    KILN_RETURN_IF_ERROR(
+        raceThePointwiseGemm(ctx, handle, bindings, x, w, z, y, forced == "gemm", s, &how));
+  const std::string what =
+      s->gemm ? "cublasLt int8 GEMM, int8 epilogue (1x1 conv, "
+              : "cudnn int8 NHWC fused graph " + s->plan->description.substr(6) + " (";
+  ctx.setImplementation(what + (s->quantizedOutput ? "int8 output" : "float output") +
+                        (s->zType == DataType::kInt8 && s->residual ? ", int8 residual)" : ")") +
+                        note + "; " + how);
   return Status::ok();
 }
 
@@ -235,24 +392,34 @@ Status quantizedConvChannelsLast(GpuKernelContext& ctx) {
     state = std::make_shared<CudnnInt8State>();
     state->geometry = g;
     state->residual = z != nullptr;
+    state->zType = z && z->type == DataType::kInt8 ? DataType::kInt8 : ctx.floatType();
+    if (z && z->type == DataType::kInt8 && !ctx.hasInput(kQuantZScale))
+      return ctx.error("input 3 (Z) is int8 but input 9 (z_scale) is absent");
     state->relu = ctx.node().attrString("activation", "none") == "relu";
     if (!state->relu && ctx.node().attrString("activation", "none") != "none")
       return ctx.unsupported("cuDNN's INT8 path takes no activation but ReLU");
     KILN_RETURN_IF_ERROR(prepareScales(ctx, g.y[1], state.get()));
     state->yType = state->quantizedOutput ? DataType::kInt8 : ctx.floatType();
-    state->zType = ctx.floatType();
   }
   const Shape yShape = toChannelsLastShape(g.y);
-  if (z && (z->shape != yShape || z->type != ctx.floatType()))
-    return ctx.error("input 3 (Z) must be a float tensor of the output's shape");
+  if (z && (z->shape != yShape || z->type != state->zType))
+    return ctx.error("input 3 (Z) must be a " + std::string(dataTypeName(state->zType)) +
+                     " tensor of the output's shape " + shapeToString(yShape));
   KILN_ASSIGN_OR_RETURN(DeviceTensor y, ctx.allocateOutput(0, state->yType, yShape));
   if (y.numel() == 0) return Status::ok();
   KILN_ASSIGN_OR_RETURN(cudnnHandle_t handle, ctx.libraries().cudnn(ctx.stream()));
   const CudnnBindings bindings = bindingsOf(*state, x, w, y.data, z ? z->data : nullptr);
+  const void* zData = z ? z->data : nullptr;
   if (fresh) {
-    KILN_RETURN_IF_ERROR(choosePlan(ctx, handle, bindings, note, state.get()));
+    KILN_RETURN_IF_ERROR(choosePlan(ctx, handle, bindings, x, w, zData, y.data, note, state.get()));
+    state->hostScale.clear();
+    state->hostBias.clear();
     ctx.layerState() = state;
   }
+  if (state->gemm)
+    return runInt8PointwiseGemm(
+        ctx, *state->gemm, x.data, w.data, static_cast<const float*>(state->gemmAlpha.data()),
+        static_cast<const float*>(state->gemmBias.data()), state->gemmBeta, zData, y.data);
   KILN_ASSIGN_OR_RETURN(void* workspace, convWorkspace(ctx, state->plan->workspace));
   return executeCudnnPlan(handle, *state->plan, bindings, workspace);
 }

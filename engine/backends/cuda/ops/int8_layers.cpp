@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/engine_impl.h"
@@ -183,11 +184,15 @@ Status runGemm(GpuKernelContext& ctx, Int8LayerState& s, const int8_t* a, const 
   return Status::ok();
 }
 
-Result<Int8LayerState*> layerState(GpuKernelContext& ctx, const Tensor& weightRows) {
+// The layer's state, made at its first run from `weightRows()` (one row of int8
+// weights per output channel): the host reads and reorders the weights only then.
+Result<Int8LayerState*> layerState(GpuKernelContext& ctx,
+                                   const std::function<Result<Tensor>()>& weightRows) {
   auto state = std::static_pointer_cast<Int8LayerState>(ctx.layerState());
   if (!state) {
     state = std::make_shared<Int8LayerState>();
-    KILN_RETURN_IF_ERROR(prepareState(ctx, weightRows, state.get()));
+    KILN_ASSIGN_OR_RETURN(Tensor rows, weightRows());
+    KILN_RETURN_IF_ERROR(prepareState(ctx, rows, state.get()));
     ctx.layerState() = state;
   }
   return state.get();
@@ -213,12 +218,12 @@ Status quantizedConvKernel(GpuKernelContext& ctx) {
   g = promoteTo2d(g);
   if (g.x.size() != 4)
     return ctx.unsupported("INT8 convolution of rank " + std::to_string(x.rank()));
-  KILN_ASSIGN_OR_RETURN(Tensor weights, ctx.hostInput(kQuantW));
   const int64_t group = ctx.node().attrInt("group", 1);
   const int64_t outChannels = w.shape[0];
-  KILN_ASSIGN_OR_RETURN(
-      Int8LayerState * s,
-      layerState(ctx, weights.reshaped({outChannels, weights.numel() / outChannels})));
+  KILN_ASSIGN_OR_RETURN(Int8LayerState * s, layerState(ctx, [&]() -> Result<Tensor> {
+                          KILN_ASSIGN_OR_RETURN(Tensor weights, ctx.hostInput(kQuantW));
+                          return weights.reshaped({outChannels, weights.numel() / outChannels});
+                        }));
   s->input.data = x.data;
   s->input.type = x.type;
   Int8ConvShape shape{g.x[0],   g.x[1],         g.x[2],         g.x[3],
@@ -237,8 +242,17 @@ Status quantizedConvKernel(GpuKernelContext& ctx) {
   KILN_RETURN_IF_ERROR(parseConvEpilogue(ctx, &e.activation));
   if (ctx.hasInput(kQuantResidual)) {
     const DeviceTensor& z = ctx.input(kQuantResidual);
-    if (!isFloatStorage(z.type) || z.shape != y.shape)
-      return ctx.error("input 3 (Z) must be a float tensor of the output's shape");
+    if ((!isFloatStorage(z.type) && z.type != DataType::kInt8) || z.shape != y.shape)
+      return ctx.error("input 3 (Z) must be a float or int8 tensor of the output's shape");
+    if (z.type == DataType::kInt8) {
+      if (!ctx.hasInput(kQuantZScale))
+        return ctx.error("input 3 (Z) is int8 but input 9 (z_scale) is absent");
+      KILN_ASSIGN_OR_RETURN(Tensor zScale, ctx.hostInput(kQuantZScale));
+      if (zScale.type() != DataType::kFloat32 || zScale.numel() != 1 ||
+          !(zScale.data<float>()[0] > 0))
+        return ctx.error("input 9 (z_scale) must be one positive float32 value");
+      e.zScale = zScale.data<float>()[0];
+    }
     e.z = z.data;
     e.zType = z.type;
   }
@@ -266,13 +280,17 @@ Status quantizedMatMulKernel(GpuKernelContext& ctx) {
   if (w.rank() != 2 || x.rank() < 1 || x.shape.back() != w.shape[0])
     return ctx.error("A " + shapeToString(x.shape) + " and W " + shapeToString(w.shape) +
                      " do not multiply");
-  KILN_ASSIGN_OR_RETURN(Tensor weights, ctx.hostInput(kQuantW));
   const int64_t depth = w.shape[0], cols = w.shape[1];
-  Tensor rowsOfW(DataType::kInt8, {cols, depth});  // W^T: one row per output channel
-  for (int64_t k = 0; k < depth; ++k)
-    for (int64_t c = 0; c < cols; ++c)
-      rowsOfW.data<int8_t>()[c * depth + k] = weights.data<int8_t>()[k * cols + c];
-  KILN_ASSIGN_OR_RETURN(Int8LayerState * s, layerState(ctx, rowsOfW));
+  KILN_ASSIGN_OR_RETURN(Int8LayerState * s, layerState(ctx, [&]() -> Result<Tensor> {
+                          KILN_ASSIGN_OR_RETURN(Tensor weights, ctx.hostInput(kQuantW));
+                          Tensor rowsOfW(DataType::kInt8, {cols, depth});  // W^T: a row per column
+                          const int8_t* from = weights.data<int8_t>();
+                          int8_t* to = rowsOfW.data<int8_t>();
+                          for (int64_t k = 0; k < depth; ++k)
+                            for (int64_t c = 0; c < cols; ++c)
+                              to[c * depth + k] = from[k * cols + c];
+                          return rowsOfW;
+                        }));
   s->input.data = x.data;
   s->input.type = x.type;
   Shape yShape = x.shape;

@@ -133,7 +133,9 @@ __global__ void int8EpilogueKernel(Int8Epilogue e) {
     const int64_t exact =
         static_cast<int64_t>(e.acc[i]) - static_cast<int64_t>(e.inputZero) * e.weightSum[c];
     float v = static_cast<float>(static_cast<double>(exact) * e.multiplier[c]) + e.bias[c];
-    if (e.z) v += loadFloat(e.z, e.zType, out);
+    if (e.z)
+      v += e.zType == DataType::kInt8 ? e.zScale * static_cast<const int8_t*>(e.z)[out]
+                                      : loadFloat(e.z, e.zType, out);
     v = applyEpilogueActivation(v, e.activation.activation, e.activation.alpha, e.activation.beta);
     if (e.quantized) {
       const bool u = e.yType == DataType::kUInt8;

@@ -59,12 +59,13 @@ Status int8GemmTiled(const int8_t* a, const int8_t* w, int32_t* acc, int64_t row
 // requantized (round half to even, saturate) when `quantized`.
 struct Int8Epilogue {
   const int32_t* acc = nullptr;
-  const float* multiplier = nullptr;   // [cols] of this group
-  const float* bias = nullptr;         // [cols] of this group
-  const int32_t* weightSum = nullptr;  // [cols] of this group
-  int32_t inputZero = 0;               // zp' of A
-  const void* z = nullptr;             // residual (conv only), float storage `zType`
-  DataType zType = DataType::kFloat32;
+  const float* multiplier = nullptr;    // [cols] of this group
+  const float* bias = nullptr;          // [cols] of this group
+  const int32_t* weightSum = nullptr;   // [cols] of this group
+  int32_t inputZero = 0;                // zp' of A
+  const void* z = nullptr;              // residual (conv only): float storage `zType`, or
+  DataType zType = DataType::kFloat32;  // int8 (zero point 0) read as zScale * z
+  float zScale = 1.f;
   void* y = nullptr;
   DataType yType = DataType::kFloat32;
   bool quantized = false;

@@ -1,5 +1,7 @@
 #include "backends/cuda/ops/nvrtc_module.h"
 
+#include "backends/cuda/ops/cudnn_plan_cache.h"
+
 #include <nvrtc.h>
 
 #include <algorithm>
@@ -8,6 +10,7 @@
 #include <mutex>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/ops/cudnn_plan_cache.h"
 
 namespace kiln::cuda {
 namespace {
@@ -226,8 +229,12 @@ std::vector<GeneratedKernelBinary> generatedKernelBinaries() {
 void preloadGeneratedKernels(const std::vector<GeneratedKernelBinary>& kernels) {
   KernelRegistry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
-  for (const GeneratedKernelBinary& k : kernels)
-    if (!r.binaries.count(k.key) && !r.libraries.count(k.key)) r.preloaded.emplace(k.key, k);
+  for (const GeneratedKernelBinary& k : kernels) {
+    if (isCudnnPlanKey(k.key))
+      preloadCudnnPlanEntry(k);  // a cuDNN execution plan record, not a cubin
+    else if (!r.binaries.count(k.key) && !r.libraries.count(k.key))
+      r.preloaded.emplace(k.key, k);
+  }
 }
 
 bool findGeneratedKernel(const std::string& key, GeneratedKernelBinary* kernel) {
@@ -245,6 +252,7 @@ void resetGeneratedKernelsForTesting() {
   r.libraries.clear();
   r.binaries.clear();
   r.preloaded.clear();
+  resetCudnnPlansForTesting();
 }
 
 }  // namespace kiln::cuda

@@ -1,0 +1,60 @@
+// The cuDNN execution plans Kiln's fused graphs chose, process-wide and thread-safe,
+// keyed by the graph (its text: shapes, types, epilogue; never device pointers or
+// scale values). A layer that meets a graph some other layer or context already
+// timed builds the winner again instead of timing every candidate; a plan file
+// carries the records of its layers (stored with the generated kernels, key
+// "<arch>:cudnn-plan:<hash>"), so a runtime neither times nor, for engines that
+// compile at run time, compiles again: such engines serialize their execution plan
+// (cuDNN's JSON form, which holds the compiled kernel) and it is restored as is.
+#pragma once
+
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/ops/cudnn_conv.h"
+#include "kiln/generated_kernels.h"
+
+namespace kiln::cuda {
+
+struct CudnnPlanRecord {
+  CudnnEngineChoice choice;
+  std::string json;     // the serialized execution plan; "" when the engine has none
+  std::string timings;  // each candidate's time when the choice was made
+  bool fromPlanFile = false;
+};
+
+// The key of `graphText` on this device ("sm_90:cudnn-plan:<FNV-1a 64, 16 hex>";
+// the cuDNN version is part of the hashed text). Errors: no device.
+Result<std::string> cudnnPlanKey(const std::string& graphText);
+
+// The record of `key`, or false.
+bool findCudnnPlanRecord(const std::string& key, CudnnPlanRecord* record);
+// Keeps `record` for `key` (a later call for the same key only adds `layer`).
+void rememberCudnnPlanRecord(const std::string& key, const CudnnPlanRecord& record,
+                             const std::string& layer);
+
+// The execution plan of `record` for `graph`: its serialized form when it has one
+// and cuDNN takes it back, else the engine and knobs finalized again.
+Result<std::unique_ptr<CudnnPlan>> planFromRecord(cudnnHandle_t handle,
+                                                  cudnnBackendDescriptor_t graph,
+                                                  const CudnnPlanRecord& record);
+// cuDNN's serialized form of `plan` ("" when the engine does not serialize).
+std::string serializeCudnnPlan(const CudnnPlan& plan);
+
+// Plan-file side: the records used by any of `layers`, as plan entries; whether a
+// plan entry's key is a cuDNN record; taking a plan's entry back (a damaged one is
+// dropped: its layer times its candidates as without a plan).
+std::vector<GeneratedKernelBinary> cudnnPlanEntries(const std::set<std::string>& layers);
+bool isCudnnPlanKey(const std::string& key);
+void preloadCudnnPlanEntry(const GeneratedKernelBinary& entry);
+
+// The entry bytes of a record, and back (untrusted input: false when damaged).
+std::vector<char> encodeCudnnPlanRecord(const CudnnPlanRecord& record);
+bool decodeCudnnPlanRecord(const std::vector<char>& bytes, CudnnPlanRecord* record);
+
+// Tests only: forgets every record, as in a fresh process.
+void resetCudnnPlansForTesting();
+
+}  // namespace kiln::cuda
