@@ -94,7 +94,11 @@ struct Int8Decisions {
 // INT8 Conv's epilogue will take (an int8 Z), for fold_qdq to fold; records why the
 // layers that may not run in INT8 do not. Errors: --int8 with neither a table nor Q/DQ
 // nodes in the model.
-Status insertCalibratedQdq(Network& network, const BuilderConfig& config, Int8Decisions* decisions);
+// Ungrouped convolutions with fewer than `minConvChannels` input channels stay float
+// (BuildBackend::minInt8ConvInputChannels), unless a precision rule asks for INT8
+// under --precision-constraints obey/prefer.
+Status insertCalibratedQdq(Network& network, const BuilderConfig& config, Int8Decisions* decisions,
+                           int minConvChannels = 0);
 // --fp8 (explicit quantization only, as TensorRT's): the model must have float8e4m3fn
 // QuantizeLinear/DequantizeLinear nodes, which fold_qdq folds with or without the flag;
 // kUnsupported otherwise (Kiln has no FP8 calibration).

@@ -177,7 +177,8 @@ Result<Plan> buildPlan(std::shared_ptr<const Network> source, const BuilderConfi
   std::shared_ptr<Network> network = normalizedCopy(*source);
   KILN_RETURN_IF_ERROR(build::checkFp8Build(*network, config));
   build::Int8Decisions int8;
-  KILN_RETURN_IF_ERROR(build::insertCalibratedQdq(*network, config, &int8));
+  KILN_RETURN_IF_ERROR(
+      build::insertCalibratedQdq(*network, config, &int8, backend.minInt8ConvInputChannels()));
   std::vector<PassApplication> applied;
   KILN_RETURN_IF_ERROR(
       runPasses(*network, config.optimizationLevel, config.disabledPasses, &applied,

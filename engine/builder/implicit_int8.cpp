@@ -57,13 +57,25 @@ std::string freshName(const Graph& graph, const std::set<std::string>& used,
 }
 
 // Why `node` may not run in INT8 under the rules and the cache ("" when it may).
-std::string int8Blocker(const Node& node, const BuilderConfig& config,
-                        const CalibrationTable& table, Int8Decisions* decisions) {
+std::string int8Blocker(const Node& node, const Graph& graph, const BuilderConfig& config,
+                        const CalibrationTable& table, int minConvChannels,
+                        Int8Decisions* decisions) {
+  bool ruledInt8 = false;
   if (config.precisionConstraints != ConstraintMode::kNone) {
     const LayerPrecisionRule* rule = findLayerRule(config.layerPrecisions, layerNamesOf(node));
     if (rule && rule->precision != DataType::kInt8)
       return "precision rule '" + rule->pattern + ":" + precisionSpelling(rule->precision) +
              "' keeps it out of INT8";
+    ruledInt8 = rule != nullptr;
+  }
+  if (node.opType == "Conv" && !ruledInt8 && minConvChannels > 0) {
+    const Tensor& w = graph.initializers.at(node.inputs[1]);
+    if (w.rank() >= 2 && node.attrInt("group", 1) == 1 && w.dim(1) < minConvChannels)
+      return "its input has " + std::to_string(w.dim(1)) +
+             " channel(s): this backend's INT8 convolutions run far slower than float ones "
+             "below " +
+             std::to_string(minConvChannels) +
+             " (a rule 'name:int8' with --precision-constraints obey forces INT8)";
   }
   const std::string& x = node.inputs[0];
   const TensorRange* range = table.find(x);
@@ -138,8 +150,8 @@ Node qdqNode(const char* op, const std::string& name, const std::string& in,
 
 }  // namespace
 
-Status insertCalibratedQdq(Network& network, const BuilderConfig& config,
-                           Int8Decisions* decisions) {
+Status insertCalibratedQdq(Network& network, const BuilderConfig& config, Int8Decisions* decisions,
+                           int minConvChannels) {
   if (!config.int8) return Status::ok();
   Graph& g = network.graph;
   if (!config.calibration) {
@@ -160,7 +172,7 @@ Status insertCalibratedQdq(Network& network, const BuilderConfig& config,
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& node = g.nodes[i];
     if (!hasInt8Form(node, g)) continue;
-    const std::string why = int8Blocker(node, config, table, decisions);
+    const std::string why = int8Blocker(node, g, config, table, minConvChannels, decisions);
     if (!why.empty()) {
       decisions->fallbacks[node.displayName()] = why;
       continue;

@@ -145,40 +145,54 @@ TEST(CudaInt8, ChannelsLastConvRunsOnCudnn) {
   }
 }
 
-// A 1x1 channels-last layer on cuBLASLt's INT8 GEMM with everything in its epilogue
-// (int8_pointwise_gemm.h; KILN_INT8_1X1=gemm takes it even when cuDNN is faster):
-// per-channel alpha, bias, int8 residual, ReLU, int8 output.
-TEST(CudaInt8, PointwiseConvOnTheCublasLtGemm) {
+// A 1x1 channels-last layer on cuBLASLt's INT8 GEMM with everything in its epilogue,
+// and on Kiln's MMA kernel (int8_pointwise_gemm.h; KILN_INT8_1X1 takes one even when
+// cuDNN is faster): per-channel alpha, bias, int8 residual, ReLU, int8 output; 70
+// pixels (the kernel's 64-pixel tiles end inside the second), C 128 (two 64-channel
+// chunks), K 256 (two 128-channel tiles).
+TEST(CudaInt8, PointwiseConvOnTheGemmAndTheMmaKernel) {
   KILN_REQUIRE_GPU();
-  for (bool residual : {false, true}) {
-    SCOPED_TRACE(residual ? "int8 Z" : "no Z");
-    GpuOpTest t(kQuantizedConvOp, 1, kKilnDomain);
-    t.attr("activation", std::string("relu"))
-        .attr("kiln_channels_last", int64_t{1})
-        .input(int8Weights({2, 5, 7, 32}, 28))  // X [N, H, W, C]
-        .constant(int8Weights({24, 1, 1, 32}, 29))
-        .constant(randomTensor(DataType::kFloat32, {24}, 30));
-    if (residual)
-      t.input(int8Weights({2, 5, 7, 24}, 31));
-    else
-      t.missingInput();
-    t.constant(scalar(DataType::kFloat32, 0.02))
-        .constant(scalar(DataType::kInt8, 0))
-        .constant(channelScales(24, 32))
-        .constant(scalar(DataType::kFloat32, 0.05))
-        .constant(scalar(DataType::kInt8, 0));
-    if (residual) t.constant(scalar(DataType::kFloat32, 0.03));
-    setenv("KILN_INT8_1X1", "gemm", 1);
-    std::vector<cuda::LayerInfo> layers;
-    auto out = runCudaPoisoned(t.network(), t.feeds(), cuda::Precision::kFloat16, "out0", &layers);
-    unsetenv("KILN_INT8_1X1");
-    ASSERT_TRUE(out.isOk()) << out.status().toString();
-    ASSERT_EQ(layers.size(), 1u);
-    EXPECT_NE(layers[0].implementation.find("cublasLt int8 GEMM"), std::string::npos)
-        << layers[0].implementation;
-    std::vector<NamedTensor> expected;
-    ASSERT_TRUE(ReferenceBackend(t.network()).run(t.feeds(), &expected).isOk());
-    expectTensorNear(out.value(), castTensor(expected[0].tensor, DataType::kFloat32), 1, 0);
+  for (const char* which : {"gemm", "mma"}) {
+    for (bool residual : {false, true}) {
+      SCOPED_TRACE(std::string(which) + (residual ? ", int8 Z" : ", no Z"));
+      GpuOpTest t(kQuantizedConvOp, 1, kKilnDomain);
+      t.attr("activation", std::string("relu"))
+          .attr("kiln_channels_last", int64_t{1})
+          .input(int8Weights({2, 5, 7, 128}, 28))  // X [N, H, W, C]
+          .constant(int8Weights({256, 1, 1, 128}, 29))
+          .constant(randomTensor(DataType::kFloat32, {256}, 30));
+      if (residual)
+        t.input(int8Weights({2, 5, 7, 256}, 31));
+      else
+        t.missingInput();
+      t.constant(scalar(DataType::kFloat32, 0.02))
+          .constant(scalar(DataType::kInt8, 0))
+          .constant(channelScales(256, 32))
+          .constant(scalar(DataType::kFloat32, 0.4))
+          .constant(scalar(DataType::kInt8, 0));
+      if (residual) t.constant(scalar(DataType::kFloat32, 0.3));
+      setenv("KILN_INT8_1X1", which, 1);
+      std::vector<cuda::LayerInfo> layers;
+      auto out =
+          runCudaPoisoned(t.network(), t.feeds(), cuda::Precision::kFloat16, "out0", &layers);
+      unsetenv("KILN_INT8_1X1");
+      ASSERT_TRUE(out.isOk()) << out.status().toString();
+      ASSERT_EQ(layers.size(), 1u);
+      EXPECT_NE(layers[0].implementation.find(
+                    std::string(which) == "gemm" ? "cublasLt int8 GEMM" : "kiln int8 MMA kernel"),
+                std::string::npos)
+          << layers[0].implementation;
+      std::vector<NamedTensor> expected;
+      ASSERT_TRUE(ReferenceBackend(t.network()).run(t.feeds(), &expected).isOk());
+      const Tensor want = castTensor(expected[0].tensor, DataType::kFloat32);
+      expectTensorNear(out.value(), want, 1, 0);
+      int saturated = 0, zero = 0;  // the scales keep most values inside (0, 127)
+      for (int64_t i = 0; i < want.numel(); ++i) {
+        saturated += want.data<float>()[i] == 127.f;
+        zero += want.data<float>()[i] == 0.f;
+      }
+      EXPECT_LT(saturated + zero, want.numel() * 3 / 4) << saturated << " saturated, " << zero;
+    }
   }
 }
 

@@ -58,6 +58,10 @@ class BuildBackend {
   // True when the backend's convolutions want channels-last (NHWC) storage in a build
   // that allows tensor-core math (`tensorCoreMath`: fp16, bf16 or TF32): the builder
   // then runs the channels_last_layout pass.
+  // Implicit INT8 leaves an ungrouped convolution float when its input has fewer channels than
+  // this (0: no limit), for backends whose INT8 convolutions are much slower than
+  // their float ones on so few channels; the layer records why.
+  virtual int minInt8ConvInputChannels() const { return 0; }
   virtual bool prefersChannelsLast(bool tensorCoreMath) const {
     (void)tensorCoreMath;
     return false;

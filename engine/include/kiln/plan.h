@@ -15,7 +15,11 @@
 // capability, library versions), the optimization profiles and the BuildRecord.
 // The generated kernels are NVRTC cubins for the identity's exact architecture
 // (kiln/generated_kernels.h); a runtime preloads them so that the plan's
-// PointwiseChain layers need not compile at their first run. A plan is untrusted
+// PointwiseChain layers need not compile at their first run. The same section also
+// holds cuDNN execution-plan records (key "<arch>:cudnn-plan:<hash>"; the bytes are a
+// text record: engine, knobs, timings and, for engines that compile at run time, the
+// serialized plan), which the runtime preloads the same way, so that channels-last
+// INT8 layers neither time nor compile their cuDNN engine. A plan is untrusted
 // input: every offset, size, count, checksum and field is checked, and any
 // mismatch is a one-line error naming the file; nothing crashes.
 #pragma once

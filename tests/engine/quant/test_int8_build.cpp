@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "builder/build_steps.h"
 #include "ir/quantized_layers.h"
 #include "kiln/builder.h"
 #include "kiln/calibration.h"
@@ -324,6 +325,31 @@ TEST(ImplicitInt8, RulesPinsAndMissingRangesFallBackWithReasons) {
   EXPECT_NE(conv3->precision, DataType::kInt8);
   EXPECT_NE(conv3->precisionReason.find("no range for its input 'r2'"), std::string::npos)
       << conv3->precisionReason;
+}
+
+// A backend whose INT8 convolutions are slow on few channels (CUDA: 8) keeps conv0,
+// which reads the 3-channel image, float and says why; a rule 'conv0:int8' under obey
+// still makes it INT8. No wider or grouped layer falls back for its channels.
+TEST(ImplicitInt8, FewInputChannelsStayFloatUnlessARuleAsksForInt8) {
+  auto network = loadModel("small_cnn.onnx");
+  CalibrationTable table = calibrate(*network, CalibrationMethod::kMinMax);
+  BuilderConfig config = baseConfig();
+  config.int8 = true;
+  config.calibration = &table;
+  Network copy = *network;
+  build::Int8Decisions decisions;
+  ASSERT_TRUE(build::insertCalibratedQdq(copy, config, &decisions, 8).isOk());
+  ASSERT_EQ(decisions.fallbacks.count("conv0"), 1u);
+  EXPECT_NE(decisions.fallbacks["conv0"].find("3 channel(s):"), std::string::npos)
+      << decisions.fallbacks["conv0"];
+  for (const auto& [layer, why] : decisions.fallbacks)
+    if (layer != "conv0") EXPECT_EQ(why.find("channel(s):"), std::string::npos) << layer;
+  config.precisionConstraints = ConstraintMode::kObey;
+  config.layerPrecisions = {{"conv0", DataType::kInt8}};
+  copy = *network;
+  decisions = {};
+  ASSERT_TRUE(build::insertCalibratedQdq(copy, config, &decisions, 8).isOk());
+  EXPECT_EQ(decisions.fallbacks.count("conv0"), 0u);
 }
 
 // The scale QuantizedConv `layer` quantizes its input with.

@@ -43,9 +43,10 @@ struct CudnnInt8State {
   DeviceBuffer scale, bias, outScale;  // float [K], [K], [1]
   std::shared_ptr<CudnnPlan> plan;
   float planMs = -1;  // the plan's time when it was timed in this context
-  // A 1x1 layer's cuBLASLt GEMM (int8_pointwise_gemm.h) when it beat the plan: alpha
-  // = scale * o, bias * o and beta = o, all in units of Y's scale.
+  // A 1x1 layer's cuBLASLt GEMM or Kiln MMA kernel (int8_pointwise_gemm.h) when one
+  // beat the plan: alpha = scale * o, bias * o and beta = o, in units of Y's scale.
   std::shared_ptr<Int8PointwiseGemm> gemm;
+  bool kilnMma = false;
   DeviceBuffer gemmAlpha, gemmBias;
   float gemmBeta = 0.f;
   std::vector<float> hostScale, hostBias;  // kept until the choice is made
@@ -264,46 +265,69 @@ bool isPointwiseGemmLayer(const CudnnInt8State& s) {
          (!s.residual || s.zType == DataType::kInt8);
 }
 
-// For a 1x1 layer: cuBLASLt's GEMM timed against the chosen plan; the faster runs
-// (the GEMM when `forced`). `how` gains both times.
+// For a 1x1 layer: cuBLASLt's GEMM and Kiln's MMA kernel timed against the chosen
+// plan; the fastest runs (`forced`: "gemm" or "mma" takes that one when it exists).
+// `how` gains every time.
 Status raceThePointwiseGemm(GpuKernelContext& ctx, cudnnHandle_t handle,
                             const CudnnBindings& bindings, const DeviceTensor& x,
-                            const DeviceTensor& w, const void* z, void* y, bool forced,
-                            CudnnInt8State* s, std::string* how) {
+                            const DeviceTensor& w, const void* z, void* y,
+                            const std::string& forced, CudnnInt8State* s, std::string* how) {
   const ConvGeometry& g = s->geometry;
-  std::string why;
-  KILN_ASSIGN_OR_RETURN(std::shared_ptr<Int8PointwiseGemm> gemm,
-                        planInt8PointwiseGemm(ctx, g.x[0] * g.x[2] * g.x[3], g.x[1], g.y[1],
-                                              s->residual, s->relu, &why));
-  if (!gemm) {
-    *how += "; cublasLt GEMM not a candidate: " + why;
-    return Status::ok();
-  }
+  const int64_t rows = g.x[0] * g.x[2] * g.x[3], channels = g.x[1], outChannels = g.y[1];
   std::vector<float> alpha(s->hostScale), bias(s->hostBias);
   for (float& v : alpha) v *= s->hostOutScale;
   for (float& v : bias) v *= s->hostOutScale;
   KILN_RETURN_IF_ERROR(uploadFloats(&s->gemmAlpha, alpha, "int8 GEMM alpha"));
   KILN_RETURN_IF_ERROR(uploadFloats(&s->gemmBias, bias, "int8 GEMM bias"));
   s->gemmBeta = s->hostOutScale;
+  const auto* alphaData = static_cast<const float*>(s->gemmAlpha.data());
+  const auto* biasData = static_cast<const float*>(s->gemmBias.data());
   if (s->planMs < 0) {
     KILN_ASSIGN_OR_RETURN(void* workspace, convWorkspace(ctx, s->plan->workspace));
     KILN_ASSIGN_OR_RETURN(s->planMs, timeOnStream(ctx.stream(), [&] {
                             return executeCudnnPlan(handle, *s->plan, bindings, workspace);
                           }));
   }
-  Result<float> gemmMs = timeOnStream(ctx.stream(), [&] {
-    return runInt8PointwiseGemm(ctx, *gemm, x.data, w.data,
-                                static_cast<const float*>(s->gemmAlpha.data()),
-                                static_cast<const float*>(s->gemmBias.data()), s->gemmBeta, z, y);
-  });
-  if (!gemmMs.isOk()) {
-    *how += "; cublasLt GEMM failed: " + gemmMs.status().message();
-    return Status::ok();
-  }
   std::ostringstream text;
-  text << "; cublasLt GEMM " << gemmMs.value() << "ms vs cudnn " << s->planMs << "ms";
+  text << "; vs cudnn " << s->planMs << "ms";
+  float best = forced.empty() ? s->planMs : 1e30f;
+  std::string why;
+  KILN_ASSIGN_OR_RETURN(
+      std::shared_ptr<Int8PointwiseGemm> gemm,
+      planInt8PointwiseGemm(ctx, rows, channels, outChannels, s->residual, s->relu, &why));
+  if (gemm && forced != "mma") {
+    Result<float> ms = timeOnStream(ctx.stream(), [&] {
+      return runInt8PointwiseGemm(ctx, *gemm, x.data, w.data, alphaData, biasData, s->gemmBeta, z,
+                                  y);
+    });
+    if (ms.isOk()) {
+      text << ", cublasLt GEMM " << ms.value() << "ms";
+      if (ms.value() < best) {
+        best = ms.value();
+        s->gemm = std::move(gemm);
+      }
+    } else {
+      text << ", cublasLt GEMM failed: " << ms.status().message();
+    }
+  } else if (!gemm) {
+    text << ", no cublasLt GEMM (" << why << ")";
+  }
+  if (pointwiseMmaSupports(channels, outChannels) && forced != "gemm") {
+    Result<float> ms = timeOnStream(ctx.stream(), [&] {
+      return runPointwiseMma(x.data, w.data, alphaData, biasData, s->gemmBeta, z, y, rows, channels,
+                             outChannels, s->relu, ctx.stream());
+    });
+    if (ms.isOk()) {
+      text << ", kiln MMA " << ms.value() << "ms";
+      if (ms.value() < best) {
+        s->gemm.reset();
+        s->kilnMma = true;
+      }
+    } else {
+      text << ", kiln MMA failed: " << ms.status().message();
+    }
+  }
   *how += text.str();
-  if (forced || gemmMs.value() < s->planMs) s->gemm = std::move(gemm);
   return Status::ok();
 }
 
@@ -328,15 +352,18 @@ Status choosePlan(GpuKernelContext& ctx, cudnnHandle_t handle, const CudnnBindin
   }
   if (!s->plan) KILN_RETURN_IF_ERROR(timePlans(ctx, handle, graph.get(), bindings, key, s, &how));
   // KILN_INT8_1X1=cudnn keeps 1x1 layers on cuDNN, =gemm takes cuBLASLt whenever it
-  // has an algorithm (tests, A/B runs); unset, the faster wins.
+  // has an algorithm, =mma Kiln's kernel whenever it fits (tests, A/B runs); unset,
+  // the fastest wins.
   const char* force = std::getenv("KILN_INT8_1X1");
   const std::string forced = force ? force : "";
   if (isPointwiseGemmLayer(*s) && forced != "cudnn")
-    KILN_RETURN_IF_ERROR(
-        raceThePointwiseGemm(ctx, handle, bindings, x, w, z, y, forced == "gemm", s, &how));
+    KILN_RETURN_IF_ERROR(raceThePointwiseGemm(ctx, handle, bindings, x, w, z, y,
+                                              forced == "gemm" || forced == "mma" ? forced : "", s,
+                                              &how));
   const std::string what =
-      s->gemm ? "cublasLt int8 GEMM, int8 epilogue (1x1 conv, "
-              : "cudnn int8 NHWC fused graph " + s->plan->description.substr(6) + " (";
+      s->kilnMma ? "kiln int8 MMA kernel (1x1 conv, "
+      : s->gemm  ? "cublasLt int8 GEMM, int8 epilogue (1x1 conv, "
+                 : "cudnn int8 NHWC fused graph " + s->plan->description.substr(6) + " (";
   ctx.setImplementation(what + (s->quantizedOutput ? "int8 output" : "float output") +
                         (s->zType == DataType::kInt8 && s->residual ? ", int8 residual)" : ")") +
                         note + "; " + how);
@@ -415,6 +442,13 @@ Status quantizedConvChannelsLast(GpuKernelContext& ctx) {
     state->hostScale.clear();
     state->hostBias.clear();
     ctx.layerState() = state;
+  }
+  if (state->kilnMma) {
+    const ConvGeometry& g = state->geometry;
+    return runPointwiseMma(x.data, w.data, static_cast<const float*>(state->gemmAlpha.data()),
+                           static_cast<const float*>(state->gemmBias.data()), state->gemmBeta,
+                           zData, y.data, g.x[0] * g.x[2] * g.x[3], g.x[1], g.y[1], state->relu,
+                           ctx.stream());
   }
   if (state->gemm)
     return runInt8PointwiseGemm(
