@@ -8,6 +8,7 @@
 #include <map>
 #include <string>
 
+#include "ir/channels_last.h"
 #include "ir/fp8_layers.h"
 #include "ir/quantized_layers.h"
 #include "kiln/cuda_generated_kernels.h"
@@ -27,6 +28,10 @@ struct CudaTactic {
 
 CudaTactic tacticFor(const Node& node) {
   if (isPluginNode(node)) return {"cuda.plugin", kTacticKiln};
+  // Channels-last INT8 convolutions run cuDNN's fused graph, cuBLASLt's GEMM (1x1) or
+  // Kiln's MMA kernel (1x1), whichever the layer times fastest; the others im2col and
+  // cuBLASLt.
+  if (isQuantizedLayer(node) && isChannelsLast(node)) return {"cuda.int8.nhwc", kTacticCudnn};
   if (isQuantizedLayer(node)) return {"cuda.int8.cublaslt", kTacticCublasLt};
   if (isFp8Layer(node)) return {"cuda.fp8.cublaslt", kTacticCublasLt};
   if (node.opType == "Conv" || node.opType == "ConvTranspose" || node.opType == "FusedConv")
