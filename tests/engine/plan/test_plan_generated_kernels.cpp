@@ -142,8 +142,10 @@ TEST(PlanGeneratedKernels, InspectorShowsCountBytesAndArchitecture) {
   EXPECT_EQ(doc["GeneratedKernels"]["Kernels"][1]["Key"], plan.generatedKernels[1].key);
   EXPECT_EQ(doc["Layers"][0]["GeneratedKernel"], "sm_90 cubin, 77 B, in the plan");
   const std::string summary = inspector::formatBuildSummary(plan);
-  EXPECT_NE(summary.find("generated kernels: 2 NVRTC cubin(s) and 0 cuDNN execution plan(s) for sm_90, 1.5 KiB"),
-            std::string::npos)
+  EXPECT_NE(
+      summary.find(
+          "generated kernels: 2 NVRTC cubin(s) and 0 cuDNN execution plan(s) for sm_90, 1.5 KiB"),
+      std::string::npos)
       << summary;
   Plan none = plan;
   none.generatedKernels.clear();

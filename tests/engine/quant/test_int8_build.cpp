@@ -70,6 +70,14 @@ std::vector<std::map<std::string, Tensor>> calibrationBatches(int batchSize) {
   return *batches;
 }
 
+// baseConfig() for an implicit INT8 build with `table` (which must outlive it).
+BuilderConfig int8Config(const CalibrationTable& table) {
+  BuilderConfig config = baseConfig();
+  config.int8 = true;
+  config.calibration = &table;
+  return config;
+}
+
 CalibrationTable calibrate(const Network& network, CalibrationMethod method) {
   CalibrationOptions options;
   options.method = method;
@@ -242,9 +250,7 @@ TEST(QdqModel, ObeyedRuleCannotTakeAQuantizedLayerOutOfInt8) {
 TEST(ImplicitInt8, SmallCnnStaysCloseToFp32) {
   auto network = loadModel("small_cnn.onnx");
   const CalibrationTable table = calibrate(*network, CalibrationMethod::kEntropy);
-  BuilderConfig config = baseConfig();
-  config.int8 = true;
-  config.calibration = &table;
+  BuilderConfig config = int8Config(table);
   Plan plan = build(network, config);
   for (const char* layer : {"conv0", "conv1", "conv2", "conv3", "dwconv4", "fc6"}) {
     const LayerRecord* l = layerFrom(plan.record, layer);
@@ -284,9 +290,7 @@ TEST(ImplicitInt8, SmallCnnStaysCloseToFp32) {
 TEST(ImplicitInt8, PlanFileKeepsTheInt8Layers) {
   auto network = loadModel("small_cnn.onnx");
   const CalibrationTable table = calibrate(*network, CalibrationMethod::kMinMax);
-  BuilderConfig config = baseConfig();
-  config.int8 = true;
-  config.calibration = &table;
+  BuilderConfig config = int8Config(table);
   config.calibrationCachePath = "small_cnn.cache";
   Plan plan = build(network, config);
   auto bytes = serializePlan(plan);
@@ -305,9 +309,7 @@ TEST(ImplicitInt8, RulesPinsAndMissingRangesFallBackWithReasons) {
   CalibrationTable table = calibrate(*network, CalibrationMethod::kMinMax);
   table.tensors["r1"].pinned = DataType::kFloat16;  // conv2 reads r1
   table.tensors.erase("r2");                        // conv3 reads r2
-  BuilderConfig config = baseConfig();
-  config.int8 = true;
-  config.calibration = &table;
+  BuilderConfig config = int8Config(table);
   config.precisionConstraints = ConstraintMode::kObey;
   config.layerPrecisions = {{"conv1", DataType::kFloat32}};
   Plan plan = build(network, config);
@@ -333,9 +335,7 @@ TEST(ImplicitInt8, RulesPinsAndMissingRangesFallBackWithReasons) {
 TEST(ImplicitInt8, FewInputChannelsStayFloatUnlessARuleAsksForInt8) {
   auto network = loadModel("small_cnn.onnx");
   CalibrationTable table = calibrate(*network, CalibrationMethod::kMinMax);
-  BuilderConfig config = baseConfig();
-  config.int8 = true;
-  config.calibration = &table;
+  BuilderConfig config = int8Config(table);
   Network copy = *network;
   build::Int8Decisions decisions;
   ASSERT_TRUE(build::insertCalibratedQdq(copy, config, &decisions, 8).isOk());
@@ -367,9 +367,7 @@ float inputScaleOf(const Plan& plan, const std::string& onnxNode) {
 TEST(ImplicitInt8, AnEditedRangeReachesTheEngine) {
   auto network = loadModel("small_cnn.onnx");
   CalibrationTable table = calibrate(*network, CalibrationMethod::kMinMax);
-  BuilderConfig config = baseConfig();
-  config.int8 = true;
-  config.calibration = &table;
+  BuilderConfig config = int8Config(table);
   Plan before = build(network, config);
   // Through the text file, as a person edits it.
   std::string text = formatCalibrationCache(table);
