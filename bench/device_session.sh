@@ -13,6 +13,25 @@ if [ -n "${PROBE:-}" ]; then
   timeout 120 /tmp/kiln/bin/kiln_cudnn_int8_probe 256 > $out/cudnn_int8_probe.txt 2>&1
   tail -9 $out/cudnn_int8_probe.txt; cp $out/cudnn_int8_probe.txt $OUT/ 2>/dev/null
 fi
+if [ -n "${MMA_PROBE:-}" ]; then
+  echo "=== Kiln int8 MMA kernel probe"
+  timeout 120 /tmp/kiln/bin/kiln_int8_mma_probe 256 > $out/int8_mma_probe.txt 2>&1
+  cat $out/int8_mma_probe.txt; cp $out/int8_mma_probe.txt $OUT/ 2>/dev/null
+fi
+# NCU_PROBE="layer tile|layer tile": Nsight Compute on one layer of the probe each
+# (the kernel's 24th launch: after the stream kernel's 23 and 3 warm-ups).
+echo "${NCU_PROBE:-}" | tr '|' '\n' | while read -r layer tile; do
+  [ -n "$layer" ] || continue
+  echo "=== ncu: probe layer $layer tile $tile"
+  m=""; for r in long_scoreboard barrier short_scoreboard mio_throttle lg_throttle math_pipe_throttle wait not_selected selected dispatch_stall drain membar no_instruction tex_throttle branch_resolving; do
+    m="$m,smsp__average_warps_issue_stalled_${r}_per_issue_active.ratio"; done
+  timeout 200 ncu --clock-control none --kernel-name regex:int8ConvMma --launch-skip 3 --launch-count 1 \
+    --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section Occupancy \
+    --section SchedulerStats --metrics ${m#,} \
+    /tmp/kiln/bin/kiln_int8_mma_probe 256 $layer $tile > $out/ncu_$layer.txt 2>&1
+  grep -vE "^==PROF==|^ +-+ +-+|^ *$|Metric Name" $out/ncu_$layer.txt | grep -vE "^    [A-Z][a-z]+ .*(rule|section)" | cut -c1-150 | head -70
+  cp $out/ncu_$layer.txt $OUT/ 2>/dev/null
+done
 for t in $tests; do
   timeout 300 /tmp/kiln/bin/$t --gtest_brief=1 > $out/$t.log 2>&1
   echo "$t: exit $? $(grep -E '^\[  (PASSED|FAILED)' $out/$t.log | tr '\n' ' ')"

@@ -6,6 +6,7 @@
 // requantized outputs. Without a device every test skips and says why.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 
 #include "backends/cuda/ops/nvrtc_module.h"
@@ -145,53 +146,97 @@ TEST(CudaInt8, ChannelsLastConvRunsOnCudnn) {
   }
 }
 
-// A 1x1 channels-last layer on cuBLASLt's INT8 GEMM with everything in its epilogue,
-// and on Kiln's MMA kernel (int8_pointwise_gemm.h; KILN_INT8_1X1 takes one even when
-// cuDNN is faster): per-channel alpha, bias, int8 residual, ReLU, int8 output; 70
-// pixels (the kernel's 64-pixel tiles end inside the second), C 128 (two 64-channel
-// chunks), K 256 (two 128-channel tiles).
-TEST(CudaInt8, PointwiseConvOnTheGemmAndTheMmaKernel) {
+// A channels-last QuantizedConv with an int8 Y (scales that keep most values inside
+// (0, 127)), ReLU, and an int8 residual when `residual`: X [N, H, W, C], W [K, R, S, C].
+GpuOpTest int8EpilogueConv(const Shape& x, const Shape& w, int64_t stride, int64_t pad,
+                           bool residual, const Shape& y) {
+  GpuOpTest t(kQuantizedConvOp, 1, kKilnDomain);
+  const int64_t k = w[0];
+  t.attr("activation", std::string("relu"))
+      .attr("kiln_channels_last", int64_t{1})
+      .attr("strides", std::vector<int64_t>{stride, stride})
+      .attr("pads", std::vector<int64_t>{pad, pad, pad, pad})
+      .input(int8Weights(x, 28))
+      .constant(int8Weights(w, 29))
+      .constant(randomTensor(DataType::kFloat32, {k}, 30));
+  if (residual)
+    t.input(int8Weights(y, 31));
+  else
+    t.missingInput();
+  const double depth = static_cast<double>(w[1] * w[2] * w[3]);
+  t.constant(scalar(DataType::kFloat32, 0.02))
+      .constant(scalar(DataType::kInt8, 0))
+      .constant(channelScales(k, 32))
+      .constant(scalar(DataType::kFloat32, 0.4 * std::sqrt(depth / 128.0)))
+      .constant(scalar(DataType::kInt8, 0));
+  if (residual) t.constant(scalar(DataType::kFloat32, 0.3));
+  return t;
+}
+
+// Runs `t` with KILN_INT8_CONV=`which` and checks that the layer took `expect` and
+// matches the CPU reference within one step.
+void expectInt8EpilogueConv(GpuOpTest& t, const std::string& which, const std::string& expect) {
+  setenv("KILN_INT8_CONV", which.c_str(), 1);
+  std::vector<cuda::LayerInfo> layers;
+  auto out = runCudaPoisoned(t.network(), t.feeds(), cuda::Precision::kFloat16, "out0", &layers);
+  unsetenv("KILN_INT8_CONV");
+  ASSERT_TRUE(out.isOk()) << out.status().toString();
+  ASSERT_EQ(layers.size(), 1u);
+  EXPECT_NE(layers[0].implementation.find(expect), std::string::npos) << layers[0].implementation;
+  std::vector<NamedTensor> expected;
+  ASSERT_TRUE(ReferenceBackend(t.network()).run(t.feeds(), &expected).isOk());
+  const Tensor want = castTensor(expected[0].tensor, DataType::kFloat32);
+  expectTensorNear(out.value(), want, 1, 0);
+  int saturated = 0, zero = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    saturated += want.data<float>()[i] == 127.f;
+    zero += want.data<float>()[i] == 0.f;
+  }
+  EXPECT_LT(saturated + zero, want.numel() * 3 / 4) << saturated << " saturated, " << zero;
+}
+
+// A 1x1 layer on cuBLASLt's INT8 GEMM with everything in its epilogue
+// (int8_pointwise_gemm.h; KILN_INT8_CONV takes it even when cuDNN is faster):
+// per-channel alpha, bias, int8 residual, ReLU, int8 output; 70 pixels, C 128, K 256.
+TEST(CudaInt8, PointwiseConvOnTheGemm) {
   KILN_REQUIRE_GPU();
-  for (const char* which : {"gemm", "mma"}) {
-    for (bool residual : {false, true}) {
-      SCOPED_TRACE(std::string(which) + (residual ? ", int8 Z" : ", no Z"));
-      GpuOpTest t(kQuantizedConvOp, 1, kKilnDomain);
-      t.attr("activation", std::string("relu"))
-          .attr("kiln_channels_last", int64_t{1})
-          .input(int8Weights({2, 5, 7, 128}, 28))  // X [N, H, W, C]
-          .constant(int8Weights({256, 1, 1, 128}, 29))
-          .constant(randomTensor(DataType::kFloat32, {256}, 30));
-      if (residual)
-        t.input(int8Weights({2, 5, 7, 256}, 31));
-      else
-        t.missingInput();
-      t.constant(scalar(DataType::kFloat32, 0.02))
-          .constant(scalar(DataType::kInt8, 0))
-          .constant(channelScales(256, 32))
-          .constant(scalar(DataType::kFloat32, 0.4))
-          .constant(scalar(DataType::kInt8, 0));
-      if (residual) t.constant(scalar(DataType::kFloat32, 0.3));
-      setenv("KILN_INT8_1X1", which, 1);
-      std::vector<cuda::LayerInfo> layers;
-      auto out =
-          runCudaPoisoned(t.network(), t.feeds(), cuda::Precision::kFloat16, "out0", &layers);
-      unsetenv("KILN_INT8_1X1");
-      ASSERT_TRUE(out.isOk()) << out.status().toString();
-      ASSERT_EQ(layers.size(), 1u);
-      EXPECT_NE(layers[0].implementation.find(
-                    std::string(which) == "gemm" ? "cublasLt int8 GEMM" : "kiln int8 MMA kernel"),
-                std::string::npos)
-          << layers[0].implementation;
-      std::vector<NamedTensor> expected;
-      ASSERT_TRUE(ReferenceBackend(t.network()).run(t.feeds(), &expected).isOk());
-      const Tensor want = castTensor(expected[0].tensor, DataType::kFloat32);
-      expectTensorNear(out.value(), want, 1, 0);
-      int saturated = 0, zero = 0;  // the scales keep most values inside (0, 127)
-      for (int64_t i = 0; i < want.numel(); ++i) {
-        saturated += want.data<float>()[i] == 127.f;
-        zero += want.data<float>()[i] == 0.f;
+  for (bool residual : {false, true}) {
+    SCOPED_TRACE(residual ? "int8 Z" : "no Z");
+    GpuOpTest t =
+        int8EpilogueConv({2, 5, 7, 128}, {256, 1, 1, 128}, 1, 0, residual, {2, 5, 7, 256});
+    expectInt8EpilogueConv(t, "gemm", "cublasLt int8 GEMM");
+  }
+}
+
+// Kiln's implicit-GEMM kernel (int8_conv_mma.h), each tile shape: 1x1 with 70 pixels
+// (every tile ends inside a partial row tile), two 64-channel chunks and two or four
+// column tiles; 3x3 padded (taps outside the image read zeros) at stride 1 and 2; 1x1
+// at stride 2 (one chunk: two stages); with and without an int8 residual. Depths of
+// 128 and 64 take the epilogue's integer route to float, 576 and 1152 the conversion.
+TEST(CudaInt8, ConvOnKilnsMmaKernelEveryTile) {
+  KILN_REQUIRE_GPU();
+  struct Case {
+    const char* name;
+    Shape x, w;
+    int64_t stride, pad;
+    Shape y;
+  };
+  const Case cases[] = {
+      {"1x1", {2, 5, 7, 128}, {256, 1, 1, 128}, 1, 0, {2, 5, 7, 256}},
+      {"3x3 stride 1", {2, 9, 11, 64}, {128, 3, 3, 64}, 1, 1, {2, 9, 11, 128}},
+      {"3x3 stride 2", {1, 13, 10, 128}, {64, 3, 3, 128}, 2, 1, {1, 7, 5, 64}},
+      {"1x1 stride 2", {2, 8, 8, 64}, {128, 1, 1, 64}, 2, 0, {2, 4, 4, 128}},
+  };
+  for (const Case& c : cases) {
+    for (const char* tile : {"128x128", "128x64"}) {
+      const int64_t columns = std::string(tile) == "128x64" ? 64 : 128;
+      if (c.w[0] % columns != 0) continue;
+      for (bool residual : {false, true}) {
+        SCOPED_TRACE(std::string(c.name) + ", tile " + tile + (residual ? ", int8 Z" : ", no Z"));
+        GpuOpTest t = int8EpilogueConv(c.x, c.w, c.stride, c.pad, residual, c.y);
+        expectInt8EpilogueConv(t, std::string("mma:") + tile,
+                               std::string("kiln int8 MMA kernel ") + tile);
       }
-      EXPECT_LT(saturated + zero, want.numel() * 3 / 4) << saturated << " saturated, " << zero;
     }
   }
 }

@@ -12,7 +12,10 @@
 // The plan: the one an earlier layer or context chose for the same graph, or the
 // plan file's (cudnn_plan_cache.h); else the heuristics' precompiled engines and a
 // few that compile at run time are timed at the first run of a shape and the
-// fastest kept; the implementation text names it with every candidate's time.
+// fastest kept. Layers with an int8 Y (and an int8 Z or none) then time the plan
+// against the tiles of Kiln's own kernel (int8_conv_mma.h) and, for 1x1 ones,
+// cuBLASLt's GEMM (int8_pointwise_gemm.h); the fastest runs. The implementation text
+// names the winner with every candidate's time.
 #include <algorithm>
 #include <cstdlib>
 #include <sstream>
@@ -23,6 +26,7 @@
 #include "backends/cuda/ops/cudnn_conv.h"
 #include "backends/cuda/ops/cudnn_plan_cache.h"
 #include "backends/cuda/ops/int8_conv_cudnn.h"
+#include "backends/cuda/ops/int8_conv_mma.h"
 #include "backends/cuda/ops/int8_pointwise_gemm.h"
 #include "ir/channels_last.h"
 #include "ir/quantized_layers.h"
@@ -43,10 +47,12 @@ struct CudnnInt8State {
   DeviceBuffer scale, bias, outScale;  // float [K], [K], [1]
   std::shared_ptr<CudnnPlan> plan;
   float planMs = -1;  // the plan's time when it was timed in this context
-  // A 1x1 layer's cuBLASLt GEMM or Kiln MMA kernel (int8_pointwise_gemm.h) when one
-  // beat the plan: alpha = scale * o, bias * o and beta = o, in units of Y's scale.
+  // A 1x1 layer's cuBLASLt GEMM (int8_pointwise_gemm.h) or a tile of Kiln's MMA
+  // kernel (int8_conv_mma.h) when one beat the plan: alpha = scale * o, bias * o and
+  // beta = o, in units of Y's scale.
   std::shared_ptr<Int8PointwiseGemm> gemm;
-  bool kilnMma = false;
+  int kilnTile = -1;
+  Int8ConvMmaShape mmaShape;
   DeviceBuffer gemmAlpha, gemmBias;
   float gemmBeta = 0.f;
   std::vector<float> hostScale, hostBias;  // kept until the choice is made
@@ -250,8 +256,15 @@ Status timePlans(GpuKernelContext& ctx, cudnnHandle_t handle, cudnnBackendDescri
   return Status::ok();
 }
 
-// True for the layers int8_pointwise_gemm.h runs: 1x1, stride 1, unpadded, one group,
-// int8 Y, and no residual or an int8 one.
+// Y int8 and Z int8 or absent, one group, 2-D: the layers Kiln's own kernels and
+// cuBLASLt's GEMM may take.
+bool int8EpilogueLayer(const CudnnInt8State& s) {
+  const ConvGeometry& g = s.geometry;
+  return g.x.size() == 4 && g.x[1] == g.w[1] && s.quantizedOutput &&
+         (!s.residual || s.zType == DataType::kInt8);
+}
+
+// True for the layers int8_pointwise_gemm.h runs: 1x1, stride 1, unpadded.
 bool isPointwiseGemmLayer(const CudnnInt8State& s) {
   const ConvGeometry& g = s.geometry;
   auto ones = [](const std::vector<int64_t>& v) {
@@ -260,20 +273,39 @@ bool isPointwiseGemmLayer(const CudnnInt8State& s) {
   auto zeros = [](const std::vector<int64_t>& v) {
     return std::all_of(v.begin(), v.end(), [](int64_t d) { return d == 0; });
   };
-  return g.x.size() == 4 && g.w[2] == 1 && g.w[3] == 1 && ones(g.strides) && zeros(g.pre) &&
-         zeros(g.post) && g.x[1] == g.w[1] && s.quantizedOutput &&
-         (!s.residual || s.zType == DataType::kInt8);
+  return int8EpilogueLayer(s) && g.w[2] == 1 && g.w[3] == 1 && ones(g.strides) && zeros(g.pre) &&
+         zeros(g.post);
 }
 
-// For a 1x1 layer: cuBLASLt's GEMM and Kiln's MMA kernel timed against the chosen
-// plan; the fastest runs (`forced`: "gemm" or "mma" takes that one when it exists).
-// `how` gains every time.
-Status raceThePointwiseGemm(GpuKernelContext& ctx, cudnnHandle_t handle,
-                            const CudnnBindings& bindings, const DeviceTensor& x,
-                            const DeviceTensor& w, const void* z, void* y,
-                            const std::string& forced, CudnnInt8State* s, std::string* how) {
+Int8ConvMmaShape mmaShapeOf(const ConvGeometry& g) {
+  Int8ConvMmaShape m;
+  m.n = g.x[0];
+  m.c = g.x[1];
+  m.h = g.x[2];
+  m.w = g.x[3];
+  m.k = g.w[0];
+  m.r = g.w[2];
+  m.s = g.w[3];
+  m.p = g.y[2];
+  m.q = g.y[3];
+  m.strideH = static_cast<int>(g.strides[0]);
+  m.strideW = static_cast<int>(g.strides[1]);
+  m.padH = static_cast<int>(g.pre[0]);
+  m.padW = static_cast<int>(g.pre[1]);
+  m.dilationH = static_cast<int>(g.dilations[0]);
+  m.dilationW = static_cast<int>(g.dilations[1]);
+  return m;
+}
+
+// cuBLASLt's GEMM (1x1 layers) and the tiles of Kiln's MMA kernel timed against the
+// chosen plan; the fastest runs (`forced`: "gemm" or "mma" takes the fastest of that
+// kind when it exists). `how` gains every time.
+Status raceTheOtherKernels(GpuKernelContext& ctx, cudnnHandle_t handle,
+                           const CudnnBindings& bindings, const DeviceTensor& x,
+                           const DeviceTensor& w, const void* z, void* y, const std::string& forced,
+                           CudnnInt8State* s, std::string* how) {
   const ConvGeometry& g = s->geometry;
-  const int64_t rows = g.x[0] * g.x[2] * g.x[3], channels = g.x[1], outChannels = g.y[1];
+  const int64_t rows = g.y[0] * g.y[2] * g.y[3], channels = g.x[1], outChannels = g.y[1];
   std::vector<float> alpha(s->hostScale), bias(s->hostBias);
   for (float& v : alpha) v *= s->hostOutScale;
   for (float& v : bias) v *= s->hostOutScale;
@@ -291,40 +323,45 @@ Status raceThePointwiseGemm(GpuKernelContext& ctx, cudnnHandle_t handle,
   std::ostringstream text;
   text << "; vs cudnn " << s->planMs << "ms";
   float best = forced.empty() ? s->planMs : 1e30f;
-  std::string why;
-  KILN_ASSIGN_OR_RETURN(
-      std::shared_ptr<Int8PointwiseGemm> gemm,
-      planInt8PointwiseGemm(ctx, rows, channels, outChannels, s->residual, s->relu, &why));
-  if (gemm && forced != "mma") {
+  if (isPointwiseGemmLayer(*s) && forced.rfind("mma", 0) != 0) {
+    std::string why;
+    KILN_ASSIGN_OR_RETURN(
+        std::shared_ptr<Int8PointwiseGemm> gemm,
+        planInt8PointwiseGemm(ctx, rows, channels, outChannels, s->residual, s->relu, &why));
+    if (gemm) {
+      Result<float> ms = timeOnStream(ctx.stream(), [&] {
+        return runInt8PointwiseGemm(ctx, *gemm, x.data, w.data, alphaData, biasData, s->gemmBeta, z,
+                                    y);
+      });
+      if (ms.isOk()) {
+        text << ", cublasLt GEMM " << ms.value() << "ms";
+        if (ms.value() < best) {
+          best = ms.value();
+          s->gemm = std::move(gemm);
+        }
+      } else {
+        text << ", cublasLt GEMM failed: " << ms.status().message();
+      }
+    } else {
+      text << ", no cublasLt GEMM (" << why << ")";
+    }
+  }
+  s->mmaShape = mmaShapeOf(g);
+  for (int tile : forced == "gemm" ? std::vector<int>{} : int8ConvMmaTiles(s->mmaShape)) {
+    if (forced.rfind("mma:", 0) == 0 && forced.substr(4) != int8ConvMmaTileName(tile)) continue;
     Result<float> ms = timeOnStream(ctx.stream(), [&] {
-      return runInt8PointwiseGemm(ctx, *gemm, x.data, w.data, alphaData, biasData, s->gemmBeta, z,
-                                  y);
+      return runInt8ConvMma(tile, s->mmaShape, x.data, w.data, alphaData, biasData, s->gemmBeta, z,
+                            y, s->relu, ctx.stream());
     });
     if (ms.isOk()) {
-      text << ", cublasLt GEMM " << ms.value() << "ms";
+      text << ", kiln MMA " << int8ConvMmaTileName(tile) << " " << ms.value() << "ms";
       if (ms.value() < best) {
         best = ms.value();
-        s->gemm = std::move(gemm);
-      }
-    } else {
-      text << ", cublasLt GEMM failed: " << ms.status().message();
-    }
-  } else if (!gemm) {
-    text << ", no cublasLt GEMM (" << why << ")";
-  }
-  if (pointwiseMmaSupports(channels, outChannels) && forced != "gemm") {
-    Result<float> ms = timeOnStream(ctx.stream(), [&] {
-      return runPointwiseMma(x.data, w.data, alphaData, biasData, s->gemmBeta, z, y, rows, channels,
-                             outChannels, s->relu, ctx.stream());
-    });
-    if (ms.isOk()) {
-      text << ", kiln MMA " << ms.value() << "ms";
-      if (ms.value() < best) {
         s->gemm.reset();
-        s->kilnMma = true;
+        s->kilnTile = tile;
       }
     } else {
-      text << ", kiln MMA failed: " << ms.status().message();
+      text << ", kiln MMA " << int8ConvMmaTileName(tile) << " failed: " << ms.status().message();
     }
   }
   *how += text.str();
@@ -351,19 +388,19 @@ Status choosePlan(GpuKernelContext& ctx, cudnnHandle_t handle, const CudnnBindin
     }
   }
   if (!s->plan) KILN_RETURN_IF_ERROR(timePlans(ctx, handle, graph.get(), bindings, key, s, &how));
-  // KILN_INT8_1X1=cudnn keeps 1x1 layers on cuDNN, =gemm takes cuBLASLt whenever it
-  // has an algorithm, =mma Kiln's kernel whenever it fits (tests, A/B runs); unset,
-  // the fastest wins.
-  const char* force = std::getenv("KILN_INT8_1X1");
+  // KILN_INT8_CONV=cudnn keeps layers on cuDNN, =gemm takes cuBLASLt whenever it
+  // has an algorithm, =mma Kiln's kernel whenever it fits and =mma:<tile> that tile
+  // of it (tests, A/B runs); unset, the fastest wins.
+  const char* force = std::getenv("KILN_INT8_CONV");
   const std::string forced = force ? force : "";
-  if (isPointwiseGemmLayer(*s) && forced != "cudnn")
-    KILN_RETURN_IF_ERROR(raceThePointwiseGemm(ctx, handle, bindings, x, w, z, y,
-                                              forced == "gemm" || forced == "mma" ? forced : "", s,
-                                              &how));
+  if (int8EpilogueLayer(*s) && forced != "cudnn")
+    KILN_RETURN_IF_ERROR(raceTheOtherKernels(
+        ctx, handle, bindings, x, w, z, y,
+        forced == "gemm" || forced.rfind("mma", 0) == 0 ? forced : "", s, &how));
   const std::string what =
-      s->kilnMma ? "kiln int8 MMA kernel (1x1 conv, "
-      : s->gemm  ? "cublasLt int8 GEMM, int8 epilogue (1x1 conv, "
-                 : "cudnn int8 NHWC fused graph " + s->plan->description.substr(6) + " (";
+      s->kilnTile >= 0 ? "kiln int8 MMA kernel " + int8ConvMmaTileName(s->kilnTile) + " ("
+      : s->gemm        ? "cublasLt int8 GEMM, int8 epilogue (1x1 conv, "
+                       : "cudnn int8 NHWC fused graph " + s->plan->description.substr(6) + " (";
   ctx.setImplementation(what + (s->quantizedOutput ? "int8 output" : "float output") +
                         (s->zType == DataType::kInt8 && s->residual ? ", int8 residual)" : ")") +
                         note + "; " + how);
@@ -443,13 +480,11 @@ Status quantizedConvChannelsLast(GpuKernelContext& ctx) {
     state->hostBias.clear();
     ctx.layerState() = state;
   }
-  if (state->kilnMma) {
-    const ConvGeometry& g = state->geometry;
-    return runPointwiseMma(x.data, w.data, static_cast<const float*>(state->gemmAlpha.data()),
-                           static_cast<const float*>(state->gemmBias.data()), state->gemmBeta,
-                           zData, y.data, g.x[0] * g.x[2] * g.x[3], g.x[1], g.y[1], state->relu,
-                           ctx.stream());
-  }
+  if (state->kilnTile >= 0)
+    return runInt8ConvMma(state->kilnTile, state->mmaShape, x.data, w.data,
+                          static_cast<const float*>(state->gemmAlpha.data()),
+                          static_cast<const float*>(state->gemmBias.data()), state->gemmBeta, zData,
+                          y.data, state->relu, ctx.stream());
   if (state->gemm)
     return runInt8PointwiseGemm(
         ctx, *state->gemm, x.data, w.data, static_cast<const float*>(state->gemmAlpha.data()),

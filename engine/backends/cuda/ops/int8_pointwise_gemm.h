@@ -3,10 +3,9 @@
 // runs it as one cuBLASLt IMMA GEMM whose epilogue does the rest, int8 in, int8 out:
 //   Y[r, k] = sat8(rn( act( alpha[k] * sum_c X[r, c] W[k, c] + beta * Z[r, k] + bias[k] )))
 // with a device vector alpha (per output channel), a host scalar beta, an optional int8
-// residual Z of Y's layout, act ReLU or none. Two implementations: cuBLASLt's IMMA
-// GEMM with its epilogue, and Kiln's own tensor-core kernel (int8_pointwise_mma.cu).
-// int8_conv_cudnn.cpp times both against cuDNN's fused graph for such layers and keeps
-// the fastest.
+// residual Z of Y's layout, act ReLU or none, as one cuBLASLt IMMA GEMM with its
+// epilogue. int8_conv_cudnn.cpp times it against cuDNN's fused graph and Kiln's own
+// kernel (int8_conv_mma.h) for such layers and keeps the fastest.
 #pragma once
 
 #include <memory>
@@ -31,12 +30,5 @@ Result<std::shared_ptr<Int8PointwiseGemm>> planInt8PointwiseGemm(GpuKernelContex
 Status runInt8PointwiseGemm(GpuKernelContext& ctx, const Int8PointwiseGemm& gemm, const void* x,
                             const void* w, const float* alpha, const float* bias, float beta,
                             const void* z, void* y);
-
-// Kiln's kernel: 64-pixel x 128-channel tiles, C % 64 == 0 and K % 128 == 0 (x, w, z
-// and y 16-byte aligned, as the engine's buffers are).
-bool pointwiseMmaSupports(int64_t channels, int64_t outChannels);
-Status runPointwiseMma(const void* x, const void* w, const float* alpha, const float* bias,
-                       float beta, const void* z, void* y, int64_t rows, int64_t channels,
-                       int64_t outChannels, bool relu, cudaStream_t stream);
 
 }  // namespace kiln::cuda
