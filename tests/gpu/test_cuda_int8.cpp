@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "backends/cuda/ops/cudnn_plan_cache.h"
 #include "backends/cuda/ops/nvrtc_module.h"
 #include "gpu/gpu_op_test.h"
 #include "ir/quantized_layers.h"
@@ -265,6 +266,19 @@ TEST(CudaInt8, ConvInt8ResidualOnTheGemmPath) {
   }
 }
 
+// Runs the one-layer `net` of `t` on the GPU (FP16 engine, poisoned output) and checks
+// that the layer ran there with `expected` in its implementation text; its output.
+Tensor runOneGpuLayer(const GpuOpTest& t, const Network& net, const char* expected) {
+  std::vector<cuda::LayerInfo> layers;
+  auto out = runCudaPoisoned(net, t.feeds(), cuda::Precision::kFloat16, "out0", &layers);
+  EXPECT_TRUE(out.isOk()) << out.status().toString();
+  EXPECT_EQ(layers.size(), 1u);
+  if (!out.isOk() || layers.size() != 1) return Tensor();
+  EXPECT_NE(layers[0].implementation.find(expected), std::string::npos) << layers[0].implementation;
+  EXPECT_EQ(layers[0].placement, cuda::LayerPlacement::kGpu) << layers[0].note;
+  return out.value();
+}
+
 // The cuDNN plan a channels-last INT8 layer chose is reused: another engine builds it
 // again without timing ("chosen earlier"); the records, handed to a fresh registry as
 // a plan's entries, give "from the plan file"; the outputs keep their bits. A damaged
@@ -274,17 +288,7 @@ TEST(CudaInt8, ChosenCudnnPlansAreReusedAndTravelInThePlan) {
   cuda::resetGeneratedKernelsForTesting();
   const GpuOpTest t = channelsLastInt8Conv(true, Residual::kInt8);
   const Network net = t.network();
-  auto run = [&](const char* expected) -> Tensor {
-    std::vector<cuda::LayerInfo> layers;
-    auto out = runCudaPoisoned(net, t.feeds(), cuda::Precision::kFloat16, "out0", &layers);
-    EXPECT_TRUE(out.isOk()) << out.status().toString();
-    EXPECT_EQ(layers.size(), 1u);
-    if (!out.isOk() || layers.size() != 1) return Tensor();
-    EXPECT_NE(layers[0].implementation.find(expected), std::string::npos)
-        << layers[0].implementation;
-    EXPECT_EQ(layers[0].placement, cuda::LayerPlacement::kGpu) << layers[0].note;
-    return out.value();
-  };
+  auto run = [&](const char* expected) { return runOneGpuLayer(t, net, expected); };
   const Tensor first = run("; timed {");
   const std::string layer = net.graph.nodes[0].displayName();
   expectTensorNear(run("; chosen earlier"), first, 0, 0);
@@ -303,6 +307,53 @@ TEST(CudaInt8, ChosenCudnnPlansAreReusedAndTravelInThePlan) {
   damaged.cubin.resize(damaged.cubin.size() / 2);
   cuda::preloadGeneratedKernels({damaged});
   expectTensorNear(run("; timed {"), first, 0, 0);
+}
+
+// The race of a 1x1 layer's cuDNN plan against Kiln's kernel and cuBLASLt's GEMM runs
+// once: a second engine, and a fresh registry given the plan's entries, take the
+// recorded winner without timing, with the same output bits.
+TEST(CudaInt8, RaceWinnerIsRecordedAndTravelsInThePlan) {
+  KILN_REQUIRE_GPU();
+  cuda::resetGeneratedKernelsForTesting();
+  const GpuOpTest t =
+      int8EpilogueConv({2, 5, 7, 128}, {256, 1, 1, 128}, 1, 0, true, {2, 5, 7, 256});
+  const Network net = t.network();
+  auto run = [&](const char* expected) { return runOneGpuLayer(t, net, expected); };
+  const Tensor first = run("; vs cudnn ");
+  expectTensorNear(run(" won the race"), first, 0, 0);
+  const std::vector<GeneratedKernelBinary> entries =
+      cuda::cudnnPlanRecordsForLayers({net.graph.nodes[0].displayName()});
+  ASSERT_EQ(entries.size(), 1u);
+  cuda::resetGeneratedKernelsForTesting();
+  cuda::preloadGeneratedKernels(entries);
+  expectTensorNear(run(" won the race"), first, 0, 0);
+}
+
+// A plan record's bytes keep the race's winner and times; a record written before
+// the race was recorded (no "race" line) still reads.
+TEST(CudaInt8, PlanRecordBytesKeepTheRace) {
+  cuda::CudnnPlanRecord record;
+  record.choice.engine = 4;
+  record.choice.runtimeCompiled = true;
+  record.choice.knobs = {{3, 1}, {7, 2}};
+  record.timings = "engine 4 rtc=0.1ms";
+  record.raceWinner = "mma:128x128";
+  record.raceTimings = "vs cudnn 0.3ms, kiln MMA 128x128 0.2ms";
+  record.json = "{\"plan\": 1}\nsecond line";
+  cuda::CudnnPlanRecord back;
+  ASSERT_TRUE(cuda::decodeCudnnPlanRecord(cuda::encodeCudnnPlanRecord(record), &back));
+  EXPECT_EQ(back.raceWinner, record.raceWinner);
+  EXPECT_EQ(back.raceTimings, record.raceTimings);
+  EXPECT_EQ(back.json, record.json);
+  EXPECT_EQ(back.timings, record.timings);
+  EXPECT_EQ(back.choice.knobs, record.choice.knobs);
+  record.raceWinner.clear();
+  ASSERT_TRUE(cuda::decodeCudnnPlanRecord(cuda::encodeCudnnPlanRecord(record), &back));
+  EXPECT_TRUE(back.raceWinner.empty());
+  EXPECT_EQ(back.json, record.json);
+  std::vector<char> cut = cuda::encodeCudnnPlanRecord(record);
+  cut.resize(cut.size() - 3);
+  EXPECT_FALSE(cuda::decodeCudnnPlanRecord(cut, &back));
 }
 
 // A 3-channel stem: X and W padded to 4 channels inside the layer.

@@ -110,10 +110,15 @@ std::vector<char> encodeCudnnPlanRecord(const CudnnPlanRecord& record) {
   out << kMagic << "\nengine " << record.choice.engine << "\nrtc "
       << (record.choice.runtimeCompiled ? 1 : 0) << "\nknobs " << record.choice.knobs.size();
   for (const auto& [type, value] : record.choice.knobs) out << ' ' << type << ' ' << value;
-  std::string timings = record.timings;
-  for (char& c : timings)
-    if (c == '\n') c = ' ';
-  out << "\ntimings " << timings << "\njson " << record.json.size() << "\n" << record.json;
+  auto oneLine = [](std::string text) {
+    for (char& c : text)
+      if (c == '\n') c = ' ';
+    return text;
+  };
+  out << "\ntimings " << oneLine(record.timings);
+  if (!record.raceWinner.empty())  // a token: no spaces
+    out << "\nrace " << record.raceWinner << ' ' << oneLine(record.raceTimings);
+  out << "\njson " << record.json.size() << "\n" << record.json;
   const std::string text = out.str();
   return std::vector<char>(text.begin(), text.end());
 }
@@ -138,8 +143,14 @@ bool decodeCudnnPlanRecord(const std::vector<char>& bytes, CudnnPlanRecord* reco
   in.get();  // the newline after the knobs
   if (!std::getline(in, line) || line.rfind("timings ", 0) != 0) return false;
   r.timings = line.substr(8);
+  if (!(in >> word)) return false;
+  if (word == "race") {  // optional (plans written before the race was recorded lack it)
+    if (!(in >> r.raceWinner) || !std::getline(in, line)) return false;
+    r.raceTimings = line.empty() ? line : line.substr(1);
+    if (!(in >> word)) return false;
+  }
   size_t jsonBytes = 0;
-  if (!(in >> word) || word != "json" || !(in >> jsonBytes) || in.get() != '\n') return false;
+  if (word != "json" || !(in >> jsonBytes) || in.get() != '\n') return false;
   const std::streamoff at = in.tellg();
   if (at < 0 || static_cast<size_t>(at) + jsonBytes != bytes.size()) return false;
   r.json.assign(bytes.begin() + at, bytes.end());
@@ -178,6 +189,16 @@ void preloadCudnnPlanEntry(const GeneratedKernelBinary& entry) {
   Entry& e = r.entries[entry.key];
   if (e.layers.empty() && e.record.choice.engine < 0) e.record = record;
   for (const std::string& layer : entry.layers) e.layers.insert(layer);
+}
+
+void rememberRaceWinner(const std::string& key, const std::string& winner,
+                        const std::string& timings) {
+  PlanRegistry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  auto it = r.entries.find(key);
+  if (it == r.entries.end() || it->second.record.choice.engine < 0) return;
+  it->second.record.raceWinner = winner;
+  it->second.record.raceTimings = timings;
 }
 
 void resetCudnnPlansForTesting() {

@@ -22,6 +22,10 @@ struct CudnnPlanRecord {
   CudnnEngineChoice choice;
   std::string json;     // the serialized execution plan; "" when the engine has none
   std::string timings;  // each candidate's time when the choice was made
+  // An INT8 layer's race of this plan against Kiln's kernel and cuBLASLt's GEMM
+  // (int8_conv_race.cpp): "" not run, else the winner ("cudnn", "gemm", "mma:<tile>")
+  // and every candidate's time.
+  std::string raceWinner, raceTimings;
   bool fromPlanFile = false;
 };
 
@@ -34,6 +38,10 @@ bool findCudnnPlanRecord(const std::string& key, CudnnPlanRecord* record);
 // Keeps `record` for `key` (a later call for the same key only adds `layer`).
 void rememberCudnnPlanRecord(const std::string& key, const CudnnPlanRecord& record,
                              const std::string& layer);
+
+// Adds the race's winner and times to the record of `key` (nothing without a record).
+void rememberRaceWinner(const std::string& key, const std::string& winner,
+                        const std::string& timings);
 
 // The execution plan of `record` for `graph`: its serialized form when it has one
 // and cuDNN takes it back, else the engine and knobs finalized again.

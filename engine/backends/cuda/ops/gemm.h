@@ -47,6 +47,13 @@ struct LtMatmulDescriptors {
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
 };
 
+// `g` as an INT8 "TN" GEMM in row-major terms D[rows, cols] = A[rows, depth] *
+// W[cols, depth]^T: cuBLASLt's column-major D^T (cols x rows) = op_T(W as depth x cols)
+// * (A as depth x rows), int32 accumulation, `scaleType` alpha/beta, D (and C) of
+// `dType`; layouts a: W, b: A, d: D. The layout IMMA kernels take.
+Status describeInt8TnGemm(LtMatmulDescriptors* g, cudaDataType_t scaleType, cudaDataType_t dType,
+                          int64_t rows, int64_t cols, int64_t depth);
+
 // The cuBLASLt heuristic's first algorithm for `op` on layouts a, b and d (C = D), with
 // at most min(the engine's workspace limit, 64 MiB) of workspace and, when given,
 // minimum pointer alignments {A, B, C, D} in bytes. `status` is cuBLASLt's answer;

@@ -14,8 +14,9 @@
 // few that compile at run time are timed at the first run of a shape and the
 // fastest kept. Layers with an int8 Y (and an int8 Z or none) then time the plan
 // against the tiles of Kiln's own kernel (int8_conv_mma.h) and, for 1x1 ones,
-// cuBLASLt's GEMM (int8_pointwise_gemm.h); the fastest runs. The implementation text
-// names the winner with every candidate's time.
+// cuBLASLt's GEMM (int8_pointwise_gemm.h) in int8_conv_race.cpp; the fastest runs.
+// The layer's state is int8_conv_state.h's. The implementation text names the winner
+// with every candidate's time.
 #include <algorithm>
 #include <cstdlib>
 #include <sstream>
@@ -27,6 +28,7 @@
 #include "backends/cuda/ops/cudnn_plan_cache.h"
 #include "backends/cuda/ops/int8_conv_cudnn.h"
 #include "backends/cuda/ops/int8_conv_mma.h"
+#include "backends/cuda/ops/int8_conv_state.h"
 #include "backends/cuda/ops/int8_pointwise_gemm.h"
 #include "ir/channels_last.h"
 #include "ir/quantized_layers.h"
@@ -36,28 +38,10 @@ namespace {
 
 enum : int64_t { kUidScale = 4, kUidBias = 5, kUidZ = 6, kUidOutScale = 7, kUidStage = 10 };
 
-struct CudnnInt8State {
-  ConvGeometry geometry;
-  DataType yType = DataType::kInt8;
-  DataType zType = DataType::kFloat32;  // the engine's float storage, or int8 (z_scale)
-  bool residual = false;
-  bool quantizedOutput = false;
-  bool scaledOutput = false;  // the graph ends with * o (int8 Y or int8 Z)
-  bool relu = false;
-  DeviceBuffer scale, bias, outScale;  // float [K], [K], [1]
-  std::shared_ptr<CudnnPlan> plan;
-  float planMs = -1;  // the plan's time when it was timed in this context
-  // A 1x1 layer's cuBLASLt GEMM (int8_pointwise_gemm.h) or a tile of Kiln's MMA
-  // kernel (int8_conv_mma.h) when one beat the plan: alpha = scale * o, bias * o and
-  // beta = o, in units of Y's scale.
-  std::shared_ptr<Int8PointwiseGemm> gemm;
-  int kilnTile = -1;
-  Int8ConvMmaShape mmaShape;
-  DeviceBuffer gemmAlpha, gemmBias;
-  float gemmBeta = 0.f;
-  std::vector<float> hostScale, hostBias;  // kept until the choice is made
-  float hostOutScale = 1.f;
-};
+using int8conv::CudnnInt8State;
+using int8conv::int8EpilogueLayer;
+using int8conv::raceTheOtherKernels;
+using int8conv::uploadFloats;
 
 Result<float> hostScalar(GpuKernelContext& ctx, size_t slot) {
   KILN_ASSIGN_OR_RETURN(Tensor t, ctx.hostInput(slot));
@@ -71,14 +55,6 @@ Status zeroOrAbsent(GpuKernelContext& ctx, size_t slot) {
   KILN_ASSIGN_OR_RETURN(Tensor t, ctx.hostInput(slot));
   if (t.numel() != 1 || t.valueAsInt64(0) != 0 || t.type() != DataType::kInt8)
     return ctx.unsupported("cuDNN's INT8 convolution takes int8 zero point 0 only");
-  return Status::ok();
-}
-
-Status uploadFloats(DeviceBuffer* buffer, const std::vector<float>& host, const char* what) {
-  KILN_RETURN_IF_ERROR(buffer->allocate(static_cast<int64_t>(host.size() * sizeof(float)), what));
-  // Once per shape, at the first enqueue: a synchronous copy keeps `host` simple.
-  KILN_CUDA_CHECK(
-      cudaMemcpy(buffer->data(), host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice));
   return Status::ok();
 }
 
@@ -256,118 +232,6 @@ Status timePlans(GpuKernelContext& ctx, cudnnHandle_t handle, cudnnBackendDescri
   return Status::ok();
 }
 
-// Y int8 and Z int8 or absent, one group, 2-D: the layers Kiln's own kernels and
-// cuBLASLt's GEMM may take.
-bool int8EpilogueLayer(const CudnnInt8State& s) {
-  const ConvGeometry& g = s.geometry;
-  return g.x.size() == 4 && g.x[1] == g.w[1] && s.quantizedOutput &&
-         (!s.residual || s.zType == DataType::kInt8);
-}
-
-// True for the layers int8_pointwise_gemm.h runs: 1x1, stride 1, unpadded.
-bool isPointwiseGemmLayer(const CudnnInt8State& s) {
-  const ConvGeometry& g = s.geometry;
-  auto ones = [](const std::vector<int64_t>& v) {
-    return std::all_of(v.begin(), v.end(), [](int64_t d) { return d == 1; });
-  };
-  auto zeros = [](const std::vector<int64_t>& v) {
-    return std::all_of(v.begin(), v.end(), [](int64_t d) { return d == 0; });
-  };
-  return int8EpilogueLayer(s) && g.w[2] == 1 && g.w[3] == 1 && ones(g.strides) && zeros(g.pre) &&
-         zeros(g.post);
-}
-
-Int8ConvMmaShape mmaShapeOf(const ConvGeometry& g) {
-  Int8ConvMmaShape m;
-  m.n = g.x[0];
-  m.c = g.x[1];
-  m.h = g.x[2];
-  m.w = g.x[3];
-  m.k = g.w[0];
-  m.r = g.w[2];
-  m.s = g.w[3];
-  m.p = g.y[2];
-  m.q = g.y[3];
-  m.strideH = static_cast<int>(g.strides[0]);
-  m.strideW = static_cast<int>(g.strides[1]);
-  m.padH = static_cast<int>(g.pre[0]);
-  m.padW = static_cast<int>(g.pre[1]);
-  m.dilationH = static_cast<int>(g.dilations[0]);
-  m.dilationW = static_cast<int>(g.dilations[1]);
-  return m;
-}
-
-// cuBLASLt's GEMM (1x1 layers) and the tiles of Kiln's MMA kernel timed against the
-// chosen plan; the fastest runs (`forced`: "gemm" or "mma" takes the fastest of that
-// kind when it exists). `how` gains every time.
-Status raceTheOtherKernels(GpuKernelContext& ctx, cudnnHandle_t handle,
-                           const CudnnBindings& bindings, const DeviceTensor& x,
-                           const DeviceTensor& w, const void* z, void* y, const std::string& forced,
-                           CudnnInt8State* s, std::string* how) {
-  const ConvGeometry& g = s->geometry;
-  const int64_t rows = g.y[0] * g.y[2] * g.y[3], channels = g.x[1], outChannels = g.y[1];
-  std::vector<float> alpha(s->hostScale), bias(s->hostBias);
-  for (float& v : alpha) v *= s->hostOutScale;
-  for (float& v : bias) v *= s->hostOutScale;
-  KILN_RETURN_IF_ERROR(uploadFloats(&s->gemmAlpha, alpha, "int8 GEMM alpha"));
-  KILN_RETURN_IF_ERROR(uploadFloats(&s->gemmBias, bias, "int8 GEMM bias"));
-  s->gemmBeta = s->hostOutScale;
-  const auto* alphaData = static_cast<const float*>(s->gemmAlpha.data());
-  const auto* biasData = static_cast<const float*>(s->gemmBias.data());
-  if (s->planMs < 0) {
-    KILN_ASSIGN_OR_RETURN(void* workspace, convWorkspace(ctx, s->plan->workspace));
-    KILN_ASSIGN_OR_RETURN(s->planMs, timeOnStream(ctx.stream(), [&] {
-                            return executeCudnnPlan(handle, *s->plan, bindings, workspace);
-                          }));
-  }
-  std::ostringstream text;
-  text << "; vs cudnn " << s->planMs << "ms";
-  float best = forced.empty() ? s->planMs : 1e30f;
-  if (isPointwiseGemmLayer(*s) && forced.rfind("mma", 0) != 0) {
-    std::string why;
-    KILN_ASSIGN_OR_RETURN(
-        std::shared_ptr<Int8PointwiseGemm> gemm,
-        planInt8PointwiseGemm(ctx, rows, channels, outChannels, s->residual, s->relu, &why));
-    if (gemm) {
-      Result<float> ms = timeOnStream(ctx.stream(), [&] {
-        return runInt8PointwiseGemm(ctx, *gemm, x.data, w.data, alphaData, biasData, s->gemmBeta, z,
-                                    y);
-      });
-      if (ms.isOk()) {
-        text << ", cublasLt GEMM " << ms.value() << "ms";
-        if (ms.value() < best) {
-          best = ms.value();
-          s->gemm = std::move(gemm);
-        }
-      } else {
-        text << ", cublasLt GEMM failed: " << ms.status().message();
-      }
-    } else {
-      text << ", no cublasLt GEMM (" << why << ")";
-    }
-  }
-  s->mmaShape = mmaShapeOf(g);
-  for (int tile : forced == "gemm" ? std::vector<int>{} : int8ConvMmaTiles(s->mmaShape)) {
-    if (forced.rfind("mma:", 0) == 0 && forced.substr(4) != int8ConvMmaTileName(tile)) continue;
-    Result<float> ms = timeOnStream(ctx.stream(), [&] {
-      return runInt8ConvMma(tile, s->mmaShape, x.data, w.data, alphaData, biasData, s->gemmBeta, z,
-                            y, s->relu, ctx.stream());
-    });
-    if (ms.isOk()) {
-      text << ", kiln MMA " << int8ConvMmaTileName(tile) << " " << ms.value() << "ms";
-      if (ms.value() < best) {
-        best = ms.value();
-        s->gemm.reset();
-        s->kilnTile = tile;
-      }
-    } else {
-      text << ", kiln MMA " << int8ConvMmaTileName(tile) << " failed: " << ms.status().message();
-    }
-  }
-  *how += text.str();
-  return Status::ok();
-}
-
 // The plan of the graph of `s`: an earlier choice for the same graph (this process's,
 // or the plan file's) built again, else timePlans().
 Status choosePlan(GpuKernelContext& ctx, cudnnHandle_t handle, const CudnnBindings& bindings,
@@ -378,10 +242,12 @@ Status choosePlan(GpuKernelContext& ctx, cudnnHandle_t handle, const CudnnBindin
   KILN_ASSIGN_OR_RETURN(const std::string key, cudnnPlanKey(graphText(*s)));
   CudnnPlanRecord record;
   std::string how;
+  bool reused = false;  // `record` is this graph's, and its plan is s->plan
   if (findCudnnPlanRecord(key, &record)) {
     Result<std::unique_ptr<CudnnPlan>> plan = planFromRecord(handle, graph.get(), record);
     if (plan.isOk()) {
       s->plan = std::shared_ptr<CudnnPlan>(std::move(plan.value()));
+      reused = true;
       rememberCudnnPlanRecord(key, record, ctx.node().displayName());
       how = std::string(record.fromPlanFile ? "from the plan file" : "chosen earlier") +
             (record.json.empty() ? "" : ", serialized") + " (timed then {" + record.timings + "})";
@@ -394,9 +260,10 @@ Status choosePlan(GpuKernelContext& ctx, cudnnHandle_t handle, const CudnnBindin
   const char* force = std::getenv("KILN_INT8_CONV");
   const std::string forced = force ? force : "";
   if (int8EpilogueLayer(*s) && forced != "cudnn")
-    KILN_RETURN_IF_ERROR(raceTheOtherKernels(
-        ctx, handle, bindings, x, w, z, y,
-        forced == "gemm" || forced.rfind("mma", 0) == 0 ? forced : "", s, &how));
+    KILN_RETURN_IF_ERROR(
+        raceTheOtherKernels(ctx, handle, bindings, x, w, z, y,
+                            forced == "gemm" || forced.rfind("mma", 0) == 0 ? forced : "", key,
+                            reused ? &record : nullptr, s, &how));
   const std::string what =
       s->kilnTile >= 0 ? "kiln int8 MMA kernel " + int8ConvMmaTileName(s->kilnTile) + " ("
       : s->gemm        ? "cublasLt int8 GEMM, int8 epilogue (1x1 conv, "
@@ -486,9 +353,9 @@ Status quantizedConvChannelsLast(GpuKernelContext& ctx) {
                           static_cast<const float*>(state->gemmBias.data()), state->gemmBeta, zData,
                           y.data, state->relu, ctx.stream());
   if (state->gemm)
-    return runInt8PointwiseGemm(
-        ctx, *state->gemm, x.data, w.data, static_cast<const float*>(state->gemmAlpha.data()),
-        static_cast<const float*>(state->gemmBias.data()), state->gemmBeta, zData, y.data);
+    return runInt8PointwiseGemm(ctx, *state->gemm, x.data, w.data,
+                                static_cast<const float*>(state->gemmAlpha.data()), state->gemmBeta,
+                                zData, y.data);
   KILN_ASSIGN_OR_RETURN(void* workspace, convWorkspace(ctx, state->plan->workspace));
   return executeCudnnPlan(handle, *state->plan, bindings, workspace);
 }

@@ -40,9 +40,8 @@ std::string supportsInt8Layer(const Node&, const std::vector<DataType>& types) {
   return "";
 }
 
-// cuBLASLt's int8 GEMM in row-major terms acc[rows, cols] = A[rows, k] W[cols, k]^T:
-// column-major D^T (cols x rows) = op_T(W as k x cols) * A as (k x rows), the "TN"
-// layout IMMA kernels take.
+// cuBLASLt's int8 GEMM acc[rows, cols] = A[rows, k] W[cols, k]^T with int32 output
+// (describeInt8TnGemm in gemm.h).
 struct LtInt8Gemm : LtMatmulDescriptors {  // a: W, b: A
   int64_t rows = 0, cols = 0, k = 0;
   cublasLtMatmulAlgo_t algo{};
@@ -52,15 +51,7 @@ struct LtInt8Gemm : LtMatmulDescriptors {  // a: W, b: A
 };
 
 Status planLtGemm(GpuKernelContext& ctx, LtInt8Gemm* g) {
-  KILN_CUBLAS_CHECK(cublasLtMatmulDescCreate(&g->op, CUBLAS_COMPUTE_32I, CUDA_R_32I));
-  const cublasOperation_t transposed = CUBLAS_OP_T, plain = CUBLAS_OP_N;
-  KILN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_TRANSA, &transposed,
-                                                   sizeof(transposed)));
-  KILN_CUBLAS_CHECK(
-      cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_TRANSB, &plain, sizeof(plain)));
-  KILN_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&g->a, CUDA_R_8I, g->k, g->cols, g->k));  // W
-  KILN_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&g->b, CUDA_R_8I, g->k, g->rows, g->k));  // A
-  KILN_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&g->d, CUDA_R_32I, g->cols, g->rows, g->cols));
+  KILN_RETURN_IF_ERROR(describeInt8TnGemm(g, CUDA_R_32I, CUDA_R_32I, g->rows, g->cols, g->k));
   KILN_ASSIGN_OR_RETURN(const LtAlgorithm result, firstLtAlgorithm(ctx, g->op, g->a, g->b, g->d));
   if (!result.found) {
     g->why = "cuBLASLt has no int8 algorithm for " + std::to_string(g->rows) + "x" +

@@ -8,8 +8,8 @@
 
 namespace kiln::cuda {
 
-// cuBLASLt is column-major: D^T [K x rows] = op_T(W as C x K) * (X^T as C x rows), so
-// D^T's columns are Y's rows (NHWC); C (the residual) has D's layout.
+// describeInt8TnGemm's layout with int8 D: D^T's columns are Y's rows (NHWC); C (the
+// residual) has D's layout.
 struct Int8PointwiseGemm : LtMatmulDescriptors {  // a: W, b: X, d: Y and Z
   LtAlgorithm algorithm;
   bool residual = false;
@@ -18,19 +18,16 @@ struct Int8PointwiseGemm : LtMatmulDescriptors {  // a: W, b: X, d: Y and Z
 Result<std::shared_ptr<Int8PointwiseGemm>> planInt8PointwiseGemm(GpuKernelContext& ctx,
                                                                  int64_t rows, int64_t channels,
                                                                  int64_t outChannels, bool residual,
-                                                                 bool relu, std::string* why) {
+                                                                 bool relu, const float* bias,
+                                                                 std::string* why) {
   if (channels % 4 != 0 || outChannels % 4 != 0) {
     *why = "C and K must be multiples of 4";
     return std::shared_ptr<Int8PointwiseGemm>();
   }
   auto g = std::make_shared<Int8PointwiseGemm>();
   g->residual = residual;
-  KILN_CUBLAS_CHECK(cublasLtMatmulDescCreate(&g->op, CUBLAS_COMPUTE_32I, CUDA_R_32F));
-  const cublasOperation_t transposed = CUBLAS_OP_T, plain = CUBLAS_OP_N;
-  KILN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_TRANSA, &transposed,
-                                                   sizeof(transposed)));
-  KILN_CUBLAS_CHECK(
-      cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_TRANSB, &plain, sizeof(plain)));
+  KILN_RETURN_IF_ERROR(
+      describeInt8TnGemm(g.get(), CUDA_R_32F, CUDA_R_8I, rows, outChannels, channels));
   const cublasLtPointerMode_t vectorAlpha = CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_HOST;
   KILN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_POINTER_MODE,
                                                    &vectorAlpha, sizeof(vectorAlpha)));
@@ -40,9 +37,8 @@ Result<std::shared_ptr<Int8PointwiseGemm>> planInt8PointwiseGemm(GpuKernelContex
   const cudaDataType_t biasType = CUDA_R_32F;
   KILN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
                                                    &biasType, sizeof(biasType)));
-  KILN_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&g->a, CUDA_R_8I, channels, outChannels, channels));
-  KILN_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&g->b, CUDA_R_8I, channels, rows, channels));
-  KILN_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&g->d, CUDA_R_8I, outChannels, rows, outChannels));
+  KILN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                                   sizeof(bias)));
   KILN_ASSIGN_OR_RETURN(g->algorithm, firstLtAlgorithm(ctx, g->op, g->a, g->b, g->d));
   if (!g->algorithm.found) {
     *why = "cuBLASLt has no int8-output algorithm with a per-channel alpha (status " +
@@ -53,10 +49,7 @@ Result<std::shared_ptr<Int8PointwiseGemm>> planInt8PointwiseGemm(GpuKernelContex
 }
 
 Status runInt8PointwiseGemm(GpuKernelContext& ctx, const Int8PointwiseGemm& g, const void* x,
-                            const void* w, const float* alpha, const float* bias, float beta,
-                            const void* z, void* y) {
-  KILN_CUBLAS_CHECK(
-      cublasLtMatmulDescSetAttribute(g.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+                            const void* w, const float* alpha, float beta, const void* z, void* y) {
   void* workspace = nullptr;
   if (g.algorithm.workspace > 0) {
     KILN_ASSIGN_OR_RETURN(workspace, ctx.libraryWorkspace(g.algorithm.workspace));

@@ -17,18 +17,19 @@ namespace kiln::cuda {
 
 struct Int8PointwiseGemm;
 
-// The GEMM for these sizes, or nullptr with `why` set when cuBLASLt has no algorithm
-// (C and K must be multiples of 4). Errors: a cuBLASLt call that fails.
+// The GEMM for these sizes with its bias (float [K] on the device, fixed for the
+// plan's life), or nullptr with `why` set when cuBLASLt has no algorithm (C and K
+// must be multiples of 4). Errors: a cuBLASLt call that fails.
 Result<std::shared_ptr<Int8PointwiseGemm>> planInt8PointwiseGemm(GpuKernelContext& ctx,
                                                                  int64_t rows, int64_t channels,
                                                                  int64_t outChannels, bool residual,
-                                                                 bool relu, std::string* why);
+                                                                 bool relu, const float* bias,
+                                                                 std::string* why);
 
-// Enqueues it on the context's stream: x int8 [rows, C], w int8 [K, C], alpha and bias
-// float [K] on the device, z int8 [rows, K] (only when planned with a residual), y int8
+// Enqueues it on the context's stream: x int8 [rows, C], w int8 [K, C], alpha float
+// [K] on the device, z int8 [rows, K] (only when planned with a residual), y int8
 // [rows, K].
 Status runInt8PointwiseGemm(GpuKernelContext& ctx, const Int8PointwiseGemm& gemm, const void* x,
-                            const void* w, const float* alpha, const float* bias, float beta,
-                            const void* z, void* y);
+                            const void* w, const float* alpha, float beta, const void* z, void* y);
 
 }  // namespace kiln::cuda

@@ -324,6 +324,20 @@ LtMatmulDescriptors::~LtMatmulDescriptors() {
   if (d) cublasLtMatrixLayoutDestroy(d);
 }
 
+Status describeInt8TnGemm(LtMatmulDescriptors* g, cudaDataType_t scaleType, cudaDataType_t dType,
+                          int64_t rows, int64_t cols, int64_t depth) {
+  KILN_CUBLAS_CHECK(cublasLtMatmulDescCreate(&g->op, CUBLAS_COMPUTE_32I, scaleType));
+  const cublasOperation_t transposed = CUBLAS_OP_T, plain = CUBLAS_OP_N;
+  KILN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_TRANSA, &transposed,
+                                                   sizeof(transposed)));
+  KILN_CUBLAS_CHECK(
+      cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_TRANSB, &plain, sizeof(plain)));
+  KILN_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&g->a, CUDA_R_8I, depth, cols, depth));
+  KILN_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&g->b, CUDA_R_8I, depth, rows, depth));
+  KILN_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&g->d, dType, cols, rows, cols));
+  return Status::ok();
+}
+
 Result<LtAlgorithm> firstLtAlgorithm(GpuKernelContext& ctx, cublasLtMatmulDesc_t op,
                                      cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
                                      cublasLtMatrixLayout_t d, const uint32_t* alignments) {
