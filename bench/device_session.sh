@@ -35,6 +35,7 @@ done
 for t in $tests; do
   timeout 300 /tmp/kiln/bin/$t --gtest_brief=1 > $out/$t.log 2>&1
   echo "$t: exit $? $(grep -E '^\[  (PASSED|FAILED)' $out/$t.log | tr '\n' ' ')"
+  cp $out/$t.log $OUT/ 2>/dev/null  # now: a call cut at its limit still returns it
   grep -A8 "Failure" $out/$t.log | head -30
 done
 K=/tmp/kiln/bin/kiln
