@@ -2,7 +2,8 @@
 // block computes a kRows x kCols tile of Y (output pixels x output channels) with
 // int8 tensor-core MMAs (mma.sync m16n8k32, int32 accumulate), its warps in a
 // kWarpsM x kWarpsN grid. The depth runs in 64-channel chunks of one filter tap each;
-// kStages chunks of X and W are in flight at once (cp.async into shared memory, rows
+// blocks are persistent, and kStages - 1 chunks of X and W are in flight ahead of the
+// one being multiplied, across tile boundaries (cp.async into shared memory, rows
 // padded by 16 bytes so that ldmatrix and the MMA fragments hit 32 different banks).
 // The chunk of X for tap (r, s) reads, for each output pixel, the input pixel the tap
 // lands on, or zeros (cp.async's zero fill) where it falls outside the image. The
