@@ -111,6 +111,17 @@ def kiln_json(args, timeout, ok_codes=(0,), reserve=0.0):
 RESULTS = {"steps": {}, "errors": {}}
 
 
+def throughput_baselines():
+    """Our FP16 plan (build and run) and PyTorch eager FP16; the FP16 build's result or None."""
+    if "model" not in RESULTS["steps"] or "throughput" in SKIP:
+        return None
+    fp16 = step("fp16 build", fp16_plan)
+    if fp16:
+        step("fp16 run", run_plan, fp16["plan"])
+    step("pytorch eager fp16", torch_eager)
+    return fp16
+
+
 def step(name, fn, *args, **kwargs):
     """Runs one step; on failure records and prints its one-line error and returns None."""
     started = time.time()
@@ -729,6 +740,9 @@ def main():
                     ["--int8", "--calib-cache", CACHE, "--fp16", *INT8_FLAGS], 300, 60) if cal else None
         if int8 and "throughput" not in SKIP:
             step("int8 run", run_plan, INT8_PLAN)
+        # The same-run baselines next, before the slow accuracy steps: a spent budget
+        # must not leave the INT8 time without its ratios.
+        fp16 = throughput_baselines()
         if int8 and "accuracy" not in SKIP:
             c = step("top-1 vs FP32 (kiln compare)", accuracy_compare, INT8_PLAN,
                      f"{'CUDA' if BACKEND == 'cuda' else 'CPU'} INT8 plan (b{BATCH} plan run at batch {N_SAMPLES})")
@@ -739,6 +753,7 @@ def main():
             step("top-1 vs FP32 (CPU INT8 fallback)", cpu_int8_fallback)
     else:
         INPUT = "input"
+        fp16 = None
 
     if prepare:
         meta = step("qdq prepare", wait_qdq_prepare, prepare[0])
@@ -752,12 +767,6 @@ def main():
                 step(f"qdq {backend} direct", qdq_variant, meta, backend, False)
                 step(f"qdq {backend} plan", qdq_variant, meta, backend, True)
 
-    fp16 = None
-    if "model" in RESULTS["steps"] and "throughput" not in SKIP:
-        fp16 = step("fp16 build", fp16_plan)
-        if fp16:
-            step("fp16 run", run_plan, fp16["plan"])
-        step("pytorch eager fp16", torch_eager)
     if fp16 and "fp16-context" not in SKIP and "accuracy" not in SKIP and "calibrate" in RESULTS["steps"]:
         if remaining() > 40:
             step("fp16 top-1 vs FP32 (context)", accuracy_compare, fp16["plan"],
