@@ -5,6 +5,8 @@
 #include <map>
 #include <sstream>
 
+#include "kiln/cuda_generated_kernels.h"
+
 namespace kiln::inspector {
 namespace {
 using nlohmann::json;
@@ -97,10 +99,9 @@ std::string kibibytes(int64_t bytes) {
   return text;
 }
 
-// A plan entry that records a cuDNN execution plan (kiln/cuda_generated_kernels.h),
-// not an NVRTC cubin.
+// A plan entry that records a cuDNN execution plan, not an NVRTC cubin.
 bool isCudnnPlanEntry(const GeneratedKernelBinary& k) {
-  return k.key.find(":cudnn-plan:") != std::string::npos;
+  return cuda::isCudnnPlanKey(k.key);
 }
 
 int64_t generatedKernelBytes(const Plan& plan) {

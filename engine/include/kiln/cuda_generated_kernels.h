@@ -37,6 +37,13 @@ void preloadGeneratedKernels(const std::vector<GeneratedKernelBinary>& kernels);
 std::vector<GeneratedKernelBinary> cudnnPlanRecordsForLayers(
     const std::vector<std::string>& layers);
 
+// The tag in the key of such a record, and whether a plan entry's key has it (a cuDNN
+// execution-plan record, not a cubin).
+inline constexpr const char* kCudnnPlanKeyTag = ":cudnn-plan:";
+inline bool isCudnnPlanKey(const std::string& key) {
+  return key.find(kCudnnPlanKeyTag) != std::string::npos;
+}
+
 // How many NVRTC compilations this process has run (for tests and logs).
 int64_t nvrtcCompileCount();
 

@@ -403,13 +403,17 @@ Status heuristicPlans(cudnnHandle_t handle, cudnnBackendDescriptor_t graph,
       }
       runtimeCompiled += compiles ? 1 : 0;
       plan->choice = {engineIndex(configs[i].get()), knobChoices(configs[i].get()), compiles};
-      plan->description = "cudnn " + engine + (compiles ? " rtc" : "") +
+      plan->description = describeCudnnChoice(plan->choice) +
                           (mode == CUDNN_HEUR_MODE_FALLBACK ? " (fallback)" : "");
       plans->push_back(std::move(plan));
     }
     if (!plans->empty()) break;
   }
   return Status::ok();
+}
+
+std::string describeCudnnChoice(const CudnnEngineChoice& choice) {
+  return "cudnn engine " + std::to_string(choice.engine) + (choice.runtimeCompiled ? " rtc" : "");
 }
 
 Result<std::unique_ptr<CudnnPlan>> planFromChoice(cudnnHandle_t handle,
@@ -446,8 +450,7 @@ Result<std::unique_ptr<CudnnPlan>> planFromChoice(cudnnHandle_t handle,
     return Status(StatusCode::kUnsupported, "cuDNN engine " + std::to_string(choice.engine) +
                                                 " with the recorded knobs does not finalize");
   plan->choice = choice;
-  plan->description =
-      "cudnn engine " + std::to_string(choice.engine) + (choice.runtimeCompiled ? " rtc" : "");
+  plan->description = describeCudnnChoice(choice);
   return plan;
 }
 

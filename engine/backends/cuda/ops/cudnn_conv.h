@@ -102,10 +102,14 @@ struct CudnnEngineChoice {
   bool runtimeCompiled = false;  // the engine compiles its kernel (NVRTC) at finalize
 };
 
+// "cudnn engine 12", "cudnn engine 4 rtc" (runtime-compiled): how a plan of `choice`
+// names itself.
+std::string describeCudnnChoice(const CudnnEngineChoice& choice);
+
 struct CudnnPlan {
   CudnnDescriptor plan;
   int64_t workspace = 0;
-  std::string description;  // "cudnn engine 12", "cudnn engine 3 (fallback)"
+  std::string description;  // describeCudnnChoice, "+ (fallback)" from the fallback list
   CudnnEngineChoice choice;
 };
 

@@ -15,7 +15,6 @@
 namespace kiln::cuda {
 namespace {
 
-constexpr const char* kKeyTag = ":cudnn-plan:";
 constexpr const char* kMagic = "kiln-cudnn-plan 1";
 
 struct Entry {
@@ -41,7 +40,7 @@ Result<std::string> cudnnPlanKey(const std::string& graphText) {
   char hex[17];
   std::snprintf(hex, sizeof(hex), "%016llx",
                 static_cast<unsigned long long>(fnv1a64(text.data(), text.size())));
-  return architecture + kKeyTag + hex;
+  return architecture + kCudnnPlanKeyTag + hex;
 }
 
 bool findCudnnPlanRecord(const std::string& key, CudnnPlanRecord* record) {
@@ -85,8 +84,7 @@ std::unique_ptr<CudnnPlan> planFromJson(cudnnHandle_t handle, const CudnnPlanRec
                     static_cast<int64_t>(record.json.size()), record.json.data());
   if (!plan) return nullptr;
   plan->choice = record.choice;
-  plan->description = "cudnn engine " + std::to_string(record.choice.engine) +
-                      (record.choice.runtimeCompiled ? " rtc" : "");
+  plan->description = describeCudnnChoice(record.choice);
   return plan;
 }
 
@@ -99,10 +97,6 @@ Result<std::unique_ptr<CudnnPlan>> planFromRecord(cudnnHandle_t handle,
     if (std::unique_ptr<CudnnPlan> plan = planFromJson(handle, record)) return plan;
   }
   return planFromChoice(handle, graph, record.choice);
-}
-
-bool isCudnnPlanKey(const std::string& key) {
-  return key.find(kKeyTag) != std::string::npos;
 }
 
 std::vector<char> encodeCudnnPlanRecord(const CudnnPlanRecord& record) {

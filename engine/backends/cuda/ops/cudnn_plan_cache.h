@@ -51,11 +51,10 @@ Result<std::unique_ptr<CudnnPlan>> planFromRecord(cudnnHandle_t handle,
 // cuDNN's serialized form of `plan` ("" when the engine does not serialize).
 std::string serializeCudnnPlan(const CudnnPlan& plan);
 
-// Plan-file side: the records used by any of `layers`, as plan entries; whether a
-// plan entry's key is a cuDNN record; taking a plan's entry back (a damaged one is
-// dropped: its layer times its candidates as without a plan).
+// Plan-file side: the records used by any of `layers`, as plan entries (whether a key
+// is a record's: isCudnnPlanKey in kiln/cuda_generated_kernels.h); taking a plan's entry back (a
+// damaged one is dropped: its layer times its candidates as without a plan).
 std::vector<GeneratedKernelBinary> cudnnPlanEntries(const std::set<std::string>& layers);
-bool isCudnnPlanKey(const std::string& key);
 void preloadCudnnPlanEntry(const GeneratedKernelBinary& entry);
 
 // The entry bytes of a record, and back (untrusted input: false when damaged).

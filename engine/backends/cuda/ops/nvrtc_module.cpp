@@ -1,7 +1,5 @@
 #include "backends/cuda/ops/nvrtc_module.h"
 
-#include "backends/cuda/ops/cudnn_plan_cache.h"
-
 #include <nvrtc.h>
 
 #include <algorithm>
