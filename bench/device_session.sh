@@ -88,9 +88,9 @@ if [ "$part" = int8 ]; then
   # The script bounds itself (--budget, 220 s); INT8_BENCH_ARGS adds options (e.g. --skip=qdq).
   PYTHONUNBUFFERED=1 timeout 560 python3 bench/int8_bench.py $K /tmp/kiln/models $out $fp ${INT8_BENCH_ARGS:-} 2>&1 | tee $out/int8_bench.log
   cp $out/int8_bench.json $OUT/ 2>/dev/null
+  IN=$(python3 -c "import onnx;m=onnx.load('/tmp/kiln/models/resnet50.onnx',load_external_data=False);print(m.graph.input[0].name)" 2>/dev/null)
   if [ -f /tmp/kiln-int8/resnet50_b256_int8.kiln ]; then
     echo "=== int8 plan profile"
-    IN=$(python3 -c "import onnx;m=onnx.load('/tmp/kiln/models/resnet50.onnx',load_external_data=False);print(m.graph.input[0].name)")
     timeout 120 $K run /tmp/kiln-int8/resnet50_b256_int8.kiln --shapes $IN:256x3x224x224 --no-data-transfers --profile --json 2>/dev/null | python3 bench/profile_summary.py | head -30
     timeout 60 $K inspect /tmp/kiln-int8/resnet50_b256_int8.kiln --layers > $out/int8_layers.txt 2>&1
     grep -c "cudnn int8" $out/int8_layers.txt; grep "generated kernels" $out/int8_layers.txt
@@ -102,7 +102,6 @@ if [ "$part" = int8 ]; then
   # and run per '|'-separated entry; INT8_AB_FLAGS: flags for all of them).
   echo "${INT8_AB:-}" | tr '|' '\n' | while read -r ab; do
     [ -n "$ab" ] || continue
-    IN=$(python3 -c "import onnx;m=onnx.load('/tmp/kiln/models/resnet50.onnx',load_external_data=False);print(m.graph.input[0].name)")
     S=$IN:256x3x224x224
     echo "=== int8 A/B: $ab ${INT8_AB_FLAGS:-}"
     bash -c "time env $ab timeout 300 $K build /tmp/kiln/models/resnet50.onnx -o /tmp/kiln-int8/ab.kiln --backend cuda --int8 --calib-cache /tmp/kiln-int8/resnet50.cache --fp16 ${INT8_AB_FLAGS:-} --optimization-level 2 --min-shapes $S --opt-shapes $S --max-shapes $S --quiet" 2>&1 | grep -E "real|rror"
