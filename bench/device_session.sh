@@ -25,7 +25,7 @@ echo "${NCU_PROBE:-}" | tr '|' '\n' | while read -r layer tile; do
   echo "=== ncu: probe layer $layer tile $tile"
   m=""; for r in long_scoreboard barrier short_scoreboard mio_throttle lg_throttle math_pipe_throttle wait not_selected selected dispatch_stall drain membar no_instruction tex_throttle branch_resolving; do
     m="$m,smsp__average_warps_issue_stalled_${r}_per_issue_active.ratio"; done
-  timeout 200 ncu --clock-control none --kernel-name regex:int8ConvMma --launch-skip 3 --launch-count 1 \
+  timeout 200 ncu --clock-control none --kernel-name regex:"int8Conv(Mma|Wgmma)" --launch-skip 3 --launch-count 1 \
     --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section Occupancy \
     --section SchedulerStats --metrics ${m#,} \
     /tmp/kiln/bin/kiln_int8_mma_probe 256 $layer $tile > $out/ncu_$layer.txt 2>&1

@@ -6,7 +6,10 @@
 // requantized outputs. Without a device every test skips and says why.
 #include <gtest/gtest.h>
 
+#include <cuda_runtime.h>
+
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 
 #include "backends/cuda/ops/cudnn_plan_cache.h"
@@ -227,10 +230,22 @@ TEST(CudaInt8, ConvOnKilnsMmaKernelEveryTile) {
       {"3x3 stride 1", {2, 9, 11, 64}, {128, 3, 3, 64}, 1, 1, {2, 9, 11, 128}},
       {"3x3 stride 2", {1, 13, 10, 128}, {64, 3, 3, 128}, 2, 1, {1, 7, 5, 64}},
       {"1x1 stride 2", {2, 8, 8, 64}, {128, 1, 1, 64}, 2, 0, {2, 4, 4, 128}},
+      {"3x3, many row tiles", {3, 14, 15, 64}, {64, 3, 3, 64}, 1, 1, {3, 14, 15, 64}},
+      {"1x1, many row tiles", {4, 10, 10, 64}, {128, 1, 1, 64}, 1, 0, {4, 10, 10, 128}},
   };
+  // The wgmma tiles (sm_90a code) run on compute capability 9.0 only.
+  int device = 0, major = 0, minor = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device), cudaSuccess);
+  std::vector<std::string> tiles = {"128x128", "128x64"};
+  if (major == 9 && minor == 0)
+    tiles.insert(tiles.end(), {"wg128x128", "wg128x64", "wg128x128d"});
+  else
+    std::printf("[ SKIPPED  ] the wgmma tiles: compute capability %d.%d is not 9.0\n", major, minor);
   for (const Case& c : cases) {
-    for (const char* tile : {"128x128", "128x64"}) {
-      const int64_t columns = std::string(tile) == "128x64" ? 64 : 128;
+    for (const std::string& tile : tiles) {
+      const int64_t columns = tile.size() >= 2 && tile.substr(tile.size() - 2) == "64" ? 64 : 128;
       if (c.w[0] % columns != 0) continue;
       for (bool residual : {false, true}) {
         SCOPED_TRACE(std::string(c.name) + ", tile " + tile + (residual ? ", int8 Z" : ", no Z"));
