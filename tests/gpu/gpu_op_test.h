@@ -84,12 +84,18 @@ class GpuOpTest {
 bool gpuAvailable();
 
 // Runs `net` on the CUDA engine (TF32 off) with `feeds`, its output `output` bound to a
-// device buffer filled with NaN (0xFF bytes) first, so an element the kernels never
-// write cannot pass; returns that output (cast to float32 from its binding type: an
-// int8 output's 0xFF poison reads -1) and, when asked, the layers.
+// device buffer poisoned first (NaN, 0xFF bytes, for float outputs; -128 for int8), so
+// an element the kernels never write cannot pass; returns that output (cast to float32
+// from its binding type) and, when asked, the layers. With `runAgain`
+// the buffer is poisoned again after the first run and the network run once more:
+// layers that time their candidate kernels in place on the first run (the
+// channels-last INT8 convolution runs cuDNN on its output before racing Kiln's
+// kernels) leave a correct answer there that would hide the elements the chosen
+// kernel never writes.
 Result<Tensor> runCudaPoisoned(const Network& net, const std::map<std::string, Tensor>& feeds,
                                cuda::Precision precision, const std::string& output,
-                               std::vector<cuda::LayerInfo>* layers = nullptr);
+                               std::vector<cuda::LayerInfo>* layers = nullptr,
+                               bool runAgain = false);
 
 }  // namespace kiln::test
 

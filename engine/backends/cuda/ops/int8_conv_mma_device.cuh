@@ -60,6 +60,14 @@ constexpr int kWgmmaTileCols[kWgmmaTileCount] = {128, 64, 128};
 constexpr const char* kWgmmaTileNames[kWgmmaTileCount] = {"wg128x128", "wg128x64", "wg128x128d"};
 Status launchWgmmaTile(int tile, const ConvMmaArgs& args, cudaStream_t stream);
 
+// The halo kernel (int8_conv_halo.cu): 3x3, stride 1, dilation 1, C == K == 64; one
+// tile of 8 x 16 output pixels of one image, all 64 channels. p and q: Y's height and
+// width (args.rows = N P Q).
+constexpr const char* kHaloTileName = "halo8x16";
+bool haloFits(int64_t c, int64_t k, int64_t r, int64_t s, int strideH, int strideW,
+              int dilationH, int dilationW);
+Status launchHaloTile(const ConvMmaArgs& args, int p, int q, cudaStream_t stream);
+
 __device__ __forceinline__ void copyAsync16(void* shared, const void* global, bool valid) {
   const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(shared));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(address), "l"(global),
@@ -280,12 +288,12 @@ __device__ __forceinline__ void storeTile(const ConvMmaArgs& p, const int8_t* ou
   }
 }
 
-// Launches Kernel (a persistent kernel of tile T) with as many blocks as fit the GPU
-// at once, or one per tile when there are fewer tiles; per device, the kernel's
-// shared-memory limit is raised once (the tiles need more than the default 48 KiB)
-// and the resident block count remembered.
-template <class T, auto Kernel>
-Status launchPersistent(const ConvMmaArgs& args, cudaStream_t stream, const char* name) {
+// Launches Kernel (a persistent kernel of tile T, taking `args`) with as many blocks as
+// fit the GPU at once, or one per tile when there are fewer tiles; per device, the
+// kernel's shared-memory limit is raised once (the tiles need more than the default 48
+// KiB) and the resident block count remembered.
+template <class T, auto Kernel, class Args>
+Status launchPersistent(const Args& args, int64_t tiles, cudaStream_t stream, const char* name) {
   static std::atomic<int64_t> residentPerDevice[64] = {};
   int device = 0;
   KILN_CUDA_CHECK(cudaGetDevice(&device));
@@ -303,11 +311,17 @@ Status launchPersistent(const ConvMmaArgs& args, cudaStream_t stream, const char
     resident = static_cast<int64_t>(perSm) * sms;
     if (device >= 0 && device < 64) residentPerDevice[device].store(resident);
   }
-  const int64_t tiles = (int64_t{args.rows} + T::kRows - 1) / T::kRows * (args.k / T::kCols);
+  if (tiles <= 0) return Status::ok();
   Kernel<<<static_cast<unsigned>(std::min(tiles, resident)), T::kThreads, T::kSmemBytes,
            stream>>>(args);
   KILN_CUDA_CHECK_LAUNCH(name);
   return Status::ok();
+}
+
+// Tiles of a kernel that cuts Y into kRows pixel rows x kCols channels.
+template <class T>
+int64_t pixelRowTiles(const ConvMmaArgs& args) {
+  return (int64_t{args.rows} + T::kRows - 1) / T::kRows * (args.k / T::kCols);
 }
 
 // Tile::run<Stages, Residual, SmallDepth>(args, stream) for the layer: three stages of

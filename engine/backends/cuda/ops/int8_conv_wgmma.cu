@@ -148,41 +148,41 @@ __global__ void __launch_bounds__(T::kThreads, T::kBlocksPerSm) int8ConvWgmmaKer
   const int lookahead = min(T::kStages - 2, p.chunks);
   loader.prime(lookahead, steps);
 
-  int tile = blockIdx.x, local = 0;
-  int chunk = 0, stage = 0;
+  int stage = 0, step = 0;
   const float low = p.relu ? 0.f : -128.f;
   const int group = lane >> 2, quad = lane & 3;
   int32_t acc[T::kBlocksM][T::kCols / 2] = {};
-  for (int step = 0; step < steps; ++step) {
-    // This step's copies are in when at most lookahead - 1 younger groups are pending.
-    if (lookahead >= 6) waitCopies<5>();
-    else if (lookahead == 5) waitCopies<4>();
-    else if (lookahead == 4) waitCopies<3>();
-    else if (lookahead == 3) waitCopies<2>();
-    else if (lookahead == 2) waitCopies<1>();
-    else waitCopies<0>();
-    fenceOperands();
-    __syncthreads();
-    if (step + lookahead < steps) loader.issue();
-    commitCopies();
-    const int8_t* xs = shared + stage * T::kStageBytes + warpgroup * T::kWarpgroupRows * kDepth;
-    const int8_t* ws = shared + stage * T::kStageBytes + T::kRows * kDepth;
-    stage = stage + 1 == T::kStages ? 0 : stage + 1;
-    wgmmaFence();
+  // Tiles outside, chunks inside: the chunk loop's back edge then carries nothing but
+  // the wgmmas' own accumulators, and ptxas keeps one step of MMAs in flight across it
+  // (with the epilogue inside one loop it injected a full wait at every step: C7517).
+  for (int tile = blockIdx.x, local = 0; tile < tiles; tile += gridDim.x, ++local) {
+    for (int chunk = 0; chunk < p.chunks; ++chunk, ++step) {
+      // This step's copies are in when at most lookahead - 1 younger groups are pending.
+      if (lookahead >= 6) waitCopies<5>();
+      else if (lookahead == 5) waitCopies<4>();
+      else if (lookahead == 4) waitCopies<3>();
+      else if (lookahead == 3) waitCopies<2>();
+      else if (lookahead == 2) waitCopies<1>();
+      else waitCopies<0>();
+      fenceOperands();
+      __syncthreads();
+      if (step + lookahead < steps) loader.issue();
+      commitCopies();
+      const int8_t* xs = shared + stage * T::kStageBytes + warpgroup * T::kWarpgroupRows * kDepth;
+      const int8_t* ws = shared + stage * T::kStageBytes + T::kRows * kDepth;
+      stage = stage + 1 == T::kStages ? 0 : stage + 1;
+      wgmmaFence();
 #pragma unroll
-    for (int m = 0; m < T::kBlocksM; ++m)
+      for (int m = 0; m < T::kBlocksM; ++m)
 #pragma unroll
-      for (int kk = 0; kk < 2; ++kk)  // 32 bytes of depth = two core matrices = 256 bytes
-        wgmmaS8(acc[m], operandDescriptor(xs + m * 64 * kDepth + kk * 256),
-                operandDescriptor(ws + kk * 256), chunk > 0 || kk > 0);
-    wgmmaCommit();
-    if (++chunk < p.chunks) {
+        for (int kk = 0; kk < 2; ++kk)  // 32 bytes of depth = two core matrices = 256 bytes
+          wgmmaS8(acc[m], operandDescriptor(xs + m * 64 * kDepth + kk * 256),
+                  operandDescriptor(ws + kk * 256), chunk > 0 || kk > 0);
+      wgmmaCommit();
       wgmmaWait<1>();
-      continue;
     }
     wgmmaWait<0>();
 
-    chunk = 0;
     const int rowTile = static_cast<int>(p.colTiles.quotient(tile));
     const int col0 = (tile - rowTile * colTiles) * T::kCols;
     const int row0 = rowTile * T::kRows;
@@ -207,8 +207,6 @@ __global__ void __launch_bounds__(T::kThreads, T::kBlocksPerSm) int8ConvWgmmaKer
     }
     __syncthreads();
     storeTile<T>(p, out, row0, col0);
-    ++local;
-    tile += gridDim.x;
   }
   waitCopies<0>();
 #else
@@ -224,7 +222,7 @@ struct Tile {
   static Status run(const ConvMmaArgs& args, cudaStream_t stream) {
     using T = WgmmaTile<Rows, Cols, Stages, BlocksPerSm>;
     return launchPersistent<T, int8ConvWgmmaKernel<T, Residual, SmallDepth>>(
-        args, stream, "int8ConvWgmmaKernel");
+        args, pixelRowTiles<T>(args), stream, "int8ConvWgmmaKernel");
   }
 };
 
