@@ -9,6 +9,11 @@
 //   int8>int8  X, W int8 NHWC/KRSC, compute int32, conv output virtual float, Y int8
 //   int8>half  the same with a half Y
 //   int8 conv  X, W int8, compute int32, Y float (no epilogue)
+//   fp16>int8  X, W half, compute float, * scale[k] + bias, ReLU, Y int8: can the FP16
+//              stem write its output quantized (issue 8: the stem's 411 MB of FP16
+//              output, then MaxPool and a standalone QuantizeLinear, ~0.75 ms)?
+// The last row is ResNet-50's stem (7x7 stride 2, C padded 3 -> 4 as Kiln's FusedConv
+// does).
 // Usage: kiln_cudnn_int8_probe [batch]
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
@@ -175,7 +180,8 @@ int main(int argc, char** argv) {
                            {"3x3 128->128 28x28", n, 128, 28, 28, 128, 3, 1, 1},
                            {"3x3 256->256 14x14", n, 256, 14, 14, 256, 3, 1, 1},
                            {"1x1 1024->256 14x14", n, 1024, 14, 14, 256, 1, 1, 0},
-                           {"3x3 512->512 7x7", n, 512, 7, 7, 512, 3, 1, 1}};
+                           {"3x3 512->512 7x7", n, 512, 7, 7, 512, 3, 1, 1},
+                           {"7x7/2 4->64 224 (stem)", n, 4, 224, 224, 64, 7, 2, 3}};
   const Variant variants[] = {
       {"fp16", CUDNN_DATA_HALF, CUDNN_DATA_HALF, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT, true, false},
       {"int8>int8", CUDNN_DATA_INT8, CUDNN_DATA_INT8, CUDNN_DATA_INT32, CUDNN_DATA_FLOAT, true,
@@ -187,7 +193,9 @@ int main(int argc, char** argv) {
       {"int8 conv", CUDNN_DATA_INT8, CUDNN_DATA_FLOAT, CUDNN_DATA_INT32, CUDNN_DATA_FLOAT, false,
        false},
       {"int8 convi", CUDNN_DATA_INT8, CUDNN_DATA_INT32, CUDNN_DATA_INT32, CUDNN_DATA_INT32, false,
-       false}};
+       false},
+      {"fp16>int8", CUDNN_DATA_HALF, CUDNN_DATA_INT8, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT, true,
+       true}};
   cudnnHandle_t handle;
   cudaStream_t stream;
   if (cudaStreamCreate(&stream) != cudaSuccess || cudnnCreate(&handle) != CUDNN_STATUS_SUCCESS) {
@@ -213,15 +221,15 @@ int main(int argc, char** argv) {
     for (const Variant& v : variants) row.push_back(probe(handle, stream, s, v, b));
     table.push_back(row);
   }
-  std::printf("\n%-22s %10s %10s %10s %10s %10s\n", "layer", "fp16", "int8>int8", "int8>int8i",
-              "int8>half", "best x");
+  std::printf("\n%-22s %10s %10s %10s %10s %10s %10s\n", "layer", "fp16", "int8>int8",
+              "int8>int8i", "int8>half", "best x", "fp16>int8");
   for (size_t i = 0; i < table.size(); ++i) {
     const auto& r = table[i];
     float bestInt8 = -1;
     for (int j = 1; j <= 3; ++j)
       if (r[j] > 0 && (bestInt8 < 0 || r[j] < bestInt8)) bestInt8 = r[j];
-    std::printf("%-22s %10.4f %10.4f %10.4f %10.4f %10.2f\n", shapes[i].name, r[0], r[1], r[2],
-                r[3], bestInt8 > 0 && r[0] > 0 ? r[0] / bestInt8 : 0.f);
+    std::printf("%-22s %10.4f %10.4f %10.4f %10.4f %10.2f %10.4f\n", shapes[i].name, r[0], r[1],
+                r[2], r[3], bestInt8 > 0 && r[0] > 0 ? r[0] / bestInt8 : 0.f, r[6]);
   }
   return 0;
 }
