@@ -248,7 +248,8 @@ TEST(CudaInt8, ConvOnKilnsMmaKernelEveryTile) {
   if (major == 9 && minor == 0)
     tiles.insert(tiles.end(), {"wg128x128", "wg128x64", "wg128x128d"});
   else
-    std::printf("[ SKIPPED  ] the wgmma tiles: compute capability %d.%d is not 9.0\n", major, minor);
+    std::printf("[ SKIPPED  ] the wgmma tiles: compute capability %d.%d is not 9.0\n", major,
+                minor);
   for (const Case& c : cases) {
     for (const std::string& tile : tiles) {
       const int64_t columns = tile.find("x64") != std::string::npos ? 64 : 128;

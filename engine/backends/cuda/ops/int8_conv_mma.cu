@@ -4,7 +4,8 @@
 // kWarpsM x kWarpsN grid. The depth runs in 64-channel chunks of one filter tap each;
 // blocks are persistent, and kStages - 1 chunks of X and W are in flight ahead of the
 // one being multiplied, across tile boundaries (cp.async into shared memory, rows
-// padded by 16 bytes so that ldmatrix and the MMA fragments hit 32 different banks).
+// padded by 16 bytes so that ldmatrix's A rows hit 32 different banks; the B rows too
+// in the "p" tiles, int8_mma_sync_warp.cuh).
 // The chunk of X for tap (r, s) reads, for each output pixel, the input pixel the tap
 // lands on, or zeros (cp.async's zero fill) where it falls outside the image. The
 // residual tile is requested with the first chunk into the epilogue's tile; the
@@ -160,8 +161,8 @@ bool haloFitsShape(const Int8ConvMmaShape& s) {
 }
 
 // Tiles written or changed in a session without device time left (the halo kernel,
-// the "p" tiles, the wgmma tiles) are offered only with KILN_INT8_UNVERIFIED_TILES=1 until test_cuda_int8 has
-// passed with them on a GPU (docs/quantization.md).
+// the "p" tiles, the wgmma tiles) are offered only with KILN_INT8_UNVERIFIED_TILES=1
+// until test_cuda_int8 has passed with them on a GPU (docs/quantization.md).
 bool unverifiedTilesOffered() {
   const char* value = std::getenv("KILN_INT8_UNVERIFIED_TILES");
   return value && std::string(value) == "1";

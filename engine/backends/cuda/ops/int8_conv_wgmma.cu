@@ -197,7 +197,8 @@ __global__ void __launch_bounds__(T::kThreads, T::kBlocksPerSm) int8ConvWgmmaKer
       for (int m = 0; m < T::kBlocksM; ++m) {
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
-          const int r = warpgroup * T::kWarpgroupRows + m * 64 + warpInGroup * 16 + group + half * 8;
+          const int r =
+              warpgroup * T::kWarpgroupRows + m * 64 + warpInGroup * 16 + group + half * 8;
           // channel column + e: n tile 4 g + e / 2, element e % 2 of row half
           requantizeEight<Residual, SmallDepth>(
               [&](int e) { return acc[m][4 * (4 * g + (e >> 1)) + half * 2 + (e & 1)]; }, alpha,
