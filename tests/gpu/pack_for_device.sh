@@ -5,6 +5,10 @@
 # runtime), and Debian's ONNX 1.12 node tests. The device has CUDA, cuBLAS,
 # cuDNN, PyTorch and onnx of its own. Then call the device tool with
 #   carry: [".device"]   command: sh tests/gpu/run_on_device.sh [quick|full|bench]
+# The device tool carries at most 64 MiB (this bundle and the tracked tree, ~31 MB):
+#   PACK_TESTS="test_cuda_int8 ..."  only these GPU test binaries (default: all);
+#   PACK_NODE_DATA=0                 without the ONNX node tests (only run_on_device.sh's
+#                                    conformance suites read them).
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${BUILD_DIR:-$root/build}
@@ -14,6 +18,7 @@ stage=$(mktemp -d)
 mkdir -p "$stage/bin" "$stage/lib" "$stage/data"
 cp "$build/app/kiln" "$build/bench/probes/kiln_cudnn_int8_probe" "$build/bench/probes/kiln_int8_mma_probe" "$stage/bin/"
 for t in "$build"/tests/gpu/test_cuda_*; do
+  case " ${PACK_TESTS:-$(basename "$t")} " in *" $(basename "$t") "*) ;; *) continue;; esac
   [ -x "$t" ] && cp "$t" "$stage/bin/"
 done
 cp "$build/examples/plugins/libkiln_example_plugins.so" "$stage/lib/"
@@ -21,10 +26,17 @@ for lib in libonnx_proto.so.1 libprotobuf.so.32 libopenblas.so.0 libgfortran.so.
   path=$(ldd "$build/app/kiln" | awk -v l="$lib" '$1 == l { print $3 }')
   [ -n "$path" ] && cp -L "$path" "$stage/lib/"
 done
-tar cf - -C /usr/share/libonnx-testdata/data node | (cd "$stage/data" && tar xf -)
+if [ "${PACK_NODE_DATA:-1}" != 0 ]; then
+  tar cf - -C /usr/share/libonnx-testdata/data node | (cd "$stage/data" && tar xf -)
+fi
 strip "$stage"/bin/* 2>/dev/null || true
 mkdir -p "$root/.device"
 # -9: a 64 MiB dictionary shares the near-identical test binaries (46 MB -> 18 MB).
 tar cf - -C "$stage" . | xz -9 -T2 > "$root/.device/bundle.tar.xz"
 rm -rf "$stage"
 ls -la "$root/.device/bundle.tar.xz"
+size=$(stat -c %s "$root/.device/bundle.tar.xz")
+if [ "$size" -gt 33000000 ]; then
+  echo "warning: the bundle and the tree may pass the device tool's 64 MiB carry limit;" \
+       "try PACK_NODE_DATA=0 and PACK_TESTS=\"...\"" >&2
+fi
