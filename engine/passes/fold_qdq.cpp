@@ -19,6 +19,13 @@
 //     epilogue adds sz * zq, the DQ's value, so a block's int8 output stays int8.
 //     Float8e4m3fn Q/DQ around a GEMM fold into an Fp8MatMul instead
 //     (fold_qdq_fp8.cpp: no zero points, float accumulation of exact E4M3 products).
+//  4. Q propagates backward through the same layers, before the others apply:
+//       Q(Op(v)) = Op(Q(v))     (Q is monotone and per tensor)
+//     when v is written by a layer rule 3 can fold (its activation a DQ's) whose only
+//     reader is Op, and the Q (int8 or uint8) is Op's only reader: rule 3 then takes
+//     the Q as the layer's INT8 output and Op runs on int8. This is the shape of
+//     QAT exports that quantize only layer inputs (Conv -> ReLU -> MaxPool -> Q/DQ ->
+//     Conv): without it the layer writes float and MaxPool pools floats.
 // Rules repeat until none applies. A float layer left between a DQ and a Q gets the
 // kiln_int8_fallback attribute (kiln_fp8_fallback after a float8 DQ) saying why it is
 // not INT8 (FP8), for the build record.
@@ -91,6 +98,41 @@ bool propagateDequantize(Graph& g, const GraphIndex& index, int at,
   return true;
 }
 
+// Rule 4 at the Q node `at`.
+bool propagateQuantizeBackward(Graph& g, const GraphIndex& index, int at,
+                               std::vector<PassApplication>* applied) {
+  const Node& q = g.nodes[at];
+  if (!isQuantize(q) || !isPerTensor(q, index)) return false;
+  const DataType type = zeroPointOf(q, index, DataType::kUndefined).type;
+  if (type != DataType::kInt8 && type != DataType::kUInt8) return false;
+  const int opIndex = index.producer(q.inputs[0]);
+  if (opIndex < 0 || index.soleReader(q.inputs[0]) != at) return false;
+  const Node& op = g.nodes[opIndex];
+  if (!isDefaultDomain(op) || !commutingOps().count(op.opType) || op.outputs.size() != 1 ||
+      op.inputs.empty() || op.inputs[0].empty())
+    return false;
+  const int layer = index.producer(op.inputs[0]);
+  if (layer < 0 || index.soleReader(op.inputs[0]) != opIndex) return false;
+  const Node& l = g.nodes[layer];
+  if (!isQuantizableLayer(l) || l.inputs.empty() || dequantizeProducing(g, index, l.inputs[0]) < 0)
+    return false;
+  // Q now reads the layer's output into a new int8 value that Op reads; Op writes
+  // what the Q wrote.
+  const std::string v = op.inputs[0];
+  std::string vq = v + "_q";
+  while (index.producer(vq) >= 0 || !index.readers(vq).empty()) vq += "_";
+  Node moved = q;
+  moved.inputs[0] = v;
+  moved.outputs[0] = vq;
+  Node& opNode = g.nodes[opIndex];
+  opNode.inputs[0] = vq;
+  opNode.outputs[0] = q.outputs[0];
+  applied->push_back({kFoldQdqName, {q.displayName(), opNode.displayName()}, opNode.displayName()});
+  g.nodes.erase(g.nodes.begin() + at);  // the Q comes after Op: erasing it leaves opIndex
+  g.nodes.insert(g.nodes.begin() + opIndex, std::move(moved));
+  return true;
+}
+
 // Rule 2 at the Q node `at`.
 bool erasePair(Graph& g, const GraphIndex& index, int at, std::vector<PassApplication>* applied) {
   const Node& q = g.nodes[at];
@@ -147,8 +189,8 @@ class FoldQdq final : public Pass {
  public:
   PassInfo info() const override {
     return {kFoldQdqName,
-            "Q/DQ pairs fold into INT8 layers: DQ commutes forward through MaxPool and "
-            "reshapes, Q(DQ(q)) = q, DQ -> Conv/MatMul/Gemm [-> Q] -> QuantizedConv/MatMul "
+            "Q/DQ pairs fold into INT8 layers: DQ commutes forward (Q backward, onto a "
+            "foldable layer) through MaxPool and reshapes, Q(DQ(q)) = q, DQ -> Conv/MatMul/Gemm [-> Q] -> QuantizedConv/MatMul "
             "(float8e4m3fn: DQ -> MatMul/Gemm [-> Q] -> Fp8MatMul)",
             0};
   }
@@ -157,6 +199,14 @@ class FoldQdq final : public Pass {
     Graph& g = network.graph;
     const size_t before = applied->size();
     auto index = std::make_unique<GraphIndex>(g);
+    for (size_t at = 0; at < g.nodes.size();) {  // rule 4 first: before rule 3 folds layers
+      if (propagateQuantizeBackward(g, *index, static_cast<int>(at), applied)) {
+        index = std::make_unique<GraphIndex>(g);
+        at = 0;
+        continue;
+      }
+      ++at;
+    }
     for (size_t at = 0; at < g.nodes.size();) {
       const int i = static_cast<int>(at);
       std::string unused;

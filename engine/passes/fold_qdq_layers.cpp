@@ -271,4 +271,8 @@ bool foldQuantizableLayer(Network& network, const GraphIndex& index, int at,
   return true;
 }
 
+bool isQuantizableLayer(const Node& node) {
+  return kindOf(node) != LayerKind::kNone;
+}
+
 }  // namespace kiln::passes

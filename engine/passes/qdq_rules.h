@@ -41,6 +41,9 @@ DataType quantizedTypeOf(const Graph& graph, const GraphIndex& index, const std:
 // The DequantizeLinear writing `value`, or -1.
 int dequantizeProducing(const Graph& graph, const GraphIndex& index, const std::string& value);
 
+// Conv, FusedConv, MatMul, FusedMatMul or Gemm: the layers rule 3 can fold.
+bool isQuantizableLayer(const Node& node);
+
 // Rule 3 of fold_qdq (fold_qdq_layers.cpp): the quantizable layer at `at`, when its
 // activation comes from a per-tensor DequantizeLinear, becomes a QuantizedConv /
 // QuantizedMatMul. True when it rewrote; otherwise `whyNot` says why not ("" when

@@ -23,6 +23,23 @@ TEST(CudaPool, MaxPool2dStrided) {
       .check();
 }
 
+// int8 and uint8 MaxPool (fold_qdq pools quantized values: DQ forward, Q backward
+// through MaxPool), padded, with indices for int8.
+TEST(CudaPool, MaxPoolOnInt8AndUint8) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("MaxPool", 12)
+      .attr("kernel_shape", Ints{3, 3})
+      .attr("strides", Ints{2, 2})
+      .attr("pads", Ints{1, 1, 1, 1})
+      .input(randomTensor(DataType::kInt8, {2, 3, 9, 11}, 41, -128, 127))
+      .outputs(2)
+      .check(fp32Only());
+  GpuOpTest("MaxPool", 12)
+      .attr("kernel_shape", Ints{2, 2})
+      .input(randomTensor(DataType::kUInt8, {1, 4, 7, 6}, 42, 0, 255))
+      .check(fp32Only());
+}
+
 TEST(CudaPool, MaxPoolPadsStridesDilationsCeilModeWithIndices) {
   KILN_REQUIRE_GPU();
   // H: window 5, padded 14, ceil gives one more output than floor.

@@ -147,6 +147,30 @@ Network qdqConvNetwork() {
   return n;
 }
 
+// The folded network against the float simulation (the Q/DQ graph run as written) on
+// random input x [2, 4, 6, 6] from `seed`: output `shape`, not zero, within one output
+// step (y_scale 0.02) everywhere and differing rarely (only float-order ties).
+void expectFoldedMatchesSimulation(const Network& original, const Network& folded,
+                                   const Shape& shape, uint32_t seed) {
+  const std::map<std::string, Tensor> inputs = {
+      {"x", randomInputTensor(DataType::kFloat32, {2, 4, 6, 6}, seed)}};
+  const Tensor simulated = run(original, inputs)[0].tensor;
+  const Tensor integer = run(folded, inputs)[0].tensor;
+  ASSERT_EQ(simulated.shape(), shape);
+  ASSERT_EQ(integer.shape(), shape);
+  double maxDiff = 0, maxValue = 0;
+  int differing = 0;
+  for (int64_t i = 0; i < simulated.numel(); ++i) {
+    const double d = std::fabs(simulated.data<float>()[i] - integer.data<float>()[i]);
+    maxDiff = std::max(maxDiff, d);
+    differing += d > 1e-6;
+    maxValue = std::max(maxValue, std::fabs(static_cast<double>(simulated.data<float>()[i])));
+  }
+  EXPECT_GT(maxValue, 0.2);
+  EXPECT_LE(maxDiff, 0.02 + 1e-6);
+  EXPECT_LT(differing, simulated.numel() / 50);
+}
+
 TEST(FoldQdq, ConvFoldsIntoOneInt8LayerMatchingTheFloatSimulation) {
   const Network original = qdqConvNetwork();
   Network folded = original;
@@ -167,22 +191,7 @@ TEST(FoldQdq, ConvFoldsIntoOneInt8LayerMatchingTheFloatSimulation) {
   for (const PassApplication& a : applied) recorded = recorded || a.pass == "fold_qdq";
   EXPECT_TRUE(recorded);
 
-  const std::map<std::string, Tensor> inputs = {
-      {"x", randomInputTensor(DataType::kFloat32, {2, 4, 6, 6}, 11)}};
-  const Tensor simulated = run(original, inputs)[0].tensor;
-  const Tensor integer = run(folded, inputs)[0].tensor;
-  ASSERT_EQ(simulated.shape(), integer.shape());
-  double maxDiff = 0, maxValue = 0;
-  int differing = 0;
-  for (int64_t i = 0; i < simulated.numel(); ++i) {
-    const double d = std::fabs(simulated.data<float>()[i] - integer.data<float>()[i]);
-    maxDiff = std::max(maxDiff, d);
-    differing += d > 1e-6;
-    maxValue = std::max(maxValue, std::fabs(static_cast<double>(simulated.data<float>()[i])));
-  }
-  EXPECT_GT(maxValue, 0.2);                      // not a zero output
-  EXPECT_LE(maxDiff, 0.02 + 1e-6);               // at most one output step (y_scale)
-  EXPECT_LT(differing, simulated.numel() / 50);  // and rarely: only float-order ties
+  expectFoldedMatchesSimulation(original, folded, Shape{2, 5, 6, 6}, 11);
 }
 
 TEST(FoldQdq, LevelZeroStillFoldsAndDisablingKeepsTheSimulation) {
@@ -195,6 +204,61 @@ TEST(FoldQdq, LevelZeroStillFoldsAndDisablingKeepsTheSimulation) {
   Network kept = qdqConvNetwork();
   ASSERT_TRUE(runPasses(kept, 1, {"fold_qdq"}, &applied).isOk());
   for (const Node& n : kept.graph.nodes) EXPECT_FALSE(isQuantizedLayer(n)) << n.displayName();
+}
+
+// qdqConvNetwork with a MaxPool (3x3, stride 2, padded) between the Relu and its Q/DQ,
+// as QAT exports that quantize only layer inputs write it.
+Network qdqConvPoolNetwork() {
+  Network n = qdqConvNetwork();
+  Graph& g = n.graph;
+  for (Node& node : g.nodes)
+    if (node.name == "q_r") node.inputs[0] = "p";
+  Node pool = node("MaxPool", {"r"}, {"p"}, "pool");
+  Attribute kernel, strides, pads;
+  kernel.kind = strides.kind = pads.kind = Attribute::Kind::kInts;
+  kernel.ints = {3, 3};
+  strides.ints = {2, 2};
+  pads.ints = {1, 1, 1, 1};
+  pool.attributes["kernel_shape"] = kernel;
+  pool.attributes["strides"] = strides;
+  pool.attributes["pads"] = pads;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (g.nodes[i].name == "relu") {
+      g.nodes.insert(g.nodes.begin() + static_cast<std::ptrdiff_t>(i) + 1, pool);
+      break;
+    }
+  return n;
+}
+
+// Rule 4: the Q after the MaxPool moves before it, so the Conv folds with an INT8 output
+// and the MaxPool pools int8 values; the result matches the float simulation.
+TEST(FoldQdq, QuantizeMovesBackThroughMaxPoolOntoTheConv) {
+  const Network original = qdqConvPoolNetwork();
+  Network folded = original;
+  std::vector<PassApplication> applied;
+  ASSERT_TRUE(runPasses(folded, 1, {}, &applied).isOk());
+  const Node* layer = nullptr;
+  const Node* pool = nullptr;
+  for (const Node& n : folded.graph.nodes) {
+    if (isQuantizedLayer(n)) layer = &n;
+    if (n.opType == "MaxPool") pool = &n;
+  }
+  ASSERT_NE(layer, nullptr);
+  ASSERT_NE(pool, nullptr);
+  EXPECT_TRUE(layer->hasInput(kQuantYScale));  // the Q folded in: INT8 output
+  EXPECT_EQ(pool->inputs[0], layer->outputs[0]);  // MaxPool reads the int8 output
+  // Q(x), the layer, MaxPool, the DQ for y.
+  EXPECT_EQ(folded.graph.nodes.size(), 4u);
+
+  expectFoldedMatchesSimulation(original, folded, Shape{2, 5, 3, 3}, 12);
+
+  // Without rule 4's target (the MaxPool's input read twice) nothing moves: the layer
+  // keeps a float output.
+  Network shared = qdqConvPoolNetwork();
+  shared.graph.outputs.push_back({"r", DataType::kFloat32, false, {}});
+  ASSERT_TRUE(runPasses(shared, 1, {}, &applied).isOk());
+  for (const Node& n : shared.graph.nodes)
+    if (isQuantizedLayer(n)) EXPECT_FALSE(n.hasInput(kQuantYScale)) << n.displayName();
 }
 
 // ---- the ONNX Runtime QDQ model ----------------------------------------------------

@@ -42,8 +42,22 @@ constexpr int64_t kMaxOutputElements = int64_t{1} << 32;  // as the CPU kernels
 
 // ------------------------------------------------------------------ common helpers
 
+// int8 / uint8 (MaxPool only: fold_qdq pools quantized values) compare in float,
+// exactly.
 template <class T>
-using AccOf = typename ComputeType<T>::type;
+struct PoolCompute {
+  using type = typename ComputeType<T>::type;
+};
+template <>
+struct PoolCompute<int8_t> {
+  using type = float;
+};
+template <>
+struct PoolCompute<uint8_t> {
+  using type = float;
+};
+template <class T>
+using AccOf = typename PoolCompute<T>::type;
 
 // Loads / stores a float storage element in its compute type (float, or double for
 // float64; device_common's toFloat/fromFloat would round doubles to float).
@@ -580,6 +594,11 @@ Status runPool(GpuKernelContext& ctx, const SpatialGeometry& g, PoolParams pp) {
   pp.planes = x.shape[0] * x.shape[1];
   if (pp.outSize == 0 || pp.planes == 0) return Status::ok();
   if (pp.inSize == 0) return ctx.error("input X has an empty spatial extent");
+  if (x.type == DataType::kInt8 || x.type == DataType::kUInt8) {
+    if (pp.kind != kPoolMax) return ctx.unsupported("integer pooling other than MaxPool");
+    return x.type == DataType::kInt8 ? launchPoolWindow<int8_t>(ctx, x, y, indices, pp)
+                                     : launchPoolWindow<uint8_t>(ctx, x, y, indices, pp);
+  }
   KILN_DISPATCH_FLOAT(x.type, ctx, return launchPoolWindow<T>(ctx, x, y, indices, pp));
   return Status::ok();
 }
