@@ -116,6 +116,10 @@ bool propagateQuantizeBackward(Graph& g, const GraphIndex& index, int at,
   const Node& l = g.nodes[layer];
   if (!isQuantizableLayer(l) || l.inputs.empty() || dequantizeProducing(g, index, l.inputs[0]) < 0)
     return false;
+  // The Q moves to Op's place: its scale and zero point must exist there already
+  // (a Constant node between Op and the Q would come after it).
+  for (size_t i = 1; i < q.inputs.size(); ++i)
+    if (!q.inputs[i].empty() && index.producer(q.inputs[i]) > opIndex) return false;
   // Q now reads the layer's output into a new int8 value that Op reads; Op writes
   // what the Q wrote.
   const std::string v = op.inputs[0];
