@@ -83,6 +83,11 @@ bool qualifies(const Node& node, const Graph& g, const InferredShapes& shapes) {
   if (inputRank(node, shapes) != 4) return false;
   if (node.opType == kQuantizedConvOp && node.domain == kKilnDomain)
     return qualifiesInt8(node, g, shapes);
+  // MaxPool also pools int8 / uint8 channels-last (fold_qdq's quantized MaxPools).
+  const DataType type = typeOf(shapes, node.inputs[0]);
+  if (isDefaultDomain(node) && node.opType == "MaxPool" &&
+      (type == DataType::kInt8 || type == DataType::kUInt8))
+    return node.attrInts("kernel_shape").size() == 2 && node.attrInt("storage_order", 0) == 0;
   if (!isFloat(node, shapes)) return false;
   const bool conv = (node.opType == "Conv" && isDefaultDomain(node)) ||
                     (node.opType == "FusedConv" && node.domain == kKilnDomain);

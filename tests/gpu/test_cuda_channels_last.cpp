@@ -82,6 +82,25 @@ TEST(CudaChannelsLast, WindowPooling) {
   }
 }
 
+// int8 and uint8 MaxPool channels-last (fold_qdq's quantized MaxPools): 16-channel packs
+// and one channel at a time, padded (the padding never wins).
+TEST(CudaChannelsLast, Int8MaxPool) {
+  KILN_REQUIRE_GPU();
+  for (int64_t channels : {32, 3}) {
+    SCOPED_TRACE("channels " + std::to_string(channels));
+    channelsLast("MaxPool", 12)
+        .attr("kernel_shape", std::vector<int64_t>{3, 3})
+        .attr("strides", std::vector<int64_t>{2, 2})
+        .attr("pads", std::vector<int64_t>{1, 1, 1, 1})
+        .input(randomTensor(DataType::kInt8, {2, 11, 11, channels}, 12, -128, 127))
+        .check(fp32Only());
+    channelsLast("MaxPool", 12)
+        .attr("kernel_shape", std::vector<int64_t>{2, 2})
+        .input(randomTensor(DataType::kUInt8, {1, 6, 8, channels}, 13, 0, 255))
+        .check(fp32Only());
+  }
+}
+
 TEST(CudaChannelsLast, GlobalPooling) {
   KILN_REQUIRE_GPU();
   for (const char* op : {"GlobalAveragePool", "GlobalMaxPool"}) {

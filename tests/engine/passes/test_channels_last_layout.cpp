@@ -210,6 +210,30 @@ TEST(ChannelsLastLayout, Int8ChainRunsChannelsLastThroughItsQuantize) {
   EXPECT_EQ(asymmetricSeen, 1);
 }
 
+// fold_qdq's quantized MaxPool (int8, between qconv1's int8 output and qconv2) joins
+// the channels-last region: no reformat around it, same values as channels-first.
+TEST(ChannelsLastLayout, Int8MaxPoolStaysInTheRegion) {
+  Network original = int8Chain();
+  Graph& g = original.graph;
+  g.nodes[2].inputs[0] = "p1";
+  Node pool = withInts(makeNode("MaxPool", {"q1"}, {"p1"}), "kernel_shape", {3, 3});
+  pool = withInts(pool, "pads", {1, 1, 1, 1});
+  g.nodes.insert(g.nodes.begin() + 2, pool);
+  Network nhwc = original;
+  std::vector<PassApplication> applied;
+  ASSERT_TRUE(runPasses(nhwc, 2, {}, &applied, /*channelsLast=*/true).isOk());
+  bool poolChannelsLast = false;
+  for (const Node& n : nhwc.graph.nodes)
+    poolChannelsLast = poolChannelsLast || (n.opType == "MaxPool" && isChannelsLast(n));
+  EXPECT_TRUE(poolChannelsLast);
+  EXPECT_EQ(count(nhwc, "Transpose"), 2);  // in and out only, as without the MaxPool
+  const Tensor x = randomTensor(DataType::kFloat32, {2, 8, 6, 6}, 24, -2, 2);
+  const auto expected = runOnReference(original, {{"x", x}});
+  const auto actual = runOnReference(nhwc, {{"x", x}});
+  ASSERT_EQ(actual.size(), 1u);
+  expectTensorNear(actual[0].tensor, expected[0].tensor, 1e-5, 1e-5);
+}
+
 // An int8 residual (slot 9, z_scale): qconv3 adds qconv1's int8 output as Z. Z is an
 // activation like X, read NHWC straight from qconv1 without a reformat of its own;
 // z_scale, one scalar, stays as it is.
