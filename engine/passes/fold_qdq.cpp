@@ -21,9 +21,9 @@
 //     (fold_qdq_fp8.cpp: no zero points, float accumulation of exact E4M3 products).
 //  4. Q propagates backward through the same layers, before the others apply:
 //       Q(Op(v)) = Op(Q(v))     (Q is monotone and per tensor)
-//     when v is written by a layer rule 3 can fold (its activation a DQ's) whose only
-//     reader is Op, and the Q (int8 or uint8) is Op's only reader: rule 3 then takes
-//     the Q as the layer's INT8 output and Op runs on int8. This is the shape of
+//     when v is written by a layer rule 3 folds (as INT8, not FP8) whose only reader
+//     is Op, and the Q (int8 or uint8) is Op's only reader: rule 3 then takes the Q
+//     as the layer's INT8 output and Op runs on int8. This is the shape of
 //     QAT exports that quantize only layer inputs (Conv -> ReLU -> MaxPool -> Q/DQ ->
 //     Conv): without it the layer writes float and MaxPool pools floats.
 // Rules repeat until none applies. A float layer left between a DQ and a Q gets the
@@ -99,8 +99,9 @@ bool propagateDequantize(Graph& g, const GraphIndex& index, int at,
 }
 
 // Rule 4 at the Q node `at`.
-bool propagateQuantizeBackward(Graph& g, const GraphIndex& index, int at,
+bool propagateQuantizeBackward(Network& network, const GraphIndex& index, int at,
                                std::vector<PassApplication>* applied) {
+  Graph& g = network.graph;
   const Node& q = g.nodes[at];
   if (!isQuantize(q) || !isPerTensor(q, index)) return false;
   const DataType type = zeroPointOf(q, index, DataType::kUndefined).type;
@@ -113,27 +114,26 @@ bool propagateQuantizeBackward(Graph& g, const GraphIndex& index, int at,
     return false;
   const int layer = index.producer(op.inputs[0]);
   if (layer < 0 || index.soleReader(op.inputs[0]) != opIndex) return false;
-  const Node& l = g.nodes[layer];
-  if (!isQuantizableLayer(l) || l.inputs.empty() || dequantizeProducing(g, index, l.inputs[0]) < 0)
-    return false;
-  // The Q moves to Op's place: its scale and zero point must exist there already
-  // (a Constant node between Op and the Q would come after it).
-  for (size_t i = 1; i < q.inputs.size(); ++i)
-    if (!q.inputs[i].empty() && index.producer(q.inputs[i]) > opIndex) return false;
+  // Only onto a layer that folds (a float layer would gain nothing: the Q would read
+  // the larger unpooled tensor).
+  if (!quantizableLayerFolds(network, index, layer)) return false;
   // Q now reads the layer's output into a new int8 value that Op reads; Op writes
-  // what the Q wrote.
+  // what the Q wrote. The Q stays where it is and Op moves to just after it: the
+  // Q's scale and zero point may be written after Op (exporters put their Constant
+  // nodes right before the Q), Op's other inputs (a Reshape's shape) are written
+  // before Op, and only the Q read Op's output, so the order stays topological.
   const std::string v = op.inputs[0];
   std::string vq = v + "_q";
   while (index.producer(vq) >= 0 || !index.readers(vq).empty()) vq += "_";
-  Node moved = q;
-  moved.inputs[0] = v;
-  moved.outputs[0] = vq;
-  Node& opNode = g.nodes[opIndex];
-  opNode.inputs[0] = vq;
-  opNode.outputs[0] = q.outputs[0];
-  applied->push_back({kFoldQdqName, {q.displayName(), opNode.displayName()}, opNode.displayName()});
-  g.nodes.erase(g.nodes.begin() + at);  // the Q comes after Op: erasing it leaves opIndex
-  g.nodes.insert(g.nodes.begin() + opIndex, std::move(moved));
+  applied->push_back({kFoldQdqName, {q.displayName(), op.displayName()}, op.displayName()});
+  Node moved = op;
+  moved.inputs[0] = vq;
+  moved.outputs[0] = q.outputs[0];
+  Node& qNode = g.nodes[at];
+  qNode.inputs[0] = v;
+  qNode.outputs[0] = vq;
+  g.nodes.insert(g.nodes.begin() + at + 1, std::move(moved));
+  g.nodes.erase(g.nodes.begin() + opIndex);  // Op comes before the Q: at + 1 is past it
   return true;
 }
 
@@ -194,7 +194,8 @@ class FoldQdq final : public Pass {
   PassInfo info() const override {
     return {kFoldQdqName,
             "Q/DQ pairs fold into INT8 layers: DQ commutes forward (Q backward, onto a "
-            "foldable layer) through MaxPool and reshapes, Q(DQ(q)) = q, DQ -> Conv/MatMul/Gemm [-> Q] -> QuantizedConv/MatMul "
+            "foldable layer) through MaxPool and reshapes, Q(DQ(q)) = q, DQ -> Conv/MatMul/Gemm "
+            "[-> Q] -> QuantizedConv/MatMul "
             "(float8e4m3fn: DQ -> MatMul/Gemm [-> Q] -> Fp8MatMul)",
             0};
   }
@@ -204,7 +205,7 @@ class FoldQdq final : public Pass {
     const size_t before = applied->size();
     auto index = std::make_unique<GraphIndex>(g);
     for (size_t at = 0; at < g.nodes.size();) {  // rule 4 first: before rule 3 folds layers
-      if (propagateQuantizeBackward(g, *index, static_cast<int>(at), applied)) {
+      if (propagateQuantizeBackward(network, *index, static_cast<int>(at), applied)) {
         index = std::make_unique<GraphIndex>(g);
         at = 0;
         continue;

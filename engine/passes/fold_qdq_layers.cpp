@@ -188,17 +188,18 @@ bool supportedMatMulForm(const Node& layer, LayerKind kind, std::string* whyNot)
   return true;
 }
 
-}  // namespace
-
-bool foldQuantizableLayer(Network& network, const GraphIndex& index, int at,
-                          std::vector<PassApplication>* applied, std::string* whyNot) {
+// Rule 3 at `at`: its match, and when `rewrite` its rewrite too (foldQuantizableLayer);
+// without `rewrite` nothing changes and true says the layer would fold as an INT8 layer.
+bool matchOrFoldLayer(Network& network, const GraphIndex& index, int at, bool rewrite,
+                      std::vector<PassApplication>* applied, std::string* whyNot) {
   Graph& g = network.graph;
   const LayerKind kind = kindOf(g.nodes[at]);
   if (kind == LayerKind::kNone) return false;
   const int xdq = dequantizeProducing(g, index, g.nodes[at].inputs[0]);
   if (xdq < 0) return false;
   const Node& dq = g.nodes[xdq];
-  if (readsFloat8(g, index, dq)) return foldFp8Layer(network, index, at, applied, whyNot);
+  if (readsFloat8(g, index, dq))
+    return rewrite && foldFp8Layer(network, index, at, applied, whyNot);
   const DataType xType = quantizedTypeOf(g, index, dq.inputs[0]);
   const ZeroPoint xzp = zeroPointOf(dq, index, xType);
   if (!isPerTensor(dq, index) || (xzp.type != DataType::kInt8 && xzp.type != DataType::kUInt8)) {
@@ -215,6 +216,7 @@ bool foldQuantizableLayer(Network& network, const GraphIndex& index, int at,
   if (!foldWeights(g, index, g.nodes[at], kind, calibrated, at, &weights, whyNot) ||
       !foldBias(g, index, g.nodes[at], kind, at, &bias, &replaced, whyNot))
     return false;
+  if (!rewrite) return true;
   const Node& layer = g.nodes[at];
   replaced.insert(replaced.end(), weights.dequantize.begin(), weights.dequantize.end());
   if (index.soleReader(layer.inputs[0]) == at) replaced.push_back(xdq);
@@ -271,8 +273,16 @@ bool foldQuantizableLayer(Network& network, const GraphIndex& index, int at,
   return true;
 }
 
-bool isQuantizableLayer(const Node& node) {
-  return kindOf(node) != LayerKind::kNone;
+}  // namespace
+
+bool foldQuantizableLayer(Network& network, const GraphIndex& index, int at,
+                          std::vector<PassApplication>* applied, std::string* whyNot) {
+  return matchOrFoldLayer(network, index, at, /*rewrite=*/true, applied, whyNot);
+}
+
+bool quantizableLayerFolds(Network& network, const GraphIndex& index, int at) {
+  std::string whyNot;
+  return matchOrFoldLayer(network, index, at, /*rewrite=*/false, nullptr, &whyNot);
 }
 
 }  // namespace kiln::passes

@@ -41,8 +41,9 @@ DataType quantizedTypeOf(const Graph& graph, const GraphIndex& index, const std:
 // The DequantizeLinear writing `value`, or -1.
 int dequantizeProducing(const Graph& graph, const GraphIndex& index, const std::string& value);
 
-// Conv, FusedConv, MatMul, FusedMatMul or Gemm: the layers rule 3 can fold.
-bool isQuantizableLayer(const Node& node);
+// True when rule 3 (below) would fold the layer at `at` into a QuantizedConv /
+// QuantizedMatMul (not an FP8 layer); the graph is left as it is.
+bool quantizableLayerFolds(Network& network, const GraphIndex& index, int at);
 
 // Rule 3 of fold_qdq (fold_qdq_layers.cpp): the quantizable layer at `at`, when its
 // activation comes from a per-tensor DequantizeLinear, becomes a QuantizedConv /

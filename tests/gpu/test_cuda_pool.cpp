@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda/gpu_kernel.h"
 #include "gpu/gpu_op_test.h"
 
 namespace kiln::test {
@@ -38,6 +39,28 @@ TEST(CudaPool, MaxPoolOnInt8AndUint8) {
       .attr("kernel_shape", Ints{2, 2})
       .input(randomTensor(DataType::kUInt8, {1, 4, 7, 6}, 42, 0, 255))
       .check(fp32Only());
+}
+
+// Placement needs no device: the engine runs a node on the GPU only when its kernel's
+// support predicate admits the input types, otherwise on the host (slow, and no CUDA
+// graph). int8 / uint8 MaxPool has device kernels (NCHW and channels-last); the other
+// pools of 8-bit data have none.
+TEST(CudaPool, Int8MaxPoolIsPlacedOnTheDevice) {
+  auto reason = [](const char* op, DataType type) {
+    const cuda::GpuKernelEntry* entry = cuda::builtinGpuKernels().find("", op, 12);
+    if (!entry || !entry->supports) return std::string("no kernel or no predicate");
+    Node node;
+    node.opType = op;
+    node.opset = 12;
+    return entry->supports(node, {type});
+  };
+  EXPECT_EQ(reason("MaxPool", DataType::kInt8), "");
+  EXPECT_EQ(reason("MaxPool", DataType::kUInt8), "");
+  EXPECT_EQ(reason("MaxPool", DataType::kFloat16), "");
+  EXPECT_NE(reason("MaxPool", DataType::kInt32), "");
+  EXPECT_NE(reason("AveragePool", DataType::kInt8), "");
+  EXPECT_NE(reason("LpPool", DataType::kUInt8), "");
+  EXPECT_NE(reason("GlobalMaxPool", DataType::kInt8), "");
 }
 
 TEST(CudaPool, MaxPoolPadsStridesDilationsCeilModeWithIndices) {

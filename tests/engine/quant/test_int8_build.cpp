@@ -245,7 +245,7 @@ TEST(FoldQdq, QuantizeMovesBackThroughMaxPoolOntoTheConv) {
   }
   ASSERT_NE(layer, nullptr);
   ASSERT_NE(pool, nullptr);
-  EXPECT_TRUE(layer->hasInput(kQuantYScale));  // the Q folded in: INT8 output
+  EXPECT_TRUE(layer->hasInput(kQuantYScale));     // the Q folded in: INT8 output
   EXPECT_EQ(pool->inputs[0], layer->outputs[0]);  // MaxPool reads the int8 output
   // Q(x), the layer, MaxPool, the DQ for y.
   EXPECT_EQ(folded.graph.nodes.size(), 4u);
@@ -253,12 +253,70 @@ TEST(FoldQdq, QuantizeMovesBackThroughMaxPoolOntoTheConv) {
   expectFoldedMatchesSimulation(original, folded, Shape{2, 5, 3, 3}, 12);
 
   // Without rule 4's target (the MaxPool's input read twice) nothing moves: the layer
-  // keeps a float output.
+  // keeps a float output and MaxPool pools it.
   Network shared = qdqConvPoolNetwork();
   shared.graph.outputs.push_back({"r", DataType::kFloat32, false, {}});
   ASSERT_TRUE(runPasses(shared, 1, {}, &applied).isOk());
-  for (const Node& n : shared.graph.nodes)
+  for (const Node& n : shared.graph.nodes) {
     if (isQuantizedLayer(n)) EXPECT_FALSE(n.hasInput(kQuantYScale)) << n.displayName();
+    if (n.opType == "MaxPool") EXPECT_EQ(n.inputs[0], "r");
+  }
+}
+
+// Exporters write the Q's scale as a Constant node right before the Q, after the
+// MaxPool: the Q still moves (the MaxPool goes after it, so the order stays
+// topological) and the Conv folds with an INT8 output.
+TEST(FoldQdq, QuantizeMovesBackWhenItsScaleIsAConstantNodeAfterTheMaxPool) {
+  Network original = qdqConvPoolNetwork();
+  Graph& g = original.graph;
+  Node scale = node("Constant", {}, {"y_scale_c"}, "y_scale_const");
+  Attribute value;
+  value.kind = Attribute::Kind::kTensor;
+  value.t = scalar(DataType::kFloat32, 0.02);
+  scale.attributes["value"] = value;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (g.nodes[i].name == "q_r") {
+      g.nodes[i].inputs[1] = "y_scale_c";
+      g.nodes.insert(g.nodes.begin() + static_cast<std::ptrdiff_t>(i), scale);
+      break;
+    }
+  Network folded = original;
+  std::vector<PassApplication> applied;
+  ASSERT_TRUE(runPasses(folded, 1, {}, &applied).isOk());
+  const Node* layer = nullptr;
+  for (const Node& n : folded.graph.nodes)
+    if (isQuantizedLayer(n)) layer = &n;
+  ASSERT_NE(layer, nullptr);
+  EXPECT_TRUE(layer->hasInput(kQuantYScale));
+  expectFoldedMatchesSimulation(original, folded, Shape{2, 5, 3, 3}, 13);
+}
+
+// A layer rule 3 does not fold (float weights outside a calibrated build) keeps the Q
+// after the MaxPool: moved, the Q would read the unpooled tensor for nothing, and the
+// MaxPool would leave float (a precision rule on it could no longer hold).
+TEST(FoldQdq, QuantizeStaysWhenTheLayerDoesNotFold) {
+  Network original = qdqConvPoolNetwork();
+  Graph& g = original.graph;
+  Tensor w(DataType::kFloat32, {5, 4, 3, 3});
+  for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = 0.01f * ((i * 37) % 255 - 127);
+  g.initializers["w_float"] = w;
+  for (Node& n : g.nodes)
+    if (n.name == "conv") n.inputs[1] = "w_float";
+  Network folded = original;
+  std::vector<PassApplication> applied;
+  ASSERT_TRUE(runPasses(folded, 1, {}, &applied).isOk());
+  std::map<std::string, std::string> writer;  // value -> the op type writing it
+  for (const Node& n : folded.graph.nodes) {
+    EXPECT_FALSE(isQuantizedLayer(n)) << n.displayName();
+    for (const std::string& out : n.outputs) writer[out] = n.opType;
+  }
+  int pools = 0;
+  for (const Node& n : folded.graph.nodes)
+    if (n.opType == "MaxPool") {
+      ++pools;
+      EXPECT_EQ(writer[n.inputs[0]], "FusedConv");  // pools the layer's floats
+    }
+  EXPECT_EQ(pools, 1);
 }
 
 // ---- the ONNX Runtime QDQ model ----------------------------------------------------

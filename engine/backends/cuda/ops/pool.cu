@@ -7,8 +7,9 @@
 //  - MaxPool / AveragePool / LpPool (1-3 spatial axes): one thread per output
 //    element walks its window in the CPU's order, so MaxPool's value and Indices
 //    (first maximum, row- or column-major) are exact. Sums are in float (double for
-//    float64 data). GlobalAveragePool / GlobalMaxPool / GlobalLpPool: one warp (small
-//    planes) or one block (large planes) reduces each (n, c) plane.
+//    float64 data). MaxPool also pools int8 / uint8 (compared in float, exactly; an
+//    empty window gives the type's lowest, as the CPU's). GlobalAveragePool / GlobalMaxPool /
+//    GlobalLpPool: one warp (small planes) or one block (large planes) reduces each (n, c) plane.
 //  - Resize (10+) and Upsample (7-10): coordinates, nearest indices and interpolation
 //    taps are computed on the device in double exactly as the CPU does (no fused
 //    multiply-adds where they could move a coordinate). Nearest gathers raw elements
@@ -229,6 +230,14 @@ std::string supportsPoolTypes(const Node&, const std::vector<DataType>& types) {
   const DataType t = firstType(types);
   if (t == DataType::kUndefined || isFloatData(t)) return "";
   return std::string("no GPU pooling kernel for ") + dataTypeName(t) + " inputs";
+}
+
+// MaxPool also pools int8 / uint8 (fold_qdq's quantized MaxPools, NCHW and
+// channels-last); the other pools, global MaxPool included, stay float.
+std::string supportsMaxPoolTypes(const Node& node, const std::vector<DataType>& types) {
+  const DataType t = firstType(types);
+  if (t == DataType::kInt8 || t == DataType::kUInt8) return "";
+  return supportsPoolTypes(node, types);
 }
 
 std::string resizeMode(const Node& node) {
@@ -1596,8 +1605,8 @@ Status oneHotOp(GpuKernelContext& ctx) {
 
 void registerPoolGpuKernels(GpuKernelRegistry& registry) {
   // Pooling: the CPU reads ceil_mode, dilations and storage_order whenever present.
-  // 8-bit MaxPool (opset 12) stays on the host.
-  registry.add("MaxPool", 1, 1000, &poolOp<kPoolMax>, supportsPoolTypes);
+  // 8-bit MaxPool (opset 12) runs on the device too; 8-bit global pooling stays on the host.
+  registry.add("MaxPool", 1, 1000, &poolOp<kPoolMax>, supportsMaxPoolTypes);
   registry.add("AveragePool", 1, 1000, &poolOp<kPoolAverage>, supportsPoolTypes);
   registry.add("LpPool", 1, 1000, &poolOp<kPoolLp>, supportsPoolTypes);
   registry.add("GlobalMaxPool", 1, 1000, &globalPoolOp<kPoolMax>, supportsPoolTypes);

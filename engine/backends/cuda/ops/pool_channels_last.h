@@ -21,8 +21,9 @@ struct ChannelsLastWindow {
 };
 
 // Y = pool(X) as the channels-first kernels compute it (MaxPool: the window's first tap
-// when it is NaN, else its largest; AveragePool in float). Float32/16/bf16 storage;
-// 16-byte packs of channels when c and the pointers allow. Y must not alias X.
+// when it is NaN, else its largest; AveragePool in float). Float32/16/bf16 storage, and
+// int8 / uint8 for MaxPool (an empty window gives the type's lowest); 16-byte packs of channels
+// when c and the pointers allow. Y must not alias X.
 Status poolChannelsLast(const ChannelsLastWindow& p, DataType type, const void* x, void* y,
                         cudaStream_t stream);
 
