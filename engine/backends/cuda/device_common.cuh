@@ -8,6 +8,8 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <limits>
+#include <type_traits>
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device_common_host.h"
@@ -48,6 +50,19 @@ __device__ __forceinline__ __half fromFloat<__half>(float v) {
 template <>
 __device__ __forceinline__ __nv_bfloat16 fromFloat<__nv_bfloat16>(float v) {
   return __float2bfloat16_rn(v);
+}
+
+// A float value stored as T: fromFloat for the float types; integer types saturate to
+// [lowest, max] first (a value already integral, e.g. an int8 maximum computed in
+// float, stays exact; -FLT_MAX becomes T's lowest).
+template <class T>
+__device__ __forceinline__ T fromFloatSaturating(float v) {
+  if constexpr (std::is_integral_v<T>) {
+    return static_cast<T>(fminf(fmaxf(v, static_cast<float>(std::numeric_limits<T>::lowest())),
+                                static_cast<float>(std::numeric_limits<T>::max())));
+  } else {
+    return fromFloat<T>(v);
+  }
 }
 
 // The compute type of T: float for the 16-bit floats, T otherwise.

@@ -74,11 +74,8 @@ template <class T>
 __device__ __forceinline__ T fromAcc(AccOf<T> v) {
   if constexpr (std::is_same_v<T, double>) {
     return v;
-  } else if constexpr (std::is_integral_v<T>) {  // int8 / uint8 MaxPool: exact, saturated
-    return static_cast<T>(fminf(fmaxf(v, static_cast<float>(std::numeric_limits<T>::lowest())),
-                                static_cast<float>(std::numeric_limits<T>::max())));
   } else {
-    return fromFloat<T>(v);
+    return fromFloatSaturating<T>(v);  // int8 / uint8 MaxPool: exact, saturated
   }
 }
 
