@@ -221,8 +221,8 @@ int main(int argc, char** argv) {
     for (const Variant& v : variants) row.push_back(probe(handle, stream, s, v, b));
     table.push_back(row);
   }
-  std::printf("\n%-22s %10s %10s %10s %10s %10s %10s\n", "layer", "fp16", "int8>int8",
-              "int8>int8i", "int8>half", "best x", "fp16>int8");
+  std::printf("\n%-22s %10s %10s %10s %10s %10s %10s\n", "layer", "fp16", "int8>int8", "int8>int8i",
+              "int8>half", "best x", "fp16>int8");
   for (size_t i = 0; i < table.size(); ++i) {
     const auto& r = table[i];
     float bestInt8 = -1;

@@ -61,8 +61,7 @@ __device__ __forceinline__ void locateTile(const HaloArgs& a, int tile, int* n, 
 
 // This thread's share of the halo of the tile at (n, oy0, ox0): zeros outside the image.
 template <class T>
-__device__ __forceinline__ void copyHalo(const HaloArgs& a, int n, int oy0, int ox0,
-                                         int8_t* halo) {
+__device__ __forceinline__ void copyHalo(const HaloArgs& a, int n, int oy0, int ox0, int8_t* halo) {
   const ConvMmaArgs& p = a.conv;
   const int iy0 = oy0 - p.padH, ix0 = ox0 - p.padW;
   const int8_t* image = p.x + static_cast<int64_t>(n) * p.h * p.w_ * kDepth;
@@ -180,8 +179,8 @@ __global__ void __launch_bounds__(T::kThreads, 2) int8ConvHaloKernel(HaloArgs a)
 
 }  // namespace
 
-bool haloFits(int64_t c, int64_t k, int64_t r, int64_t s, int strideH, int strideW,
-              int dilationH, int dilationW) {
+bool haloFits(int64_t c, int64_t k, int64_t r, int64_t s, int strideH, int strideW, int dilationH,
+              int dilationW) {
   return c == kDepth && k == 64 && r == 3 && s == 3 && strideH == 1 && strideW == 1 &&
          dilationH == 1 && dilationW == 1;
 }

@@ -258,10 +258,14 @@ Status runInt8ConvMma(int tile, const Int8ConvMmaShape& shape, const void* x, co
   if (tile >= kTileCount) return launchWgmmaTile(tile - kTileCount, args, stream);
 #endif
   switch (tile) {
-    case 0: return launchVariant<MmaTile<128, 128, 2, 4, false>>(args, stream);
-    case 1: return launchVariant<MmaTile<128, 64, 4, 2, false>>(args, stream);
-    case 2: return launchVariant<MmaTile<128, 128, 2, 4, true>>(args, stream);
-    default: return launchVariant<MmaTile<128, 64, 4, 2, true>>(args, stream);
+    case 0:
+      return launchVariant<MmaTile<128, 128, 2, 4, false>>(args, stream);
+    case 1:
+      return launchVariant<MmaTile<128, 64, 4, 2, false>>(args, stream);
+    case 2:
+      return launchVariant<MmaTile<128, 128, 2, 4, true>>(args, stream);
+    default:
+      return launchVariant<MmaTile<128, 64, 4, 2, true>>(args, stream);
   }
 }
 

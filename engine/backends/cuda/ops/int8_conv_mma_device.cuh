@@ -64,8 +64,8 @@ Status launchWgmmaTile(int tile, const ConvMmaArgs& args, cudaStream_t stream);
 // tile of 8 x 16 output pixels of one image, all 64 channels. p and q: Y's height and
 // width (args.rows = N P Q).
 constexpr const char* kHaloTileName = "halo8x16";
-bool haloFits(int64_t c, int64_t k, int64_t r, int64_t s, int strideH, int strideW,
-              int dilationH, int dilationW);
+bool haloFits(int64_t c, int64_t k, int64_t r, int64_t s, int strideH, int strideW, int dilationH,
+              int dilationW);
 Status launchHaloTile(const ConvMmaArgs& args, int p, int q, cudaStream_t stream);
 
 __device__ __forceinline__ void copyAsync16(void* shared, const void* global, bool valid) {
@@ -177,8 +177,13 @@ struct ChunkLoader {
   int topRow[kXPerThread], leftColumn[kXPerThread];
 
   __device__ ChunkLoader(const ConvMmaArgs& args, int8_t* sharedBase, int8_t* outBase, int tiles_)
-      : p(args), shared(sharedBase), outTiles(outBase), tid(threadIdx.x), tiles(tiles_),
-        colTiles(static_cast<int>(args.colTiles.d)), tile(blockIdx.x) {
+      : p(args),
+        shared(sharedBase),
+        outTiles(outBase),
+        tid(threadIdx.x),
+        tiles(tiles_),
+        colTiles(static_cast<int>(args.colTiles.d)),
+        tile(blockIdx.x) {
     locate();
   }
 
@@ -238,10 +243,10 @@ struct ChunkLoader {
 #pragma unroll
     for (int i = 0; i < kWPerThread; ++i) {
       const int r = T::xRow(tid, i);
-      copyAsync16(ws + T::offset(r, piece),
-                  p.w + (col0 + T::wChannel(r)) * wRowBytes +
-                      static_cast<int64_t>(chunk) * kDepth + piece,
-                  true);
+      copyAsync16(
+          ws + T::offset(r, piece),
+          p.w + (col0 + T::wChannel(r)) * wRowBytes + static_cast<int64_t>(chunk) * kDepth + piece,
+          true);
     }
     if (Residual && chunk == 0) {
       int8_t* zs = outTiles + (local & 1) * T::kRows * T::kOutStride;
@@ -302,8 +307,8 @@ Status launchPersistent(const Args& args, int64_t tiles, cudaStream_t stream, co
     KILN_CUDA_CHECK(
         cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes));
     int perSm = 0, sms = 0;
-    KILN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, Kernel, T::kThreads,
-                                                                  T::kSmemBytes));
+    KILN_CUDA_CHECK(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, Kernel, T::kThreads, T::kSmemBytes));
     KILN_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     if (perSm < 1)
       return Status(StatusCode::kUnsupported,
@@ -312,8 +317,8 @@ Status launchPersistent(const Args& args, int64_t tiles, cudaStream_t stream, co
     if (device >= 0 && device < 64) residentPerDevice[device].store(resident);
   }
   if (tiles <= 0) return Status::ok();
-  Kernel<<<static_cast<unsigned>(std::min(tiles, resident)), T::kThreads, T::kSmemBytes,
-           stream>>>(args);
+  Kernel<<<static_cast<unsigned>(std::min(tiles, resident)), T::kThreads, T::kSmemBytes, stream>>>(
+      args);
   KILN_CUDA_CHECK_LAUNCH(name);
   return Status::ok();
 }

@@ -95,9 +95,9 @@ __device__ __forceinline__ void wgmmaS8(int32_t (&d)[32], uint64_t a, uint64_t b
       "%32, %33, p;\n}\n"
       : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]),
         "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]),
-        "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]),
-        "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25]),
-        "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31])
+        "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]),
+        "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]),
+        "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31])
       : "l"(a), "l"(b), "r"(accumulate));
 }
 
@@ -113,15 +113,14 @@ __device__ __forceinline__ void wgmmaS8(int32_t (&d)[64], uint64_t a, uint64_t b
       "%64, %65, p;\n}\n"
       : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]),
         "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]),
-        "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]),
-        "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25]),
-        "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31]),
-        "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37]),
-        "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]),
-        "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]), "+r"(d[48]), "+r"(d[49]),
-        "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]),
-        "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]),
-        "+r"(d[62]), "+r"(d[63])
+        "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]),
+        "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]),
+        "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31]), "+r"(d[32]), "+r"(d[33]), "+r"(d[34]),
+        "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41]),
+        "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]), "+r"(d[48]),
+        "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]),
+        "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]),
+        "+r"(d[63])
       : "l"(a), "l"(b), "r"(accumulate));
 }
 #endif
@@ -158,12 +157,18 @@ __global__ void __launch_bounds__(T::kThreads, T::kBlocksPerSm) int8ConvWgmmaKer
   for (int tile = blockIdx.x, local = 0; tile < tiles; tile += gridDim.x, ++local) {
     for (int chunk = 0; chunk < p.chunks; ++chunk, ++step) {
       // This step's copies are in when at most lookahead - 1 younger groups are pending.
-      if (lookahead >= 6) waitCopies<5>();
-      else if (lookahead == 5) waitCopies<4>();
-      else if (lookahead == 4) waitCopies<3>();
-      else if (lookahead == 3) waitCopies<2>();
-      else if (lookahead == 2) waitCopies<1>();
-      else waitCopies<0>();
+      if (lookahead >= 6)
+        waitCopies<5>();
+      else if (lookahead == 5)
+        waitCopies<4>();
+      else if (lookahead == 4)
+        waitCopies<3>();
+      else if (lookahead == 3)
+        waitCopies<2>();
+      else if (lookahead == 2)
+        waitCopies<1>();
+      else
+        waitCopies<0>();
       fenceOperands();
       __syncthreads();
       if (step + lookahead < steps) loader.issue();
@@ -231,9 +236,12 @@ struct Tile {
 
 Status launchWgmmaTile(int tile, const ConvMmaArgs& args, cudaStream_t stream) {
   switch (tile) {
-    case 0: return launchVariant<Tile<128, 128, 4, 2>>(args, stream);
-    case 1: return launchVariant<Tile<128, 64, 6, 2>>(args, stream);
-    case 2: return launchVariant<Tile<128, 128, 8, 1>>(args, stream);
+    case 0:
+      return launchVariant<Tile<128, 128, 4, 2>>(args, stream);
+    case 1:
+      return launchVariant<Tile<128, 64, 6, 2>>(args, stream);
+    case 2:
+      return launchVariant<Tile<128, 128, 8, 1>>(args, stream);
     default:
       return Status(StatusCode::kInvalidArgument, "no wgmma tile " + std::to_string(tile));
   }

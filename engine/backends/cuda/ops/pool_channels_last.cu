@@ -95,7 +95,7 @@ __global__ void __launch_bounds__(kBlockSize)
     for (int j = 0; j < V; ++j) {
       float v = acc[j];
       if (!p.max) v = divisor > 0.f ? v / divisor : 0.f;
-      if (p.max && first) v = -FLT_MAX;  // an empty window: the channels-first kernel's lowest
+      if (p.max && first) v = -FLT_MAX;      // an empty window: the channels-first kernel's lowest
       out.v[j] = fromFloatSaturating<T>(v);  // int8 / uint8 MaxPool saturates
     }
     *reinterpret_cast<Pack<T, V>*>(y + e * V) = out;
