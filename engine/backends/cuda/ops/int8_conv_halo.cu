@@ -179,10 +179,9 @@ __global__ void __launch_bounds__(T::kThreads, 2) int8ConvHaloKernel(HaloArgs a)
 
 }  // namespace
 
-bool haloFits(int64_t c, int64_t k, int64_t r, int64_t s, int strideH, int strideW, int dilationH,
-              int dilationW) {
-  return c == kDepth && k == 64 && r == 3 && s == 3 && strideH == 1 && strideW == 1 &&
-         dilationH == 1 && dilationW == 1;
+bool haloFits(const Int8ConvMmaShape& s) {
+  return s.c == kDepth && s.k == 64 && s.r == 3 && s.s == 3 && s.strideH == 1 && s.strideW == 1 &&
+         s.dilationH == 1 && s.dilationW == 1;
 }
 
 Status launchHaloTile(const ConvMmaArgs& args, int p, int q, cudaStream_t stream) {

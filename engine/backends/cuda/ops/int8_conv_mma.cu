@@ -156,10 +156,6 @@ int tileColumns(int tile) {
   return 0;
 }
 
-bool haloFitsShape(const Int8ConvMmaShape& s) {
-  return haloFits(s.c, s.k, s.r, s.s, s.strideH, s.strideW, s.dilationH, s.dilationW);
-}
-
 // Tiles written or changed in a session without device time left (the halo kernel,
 // the "p" tiles, the wgmma tiles) are offered only with KILN_INT8_UNVERIFIED_TILES=1
 // until test_cuda_int8 has passed with them on a GPU (docs/quantization.md).
@@ -201,7 +197,7 @@ std::vector<int> int8ConvMmaTiles(const Int8ConvMmaShape& shape) {
     if (shape.k % tileColumns(tile) == 0 &&
         (unverified || tile >= kTileCount || !kTileUnverified[tile]))
       tiles.push_back(tile);
-  if (unverified && haloFitsShape(shape)) tiles.push_back(kHaloTile);
+  if (unverified && haloFits(shape)) tiles.push_back(kHaloTile);
   return tiles;
 }
 
@@ -221,7 +217,7 @@ Status runInt8ConvMma(int tile, const Int8ConvMmaShape& shape, const void* x, co
                   "Kiln's int8 MMA kernel needs C % 64 == 0 and K % " +
                       std::to_string(columns > 0 ? columns : 64) + " == 0 (C " +
                       std::to_string(shape.c) + ", K " + std::to_string(shape.k) + ")");
-  if (tile == kHaloTile && !haloFitsShape(shape))
+  if (tile == kHaloTile && !haloFits(shape))
     return Status(StatusCode::kInvalidArgument,
                   "Kiln's halo kernel needs a 3x3 stride 1 convolution with C == K == 64");
   if (tile >= kTileCount && tile < kHaloTile && !deviceRunsWgmma())

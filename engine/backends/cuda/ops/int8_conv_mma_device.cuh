@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/ops/int8_conv_mma.h"
 #include "kiln/status.h"
 
 namespace kiln::cuda::int8mma {
@@ -64,8 +65,7 @@ Status launchWgmmaTile(int tile, const ConvMmaArgs& args, cudaStream_t stream);
 // tile of 8 x 16 output pixels of one image, all 64 channels. p and q: Y's height and
 // width (args.rows = N P Q).
 constexpr const char* kHaloTileName = "halo8x16";
-bool haloFits(int64_t c, int64_t k, int64_t r, int64_t s, int strideH, int strideW, int dilationH,
-              int dilationW);
+bool haloFits(const Int8ConvMmaShape& shape);
 Status launchHaloTile(const ConvMmaArgs& args, int p, int q, cudaStream_t stream);
 
 __device__ __forceinline__ void copyAsync16(void* shared, const void* global, bool valid) {
