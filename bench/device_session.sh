@@ -15,8 +15,8 @@ if [ -n "${PROBE:-}" ]; then
 fi
 if [ -n "${MMA_PROBE:-}" ]; then
   echo "=== Kiln int8 MMA kernel probe"
-  # KILN_INT8_UNVERIFIED_TILES=1: tiles not yet offered by default join the probe.
-  KILN_INT8_UNVERIFIED_TILES=1 timeout 120 /tmp/kiln/bin/kiln_int8_mma_probe 256 > $out/int8_mma_probe.txt 2>&1
+  # KILN_INT8_WGMMA_TILES=1: the wgmma tiles (not raced by default) join the probe.
+  KILN_INT8_WGMMA_TILES=1 timeout 120 /tmp/kiln/bin/kiln_int8_mma_probe 256 > $out/int8_mma_probe.txt 2>&1
   cat $out/int8_mma_probe.txt; cp $out/int8_mma_probe.txt $OUT/ 2>/dev/null
 fi
 # NCU_PROBE="layer tile|layer tile": Nsight Compute on one layer of the probe each

@@ -241,9 +241,8 @@ TEST(CudaInt8, ConvOnKilnsMmaKernelEveryTile) {
   ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
   ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), cudaSuccess);
   ASSERT_EQ(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device), cudaSuccess);
-  // The "p" tiles (W staged permuted) are offered only with KILN_INT8_UNVERIFIED_TILES=1
-  // until this test has passed with them on a GPU.
-  setenv("KILN_INT8_UNVERIFIED_TILES", "1", 1);
+  // The wgmma tiles are raced only with KILN_INT8_WGMMA_TILES=1 (slower on ResNet-50).
+  setenv("KILN_INT8_WGMMA_TILES", "1", 1);
   std::vector<std::string> tiles = {"128x128", "128x64", "128x128p", "128x64p"};
   if (major == 9 && minor == 0)
     tiles.insert(tiles.end(), {"wg128x128", "wg128x64", "wg128x128d"});
@@ -262,11 +261,10 @@ TEST(CudaInt8, ConvOnKilnsMmaKernelEveryTile) {
       }
     }
   }
-  unsetenv("KILN_INT8_UNVERIFIED_TILES");
+  unsetenv("KILN_INT8_WGMMA_TILES");
 }
 
-// Kiln's halo kernel (int8_conv_halo.cu; offered only with KILN_INT8_UNVERIFIED_TILES=1
-// until this test has passed on a GPU): 3x3 stride 1, C == K == 64, tiles of 8 x 16 output
+// Kiln's halo kernel (int8_conv_halo.cu): 3x3 stride 1, C == K == 64, tiles of 8 x 16 output
 // pixels. Cases: partial tiles in both directions (P 9, Q 11), several tiles per image
 // (P 20, Q 35, N 3: 27 tiles, one per block), several tiles per block (9 x 3 images
 // of two tiles, bands 0 and 8, 8 tiles per SM and 4 more: with at most 2 blocks per
@@ -291,7 +289,6 @@ TEST(CudaInt8, ConvOnKilnsHaloKernel) {
       {"tiles per block", {images, 9, 3, 64}, 1, {images, 9, 3, 64}},
       {"no padding", {1, 10, 18, 64}, 0, {1, 8, 16, 64}},
   };
-  setenv("KILN_INT8_UNVERIFIED_TILES", "1", 1);
   for (const Case& c : cases) {
     for (bool residual : {false, true}) {
       SCOPED_TRACE(std::string(c.name) + (residual ? ", int8 Z" : ", no Z"));
@@ -299,7 +296,6 @@ TEST(CudaInt8, ConvOnKilnsHaloKernel) {
       expectInt8EpilogueConv(t, "mma:halo8x16", "kiln int8 MMA kernel halo8x16");
     }
   }
-  unsetenv("KILN_INT8_UNVERIFIED_TILES");
 }
 
 // The NCHW INT8 path (im2col + cuBLASLt) with an int8 residual, float and int8 output.
