@@ -98,6 +98,15 @@ if [ "$part" = int8 ]; then
     echo "=== int8 plan: load and first run from the file (cuDNN plans restored, nothing compiled)"
     bash -c "time timeout 120 $K run /tmp/kiln-int8/resnet50_b256_int8.kiln --shapes $IN:256x3x224x224 --no-data-transfers --warmup 0 --iterations 1 --duration 0 > /dev/null 2>&1" 2>&1 | grep real
     timeout 120 $K run /tmp/kiln-int8/resnet50_b256_int8.kiln --shapes $IN:256x3x224x224 --no-data-transfers --profile --json > $out/int8_profile.json 2>/dev/null
+    # STEM_NCU=1: Nsight Compute on the fused stem kernel (conv_max_pool.cu), third launch.
+    if [ -n "${STEM_NCU:-}" ]; then
+      echo "=== ncu: the stem kernel"
+      timeout 150 ncu --clock-control none --kernel-name regex:convMaxPool --launch-skip 2 --launch-count 1 \
+        --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section Occupancy \
+        $K run /tmp/kiln-int8/resnet50_b256_int8.kiln --shapes $IN:256x3x224x224 --no-data-transfers \
+        --warmup 0 --iterations 4 --duration 0 > $out/ncu_stem.txt 2>&1
+      grep -vE "^==PROF==|^ +-+ +-+|^ *$|Metric Name" $out/ncu_stem.txt | grep -vE "^    [A-Z][a-z]+ .*(rule|section)" | cut -c1-150 | head -60
+    fi
   fi
   # The same INT8 build under other settings: INT8_AB="ENV=V ...|ENV=V ..." (one build
   # and run per '|'-separated entry; INT8_AB_FLAGS: flags for all of them).

@@ -103,7 +103,8 @@ Status insertCalibratedQdq(Network& network, const BuilderConfig& config, Int8De
 // QuantizeLinear/DequantizeLinear nodes, which fold_qdq folds with or without the flag;
 // kUnsupported otherwise (Kiln has no FP8 calibration).
 Status checkFp8Build(const Network& network, const BuilderConfig& config);
-// INT8 layers (fold_qdq's) run in int8 and Fp8MatMul layers in fp8; under an INT8 build
+// INT8 layers (fold_qdq's) run in int8 and Fp8MatMul layers in fp8 (a FusedConvMaxPool
+// with y_scale computes in float and writes int8: its output type); under an INT8 build
 // every other float layer says why it is not INT8 (a float layer after a float8 DQ why
 // it is not FP8), and a pinned cache entry pins its readers' precision. Fails (kObey)
 // or warns (kPrefer) when a rule asks a Q/DQ-quantized layer for another precision.

@@ -182,7 +182,8 @@ Result<Plan> buildPlan(std::shared_ptr<const Network> source, const BuilderConfi
   std::vector<PassApplication> applied;
   KILN_RETURN_IF_ERROR(
       runPasses(*network, config.optimizationLevel, config.disabledPasses, &applied,
-                backend.prefersChannelsLast(config.fp16 || config.bf16 || config.tf32)));
+                backend.prefersChannelsLast(config.fp16 || config.bf16 || config.tf32),
+                /*halfPrecision=*/config.fp16 || config.bf16));
   const BuildCallbacks& callbacks = config.callbacks;
   auto progress = [&callbacks](const std::string& phase, int done, int total,
                                const std::string& item) {

@@ -3,6 +3,7 @@
 // float8e4m3fn Q/DQ nodes); every other float layer of an INT8 build records why it
 // is not INT8, and a cache entry pinned to fp16/fp32 pins the layers reading it.
 #include "builder/build_steps.h"
+#include "ir/conv_max_pool.h"
 #include "ir/fp8_layers.h"
 #include "ir/quantized_layers.h"
 #include "kiln/passes.h"
@@ -42,6 +43,14 @@ Status applyFp8Precision(const Node& node, const BuilderConfig& config, Precisio
     choice->outputReason = "float output";
   }
   return Status::ok();
+}
+
+// A FusedConvMaxPool (a stem) computes in float like any float layer; with y_scale its
+// output is INT8 (the QuantizeLinear after its MaxPool), as a QuantizedConv's is.
+void noteStemOutput(const Node& node, PrecisionChoice* choice) {
+  if (!node.hasInput(kConvPoolYScale)) return;
+  choice->outputType = DataType::kInt8;
+  choice->outputReason = "int8 output (the QuantizeLinear after its MaxPool folded in)";
 }
 
 template <class T>
@@ -91,6 +100,7 @@ Status applyInt8Precision(const Node& node, const BuilderConfig& config, bool re
     }
     return Status::ok();
   }
+  if (isFusedConvMaxPool(node)) noteStemOutput(node, choice);
   const std::vector<std::string> names = layerNamesOf(node);
   if (const DataType* pin = findByNames(decisions.pins, names); pin && reducible) {
     choice->precisions = {*pin};

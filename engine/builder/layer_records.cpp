@@ -104,7 +104,8 @@ const char* layerTypeOf(const std::string& op) {
       {"Attention", "Attention"},
       {"FusedMatMul", "MatrixMultiply"},
       {"FusedConv", "Convolution"},
-      {"QuantizedConv", "Convolution"},  // INT8 (fold_qdq); the precision says so
+      {"FusedConvMaxPool", "Convolution"},  // a stem: conv + MaxPool (+ Quantize) in one kernel
+      {"QuantizedConv", "Convolution"},     // INT8 (fold_qdq); the precision says so
       {"QuantizedMatMul", "MatrixMultiply"},
       {"Fp8MatMul", "MatrixMultiply"},  // FP8 (fold_qdq, float8e4m3fn)
       {"ScaledMaskedSoftmax", "SoftMax"},

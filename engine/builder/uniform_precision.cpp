@@ -78,7 +78,9 @@ Status unifyPrecision(const BuilderConfig& config, const std::vector<UniformLaye
     LayerRecord& l = record->layers[i];
     const TacticCandidate& c = l.candidates[bestAt(l, chosen)];
     l.precision = c.precision;
-    l.outputType = c.precision;  // the engine stores every float tensor in its precision
+    // The engine stores every float tensor in its precision; an INT8 output (a
+    // FusedConvMaxPool's) stays INT8.
+    if (isFloatingPoint(l.outputType)) l.outputType = c.precision;
     l.tactic = c.tactic;
     l.tacticValue = c.tacticValue;
     l.tacticSource = c.source;

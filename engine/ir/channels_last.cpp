@@ -2,6 +2,8 @@
 
 #include <cstdint>
 
+#include "ir/conv_max_pool.h"
+
 namespace kiln {
 
 bool isChannelsLast(const Node& node) {
@@ -10,8 +12,10 @@ bool isChannelsLast(const Node& node) {
 
 ChannelsLastRoles channelsLastRoles(const Node& node) {
   ChannelsLastRoles roles;
-  roles.activationInputs.push_back(0);
   roles.activationOutputs.push_back(0);
+  // A stem's X (few channels) stays channels-first; its filter stays [M, C, R, S].
+  if (isFusedConvMaxPool(node)) return roles;
+  roles.activationInputs.push_back(0);
   if (node.opType == "FusedConv" || node.opType == "QuantizedConv") {
     roles.filterInput = 1;
     if (node.inputs.size() > 3) roles.activationInputs.push_back(3);  // the residual Z

@@ -3,9 +3,11 @@
 // with its 4-D activations stored [N, H, W, C] instead of [N, C, H, W], and a
 // FusedConv's or QuantizedConv's filter stored [K, R, S, C/group] instead of
 // [K, C/group, R, S] (and their residual Z NHWC like X and Y); every
-// other input (bias, scalars) is unchanged. The CPU reference and shape inference
-// run such a node by permuting to channels-first, applying the ordinary kernel or
-// rule, and permuting the outputs back; the CUDA kernels read the layout natively.
+// other input (bias, scalars) is unchanged. A FusedConvMaxPool (ir/conv_max_pool.h)
+// stores only its Y NHWC: its X and W keep their channels-first layouts. The CPU
+// reference and shape inference run such a node by permuting to channels-first,
+// applying the ordinary kernel or rule, and permuting the outputs back; the CUDA
+// kernels read the layout natively.
 #pragma once
 
 #include <vector>
@@ -21,7 +23,8 @@ constexpr const char* kChannelsLastAttribute = "kiln_channels_last";
 bool isChannelsLast(const Node& node);
 
 // Which inputs and outputs of a channels-last node are stored NHWC, and which input
-// is a filter stored KRSC (-1 when none).
+// is a filter stored KRSC (-1 when none). activationInputs may be empty (a
+// FusedConvMaxPool reads its X channels-first).
 struct ChannelsLastRoles {
   std::vector<size_t> activationInputs;
   std::vector<size_t> activationOutputs;

@@ -14,15 +14,21 @@
 // QuantizedConv of int8 X, one group, symmetric (zero points 0), K a multiple of 4
 // (cuDNN's INT8 NHWC convolutions, int8_conv_cudnn.cpp, which pads C to 4 itself); its
 // residual Z, float32 or int8 (with z_scale, a per-tensor scalar that stays as it is),
-// is an activation stored NHWC like X (ir/channels_last.cpp's roles). Layout-free ops
-// follow the region without a reformat: a per-tensor QuantizeLinear / DequantizeLinear (one scale,
-// one zero point) whose input is already channels-last reads and writes NHWC as it is (an
-// elementwise op does not care where C sits), so INT8 layers chain through the Quantize between
-// them. Runs only when the builder asks for it (the backend prefers channels-last for the engine's
-// precision) and after the fusions, which match channels-first patterns.
+// is an activation stored NHWC like X (ir/channels_last.cpp's roles). FusedConvMaxPool
+// (fuse_conv_max_pool's stem layer) always: its kernel writes NHWC while it reads its
+// few-channel X and its filter channels-first (its roles list no activation input and no
+// filter), so no reformat goes before it, and its int8 output starts the INT8 region
+// (QuantizedConv reads it as it is; a channels-first reader gets the usual reformat back).
+// Layout-free ops follow the region without a reformat: a per-tensor QuantizeLinear /
+// DequantizeLinear (one scale, one zero point) whose input is already channels-last reads and
+// writes NHWC as it is (an elementwise op does not care where C sits), so INT8 layers chain through
+// the Quantize between them. Runs only when the builder asks for it (the backend prefers
+// channels-last for the engine's precision) and after the fusions, which match channels-first
+// patterns.
 #include <set>
 
 #include "ir/channels_last.h"
+#include "ir/conv_max_pool.h"
 #include "ir/quantized_layers.h"
 #include "passes/fusion_passes.h"
 
@@ -81,6 +87,7 @@ bool qualifies(const Node& node, const Graph& g, const InferredShapes& shapes) {
       node.inputs[0].empty() || isChannelsLast(node) || node.hasSubgraphs())
     return false;
   if (inputRank(node, shapes) != 4) return false;
+  if (isFusedConvMaxPool(node)) return true;
   if (node.opType == kQuantizedConvOp && node.domain == kKilnDomain)
     return qualifiesInt8(node, g, shapes);
   // MaxPool also pools int8 / uint8 channels-last (fold_qdq's quantized MaxPools).

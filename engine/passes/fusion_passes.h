@@ -25,6 +25,7 @@ std::unique_ptr<Pass> makeFoldPadIntoConvPool();
 std::unique_ptr<Pass> makeFuseGelu();
 std::unique_ptr<Pass> makeFuseLayerNorm();
 std::unique_ptr<Pass> makeFuseRmsNorm();
+std::unique_ptr<Pass> makeFuseConvMaxPool();
 
 // The chain fuse_softmax_scale_mask rewrites, matched at the Softmax node `at`:
 // Softmax(last axis) of X * c [+ M] or X + M, every intermediate read by the next

@@ -77,6 +77,15 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   list.push_back(passes::makeFusePointwiseChain());
   // Last: fusions leave the constants of their patterns without readers.
   list.push_back(passes::makeRemoveDeadNodes());
+  // A stem's FusedConv -> MaxPool -> QuantizeLinear as one layer: after fold_qdq, which
+  // leaves the Q after the stem's MaxPool (the float stem does not fold, so rule 4 does
+  // not move the Q before the pool) and turns the DQ -> Conv after it into the
+  // QuantizedConv that reads the Q's int8 output; right before channels_last_layout,
+  // which then gives the layer an NHWC output that starts the INT8 region without a
+  // reformat. Only for a half-precision channels-last build (runPasses' halfPrecision
+  // and channelsLast) whose layout pass runs: its one kernel is a CUDA fp16/bf16
+  // tensor-core kernel that writes channels-last.
+  list.push_back(passes::makeFuseConvMaxPool());
   // After every fusion, which all match channels-first patterns; only when the
   // backend asks for it (runPasses' channelsLast), so a CPU build never sees it.
   list.push_back(passes::makeChannelsLastLayout());
@@ -92,12 +101,19 @@ std::vector<PassInfo> listPasses() {
 }
 
 Status runPasses(Network& network, int optimizationLevel, const std::vector<std::string>& disabled,
-                 std::vector<PassApplication>* applied, bool channelsLast) {
+                 std::vector<PassApplication>* applied, bool channelsLast, bool halfPrecision) {
+  auto runs = [&](const PassInfo& info) {
+    return optimizationLevel >= info.minimumLevel &&
+           std::find(disabled.begin(), disabled.end(), info.name) == disabled.end() &&
+           (info.name != kChannelsLastPass || channelsLast);
+  };
   std::set<std::string> known;
   std::string names;
+  bool layoutRuns = false;
   for (const PassInfo& info : listPasses()) {
     known.insert(info.name);
     names += (names.empty() ? "" : ", ") + info.name;
+    if (info.name == kChannelsLastPass) layoutRuns = runs(info);
   }
   for (const std::string& name : disabled) {
     if (!known.count(name))
@@ -105,9 +121,10 @@ Status runPasses(Network& network, int optimizationLevel, const std::vector<std:
   }
   for (const auto& pass : pipeline()) {
     const PassInfo info = pass->info();
-    if (optimizationLevel < info.minimumLevel) continue;
-    if (info.name == kChannelsLastPass && !channelsLast) continue;
-    if (std::find(disabled.begin(), disabled.end(), info.name) != disabled.end()) continue;
+    if (!runs(info)) continue;
+    // The stem layer's kernel is a half-precision one that writes NHWC: without the
+    // layout pass after it (level, --disable-pass) the layer would fall back to the host.
+    if (info.name == kConvMaxPoolPass && !(halfPrecision && layoutRuns)) continue;
     KILN_RETURN_IF_ERROR_CTX(pass->apply(network, applied), "pass " + info.name);
   }
   return Status::ok();

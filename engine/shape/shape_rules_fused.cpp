@@ -3,12 +3,16 @@
 //   ScaledMaskedSoftmax(X, [M])       -> Y: X and M broadcast, X's type
 //   AddLayerNorm(A, B, gamma, [beta]) -> Y, [S]: A and B broadcast, A's type
 //   FusedConv(X, W, [B], [Z])          -> Y: Conv's rule (B and Z do not change it)
+//   FusedConvMaxPool(X, W, [B], [y_scale], [y_zero_point]) -> Y: MaxPool's rule (the pool_*
+//     attributes) on Conv's output; y_zero_point's type, int8 with y_scale alone, else
+//     X's type (contract: ir/conv_max_pool.h)
 //   FusedAttention(Q, K, V, [M])       -> Y: Q's batch, sequence and heads with V's head
 //     size, in output_layout ([B, Sq, H, Dv], [B, H, Sq, Dv]) or [B, Sq, H * Dv] when
 //     merge_heads (contract: ir/fused_attention.h)
 //   PointwiseChain(X0, X1, ...)        -> Y: every input broadcast, the program's output type
 #include <algorithm>
 
+#include "ir/conv_max_pool.h"
 #include "shape/rule_helpers.h"
 
 namespace kiln::shape {
@@ -30,6 +34,23 @@ bool kilnBroadcastOfFirstTwo(const Node& node, const Ins& in, Outs* outs) {
 bool kilnFusedConvRule(const Node& node, const Ins& in, Outs* outs) {
   const ShapeRule conv = findShapeRule("Conv");
   return node.domain == "ai.kiln" && conv && conv(node, in, outs);
+}
+
+bool kilnFusedConvMaxPoolRule(const Node& node, const Ins& in, Outs* outs) {
+  const ShapeRule conv = findShapeRule("Conv");
+  const ShapeRule pool = findShapeRule("MaxPool");
+  if (node.domain != "ai.kiln" || !conv || !pool || in.size() < 2) return false;
+  Outs convOut(1);
+  if (!conv(convPartOf(node), {in[kConvPoolX], in[kConvPoolW]}, &convOut)) return false;
+  RuleInput pooled;
+  pooled.info = &convOut[0].info;
+  if (!pool(poolPartOf(node), {pooled}, outs) || outs->empty()) return false;
+  const bool quantized = in.size() > kConvPoolYScale && in[kConvPoolYScale].present();
+  const DataType zeroPoint = typeOf(in, kConvPoolYZeroPoint);
+  (*outs)[0].info.type = !quantized                          ? typeOf(in, kConvPoolX)
+                         : zeroPoint != DataType::kUndefined ? zeroPoint
+                                                             : DataType::kInt8;
+  return true;
 }
 
 // Q and V of rank 4 in qkv_layout; the rest is checked by the kernels at run time.
@@ -69,6 +90,7 @@ void addFusedShapeRules(std::map<std::string, ShapeRule>& t) {
   t["ScaledMaskedSoftmax"] = &kilnBroadcastOfFirstTwo;
   t["AddLayerNorm"] = &kilnBroadcastOfFirstTwo;
   t["FusedConv"] = &kilnFusedConvRule;
+  t[kFusedConvMaxPoolOp] = &kilnFusedConvMaxPoolRule;
   t["FusedAttention"] = &kilnFusedAttentionRule;
   t["PointwiseChain"] = &kilnPointwiseChainRule;
 }

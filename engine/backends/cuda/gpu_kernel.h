@@ -150,5 +150,6 @@ void registerRnnGpuKernels(GpuKernelRegistry& registry);          // LSTM, GRU, 
 // ai.kiln ScaledMaskedSoftmax and AddLayerNorm (the fusion passes' row kernels).
 void registerFusedNormalizationGpuKernels(GpuKernelRegistry& registry);
 void registerFusedConvGpuKernels(GpuKernelRegistry& registry);  // ai.kiln FusedConv
+void registerConvMaxPoolGpuKernels(GpuKernelRegistry& registry);  // ai.kiln FusedConvMaxPool
 
 }  // namespace kiln::cuda

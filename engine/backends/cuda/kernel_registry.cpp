@@ -58,6 +58,7 @@ const GpuKernelRegistry& builtinGpuKernels() {
     registerRnnGpuKernels(r);
     registerFusedNormalizationGpuKernels(r);
     registerFusedConvGpuKernels(r);
+    registerConvMaxPoolGpuKernels(r);
     registerFusedAttentionGpuKernels(r);
     registerInt8GpuKernels(r);
     registerFp8GpuKernels(r);

@@ -32,12 +32,18 @@ struct PassApplication {
 std::vector<PassInfo> listPasses();
 // The layout pass that stores convolutions and pooling channels-last (NHWC).
 constexpr const char* kChannelsLastPass = "channels_last_layout";
+// The stem fusion (conv + MaxPool + QuantizeLinear) for a half-precision NHWC kernel.
+constexpr const char* kConvMaxPoolPass = "fuse_conv_max_pool";
 
 // Runs the pipeline of `optimizationLevel` on `network`, skipping `disabled` (an
 // unknown name is an error listing the known ones). Appends to `applied`.
 // `channelsLast`: the backend wants NHWC convolutions at this build's precision
 // (without it the channels_last_layout pass does not run).
+// `halfPrecision`: the engine's float layers compute in fp16/bf16; fuse_conv_max_pool,
+// whose layer only a half-precision channels-last kernel runs, needs it and a running
+// channels_last_layout (channelsLast, its level, not disabled).
 Status runPasses(Network& network, int optimizationLevel, const std::vector<std::string>& disabled,
-                 std::vector<PassApplication>* applied, bool channelsLast = false);
+                 std::vector<PassApplication>* applied, bool channelsLast = false,
+                 bool halfPrecision = false);
 
 }  // namespace kiln

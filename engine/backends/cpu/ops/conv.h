@@ -82,6 +82,7 @@ Status runTypedConvolution(KernelContext& ctx, const ConvProblem& p, Tensor& out
   return Status::ok();
 }
 
+Status fusedConvKernel(KernelContext& ctx);      // fused_conv.cpp (ai.kiln FusedConv)
 Status convTransposeKernel(KernelContext& ctx);  // conv_transpose.cpp
 Status convIntegerKernel(KernelContext& ctx);    // conv_quantized.cpp
 Status qlinearConvKernel(KernelContext& ctx);    // conv_quantized.cpp

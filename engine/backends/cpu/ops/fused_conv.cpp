@@ -29,6 +29,8 @@ Status checkResidual(const KernelContext& ctx, const Tensor* z, const Shape& out
   return Status::ok();
 }
 
+}  // namespace
+
 Status fusedConvKernel(KernelContext& ctx) {
   ConvProblem problem;
   KILN_RETURN_IF_ERROR(prepareConvNode(ctx, &problem));
@@ -58,8 +60,6 @@ Status fusedConvKernel(KernelContext& ctx) {
   });
   return status.isOk() ? status : ctx.unsupported(status.message());
 }
-
-}  // namespace
 
 void registerFusedConvKernels(KernelRegistry& registry) {
   registry.add("FusedConv", 1, 1000, &fusedConvKernel, kKilnDomain);

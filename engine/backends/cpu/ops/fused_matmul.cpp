@@ -58,6 +58,7 @@ Status fusedMatMulKernel(KernelContext& ctx) {
 
 void registerFusedNormalizationKernels(KernelRegistry& registry);  // fused_normalization.cpp
 void registerFusedConvKernels(KernelRegistry& registry);           // fused_conv.cpp
+void registerConvMaxPoolKernel(KernelRegistry& registry);          // conv_max_pool.cpp
 void registerFusedAttentionKernels(KernelRegistry& registry);      // fused_attention.cpp
 void registerQuantizedLayerKernels(KernelRegistry& registry);      // quantized_layers.cpp
 void registerFp8LayerKernels(KernelRegistry& registry);            // fp8_matmul.cpp
@@ -66,6 +67,7 @@ void registerFusedKernels(KernelRegistry& registry) {
   registry.add("FusedMatMul", 1, 1000, &fusedMatMulKernel, kKilnDomain);
   registerFusedNormalizationKernels(registry);  // ScaledMaskedSoftmax, AddLayerNorm
   registerFusedConvKernels(registry);           // FusedConv
+  registerConvMaxPoolKernel(registry);          // FusedConvMaxPool (fuse_conv_max_pool)
   registerFusedAttentionKernels(registry);      // FusedAttention
   registerQuantizedLayerKernels(registry);      // QuantizedConv, QuantizedMatMul (fold_qdq)
   registerFp8LayerKernels(registry);            // Fp8MatMul (fold_qdq, float8e4m3fn)

@@ -232,10 +232,14 @@ Status globalPoolKernel(KernelContext& ctx) {
 
 }  // namespace
 
+Status maxPoolKernel(KernelContext& ctx) {
+  return poolKernel<PoolKind::kMax>(ctx);
+}
+
 void registerPoolKernels(KernelRegistry& registry) {
   // ceil_mode (10), dilations (10 for MaxPool, 19 for AveragePool) and 8-bit
   // MaxPool (12) are read whenever present; older models simply lack them.
-  registry.add("MaxPool", 1, 1000, &poolKernel<PoolKind::kMax>);
+  registry.add("MaxPool", 1, 1000, &maxPoolKernel);
   registry.add("AveragePool", 1, 1000, &poolKernel<PoolKind::kAverage>);
   registry.add("LpPool", 1, 1000, &poolKernel<PoolKind::kLp>);
   registry.add("GlobalMaxPool", 1, 1000, &globalPoolKernel<PoolKind::kMax>);

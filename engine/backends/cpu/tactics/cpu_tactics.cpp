@@ -2,6 +2,7 @@
 #include "backends/cpu/tactics/cpu_tactics.h"
 
 #include "backends/cpu/tactics/alternative_kernels.h"
+#include "ir/conv_max_pool.h"
 #include "ir/fp8_layers.h"
 #include "ir/quantized_layers.h"
 #include "kiln/builder_config.h"
@@ -13,6 +14,12 @@ namespace {
 
 bool isReduced(DataType type) {
   return type == DataType::kFloat16 || type == DataType::kBFloat16;
+}
+
+// Inputs a layer's contract keeps float32 in every precision: a FusedConvMaxPool's
+// y_scale (ir/conv_max_pool.h), a quantization parameter as its CUDA kernel reads it.
+bool keepsFloat32(const Node& node, size_t slot) {
+  return isFusedConvMaxPool(node) && slot == kConvPoolYScale;
 }
 
 }  // namespace
@@ -61,7 +68,7 @@ Status runKernelAtPrecision(const Node& node, KernelFn fn, const std::vector<con
   std::vector<const Tensor*> kernelInputs = inputs;
   if (reduce) {
     for (size_t i = 0; i < inputs.size(); ++i) {
-      if (inputs[i] && inputs[i]->type() == DataType::kFloat32) {
+      if (inputs[i] && inputs[i]->type() == DataType::kFloat32 && !keepsFloat32(node, i)) {
         converted.push_back(castTensor(*inputs[i], precision));
         kernelInputs[i] = &converted.back();
       }

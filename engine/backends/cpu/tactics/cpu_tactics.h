@@ -27,7 +27,8 @@ std::vector<CpuTactic> cpuTactics(const Node& node, int opset);
 KernelFn findCpuTactic(const Node& node, int opset, const std::string& name);
 
 // Runs `fn` on `inputs`. With `precision` float16/bfloat16, float32 inputs are
-// converted to it first and the float outputs converted back to float32 (callers
+// converted to it first (but a FusedConvMaxPool's y_scale, float32 in every precision)
+// and the float outputs converted back to float32 (callers
 // guarantee the node's float values are all float32); then float32 outputs are
 // rounded through `outputType` when that is float16/bfloat16.
 Status runKernelAtPrecision(const Node& node, KernelFn fn, const std::vector<const Tensor*>& inputs,

@@ -1,0 +1,571 @@
+// ai.kiln FusedConvMaxPool on the GPU (contract: ir/conv_max_pool.h): a network's stem,
+// convolution + bias + ReLU + MaxPool + QuantizeLinear, in one pass over the input.
+//
+// Why: ResNet-50's stem as separate layers writes its 112x112x64 half output (411 MB
+// at batch 256), reads it back for the MaxPool, writes the pooled half values and reads
+// them again to quantize (0.82 ms of an INT8 engine's 5 ms on an H100). Here a block
+// computes the conv outputs one 8x8 tile of pooled outputs needs (with the pool
+// window's overlap: 17x17 conv pixels for a 3x3/2 pool) from the input in shared
+// memory, pools them there and writes only the int8 (or half) pooled tile: the input is
+// read about once and 1/8 of the half bytes is written.
+//
+// The convolution is an implicit GEMM on tensor cores (mma.sync m16n8k16, half or
+// bfloat16 products, float accumulation): rows are the tile's conv pixels, columns the
+// 64 output channels, depth k = (c * R + r) * S' + s with S' = S rounded up to even
+// (a zero weight in the padding tap): a pair of depth values (s, s + 1) is then two
+// neighbouring input columns of one row, one 32-bit shared-memory load, because the
+// conv stride is 2 and the input region starts on an even column. The filter (at most
+// 176 deep) lives in registers for the whole persistent block.
+//
+// Class handled (the pass fuse_conv_max_pool matches only this class): X half/bfloat16
+// NCHW with C * R * S' <= 176 and S <= 8 (a region row fits two passes of a warp), 64 filters, conv strides 2x2, dilation 1, group 1,
+// activation none or ReLU; pool window <= 3x3, strides 1-2, dilation 1; Y channels-last,
+// int8 (zero point 0) or X's type. Anything else returns kUnsupported (host fallback).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/device_common.cuh"
+#include "backends/cuda/engine_impl.h"
+#include "ir/channels_last.h"
+#include "ir/conv_max_pool.h"
+
+namespace kiln::cuda {
+namespace {
+
+constexpr int kStemFilters = 64;
+constexpr int kStemSteps = 11;  // k16 steps of depth
+constexpr int kStemDepth = kStemSteps * 16;
+constexpr int kPoolTile = 8;                       // pooled outputs per tile side
+constexpr int kStemThreads = 128;                  // 4 warps
+constexpr int kConvPitch = kStemFilters + 8;       // a conv pixel's row in shared memory (halves)
+constexpr int kMaxPoolWindow = 3, kMaxPoolStride = 2;
+
+struct StemArgs {
+  const void* x = nullptr;
+  const uint32_t* w = nullptr;  // [64][kStemDepth] half pairs, k fastest
+  const float* bias = nullptr;  // [64]
+  void* y = nullptr;
+  float yScale = 1.f;
+  int c = 0, h = 0, w_ = 0;
+  int r = 0, evenS = 0, depth = 0;
+  int padTop = 0, padLeft = 0, convH = 0, convW = 0;
+  int poolKH = 1, poolKW = 1, poolSH = 1, poolSW = 1, poolPadTop = 0, poolPadLeft = 0;
+  int outH = 0, outW = 0;
+  int tileRows = 0, tileCols = 0;  // conv pixels one pooled tile reads
+  int inRows = 0, inPitch = 0;     // the input region (rows, columns = pitch, even)
+  int tilesH = 0, tilesW = 0, tiles = 0, mTiles = 0, steps = 0;
+  bool relu = false;
+};
+
+template <class T>
+struct MmaKind;
+template <>
+struct MmaKind<__half> {
+  __device__ static void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+};
+template <>
+struct MmaKind<__nv_bfloat16> {
+  __device__ static void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+};
+
+// The input region's offset (halves) of depth index k, 0 past the real depth (whose
+// weights are zero).
+__device__ __forceinline__ int depthOffset(const StemArgs& a, int k) {
+  if (k >= a.depth) return 0;
+  const int perChannel = a.r * a.evenS;
+  const int c = k / perChannel, rem = k - c * perChannel;
+  return (c * a.inRows + rem / a.evenS) * a.inPitch + rem % a.evenS;
+}
+
+__device__ __forceinline__ uint32_t sharedAddress(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// Four 8x8 half matrices from shared memory (one row address per lane).
+__device__ __forceinline__ void loadMatrices(uint32_t address, uint32_t (&d)[4]) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+               : "r"(address));
+}
+
+__device__ __forceinline__ uint32_t loadShared32(uint32_t address) {
+  uint32_t v;
+  asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(address));
+  return v;
+}
+
+// Elementwise max of two packed pairs (NaN-ignoring, as fmaxf).
+__device__ __forceinline__ uint32_t pairMax(uint32_t a, uint32_t b, __half) {
+  const __half2 m = __hmax2(*reinterpret_cast<const __half2*>(&a), *reinterpret_cast<const __half2*>(&b));
+  return *reinterpret_cast<const uint32_t*>(&m);
+}
+__device__ __forceinline__ uint32_t pairMax(uint32_t a, uint32_t b, __nv_bfloat16) {
+  const __nv_bfloat162 m =
+      __hmax2(*reinterpret_cast<const __nv_bfloat162*>(&a), *reinterpret_cast<const __nv_bfloat162*>(&b));
+  return *reinterpret_cast<const uint32_t*>(&m);
+}
+
+// Shared memory: the input region [c][inRows][inPitch], the filter [64][kFilterPitch]
+// (ldmatrix rows 368 bytes apart: conflict-free), the conv tile [pixels][kConvPitch],
+// the bias [64] floats.
+constexpr int kFilterPitch = kStemDepth + 8;
+
+// Out: int8 (quantized with yScale, zero point 0) or T.
+template <class T, class Out>
+__global__ void __launch_bounds__(kStemThreads, 3) convMaxPoolKernel(StemArgs a) {
+  extern __shared__ uint4 stemShared[];
+  T* xs = reinterpret_cast<T*>(stemShared);
+  const int xsHalves = (a.c * a.inRows * a.inPitch + 7) / 8 * 8;
+  T* ws = xs + xsHalves;
+  T* conv = ws + kStemFilters * kFilterPitch;
+  const int pixels = a.tileRows * a.tileCols;
+  float* biasShared = reinterpret_cast<float*>(conv + pixels * kConvPitch);
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
+
+  // The filter and the bias, once per block.
+  for (int i = tid; i < kStemFilters * (kStemDepth / 8); i += kStemThreads) {
+    const int n = i / (kStemDepth / 8), chunk = i % (kStemDepth / 8);
+    reinterpret_cast<uint4*>(ws + n * kFilterPitch)[chunk] =
+        reinterpret_cast<const uint4*>(a.w)[i];
+  }
+  for (int i = tid; i < kStemFilters; i += kStemThreads) biasShared[i] = a.bias[i];
+  // This thread's depth offsets (bytes) for each step: pairs k = 2t and 2t + 8.
+  int off0[kStemSteps], off1[kStemSteps];
+#pragma unroll
+  for (int ks = 0; ks < kStemSteps; ++ks) {
+    off0[ks] = 2 * depthOffset(a, ks * 16 + 2 * t);
+    off1[ks] = 2 * depthOffset(a, ks * 16 + 2 * t + 8);
+  }
+  // ldmatrix row addresses of the filter: lane L reads matrix L / 8's row L % 8, i.e.
+  // filter n = (L / 16) * 8 + L % 8 (+ 16 per pair of n-tiles), depth + (L / 8 % 2) * 8.
+  const uint32_t filterRow =
+      sharedAddress(ws + (((lane >> 4) << 3) + (lane & 7)) * kFilterPitch + ((lane >> 3) & 1) * 8);
+  const uint32_t xsBase = sharedAddress(xs);
+  const T* x = static_cast<const T*>(a.x);
+
+  for (int tile = blockIdx.x; tile < a.tiles; tile += gridDim.x) {
+    const int image = tile / (a.tilesH * a.tilesW), inImage = tile % (a.tilesH * a.tilesW);
+    const int py0 = inImage / a.tilesW * kPoolTile, px0 = inImage % a.tilesW * kPoolTile;
+    const int cr0 = py0 * a.poolSH - a.poolPadTop, cc0 = px0 * a.poolSW - a.poolPadLeft;
+    const int ir0 = cr0 * 2 - a.padTop, ic0 = cc0 * 2 - a.padLeft;
+
+    // The input region, zero outside the image (the conv's padding). A warp copies one
+    // region row at a time, its lanes the columns (two passes cover <= 64), kRowBatch
+    // rows' loads in flight before their stores. The rows start at odd columns: 2-byte
+    // loads.
+    {
+      const T* __restrict__ xImage = x + static_cast<int64_t>(image) * a.c * a.h * a.w_;
+      const int regionRows = a.c * a.inRows;
+      constexpr int kRowBatch = 4, kWarps = kStemThreads / 32;
+      bool columnIn[2];
+#pragma unroll
+      for (int pass = 0; pass < 2; ++pass) {
+        const int column = ic0 + lane + 32 * pass;
+        columnIn[pass] = lane + 32 * pass < a.inPitch && column >= 0 && column < a.w_;
+      }
+      int channel = 0, rowInChannel = warp;  // of region row `warp`, then stepped by kWarps
+      for (int row0 = warp; row0 < regionRows; row0 += kWarps * kRowBatch) {
+        T v[kRowBatch][2];
+#pragma unroll
+        for (int j = 0; j < kRowBatch; ++j) {
+          const int row = ir0 + rowInChannel;
+          const bool inside = row0 + j * kWarps < regionRows && row >= 0 && row < a.h;
+          const T* src = xImage + (static_cast<int64_t>(channel) * a.h + row) * a.w_ + ic0 + lane;
+#pragma unroll
+          for (int pass = 0; pass < 2; ++pass)
+            v[j][pass] = inside && columnIn[pass] ? src[32 * pass] : fromFloat<T>(0.f);
+          rowInChannel += kWarps;
+          while (rowInChannel >= a.inRows) {
+            rowInChannel -= a.inRows;
+            ++channel;
+          }
+        }
+#pragma unroll
+        for (int j = 0; j < kRowBatch; ++j) {
+          const int regionRow = row0 + j * kWarps;
+#pragma unroll
+          for (int pass = 0; pass < 2; ++pass)
+            if (regionRow < regionRows && lane + 32 * pass < a.inPitch)
+              xs[regionRow * a.inPitch + lane + 32 * pass] = v[j][pass];
+        }
+      }
+    }
+    __syncthreads();
+
+    // Conv pixels x 64 filters: each warp two 16-pixel m-tiles at a time, all 8 n-tiles
+    // (16 independent MMA chains; B from shared memory serves both m-tiles).
+    for (int pair = warp; 2 * pair < a.mTiles; pair += kStemThreads / 32) {
+      uint32_t base[2][2];  // [m-tile][row g, row g + 8]: byte address of the pixel's window
+#pragma unroll
+      for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int m = (2 * pair + i) * 16 + g + 8 * h;
+          base[i][h] = xsBase + (m < pixels ? 4 * ((m / a.tileCols) * a.inPitch + m % a.tileCols) : 0);
+        }
+      float acc[2][8][4] = {};
+#pragma unroll
+      for (int ks = 0; ks < kStemSteps; ++ks) {
+        uint32_t frag[2][4];
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          frag[i][0] = loadShared32(base[i][0] + off0[ks]);
+          frag[i][1] = loadShared32(base[i][1] + off0[ks]);
+          frag[i][2] = loadShared32(base[i][0] + off1[ks]);
+          frag[i][3] = loadShared32(base[i][1] + off1[ks]);
+        }
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          uint32_t b[4];
+          loadMatrices(filterRow + (q * 16 * kFilterPitch + ks * 16) * 2, b);
+#pragma unroll
+          for (int i = 0; i < 2; ++i) {
+            MmaKind<T>::mma(acc[i][2 * q], frag[i], b[0], b[1]);
+            MmaKind<T>::mma(acc[i][2 * q + 1], frag[i], b[2], b[3]);
+          }
+        }
+      }
+      // Bias, activation, one rounding to T (as a FusedConv's output), into shared memory.
+#pragma unroll
+      for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int nt = 0; nt < 8; ++nt) {
+          const int n = nt * 8 + 2 * t;
+          const float2 bias = *reinterpret_cast<const float2*>(biasShared + n);
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int m = (2 * pair + i) * 16 + g + 8 * h;
+            if (m >= pixels) continue;
+            float v0 = acc[i][nt][2 * h] + bias.x, v1 = acc[i][nt][2 * h + 1] + bias.y;
+            if (a.relu) {
+              v0 = fmaxf(v0, 0.f);
+              v1 = fmaxf(v1, 0.f);
+            }
+            T pair2[2] = {fromFloat<T>(v0), fromFloat<T>(v1)};
+            *reinterpret_cast<uint32_t*>(conv + m * kConvPitch + n) =
+                *reinterpret_cast<const uint32_t*>(pair2);
+          }
+        }
+    }
+    __syncthreads();
+
+    // The pool over the conv tile in packed pairs (taps outside the conv output are the
+    // pool's padding: skipped), then the quantization, 16 channels of one pooled pixel
+    // per step.
+    for (int i = tid; i < kPoolTile * kPoolTile * 4; i += kStemThreads) {
+      const int p = i >> 2, channel0 = (i & 3) * 16;
+      const int py = p / kPoolTile, px = p % kPoolTile;
+      if (py0 + py >= a.outH || px0 + px >= a.outW) continue;
+      uint32_t best[8];
+      bool any = false;
+      for (int dy = 0; dy < a.poolKH; ++dy) {
+        const int cy = py * a.poolSH + dy;
+        if (cr0 + cy < 0 || cr0 + cy >= a.convH) continue;
+        for (int dx = 0; dx < a.poolKW; ++dx) {
+          const int cx = px * a.poolSW + dx;
+          if (cc0 + cx < 0 || cc0 + cx >= a.convW) continue;
+          const uint4* src =
+              reinterpret_cast<const uint4*>(conv + (cy * a.tileCols + cx) * kConvPitch + channel0);
+          const uint4 lo = src[0], hi = src[1];
+          const uint32_t v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+#pragma unroll
+          for (int e = 0; e < 8; ++e) best[e] = any ? pairMax(best[e], v[e], T()) : v[e];
+          any = true;
+        }
+      }
+      const T* values = reinterpret_cast<const T*>(best);
+      const int64_t outIndex =
+          ((static_cast<int64_t>(image) * a.outH + py0 + py) * a.outW + px0 + px) * kStemFilters +
+          channel0;
+      if constexpr (std::is_same_v<Out, int8_t>) {
+        alignas(16) int8_t q[16];
+#pragma unroll
+        for (int e = 0; e < 16; ++e)
+          q[e] = any ? fromFloatSaturating<int8_t>(rintf(__fdiv_rn(toFloat(values[e]), a.yScale)))
+                     : int8_t(-128);  // an empty window: the type's lowest
+        *reinterpret_cast<uint4*>(static_cast<int8_t*>(a.y) + outIndex) =
+            *reinterpret_cast<const uint4*>(q);
+      } else {
+        alignas(16) T o[16];
+#pragma unroll
+        for (int e = 0; e < 16; ++e) o[e] = any ? values[e] : fromFloat<T>(-INFINITY);
+        uint4* dst = reinterpret_cast<uint4*>(static_cast<T*>(a.y) + outIndex);
+        dst[0] = reinterpret_cast<const uint4*>(o)[0];
+        dst[1] = reinterpret_cast<const uint4*>(o)[1];
+      }
+    }
+    __syncthreads();
+  }
+}
+
+// The filter packed for the kernel (T bits, [64][kStemDepth], zero in the padding taps)
+// and the bias, uploaded once per layer state.
+struct StemState {
+  DeviceBuffer w, bias;
+  int blocks = 0;  // the persistent grid, set at the first launch
+};
+
+template <class T>
+uint16_t bitsOf(float v);
+template <>
+uint16_t bitsOf<__half>(float v) {
+  const __half h = __float2half_rn(v);
+  uint16_t bits;
+  std::memcpy(&bits, &h, 2);
+  return bits;
+}
+template <>
+uint16_t bitsOf<__nv_bfloat16>(float v) {
+  const __nv_bfloat16 h = __float2bfloat16_rn(v);
+  uint16_t bits;
+  std::memcpy(&bits, &h, 2);
+  return bits;
+}
+
+Status readPair(GpuKernelContext& ctx, const char* name, std::vector<int64_t> fallback,
+                std::vector<int64_t>* out) {
+  *out = ctx.node().attrInts(name, fallback);
+  if (out->size() != fallback.size())
+    return ctx.error(std::string("attribute '") + name + "' must have " +
+                     std::to_string(fallback.size()) + " values");
+  return Status::ok();
+}
+
+// Fills the geometry of `a` from the node, X's shape and W's; "" or why not this kernel.
+Status stemGeometry(GpuKernelContext& ctx, const Shape& x, const Shape& w, StemArgs* a,
+                    std::string* unsupported) {
+  const Node& node = ctx.node();
+  std::vector<int64_t> strides, dilations, pads, poolKernel, poolStrides, poolPads, poolDil;
+  KILN_RETURN_IF_ERROR(readPair(ctx, "strides", {1, 1}, &strides));
+  KILN_RETURN_IF_ERROR(readPair(ctx, "dilations", {1, 1}, &dilations));
+  KILN_RETURN_IF_ERROR(readPair(ctx, "pads", {0, 0, 0, 0}, &pads));
+  KILN_RETURN_IF_ERROR(readPair(ctx, "pool_kernel_shape", {0, 0}, &poolKernel));
+  KILN_RETURN_IF_ERROR(readPair(ctx, "pool_strides", {1, 1}, &poolStrides));
+  KILN_RETURN_IF_ERROR(readPair(ctx, "pool_pads", {0, 0, 0, 0}, &poolPads));
+  KILN_RETURN_IF_ERROR(readPair(ctx, "pool_dilations", {1, 1}, &poolDil));
+  const std::string autoPad = node.attrString("auto_pad", "NOTSET");
+  if (w[1] != x[1]) return ctx.error("W has " + std::to_string(w[1]) + " input channels, X " + std::to_string(x[1]));
+  for (int64_t v : pads)
+    if (v < 0) return ctx.error("attribute 'pads' has a negative value");
+  for (int64_t v : poolPads)
+    if (v < 0) return ctx.error("attribute 'pool_pads' has a negative value");
+  for (int d = 0; d < 2; ++d)
+    if (poolKernel[d] < 1 || poolStrides[d] < 1)
+      return ctx.error("the pool needs pool_kernel_shape and pool_strides >= 1");
+  const int64_t evenS = (w[3] + 1) / 2 * 2;
+  if (node.attrInt("group", 1) != 1 || (autoPad != "NOTSET" && !autoPad.empty()) ||
+      strides != std::vector<int64_t>{2, 2} || dilations != std::vector<int64_t>{1, 1} ||
+      poolDil != std::vector<int64_t>{1, 1} || w[0] != kStemFilters ||
+      x[1] * w[2] * evenS > kStemDepth || w[3] > 8 ||
+      poolKernel[0] > kMaxPoolWindow ||
+      poolKernel[1] > kMaxPoolWindow || poolStrides[0] > kMaxPoolStride ||
+      poolStrides[1] > kMaxPoolStride) {
+    *unsupported =
+        "Kiln's stem kernel needs 64 filters, C * R * even(S) <= 176, S <= 8, conv strides 2x2, "
+        "dilation 1, group 1, a pool window <= 3x3 with strides <= 2";
+    return Status::ok();
+  }
+  a->c = static_cast<int>(x[1]);
+  a->h = static_cast<int>(x[2]);
+  a->w_ = static_cast<int>(x[3]);
+  a->r = static_cast<int>(w[2]);
+  a->evenS = static_cast<int>(evenS);
+  a->depth = static_cast<int>(x[1] * w[2] * evenS);
+  a->steps = (a->depth + 15) / 16;
+  a->padTop = static_cast<int>(pads[0]);
+  a->padLeft = static_cast<int>(pads[1]);
+  const int64_t spanH = x[2] + pads[0] + pads[2] - w[2], spanW = x[3] + pads[1] + pads[3] - w[3];
+  if (spanH < 0 || spanW < 0) return ctx.error("the filter is larger than the padded input");
+  a->convH = static_cast<int>(spanH / 2 + 1);
+  a->convW = static_cast<int>(spanW / 2 + 1);
+  const bool ceilMode = node.attrInt("pool_ceil_mode", 0) != 0;
+  int64_t out[2];
+  const int64_t convSize[2] = {a->convH, a->convW};
+  for (int d = 0; d < 2; ++d) {
+    const int64_t span = convSize[d] + poolPads[d] + poolPads[d + 2] - poolKernel[d];
+    if (span < 0) return ctx.error("the pool window is larger than the padded conv output");
+    out[d] = span / poolStrides[d] + 1;
+    if (ceilMode) {
+      out[d] = (span + poolStrides[d] - 1) / poolStrides[d] + 1;
+      if ((out[d] - 1) * poolStrides[d] >= convSize[d] + poolPads[d]) --out[d];
+    }
+  }
+  a->poolKH = static_cast<int>(poolKernel[0]);
+  a->poolKW = static_cast<int>(poolKernel[1]);
+  a->poolSH = static_cast<int>(poolStrides[0]);
+  a->poolSW = static_cast<int>(poolStrides[1]);
+  a->poolPadTop = static_cast<int>(poolPads[0]);
+  a->poolPadLeft = static_cast<int>(poolPads[1]);
+  a->outH = static_cast<int>(out[0]);
+  a->outW = static_cast<int>(out[1]);
+  a->tileRows = (kPoolTile - 1) * a->poolSH + a->poolKH;
+  a->tileCols = (kPoolTile - 1) * a->poolSW + a->poolKW;
+  a->inRows = 2 * (a->tileRows - 1) + a->r;
+  a->inPitch = 2 * (a->tileCols - 1) + a->evenS;
+  a->mTiles = (a->tileRows * a->tileCols + 15) / 16;
+  a->tilesH = (a->outH + kPoolTile - 1) / kPoolTile;
+  a->tilesW = (a->outW + kPoolTile - 1) / kPoolTile;
+  const std::string act = node.attrString("activation", "none");
+  a->relu = act == "relu";
+  if (act != "none" && act != "relu")
+    *unsupported = "Kiln's stem kernel applies ReLU or no activation, not " + act;
+  return Status::ok();
+}
+
+size_t stemSharedBytes(const StemArgs& a) {
+  const size_t xsHalves = (static_cast<size_t>(a.c) * a.inRows * a.inPitch + 7) / 8 * 8;
+  return (xsHalves + static_cast<size_t>(kStemFilters) * kFilterPitch +
+          static_cast<size_t>(a.tileRows) * a.tileCols * kConvPitch) * 2 +
+         kStemFilters * sizeof(float);
+}
+
+// Persistent blocks: as many as the SMs hold at once (found once per layer state).
+template <class T, class Out>
+Status launchStem(GpuKernelContext& ctx, const StemArgs& a, StemState* state) {
+  auto kernel = convMaxPoolKernel<T, Out>;
+  const size_t shared = stemSharedBytes(a);
+  if (state->blocks == 0) {
+    KILN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(shared)));
+    int device = 0, sms = 0, perSm = 0;
+    KILN_CUDA_CHECK(cudaGetDevice(&device));
+    KILN_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    KILN_CUDA_CHECK(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, kStemThreads, shared));
+    if (perSm < 1)
+      return ctx.unsupported("Kiln's stem kernel does not fit an SM (" + std::to_string(shared) +
+                             " bytes of shared memory)");
+    state->blocks = sms * perSm;
+  }
+  const int blocks = std::min(a.tiles, state->blocks);
+  kernel<<<blocks, kStemThreads, shared, ctx.stream()>>>(a);
+  KILN_CUDA_CHECK_LAUNCH("convMaxPoolKernel");
+  return Status::ok();
+}
+
+template <class T>
+Status packStemWeights(const Tensor& w, const Tensor* b, const StemArgs& a, StemState* s) {
+  std::vector<uint16_t> packed(static_cast<size_t>(kStemFilters) * kStemDepth, bitsOf<T>(0.f));
+  const int64_t perFilter = static_cast<int64_t>(a.c) * a.r * (w.dim(3));
+  const int64_t sWidth = w.dim(3);
+  for (int n = 0; n < kStemFilters; ++n)
+    for (int c = 0; c < a.c; ++c)
+      for (int r = 0; r < a.r; ++r)
+        for (int64_t x = 0; x < sWidth; ++x) {
+          const int k = (c * a.r + r) * a.evenS + static_cast<int>(x);
+          packed[static_cast<size_t>(n) * kStemDepth + k] = bitsOf<T>(
+              static_cast<float>(w.valueAsDouble(n * perFilter + (c * a.r + r) * sWidth + x)));
+        }
+  std::vector<float> bias(kStemFilters, 0.f);
+  if (b)
+    for (int n = 0; n < kStemFilters; ++n) bias[n] = static_cast<float>(b->valueAsDouble(n));
+  KILN_RETURN_IF_ERROR(s->w.allocate(static_cast<int64_t>(packed.size() * 2), "the stem filter"));
+  KILN_RETURN_IF_ERROR(s->bias.allocate(kStemFilters * sizeof(float), "the stem bias"));
+  // Once per layer state, at the first enqueue: synchronous copies of host vectors.
+  KILN_CUDA_CHECK(cudaMemcpy(s->w.data(), packed.data(), packed.size() * 2, cudaMemcpyHostToDevice));
+  KILN_CUDA_CHECK(cudaMemcpy(s->bias.data(), bias.data(), bias.size() * sizeof(float),
+                             cudaMemcpyHostToDevice));
+  return Status::ok();
+}
+
+Status fusedConvMaxPoolOp(GpuKernelContext& ctx) {
+  if (ctx.inputCount() < 2 || !ctx.hasInput(kConvPoolX) || !ctx.hasInput(kConvPoolW))
+    return ctx.error("needs inputs X and W");
+  const DeviceTensor& x = ctx.input(kConvPoolX);
+  if (x.rank() != 4) return ctx.error("input X must be 4-D [N, C, H, W], got " + shapeToString(x.shape));
+  if (x.type != DataType::kFloat16 && x.type != DataType::kBFloat16)
+    return ctx.unsupported("Kiln's stem kernel computes in fp16 or bf16");
+  if (!isChannelsLast(ctx.node()))
+    return ctx.unsupported("Kiln's stem kernel writes channels-last output only");
+  KILN_ASSIGN_OR_RETURN(Tensor w, ctx.hostInput(kConvPoolW));
+  if (w.rank() != 4) return ctx.error("input W must be 4-D [M, C, R, S], got " + shapeToString(w.shape()));
+  StemArgs a;
+  std::string why;
+  KILN_RETURN_IF_ERROR(stemGeometry(ctx, x.shape, w.shape(), &a, &why));
+  if (!why.empty()) return ctx.unsupported(why);
+  const bool quantized = ctx.inputCount() > kConvPoolYScale && ctx.hasInput(kConvPoolYScale);
+  if (quantized) {
+    KILN_ASSIGN_OR_RETURN(Tensor scale, ctx.hostInput(kConvPoolYScale));
+    if (scale.numel() != 1 || !(scale.valueAsDouble(0) > 0))
+      return ctx.error("input y_scale must be one positive float");
+    a.yScale = static_cast<float>(scale.valueAsDouble(0));
+    if (ctx.inputCount() > kConvPoolYZeroPoint && ctx.hasInput(kConvPoolYZeroPoint)) {
+      KILN_ASSIGN_OR_RETURN(Tensor zero, ctx.hostInput(kConvPoolYZeroPoint));
+      if (zero.type() != DataType::kInt8 || zero.numel() != 1 || zero.valueAsDouble(0) != 0)
+        return ctx.unsupported("Kiln's stem kernel writes int8 with zero point 0 only");
+    }
+  }
+  const Shape outShape = {x.shape[0], a.outH, a.outW, kStemFilters};
+  KILN_ASSIGN_OR_RETURN(DeviceTensor y,
+                        ctx.allocateOutput(0, quantized ? DataType::kInt8 : x.type, outShape));
+  a.tiles = static_cast<int>(x.shape[0]) * a.tilesH * a.tilesW;
+  if (y.numel() == 0) return Status::ok();
+  std::shared_ptr<void>& slot = ctx.layerState();
+  if (!slot) {
+    auto state = std::make_shared<StemState>();
+    std::unique_ptr<Tensor> bias;
+    if (ctx.inputCount() > kConvPoolBias && ctx.hasInput(kConvPoolBias)) {
+      KILN_ASSIGN_OR_RETURN(Tensor b, ctx.hostInput(kConvPoolBias));
+      if (b.numel() != kStemFilters) return ctx.error("input B must have 64 values");
+      bias = std::make_unique<Tensor>(std::move(b));
+    }
+    KILN_RETURN_IF_ERROR(x.type == DataType::kFloat16
+                             ? packStemWeights<__half>(w, bias.get(), a, state.get())
+                             : packStemWeights<__nv_bfloat16>(w, bias.get(), a, state.get()));
+    slot = state;
+  }
+  auto* state = static_cast<StemState*>(slot.get());
+  a.x = x.data;
+  a.w = static_cast<const uint32_t*>(state->w.data());
+  a.bias = static_cast<const float*>(state->bias.data());
+  a.y = y.data;
+  ctx.setImplementation(std::string("kiln stem kernel: conv ") + std::to_string(a.r) + "x" +
+                        std::to_string(w.dim(3)) + "/2 + " + (a.relu ? "relu + " : "") +
+                        "maxpool " + std::to_string(a.poolKH) + "x" + std::to_string(a.poolKW) +
+                        "/" + std::to_string(a.poolSH) + (quantized ? " + int8 quantize" : "") +
+                        " in one pass (" + (x.type == DataType::kFloat16 ? "fp16" : "bf16") +
+                        " tensor cores, float accumulation)");
+  if (x.type == DataType::kFloat16)
+    return quantized ? launchStem<__half, int8_t>(ctx, a, state)
+                     : launchStem<__half, __half>(ctx, a, state);
+  return quantized ? launchStem<__nv_bfloat16, int8_t>(ctx, a, state)
+                   : launchStem<__nv_bfloat16, __nv_bfloat16>(ctx, a, state);
+}
+
+std::string supportsStemTypes(const Node&, const std::vector<DataType>& types) {
+  if (types.empty() || (types[0] != DataType::kFloat16 && types[0] != DataType::kBFloat16))
+    return "Kiln's stem kernel computes in fp16 or bf16";
+  return "";
+}
+
+}  // namespace
+
+void registerConvMaxPoolGpuKernels(GpuKernelRegistry& registry) {
+  GpuKernelEntry entry;
+  entry.domain = "ai.kiln";
+  entry.opType = kFusedConvMaxPoolOp;
+  entry.fn = &fusedConvMaxPoolOp;
+  entry.supports = &supportsStemTypes;
+  registry.add(std::move(entry));
+}
+
+}  // namespace kiln::cuda
