@@ -128,8 +128,188 @@ __device__ __forceinline__ uint32_t pairMax(uint32_t a, uint32_t b, __nv_bfloat1
 // (ldmatrix rows 368 bytes apart: conflict-free), the conv tile [pixels][kConvPitch],
 // the bias [64] floats.
 constexpr int kFilterPitch = kStemDepth + 8;
+constexpr int kStemWarps = kStemThreads / 32;
 
-// Out: int8 (quantized with yScale, zero point 0) or T.
+// Where tile `tile` (8x8 pooled outputs of one image) sits: its pooled origin, the conv
+// tile's origin (pool padding before it) and the input region's (conv padding before it).
+struct TileOrigin {
+  int image, py0, px0, cr0, cc0, ir0, ic0;
+};
+
+__device__ __forceinline__ TileOrigin tileOrigin(const StemArgs& a, int tile) {
+  TileOrigin o;
+  o.image = tile / (a.tilesH * a.tilesW);
+  const int inImage = tile % (a.tilesH * a.tilesW);
+  o.py0 = inImage / a.tilesW * kPoolTile;
+  o.px0 = inImage % a.tilesW * kPoolTile;
+  o.cr0 = o.py0 * a.poolSH - a.poolPadTop;
+  o.cc0 = o.px0 * a.poolSW - a.poolPadLeft;
+  o.ir0 = o.cr0 * 2 - a.padTop;
+  o.ic0 = o.cc0 * 2 - a.padLeft;
+  return o;
+}
+
+// The input region into xs, zero outside the image (the conv's padding). A warp copies
+// one region row at a time, its lanes the columns (two passes cover <= 64), kRowBatch
+// rows' loads in flight before their stores. The rows start at odd columns: 2-byte loads.
+template <class T>
+__device__ __forceinline__ void loadRegion(const StemArgs& a, const TileOrigin& o, T* xs,
+                                           int warp, int lane) {
+  const T* __restrict__ xImage =
+      static_cast<const T*>(a.x) + static_cast<int64_t>(o.image) * a.c * a.h * a.w_;
+  const int regionRows = a.c * a.inRows;
+  constexpr int kRowBatch = 4;
+  bool columnIn[2];
+#pragma unroll
+  for (int pass = 0; pass < 2; ++pass) {
+    const int column = o.ic0 + lane + 32 * pass;
+    columnIn[pass] = lane + 32 * pass < a.inPitch && column >= 0 && column < a.w_;
+  }
+  int channel = 0, rowInChannel = warp;  // of region row `warp` (inRows > kStemWarps)
+  for (int row0 = warp; row0 < regionRows; row0 += kStemWarps * kRowBatch) {
+    T v[kRowBatch][2];
+#pragma unroll
+    for (int j = 0; j < kRowBatch; ++j) {
+      const int row = o.ir0 + rowInChannel;
+      const bool inside = row0 + j * kStemWarps < regionRows && row >= 0 && row < a.h;
+      const T* src = xImage + (static_cast<int64_t>(channel) * a.h + row) * a.w_ + o.ic0 + lane;
+#pragma unroll
+      for (int pass = 0; pass < 2; ++pass)
+        v[j][pass] = inside && columnIn[pass] ? src[32 * pass] : fromFloat<T>(0.f);
+      rowInChannel += kStemWarps;
+      if (rowInChannel >= a.inRows) {
+        rowInChannel -= a.inRows;
+        ++channel;
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kRowBatch; ++j) {
+      const int regionRow = row0 + j * kStemWarps;
+#pragma unroll
+      for (int pass = 0; pass < 2; ++pass)
+        if (regionRow < regionRows && lane + 32 * pass < a.inPitch)
+          xs[regionRow * a.inPitch + lane + 32 * pass] = v[j][pass];
+    }
+  }
+}
+
+// kCount 16-pixel m-tiles from `firstMTile` x all 64 filters for one warp: 8 n-tiles per
+// m-tile (independent MMA chains), each B fragment from shared memory serving every
+// m-tile. Then bias, activation and one rounding to T (as a FusedConv's output) into the
+// conv tile.
+template <class T, int kCount>
+__device__ __forceinline__ void convTiles(const StemArgs& a, int firstMTile, uint32_t xsBase,
+                                          uint32_t filterRow, const int (&off0)[kStemSteps],
+                                          const int (&off1)[kStemSteps], const float* biasShared,
+                                          T* conv, int lane) {
+  const int g = lane >> 2, t = lane & 3, pixels = a.tileRows * a.tileCols;
+  uint32_t base[kCount][2];  // [m-tile][row g, row g + 8]: byte address of the pixel's window
+#pragma unroll
+  for (int i = 0; i < kCount; ++i)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int m = (firstMTile + i) * 16 + g + 8 * h;
+      base[i][h] = xsBase + (m < pixels ? 4 * ((m / a.tileCols) * a.inPitch + m % a.tileCols) : 0);
+    }
+  float acc[kCount][8][4] = {};
+#pragma unroll
+  for (int ks = 0; ks < kStemSteps; ++ks) {
+    uint32_t frag[kCount][4];
+#pragma unroll
+    for (int i = 0; i < kCount; ++i) {
+      frag[i][0] = loadShared32(base[i][0] + off0[ks]);
+      frag[i][1] = loadShared32(base[i][1] + off0[ks]);
+      frag[i][2] = loadShared32(base[i][0] + off1[ks]);
+      frag[i][3] = loadShared32(base[i][1] + off1[ks]);
+    }
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      uint32_t b[4];
+      loadMatrices(filterRow + (q * 16 * kFilterPitch + ks * 16) * 2, b);
+#pragma unroll
+      for (int i = 0; i < kCount; ++i) {
+        MmaKind<T>::mma(acc[i][2 * q], frag[i], b[0], b[1]);
+        MmaKind<T>::mma(acc[i][2 * q + 1], frag[i], b[2], b[3]);
+      }
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < kCount; ++i)
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt) {
+      const int n = nt * 8 + 2 * t;
+      const float2 bias = *reinterpret_cast<const float2*>(biasShared + n);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int m = (firstMTile + i) * 16 + g + 8 * h;
+        if (m >= pixels) continue;
+        float v0 = acc[i][nt][2 * h] + bias.x, v1 = acc[i][nt][2 * h + 1] + bias.y;
+        if (a.relu) {
+          v0 = fmaxf(v0, 0.f);
+          v1 = fmaxf(v1, 0.f);
+        }
+        T pair[2] = {fromFloat<T>(v0), fromFloat<T>(v1)};
+        *reinterpret_cast<uint32_t*>(conv + m * kConvPitch + n) =
+            *reinterpret_cast<const uint32_t*>(pair);
+      }
+    }
+}
+
+// The pool over the conv tile in packed pairs (taps outside the conv output are the
+// pool's padding: skipped), then the quantization; 16 channels of one pooled pixel
+// per step.
+template <class T, class Out>
+__device__ __forceinline__ void poolTile(const StemArgs& a, const TileOrigin& o, const T* conv,
+                                         int tid) {
+  for (int i = tid; i < kPoolTile * kPoolTile * 4; i += kStemThreads) {
+    const int p = i >> 2, channel0 = (i & 3) * 16;
+    const int py = p / kPoolTile, px = p % kPoolTile;
+    if (o.py0 + py >= a.outH || o.px0 + px >= a.outW) continue;
+    uint32_t best[8];
+    bool any = false;
+    for (int dy = 0; dy < a.poolKH; ++dy) {
+      const int cy = py * a.poolSH + dy;
+      if (o.cr0 + cy < 0 || o.cr0 + cy >= a.convH) continue;
+      for (int dx = 0; dx < a.poolKW; ++dx) {
+        const int cx = px * a.poolSW + dx;
+        if (o.cc0 + cx < 0 || o.cc0 + cx >= a.convW) continue;
+        const uint4* src =
+            reinterpret_cast<const uint4*>(conv + (cy * a.tileCols + cx) * kConvPitch + channel0);
+        const uint4 lo = src[0], hi = src[1];
+        const uint32_t v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+#pragma unroll
+        for (int e = 0; e < 8; ++e) best[e] = any ? pairMax(best[e], v[e], T()) : v[e];
+        any = true;
+      }
+    }
+    const T* values = reinterpret_cast<const T*>(best);
+    const int64_t outIndex =
+        ((static_cast<int64_t>(o.image) * a.outH + o.py0 + py) * a.outW + o.px0 + px) *
+            kStemFilters +
+        channel0;
+    if constexpr (std::is_same_v<Out, int8_t>) {
+      alignas(16) int8_t q[16];
+#pragma unroll
+      for (int e = 0; e < 16; ++e)
+        q[e] = any ? fromFloatSaturating<int8_t>(rintf(__fdiv_rn(toFloat(values[e]), a.yScale)))
+                   : int8_t(-128);  // an empty window: the type's lowest
+      *reinterpret_cast<uint4*>(static_cast<int8_t*>(a.y) + outIndex) =
+          *reinterpret_cast<const uint4*>(q);
+    } else {
+      alignas(16) T out[16];
+#pragma unroll
+      for (int e = 0; e < 16; ++e) out[e] = any ? values[e] : fromFloat<T>(-INFINITY);
+      uint4* dst = reinterpret_cast<uint4*>(static_cast<T*>(a.y) + outIndex);
+      dst[0] = reinterpret_cast<const uint4*>(out)[0];
+      dst[1] = reinterpret_cast<const uint4*>(out)[1];
+    }
+  }
+}
+
+// Out: int8 (quantized with yScale, zero point 0) or T. A persistent block runs tiles
+// blockIdx.x, + gridDim.x, ...: per tile the conv (reading xs, writing the conv tile),
+// then the pool (reading the conv tile) while the next tile's region goes into xs; two
+// barriers per tile.
 template <class T, class Out>
 __global__ void __launch_bounds__(kStemThreads, 3) convMaxPoolKernel(StemArgs a) {
   extern __shared__ uint4 stemShared[];
@@ -137,9 +317,8 @@ __global__ void __launch_bounds__(kStemThreads, 3) convMaxPoolKernel(StemArgs a)
   const int xsHalves = (a.c * a.inRows * a.inPitch + 7) / 8 * 8;
   T* ws = xs + xsHalves;
   T* conv = ws + kStemFilters * kFilterPitch;
-  const int pixels = a.tileRows * a.tileCols;
-  float* biasShared = reinterpret_cast<float*>(conv + pixels * kConvPitch);
-  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
+  float* biasShared = reinterpret_cast<float*>(conv + a.tileRows * a.tileCols * kConvPitch);
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, t = lane & 3;
 
   // The filter and the bias, once per block.
   for (int i = tid; i < kStemFilters * (kStemDepth / 8); i += kStemThreads) {
@@ -160,159 +339,21 @@ __global__ void __launch_bounds__(kStemThreads, 3) convMaxPoolKernel(StemArgs a)
   const uint32_t filterRow =
       sharedAddress(ws + (((lane >> 4) << 3) + (lane & 7)) * kFilterPitch + ((lane >> 3) & 1) * 8);
   const uint32_t xsBase = sharedAddress(xs);
-  const T* x = static_cast<const T*>(a.x);
+  // Equal work per warp: pairs of m-tiles in multiples of the warp count, the rest
+  // (at most 7) one at a time (19 m-tiles: 2 pairs each and 3 singles).
+  const int pairs = a.mTiles / (2 * kStemWarps) * kStemWarps;
 
+  if (blockIdx.x < a.tiles) loadRegion(a, tileOrigin(a, blockIdx.x), xs, warp, lane);
+  __syncthreads();
   for (int tile = blockIdx.x; tile < a.tiles; tile += gridDim.x) {
-    const int image = tile / (a.tilesH * a.tilesW), inImage = tile % (a.tilesH * a.tilesW);
-    const int py0 = inImage / a.tilesW * kPoolTile, px0 = inImage % a.tilesW * kPoolTile;
-    const int cr0 = py0 * a.poolSH - a.poolPadTop, cc0 = px0 * a.poolSW - a.poolPadLeft;
-    const int ir0 = cr0 * 2 - a.padTop, ic0 = cc0 * 2 - a.padLeft;
-
-    // The input region, zero outside the image (the conv's padding). A warp copies one
-    // region row at a time, its lanes the columns (two passes cover <= 64), kRowBatch
-    // rows' loads in flight before their stores. The rows start at odd columns: 2-byte
-    // loads.
-    {
-      const T* __restrict__ xImage = x + static_cast<int64_t>(image) * a.c * a.h * a.w_;
-      const int regionRows = a.c * a.inRows;
-      constexpr int kRowBatch = 4, kWarps = kStemThreads / 32;
-      bool columnIn[2];
-#pragma unroll
-      for (int pass = 0; pass < 2; ++pass) {
-        const int column = ic0 + lane + 32 * pass;
-        columnIn[pass] = lane + 32 * pass < a.inPitch && column >= 0 && column < a.w_;
-      }
-      int channel = 0, rowInChannel = warp;  // of region row `warp`, then stepped by kWarps
-      for (int row0 = warp; row0 < regionRows; row0 += kWarps * kRowBatch) {
-        T v[kRowBatch][2];
-#pragma unroll
-        for (int j = 0; j < kRowBatch; ++j) {
-          const int row = ir0 + rowInChannel;
-          const bool inside = row0 + j * kWarps < regionRows && row >= 0 && row < a.h;
-          const T* src = xImage + (static_cast<int64_t>(channel) * a.h + row) * a.w_ + ic0 + lane;
-#pragma unroll
-          for (int pass = 0; pass < 2; ++pass)
-            v[j][pass] = inside && columnIn[pass] ? src[32 * pass] : fromFloat<T>(0.f);
-          rowInChannel += kWarps;
-          while (rowInChannel >= a.inRows) {
-            rowInChannel -= a.inRows;
-            ++channel;
-          }
-        }
-#pragma unroll
-        for (int j = 0; j < kRowBatch; ++j) {
-          const int regionRow = row0 + j * kWarps;
-#pragma unroll
-          for (int pass = 0; pass < 2; ++pass)
-            if (regionRow < regionRows && lane + 32 * pass < a.inPitch)
-              xs[regionRow * a.inPitch + lane + 32 * pass] = v[j][pass];
-        }
-      }
-    }
+    for (int pair = warp; pair < pairs; pair += kStemWarps)
+      convTiles<T, 2>(a, 2 * pair, xsBase, filterRow, off0, off1, biasShared, conv, lane);
+    for (int m = 2 * pairs + warp; m < a.mTiles; m += kStemWarps)
+      convTiles<T, 1>(a, m, xsBase, filterRow, off0, off1, biasShared, conv, lane);
     __syncthreads();
-
-    // Conv pixels x 64 filters: each warp two 16-pixel m-tiles at a time, all 8 n-tiles
-    // (16 independent MMA chains; B from shared memory serves both m-tiles).
-    for (int pair = warp; 2 * pair < a.mTiles; pair += kStemThreads / 32) {
-      uint32_t base[2][2];  // [m-tile][row g, row g + 8]: byte address of the pixel's window
-#pragma unroll
-      for (int i = 0; i < 2; ++i)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int m = (2 * pair + i) * 16 + g + 8 * h;
-          base[i][h] = xsBase + (m < pixels ? 4 * ((m / a.tileCols) * a.inPitch + m % a.tileCols) : 0);
-        }
-      float acc[2][8][4] = {};
-#pragma unroll
-      for (int ks = 0; ks < kStemSteps; ++ks) {
-        uint32_t frag[2][4];
-#pragma unroll
-        for (int i = 0; i < 2; ++i) {
-          frag[i][0] = loadShared32(base[i][0] + off0[ks]);
-          frag[i][1] = loadShared32(base[i][1] + off0[ks]);
-          frag[i][2] = loadShared32(base[i][0] + off1[ks]);
-          frag[i][3] = loadShared32(base[i][1] + off1[ks]);
-        }
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          uint32_t b[4];
-          loadMatrices(filterRow + (q * 16 * kFilterPitch + ks * 16) * 2, b);
-#pragma unroll
-          for (int i = 0; i < 2; ++i) {
-            MmaKind<T>::mma(acc[i][2 * q], frag[i], b[0], b[1]);
-            MmaKind<T>::mma(acc[i][2 * q + 1], frag[i], b[2], b[3]);
-          }
-        }
-      }
-      // Bias, activation, one rounding to T (as a FusedConv's output), into shared memory.
-#pragma unroll
-      for (int i = 0; i < 2; ++i)
-#pragma unroll
-        for (int nt = 0; nt < 8; ++nt) {
-          const int n = nt * 8 + 2 * t;
-          const float2 bias = *reinterpret_cast<const float2*>(biasShared + n);
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int m = (2 * pair + i) * 16 + g + 8 * h;
-            if (m >= pixels) continue;
-            float v0 = acc[i][nt][2 * h] + bias.x, v1 = acc[i][nt][2 * h + 1] + bias.y;
-            if (a.relu) {
-              v0 = fmaxf(v0, 0.f);
-              v1 = fmaxf(v1, 0.f);
-            }
-            T pair2[2] = {fromFloat<T>(v0), fromFloat<T>(v1)};
-            *reinterpret_cast<uint32_t*>(conv + m * kConvPitch + n) =
-                *reinterpret_cast<const uint32_t*>(pair2);
-          }
-        }
-    }
-    __syncthreads();
-
-    // The pool over the conv tile in packed pairs (taps outside the conv output are the
-    // pool's padding: skipped), then the quantization, 16 channels of one pooled pixel
-    // per step.
-    for (int i = tid; i < kPoolTile * kPoolTile * 4; i += kStemThreads) {
-      const int p = i >> 2, channel0 = (i & 3) * 16;
-      const int py = p / kPoolTile, px = p % kPoolTile;
-      if (py0 + py >= a.outH || px0 + px >= a.outW) continue;
-      uint32_t best[8];
-      bool any = false;
-      for (int dy = 0; dy < a.poolKH; ++dy) {
-        const int cy = py * a.poolSH + dy;
-        if (cr0 + cy < 0 || cr0 + cy >= a.convH) continue;
-        for (int dx = 0; dx < a.poolKW; ++dx) {
-          const int cx = px * a.poolSW + dx;
-          if (cc0 + cx < 0 || cc0 + cx >= a.convW) continue;
-          const uint4* src =
-              reinterpret_cast<const uint4*>(conv + (cy * a.tileCols + cx) * kConvPitch + channel0);
-          const uint4 lo = src[0], hi = src[1];
-          const uint32_t v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-#pragma unroll
-          for (int e = 0; e < 8; ++e) best[e] = any ? pairMax(best[e], v[e], T()) : v[e];
-          any = true;
-        }
-      }
-      const T* values = reinterpret_cast<const T*>(best);
-      const int64_t outIndex =
-          ((static_cast<int64_t>(image) * a.outH + py0 + py) * a.outW + px0 + px) * kStemFilters +
-          channel0;
-      if constexpr (std::is_same_v<Out, int8_t>) {
-        alignas(16) int8_t q[16];
-#pragma unroll
-        for (int e = 0; e < 16; ++e)
-          q[e] = any ? fromFloatSaturating<int8_t>(rintf(__fdiv_rn(toFloat(values[e]), a.yScale)))
-                     : int8_t(-128);  // an empty window: the type's lowest
-        *reinterpret_cast<uint4*>(static_cast<int8_t*>(a.y) + outIndex) =
-            *reinterpret_cast<const uint4*>(q);
-      } else {
-        alignas(16) T o[16];
-#pragma unroll
-        for (int e = 0; e < 16; ++e) o[e] = any ? values[e] : fromFloat<T>(-INFINITY);
-        uint4* dst = reinterpret_cast<uint4*>(static_cast<T*>(a.y) + outIndex);
-        dst[0] = reinterpret_cast<const uint4*>(o)[0];
-        dst[1] = reinterpret_cast<const uint4*>(o)[1];
-      }
-    }
+    if (tile + gridDim.x < a.tiles)
+      loadRegion(a, tileOrigin(a, tile + gridDim.x), xs, warp, lane);
+    poolTile<T, Out>(a, tileOrigin(a, tile), conv, tid);
     __syncthreads();
   }
 }
