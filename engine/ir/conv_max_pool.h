@@ -18,7 +18,10 @@
 // Layout: with kiln_channels_last = 1 (ir/channels_last.h) only Y is stored NHWC
 // ([N, P, Q, M]); X and W keep their channels-first layouts. The conv's result is
 // rounded to X's type before the pool (as a FusedConv's output would be), so the layer
-// computes what FusedConv -> MaxPool -> QuantizeLinear computes.
+// computes what FusedConv -> MaxPool -> QuantizeLinear computes for finite values.
+// NaN: the CUDA kernel's pool skips a NaN tap (MaxPool keeps one in the window's first
+// tap) and quantizes a NaN to the zero point; its padding taps multiply zero weights,
+// so an infinite input there gives NaN where the unfused conv does not.
 #pragma once
 
 #include "kiln/graph.h"

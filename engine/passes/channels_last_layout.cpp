@@ -25,6 +25,7 @@
 // the Quantize between them. Runs only when the builder asks for it (the backend prefers
 // channels-last for the engine's precision) and after the fusions, which match channels-first
 // patterns.
+#include <algorithm>
 #include <set>
 
 #include "ir/channels_last.h"
@@ -225,8 +226,23 @@ class ChannelsLastLayout final : public Pass {
       const std::string layer = node.displayName();
       nodes.push_back(std::move(node));
       applied->push_back({kName, {serves}, layer});
+      // A channels-first reader: a graph output, a node left channels-first, or a
+      // converted node reading y in a slot that stays channels-first (a
+      // FusedConvMaxPool's X).
       bool channelsFirstReader = false;
-      for (int reader : index.readers(y)) channelsFirstReader |= reader < 0 || !chosen[reader];
+      for (int reader : index.readers(y)) {
+        if (reader < 0 || !chosen[reader]) {
+          channelsFirstReader = true;
+          continue;
+        }
+        const Node& r = g.nodes[reader];
+        const std::vector<size_t> nhwcSlots =
+            layoutFree[reader] ? std::vector<size_t>{0} : channelsLastRoles(r).activationInputs;
+        for (size_t slot = 0; slot < r.inputs.size(); ++slot)
+          if (r.inputs[slot] == y &&
+              std::find(nhwcSlots.begin(), nhwcSlots.end(), slot) == nhwcSlots.end())
+            channelsFirstReader = true;
+      }
       if (channelsFirstReader)
         nodes.push_back(reformat(twin, y, kToChannelsFirst, "NCHW", serves, opset));
     }

@@ -31,6 +31,8 @@ struct StemOptions {
   bool quantize = true;
   bool zeroPoint = true;      // false: QuantizeLinear without one (uint8 output)
   bool secondReader = false;  // Sigmoid(MaxPool) as a second graph output
+  bool poolBefore = false;    // an AveragePool (which goes channels-last) feeds the stem
+  int64_t channels = 3;       // x's channels (the kernel takes at most 4)
 };
 
 Tensor int8Tensor(const Shape& shape, uint32_t seed) {
@@ -44,8 +46,9 @@ Network stem(const StemOptions& o = {}) {
   Network net;
   net.opsets[""] = 17;
   Graph& g = net.graph;
-  g.inputs = {{"x", DataType::kFloat32, true, {DimExpr(2), DimExpr(3), DimExpr(32), DimExpr(32)}}};
-  g.initializers["w"] = randomTensor(DataType::kFloat32, {m, 3, 7, 7}, 1, -0.2, 0.2);
+  g.inputs = {{"x", DataType::kFloat32, true,
+               {DimExpr(2), DimExpr(o.channels), DimExpr(32), DimExpr(32)}}};
+  g.initializers["w"] = randomTensor(DataType::kFloat32, {m, o.channels, 7, 7}, 1, -0.2, 0.2);
   g.initializers["gamma"] = randomTensor(DataType::kFloat32, {m}, 2, 0.5, 1.5);
   g.initializers["beta"] = randomTensor(DataType::kFloat32, {m}, 3, -0.5, 0.5);
   g.initializers["mean"] = randomTensor(DataType::kFloat32, {m}, 4, -0.2, 0.2);
@@ -55,12 +58,16 @@ Network stem(const StemOptions& o = {}) {
   g.initializers["wq"] = int8Tensor({16, m, 3, 3}, 6);
   g.initializers["sw"] = floatTensor({}, {0.002f});
   g.initializers["w2"] = randomTensor(DataType::kFloat32, {16, m, 3, 3}, 7, -0.1, 0.1);
-  Node conv = withInts(makeNode("Conv", {"x", "w"}, {"c"}), "kernel_shape", {7, 7});
+  Node conv = withInts(makeNode("Conv", {o.poolBefore ? "xa" : "x", "w"}, {"c"}), "kernel_shape", {7, 7});
   conv = withInts(withInts(conv, "strides", o.convStrides), "pads", {3, 3, 3, 3});
   Node pool = withInts(makeNode("MaxPool", {"r"}, {"p"}), "kernel_shape", {3, 3});
   pool = withInts(withInts(pool, "strides", {2, 2}), "pads", {1, 1, 1, 1});
   g.nodes = {conv, makeNode("BatchNormalization", {"c", "gamma", "beta", "mean", "var"}, {"bn"}),
              makeNode("Relu", {"bn"}, {"r"}), pool};
+  if (o.poolBefore) {
+    Node before = withInts(makeNode("AveragePool", {"x"}, {"xa"}), "kernel_shape", {3, 3});
+    g.nodes.insert(g.nodes.begin(), withInts(before, "pads", {1, 1, 1, 1}));
+  }
   std::vector<std::string> qdq = {"s", "zp"};
   if (!o.zeroPoint) qdq.pop_back();
   if (o.quantize) {
@@ -162,6 +169,29 @@ TEST(FuseConvMaxPool, StemBecomesOneChannelsLastLayerFeedingTheInt8Region) {
   expectSameOutputs(fused, original, 1e-4);
 }
 
+// The stem's X stays channels-first: when the node writing it goes channels-last (an
+// AveragePool here), X must come back through a Transpose (the layout pass once renamed
+// it to its NHWC twin and left the stem reading a value nobody wrote).
+TEST(FuseConvMaxPool, ChannelsLastProducerOfXGetsATransposeBack) {
+  StemOptions o;
+  o.poolBefore = true;
+  const Network original = stem(o);
+  std::vector<PassApplication> applied;
+  const Network fused = optimized(original, true, true, &applied);
+  const Node* layer = findOp(fused, kFusedConvMaxPoolOp);
+  ASSERT_NE(layer, nullptr);
+  const Node* pool = findOp(fused, "AveragePool");
+  ASSERT_NE(pool, nullptr);
+  EXPECT_TRUE(isChannelsLast(*pool));
+  bool written = false;
+  for (const Node& n : fused.graph.nodes)
+    written |= std::find(n.outputs.begin(), n.outputs.end(), layer->inputs[kConvPoolX]) !=
+               n.outputs.end();
+  EXPECT_TRUE(written) << "the stem's X '" << layer->inputs[kConvPoolX] << "' has no producer";
+  std::vector<PassApplication> unused;
+  expectSameOutputs(fused, optimized(original, true, false, &unused), 0);
+}
+
 TEST(FuseConvMaxPool, RunsOnlyInHalfPrecisionChannelsLastPipelines) {
   const Network original = stem();
   struct Case {
@@ -190,8 +220,9 @@ TEST(FuseConvMaxPool, RunsOnlyInHalfPrecisionChannelsLastPipelines) {
 }
 
 TEST(FuseConvMaxPool, OnlyTheCudaKernelsStems) {
-  StemOptions noQuantize, filters32, stride1, shared, uint8Output;
+  StemOptions noQuantize, filters32, stride1, shared, uint8Output, channels5;
   noQuantize.quantize = false;
+  channels5.channels = 5;
   filters32.filters = 32;
   stride1.convStrides = {1, 1};
   shared.secondReader = true;
@@ -202,7 +233,7 @@ TEST(FuseConvMaxPool, OnlyTheCudaKernelsStems) {
   };
   for (const Case& c : {Case{"no QuantizeLinear", noQuantize}, Case{"32 filters", filters32},
                         Case{"conv stride 1", stride1}, Case{"MaxPool output read twice", shared},
-                        Case{"uint8 QuantizeLinear", uint8Output}}) {
+                        Case{"uint8 QuantizeLinear", uint8Output}, Case{"5 channels: depth 280 > 176", channels5}}) {
     SCOPED_TRACE(c.what);
     const Network original = stem(c.options);
     std::vector<PassApplication> applied;

@@ -6,6 +6,7 @@
 namespace kiln::cpu {
 
 int32_t QuantParams::quantize(float x) const {
+  if (std::isnan(x)) return zeroPoint;  // as QuantizeLinear on the GPU (a NaN has no integer)
   const double q = std::nearbyint(static_cast<double>(x / scale)) + zeroPoint;
   return static_cast<int32_t>(std::clamp(q, static_cast<double>(lo()), static_cast<double>(hi())));
 }

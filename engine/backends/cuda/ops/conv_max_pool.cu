@@ -15,10 +15,10 @@
 // (a zero weight in the padding tap): a pair of depth values (s, s + 1) is then two
 // neighbouring input columns of one row, one 32-bit shared-memory load, because the
 // conv stride is 2 and the input region starts on an even column. The filter (at most
-// 176 deep) lives in registers for the whole persistent block.
+// 176 deep) stays in shared memory for the whole persistent block, read by ldmatrix.
 //
 // Class handled (the pass fuse_conv_max_pool matches only this class): X half/bfloat16
-// NCHW with C * R * S' <= 176 and S <= 8 (a region row fits two passes of a warp), 64 filters, conv strides 2x2, dilation 1, group 1,
+// NCHW with C <= 4, C * R * S' <= 176 and S <= 8 (a region row fits two passes of a warp), 64 filters, conv strides 2x2, dilation 1, group 1,
 // activation none or ReLU; pool window <= 3x3, strides 1-2, dilation 1; Y channels-last,
 // int8 (zero point 0) or X's type. Anything else returns kUnsupported (host fallback).
 #include <cuda_bf16.h>
@@ -46,6 +46,11 @@ constexpr int kPoolTile = 8;                       // pooled outputs per tile si
 constexpr int kStemThreads = 128;                  // 4 warps
 constexpr int kConvPitch = kStemFilters + 8;       // a conv pixel's row in shared memory (halves)
 constexpr int kMaxPoolWindow = 3, kMaxPoolStride = 2;
+constexpr int kStemMaxChannels = 4;
+// Shared memory of the largest geometry the class allows (C <= 4, R <= 44 / S', a
+// 17 x 17 conv tile) is under 80 KiB: every launch sets this one limit, so no layer
+// lowers another's.
+constexpr int kStemSharedCap = 96 * 1024;
 
 struct StemArgs {
   const void* x = nullptr;
@@ -290,9 +295,14 @@ __device__ __forceinline__ void poolTile(const StemArgs& a, const TileOrigin& o,
     if constexpr (std::is_same_v<Out, int8_t>) {
       alignas(16) int8_t q[16];
 #pragma unroll
-      for (int e = 0; e < 16; ++e)
-        q[e] = any ? fromFloatSaturating<int8_t>(rintf(__fdiv_rn(toFloat(values[e]), a.yScale)))
-                   : int8_t(-128);  // an empty window: the type's lowest
+      for (int e = 0; e < 16; ++e) {
+        // As QuantizeLinear on the GPU: NaN gives the zero point; an empty window the
+        // type's lowest.
+        const float v = toFloat(values[e]);
+        q[e] = !any     ? int8_t(-128)
+               : v != v ? int8_t(0)
+                        : fromFloatSaturating<int8_t>(rintf(__fdiv_rn(v, a.yScale)));
+      }
       *reinterpret_cast<uint4*>(static_cast<int8_t*>(a.y) + outIndex) =
           *reinterpret_cast<const uint4*>(q);
     } else {
@@ -413,16 +423,21 @@ Status stemGeometry(GpuKernelContext& ctx, const Shape& x, const Shape& w, StemA
     if (poolKernel[d] < 1 || poolStrides[d] < 1)
       return ctx.error("the pool needs pool_kernel_shape and pool_strides >= 1");
   const int64_t evenS = (w[3] + 1) / 2 * 2;
+  const std::string poolAutoPad = node.attrString("pool_auto_pad", "NOTSET");
+  const std::vector<int64_t> kernelShape = node.attrInts("kernel_shape", {w[2], w[3]});
   if (node.attrInt("group", 1) != 1 || (autoPad != "NOTSET" && !autoPad.empty()) ||
+      (poolAutoPad != "NOTSET" && !poolAutoPad.empty()) ||
+      node.attrInt("pool_storage_order", 0) != 0 ||
+      kernelShape != std::vector<int64_t>{w[2], w[3]} ||
       strides != std::vector<int64_t>{2, 2} || dilations != std::vector<int64_t>{1, 1} ||
-      poolDil != std::vector<int64_t>{1, 1} || w[0] != kStemFilters ||
+      poolDil != std::vector<int64_t>{1, 1} || w[0] != kStemFilters || x[1] > kStemMaxChannels ||
       x[1] * w[2] * evenS > kStemDepth || w[3] > 8 ||
       poolKernel[0] > kMaxPoolWindow ||
       poolKernel[1] > kMaxPoolWindow || poolStrides[0] > kMaxPoolStride ||
       poolStrides[1] > kMaxPoolStride) {
     *unsupported =
-        "Kiln's stem kernel needs 64 filters, C * R * even(S) <= 176, S <= 8, conv strides 2x2, "
-        "dilation 1, group 1, a pool window <= 3x3 with strides <= 2";
+        "Kiln's stem kernel needs 64 filters, C <= 4, C * R * even(S) <= 176, S <= 8, conv "
+        "strides 2x2, dilation 1, group 1, no auto_pad, a pool window <= 3x3 with strides <= 2";
     return Status::ok();
   }
   a->c = static_cast<int>(x[1]);
@@ -484,9 +499,12 @@ template <class T, class Out>
 Status launchStem(GpuKernelContext& ctx, const StemArgs& a, StemState* state) {
   auto kernel = convMaxPoolKernel<T, Out>;
   const size_t shared = stemSharedBytes(a);
+  if (shared > kStemSharedCap)
+    return ctx.unsupported("Kiln's stem kernel would need " + std::to_string(shared) +
+                           " bytes of shared memory");
   if (state->blocks == 0) {
-    KILN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(shared)));
+    KILN_CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kStemSharedCap));
     int device = 0, sms = 0, perSm = 0;
     KILN_CUDA_CHECK(cudaGetDevice(&device));
     KILN_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
