@@ -8,6 +8,7 @@
 #include <set>
 
 #include "builder/build_steps.h"
+#include "ir/conv_max_pool.h"
 #include "builder/plugin_layers.h"
 #include "kiln/passes.h"
 #include "kiln/reference_backend.h"
@@ -168,22 +169,46 @@ std::vector<BuiltLayer> builtLayers(const Network& network, const build::ValueMe
   return built;
 }
 
+// True when a precision rule (prefer or obey) pins a FusedConvMaxPool, by any of the
+// layers it was made from, to float32.
+bool stemPinnedToFloat32(const Network& network, const BuilderConfig& config) {
+  if (config.precisionConstraints == ConstraintMode::kNone) return false;
+  for (const Node& node : network.graph.nodes) {
+    if (!isFusedConvMaxPool(node)) continue;
+    const LayerPrecisionRule* rule =
+        findLayerRule(config.layerPrecisions, build::layerNamesOf(node));
+    if (rule && rule->precision == DataType::kFloat32) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 Result<Plan> buildPlan(std::shared_ptr<const Network> source, const BuilderConfig& config,
                        BuildBackend& backend) {
   const Clock::time_point start = Clock::now();
   KILN_RETURN_IF_ERROR(checkConfig(config));
-  std::shared_ptr<Network> network = normalizedCopy(*source);
-  KILN_RETURN_IF_ERROR(build::checkFp8Build(*network, config));
+  std::shared_ptr<Network> network;
   build::Int8Decisions int8;
-  KILN_RETURN_IF_ERROR(
-      build::insertCalibratedQdq(*network, config, &int8, backend.minInt8ConvInputChannels()));
   std::vector<PassApplication> applied;
-  KILN_RETURN_IF_ERROR(
-      runPasses(*network, config.optimizationLevel, config.disabledPasses, &applied,
-                backend.prefersChannelsLast(config.fp16 || config.bf16 || config.tf32),
-                /*halfPrecision=*/config.fp16 || config.bf16));
+  std::vector<std::string> disabledPasses = config.disabledPasses;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    network = normalizedCopy(*source);
+    KILN_RETURN_IF_ERROR(build::checkFp8Build(*network, config));
+    int8 = {};
+    KILN_RETURN_IF_ERROR(
+        build::insertCalibratedQdq(*network, config, &int8, backend.minInt8ConvInputChannels()));
+    applied.clear();
+    KILN_RETURN_IF_ERROR(
+        runPasses(*network, config.optimizationLevel, disabledPasses, &applied,
+                  backend.prefersChannelsLast(config.fp16 || config.bf16 || config.tf32),
+                  /*halfPrecision=*/config.fp16 || config.bf16));
+    // A fused stem computes in half precision only: when a precision rule pins one of
+    // its layers to float32 the passes run again without fuse_conv_max_pool (the layer
+    // would otherwise run on the host fallback).
+    if (!stemPinnedToFloat32(*network, config)) break;
+    disabledPasses.push_back(kConvMaxPoolPass);
+  }
   const BuildCallbacks& callbacks = config.callbacks;
   auto progress = [&callbacks](const std::string& phase, int done, int total,
                                const std::string& item) {

@@ -311,6 +311,27 @@ TEST(FuseConvMaxPool, Fp16BuildKeepsXFloatAndYInt8) {
   for (const LayerRecord& l : fp32.value().record.layers) EXPECT_NE(l.opType, kFusedConvMaxPoolOp);
 }
 
+// A rule pinning the stem's conv to float32 in an fp16 build: the builder runs the passes
+// again without fuse_conv_max_pool (a half-precision-only layer would run on the host).
+TEST(FuseConvMaxPool, Float32RuleOnTheStemKeepsItUnfused) {
+  const auto original = std::make_shared<const Network>(stem());
+  ChannelsLastCpu backend;
+  BuilderConfig config;
+  config.optimizationLevel = 2;
+  config.fp16 = true;
+  config.precisionConstraints = ConstraintMode::kPrefer;
+  config.layerPrecisions = {{"c", DataType::kFloat32}};
+  auto plan = buildPlan(original, config, backend);
+  ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+  bool stemConv = false;
+  for (const LayerRecord& l : plan.value().record.layers) {
+    EXPECT_NE(l.opType, kFusedConvMaxPoolOp);
+    stemConv |= l.opType == "FusedConv";
+  }
+  EXPECT_TRUE(stemConv);
+  for (const PassApplication& a : plan.value().record.passes) EXPECT_NE(a.pass, kConvMaxPoolPass);
+}
+
 TEST(FuseConvMaxPool, ListedRightBeforeTheLayoutPassAtLevelOne) {
   const std::vector<PassInfo> passes = listPasses();
   auto at = std::find_if(passes.begin(), passes.end(),
