@@ -6,7 +6,10 @@
 // same outputs as the graph without the pass (exactly) and as the original (1e-4). It
 // does not fire without halfPrecision or channelsLast, when it or the layout pass is
 // disabled, at level 1 (no layout pass), without the QuantizeLinear, with other than 64 filters,
-// with conv stride 1, with a second reader of the MaxPool's output, or with a uint8 QuantizeLinear.
+// with conv stride 1, with a second reader of the MaxPool's or the conv's output, with a uint8
+// QuantizeLinear or an int8 zero point other than 0, with 5 channels, a 4x4 pool window or a
+// filter 9 wide, or when an fp32 precision rule names the stem's conv. When the stem's input
+// comes from a layer that goes channels-last, a Transpose brings it back to NCHW.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -33,6 +36,10 @@ struct StemOptions {
   bool secondReader = false;  // Sigmoid(MaxPool) as a second graph output
   bool poolBefore = false;    // an AveragePool (which goes channels-last) feeds the stem
   int64_t channels = 3;       // x's channels (the kernel takes at most 4)
+  int zeroPointValue = 0;     // the Q's int8 zero point
+  int64_t poolKernel = 3;     // the MaxPool's window (the kernel takes at most 3)
+  int64_t filterWidth = 7;    // S (the kernel takes at most 8)
+  bool convReadTwice = false; // Sigmoid(Relu) as a second graph output
 };
 
 Tensor int8Tensor(const Shape& shape, uint32_t seed) {
@@ -48,19 +55,24 @@ Network stem(const StemOptions& o = {}) {
   Graph& g = net.graph;
   g.inputs = {{"x", DataType::kFloat32, true,
                {DimExpr(2), DimExpr(o.channels), DimExpr(32), DimExpr(32)}}};
-  g.initializers["w"] = randomTensor(DataType::kFloat32, {m, o.channels, 7, 7}, 1, -0.2, 0.2);
+  g.initializers["w"] =
+      randomTensor(DataType::kFloat32, {m, o.channels, 7, o.filterWidth}, 1, -0.2, 0.2);
   g.initializers["gamma"] = randomTensor(DataType::kFloat32, {m}, 2, 0.5, 1.5);
   g.initializers["beta"] = randomTensor(DataType::kFloat32, {m}, 3, -0.5, 0.5);
   g.initializers["mean"] = randomTensor(DataType::kFloat32, {m}, 4, -0.2, 0.2);
   g.initializers["var"] = randomTensor(DataType::kFloat32, {m}, 5, 0.5, 2.0);
   g.initializers["s"] = floatTensor({}, {0.03f});
-  g.initializers["zp"] = Tensor(DataType::kInt8, {});
+  g.initializers["zp"] = castTensor(
+      Tensor::fromVector(DataType::kFloat64, {}, std::vector<double>{double(o.zeroPointValue)}),
+      DataType::kInt8);
   g.initializers["wq"] = int8Tensor({16, m, 3, 3}, 6);
   g.initializers["sw"] = floatTensor({}, {0.002f});
   g.initializers["w2"] = randomTensor(DataType::kFloat32, {16, m, 3, 3}, 7, -0.1, 0.1);
-  Node conv = withInts(makeNode("Conv", {o.poolBefore ? "xa" : "x", "w"}, {"c"}), "kernel_shape", {7, 7});
+  Node conv = withInts(makeNode("Conv", {o.poolBefore ? "xa" : "x", "w"}, {"c"}), "kernel_shape",
+                       {7, o.filterWidth});
   conv = withInts(withInts(conv, "strides", o.convStrides), "pads", {3, 3, 3, 3});
-  Node pool = withInts(makeNode("MaxPool", {"r"}, {"p"}), "kernel_shape", {3, 3});
+  Node pool = withInts(makeNode("MaxPool", {"r"}, {"p"}), "kernel_shape",
+                       {o.poolKernel, o.poolKernel});
   pool = withInts(withInts(pool, "strides", {2, 2}), "pads", {1, 1, 1, 1});
   g.nodes = {conv, makeNode("BatchNormalization", {"c", "gamma", "beta", "mean", "var"}, {"bn"}),
              makeNode("Relu", {"bn"}, {"r"}), pool};
@@ -85,6 +97,10 @@ Network stem(const StemOptions& o = {}) {
   if (o.secondReader) {
     g.nodes.push_back(makeNode("Sigmoid", {"p"}, {"side"}));
     g.outputs.push_back({"side", DataType::kFloat32, false, {}});
+  }
+  if (o.convReadTwice) {
+    g.nodes.push_back(makeNode("Sigmoid", {"r"}, {"conv_side"}));
+    g.outputs.push_back({"conv_side", DataType::kFloat32, false, {}});
   }
   return net;
 }
@@ -220,9 +236,14 @@ TEST(FuseConvMaxPool, RunsOnlyInHalfPrecisionChannelsLastPipelines) {
 }
 
 TEST(FuseConvMaxPool, OnlyTheCudaKernelsStems) {
-  StemOptions noQuantize, filters32, stride1, shared, uint8Output, channels5;
+  StemOptions noQuantize, filters32, stride1, shared, uint8Output, channels5, zeroPoint3, pool4,
+      width9, convShared;
   noQuantize.quantize = false;
   channels5.channels = 5;
+  zeroPoint3.zeroPointValue = 3;
+  pool4.poolKernel = 4;
+  width9.filterWidth = 9;
+  convShared.convReadTwice = true;
   filters32.filters = 32;
   stride1.convStrides = {1, 1};
   shared.secondReader = true;
@@ -233,7 +254,10 @@ TEST(FuseConvMaxPool, OnlyTheCudaKernelsStems) {
   };
   for (const Case& c : {Case{"no QuantizeLinear", noQuantize}, Case{"32 filters", filters32},
                         Case{"conv stride 1", stride1}, Case{"MaxPool output read twice", shared},
-                        Case{"uint8 QuantizeLinear", uint8Output}, Case{"5 channels: depth 280 > 176", channels5}}) {
+                        Case{"uint8 QuantizeLinear", uint8Output},
+                        Case{"5 channels: depth 280 > 176", channels5},
+                        Case{"zero point 3", zeroPoint3}, Case{"4x4 pool window", pool4},
+                        Case{"filter width 9", width9}, Case{"conv output read twice", convShared}}) {
     SCOPED_TRACE(c.what);
     const Network original = stem(c.options);
     std::vector<PassApplication> applied;
