@@ -85,8 +85,13 @@ void expectStem(const StemCase& c, cuda::Precision precision, bool quantized) {
   }
 }
 
-const StemCase kResNetStem{"ResNet-50 stem, partial tiles", {2, 3, 60, 44}, {64, 3, 7, 7},
-                           {3, 3, 3, 3}, {3, 3}, {2, 2}, {1, 1, 1, 1}};
+const StemCase kResNetStem{"ResNet-50 stem, partial tiles",
+                           {2, 3, 60, 44},
+                           {64, 3, 7, 7},
+                           {3, 3, 3, 3},
+                           {3, 3},
+                           {2, 2},
+                           {1, 1, 1, 1}};
 
 TEST(CudaConvMaxPool, ResNetStemInt8) {
   KILN_REQUIRE_GPU();
@@ -105,8 +110,15 @@ TEST(CudaConvMaxPool, PersistentBlocksRunManyTiles) {
 
 TEST(CudaConvMaxPool, OtherGeometry) {
   KILN_REQUIRE_GPU();
-  const StemCase odd{"4 channels 5x5, ceil-mode 2x2 pool", {3, 4, 37, 30}, {64, 4, 5, 5},
-                     {2, 1, 2, 2}, {2, 2}, {2, 2}, {0, 0, 0, 0}, false, true};
+  const StemCase odd{"4 channels 5x5, ceil-mode 2x2 pool",
+                     {3, 4, 37, 30},
+                     {64, 4, 5, 5},
+                     {2, 1, 2, 2},
+                     {2, 2},
+                     {2, 2},
+                     {0, 0, 0, 0},
+                     false,
+                     true};
   expectStem(odd, cuda::Precision::kFloat16, true);
 }
 

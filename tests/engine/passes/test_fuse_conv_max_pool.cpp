@@ -32,14 +32,14 @@ struct StemOptions {
   int64_t filters = 64;
   std::vector<int64_t> convStrides = {2, 2};
   bool quantize = true;
-  bool zeroPoint = true;      // false: QuantizeLinear without one (uint8 output)
-  bool secondReader = false;  // Sigmoid(MaxPool) as a second graph output
-  bool poolBefore = false;    // an AveragePool (which goes channels-last) feeds the stem
-  int64_t channels = 3;       // x's channels (the kernel takes at most 4)
-  int zeroPointValue = 0;     // the Q's int8 zero point
-  int64_t poolKernel = 3;     // the MaxPool's window (the kernel takes at most 3)
-  int64_t filterWidth = 7;    // S (the kernel takes at most 8)
-  bool convReadTwice = false; // Sigmoid(Relu) as a second graph output
+  bool zeroPoint = true;       // false: QuantizeLinear without one (uint8 output)
+  bool secondReader = false;   // Sigmoid(MaxPool) as a second graph output
+  bool poolBefore = false;     // an AveragePool (which goes channels-last) feeds the stem
+  int64_t channels = 3;        // x's channels (the kernel takes at most 4)
+  int zeroPointValue = 0;      // the Q's int8 zero point
+  int64_t poolKernel = 3;      // the MaxPool's window (the kernel takes at most 3)
+  int64_t filterWidth = 7;     // S (the kernel takes at most 8)
+  bool convReadTwice = false;  // Sigmoid(Relu) as a second graph output
 };
 
 Tensor int8Tensor(const Shape& shape, uint32_t seed) {
@@ -53,8 +53,8 @@ Network stem(const StemOptions& o = {}) {
   Network net;
   net.opsets[""] = 17;
   Graph& g = net.graph;
-  g.inputs = {{"x", DataType::kFloat32, true,
-               {DimExpr(2), DimExpr(o.channels), DimExpr(32), DimExpr(32)}}};
+  g.inputs = {
+      {"x", DataType::kFloat32, true, {DimExpr(2), DimExpr(o.channels), DimExpr(32), DimExpr(32)}}};
   g.initializers["w"] =
       randomTensor(DataType::kFloat32, {m, o.channels, 7, o.filterWidth}, 1, -0.2, 0.2);
   g.initializers["gamma"] = randomTensor(DataType::kFloat32, {m}, 2, 0.5, 1.5);
@@ -71,8 +71,8 @@ Network stem(const StemOptions& o = {}) {
   Node conv = withInts(makeNode("Conv", {o.poolBefore ? "xa" : "x", "w"}, {"c"}), "kernel_shape",
                        {7, o.filterWidth});
   conv = withInts(withInts(conv, "strides", o.convStrides), "pads", {3, 3, 3, 3});
-  Node pool = withInts(makeNode("MaxPool", {"r"}, {"p"}), "kernel_shape",
-                       {o.poolKernel, o.poolKernel});
+  Node pool =
+      withInts(makeNode("MaxPool", {"r"}, {"p"}), "kernel_shape", {o.poolKernel, o.poolKernel});
   pool = withInts(withInts(pool, "strides", {2, 2}), "pads", {1, 1, 1, 1});
   g.nodes = {conv, makeNode("BatchNormalization", {"c", "gamma", "beta", "mean", "var"}, {"bn"}),
              makeNode("Relu", {"bn"}, {"r"}), pool};
@@ -201,8 +201,8 @@ TEST(FuseConvMaxPool, ChannelsLastProducerOfXGetsATransposeBack) {
   EXPECT_TRUE(isChannelsLast(*pool));
   bool written = false;
   for (const Node& n : fused.graph.nodes)
-    written |= std::find(n.outputs.begin(), n.outputs.end(), layer->inputs[kConvPoolX]) !=
-               n.outputs.end();
+    written |=
+        std::find(n.outputs.begin(), n.outputs.end(), layer->inputs[kConvPoolX]) != n.outputs.end();
   EXPECT_TRUE(written) << "the stem's X '" << layer->inputs[kConvPoolX] << "' has no producer";
   std::vector<PassApplication> unused;
   expectSameOutputs(fused, optimized(original, true, false, &unused), 0);
@@ -252,12 +252,12 @@ TEST(FuseConvMaxPool, OnlyTheCudaKernelsStems) {
     const char* what;
     StemOptions options;
   };
-  for (const Case& c : {Case{"no QuantizeLinear", noQuantize}, Case{"32 filters", filters32},
-                        Case{"conv stride 1", stride1}, Case{"MaxPool output read twice", shared},
-                        Case{"uint8 QuantizeLinear", uint8Output},
-                        Case{"5 channels: depth 280 > 176", channels5},
-                        Case{"zero point 3", zeroPoint3}, Case{"4x4 pool window", pool4},
-                        Case{"filter width 9", width9}, Case{"conv output read twice", convShared}}) {
+  for (const Case& c :
+       {Case{"no QuantizeLinear", noQuantize}, Case{"32 filters", filters32},
+        Case{"conv stride 1", stride1}, Case{"MaxPool output read twice", shared},
+        Case{"uint8 QuantizeLinear", uint8Output}, Case{"5 channels: depth 280 > 176", channels5},
+        Case{"zero point 3", zeroPoint3}, Case{"4x4 pool window", pool4},
+        Case{"filter width 9", width9}, Case{"conv output read twice", convShared}}) {
     SCOPED_TRACE(c.what);
     const Network original = stem(c.options);
     std::vector<PassApplication> applied;

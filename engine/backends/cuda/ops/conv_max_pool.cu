@@ -14,13 +14,15 @@
 // 64 output channels, depth k = (c * R + r) * S' + s with S' = S rounded up to even
 // (a zero weight in the padding tap): a pair of depth values (s, s + 1) is then two
 // neighbouring input columns of one row, one 32-bit shared-memory load, because the
-// conv stride is 2 and the input region starts on an even column. The filter (at most
+// conv stride is 2 and s is even: the pair's offset 2 * x + s in the region row is even.
+// The filter (at most
 // 176 deep) stays in shared memory for the whole persistent block, read by ldmatrix.
 //
 // Class handled (the pass fuse_conv_max_pool matches only this class): X half/bfloat16
-// NCHW with C <= 4, C * R * S' <= 176 and S <= 8 (a region row fits two passes of a warp), 64 filters, conv strides 2x2, dilation 1, group 1,
-// activation none or ReLU; pool window <= 3x3, strides 1-2, dilation 1; Y channels-last,
-// int8 (zero point 0) or X's type. Anything else returns kUnsupported (host fallback).
+// NCHW with C <= 4, C * R * S' <= 176 and S <= 8 (a region row fits two passes of a
+// warp), 64 filters, conv strides 2x2, dilation 1, group 1, activation none or ReLU; pool window <=
+// 3x3, strides 1-2, dilation 1; Y channels-last, int8 (zero point 0) or X's type. Anything else
+// returns kUnsupported (host fallback).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -42,9 +44,9 @@ namespace {
 constexpr int kStemFilters = 64;
 constexpr int kStemSteps = 11;  // k16 steps of depth
 constexpr int kStemDepth = kStemSteps * 16;
-constexpr int kPoolTile = 8;                       // pooled outputs per tile side
-constexpr int kStemThreads = 128;                  // 4 warps
-constexpr int kConvPitch = kStemFilters + 8;       // a conv pixel's row in shared memory (halves)
+constexpr int kPoolTile = 8;                  // pooled outputs per tile side
+constexpr int kStemThreads = 128;             // 4 warps
+constexpr int kConvPitch = kStemFilters + 8;  // a conv pixel's row in shared memory (halves)
 constexpr int kMaxPoolWindow = 3, kMaxPoolStride = 2;
 constexpr int kStemMaxChannels = 4;
 // Shared memory of the largest geometry the class allows (C <= 4, R <= 44 / S', a
@@ -120,12 +122,13 @@ __device__ __forceinline__ uint32_t loadShared32(uint32_t address) {
 
 // Elementwise max of two packed pairs (NaN-ignoring, as fmaxf).
 __device__ __forceinline__ uint32_t pairMax(uint32_t a, uint32_t b, __half) {
-  const __half2 m = __hmax2(*reinterpret_cast<const __half2*>(&a), *reinterpret_cast<const __half2*>(&b));
+  const __half2 m =
+      __hmax2(*reinterpret_cast<const __half2*>(&a), *reinterpret_cast<const __half2*>(&b));
   return *reinterpret_cast<const uint32_t*>(&m);
 }
 __device__ __forceinline__ uint32_t pairMax(uint32_t a, uint32_t b, __nv_bfloat16) {
-  const __nv_bfloat162 m =
-      __hmax2(*reinterpret_cast<const __nv_bfloat162*>(&a), *reinterpret_cast<const __nv_bfloat162*>(&b));
+  const __nv_bfloat162 m = __hmax2(*reinterpret_cast<const __nv_bfloat162*>(&a),
+                                   *reinterpret_cast<const __nv_bfloat162*>(&b));
   return *reinterpret_cast<const uint32_t*>(&m);
 }
 
@@ -158,8 +161,8 @@ __device__ __forceinline__ TileOrigin tileOrigin(const StemArgs& a, int tile) {
 // one region row at a time, its lanes the columns (two passes cover <= 64), kRowBatch
 // rows' loads in flight before their stores. The rows start at odd columns: 2-byte loads.
 template <class T>
-__device__ __forceinline__ void loadRegion(const StemArgs& a, const TileOrigin& o, T* xs,
-                                           int warp, int lane) {
+__device__ __forceinline__ void loadRegion(const StemArgs& a, const TileOrigin& o, T* xs, int warp,
+                                           int lane) {
   const T* __restrict__ xImage =
       static_cast<const T*>(a.x) + static_cast<int64_t>(o.image) * a.c * a.h * a.w_;
   const int regionRows = a.c * a.inRows;
@@ -333,8 +336,7 @@ __global__ void __launch_bounds__(kStemThreads, 3) convMaxPoolKernel(StemArgs a)
   // The filter and the bias, once per block.
   for (int i = tid; i < kStemFilters * (kStemDepth / 8); i += kStemThreads) {
     const int n = i / (kStemDepth / 8), chunk = i % (kStemDepth / 8);
-    reinterpret_cast<uint4*>(ws + n * kFilterPitch)[chunk] =
-        reinterpret_cast<const uint4*>(a.w)[i];
+    reinterpret_cast<uint4*>(ws + n * kFilterPitch)[chunk] = reinterpret_cast<const uint4*>(a.w)[i];
   }
   for (int i = tid; i < kStemFilters; i += kStemThreads) biasShared[i] = a.bias[i];
   // This thread's depth offsets (bytes) for each step: pairs k = 2t and 2t + 8.
@@ -361,8 +363,7 @@ __global__ void __launch_bounds__(kStemThreads, 3) convMaxPoolKernel(StemArgs a)
     for (int m = 2 * pairs + warp; m < a.mTiles; m += kStemWarps)
       convTiles<T, 1>(a, m, xsBase, filterRow, off0, off1, biasShared, conv, lane);
     __syncthreads();
-    if (tile + gridDim.x < a.tiles)
-      loadRegion(a, tileOrigin(a, tile + gridDim.x), xs, warp, lane);
+    if (tile + gridDim.x < a.tiles) loadRegion(a, tileOrigin(a, tile + gridDim.x), xs, warp, lane);
     poolTile<T, Out>(a, tileOrigin(a, tile), conv, tid);
     __syncthreads();
   }
@@ -414,7 +415,9 @@ Status stemGeometry(GpuKernelContext& ctx, const Shape& x, const Shape& w, StemA
   KILN_RETURN_IF_ERROR(readPair(ctx, "pool_pads", {0, 0, 0, 0}, &poolPads));
   KILN_RETURN_IF_ERROR(readPair(ctx, "pool_dilations", {1, 1}, &poolDil));
   const std::string autoPad = node.attrString("auto_pad", "NOTSET");
-  if (w[1] != x[1]) return ctx.error("W has " + std::to_string(w[1]) + " input channels, X " + std::to_string(x[1]));
+  if (w[1] != x[1])
+    return ctx.error("W has " + std::to_string(w[1]) + " input channels, X " +
+                     std::to_string(x[1]));
   for (int64_t v : pads)
     if (v < 0) return ctx.error("attribute 'pads' has a negative value");
   for (int64_t v : poolPads)
@@ -428,13 +431,11 @@ Status stemGeometry(GpuKernelContext& ctx, const Shape& x, const Shape& w, StemA
   if (node.attrInt("group", 1) != 1 || (autoPad != "NOTSET" && !autoPad.empty()) ||
       (poolAutoPad != "NOTSET" && !poolAutoPad.empty()) ||
       node.attrInt("pool_storage_order", 0) != 0 ||
-      kernelShape != std::vector<int64_t>{w[2], w[3]} ||
-      strides != std::vector<int64_t>{2, 2} || dilations != std::vector<int64_t>{1, 1} ||
-      poolDil != std::vector<int64_t>{1, 1} || w[0] != kStemFilters || x[1] > kStemMaxChannels ||
-      x[1] * w[2] * evenS > kStemDepth || w[3] > 8 ||
-      poolKernel[0] > kMaxPoolWindow ||
-      poolKernel[1] > kMaxPoolWindow || poolStrides[0] > kMaxPoolStride ||
-      poolStrides[1] > kMaxPoolStride) {
+      kernelShape != std::vector<int64_t>{w[2], w[3]} || strides != std::vector<int64_t>{2, 2} ||
+      dilations != std::vector<int64_t>{1, 1} || poolDil != std::vector<int64_t>{1, 1} ||
+      w[0] != kStemFilters || x[1] > kStemMaxChannels || x[1] * w[2] * evenS > kStemDepth ||
+      w[3] > 8 || poolKernel[0] > kMaxPoolWindow || poolKernel[1] > kMaxPoolWindow ||
+      poolStrides[0] > kMaxPoolStride || poolStrides[1] > kMaxPoolStride) {
     *unsupported =
         "Kiln's stem kernel needs 64 filters, C <= 4, C * R * even(S) <= 176, S <= 8, conv "
         "strides 2x2, dilation 1, group 1, no auto_pad, a pool window <= 3x3 with strides <= 2";
@@ -490,7 +491,8 @@ Status stemGeometry(GpuKernelContext& ctx, const Shape& x, const Shape& w, StemA
 size_t stemSharedBytes(const StemArgs& a) {
   const size_t xsHalves = (static_cast<size_t>(a.c) * a.inRows * a.inPitch + 7) / 8 * 8;
   return (xsHalves + static_cast<size_t>(kStemFilters) * kFilterPitch +
-          static_cast<size_t>(a.tileRows) * a.tileCols * kConvPitch) * 2 +
+          static_cast<size_t>(a.tileRows) * a.tileCols * kConvPitch) *
+             2 +
          kStemFilters * sizeof(float);
 }
 
@@ -540,9 +542,10 @@ Status packStemWeights(const Tensor& w, const Tensor* b, const StemArgs& a, Stem
   KILN_RETURN_IF_ERROR(s->w.allocate(static_cast<int64_t>(packed.size() * 2), "the stem filter"));
   KILN_RETURN_IF_ERROR(s->bias.allocate(kStemFilters * sizeof(float), "the stem bias"));
   // Once per layer state, at the first enqueue: synchronous copies of host vectors.
-  KILN_CUDA_CHECK(cudaMemcpy(s->w.data(), packed.data(), packed.size() * 2, cudaMemcpyHostToDevice));
-  KILN_CUDA_CHECK(cudaMemcpy(s->bias.data(), bias.data(), bias.size() * sizeof(float),
-                             cudaMemcpyHostToDevice));
+  KILN_CUDA_CHECK(
+      cudaMemcpy(s->w.data(), packed.data(), packed.size() * 2, cudaMemcpyHostToDevice));
+  KILN_CUDA_CHECK(
+      cudaMemcpy(s->bias.data(), bias.data(), bias.size() * sizeof(float), cudaMemcpyHostToDevice));
   return Status::ok();
 }
 
@@ -550,13 +553,15 @@ Status fusedConvMaxPoolOp(GpuKernelContext& ctx) {
   if (ctx.inputCount() < 2 || !ctx.hasInput(kConvPoolX) || !ctx.hasInput(kConvPoolW))
     return ctx.error("needs inputs X and W");
   const DeviceTensor& x = ctx.input(kConvPoolX);
-  if (x.rank() != 4) return ctx.error("input X must be 4-D [N, C, H, W], got " + shapeToString(x.shape));
+  if (x.rank() != 4)
+    return ctx.error("input X must be 4-D [N, C, H, W], got " + shapeToString(x.shape));
   if (x.type != DataType::kFloat16 && x.type != DataType::kBFloat16)
     return ctx.unsupported("Kiln's stem kernel computes in fp16 or bf16");
   if (!isChannelsLast(ctx.node()))
     return ctx.unsupported("Kiln's stem kernel writes channels-last output only");
   KILN_ASSIGN_OR_RETURN(Tensor w, ctx.hostInput(kConvPoolW));
-  if (w.rank() != 4) return ctx.error("input W must be 4-D [M, C, R, S], got " + shapeToString(w.shape()));
+  if (w.rank() != 4)
+    return ctx.error("input W must be 4-D [M, C, R, S], got " + shapeToString(w.shape()));
   StemArgs a;
   std::string why;
   KILN_RETURN_IF_ERROR(stemGeometry(ctx, x.shape, w.shape(), &a, &why));
