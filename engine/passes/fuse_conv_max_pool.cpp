@@ -152,7 +152,7 @@ std::unique_ptr<Pass> makeFuseConvMaxPool() {
   return makeFusionPass({kName,
                          "Q(MaxPool(FusedConv(X, W, B; act)), s, 0) -> one FusedConvMaxPool "
                          "(a stem: 64 filters, stride 2, small C*R*S; fp16/bf16 NHWC builds only)",
-                         1},
+                         2},
                         fuseAt);
 }
 
