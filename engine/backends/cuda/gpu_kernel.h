@@ -149,7 +149,7 @@ void registerSpatialMiscGpuKernels(GpuKernelRegistry& registry);  // GridSample,
 void registerRnnGpuKernels(GpuKernelRegistry& registry);          // LSTM, GRU, RNN
 // ai.kiln ScaledMaskedSoftmax and AddLayerNorm (the fusion passes' row kernels).
 void registerFusedNormalizationGpuKernels(GpuKernelRegistry& registry);
-void registerFusedConvGpuKernels(GpuKernelRegistry& registry);  // ai.kiln FusedConv
+void registerFusedConvGpuKernels(GpuKernelRegistry& registry);    // ai.kiln FusedConv
 void registerConvMaxPoolGpuKernels(GpuKernelRegistry& registry);  // ai.kiln FusedConvMaxPool
 
 }  // namespace kiln::cuda

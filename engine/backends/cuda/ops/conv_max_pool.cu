@@ -28,15 +28,16 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "backends/cuda/device_common.cuh"
 #include "backends/cuda/engine_impl.h"
+#include "backends/cuda/ops/mma_f16.cuh"
 #include "ir/channels_last.h"
 #include "ir/conv_max_pool.h"
+#include "kiln/data_type.h"
 
 namespace kiln::cuda {
 namespace {
@@ -71,29 +72,6 @@ struct StemArgs {
   bool relu = false;
 };
 
-template <class T>
-struct MmaKind;
-template <>
-struct MmaKind<__half> {
-  __device__ static void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-};
-template <>
-struct MmaKind<__nv_bfloat16> {
-  __device__ static void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-};
-
 // The input region's offset (halves) of depth index k, 0 past the real depth (whose
 // weights are zero).
 __device__ __forceinline__ int depthOffset(const StemArgs& a, int k) {
@@ -101,17 +79,6 @@ __device__ __forceinline__ int depthOffset(const StemArgs& a, int k) {
   const int perChannel = a.r * a.evenS;
   const int c = k / perChannel, rem = k - c * perChannel;
   return (c * a.inRows + rem / a.evenS) * a.inPitch + rem % a.evenS;
-}
-
-__device__ __forceinline__ uint32_t sharedAddress(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-// Four 8x8 half matrices from shared memory (one row address per lane).
-__device__ __forceinline__ void loadMatrices(uint32_t address, uint32_t (&d)[4]) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
-               : "r"(address));
 }
 
 __device__ __forceinline__ uint32_t loadShared32(uint32_t address) {
@@ -233,11 +200,11 @@ __device__ __forceinline__ void convTiles(const StemArgs& a, int firstMTile, uin
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
       uint32_t b[4];
-      loadMatrices(filterRow + (q * 16 * kFilterPitch + ks * 16) * 2, b);
+      ldmatrixX4<false>(b, filterRow + (q * 16 * kFilterPitch + ks * 16) * 2);
 #pragma unroll
       for (int i = 0; i < kCount; ++i) {
-        MmaKind<T>::mma(acc[i][2 * q], frag[i], b[0], b[1]);
-        MmaKind<T>::mma(acc[i][2 * q + 1], frag[i], b[2], b[3]);
+        mma16816<T>(acc[i][2 * q], frag[i], b[0], b[1]);
+        mma16816<T>(acc[i][2 * q + 1], frag[i], b[2], b[3]);
       }
     }
   }
@@ -256,9 +223,7 @@ __device__ __forceinline__ void convTiles(const StemArgs& a, int firstMTile, uin
           v0 = fmaxf(v0, 0.f);
           v1 = fmaxf(v1, 0.f);
         }
-        T pair[2] = {fromFloat<T>(v0), fromFloat<T>(v1)};
-        *reinterpret_cast<uint32_t*>(conv + m * kConvPitch + n) =
-            *reinterpret_cast<const uint32_t*>(pair);
+        *reinterpret_cast<uint32_t*>(conv + m * kConvPitch + n) = packPair<T>(v0, v1);
       }
     }
 }
@@ -375,23 +340,6 @@ struct StemState {
   DeviceBuffer w, bias;
   int blocks = 0;  // the persistent grid, set at the first launch
 };
-
-template <class T>
-uint16_t bitsOf(float v);
-template <>
-uint16_t bitsOf<__half>(float v) {
-  const __half h = __float2half_rn(v);
-  uint16_t bits;
-  std::memcpy(&bits, &h, 2);
-  return bits;
-}
-template <>
-uint16_t bitsOf<__nv_bfloat16>(float v) {
-  const __nv_bfloat16 h = __float2bfloat16_rn(v);
-  uint16_t bits;
-  std::memcpy(&bits, &h, 2);
-  return bits;
-}
 
 Status readPair(GpuKernelContext& ctx, const char* name, std::vector<int64_t> fallback,
                 std::vector<int64_t>* out) {
@@ -523,9 +471,10 @@ Status launchStem(GpuKernelContext& ctx, const StemArgs& a, StemState* state) {
   return Status::ok();
 }
 
-template <class T>
-Status packStemWeights(const Tensor& w, const Tensor* b, const StemArgs& a, StemState* s) {
-  std::vector<uint16_t> packed(static_cast<size_t>(kStemFilters) * kStemDepth, bitsOf<T>(0.f));
+// `type`: float16 or bfloat16, the engine's storage (a zero is all-zero bits in both).
+Status packStemWeights(const Tensor& w, const Tensor* b, DataType type, const StemArgs& a,
+                       StemState* s) {
+  std::vector<uint16_t> packed(static_cast<size_t>(kStemFilters) * kStemDepth, 0);
   const int64_t perFilter = static_cast<int64_t>(a.c) * a.r * (w.dim(3));
   const int64_t sWidth = w.dim(3);
   for (int n = 0; n < kStemFilters; ++n)
@@ -533,8 +482,10 @@ Status packStemWeights(const Tensor& w, const Tensor* b, const StemArgs& a, Stem
       for (int r = 0; r < a.r; ++r)
         for (int64_t x = 0; x < sWidth; ++x) {
           const int k = (c * a.r + r) * a.evenS + static_cast<int>(x);
-          packed[static_cast<size_t>(n) * kStemDepth + k] = bitsOf<T>(
-              static_cast<float>(w.valueAsDouble(n * perFilter + (c * a.r + r) * sWidth + x)));
+          const float v =
+              static_cast<float>(w.valueAsDouble(n * perFilter + (c * a.r + r) * sWidth + x));
+          packed[static_cast<size_t>(n) * kStemDepth + k] =
+              type == DataType::kFloat16 ? floatToHalf(v) : floatToBFloat16(v);
         }
   std::vector<float> bias(kStemFilters, 0.f);
   if (b)
@@ -592,9 +543,7 @@ Status fusedConvMaxPoolOp(GpuKernelContext& ctx) {
       if (b.numel() != kStemFilters) return ctx.error("input B must have 64 values");
       bias = std::make_unique<Tensor>(std::move(b));
     }
-    KILN_RETURN_IF_ERROR(x.type == DataType::kFloat16
-                             ? packStemWeights<__half>(w, bias.get(), a, state.get())
-                             : packStemWeights<__nv_bfloat16>(w, bias.get(), a, state.get()));
+    KILN_RETURN_IF_ERROR(packStemWeights(w, bias.get(), x.type, a, state.get()));
     slot = state;
   }
   auto* state = static_cast<StemState*>(slot.get());

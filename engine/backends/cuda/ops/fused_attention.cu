@@ -35,6 +35,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "backends/cuda/ops/mma_f16.cuh"
 #include "backends/cuda/row_kernels.cuh"
 #include "ir/fused_attention.h"
 #include "kiln/passes.h"
@@ -60,54 +61,6 @@ struct AttentionArgs {
   int64_t ms[4] = {};     // mask strides over (b, h, i, j)
   float scaleLog2 = 0.f;  // scale * log2(e): the softmax runs on exp2
 };
-
-// ---- Tensor-core helpers (16-bit storage) ---------------------------------------
-
-__device__ __forceinline__ unsigned sharedAddress(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-template <bool kTrans>
-__device__ __forceinline__ void ldmatrixX4(uint32_t r[4], const void* p) {
-  if constexpr (kTrans)
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(sharedAddress(p)));
-  else
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(sharedAddress(p)));
-}
-
-// c (16 x 8, float) += a (16 x 16, row) * b (16 x 8, col).
-template <class T>
-__device__ __forceinline__ void mma16816(float c[4], const uint32_t a[4], uint32_t b0,
-                                         uint32_t b1) {
-  if constexpr (std::is_same_v<T, __half>)
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  else
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// Two floats as one register of two 16-bit values (the lower index in the low half).
-template <class T>
-__device__ __forceinline__ uint32_t packPair(float lo, float hi) {
-  if constexpr (std::is_same_v<T, __half>) {
-    __half2 h = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<uint32_t*>(&h);
-  } else {
-    __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<uint32_t*>(&h);
-  }
-}
 
 // Rows [row0, row0 + kTileRows) of one head into a shared tile of row stride kStride;
 // zero past `rows` and past `dim` (so padded products add nothing).
