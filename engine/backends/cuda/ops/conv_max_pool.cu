@@ -336,8 +336,12 @@ __global__ void __launch_bounds__(kStemThreads, 3) convMaxPoolKernel(StemArgs a)
 
 // The filter packed for the kernel (T bits, [64][kStemDepth], zero in the padding taps)
 // and the bias, uploaded once per layer state.
+// Everything but the tensors' addresses, worked out at the first enqueue of a shape
+// (the layer state is cleared when the input shapes change).
 struct StemState {
   DeviceBuffer w, bias;
+  StemArgs args;  // geometry, y_scale, filter and bias pointers
+  bool quantized = false;
   int blocks = 0;  // the persistent grid, set at the first launch
 };
 
@@ -500,25 +504,18 @@ Status packStemWeights(const Tensor& w, const Tensor* b, DataType type, const St
   return Status::ok();
 }
 
-Status fusedConvMaxPoolOp(GpuKernelContext& ctx) {
-  if (ctx.inputCount() < 2 || !ctx.hasInput(kConvPoolX) || !ctx.hasInput(kConvPoolW))
-    return ctx.error("needs inputs X and W");
-  const DeviceTensor& x = ctx.input(kConvPoolX);
-  if (x.rank() != 4)
-    return ctx.error("input X must be 4-D [N, C, H, W], got " + shapeToString(x.shape));
-  if (x.type != DataType::kFloat16 && x.type != DataType::kBFloat16)
-    return ctx.unsupported("Kiln's stem kernel computes in fp16 or bf16");
-  if (!isChannelsLast(ctx.node()))
-    return ctx.unsupported("Kiln's stem kernel writes channels-last output only");
+// Checks the node against the kernel's class and builds the layer's state: geometry,
+// quantization, the packed filter and bias on the device, the implementation text.
+Status prepareStem(GpuKernelContext& ctx, const DeviceTensor& x, StemState* state) {
   KILN_ASSIGN_OR_RETURN(Tensor w, ctx.hostInput(kConvPoolW));
   if (w.rank() != 4)
     return ctx.error("input W must be 4-D [M, C, R, S], got " + shapeToString(w.shape()));
-  StemArgs a;
+  StemArgs& a = state->args;
   std::string why;
   KILN_RETURN_IF_ERROR(stemGeometry(ctx, x.shape, w.shape(), &a, &why));
   if (!why.empty()) return ctx.unsupported(why);
-  const bool quantized = ctx.inputCount() > kConvPoolYScale && ctx.hasInput(kConvPoolYScale);
-  if (quantized) {
+  state->quantized = ctx.inputCount() > kConvPoolYScale && ctx.hasInput(kConvPoolYScale);
+  if (state->quantized) {
     KILN_ASSIGN_OR_RETURN(Tensor scale, ctx.hostInput(kConvPoolYScale));
     if (scale.numel() != 1 || !(scale.valueAsDouble(0) > 0))
       return ctx.error("input y_scale must be one positive float");
@@ -529,39 +526,54 @@ Status fusedConvMaxPoolOp(GpuKernelContext& ctx) {
         return ctx.unsupported("Kiln's stem kernel writes int8 with zero point 0 only");
     }
   }
-  const Shape outShape = {x.shape[0], a.outH, a.outW, kStemFilters};
-  KILN_ASSIGN_OR_RETURN(DeviceTensor y,
-                        ctx.allocateOutput(0, quantized ? DataType::kInt8 : x.type, outShape));
   a.tiles = static_cast<int>(x.shape[0]) * a.tilesH * a.tilesW;
-  if (y.numel() == 0) return Status::ok();
+  std::unique_ptr<Tensor> bias;
+  if (ctx.inputCount() > kConvPoolBias && ctx.hasInput(kConvPoolBias)) {
+    KILN_ASSIGN_OR_RETURN(Tensor b, ctx.hostInput(kConvPoolBias));
+    if (b.numel() != kStemFilters) return ctx.error("input B must have 64 values");
+    bias = std::make_unique<Tensor>(std::move(b));
+  }
+  KILN_RETURN_IF_ERROR(packStemWeights(w, bias.get(), x.type, a, state));
+  a.w = static_cast<const uint32_t*>(state->w.data());
+  a.bias = static_cast<const float*>(state->bias.data());
+  ctx.setImplementation(
+      std::string("kiln stem kernel: conv ") + std::to_string(a.r) + "x" +
+      std::to_string(w.dim(3)) + "/2 + " + (a.relu ? "relu + " : "") + "maxpool " +
+      std::to_string(a.poolKH) + "x" + std::to_string(a.poolKW) + "/" + std::to_string(a.poolSH) +
+      (state->quantized ? " + int8 quantize" : "") + " in one pass (" +
+      (x.type == DataType::kFloat16 ? "fp16" : "bf16") + " tensor cores, float accumulation)");
+  return Status::ok();
+}
+
+Status fusedConvMaxPoolOp(GpuKernelContext& ctx) {
+  if (ctx.inputCount() < 2 || !ctx.hasInput(kConvPoolX) || !ctx.hasInput(kConvPoolW))
+    return ctx.error("needs inputs X and W");
+  const DeviceTensor& x = ctx.input(kConvPoolX);
+  if (x.rank() != 4)
+    return ctx.error("input X must be 4-D [N, C, H, W], got " + shapeToString(x.shape));
+  if (x.type != DataType::kFloat16 && x.type != DataType::kBFloat16)
+    return ctx.unsupported("Kiln's stem kernel computes in fp16 or bf16");
+  if (!isChannelsLast(ctx.node()))
+    return ctx.unsupported("Kiln's stem kernel writes channels-last output only");
   std::shared_ptr<void>& slot = ctx.layerState();
   if (!slot) {
     auto state = std::make_shared<StemState>();
-    std::unique_ptr<Tensor> bias;
-    if (ctx.inputCount() > kConvPoolBias && ctx.hasInput(kConvPoolBias)) {
-      KILN_ASSIGN_OR_RETURN(Tensor b, ctx.hostInput(kConvPoolBias));
-      if (b.numel() != kStemFilters) return ctx.error("input B must have 64 values");
-      bias = std::make_unique<Tensor>(std::move(b));
-    }
-    KILN_RETURN_IF_ERROR(packStemWeights(w, bias.get(), x.type, a, state.get()));
+    KILN_RETURN_IF_ERROR(prepareStem(ctx, x, state.get()));
     slot = state;
   }
   auto* state = static_cast<StemState*>(slot.get());
+  StemArgs a = state->args;
+  const Shape outShape = {x.shape[0], a.outH, a.outW, kStemFilters};
+  KILN_ASSIGN_OR_RETURN(
+      DeviceTensor y, ctx.allocateOutput(0, state->quantized ? DataType::kInt8 : x.type, outShape));
+  if (y.numel() == 0) return Status::ok();
   a.x = x.data;
-  a.w = static_cast<const uint32_t*>(state->w.data());
-  a.bias = static_cast<const float*>(state->bias.data());
   a.y = y.data;
-  ctx.setImplementation(std::string("kiln stem kernel: conv ") + std::to_string(a.r) + "x" +
-                        std::to_string(w.dim(3)) + "/2 + " + (a.relu ? "relu + " : "") +
-                        "maxpool " + std::to_string(a.poolKH) + "x" + std::to_string(a.poolKW) +
-                        "/" + std::to_string(a.poolSH) + (quantized ? " + int8 quantize" : "") +
-                        " in one pass (" + (x.type == DataType::kFloat16 ? "fp16" : "bf16") +
-                        " tensor cores, float accumulation)");
   if (x.type == DataType::kFloat16)
-    return quantized ? launchStem<__half, int8_t>(ctx, a, state)
-                     : launchStem<__half, __half>(ctx, a, state);
-  return quantized ? launchStem<__nv_bfloat16, int8_t>(ctx, a, state)
-                   : launchStem<__nv_bfloat16, __nv_bfloat16>(ctx, a, state);
+    return state->quantized ? launchStem<__half, int8_t>(ctx, a, state)
+                            : launchStem<__half, __half>(ctx, a, state);
+  return state->quantized ? launchStem<__nv_bfloat16, int8_t>(ctx, a, state)
+                          : launchStem<__nv_bfloat16, __nv_bfloat16>(ctx, a, state);
 }
 
 std::string supportsStemTypes(const Node&, const std::vector<DataType>& types) {
