@@ -41,7 +41,7 @@ bool convFits(const Graph& g, const InferredShapes& shapes, const Node& conv) {
       w->second.rank() != 4 || w->second.dim(0) != 64)
     return false;
   const Shape& ws = w->second.shape();
-  if (ws[1] > 4 || ws[1] * ws[2] * (ws[3] + ws[3] % 2) > 176 || ws[3] > 8) return false;
+  if (ws[1] > 4 || ws[1] * ws[2] > 22 || ws[3] > 8) return false;
   if (conv.hasInput(2)) {
     auto b = g.initializers.find(conv.inputs[2]);
     if (b == g.initializers.end() || b->second.type() != DataType::kFloat32 ||
@@ -83,9 +83,9 @@ bool quantizeFits(const Node& q, const GraphIndex& index) {
 // fp16/bf16 tensor-core kernel for a small-channel stem such as ResNet-50's 7x7/2
 // 3->64 conv + 3x3/2 MaxPool), so that no layer this pass makes falls back to the host:
 //   FusedConv: no residual Z; W a float32 initializer [64, C, R, S] with
-//     C <= 4 and C * R * (S rounded up to even) <= 176 (the filter the kernel keeps in
-//     shared memory; with C <= 4 every allowed geometry fits its shared-memory cap)
-//     and S <= 8 (an input row a warp loads in two passes); B absent or a float32
+//     C <= 4, S <= 8 and C * R <= 22 (the kernel keeps the filter in shared memory as
+//     at most 22 rows of 8 taps; with C <= 4 every allowed geometry fits its
+//     shared-memory cap); B absent or a float32
 //     initializer [64]; group 1, dilations 1, strides exactly [2, 2], auto_pad
 //     NOTSET; activation none or relu; X a 4-D float value.
 //   MaxPool: 2-D, one output (no Indices), kernel_shape each <= 3, strides each 1 or 2,

@@ -7,10 +7,12 @@
 // output within the convolution tolerances.
 //
 // Cases: ResNet-50's stem (3 channels, 7x7/2 pad 3, 3x3/2 pad 1 pool) on a size whose
-// pooled output ends in partial 8x8 tiles both ways; enough images that most persistent
+// pooled output ends in partial 8x8 tiles both ways, with an even width (the kernel's
+// 32-bit loads) and an odd one (16-bit loads); enough images that most persistent
 // blocks run two tiles (640 tiles against 132 SMs x 3 blocks); a 4-channel
-// 5x5 filter with asymmetric pads, no activation, a 2x2 ceil-mode pool (the depth
-// 4 * 5 * 6 = 120 ends inside a 16-deep step); float output (no y_scale).
+// 5x5 filter with asymmetric pads, no activation, a 2x2 ceil-mode pool (20 filter rows
+// of 8 taps: the depth ends inside a 16-deep step); a small y_scale that saturates
+// many outputs; float output (no y_scale).
 #include <string>
 #include <vector>
 
@@ -32,6 +34,7 @@ struct StemCase {
   Shape x, w;
   std::vector<int64_t> pads, poolKernel, poolStrides, poolPads;
   bool relu = true, ceil = false;
+  double scale = 0.006;  // y_scale: most values strictly inside (0, 127)
 };
 
 GpuOpTest stemNode(const StemCase& c, cuda::Precision precision, bool quantized) {
@@ -48,7 +51,8 @@ GpuOpTest stemNode(const StemCase& c, cuda::Precision precision, bool quantized)
       .input(roundTo(randomFloats(c.x, 41), precision))
       .constant(roundTo(randomFloats(c.w, 42, -0.12, 0.12), precision))
       .constant(randomFloats({c.w[0]}, 43, -0.2, 0.2));
-  if (quantized) t.constant(scalar(DataType::kFloat32, 0.006)).constant(scalar(DataType::kInt8, 0));
+  if (quantized)
+    t.constant(scalar(DataType::kFloat32, c.scale)).constant(scalar(DataType::kInt8, 0));
   return t;
 }
 
@@ -72,13 +76,15 @@ void expectStem(const StemCase& c, cuda::Precision precision, bool quantized) {
     for (int64_t i = 0; i < want.numel(); ++i)
       stepOff += out.value().data<float>()[i] != want.data<float>()[i];
     EXPECT_LT(stepOff, want.numel() / 10) << stepOff << " of " << want.numel() << " a step off";
-    // The scale keeps most values strictly inside (0, 127): the check has teeth.
     int64_t saturated = 0, zero = 0;
     for (int64_t i = 0; i < want.numel(); ++i) {
       saturated += want.data<float>()[i] == 127.f;
       zero += want.data<float>()[i] == 0.f;
     }
-    EXPECT_LT(saturated + zero, want.numel() / 2) << saturated << " saturated, " << zero;
+    if (c.scale >= 0.006)  // most values strictly inside (0, 127): the check has teeth
+      EXPECT_LT(saturated + zero, want.numel() / 2) << saturated << " saturated, " << zero;
+    else  // the saturation is exercised
+      EXPECT_GT(saturated, want.numel() / 20) << saturated << " of " << want.numel();
   } else {
     expectTensorNear(out.value(), want, precision == cuda::Precision::kFloat16 ? 1e-2 : 6e-2,
                      precision == cuda::Precision::kFloat16 ? 1e-2 : 6e-2);
@@ -99,6 +105,17 @@ TEST(CudaConvMaxPool, ResNetStemInt8) {
     SCOPED_TRACE(precision == cuda::Precision::kFloat16 ? "fp16" : "bf16");
     expectStem(kResNetStem, precision, true);
   }
+  StemCase oddWidth = kResNetStem;
+  oddWidth.x = {2, 3, 61, 45};
+  SCOPED_TRACE("odd width");
+  expectStem(oddWidth, cuda::Precision::kFloat16, true);
+}
+
+TEST(CudaConvMaxPool, SmallScaleSaturates) {
+  KILN_REQUIRE_GPU();
+  StemCase saturating = kResNetStem;
+  saturating.scale = 0.0012;
+  expectStem(saturating, cuda::Precision::kFloat16, true);
 }
 
 TEST(CudaConvMaxPool, PersistentBlocksRunManyTiles) {

@@ -237,9 +237,10 @@ TEST(FuseConvMaxPool, RunsOnlyInHalfPrecisionChannelsLastPipelines) {
 
 TEST(FuseConvMaxPool, OnlyTheCudaKernelsStems) {
   StemOptions noQuantize, filters32, stride1, shared, uint8Output, channels5, zeroPoint3, pool4,
-      width9, convShared;
+      width9, convShared, channels4;
   noQuantize.quantize = false;
   channels5.channels = 5;
+  channels4.channels = 4;
   zeroPoint3.zeroPointValue = 3;
   pool4.poolKernel = 4;
   width9.filterWidth = 9;
@@ -255,7 +256,8 @@ TEST(FuseConvMaxPool, OnlyTheCudaKernelsStems) {
   for (const Case& c :
        {Case{"no QuantizeLinear", noQuantize}, Case{"32 filters", filters32},
         Case{"conv stride 1", stride1}, Case{"MaxPool output read twice", shared},
-        Case{"uint8 QuantizeLinear", uint8Output}, Case{"5 channels: depth 280 > 176", channels5},
+        Case{"uint8 QuantizeLinear", uint8Output}, Case{"5 channels (C > 4)", channels5},
+        Case{"4 channels x 7 rows: 28 filter rows > 22", channels4},
         Case{"zero point 3", zeroPoint3}, Case{"4x4 pool window", pool4},
         Case{"filter width 9", width9}, Case{"conv output read twice", convShared}}) {
     SCOPED_TRACE(c.what);
