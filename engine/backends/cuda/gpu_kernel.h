@@ -139,6 +139,10 @@ void registerReduceGpuKernels(GpuKernelRegistry& registry);
 void registerNormalizationGpuKernels(GpuKernelRegistry& registry);
 void registerDataMovementGpuKernels(GpuKernelRegistry& registry);
 void registerPoolGpuKernels(GpuKernelRegistry& registry);
+void registerResizeGpuKernels(GpuKernelRegistry& registry);          // Resize, Upsample
+void registerBlockRearrangeGpuKernels(GpuKernelRegistry& registry);  // DepthToSpace, SpaceToDepth
+// Trilu, Range, ConstantOfShape, EyeLike, OneHot.
+void registerGeneratorGpuKernels(GpuKernelRegistry& registry);
 void registerConvGpuKernels(GpuKernelRegistry& registry);
 void registerMatMulGpuKernels(GpuKernelRegistry& registry);
 void registerShapeGpuKernels(GpuKernelRegistry& registry);

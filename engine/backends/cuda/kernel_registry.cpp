@@ -48,6 +48,9 @@ const GpuKernelRegistry& builtinGpuKernels() {
     registerNormalizationGpuKernels(r);
     registerDataMovementGpuKernels(r);
     registerPoolGpuKernels(r);
+    registerResizeGpuKernels(r);
+    registerBlockRearrangeGpuKernels(r);
+    registerGeneratorGpuKernels(r);
     registerConvGpuKernels(r);
     registerMatMulGpuKernels(r);
     registerShapeGpuKernels(r);

@@ -1,0 +1,124 @@
+// Helpers shared by the CUDA kernels of pool.cu, resize.cu, block_rearrange.cu and
+// generators.cu: the grid-stride loop, input checks with the CPU kernels' error messages
+// (requireInputs, checkElementCount, normalizeAxis, readInts), the compute type of a
+// storage type (PoolCompute: float, double for float64, float for int8 / uint8) with its
+// loads and stores, and the data-type tests their support predicates share. Included by
+// .cu files only.
+#pragma once
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "backends/cuda/device_common.cuh"
+
+namespace kiln::cuda {
+
+#define KILN_POOL_GRID_LOOP(i, n)                                           \
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n); \
+       i += int64_t(gridDim.x) * blockDim.x)
+
+constexpr int64_t kMaxOutputElements = int64_t{1} << 32;  // as the CPU kernels
+
+// int8 / uint8 (MaxPool only: fold_qdq pools quantized values) compare in float,
+// exactly.
+template <class T>
+struct PoolCompute {
+  using type = typename ComputeType<T>::type;
+};
+template <>
+struct PoolCompute<int8_t> {
+  using type = float;
+};
+template <>
+struct PoolCompute<uint8_t> {
+  using type = float;
+};
+template <class T>
+using AccOf = typename PoolCompute<T>::type;
+
+// Loads / stores a float storage element in its compute type (float, or double for
+// float64; device_common's toFloat/fromFloat would round doubles to float).
+template <class T>
+__device__ __forceinline__ AccOf<T> toAcc(T v) {
+  if constexpr (std::is_same_v<T, double>) {
+    return v;
+  } else {
+    return toFloat(v);
+  }
+}
+template <class T>
+__device__ __forceinline__ T fromAcc(AccOf<T> v) {
+  if constexpr (std::is_same_v<T, double>) {
+    return v;
+  } else {
+    return fromFloatSaturating<T>(v);  // int8 / uint8 MaxPool: exact, saturated
+  }
+}
+
+inline bool isFloatData(DataType t) {
+  return t == DataType::kFloat32 || t == DataType::kFloat16 || t == DataType::kBFloat16 ||
+         t == DataType::kFloat64;
+}
+
+inline Status requireInputs(const GpuKernelContext& ctx, size_t count) {
+  for (size_t i = 0; i < count; ++i) {
+    if (!ctx.hasInput(i)) return ctx.error("required input " + std::to_string(i) + " is missing");
+  }
+  return Status::ok();
+}
+
+// Error naming `what` when `shape` has a negative dim or more than kMaxOutputElements.
+inline Status checkElementCount(const GpuKernelContext& ctx, const Shape& shape, const char* what) {
+  int64_t total = 1;
+  for (int64_t d : shape) {
+    if (d < 0) return ctx.error(std::string(what) + " has a negative dim: " + shapeToString(shape));
+    if (d != 0 && total > kMaxOutputElements / d) {
+      return ctx.error(std::string(what) + " " + shapeToString(shape) + " is too large");
+    }
+    total *= d;
+  }
+  return Status::ok();
+}
+
+inline Status normalizeAxis(const GpuKernelContext& ctx, int64_t axis, int64_t rank, int64_t* out) {
+  if (axis < -rank || axis >= std::max<int64_t>(rank, 1)) {
+    return ctx.error("axis " + std::to_string(axis) + " is out of range for rank " +
+                     std::to_string(rank));
+  }
+  *out = axis < 0 ? axis + rank : axis;
+  return Status::ok();
+}
+
+// Reads an integer tensor of rank <= 1 (sizes, shape); nothing when absent or empty.
+inline Status readInts(GpuKernelContext& ctx, size_t i, const char* what,
+                       std::vector<int64_t>* out) {
+  if (!ctx.hasInput(i)) return Status::ok();
+  const DeviceTensor& d = ctx.input(i);
+  if (!isInteger(d.type)) {
+    return ctx.error(std::string(what) + " must be an integer tensor, got " + dataTypeName(d.type));
+  }
+  if (d.rank() > 1)
+    return ctx.error(std::string(what) + " must be 1-D, got rank " + std::to_string(d.rank()));
+  if (d.numel() == 0) return Status::ok();
+  KILN_ASSIGN_OR_RETURN(Tensor t, ctx.hostInput(i));
+  *out = t.toInt64Vector();
+  return Status::ok();
+}
+
+// Element 0 of a host tensor as raw bytes of T's size (byte-size dispatch).
+template <class T>
+T firstElementBits(const Tensor& t) {
+  T v{};
+  std::memcpy(&v, t.rawData(), sizeof(T));
+  return v;
+}
+
+// The first input's type of a support predicate (kUndefined when none is known).
+inline DataType firstType(const std::vector<DataType>& types) {
+  return types.empty() ? DataType::kUndefined : types[0];
+}
+
+}  // namespace kiln::cuda
