@@ -367,7 +367,8 @@ TEST(CudaInt8, ChosenCudnnPlansAreReusedAndTravelInThePlan) {
 
 // The race of a 1x1 layer's cuDNN plan against Kiln's kernel and cuBLASLt's GEMM runs
 // once: a second engine, and a fresh registry given the plan's entries, take the
-// recorded winner without timing, with the same output bits.
+// recorded winner without timing, with the same output bits. A record whose race
+// Kiln's kernel won loads without cuDNN's plan; one that cuDNN won restores it.
 TEST(CudaInt8, RaceWinnerIsRecordedAndTravelsInThePlan) {
   KILN_REQUIRE_GPU();
   cuda::resetGeneratedKernelsForTesting();
@@ -383,6 +384,27 @@ TEST(CudaInt8, RaceWinnerIsRecordedAndTravelsInThePlan) {
   cuda::resetGeneratedKernelsForTesting();
   cuda::preloadGeneratedKernels(entries);
   expectTensorNear(run(" won the race"), first, 0, 0);
+
+  // The same record with each winner in turn (the kernels' float epilogues may round a
+  // value a step apart from the first run's winner).
+  cuda::CudnnPlanRecord record;
+  ASSERT_TRUE(cuda::decodeCudnnPlanRecord(entries[0].cubin, &record));
+  for (const char* winner : {"mma:128x128", "cudnn"}) {
+    SCOPED_TRACE(winner);
+    record.raceWinner = winner;
+    std::vector<GeneratedKernelBinary> edited = entries;
+    edited[0].cubin = cuda::encodeCudnnPlanRecord(record);
+    cuda::resetGeneratedKernelsForTesting();
+    cuda::preloadGeneratedKernels(edited);
+    const bool kiln = std::string(winner) != "cudnn";
+    const Tensor out = run(kiln ? "; from the plan file, cuDNN's plan not restored (timed then {"
+                                : "; from the plan file, serialized (timed then {");
+    expectTensorNear(out, first, 1, 0);
+    std::vector<GeneratedKernelBinary> again =
+        cuda::cudnnPlanRecordsForLayers({net.graph.nodes[0].displayName()});
+    ASSERT_EQ(again.size(), 1u);  // the record stays for the next save of the plan
+    EXPECT_EQ(again[0].cubin, edited[0].cubin);
+  }
 }
 
 // A plan record's bytes keep the race's winner and times; a record written before

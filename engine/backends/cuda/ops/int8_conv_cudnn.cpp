@@ -15,8 +15,9 @@
 // fastest kept. Layers with an int8 Y (and an int8 Z or none) then time the plan
 // against the tiles of Kiln's own kernel (int8_conv_mma.h) and, for 1x1 ones,
 // cuBLASLt's GEMM (int8_pointwise_gemm.h) in int8_conv_race.cpp; the fastest runs.
-// The layer's state is int8_conv_state.h's. The implementation text names the winner
-// with every candidate's time.
+// A plan file's race that Kiln's kernel or cuBLASLt won is taken without building or
+// restoring cuDNN's plan. The layer's state is int8_conv_state.h's. The implementation
+// text names the winner with every candidate's time.
 #include <algorithm>
 #include <cstdlib>
 #include <sstream>
@@ -39,6 +40,7 @@ namespace {
 enum : int64_t { kUidScale = 4, kUidBias = 5, kUidZ = 6, kUidOutScale = 7, kUidStage = 10 };
 
 using int8conv::CudnnInt8State;
+using int8conv::adoptRecordedWinner;
 using int8conv::int8EpilogueLayer;
 using int8conv::raceTheOtherKernels;
 using int8conv::uploadFloats;
@@ -232,18 +234,50 @@ Status timePlans(GpuKernelContext& ctx, cudnnHandle_t handle, cudnnBackendDescri
   return Status::ok();
 }
 
+// The layer's implementation as the inspector shows it: the kernel that runs, its output
+// and residual, `note` (channel padding) and `how` it was chosen.
+std::string implementationText(const CudnnInt8State& s, const std::string& note,
+                               const std::string& how) {
+  const std::string what =
+      s.kilnTile >= 0 ? "kiln int8 MMA kernel " + int8ConvMmaTileName(s.kilnTile) + " ("
+      : s.gemm        ? "cublasLt int8 GEMM, int8 epilogue (1x1 conv, "
+                      : "cudnn int8 NHWC fused graph " + s.plan->description.substr(6) + " (";
+  return what + (s.quantizedOutput ? "int8 output" : "float output") +
+         (s.zType == DataType::kInt8 && s.residual ? ", int8 residual)" : ")") + note + "; " + how;
+}
+
 // The plan of the graph of `s`: an earlier choice for the same graph (this process's,
-// or the plan file's) built again, else timePlans().
+// or the plan file's) built again, else timePlans(). When that earlier choice holds a
+// race another kernel won, the winner is taken and cuDNN's plan is neither built nor
+// restored (a plan file's INT8 layers load without finalizing cuDNN plans).
 Status choosePlan(GpuKernelContext& ctx, cudnnHandle_t handle, const CudnnBindings& bindings,
                   const DeviceTensor& x, const DeviceTensor& w, const void* z, void* y,
                   const std::string& note, CudnnInt8State* s) {
-  CudnnDescriptor graph;
-  KILN_RETURN_IF_ERROR(buildGraph(handle, *s, &graph));
   KILN_ASSIGN_OR_RETURN(const std::string key, cudnnPlanKey(graphText(*s)));
   CudnnPlanRecord record;
-  std::string how;
+  const bool recorded = findCudnnPlanRecord(key, &record);
+  // KILN_INT8_CONV=cudnn keeps layers on cuDNN, =gemm takes cuBLASLt whenever it
+  // has an algorithm, =mma Kiln's kernel whenever it fits and =mma:<tile> that tile
+  // of it (tests, A/B runs); unset, the fastest wins.
+  const char* force = std::getenv("KILN_INT8_CONV");
+  const std::string forced = force ? force : "";
+  std::string how = std::string(recorded && record.fromPlanFile ? "from the plan file"
+                                                                : "chosen earlier") +
+                    ", cuDNN's plan not restored (timed then {" + record.timings + "})";
+  if (recorded && forced.empty() && int8EpilogueLayer(*s)) {
+    // Another kernel won this graph's recorded race: cuDNN's plan is not needed.
+    KILN_ASSIGN_OR_RETURN(const bool adopted, adoptRecordedWinner(ctx, record, s, &how));
+    if (adopted) {
+      rememberCudnnPlanRecord(key, record, ctx.node().displayName());
+      ctx.setImplementation(implementationText(*s, note, how));
+      return Status::ok();
+    }
+  }
+  how.clear();
+  CudnnDescriptor graph;
+  KILN_RETURN_IF_ERROR(buildGraph(handle, *s, &graph));
   bool reused = false;  // `record` is this graph's, and its plan is s->plan
-  if (findCudnnPlanRecord(key, &record)) {
+  if (recorded) {
     Result<std::unique_ptr<CudnnPlan>> plan = planFromRecord(handle, graph.get(), record);
     if (plan.isOk()) {
       s->plan = std::shared_ptr<CudnnPlan>(std::move(plan.value()));
@@ -254,23 +288,12 @@ Status choosePlan(GpuKernelContext& ctx, cudnnHandle_t handle, const CudnnBindin
     }
   }
   if (!s->plan) KILN_RETURN_IF_ERROR(timePlans(ctx, handle, graph.get(), bindings, key, s, &how));
-  // KILN_INT8_CONV=cudnn keeps layers on cuDNN, =gemm takes cuBLASLt whenever it
-  // has an algorithm, =mma Kiln's kernel whenever it fits and =mma:<tile> that tile
-  // of it (tests, A/B runs); unset, the fastest wins.
-  const char* force = std::getenv("KILN_INT8_CONV");
-  const std::string forced = force ? force : "";
   if (int8EpilogueLayer(*s) && forced != "cudnn")
     KILN_RETURN_IF_ERROR(
         raceTheOtherKernels(ctx, handle, bindings, x, w, z, y,
                             forced == "gemm" || forced.rfind("mma", 0) == 0 ? forced : "", key,
                             reused ? &record : nullptr, s, &how));
-  const std::string what =
-      s->kilnTile >= 0 ? "kiln int8 MMA kernel " + int8ConvMmaTileName(s->kilnTile) + " ("
-      : s->gemm        ? "cublasLt int8 GEMM, int8 epilogue (1x1 conv, "
-                       : "cudnn int8 NHWC fused graph " + s->plan->description.substr(6) + " (";
-  ctx.setImplementation(what + (s->quantizedOutput ? "int8 output" : "float output") +
-                        (s->zType == DataType::kInt8 && s->residual ? ", int8 residual)" : ")") +
-                        note + "; " + how);
+  ctx.setImplementation(implementationText(*s, note, how));
   return Status::ok();
 }
 

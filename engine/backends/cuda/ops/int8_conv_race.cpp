@@ -79,7 +79,36 @@ Result<bool> adoptWinner(GpuKernelContext& ctx, const std::string& winner, int64
   return false;
 }
 
+// The scales of Kiln's kernel and cuBLASLt's epilogue (alpha = scale x out scale, bias
+// x out scale, beta = out scale) on the device, and the MMA kernel's shape.
+Status prepareOtherKernels(CudnnInt8State* s) {
+  std::vector<float> alpha(s->hostScale), bias(s->hostBias);
+  for (float& v : alpha) v *= s->hostOutScale;
+  for (float& v : bias) v *= s->hostOutScale;
+  KILN_RETURN_IF_ERROR(uploadFloats(&s->gemmAlpha, alpha, "int8 GEMM alpha"));
+  KILN_RETURN_IF_ERROR(uploadFloats(&s->gemmBias, bias, "int8 GEMM bias"));
+  s->gemmBeta = s->hostOutScale;
+  s->mmaShape = mmaShapeOf(s->geometry);
+  return Status::ok();
+}
+
+Result<bool> adoptRecord(GpuKernelContext& ctx, const CudnnPlanRecord& record, CudnnInt8State* s,
+                         std::string* how) {
+  const ConvGeometry& g = s->geometry;
+  KILN_ASSIGN_OR_RETURN(const bool adopted, adoptWinner(ctx, record.raceWinner,
+                                                        g.y[0] * g.y[2] * g.y[3], g.x[1], g.y[1], s));
+  if (adopted) *how += "; " + record.raceWinner + " won the race then {" + record.raceTimings + "}";
+  return adopted;
+}
+
 }  // namespace
+
+Result<bool> adoptRecordedWinner(GpuKernelContext& ctx, const CudnnPlanRecord& record,
+                                 CudnnInt8State* s, std::string* how) {
+  if (record.raceWinner.empty() || record.raceWinner == "cudnn") return false;
+  KILN_RETURN_IF_ERROR(prepareOtherKernels(s));
+  return adoptRecord(ctx, record, s, how);
+}
 
 // cuBLASLt's GEMM (1x1 layers) and the tiles of Kiln's MMA kernel timed against the
 // chosen plan; the fastest runs (`forced`: "gemm" or "mma" takes the fastest of that
@@ -91,22 +120,12 @@ Status raceTheOtherKernels(GpuKernelContext& ctx, cudnnHandle_t handle,
                            CudnnInt8State* s, std::string* how) {
   const ConvGeometry& g = s->geometry;
   const int64_t rows = g.y[0] * g.y[2] * g.y[3], channels = g.x[1], outChannels = g.y[1];
-  std::vector<float> alpha(s->hostScale), bias(s->hostBias);
-  for (float& v : alpha) v *= s->hostOutScale;
-  for (float& v : bias) v *= s->hostOutScale;
-  KILN_RETURN_IF_ERROR(uploadFloats(&s->gemmAlpha, alpha, "int8 GEMM alpha"));
-  KILN_RETURN_IF_ERROR(uploadFloats(&s->gemmBias, bias, "int8 GEMM bias"));
-  s->gemmBeta = s->hostOutScale;
+  KILN_RETURN_IF_ERROR(prepareOtherKernels(s));
   const auto* alphaData = static_cast<const float*>(s->gemmAlpha.data());
   const auto* biasData = static_cast<const float*>(s->gemmBias.data());
-  s->mmaShape = mmaShapeOf(g);
   if (forced.empty() && earlier && !earlier->raceWinner.empty()) {
-    KILN_ASSIGN_OR_RETURN(const bool adopted,
-                          adoptWinner(ctx, earlier->raceWinner, rows, channels, outChannels, s));
-    if (adopted) {
-      *how += "; " + earlier->raceWinner + " won the race then {" + earlier->raceTimings + "}";
-      return Status::ok();
-    }
+    KILN_ASSIGN_OR_RETURN(const bool adopted, adoptRecord(ctx, *earlier, s, how));
+    if (adopted) return Status::ok();
   }
   if (s->planMs < 0) {
     KILN_ASSIGN_OR_RETURN(void* workspace, convWorkspace(ctx, s->plan->workspace));

@@ -72,4 +72,13 @@ Status raceTheOtherKernels(GpuKernelContext& ctx, cudnnHandle_t handle,
                            const std::string& key, const CudnnPlanRecord* earlier,
                            CudnnInt8State* s, std::string* how);
 
+// A recorded race that cuBLASLt's GEMM or Kiln's kernel won, taken without cuDNN's plan
+// (a plan file's layer then loads without restoring or finalizing cuDNN's execution
+// plan): sets what raceTheOtherKernels sets for that winner, and appends the record's
+// race to `how`. False (nothing adopted, s->gemm and kilnTile untouched) when the record
+// has no race, cuDNN won it, or its winner no longer applies here; the caller then
+// takes the plan path. Needs the host scales, as raceTheOtherKernels.
+Result<bool> adoptRecordedWinner(GpuKernelContext& ctx, const CudnnPlanRecord& record,
+                                 CudnnInt8State* s, std::string* how);
+
 }  // namespace kiln::cuda::int8conv
