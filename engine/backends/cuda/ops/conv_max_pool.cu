@@ -338,8 +338,8 @@ __device__ __forceinline__ void poolTile(const StemArgs& a, const TileOrigin& o,
 #pragma unroll
         for (int dx = 0; dx < kMaxPoolWindow; ++dx) {
           const int cx = min(max(x0 + dx, xLo), xHi);
-          const uint4* src = reinterpret_cast<const uint4*>(
-              conv + (cy * a.tileCols + cx) * kConvPitch + channel0);
+          const uint4* src =
+              reinterpret_cast<const uint4*>(conv + (cy * a.tileCols + cx) * kConvPitch + channel0);
           const uint4 lo = src[0], hi = src[1];
           const uint32_t v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
 #pragma unroll
@@ -360,10 +360,9 @@ __device__ __forceinline__ void poolTile(const StemArgs& a, const TileOrigin& o,
         int q[4];
 #pragma unroll
         for (int e = 0; e < 4; ++e)
-          q[e] = any ? quantizeToInt8(toFloat(values[4 * w + e]), a.yScale, a.yInverseScale)
-                     : -128;
-        words[w] = __byte_perm(__byte_perm(q[0], q[1], 0x0040), __byte_perm(q[2], q[3], 0x0040),
-                               0x5410);
+          q[e] = any ? quantizeToInt8(toFloat(values[4 * w + e]), a.yScale, a.yInverseScale) : -128;
+        words[w] =
+            __byte_perm(__byte_perm(q[0], q[1], 0x0040), __byte_perm(q[2], q[3], 0x0040), 0x5410);
       }
       *reinterpret_cast<uint4*>(static_cast<int8_t*>(a.y) + outIndex) =
           make_uint4(words[0], words[1], words[2], words[3]);
@@ -389,8 +388,7 @@ __global__ void __launch_bounds__(kStemThreads, 3) convMaxPoolKernel(StemArgs a)
   const int xsHalves = (a.c * a.inRows * a.inPitch + 7) / 8 * 8;
   T* ws = xs + xsHalves;
   T* conv = ws + kStemFilters * kFilterPitch;
-  float* biasShared =
-      reinterpret_cast<float*>(conv + (a.tileRows * a.tileCols + 1) * kConvPitch);
+  float* biasShared = reinterpret_cast<float*>(conv + (a.tileRows * a.tileCols + 1) * kConvPitch);
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
 
   // The filter and the bias, once per block.

@@ -39,8 +39,8 @@ namespace {
 
 enum : int64_t { kUidScale = 4, kUidBias = 5, kUidZ = 6, kUidOutScale = 7, kUidStage = 10 };
 
-using int8conv::CudnnInt8State;
 using int8conv::adoptRecordedWinner;
+using int8conv::CudnnInt8State;
 using int8conv::int8EpilogueLayer;
 using int8conv::raceTheOtherKernels;
 using int8conv::uploadFloats;
@@ -261,9 +261,9 @@ Status choosePlan(GpuKernelContext& ctx, cudnnHandle_t handle, const CudnnBindin
   // of it (tests, A/B runs); unset, the fastest wins.
   const char* force = std::getenv("KILN_INT8_CONV");
   const std::string forced = force ? force : "";
-  std::string how = std::string(recorded && record.fromPlanFile ? "from the plan file"
-                                                                : "chosen earlier") +
-                    ", cuDNN's plan not restored (timed then {" + record.timings + "})";
+  std::string how =
+      std::string(recorded && record.fromPlanFile ? "from the plan file" : "chosen earlier") +
+      ", cuDNN's plan not restored (timed then {" + record.timings + "})";
   if (recorded && forced.empty() && int8EpilogueLayer(*s)) {
     // Another kernel won this graph's recorded race: cuDNN's plan is not needed.
     KILN_ASSIGN_OR_RETURN(const bool adopted, adoptRecordedWinner(ctx, record, s, &how));

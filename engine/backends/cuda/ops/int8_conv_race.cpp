@@ -95,8 +95,9 @@ Status prepareOtherKernels(CudnnInt8State* s) {
 Result<bool> adoptRecord(GpuKernelContext& ctx, const CudnnPlanRecord& record, CudnnInt8State* s,
                          std::string* how) {
   const ConvGeometry& g = s->geometry;
-  KILN_ASSIGN_OR_RETURN(const bool adopted, adoptWinner(ctx, record.raceWinner,
-                                                        g.y[0] * g.y[2] * g.y[3], g.x[1], g.y[1], s));
+  KILN_ASSIGN_OR_RETURN(
+      const bool adopted,
+      adoptWinner(ctx, record.raceWinner, g.y[0] * g.y[2] * g.y[3], g.x[1], g.y[1], s));
   if (adopted) *how += "; " + record.raceWinner + " won the race then {" + record.raceTimings + "}";
   return adopted;
 }
