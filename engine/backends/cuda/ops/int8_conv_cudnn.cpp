@@ -261,19 +261,19 @@ Status choosePlan(GpuKernelContext& ctx, cudnnHandle_t handle, const CudnnBindin
   // of it (tests, A/B runs); unset, the fastest wins.
   const char* force = std::getenv("KILN_INT8_CONV");
   const std::string forced = force ? force : "";
-  std::string how =
-      std::string(recorded && record.fromPlanFile ? "from the plan file" : "chosen earlier") +
-      ", cuDNN's plan not restored (timed then {" + record.timings + "})";
+  const std::string origin = record.fromPlanFile ? "from the plan file" : "chosen earlier";
   if (recorded && forced.empty() && int8EpilogueLayer(*s)) {
     // Another kernel won this graph's recorded race: cuDNN's plan is not needed.
-    KILN_ASSIGN_OR_RETURN(const bool adopted, adoptRecordedWinner(ctx, record, s, &how));
+    std::string taken =
+        origin + ", cuDNN's plan not restored (timed then {" + record.timings + "})";
+    KILN_ASSIGN_OR_RETURN(const bool adopted, adoptRecordedWinner(ctx, record, s, &taken));
     if (adopted) {
       rememberCudnnPlanRecord(key, record, ctx.node().displayName());
-      ctx.setImplementation(implementationText(*s, note, how));
+      ctx.setImplementation(implementationText(*s, note, taken));
       return Status::ok();
     }
   }
-  how.clear();
+  std::string how;
   CudnnDescriptor graph;
   KILN_RETURN_IF_ERROR(buildGraph(handle, *s, &graph));
   bool reused = false;  // `record` is this graph's, and its plan is s->plan
@@ -283,8 +283,8 @@ Status choosePlan(GpuKernelContext& ctx, cudnnHandle_t handle, const CudnnBindin
       s->plan = std::shared_ptr<CudnnPlan>(std::move(plan.value()));
       reused = true;
       rememberCudnnPlanRecord(key, record, ctx.node().displayName());
-      how = std::string(record.fromPlanFile ? "from the plan file" : "chosen earlier") +
-            (record.json.empty() ? "" : ", serialized") + " (timed then {" + record.timings + "})";
+      how = origin + (record.json.empty() ? "" : ", serialized") + " (timed then {" +
+            record.timings + "})";
     }
   }
   if (!s->plan) KILN_RETURN_IF_ERROR(timePlans(ctx, handle, graph.get(), bindings, key, s, &how));
