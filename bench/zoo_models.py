@@ -1,0 +1,320 @@
+"""The benchmark zoo's models (issue 22, item 1; docs/benchmarks.md, "The zoo").
+
+Each model is built without downloads (torchvision, timm and transformers with their
+default configs, sizes set only where the default config is another size of the same
+family), random weights, and BatchNorm running statistics measured on random data (a few
+train-mode passes with a cumulative average) so activations have realistic scale. It is
+exported the way a user would: `torch.onnx.export` with the TorchScript exporter
+(`dynamo=False`, opset 17, constant folding, dynamic batch through `dynamic_axes`), and
+transformers models also through the dynamo exporter (`dynamo=True`, opset 18, dynamic
+batch through `dynamic_shapes`) as a separate entry named `MODEL@dynamo`.
+
+Everything here runs on the CPU (construction, calibration, export): the same weights
+come out on any machine, so a cached ONNX file matches a model rebuilt in a later run.
+"""
+import os
+import warnings
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+
+SEED = 0
+EXPORT_BATCH = 2  # torch.export specializes a dimension of size 1: export at 2, mark it dynamic
+TORCHSCRIPT_OPSET = 17
+DYNAMO_OPSET = 18
+
+
+@dataclass(frozen=True)
+class Input:
+    """One model input: its shape after the batch dimension, dtype, and id range."""
+    name: str
+    shape: tuple
+    dtype: str = "float32"
+    high: int = 0  # integer inputs: values in [0, high); 0 with int64 means all ones (masks)
+
+
+@dataclass
+class Model:
+    """A zoo architecture: how to build it, its inputs and the batch that fills the GPU."""
+    name: str
+    source: str  # torchvision | timm | transformers
+    make: Callable[[], torch.nn.Module]
+    inputs: tuple
+    outputs: tuple
+    batch: int  # GPU-bound batch (text: batch x sequence 128)
+    cnn: bool = False  # the PyTorch baseline runs channels-last
+    # transformers: the attention implementation in the export (None: the library default,
+    # SDPA); the PyTorch baseline always runs the default.
+    export_attention: str | None = None
+    exporters: tuple = ("torchscript",)
+    notes: str = ""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One row of the zoo: a model through one exporter."""
+    model: Model
+    exporter: str  # torchscript | dynamo
+
+    @property
+    def name(self):
+        return self.model.name + ("@dynamo" if self.exporter == "dynamo" else "")
+
+
+# ---------------------------------------------------------------- constructors
+
+
+def _torchvision(name):
+    def make():
+        import torchvision
+        return getattr(torchvision.models, name)(weights=None)
+    return make
+
+
+def _timm(name):
+    def make():
+        import timm
+        return timm.create_model(name, pretrained=False)
+    return make
+
+
+class HFOutputs(torch.nn.Module):
+    """Calls a transformers model with its inputs by name and returns the named outputs
+    (a tuple), so both exporters and the baseline see plain tensors."""
+
+    def __init__(self, model, input_names, output_names, **call_kwargs):
+        super().__init__()
+        self.model = model
+        self.input_names = tuple(input_names)
+        self.output_names = tuple(output_names)
+        self.call_kwargs = call_kwargs
+
+    def forward(self, *args):
+        out = self.model(**dict(zip(self.input_names, args)), **self.call_kwargs)
+        return tuple(out[n] for n in self.output_names)
+
+
+def _hf(model_fn, inputs, outputs, **call_kwargs):
+    def make():
+        return HFOutputs(model_fn(), [i.name for i in inputs], outputs, **call_kwargs)
+    return make
+
+
+def _bert():
+    from transformers import BertConfig, BertModel
+    return BertModel(BertConfig())  # bert-base-uncased sizes: 12 x 768, 12 heads
+
+
+def _distilbert():
+    from transformers import DistilBertConfig, DistilBertModel
+    return DistilBertModel(DistilBertConfig())  # distilbert-base: 6 x 768
+
+
+def _gpt2():
+    from transformers import GPT2Config, GPT2Model
+    return GPT2Model(GPT2Config())  # gpt2 (small): 12 x 768
+
+
+def _whisper_encoder():
+    from transformers import WhisperConfig
+    from transformers.models.whisper.modeling_whisper import WhisperEncoder
+    # WhisperConfig() is whisper-tiny's size; whisper-base: d_model 512, 6 layers, 8 heads.
+    return WhisperEncoder(WhisperConfig(d_model=512, encoder_layers=6, encoder_attention_heads=8,
+                                        encoder_ffn_dim=2048, decoder_layers=6,
+                                        decoder_attention_heads=8, decoder_ffn_dim=2048))
+
+
+def _clip_vision():
+    from transformers import CLIPVisionConfig, CLIPVisionModel
+    return CLIPVisionModel(CLIPVisionConfig())  # ViT-B/32: 12 x 768, patch 32, 224 px
+
+
+def _t5_encoder():
+    from transformers import T5Config, T5EncoderModel
+    # T5Config() is t5-small's size; t5-base: d_model 768, d_ff 3072, 12 layers, 12 heads.
+    return T5EncoderModel(T5Config(d_model=768, d_ff=3072, num_layers=12, num_heads=12, d_kv=64))
+
+
+IMAGE = (Input("input", (3, 224, 224)),)
+TEXT = (Input("input_ids", (128,), "int64", 30522), Input("attention_mask", (128,), "int64"))
+GPT2_IN = (Input("input_ids", (128,), "int64", 50257),)
+T5_IN = (Input("input_ids", (128,), "int64", 32128), Input("attention_mask", (128,), "int64"))
+WHISPER_IN = (Input("input_features", (80, 3000)),)  # 30 s of log-mel frames (fixed length)
+CLIP_IN = (Input("pixel_values", (3, 224, 224)),)
+HIDDEN = ("last_hidden_state",)
+BOTH = ("torchscript", "dynamo")
+
+
+def _vision(name, batch, cnn=True, source="torchvision", notes=""):
+    make = _torchvision(name) if source == "torchvision" else _timm(name)
+    return Model(name, source, make, IMAGE, ("logits",), batch, cnn=cnn, notes=notes)
+
+
+MODELS = [
+    _vision("resnet50", 256),
+    _vision("mobilenet_v3_large", 256),
+    _vision("efficientnet_b0", 256),
+    _vision("convnext_tiny", 128),
+    _vision("regnet_y_1_6gf", 256),
+    _vision("densenet121", 256),
+    _vision("vit_b_16", 64, cnn=False),
+    _vision("swin_t", 128, cnn=False),
+    _vision("deit_small_patch16_224", 128, cnn=False, source="timm"),
+    _vision("levit_128", 256, cnn=False, source="timm", notes="attention bias; BatchNorm"),
+    Model("bert_base_sdpa", "transformers", _hf(_bert, TEXT, HIDDEN + ("pooler_output",)), TEXT,
+          HIDDEN + ("pooler_output",), 128, exporters=BOTH),
+    Model("bert_base_eager", "transformers", _hf(_bert, TEXT, HIDDEN + ("pooler_output",)), TEXT,
+          HIDDEN + ("pooler_output",), 128, export_attention="eager", exporters=BOTH),
+    Model("distilbert", "transformers", _hf(_distilbert, TEXT, HIDDEN), TEXT, HIDDEN, 128,
+          exporters=BOTH),
+    Model("gpt2", "transformers", _hf(_gpt2, GPT2_IN, HIDDEN, use_cache=False), GPT2_IN, HIDDEN,
+          128, exporters=BOTH, notes="prefill, causal mask, no KV cache"),
+    Model("whisper_base_encoder", "transformers", _hf(_whisper_encoder, WHISPER_IN, HIDDEN),
+          WHISPER_IN, HIDDEN, 16, exporters=BOTH, notes="1500 positions"),
+    Model("clip_vit_b32_vision", "transformers",
+          _hf(_clip_vision, CLIP_IN, HIDDEN + ("pooler_output",)), CLIP_IN,
+          HIDDEN + ("pooler_output",), 128, exporters=BOTH),
+    Model("t5_base_encoder", "transformers", _hf(_t5_encoder, T5_IN, HIDDEN), T5_IN, HIDDEN, 128,
+          exporters=BOTH),
+]
+
+ENTRIES = [Entry(m, e) for m in MODELS for e in m.exporters]
+BY_NAME = {e.name: e for e in ENTRIES}
+GROUPS = {
+    "all": [e.name for e in ENTRIES],
+    "torchscript": [e.name for e in ENTRIES if e.exporter == "torchscript"],
+    "dynamo": [e.name for e in ENTRIES if e.exporter == "dynamo"],
+    "cnn": [m.name for m in MODELS if m.cnn],
+    "vit": [m.name for m in MODELS if m.source != "transformers" and not m.cnn],
+    "text": [m.name for m in MODELS if m.source == "transformers"],
+}
+
+
+def select(spec):
+    """Entries named by a comma-separated list of entry names and group names (GROUPS)."""
+    names = []
+    for item in [s.strip() for s in spec.split(",") if s.strip()]:
+        for name in GROUPS.get(item, [item]):
+            if name not in BY_NAME:
+                raise SystemExit(f"unknown zoo entry '{name}'; known: {', '.join(BY_NAME)}; "
+                                 f"groups: {', '.join(GROUPS)}")
+            if name not in names:
+                names.append(name)
+    return [BY_NAME[n] for n in names]
+
+
+# ---------------------------------------------------------------- building
+
+
+def get_attention(model):
+    """A transformers model's attention implementation (None for other models)."""
+    config = getattr(getattr(model, "model", model), "config", None)
+    return getattr(config, "_attn_implementation", None)
+
+
+def set_attention(model, implementation):
+    """Switches a transformers model (inside HFOutputs) to an attention implementation."""
+    inner = getattr(model, "model", model)
+    if hasattr(inner, "set_attn_implementation"):
+        inner.set_attn_implementation(implementation)
+    else:  # older transformers
+        for m in inner.modules():
+            if hasattr(m, "config") and hasattr(m.config, "_attn_implementation"):
+                m.config._attn_implementation = implementation
+
+
+def calibrate_batch_norm(model, spec, passes=4, batch=16):
+    """Running statistics from random data: train-mode passes with a cumulative average
+    (momentum None), so they are the mean over all passes rather than 1 - 0.9^passes of
+    the way from the init values (mean 0, variance 1)."""
+    norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    if not norms:
+        return 0
+    saved = [m.momentum for m in norms]
+    for m in norms:
+        m.reset_running_stats()
+        m.momentum = None
+    model.train()
+    generator = torch.Generator().manual_seed(SEED + 1)
+    with torch.no_grad():
+        for _ in range(passes):
+            model(*make_inputs(spec, batch, generator=generator).values())
+    for m, momentum in zip(norms, saved):
+        m.momentum = momentum
+    return len(norms)
+
+
+def build(spec, calibration_batch=16):
+    """The model with its random weights (seeded), BatchNorm calibrated, in eval mode, CPU."""
+    torch.manual_seed(SEED)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = spec.make()
+    calibrate_batch_norm(model, spec, batch=calibration_batch)
+    return model.eval()
+
+
+def make_inputs(spec, batch, seed=SEED + 2, generator=None):
+    """Random inputs by name: images N(0, 1), ids uniform in [0, high), masks all ones."""
+    g = generator or torch.Generator().manual_seed(seed)
+    out = {}
+    for i in spec.inputs:
+        shape = (batch,) + tuple(i.shape)
+        if i.dtype == "int64":
+            out[i.name] = (torch.randint(0, i.high, shape, generator=g) if i.high
+                           else torch.ones(shape, dtype=torch.int64))
+        else:
+            out[i.name] = torch.randn(shape, generator=g)
+    return out
+
+
+def shapes_arg(spec, batch):
+    """Kiln's --shapes value: 'input_ids:128x128,attention_mask:128x128'."""
+    return ",".join(f"{i.name}:" + "x".join(str(d) for d in (batch,) + tuple(i.shape))
+                    for i in spec.inputs)
+
+
+def export(entry, model, path):
+    """Exports as a user would; returns the seconds it took. Raises on failure."""
+    import time
+    spec = entry.model
+    args = tuple(make_inputs(spec, EXPORT_BATCH).values())
+    names = [i.name for i in spec.inputs]
+    default_attention = get_attention(model)
+    if spec.export_attention:
+        set_attention(model, spec.export_attention)
+    # nn.MultiheadAttention's fused fast path (torchvision ViT in eval) has no ONNX export.
+    fastpath = torch.backends.mha.get_fastpath_enabled()
+    torch.backends.mha.set_fastpath_enabled(False)
+    started = time.time()
+    try:
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if entry.exporter == "dynamo":
+                batch = torch.export.Dim("batch", min=1, max=4096)
+                dynamic = tuple({0: batch} for _ in args)
+                if isinstance(model, HFOutputs):  # forward(*args): one entry, a tuple
+                    dynamic = (dynamic,)
+                torch.onnx.export(model, args, path, input_names=names,
+                                  output_names=list(spec.outputs), opset_version=DYNAMO_OPSET,
+                                  dynamo=True, dynamic_shapes=dynamic)
+            else:
+                axes = {n: {0: "batch"} for n in names + list(spec.outputs)}
+                torch.onnx.export(model, args, path, input_names=names,
+                                  output_names=list(spec.outputs), dynamic_axes=axes,
+                                  opset_version=TORCHSCRIPT_OPSET, do_constant_folding=True,
+                                  dynamo=False)
+    finally:
+        torch.backends.mha.set_fastpath_enabled(fastpath)
+        if spec.export_attention:
+            set_attention(model, default_attention)
+    return time.time() - started
+
+
+def onnx_size_mb(path):
+    total = os.path.getsize(path)
+    data = path + ".data"
+    if os.path.exists(data):
+        total += os.path.getsize(data)
+    return total / 1e6
