@@ -50,6 +50,8 @@ def parse_args():
                    help="start no new model after this many seconds")
     p.add_argument("--opt-level", type=int, default=2)
     p.add_argument("--timing-ms", type=float, default=300, help="PyTorch timing per case")
+    p.add_argument("--skip-kiln", action="store_true",
+                   help="PyTorch only (e.g. a --compile call for models Kiln already ran)")
     p.add_argument("--cpu", action="store_true")
     return p.parse_args()
 
@@ -142,16 +144,32 @@ def torch_side(spec, model, inputs_big, inputs_b1, device, args, row):
 # ---------------------------------------------------------------- one entry
 
 
+def fingerprint(model):
+    """A digest of the weights and buffers: a cached export is reused only for a model
+    built the same way (same seed, calibration and library versions)."""
+    import hashlib
+    digest = hashlib.sha256()
+    with torch.no_grad():
+        for name, t in model.state_dict().items():
+            t = t.double()
+            digest.update(f"{name}{tuple(t.shape)}{t.sum().item():.9e}{t.abs().sum().item():.9e}"
+                          .encode())
+    return digest.hexdigest()[:16]
+
+
 def export_cached(entry, model, work, row):
-    """The entry's ONNX file in WORK/onnx, exported unless an earlier run finished it."""
+    """The entry's ONNX file in WORK/onnx, exported unless an earlier run exported the
+    same weights (the .done file, written last, holds their fingerprint)."""
     path = os.path.join(work, "onnx", entry.name + ".onnx")
-    done = path + ".done"  # written last: a run cut mid-export leaves no half file in use
-    if os.path.exists(done):
+    done = path + ".done"
+    weights = fingerprint(model)
+    if os.path.exists(done) and open(done).read().strip() == weights:
         row["export"] = "cached"
         return path
     os.makedirs(os.path.dirname(path), exist_ok=True)
     seconds = zoo_models.export(entry, model, path)
-    open(done, "w").close()
+    with open(done, "w") as f:
+        f.write(weights + "\n")
     row["export"] = f"{seconds:.1f} s, {zoo_models.onnx_size_mb(path):.0f} MB"
     return path
 
@@ -207,6 +225,8 @@ def bench_entry(entry, args, kiln, device, peak_tflops):
         gc.collect()
         if device == "cuda":
             torch.cuda.empty_cache()
+        if args.skip_kiln:
+            return row
         stage = "kiln"
         row["flops"] = kiln.inspect_flops(onnx_path, zoo_models.shapes_arg(spec, batch)).get("flops")
         kiln_side(entry, onnx_path, files_big, files_b1, refs, kiln, args.work, row)
@@ -256,7 +276,7 @@ def main():
     args = parse_args()
     entries = zoo_models.select(args.models)
     device = "cpu" if args.cpu or not torch.cuda.is_available() else "cuda"
-    kiln = zoo_kiln.Kiln(args.kiln, backend=device, opt_level=0 if device == "cpu" else args.opt_level)
+    kiln = zoo_kiln.Kiln(args.kiln, backend=device, opt_level=args.opt_level)
     os.makedirs(args.out, exist_ok=True)
     info = {"device": torch.cuda.get_device_name() if device == "cuda" else "CPU",
             "date": time.strftime("%Y-%m-%d"), "torch": torch.__version__,

@@ -76,13 +76,18 @@ def _md(text):
 
 def table(info, rows):
     """The markdown table, titled with device, date, torch version and the baseline."""
-    lines = [f"### Zoo: {info['device']}, {info['date']}, torch {info['torch']}", "",
-             f"Baseline: {BASELINE}. Kiln: FP16 plan (`kiln build --fp16 --optimization-level "
-             f"{info.get('opt_level', 2)}`, cold), `kiln run PLAN --no-data-transfers`, GPU "
-             "compute median; batch 1 with `--cuda-graph`. Accuracy: the first output of Kiln's "
-             "FP16 plan against PyTorch FP32 (TF32 off) on the same input; max rel = max abs "
-             "error / max |reference|. Host fallbacks: GPU-bound plan / batch-1 plan. Cold build: "
-             "GPU-bound / batch 1.", "",
+    if info.get("device") == "CPU":
+        method = ("CPU check (`zoo_bench.py --cpu`): batch 1, Kiln's CPU plan (FP32) against "
+                  "PyTorch FP32 on the CPU; times are not benchmarks.")
+    else:
+        method = (f"Baseline: {BASELINE}. Kiln: FP16 plan (`kiln build --fp16 "
+                  f"--optimization-level {info.get('opt_level', 2)}`, cold), `kiln run PLAN "
+                  "--no-data-transfers`, GPU compute median; batch 1 with `--cuda-graph`. "
+                  "Accuracy: the first output of Kiln's FP16 plan against PyTorch FP32 (TF32 "
+                  "off) on the same input, the worse of the two batches read back; max rel = "
+                  "max abs error / max |reference|. Host fallbacks and cold build: GPU-bound "
+                  "plan / batch-1 plan.")
+    lines = [f"### Zoo: {info['device']}, {info['date']}, torch {info['torch']}", "", method, "",
              "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     lines += ["| " + " | ".join(_cells(r)) + " |" for r in rows]
     return "\n".join(lines) + "\n"
