@@ -129,16 +129,23 @@ def torch_side(spec, model, inputs_big, inputs_b1, device, args, row):
         row[key] = time_ms(lambda: model(*x), device, args.timing_ms)
     if args.compile:
         x = eager_inputs(spec, inputs_big, device, half=True)
-        compiled = torch.compile(model)
-        started = time.time()
-        with torch.inference_mode():
-            compiled(*x)
-        torch.cuda.synchronize()
-        row["compile_s"] = round(time.time() - started, 1)
-        row["compile_ms"] = time_ms(lambda: compiled(*x), device, args.timing_ms)
-        row["compile_date"] = time.strftime("%Y-%m-%d")
-        torch._dynamo.reset()
+        row.update(time_compiled(model, x, device, args.timing_ms))
     return refs
+
+
+def time_compiled(model, x, device, timing_ms):
+    """torch.compile (default mode): the first call's seconds (compilation), then ms."""
+    compiled = torch.compile(model)
+    started = time.time()
+    with torch.inference_mode():
+        compiled(*x)
+    if device == "cuda":
+        torch.cuda.synchronize()
+    result = {"compile_s": round(time.time() - started, 1),
+              "compile_ms": time_ms(lambda: compiled(*x), device, timing_ms),
+              "compile_date": time.strftime("%Y-%m-%d")}
+    torch._dynamo.reset()
+    return result
 
 
 # ---------------------------------------------------------------- one entry
@@ -259,11 +266,15 @@ def load_compile_results(path, device_name):
     return {k: v for k, v in doc.get("models", {}).items() if v.get("device") == device_name}
 
 
-def save_compile_result(path, row, info):
+def save_compile_result(path, earlier, row, info):
+    """Adds the row's figure to OUT/zoo_compile.json, which starts as a copy of the earlier
+    results (--compile-results), so it can replace bench/results/zoo_compile.json."""
     doc = {"models": {}}
-    if os.path.exists(path):
-        with open(path) as f:
-            doc = json.load(f)
+    for source in (path, earlier):
+        if os.path.exists(source):
+            with open(source) as f:
+                doc = json.load(f)
+            break
     doc["models"][row["model"]] = {
         "device": info["device"], "torch": info["torch"], "date": row["compile_date"],
         "batch": row["batch"], "compile_ms": row["compile_ms"], "eager_ms": row["eager_ms"],
@@ -299,7 +310,7 @@ def main():
             row = bench_entry(entry, args, kiln, device, peak)
             row["seconds"] = round(time.time() - started, 1)
         if row.get("compile_ms"):
-            save_compile_result(out_compile, row, info)
+            save_compile_result(out_compile, args.compile_results, row, info)
         elif entry.model.name in compiled and not row.get("error"):
             row["compile_ms"] = compiled[entry.model.name]["compile_ms"]
             row["compile_date"] = compiled[entry.model.name]["date"]

@@ -13,4 +13,4 @@ d=$(python3 -c "import nvidia.cudnn, os; print(os.path.join(nvidia.cudnn.__path_
 # (default 480 s) and this timeout keeps the call's files.
 PYTHONUNBUFFERED=1 timeout ${ZOO_TIMEOUT:-570} python3 bench/zoo_bench.py --kiln /tmp/kiln/bin/kiln \
   --work /tmp/kiln-zoo --out $out --models "$models" "$@" 2>&1 | tee $out/zoo.log |
-  grep -vE "^\[torch.onnx\]|Warning|warn\(" | cut -c1-700
+  grep -vE "^\[torch.onnx\]|Warning|warn\(|^Evaluation failed" | cut -c1-700

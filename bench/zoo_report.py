@@ -22,6 +22,12 @@ def _ratio(a, b):
     return f"{a / b:.2f}x" if a and b else "–"
 
 
+def _precisions(build):
+    """'float16 170 float32 11': a plan's layers by precision (the b1 plan may pick fp32)."""
+    counts = (build or {}).get("precisions") or {}
+    return " ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1])) or "–"
+
+
 def line(row):
     """One printed line: ratios, fallbacks and cosine, or the error."""
     head = f"{row['entry']:28s} b{row.get('batch', 0):<4d}"
@@ -35,7 +41,8 @@ def line(row):
              f"fallbacks {big.get('fallbacks', '?')}/{b1.get('fallbacks', '?')}",
              f"cos {_f(acc.get('cosine'), 6)} (b{acc.get('batch', '?')})",
              f"build {_f(row.get('build', {}).get('build_s'), 1)}+"
-             f"{_f(row.get('build_b1', {}).get('build_s'), 1)} s"]
+             f"{_f(row.get('build_b1', {}).get('build_s'), 1)} s",
+             f"layers {_precisions(row.get('build'))} / {_precisions(row.get('build_b1'))}"]
     if row.get("compile_ms"):
         parts.insert(1, f"compile {_f(row['compile_ms'])} ms "
                         f"{_ratio(row['compile_ms'], big.get('median_ms'))}")
