@@ -18,8 +18,8 @@ MAX_EXPORTED_VALUES = 1 << 20
 
 
 class Kiln:
-    def __init__(self, binary, backend="cuda", opt_level=2, build_timeout=240,
-                 run_timeout=120):
+    def __init__(self, binary, backend="cuda", opt_level=2, build_timeout=180,
+                 run_timeout=90):
         self.binary = binary
         self.backend = backend
         self.opt_level = opt_level
