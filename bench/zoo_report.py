@@ -48,6 +48,8 @@ def line(row):
                         f"{_ratio(row['compile_ms'], big.get('median_ms'))}")
     errors = [f"{k}: {row[k]['error']}" for k in ("build", "build_b1", "kiln", "kiln_b1")
               if isinstance(row.get(k), dict) and row[k].get("error")]
+    if row.get("seconds"):
+        parts.append(f"{row['seconds']:.0f} s")
     return " | ".join([head + " " + parts[0]] + parts[1:] + errors)
 
 
