@@ -14,7 +14,7 @@ come out on any machine, so a cached ONNX file matches a model rebuilt in a late
 """
 import os
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 import torch
@@ -190,7 +190,7 @@ GROUPS = {
     "dynamo": [e.name for e in ENTRIES if e.exporter == "dynamo"],
     "cnn": [m.name for m in MODELS if m.cnn],
     "vit": [m.name for m in MODELS if m.source != "transformers" and not m.cnn],
-    "text": [m.name for m in MODELS if m.source == "transformers"],
+    "transformers": [m.name for m in MODELS if m.source == "transformers"],
 }
 
 
