@@ -64,6 +64,15 @@ class TimingInputs {
 Result<std::map<std::string, Shape>> resolveProfiles(
     const Network& network, const std::vector<OptimizationProfile>& profiles);
 
+// Gives each dynamic graph input that every profile pins to one shape (min == opt ==
+// max, the same in each profile; `kiln run --shapes` makes such profiles) that shape as
+// constant dims, so the exporters' shape subgraphs (Shape, Gather, Concat, Range,
+// Equal, Where on the input dims) fold into constants and the fusion patterns see
+// static shapes. Inputs whose range is not fixed, or whose rank disagrees, are left
+// as they are (resolveProfiles reports them). Returns the names of the inputs fixed.
+std::vector<std::string> fixPinnedInputs(Network& network,
+                                         const std::vector<OptimizationProfile>& profiles);
+
 // The precisions a layer may be timed in, and why, after flags and constraints.
 struct PrecisionChoice {
   std::vector<DataType> precisions;  // the order is the heuristic's (lowest first)

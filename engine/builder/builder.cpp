@@ -192,8 +192,25 @@ Result<Plan> buildPlan(std::shared_ptr<const Network> source, const BuilderConfi
   build::Int8Decisions int8;
   std::vector<PassApplication> applied;
   std::vector<std::string> disabledPasses = config.disabledPasses;
+  // Fusions the backend cannot run are never made; why each was kept apart goes to
+  // the record's warnings. The backend is asked about the types the layers will store:
+  // in a half-precision build, float32 values as fp16 / bf16.
+  std::vector<std::string> refusedFusions;
+  const DataType half = config.fp16   ? DataType::kFloat16
+                        : config.bf16 ? DataType::kBFloat16
+                                      : DataType::kUndefined;
+  const FusionTarget target{[&backend, half](const Node& fused, std::vector<DataType> types,
+                                             const std::vector<Shape>& shapes) {
+                              for (DataType& t : types)
+                                if (t == DataType::kFloat32 && half != DataType::kUndefined)
+                                  t = half;
+                              return backend.fusedNodeSupport(fused, types, shapes);
+                            },
+                            &refusedFusions};
   for (int attempt = 0; attempt < 2; ++attempt) {
+    refusedFusions.clear();
     network = normalizedCopy(*source);
+    build::fixPinnedInputs(*network, config.profiles);
     KILN_RETURN_IF_ERROR(build::checkFp8Build(*network, config));
     int8 = {};
     KILN_RETURN_IF_ERROR(
@@ -202,7 +219,7 @@ Result<Plan> buildPlan(std::shared_ptr<const Network> source, const BuilderConfi
     KILN_RETURN_IF_ERROR(
         runPasses(*network, config.optimizationLevel, disabledPasses, &applied,
                   backend.prefersChannelsLast(config.fp16 || config.bf16 || config.tf32),
-                  /*halfPrecision=*/config.fp16 || config.bf16));
+                  /*halfPrecision=*/config.fp16 || config.bf16, &target));
     // A fused stem computes in half precision only: when a precision rule pins one of
     // its layers to float32 the passes run again without fuse_conv_max_pool (the layer
     // would otherwise run on the host fallback).
@@ -221,6 +238,7 @@ Result<Plan> buildPlan(std::shared_ptr<const Network> source, const BuilderConfi
   plan.profiles = config.profiles;
   plan.record = startRecord(*network, config, plan.identity, std::move(applied));
   BuildRecord& record = plan.record;
+  record.warnings.insert(record.warnings.end(), refusedFusions.begin(), refusedFusions.end());
 
   progress("shapes", 0, 1, "");
   KILN_ASSIGN_OR_RETURN(auto optShapes, build::resolveProfiles(*network, config.profiles));

@@ -1,6 +1,8 @@
 // Optimization profiles: every dynamic input needs a min/opt/max range; the
 // network must infer at both ends of every range. The first profile's opt
 // shapes are the shapes the builder times at.
+#include <optional>
+
 #include "builder/build_steps.h"
 #include "kiln/shape_inference.h"
 
@@ -50,7 +52,42 @@ Status checkInfers(const Network& network, const std::map<std::string, Shape>& s
   return Status::ok();
 }
 
+// The one shape every profile pins `input` to, or nothing.
+std::optional<Shape> pinnedShape(const ValueInfo& input,
+                                 const std::vector<OptimizationProfile>& profiles) {
+  std::optional<Shape> pinned;
+  for (const OptimizationProfile& profile : profiles) {
+    auto it = profile.inputs.find(input.name);
+    if (it == profile.inputs.end()) return std::nullopt;
+    const ShapeRange& r = it->second;
+    if (r.min != r.max || r.opt != r.max || (pinned && *pinned != r.opt)) return std::nullopt;
+    if (input.hasShape && input.shape.size() != r.opt.size()) return std::nullopt;
+    for (size_t d = 0; d < r.opt.size(); ++d)
+      if (r.opt[d] < 0 ||
+          (input.hasShape && input.shape[d].isConst() && input.shape[d].constValue() != r.opt[d]))
+        return std::nullopt;
+    pinned = r.opt;
+  }
+  return pinned;
+}
+
 }  // namespace
+
+std::vector<std::string> fixPinnedInputs(Network& network,
+                                         const std::vector<OptimizationProfile>& profiles) {
+  std::vector<std::string> fixed;
+  if (profiles.empty()) return fixed;
+  for (ValueInfo& input : network.graph.inputs) {
+    if (network.graph.initializers.count(input.name) || !isDynamic(input)) continue;
+    const std::optional<Shape> shape = pinnedShape(input, profiles);
+    if (!shape) continue;
+    input.hasShape = true;
+    input.shape.clear();
+    for (int64_t d : *shape) input.shape.push_back(DimExpr(d));
+    fixed.push_back(input.name);
+  }
+  return fixed;
+}
 
 Result<std::map<std::string, Shape>> resolveProfiles(
     const Network& network, const std::vector<OptimizationProfile>& profiles) {

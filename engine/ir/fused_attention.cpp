@@ -76,6 +76,7 @@ std::string fusedAttentionGeometry(const Node& node, const Shape& q, const Shape
   g.headDim = dq.features;
   g.valueDim = dv.features;
   g.scale = node.attrFloat("scale", g.headDim > 0 ? 1.f / std::sqrt(float(g.headDim)) : 1.f);
+  g.nanToZero = node.attrInt("nan_to_zero", 0) != 0;
   const int64_t b = g.batch, h = g.heads, s = g.seqQ, d = g.valueDim;
   if (outLayout == "BSHD") {
     g.y = {s * h * d, d, h * d};

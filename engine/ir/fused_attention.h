@@ -2,7 +2,8 @@
 // fuse_attention pass makes it; the CPU reference, the CUDA kernel and the shape rule
 // read its contract from here).
 //
-//   FusedAttention(Q, K, V, [M]; scale, num_heads, qkv_layout, output_layout, merge_heads) -> Y
+//   FusedAttention(Q, K, V, [M]; scale, num_heads, qkv_layout, output_layout, merge_heads,
+//                  nan_to_zero) -> Y
 //   Y[b, h, i, :] = sum_j P[b, h, i, j] * V[b, h, j, :],
 //   P[b, h, i, :] = softmax_j(scale * <Q[b, h, i, :], K[b, h, j, :]> + M[b, h, i, j])
 //
@@ -11,8 +12,10 @@
 // output_layout "BSHD" (default): Y [B, Sq, H, Dv]; "BHSD": Y [B, H, Sq, Dv]. merge_heads = 1
 // (only with BSHD) writes the same bytes as Y [B, Sq, H * Dv]. H must equal num_heads; batch
 // dims must be equal (no broadcast). M is additive, of Q's type, rank <= 4, and broadcasts to
-// [B, H, Sq, Sk] (each right-aligned dim 1 or equal). A row whose every score is -inf
-// gives NaN, as the unfused Softmax does.
+// [B, H, Sq, Sk] (each right-aligned dim 1 or equal). V's head size Dv may differ from
+// Q's and K's D. A row whose every score is -inf gives NaN, as the unfused Softmax does;
+// with nan_to_zero = 1 it gives 0 (PyTorch's SDPA export guards its softmax with
+// Where(IsNaN(P), 0, P)).
 #pragma once
 
 #include <cstdint>
@@ -36,6 +39,7 @@ struct FusedAttentionGeometry {
   bool hasMask = false;
   int64_t mask[4] = {};  // strides over (b, h, i, j); 0 on broadcast dims
   float scale = 1.f;
+  bool nanToZero = false;  // a row with no finite score gives 0, not NaN
   Shape outputShape;
 };
 

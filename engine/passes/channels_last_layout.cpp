@@ -22,7 +22,14 @@
 // Layout-free ops follow the region without a reformat: a per-tensor QuantizeLinear /
 // DequantizeLinear (one scale, one zero point) whose input is already channels-last reads and
 // writes NHWC as it is (an elementwise op does not care where C sits), so INT8 layers chain through
-// the Quantize between them. Runs only when the builder asks for it (the backend prefers
+// the Quantize between them. Elementwise ops follow the region too (`followsRegion`):
+// an Add, Mul, activation or PointwiseChain whose 4-D inputs are all NHWC already
+// (one of them of the output's full shape) and whose other inputs broadcast over H and
+// W ([N, C, 1, 1], [C, 1, 1], scalars: stored [N, 1, 1, C] by a Reshape, which moves no
+// bytes) computes the same values on NHWC storage: op(T^-1(a), b) = T^-1(op(a, T(b))).
+// EfficientNet's squeeze-excitation scale Mul(x, s) and ConvNeXt's layer-scale Mul and
+// residual Add then stay in the region instead of paying a reformat each way.
+// Runs only when the builder asks for it (the backend prefers
 // channels-last for the engine's precision) and after the fusions, which match channels-first
 // patterns.
 #include <algorithm>
@@ -30,6 +37,7 @@
 
 #include "ir/channels_last.h"
 #include "ir/conv_max_pool.h"
+#include "ir/pointwise_program.h"
 #include "ir/quantized_layers.h"
 #include "passes/fusion_passes.h"
 
@@ -81,6 +89,63 @@ bool isLayoutFree(const Node& node, const Graph& g) {
   }
   return true;
 }
+
+// Ops that compute each output element from the inputs' elements at the same
+// (broadcast) position alone.
+bool isElementwise(const Node& node) {
+  if (node.domain == kKilnDomain) return node.opType == kPointwiseChainOp;
+  static const std::set<std::string> kOps = {
+      "Add",  "Sub",       "Mul",         "Div",        "Relu",     "Sigmoid", "Tanh",
+      "Clip", "HardSwish", "HardSigmoid", "LeakyRelu",  "Elu",      "Erf",     "Gelu",
+      "Neg",  "Abs",       "Sqrt",        "Exp",        "Log",      "Max",     "Min",
+      "Mish", "Softplus",  "Selu",        "Reciprocal", "Identity", "Cast"};
+  return isDefaultDomain(node) && kOps.count(node.opType) > 0;
+}
+
+// How an elementwise node reads its inputs on NHWC storage: the slots whose values are
+// NHWC already, and those that broadcast over H and W and need their C moved last.
+struct FollowPlan {
+  std::vector<size_t> regionSlots;
+  std::vector<size_t> broadcastSlots;
+};
+
+// True when elementwise `node` can run on NHWC storage without a reformat before it
+// (see the file comment); fills `plan`. `chosen`: the nodes before it going NHWC.
+bool followsRegion(const Node& node, const GraphIndex& index, const std::vector<bool>& chosen,
+                   const InferredShapes& shapes, FollowPlan* plan) {
+  if (!isElementwise(node) || node.outputs.size() != 1 || node.outputs[0].empty() ||
+      node.hasSubgraphs())
+    return false;
+  const SymbolicShape* out = shapeOf(shapes, node.outputs[0]);
+  if (!out || out->size() != 4) return false;
+  bool full = false;
+  *plan = {};
+  for (size_t slot = 0; slot < node.inputs.size(); ++slot) {
+    const std::string& value = node.inputs[slot];
+    if (value.empty()) continue;
+    const SymbolicShape* s = shapeOf(shapes, value);
+    if (!s || s->size() > 4) return false;
+    const int producer = index.producer(value);
+    if (producer >= 0 && chosen[producer] && s->size() == 4) {
+      plan->regionSlots.push_back(slot);
+      full = full || *s == *out;
+      continue;
+    }
+    // Right-aligned to [N, C, H, W]: H and W must be 1 (a broadcast over the plane).
+    for (size_t d = 0; d < s->size(); ++d) {
+      const size_t at = d + 4 - s->size();
+      if (at >= 2 && !((*s)[d].isConst() && (*s)[d].constValue() == 1)) return false;
+      if (at == 1 && !(*s)[d].isConst()) return false;  // C moves: it must be a number
+    }
+    plan->broadcastSlots.push_back(slot);
+  }
+  return full;
+}
+
+// The NHWC form of a broadcast input [.., C, 1, 1]: [N or 1, 1, 1, C], the same bytes.
+// An initializer gets a reshaped copy, a computed value a Reshape node (0 copies N).
+std::string broadcastTwin(Graph& g, std::set<std::string>& taken, const std::string& value,
+                          const SymbolicShape& shape, int opset, std::vector<Node>* nodes);
 
 // True when `node` has a channels-last form this pass may give it.
 bool qualifies(const Node& node, const Graph& g, const InferredShapes& shapes) {
@@ -138,6 +203,36 @@ Node reformat(const std::string& from, const std::string& to, const int (&perm)[
   return t;
 }
 
+std::string broadcastTwin(Graph& g, std::set<std::string>& taken, const std::string& value,
+                          const SymbolicShape& shape, int opset, std::vector<Node>* nodes) {
+  std::vector<DimExpr> nchw(4 - shape.size(), DimExpr(1));
+  nchw.insert(nchw.end(), shape.begin(), shape.end());
+  const int64_t c = nchw[1].constValue();
+  if (c == 1 && shape.size() < 4) return value;  // a scalar or [N]-free broadcast: as it is
+  const std::string twin = freshValue(g, taken, value + "_nhwc");
+  taken.insert(twin);
+  auto init = g.initializers.find(value);
+  if (init != g.initializers.end()) {
+    const int64_t n = nchw[0].constValue();
+    g.initializers[twin] = init->second.reshaped({n, 1, 1, c});
+    return twin;
+  }
+  const std::string target = freshValue(g, taken, value + "_nhwc_shape");
+  taken.insert(target);
+  g.initializers[target] = Tensor::int64Vector(
+      {shape.size() == 4 ? (nchw[0].isConst() ? nchw[0].constValue() : 0) : 1, 1, 1, c});
+  Node r;
+  r.name = "Reshape " + value + " to NHWC";
+  r.opType = "Reshape";
+  r.opset = opset;
+  r.index = -1;
+  r.inputs = {value, target};
+  r.outputs = {twin};
+  r.attributes[kFusionPassAttribute] = stringAttribute(kName);
+  nodes->push_back(std::move(r));
+  return twin;
+}
+
 // A plain Conv as a FusedConv without activation (same inputs, bias in the epilogue).
 void asFusedConv(Node* node) {
   if (node->opType == "FusedConv") return;
@@ -166,6 +261,8 @@ class ChannelsLastLayout final : public Pass {
     if (!inferred.isOk()) return Status::ok();  // no shapes, no layout decisions
     const auto& shapes = inferred.value().values;
     std::vector<bool> chosen(g.nodes.size()), layoutFree(g.nodes.size());
+    std::vector<FollowPlan> follows(g.nodes.size());
+    std::vector<bool> follower(g.nodes.size());
     bool any = false;
     const GraphIndex index(g);
     // In order, so a layout-free op sees whether its input's producer went NHWC.
@@ -176,6 +273,8 @@ class ChannelsLastLayout final : public Pass {
         const int producer = index.producer(node.inputs[0]);
         chosen[i] = layoutFree[i] = producer >= 0 && chosen[producer];
       }
+      if (!chosen[i] && followsRegion(node, index, chosen, shapes, &follows[i]))
+        chosen[i] = layoutFree[i] = follower[i] = true;
       any |= chosen[i];
     }
     if (!any) return Status::ok();
@@ -197,8 +296,13 @@ class ChannelsLastLayout final : public Pass {
       if (node.opType == "Conv") asFusedConv(&node);
       // A layout-free op keeps its meaning on NHWC storage: no attribute, no filter.
       if (!layoutFree[i]) node.attributes[kChannelsLastAttribute] = intAttribute(1);
-      const ChannelsLastRoles roles =
-          layoutFree[i] ? ChannelsLastRoles{{0}, {0}, -1} : channelsLastRoles(node);
+      const ChannelsLastRoles roles = follower[i]
+                                          ? ChannelsLastRoles{follows[i].regionSlots, {0}, -1}
+                                      : layoutFree[i] ? ChannelsLastRoles{{0}, {0}, -1}
+                                                      : channelsLastRoles(node);
+      for (size_t slot : follows[i].broadcastSlots)
+        node.inputs[slot] = broadcastTwin(g, taken, node.inputs[slot],
+                                          *shapeOf(shapes, node.inputs[slot]), opset, &nodes);
       for (size_t slot : roles.activationInputs) {
         if (!node.hasInput(slot)) continue;
         const std::string value = node.inputs[slot];
@@ -236,8 +340,10 @@ class ChannelsLastLayout final : public Pass {
           continue;
         }
         const Node& r = g.nodes[reader];
-        const std::vector<size_t> nhwcSlots =
-            layoutFree[reader] ? std::vector<size_t>{0} : channelsLastRoles(r).activationInputs;
+        const std::vector<size_t> nhwcSlots = follower[reader] ? follows[reader].regionSlots
+                                              : layoutFree[reader]
+                                                  ? std::vector<size_t>{0}
+                                                  : channelsLastRoles(r).activationInputs;
         for (size_t slot = 0; slot < r.inputs.size(); ++slot)
           if (r.inputs[slot] == y &&
               std::find(nhwcSlots.begin(), nhwcSlots.end(), slot) == nhwcSlots.end())

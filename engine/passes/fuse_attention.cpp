@@ -4,7 +4,12 @@
 //   S = MatMul(Qh, Kt)
 //   P = ScaledMaskedSoftmax(S, [M]; scale = c)            (after fuse_softmax_scale_mask)
 //     | Softmax(Add(Mul|Div(S, c), M)) | Softmax(Mul|Div(S, c)) | Softmax(Add(S, M)) | Softmax(S)
-//   C = MatMul(P, Vh) [-> Ct = Transpose(C, (0,2,1,3)) [-> Reshape(Ct) to [B, S, H * Dv]]]
+//   C = MatMul(P', Vh) [-> Ct = Transpose(C, (0,2,1,3)) [-> Reshape(Ct) to [B, S, H * Dv]]]
+//   P' = P, or Where(IsNaN(P), 0, P) (PyTorch's SDPA export: a row with no finite score
+//     gives 0, not NaN) -> nan_to_zero = 1
+// Scales before the product fold into c: Qh or Kt may each be Mul(X, a) or Div(X, a)
+// with a a scalar constant (the SDPA export scales both by sqrt(c)):
+//   <a Q, b K> = a b <Q, K>, so c' = c a b.
 // in one of two layouts for all three of Q, K, V (mixed layouts do not match):
 //   BSHD, the exporters' head split (Q4, K4, V4 [B, S, H, D], the Reshape outputs):
 //     Qh = Transpose(Q4, (0,2,1,3)), Vh = Transpose(V4, (0,2,1,3)),
@@ -18,15 +23,17 @@
 // index order and a Reshape of it to [B, S, H * Dv] keeps its bytes. The kernels read and
 // write through those strides, so no transpose moves data any more.
 // Conditions (inferred shapes): Q, K, V rank 4 with a constant head count (one for all
-// three) and K's head size = Q's; batch dims of Q, K, V, V's sequence against K's and each
-// mask dim against S's (or 1) equal or not both numbers (symbols that inference could not
+// three) and K's head size = Q's (V's may differ); batch dims of Q, K, V, V's sequence against K's
+// and each mask dim against S's (or 1) equal or not both numbers (symbols that inference could not
 // relate are checked by the kernels at run time); M rank <= 4 with S's type; the Reshape absorbed
 // only when its output is exactly [B, S, H * Dv]. Every intermediate (the transposes, S, the
 // softmax chain, P, C and Ct when absorbed) is read by the next node of the pattern alone.
 #include <algorithm>
+#include <set>
 
 #include "ir/fused_attention.h"
 #include "passes/fusion_passes.h"
+#include "passes/rewrite_helpers.h"
 
 namespace kiln::passes {
 namespace {
@@ -83,11 +90,51 @@ struct Scores {
   double scale = 1.0;
 };
 
-// P's softmax, read by node `reader` alone, in any of the forms above.
-bool matchSoftmax(const Graph& g, const GraphIndex& index, const std::string& p, int reader,
-                  Scores* s) {
+// `value` scaled by a scalar constant for node `reader` alone: Mul(X, a), Mul(a, X) or
+// Div(X, a). Returns X, multiplies *scale by a (or 1 / a) and adds the node to
+// `nodes`; returns `value` unchanged otherwise.
+std::string unscaled(const Graph& g, const GraphIndex& index, const std::string& value, int reader,
+                     double* scale, std::vector<int>* nodes) {
+  const int at = index.producer(value);
+  if (at < 0 || index.soleReader(value) != reader) return value;
+  const Node& n = g.nodes[at];
+  const bool mul = isOnnxOp(n, "Mul", 2), div = isOnnxOp(n, "Div", 2);
+  if (!mul && !div) return value;
+  for (int side = 0; side < (mul ? 2 : 1); ++side) {
+    double a = 0.0;
+    if (!rewrite::scalarValue(index.constant(n.inputs[1 - side]), &a) || a == 0.0) continue;
+    *scale *= div ? 1.0 / a : a;
+    nodes->push_back(at);
+    return n.inputs[side];
+  }
+  return value;
+}
+
+// P' = Where(IsNaN(P), 0, P) read by node `reader` alone, P read by those two nodes
+// alone: fills the two nodes and returns P; "" when `value` is not such a guard.
+std::string nanGuarded(const Graph& g, const GraphIndex& index, const std::string& value,
+                       int reader, std::vector<int>* nodes) {
+  const int where = index.producer(value);
+  if (where < 0 || index.soleReader(value) != reader || !isOnnxOp(g.nodes[where], "Where", 3))
+    return "";
+  const Node& w = g.nodes[where];
+  const int isNan = index.producer(w.inputs[0]);
+  if (isNan < 0 || !isOnnxOp(g.nodes[isNan], "IsNaN", 1) ||
+      index.soleReader(w.inputs[0]) != where || g.nodes[isNan].inputs[0] != w.inputs[2] ||
+      !rewrite::allElementsEqual(index.constant(w.inputs[1]), 0.0) ||
+      !rewrite::readOnlyBy(index, w.inputs[2], {where, isNan}))
+    return "";
+  nodes->insert(nodes->end(), {isNan, where});
+  return w.inputs[2];
+}
+
+// P's softmax, read by the nodes `readers` alone, in any of the forms above.
+bool matchSoftmax(const Graph& g, const GraphIndex& index, const std::string& p,
+                  const std::set<int>& readers, Scores* s) {
   const int at = index.producer(p);
-  if (at < 0 || index.soleReader(p) != reader) return false;
+  if (at < 0 || !rewrite::readOnlyBy(index, p, readers) ||
+      index.readers(p).size() != readers.size())
+    return false;
   const Node& n = g.nodes[at];
   if (n.opType == "ScaledMaskedSoftmax" && n.domain == kKilnDomain) {
     if (n.inputs.empty() || n.inputs.size() > 2 || n.inputs[0].empty() ||
@@ -148,8 +195,9 @@ struct Match {
   std::vector<int> nodes;  // ascending after sort
   Operand q, k, v;
   Scores scores;
+  std::vector<int> extra;  // the NaN guard and the Q / K scales
   std::string output, outputLayout = "BHSD";
-  bool mergeHeads = false;
+  bool mergeHeads = false, nanToZero = false;
   int64_t heads = 0;
 };
 
@@ -194,11 +242,19 @@ void absorbHeadMerge(const Graph& g, const GraphIndex& index, const InferredShap
 bool matchAt(const Graph& g, const GraphIndex& index, const InferredShapes& shapes, int at,
              Match* m) {
   const Node& pv = g.nodes[at];
-  if (!isOnnxOp(pv, "MatMul", 2) || !matchSoftmax(g, index, pv.inputs[0], at, &m->scores))
-    return false;
+  if (!isOnnxOp(pv, "MatMul", 2)) return false;
+  std::string p = nanGuarded(g, index, pv.inputs[0], at, &m->extra);
+  m->nanToZero = !p.empty();
+  const std::set<int> pReaders =
+      m->nanToZero ? std::set<int>(m->extra.begin(), m->extra.end()) : std::set<int>{at};
+  if (!matchSoftmax(g, index, m->nanToZero ? p : pv.inputs[0], pReaders, &m->scores)) return false;
   const int qk = scoresMatMul(g, index, &m->scores);
-  if (qk < 0 || !keyOperand(g, index, g.nodes[qk].inputs[1], qk, &m->k)) return false;
-  m->q = queryOrValue(g, index, g.nodes[qk].inputs[0], qk);
+  if (qk < 0) return false;
+  const std::string kt = unscaled(g, index, g.nodes[qk].inputs[1], qk, &m->scores.scale, &m->extra);
+  const int ktReader = kt == g.nodes[qk].inputs[1] ? qk : m->extra.back();
+  if (!keyOperand(g, index, kt, ktReader, &m->k)) return false;
+  const std::string qh = unscaled(g, index, g.nodes[qk].inputs[0], qk, &m->scores.scale, &m->extra);
+  m->q = queryOrValue(g, index, qh, qh == g.nodes[qk].inputs[0] ? qk : m->extra.back());
   m->v = queryOrValue(g, index, pv.inputs[1], at);
   if (!operandsFit(shapes, m)) return false;
   if (!m->scores.mask.empty() && !maskFits(shapes, m->scores.mask, m->scores.scores)) return false;
@@ -206,6 +262,7 @@ bool matchAt(const Graph& g, const GraphIndex& index, const InferredShapes& shap
   for (const Operand* o : {&m->q, &m->k, &m->v})
     m->nodes.insert(m->nodes.end(), o->nodes.begin(), o->nodes.end());
   m->nodes.insert(m->nodes.end(), m->scores.nodes.begin(), m->scores.nodes.end());
+  m->nodes.insert(m->nodes.end(), m->extra.begin(), m->extra.end());
   m->output = pv.outputs[0];
   absorbHeadMerge(g, index, shapes, m);
   std::sort(m->nodes.begin(), m->nodes.end());
@@ -229,6 +286,7 @@ Node fusedNode(const Graph& g, const Match& m) {
   fused.attributes["qkv_layout"] = stringAttribute(m.q.bshd ? "BSHD" : "BHSD");
   fused.attributes["output_layout"] = stringAttribute(m.outputLayout);
   fused.attributes["merge_heads"] = intAttribute(m.mergeHeads ? 1 : 0);
+  if (m.nanToZero) fused.attributes["nan_to_zero"] = intAttribute(1);
   return fused;
 }
 
@@ -245,8 +303,8 @@ std::optional<Fusion> fuseAt(Graph& g, const GraphIndex& index, const InferredSh
 std::unique_ptr<Pass> makeFuseAttention() {
   return makeFusionPass(
       {kName,
-       "MatMul(softmax(MatMul(Q, K^T) * c + M), V) with the head transposes (and the head "
-       "merge) -> one FusedAttention (flash-style kernel)",
+       "MatMul(softmax(MatMul(a Q, b K^T) * c + M) [NaN -> 0], V) with the head transposes "
+       "(and the head merge) -> one FusedAttention (flash-style kernel)",
        1},
       fuseAt);
 }

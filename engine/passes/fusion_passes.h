@@ -8,6 +8,7 @@
 namespace kiln::passes {
 
 std::unique_ptr<Pass> makeFoldBatchNorm();
+std::unique_ptr<Pass> makeFoldMatMulBatchNorm();
 std::unique_ptr<Pass> makeFuseConvBiasActivation();
 std::unique_ptr<Pass> makeFuseMatMulBiasActivation();
 std::unique_ptr<Pass> makeFuseSoftmaxScaleMask();
@@ -20,6 +21,8 @@ std::unique_ptr<Pass> makeFoldQdq();
 std::unique_ptr<Pass> makeFusePointwiseChain();
 std::unique_ptr<Pass> makeRemoveNoOpNodes();
 std::unique_ptr<Pass> makeMergeTransposes();
+// The same rewrite under its own name, run after channels_last_layout.
+std::unique_ptr<Pass> makeMergeLayoutTransposes();
 std::unique_ptr<Pass> makeMergeReshapes();
 std::unique_ptr<Pass> makeFoldPadIntoConvPool();
 std::unique_ptr<Pass> makeFuseGelu();

@@ -133,15 +133,50 @@ void replaceNodes(Graph& graph, const std::vector<int>& indices, Node fused,
     graph.nodes.erase(graph.nodes.begin() + *it);
 }
 
+namespace {
+
+// `target`'s refusal of `fused` ("" when it accepts or does not judge it), its inputs
+// described from `shapes` (inferred before the rewrite; a symbolic dim becomes -1).
+std::string refusal(const FusionTarget* target, const Node& fused, const InferredShapes& shapes) {
+  if (!target || !target->accepts || fused.domain != kKilnDomain) return "";
+  std::vector<DataType> types;
+  std::vector<Shape> dims;
+  for (const std::string& input : fused.inputs) {
+    types.push_back(input.empty() ? DataType::kUndefined : typeOf(shapes, input));
+    Shape shape;
+    if (const SymbolicShape* s = input.empty() ? nullptr : shapeOf(shapes, input))
+      for (const DimExpr& d : *s) shape.push_back(d.isConst() ? d.constValue() : -1);
+    dims.push_back(std::move(shape));
+  }
+  return target->accepts(fused, types, dims);
+}
+
+}  // namespace
+
 void fuseEach(Network& network, const std::string& pass, std::vector<PassApplication>* applied,
-              const FusionAt& fusionAt) {
+              const FusionAt& fusionAt, const FusionTarget* target) {
   Graph& g = network.graph;
   auto index = std::make_unique<GraphIndex>(g);
+  // Inferred once, when the first Kiln-domain node is proposed: fusion keeps every
+  // value's shape, so one inference serves the whole pass.
+  std::optional<InferredShapes> shapes;
   for (size_t at = 0; at < g.nodes.size();) {
     std::optional<Fusion> fusion = fusionAt(g, *index, static_cast<int>(at));
     if (!fusion) {
       ++at;
       continue;
+    }
+    if (target && target->accepts && fusion->fused.domain == kKilnDomain) {
+      if (!shapes) shapes = inferredShapesOrNone(network);
+      const std::string why = refusal(target, fusion->fused, *shapes);
+      if (!why.empty()) {
+        if (target->refusals)
+          target->refusals->push_back(pass + ": kept '" + fusion->fused.name +
+                                      "' unfused: the target refuses " + fusion->fused.opType +
+                                      ": " + why);
+        ++at;
+        continue;
+      }
     }
     const std::vector<int>& nodes = fusion->nodes;
     if (fusion->fused.domain == kKilnDomain) network.opsets[kKilnDomain] = 1;
@@ -167,10 +202,16 @@ class FusionPass final : public Pass {
   PassInfo info() const override { return m_info; }
 
   Status apply(Network& network, std::vector<PassApplication>* applied) const override {
+    return applyFor(network, applied, nullptr);
+  }
+
+  Status applyFor(Network& network, std::vector<PassApplication>* applied,
+                  const FusionTarget* target) const override {
     const InferredShapes shapes = m_needsShapes ? inferredShapesOrNone(network) : InferredShapes();
-    fuseEach(network, m_info.name, applied, [&](Graph& g, const GraphIndex& index, int at) {
-      return m_fusionAt(g, index, shapes, at);
-    });
+    fuseEach(
+        network, m_info.name, applied,
+        [&](Graph& g, const GraphIndex& index, int at) { return m_fusionAt(g, index, shapes, at); },
+        target);
     return Status::ok();
   }
 

@@ -4,7 +4,10 @@
 // p1[p2[i]]. When p is the identity both go (readers read x). An absent perm reverses
 // the axes (the rank comes from the other perm or x's inferred shape). The first
 // output must be read by the second alone. Runs before the fusions: fuse_attention
-// accepts the merged key transpose (0,2,3,1) as well as the pair it came from.
+// accepts the merged key transpose (0,2,3,1) as well as the pair it came from; and
+// again after channels_last_layout as merge_layout_transposes, where a reformat back to
+// channels-first meets the model's own permute to channels-last (ConvNeXt's depthwise
+// conv -> Permute(0,2,3,1) -> LayerNorm): T(T^-1(v)) = v, both go.
 #include "passes/fusion_passes.h"
 #include "passes/rewrite_helpers.h"
 
@@ -76,8 +79,10 @@ bool isIdentity(const Perm& perm) {
 
 class MergeTransposes final : public Pass {
  public:
+  explicit MergeTransposes(std::string name) : m_name(std::move(name)) {}
+
   PassInfo info() const override {
-    return {kName, "Transpose(Transpose(x, p1), p2) -> Transpose(x, p1[p2]) (none when identity)",
+    return {m_name, "Transpose(Transpose(x, p1), p2) -> Transpose(x, p1[p2]) (none when identity)",
             1};
   }
 
@@ -102,8 +107,8 @@ class MergeTransposes final : public Pass {
       const bool identity = isIdentity(m.composed);
       merged.opType = identity ? "Identity" : "Transpose";
       if (!identity) merged.attributes["perm"] = intsAttribute(m.composed);
-      PassApplication record{kName, {t1.displayName(), t2.displayName()}, merged.name};
-      replaceNodes(g, {m.first, m.second}, merged, kName);
+      PassApplication record{m_name, {t1.displayName(), t2.displayName()}, merged.name};
+      replaceNodes(g, {m.first, m.second}, merged, m_name);
       index = std::make_unique<GraphIndex>(g);
       // An identity pair leaves an Identity, gone too unless it must keep a graph
       // output's name that the value before it cannot take.
@@ -117,12 +122,19 @@ class MergeTransposes final : public Pass {
     }
     return Status::ok();
   }
+
+ private:
+  std::string m_name;
 };
 
 }  // namespace
 
 std::unique_ptr<Pass> makeMergeTransposes() {
-  return std::make_unique<MergeTransposes>();
+  return std::make_unique<MergeTransposes>(kName);
+}
+
+std::unique_ptr<Pass> makeMergeLayoutTransposes() {
+  return std::make_unique<MergeTransposes>("merge_layout_transposes");
 }
 
 }  // namespace kiln::passes

@@ -20,6 +20,13 @@ class Pass {
   virtual PassInfo info() const = 0;
   // Rewrites every match in `network`; appends one record per rewrite.
   virtual Status apply(Network& network, std::vector<PassApplication>* applied) const = 0;
+  // As apply, asking `target` (may be nullptr) before making a Kiln-domain node. Passes
+  // that make none keep the default.
+  virtual Status applyFor(Network& network, std::vector<PassApplication>* applied,
+                          const FusionTarget* target) const {
+    (void)target;
+    return apply(network, applied);
+  }
 };
 
 // Who writes and who reads each value of the main graph (node indices; graph outputs count as a
@@ -92,9 +99,10 @@ using FusionAt =
 // The fusion passes' rewrite loop: visits the nodes in order, applies each rewrite
 // `fusionAt` finds (replaceNodes), records it (the ONNX nodes behind the replaced
 // ones, the fused node's name), re-indexes and goes on at the node that followed the
-// anchor. Declares the ai.kiln opset when a fused node is in that domain.
+// anchor. Declares the ai.kiln opset when a fused node is in that domain. With a
+// `target`, a Kiln-domain node it refuses is not made (see FusionTarget).
 void fuseEach(Network& network, const std::string& pass, std::vector<PassApplication>* applied,
-              const FusionAt& fusionAt);
+              const FusionAt& fusionAt, const FusionTarget* target = nullptr);
 
 // FusionAt with the main graph's inferred shapes (inferredShapesOrNone, once per pass).
 using ShapedFusionAt = std::function<std::optional<Fusion>(Graph& graph, const GraphIndex& index,

@@ -28,6 +28,9 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   // BatchNormalization into the Conv before it: weight algebra only, and it must
   // come before any pass that would fuse the Conv with what follows the BN.
   list.push_back(passes::makeFoldBatchNorm());
+  // The same algebra for a BN over a MatMul's output features (through the Flatten and
+  // Reshape of timm's LinearNorm): before fuse_matmul_bias_activation takes the Add.
+  list.push_back(passes::makeFoldMatMulBatchNorm());
   // Bias, residual Add and activation into the Conv: after the BN fold, which turns
   // Conv -> BN -> Relu into Conv(bias) -> Relu; before fuse_add_layer_norm, so an Add
   // right after a Conv rides the convolution's epilogue instead of a row kernel.
@@ -89,6 +92,9 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   // After every fusion, which all match channels-first patterns; only when the
   // backend asks for it (runPasses' channelsLast), so a CPU build never sees it.
   list.push_back(passes::makeChannelsLastLayout());
+  // The layout's reformats against the model's own permutes (a reformat to NCHW read by
+  // a Transpose back to NHWC is no copy at all): after the layout pass, which makes them.
+  list.push_back(passes::makeMergeLayoutTransposes());
   return list;
 }
 
@@ -101,7 +107,8 @@ std::vector<PassInfo> listPasses() {
 }
 
 Status runPasses(Network& network, int optimizationLevel, const std::vector<std::string>& disabled,
-                 std::vector<PassApplication>* applied, bool channelsLast, bool halfPrecision) {
+                 std::vector<PassApplication>* applied, bool channelsLast, bool halfPrecision,
+                 const FusionTarget* target) {
   auto runs = [&](const PassInfo& info) {
     return optimizationLevel >= info.minimumLevel &&
            std::find(disabled.begin(), disabled.end(), info.name) == disabled.end() &&
@@ -125,7 +132,7 @@ Status runPasses(Network& network, int optimizationLevel, const std::vector<std:
     // The stem layer's kernel is a half-precision one that writes NHWC: without the
     // layout pass after it (level, --disable-pass) the layer would fall back to the host.
     if (info.name == kConvMaxPoolPass && !(halfPrecision && layoutRuns)) continue;
-    KILN_RETURN_IF_ERROR_CTX(pass->apply(network, applied), "pass " + info.name);
+    KILN_RETURN_IF_ERROR_CTX(pass->applyFor(network, applied, target), "pass " + info.name);
   }
   return Status::ok();
 }

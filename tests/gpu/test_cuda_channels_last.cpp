@@ -107,6 +107,12 @@ TEST(CudaChannelsLast, GlobalPooling) {
     SCOPED_TRACE(op);
     channelsLast(op, 1).input(randomFloats({4, 7, 7, 64}, 11)).check();
     channelsLast(op, 1).input(randomFloats({2, 5, 3, 3}, 12)).check();
+    // EfficientNet's first squeeze-excitation pool (112 x 112 positions, 4 packs of 8
+    // channels: 64 lanes per pack), a head's 1280 channels (five blocks per image, the
+    // last one partial), and single channels split across every lane.
+    channelsLast(op, 1).input(randomFloats({3, 112, 112, 32}, 13)).check();
+    channelsLast(op, 1).input(randomFloats({2, 7, 7, 1288}, 14)).check();
+    channelsLast(op, 1).input(randomFloats({2, 33, 31, 3}, 15)).check();
   }
 }
 

@@ -5,7 +5,9 @@
 // inputs. Shapes cover the fast path (D = 64, 16-byte loads), every head-size padding
 // (32, 64, 128) with and without 16-byte loads, sequences that are not multiples of
 // the key tiles, cross attention, the BHSD layout, each mask broadcast, -inf masks and
-// a fully masked row (NaN on both sides).
+// a fully masked row (NaN on both sides; 0 for the SDPA export's guarded softmax), V's
+// head size differing from Q's (LeViT), and a CUDA build that keeps an attention the
+// kernel cannot run unfused.
 //
 // Tolerances: fp32 3e-5 (SIMT float dot products of <= 128 terms and exp2f against the
 // reference's float GEMMs; |Y| <= 2). fp16 4e-3: inputs are rounded first, so only the
@@ -13,6 +15,7 @@
 // (2^-11 relative of |Y| <= 2) remain. bf16 3e-2: the same with 2^-8.
 #include <cuda_runtime_api.h>
 
+#include <array>
 #include <limits>
 #include <map>
 #include <memory>
@@ -21,6 +24,8 @@
 
 #include "engine/passes/attention_graph.h"
 #include "gpu/gpu_op_test.h"
+#include "kiln/builder.h"
+#include "kiln/cuda_build_backend.h"
 #include "kiln/passes.h"
 #include "kiln/reference_backend.h"
 
@@ -37,7 +42,6 @@ const std::vector<Tolerance> kAllPrecisions = {{cuda::Precision::kFloat32, 3e-5}
                                                {cuda::Precision::kBFloat16, 3e-2}};
 
 using Feeds = std::map<std::string, Tensor>;
-
 
 // Fuses c's graph, checks it holds one FusedAttention, and compares the CUDA run of the
 // fused graph with the CPU run of the unfused one at each precision.
@@ -153,6 +157,66 @@ TEST(CudaFusedAttention, InfiniteMaskAndAFullyMaskedRow) {
       for (int64_t j = 40; j < 70; ++j) m.data<float>()[i * 70 + j] = -inf;
     for (int64_t j = 0; j < 70; ++j) m.data<float>()[70 * 70 + 3 * 70 + j] = -inf;
   });
+}
+
+TEST(CudaFusedAttention, ValueHeadSizeOfItsOwn) {
+  KILN_REQUIRE_GPU();
+  // LeViT-128's attention (D = 16, Dv = 32) and its subsampling attention (Dv = 64) with
+  // an attention bias [H, N, N] on 7 x 7 and 14 x 14 tokens; then Dv below D, and a pair
+  // on element loads (D % 8 != 0).
+  for (auto [d, dv, n] : std::vector<std::array<int64_t, 3>>{
+           {16, 32, 49}, {16, 64, 196}, {64, 32, 77}, {40, 128, 70}, {20, 57, 33}}) {
+    SCOPED_TRACE("D " + std::to_string(d) + ", Dv " + std::to_string(dv) + ", N " +
+                 std::to_string(n));
+    AttentionCase c = bertLike(n, d);
+    c.valueDim = dv;
+    c.divide = false;
+    c.mask = {3, n, n};
+    checkCase(c);
+  }
+}
+
+TEST(CudaFusedAttention, SdpaExportWithAFullyMaskedRow) {
+  KILN_REQUIRE_GPU();
+  // transformers' default (SDPA) attention as exported: both scales, a boolean mask,
+  // the NaN-guarded softmax. Query row 3 of batch 1 sees no key: 0 there, as unfused.
+  AttentionCase c = bertLike(70, 64);
+  c.sdpaExport = true;
+  c.mask = {2, 1, 70, 70};
+  checkCase(c, kAllPrecisions, [](Feeds& feeds) {
+    Tensor& keep = feeds["mask_bool"];
+    for (int64_t j = 0; j < 70; ++j) keep.data<uint8_t>()[70 * 70 + 3 * 70 + j] = 0;
+  });
+}
+
+TEST(CudaFusedAttention, TheCudaBuildKeepsWhatTheKernelCannotRunUnfused) {
+  KILN_REQUIRE_GPU();
+  // D = 160 is past the kernel's 128: the CUDA build never makes the layer (the reason
+  // is in the record's warnings) and every layer of the plan runs on the GPU.
+  AttentionCase c = bertLike(20, 160);
+  auto network = std::make_shared<const Network>(attentionNetwork(c));
+  BuilderConfig config;
+  config.tf32 = false;
+  config.fp16 = true;
+  auto backend = cuda::createCudaBuildBackend(0, config);
+  ASSERT_TRUE(backend.isOk()) << backend.status().toString();
+  auto plan = buildPlan(network, config, **backend);
+  ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+  for (const Node& n : plan->network->graph.nodes) EXPECT_NE(n.opType, "FusedAttention");
+  bool warned = false;
+  for (const std::string& w : plan->record.warnings)
+    warned = warned || w.find("target refuses FusedAttention: head size 160") != std::string::npos;
+  EXPECT_TRUE(warned);
+  const Feeds feeds = roundTo(attentionFeeds(c, 4), cuda::Precision::kFloat16);
+  std::vector<NamedTensor> expected;
+  ASSERT_TRUE(ReferenceBackend(*network).run(feeds, &expected).isOk());
+  std::vector<cuda::LayerInfo> layers;
+  auto actual = runCudaPoisoned(*plan->network, feeds, cuda::Precision::kFloat16, "y", &layers);
+  ASSERT_TRUE(actual.isOk()) << actual.status().toString();
+  EXPECT_FALSE(layers.empty());
+  for (const cuda::LayerInfo& layer : layers)
+    EXPECT_EQ(layer.placement, cuda::LayerPlacement::kGpu) << layer.name << ": " << layer.note;
+  expectTensorNear(actual.value(), expected[0].tensor, 2e-2, 2e-2);
 }
 
 TEST(CudaFusedAttention, UnsupportedHeadSizeRunsOnTheHost) {

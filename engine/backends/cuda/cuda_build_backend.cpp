@@ -8,6 +8,7 @@
 #include <map>
 #include <string>
 
+#include "backends/cuda/gpu_kernel.h"
 #include "ir/channels_last.h"
 #include "ir/fp8_layers.h"
 #include "ir/quantized_layers.h"
@@ -117,6 +118,11 @@ class CudaBuildBackend final : public BuildBackend {
   }
 
   std::string lastTimingDetail() const override { return m_detail; }
+
+  std::string fusedNodeSupport(const Node& fused, const std::vector<DataType>& inputTypes,
+                               const std::vector<Shape>& inputShapes) const override {
+    return builtinGpuKernelSupport(fused, inputTypes, inputShapes);
+  }
 
   // The plan's NVRTC cubins: each layer's generated kernels at the opt shapes in the
   // engine's one float storage type, which the runtime takes from a plan's 16-bit

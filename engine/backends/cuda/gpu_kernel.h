@@ -95,6 +95,10 @@ using GpuKernelFn = Status (*)(GpuKernelContext& context);
 // "" when the kernel handles this node with these input storage types; otherwise
 // the reason, and the node runs through the host fallback.
 using GpuSupportFn = std::string (*)(const Node& node, const std::vector<DataType>& inputTypes);
+// "" when the kernel runs this node at these input shapes as the build knows them (a
+// dim below 0 is a symbol, an empty shape an unknown one: accept what may run);
+// otherwise the reason. Asked before a pass makes such a node (fusedNodeSupport).
+using GpuShapeSupportFn = std::string (*)(const Node& node, const std::vector<Shape>& inputShapes);
 
 struct GpuKernelEntry {
   std::string domain;  // "" = ai.onnx
@@ -109,6 +113,7 @@ struct GpuKernelEntry {
   // Output 0 is input 0's bytes under a new shape (Reshape, Squeeze, ...): no kernel
   // runs; `fn` is still called to validate and compute the shape via allocateOutput.
   bool aliasesInput0 = false;
+  GpuShapeSupportFn supportsShapes = nullptr;  // nullptr: any shape
 };
 
 class GpuKernelRegistry {
@@ -125,6 +130,11 @@ class GpuKernelRegistry {
 };
 
 const GpuKernelRegistry& builtinGpuKernels();
+
+// "" when a built-in GPU kernel runs `node` with inputs of these types and shapes (the
+// entry's supports and supportsShapes); otherwise the reason ("no GPU kernel for ...").
+std::string builtinGpuKernelSupport(const Node& node, const std::vector<DataType>& inputTypes,
+                                    const std::vector<Shape>& inputShapes);
 
 // Support predicates shared by families.
 std::string supportsFloatTypes(const Node& node, const std::vector<DataType>& types);

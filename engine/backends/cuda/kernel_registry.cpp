@@ -85,6 +85,17 @@ bool isFloatStorage(DataType t) {
 }
 }  // namespace
 
+std::string builtinGpuKernelSupport(const Node& node, const std::vector<DataType>& inputTypes,
+                                    const std::vector<Shape>& inputShapes) {
+  const GpuKernelEntry* entry = builtinGpuKernels().find(node.domain, node.opType, node.opset);
+  if (!entry)
+    return "no GPU kernel for " + (node.domain.empty() ? "" : node.domain + ".") + node.opType;
+  const std::string types =
+      entry->supports ? entry->supports(node, inputTypes) : supportsFloatTypes(node, inputTypes);
+  if (!types.empty() || !entry->supportsShapes) return types;
+  return entry->supportsShapes(node, inputShapes);
+}
+
 std::string supportsFloatTypes(const Node&, const std::vector<DataType>& types) {
   for (DataType t : types) {
     if (t != DataType::kUndefined && !isFloatStorage(t))

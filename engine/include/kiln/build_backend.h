@@ -66,6 +66,17 @@ class BuildBackend {
     (void)tensorCoreMath;
     return false;
   }
+  // "" when the backend runs the Kiln-domain node `fused` that a pass proposes, with
+  // inputs of these model types and shapes (kiln/passes.h, FusionTarget); otherwise why
+  // not, and the match stays unfused (its parts run as they are). Default: "" (the CPU
+  // reference runs every fused node).
+  virtual std::string fusedNodeSupport(const Node& fused, const std::vector<DataType>& inputTypes,
+                                       const std::vector<Shape>& inputShapes) const {
+    (void)fused;
+    (void)inputTypes;
+    (void)inputShapes;
+    return "";
+  }
   // The tactics for `node`, in preference order (the first is the heuristic's
   // pick); never empty for a node the backend can run at all.
   virtual std::vector<TacticDescriptor> tactics(const Node& node) const = 0;

@@ -3,6 +3,7 @@
 // attributes, so it survives plan files: the ONNX nodes it replaced and the pass.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,19 @@ struct PassApplication {
   std::string layer;
 };
 
+// The build target's say over the fused nodes the passes propose: a pass that would
+// replace a match with a Kiln-domain node (ai.kiln) first asks `accepts`, giving the
+// node and its inputs' types and shapes as shape inference knows them before the
+// rewrite (kUndefined, or an empty shape, when unknown; a dim below 0 is a symbol).
+// "" accepts; otherwise the match stays unfused and "pass: kept 'nodes' unfused: the
+// reason" is appended to `refusals`. A fusion the target cannot run is never made.
+struct FusionTarget {
+  std::function<std::string(const Node& fused, const std::vector<DataType>& inputTypes,
+                            const std::vector<Shape>& inputShapes)>
+      accepts;
+  std::vector<std::string>* refusals = nullptr;
+};
+
 // Every pass in pipeline order.
 std::vector<PassInfo> listPasses();
 // The layout pass that stores convolutions and pooling channels-last (NHWC).
@@ -42,8 +56,10 @@ constexpr const char* kConvMaxPoolPass = "fuse_conv_max_pool";
 // `halfPrecision`: the engine's float layers compute in fp16/bf16; fuse_conv_max_pool,
 // whose layer only a half-precision channels-last kernel runs, needs it and a running
 // channels_last_layout (channelsLast, its level, not disabled).
+// `target`: the fusion passes ask it before making a Kiln-domain node (nullptr: every
+// fusion is made, as for the CPU reference, which runs them all).
 Status runPasses(Network& network, int optimizationLevel, const std::vector<std::string>& disabled,
                  std::vector<PassApplication>* applied, bool channelsLast = false,
-                 bool halfPrecision = false);
+                 bool halfPrecision = false, const FusionTarget* target = nullptr);
 
 }  // namespace kiln

@@ -25,12 +25,18 @@ struct AttentionCase {
   // batch: Concat(Slice(Shape(x), 0, 2), [-1, D]) and Concat(Slice(Shape(q), 0, 2), [-1]).
   bool computedShapes = false;
   DataType type = DataType::kFloat32;
+  int64_t valueDim = 0;  // V's head size (0: headDim), as LeViT's 16 / 32
+  // PyTorch's SDPA export: Qh and K^T each multiplied by sqrt(1 / sqrt(D)) instead of a
+  // scale on the scores; the mask an input "mask_bool" (true: keep) turned additive by
+  // Where(mask_bool, 0, -inf); the softmax guarded by Where(IsNaN(P), 0, P).
+  bool sdpaExport = false;
+  int64_t vDim() const { return valueDim > 0 ? valueDim : headDim; }
 };
 
 // The graph: inputs "q", "k", "v" (and "mask"), output "y".
 Network attentionNetwork(const AttentionCase& c);
 // Random Q, K, V in [-2, 2) and a padding mask (-1e4 on about a quarter of its entries,
-// 0 elsewhere), in c.type.
+// 0 elsewhere), in c.type; for sdpaExport a boolean mask (false on about a quarter).
 std::map<std::string, Tensor> attentionFeeds(const AttentionCase& c, uint32_t seed);
 
 }  // namespace kiln::test

@@ -68,14 +68,15 @@ TEST(ChannelsLastLayout, ResNetBlockKeepsOutputsWithTransposesOnlyAtEdges) {
   Network nhwc = original;
   std::vector<PassApplication> applied;
   ASSERT_TRUE(runPasses(nhwc, 2, {}, &applied, /*channelsLast=*/true).isOk());
-  // conv1 + relu, maxpool, conv2 + add + relu, avgpool, global pool: 5 channels-last layers.
+  // conv1 + relu, maxpool, conv2 + add + relu, avgpool, global pool: 5 channels-last layers;
+  // the Sigmoid, elementwise, follows the region on NHWC storage (no attribute of its own).
   int channelsLast = 0;
   for (const Node& n : nhwc.graph.nodes) channelsLast += isChannelsLast(n) ? 1 : 0;
   EXPECT_EQ(channelsLast, 5);
   EXPECT_EQ(std::count_if(applied.begin(), applied.end(),
                           [](const PassApplication& a) { return a.pass == kChannelsLastPass; }),
-            5);
-  // x in; r2 out for the Sigmoid; gap out for the Flatten.
+            6);
+  // x in; the Sigmoid's output "side" out (a graph output); gap out for the Flatten.
   EXPECT_EQ(count(nhwc, "Transpose"), 3);
   for (const Node& n : nhwc.graph.nodes)
     if (n.opType == "Transpose")
@@ -99,8 +100,50 @@ TEST(ChannelsLastLayout, ResNetBlockKeepsOutputsWithTransposesOnlyAtEdges) {
   // Shape inference sees the stored layout inside and the ONNX layout outside.
   auto shapes = inferShapes(nhwc);
   ASSERT_TRUE(shapes.isOk());
-  EXPECT_EQ(symbolicShapeToString(shapes.value().values.at("r2").shape), "2x16x5x5");
+  EXPECT_EQ(symbolicShapeToString(shapes.value().values.at("side").shape), "2x16x5x5");
   EXPECT_EQ(symbolicShapeToString(shapes.value().values.at("y").shape), "2x5");
+}
+
+// A squeeze-excitation block with a layer scale, as EfficientNet and ConvNeXt have them:
+// x -> conv -> c; s = Sigmoid(Conv(Relu(Conv(GAP(c))))) [2, 16, 1, 1]; Mul(c, s) * gamma
+// [16, 1, 1] -> conv -> y. The Muls follow the region (s is NHWC already, gamma is stored
+// [1, 1, 1, 16]): Transposes only for x and y, outputs unchanged.
+TEST(ChannelsLastLayout, SqueezeExcitationScaleStaysInTheRegion) {
+  Network net;
+  net.opsets[""] = 17;
+  Graph& g = net.graph;
+  g.inputs = {{"x", DataType::kFloat32, true, {DimExpr(2), DimExpr(8), DimExpr(9), DimExpr(9)}}};
+  g.initializers["w1"] = randomTensor(DataType::kFloat32, {16, 8, 3, 3}, 1);
+  g.initializers["wr"] = randomTensor(DataType::kFloat32, {4, 16, 1, 1}, 2);
+  g.initializers["we"] = randomTensor(DataType::kFloat32, {16, 4, 1, 1}, 3);
+  g.initializers["gamma"] = randomTensor(DataType::kFloat32, {16, 1, 1}, 4, 0.5, 1.5);
+  g.initializers["w3"] = randomTensor(DataType::kFloat32, {8, 16, 1, 1}, 5);
+  g.nodes.push_back(withInts(makeNode("Conv", {"x", "w1"}, {"c"}), "pads", {1, 1, 1, 1}));
+  g.nodes.push_back(makeNode("GlobalAveragePool", {"c"}, {"gap"}));
+  g.nodes.push_back(makeNode("Conv", {"gap", "wr"}, {"r"}));
+  g.nodes.push_back(makeNode("Relu", {"r"}, {"rr"}));
+  g.nodes.push_back(makeNode("Conv", {"rr", "we"}, {"e"}));
+  g.nodes.push_back(makeNode("Sigmoid", {"e"}, {"s"}));
+  g.nodes.push_back(makeNode("Mul", {"c", "s"}, {"m"}));
+  g.nodes.push_back(makeNode("Mul", {"m", "gamma"}, {"mg"}));
+  g.nodes.push_back(makeNode("Conv", {"mg", "w3"}, {"y"}));
+  g.outputs = {{"y", DataType::kFloat32, false, {}}};
+  for (int level : {1, 2}) {  // level 2 makes the two Muls one PointwiseChain first
+    SCOPED_TRACE("level " + std::to_string(level));
+    Network nhwc = net;
+    std::vector<PassApplication> applied;
+    ASSERT_TRUE(runPasses(nhwc, level, {}, &applied, /*channelsLast=*/true).isOk());
+    if (level == 1) {
+      EXPECT_EQ(count(nhwc, "Transpose"), 0) << "the layout pass runs from level 2";
+      continue;
+    }
+    EXPECT_EQ(count(nhwc, "Transpose"), 2);  // x in, y out
+    const auto x = randomTensor(DataType::kFloat32, {2, 8, 9, 9}, 11, -2, 2);
+    const auto expected = runOnReference(net, {{"x", x}});
+    const auto actual = runOnReference(nhwc, {{"x", x}});
+    ASSERT_EQ(actual.size(), 1u);
+    expectTensorNear(actual[0].tensor, expected[0].tensor, 1e-5, 1e-5);
+  }
 }
 
 TEST(ChannelsLastLayout, RunsOnlyWhenAskedAndCanBeDisabled) {

@@ -279,6 +279,100 @@ TEST(FuseAttention, TinyBertAttentionIsOneLayer) {
   expectTensorNear(b[0].tensor, a[0].tensor, 1e-5, 1e-4);
 }
 
+// PyTorch's SDPA export (transformers' default attention): sqrt(scale) on Qh and on
+// K^T, a boolean mask made additive by Where, the softmax guarded by
+// Where(IsNaN(P), 0, P). One layer, both scales folded, nan_to_zero set.
+TEST(FuseAttention, SdpaExportScalesBothSidesAndGuardsTheSoftmax) {
+  AttentionCase c;
+  c.sdpaExport = true;
+  c.mask = {2, 1, 1, 37};
+  Network fused;
+  // Three head-split Reshapes, the mask's Where and the layer.
+  auto applied = fuseAndCompare(c, 5, &fused);
+  ASSERT_EQ(applied.size(), 1u);
+  const Node* node = fusedAttention(fused);
+  ASSERT_NE(node, nullptr);
+  EXPECT_NEAR(node->attrFloat("scale", 0.f), 0.25f, 1e-6f);  // (1 / sqrt(sqrt(16)))^2
+  EXPECT_EQ(node->attrInt("nan_to_zero", 0), 1);
+  EXPECT_EQ(node->inputs, (std::vector<std::string>{"q4", "k4", "v4", "mask"}));
+}
+
+// A query row whose every key is masked: the guarded unfused graph gives 0 there (the
+// plain Softmax would give NaN), and so must the fused layer; other rows are non-zero.
+TEST(FuseAttention, SdpaFullyMaskedRowGivesZero) {
+  AttentionCase c;
+  c.sdpaExport = true;
+  c.mask = {2, 1, 37, 37};
+  const Network original = attentionNetwork(c);
+  Network fused = original;
+  std::vector<PassApplication> applied;
+  ASSERT_TRUE(runPasses(fused, 1, {}, &applied).isOk());
+  ASSERT_NE(fusedAttention(fused), nullptr);
+  auto feeds = attentionFeeds(c, 5);
+  Tensor& keep = feeds["mask_bool"];
+  for (int64_t j = 0; j < 37; ++j)
+    keep.data<uint8_t>()[37 * 37 + 4 * 37 + j] = 0;  // batch 1, row 4
+  const auto expected = runOnReference(original, feeds);
+  const auto actual = runOnReference(fused, feeds);
+  ASSERT_EQ(actual.size(), 1u);
+  expectTensorNear(actual[0].tensor, expected[0].tensor, 1e-5, 1e-5);
+  const Tensor& y = actual[0].tensor;  // [2, 37, 3 * 16]
+  const int64_t row = 37 * 48 + 4 * 48;
+  double rowAbs = 0.0, otherAbs = 0.0;
+  for (int64_t d = 0; d < 48; ++d) {
+    rowAbs += std::fabs(y.data<float>()[row + d]);
+    otherAbs += std::fabs(y.data<float>()[row + 48 + d]);
+  }
+  EXPECT_EQ(rowAbs, 0.0);
+  EXPECT_GT(otherAbs, 0.0);
+}
+
+// LeViT: head size 16 for Q and K, 32 for V, an attention bias [H, N, N] added to the
+// scaled scores. One layer over the Reshape outputs, V's head size its own.
+TEST(FuseAttention, ValueHeadSizeDiffersWithAnAttentionBias) {
+  AttentionCase c;
+  c.valueDim = 32;
+  c.divide = false;
+  c.mask = {3, 37, 37};
+  Network fused;
+  auto applied = fuseAndCompare(c, 4, &fused);
+  ASSERT_EQ(applied.size(), 1u);
+  const Node* node = fusedAttention(fused);
+  ASSERT_NE(node, nullptr);
+  EXPECT_EQ(node->attrInt("merge_heads", 0), 1);
+}
+
+// The build target refuses the layer: the match stays unfused, the outputs are the
+// original graph's, and the refusal names the pass, the nodes and the reason.
+TEST(FuseAttention, ATargetThatRefusesKeepsTheMatchUnfused) {
+  AttentionCase c;
+  c.mask = {2, 1, 1, 37};
+  const Network original = attentionNetwork(c);
+  std::vector<std::string> refusals;
+  std::vector<Shape> seenShapes;
+  const FusionTarget target{[&](const Node& fused, const std::vector<DataType>& types,
+                                const std::vector<Shape>& shapes) -> std::string {
+                              if (fused.opType != "FusedAttention") return "";
+                              EXPECT_EQ(types.size(), 4u);
+                              seenShapes = shapes;
+                              return "head size 16 is not for this target";
+                            },
+                            &refusals};
+  Network fused = original;
+  std::vector<PassApplication> applied;
+  ASSERT_TRUE(runPasses(fused, 1, {}, &applied, false, false, &target).isOk());
+  EXPECT_EQ(fusedAttention(fused), nullptr);
+  ASSERT_EQ(refusals.size(), 1u);
+  EXPECT_NE(refusals[0].find("fuse_attention: kept '"), std::string::npos) << refusals[0];
+  EXPECT_NE(refusals[0].find("head size 16 is not for this target"), std::string::npos);
+  ASSERT_EQ(seenShapes.size(), 4u);
+  EXPECT_EQ(seenShapes[0], (Shape{2, 37, 3, 16}));  // Q4 in BSHD, as inferred
+  for (PassApplication& a : applied) EXPECT_NE(a.pass, kPass);
+  const auto feeds = attentionFeeds(c, 2);
+  expectTensorNear(runOnReference(fused, feeds)[0].tensor,
+                   runOnReference(original, feeds)[0].tensor, 1e-5, 1e-5);
+}
+
 // The reference kernel against attention worked out by hand: one head, two keys.
 TEST(FusedAttentionOp, MatchesTheFormulaAndRefusesBadShapes) {
   // Q [1, 1, 1, 2] (BSHD), K rows (1, 0) and (0, 1), V rows (1, 2) and (3, 4), mask (0, -1).

@@ -227,7 +227,8 @@ TEST(FuseMatMulBias, TinyBertFusesEveryLinearAndItsGelu) {
   // attention: test_fuse_attention.cpp).
   ASSERT_TRUE(runPasses(fused, 3,
                         {"fuse_softmax_scale_mask", "fuse_add_layer_norm", "fuse_attention",
-                         "remove_no_op_nodes", "merge_transposes", "fold_constants"},
+                         "remove_no_op_nodes", "merge_transposes", "merge_layout_transposes",
+                         "fold_constants"},
                         &applied)
                   .isOk());
   // fuse_gelu's Gelu, then q, k, v, attention out, FFN in (+ the Gelu), FFN out.

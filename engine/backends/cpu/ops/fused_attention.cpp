@@ -40,6 +40,11 @@ void attention(const FusedAttentionGeometry& g, const T* q, const T* k, const T*
           p[j] = s;
           maxValue = std::max(maxValue, s);
         }
+        T* yi = y + b * g.y.batch + h * g.y.head + i * g.y.seq;
+        if (g.nanToZero && !(maxValue > -std::numeric_limits<double>::infinity())) {
+          std::fill(yi, yi + g.valueDim, static_cast<T>(0.f));  // no finite score
+          continue;
+        }
         double sum = 0.0;
         for (int64_t j = 0; j < g.seqK; ++j) {
           p[j] = std::exp(p[j] - maxValue);  // all -inf: NaN, as Softmax gives
@@ -50,7 +55,6 @@ void attention(const FusedAttentionGeometry& g, const T* q, const T* k, const T*
           const T* vj = v + b * g.v.batch + h * g.v.head + j * g.v.seq;
           for (int64_t d = 0; d < g.valueDim; ++d) acc[d] += p[j] * static_cast<double>(vj[d]);
         }
-        T* yi = y + b * g.y.batch + h * g.y.head + i * g.y.seq;
         for (int64_t d = 0; d < g.valueDim; ++d)
           yi[d] = static_cast<T>(static_cast<ComputeType<T>>(acc[d] / sum));
       }

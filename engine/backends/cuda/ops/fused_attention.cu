@@ -13,9 +13,11 @@
 //     loads with zero fill.
 //   float32: SIMT FMAs in float (no TF32: the result is the float32 chain's, whatever
 //     the engine's TF32 setting).
-// Head size D = Dv up to 128 (padded to 32, 64 or 128 in shared memory); other sizes,
-// D != Dv and grids beyond 65535 heads or batches are refused as unsupported (the node
-// then runs on the host reference). Mask: any shape that broadcasts to [B, H, Sq, Sk]
+// Head sizes D (Q, K) and Dv (V) each up to 128, each padded to 32, 64 or 128 in shared
+// memory (LeViT's D = 16 with Dv = 32 or 64 runs here); larger head sizes and grids
+// beyond 65535 heads or batches are refused (fused_attention_limits.h): the CUDA build
+// then keeps such an attention unfused, and a plan that holds one anyway runs it on the
+// host reference. Mask: any shape that broadcasts to [B, H, Sq, Sk]
 // (BERT's [B, 1, 1, S], transformers 5's [B, 1, S, S], a full one), read through its
 // broadcast strides, additive, in Q's storage type; -inf entries are exact. A row whose
 // every logit is -inf gives NaN, as the unfused Softmax does.
@@ -35,6 +37,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "backends/cuda/ops/fused_attention_limits.h"
 #include "backends/cuda/ops/mma_f16.cuh"
 #include "backends/cuda/row_kernels.cuh"
 #include "ir/fused_attention.h"
@@ -56,10 +59,11 @@ struct AttentionArgs {
   const void* v = nullptr;
   const void* mask = nullptr;
   void* y = nullptr;
-  int seqQ = 0, seqK = 0, headDim = 0;
+  int seqQ = 0, seqK = 0, headDim = 0, valueDim = 0;
   AttentionStrides qs, ks, vs, ys;
-  int64_t ms[4] = {};     // mask strides over (b, h, i, j)
-  float scaleLog2 = 0.f;  // scale * log2(e): the softmax runs on exp2
+  int64_t ms[4] = {};      // mask strides over (b, h, i, j)
+  float scaleLog2 = 0.f;   // scale * log2(e): the softmax runs on exp2
+  bool nanToZero = false;  // a row with no finite logit writes 0 (its sum is 0)
 };
 
 // Rows [row0, row0 + kTileRows) of one head into a shared tile of row stride kStride;
@@ -96,12 +100,20 @@ __device__ __forceinline__ float rescale(float tileMax, float* runningMax, float
   return base;
 }
 
-template <class T, int kDPad, bool kVec>
+// Shared memory of the tensor-core kernel: Q's tile (also the output's staging rows,
+// hence the larger of the two strides), K's and V's.
+constexpr int sharedElements16(int dPad, int dvPad) {
+  const int stride = dPad + kPad16, vStride = dvPad + kPad16;
+  return kRows * (stride > vStride ? stride : vStride) + kKeys16 * (stride + vStride);
+}
+
+template <class T, int kDPad, int kDvPad, bool kVec>
 __global__ void __launch_bounds__(kThreads) attentionTensorCore(AttentionArgs a) {
-  constexpr int kStride = kDPad + kPad16;
+  constexpr int kStride = kDPad + kPad16;    // Q and K rows
+  constexpr int kVStride = kDvPad + kPad16;  // V rows and the staged output rows
   extern __shared__ __align__(16) unsigned char shared[];
   T* sQ = reinterpret_cast<T*>(shared);
-  T* sK = sQ + kRows * kStride;
+  T* sK = sQ + kRows * (kStride > kVStride ? kStride : kVStride);
   T* sV = sK + kKeys16 * kStride;
   const int b = blockIdx.z, h = blockIdx.y, row0 = blockIdx.x * kRows;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
@@ -116,13 +128,13 @@ __global__ void __launch_bounds__(kThreads) attentionTensorCore(AttentionArgs a)
 #pragma unroll
   for (int kk = 0; kk < kDPad / 16; ++kk)
     ldmatrixX4<false>(qf[kk], sQ + (warp * 16 + (lane & 15)) * kStride + kk * 16 + (lane >> 4) * 8);
-  float o[kDPad / 8][4] = {};
+  float o[kDvPad / 8][4] = {};
   float rowMax[2] = {-INFINITY, -INFINITY}, rowSum[2] = {0.f, 0.f};
   const int rows[2] = {row0 + warp * 16 + g, row0 + warp * 16 + g + 8};
   for (int key0 = 0; key0 < a.seqK; key0 += kKeys16) {
     __syncthreads();  // every warp is done with the previous K and V tiles
     loadTile<T, kDPad, kStride, kKeys16, kVec>(sK, k, a.ks.seq, key0, a.seqK, a.headDim);
-    loadTile<T, kDPad, kStride, kKeys16, kVec>(sV, v, a.vs.seq, key0, a.seqK, a.headDim);
+    loadTile<T, kDvPad, kVStride, kKeys16, kVec>(sV, v, a.vs.seq, key0, a.seqK, a.valueDim);
     __syncthreads();
     float s[kKeys16 / 8][4] = {};
 #pragma unroll
@@ -162,7 +174,7 @@ __global__ void __launch_bounds__(kThreads) attentionTensorCore(AttentionArgs a)
       base[r] = rescale(tileMax[r], &rowMax[r], &correction);
       rowSum[r] *= correction;
 #pragma unroll
-      for (int d = 0; d < kDPad / 8; ++d) {
+      for (int d = 0; d < kDvPad / 8; ++d) {
         o[d][2 * r] *= correction;
         o[d][2 * r + 1] *= correction;
       }
@@ -183,54 +195,58 @@ __global__ void __launch_bounds__(kThreads) attentionTensorCore(AttentionArgs a)
                               packPair<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
                               packPair<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
 #pragma unroll
-      for (int dn = 0; dn < kDPad / 16; ++dn) {
+      for (int dn = 0; dn < kDvPad / 16; ++dn) {
         uint32_t vf[4];
-        ldmatrixX4<true>(vf, sV + (kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * kStride +
+        ldmatrixX4<true>(vf, sV + (kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * kVStride +
                                  dn * 16 + (lane >> 4) * 8);
         mma16816<T>(o[2 * dn], pf, vf[0], vf[1]);
         mma16816<T>(o[2 * dn + 1], pf, vf[2], vf[3]);
       }
     }
   }
-  // Normalize and stage the warp's 16 rows in its own rows of sQ, then store them.
-  T* stage = sQ + warp * 16 * kStride;
+  // Normalize and stage the warp's 16 rows in its own rows of sQ, then store them. Rows
+  // wider than Q's reach into other warps' Q rows: wait until every warp has its Q
+  // fragments (a key loop of zero tiles passes no barrier).
+  if constexpr (kVStride > kStride) __syncthreads();
+  T* stage = sQ + warp * 16 * kVStride;
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     rowSum[r] += __shfl_xor_sync(kFullMask, rowSum[r], 1);
     rowSum[r] += __shfl_xor_sync(kFullMask, rowSum[r], 2);
-    const float inv = 1.f / rowSum[r];  // 0 for a fully masked row: NaN, as unfused
+    // A fully masked row sums to 0: NaN as unfused, or 0 with nan_to_zero.
+    const float inv = a.nanToZero && rowSum[r] == 0.f ? 0.f : 1.f / rowSum[r];
 #pragma unroll
-    for (int d = 0; d < kDPad / 8; ++d)
-      *reinterpret_cast<uint32_t*>(stage + (g + 8 * r) * kStride + d * 8 + 2 * t) =
+    for (int d = 0; d < kDvPad / 8; ++d)
+      *reinterpret_cast<uint32_t*>(stage + (g + 8 * r) * kVStride + d * 8 + 2 * t) =
           packPair<T>(o[d][2 * r] * inv, o[d][2 * r + 1] * inv);
   }
   __syncwarp();
   T* y = static_cast<T*>(a.y) + b * a.ys.batch + h * a.ys.head;
   constexpr int kPer = kVec ? 8 : 1;
-  for (int c = lane; c < 16 * kDPad / kPer; c += 32) {
-    const int r = c / (kDPad / kPer), col = (c % (kDPad / kPer)) * kPer;
+  for (int c = lane; c < 16 * kDvPad / kPer; c += 32) {
+    const int r = c / (kDvPad / kPer), col = (c % (kDvPad / kPer)) * kPer;
     const int row = row0 + warp * 16 + r;
-    if (row >= a.seqQ || col >= a.headDim) continue;
+    if (row >= a.seqQ || col >= a.valueDim) continue;
     if constexpr (kVec)
       *reinterpret_cast<uint4*>(y + row * a.ys.seq + col) =
-          *reinterpret_cast<const uint4*>(stage + r * kStride + col);
+          *reinterpret_cast<const uint4*>(stage + r * kVStride + col);
     else
-      y[row * a.ys.seq + col] = stage[r * kStride + col];
+      y[row * a.ys.seq + col] = stage[r * kVStride + col];
   }
 }
 
 // ---- float32: SIMT ---------------------------------------------------------------
 // Thread (ty, tx) = (tid / 8, tid % 8) owns rows ty + 16i (i < 4), keys tx + 8j of each
-// tile (j < 4) and output columns tx + 8j (j < kDPad / 8); a row's 8 lanes share a warp.
+// tile (j < 4) and output columns tx + 8j (j < kDvPad / 8); a row's 8 lanes share a warp.
 
-template <int kDPad>
+template <int kDPad, int kDvPad>
 __global__ void __launch_bounds__(kThreads) attentionSimt(AttentionArgs a) {
   constexpr int kQStride = kDPad + 1;  // odd strides: rows in distinct banks
   extern __shared__ __align__(16) unsigned char shared[];
   float* sQ = reinterpret_cast<float*>(shared);
   float* sK = sQ + kRows * kQStride;
   float* sV = sK + kKeys32 * kQStride;
-  float* sP = sV + kKeys32 * kDPad;  // [kRows][kKeys32 + 1]
+  float* sP = sV + kKeys32 * kDvPad;  // [kRows][kKeys32 + 1]
   const int b = blockIdx.z, h = blockIdx.y, row0 = blockIdx.x * kRows;
   const int ty = threadIdx.x / 8, tx = threadIdx.x % 8;
   const float* q = static_cast<const float*>(a.q) + b * a.qs.batch + h * a.qs.head;
@@ -239,14 +255,14 @@ __global__ void __launch_bounds__(kThreads) attentionSimt(AttentionArgs a) {
   const float* mask =
       a.mask ? static_cast<const float*>(a.mask) + b * a.ms[0] + h * a.ms[1] : nullptr;
   loadTile<float, kDPad, kQStride, kRows, false>(sQ, q, a.qs.seq, row0, a.seqQ, a.headDim);
-  float o[4][kDPad / 8] = {};
+  float o[4][kDvPad / 8] = {};
   float rowMax[4], rowSum[4] = {};
 #pragma unroll
   for (int i = 0; i < 4; ++i) rowMax[i] = -INFINITY;
   for (int key0 = 0; key0 < a.seqK; key0 += kKeys32) {
     __syncthreads();
     loadTile<float, kDPad, kQStride, kKeys32, false>(sK, k, a.ks.seq, key0, a.seqK, a.headDim);
-    loadTile<float, kDPad, kDPad, kKeys32, false>(sV, v, a.vs.seq, key0, a.seqK, a.headDim);
+    loadTile<float, kDvPad, kDvPad, kKeys32, false>(sV, v, a.vs.seq, key0, a.seqK, a.valueDim);
     __syncthreads();
     float s[4][4] = {};
     for (int d = 0; d < kDPad; ++d) {
@@ -281,7 +297,7 @@ __global__ void __launch_bounds__(kThreads) attentionSimt(AttentionArgs a) {
       const float base = rescale(tileMax, &rowMax[i], &correction);
       rowSum[i] *= correction;
 #pragma unroll
-      for (int j = 0; j < kDPad / 8; ++j) o[i][j] *= correction;
+      for (int j = 0; j < kDvPad / 8; ++j) o[i][j] *= correction;
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const float p = exp2f(s[i][j] - base);
@@ -291,14 +307,14 @@ __global__ void __launch_bounds__(kThreads) attentionSimt(AttentionArgs a) {
     }
     __syncwarp();  // a row's probabilities come from its own 8 lanes
     for (int key = 0; key < kKeys32; ++key) {
-      float vv[kDPad / 8];
+      float vv[kDvPad / 8];
 #pragma unroll
-      for (int j = 0; j < kDPad / 8; ++j) vv[j] = sV[key * kDPad + tx + 8 * j];
+      for (int j = 0; j < kDvPad / 8; ++j) vv[j] = sV[key * kDvPad + tx + 8 * j];
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const float p = sP[(ty + 16 * i) * (kKeys32 + 1) + key];
 #pragma unroll
-        for (int j = 0; j < kDPad / 8; ++j) o[i][j] = fmaf(p, vv[j], o[i][j]);
+        for (int j = 0; j < kDvPad / 8; ++j) o[i][j] = fmaf(p, vv[j], o[i][j]);
       }
     }
     __syncwarp();  // sP is rewritten by the next tile
@@ -309,20 +325,24 @@ __global__ void __launch_bounds__(kThreads) attentionSimt(AttentionArgs a) {
     for (int m = 1; m < 8; m <<= 1) rowSum[i] += __shfl_xor_sync(kFullMask, rowSum[i], m);
     const int row = row0 + ty + 16 * i;
     if (row >= a.seqQ) continue;
-    const float inv = 1.f / rowSum[i];
+    const float inv = a.nanToZero && rowSum[i] == 0.f ? 0.f : 1.f / rowSum[i];
 #pragma unroll
-    for (int j = 0; j < kDPad / 8; ++j)
-      if (tx + 8 * j < a.headDim) y[row * a.ys.seq + tx + 8 * j] = o[i][j] * inv;
+    for (int j = 0; j < kDvPad / 8; ++j)
+      if (tx + 8 * j < a.valueDim) y[row * a.ys.seq + tx + 8 * j] = o[i][j] * inv;
   }
 }
 
 // ---- Host side -------------------------------------------------------------------
 
-size_t sharedBytes(DataType type, int dPad) {
+int paddedHeadSize(int64_t d) {
+  return d <= 32 ? 32 : d <= 64 ? 64 : 128;
+}
+
+size_t sharedBytes(DataType type, int dPad, int dvPad) {
   if (type == DataType::kFloat32)
     return sizeof(float) *
-           ((kRows + kKeys32) * (dPad + 1) + kKeys32 * dPad + kRows * (kKeys32 + 1));
-  return 2 * (kRows + 2 * kKeys16) * static_cast<size_t>(dPad + kPad16);
+           ((kRows + kKeys32) * (dPad + 1) + kKeys32 * dvPad + kRows * (kKeys32 + 1));
+  return 2 * static_cast<size_t>(sharedElements16(dPad, dvPad));
 }
 
 template <class Kernel>
@@ -335,34 +355,60 @@ Status launch(GpuKernelContext& ctx, Kernel kernel, const AttentionArgs& a, dim3
   return Status::ok();
 }
 
-// 16-byte loads and stores: D a multiple of 8 and every base pointer 16-byte aligned
-// (the strides are multiples of D).
+// 16-byte loads and stores: D and Dv multiples of 8 and every base pointer 16-byte
+// aligned (the strides are multiples of D or Dv).
 bool vectorizable(const AttentionArgs& a) {
-  if (a.headDim % 8 != 0) return false;
+  if (a.headDim % 8 != 0 || a.valueDim % 8 != 0) return false;
   for (const void* p : {a.q, a.k, a.v, static_cast<const void*>(a.y)})
     if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return false;
   return true;
 }
 
-template <class T, int kDPad>
+template <class T, int kDPad, int kDvPad>
 Status launchTensorCore(GpuKernelContext& ctx, const AttentionArgs& a, dim3 grid, DataType type) {
-  const size_t bytes = sharedBytes(type, kDPad);
+  const size_t bytes = sharedBytes(type, kDPad, kDvPad);
   if (vectorizable(a))
-    return launch(ctx, attentionTensorCore<T, kDPad, true>, a, grid, bytes, "attentionTensorCore");
-  return launch(ctx, attentionTensorCore<T, kDPad, false>, a, grid, bytes, "attentionTensorCore");
+    return launch(ctx, attentionTensorCore<T, kDPad, kDvPad, true>, a, grid, bytes,
+                  "attentionTensorCore");
+  return launch(ctx, attentionTensorCore<T, kDPad, kDvPad, false>, a, grid, bytes,
+                "attentionTensorCore");
+}
+
+template <int kDPad, int kDvPad>
+Status launchForHeadSizes(GpuKernelContext& ctx, const AttentionArgs& a, dim3 grid, DataType type) {
+  switch (type) {
+    case DataType::kFloat32:
+      return launch(ctx, attentionSimt<kDPad, kDvPad>, a, grid, sharedBytes(type, kDPad, kDvPad),
+                    "attentionSimt");
+    case DataType::kFloat16:
+      return launchTensorCore<__half, kDPad, kDvPad>(ctx, a, grid, type);
+    case DataType::kBFloat16:
+      return launchTensorCore<__nv_bfloat16, kDPad, kDvPad>(ctx, a, grid, type);
+    default:
+      return ctx.unsupported(std::string("FusedAttention on ") + dataTypeName(type));
+  }
 }
 
 template <int kDPad>
-Status launchForHeadSize(GpuKernelContext& ctx, const AttentionArgs& a, dim3 grid, DataType type) {
-  switch (type) {
-    case DataType::kFloat32:
-      return launch(ctx, attentionSimt<kDPad>, a, grid, sharedBytes(type, kDPad), "attentionSimt");
-    case DataType::kFloat16:
-      return launchTensorCore<__half, kDPad>(ctx, a, grid, type);
-    case DataType::kBFloat16:
-      return launchTensorCore<__nv_bfloat16, kDPad>(ctx, a, grid, type);
+Status launchForValueSize(GpuKernelContext& ctx, const AttentionArgs& a, dim3 grid, DataType type) {
+  switch (paddedHeadSize(a.valueDim)) {
+    case 32:
+      return launchForHeadSizes<kDPad, 32>(ctx, a, grid, type);
+    case 64:
+      return launchForHeadSizes<kDPad, 64>(ctx, a, grid, type);
     default:
-      return ctx.unsupported(std::string("FusedAttention on ") + dataTypeName(type));
+      return launchForHeadSizes<kDPad, 128>(ctx, a, grid, type);
+  }
+}
+
+Status launchAttention(GpuKernelContext& ctx, const AttentionArgs& a, dim3 grid, DataType type) {
+  switch (paddedHeadSize(a.headDim)) {
+    case 32:
+      return launchForValueSize<32>(ctx, a, grid, type);
+    case 64:
+      return launchForValueSize<64>(ctx, a, grid, type);
+    default:
+      return launchForValueSize<128>(ctx, a, grid, type);
   }
 }
 
@@ -381,14 +427,9 @@ Status fusedAttentionKernel(GpuKernelContext& ctx) {
       fusedAttentionGeometry(ctx.node(), q.shape, ctx.input(1).shape, ctx.input(2).shape,
                              mask ? &mask->shape : nullptr, &g);
   if (!why.empty()) return ctx.error(why);
-  if (g.valueDim != g.headDim)
-    return ctx.unsupported("V's head size " + std::to_string(g.valueDim) + " differs from Q's " +
-                           std::to_string(g.headDim));
-  if (g.headDim > 128 || g.headDim < 1)
-    return ctx.unsupported("head size " + std::to_string(g.headDim) + " (the kernel takes 1..128)");
-  if (g.heads > 65535 || g.batch > 65535 || g.seqQ > (int64_t{1} << 30) ||
-      g.seqK > (int64_t{1} << 30))
-    return ctx.unsupported("more than 65535 heads or batches, or a sequence over 2^30");
+  const std::string limits =
+      fusedAttentionGpuLimits(g.batch, g.heads, g.seqQ, g.seqK, g.headDim, g.valueDim);
+  if (!limits.empty()) return ctx.unsupported(limits);
   KILN_ASSIGN_OR_RETURN(DeviceTensor y, ctx.allocateOutput(0, q.type, g.outputShape));
   if (y.numel() == 0) return Status::ok();
   AttentionArgs a;
@@ -400,23 +441,24 @@ Status fusedAttentionKernel(GpuKernelContext& ctx) {
   a.seqQ = static_cast<int>(g.seqQ);
   a.seqK = static_cast<int>(g.seqK);
   a.headDim = static_cast<int>(g.headDim);
+  a.valueDim = static_cast<int>(g.valueDim);
   a.qs = g.q;
   a.ks = g.k;
   a.vs = g.v;
   a.ys = g.y;
   for (int i = 0; i < 4; ++i) a.ms[i] = g.mask[i];
   a.scaleLog2 = g.scale * kLog2e;
+  a.nanToZero = g.nanToZero;
   const dim3 grid(static_cast<unsigned>((g.seqQ + kRows - 1) / kRows),
                   static_cast<unsigned>(g.heads), static_cast<unsigned>(g.batch));
-  const int dPad = g.headDim <= 32 ? 32 : g.headDim <= 64 ? 64 : 128;
+  const int dPad = paddedHeadSize(g.headDim), dvPad = paddedHeadSize(g.valueDim);
   ctx.setImplementation(std::string("kiln flash attention, ") +
                         (q.type == DataType::kFloat32 ? "fp32 SIMT, key tiles of 32"
                                                       : "mma.sync m16n8k16, key tiles of 64") +
                         ", head size padded to " + std::to_string(dPad) +
+                        (dvPad != dPad ? ", value size to " + std::to_string(dvPad) : "") +
                         (q.type != DataType::kFloat32 && vectorizable(a) ? ", 16-byte loads" : ""));
-  if (dPad == 32) return launchForHeadSize<32>(ctx, a, grid, q.type);
-  if (dPad == 64) return launchForHeadSize<64>(ctx, a, grid, q.type);
-  return launchForHeadSize<128>(ctx, a, grid, q.type);
+  return launchAttention(ctx, a, grid, q.type);
 }
 
 // "" for one float storage type across Q, K, V and the mask.
@@ -432,6 +474,17 @@ std::string supportsAttentionTypes(const Node& node, const std::vector<DataType>
   return "";
 }
 
+// "" when the head sizes and grid the build knows fit fusedAttentionGpuLimits; a dim
+// not known yet (below 0) passes and is checked at run time.
+std::string supportsAttentionShapes(const Node& node, const std::vector<Shape>& shapes) {
+  if (shapes.size() < 3 || shapes[0].size() != 4 || shapes[2].size() != 4) return "";
+  const bool bshd = node.attrString("qkv_layout", "BSHD") == "BSHD";
+  const Shape& q = shapes[0];
+  const int64_t seqK = shapes[1].size() == 4 ? shapes[1][bshd ? 1 : 2] : -1;
+  return fusedAttentionGpuLimits(q[0], node.attrInt("num_heads", 0), q[bshd ? 1 : 2], seqK, q[3],
+                                 shapes[2][3]);
+}
+
 }  // namespace
 
 void registerFusedAttentionGpuKernels(GpuKernelRegistry& registry) {
@@ -440,6 +493,7 @@ void registerFusedAttentionGpuKernels(GpuKernelRegistry& registry) {
   entry.opType = kFusedAttentionOp;
   entry.fn = &fusedAttentionKernel;
   entry.supports = &supportsAttentionTypes;
+  entry.supportsShapes = &supportsAttentionShapes;
   registry.add(entry);
 }
 

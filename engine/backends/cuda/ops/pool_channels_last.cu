@@ -161,36 +161,70 @@ __global__ void __launch_bounds__(kBlockSize)
   }
 }
 
+// Global pooling, X [N, S, C] channels-last: a block owns one image and up to
+// kGroupsPerBlock packs of V channels; its threads split the S positions among
+// kBlockSize / groups lanes, each lane reading the block's packs of one position at a
+// time (consecutive threads, consecutive 16-byte packs: coalesced), and the lanes'
+// partial results meet in shared memory. EfficientNet's first squeeze-excitation pool
+// (S = 112 x 112, C = 32, batch 256) has 4 packs per image: one thread per pack, as
+// before, left 1,024 threads to read 205 MB.
+constexpr int kGroupsPerBlock = 32;
+
 template <class T, int V>
 __global__ void __launch_bounds__(kBlockSize)
-    globalPoolKernel(const T* __restrict__ x, T* __restrict__ y, int64_t n, int64_t spatial,
-                     int64_t c, bool isMax) {
+    globalPoolKernel(const T* __restrict__ x, T* __restrict__ y, int64_t spatial, int64_t c,
+                     bool isMax) {
+  __shared__ float partial[kBlockSize * V];
+  __shared__ bool seen[kBlockSize];
   const int64_t groups = c / V;
-  const int64_t total = n * groups;
-  const int64_t step = int64_t(gridDim.x) * blockDim.x;
-  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < total; e += step) {
-    const int64_t b = e / groups, g = e % groups;
-    const T* base = x + b * spatial * c + g * V;
-    float acc[V];
-    for (int64_t s = 0; s < spatial; ++s) {
+  const int64_t chunks = (groups + kGroupsPerBlock - 1) / kGroupsPerBlock;
+  const int64_t b = blockIdx.x / chunks, g0 = (blockIdx.x % chunks) * kGroupsPerBlock;
+  const int width = static_cast<int>(groups - g0 < kGroupsPerBlock ? groups - g0 : kGroupsPerBlock);
+  const int lanes = kBlockSize / width;
+  const int g = threadIdx.x % width, lane = threadIdx.x / width;
+  float acc[V];
+  bool any = false;
+  if (lane < lanes) {
+    const T* base = x + b * spatial * c + (g0 + g) * V;
+    for (int64_t s = lane; s < spatial; s += lanes) {
       const Pack<T, V> in = *reinterpret_cast<const Pack<T, V>*>(base + s * c);
 #pragma unroll
       for (int j = 0; j < V; ++j) {
         const float v = toFloat(in.v[j]);
-        if (s == 0)
+        if (!any)
           acc[j] = v;
         else if (!isMax)
           acc[j] += v;
         else if (v > acc[j])
           acc[j] = v;
       }
+      any = true;
     }
-    Pack<T, V> out;
-#pragma unroll
-    for (int j = 0; j < V; ++j)
-      out.v[j] = fromFloat<T>(isMax ? acc[j] : acc[j] / static_cast<float>(spatial));
-    *reinterpret_cast<Pack<T, V>*>(y + e * V) = out;
   }
+#pragma unroll
+  for (int j = 0; j < V; ++j) partial[threadIdx.x * V + j] = any ? acc[j] : 0.f;
+  seen[threadIdx.x] = any;
+  __syncthreads();
+  if (lane != 0) return;
+  // Lane 0 of each pack combines the lanes in order (lane 0 holds position 0 first, so
+  // a NaN there wins as in the one-thread loop).
+  for (int l = 1; l < lanes; ++l) {
+    const int t = l * width + g;
+    if (!seen[t]) continue;
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      const float v = partial[t * V + j];
+      if (!isMax)
+        acc[j] += v;
+      else if (v > acc[j])
+        acc[j] = v;
+    }
+  }
+  Pack<T, V> out;
+#pragma unroll
+  for (int j = 0; j < V; ++j)
+    out.v[j] = fromFloat<T>(isMax ? acc[j] : acc[j] / static_cast<float>(spatial));
+  *reinterpret_cast<Pack<T, V>*>(y + b * c + (g0 + g) * V) = out;
 }
 
 bool aligned16(const void* p) {
@@ -227,11 +261,16 @@ Status launchGlobal(int64_t n, int64_t spatial, int64_t c, bool isMax, const voi
   constexpr int kPack = 16 / sizeof(T);
   const auto* xt = static_cast<const T*>(x);
   auto* yt = static_cast<T*>(y);
-  if (packed<T>(c, x, y))
+  const int v = packed<T>(c, x, y) ? kPack : 1;
+  const int64_t blocks = n * ((c / v + kGroupsPerBlock - 1) / kGroupsPerBlock);
+  if (blocks > int64_t{INT32_MAX})
+    return unsupported("a channels-last global pool over 2^31 blocks");
+  if (v == kPack)
     globalPoolKernel<T, kPack>
-        <<<gridFor(n * c / kPack), kBlockSize, 0, stream>>>(xt, yt, n, spatial, c, isMax);
+        <<<static_cast<unsigned>(blocks), kBlockSize, 0, stream>>>(xt, yt, spatial, c, isMax);
   else
-    globalPoolKernel<T, 1><<<gridFor(n * c), kBlockSize, 0, stream>>>(xt, yt, n, spatial, c, isMax);
+    globalPoolKernel<T, 1>
+        <<<static_cast<unsigned>(blocks), kBlockSize, 0, stream>>>(xt, yt, spatial, c, isMax);
   KILN_CUDA_CHECK_LAUNCH("globalPoolKernel");
   return Status::ok();
 }

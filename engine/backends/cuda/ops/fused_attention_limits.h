@@ -1,0 +1,30 @@
+// What Kiln's flash-attention kernel (fused_attention.cu) runs: the one place that
+// says so, read by the kernel at run time and by the CUDA build backend when a pass
+// asks whether a FusedAttention it proposes may be produced.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace kiln::cuda {
+
+constexpr int64_t kMaxAttentionHeadSize = 128;  // Q/K head size D and V's head size Dv
+constexpr int64_t kMaxAttentionGrid = 65535;    // heads and batches (grid y and z)
+constexpr int64_t kMaxAttentionSequence = int64_t{1} << 30;
+
+// "" when the kernel runs this geometry; otherwise the reason in one line. A value
+// below 0 is a dimension not known yet (a symbol): not refused here, the kernel
+// checks it at run time.
+inline std::string fusedAttentionGpuLimits(int64_t batch, int64_t heads, int64_t seqQ, int64_t seqK,
+                                           int64_t headDim, int64_t valueDim) {
+  for (int64_t d : {headDim, valueDim})
+    if (d == 0 || d > kMaxAttentionHeadSize)
+      return "head size " + std::to_string(d) + " (the kernel takes 1.." +
+             std::to_string(kMaxAttentionHeadSize) + " for Q, K and V)";
+  if (heads > kMaxAttentionGrid || batch > kMaxAttentionGrid || seqQ > kMaxAttentionSequence ||
+      seqK > kMaxAttentionSequence)
+    return "more than 65535 heads or batches, or a sequence over 2^30";
+  return "";
+}
+
+}  // namespace kiln::cuda
