@@ -55,6 +55,9 @@ def parse_args():
     p.add_argument("--skip-kiln", action="store_true",
                    help="PyTorch only (e.g. a --compile call for models Kiln already ran)")
     p.add_argument("--cpu", action="store_true")
+    p.add_argument("--profile", action="store_true",
+                   help="after timing, print the GPU-bound plan's time per op type and its "
+                        "slowest layers (kiln run --profile; bench/profile_summary.py)")
     return p.parse_args()
 
 
@@ -124,6 +127,11 @@ def torch_side(spec, model, inputs_big, inputs_b1, device, args, row):
         return refs
     torch.backends.cudnn.benchmark = True
     model = model.half()
+    # timm's LeViT caches its attention biases per device in eval mode: the FP32
+    # reference runs filled the cache with float32 tensors that .half() does not touch.
+    for m in model.modules():
+        if isinstance(getattr(m, "attention_bias_cache", None), dict):
+            m.attention_bias_cache = {}
     if spec.cnn:
         model = model.to(memory_format=torch.channels_last)
     for key, inputs in (("eager_ms", inputs_big), ("eager_b1_ms", inputs_b1)):
@@ -183,7 +191,19 @@ def export_cached(entry, model, work, row):
     return path
 
 
-def kiln_side(entry, onnx_path, files_big, files_b1, refs, kiln, work, row):
+def print_profile(kiln, plan, shapes, files):
+    """The plan's per-layer profile, summarized by bench/profile_summary.py."""
+    import subprocess
+    args = [kiln.binary, "run", plan, "--shapes", shapes, "--json", "--profile",
+            "--no-data-transfers", "--warmup", "20", "--iterations", "20", "--duration", "0",
+            "--load-inputs", ",".join(f"{n}:{f}" for n, f in files.items())]
+    p = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    summary = os.path.join(os.path.dirname(os.path.abspath(__file__)), "profile_summary.py")
+    s = subprocess.run([sys.executable, summary], input=p.stdout, capture_output=True, text=True)
+    print(f"--- profile of {os.path.basename(plan)}\n{s.stdout}{s.stderr[-300:]}", flush=True)
+
+
+def kiln_side(entry, onnx_path, files_big, files_b1, refs, kiln, work, row, profile=False):
     """Cold FP16 builds at both shapes, timed runs, accuracy from the read-back outputs
     (at batch 1 always; at the GPU-bound batch where its output is small enough)."""
     spec = entry.model
@@ -204,6 +224,8 @@ def kiln_side(entry, onnx_path, files_big, files_b1, refs, kiln, work, row):
         # Batch 1 is latency-bound: replayed as one CUDA graph.
         graph = batch == 1 and kiln.backend == "cuda"
         row["kiln" + suffix] = kiln.run(plan, shapes, files, out_file if want else None, graph)
+        if profile and suffix == "" and "error" not in row["kiln"]:
+            print_profile(kiln, plan, shapes, files)
         if want and "error" not in row["kiln" + suffix]:
             got = zoo_kiln.read_output(out_file, spec.outputs[0])
             row["accuracy" + suffix] = dict(zoo_kiln.accuracy(got, refs[ref_key]), batch=batch)
@@ -238,7 +260,7 @@ def bench_entry(entry, args, kiln, device, peak_tflops):
             return row
         stage = "kiln"
         row["flops"] = kiln.inspect_flops(onnx_path, zoo_models.shapes_arg(spec, batch)).get("flops")
-        kiln_side(entry, onnx_path, files_big, files_b1, refs, kiln, args.work, row)
+        kiln_side(entry, onnx_path, files_big, files_b1, refs, kiln, args.work, row, args.profile)
         kms = row.get("kiln", {}).get("median_ms")
         if kms and row.get("flops") and peak_tflops:
             row["mfu"] = row["flops"] / (kms / 1e3) / (peak_tflops * 1e12)

@@ -214,8 +214,9 @@ TEST(CudaFusedAttention, TheCudaBuildKeepsWhatTheKernelCannotRunUnfused) {
   auto actual = runCudaPoisoned(*plan->network, feeds, cuda::Precision::kFloat16, "y", &layers);
   ASSERT_TRUE(actual.isOk()) << actual.status().toString();
   EXPECT_FALSE(layers.empty());
-  for (const cuda::LayerInfo& layer : layers)
-    EXPECT_EQ(layer.placement, cuda::LayerPlacement::kGpu) << layer.name << ": " << layer.note;
+  for (const cuda::LayerInfo& layer : layers)  // kernels, and Reshape views (kAlias)
+    EXPECT_NE(layer.placement, cuda::LayerPlacement::kHostFallback)
+        << layer.name << ": " << layer.note;
   expectTensorNear(actual.value(), expected[0].tensor, 2e-2, 2e-2);
 }
 
