@@ -24,6 +24,8 @@ expect_error "Reshape target from a Constant that wraps (build)" "node 'reshape'
   "$kiln" build "$h/reshape_wrap.onnx" -o "$work/reshape.kiln" --quiet
 expect_error ".npy header dims that wrap" "wrapped.npy: .npy shape: dim 1 (6148914691236517206) exceeds the limit" \
   "$kiln" run "$data/add.onnx" --load-inputs "x:$h/wrapped.npy"
+expect_error ".pb tensor dims that wrap" "wrapped.pb: tensor 'x': dim 1 (6148914691236517206) exceeds the limit" \
+  "$kiln" run "$data/add.onnx" --load-inputs "x:$h/wrapped.pb"
 expect_error "--shapes that wrap" "input 'x': dim 1 (6148914691236517206) exceeds the limit" \
   "$kiln" run "$data/add.onnx" --shapes x:3x6148914691236517206
 # The kernel output-size budget (1 GiB here): huge pads fail before allocating.

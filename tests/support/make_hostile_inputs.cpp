@@ -39,6 +39,10 @@ bool writeModels(const std::string& dir) {
   bool ok = true;
   for (const auto& [name, model] : models) ok = write(dir + "/" + name, serialized(model)) && ok;
   ok = write(dir + "/wrapped.npy", npyBytes("<f4", {3, kWrapsToTwo}, 8)) && ok;
+  // The same lie in a serialized TensorProto (--load-inputs x:wrapped.pb).
+  onnx::TensorProto pb = wrappedInitializerModel().graph().initializer(0);
+  pb.set_name("x");
+  ok = write(dir + "/wrapped.pb", pb.SerializeAsString()) && ok;
   return ok;
 }
 
