@@ -40,11 +40,37 @@ Status checkLayers(const Plan& plan) {
   return Status::ok();
 }
 
+// The build record is what the inspector and the studio show: its numbers must be
+// ones a build writes (a level 0..5, byte counts >= 0, offsets >= -1, precisions
+// a backend runs), whatever the file says.
+Status checkRecord(const BuildRecord& r) {
+  const auto damaged = [](const std::string& why) {
+    return parseError("plan record is damaged: " + why);
+  };
+  if (r.config.optimizationLevel < 0 || r.config.optimizationLevel > 5)
+    return damaged("optimization level " + std::to_string(r.config.optimizationLevel) +
+                   " is outside 0..5");
+  if (r.config.workspaceLimitBytes < 0 || r.activationBytes < 0 ||
+      r.activationBytesWithoutReuse < 0 || r.weightBytes < 0)
+    return damaged("a byte count is negative");
+  for (const LayerRecord& l : r.layers) {
+    const std::string where = "layer '" + l.name + "'";
+    if (!isLayerPrecision(l.precision) || !isLayerPrecision(l.outputType))
+      return damaged(where + ": precision " + dataTypeName(l.precision) + ", output type " +
+                     dataTypeName(l.outputType) + " is not a pair a backend runs");
+    if (l.workspaceBytes < 0 || l.memoryOffset < -1)
+      return damaged(where + ": workspace " + std::to_string(l.workspaceBytes) +
+                     " or memory offset " + std::to_string(l.memoryOffset) + " is negative");
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Status validatePlan(const Plan& plan) {
   if (!plan.network) return parseError("plan has no network");
   KILN_RETURN_IF_ERROR(checkLayers(plan));
+  KILN_RETURN_IF_ERROR(checkRecord(plan.record));
   Status profiles = build::validateProfiles(*plan.network, plan.profiles);
   if (!profiles.isOk()) return Status(StatusCode::kParseError, profiles.message());
   return Status::ok();

@@ -74,6 +74,22 @@ TEST_F(PlanValidation, PrecisionCodesNoBackendRunsAreRefused) {
             "edited.kiln: layer '" + first + "': output type uint64 is not one a backend writes");
 }
 
+TEST_F(PlanValidation, RecordNumbersABuildNeverWritesAreRefused) {
+  Plan plan = built();
+  plan.record.config.optimizationLevel = 99;
+  EXPECT_EQ(loaded(plan).message(),
+            "edited.kiln: plan record is damaged: optimization level 99 is outside 0..5");
+  plan = built();
+  ASSERT_FALSE(plan.record.layers.empty());
+  plan.record.layers[0].memoryOffset = -7;
+  const std::string message = loaded(plan).message();
+  EXPECT_NE(message.find("memory offset -7 is negative"), std::string::npos) << message;
+  plan = built();
+  plan.record.layers[0].precision = DataType::kComplex128;
+  EXPECT_NE(loaded(plan).message().find("precision complex128"), std::string::npos)
+      << loaded(plan).message();
+}
+
 TEST_F(PlanValidation, LayerListsThatDoNotMatchTheNetworkAreRefused) {
   Plan plan = built();
   plan.layers.pop_back();
