@@ -49,6 +49,10 @@ expect_error "build: Split without outputs" "split_no_outputs.onnx: node 'split'
 expect_error "build: empty input name" "empty_input_name.onnx: graph input #1 has an empty name" \
   "$kiln" build "$h/empty_input_name.onnx" -o "$work/empty.kiln" --quiet
 
+expect_error "build: profile max that wraps" "optimization profile 0, input 'x': max: dim 0 (6148914691236517206) exceeds the limit" \
+  "$kiln" build "$data/add.onnx" -o "$work/wrapped_profile.kiln" --quiet \
+  --min-shapes x:1x3 --opt-shapes x:2x3 --max-shapes x:6148914691236517206x3
+
 # Plans edited with valid checksums: every field validated on load.
 profile=(--min-shapes x:1x3 --opt-shapes x:2x3 --max-shapes x:4x3)
 check "build a plan to edit" "$kiln" build "$data/add.onnx" -o "$work/add.kiln" "${profile[@]}" --quiet
