@@ -73,6 +73,17 @@ TEST_F(ShapeSizes, KernelsCheckTheirOutputSizeWhenRunDirectly) {
   EXPECT_FLOAT_EQ(fits.value()[0].data<float>()[1], 2.f);
 }
 
+TEST_F(ShapeSizes, TileProductsThatOverflowAreRefused) {
+  // An empty [0, 2^40] input repeated 2^32 times along dim 1: 2^72 wrapped to 0 and
+  // the output came back as 0x0 instead of an error.
+  auto tile = test::OpTest("Tile", 13)
+                  .input(Tensor(DataType::kFloat32, {0, int64_t{1} << 40}))
+                  .input(test::int64Tensor({2}, {1, int64_t{1} << 32}))
+                  .run();
+  ASSERT_FALSE(tile.isOk());
+  EXPECT_EQ(tile.status().message(), "node 'Tile_test' (#0, Tile): repeats are too large");
+}
+
 TEST_F(ShapeSizes, BoundInputShapesAreChecked) {
   Network net = imported(identityModel({2}));
   net.graph.inputs[0].hasShape = false;
