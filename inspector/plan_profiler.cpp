@@ -6,6 +6,7 @@
 #include "kiln/cuda_generated_kernels.h"
 #include "kiln/cuda_runtime.h"
 #include "kiln/reference_backend.h"
+#include "kiln/tensor_size.h"
 
 namespace kiln::inspector {
 namespace {
@@ -142,7 +143,8 @@ Result<std::map<std::string, Tensor>> planInputs(const Plan& plan, uint64_t seed
     const DataType type = info.type == DataType::kUndefined ? DataType::kFloat32 : info.type;
     if (type == DataType::kString)
       return unsupported("input '" + info.name + "' is a string tensor; it cannot be generated");
-    inputs[info.name] = randomInputTensor(type, shape, rng());
+    KILN_ASSIGN_OR_RETURN(inputs[info.name],
+                          randomInput(type, shape, rng(), "input '" + info.name + "'"));
   }
   return inputs;
 }

@@ -4,6 +4,7 @@
 
 #include "cli/args.h"
 #include "kiln/tensor_io.h"
+#include "kiln/tensor_size.h"
 
 namespace kiln::cli {
 namespace {
@@ -89,7 +90,8 @@ Status prepareInputs(const Graph& graph, const std::map<std::string, Shape>& sha
     DataType type = info.type == DataType::kUndefined ? DataType::kFloat32 : info.type;
     if (type == DataType::kString)
       return unsupported("input '" + info.name + "' is a string tensor; load it from a file");
-    (*inputs)[info.name] = randomInputTensor(type, shape, rng());
+    KILN_ASSIGN_OR_RETURN((*inputs)[info.name],
+                          randomInput(type, shape, rng(), "input '" + info.name + "'"));
   }
   return Status::ok();
 }

@@ -63,6 +63,11 @@ class TimingInputs {
 // the first profile's opt shape per input (fixed inputs included).
 Result<std::map<std::string, Shape>> resolveProfiles(
     const Network& network, const std::vector<OptimizationProfile>& profiles);
+// The part of resolveProfiles() that needs no shape inference, also run on every
+// plan load: each range names an input, one rank for min/opt/max (the declared
+// one), 0 <= min <= opt <= max, fixed dims as the model's, a max shape within the
+// tensor size limits (kiln/tensor_size.h).
+Status validateProfiles(const Network& network, const std::vector<OptimizationProfile>& profiles);
 
 // Gives each dynamic graph input that every profile pins to one shape (min == opt ==
 // max, the same in each profile; `kiln run --shapes` makes such profiles) that shape as

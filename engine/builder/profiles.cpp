@@ -5,6 +5,7 @@
 
 #include "builder/build_steps.h"
 #include "kiln/shape_inference.h"
+#include "kiln/tensor_size.h"
 
 namespace kiln::build {
 namespace {
@@ -32,6 +33,8 @@ Status checkRange(const ValueInfo& input, const ShapeRange& r, int index) {
   if (input.hasShape && r.opt.size() != input.shape.size())
     return invalidArgument(where + ": rank " + std::to_string(r.opt.size()) +
                            " but the model declares " + symbolicShapeToString(input.shape));
+  const DataType type = input.type == DataType::kUndefined ? DataType::kUInt8 : input.type;
+  KILN_RETURN_IF_ERROR(checkTensorSize(type, r.max, where + ": max"));
   for (size_t d = 0; d < r.opt.size(); ++d) {
     if (r.min[d] < 0 || r.min[d] > r.opt[d] || r.opt[d] > r.max[d])
       return invalidArgument(where + ": dim " + std::to_string(d) +
@@ -89,8 +92,8 @@ std::vector<std::string> fixPinnedInputs(Network& network,
   return fixed;
 }
 
-Result<std::map<std::string, Shape>> resolveProfiles(
-    const Network& network, const std::vector<OptimizationProfile>& profiles) {
+
+Status validateProfiles(const Network& network, const std::vector<OptimizationProfile>& profiles) {
   const Graph& graph = network.graph;
   for (size_t p = 0; p < profiles.size(); ++p) {
     for (const auto& [name, range] : profiles[p].inputs) {
@@ -104,6 +107,13 @@ Result<std::map<std::string, Shape>> resolveProfiles(
       KILN_RETURN_IF_ERROR(checkRange(*input, range, static_cast<int>(p)));
     }
   }
+  return Status::ok();
+}
+
+Result<std::map<std::string, Shape>> resolveProfiles(
+    const Network& network, const std::vector<OptimizationProfile>& profiles) {
+  const Graph& graph = network.graph;
+  KILN_RETURN_IF_ERROR(validateProfiles(network, profiles));
   std::map<std::string, Shape> opt;
   for (const ValueInfo& input : graph.inputs) {
     if (graph.initializers.count(input.name)) continue;

@@ -6,6 +6,7 @@
 #include "builder/build_steps.h"
 #include "kiln/reference_backend.h"
 #include "kiln/shape_inference.h"
+#include "kiln/tensor_size.h"
 
 namespace kiln::build {
 namespace {
@@ -43,7 +44,9 @@ Status TimingInputs::runReference() {
   uint64_t index = 0;
   for (const ValueInfo& in : m_network.graph.inputs) {
     if (m_network.graph.initializers.count(in.name)) continue;
-    inputs[in.name] = randomInputTensor(in.type, m_optShapes.at(in.name), m_seed + index++);
+    KILN_ASSIGN_OR_RETURN(
+        inputs[in.name],
+        randomInput(in.type, m_optShapes.at(in.name), m_seed + index++, "input '" + in.name + "'"));
   }
   ReferenceRunOptions options;
   for (const Node& node : m_network.graph.nodes)

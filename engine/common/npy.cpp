@@ -4,6 +4,7 @@
 
 #include "kiln/onnx_import.h"
 #include "kiln/tensor_io.h"
+#include "kiln/tensor_size.h"
 
 namespace kiln {
 namespace {
@@ -101,12 +102,17 @@ Result<Tensor> readNpyFile(const std::string& path) {
     }
     if (shape.back() < 0) return parseError(path + ": negative dimension in .npy header");
   }
-  Tensor t(type, shape);
+  // Sized and checked against the data before anything is allocated: a header may
+  // claim dims whose product wraps (3 x 6148914691236517206 is 2 elements unchecked).
+  Result<int64_t> needed = checkedByteSize(type, shape, path + ": .npy shape");
+  if (!needed.isOk()) return Status(StatusCode::kParseError, needed.status().message());
   const size_t dataOffset = offset + headerLen;
-  if (bytes.size() - dataOffset != t.byteSize()) {
-    return parseError(path + ": holds " + std::to_string(bytes.size() - dataOffset) + " data bytes, shape " +
-                      shapeToString(shape) + " needs " + std::to_string(t.byteSize()));
+  if (bytes.size() - dataOffset != static_cast<size_t>(needed.value())) {
+    return parseError(path + ": holds " + std::to_string(bytes.size() - dataOffset) +
+                      " data bytes, shape " + shapeToString(shape) + " needs " +
+                      std::to_string(needed.value()));
   }
+  Tensor t(type, shape);
   if (t.byteSize()) std::memcpy(t.rawData(), bytes.data() + dataOffset, t.byteSize());
   return t;
 }

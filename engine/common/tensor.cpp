@@ -1,5 +1,7 @@
 #include "kiln/tensor.h"
 
+#include "kiln/tensor_size.h"
+
 #include <cmath>
 #include <limits>
 #include <random>
@@ -7,11 +9,15 @@
 namespace kiln {
 
 int64_t shapeNumel(const Shape& shape) {
-  int64_t n = 1;
+  bool hasZero = false;
   for (int64_t d : shape) {
     if (d < 0) return -1;
-    n *= d;
+    hasZero = hasZero || d == 0;
   }
+  if (hasZero) return 0;
+  int64_t n = 1;
+  for (int64_t d : shape)
+    if (__builtin_mul_overflow(n, d, &n)) return -1;
   return n;
 }
 
@@ -26,14 +32,23 @@ std::string shapeToString(const Shape& shape) {
 }
 
 Tensor::Tensor(DataType type, Shape shape) : m_type(type), m_shape(std::move(shape)) {
+  // The last line of defence: a shape that wraps, is negative or passes the cap
+  // never gets a buffer (a wrapped count once gave a too-small one: heap overflow).
+  Result<int64_t> bytes =
+      checkedByteSize(type, m_shape, std::string("a ") + dataTypeName(type) + " tensor");
+  if (!bytes.isOk()) throw TensorSizeError(bytes.status().message());
   m_numel = shapeNumel(m_shape);
-  if (m_numel < 0) m_numel = 0;
   if (type == DataType::kString) {
     m_strings = std::make_shared<std::vector<std::string>>(m_numel);
     m_bytes = std::make_shared<std::vector<unsigned char>>();
   } else {
-    m_bytes = std::make_shared<std::vector<unsigned char>>(m_numel * dataTypeSize(type));
+    m_bytes = std::make_shared<std::vector<unsigned char>>(static_cast<size_t>(bytes.value()));
   }
+}
+
+Result<Tensor> allocateTensor(DataType type, const Shape& shape, const std::string& what) {
+  KILN_RETURN_IF_ERROR(checkTensorSize(type, shape, what));
+  return Tensor(type, shape);
 }
 
 Tensor Tensor::scalarFloat(float v) {
@@ -53,7 +68,15 @@ size_t Tensor::byteSize() const {
 Tensor Tensor::reshaped(Shape shape) const {
   Tensor t = *this;
   t.m_shape = std::move(shape);
-  t.m_numel = std::max<int64_t>(shapeNumel(t.m_shape), 0);
+  t.m_numel = shapeNumel(t.m_shape);
+  // Never a view larger than its storage, whatever the caller checked.
+  const size_t element = dataTypeSize(m_type);
+  const size_t capacity = m_strings              ? m_strings->size()
+                          : (m_bytes && element) ? m_bytes->size() / element
+                                                 : 0;
+  if (t.m_numel < 0 || (defined() && static_cast<uint64_t>(t.m_numel) > capacity))
+    throw TensorSizeError("reshaping a tensor of shape " + shapeToString(m_shape) + " to " +
+                          shapeToString(t.m_shape) + " needs more elements than it holds");
   return t;
 }
 
@@ -169,15 +192,40 @@ void Tensor::poison() {
 
 Tensor randomInputTensor(DataType type, const Shape& shape, uint64_t seed) {
   std::mt19937 rng(static_cast<uint32_t>(seed ^ (seed >> 32)));
-  Tensor f(DataType::kFloat64, shape);
   std::uniform_real_distribution<double> dist(-1.0, 1.0);
   std::uniform_int_distribution<int> ints(1, 9);
-  for (int64_t i = 0; i < f.numel(); ++i) {
-    f.data<double>()[i] = isFloatingPoint(type)     ? dist(rng)
-                          : type == DataType::kBool ? (ints(rng) & 1)
-                                                    : ints(rng);
+  auto fill = [&](Tensor& f) {
+    for (int64_t i = 0; i < f.numel(); ++i) {
+      f.data<double>()[i] = isFloatingPoint(type)     ? dist(rng)
+                            : type == DataType::kBool ? (ints(rng) & 1)
+                                                      : ints(rng);
+    }
+  };
+  if (type == DataType::kString || type == DataType::kFloat64) {
+    Tensor f(DataType::kFloat64, shape);
+    fill(f);
+    return castTensor(f, type);
   }
-  return castTensor(f, type);
+  // Generated in float64 chunks, so the temporary never outgrows the input.
+  Tensor out(type, shape);
+  constexpr int64_t kChunk = 4096;
+  const size_t element = dataTypeSize(type);
+  for (int64_t start = 0; start < out.numel(); start += kChunk) {
+    Tensor f(DataType::kFloat64, {std::min(kChunk, out.numel() - start)});
+    fill(f);
+    const Tensor cast = castTensor(f, type);
+    std::memcpy(static_cast<unsigned char*>(out.rawData()) + start * element, cast.rawData(),
+                cast.byteSize());
+  }
+  return out;
+}
+
+Result<Tensor> randomInput(DataType type, const Shape& shape, uint64_t seed,
+                           const std::string& what) {
+  KILN_RETURN_IF_ERROR(checkTensorSize(type, shape, what));
+  if (type == DataType::kString)  // held as float64 first
+    KILN_RETURN_IF_ERROR(checkTensorSize(DataType::kFloat64, shape, what));
+  return randomInputTensor(type, shape, seed);
 }
 
 }  // namespace kiln

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <limits>
 
 namespace kiln {
 
@@ -24,7 +25,23 @@ DimExpr DimExpr::unknown() {
   return symbol("unk__" + std::to_string(counter++));
 }
 
+// Constant arithmetic saturates instead of wrapping: a hostile shape value may be
+// near 2^63, and a saturated dim then fails the size check (kiln/tensor_size.h)
+// where a wrapped one could look small.
+static int64_t saturate(bool negative) {
+  return negative ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max();
+}
+static int64_t saturatingAdd(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_add_overflow(a, b, &r) ? saturate(a < 0) : r;
+}
+static int64_t saturatingMul(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? saturate((a < 0) != (b < 0)) : r;
+}
+
 static int64_t floorDivInt(int64_t a, int64_t b) {
+  if (b == -1) return a == std::numeric_limits<int64_t>::min() ? saturate(false) : -a;
   int64_t q = a / b;
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
   return q;
@@ -35,11 +52,11 @@ DimExpr DimExpr::binary(Op op, const DimExpr& a, const DimExpr& b) {
   if (a.isConst() && b.isConst()) {
     int64_t x = a.constValue(), y = b.constValue();
     switch (op) {
-      case Op::kAdd: return x + y;
-      case Op::kMul: return x * y;
+      case Op::kAdd: return saturatingAdd(x, y);
+      case Op::kMul: return saturatingMul(x, y);
       case Op::kFloorDiv: if (y != 0) return floorDivInt(x, y); break;
-      case Op::kCeilDiv: if (y != 0) return -floorDivInt(-x, y); break;
-      case Op::kMod: if (y != 0) return x - y * floorDivInt(x, y); break;
+      case Op::kCeilDiv: if (y != 0) return -floorDivInt(saturatingMul(x, -1), y); break;
+      case Op::kMod: if (y != 0) return x - saturatingMul(y, floorDivInt(x, y)); break;
       case Op::kMax: return std::max(x, y);
       case Op::kMin: return std::min(x, y);
       default: break;
@@ -53,10 +70,10 @@ DimExpr DimExpr::binary(Op op, const DimExpr& a, const DimExpr& b) {
   if ((op == Op::kFloorDiv || op == Op::kCeilDiv) && b.isConst() && b.constValue() == 1) return a;
   if (op == Op::kMul && b.isConst() && a.m_node->op == Op::kMul && a.m_node->rhs->op == Op::kConst) {
     // (x * c1) * c2 = x * (c1 * c2): keeps products in one canonical form.
-    return DimExpr(a.m_node->lhs) * DimExpr(a.m_node->rhs->value * b.constValue());
+    return DimExpr(a.m_node->lhs) * DimExpr(saturatingMul(a.m_node->rhs->value, b.constValue()));
   }
   if (op == Op::kMul && a.isConst() && b.m_node->op == Op::kMul && b.m_node->rhs->op == Op::kConst) {
-    return DimExpr(b.m_node->lhs) * DimExpr(b.m_node->rhs->value * a.constValue());
+    return DimExpr(b.m_node->lhs) * DimExpr(saturatingMul(b.m_node->rhs->value, a.constValue()));
   }
   if (op == Op::kFloorDiv || op == Op::kCeilDiv) {
     if (auto exact = divideExactly(a, b)) return *exact;
@@ -78,7 +95,7 @@ DimExpr DimExpr::binary(Op op, const DimExpr& a, const DimExpr& b) {
 
 DimExpr operator+(const DimExpr& a, const DimExpr& b) { return DimExpr::binary(DimExpr::Op::kAdd, a, b); }
 DimExpr operator-(const DimExpr& a, const DimExpr& b) {
-  if (b.isConst()) return a + DimExpr(-b.constValue());
+  if (b.isConst()) return a + DimExpr(saturatingMul(b.constValue(), -1));
   if (a == b) return 0;
   return DimExpr::binary(DimExpr::Op::kAdd, a, DimExpr::binary(DimExpr::Op::kMul, b, -1));
 }
@@ -92,7 +109,7 @@ DimExpr DimExpr::mod(const DimExpr& a, const DimExpr& b) { return binary(Op::kMo
 // Splits a product into its constant coefficient and its other factors.
 void DimExpr::factorize(const DimExpr& e, int64_t* coefficient, std::vector<DimExpr>* factors) {
   if (e.isConst()) {
-    *coefficient *= e.constValue();
+    *coefficient = saturatingMul(*coefficient, e.constValue());
   } else if (e.m_node->op == Op::kMul) {
     factorize(DimExpr(e.m_node->lhs), coefficient, factors);
     factorize(DimExpr(e.m_node->rhs), coefficient, factors);
@@ -108,7 +125,7 @@ std::optional<DimExpr> DimExpr::divideExactly(const DimExpr& a, const DimExpr& b
   std::vector<DimExpr> fa, fb;
   factorize(a, &ca, &fa);
   factorize(b, &cb, &fb);
-  if (cb == 0 || ca % cb != 0 || (fa.empty() && fb.empty())) return std::nullopt;
+  if (cb == 0 || cb == -1 || ca % cb != 0 || (fa.empty() && fb.empty())) return std::nullopt;
   for (const DimExpr& f : fb) {
     auto it = std::find(fa.begin(), fa.end(), f);
     if (it == fa.end()) return std::nullopt;

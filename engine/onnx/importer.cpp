@@ -1,7 +1,11 @@
 // ModelProto -> Network. Order of work: parse, check versions, list every
 // unsupported node (so the user sees all of them at once), then convert graphs
 // recursively and sort each one topologically.
+#include <google/protobuf/io/coded_stream.h>
 #include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <limits>
 
 #include <filesystem>
 #include <fstream>
@@ -9,6 +13,7 @@
 
 #include "backends/cpu/kernel.h"
 #include "kiln/onnx_import.h"
+#include "kiln/tensor_size.h"
 #include "onnx/support_check.h"
 #include "onnx/tensor_proto.h"
 #include "kiln/plugin_registry.h"
@@ -19,6 +24,11 @@ namespace {
 
 using onnx_import::tensorFromProto;
 
+// Any domain's opset version must lie in 0..kMaxOpsetVersion (the field is 64-bit).
+constexpr int64_t kMaxOpsetVersion = 1 << 20;
+// If/Loop/Scan bodies may nest this many levels; deeper is a clear import error.
+constexpr int kMaxSubgraphDepth = 64;
+
 struct ImportContext {
   std::string modelDir;
   std::map<std::string, int> opsets;
@@ -27,6 +37,25 @@ struct ImportContext {
 
 Result<Graph> convertGraph(const onnx::GraphProto& proto, const ImportContext& ctx,
                            const std::vector<std::string>& outerScope);
+
+// The element type of a value: an ONNX code Kiln knows, or 0 (left open).
+Status checkElementType(int32_t code, const std::string& what) {
+  if (code >= 0 && code <= kLastDataTypeCode) return Status::ok();
+  return parseError(what + ": element type " + std::to_string(code) +
+                    " is not an ONNX tensor type");
+}
+
+// A declared shape's dims and, when all are known, its size, held to the limits
+// of kiln/tensor_size.h before any tensor of that shape exists.
+Status checkDeclaredShape(const onnx::TensorShapeProto& shape, DataType type,
+                          const std::string& what) {
+  Shape known;
+  for (const auto& dim : shape.dim()) {
+    const int64_t d = dim.has_dim_value() ? dim.dim_value() : 1;
+    known.push_back(d < 0 ? 1 : d);  // -1: some exporters' spelling of a dynamic dim
+  }
+  return checkTensorSize(type == DataType::kUndefined ? DataType::kUInt8 : type, known, what);
+}
 
 Status convertValueInfo(const onnx::ValueInfoProto& proto, ValueInfo* out) {
   out->name = proto.name();
@@ -38,8 +67,11 @@ Status convertValueInfo(const onnx::ValueInfoProto& proto, ValueInfo* out) {
                        "' is not a tensor (sequence, map and optional types are not supported)");
   }
   const auto& tensorType = type.tensor_type();
+  const std::string what = "value '" + proto.name() + "'";
+  KILN_RETURN_IF_ERROR(checkElementType(tensorType.elem_type(), what));
   out->type = static_cast<DataType>(tensorType.elem_type());
   if (!tensorType.has_shape()) return Status::ok();
+  KILN_RETURN_IF_ERROR(checkDeclaredShape(tensorType.shape(), out->type, what));
   out->hasShape = true;
   for (const auto& dim : tensorType.shape().dim()) {
     // Some exporters write -1 for a dynamic dim; it is unknown, not a size.
@@ -140,6 +172,11 @@ Status convertNode(const onnx::NodeProto& proto, int index, const ImportContext&
   node->opset = it == ctx.opsets.end() ? 0 : it->second;
   node->inputs.assign(proto.input().begin(), proto.input().end());
   node->outputs.assign(proto.output().begin(), proto.output().end());
+  // A node that names no output computes nothing a plan could keep (a Split without
+  // outputs once built into a plan that `kiln run` refused).
+  if (std::all_of(node->outputs.begin(), node->outputs.end(),
+                  [](const std::string& o) { return o.empty(); }))
+    return invalidArgument(node->describe() + ": names no outputs");
   for (const auto& attr : proto.attribute()) {
     if (!attr.ref_attr_name().empty()) {
       return unsupported(node->describe() + ": attribute references (functions) are not supported");
@@ -147,6 +184,23 @@ Status convertNode(const onnx::NodeProto& proto, int index, const ImportContext&
     Attribute a;
     KILN_RETURN_IF_ERROR(convertAttribute(attr, ctx, scope, node->describe(), &a));
     node->attributes[attr.name()] = std::move(a);
+  }
+  return Status::ok();
+}
+
+// Graph inputs and outputs need names, and each output a producer: a node, an
+// input, an initializer or (in a subgraph) a value of an enclosing graph.
+Status checkInterfaceNames(const onnx::GraphProto& proto, const std::vector<std::string>& scope) {
+  for (int i = 0; i < proto.input_size(); ++i)
+    if (proto.input(i).name().empty())
+      return invalidArgument("graph input #" + std::to_string(i) + " has an empty name");
+  for (int i = 0; i < proto.output_size(); ++i) {
+    const std::string& name = proto.output(i).name();
+    if (name.empty())
+      return invalidArgument("graph output #" + std::to_string(i) + " has an empty name");
+    if (std::find(scope.begin(), scope.end(), name) == scope.end())
+      return invalidArgument("graph output '" + name +
+                             "' is never produced (no node, input or initializer has that name)");
   }
   return Status::ok();
 }
@@ -178,6 +232,7 @@ Result<Graph> convertGraph(const onnx::GraphProto& proto, const ImportContext& c
     if (convertValueInfo(vi, &info).isOk()) graph.valueInfo[info.name] = std::move(info);
   }
   const std::vector<std::string> scope = innerScope(proto, outerScope);
+  KILN_RETURN_IF_ERROR(checkInterfaceNames(proto, scope));
   for (int i = 0; i < proto.node_size(); ++i) {
     Node node;
     KILN_RETURN_IF_ERROR(convertNode(proto.node(i), i, ctx, scope, &node));
@@ -196,6 +251,12 @@ Status checkVersions(const onnx::ModelProto& model, std::map<std::string, int>* 
   }
   for (const auto& op : model.opset_import()) {
     std::string domain = op.domain() == "ai.onnx" ? "" : op.domain();
+    // The field is 64-bit; a version past int's range once wrapped to a valid one.
+    if (op.version() < 0 || op.version() > kMaxOpsetVersion) {
+      return unsupported("opset " + std::to_string(op.version()) + " of " +
+                         (domain.empty() ? std::string("ai.onnx") : "'" + domain + "'") +
+                         " is out of range (0.." + std::to_string(kMaxOpsetVersion) + ")");
+    }
     (*opsets)[domain] = static_cast<int>(op.version());
   }
   if (model.opset_import_size() == 0) (*opsets)[""] = 1;  // IR 3 without imports means opset 1
@@ -224,13 +285,56 @@ Status checkTensorInterface(const onnx::GraphProto& graph) {
   return Status::ok();
 }
 
+// Protobuf's default nesting limit (100 messages, 33 subgraph levels: each is a
+// graph, a node and an attribute) made a deeper model fail as "protobuf parse
+// failed"; parsing allows far more, and checkNesting() names the real limit.
+constexpr int kProtobufRecursionLimit = 1000;
+
+bool parseModel(const std::string& bytes, onnx::ModelProto* model) {
+  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max())) return false;
+  google::protobuf::io::CodedInputStream input(reinterpret_cast<const uint8_t*>(bytes.data()),
+                                               static_cast<int>(bytes.size()));
+  input.SetRecursionLimit(kProtobufRecursionLimit);
+  return model->ParseFromCodedStream(&input) && input.ConsumedEntireMessage();
+}
+
+// Levels of subgraphs below `graph` (0: none); `path` gets the outermost node of
+// the deepest chain. Bounded by the parse's recursion limit.
+int nestingDepth(const onnx::GraphProto& graph, std::string* path) {
+  int deepest = 0;
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const onnx::NodeProto& node = graph.node(i);
+    for (const auto& attr : node.attribute()) {
+      std::vector<const onnx::GraphProto*> bodies;
+      if (attr.has_g()) bodies.push_back(&attr.g());
+      for (const auto& g : attr.graphs()) bodies.push_back(&g);
+      for (const onnx::GraphProto* body : bodies) {
+        std::string inner;
+        const int depth = 1 + nestingDepth(*body, &inner);
+        if (depth <= deepest) continue;
+        deepest = depth;
+        *path = "node '" + node.name() + "' (#" + std::to_string(i) + ", " + node.op_type() + ")";
+      }
+    }
+  }
+  return deepest;
+}
+
+Status checkNesting(const onnx::GraphProto& graph) {
+  std::string where;
+  const int depth = nestingDepth(graph, &where);
+  if (depth <= kMaxSubgraphDepth) return Status::ok();
+  return unsupported(where + ": subgraphs nest " + std::to_string(depth) +
+                     " levels deep; the limit is " + std::to_string(kMaxSubgraphDepth));
+}
+
 }  // namespace
 
 Result<Network> importOnnxBytes(const std::string& bytes, const std::string& modelDir,
                                 const std::string& displayName, const ImportOptions& options) {
   onnx::ModelProto model;
   if (bytes.empty()) return Status(StatusCode::kParseError, displayName + ": file is empty");
-  if (!model.ParseFromString(bytes)) {
+  if (!parseModel(bytes, &model)) {
     return Status(
         StatusCode::kParseError,
         displayName + ": not a valid ONNX model (protobuf parse failed; truncated or not ONNX)");
@@ -238,6 +342,7 @@ Result<Network> importOnnxBytes(const std::string& bytes, const std::string& mod
   Network network;
   KILN_RETURN_IF_ERROR_CTX(checkVersions(model, &network.opsets), displayName);
   KILN_RETURN_IF_ERROR_CTX(checkTensorInterface(model.graph()), displayName);
+  KILN_RETURN_IF_ERROR_CTX(checkNesting(model.graph()), displayName);
   if (options.checkSupport) {
     OpSupportQuery query = options.isSupported;
     if (!query) {

@@ -3,6 +3,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+
+#include "kiln/tensor_size.h"
 
 namespace kiln::onnx_import {
 namespace {
@@ -197,23 +200,21 @@ Result<Tensor> tensorFromProto(const onnx::TensorProto& proto, const std::string
   }
   if (proto.has_segment())
     return unsupported(describeTensor(proto) + ": segmented tensors are not supported");
-  Shape shape;
-  int64_t numel = 1;
-  for (int64_t d : proto.dims()) {
-    if (d < 0)
-      return parseError(describeTensor(proto) + ": negative dimension " + std::to_string(d));
-    if (d > 0 && numel > (int64_t{1} << 40) / d)
-      return parseError(describeTensor(proto) + ": shape is too large");
-    numel *= d;
-    shape.push_back(d);
-  }
+  const Shape shape(proto.dims().begin(), proto.dims().end());
+  Result<int64_t> checkedCount = checkedNumel(shape, describeTensor(proto));
+  if (!checkedCount.isOk()) return Status(StatusCode::kParseError, checkedCount.status().message());
+  const int64_t numel = checkedCount.value();
   // The data must be there before the tensor is allocated: a hostile file may
-  // claim 2^40 elements and hold none.
-  const size_t expected = packedElementBits(type) ? packedByteCount(type, numel)
-                                                  : static_cast<size_t>(numel) * dataTypeSize(type);
+  // claim 2^40 elements and hold none. (A count past the byte cap saturates here
+  // and fails either the data check or the cap below.)
+  uint64_t wanted = 0;
+  if (__builtin_mul_overflow(static_cast<uint64_t>(numel), dataTypeSize(type), &wanted))
+    wanted = std::numeric_limits<uint64_t>::max();
+  const size_t expected = packedElementBits(type) ? packedByteCount(type, numel) : wanted;
   if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
     if (type == DataType::kString)
       return unsupported(describeTensor(proto) + ": external string data");
+    KILN_RETURN_IF_ERROR(checkTensorSize(type, shape, describeTensor(proto)));
     KILN_ASSIGN_OR_RETURN(std::string bytes,
                           readExternalBytes(proto, modelDir, resolver, expected));
     Tensor t(type, shape);
@@ -229,7 +230,7 @@ Result<Tensor> tensorFromProto(const onnx::TensorProto& proto, const std::string
     return parseError(describeTensor(proto) + ": shape " + shapeToString(shape) + " needs " +
                       std::to_string(numel) + " elements but the tensor holds fewer");
   }
-  Tensor t(type, shape);
+  KILN_ASSIGN_OR_RETURN(Tensor t, allocateTensor(type, shape, describeTensor(proto)));
   if (raw) {
     KILN_RETURN_IF_ERROR(fillFromRaw(proto.raw_data(), proto, &t));
   } else {

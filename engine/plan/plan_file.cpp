@@ -11,6 +11,7 @@
 #include "kiln/plan.h"
 #include "plan/generated_kernel_section.h"
 #include "plan/plan_metadata.h"
+#include "plan/plan_validation.h"
 
 namespace kiln {
 namespace {
@@ -192,6 +193,7 @@ Result<Plan> deserializePlan(const std::string& bytes, const std::string& name) 
     plan.generatedKernels = std::move(kernels.value());
   }
   KILN_ASSIGN_OR_RETURN(plan.network, readNetwork(bytes, header, name));
+  KILN_RETURN_IF_ERROR_CTX(plan::validatePlan(plan), name);
   return plan;
 }
 

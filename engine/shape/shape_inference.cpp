@@ -3,10 +3,12 @@
 // apply the op's symbolic rule, else fall back to the model's declared value_info.
 #include <set>
 
+#include "backends/cpu/invoke_kernel.h"
 #include "backends/cpu/kernel.h"
 #include "ir/channels_last.h"
 #include "kiln/plugin_registry.h"
 #include "kiln/shape_inference.h"
+#include "kiln/tensor_size.h"
 #include "plugin/plugin_hooks.h"
 #include "shape/shape_rules.h"
 
@@ -87,7 +89,7 @@ struct State {
       return unsupported("no subgraphs during shape inference");
     };
     cpu::KernelContext ctx(node, inputs, none);
-    if (!entry->fn(ctx).isOk()) return false;
+    if (!cpu::invokeKernel(entry->fn, ctx).isOk()) return false;
     for (size_t i = 0; i < node.outputs.size(); ++i) {
       if (node.outputs[i].empty()) continue;
       if (i >= ctx.outputs().size() || !ctx.outputs()[i].defined()) return false;
@@ -132,7 +134,8 @@ struct State {
     const bool inferred = rule && rule(node, inputs, &outputs);
     if (channelsLast && inferred) {
       for (size_t slot : roles.activationOutputs)
-        if (slot < outputs.size()) outputs[slot].info = permuteSymbolic(outputs[slot].info, kToChannelsLast);
+        if (slot < outputs.size())
+          outputs[slot].info = permuteSymbolic(outputs[slot].info, kToChannelsLast);
     }
     for (size_t i = 0; i < node.outputs.size(); ++i) {
       const std::string& name = node.outputs[i];
@@ -178,6 +181,28 @@ struct State {
   }
 };
 
+// Every shape a node's rule or fold produced, held to the size limits before any
+// kernel allocates it: Reshape, Expand, Tile, Pad, Resize, Range, ConstantOfShape...
+// take their output size from data or attributes a model controls.
+Status checkOutputSizes(const Node& node, const ShapeInferenceResult& result) {
+  const int64_t maxRank = tensorLimits().maxRank;
+  for (const std::string& name : node.outputs) {
+    auto it = result.values.find(name);
+    if (name.empty() || it == result.values.end() || !it->second.hasShape) continue;
+    const InferredValue& value = it->second;
+    const std::string what = node.describe() + ": output '" + name + "'";
+    if (static_cast<int64_t>(value.shape.size()) > maxRank)
+      return invalidArgument(what + ": rank " + std::to_string(value.shape.size()) +
+                             " exceeds the limit of " + std::to_string(maxRank));
+    Shape known;
+    for (const DimExpr& d : value.shape) known.push_back(d.isConst() ? d.constValue() : 1);
+    // Symbolic dims count as 1 here: the known ones must fit already.
+    const DataType type = value.type == DataType::kUndefined ? DataType::kUInt8 : value.type;
+    KILN_RETURN_IF_ERROR(checkTensorSize(type, known, what));
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Result<ShapeInferenceResult> inferShapes(const Network& network,
@@ -197,6 +222,9 @@ Result<ShapeInferenceResult> inferShapes(const Network& network,
     v.shape = in.shape;
     auto bound = inputShapes.find(in.name);
     if (bound != inputShapes.end()) {
+      KILN_RETURN_IF_ERROR(
+          checkTensorSize(in.type == DataType::kUndefined ? DataType::kUInt8 : in.type,
+                          bound->second, "input '" + in.name + "'"));
       if (in.hasShape && in.shape.size() != bound->second.size()) {
         return invalidArgument("input '" + in.name + "': shape " + shapeToString(bound->second) +
                                " does not match the declared " + symbolicShapeToString(in.shape));
@@ -215,6 +243,7 @@ Result<ShapeInferenceResult> inferShapes(const Network& network,
   }
   for (const Node& node : graph.nodes) {
     if (!state.tryFold(node)) state.applyRule(node, graph);
+    KILN_RETURN_IF_ERROR(checkOutputSizes(node, state.result));
   }
   return std::move(state.result);
 }

@@ -8,6 +8,7 @@
 #include "kiln/onnx_import.h"
 #include "kiln/passes.h"
 #include "kiln/plan_identity.h"
+#include "kiln/tensor_size.h"
 
 namespace kiln::compare {
 namespace {
@@ -176,7 +177,8 @@ Result<std::map<std::string, Tensor>> randomInputSet(const Network& network,
     const DataType type = info.type == DataType::kUndefined ? DataType::kFloat32 : info.type;
     if (type == DataType::kString)
       return unsupported("input '" + info.name + "' is a string tensor; load it from a file");
-    inputs[info.name] = randomInputTensor(type, shape, seed + inputs.size());
+    KILN_ASSIGN_OR_RETURN(inputs[info.name], randomInput(type, shape, seed + inputs.size(),
+                                                         "input '" + info.name + "'"));
   }
   return inputs;
 }

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <random>
 
+#include "backends/cpu/invoke_kernel.h"
+
 namespace kiln::test {
 
 OpTest::OpTest(const std::string& opType, int opset, const std::string& domain) {
@@ -77,7 +79,7 @@ Result<std::vector<Tensor>> OpTest::run(int outputCount) {
     return unsupported("subgraphs are not available in OpTest");
   };
   cpu::KernelContext context(m_node, inputs, noSubgraphs);
-  Status status = entry->fn(context);
+  Status status = cpu::invokeKernel(entry->fn, context);
   if (!status.isOk()) return status;
   return context.outputs();
 }

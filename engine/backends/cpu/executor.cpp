@@ -2,6 +2,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "backends/cpu/invoke_kernel.h"
 #include "backends/cpu/kernel.h"
 #include "backends/cpu/tactics/cpu_tactics.h"
 #include "ir/channels_last.h"
@@ -173,7 +174,7 @@ struct ReferenceBackend::Impl {
                                                      implementation->outputType, &results));
     } else {
       cpu::KernelContext context(node, std::move(inputs), runner);
-      KILN_RETURN_IF_ERROR(kernel(context));
+      KILN_RETURN_IF_ERROR(cpu::invokeKernel(kernel, context));
       results = std::move(context.outputs());
     }
     if (channelsLast) {

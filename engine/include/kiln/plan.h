@@ -59,8 +59,8 @@ struct Plan {
 
 Result<std::string> serializePlan(const Plan& plan);
 Status savePlan(const Plan& plan, const std::string& path);
-// Checks the format (magic, version, offsets, checksum, metadata, model, generated
-// kernels, whose architecture must be the identity's) but not the identity against
+// Checks the format (magic, version, offsets, checksum, metadata, model, kernels of the
+// identity's architecture, profiles, layer precisions) but not the identity against
 // this machine: the inspector may read a plan built elsewhere; a runtime calls
 // checkPlanCompatible() before running it, then hands plan.generatedKernels to
 // cuda::preloadGeneratedKernels() (kiln/cuda_generated_kernels.h).

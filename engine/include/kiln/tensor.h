@@ -15,14 +15,14 @@ namespace kiln {
 
 using Shape = std::vector<int64_t>;
 
-// Number of elements of a shape (1 for a scalar); -1 if a dim is negative.
+// Elements of a shape (1 for a scalar); -1 if a dim is negative or the count overflows.
 int64_t shapeNumel(const Shape& shape);
 std::string shapeToString(const Shape& shape);  // "1x3x224x224", "scalar" for rank 0
 
 class Tensor {
  public:
   Tensor() = default;
-  // Allocates a zero-filled tensor of `type` and `shape`.
+  // Zero-filled; throws TensorSizeError if the shape fails kiln/tensor_size.h checks.
   Tensor(DataType type, Shape shape);
 
   template <class T>
@@ -56,7 +56,7 @@ class Tensor {
   std::vector<std::string>& strings() { return *m_strings; }
   const std::vector<std::string>& strings() const { return *m_strings; }
 
-  // Same storage, new shape (numel must match; checked by the caller).
+  // Same storage, new shape (numel must fit the storage, else TensorSizeError).
   Tensor reshaped(Shape shape) const;
   Tensor clone() const;
   // Element i as double / int64 (any numeric type); for reports and small shape tensors.
@@ -75,8 +75,8 @@ class Tensor {
   std::shared_ptr<std::vector<std::string>> m_strings;
 };
 
-// Seeded random non-zero-mean test data: floats uniform in [-1, 1], integers in
-// [1, 9] (valid as indices and sizes of small dims), bools alternating at random.
+// Seeded random data: floats in [-1, 1], integers in [1, 9], bools at random. For a
+// shape from outside use randomInput() (kiln/tensor_size.h): it returns the error.
 Tensor randomInputTensor(DataType type, const Shape& shape, uint64_t seed);
 
 // Converts every element to `to` (ONNX Cast semantics: float->int truncates toward

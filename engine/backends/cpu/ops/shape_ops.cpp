@@ -53,7 +53,10 @@ Status resolveReshape(const KernelContext& ctx, const Shape& in, std::vector<int
       dims[i] = in[i];
     }
     if (dims[i] < 0) return ctx.error("shape has invalid dim " + std::to_string(dims[i]));
-    known *= dims[i];
+    // 3 x 6148914691236517206 wraps to 2: a "match" for a 2-element input.
+    if (__builtin_mul_overflow(known, dims[i], &known))
+      return ctx.error("shape " + shapeToString(dims) +
+                       " has more elements than a 64-bit count holds");
   }
   const int64_t total = shapeNumel(in);
   if (inferAxis >= 0) {

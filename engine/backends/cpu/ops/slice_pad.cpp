@@ -251,8 +251,10 @@ Status tileKernel(KernelContext& ctx) {
   Shape outShape(in.rank()), viewShape, viewIn, viewOut;
   for (int d = 0; d < in.rank(); ++d) {
     if (repeats[d] < 0) return ctx.error("repeats must not be negative");
-    if (repeats[d] > kMaxOutputElements) return ctx.error("repeats are too large");
-    outShape[d] = in.shape()[d] * repeats[d];
+    // A dim of 2^32 repeated 2^32 times wrapped to 0 and the copy overran the output.
+    if (repeats[d] > kMaxOutputElements ||
+        __builtin_mul_overflow(in.shape()[d], repeats[d], &outShape[d]))
+      return ctx.error("repeats are too large");
   }
   KILN_RETURN_IF_ERROR(checkElementCount(ctx, outShape, "output"));
   const std::vector<int64_t> outStrides = contiguousStrides(outShape);

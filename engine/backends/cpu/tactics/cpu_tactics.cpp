@@ -1,6 +1,7 @@
 // The CPU tactic table: one explicit list per op type with alternatives.
 #include "backends/cpu/tactics/cpu_tactics.h"
 
+#include "backends/cpu/invoke_kernel.h"
 #include "backends/cpu/tactics/alternative_kernels.h"
 #include "ir/conv_max_pool.h"
 #include "ir/fp8_layers.h"
@@ -75,7 +76,7 @@ Status runKernelAtPrecision(const Node& node, KernelFn fn, const std::vector<con
     }
   }
   KernelContext context(node, std::move(kernelInputs), runner);
-  KILN_RETURN_IF_ERROR(fn(context));
+  KILN_RETURN_IF_ERROR(invokeKernel(fn, context));
   *outputs = std::move(context.outputs());
   for (Tensor& out : *outputs) {
     if (!out.defined()) continue;

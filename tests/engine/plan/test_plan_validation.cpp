@@ -1,0 +1,113 @@
+// Plans whose metadata was edited and whose checksum was recomputed (serializePlan
+// writes a valid one, as anyone can): every field the runtime trusts is checked
+// on load and a bad one refused with one line naming the file and the field.
+#include "engine/builder/builder_fixture.h"
+#include "kiln/plan.h"
+#include "support/hostile_models.h"
+
+namespace kiln::test {
+namespace {
+
+using hostile::kWrapsToTwo;
+
+class PlanValidation : public hostile::FixedLimitsTest {
+ protected:
+  static const Plan& built() {
+    static const Plan plan = [] {
+      BuilderConfig config;
+      config.profiles = {classifierProfile(1, 2, 4)};
+      config.optimizationLevel = 1;
+      return buildOnCpu(classifierNetwork(), config);
+    }();
+    return plan;
+  }
+
+  // Serializes the edited plan (valid checksum) and loads it back.
+  static Status loaded(const Plan& edited) {
+    auto bytes = serializePlan(edited);
+    EXPECT_TRUE(bytes.isOk()) << bytes.status().toString();
+    auto plan = deserializePlan(bytes.value(), "edited.kiln");
+    return plan.isOk() ? Status::ok() : plan.status();
+  }
+};
+
+TEST_F(PlanValidation, UneditedPlanLoads) {
+  Status s = loaded(built());
+  EXPECT_TRUE(s.isOk()) << s.toString();
+}
+
+TEST_F(PlanValidation, NegativeProfileDimsAreRefused) {
+  Plan plan = built();
+  plan.profiles[0].inputs["x"].min[0] = -1;
+  EXPECT_EQ(loaded(plan).message(),
+            "edited.kiln: optimization profile 0, input 'x': dim 0 needs 0 <= min <= opt <= max "
+            "(-1, 2, 4)");
+}
+
+TEST_F(PlanValidation, ProfileShapesThatWrapAreRefused) {
+  Plan plan = built();
+  ShapeRange& x = plan.profiles[0].inputs["x"];
+  x.max = {3, kWrapsToTwo, 48, 192};
+  EXPECT_EQ(loaded(plan).message(),
+            "edited.kiln: optimization profile 0, input 'x': max: dim 1 (6148914691236517206) "
+            "exceeds the limit of 1099511627776");
+}
+
+TEST_F(PlanValidation, ProfilesForUnknownInputsAreRefused) {
+  Plan plan = built();
+  plan.profiles[0].inputs["nope"] = plan.profiles[0].inputs["x"];
+  EXPECT_EQ(loaded(plan).message(),
+            "edited.kiln: optimization profile 0 names 'nope', which is not an input of the "
+            "model");
+}
+
+TEST_F(PlanValidation, PrecisionCodesNoBackendRunsAreRefused) {
+  Plan plan = built();
+  ASSERT_FALSE(plan.layers.empty());
+  plan.layers[0].precision = DataType::kString;
+  const std::string first = plan.network->graph.nodes[0].displayName();
+  EXPECT_EQ(loaded(plan).message(), "edited.kiln: layer '" + first +
+                                        "': precision string is not one a backend runs layers in");
+  plan = built();
+  plan.layers[0].outputType = DataType::kUInt64;
+  EXPECT_EQ(loaded(plan).message(),
+            "edited.kiln: layer '" + first + "': output type uint64 is not one a backend writes");
+}
+
+TEST_F(PlanValidation, RecordNumbersABuildNeverWritesAreRefused) {
+  Plan plan = built();
+  plan.record.config.optimizationLevel = 99;
+  EXPECT_EQ(loaded(plan).message(),
+            "edited.kiln: plan record is damaged: optimization level 99 is outside 0..5");
+  plan = built();
+  ASSERT_FALSE(plan.record.layers.empty());
+  plan.record.layers[0].memoryOffset = -7;
+  const std::string message = loaded(plan).message();
+  EXPECT_NE(message.find("memory offset -7 is negative"), std::string::npos) << message;
+  plan = built();
+  plan.record.layers[0].precision = DataType::kComplex128;
+  EXPECT_NE(loaded(plan).message().find("precision complex128"), std::string::npos)
+      << loaded(plan).message();
+}
+
+TEST_F(PlanValidation, LayerListsThatDoNotMatchTheNetworkAreRefused) {
+  Plan plan = built();
+  plan.layers.pop_back();
+  const std::string message = loaded(plan).message();
+  EXPECT_EQ(message.rfind("edited.kiln: plan metadata is damaged: ", 0), 0u) << message;
+  EXPECT_NE(message.find("layer implementations for"), std::string::npos) << message;
+}
+
+TEST_F(PlanValidation, NetworkInputDimsThatWrapAreRefused) {
+  Plan plan = built();
+  auto network = std::make_shared<Network>(*plan.network);
+  network->graph.inputs[0].shape[1] = DimExpr(kWrapsToTwo);
+  plan.network = network;
+  const std::string message = loaded(plan).message();
+  EXPECT_EQ(message.rfind("edited.kiln: graph input: value 'x': dim 1 (6148914691236517206)", 0),
+            0u)
+      << message;
+}
+
+}  // namespace
+}  // namespace kiln::test
