@@ -173,13 +173,15 @@ int runBuild(const std::vector<std::string>& rawArgs) {
     if (lines) {
       const std::chrono::duration<double> t = std::chrono::steady_clock::now() - started;
       std::fprintf(stderr, "[%d/%d] %.1f s timing %s\n", p.done + 1, p.total, t.count(),
-                   p.item.c_str());
+                   escapeControlCharacters(p.item).c_str());
       return;
     }
-    std::fprintf(stderr, "\r[%d/%d] timing %-60.60s", p.done + 1, p.total, p.item.c_str());
+    std::fprintf(stderr, "\r[%d/%d] timing %-60.60s", p.done + 1, p.total,
+                 escapeControlCharacters(p.item).c_str());
   };
   config.callbacks.onWarning = [quiet](const std::string& w) {
-    if (!quiet) std::fprintf(stderr, "kiln build: warning: %s\n", w.c_str());
+    if (!quiet)
+      std::fprintf(stderr, "kiln build: warning: %s\n", escapeControlCharacters(w).c_str());
   };
 
   auto backend = makeBackend(args.value("backend", "cpu"), device, config);

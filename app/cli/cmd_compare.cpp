@@ -11,6 +11,7 @@
 #include "compare/accuracy_compare.h"
 #include "compare/build_diff.h"
 #include "engine_report.h"
+#include "kiln/file_io.h"
 #include "kiln/plan.h"
 
 namespace kiln::cli {
@@ -51,9 +52,8 @@ bool hasReducedLayers(const std::shared_ptr<const Plan>& plan) {
 }
 
 Status writeJsonFile(const std::string& path, const nlohmann::json& j) {
-  std::ofstream file(path);
-  file << j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-  return file ? Status::ok() : Status(StatusCode::kIoError, path + ": cannot write");
+  return writeFileAtomically(
+      path, j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", "the report");
 }
 
 Result<inspector::EngineReport> loadReport(const std::string& path) {

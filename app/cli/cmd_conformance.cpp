@@ -340,7 +340,7 @@ int runConformance(const std::vector<std::string>& argv) {
 }
 
 int fail(const std::string& command, const std::string& message, int code) {
-  std::fprintf(stderr, "kiln %s: %s\n", command.c_str(), message.c_str());
+  std::fprintf(stderr, "kiln %s: %s\n", command.c_str(), escapeControlCharacters(message).c_str());
   return code;
 }
 

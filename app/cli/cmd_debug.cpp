@@ -140,7 +140,7 @@ int debugTacticsCommand(const Args& args) {
   options.rebuilds = static_cast<int>(rebuilds);
   const bool json = args.flag("json");
   options.onBuild = [json](const std::string& what, int build) {
-    if (!json) std::fprintf(stderr, "build %d: %s\n", build, what.c_str());
+    if (!json) std::fprintf(stderr, "build %d: %s\n", build, escapeControlCharacters(what).c_str());
   };
   const std::string model = args.positional()[1];
   auto result = compare::debugTactics(setup.network, setup.inputs, options);

@@ -9,6 +9,7 @@
 #include "cli/tensor_args.h"
 #include "engine_inspector.h"
 #include "engine_report.h"
+#include "kiln/file_io.h"
 #include "kiln/onnx_import.h"
 #include "kiln/plan.h"
 #include "model_summary.h"
@@ -38,10 +39,7 @@ void printUsage() {
 }
 
 Status writeText(const std::string& path, const std::string& text) {
-  std::ofstream file(path, std::ios::binary);
-  file << text;
-  if (!file) return Status(StatusCode::kIoError, path + ": cannot write");
-  return Status::ok();
+  return writeFileAtomically(path, text, "the report");
 }
 
 // The table, JSON and CSV of an engine report, as the options ask.
