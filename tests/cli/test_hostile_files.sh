@@ -18,6 +18,11 @@ if [[ -f "$node_tests/test_constant/model.onnx" ]]; then
   check_rc "inspect a model without graph inputs" $? "$out"
 fi
 
+# --- An allocation the input sizes (1.2 TB of random input): one line, not an abort.
+# (With checked sizes a cap may refuse it first; either way the line names the model.)
+expect_error "input sized past memory" "add.onnx: " \
+  t "$kiln" run "$data/add.onnx" --shapes x:100000000000x3
+
 # --- JSON readers: type-checked values, bounded nesting.
 deep() {  # deep N: N nested arrays
   python3 -c "import sys; n=int(sys.argv[1]); print('['*n + ']'*n)" "$1"
