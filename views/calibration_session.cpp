@@ -300,12 +300,15 @@ void CalibrationSession::rebuild(const QString& backend) {
   m_job = m_jobs->start(
       tr("Build %1").arg(QString::fromStdString(request.title)),
       [request, table, outcome](JobContext& context) { *outcome = runBuildJob(request, context); },
-      [self, outcome](const JobContext&) {
+      [self, outcome](const JobContext& context) {
         if (!self) return;
         self->m_job = -1;
         emit self->busyChanged(false);
-        if (!outcome->status.isOk()) {
-          const QString message = QString::fromStdString(outcome->status.message());
+        if (context.failed() || !outcome->status.isOk() || !outcome->plan) {
+          const QString message = context.failed() ? context.failure()
+                                  : outcome->status.isOk()
+                                      ? tr("the build returned no plan")
+                                      : QString::fromStdString(outcome->status.message());
           self->fail("calibration", message);
           emit self->rebuilt(false, message);
           return;
