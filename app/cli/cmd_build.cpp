@@ -16,6 +16,7 @@
 #include "kiln/cuda_build_backend.h"
 #include "kiln/onnx_import.h"
 #include "kiln/passes.h"
+#include "kiln/plan_signature.h"
 #include "kiln/timing_cache.h"
 
 namespace kiln::cli {
@@ -49,6 +50,8 @@ void printUsage() {
       "  --profiling-verbosity none|layer_names_only|detailed (detailed)\n"
       "  --timing-cache FILE              read (when present) and update a timing cache\n"
       "  --save-tactics FILE | --load-tactics FILE   write / replay every layer's tactic\n"
+      "  --sign KEY.key                   write PLAN.sig, an Ed25519 signature of the plan\n"
+      "                                   (`kiln keygen`; checked by --trust, docs/security.md)\n"
       "  --seed N (1)                     random timing inputs\n"
       "  --disable-pass NAME              skip a graph pass (repeatable); --list-passes lists "
       "them\n"
@@ -192,6 +195,10 @@ int runBuild(const std::vector<std::string>& rawArgs) {
   if (!quiet && terminal) std::fprintf(stderr, "\n");
   if (!plan.isOk()) return fail("build", model + ": " + plan.status().message());
   if (Status s = savePlan(*plan, output); !s.isOk()) return fail("build", s.message());
+  if (args.has("sign")) {
+    if (Status s = signPlanFile(output, args.value("sign")); !s.isOk())
+      return fail("build", s.message());
+  }
   if (config.timingCache) {
     if (Status s = cache.save(args.value("timing-cache")); !s.isOk())
       return fail("build", s.message());

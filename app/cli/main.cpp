@@ -42,9 +42,12 @@ void printUsage() {
       "  conformance DIR... [--expected-failures FILE] [--json] run ONNX backend node tests\n"
       "  ops [--json]                                            operators the CPU backend runs\n"
       "  plugins [--json]                                        loaded plugin libraries and "
-      "creators\n\n"
+      "creators\n"
+      "  keygen -o NAME                                          Ed25519 key pair to sign plans "
+      "(build --sign)\n\n"
       "global option: --plugins LIB.so[,LIB.so]  load plugin libraries (custom layers) first\n"
-
+      "global option: --trust KEY.pub[,KEY.pub]  load only plans signed by these keys (unsigned\n"
+      "               plans without generated GPU code still load; docs/security.md)\n"
       "Run `kiln <command> --help` for a command's options.\n");
 }
 
@@ -74,6 +77,7 @@ int dispatch(const std::string& command, const std::vector<std::string>& args) {
   if (command == "compare") return kiln::cli::runCompare(args);
   if (command == "debug") return kiln::cli::runDebug(args);
   if (command == "calibrate") return kiln::cli::runCalibrate(args);
+  if (command == "keygen") return kiln::cli::runKeygen(args);
   if (command == "--version" || command == "version") {
     std::printf("kiln %s\n", kiln::kKilnVersion);
     return 0;
@@ -85,7 +89,7 @@ int dispatch(const std::string& command, const std::vector<std::string>& args) {
 
 int guardedMain(int argc, char** argv) {
   std::vector<std::string> all(argv + 1, argv + argc);
-  if (!loadPluginOptions(&all)) return 1;
+  if (!loadPluginOptions(&all) || !kiln::cli::applyTrustOption(&all)) return 1;
   if (all.empty() || all[0] == "--help" || all[0] == "-h" || all[0] == "help") {
     printUsage();
     return all.empty() ? 2 : 0;

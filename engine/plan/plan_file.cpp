@@ -8,6 +8,7 @@
 #include "common/fnv1a.h"
 #include "kiln/file_io.h"
 #include "kiln/json_reader.h"
+#include "kiln/plan_signature.h"
 #include "kiln/onnx_export.h"
 #include "kiln/onnx_import.h"
 #include "kiln/plan.h"
@@ -194,7 +195,13 @@ Result<Plan> loadPlanFile(const std::string& path) {
   if (!bytes.isOk() && bytes.status().code() == StatusCode::kNotFound)
     return notFound(path + ": plan file not found");
   if (!bytes.isOk()) return bytes.status();
-  return deserializePlan(bytes.value(), path);
+  // The signature is checked on the very bytes then parsed (nothing can swap the file
+  // in between), before parsing: a signed plan that was changed fails as such.
+  bool isSigned = false;
+  KILN_RETURN_IF_ERROR(checkPlanSignature(path, bytes.value(), &isSigned));
+  KILN_ASSIGN_OR_RETURN(Plan plan, deserializePlan(bytes.value(), path));
+  KILN_RETURN_IF_ERROR(checkUnsignedPlan(path, isSigned, !plan.generatedKernels.empty()));
+  return plan;
 }
 
 bool looksLikePlanFile(const std::string& path) {
