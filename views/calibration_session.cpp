@@ -106,8 +106,9 @@ void CalibrationSession::loadFolder(const QString& directory, const PreprocessSp
         for (size_t i = 0; i < loaded->samples->size() && i < kPreviewCount; ++i)
           loaded->previews.push_back(previewOfTensor(loaded->samples->at(i).tensor));
       },
-      [self, loaded, directory](const JobContext&) {
+      [self, loaded, directory](const JobContext& context) {
         if (!self) return;
+        if (context.failed()) loaded->samples = internalError(context.failure().toStdString());
         self->m_job = -1;
         emit self->busyChanged(false);
         if (!loaded->samples.isOk()) {
@@ -158,8 +159,9 @@ void CalibrationSession::calibrate() {
         *result =
             cuda::calibrateOnBackend(*network, *data, options, cuda::CalibrationBackend::kDefault);
       },
-      [self, result](const JobContext&) {
+      [self, result](const JobContext& context) {
         if (!self) return;
+        if (context.failed()) *result = internalError(context.failure().toStdString());
         self->m_job = -1;
         emit self->busyChanged(false);
         if (!result->isOk()) {
