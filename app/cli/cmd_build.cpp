@@ -221,7 +221,7 @@ int runBuild(const std::vector<std::string>& rawArgs) {
                 summary.dump(1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
-  std::printf("%s", inspector::formatBuildSummary(*plan).c_str());
+  printReportText(inspector::formatBuildSummary(*plan));
   if (!accuracy.empty()) std::printf("accuracy against FP32:\n%s", accuracy.c_str());
   std::printf("plan written: %s\n", output.c_str());
   std::printf("same build with TensorRT: %s\n", summary["trtexec"].get<std::string>().c_str());

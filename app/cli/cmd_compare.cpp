@@ -90,7 +90,7 @@ int compareBuilds(const Args& args) {
   }
   const auto order =
       sort == "delta" ? compare::DiffOrder::kTimeDelta : compare::DiffOrder::kExecution;
-  std::printf("%s", compare::formatBuildDiff(diff, order, args.flag("all")).c_str());
+  printReportText(compare::formatBuildDiff(diff, order, args.flag("all")));
   return 0;
 }
 
@@ -150,7 +150,7 @@ int compareAccuracy(const Args& args) {
   if (args.flag("json"))
     std::printf("%s\n", json.dump(1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   else
-    std::printf("%s", compare::formatAccuracyReport(report.value()).c_str());
+    printReportText(compare::formatAccuracyReport(report.value()));
   return report->pass ? 0 : kOutsideTolerance;
 }
 

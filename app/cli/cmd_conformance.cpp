@@ -301,12 +301,13 @@ int runConformance(const std::vector<std::string>& argv) {
     } else if (!args.flag("quiet") ||
                (r.outcome != Outcome::kPass && r.outcome != Outcome::kExpectedFail)) {
       if (r.outcome == Outcome::kPass)
-        std::printf("PASS %s (max abs %.3g, max rel %.3g)\n", r.name.c_str(), r.maxAbs, r.maxRel);
+        std::printf("PASS %s (max abs %.3g, max rel %.3g)\n",
+                    escapeControlCharacters(r.name).c_str(), r.maxAbs, r.maxRel);
       else
-        std::printf("%s %s: %s\n", outcomeName(r.outcome), r.name.c_str(),
+        std::printf("%s %s: %s\n", outcomeName(r.outcome), escapeControlCharacters(r.name).c_str(),
                     r.outcome == Outcome::kUnexpectedPass
                         ? "passes but is listed as an expected failure; remove it"
-                        : r.detail.c_str());
+                        : escapeControlCharacters(r.detail).c_str());
     }
   }
   const int passed = counts[Outcome::kPass];
@@ -321,7 +322,8 @@ int runConformance(const std::vector<std::string>& argv) {
                               {"skipped_non_tensor", counts[Outcome::kNonTensor]},
                               {"tests", report}};
     if (g_useCuda) summary["cuda_layer_placements"] = g_placements;
-    std::printf("%s\n", summary.dump(1).c_str());
+    std::printf("%s\n",
+                summary.dump(1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::printf("%d passed, %d failed\n", passed, failed);
     std::printf(
@@ -337,6 +339,15 @@ int runConformance(const std::vector<std::string>& argv) {
     }
   }
   return failed == 0 ? 0 : 1;
+}
+
+void printReportText(const std::string& text) {
+  for (size_t start = 0; start < text.size();) {
+    const size_t end = std::min(text.find('\n', start), text.size());
+    const std::string line = escapeControlCharacters(text.substr(start, end - start));
+    std::printf("%s%s", line.c_str(), end < text.size() ? "\n" : "");
+    start = end + 1;
+  }
 }
 
 int fail(const std::string& command, const std::string& message, int code) {

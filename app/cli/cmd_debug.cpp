@@ -115,11 +115,12 @@ int debugPrecisionCommand(const Args& args) {
       return fail("debug", s.message());
   }
   if (json)
-    std::printf("%s\n", precisionDebugJson(*result, model).dump(1).c_str());
+    std::printf("%s\n", precisionDebugJson(*result, model)
+                            .dump(1, ' ', false, nlohmann::json::error_handler_t::replace)
+                            .c_str());
   else
-    std::printf("%s", formatPrecisionDebug(*result, model, args.value("save-constraints"),
-                                           args.value("apply"))
-                          .c_str());
+    printReportText(
+        formatPrecisionDebug(*result, model, args.value("save-constraints"), args.value("apply")));
   return 0;
 }
 
@@ -146,9 +147,11 @@ int debugTacticsCommand(const Args& args) {
   auto result = compare::debugTactics(setup.network, setup.inputs, options);
   if (!result.isOk()) return fail("debug", model + ": " + result.status().message());
   if (json)
-    std::printf("%s\n", tacticDebugJson(*result, model).dump(1).c_str());
+    std::printf("%s\n", tacticDebugJson(*result, model)
+                            .dump(1, ' ', false, nlohmann::json::error_handler_t::replace)
+                            .c_str());
   else
-    std::printf("%s", formatTacticDebug(*result, model).c_str());
+    printReportText(formatTacticDebug(*result, model));
   return result->bad.empty() ? 0 : 3;
 }
 

@@ -52,7 +52,7 @@ int printReport(const Args& args, const inspector::EngineReport& report, bool ta
     nlohmann::json doc = inspector::reportJson(report);
     std::printf("%s\n", doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else if (table) {
-    std::printf("%s", inspector::formatReportTable(report).c_str());
+    printReportText(inspector::formatReportTable(report));
   }
   return 0;
 }
@@ -68,7 +68,7 @@ int inspectPlan(const Args& args) {
       if (!s.isOk()) return fail("inspect", s.message());
     }
     const bool table = args.flag("layers") || args.has("profile");
-    if (!args.flag("json")) std::printf("%s", inspector::formatBuildSummary(*plan).c_str());
+    if (!args.flag("json")) printReportText(inspector::formatBuildSummary(*plan));
     return printReport(args, report, table);
   }
   if (args.flag("json")) {
@@ -76,17 +76,17 @@ int inspectPlan(const Args& args) {
     std::printf("%s\n", doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
-  std::printf("%s", inspector::formatBuildSummary(*plan).c_str());
-  if (args.flag("fusions")) std::printf("%s", inspector::formatFusions(*plan).c_str());
+  printReportText(inspector::formatBuildSummary(*plan));
+  if (args.flag("fusions")) printReportText(inspector::formatFusions(*plan));
   if (args.flag("layers") || args.flag("candidates"))
-    std::printf("%s", inspector::formatLayerTable(*plan, args.flag("candidates")).c_str());
+    printReportText(inspector::formatLayerTable(*plan, args.flag("candidates")));
   return 0;
 }
 
 int inspectTrtexec(const Args& args) {
   auto report = inspector::reportFromTrtexec(args.positional()[0], args.value("profile"));
   if (!report.isOk()) return fail("inspect", report.status().message());
-  if (!args.flag("json")) std::printf("%s", report->summary.c_str());
+  if (!args.flag("json")) printReportText(report->summary);
   return printReport(args, report.value(), true);
 }
 

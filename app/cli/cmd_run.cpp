@@ -227,7 +227,8 @@ int runRun(const std::vector<std::string>& argv) {
     }
   }
   if (args.flag("json")) {
-    std::printf("%s\n", result.dump(1).c_str());
+    std::printf("%s\n",
+                result.dump(1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
   std::printf("model: %s (backend: %s)\n", path.c_str(),

@@ -40,4 +40,9 @@ int runOnCuda(const Args& args, std::shared_ptr<Network> network,
 // Prints "kiln <command>: <message>" to stderr and returns `code`.
 int fail(const std::string& command, const std::string& message, int code = 1);
 
+// Prints a report to stdout with every control character but its line breaks
+// escaped: the names in tables come from models and plans, and must not drive the
+// terminal.
+void printReportText(const std::string& text);
+
 }  // namespace kiln::cli

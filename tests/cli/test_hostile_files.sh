@@ -118,6 +118,16 @@ expect_error "node name with an escape sequence and a newline" 'my\x1b[2J\nr1' \
   t "$kiln" run "$work/escape.onnx"
 err=$(t "$kiln" run "$work/escape.onnx" 2>&1 >/dev/null)
 [[ "$err" != *$'\x1b'* ]]; check_rc "no raw ESC reaches the terminal" $? "$err"
+python3 - "$data/unsorted.onnx" "$work/esc_relu.onnx" <<'PY'
+import sys
+data = open(sys.argv[1], "rb").read()
+evil = b"relu\x1b[2Jsec"
+assert len(evil) == len(b"relu_second") and data.count(b"relu_second") == 1
+open(sys.argv[2], "wb").write(data.replace(b"relu_second", evil))
+PY
+out=$(t "$kiln" build "$work/esc_relu.onnx" -o "$work/esc.kiln" 2>&1; t "$kiln" inspect "$work/esc.kiln" --layers 2>&1)
+[[ "$out" != *$'\x1b'* && "$out" == *'relu\x1b[2Jsec'* ]]
+check_rc "build summary and layer table escape a node name" $? "$out"
 expect_error "option value with control characters" "'no\x1b]0;pwned\x07\npe' is not an input" \
   t "$kiln" run "$model" --shapes $'no\x1b]0;pwned\x07\npe:1x3'
 
