@@ -7,6 +7,7 @@
 
 #include "build_job.h"
 #include "kiln/cuda_calibration.h"
+#include "kiln/file_io.h"
 #include "job_runner.h"
 #include "studio_document.h"
 
@@ -35,7 +36,10 @@ Result<std::pair<std::string, int>> calibratedInput(const Network* network) {
 }  // namespace
 
 Result<RgbImage> decodeImageWithQt(const std::string& path) {
-  QImage image(QString::fromStdString(path));
+  // Read as a regular file first: QImage would block on a FIFO and read a device.
+  Result<std::string> bytes = readRegularFile(path, kMaxTextFileBytes);
+  if (!bytes.isOk()) return bytes.status();
+  QImage image = QImage::fromData(QByteArray::fromStdString(bytes.value()));
   if (image.isNull()) return parseError("image '" + path + "' cannot be decoded");
   image = image.convertToFormat(QImage::Format_RGB888);
   RgbImage out;

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "cli/args.h"
@@ -12,6 +13,7 @@
 #include "cli/tensor_compare.h"
 #include "kiln/onnx_import.h"
 #include "kiln/cuda_runtime.h"
+#include "kiln/file_io.h"
 #include "kiln/reference_backend.h"
 #include "kiln/shape_inference.h"
 
@@ -218,11 +220,14 @@ TestResult runTest(const fs::path& dir) {
 std::map<std::string, std::string> readExpectedFailures(const std::string& path, Status* status) {
   std::map<std::string, std::string> entries;
   if (path.empty()) return entries;
-  std::ifstream file(path);
-  if (!file) {
-    *status = notFound(path + ": cannot open expected-failures file");
+  Result<std::string> text = readRegularFile(path, kMaxTextFileBytes);
+  if (!text.isOk()) {
+    *status = text.status().code() == StatusCode::kNotFound
+                  ? notFound(path + ": cannot open expected-failures file")
+                  : text.status();
     return entries;
   }
+  std::istringstream file(text.value());
   std::string line;
   while (std::getline(file, line)) {
     if (line.empty() || line[0] == '#') continue;
