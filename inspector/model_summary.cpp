@@ -49,6 +49,11 @@ Result<nlohmann::json> summarizeModel(const Network& network,
   KILN_ASSIGN_OR_RETURN(ShapeInferenceResult shapes, inferShapes(network, inputShapes));
   const Graph& g = network.graph;
   nlohmann::json j;
+  // Every key formatModelSummary reads is present, empty where the model has none
+  // (a model with no graph inputs, such as ONNX's test_constant).
+  j["opsets"] = nlohmann::json::object();
+  j["inputs"] = nlohmann::json::array();
+  j["outputs"] = nlohmann::json::array();
   j["model"] = network.sourcePath;
   j["ir_version"] = network.irVersion;
   j["producer"] =
@@ -86,24 +91,33 @@ Result<nlohmann::json> summarizeModel(const Network& network,
   return j;
 }
 
-std::string formatModelSummary(const nlohmann::json& j) {
+std::string formatModelSummary(const nlohmann::json& summary) {
+  // A key missing from `summary` reads as null, never as operator[] on a const object
+  // (undefined behaviour: an abort).
+  nlohmann::json j = summary;
+  for (const char* key : {"opsets", "op_histogram"})
+    if (!j.contains(key)) j[key] = nlohmann::json::object();
+  for (const char* key : {"inputs", "outputs", "unsupported_nodes", "shape_unresolved"})
+    if (!j.contains(key)) j[key] = nlohmann::json::array();
   std::string s;
   char buf[512];
-  s += "model:      " + j["model"].get<std::string>() + "\n";
-  s += "producer:   " + j["producer"].get<std::string>() + "\n";
+  s += "model:      " + escapeControlCharacters(j["model"].get<std::string>()) + "\n";
+  s += "producer:   " + escapeControlCharacters(j["producer"].get<std::string>()) + "\n";
   s += "ir version: " + std::to_string(j["ir_version"].get<int64_t>()) + "\n";
   s += "opsets:    ";
   for (const auto& [domain, version] : j["opsets"].items())
     s += " " + domain + "=" + std::to_string(version.get<int>());
   s += "\ninputs:\n";
   for (const auto& in : j["inputs"]) {
-    std::snprintf(buf, sizeof buf, "  %-28s %-8s %s\n", in["name"].get<std::string>().c_str(),
+    std::snprintf(buf, sizeof buf, "  %-28s %-8s %s\n",
+                  escapeControlCharacters(in["name"].get<std::string>()).c_str(),
                   in["dtype"].get<std::string>().c_str(), shapeText(in["shape"]).c_str());
     s += buf;
   }
   s += "outputs:\n";
   for (const auto& out : j["outputs"]) {
-    std::snprintf(buf, sizeof buf, "  %-28s %-8s %s\n", out["name"].get<std::string>().c_str(),
+    std::snprintf(buf, sizeof buf, "  %-28s %-8s %s\n",
+                  escapeControlCharacters(out["name"].get<std::string>()).c_str(),
                   out["dtype"].get<std::string>().c_str(), shapeText(out["shape"]).c_str());
     s += buf;
   }
@@ -120,17 +134,19 @@ std::string formatModelSummary(const nlohmann::json& j) {
   }
   s += "op histogram:\n";
   for (const auto& [op, count] : j["op_histogram"].items()) {
-    std::snprintf(buf, sizeof buf, "  %-28s %d\n", op.c_str(), count.get<int>());
+    std::snprintf(buf, sizeof buf, "  %-28s %d\n", escapeControlCharacters(op).c_str(),
+                  count.get<int>());
     s += buf;
   }
   if (!j["unsupported_nodes"].empty()) {
     s += "unsupported nodes:\n";
-    for (const auto& n : j["unsupported_nodes"]) s += "  " + n.get<std::string>() + "\n";
+    for (const auto& n : j["unsupported_nodes"])
+      s += "  " + escapeControlCharacters(n.get<std::string>()) + "\n";
   }
   if (!j["shape_unresolved"].empty()) {
     s += "shapes not inferred (" + std::to_string(j["shape_unresolved"].size()) +
          " nodes), first:\n";
-    s += "  " + j["shape_unresolved"][0].get<std::string>() + "\n";
+    s += "  " + escapeControlCharacters(j["shape_unresolved"][0].get<std::string>()) + "\n";
   }
   return s;
 }

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "engine_report.h"
+#include "kiln/json_reader.h"
 
 namespace kiln::inspector {
 namespace {
@@ -271,22 +272,6 @@ std::string summaryOf(const EngineReport& report) {
     out << line;
   }
   return out.str() + "\n";
-}
-
-Result<json> readJsonFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return notFound(path + ": cannot open");
-  std::stringstream bytes;
-  bytes << file.rdbuf();
-  try {
-    return json::parse(bytes.str());
-  } catch (const json::parse_error& e) {
-    std::string what = e.what();
-    const size_t tag = what.find("] ");
-    if (tag != std::string::npos) what = what.substr(tag + 2);
-    std::replace(what.begin(), what.end(), '\n', ' ');
-    return parseError(path + ": not valid JSON: " + what);
-  }
 }
 
 double numberOr(const json& entry, const char* key, double fallback) {

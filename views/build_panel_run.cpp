@@ -69,7 +69,13 @@ void BuildPanel::startBuild() {
       tr("Build %1").arg(QString::fromStdString(request.title)),
       [request, outcome](JobContext& context) { *outcome = runBuildJob(request, context); },
       [self, request, outcome](const JobContext& context) {
-        if (self) self->finishBuild(request, *outcome, context.cancelled());
+        if (!self) return;
+        if (context.failed()) {  // the work threw: the outcome was never filled in
+          BuildOutcome failed;
+          failed.status = internalError(context.failure().toStdString());
+          return self->finishBuild(request, failed, false);
+        }
+        self->finishBuild(request, *outcome, context.cancelled());
       });
   m_build->setEnabled(false);
   m_cancel->setEnabled(true);
@@ -94,8 +100,10 @@ void BuildPanel::finishBuild(const BuildRequest& request, const BuildOutcome& ou
     emit buildFinished(false, tr("build cancelled"));
     return;
   }
-  if (!outcome.status.isOk()) {
-    const QString message = model + ": " + QString::fromStdString(outcome.status.message());
+  if (!outcome.status.isOk() || !outcome.plan) {
+    const std::string why =
+        outcome.status.isOk() ? "the build returned no plan" : outcome.status.message();
+    const QString message = model + ": " + QString::fromStdString(why);
     m_progress->setValue(0);
     m_document->addIssue({IssueSeverity::kError, "build", message,
                           nodeNamedIn(outcome.status.message(), request.network.get())});

@@ -7,6 +7,7 @@
 
 #include "build_job.h"
 #include "kiln/cuda_calibration.h"
+#include "kiln/file_io.h"
 #include "job_runner.h"
 #include "studio_document.h"
 
@@ -35,7 +36,10 @@ Result<std::pair<std::string, int>> calibratedInput(const Network* network) {
 }  // namespace
 
 Result<RgbImage> decodeImageWithQt(const std::string& path) {
-  QImage image(QString::fromStdString(path));
+  // Read as a regular file first: QImage would block on a FIFO and read a device.
+  Result<std::string> bytes = readRegularFile(path, kMaxTextFileBytes);
+  if (!bytes.isOk()) return bytes.status();
+  QImage image = QImage::fromData(QByteArray::fromStdString(bytes.value()));
   if (image.isNull()) return parseError("image '" + path + "' cannot be decoded");
   image = image.convertToFormat(QImage::Format_RGB888);
   RgbImage out;
@@ -106,8 +110,9 @@ void CalibrationSession::loadFolder(const QString& directory, const PreprocessSp
         for (size_t i = 0; i < loaded->samples->size() && i < kPreviewCount; ++i)
           loaded->previews.push_back(previewOfTensor(loaded->samples->at(i).tensor));
       },
-      [self, loaded, directory](const JobContext&) {
+      [self, loaded, directory](const JobContext& context) {
         if (!self) return;
+        if (context.failed()) loaded->samples = internalError(context.failure().toStdString());
         self->m_job = -1;
         emit self->busyChanged(false);
         if (!loaded->samples.isOk()) {
@@ -158,8 +163,9 @@ void CalibrationSession::calibrate() {
         *result =
             cuda::calibrateOnBackend(*network, *data, options, cuda::CalibrationBackend::kDefault);
       },
-      [self, result](const JobContext&) {
+      [self, result](const JobContext& context) {
         if (!self) return;
+        if (context.failed()) *result = internalError(context.failure().toStdString());
         self->m_job = -1;
         emit self->busyChanged(false);
         if (!result->isOk()) {
@@ -300,12 +306,15 @@ void CalibrationSession::rebuild(const QString& backend) {
   m_job = m_jobs->start(
       tr("Build %1").arg(QString::fromStdString(request.title)),
       [request, table, outcome](JobContext& context) { *outcome = runBuildJob(request, context); },
-      [self, outcome](const JobContext&) {
+      [self, outcome](const JobContext& context) {
         if (!self) return;
         self->m_job = -1;
         emit self->busyChanged(false);
-        if (!outcome->status.isOk()) {
-          const QString message = QString::fromStdString(outcome->status.message());
+        if (context.failed() || !outcome->status.isOk() || !outcome->plan) {
+          const QString message = context.failed() ? context.failure()
+                                  : outcome->status.isOk()
+                                      ? tr("the build returned no plan")
+                                      : QString::fromStdString(outcome->status.message());
           self->fail("calibration", message);
           emit self->rebuilt(false, message);
           return;

@@ -173,6 +173,7 @@ void CompareView::buildVariant(const BuilderConfig& config, const QString& title
       [request, outcome](JobContext& context) { *outcome = runBuildJob(request, context); },
       [self, title, outcome](const JobContext& context) {
         if (!self) return;
+        if (context.failed()) outcome->status = internalError(context.failure().toStdString());
         const bool ok = !context.cancelled() && outcome->status.isOk() && outcome->plan;
         if (ok)
           self->setBuildB(title, outcome->plan);
@@ -209,6 +210,7 @@ void CompareView::compareAccuracy() {
       },
       [self, outcome](const JobContext& context) {
         if (!self) return;
+        if (context.failed()) outcome->status = internalError(context.failure().toStdString());
         const bool ok = !context.cancelled() && outcome->status.isOk() && outcome->report;
         if (ok) {
           self->m_accuracy = outcome->report;

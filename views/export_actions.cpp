@@ -10,6 +10,7 @@
 
 #include "engine_inspector.h"
 #include "engine_report.h"
+#include "kiln/file_io.h"
 #include "kiln/plan.h"
 #include "studio_document.h"
 
@@ -17,12 +18,10 @@ namespace kiln::studio {
 
 namespace {
 
+// Written whole or not at all (a failed export leaves the old file), through a fresh
+// temporary that never follows a link planted beside the target.
 Status writeText(const QString& path, const QByteArray& bytes) {
-  QSaveFile file(path);  // written whole or not at all: a failed export leaves the old file
-  if (!file.open(QIODevice::WriteOnly) || file.write(bytes) != bytes.size() || !file.commit())
-    return Status(StatusCode::kIoError,
-                  path.toStdString() + ": cannot write (" + file.errorString().toStdString() + ")");
-  return Status::ok();
+  return writeFileAtomically(path.toStdString(), bytes.toStdString(), "the export");
 }
 
 // trtexec's --exportProfile shape from the profiled report.

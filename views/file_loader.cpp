@@ -3,9 +3,11 @@
 #include <QFile>
 #include <QFileInfo>
 #include <QRegularExpression>
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "kiln/file_io.h"
 #include "kiln/onnx_import.h"
 #include "kiln/reference_backend.h"
 #include "kiln/shape_inference.h"
@@ -13,9 +15,13 @@
 namespace kiln::studio {
 
 FileKind detectFileKind(const QString& path) {
-  QFile file(path);
-  if (!file.open(QIODevice::ReadOnly)) return FileKind::kUnknown;
-  const QByteArray head = file.read(4096);
+  // The head of a regular file only: QFile would block on a FIFO (on the GUI thread).
+  const std::string file = path.toStdString();
+  Result<int64_t> size = regularFileSize(file);
+  if (!size.isOk()) return FileKind::kUnknown;
+  Result<std::string> bytes = readRegularFileRange(file, 0, std::min<int64_t>(size.value(), 4096));
+  if (!bytes.isOk()) return FileKind::kUnknown;
+  const QByteArray head = QByteArray::fromStdString(bytes.value());
   if (head.startsWith(QByteArray(kPlanMagic, sizeof(kPlanMagic)))) return FileKind::kPlan;
   const QByteArray trimmed = head.trimmed();
   if (trimmed.startsWith('{') && head.contains("\"Layers\"")) return FileKind::kTrtexecGraph;
@@ -77,20 +83,7 @@ Result<LoadedEngine> loadPlan(const std::string& path) {
   loaded.report = std::make_shared<const inspector::EngineReport>(inspector::reportFromPlan(
       *shared, QFileInfo(QString::fromStdString(path)).fileName().toStdString()));
   loaded.plan = std::move(shared);
-  const std::string& source = loaded.plan->record.modelName;
-  if (!source.empty() && QFileInfo::exists(QString::fromStdString(source))) {
-    auto model = loadModel(source);
-    if (model.isOk()) {
-      loaded.sourceModel = model->network;
-      loaded.sourceModelPath = source;
-    } else {
-      loaded.sourceModelNote = "source model " + source + " did not load (" +
-                               model.status().message() + "); the graph shows the network as built";
-    }
-  } else if (!source.empty()) {
-    loaded.sourceModelNote =
-        "source model " + source + " is not there any more; the graph shows the network as built";
-  }
+  loaded.sourceModelPath = loaded.plan->record.modelName;
   return loaded;
 }
 

@@ -36,12 +36,14 @@ Result<LoadedModel> loadModel(const std::string& path);
 struct LoadedEngine {
   std::shared_ptr<const Plan> plan;  // null for trtexec exports
   std::shared_ptr<const inspector::EngineReport> report;
-  // The ONNX model the plan was built from, when its file is still where the build
-  // found it (the graph view then shows the original nodes that provenance names).
-  std::shared_ptr<const Network> sourceModel;
+  // The path of the ONNX model the plan records it was built from ("" if none). It
+  // comes from the plan, so it is untrusted: loadPlan never opens or even checks it
+  // (a FIFO would hang, /dev/zero exhaust memory, and a plan could probe the user's
+  // files); the studio shows it and asks before opening it.
   std::string sourceModelPath;
-  std::string sourceModelNote;  // why the source model is not shown, when it is not
 };
+// Loads and checks the plan and makes its report; the recorded source model is
+// left alone (see LoadedEngine::sourceModelPath).
 Result<LoadedEngine> loadPlan(const std::string& path);
 Result<LoadedEngine> loadTrtexec(const std::string& graphPath, const std::string& profilePath);
 

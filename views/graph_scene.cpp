@@ -14,6 +14,9 @@ namespace {
 constexpr double kArrowLength = 8;
 constexpr double kArrowHalfWidth = 3.5;
 constexpr double kSceneMargin = 40;
+// How many scene-sized spans the edges may cover in all before the scene goes
+// unindexed (see usesIndexFor).
+constexpr double kMaxIndexedEdgeSpans = 256;
 
 QPointF unit(const QPointF& v) {
   const double length = std::hypot(v.x(), v.y());
@@ -41,6 +44,24 @@ void edgeGeometry(const EdgeRoute& route, QPainterPath* path, QPolygonF* arrow) 
   const QPointF d = unit(tip - base);
   const QPointF n(-d.y(), d.x());
   *arrow << tip << base + n * kArrowHalfWidth << base - n * kArrowHalfWidth;
+}
+
+// Qt's BSP index files an item under every leaf its bounding rectangle crosses, so
+// edges that span much of a huge graph make it quadratic in memory: a trtexec export
+// of 40,000 layers that all read one tensor took 5.4 GB (200,000 layers ran out of
+// memory) where the CLI reads the file in under a second. Past a budget of such spans
+// the scene is left unindexed: painting and hit tests then scan the items linearly,
+// which costs milliseconds at that size (the same 40,000 layers: 0.7 GB, 3.7 s).
+bool usesIndexFor(const SceneGraph& graph) {
+  const QRectF bounds = graph.layout.bounds;
+  if (bounds.width() <= 0 || bounds.height() <= 0) return true;
+  double spans = 0;
+  for (const QPainterPath& path : graph.edgePaths) {
+    const QRectF r = path.boundingRect();
+    spans += r.width() / bounds.width() + r.height() / bounds.height();
+    if (spans > kMaxIndexedEdgeSpans) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -80,6 +101,8 @@ void GraphScene::clearGraph() {
 void GraphScene::populate(std::shared_ptr<const SceneGraph> graph) {
   clearGraph();
   m_graph = std::move(graph);
+  setItemIndexMethod(usesIndexFor(*m_graph) ? QGraphicsScene::BspTreeIndex
+                                            : QGraphicsScene::NoIndex);
   const LayoutGraph& g = m_graph->graph;
   const LayoutResult& layout = m_graph->layout;
   m_nodes.reserve(g.nodes.size());

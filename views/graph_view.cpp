@@ -147,6 +147,7 @@ void GraphView::showGraph(const QString& jobTitle, int nodeCount, GraphBuilder b
                                        std::move(layout.value()));
       },
       [self, job](const JobContext& context) {
+        if (context.failed()) job->status = internalError(context.failure().toStdString());
         if (self) self->finishJob(job, context.cancelled());
       });
 }

@@ -5,6 +5,11 @@
 #include <QFutureWatcher>
 #include <QPointer>
 #include <QtConcurrent/QtConcurrentRun>
+#include <exception>
+#include <new>
+#include <stdexcept>
+
+#include "kiln/status.h"
 
 namespace kiln::studio {
 
@@ -17,6 +22,32 @@ struct JobRunner::Job {
 void JobContext::progress(double fraction, const QString& text) {
   if (m_report) m_report(fraction, text);
 }
+
+namespace {
+
+// Runs `work`; an exception becomes the context's failure message instead of being
+// stored in the QFuture (where nothing would rethrow it, and the job would look done).
+void runCatching(const std::function<void(JobContext&)>& work, JobContext& context,
+                 QString* failure) {
+  auto fail = [failure](const std::string& what) {
+    *failure = QString::fromStdString(escapeControlCharacters(what));
+  };
+  try {
+    work(context);
+  } catch (const std::bad_alloc&) {
+    fail(
+        "out of memory (std::bad_alloc: a size in the input is larger than this "
+        "machine's memory)");
+  } catch (const std::length_error& e) {
+    fail(std::string("out of memory (std::length_error: ") + e.what() + ")");
+  } catch (const std::exception& e) {
+    fail(std::string("failed: ") + e.what());
+  } catch (...) {
+    fail("failed: an unknown exception");
+  }
+}
+
+}  // namespace
 
 JobRunner::JobRunner(QObject* parent) : QObject(parent) {}
 
@@ -56,8 +87,12 @@ int JobRunner::start(const QString& title, std::function<void(JobContext&)> work
     m_jobs.erase(it);
     emit jobFinished(id);  // first: what `done` starts next is already the newest job
     if (done) done(finished->context);
+    // After `done`, so a listener can see whether `done` reported the failure itself.
+    if (finished->context.failed())
+      emit jobFailed(id, finished->title, finished->context.failure());
   });
-  job->future = QtConcurrent::run([job, work] { work(job->context); });
+  job->future =
+      QtConcurrent::run([job, work] { runCatching(work, job->context, &job->context.m_failure); });
   watcher->setFuture(job->future);
   emit jobStarted(id, title);
   return id;

@@ -21,10 +21,16 @@ class JobContext {
   bool cancelled() const { return m_cancel.load(); }
   // For engine loops that poll a flag (BuildCallbacks::cancel).
   const std::atomic<bool>* cancelFlag() const { return &m_cancel; }
+  // Set when the work function threw (out of memory, a type error in a file...): what
+  // went wrong, one line. The job's results are then unfilled; `done` must not read
+  // them. Read it from `done` only (the worker has returned by then).
+  bool failed() const { return !m_failure.isEmpty(); }
+  const QString& failure() const { return m_failure; }
 
  private:
   friend class JobRunner;
   std::atomic<bool> m_cancel{false};
+  QString m_failure;
   std::function<void(double, const QString&)> m_report;
 };
 
@@ -35,7 +41,9 @@ class JobRunner : public QObject {
   ~JobRunner() override;  // cancels running jobs and waits for them
 
   // Runs `work` on the thread pool; then `done` on the GUI thread (also when it
-  // was cancelled: check the context). Returns the job id.
+  // was cancelled or failed: check the context). An exception out of `work` never
+  // escapes: the job fails with its message (context.failure(), jobFailed). Returns
+  // the job id.
   int start(const QString& title, std::function<void(JobContext&)> work,
             std::function<void(const JobContext&)> done);
   void cancel(int id);
@@ -50,6 +58,10 @@ class JobRunner : public QObject {
   void jobStarted(int id, const QString& title);
   void jobProgress(int id, double fraction, const QString& text);
   void jobFinished(int id);
+  // The work function of job `id` threw; `message` says what (one line). Emitted
+  // after the job's `done`; the main window puts it in the Issues dock unless `done`
+  // already did.
+  void jobFailed(int id, const QString& title, const QString& message);
 
  private:
   struct Job;

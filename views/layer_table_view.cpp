@@ -10,6 +10,7 @@
 #include <QVBoxLayout>
 #include <algorithm>
 
+#include "kiln/file_io.h"
 #include "layer_table_model.h"
 #include "studio_document.h"
 
@@ -112,15 +113,7 @@ void LayerTableView::onTableSelection() {
 Status LayerTableView::exportCsv(const QString& path) const {
   const auto report = m_document->report();
   if (!report) return notFound("no engine is open: nothing to export to " + path.toStdString());
-  QFile file(path);
-  if (!file.open(QIODevice::WriteOnly | QIODevice::Truncate))
-    return Status(StatusCode::kIoError,
-                  path.toStdString() + ": cannot write (" + file.errorString().toStdString() + ")");
-  const std::string csv = inspector::reportCsv(*report);
-  if (file.write(csv.data(), static_cast<qint64>(csv.size())) != static_cast<qint64>(csv.size()))
-    return Status(StatusCode::kIoError,
-                  path.toStdString() + ": write failed (" + file.errorString().toStdString() + ")");
-  return Status::ok();
+  return writeFileAtomically(path.toStdString(), inspector::reportCsv(*report), "the CSV");
 }
 
 void LayerTableView::exportCsvInteractive() {

@@ -27,6 +27,7 @@
 #include "file_loader.h"
 #include "issues_dock.h"
 #include "jobs_widget.h"
+#include "kiln/file_io.h"
 #include "layer_table_view.h"
 #include "model_graph_view.h"
 #include "plugins_panel.h"
@@ -46,6 +47,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   setObjectName("KilnStudioMainWindow");
   setAcceptDrops(true);
   setDockNestingEnabled(true);
+  m_sourceModelPrompt = [this](const QString& plan, const QString& model) {
+    return askToOpenSourceModel(plan, model);
+  };
   m_tabs = new QTabWidget(this);
   m_tabs->setDocumentMode(true);
   setCentralWidget(m_tabs);
@@ -57,6 +61,14 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   statusBar()->showMessage(
       tr("Open an ONNX model, a .kiln plan or a trtexec export (Ctrl+O), "
          "or drop it here."));
+  // A job whose work threw: its message in the Issues dock, once (a job's `done`
+  // may have reported it already, as import, open and build do).
+  connect(&m_jobs, &JobRunner::jobFailed, this,
+          [this](int, const QString& title, const QString& message) {
+            for (const Issue& issue : m_document.issues())
+              if (issue.message.contains(message)) return;
+            m_document.addIssue({IssueSeverity::kError, "job", title + ": " + message, {}});
+          });
   connect(&m_document, &StudioDocument::modelChanged, this, &MainWindow::updateTitle);
   connect(&m_document, &StudioDocument::engineChanged, this, &MainWindow::updateTitle);
   restoreSettings();
@@ -230,8 +242,13 @@ QWidget* MainWindow::panel(const QString& id) const {
 }
 
 void MainWindow::openFile(const QString& path, const QString& profilePath) {
-  if (!QFileInfo::exists(path)) {
-    m_document.addIssue({IssueSeverity::kError, "open", path + ": no such file", {}});
+  // A regular file, or an issue saying what it is instead (a FIFO is never opened).
+  const Result<int64_t> size = regularFileSize(path.toStdString());
+  if (!size.isOk()) {
+    const QString message = size.status().code() == StatusCode::kNotFound
+                                ? path + ": no such file"
+                                : QString::fromStdString(size.status().message());
+    m_document.addIssue({IssueSeverity::kError, "open", message, {}});
     return;
   }
   QSettings(kSettingsOrg, kSettingsApp).setValue("lastDir", QFileInfo(path).absolutePath());
@@ -271,8 +288,9 @@ void MainWindow::openModel(const QString& path) {
         context.progress(-1, QObject::tr("reading and inferring shapes"));
         *result = loadModel(file);
       },
-      [this, result, path](const JobContext&) {
+      [this, result, path](const JobContext& context) {
         m_document.clearIssues("import");
+        if (context.failed()) *result = internalError(context.failure().toStdString());
         if (!result->isOk()) {
           const QString message = QString::fromStdString(result->status().message());
           m_document.addIssue(
@@ -304,8 +322,9 @@ void MainWindow::openPlan(const QString& path) {
         context.progress(-1, QObject::tr("checking and loading the plan"));
         *result = loadPlan(file);
       },
-      [this, result, path](const JobContext&) {
+      [this, result, path](const JobContext& context) {
         m_document.clearIssues("open");
+        if (context.failed()) *result = internalError(context.failure().toStdString());
         if (!result->isOk()) {
           m_document.addIssue({IssueSeverity::kError,
                                "open",
@@ -313,22 +332,74 @@ void MainWindow::openPlan(const QString& path) {
                                {}});
           return;
         }
-        // The graph shows the ONNX model the plan was built from when it is still
-        // there (provenance names its nodes); else the network as built.
+        // The graph shows the network as built; the ONNX model the plan records (whose
+        // nodes provenance names) only if the user says so, once asked (offerSourceModel).
         const LoadedEngine& engine = result->value();
-        if (engine.sourceModel)
-          m_document.setModel(QString::fromStdString(engine.sourceModelPath), engine.sourceModel);
-        else
-          m_document.setModel(path, engine.plan->network);
-        if (!engine.sourceModelNote.empty())
-          m_document.addIssue(
-              {IssueSeverity::kInfo, "open", QString::fromStdString(engine.sourceModelNote), {}});
+        m_document.setModel(path, engine.plan->network);
         m_document.setEngine(path, result->value().plan, result->value().report);
         for (const std::string& warning : result->value().report->warnings)
           m_document.addIssue({IssueSeverity::kWarning, "build", QString::fromStdString(warning),
                                nodeNameInMessage(QString::fromStdString(warning))});
         addRecent(path);
         showView("layers");
+        if (!engine.sourceModelPath.empty()) {
+          const QString source = QString::fromStdString(engine.sourceModelPath);
+          // Queued: the question's event loop does not run inside the job's callback.
+          QMetaObject::invokeMethod(
+              this, [this, path, source] { offerSourceModel(path, source); }, Qt::QueuedConnection);
+        }
+      });
+}
+
+void MainWindow::setSourceModelPrompt(SourceModelPrompt prompt) {
+  m_sourceModelPrompt = std::move(prompt);
+}
+
+bool MainWindow::askToOpenSourceModel(const QString& planPath, const QString& modelPath) {
+  const QString text =
+      tr("The plan %1 says it was built from this ONNX model:\n\n%2\n\nOpen that file to show "
+         "the model's original nodes? The path comes from the plan: open it only if you "
+         "trust the plan and know the file.")
+          .arg(QFileInfo(planPath).fileName(), modelPath);
+  return QMessageBox::question(this, tr("Open the plan's source model?"), text,
+                               QMessageBox::Yes | QMessageBox::No,
+                               QMessageBox::No) == QMessageBox::Yes;
+}
+
+void MainWindow::offerSourceModel(const QString& planPath, const QString& modelPath) {
+  if (m_document.enginePath() != planPath) return;  // another engine came meanwhile
+  // Shown escaped; a path that needs escaping is not opened at all.
+  const QString shown = QString::fromStdString(escapeControlCharacters(modelPath.toStdString()));
+  const bool open =
+      shown == modelPath && m_sourceModelPrompt && m_sourceModelPrompt(planPath, shown);
+  if (!open) {
+    m_document.addIssue(
+        {IssueSeverity::kInfo,
+         "open",
+         tr("%1 records its source model %2, not opened: the graph shows the network as built")
+             .arg(QFileInfo(planPath).fileName(), shown),
+         {}});
+    return;
+  }
+  auto result = std::make_shared<Result<LoadedModel>>(Status::ok());
+  const std::string file = modelPath.toStdString();
+  m_jobs.start(
+      tr("Import %1").arg(QFileInfo(modelPath).fileName()),
+      [result, file](JobContext&) { *result = loadModel(file); },
+      [this, result, planPath, modelPath](const JobContext& context) {
+        if (context.failed()) *result = internalError(context.failure().toStdString());
+        if (m_document.enginePath() != planPath) return;
+        if (!result->isOk()) {
+          m_document.addIssue(
+              {IssueSeverity::kWarning,
+               "open",
+               tr("source model %1 did not load (%2); the graph shows the "
+                  "network as built")
+                   .arg(modelPath, QString::fromStdString(result->status().message())),
+               {}});
+          return;
+        }
+        m_document.setModel(modelPath, result->value().network);
       });
 }
 
@@ -338,8 +409,9 @@ void MainWindow::openTrtexec(const QString& graphPath, const QString& profilePat
   m_jobs.start(
       tr("Open %1").arg(QFileInfo(graphPath).fileName()),
       [result, graph, profile](JobContext&) { *result = loadTrtexec(graph, profile); },
-      [this, result, graphPath, profilePath](const JobContext&) {
+      [this, result, graphPath, profilePath](const JobContext& context) {
         m_document.clearIssues("open");
+        if (context.failed()) *result = internalError(context.failure().toStdString());
         if (!result->isOk()) {
           m_document.addIssue({IssueSeverity::kError,
                                "open",

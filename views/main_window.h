@@ -41,6 +41,12 @@ class MainWindow : public QMainWindow {
   void showView(const QString& id);
   QWidget* panel(const QString& id) const;  // dock contents: "build", "properties", ...
 
+  // Asked, on the GUI thread, before the ONNX model a plan records is opened: true
+  // opens it. `modelPath` is shown to the user as is (already escaped). The default
+  // asks with a dialog; null never opens it (scripts, tests).
+  using SourceModelPrompt = std::function<bool(const QString& planPath, const QString& modelPath)>;
+  void setSourceModelPrompt(SourceModelPrompt prompt);
+
  protected:
   void dragEnterEvent(QDragEnterEvent* event) override;
   void dropEvent(QDropEvent* event) override;
@@ -60,9 +66,12 @@ class MainWindow : public QMainWindow {
   void openModel(const QString& path);
   void openPlan(const QString& path);
   void openTrtexec(const QString& graphPath, const QString& profilePath);
+  void offerSourceModel(const QString& planPath, const QString& modelPath);
+  bool askToOpenSourceModel(const QString& planPath, const QString& modelPath);
 
   StudioDocument m_document;
   JobRunner m_jobs;
+  SourceModelPrompt m_sourceModelPrompt;
   QTabWidget* m_tabs = nullptr;
   std::vector<View*> m_views;
   std::vector<std::pair<QString, QWidget*>> m_panels;

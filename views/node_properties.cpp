@@ -26,6 +26,10 @@ QString number(double value) {
   return QString::number(value, 'g', 6);
 }
 
+QString quoted(const std::string& text) {
+  return QLatin1Char('"') + shownText(text) + QLatin1Char('"');
+}
+
 bool isTypeAttribute(const std::string& name) {
   return name == "to" || name == "dtype" || name == "output_dtype" || name == "saturate_to";
 }
@@ -98,6 +102,14 @@ QString tensorSummary(const Tensor& tensor) {
   return text + QStringLiteral(": [%1]").arg(values.join(QStringLiteral(", ")));
 }
 
+QString shownText(const std::string& text, size_t maxBytes) {
+  if (text.size() <= maxBytes) return QString::fromStdString(escapeControlCharacters(text));
+  size_t cut = maxBytes;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return QString::fromStdString(escapeControlCharacters(text.substr(0, cut))) +
+         QStringLiteral("… (%1 bytes)").arg(QLocale().toString(qint64(text.size())));
+}
+
 QString attributeText(const std::string& name, const Attribute& a) {
   using Kind = Attribute::Kind;
   switch (a.kind) {
@@ -110,12 +122,12 @@ QString attributeText(const std::string& name, const Attribute& a) {
             .arg(a.i);
       return QString::number(a.i);
     case Kind::kString:
-      return QLatin1Char('"') + QString::fromStdString(a.s) + QLatin1Char('"');
+      return quoted(a.s);
     case Kind::kTensor:
       return tensorSummary(a.t);
     case Kind::kGraph:
       return a.g ? QStringLiteral("subgraph '%1' (%2 nodes)")
-                       .arg(QString::fromStdString(a.g->name))
+                       .arg(shownText(a.g->name))
                        .arg(a.g->nodes.size())
                  : QStringLiteral("subgraph (empty)");
     case Kind::kFloats:
@@ -123,9 +135,7 @@ QString attributeText(const std::string& name, const Attribute& a) {
     case Kind::kInts:
       return listText(a.ints, [](int64_t v) { return QString::number(v); });
     case Kind::kStrings:
-      return listText(a.strings, [](const std::string& v) {
-        return QLatin1Char('"') + QString::fromStdString(v) + QLatin1Char('"');
-      });
+      return listText(a.strings, [](const std::string& v) { return quoted(v); });
     case Kind::kTensors:
       return QStringLiteral("%1 tensors").arg(a.tensors.size());
     case Kind::kGraphs:

@@ -25,8 +25,13 @@ ValueTable modelValueTable(const Network& network);
 QString shapeText(const SymbolicShape& shape, const QString& separator = QStringLiteral(" x "));
 // "float32, batch x 3 x 224 x 224"; "float32, rank unknown"; "unknown" without a type.
 QString valueText(const InferredValue& value);
-// An attribute's value in words: numbers, lists (long ones cut, with the count),
-// data-type codes by name ("to": float16), tensors summarized, subgraphs counted.
+// `text` fit for one line of a widget: control characters escaped, and past
+// `maxBytes` cut (at a character boundary) with "… (N bytes)" after it. Names and
+// strings come from the model: a 64 MiB attribute would freeze the view that paints it.
+constexpr size_t kMaxShownTextBytes = 1024;
+QString shownText(const std::string& text, size_t maxBytes = kMaxShownTextBytes);
+// An attribute's value in words (strings through shownText): numbers, lists (long ones cut, with
+// the count), data-type codes by name ("to": float16), tensors summarized, subgraphs counted.
 QString attributeText(const std::string& name, const Attribute& attribute);
 // "float32 tensor 64x3x7x7 (9,408 values)" plus the values when there are at most 8.
 QString tensorSummary(const Tensor& tensor);

@@ -123,6 +123,7 @@ void PrecisionDebugPanel::start() {
         *outcome = runPrecisionDebugJob(request, context);
       },
       [self, outcome](const JobContext& context) {
+        if (context.failed()) outcome->status = internalError(context.failure().toStdString());
         if (self) self->finish(outcome->status, outcome->result, context.cancelled());
       });
   connect(m_jobs, &JobRunner::jobProgress, this, [this](int id, double fraction, const QString&) {

@@ -127,6 +127,7 @@ void ProfilePanel::startProfile() {
                                                    progress);
       },
       [this, result, report](const JobContext& context) {
+        if (context.failed()) *result = internalError(context.failure().toStdString());
         m_running = false;
         updateState();
         m_document->clearIssues("profile");

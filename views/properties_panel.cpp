@@ -16,8 +16,9 @@ using inspector::ReportTensor;
 // a millisecond); bigger ones on the JobRunner.
 constexpr int64_t kInlineStatsElements = 1 << 18;
 
+// Every name and string from the model or plan goes through shownText.
 QString q(const std::string& text) {
-  return QString::fromStdString(text);
+  return shownText(text);
 }
 QString number(double value) {
   return QString::number(value, 'g', 6);

@@ -73,6 +73,25 @@ Status Args::doubleValue(const std::string& name, double fallback, double* out) 
   return Status::ok();
 }
 
+Status takeGlobalOption(std::vector<std::string>* args, const std::string& name,
+                        std::vector<std::string>* values) {
+  const std::string option = "--" + name, prefix = option + "=";
+  std::vector<std::string> rest;
+  for (size_t i = 0; i < args->size(); ++i) {
+    const std::string& a = (*args)[i];
+    if (a == option) {
+      if (i + 1 >= args->size()) return invalidArgument(option + " needs a value");
+      values->push_back((*args)[++i]);
+    } else if (a.rfind(prefix, 0) == 0) {
+      values->push_back(a.substr(prefix.size()));
+    } else {
+      rest.push_back(a);
+    }
+  }
+  *args = std::move(rest);
+  return Status::ok();
+}
+
 std::vector<std::string> splitList(const std::string& text, char separator) {
   std::vector<std::string> items;
   std::stringstream stream(text);

@@ -32,6 +32,12 @@ class Args {
   std::map<std::string, std::vector<std::string>> m_values;
 };
 
+// Takes every `--NAME VALUE` / `--NAME=VALUE` out of `args` (a global option, given
+// anywhere on the line, that no command sees) and appends the values to `values`.
+// Fails, naming the option, when the last one has no value.
+Status takeGlobalOption(std::vector<std::string>* args, const std::string& name,
+                        std::vector<std::string>* values);
+
 // Splits "a,b,c" on commas (empty items dropped).
 std::vector<std::string> splitList(const std::string& text, char separator = ',');
 

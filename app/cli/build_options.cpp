@@ -59,7 +59,8 @@ std::set<std::string> buildValuedOptions() {
           "constraints",
           "calib-cache",
           "accuracy-data",
-          "preprocess"};
+          "preprocess",
+          "sign"};
 }
 
 std::set<std::string> buildFlagOptions() {

@@ -16,6 +16,7 @@
 #include "kiln/cuda_build_backend.h"
 #include "kiln/onnx_import.h"
 #include "kiln/passes.h"
+#include "kiln/plan_signature.h"
 #include "kiln/timing_cache.h"
 
 namespace kiln::cli {
@@ -49,6 +50,8 @@ void printUsage() {
       "  --profiling-verbosity none|layer_names_only|detailed (detailed)\n"
       "  --timing-cache FILE              read (when present) and update a timing cache\n"
       "  --save-tactics FILE | --load-tactics FILE   write / replay every layer's tactic\n"
+      "  --sign KEY.key                   write PLAN.sig, an Ed25519 signature of the plan\n"
+      "                                   (`kiln keygen`; checked by --trust, docs/security.md)\n"
       "  --seed N (1)                     random timing inputs\n"
       "  --disable-pass NAME              skip a graph pass (repeatable); --list-passes lists "
       "them\n"
@@ -173,13 +176,15 @@ int runBuild(const std::vector<std::string>& rawArgs) {
     if (lines) {
       const std::chrono::duration<double> t = std::chrono::steady_clock::now() - started;
       std::fprintf(stderr, "[%d/%d] %.1f s timing %s\n", p.done + 1, p.total, t.count(),
-                   p.item.c_str());
+                   escapeControlCharacters(p.item).c_str());
       return;
     }
-    std::fprintf(stderr, "\r[%d/%d] timing %-60.60s", p.done + 1, p.total, p.item.c_str());
+    std::fprintf(stderr, "\r[%d/%d] timing %-60.60s", p.done + 1, p.total,
+                 escapeControlCharacters(p.item).c_str());
   };
   config.callbacks.onWarning = [quiet](const std::string& w) {
-    if (!quiet) std::fprintf(stderr, "kiln build: warning: %s\n", w.c_str());
+    if (!quiet)
+      std::fprintf(stderr, "kiln build: warning: %s\n", escapeControlCharacters(w).c_str());
   };
 
   auto backend = makeBackend(args.value("backend", "cpu"), device, config);
@@ -190,6 +195,10 @@ int runBuild(const std::vector<std::string>& rawArgs) {
   if (!quiet && terminal) std::fprintf(stderr, "\n");
   if (!plan.isOk()) return fail("build", model + ": " + plan.status().message());
   if (Status s = savePlan(*plan, output); !s.isOk()) return fail("build", s.message());
+  if (args.has("sign")) {
+    if (Status s = signPlanFile(output, args.value("sign")); !s.isOk())
+      return fail("build", s.message());
+  }
   if (config.timingCache) {
     if (Status s = cache.save(args.value("timing-cache")); !s.isOk())
       return fail("build", s.message());
@@ -212,7 +221,7 @@ int runBuild(const std::vector<std::string>& rawArgs) {
                 summary.dump(1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
-  std::printf("%s", inspector::formatBuildSummary(*plan).c_str());
+  printReportText(inspector::formatBuildSummary(*plan));
   if (!accuracy.empty()) std::printf("accuracy against FP32:\n%s", accuracy.c_str());
   std::printf("plan written: %s\n", output.c_str());
   std::printf("same build with TensorRT: %s\n", summary["trtexec"].get<std::string>().c_str());

@@ -14,6 +14,7 @@
 #include "cli/calibration_inputs.h"
 #include "cli/commands.h"
 #include "kiln/calibration.h"
+#include "kiln/file_io.h"
 #include "kiln/calibration_data.h"
 #include "kiln/cuda_calibration.h"
 #include "kiln/onnx_import.h"
@@ -62,10 +63,7 @@ nlohmann::json histogramsJson(const CalibrationHistograms& histograms, double pe
 }
 
 Status writeText(const std::string& path, const std::string& text) {
-  FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) return invalidArgument("cannot write '" + path + "'");
-  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  return std::fclose(f) == 0 && ok ? Status::ok() : invalidArgument("cannot write '" + path + "'");
+  return writeFileAtomically(path, text, "the report");
 }
 
 // The backend option: "" is the default (the GPU when one is usable).
@@ -87,7 +85,8 @@ void reportOnStderr(CalibrationOptions* options, bool progress, bool json, bool*
   };
   options->onNotice = [json, midLine](const std::string& text) {
     if (json) return;
-    std::fprintf(stderr, "%skiln calibrate: %s\n", *midLine ? "\n" : "", text.c_str());
+    std::fprintf(stderr, "%skiln calibrate: %s\n", *midLine ? "\n" : "",
+                 escapeControlCharacters(text).c_str());
     *midLine = false;
   };
 }

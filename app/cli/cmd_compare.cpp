@@ -11,6 +11,7 @@
 #include "compare/accuracy_compare.h"
 #include "compare/build_diff.h"
 #include "engine_report.h"
+#include "kiln/file_io.h"
 #include "kiln/plan.h"
 
 namespace kiln::cli {
@@ -51,9 +52,8 @@ bool hasReducedLayers(const std::shared_ptr<const Plan>& plan) {
 }
 
 Status writeJsonFile(const std::string& path, const nlohmann::json& j) {
-  std::ofstream file(path);
-  file << j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-  return file ? Status::ok() : Status(StatusCode::kIoError, path + ": cannot write");
+  return writeFileAtomically(
+      path, j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", "the report");
 }
 
 Result<inspector::EngineReport> loadReport(const std::string& path) {
@@ -90,7 +90,7 @@ int compareBuilds(const Args& args) {
   }
   const auto order =
       sort == "delta" ? compare::DiffOrder::kTimeDelta : compare::DiffOrder::kExecution;
-  std::printf("%s", compare::formatBuildDiff(diff, order, args.flag("all")).c_str());
+  printReportText(compare::formatBuildDiff(diff, order, args.flag("all")));
   return 0;
 }
 
@@ -150,7 +150,7 @@ int compareAccuracy(const Args& args) {
   if (args.flag("json"))
     std::printf("%s\n", json.dump(1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   else
-    std::printf("%s", compare::formatAccuracyReport(report.value()).c_str());
+    printReportText(compare::formatAccuracyReport(report.value()));
   return report->pass ? 0 : kOutsideTolerance;
 }
 

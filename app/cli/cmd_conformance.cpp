@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "cli/args.h"
@@ -12,6 +13,7 @@
 #include "cli/tensor_compare.h"
 #include "kiln/onnx_import.h"
 #include "kiln/cuda_runtime.h"
+#include "kiln/file_io.h"
 #include "kiln/reference_backend.h"
 #include "kiln/shape_inference.h"
 
@@ -218,11 +220,14 @@ TestResult runTest(const fs::path& dir) {
 std::map<std::string, std::string> readExpectedFailures(const std::string& path, Status* status) {
   std::map<std::string, std::string> entries;
   if (path.empty()) return entries;
-  std::ifstream file(path);
-  if (!file) {
-    *status = notFound(path + ": cannot open expected-failures file");
+  Result<std::string> text = readRegularFile(path, kMaxTextFileBytes);
+  if (!text.isOk()) {
+    *status = text.status().code() == StatusCode::kNotFound
+                  ? notFound(path + ": cannot open expected-failures file")
+                  : text.status();
     return entries;
   }
+  std::istringstream file(text.value());
   std::string line;
   while (std::getline(file, line)) {
     if (line.empty() || line[0] == '#') continue;
@@ -301,12 +306,13 @@ int runConformance(const std::vector<std::string>& argv) {
     } else if (!args.flag("quiet") ||
                (r.outcome != Outcome::kPass && r.outcome != Outcome::kExpectedFail)) {
       if (r.outcome == Outcome::kPass)
-        std::printf("PASS %s (max abs %.3g, max rel %.3g)\n", r.name.c_str(), r.maxAbs, r.maxRel);
+        std::printf("PASS %s (max abs %.3g, max rel %.3g)\n",
+                    escapeControlCharacters(r.name).c_str(), r.maxAbs, r.maxRel);
       else
-        std::printf("%s %s: %s\n", outcomeName(r.outcome), r.name.c_str(),
+        std::printf("%s %s: %s\n", outcomeName(r.outcome), escapeControlCharacters(r.name).c_str(),
                     r.outcome == Outcome::kUnexpectedPass
                         ? "passes but is listed as an expected failure; remove it"
-                        : r.detail.c_str());
+                        : escapeControlCharacters(r.detail).c_str());
     }
   }
   const int passed = counts[Outcome::kPass];
@@ -321,7 +327,8 @@ int runConformance(const std::vector<std::string>& argv) {
                               {"skipped_non_tensor", counts[Outcome::kNonTensor]},
                               {"tests", report}};
     if (g_useCuda) summary["cuda_layer_placements"] = g_placements;
-    std::printf("%s\n", summary.dump(1).c_str());
+    std::printf("%s\n",
+                summary.dump(1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::printf("%d passed, %d failed\n", passed, failed);
     std::printf(
@@ -339,8 +346,17 @@ int runConformance(const std::vector<std::string>& argv) {
   return failed == 0 ? 0 : 1;
 }
 
+void printReportText(const std::string& text) {
+  for (size_t start = 0; start < text.size();) {
+    const size_t end = std::min(text.find('\n', start), text.size());
+    const std::string line = escapeControlCharacters(text.substr(start, end - start));
+    std::printf("%s%s", line.c_str(), end < text.size() ? "\n" : "");
+    start = end + 1;
+  }
+}
+
 int fail(const std::string& command, const std::string& message, int code) {
-  std::fprintf(stderr, "kiln %s: %s\n", command.c_str(), message.c_str());
+  std::fprintf(stderr, "kiln %s: %s\n", command.c_str(), escapeControlCharacters(message).c_str());
   return code;
 }
 

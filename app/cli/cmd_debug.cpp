@@ -115,11 +115,12 @@ int debugPrecisionCommand(const Args& args) {
       return fail("debug", s.message());
   }
   if (json)
-    std::printf("%s\n", precisionDebugJson(*result, model).dump(1).c_str());
+    std::printf("%s\n", precisionDebugJson(*result, model)
+                            .dump(1, ' ', false, nlohmann::json::error_handler_t::replace)
+                            .c_str());
   else
-    std::printf("%s", formatPrecisionDebug(*result, model, args.value("save-constraints"),
-                                           args.value("apply"))
-                          .c_str());
+    printReportText(
+        formatPrecisionDebug(*result, model, args.value("save-constraints"), args.value("apply")));
   return 0;
 }
 
@@ -140,15 +141,17 @@ int debugTacticsCommand(const Args& args) {
   options.rebuilds = static_cast<int>(rebuilds);
   const bool json = args.flag("json");
   options.onBuild = [json](const std::string& what, int build) {
-    if (!json) std::fprintf(stderr, "build %d: %s\n", build, what.c_str());
+    if (!json) std::fprintf(stderr, "build %d: %s\n", build, escapeControlCharacters(what).c_str());
   };
   const std::string model = args.positional()[1];
   auto result = compare::debugTactics(setup.network, setup.inputs, options);
   if (!result.isOk()) return fail("debug", model + ": " + result.status().message());
   if (json)
-    std::printf("%s\n", tacticDebugJson(*result, model).dump(1).c_str());
+    std::printf("%s\n", tacticDebugJson(*result, model)
+                            .dump(1, ' ', false, nlohmann::json::error_handler_t::replace)
+                            .c_str());
   else
-    std::printf("%s", formatTacticDebug(*result, model).c_str());
+    printReportText(formatTacticDebug(*result, model));
   return result->bad.empty() ? 0 : 3;
 }
 

@@ -9,6 +9,7 @@
 #include "cli/tensor_args.h"
 #include "engine_inspector.h"
 #include "engine_report.h"
+#include "kiln/file_io.h"
 #include "kiln/onnx_import.h"
 #include "kiln/plan.h"
 #include "model_summary.h"
@@ -38,10 +39,7 @@ void printUsage() {
 }
 
 Status writeText(const std::string& path, const std::string& text) {
-  std::ofstream file(path, std::ios::binary);
-  file << text;
-  if (!file) return Status(StatusCode::kIoError, path + ": cannot write");
-  return Status::ok();
+  return writeFileAtomically(path, text, "the report");
 }
 
 // The table, JSON and CSV of an engine report, as the options ask.
@@ -54,7 +52,7 @@ int printReport(const Args& args, const inspector::EngineReport& report, bool ta
     nlohmann::json doc = inspector::reportJson(report);
     std::printf("%s\n", doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else if (table) {
-    std::printf("%s", inspector::formatReportTable(report).c_str());
+    printReportText(inspector::formatReportTable(report));
   }
   return 0;
 }
@@ -70,7 +68,7 @@ int inspectPlan(const Args& args) {
       if (!s.isOk()) return fail("inspect", s.message());
     }
     const bool table = args.flag("layers") || args.has("profile");
-    if (!args.flag("json")) std::printf("%s", inspector::formatBuildSummary(*plan).c_str());
+    if (!args.flag("json")) printReportText(inspector::formatBuildSummary(*plan));
     return printReport(args, report, table);
   }
   if (args.flag("json")) {
@@ -78,17 +76,17 @@ int inspectPlan(const Args& args) {
     std::printf("%s\n", doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
-  std::printf("%s", inspector::formatBuildSummary(*plan).c_str());
-  if (args.flag("fusions")) std::printf("%s", inspector::formatFusions(*plan).c_str());
+  printReportText(inspector::formatBuildSummary(*plan));
+  if (args.flag("fusions")) printReportText(inspector::formatFusions(*plan));
   if (args.flag("layers") || args.flag("candidates"))
-    std::printf("%s", inspector::formatLayerTable(*plan, args.flag("candidates")).c_str());
+    printReportText(inspector::formatLayerTable(*plan, args.flag("candidates")));
   return 0;
 }
 
 int inspectTrtexec(const Args& args) {
   auto report = inspector::reportFromTrtexec(args.positional()[0], args.value("profile"));
   if (!report.isOk()) return fail("inspect", report.status().message());
-  if (!args.flag("json")) std::printf("%s", report->summary.c_str());
+  if (!args.flag("json")) printReportText(report->summary);
   return printReport(args, report.value(), true);
 }
 

@@ -41,7 +41,7 @@ int runOps(const std::vector<std::string>& argv) {
         for (const auto& [since, until] : ranges)
           j[domain][op].push_back(
               {{"since", since}, {"until", until}, {"cuda", hasGpu(domain, op)}});
-    std::printf("%s\n", j.dump(1).c_str());
+    std::printf("%s\n", j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
   size_t total = 0, gpu = 0;

@@ -48,7 +48,9 @@ int runPlugins(const std::vector<std::string>& argv) {
     return args.flag("help") ? 0 : 2;
   }
   if (args.flag("json")) {
-    std::printf("%s\n", pluginsJson().dump(1).c_str());
+    std::printf(
+        "%s\n",
+        pluginsJson().dump(1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
   const auto libraries = loadedPluginLibraries();

@@ -14,6 +14,7 @@
 #include "cli/run_report.h"
 #include "cli/tensor_args.h"
 #include "kiln/cuda_runtime.h"
+#include "kiln/file_io.h"
 #include "kiln/onnx_import.h"
 #include "kiln/plan.h"
 #include "kiln/plugin_registry.h"
@@ -205,14 +206,19 @@ int runRun(const std::vector<std::string>& argv) {
   if (args.has("export-output")) {
     nlohmann::json exported = nlohmann::json::array();
     for (const NamedTensor& out : outputs) exported.push_back(tensorSummary(out, true));
-    std::ofstream file(args.value("export-output"));
-    file << exported.dump(1) << "\n";
-    if (!file) return fail("run", args.value("export-output") + ": cannot write");
+    Status written = writeFileAtomically(
+        args.value("export-output"),
+        exported.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n",
+        "the outputs");
+    if (!written.isOk()) return fail("run", written.message());
   }
   if (layerTimes) {
-    std::ofstream file(args.value("export-profile"));
-    file << layerTimes->profileJson().dump(1) << "\n";
-    if (!file) return fail("run", args.value("export-profile") + ": cannot write");
+    Status written = writeFileAtomically(
+        args.value("export-profile"),
+        layerTimes->profileJson().dump(1, ' ', false, nlohmann::json::error_handler_t::replace) +
+            "\n",
+        "the profile");
+    if (!written.isOk()) return fail("run", written.message());
   }
   if (args.flag("profile")) {
     for (const NodeProfile& n : profile) {
@@ -221,7 +227,8 @@ int runRun(const std::vector<std::string>& argv) {
     }
   }
   if (args.flag("json")) {
-    std::printf("%s\n", result.dump(1).c_str());
+    std::printf("%s\n",
+                result.dump(1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
   std::printf("model: %s (backend: %s)\n", path.c_str(),

@@ -204,7 +204,8 @@ int runOnCuda(const Args& args, std::shared_ptr<Network> network,
   result["layers"] = layers;
   if (wantProfile) result["profile"] = profileJson(r.layerTimings);
   if (args.flag("json")) {
-    std::printf("%s\n", result.dump(1).c_str());
+    std::printf("%s\n",
+                result.dump(1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
 

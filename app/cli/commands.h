@@ -24,6 +24,12 @@ int runPlugins(const std::vector<std::string>& args);
 int runCompare(const std::vector<std::string>& args);
 int runDebug(const std::vector<std::string>& args);
 int runCalibrate(const std::vector<std::string>& args);
+int runKeygen(const std::vector<std::string>& args);
+
+// Takes every `--trust KEYS` / `--trust=KEYS` out of `args` and requires plans loaded
+// from then on to be signed by one of those public keys (kiln/plan_signature.h).
+// False (after saying why) when a key does not load.
+bool applyTrustOption(std::vector<std::string>* args);
 
 // The CUDA path of `kiln run` (trtexec-style benchmark), after inputs are prepared.
 // With a plan, its engine precision and TF32 setting replace --fp16/--bf16/--no-tf32.
@@ -33,5 +39,10 @@ int runOnCuda(const Args& args, std::shared_ptr<Network> network,
 
 // Prints "kiln <command>: <message>" to stderr and returns `code`.
 int fail(const std::string& command, const std::string& message, int code = 1);
+
+// Prints a report to stdout with every control character but its line breaks
+// escaped: the names in tables come from models and plans, and must not drive the
+// terminal.
+void printReportText(const std::string& text);
 
 }  // namespace kiln::cli

@@ -3,7 +3,9 @@
 #include <cstring>
 #include <iostream>
 
+#include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/exception_barrier.h"
 #include "kiln/plugin_registry.h"
 #include "kiln/version.h"
 
@@ -40,8 +42,12 @@ void printUsage() {
       "  conformance DIR... [--expected-failures FILE] [--json] run ONNX backend node tests\n"
       "  ops [--json]                                            operators the CPU backend runs\n"
       "  plugins [--json]                                        loaded plugin libraries and "
-      "creators\n\n"
+      "creators\n"
+      "  keygen -o NAME                                          Ed25519 key pair to sign plans "
+      "(build --sign)\n\n"
       "global option: --plugins LIB.so[,LIB.so]  load plugin libraries (custom layers) first\n"
+      "global option: --trust KEY.pub[,KEY.pub]  load only plans signed by these keys (unsigned\n"
+      "               plans without generated GPU code still load; docs/security.md)\n"
       "Run `kiln <command> --help` for a command's options.\n");
 }
 
@@ -51,46 +57,17 @@ void printUsage() {
 // libraries, before any command sees its arguments. False (after saying why) when
 // one does not load.
 bool loadPluginOptions(std::vector<std::string>* args) {
-  std::vector<std::string> rest;
-  for (size_t i = 0; i < args->size(); ++i) {
-    const std::string& a = (*args)[i];
-    std::string list;
-    if (a == "--plugins") {
-      if (i + 1 >= args->size()) {
-        std::fprintf(stderr, "kiln: --plugins needs a library path\n");
-        return false;
-      }
-      list = (*args)[++i];
-    } else if (a.rfind("--plugins=", 0) == 0) {
-      list = a.substr(10);
-    } else {
-      rest.push_back(a);
-      continue;
-    }
-    kiln::Status loaded = kiln::loadPluginLibraries(list);
-    if (!loaded.isOk()) {
-      std::fprintf(stderr, "kiln: %s\n", loaded.message().c_str());
-      return false;
-    }
-  }
-  *args = std::move(rest);
-  return true;
+  std::vector<std::string> lists;
+  kiln::Status status = kiln::cli::takeGlobalOption(args, "plugins", &lists);
+  for (size_t i = 0; i < lists.size() && status.isOk(); ++i)
+    status = kiln::loadPluginLibraries(lists[i]);
+  if (!status.isOk()) std::fprintf(stderr, "kiln: %s\n", status.message().c_str());
+  return status.isOk();
 }
 
-int main(int argc, char** argv) {
-  std::vector<std::string> all(argv + 1, argv + argc);
-  if (!loadPluginOptions(&all)) return 1;
-  std::vector<char*> kept = {argv[0]};
-  for (std::string& a : all) kept.push_back(a.data());
-  argc = static_cast<int>(kept.size());
-  argv = kept.data();
-  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
-      !std::strcmp(argv[1], "help")) {
-    printUsage();
-    return argc < 2 ? 2 : 0;
-  }
-  const std::string command = argv[1];
-  std::vector<std::string> args(argv + 2, argv + argc);
+namespace {
+
+int dispatch(const std::string& command, const std::vector<std::string>& args) {
   if (command == "inspect") return kiln::cli::runInspect(args);
   if (command == "build") return kiln::cli::runBuild(args);
   if (command == "run") return kiln::cli::runRun(args);
@@ -100,10 +77,32 @@ int main(int argc, char** argv) {
   if (command == "compare") return kiln::cli::runCompare(args);
   if (command == "debug") return kiln::cli::runDebug(args);
   if (command == "calibrate") return kiln::cli::runCalibrate(args);
+  if (command == "keygen") return kiln::cli::runKeygen(args);
   if (command == "--version" || command == "version") {
     std::printf("kiln %s\n", kiln::kKilnVersion);
     return 0;
   }
-  std::fprintf(stderr, "kiln: unknown command '%s' (try `kiln --help`)\n", command.c_str());
+  std::fprintf(stderr, "kiln: unknown command '%s' (try `kiln --help`)\n",
+               kiln::escapeControlCharacters(command).c_str());
   return 2;
+}
+
+int guardedMain(int argc, char** argv) {
+  std::vector<std::string> all(argv + 1, argv + argc);
+  if (!loadPluginOptions(&all) || !kiln::cli::applyTrustOption(&all)) return 1;
+  if (all.empty() || all[0] == "--help" || all[0] == "-h" || all[0] == "help") {
+    printUsage();
+    return all.empty() ? 2 : 0;
+  }
+  const std::string command = all[0];
+  const std::vector<std::string> args(all.begin() + 1, all.end());
+  // Per command, so the one line names the command and the file it was reading.
+  return kiln::cli::runBehindBarrier(command, args, [&] { return dispatch(command, args); });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // The outer barrier covers what runs before a command (plugin loading).
+  return kiln::cli::runBehindBarrier("", {}, [&] { return guardedMain(argc, argv); });
 }

@@ -56,7 +56,7 @@ nlohmann::json tensorSummary(const NamedTensor& out, bool withValues) {
 }
 
 void printSummary(const nlohmann::json& j, const Tensor& t) {
-  std::printf("  %-24s %-8s %-18s", j["name"].get<std::string>().c_str(),
+  std::printf("  %-24s %-8s %-18s", escapeControlCharacters(j["name"].get<std::string>()).c_str(),
               j["dtype"].get<std::string>().c_str(), shapeToString(t.shape()).c_str());
   if (t.type() != DataType::kString) {
     std::printf(" min %.6g max %.6g mean %.6g", j["min"].get<double>(), j["max"].get<double>(),

@@ -12,6 +12,7 @@
 #include <cstdio>
 
 #include "auto_run.h"
+#include "kiln/status.h"
 #include "main_window.h"
 
 int main(int argc, char** argv) {
@@ -44,10 +45,15 @@ int main(int argc, char** argv) {
   options.screenshotDir = parser.value(shots);
   options.reportPath = parser.value(report);
   const bool quitWhenDone = !options.screenshotDir.isEmpty() || !options.reportPath.isEmpty();
+  // A script asks nobody: a plan's recorded source model stays closed.
+  if (quitWhenDone) window.setSourceModelPrompt(nullptr);
   kiln::studio::AutoRun script(&window, options);
   QObject::connect(&script, &kiln::studio::AutoRun::finished, &app,
                    [&](bool ok, const QString& message) {
-                     std::fprintf(ok ? stdout : stderr, "kiln-studio: %s\n", qPrintable(message));
+                     const QString line =
+                         message.isEmpty() ? (ok ? "done" : "failed (no reason given)") : message;
+                     std::fprintf(ok ? stdout : stderr, "kiln-studio: %s\n",
+                                  kiln::escapeControlCharacters(line.toStdString()).c_str());
                      if (quitWhenDone) app.exit(ok ? 0 : 1);
                    });
   QTimer::singleShot(0, &script, &kiln::studio::AutoRun::start);

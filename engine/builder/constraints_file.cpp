@@ -1,8 +1,9 @@
 #include "kiln/constraints_file.h"
 
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
+
+#include "kiln/file_io.h"
+#include "kiln/json_reader.h"
 
 namespace kiln {
 namespace {
@@ -52,22 +53,20 @@ nlohmann::json rulesJson(const std::vector<LayerPrecisionRule>& rules) {
 }  // namespace
 
 Result<PrecisionConstraints> loadPrecisionConstraints(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return notFound(path + ": constraints file not found");
-  std::stringstream text;
-  text << in.rdbuf();
-  const nlohmann::json doc = nlohmann::json::parse(text.str(), nullptr, false);
-  if (doc.is_discarded() || !doc.is_object() || doc.value("format", "") != kFormat)
+  KILN_ASSIGN_OR_RETURN(const nlohmann::json doc, readJsonDocument(path, "constraints file"));
+  if (!doc.is_object() || !doc.contains("format") || doc["format"] != kFormat)
     return parseError(path + ": not a Kiln constraints file (format '" + kFormat + "')");
-  if (doc.value("version", 0) != kVersion)
+  KILN_ASSIGN_OR_RETURN(const int version, jsonMember<int>(doc, "version", path));
+  if (version != kVersion)
     return parseError(path + ": constraints file version is not " + std::to_string(kVersion));
   PrecisionConstraints constraints;
-  const nlohmann::json mode = doc.value("precision_constraints", nlohmann::json("obey"));
-  if (!mode.is_string() || !parseConstraintMode(mode.get<std::string>(), &constraints.mode))
+  KILN_ASSIGN_OR_RETURN(const std::string mode,
+                        jsonMemberOr<std::string>(doc, "precision_constraints", "obey", path));
+  if (!parseConstraintMode(mode, &constraints.mode))
     return parseError(path + ": 'precision_constraints' takes none, prefer or obey");
   KILN_RETURN_IF_ERROR(parseRules(doc, "layer_precisions", path, &constraints.layerPrecisions));
   KILN_RETURN_IF_ERROR(parseRules(doc, "layer_output_types", path, &constraints.layerOutputTypes));
-  if (doc.contains("note") && doc["note"].is_string()) constraints.note = doc["note"];
+  KILN_ASSIGN_OR_RETURN(constraints.note, jsonMemberOr<std::string>(doc, "note", "", path));
   return constraints;
 }
 
@@ -78,11 +77,9 @@ Status savePrecisionConstraints(const PrecisionConstraints& c, const std::string
                               {"layer_precisions", rulesJson(c.layerPrecisions)},
                               {"layer_output_types", rulesJson(c.layerOutputTypes)},
                               {"note", c.note}};
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return Status(StatusCode::kIoError, path + ": cannot write the constraints file");
-  out << doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-  return out ? Status::ok()
-             : Status(StatusCode::kIoError, path + ": writing the constraints file failed");
+  return writeFileAtomically(
+      path, doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n",
+      "the constraints file");
 }
 
 void applyPrecisionConstraints(const PrecisionConstraints& c, BuilderConfig* config) {

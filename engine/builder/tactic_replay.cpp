@@ -1,8 +1,9 @@
 // TacticReplay files: {"format": "kiln-tactics", "version": 1,
 // "layers": {name: {"tactic": ..., "precision": "float16"}}}.
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
+
+#include "kiln/file_io.h"
+#include "kiln/json_reader.h"
 
 #include "kiln/builder.h"
 
@@ -21,26 +22,23 @@ TacticReplay TacticReplay::fromRecord(const BuildRecord& record) {
 }
 
 Result<TacticReplay> TacticReplay::load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return notFound(path + ": tactics file not found");
-  std::stringstream text;
-  text << in.rdbuf();
-  nlohmann::json doc = nlohmann::json::parse(text.str(), nullptr, false);
-  if (doc.is_discarded() || !doc.is_object() || doc.value("format", "") != kFormat)
+  KILN_ASSIGN_OR_RETURN(const nlohmann::json doc, readJsonDocument(path, "tactics file"));
+  if (!doc.is_object() || !doc.contains("format") || doc["format"] != kFormat)
     return parseError(path + ": not a Kiln tactics file (format '" + kFormat + "')");
-  if (doc.value("version", 0) != kVersion)
+  KILN_ASSIGN_OR_RETURN(const int version, jsonMember<int>(doc, "version", path));
+  if (version != kVersion)
     return parseError(path + ": tactics file version is not " + std::to_string(kVersion));
   if (!doc.contains("layers") || !doc["layers"].is_object())
     return parseError(path + ": tactics file has no 'layers' object");
   TacticReplay replay;
   for (const auto& [name, value] : doc["layers"].items()) {
+    const std::string where = path + ": layer '" + name + "'";
     TacticChoice choice;
-    if (!value.is_object() || !value.contains("tactic") || !value["tactic"].is_string() ||
-        !value.contains("precision") || !value["precision"].is_string() ||
-        !parseDataType(value["precision"].get<std::string>(), &choice.precision)) {
-      return parseError(path + ": layer '" + name + "' needs string 'tactic' and 'precision'");
-    }
-    choice.tactic = value["tactic"].get<std::string>();
+    KILN_ASSIGN_OR_RETURN(choice.tactic, jsonMember<std::string>(value, "tactic", where));
+    KILN_ASSIGN_OR_RETURN(const std::string precision,
+                          jsonMember<std::string>(value, "precision", where));
+    if (!parseDataType(precision, &choice.precision))
+      return parseError(where + ": 'precision' is not a data type name");
     replay.layers[name] = choice;
   }
   return replay;
@@ -52,11 +50,9 @@ Status TacticReplay::save(const std::string& path) const {
     layersJson[name] = {{"tactic", choice.tactic}, {"precision", dataTypeName(choice.precision)}};
   }
   nlohmann::json doc = {{"format", kFormat}, {"version", kVersion}, {"layers", layersJson}};
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return Status(StatusCode::kIoError, path + ": cannot write the tactics file");
-  out << doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-  return out ? Status::ok()
-             : Status(StatusCode::kIoError, path + ": writing the tactics file failed");
+  return writeFileAtomically(
+      path, doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n",
+      "the tactics file");
 }
 
 }  // namespace kiln

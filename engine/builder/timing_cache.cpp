@@ -2,9 +2,10 @@
 // "entries": {key: {"ms": ..., "rejected": ..., "layer": ...}}}.
 #include "kiln/timing_cache.h"
 
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
+
+#include "kiln/file_io.h"
+#include "kiln/json_reader.h"
 
 namespace kiln {
 
@@ -25,36 +26,27 @@ int TimingCache::merge(const TimingCache& other) {
 }
 
 Result<TimingCache> TimingCache::load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return notFound(path + ": timing cache file not found");
-  std::stringstream text;
-  text << in.rdbuf();
-  nlohmann::json doc = nlohmann::json::parse(text.str(), nullptr, false);
-  if (doc.is_discarded() || !doc.is_object())
-    return parseError(path + ": not a timing cache (not JSON)");
-  if (doc.value("format", "") != kFormat)
+  KILN_ASSIGN_OR_RETURN(const nlohmann::json doc, readJsonDocument(path, "timing cache file"));
+  if (!doc.is_object()) return parseError(path + ": not a timing cache (not a JSON object)");
+  if (!doc.contains("format") || doc["format"] != kFormat)
     return parseError(path + ": not a timing cache (format is not '" + kFormat + "')");
-  if (!doc.contains("version") || !doc["version"].is_number_integer() ||
-      doc["version"].get<int>() != kVersion) {
-    return parseError(
-        path + ": timing cache version " + (doc.contains("version") ? doc["version"].dump() : "?") +
-        " is not supported (this build reads version " + std::to_string(kVersion) + ")");
+  if (!doc.contains("version") || doc["version"] != kVersion) {
+    return parseError(path + ": timing cache version " +
+                      (doc.contains("version") ? describeJsonValue(doc["version"]) : "?") +
+                      " is not supported (this build reads version " + std::to_string(kVersion) +
+                      ")");
   }
-  const nlohmann::json& entries = doc["entries"];
+  KILN_ASSIGN_OR_RETURN(const nlohmann::json entries,
+                        jsonMember<nlohmann::json>(doc, "entries", path));
   if (!entries.is_object()) return parseError(path + ": timing cache has no 'entries' object");
   TimingCache cache;
   for (const auto& [key, value] : entries.items()) {
-    if (!value.is_object() || !value.contains("ms") || !value["ms"].is_number()) {
-      return parseError(path + ": timing cache entry '" + key + "' has no numeric 'ms'");
-    }
+    const std::string where = path + ": entry '" + key + "'";
     TimingCacheEntry entry;
-    entry.milliseconds = value["ms"].get<double>();
-    if (value.contains("rejected") && value["rejected"].is_string())
-      entry.rejected = value["rejected"].get<std::string>();
-    if (value.contains("layer") && value["layer"].is_string())
-      entry.layer = value["layer"].get<std::string>();
-    if (value.contains("detail") && value["detail"].is_string())
-      entry.detail = value["detail"].get<std::string>();
+    KILN_ASSIGN_OR_RETURN(entry.milliseconds, jsonMember<double>(value, "ms", where));
+    KILN_ASSIGN_OR_RETURN(entry.rejected, jsonMemberOr<std::string>(value, "rejected", "", where));
+    KILN_ASSIGN_OR_RETURN(entry.layer, jsonMemberOr<std::string>(value, "layer", "", where));
+    KILN_ASSIGN_OR_RETURN(entry.detail, jsonMemberOr<std::string>(value, "detail", "", where));
     cache.insert(key, entry);
   }
   return cache;
@@ -69,11 +61,9 @@ Status TimingCache::save(const std::string& path) const {
     entries[key] = value;
   }
   nlohmann::json doc = {{"format", kFormat}, {"version", kVersion}, {"entries", entries}};
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return Status(StatusCode::kIoError, path + ": cannot write the timing cache");
-  out << doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-  if (!out) return Status(StatusCode::kIoError, path + ": writing the timing cache failed");
-  return Status::ok();
+  return writeFileAtomically(
+      path, doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n",
+      "the timing cache");
 }
 
 }  // namespace kiln

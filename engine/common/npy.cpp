@@ -2,6 +2,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "kiln/file_io.h"
 #include "kiln/onnx_import.h"
 #include "kiln/tensor_io.h"
 #include "kiln/tensor_size.h"
@@ -66,11 +67,7 @@ std::string headerField(const std::string& header, const std::string& key) {
 }  // namespace
 
 Result<Tensor> readNpyFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return notFound(path + ": cannot open file");
-  std::ostringstream buffer;
-  buffer << file.rdbuf();
-  const std::string bytes = buffer.str();
+  KILN_ASSIGN_OR_RETURN(const std::string bytes, readRegularFile(path, kMaxTensorFileBytes));
   if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0) return parseError(path + ": not a .npy file");
   const int major = static_cast<unsigned char>(bytes[6]);
   size_t headerLen, offset;

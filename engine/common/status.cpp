@@ -1,19 +1,58 @@
 #include "kiln/status.h"
 
+#include <cstdio>
+
 namespace kiln {
+
+std::string escapeControlCharacters(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  char code[8];
+  for (size_t i = 0; i < text.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    const unsigned char next = i + 1 < text.size() ? static_cast<unsigned char>(text[i + 1]) : 0;
+    if (c == 0xC2 && next >= 0x80 && next <= 0x9F) {  // a C1 control in UTF-8
+      std::snprintf(code, sizeof code, "\\u%04x", next);
+      out += code;
+      ++i;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7F) {
+      std::snprintf(code, sizeof code, "\\x%02x", c);
+      out += code;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
 
 const char* statusCodeName(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return "ok";
-    case StatusCode::kInvalidArgument: return "invalid argument";
-    case StatusCode::kParseError: return "parse error";
-    case StatusCode::kNotFound: return "not found";
-    case StatusCode::kUnsupported: return "unsupported";
-    case StatusCode::kOutOfRange: return "out of range";
-    case StatusCode::kIoError: return "i/o error";
-    case StatusCode::kCancelled: return "cancelled";
-    case StatusCode::kOutOfMemory: return "out of memory";
-    case StatusCode::kInternal: return "internal error";
+    case StatusCode::kOk:
+      return "ok";
+    case StatusCode::kInvalidArgument:
+      return "invalid argument";
+    case StatusCode::kParseError:
+      return "parse error";
+    case StatusCode::kNotFound:
+      return "not found";
+    case StatusCode::kUnsupported:
+      return "unsupported";
+    case StatusCode::kOutOfRange:
+      return "out of range";
+    case StatusCode::kIoError:
+      return "i/o error";
+    case StatusCode::kCancelled:
+      return "cancelled";
+    case StatusCode::kOutOfMemory:
+      return "out of memory";
+    case StatusCode::kInternal:
+      return "internal error";
   }
   return "unknown";
 }
@@ -28,10 +67,20 @@ std::string Status::toString() const {
   return m_message;
 }
 
-Status invalidArgument(std::string message) { return {StatusCode::kInvalidArgument, std::move(message)}; }
-Status unsupported(std::string message) { return {StatusCode::kUnsupported, std::move(message)}; }
-Status notFound(std::string message) { return {StatusCode::kNotFound, std::move(message)}; }
-Status parseError(std::string message) { return {StatusCode::kParseError, std::move(message)}; }
-Status internalError(std::string message) { return {StatusCode::kInternal, std::move(message)}; }
+Status invalidArgument(std::string message) {
+  return {StatusCode::kInvalidArgument, std::move(message)};
+}
+Status unsupported(std::string message) {
+  return {StatusCode::kUnsupported, std::move(message)};
+}
+Status notFound(std::string message) {
+  return {StatusCode::kNotFound, std::move(message)};
+}
+Status parseError(std::string message) {
+  return {StatusCode::kParseError, std::move(message)};
+}
+Status internalError(std::string message) {
+  return {StatusCode::kInternal, std::move(message)};
+}
 
 }  // namespace kiln

@@ -7,6 +7,7 @@
 #include <climits>
 #include <fstream>
 
+#include "kiln/file_io.h"
 #include "kiln/onnx_export.h"
 #include "onnx/tensor_proto.h"
 
@@ -249,12 +250,7 @@ Result<std::string> exportOnnxBytes(const Network& network, const ExportOptions&
 Status exportOnnxFile(const Network& network, const std::string& path) {
   Result<std::string> bytes = exportOnnxBytes(network);
   if (!bytes.isOk()) return bytes.status().withContext(path);
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  if (!file) return Status(StatusCode::kIoError, path + ": cannot open for writing");
-  file.write(bytes->data(), static_cast<std::streamsize>(bytes->size()));
-  file.close();
-  if (!file) return Status(StatusCode::kIoError, path + ": writing failed");
-  return Status::ok();
+  return writeFileAtomically(path, bytes.value(), "the ONNX model");
 }
 
 }  // namespace kiln

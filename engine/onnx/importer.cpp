@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "backends/cpu/kernel.h"
+#include "kiln/file_io.h"
 #include "kiln/onnx_import.h"
 #include "kiln/tensor_size.h"
 #include "onnx/support_check.h"
@@ -372,27 +373,20 @@ Result<Network> importOnnxBytes(const std::string& bytes, const std::string& mod
 }
 
 Result<Network> importOnnxFile(const std::string& path, const ImportOptions& options) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    return invalidArgument(path + ": is a directory, not an ONNX file");
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return notFound(path + ": cannot open file");
-  std::ostringstream buffer;
-  buffer << file.rdbuf();
+  // Regular files only, checked on the opened descriptor (no FIFO, device, directory).
+  Result<std::string> bytes = readRegularFile(path, kMaxModelFileBytes);
+  if (!bytes.isOk()) return bytes.status();
   std::string dir = std::filesystem::path(path).parent_path().string();
   if (dir.empty()) dir = ".";
-  auto network = importOnnxBytes(buffer.str(), dir, path, options);
+  auto network = importOnnxBytes(bytes.value(), dir, path, options);
   if (network.isOk()) network->sourcePath = path;
   return network;
 }
 
 Result<Tensor> readTensorProtoFile(const std::string& path, std::string* name) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return notFound(path + ": cannot open file");
-  std::ostringstream buffer;
-  buffer << file.rdbuf();
+  KILN_ASSIGN_OR_RETURN(std::string bytes, readRegularFile(path, kMaxTensorFileBytes));
   onnx::TensorProto proto;
-  if (!proto.ParseFromString(buffer.str()))
+  if (!proto.ParseFromString(bytes))
     return parseError(path + ": not a serialized ONNX TensorProto");
   if (name) *name = proto.name();
   std::string dir = std::filesystem::path(path).parent_path().string();
@@ -405,10 +399,9 @@ Status writeTensorProtoFile(const std::string& path, const Tensor& tensor,
                             const std::string& name) {
   onnx::TensorProto proto;
   onnx_import::tensorToProto(tensor, name, &proto);
-  std::ofstream file(path, std::ios::binary);
-  if (!file || !proto.SerializeToOstream(&file))
-    return Status(StatusCode::kIoError, path + ": cannot write");
-  return Status::ok();
+  std::string bytes;
+  if (!proto.SerializeToString(&bytes)) return internalError(path + ": serializing failed");
+  return writeFileAtomically(path, bytes, "the tensor");
 }
 
 }  // namespace kiln

@@ -1,5 +1,7 @@
 #include "onnx/tensor_proto.h"
 
+#include "kiln/file_io.h"
+
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -64,22 +66,21 @@ Result<std::string> readExternalBytes(const onnx::TensorProto& proto, const std:
   }
   KILN_ASSIGN_OR_RETURN(std::string path,
                         resolveExternalPath(location, modelDir, describeTensor(proto)));
-  std::ifstream file(path, std::ios::binary | std::ios::ate);
-  if (!file)
+  // Regular files only, checked on the opened descriptor: a FIFO would block the read,
+  // a directory or device has no size to check the range against.
+  Result<int64_t> size = regularFileSize(path);
+  if (!size.isOk() && size.status().code() == StatusCode::kNotFound)
     return notFound(describeTensor(proto) + ": external data file '" + location + "' not found");
-  const int64_t fileSize = static_cast<int64_t>(file.tellg());
+  if (!size.isOk()) return size.status().withContext(describeTensor(proto));
+  const int64_t fileSize = size.value();
   if (length < 0) length = static_cast<int64_t>(expected);
   if (offset < 0 || offset > fileSize || length > fileSize - offset) {
     return parseError(describeTensor(proto) + ": external data range [" + std::to_string(offset) +
                       ", +" + std::to_string(length) + ") lies outside '" + location + "' (" +
                       std::to_string(fileSize) + " bytes)");
   }
-  std::string bytes(static_cast<size_t>(length), '\0');
-  file.seekg(offset);
-  file.read(bytes.data(), length);
-  if (!file)
-    return Status(StatusCode::kIoError,
-                  describeTensor(proto) + ": reading '" + location + "' failed");
+  Result<std::string> bytes = readRegularFileRange(path, offset, length);
+  if (!bytes.isOk()) return bytes.status().withContext(describeTensor(proto));
   return bytes;
 }
 

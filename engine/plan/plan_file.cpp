@@ -6,6 +6,9 @@
 #include <sstream>
 
 #include "common/fnv1a.h"
+#include "kiln/file_io.h"
+#include "kiln/json_reader.h"
+#include "kiln/plan_signature.h"
 #include "kiln/onnx_export.h"
 #include "kiln/onnx_import.h"
 #include "kiln/plan.h"
@@ -100,17 +103,9 @@ Result<std::string> serializePlan(const Plan& plan) {
 
 Status savePlan(const Plan& plan, const std::string& path) {
   KILN_ASSIGN_OR_RETURN(std::string bytes, serializePlan(plan));
-  // Write beside the target and rename, so a failed write never destroys an older plan.
-  const std::string temp = path + ".partial";
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out) return Status(StatusCode::kIoError, path + ": cannot write the plan");
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out) return Status(StatusCode::kIoError, path + ": writing the plan failed (disk full?)");
-  }
-  if (std::rename(temp.c_str(), path.c_str()) != 0)
-    return Status(StatusCode::kIoError, path + ": cannot replace the plan file");
-  return Status::ok();
+  // Written beside the target and renamed, so a failed write never destroys an older
+  // plan; the temporary is created exclusively, so a link planted there is not followed.
+  return writeFileAtomically(path, bytes, "the plan");
 }
 
 namespace {
@@ -184,9 +179,9 @@ Result<Plan> deserializePlan(const std::string& bytes, const std::string& name) 
     return bytes.substr(header.sections[i].offset, header.sections[i].size);
   };
   Plan plan;
-  nlohmann::json metadata = nlohmann::json::parse(section(0), nullptr, false);
-  if (metadata.is_discarded()) return parseError(name + ": plan metadata is not JSON");
-  KILN_RETURN_IF_ERROR_CTX(plan::metadataFromJson(metadata, &plan), name);
+  Result<nlohmann::json> metadata = parseJsonText(section(0), name + ": plan metadata");
+  if (!metadata.isOk()) return metadata.status();
+  KILN_RETURN_IF_ERROR_CTX(plan::metadataFromJson(metadata.value(), &plan), name);
   if (header.sectionCount > 3) {  // version 1 plans have no generated kernels
     auto kernels = plan::decodeGeneratedKernels(section(3), plan.identity);
     if (!kernels.isOk()) return kernels.status().withContext(name);
@@ -198,18 +193,23 @@ Result<Plan> deserializePlan(const std::string& bytes, const std::string& name) 
 }
 
 Result<Plan> loadPlanFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return notFound(path + ": plan file not found");
-  std::stringstream data;
-  data << in.rdbuf();
-  return deserializePlan(data.str(), path);
+  Result<std::string> bytes = readRegularFile(path, kMaxPlanFileBytes);
+  if (!bytes.isOk() && bytes.status().code() == StatusCode::kNotFound)
+    return notFound(path + ": plan file not found");
+  if (!bytes.isOk()) return bytes.status();
+  // The signature is checked on the very bytes then parsed (nothing can swap the file
+  // in between), before parsing: a signed plan that was changed fails as such.
+  bool isSigned = false;
+  KILN_RETURN_IF_ERROR(checkPlanSignature(path, bytes.value(), &isSigned));
+  KILN_ASSIGN_OR_RETURN(Plan plan, deserializePlan(bytes.value(), path));
+  KILN_RETURN_IF_ERROR(checkUnsignedPlan(path, isSigned, !plan.generatedKernels.empty()));
+  return plan;
 }
 
 bool looksLikePlanFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  char magic[8] = {};
-  in.read(magic, 8);
-  return in && std::memcmp(magic, kPlanMagic, 8) == 0;
+  // Regular files only: opening a FIFO here would block before any check ran.
+  Result<std::string> magic = readRegularFileRange(path, 0, 8);
+  return magic.isOk() && std::memcmp(magic->data(), kPlanMagic, 8) == 0;
 }
 
 }  // namespace kiln

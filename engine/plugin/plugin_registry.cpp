@@ -279,12 +279,11 @@ Result<ResolvedPlugin> resolvePlugin(const Node& node) {
   if (!best) {
     std::string message = node.describe() + ": " + lookedFor(name, version, ns);
     if (resolved.fromPlan) {
-      const std::string library = stringAttr(node, kPluginLibraryAttribute);
-      return notFound(message + ", which this plan was built with, is not loaded; load " +
-                      (library.empty() ? "the library that provides it (it was registered "
-                                         "statically by the program that built the plan)"
-                                       : "'" + library + "'") +
-                      " with --plugins");
+      // The plan names the library it was built with, but that path is the plan's to
+      // choose: recommending it would have the user load whatever the plan says.
+      return notFound(message +
+                      ", which this plan was built with, is not loaded; load a library that "
+                      "provides it, one you trust, with --plugins");
     }
     return notFound(message + " is not registered; " + describeLoadedPlugins());
   }

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "kiln/calibration.h"
+#include "kiln/file_io.h"
 
 namespace kiln {
 namespace {
@@ -166,11 +167,11 @@ Result<CalibrationTable> parseCalibrationCache(const std::string& text,
 }
 
 Result<CalibrationTable> loadCalibrationCache(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return notFound("cannot open calibration cache '" + path + "'");
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return parseCalibrationCache(bytes.str(), path);
+  Result<std::string> bytes = readRegularFile(path, kMaxTextFileBytes);
+  if (!bytes.isOk() && bytes.status().code() == StatusCode::kNotFound)
+    return notFound("cannot open calibration cache '" + path + "'");
+  if (!bytes.isOk()) return bytes.status().withContext("calibration cache");
+  return parseCalibrationCache(bytes.value(), path);
 }
 
 std::string formatCalibrationCache(const CalibrationTable& table) {
@@ -201,12 +202,7 @@ std::string formatCalibrationCache(const CalibrationTable& table) {
 }
 
 Status saveCalibrationCache(const CalibrationTable& table, const std::string& path) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return invalidArgument("cannot write calibration cache '" + path + "'");
-  out << formatCalibrationCache(table);
-  out.close();
-  if (!out) return invalidArgument("cannot write calibration cache '" + path + "'");
-  return Status::ok();
+  return writeFileAtomically(path, formatCalibrationCache(table), "the calibration cache");
 }
 
 }  // namespace kiln

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "kiln/calibration_data.h"
+#include "kiln/file_io.h"
 
 namespace kiln {
 namespace {
@@ -104,8 +105,9 @@ Status parseSpecLine(const std::vector<std::string>& t, PreprocessSpec* spec) {
 }  // namespace
 
 Result<RgbImage> decodePnm(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return notFound("cannot open image '" + path + "'");
+  Result<std::string> bytes = readRegularFile(path, kMaxTextFileBytes);
+  if (!bytes.isOk()) return bytes.status().withContext("image");
+  std::istringstream in(bytes.value());
   std::string magic, width, height, maxval;
   const std::string where = "image '" + path + "'";
   if (!nextToken(in, &magic) || (magic != "P6" && magic != "P5"))
@@ -190,11 +192,11 @@ Result<PreprocessSpec> parsePreprocessSpec(const std::string& text,
 }
 
 Result<PreprocessSpec> loadPreprocessSpec(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return notFound("cannot open preprocessing spec '" + path + "'");
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return parsePreprocessSpec(bytes.str(), path);
+  // A spec is a few lines; a FIFO, /dev/zero or a huge file is refused, not read whole.
+  constexpr int64_t kMaxSpecBytes = 1 << 20;
+  Result<std::string> bytes = readRegularFile(path, kMaxSpecBytes);
+  if (!bytes.isOk()) return bytes.status().withContext("preprocessing spec");
+  return parsePreprocessSpec(bytes.value(), path);
 }
 
 std::string formatPreprocessSpec(const PreprocessSpec& spec) {
@@ -214,12 +216,7 @@ std::string formatPreprocessSpec(const PreprocessSpec& spec) {
 }
 
 Status savePreprocessSpec(const PreprocessSpec& spec, const std::string& path) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return invalidArgument("cannot write preprocessing spec '" + path + "'");
-  out << formatPreprocessSpec(spec);
-  out.close();
-  if (!out) return invalidArgument("cannot write preprocessing spec '" + path + "'");
-  return Status::ok();
+  return writeFileAtomically(path, formatPreprocessSpec(spec), "the preprocessing spec");
 }
 
 }  // namespace kiln

@@ -30,8 +30,8 @@ check "the model runs at the same shapes" "$kiln" --plugins "$examples" run "$cc
 check "plan outputs equal the model's" cmp -s "$work/plan.json" "$work/model.json"
 check "inspect shows the Plugin layer" bash -c "'$kiln' inspect '$work/cc.kiln' --layers | \
   grep -E '^copy_concat +Plugin +FP32 +cpu.plugin'"
-expect_error "a plan without its library names the plugin and the library" \
-  "plugin 'kiln.examples::CopyConcat' version 1, which this plan was built with, is not loaded; load '" \
+expect_error "a plan without its library names the plugin, not the plan's library path" \
+  "plugin 'kiln.examples::CopyConcat' version 1, which this plan was built with, is not loaded; load a library that provides it" \
   "$kiln" run "$work/cc.kiln" --shapes A:3x4,B:2x4
 check "INT8 plan round trip" "$kiln" --plugins "$examples" build "$models/quantized_pool_max/model.onnx" \
   -o "$work/pool.kiln" --quiet --min-shapes X:1x4x8x8 --opt-shapes X:2x4x8x8 --max-shapes X:3x4x8x8

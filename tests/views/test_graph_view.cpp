@@ -154,6 +154,7 @@ class TestGraphView : public QObject {
   void layoutHandlesCycleAndCancel();
   void largeLayoutIsFastAndDisjoint();
   void layeredLayoutCapsLongEdges();
+  void fanOutLeavesTheSceneUnindexed();
 };
 
 void TestGraphView::modelGraphMatchesNetwork() {
@@ -589,6 +590,36 @@ void TestGraphView::layeredLayoutCapsLongEdges() {
   QCOMPARE(result->edges.back().points.size(), size_t(2));  // 0 -> 999: straight
   QVERIFY(result->edges[999].points.size() > 100);          // 0 -> 600: through 599 ranks
   for (int i = 1; i < 1000; ++i) QVERIFY(result->centres[i].y() > result->centres[i - 1].y());
+}
+
+void TestGraphView::fanOutLeavesTheSceneUnindexed() {
+  // One tensor read by 3,000 layers of a chain (a hostile trtexec export has 200,000):
+  // the edges span the graph, so Qt's BSP index would grow quadratically. The scene
+  // goes unindexed; a plain chain of the same size keeps its index.
+  auto sceneFor = [](bool fanOut) {
+    LayoutGraph graph;
+    const int n = 3000;
+    for (int i = 0; i < n; ++i) graph.nodes.push_back({QString::number(i), {}, 60, 24});
+    for (int i = 0; i + 1 < n; ++i) graph.edges.push_back({i, i + 1, QString(), 0, 0});
+    if (fanOut)
+      for (int i = 2; i < n; ++i) graph.edges.push_back({0, i, QString(), 0, 0});
+    LayoutOptions options;
+    options.algorithm = LayoutAlgorithm::kLayered;
+    Result<LayoutResult> layout = layoutGraph(graph, options);
+    std::vector<NodeLook> looks(graph.nodes.size());
+    auto scene = std::make_unique<GraphScene>();
+    if (layout.isOk())
+      scene->populate(prepareSceneGraph(std::move(graph), std::move(looks), layout.value()));
+    return scene;
+  };
+  std::unique_ptr<GraphScene> fan = sceneFor(true), chain = sceneFor(false);
+  QCOMPARE(fan->edgeCount(), 2999 + 2998);
+  QCOMPARE(fan->itemIndexMethod(), QGraphicsScene::NoIndex);
+  QCOMPARE(chain->edgeCount(), 2999);
+  QCOMPARE(chain->itemIndexMethod(), QGraphicsScene::BspTreeIndex);
+  // Unindexed, the scene still finds what is under a point.
+  const QPointF centre = fan->nodeItem(1500)->sceneBoundingRect().center();
+  QVERIFY(fan->items(centre).contains(fan->nodeItem(1500)));
 }
 
 QTEST_MAIN(TestGraphView)

@@ -24,12 +24,20 @@ enum class StatusCode {
 
 const char* statusCodeName(StatusCode code);
 
+// `text` with its control characters escaped: C0 controls as \n, \r, \t or \x1b,
+// DEL as \x7f, C1 controls (UTF-8 C2 80..C2 9F) as \u009b. Names in models, plans
+// and files are attacker-controlled; escaped, a message stays one line and cannot
+// drive the terminal. Idempotent (backslashes are left alone).
+std::string escapeControlCharacters(const std::string& text);
+
 // A status is ok, or a code with a one-line message. Context is prepended by
 // each layer it passes through ("model.onnx: node 'Conv_3' (#4, Conv): ...").
+// The message is stored with its control characters escaped, whoever built it.
 class [[nodiscard]] Status {
  public:
   Status() = default;
-  Status(StatusCode code, std::string message) : m_code(code), m_message(std::move(message)) {}
+  Status(StatusCode code, const std::string& message)
+      : m_code(code), m_message(escapeControlCharacters(message)) {}
   static Status ok() { return {}; }
 
   bool isOk() const { return m_code == StatusCode::kOk; }
