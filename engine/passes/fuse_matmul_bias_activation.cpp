@@ -5,6 +5,7 @@
 //   act(Gemm(X, W, c))                = FusedMatMul(X, W, c; act)
 //   act(Gemm(X, Wt, c; transB = 1))   = FusedMatMul(X, Wt^T, c; act)
 //   act(Add(Gemm(X, W), b))           = FusedMatMul(X, W, b; act)   (transB either way)
+//   act(MatMul(X, W))                 = FusedMatMul(X, W, 0; act)   (a zero bias [N])
 //   y[..., n] = act(sum over k of X[..., k] * W[k, n] + b[n])
 // W a constant [K, N]; Wt a constant [N, K], transposed into a new initializer, which
 // needs the Gemm to be its only reader (a weight read elsewhere would be stored twice);
@@ -33,7 +34,7 @@ struct Match {
   std::vector<int> head;  // the MatMul or Gemm, then its bias Add when it has one
   std::string x, w, bias, output;
   bool transposeW = false;  // Gemm transB: W becomes a transposed initializer
-  Tensor newBias;           // defined: Gemm's C [1, N] reshaped to [N]
+  Tensor newBias;           // defined: Gemm's C [1, N] reshaped to [N], or zeros [N]
   ActivationTail tail;
 };
 
@@ -71,7 +72,13 @@ bool matchMatMul(const Graph& g, const GraphIndex& index, int at, Match* m) {
   m->x = mm.inputs[0];
   m->w = mm.inputs[1];
   m->output = mm.outputs[0];
-  return takeBiasAdd(g, index, w->dim(1), w->type(), m);
+  // Without a bias Add (a Linear with bias=False, or a zero bias remove_no_op_nodes
+  // dropped) the layer gets a zero bias: fused only with an activation (matchAt).
+  if (!takeBiasAdd(g, index, w->dim(1), w->type(), m)) {
+    m->newBias = Tensor(w->type(), {w->dim(1)});  // zero-filled
+    m->bias = m->w + "_zero_bias";
+  }
+  return true;
 }
 
 bool isGraphInput(const Graph& g, const std::string& value) {

@@ -143,6 +143,21 @@ TEST(FuseMatMulActivations, MatMulBiasAndEveryActivationAreOneNode) {
   }
 }
 
+// A MatMul without a bias (a Linear with bias=False, or a zero bias that
+// remove_no_op_nodes took away) and its activation: one layer with a zero bias.
+TEST(FuseMatMulActivations, MatMulWithoutBiasAndItsActivationAreOneNode) {
+  for (const Case& c : everyActivation()) {
+    SCOPED_TRACE(c.activation + (" after " + c.tail.back().opType));
+    std::vector<Node> nodes = {makeNode("MatMul", {"x", "w"}, {"a"}, 20)};
+    nodes.insert(nodes.end(), c.tail.begin(), c.tail.end());
+    Network fused;
+    ASSERT_EQ(fuseAndCompare(graph(nodes), 1, &fused).size(), 1u);
+    expectActivation(fused.graph.nodes[0], c);
+    const Tensor& bias = fused.graph.initializers.at(fused.graph.nodes[0].inputs[2]);
+    for (int64_t i = 0; i < bias.numel(); ++i) EXPECT_EQ(bias.valueAsDouble(i), 0.0);
+  }
+}
+
 TEST(FuseMatMulActivations, GemmWithCAndEveryActivationAreOneNode) {
   for (const Case& c : everyActivation()) {
     SCOPED_TRACE(c.activation + (" after " + c.tail.back().opType));
