@@ -8,6 +8,7 @@
 
 #include "gpu/gpu_op_test.h"
 #include "kiln/reference_backend.h"
+#include "kiln/tensor_size.h"
 
 namespace kiln::test {
 namespace {
@@ -268,12 +269,24 @@ TEST(CudaRuntime, OutOfMemoryIsAnErrorAndLeaksNothing) {
     auto ctx = newContext(engine);
     ASSERT_TRUE(ctx->execute().code() != StatusCode::kOk);  // no shape yet
     ASSERT_EQ(cudaMemGetInfo(&freeBefore, &total), cudaSuccess);
-    // ~ total memory * 4 in activations: cannot fit.
+    // ~ total memory * 4 in activations: cannot fit. The host-side size cap (64 GiB or
+    // half the RAM, kiln/tensor_size.h) would refuse the shape first: lifted here so the
+    // GPU's own out-of-memory is what is tested.
     int64_t batch = static_cast<int64_t>(total / (4 * 8 * 8 * 4)) * 4;
+    const TensorLimits saved = tensorLimits();
+    TensorLimits lifted = saved;
+    lifted.maxBytes = int64_t{1} << 44;
+    setTensorLimits(lifted);
     ASSERT_TRUE(ctx->setInputShape("x", {batch, 4, 8, 8}).isOk());
     Status s = ctx->execute();
+    setTensorLimits(saved);
     EXPECT_EQ(s.code(), StatusCode::kOutOfMemory) << s.toString();
     EXPECT_NE(s.message().find("out of memory"), std::string::npos) << s.message();
+    // Under the cap the same shape is refused before any allocation, naming the input.
+    ASSERT_TRUE(ctx->setInputShape("x", {batch, 4, 8, 8}).isOk());
+    Status capped = ctx->execute();
+    EXPECT_FALSE(capped.isOk());
+    EXPECT_NE(capped.message().find("input 'x'"), std::string::npos) << capped.message();
     // The same context still runs a sane shape.
     Tensor x = randomTensor(DataType::kFloat32, {2, 4, 8, 8}, 61);
     ASSERT_TRUE(ctx->setInput("x", x).isOk());
