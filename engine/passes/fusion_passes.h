@@ -20,6 +20,7 @@ std::unique_ptr<Pass> makeChannelsLastLayout();
 std::unique_ptr<Pass> makeFoldQdq();
 std::unique_ptr<Pass> makeFusePointwiseChain();
 std::unique_ptr<Pass> makeRemoveNoOpNodes();
+std::unique_ptr<Pass> makeFoldReshapeTranspose();
 std::unique_ptr<Pass> makeMergeTransposes();
 // The same rewrite under its own name, run after channels_last_layout.
 std::unique_ptr<Pass> makeMergeLayoutTransposes();

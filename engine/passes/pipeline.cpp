@@ -18,7 +18,10 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   // an exporter left between two ops of a pattern hides it from every pass below.
   list.push_back(passes::makeRemoveNoOpNodes());
   // Transpose and reshape chains next, for the same reason (a Transpose pair may
-  // compose to nothing); fuse_attention accepts the merged key transpose.
+  // compose to nothing); fuse_attention accepts the merged key transpose. A transpose
+  // spelled Reshape -> Transpose -> Reshape (the dynamo exporter's K^T) first becomes the
+  // Transpose it is, which merge_transposes then joins with the head transpose before it.
+  list.push_back(passes::makeFoldReshapeTranspose());
   list.push_back(passes::makeMergeTransposes());
   list.push_back(passes::makeMergeReshapes());
   // An explicit Pad into the Conv or pooling after it: before fold_batch_norm and
