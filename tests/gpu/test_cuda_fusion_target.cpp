@@ -1,0 +1,105 @@
+// The CUDA build's say over fusion (FusionTarget, kiln/passes.h): the passes run as a
+// half-precision channels-last CUDA build runs them, asking the CUDA kernel table
+// (builtinGpuKernelSupport), on the real models and the attention graphs; no Kiln-domain
+// layer of the result lacks a GPU kernel, and an attention the kernel cannot run (head
+// size 160) stays unfused with the reason recorded. Needs the CUDA toolkit, not a device:
+// it reads the kernel table only, so it runs in CI too.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/gpu_kernel.h"
+#include "engine/passes/attention_graph.h"
+#include "kiln/onnx_import.h"
+#include "kiln/passes.h"
+
+namespace kiln::test {
+namespace {
+
+// The builder's target for an fp16 build: float32 values stored as float16.
+FusionTarget cudaFp16Target(std::vector<std::string>* refusals) {
+  return {[](const Node& fused, std::vector<DataType> types, const std::vector<Shape>& shapes) {
+            for (DataType& t : types)
+              if (t == DataType::kFloat32) t = DataType::kFloat16;
+            return cuda::builtinGpuKernelSupport(fused, types, shapes);
+          },
+          refusals};
+}
+
+// Runs the level-2 pipeline as a CUDA fp16 build and checks every Kiln-domain node;
+// returns how many there are.
+int expectEveryFusedLayerHasAKernel(Network net, const std::string& what) {
+  SCOPED_TRACE(what);
+  std::vector<std::string> refusals;
+  const FusionTarget target = cudaFp16Target(&refusals);
+  std::vector<PassApplication> applied;
+  const Status ran = runPasses(net, 2, {}, &applied, /*channelsLast=*/true,
+                               /*halfPrecision=*/true, &target);
+  EXPECT_TRUE(ran.isOk()) << ran.toString();
+  int fused = 0;
+  for (const Node& n : net.graph.nodes) {
+    if (n.domain != kKilnDomain) continue;
+    ++fused;
+    EXPECT_NE(cuda::builtinGpuKernels().find(n.domain, n.opType, n.opset), nullptr)
+        << n.opType << " '" << n.name << "' has no GPU kernel";
+  }
+  return fused;
+}
+
+TEST(CudaFusionTarget, RealModelsKeepOnlyLayersTheGpuRuns) {
+  const std::string models = KILN_MODELS_DIR;
+  int fused = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(models)) {
+    const std::string path = entry.path().string() + "/model.onnx";
+    if (!std::filesystem::exists(path)) continue;
+    auto net = importOnnxFile(path);
+    ASSERT_TRUE(net.isOk()) << net.status().toString();
+    fused += expectEveryFusedLayerHasAKernel(std::move(net.value()), path);
+  }
+  auto bert = importOnnxFile(std::string(KILN_TEST_DATA_DIR) + "/builder/tiny_bert.onnx");
+  ASSERT_TRUE(bert.isOk()) << bert.status().toString();
+  fused += expectEveryFusedLayerHasAKernel(std::move(bert.value()), "tiny_bert");
+  EXPECT_GT(fused, 20) << "too little fused: the test would prove little";
+}
+
+TEST(CudaFusionTarget, AttentionTheKernelCannotRunStaysUnfused) {
+  for (int64_t headDim : {64, 160}) {
+    SCOPED_TRACE("head size " + std::to_string(headDim));
+    AttentionCase c;
+    c.headDim = headDim;
+    c.mask = {2, 1, 1, 37};
+    Network net = attentionNetwork(c);
+    std::vector<std::string> refusals;
+    const FusionTarget target = cudaFp16Target(&refusals);
+    std::vector<PassApplication> applied;
+    ASSERT_TRUE(runPasses(net, 1, {}, &applied, false, true, &target).isOk());
+    int attention = 0;
+    for (const Node& n : net.graph.nodes) attention += n.opType == "FusedAttention";
+    EXPECT_EQ(attention, headDim <= 128 ? 1 : 0);
+    ASSERT_EQ(refusals.size(), headDim <= 128 ? 0u : 1u);
+    if (!refusals.empty())
+      EXPECT_NE(refusals[0].find("target refuses FusedAttention: head size 160"), std::string::npos)
+          << refusals[0];
+  }
+}
+
+TEST(CudaFusionTarget, LeViTsValueHeadSizeIsAccepted) {
+  AttentionCase c;
+  c.headDim = 16;
+  c.valueDim = 64;
+  c.mask = {3, 37, 37};
+  Network net = attentionNetwork(c);
+  std::vector<std::string> refusals;
+  const FusionTarget target = cudaFp16Target(&refusals);
+  std::vector<PassApplication> applied;
+  ASSERT_TRUE(runPasses(net, 1, {}, &applied, false, true, &target).isOk());
+  EXPECT_TRUE(refusals.empty()) << refusals.front();
+  int attention = 0;
+  for (const Node& n : net.graph.nodes) attention += n.opType == "FusedAttention";
+  EXPECT_EQ(attention, 1);
+}
+
+}  // namespace
+}  // namespace kiln::test
