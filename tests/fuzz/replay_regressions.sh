@@ -4,6 +4,8 @@
 # Every file of DIR (dotfiles aside) runs once; any crash, sanitizer report, leak or
 # timeout fails the test, naming the input.
 set -uo pipefail
+# UBSan reports with their stack (libFuzzer has ASan print one already).
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
 target=$1
 dir=$2
 mapfile -t inputs < <(find "$dir" -maxdepth 1 -type f ! -name '.*' 2>/dev/null | sort)

@@ -7,6 +7,8 @@
 # BUILD/tests/fuzz/fuzz-work/<target>/artifacts with the command that replays it; the last
 # lines show executions and coverage (cov: edges, ft: features).
 set -uo pipefail
+# UBSan reports with their stack (libFuzzer has ASan print one already).
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
 target=$1
 seeds=$2
 name=$(basename "$target")

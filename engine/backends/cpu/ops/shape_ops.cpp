@@ -298,6 +298,9 @@ Status splitSizes(const KernelContext& ctx, int64_t dim, std::vector<int64_t>* s
 Status splitKernel(KernelContext& ctx) {
   KILN_RETURN_IF_ERROR(ctx.requireInputs(1));
   const Tensor& in = ctx.input(0);
+  // normalizeAxis takes axis 0 of a scalar (ops that treat it as a 1-element
+  // vector); a scalar has no dim to split, and in.shape()[0] would read past it.
+  if (in.rank() == 0) return ctx.error("cannot split a scalar (rank 0) input");
   int64_t axis = 0;
   KILN_RETURN_IF_ERROR_CTX(normalizeAxis(ctx.node().attrInt("axis", 0), in.rank(), &axis),
                            ctx.node().describe());
