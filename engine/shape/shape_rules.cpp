@@ -116,6 +116,7 @@ bool gatherRule(const Node& node, const Ins& in, Outs* outs) {
 }
 
 bool concatRule(const Node& node, const Ins& in, Outs* outs) {
+  if (in.empty()) return false;  // a Concat without inputs: the checker's error, not a shape
   bool allSymbolic = true;
   std::vector<DimExpr> value;
   for (const RuleInput& r : in) {
