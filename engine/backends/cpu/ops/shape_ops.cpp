@@ -306,6 +306,16 @@ Status splitKernel(KernelContext& ctx) {
                            ctx.node().describe());
   std::vector<int64_t> sizes;
   KILN_RETURN_IF_ERROR(splitSizes(ctx, in.shape()[axis], &sizes));
+  if (in.numel() == 0) {
+    // Every part is empty too. The copy loop below would still walk the outer dims,
+    // which an empty tensor may hold by the 2^40 (and whose product may overflow).
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      Shape shape = in.shape();
+      shape[axis] = sizes[i];
+      ctx.allocateOutput(i, in.type(), shape);
+    }
+    return Status::ok();
+  }
   int64_t outer = 1;
   for (int64_t d = 0; d < axis; ++d) outer *= in.shape()[d];
   const int64_t inner =
