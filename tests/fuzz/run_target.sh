@@ -26,8 +26,10 @@ rc=$?
 grep -E '^#[0-9]+ +(INITED|DONE)' "$log" | tail -n 2
 grep -E '^stat::(number_of_executed_units|peak_rss_mb)' "$log"
 if ((rc != 0)); then
-  echo "FAILED: $name (exit $rc); the end of its log ($log):"
-  tail -n 60 "$log"
+  echo "FAILED: $name (exit $rc); the report from its log ($log):"
+  # From the sanitizer's or libFuzzer's first report line on (the stack follows it).
+  first=$(grep -n -m1 -E 'runtime error|==[0-9]+==ERROR|ALARM|out-of-memory|deadly signal' "$log" | cut -d: -f1)
+  tail -n +"${first:-1}" "$log" | head -n 60
   for a in "$work"/artifacts/*; do
     [[ -f $a ]] && echo "replay: $target $a"
   done
