@@ -222,6 +222,10 @@ Tensor randomInputTensor(DataType type, const Shape& shape, uint64_t seed) {
 
 Result<Tensor> randomInput(DataType type, const Shape& shape, uint64_t seed,
                            const std::string& what) {
+  // A value whose model leaves the element type open (ONNX elem_type 0) has no element
+  // to generate; randomInputTensor would copy from a null buffer.
+  if (type == DataType::kUndefined)
+    return invalidArgument(what + ": element type undefined (the model declares none)");
   KILN_RETURN_IF_ERROR(checkTensorSize(type, shape, what));
   if (type == DataType::kString)  // held as float64 first
     KILN_RETURN_IF_ERROR(checkTensorSize(DataType::kFloat64, shape, what));

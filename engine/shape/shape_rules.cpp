@@ -116,6 +116,7 @@ bool gatherRule(const Node& node, const Ins& in, Outs* outs) {
 }
 
 bool concatRule(const Node& node, const Ins& in, Outs* outs) {
+  if (in.empty()) return false;  // a Concat without inputs: the checker's error, not a shape
   bool allSymbolic = true;
   std::vector<DimExpr> value;
   for (const RuleInput& r : in) {
@@ -325,9 +326,13 @@ bool sliceRule(const Node& node, const Ins& in, Outs* outs) {
         (in.size() > 4 && in[4].present() && !steps))
       return false;
   }
+  // One start, end, axis and step per sliced axis; the kernel refuses other lengths.
+  if (ends->size() != starts->size() || (axes && axes->size() != starts->size()) ||
+      (steps && steps->size() != starts->size()))
+    return false;
   SymbolicShape out = shapeOf(in, 0);
   const int64_t rank = static_cast<int64_t>(out.size());
-  for (size_t k = 0; k < starts->size() && k < ends->size(); ++k) {
+  for (size_t k = 0; k < starts->size(); ++k) {
     int64_t axis = normAxis(axes ? (*axes)[k] : static_cast<int64_t>(k), rank);
     int64_t step = steps ? (*steps)[k] : 1;
     if (axis < 0 || axis >= rank || step == 0) return false;

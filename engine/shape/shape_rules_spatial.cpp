@@ -40,13 +40,17 @@ bool windowRule(const Node& node, const Ins& in, Outs* outs, bool isConv) {
     if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
       out.push_back(DimExpr::ceilDiv(in_, strides[d]));
     } else {
-      const int64_t padTotal = autoPad == "VALID" ? 0 : pads[d] + pads[d + spatial];
-      DimExpr span = in_ + DimExpr(padTotal - dilations[d] * (kernel[d] - 1) - 1);
+      // Attribute values come from the model: DimExpr arithmetic saturates where
+      // int64 arithmetic would overflow (and the sizes' caps then refuse the result).
+      const DimExpr padTotal =
+          autoPad == "VALID" ? DimExpr(0) : DimExpr(pads[d]) + DimExpr(pads[d + spatial]);
+      DimExpr span = in_ + (padTotal - DimExpr(dilations[d]) * (DimExpr(kernel[d]) - 1) - 1);
       DimExpr size =
           (ceilMode ? DimExpr::ceilDiv(span, strides[d]) : DimExpr::floorDiv(span, strides[d])) + 1;
       // With ceil_mode a last window that would start inside the end padding is dropped.
       if (ceilMode && size.isConst() && in_.isConst() && autoPad != "VALID" &&
-          (size.constValue() - 1) * strides[d] >= in_.constValue() + pads[d]) {
+          ((size - 1) * DimExpr(strides[d])).constValue() >=
+              (in_ + DimExpr(pads[d])).constValue()) {
         size = size.constValue() - 1;
       }
       out.push_back(size);
@@ -140,9 +144,9 @@ bool convTransposeRule(const Node& node, const Ins& in, Outs* outs) {
       // (in - 1) * stride + output_padding + (k - 1) * dilation + 1 - pads
       if (!w[2 + d].isConst()) return false;
       const int64_t k = w[2 + d].constValue();
-      out.push_back(
-          (x[2 + d] - 1) * strides[d] +
-          DimExpr(outputPadding[d] + (k - 1) * dilations[d] + 1 - pads[d] - pads[d + spatial]));
+      out.push_back((x[2 + d] - 1) * strides[d] +
+                    (DimExpr(outputPadding[d]) + (DimExpr(k) - 1) * DimExpr(dilations[d]) + 1 -
+                     DimExpr(pads[d]) - DimExpr(pads[d + spatial])));
     }
   }
   setOut(outs, 0, typeOf(in, 0), out);

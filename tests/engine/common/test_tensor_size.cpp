@@ -116,5 +116,14 @@ TEST_F(TensorSize, RandomInputChecksBeforeWriting) {
   EXPECT_NE(small->valueAsDouble(14999), small->valueAsDouble(14998));
 }
 
+TEST_F(TensorSize, RandomInputOfAnUndefinedTypeIsAnError) {
+  // fuzz_onnx_import: a graph input with elem_type 0 reached randomInputTensor, which
+  // copied from a null buffer (UBSan); kiln build's timing inputs take that path.
+  auto undefined = randomInput(DataType::kUndefined, {2, 3}, 7, "input 'value1'");
+  ASSERT_FALSE(undefined.isOk());
+  EXPECT_EQ(undefined.status().message(),
+            "input 'value1': element type undefined (the model declares none)");
+}
+
 }  // namespace
 }  // namespace kiln

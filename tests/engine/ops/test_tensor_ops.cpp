@@ -128,6 +128,16 @@ TEST(ShapeOps, SplitUnevenAndExplicit) {
   EXPECT_FALSE(OpTest("Split", 13).input(f32({3}, {1, 2, 3})).input(ints({1, 1})).run(2).isOk());
 }
 
+TEST(ShapeOps, SplitOfAScalarIsAnError) {
+  // fuzz_onnx_import: axis 0 of a scalar passed normalizeAxis and the kernel read
+  // shape()[0] of an empty shape (UBSan, tests/fuzz/regressions/fuzz_onnx_import).
+  auto parts = OpTest("Split", 13).input(f32({}, {4})).run(2);
+  ASSERT_FALSE(parts.isOk());
+  EXPECT_NE(parts.status().message().find("cannot split a scalar (rank 0) input"),
+            std::string::npos)
+      << parts.status().message();
+}
+
 TEST(ShapeOps, DepthToSpaceModesAndSpaceToDepth) {
   const Tensor x = f32({1, 8, 1, 1}, {1, 2, 3, 4, 5, 6, 7, 8});
   OpTest dcr("DepthToSpace", 13);

@@ -167,6 +167,14 @@ Status scanKernel(KernelContext& ctx) {
                                std::vector<int64_t>(std::max<int64_t>(numScanOutputs, 0), 0));
   auto outDirs = node.attrInts("scan_output_directions",
                                std::vector<int64_t>(std::max<int64_t>(numScanOutputs, 0), 0));
+  // The model's attributes and input list, checked before they are indexed.
+  if (numScanOutputs < 0) return ctx.error("body has fewer outputs than state variables");
+  if (static_cast<int64_t>(inAxes.size()) != numScanInputs ||
+      static_cast<int64_t>(inDirs.size()) != numScanInputs ||
+      static_cast<int64_t>(outAxes.size()) != numScanOutputs ||
+      static_cast<int64_t>(outDirs.size()) != numScanOutputs)
+    return ctx.error("scan axes and directions must have one entry per scan input and output");
+  KILN_RETURN_IF_ERROR(ctx.requireInputs(ctx.inputCount()));
   std::vector<Tensor> state;
   for (int64_t i = 0; i < numState; ++i) state.push_back(ctx.input(i));
   int64_t length = -1;
@@ -189,6 +197,8 @@ Status scanKernel(KernelContext& ctx) {
     std::vector<Tensor> out;
     KILN_RETURN_IF_ERROR_CTX(ctx.runSubgraph(*body, in, &out),
                              node.describe() + " step " + std::to_string(step));
+    if (static_cast<int64_t>(out.size()) < numState + numScanOutputs)
+      return ctx.error("body returned " + std::to_string(out.size()) + " values");
     for (int64_t i = 0; i < numState; ++i) state[i] = out[i];
     for (int64_t i = 0; i < numScanOutputs; ++i) parts[i].push_back(out[numState + i]);
   }

@@ -35,7 +35,10 @@ std::vector<int64_t> broadcastStrides(const Shape& in, const Shape& out) {
 }
 
 Status normalizeAxis(int64_t axis, int64_t rank, int64_t* out) {
-  if (axis < -rank || axis >= std::max<int64_t>(rank, 1)) {
+  // [0, rank) as the contract says: a scalar has no axis. (Axis 0 of a rank-0 tensor
+  // was once accepted, and Split, Scan, Concat, Gather and Slice then indexed its
+  // empty shape; ops whose axis may equal the rank pass rank + 1.)
+  if (axis < -rank || axis >= rank) {
     return invalidArgument("axis " + std::to_string(axis) + " is out of range for rank " +
                            std::to_string(rank));
   }

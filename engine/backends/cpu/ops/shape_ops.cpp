@@ -298,11 +298,24 @@ Status splitSizes(const KernelContext& ctx, int64_t dim, std::vector<int64_t>* s
 Status splitKernel(KernelContext& ctx) {
   KILN_RETURN_IF_ERROR(ctx.requireInputs(1));
   const Tensor& in = ctx.input(0);
+  // normalizeAxis takes axis 0 of a scalar (ops that treat it as a 1-element
+  // vector); a scalar has no dim to split, and in.shape()[0] would read past it.
+  if (in.rank() == 0) return ctx.error("cannot split a scalar (rank 0) input");
   int64_t axis = 0;
   KILN_RETURN_IF_ERROR_CTX(normalizeAxis(ctx.node().attrInt("axis", 0), in.rank(), &axis),
                            ctx.node().describe());
   std::vector<int64_t> sizes;
   KILN_RETURN_IF_ERROR(splitSizes(ctx, in.shape()[axis], &sizes));
+  if (in.numel() == 0) {
+    // Every part is empty too. The copy loop below would still walk the outer dims,
+    // which an empty tensor may hold by the 2^40 (and whose product may overflow).
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      Shape shape = in.shape();
+      shape[axis] = sizes[i];
+      ctx.allocateOutput(i, in.type(), shape);
+    }
+    return Status::ok();
+  }
   int64_t outer = 1;
   for (int64_t d = 0; d < axis; ++d) outer *= in.shape()[d];
   const int64_t inner =

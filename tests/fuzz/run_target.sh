@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# One bounded libFuzzer run:
+#   run_target.sh FUZZ_TARGET SEED_CORPUS_DIR
+# Runs KILN_FUZZ_SECONDS (default 30) from the seeds plus what earlier runs in this
+# build folder found (BUILD/tests/fuzz/fuzz-work/<target>/corpus); -rss_limit_mb=2048,
+# -timeout=10. A crash fails the test and leaves the input in
+# BUILD/tests/fuzz/fuzz-work/<target>/artifacts with the command that replays it; the last
+# lines show executions and coverage (cov: edges, ft: features).
+set -uo pipefail
+# UBSan reports with their stack (libFuzzer has ASan print one already).
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
+target=$1
+seeds=$2
+name=$(basename "$target")
+seconds=${KILN_FUZZ_SECONDS:-30}
+work=$(dirname "$target")/fuzz-work/$name
+mkdir -p "$work/corpus" "$work/artifacts"
+if [[ ! -d $seeds ]]; then
+  echo "$name: no seed corpus at $seeds (tests/fuzz/make_corpus.sh makes it); starting empty"
+  seeds=
+fi
+log=$work/last-run.log
+"$target" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+  -artifact_prefix="$work/artifacts/" "$work/corpus" ${seeds:+"$seeds"} >"$log" 2>&1
+rc=$?
+grep -E '^#[0-9]+ +(INITED|DONE)' "$log" | tail -n 2
+grep -E '^stat::(number_of_executed_units|peak_rss_mb)' "$log"
+if ((rc != 0)); then
+  echo "FAILED: $name (exit $rc); the report from its log ($log):"
+  # From the sanitizer's or libFuzzer's first report line on (the stack follows it).
+  first=$(grep -n -m1 -E 'runtime error|==[0-9]+==ERROR|ALARM|out-of-memory|deadly signal' "$log" | cut -d: -f1)
+  tail -n +"${first:-1}" "$log" | head -n 60
+  for a in "$work"/artifacts/*; do
+    [[ -f $a ]] && echo "replay: $target $a"
+  done
+  exit 1
+fi
