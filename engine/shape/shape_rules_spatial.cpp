@@ -172,7 +172,7 @@ bool padRule(const Node& node, const Ins& in, Outs* outs) {
   for (size_t k = 0; k < axes.size(); ++k) {
     int64_t axis = normAxis(axes[k], rank);
     if (axis < 0 || axis >= rank) return false;
-    out[axis] = out[axis] + DimExpr((*pads)[k] + (*pads)[k + axes.size()]);
+    out[axis] = out[axis] + (DimExpr((*pads)[k]) + DimExpr((*pads)[k + axes.size()]));
   }
   setOut(outs, 0, typeOf(in, 0), out);
   return true;
@@ -183,10 +183,11 @@ bool depthSpaceRule(const Node& node, const Ins& in, Outs* outs) {
   SymbolicShape s = shapeOf(in, 0);
   const int64_t b = node.attrInt("blocksize", 1);
   if (b <= 0) return false;
+  const DimExpr area = DimExpr(b) * DimExpr(b);  // saturates for a hostile blocksize
   if (node.opType == "DepthToSpace")
-    s = {s[0], DimExpr::floorDiv(s[1], b * b), s[2] * b, s[3] * b};
+    s = {s[0], DimExpr::floorDiv(s[1], area), s[2] * b, s[3] * b};
   else
-    s = {s[0], s[1] * (b * b), DimExpr::floorDiv(s[2], b), DimExpr::floorDiv(s[3], b)};
+    s = {s[0], s[1] * area, DimExpr::floorDiv(s[2], b), DimExpr::floorDiv(s[3], b)};
   setOut(outs, 0, typeOf(in, 0), s);
   return true;
 }

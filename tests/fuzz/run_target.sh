@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One bounded libFuzzer run:
 #   run_target.sh FUZZ_TARGET SEED_CORPUS_DIR
-# Runs KILN_FUZZ_SECONDS (default 30) from the seeds plus what earlier runs in this
+# Runs KILN_FUZZ_SECONDS (default 30; 0: the seeds once, no fuzzing) from the seeds plus what earlier runs in this
 # build folder found (BUILD/tests/fuzz/fuzz-work/<target>/corpus); -rss_limit_mb=2048,
 # -timeout=10. A crash fails the test and leaves the input in
 # BUILD/tests/fuzz/fuzz-work/<target>/artifacts with the command that replays it; the last
@@ -20,10 +20,13 @@ if [[ ! -d $seeds ]]; then
   seeds=
 fi
 log=$work/last-run.log
-"$target" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+# KILN_FUZZ_SECONDS=0 runs every seed once and fuzzes nothing (-runs=0).
+limit=(-max_total_time="$seconds")
+((seconds > 0)) || limit=(-runs=0)
+"$target" "${limit[@]}" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
   -artifact_prefix="$work/artifacts/" "$work/corpus" ${seeds:+"$seeds"} >"$log" 2>&1
 rc=$?
-grep -E '^#[0-9]+ +(INITED|DONE)' "$log" | tail -n 2
+grep -E '^#[0-9]+[[:space:]]+(INITED|DONE)' "$log" | tail -n 2
 grep -E '^stat::(number_of_executed_units|peak_rss_mb)' "$log"
 if ((rc != 0)); then
   echo "FAILED: $name (exit $rc); the report from its log ($log):"

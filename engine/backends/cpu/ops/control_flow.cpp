@@ -90,6 +90,10 @@ Status stackTensors(const std::vector<Tensor>& parts, int64_t axis, Tensor* out)
 Status loopKernel(KernelContext& ctx) {
   const Graph* body = ctx.node().attrGraph("body");
   if (!body) return ctx.error("missing body subgraph");
+  // M is a scalar (or 1-element) tensor; an empty one has no count to read.
+  if (ctx.hasInput(0) && ctx.input(0).numel() != 1)
+    return ctx.error("trip count M must hold one value, not " +
+                     std::to_string(ctx.input(0).numel()));
   int64_t maxTrips = ctx.hasInput(0) ? ctx.input(0).valueAsInt64(0) : INT64_MAX;
   bool cond = ctx.hasInput(1) ? truthy(ctx.input(1)) : true;
   const size_t carried = ctx.inputCount() > 2 ? ctx.inputCount() - 2 : 0;

@@ -45,23 +45,39 @@ Status computeTransposeGeometry(const KernelContext& ctx, SpatialGeometry* g) {
   if (hasOutputShape) KILN_RETURN_IF_ERROR(readOutputShape(ctx, rank, &requested));
   const bool same = autoPad == AutoPad::kSameUpper || autoPad == AutoPad::kSameLower;
   g->output.assign(rank, 0);
+  // Strides, pads, dilations, kernel and output sizes come from the model: every sum
+  // and product is checked, and an overflow is an error instead of undefined behaviour.
+  bool overflow = false;
+  auto add = [&](int64_t a, int64_t b) {
+    int64_t r = 0;
+    overflow |= __builtin_add_overflow(a, b, &r);
+    return r;
+  };
+  auto mul = [&](int64_t a, int64_t b) {
+    int64_t r = 0;
+    overflow |= __builtin_mul_overflow(a, b, &r);
+    return r;
+  };
   for (int d = 0; d < rank; ++d) {
-    const int64_t full = g->strides[d] * (g->input[d] - 1) + outputPadding[d] + g->window(d);
+    const int64_t window = add(mul(add(g->kernel[d], -1), g->dilations[d]), 1);
+    const int64_t full =
+        add(add(mul(g->strides[d], add(g->input[d], -1)), outputPadding[d]), window);
     if (autoPad == AutoPad::kValid) g->padsBegin[d] = g->padsEnd[d] = 0;
     if (hasOutputShape || same) {
-      const int64_t out = hasOutputShape ? requested[d] : g->input[d] * g->strides[d];
-      const int64_t total = full - out;
+      const int64_t out = hasOutputShape ? requested[d] : mul(g->input[d], g->strides[d]);
+      const int64_t total = add(full, -out);
       if (same) {
         g->padsBegin[d] =
             autoPad == AutoPad::kSameUpper ? floorDiv2(total) : total - floorDiv2(total);
       } else if (!ctx.node().hasAttr("pads")) {
         g->padsBegin[d] = 0;  // extra output rows go at the end
       }
-      g->padsEnd[d] = total - g->padsBegin[d];
+      g->padsEnd[d] = add(total, -g->padsBegin[d]);
       g->output[d] = out;
     } else {
-      g->output[d] = full - g->padsBegin[d] - g->padsEnd[d];
+      g->output[d] = add(add(full, -g->padsBegin[d]), -g->padsEnd[d]);
     }
+    if (overflow) return ctx.error("ConvTranspose output extent overflows int64");
     if (g->output[d] < 0) return ctx.error("ConvTranspose output extent is negative");
   }
   return Status::ok();

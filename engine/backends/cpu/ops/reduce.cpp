@@ -17,6 +17,21 @@
 namespace kiln::cpu {
 namespace {
 
+// A double result stored as the output type. For integer outputs (ReduceLogSum of
+// zeros is -inf) an out-of-range or NaN value would be undefined behaviour as a
+// plain cast: NaN becomes 0 and the rest is clamped to the type's range.
+template <class T>
+T fromDouble(double v) {
+  if constexpr (std::is_integral_v<T>) {
+    if (std::isnan(v)) return T(0);
+    if (v <= static_cast<double>(std::numeric_limits<T>::lowest()))
+      return std::numeric_limits<T>::lowest();
+    if (v >= static_cast<double>(std::numeric_limits<T>::max()))
+      return std::numeric_limits<T>::max();
+  }
+  return static_cast<T>(v);
+}
+
 enum class ReduceKind { kSum, kMean, kMax, kMin, kProd, kL1, kL2, kLogSum, kLogSumExp, kSumSquare };
 
 // Accumulator type: double for floating types, 64-bit for integers (bool as int64).
@@ -239,10 +254,10 @@ Status reduceTyped(ReduceKind kind, const Tensor& input, const ReducePlan& plan,
           y[o] = static_cast<T>(a / static_cast<double>(n));  // empty: 0/0 = NaN
         break;
       case ReduceKind::kL2:
-        y[o] = static_cast<T>(std::sqrt(static_cast<double>(a)));
+        y[o] = fromDouble<T>(std::sqrt(static_cast<double>(a)));
         break;
       case ReduceKind::kLogSum:
-        y[o] = static_cast<T>(std::log(static_cast<double>(a)));
+        y[o] = fromDouble<T>(std::log(static_cast<double>(a)));
         break;
       default:
         y[o] = static_cast<T>(a);

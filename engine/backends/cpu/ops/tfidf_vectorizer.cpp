@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "kiln/tensor_size.h"
 #include "backends/cpu/ops/op_utils.h"
 
 namespace kiln::cpu {
@@ -166,6 +167,10 @@ Status tfIdfVectorizerKernel(KernelContext& ctx) {
   const int64_t rows = x.rank() == 2 ? x.dim(0) : 1;
   const int64_t length = x.rank() == 0 ? 1 : x.dim(-1);
   Shape outShape = x.rank() == 2 ? Shape{rows, cfg.outputSize} : Shape{cfg.outputSize};
+  // The width is the model's largest ngram_indexes entry: held to the tensor caps (as
+  // int64 counts, the larger of the two buffers) before anything of that size exists.
+  KILN_RETURN_IF_ERROR(
+      checkTensorSize(DataType::kInt64, outShape, ctx.node().describe() + " output counts"));
   std::vector<int64_t> freq(static_cast<size_t>(rows * cfg.outputSize), 0);
   for (int64_t r = 0; r < rows; ++r) {
     countRow(trie, cfg, tokens.data() + r * length, length, freq.data() + r * cfg.outputSize);
