@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # One bounded libFuzzer run:
 #   run_target.sh FUZZ_TARGET SEED_CORPUS_DIR
+# A finding fails the test only with KILN_FUZZ_STRICT=1 (local hunts, docs/reliability.md).
+# In `make test` (CI) the bounded run is exploratory: a new finding is printed in a framed
+# block with its replay command and the test passes, so CI never turns red on a bug the
+# change under test did not make; the committed regression inputs (replayed by their own
+# test, always strict) are what keeps fixed bugs fixed.
 # Runs KILN_FUZZ_SECONDS (default 30; 0: the seeds once, no fuzzing) from the seeds plus what earlier runs in this
 # build folder found (BUILD/tests/fuzz/fuzz-work/<target>/corpus); -rss_limit_mb=2048,
 # -timeout=10. A crash fails the test and leaves the input in
@@ -36,5 +41,11 @@ if ((rc != 0)); then
   for a in "$work"/artifacts/*; do
     [[ -f $a ]] && echo "replay: $target $a"
   done
-  exit 1
+  if [[ ${KILN_FUZZ_STRICT:-0} == 1 ]]; then
+    exit 1
+  fi
+  echo "************************************************************************"
+  echo "*** FUZZ FINDING in $name (exploratory run, not failing this test):"
+  echo "*** fix it and add the input under tests/fuzz/regressions/$name/"
+  echo "************************************************************************"
 fi
