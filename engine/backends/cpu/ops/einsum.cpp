@@ -155,6 +155,15 @@ template <class C>
 void genericEinsum(const EinsumSpec& spec, const std::vector<const Tensor*>& operands,
                    const std::vector<const C*>& data, C* y) {
   using Acc = std::conditional_t<std::is_floating_point_v<C>, double, C>;
+  // An operand without elements has a label of extent 0: every output element is then
+  // an empty sum (or there is none). Its data may be null: nothing is read (fuzz_onnx_import:
+  // an empty operand broadcast against extent 1 was read through a null pointer).
+  for (const Tensor* t : operands) {
+    if (t->numel() != 0) continue;
+    const int64_t outputs = shapeNumel(labelShape(spec, spec.output));
+    std::fill(y, y + std::max<int64_t>(outputs, 0), static_cast<C>(0));
+    return;
+  }
   std::vector<int> reduced;
   for (size_t l = 0; l < spec.sizes.size(); ++l) {
     const bool used = std::any_of(spec.inputs.begin(), spec.inputs.end(), [&](const auto& in) {
