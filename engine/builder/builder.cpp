@@ -207,11 +207,11 @@ Result<Plan> buildPlan(std::shared_ptr<const Network> source, const BuilderConfi
                               return backend.fusedNodeSupport(fused, types, shapes);
                             },
                             &refusedFusions};
+  // Checked before any dim is fixed: a profile's sizes reach the passes from here.
+  KILN_RETURN_IF_ERROR(build::validateProfiles(*source, config.profiles));
   for (int attempt = 0; attempt < 2; ++attempt) {
     refusedFusions.clear();
     network = normalizedCopy(*source);
-    // Checked before any dim is fixed: a profile's sizes reach the passes from here.
-    KILN_RETURN_IF_ERROR(build::validateProfiles(*network, config.profiles));
     build::fixPinnedInputs(*network, config.profiles);
     KILN_RETURN_IF_ERROR(build::checkFp8Build(*network, config));
     int8 = {};

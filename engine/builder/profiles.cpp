@@ -92,7 +92,6 @@ std::vector<std::string> fixPinnedInputs(Network& network,
   return fixed;
 }
 
-
 Status validateProfiles(const Network& network, const std::vector<OptimizationProfile>& profiles) {
   const Graph& graph = network.graph;
   for (size_t p = 0; p < profiles.size(); ++p) {

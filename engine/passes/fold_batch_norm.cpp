@@ -10,16 +10,13 @@
 #include <vector>
 
 #include "passes/fusion_passes.h"
+#include "passes/rewrite_helpers.h"
 
 namespace kiln::passes {
 namespace {
 
 constexpr const char* kName = "fold_batch_norm";
-
-const Tensor* float32Constant(const GraphIndex& index, const std::string& name, int64_t count) {
-  const Tensor* t = name.empty() ? nullptr : index.constant(name);
-  return t && t->type() == DataType::kFloat32 && (count < 0 || t->numel() == count) ? t : nullptr;
-}
+using rewrite::float32Constant;
 
 // The folded weights and bias, or false when the pair does not qualify.
 // The output channel of each W row (W viewed as [rows, k...]): W[m] for Conv,

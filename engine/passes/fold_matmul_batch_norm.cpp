@@ -24,6 +24,8 @@
 namespace kiln::passes {
 namespace {
 
+using rewrite::float32Constant;
+
 constexpr const char* kName = "fold_matmul_batch_norm";
 
 struct Match {
@@ -32,11 +34,6 @@ struct Match {
   int bn = -1;
   std::string output;
 };
-
-const Tensor* float32Constant(const GraphIndex& index, const std::string& name, int64_t count) {
-  const Tensor* t = name.empty() ? nullptr : index.constant(name);
-  return t && t->type() == DataType::kFloat32 && (count < 0 || t->numel() == count) ? t : nullptr;
-}
 
 // `value` is read by node `reader` and otherwise by Shape nodes alone.
 bool readByAndShapes(const Graph& g, const GraphIndex& index, const std::string& value,

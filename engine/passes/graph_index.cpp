@@ -135,10 +135,9 @@ void replaceNodes(Graph& graph, const std::vector<int>& indices, Node fused,
 
 namespace {
 
-// `target`'s refusal of `fused` ("" when it accepts or does not judge it), its inputs
-// described from `shapes` (inferred before the rewrite; a symbolic dim becomes -1).
-std::string refusal(const FusionTarget* target, const Node& fused, const InferredShapes& shapes) {
-  if (!target || !target->accepts || fused.domain != kKilnDomain) return "";
+// `target`'s answer for `fused` ("" accepts), its inputs described from `shapes`
+// (inferred before the rewrite; a symbolic dim becomes -1).
+std::string refusal(const FusionTarget& target, const Node& fused, const InferredShapes& shapes) {
   std::vector<DataType> types;
   std::vector<Shape> dims;
   for (const std::string& input : fused.inputs) {
@@ -148,18 +147,18 @@ std::string refusal(const FusionTarget* target, const Node& fused, const Inferre
       for (const DimExpr& d : *s) shape.push_back(d.isConst() ? d.constValue() : -1);
     dims.push_back(std::move(shape));
   }
-  return target->accepts(fused, types, dims);
+  return target.accepts(fused, types, dims);
 }
 
 }  // namespace
 
 void fuseEach(Network& network, const std::string& pass, std::vector<PassApplication>* applied,
-              const FusionAt& fusionAt, const FusionTarget* target) {
+              const FusionAt& fusionAt, const FusionTarget* target, const InferredShapes* known) {
   Graph& g = network.graph;
   auto index = std::make_unique<GraphIndex>(g);
-  // Inferred once, when the first Kiln-domain node is proposed: fusion keeps every
-  // value's shape, so one inference serves the whole pass.
-  std::optional<InferredShapes> shapes;
+  // The pass's own shapes, or inferred once when the first Kiln-domain node is proposed:
+  // fusion keeps every value's shape, so one inference serves the whole pass.
+  std::optional<InferredShapes> inferred;
   for (size_t at = 0; at < g.nodes.size();) {
     std::optional<Fusion> fusion = fusionAt(g, *index, static_cast<int>(at));
     if (!fusion) {
@@ -167,8 +166,8 @@ void fuseEach(Network& network, const std::string& pass, std::vector<PassApplica
       continue;
     }
     if (target && target->accepts && fusion->fused.domain == kKilnDomain) {
-      if (!shapes) shapes = inferredShapesOrNone(network);
-      const std::string why = refusal(target, fusion->fused, *shapes);
+      if (!known && !inferred) inferred = inferredShapesOrNone(network);
+      const std::string why = refusal(*target, fusion->fused, known ? *known : *inferred);
       if (!why.empty()) {
         if (target->refusals)
           target->refusals->push_back(pass + ": kept '" + fusion->fused.name +
@@ -211,7 +210,7 @@ class FusionPass final : public Pass {
     fuseEach(
         network, m_info.name, applied,
         [&](Graph& g, const GraphIndex& index, int at) { return m_fusionAt(g, index, shapes, at); },
-        target);
+        target, m_needsShapes ? &shapes : nullptr);
     return Status::ok();
   }
 

@@ -100,9 +100,11 @@ using FusionAt =
 // `fusionAt` finds (replaceNodes), records it (the ONNX nodes behind the replaced
 // ones, the fused node's name), re-indexes and goes on at the node that followed the
 // anchor. Declares the ai.kiln opset when a fused node is in that domain. With a
-// `target`, a Kiln-domain node it refuses is not made (see FusionTarget).
+// `target`, a Kiln-domain node it refuses is not made (see FusionTarget); `known`: the
+// main graph's inferred shapes when the caller has them (else inferred on first need).
 void fuseEach(Network& network, const std::string& pass, std::vector<PassApplication>* applied,
-              const FusionAt& fusionAt, const FusionTarget* target = nullptr);
+              const FusionAt& fusionAt, const FusionTarget* target = nullptr,
+              const InferredShapes* known = nullptr);
 
 // FusionAt with the main graph's inferred shapes (inferredShapesOrNone, once per pass).
 using ShapedFusionAt = std::function<std::optional<Fusion>(Graph& graph, const GraphIndex& index,

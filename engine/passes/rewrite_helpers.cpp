@@ -30,6 +30,11 @@ bool isOnnxOpType(const Node& node, const char* op) {
          !node.outputs[0].empty();
 }
 
+const Tensor* float32Constant(const GraphIndex& index, const std::string& name, int64_t count) {
+  const Tensor* t = name.empty() ? nullptr : index.constant(name);
+  return t && t->type() == DataType::kFloat32 && (count < 0 || t->numel() == count) ? t : nullptr;
+}
+
 bool scalarValue(const Tensor* t, double* value) {
   if (!t || !isFloatingPoint(t->type()) || t->numel() != 1) return false;
   *value = t->valueAsDouble(0);

@@ -26,6 +26,9 @@ bool staticShape(const Shapes& shapes, const std::string& value, Shape* out);
 // ops with optional inputs and outputs; isOnnxOp fixes both).
 bool isOnnxOpType(const Node& node, const char* op);
 
+// The float32 constant `name` of `count` elements (any count when count < 0), or nullptr
+// (an empty name, a computed value, another type or size).
+const Tensor* float32Constant(const GraphIndex& index, const std::string& name, int64_t count);
 // The one element of a floating-point constant, or false.
 bool scalarValue(const Tensor* t, double* value);
 // `t` is a one-element floating-point constant within relative 1e-5 of `expected`
