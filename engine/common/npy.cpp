@@ -27,19 +27,32 @@ bool descrToType(const std::string& descr, DataType* type) {
 
 const char* typeToDescr(DataType type) {
   switch (type) {
-    case DataType::kFloat32: return "<f4";
-    case DataType::kFloat64: return "<f8";
-    case DataType::kFloat16: return "<f2";
-    case DataType::kInt8: return "|i1";
-    case DataType::kUInt8: return "|u1";
-    case DataType::kInt16: return "<i2";
-    case DataType::kUInt16: return "<u2";
-    case DataType::kInt32: return "<i4";
-    case DataType::kUInt32: return "<u4";
-    case DataType::kInt64: return "<i8";
-    case DataType::kUInt64: return "<u8";
-    case DataType::kBool: return "|b1";
-    default: return nullptr;
+    case DataType::kFloat32:
+      return "<f4";
+    case DataType::kFloat64:
+      return "<f8";
+    case DataType::kFloat16:
+      return "<f2";
+    case DataType::kInt8:
+      return "|i1";
+    case DataType::kUInt8:
+      return "|u1";
+    case DataType::kInt16:
+      return "<i2";
+    case DataType::kUInt16:
+      return "<u2";
+    case DataType::kInt32:
+      return "<i4";
+    case DataType::kUInt32:
+      return "<u4";
+    case DataType::kInt64:
+      return "<i8";
+    case DataType::kUInt64:
+      return "<u8";
+    case DataType::kBool:
+      return "|b1";
+    default:
+      return nullptr;
   }
 }
 
@@ -68,7 +81,8 @@ std::string headerField(const std::string& header, const std::string& key) {
 
 Result<Tensor> readNpyFile(const std::string& path) {
   KILN_ASSIGN_OR_RETURN(const std::string bytes, readRegularFile(path, kMaxTensorFileBytes));
-  if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0) return parseError(path + ": not a .npy file");
+  if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0)
+    return parseError(path + ": not a .npy file");
   const int major = static_cast<unsigned char>(bytes[6]);
   size_t headerLen, offset;
   if (major == 1) {
@@ -85,8 +99,10 @@ Result<Tensor> readNpyFile(const std::string& path) {
   const std::string header = bytes.substr(offset, headerLen);
   DataType type;
   const std::string descr = headerField(header, "descr");
-  if (!descrToType(descr, &type)) return unsupported(path + ": .npy dtype '" + descr + "' is not supported");
-  if (headerField(header, "fortran_order") != "False") return unsupported(path + ": Fortran-order .npy is not supported");
+  if (!descrToType(descr, &type))
+    return unsupported(path + ": .npy dtype '" + descr + "' is not supported");
+  if (headerField(header, "fortran_order") != "False")
+    return unsupported(path + ": Fortran-order .npy is not supported");
   Shape shape;
   std::stringstream dims(headerField(header, "shape"));
   std::string item;
@@ -116,11 +132,13 @@ Result<Tensor> readNpyFile(const std::string& path) {
 
 Status writeNpyFile(const std::string& path, const Tensor& tensor) {
   const char* descr = typeToDescr(tensor.type());
-  if (!descr) return unsupported(path + ": cannot write " + dataTypeName(tensor.type()) + " as .npy");
+  if (!descr)
+    return unsupported(path + ": cannot write " + dataTypeName(tensor.type()) + " as .npy");
   std::string shape;
   for (int64_t d : tensor.shape()) shape += std::to_string(d) + ", ";
   if (tensor.rank() > 1) shape.resize(shape.size() - 2);
-  std::string header = "{'descr': '" + std::string(descr) + "', 'fortran_order': False, 'shape': (" + shape + "), }";
+  std::string header =
+      "{'descr': '" + std::string(descr) + "', 'fortran_order': False, 'shape': (" + shape + "), }";
   while ((10 + header.size() + 1) % 64 != 0) header += ' ';
   header += '\n';
   std::ofstream file(path, std::ios::binary);
@@ -130,7 +148,8 @@ Status writeNpyFile(const std::string& path, const Tensor& tensor) {
   file.put(static_cast<char>(len & 0xff));
   file.put(static_cast<char>(len >> 8));
   file << header;
-  file.write(static_cast<const char*>(tensor.rawData()), static_cast<std::streamsize>(tensor.byteSize()));
+  file.write(static_cast<const char*>(tensor.rawData()),
+             static_cast<std::streamsize>(tensor.byteSize()));
   return file ? Status::ok() : Status(StatusCode::kIoError, path + ": write failed");
 }
 

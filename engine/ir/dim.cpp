@@ -52,27 +52,42 @@ DimExpr DimExpr::binary(Op op, const DimExpr& a, const DimExpr& b) {
   if (a.isConst() && b.isConst()) {
     int64_t x = a.constValue(), y = b.constValue();
     switch (op) {
-      case Op::kAdd: return saturatingAdd(x, y);
-      case Op::kMul: return saturatingMul(x, y);
-      case Op::kFloorDiv: if (y != 0) return floorDivInt(x, y); break;
-      case Op::kCeilDiv: if (y != 0) return -floorDivInt(saturatingMul(x, -1), y); break;
-      case Op::kMod: if (y != 0) return x - saturatingMul(y, floorDivInt(x, y)); break;
-      case Op::kMax: return std::max(x, y);
-      case Op::kMin: return std::min(x, y);
-      default: break;
+      case Op::kAdd:
+        return saturatingAdd(x, y);
+      case Op::kMul:
+        return saturatingMul(x, y);
+      case Op::kFloorDiv:
+        if (y != 0) return floorDivInt(x, y);
+        break;
+      case Op::kCeilDiv:
+        if (y != 0) return -floorDivInt(saturatingMul(x, -1), y);
+        break;
+      case Op::kMod:
+        if (y != 0) return x - saturatingMul(y, floorDivInt(x, y));
+        break;
+      case Op::kMax:
+        return std::max(x, y);
+      case Op::kMin:
+        return std::min(x, y);
+      default:
+        break;
     }
   }
   if (op == Op::kAdd && a.isConst() && a.constValue() == 0) return b;
   if (op == Op::kAdd && b.isConst() && b.constValue() == 0) return a;
   if (op == Op::kMul && a.isConst() && a.constValue() == 1) return b;
   if (op == Op::kMul && b.isConst() && b.constValue() == 1) return a;
-  if (op == Op::kMul && ((a.isConst() && a.constValue() == 0) || (b.isConst() && b.constValue() == 0))) return 0;
+  if (op == Op::kMul &&
+      ((a.isConst() && a.constValue() == 0) || (b.isConst() && b.constValue() == 0)))
+    return 0;
   if ((op == Op::kFloorDiv || op == Op::kCeilDiv) && b.isConst() && b.constValue() == 1) return a;
-  if (op == Op::kMul && b.isConst() && a.m_node->op == Op::kMul && a.m_node->rhs->op == Op::kConst) {
+  if (op == Op::kMul && b.isConst() && a.m_node->op == Op::kMul &&
+      a.m_node->rhs->op == Op::kConst) {
     // (x * c1) * c2 = x * (c1 * c2): keeps products in one canonical form.
     return DimExpr(a.m_node->lhs) * DimExpr(saturatingMul(a.m_node->rhs->value, b.constValue()));
   }
-  if (op == Op::kMul && a.isConst() && b.m_node->op == Op::kMul && b.m_node->rhs->op == Op::kConst) {
+  if (op == Op::kMul && a.isConst() && b.m_node->op == Op::kMul &&
+      b.m_node->rhs->op == Op::kConst) {
     return DimExpr(b.m_node->lhs) * DimExpr(saturatingMul(b.m_node->rhs->value, a.constValue()));
   }
   if (op == Op::kFloorDiv || op == Op::kCeilDiv) {
@@ -93,18 +108,32 @@ DimExpr DimExpr::binary(Op op, const DimExpr& a, const DimExpr& b) {
   return DimExpr(std::shared_ptr<const Node>(node));
 }
 
-DimExpr operator+(const DimExpr& a, const DimExpr& b) { return DimExpr::binary(DimExpr::Op::kAdd, a, b); }
+DimExpr operator+(const DimExpr& a, const DimExpr& b) {
+  return DimExpr::binary(DimExpr::Op::kAdd, a, b);
+}
 DimExpr operator-(const DimExpr& a, const DimExpr& b) {
   if (b.isConst()) return a + DimExpr(saturatingMul(b.constValue(), -1));
   if (a == b) return 0;
   return DimExpr::binary(DimExpr::Op::kAdd, a, DimExpr::binary(DimExpr::Op::kMul, b, -1));
 }
-DimExpr operator*(const DimExpr& a, const DimExpr& b) { return DimExpr::binary(DimExpr::Op::kMul, a, b); }
-DimExpr DimExpr::floorDiv(const DimExpr& a, const DimExpr& b) { return binary(Op::kFloorDiv, a, b); }
-DimExpr DimExpr::ceilDiv(const DimExpr& a, const DimExpr& b) { return binary(Op::kCeilDiv, a, b); }
-DimExpr DimExpr::max(const DimExpr& a, const DimExpr& b) { return binary(Op::kMax, a, b); }
-DimExpr DimExpr::min(const DimExpr& a, const DimExpr& b) { return binary(Op::kMin, a, b); }
-DimExpr DimExpr::mod(const DimExpr& a, const DimExpr& b) { return binary(Op::kMod, a, b); }
+DimExpr operator*(const DimExpr& a, const DimExpr& b) {
+  return DimExpr::binary(DimExpr::Op::kMul, a, b);
+}
+DimExpr DimExpr::floorDiv(const DimExpr& a, const DimExpr& b) {
+  return binary(Op::kFloorDiv, a, b);
+}
+DimExpr DimExpr::ceilDiv(const DimExpr& a, const DimExpr& b) {
+  return binary(Op::kCeilDiv, a, b);
+}
+DimExpr DimExpr::max(const DimExpr& a, const DimExpr& b) {
+  return binary(Op::kMax, a, b);
+}
+DimExpr DimExpr::min(const DimExpr& a, const DimExpr& b) {
+  return binary(Op::kMin, a, b);
+}
+DimExpr DimExpr::mod(const DimExpr& a, const DimExpr& b) {
+  return binary(Op::kMod, a, b);
+}
 
 // Splits a product into its constant coefficient and its other factors.
 void DimExpr::factorize(const DimExpr& e, int64_t* coefficient, std::vector<DimExpr>* factors) {
@@ -156,15 +185,24 @@ std::string DimExpr::toString() const {
   const Node& n = *m_node;
   auto side = [](const std::shared_ptr<const Node>& p) { return DimExpr(p).toString(); };
   switch (n.op) {
-    case Op::kConst: return std::to_string(n.value);
-    case Op::kSymbol: return n.name;
-    case Op::kAdd: return "(" + side(n.lhs) + "+" + side(n.rhs) + ")";
-    case Op::kMul: return side(n.lhs) + "*" + side(n.rhs);
-    case Op::kFloorDiv: return "floor(" + side(n.lhs) + "/" + side(n.rhs) + ")";
-    case Op::kCeilDiv: return "ceil(" + side(n.lhs) + "/" + side(n.rhs) + ")";
-    case Op::kMod: return "(" + side(n.lhs) + "%" + side(n.rhs) + ")";
-    case Op::kMax: return "max(" + side(n.lhs) + "," + side(n.rhs) + ")";
-    case Op::kMin: return "min(" + side(n.lhs) + "," + side(n.rhs) + ")";
+    case Op::kConst:
+      return std::to_string(n.value);
+    case Op::kSymbol:
+      return n.name;
+    case Op::kAdd:
+      return "(" + side(n.lhs) + "+" + side(n.rhs) + ")";
+    case Op::kMul:
+      return side(n.lhs) + "*" + side(n.rhs);
+    case Op::kFloorDiv:
+      return "floor(" + side(n.lhs) + "/" + side(n.rhs) + ")";
+    case Op::kCeilDiv:
+      return "ceil(" + side(n.lhs) + "/" + side(n.rhs) + ")";
+    case Op::kMod:
+      return "(" + side(n.lhs) + "%" + side(n.rhs) + ")";
+    case Op::kMax:
+      return "max(" + side(n.lhs) + "," + side(n.rhs) + ")";
+    case Op::kMin:
+      return "min(" + side(n.lhs) + "," + side(n.rhs) + ")";
   }
   return "?";
 }
