@@ -142,11 +142,6 @@ bool followsRegion(const Node& node, const GraphIndex& index, const std::vector<
   return full;
 }
 
-// The NHWC form of a broadcast input [.., C, 1, 1]: [N or 1, 1, 1, C], the same bytes.
-// An initializer gets a reshaped copy, a computed value a Reshape node (0 copies N).
-std::string broadcastTwin(Graph& g, std::set<std::string>& taken, const std::string& value,
-                          const SymbolicShape& shape, int opset, std::vector<Node>* nodes);
-
 // True when `node` has a channels-last form this pass may give it.
 bool qualifies(const Node& node, const Graph& g, const InferredShapes& shapes) {
   if (node.outputs.size() != 1 || node.outputs[0].empty() || node.inputs.empty() ||
@@ -203,6 +198,8 @@ Node reformat(const std::string& from, const std::string& to, const int (&perm)[
   return t;
 }
 
+// The NHWC form of a broadcast input [.., C, 1, 1]: [N or 1, 1, 1, C], the same bytes.
+// An initializer gets a reshaped copy, a computed value a Reshape node (0 copies N).
 std::string broadcastTwin(Graph& g, std::set<std::string>& taken, const std::string& value,
                           const SymbolicShape& shape, int opset, std::vector<Node>* nodes) {
   std::vector<DimExpr> nchw(4 - shape.size(), DimExpr(1));

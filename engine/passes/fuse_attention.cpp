@@ -90,24 +90,30 @@ struct Scores {
   double scale = 1.0;
 };
 
-// `value` scaled by a scalar constant for node `reader` alone: Mul(X, a), Mul(a, X) or
-// Div(X, a). Returns X, multiplies *scale by a (or 1 / a) and adds the node to
-// `nodes`; returns `value` unchanged otherwise.
-std::string unscaled(const Graph& g, const GraphIndex& index, const std::string& value, int reader,
-                     double* scale, std::vector<int>* nodes) {
-  const int at = index.producer(value);
-  if (at < 0 || index.soleReader(value) != reader) return value;
+// A product operand and the node reading it.
+struct Read {
+  std::string value;
+  int reader = -1;
+};
+
+// `in.value` scaled by a scalar constant for node `in.reader` alone: Mul(X, a), Mul(a, X)
+// or Div(X, a). Returns X read by that node, multiplies *scale by a (or 1 / a) and adds
+// the node to `nodes`; returns `in` unchanged otherwise.
+Read unscaled(const Graph& g, const GraphIndex& index, const Read& in, double* scale,
+              std::vector<int>* nodes) {
+  const int at = index.producer(in.value);
+  if (at < 0 || index.soleReader(in.value) != in.reader) return in;
   const Node& n = g.nodes[at];
   const bool mul = isOnnxOp(n, "Mul", 2), div = isOnnxOp(n, "Div", 2);
-  if (!mul && !div) return value;
+  if (!mul && !div) return in;
   for (int side = 0; side < (mul ? 2 : 1); ++side) {
     double a = 0.0;
     if (!rewrite::scalarValue(index.constant(n.inputs[1 - side]), &a) || a == 0.0) continue;
     *scale *= div ? 1.0 / a : a;
     nodes->push_back(at);
-    return n.inputs[side];
+    return {n.inputs[side], at};
   }
-  return value;
+  return in;
 }
 
 // P' = Where(IsNaN(P), 0, P) read by node `reader` alone, P read by those two nodes
@@ -250,11 +256,10 @@ bool matchAt(const Graph& g, const GraphIndex& index, const InferredShapes& shap
   if (!matchSoftmax(g, index, m->nanToZero ? p : pv.inputs[0], pReaders, &m->scores)) return false;
   const int qk = scoresMatMul(g, index, &m->scores);
   if (qk < 0) return false;
-  const std::string kt = unscaled(g, index, g.nodes[qk].inputs[1], qk, &m->scores.scale, &m->extra);
-  const int ktReader = kt == g.nodes[qk].inputs[1] ? qk : m->extra.back();
-  if (!keyOperand(g, index, kt, ktReader, &m->k)) return false;
-  const std::string qh = unscaled(g, index, g.nodes[qk].inputs[0], qk, &m->scores.scale, &m->extra);
-  m->q = queryOrValue(g, index, qh, qh == g.nodes[qk].inputs[0] ? qk : m->extra.back());
+  const Read kt = unscaled(g, index, {g.nodes[qk].inputs[1], qk}, &m->scores.scale, &m->extra);
+  if (!keyOperand(g, index, kt.value, kt.reader, &m->k)) return false;
+  const Read qh = unscaled(g, index, {g.nodes[qk].inputs[0], qk}, &m->scores.scale, &m->extra);
+  m->q = queryOrValue(g, index, qh.value, qh.reader);
   m->v = queryOrValue(g, index, pv.inputs[1], at);
   if (!operandsFit(shapes, m)) return false;
   if (!m->scores.mask.empty() && !maskFits(shapes, m->scores.mask, m->scores.scores)) return false;
