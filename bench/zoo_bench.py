@@ -137,6 +137,12 @@ def torch_side(spec, model, inputs_big, inputs_b1, device, args, row):
     for key, inputs in (("eager_ms", inputs_big), ("eager_b1_ms", inputs_b1)):
         x = eager_inputs(spec, inputs, device, half=True)
         row[key] = time_ms(lambda: model(*x), device, args.timing_ms)
+    # PyTorch's own FP16 error on the batch-1 input: the floor the model's FP16 arithmetic
+    # sets, beside Kiln's (a cosine gate an FP16 eager run misses says so about the model).
+    with torch.inference_mode():
+        x = eager_inputs(spec, inputs_b1, device, half=True)
+        half_out = first_output(model(*x)).double().cpu().numpy()
+    row["eager_fp16_accuracy"] = dict(zoo_kiln.accuracy(half_out, refs["b1"]), batch=1)
     if args.compile:
         x = eager_inputs(spec, inputs_big, device, half=True)
         row.update(time_compiled(model, x, device, args.timing_ms))

@@ -11,7 +11,8 @@ BASELINE = ("PyTorch eager FP16 (`.half()`, inference_mode; channels-last + cudn
 
 COLUMNS = ["model", "exporter", "batch", "eager ms", "Kiln ms", "Kiln / eager",
            "compile ms", "Kiln / compile", "b1 eager ms", "b1 Kiln graph ms", "b1 Kiln / eager",
-           "host fallbacks", "cosine", "max abs", "max rel", "cold build s", "layers", "MFU"]
+           "host fallbacks", "cosine", "eager FP16 cosine", "max abs", "max rel", "cold build s",
+           "layers", "MFU"]
 
 
 def _f(value, digits=3):
@@ -39,7 +40,8 @@ def line(row):
              f"b1 eager {_f(row.get('eager_b1_ms'))} kiln(graph) {_f(b1.get('median_ms'))} ms "
              f"{_ratio(row.get('eager_b1_ms'), b1.get('median_ms'))}",
              f"fallbacks {big.get('fallbacks', '?')}/{b1.get('fallbacks', '?')}",
-             f"cos {_f(acc.get('cosine'), 6)} (b{acc.get('batch', '?')})",
+             f"cos {_f(acc.get('cosine'), 6)} (b{acc.get('batch', '?')}, eager fp16 "
+             f"{_f((row.get('eager_fp16_accuracy') or {}).get('cosine'), 6)})",
              f"build {_f(row.get('build', {}).get('build_s'), 1)}+"
              f"{_f(row.get('build_b1', {}).get('build_s'), 1)} s",
              f"layers {_precisions(row.get('build'))} / {_precisions(row.get('build_b1'))}"]
@@ -72,6 +74,7 @@ def _cells(row):
             _ratio(row.get("eager_b1_ms"), b1.get("median_ms")), fallbacks,
             (_f(acc.get("cosine"), 6) + f" (b{acc['batch']})") if "cosine" in acc
             else _md(acc.get("error", "–")),
+            _f((row.get("eager_fp16_accuracy") or {}).get("cosine"), 6),
             _f(acc.get("max_abs"), 4), _f(acc.get("max_rel"), 4),
             f"{_f(row.get('build', {}).get('build_s'), 1)} / "
             f"{_f(row.get('build_b1', {}).get('build_s'), 1)}",
@@ -94,7 +97,8 @@ def table(info, rows):
                   "--no-data-transfers`, GPU compute median; batch 1 with `--cuda-graph`. "
                   "Accuracy: the first output of Kiln's FP16 plan against PyTorch FP32 (TF32 "
                   "off) on the same input, the worse of the two batches read back; max rel = "
-                  "max abs error / max |reference|. Host fallbacks and cold build: GPU-bound "
+                  "max abs error / max |reference|; eager FP16 cosine: PyTorch's own FP16 run "
+                  "against the same FP32 reference at batch 1. Host fallbacks and cold build: GPU-bound "
                   "plan / batch-1 plan.")
     lines = [f"### Zoo: {info['device']}, {info['date']}, torch {info['torch']}", "", method, "",
              "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]

@@ -1,6 +1,7 @@
 #include "ir/fused_attention.h"
 
 #include <cmath>
+#include <vector>
 
 namespace kiln {
 namespace {
@@ -18,6 +19,40 @@ std::string readOperand(const char* name, const Shape& s, bool bshd, Dims* dims,
   *dims = bshd ? Dims{s[0], s[2], s[1], s[3]} : Dims{s[0], s[1], s[2], s[3]};
   *strides = bshd ? AttentionStrides{s[1] * s[2] * s[3], s[3], s[2] * s[3]}
                   : AttentionStrides{s[1] * s[2] * s[3], s[2] * s[3], s[3]};
+  return "";
+}
+
+// The STRIDED view of operand `name` from attribute `attribute`, checked to lie inside the
+// `s`-shaped input: every field >= 0, sizes >= 1, and the last element it reaches
+// (offset + sum (size - 1) stride + D - 1, in 128-bit arithmetic) below the input's count.
+std::string readView(const Node& node, const char* name, const char* attribute, const Shape& s,
+                     Dims* dims, AttentionStrides* strides) {
+  const std::vector<int64_t> view = node.attrInts(attribute);
+  if (view.size() != kAttentionViewLength)
+    return std::string("attribute ") + attribute + " must hold " +
+           std::to_string(kAttentionViewLength) +
+           " ints [offset, B, H, S, D, stride_b, stride_h, stride_s] (got " +
+           std::to_string(view.size()) + ")";
+  for (int64_t x : view)
+    if (x < 0) return std::string("attribute ") + attribute + " has a negative entry";
+  for (size_t i = 1; i <= 4; ++i)
+    if (view[i] < 1) return std::string("attribute ") + attribute + " has a size below 1";
+  __int128 count = 1;
+  for (int64_t d : s) {
+    if (d < 0) return std::string("input '") + name + "' " + shapeToString(s) + " has a negative dim";
+    count *= d;
+    if (count > (__int128{1} << 62)) break;
+  }
+  const __int128 last = __int128{view[0]} + __int128{view[1] - 1} * view[5] +
+                        __int128{view[2] - 1} * view[6] + __int128{view[3] - 1} * view[7] +
+                        view[4] - 1;
+  if (last >= count)
+    return std::string("attribute ") + attribute + " reaches element " +
+           (last > (__int128{1} << 62) ? std::string("past 2^62")
+                                       : std::to_string(static_cast<long long>(last))) +
+           ", outside input '" + name + "' " + shapeToString(s);
+  *dims = Dims{view[1], view[2], view[3], view[4]};
+  *strides = AttentionStrides{view[5], view[6], view[7], view[0]};
   return "";
 }
 
@@ -45,18 +80,26 @@ std::string fusedAttentionGeometry(const Node& node, const Shape& q, const Shape
   const std::string qkvLayout = node.attrString("qkv_layout", "BSHD");
   const std::string outLayout = node.attrString("output_layout", "BSHD");
   const bool merge = node.attrInt("merge_heads", 0) != 0;
-  if (qkvLayout != "BSHD" && qkvLayout != "BHSD")
-    return "attribute qkv_layout '" + qkvLayout + "' is not BSHD or BHSD";
-  if (outLayout != "BSHD" && outLayout != "BHSD")
-    return "attribute output_layout '" + outLayout + "' is not BSHD or BHSD";
-  if (merge && outLayout != "BSHD") return "merge_heads = 1 needs output_layout BSHD";
+  if (qkvLayout != "BSHD" && qkvLayout != "BHSD" && qkvLayout != "STRIDED")
+    return "attribute qkv_layout '" + qkvLayout + "' is not BSHD, BHSD or STRIDED";
+  if (outLayout != "BSHD" && outLayout != "BHSD" && outLayout != "SBHD")
+    return "attribute output_layout '" + outLayout + "' is not BSHD, BHSD or SBHD";
+  if (merge && outLayout == "BHSD") return "merge_heads = 1 needs output_layout BSHD or SBHD";
   const bool bshd = qkvLayout == "BSHD";
   Dims dq, dk, dv;
   FusedAttentionGeometry& g = *out;
-  for (const std::string& e :
-       {readOperand("Q", q, bshd, &dq, &g.q), readOperand("K", k, bshd, &dk, &g.k),
-        readOperand("V", v, bshd, &dv, &g.v)})
-    if (!e.empty()) return e;
+  if (qkvLayout == "STRIDED") {
+    for (const std::string& e :
+         {readView(node, "Q", kAttentionViewAttributes[0], q, &dq, &g.q),
+          readView(node, "K", kAttentionViewAttributes[1], k, &dk, &g.k),
+          readView(node, "V", kAttentionViewAttributes[2], v, &dv, &g.v)})
+      if (!e.empty()) return e;
+  } else {
+    for (const std::string& e :
+         {readOperand("Q", q, bshd, &dq, &g.q), readOperand("K", k, bshd, &dk, &g.k),
+          readOperand("V", v, bshd, &dv, &g.v)})
+      if (!e.empty()) return e;
+  }
   const int64_t heads = node.attrInt("num_heads", 0);
   if (heads <= 0) return "attribute num_heads must be > 0 (got " + std::to_string(heads) + ")";
   if (dq.heads != heads || dk.heads != heads || dv.heads != heads)
@@ -81,6 +124,9 @@ std::string fusedAttentionGeometry(const Node& node, const Shape& q, const Shape
   if (outLayout == "BSHD") {
     g.y = {s * h * d, d, h * d};
     g.outputShape = merge ? Shape{b, s, h * d} : Shape{b, s, h, d};
+  } else if (outLayout == "SBHD") {
+    g.y = {h * d, d, b * h * d};
+    g.outputShape = merge ? Shape{s, b, h * d} : Shape{s, b, h, d};
   } else {
     g.y = {h * s * d, s * d, d};
     g.outputShape = {b, h, s, d};

@@ -8,9 +8,17 @@
 //   P[b, h, i, :] = softmax_j(scale * <Q[b, h, i, :], K[b, h, j, :]> + M[b, h, i, j])
 //
 // qkv_layout "BSHD" (default): Q [B, Sq, H, D], K [B, Sk, H, D], V [B, Sk, H, Dv] (the head
-// split's Reshape outputs, before the head Transposes); "BHSD": Q [B, H, Sq, D], ...
-// output_layout "BSHD" (default): Y [B, Sq, H, Dv]; "BHSD": Y [B, H, Sq, Dv]. merge_heads = 1
-// (only with BSHD) writes the same bytes as Y [B, Sq, H * Dv]. H must equal num_heads; batch
+// split's Reshape outputs, before the head Transposes); "BHSD": Q [B, H, Sq, D], ...;
+// "STRIDED" (fold_attention_views): each of Q, K, V is a strided view of its input X, which
+// is read as the contiguous row-major array of its elements, whatever its shape: the ints
+// attributes q_view, k_view, v_view hold [offset, B, H, S, D, stride_b, stride_h, stride_s]
+// and Q[b, h, i, d] = X[offset + b stride_b + h stride_h + i stride_s + d] (the feature
+// stride is 1). Q, K and V may be one tensor (a packed QKV projection) at three offsets.
+// Every view must lie inside its input's elements (checked before any read).
+// output_layout "BSHD" (default): Y [B, Sq, H, Dv]; "BHSD": Y [B, H, Sq, Dv]; "SBHD":
+// Y [Sq, B, H, Dv] (nn.MultiheadAttention's sequence-first head merge). merge_heads = 1
+// (with BSHD or SBHD) writes the same bytes as Y [B, Sq, H * Dv] ([Sq, B, H * Dv]). H must
+// equal num_heads; batch
 // dims must be equal (no broadcast). M is additive, of Q's type, rank <= 4, and broadcasts to
 // [B, H, Sq, Sk] (each right-aligned dim 1 or equal). V's head size Dv may differ from
 // Q's and K's D. A row whose every score is -inf gives NaN, as the unfused Softmax does;
@@ -31,6 +39,7 @@ constexpr const char* kFusedAttentionOp = "FusedAttention";
 // Element strides of one [B, H, S, D]-indexed operand; the feature stride is 1.
 struct AttentionStrides {
   int64_t batch = 0, head = 0, seq = 0;
+  int64_t offset = 0;  // of element [0, 0, 0, 0] (STRIDED views; 0 otherwise)
 };
 
 struct FusedAttentionGeometry {
@@ -42,6 +51,10 @@ struct FusedAttentionGeometry {
   bool nanToZero = false;  // a row with no finite score gives 0, not NaN
   Shape outputShape;
 };
+
+// The q_view / k_view / v_view attribute names and their length.
+constexpr const char* kAttentionViewAttributes[3] = {"q_view", "k_view", "v_view"};
+constexpr size_t kAttentionViewLength = 8;
 
 // Reads the node's attributes and checks the input shapes against them. Returns ""
 // and fills `out`, or the reason in one line ("input 'K' [2, 7, 3, 8] has 3 heads ...").

@@ -13,6 +13,7 @@ std::unique_ptr<Pass> makeFuseConvBiasActivation();
 std::unique_ptr<Pass> makeFuseMatMulBiasActivation();
 std::unique_ptr<Pass> makeFuseSoftmaxScaleMask();
 std::unique_ptr<Pass> makeFuseAttention();
+std::unique_ptr<Pass> makeFoldAttentionViews();
 std::unique_ptr<Pass> makeFuseAddLayerNorm();
 std::unique_ptr<Pass> makeRemoveDeadNodes();
 std::unique_ptr<Pass> makeFoldConstants();

@@ -57,6 +57,10 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   // Q/K/V projections as FusedMatMul layers feeding the head split; before
   // remove_dead_nodes, which drops the head merge's shape computation it leaves unread.
   list.push_back(passes::makeFuseAttention());
+  // The head split's copies (timm's packed-QKV Transpose and Split, nn.MultiheadAttention's
+  // Gathers and head Transposes) into the FusedAttention's strided reads: right after
+  // fuse_attention, which makes the node; before remove_dead_nodes.
+  list.push_back(passes::makeFoldAttentionViews());
   // Decomposed LayerNormalization, then RMSNormalization: LayerNorm first, since its
   // tail (d / sqrt(mean(d^2) + eps) of d = x - mean(x)) is an RMSNorm of d; both
   // before fuse_add_layer_norm, which takes a residual Add into the LayerNormalization.

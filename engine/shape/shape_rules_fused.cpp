@@ -13,6 +13,7 @@
 #include <algorithm>
 
 #include "ir/conv_max_pool.h"
+#include "ir/fused_attention.h"
 #include "shape/rule_helpers.h"
 
 namespace kiln::shape {
@@ -53,20 +54,32 @@ bool kilnFusedConvMaxPoolRule(const Node& node, const Ins& in, Outs* outs) {
   return true;
 }
 
-// Q and V of rank 4 in qkv_layout; the rest is checked by the kernels at run time.
+// Q and V of rank 4 in qkv_layout (STRIDED: the sizes in q_view and v_view); the rest is
+// checked by the kernels at run time.
 bool kilnFusedAttentionRule(const Node& node, const Ins& in, Outs* outs) {
   if (node.domain != "ai.kiln" || !known(in, 0) || !known(in, 2)) return false;
-  const SymbolicShape& q = shapeOf(in, 0);
-  const SymbolicShape& v = shapeOf(in, 2);
-  if (q.size() != 4 || v.size() != 4) return false;
-  const bool bshd = node.attrString("qkv_layout", "BSHD") == "BSHD";
-  const DimExpr& heads = bshd ? q[2] : q[1];
-  const DimExpr& seq = bshd ? q[1] : q[2];
-  SymbolicShape y = {q[0], seq, heads, v[3]};
-  if (node.attrString("output_layout", "BSHD") == "BHSD")
-    y = {q[0], heads, seq, v[3]};
-  else if (node.attrInt("merge_heads", 0) != 0)
-    y = {q[0], seq, heads * v[3]};
+  DimExpr batch, heads, seq, valueDim;
+  if (node.attrString("qkv_layout", "BSHD") == "STRIDED") {
+    const std::vector<int64_t> q = node.attrInts(kAttentionViewAttributes[0]);
+    const std::vector<int64_t> v = node.attrInts(kAttentionViewAttributes[2]);
+    if (q.size() != kAttentionViewLength || v.size() != kAttentionViewLength) return false;
+    batch = DimExpr(q[1]), heads = DimExpr(q[2]), seq = DimExpr(q[3]), valueDim = DimExpr(v[4]);
+  } else {
+    const SymbolicShape& q = shapeOf(in, 0);
+    const SymbolicShape& v = shapeOf(in, 2);
+    if (q.size() != 4 || v.size() != 4) return false;
+    const bool bshd = node.attrString("qkv_layout", "BSHD") == "BSHD";
+    batch = q[0], heads = bshd ? q[2] : q[1], seq = bshd ? q[1] : q[2], valueDim = v[3];
+  }
+  const std::string layout = node.attrString("output_layout", "BSHD");
+  const bool merge = node.attrInt("merge_heads", 0) != 0;
+  SymbolicShape y;
+  if (layout == "BHSD")
+    y = {batch, heads, seq, valueDim};
+  else if (layout == "SBHD")
+    y = merge ? SymbolicShape{seq, batch, heads * valueDim} : SymbolicShape{seq, batch, heads, valueDim};
+  else
+    y = merge ? SymbolicShape{batch, seq, heads * valueDim} : SymbolicShape{batch, seq, heads, valueDim};
   setOut(outs, 0, typeOf(in, 0), y);
   return true;
 }

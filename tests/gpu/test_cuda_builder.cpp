@@ -3,7 +3,11 @@
 // save/load and runs on the CUDA runtime like the CPU reference.
 #include <gtest/gtest.h>
 
+#include <cuda_runtime_api.h>
+
 #include <cstdlib>
+#include <string>
+#include <vector>
 
 #include "gpu/gpu_op_test.h"
 #include "kiln/builder.h"
@@ -187,6 +191,58 @@ TEST(CudaBuilder, ConflictingObeyedPrecisionsAreRefused) {
   ASSERT_FALSE(plan.isOk());
   EXPECT_NE(plan.status().message().find("one precision per engine"), std::string::npos)
       << plan.status().message();
+}
+
+// Device memory held back from the builder: every block cudaMalloc gives until less than
+// `leave` bytes are free (a few large blocks, then smaller ones); freed by the destructor.
+class DeviceMemoryHog {
+ public:
+  explicit DeviceMemoryHog(size_t leave) {
+    for (size_t block = size_t{1} << 34; block >= (size_t{1} << 20);) {
+      size_t free = 0, total = 0;
+      if (cudaMemGetInfo(&free, &total) != cudaSuccess || free <= leave) break;
+      void* p = nullptr;
+      if (block <= free - leave && cudaMalloc(&p, block) == cudaSuccess) {
+        m_blocks.push_back(p);
+      } else {
+        cudaGetLastError();  // the failed cudaMalloc's error is not sticky; clear it
+        block /= 2;
+      }
+    }
+  }
+  ~DeviceMemoryHog() {
+    for (void* p : m_blocks) cudaFree(p);
+  }
+
+ private:
+  std::vector<void*> m_blocks;
+};
+
+// The GPU out of memory while the builder times tactics: the build fails with a clean
+// status that says so (no abort, no exception), frees what it took, and the same process
+// then builds and runs the same model once the memory is back.
+TEST(CudaBuilder, OutOfMemoryDuringBuildFailsCleanlyAndTheProcessBuildsAgain) {
+  KILN_REQUIRE_GPU();
+  size_t freeBefore = 0, total = 0;
+  ASSERT_EQ(cudaMemGetInfo(&freeBefore, &total), cudaSuccess);
+  {
+    DeviceMemoryHog hog(size_t{2} << 20);  // 2 MiB left
+    auto starved = buildOnCuda(bertConfig(true));
+    ASSERT_FALSE(starved.isOk()) << "the build succeeded in 2 MiB of device memory";
+    const std::string& message = starved.status().message();
+    EXPECT_TRUE(starved.status().code() == StatusCode::kOutOfMemory ||
+                message.find("out of memory") != std::string::npos)
+        << starved.status().toString();
+    EXPECT_EQ(message.find('\n'), std::string::npos) << "not one line: " << message;
+  }
+  auto plan = buildOnCuda(bertConfig(true));
+  ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+  const Tensor ids = randomInputTensor(DataType::kInt64, {2, 24}, 9);
+  expectTensorNear(runPlanOnCuda(plan.value(), ids), cpuReference(ids), 2e-2, 2e-2);
+  size_t freeAfter = 0;
+  ASSERT_EQ(cudaMemGetInfo(&freeAfter, &total), cudaSuccess);
+  // cuBLAS/cuDNN handles and plan caches the second build made stay for the process.
+  EXPECT_GE(freeAfter + (size_t{512} << 20), freeBefore) << "device memory leaked";
 }
 
 }  // namespace

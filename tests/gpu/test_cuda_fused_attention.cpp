@@ -6,8 +6,10 @@
 // (32, 64, 128) with and without 16-byte loads, sequences that are not multiples of
 // the key tiles, cross attention, the BHSD layout, each mask broadcast, -inf masks and
 // a fully masked row (NaN on both sides; 0 for the SDPA export's guarded softmax), V's
-// head size differing from Q's (LeViT), and a CUDA build that keeps an attention the
-// kernel cannot run unfused.
+// head size differing from Q's (LeViT), a CUDA build that keeps an attention the
+// kernel cannot run unfused, and the STRIDED views of fold_attention_views (timm's packed
+// QKV, nn.MultiheadAttention's sequence-first split and head merge; offsets into one
+// tensor, with and without 16-byte loads).
 //
 // Tolerances: fp32 3e-5 (SIMT float dot products of <= 128 terms and exp2f against the
 // reference's float GEMMs; |Y| <= 2). fp16 4e-3: inputs are rounded first, so only the
@@ -23,6 +25,7 @@
 #include <vector>
 
 #include "engine/passes/attention_graph.h"
+#include "engine/passes/packed_attention_graph.h"
 #include "gpu/gpu_op_test.h"
 #include "kiln/builder.h"
 #include "kiln/cuda_build_backend.h"
@@ -43,19 +46,11 @@ const std::vector<Tolerance> kAllPrecisions = {{cuda::Precision::kFloat32, 3e-5}
 
 using Feeds = std::map<std::string, Tensor>;
 
-// Fuses c's graph, checks it holds one FusedAttention, and compares the CUDA run of the
-// fused graph with the CPU run of the unfused one at each precision.
-void checkCase(const AttentionCase& c, const std::vector<Tolerance>& tolerances = kAllPrecisions,
-               void (*edit)(Feeds&) = nullptr, bool expectGpu = true) {
-  const Network unfused = attentionNetwork(c);
-  Network fused = unfused;
-  std::vector<PassApplication> applied;
-  ASSERT_TRUE(runPasses(fused, 1, {}, &applied).isOk());
-  int attention = 0;
-  for (const Node& n : fused.graph.nodes) attention += n.opType == "FusedAttention";
-  ASSERT_EQ(attention, 1) << "the pass did not fuse the block";
-  Feeds base = attentionFeeds(c, 11);
-  if (edit) edit(base);
+// Compares the CUDA run of `fused` with the CPU run of `unfused` at each precision
+// (inputs rounded to it first); the FusedAttention layer runs on the GPU with Kiln's
+// kernel, or (expectGpu false) on the host for its head size.
+void compareWithUnfused(const Network& unfused, const Network& fused, const Feeds& base,
+                        const std::vector<Tolerance>& tolerances, bool expectGpu) {
   for (const Tolerance& t : tolerances) {
     SCOPED_TRACE(std::string("precision ") + cuda::precisionName(t.precision));
     const Feeds feeds = roundTo(base, t.precision);
@@ -81,6 +76,42 @@ void checkCase(const AttentionCase& c, const std::vector<Tolerance>& tolerances 
     EXPECT_TRUE(seen);
     expectTensorNear(actual.value(), expected[0].tensor, t.tolerance, t.tolerance);
   }
+}
+
+// `original` through the level-1 pipeline; the number of FusedAttention nodes in
+// qkv_layout `layout` ("" any).
+Network fusedCopy(const Network& original, const std::string& layout, int* count) {
+  Network fused = original;
+  std::vector<PassApplication> applied;
+  const Status s = runPasses(fused, 1, {}, &applied);
+  EXPECT_TRUE(s.isOk()) << s.toString();
+  *count = 0;
+  for (const Node& n : fused.graph.nodes)
+    *count += n.opType == "FusedAttention" &&
+              (layout.empty() || n.attrString("qkv_layout", "") == layout);
+  return fused;
+}
+
+// Fuses c's graph, checks it holds one FusedAttention, and compares the CUDA run of the
+// fused graph with the CPU run of the unfused one at each precision.
+void checkCase(const AttentionCase& c, const std::vector<Tolerance>& tolerances = kAllPrecisions,
+               void (*edit)(Feeds&) = nullptr, bool expectGpu = true) {
+  const Network unfused = attentionNetwork(c);
+  int attention = 0;
+  const Network fused = fusedCopy(unfused, "", &attention);
+  ASSERT_EQ(attention, 1) << "the pass did not fuse the block";
+  Feeds base = attentionFeeds(c, 11);
+  if (edit) edit(base);
+  compareWithUnfused(unfused, fused, base, tolerances, expectGpu);
+}
+
+// The packed-QKV block: the pipeline must read it through STRIDED views.
+void checkPackedCase(const PackedAttentionCase& c) {
+  const Network unfused = packedAttentionNetwork(c);
+  int strided = 0;
+  const Network fused = fusedCopy(unfused, "STRIDED", &strided);
+  ASSERT_EQ(strided, 1) << "the views did not fold";
+  compareWithUnfused(unfused, fused, packedAttentionFeeds(c, 5), kAllPrecisions, true);
 }
 
 AttentionCase bertLike(int64_t seq, int64_t headDim) {
@@ -225,6 +256,29 @@ TEST(CudaFusedAttention, UnsupportedHeadSizeRunsOnTheHost) {
   // D = 160 is past the kernel's 128: the layer falls back to the host reference with
   // the reason as its note, and the results still match.
   checkCase(bertLike(20, 160), {{cuda::Precision::kFloat32, 1e-5}}, nullptr, false);
+}
+
+}  // namespace
+}  // namespace kiln::test
+
+namespace kiln::test {
+namespace {
+
+TEST(CudaFusedAttention, StridedViewsOfAPackedQkv) {
+  KILN_REQUIRE_GPU();
+  for (bool sequenceFirst : {false, true}) {
+    for (int64_t headDim : {64, 40, 20}) {  // 16-byte loads at 64 and 40; element loads at 20
+      SCOPED_TRACE((sequenceFirst ? "sequence first, D = " : "batch first, D = ") +
+                   std::to_string(headDim));
+      PackedAttentionCase c;
+      c.batch = 3;
+      c.seq = 77;  // a partial key tile
+      c.heads = 4;
+      c.headDim = headDim;
+      c.sequenceFirst = sequenceFirst;
+      checkPackedCase(c);
+    }
+  }
 }
 
 }  // namespace

@@ -79,8 +79,9 @@ Status fusedAttentionKernel(KernelContext& ctx) {
   if (y.numel() == 0) return Status::ok();
   Status status = dispatchFloatTypes(q.type(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    attention<T>(g, q.data<T>(), k.data<T>(), v.data<T>(), mask ? mask->data<T>() : nullptr,
-                 y.data<T>());
+    // STRIDED views start at their offsets (fusedAttentionGeometry checked they fit).
+    attention<T>(g, q.data<T>() + g.q.offset, k.data<T>() + g.k.offset, v.data<T>() + g.v.offset,
+                 mask ? mask->data<T>() : nullptr, y.data<T>());
     return Status::ok();
   });
   return status.isOk() ? status : ctx.unsupported(status.message());

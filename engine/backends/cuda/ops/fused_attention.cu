@@ -355,10 +355,12 @@ Status launch(GpuKernelContext& ctx, Kernel kernel, const AttentionArgs& a, dim3
   return Status::ok();
 }
 
-// 16-byte loads and stores: D and Dv multiples of 8 and every base pointer 16-byte
-// aligned (the strides are multiples of D or Dv).
+// 16-byte loads and stores: D and Dv multiples of 8, every base pointer 16-byte aligned
+// and every stride a multiple of 8 elements (a STRIDED view's may not be).
 bool vectorizable(const AttentionArgs& a) {
   if (a.headDim % 8 != 0 || a.valueDim % 8 != 0) return false;
+  for (const AttentionStrides* s : {&a.qs, &a.ks, &a.vs, &a.ys})
+    if (s->batch % 8 != 0 || s->head % 8 != 0 || s->seq % 8 != 0) return false;
   for (const void* p : {a.q, a.k, a.v, static_cast<const void*>(a.y)})
     if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return false;
   return true;
@@ -433,9 +435,11 @@ Status fusedAttentionKernel(GpuKernelContext& ctx) {
   KILN_ASSIGN_OR_RETURN(DeviceTensor y, ctx.allocateOutput(0, q.type, g.outputShape));
   if (y.numel() == 0) return Status::ok();
   AttentionArgs a;
-  a.q = q.data;
-  a.k = ctx.input(1).data;
-  a.v = ctx.input(2).data;
+  // STRIDED views start at their offsets (fusedAttentionGeometry checked they fit).
+  const size_t element = dataTypeSize(q.type);
+  a.q = static_cast<const char*>(q.data) + g.q.offset * element;
+  a.k = static_cast<const char*>(ctx.input(1).data) + g.k.offset * element;
+  a.v = static_cast<const char*>(ctx.input(2).data) + g.v.offset * element;
   a.mask = mask ? mask->data : nullptr;
   a.y = y.data;
   a.seqQ = static_cast<int>(g.seqQ);
@@ -477,6 +481,15 @@ std::string supportsAttentionTypes(const Node& node, const std::vector<DataType>
 // "" when the head sizes and grid the build knows fit fusedAttentionGpuLimits; a dim
 // not known yet (below 0) passes and is checked at run time.
 std::string supportsAttentionShapes(const Node& node, const std::vector<Shape>& shapes) {
+  if (node.attrString("qkv_layout", "BSHD") == "STRIDED") {
+    const std::vector<int64_t> q = node.attrInts(kAttentionViewAttributes[0]);
+    const std::vector<int64_t> k = node.attrInts(kAttentionViewAttributes[1]);
+    const std::vector<int64_t> v = node.attrInts(kAttentionViewAttributes[2]);
+    if (q.size() != kAttentionViewLength || k.size() != kAttentionViewLength ||
+        v.size() != kAttentionViewLength)
+      return "FusedAttention's q_view, k_view and v_view must each hold 8 ints";
+    return fusedAttentionGpuLimits(q[1], node.attrInt("num_heads", 0), q[3], k[3], q[4], v[4]);
+  }
   if (shapes.size() < 3 || shapes[0].size() != 4 || shapes[2].size() != 4) return "";
   const bool bshd = node.attrString("qkv_layout", "BSHD") == "BSHD";
   const Shape& q = shapes[0];

@@ -1,0 +1,94 @@
+#include "engine/passes/packed_attention_graph.h"
+
+#include <cmath>
+
+#include "support/op_test.h"
+#include "support/test_graph.h"
+
+namespace kiln::test {
+namespace {
+
+Node transpose(const std::string& in, const std::string& out, std::vector<int64_t> perm) {
+  return withInts(makeNode("Transpose", {in}, {out}), "perm", std::move(perm));
+}
+
+Shape inputShape(const PackedAttentionCase& c) {
+  const int64_t width = 3 * c.heads * c.headDim;
+  return c.sequenceFirst ? Shape{c.seq, c.batch, width} : Shape{c.batch, c.seq, width};
+}
+
+// timm: Q, K, V named "q", "k", "v" ([B, H, N, D]) from "qkv".
+void batchFirstSplit(const PackedAttentionCase& c, Graph& g) {
+  g.initializers["qkv_shape"] = int64Tensor({5}, {0, 0, 3, c.heads, c.headDim});
+  g.initializers["split_sizes"] = int64Tensor({3}, {1, 1, 1});
+  g.initializers["axis0"] = int64Tensor({1}, {0});
+  g.nodes.push_back(makeNode("Reshape", {"qkv", "qkv_shape"}, {"qkv5"}));
+  g.nodes.push_back(transpose("qkv5", "qkv_t", {2, 0, 3, 1, 4}));
+  g.nodes.push_back(withInt(makeNode("Split", {"qkv_t", "split_sizes"}, {"q1", "k1", "v1"}),
+                            "axis", 0));
+  for (const std::string x : {"q", "k", "v"})
+    g.nodes.push_back(makeNode("Squeeze", {x + "1", "axis0"}, {x}));
+}
+
+// nn.MultiheadAttention: the same from a sequence-first "qkv".
+void sequenceFirstSplit(const PackedAttentionCase& c, Graph& g) {
+  const int64_t e = c.heads * c.headDim;
+  g.initializers["unflatten"] = int64Tensor({4}, {0, 0, 3, e});
+  g.initializers["axis0"] = int64Tensor({1}, {0});
+  g.initializers["axis3"] = int64Tensor({1}, {3});
+  g.initializers["heads_seq"] = int64Tensor({3}, {c.seq, c.batch * c.heads, c.headDim});
+  g.initializers["bhsd"] = int64Tensor({4}, {c.batch, c.heads, c.seq, c.headDim});
+  g.nodes.push_back(makeNode("Reshape", {"qkv", "unflatten"}, {"qkv4"}));
+  g.nodes.push_back(makeNode("Unsqueeze", {"qkv4", "axis0"}, {"qkv5"}));
+  g.nodes.push_back(transpose("qkv5", "qkv_t", {3, 1, 2, 0, 4}));
+  g.nodes.push_back(makeNode("Squeeze", {"qkv_t", "axis3"}, {"qkv3"}));
+  int64_t i = 0;
+  for (const std::string x : {"q", "k", "v"}) {
+    g.initializers[x + "_index"] = int64Tensor({}, {i++});
+    g.nodes.push_back(withInt(makeNode("Gather", {"qkv3", x + "_index"}, {x + "_sbe"}), "axis", 0));
+    g.nodes.push_back(makeNode("Reshape", {x + "_sbe", "heads_seq"}, {x + "_s"}));
+    g.nodes.push_back(transpose(x + "_s", x + "_h", {1, 0, 2}));
+    g.nodes.push_back(makeNode("Reshape", {x + "_h", "bhsd"}, {x}));
+  }
+}
+
+}  // namespace
+
+Network packedAttentionNetwork(const PackedAttentionCase& c) {
+  Network net;
+  net.opsets[""] = 17;
+  Graph& g = net.graph;
+  SymbolicShape in;
+  for (int64_t d : inputShape(c)) in.push_back(DimExpr(d));
+  if (c.symbolicBatch) in[c.sequenceFirst ? 1 : 0] = DimExpr::symbol("batch");
+  g.inputs = {{"qkv", c.type, true, in}};
+  if (c.sequenceFirst)
+    sequenceFirstSplit(c, g);
+  else
+    batchFirstSplit(c, g);
+  g.initializers["scale"] =
+      castTensor(floatTensor({}, {float(1.0 / std::sqrt(double(c.headDim)))}), c.type);
+  g.nodes.push_back(transpose("k", "kt", {0, 1, 3, 2}));
+  g.nodes.push_back(makeNode("MatMul", {"q", "kt"}, {"scores"}));
+  g.nodes.push_back(makeNode("Mul", {"scores", "scale"}, {"scaled"}));
+  g.nodes.push_back(withInt(makeNode("Softmax", {"scaled"}, {"probs"}), "axis", -1));
+  g.nodes.push_back(makeNode("MatMul", {"probs", "v"}, {"context"}));
+  const int64_t e = c.heads * c.headDim;
+  if (c.sequenceFirst) {
+    g.initializers["merge_shape"] = int64Tensor({2}, {c.seq * c.batch, e});
+    g.nodes.push_back(transpose("context", "context_t", {2, 0, 1, 3}));
+  } else {
+    g.initializers["merge_shape"] = int64Tensor({3}, {0, 0, e});
+    g.nodes.push_back(transpose("context", "context_t", {0, 2, 1, 3}));
+  }
+  g.nodes.push_back(makeNode("Reshape", {"context_t", "merge_shape"}, {"y"}));
+  g.outputs = {{"y", c.type, false, {}}};
+  return net;
+}
+
+std::map<std::string, Tensor> packedAttentionFeeds(const PackedAttentionCase& c, uint32_t seed) {
+  return {{"qkv", castTensor(randomTensor(DataType::kFloat32, inputShape(c), seed, -2.0, 2.0),
+                             c.type)}};
+}
+
+}  // namespace kiln::test
