@@ -2,15 +2,113 @@
 // type errors are caught here and become one parse error.
 #include "plan/plan_metadata.h"
 
+#include <limits>
+#include <map>
 #include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "kiln/json_reader.h"
 
 namespace kiln::plan {
 namespace {
 using nlohmann::json;
 
+// Type-checked reads (the fuzzed plan loader found a float read as an integer, which
+// nlohmann converts with undefined behaviour): each throws std::invalid_argument naming
+// the member ("'tactic_value' must be an unsigned integer, not the number 3.2e+19"),
+// which metadataFromJson turns into the plan's parse error.
+[[noreturn]] void wrongType(const char* key, const char* want, const json& value) {
+  throw std::invalid_argument(std::string("'") + key + "' must be " + want + ", not " +
+                              describeJsonValue(value));
+}
+
+template <class T>
+T as(const json& value, const char* key);
+
+template <class T>
+T integerAs(const json& value, const char* key) {
+  if (!value.is_number_integer()) wrongType(key, "an integer", value);
+  if (value.is_number_unsigned()) {
+    const uint64_t u = value.get<uint64_t>();
+    if (u > static_cast<uint64_t>(std::numeric_limits<T>::max()))
+      wrongType(key, "an integer in range", value);
+    return static_cast<T>(u);
+  }
+  const int64_t v = value.get<int64_t>();
+  if constexpr (std::is_unsigned_v<T>) {
+    if (v < 0) wrongType(key, "a non-negative integer", value);
+    if (static_cast<uint64_t>(v) > static_cast<uint64_t>(std::numeric_limits<T>::max()))
+      wrongType(key, "an integer in range", value);
+  } else {
+    if (v < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
+        v > static_cast<int64_t>(std::numeric_limits<T>::max()))
+      wrongType(key, "an integer in range", value);
+  }
+  return static_cast<T>(v);
+}
+
+template <>
+int as<int>(const json& value, const char* key) { return integerAs<int>(value, key); }
+template <>
+int64_t as<int64_t>(const json& value, const char* key) { return integerAs<int64_t>(value, key); }
+template <>
+uint32_t as<uint32_t>(const json& value, const char* key) { return integerAs<uint32_t>(value, key); }
+template <>
+uint64_t as<uint64_t>(const json& value, const char* key) { return integerAs<uint64_t>(value, key); }
+template <>
+double as<double>(const json& value, const char* key) {
+  if (!value.is_number()) wrongType(key, "a number", value);
+  return value.get<double>();
+}
+template <>
+bool as<bool>(const json& value, const char* key) {
+  if (!value.is_boolean()) wrongType(key, "true or false", value);
+  return value.get<bool>();
+}
+template <>
+std::string as<std::string>(const json& value, const char* key) {
+  if (!value.is_string()) wrongType(key, "a string", value);
+  return value.get<std::string>();
+}
+template <>
+std::vector<std::string> as<std::vector<std::string>>(const json& value, const char* key) {
+  if (!value.is_array()) wrongType(key, "an array of strings", value);
+  std::vector<std::string> out;
+  for (const json& v : value) out.push_back(as<std::string>(v, key));
+  return out;
+}
+template <>
+Shape as<Shape>(const json& value, const char* key) {
+  if (!value.is_array()) wrongType(key, "an array of integers", value);
+  Shape out;
+  for (const json& v : value) out.push_back(as<int64_t>(v, key));
+  return out;
+}
+template <>
+std::map<std::string, std::string> as<std::map<std::string, std::string>>(const json& value,
+                                                                          const char* key) {
+  if (!value.is_object()) wrongType(key, "an object of strings", value);
+  std::map<std::string, std::string> out;
+  for (const auto& [name, v] : value.items()) out[name] = as<std::string>(v, key);
+  return out;
+}
+
+// Member `key` of `object` as T.
+template <class T>
+T field(const json& object, const char* key) {
+  if (!object.is_object())
+    throw std::invalid_argument(std::string("the object holding '") + key + "' is " +
+                                describeJsonValue(object));
+  const auto it = object.find(key);
+  if (it == object.end()) throw std::invalid_argument(std::string("'") + key + "' is missing");
+  return as<T>(*it, key);
+}
+
 // A data type code as the file writes it; anything Kiln does not know is damage.
 DataType typeFrom(const json& value) {
-  const int code = value.get<int>();
+  const int code = as<int>(value, "type");
   if (code < 0 || code > kLastDataTypeCode)
     throw std::invalid_argument("data type code " + std::to_string(code) + " is unknown");
   return static_cast<DataType>(code);
@@ -31,7 +129,7 @@ json rulesToJson(const std::vector<LayerPrecisionRule>& rules) {
 std::vector<LayerPrecisionRule> rulesFromJson(const json& in) {
   std::vector<LayerPrecisionRule> rules;
   for (const json& r : in)
-    rules.push_back({r.at("pattern").get<std::string>(), typeFrom(r.at("precision"))});
+    rules.push_back({field<std::string>(r, "pattern"), typeFrom(r.at("precision"))});
   return rules;
 }
 
@@ -54,25 +152,25 @@ json configToJson(const BuilderConfig& c) {
 }
 
 void configFromJson(const json& in, BuilderConfig* c) {
-  c->tf32 = in.at("tf32").get<bool>();
-  c->fp16 = in.at("fp16").get<bool>();
-  c->bf16 = in.at("bf16").get<bool>();
-  c->int8 = in.at("int8").get<bool>();
-  c->fp8 = in.at("fp8").get<bool>();
+  c->tf32 = field<bool>(in, "tf32");
+  c->fp16 = field<bool>(in, "fp16");
+  c->bf16 = field<bool>(in, "bf16");
+  c->int8 = field<bool>(in, "int8");
+  c->fp8 = field<bool>(in, "fp8");
   c->calibrationCachePath = in.value("calibration_cache", std::string());  // added with INT8
-  require(parseConstraintMode(in.at("precision_constraints").get<std::string>(),
+  require(parseConstraintMode(field<std::string>(in, "precision_constraints"),
                               &c->precisionConstraints),
           "precision_constraints");
   c->layerPrecisions = rulesFromJson(in.at("layer_precisions"));
   c->layerOutputTypes = rulesFromJson(in.at("layer_output_types"));
-  c->optimizationLevel = in.at("optimization_level").get<int>();
-  c->workspaceLimitBytes = in.at("workspace_limit_bytes").get<int64_t>();
-  c->tacticSources = in.at("tactic_sources").get<uint32_t>();
-  require(parseProfilingVerbosity(in.at("profiling_verbosity").get<std::string>(),
+  c->optimizationLevel = field<int>(in, "optimization_level");
+  c->workspaceLimitBytes = field<int64_t>(in, "workspace_limit_bytes");
+  c->tacticSources = field<uint32_t>(in, "tactic_sources");
+  require(parseProfilingVerbosity(field<std::string>(in, "profiling_verbosity"),
                                   &c->profilingVerbosity),
           "profiling_verbosity");
-  c->seed = in.at("seed").get<uint64_t>();
-  c->disabledPasses = in.at("disabled_passes").get<std::vector<std::string>>();
+  c->seed = field<uint64_t>(in, "seed");
+  c->disabledPasses = field<std::vector<std::string>>(in, "disabled_passes");
 }
 
 json tensorsToJson(const std::vector<TensorRecord>& tensors) {
@@ -90,9 +188,9 @@ json tensorsToJson(const std::vector<TensorRecord>& tensors) {
 std::vector<TensorRecord> tensorsFromJson(const json& in) {
   std::vector<TensorRecord> out;
   for (const json& t : in) {
-    out.push_back({t.at("name").get<std::string>(), t.at("dims").get<Shape>(),
-                   typeFrom(t.at("type")), t.at("location").get<std::string>(),
-                   t.at("format").get<std::string>()});
+    out.push_back({field<std::string>(t, "name"), field<Shape>(t, "dims"),
+                   typeFrom(t.at("type")), field<std::string>(t, "location"),
+                   field<std::string>(t, "format")});
   }
   return out;
 }
@@ -106,14 +204,14 @@ json candidateToJson(const TacticCandidate& c) {
 
 TacticCandidate candidateFromJson(const json& in) {
   TacticCandidate c;
-  c.tactic = in.at("tactic").get<std::string>();
-  c.tacticValue = in.at("value").get<uint64_t>();
-  c.source = in.at("source").get<std::string>();
+  c.tactic = field<std::string>(in, "tactic");
+  c.tacticValue = field<uint64_t>(in, "value");
+  c.source = field<std::string>(in, "source");
   c.precision = typeFrom(in.at("precision"));
-  c.milliseconds = in.at("ms").get<double>();
-  c.fromCache = in.at("from_cache").get<bool>();
-  c.rejected = in.at("rejected").get<std::string>();
-  c.detail = in.at("detail").get<std::string>();
+  c.milliseconds = field<double>(in, "ms");
+  c.fromCache = field<bool>(in, "from_cache");
+  c.rejected = field<std::string>(in, "rejected");
+  c.detail = field<std::string>(in, "detail");
   return c;
 }
 
@@ -142,24 +240,24 @@ json layerToJson(const LayerRecord& l) {
 
 LayerRecord layerFromJson(const json& in) {
   LayerRecord l;
-  l.name = in.at("name").get<std::string>();
-  l.layerType = in.at("layer_type").get<std::string>();
-  l.opType = in.at("op_type").get<std::string>();
-  l.sourceNodes = in.at("source_nodes").get<std::vector<std::string>>();
-  l.fusion = in.at("fusion").get<std::string>();
+  l.name = field<std::string>(in, "name");
+  l.layerType = field<std::string>(in, "layer_type");
+  l.opType = field<std::string>(in, "op_type");
+  l.sourceNodes = field<std::vector<std::string>>(in, "source_nodes");
+  l.fusion = field<std::string>(in, "fusion");
   l.inputs = tensorsFromJson(in.at("inputs"));
   l.outputs = tensorsFromJson(in.at("outputs"));
-  l.parameters = in.at("parameters").get<std::map<std::string, std::string>>();
+  l.parameters = field<std::map<std::string, std::string>>(in, "parameters");
   l.precision = typeFrom(in.at("precision"));
-  l.precisionReason = in.at("precision_reason").get<std::string>();
+  l.precisionReason = field<std::string>(in, "precision_reason");
   l.outputType = typeFrom(in.at("output_type"));
-  l.tactic = in.at("tactic").get<std::string>();
-  l.tacticValue = in.at("tactic_value").get<uint64_t>();
-  l.tacticSource = in.at("tactic_source").get<std::string>();
-  l.milliseconds = in.at("ms").get<double>();
+  l.tactic = field<std::string>(in, "tactic");
+  l.tacticValue = field<uint64_t>(in, "tactic_value");
+  l.tacticSource = field<std::string>(in, "tactic_source");
+  l.milliseconds = field<double>(in, "ms");
   for (const json& c : in.at("candidates")) l.candidates.push_back(candidateFromJson(c));
-  l.workspaceBytes = in.at("workspace").get<int64_t>();
-  l.memoryOffset = in.at("memory_offset").get<int64_t>();
+  l.workspaceBytes = field<int64_t>(in, "workspace");
+  l.memoryOffset = field<int64_t>(in, "memory_offset");
   return l;
 }
 
@@ -194,28 +292,28 @@ json recordToJson(const BuildRecord& r) {
 }
 
 void recordFromJson(const json& in, BuildRecord* r) {
-  r->backend = in.at("backend").get<std::string>();
-  r->modelName = in.at("model").get<std::string>();
+  r->backend = field<std::string>(in, "backend");
+  r->modelName = field<std::string>(in, "model");
   configFromJson(in.at("config"), &r->config);
   for (const json& l : in.at("layers")) r->layers.push_back(layerFromJson(l));
   for (const json& p : in.at("passes")) {
-    r->passes.push_back({p.at("pass").get<std::string>(),
-                         p.at("nodes").get<std::vector<std::string>>(),
-                         p.at("layer").get<std::string>()});
+    r->passes.push_back({field<std::string>(p, "pass"),
+                         field<std::vector<std::string>>(p, "nodes"),
+                         field<std::string>(p, "layer")});
   }
-  r->warnings = in.at("warnings").get<std::vector<std::string>>();
-  r->unreplayedLayers = in.at("unreplayed_layers").get<std::vector<std::string>>();
-  r->timingCache.lookups = in.at("cache_lookups").get<int>();
-  r->timingCache.hits = in.at("cache_hits").get<int>();
-  r->candidatesTimed = in.at("candidates_timed").get<int>();
-  r->referenceRun = in.at("reference_run").get<bool>();
-  r->buildSeconds = in.at("build_seconds").get<double>();
-  r->timingSeconds = in.at("timing_seconds").get<double>();
-  r->activationBytes = in.at("activation_bytes").get<int64_t>();
-  r->activationBytesWithoutReuse = in.at("activation_bytes_without_reuse").get<int64_t>();
-  r->weightBytes = in.at("weight_bytes").get<int64_t>();
-  r->inputNames = in.at("inputs").get<std::vector<std::string>>();
-  r->outputNames = in.at("outputs").get<std::vector<std::string>>();
+  r->warnings = field<std::vector<std::string>>(in, "warnings");
+  r->unreplayedLayers = field<std::vector<std::string>>(in, "unreplayed_layers");
+  r->timingCache.lookups = field<int>(in, "cache_lookups");
+  r->timingCache.hits = field<int>(in, "cache_hits");
+  r->candidatesTimed = field<int>(in, "candidates_timed");
+  r->referenceRun = field<bool>(in, "reference_run");
+  r->buildSeconds = field<double>(in, "build_seconds");
+  r->timingSeconds = field<double>(in, "timing_seconds");
+  r->activationBytes = field<int64_t>(in, "activation_bytes");
+  r->activationBytesWithoutReuse = field<int64_t>(in, "activation_bytes_without_reuse");
+  r->weightBytes = field<int64_t>(in, "weight_bytes");
+  r->inputNames = field<std::vector<std::string>>(in, "inputs");
+  r->outputNames = field<std::vector<std::string>>(in, "outputs");
 }
 
 json profilesToJson(const std::vector<OptimizationProfile>& profiles) {
@@ -258,22 +356,22 @@ json metadataToJson(const Plan& plan) {
 Status metadataFromJson(const json& doc, Plan* plan) {
   try {
     const json& id = doc.at("identity");
-    plan->identity.backend = id.at("backend").get<std::string>();
-    plan->identity.deviceName = id.at("device").get<std::string>();
-    plan->identity.computeMajor = id.at("compute_major").get<int>();
-    plan->identity.computeMinor = id.at("compute_minor").get<int>();
-    plan->identity.libraries = id.at("libraries").get<std::map<std::string, std::string>>();
-    plan->identity.kilnVersion = id.at("kiln_version").get<std::string>();
+    plan->identity.backend = field<std::string>(id, "backend");
+    plan->identity.deviceName = field<std::string>(id, "device");
+    plan->identity.computeMajor = field<int>(id, "compute_major");
+    plan->identity.computeMinor = field<int>(id, "compute_minor");
+    plan->identity.libraries = field<std::map<std::string, std::string>>(id, "libraries");
+    plan->identity.kilnVersion = field<std::string>(id, "kiln_version");
     for (const json& p : doc.at("profiles")) {
       OptimizationProfile profile;
       for (const auto& [name, range] : p.items()) {
-        profile.inputs[name] = {range.at("min").get<Shape>(), range.at("opt").get<Shape>(),
-                                range.at("max").get<Shape>()};
+        profile.inputs[name] = {field<Shape>(range, "min"), field<Shape>(range, "opt"),
+                                field<Shape>(range, "max")};
       }
       plan->profiles.push_back(profile);
     }
     for (const json& l : doc.at("layers")) {
-      plan->layers.push_back({l.at("tactic").get<std::string>(), typeFrom(l.at("precision")),
+      plan->layers.push_back({field<std::string>(l, "tactic"), typeFrom(l.at("precision")),
                               typeFrom(l.at("output_type"))});
     }
     recordFromJson(doc.at("record"), &plan->record);

@@ -1,8 +1,13 @@
 // Plans whose metadata was edited and whose checksum was recomputed (serializePlan
 // writes a valid one, as anyone can): every field the runtime trusts is checked
 // on load and a bad one refused with one line naming the file and the field.
+#include <functional>
+#include <string>
+#include <vector>
+
 #include "engine/builder/builder_fixture.h"
 #include "kiln/plan.h"
+#include "plan/plan_metadata.h"
 #include "support/hostile_models.h"
 
 namespace kiln::test {
@@ -107,6 +112,41 @@ TEST_F(PlanValidation, NetworkInputDimsThatWrapAreRefused) {
   EXPECT_EQ(message.rfind("edited.kiln: graph input: value 'x': dim 1 (6148914691236517206)", 0),
             0u)
       << message;
+}
+
+// Mistyped metadata values (the JSON edited directly, as the fuzzed loader does) are
+// refused naming the member; a float where an integer belongs is no longer converted
+// (undefined behaviour for 3.2e19 -> uint64, found by fuzz_plan_load).
+TEST_F(PlanValidation, MistypedMetadataNamesTheMember) {
+  const nlohmann::json good = plan::metadataToJson(built());
+  struct Case {
+    std::function<void(nlohmann::json&)> edit;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {[](nlohmann::json& j) { j["record"]["layers"][0]["tactic_value"] = 3.15161e19; },
+       "'tactic_value' must be an integer, not the number"},
+      {[](nlohmann::json& j) { j["record"]["layers"][0]["tactic_value"] = -1; },
+       "'tactic_value' must be a non-negative integer"},
+      {[](nlohmann::json& j) { j["identity"]["compute_major"] = "9"; },
+       "'compute_major' must be an integer, not the string"},
+      {[](nlohmann::json& j) { j["record"]["config"]["fp16"] = 1; },
+       "'fp16' must be true or false"},
+      {[](nlohmann::json& j) { j["record"]["config"]["optimization_level"] = 4294967298.0; },
+       "'optimization_level' must be an integer"},
+      {[](nlohmann::json& j) { j["record"]["warnings"] = {"ok", 5}; },
+       "'warnings' must be a string, not the number 5"},
+      {[](nlohmann::json& j) { j["identity"].erase("device"); }, "'device' is missing"},
+  };
+  for (const Case& c : cases) {
+    nlohmann::json edited = good;
+    c.edit(edited);
+    Plan plan;
+    const Status s = plan::metadataFromJson(edited, &plan);
+    ASSERT_FALSE(s.isOk()) << c.expected;
+    EXPECT_NE(s.message().find(c.expected), std::string::npos) << s.message();
+    EXPECT_EQ(s.message().find('\n'), std::string::npos) << s.message();
+  }
 }
 
 }  // namespace

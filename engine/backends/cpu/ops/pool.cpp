@@ -13,6 +13,7 @@
 #include "backends/cpu/ops/nn_common.h"
 #include "backends/cpu/ops/pool.h"
 #include "backends/cpu/ops/spatial.h"
+#include "kiln/tensor_size.h"
 
 namespace kiln::cpu {
 namespace {
@@ -160,11 +161,19 @@ Status runPool(KernelContext& ctx, const SpatialGeometry& g, const PoolOptions& 
     }
     indices = ctx.allocateOutput(1, DataType::kInt64, outShape).data<int64_t>();
   }
-  const Pool3d pool = makePool3d(g);
   const int64_t planes = x.dim(0) * x.dim(1);
   const int64_t inSize = g.inputSize(), outSize = g.outputSize();
   if (outSize == 0 || planes == 0) return Status::ok();
   if (inSize == 0) return ctx.error("input X has an empty spatial extent");
+  // The window tables (four int64 per output position and axis) are held to the tensor
+  // cap like any buffer: an empty or tiny output with one huge axis must not allocate
+  // gigabytes of them (found by fuzz_onnx_import).
+  int64_t positions = 0;
+  for (int d = 0; d < g.rank(); ++d) positions += g.output[d];
+  KILN_RETURN_IF_ERROR(
+      checkTensorSize(DataType::kInt64, {4, positions}, "the pooling windows of node '" +
+                                                              ctx.node().name + "'"));
+  const Pool3d pool = makePool3d(g);
   return dispatchAllTypes(x.type(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (!std::is_same_v<T, bool>) {
