@@ -232,13 +232,14 @@ Tensor referenceOutput(const Network& net, const std::map<std::string, Tensor>& 
 
 // FusedMatMul(x [6, 32], w [32, 16], b [16]; activation), fp32, for the layer's text.
 Network fusedMatMulNetwork(const std::string& activation) {
+  const int64_t m = 6, k = 32, n = 16;
   Network net;
   net.opsets[""] = 17;
   net.opsets[kKilnDomain] = 1;
   Graph& g = net.graph;
-  g.inputs = {{"x", DataType::kFloat32, true, {DimExpr(6), DimExpr(32)}}};
-  g.initializers["w"] = randomFloats({32, 16}, 46);
-  g.initializers["b"] = randomFloats({16}, 47);
+  g.inputs = {{"x", DataType::kFloat32, true, {DimExpr(m), DimExpr(k)}}};
+  g.initializers["w"] = randomFloats({k, n}, 46);
+  g.initializers["b"] = randomFloats({n}, 47);
   Node node;
   node.name = "fused";
   node.opType = "FusedMatMul";

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "backends/cuda/gpu_kernel.h"
 
@@ -68,6 +69,14 @@ Result<LtAlgorithm> firstLtAlgorithm(GpuKernelContext& ctx, cublasLtMatmulDesc_t
                                      cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
                                      cublasLtMatrixLayout_t d,
                                      const uint32_t* alignments = nullptr);
+
+// What runs for `p`, for the inspector ("cublasLt heuristic algorithm (fp32 accumulate,
+// bias epilogue)").
+std::string gemmImplementation(const GemmProblem& p);
+// TF32 for a float32 GEMM when the engine allows it.
+bool useTf32(const GpuKernelContext& ctx, DataType type);
+// Registers ai.kiln FusedMatMul (fused_matmul.cpp).
+void registerFusedMatMulGpuKernel(GpuKernelRegistry& registry);
 
 // D[b] = alpha * op(A[b]) * op(B[b]) + beta * D[b] (+ bias row of length n when p.bias).
 // float32 (TF32 when p.tf32), float16 and bfloat16 storage; float accumulation.

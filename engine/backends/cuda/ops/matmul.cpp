@@ -87,13 +87,12 @@ Status buildPlan(GpuKernelContext& ctx, const GemmProblem& p, GemmPlan* plan) {
   return Status::ok();
 }
 
-// What runs for `p`, for the inspector.
+}  // namespace
+
 std::string gemmImplementation(const GemmProblem& p) {
   return "cublasLt heuristic algorithm (" + std::string(p.tf32 ? "tf32" : "fp32 accumulate") +
          (p.bias ? (p.relu ? ", relu+bias epilogue" : ", bias epilogue") : "") + ")";
 }
-
-}  // namespace
 
 Status runGemm(GpuKernelContext& ctx, const GemmProblem& problem, const void* a, const void* b,
                void* d, const void* bias, std::shared_ptr<void>* cache) {
@@ -136,11 +135,11 @@ Status runGemm(GpuKernelContext& ctx, const GemmProblem& problem, const void* a,
   return Status::ok();
 }
 
-namespace {
-
 bool useTf32(const GpuKernelContext& ctx, DataType type) {
   return type == DataType::kFloat32 && ctx.options().allowTf32;
 }
+
+namespace {
 
 bool allOnes(const Shape& s) {
   return std::all_of(s.begin(), s.end(), [](int64_t d) { return d == 1; });
@@ -244,77 +243,12 @@ Status gemmKernel(GpuKernelContext& ctx) {
   return runGemm(ctx, p, a.data, b.data, out.value().data, bias);
 }
 
-// FusedMatMul's activation: FusedConv's (parseConvEpilogue) or a GELU form.
-Status parseMatMulEpilogue(const GpuKernelContext& ctx, ConvEpilogue* out) {
-  const std::string name = ctx.node().attrString("activation", "none");
-  if (name != "gelu_erf" && name != "gelu_tanh") return parseConvEpilogue(ctx, out);
-  out->activation =
-      name == "gelu_erf" ? EpilogueActivation::kGeluErf : EpilogueActivation::kGeluTanh;
-  return Status::ok();
-}
-
-// FusedMatMul's operands: A [.., M, K], B [K, N], bias [N], all of one type.
-Status checkFusedMatMulInputs(const GpuKernelContext& ctx) {
-  if (ctx.inputCount() < 3 || !ctx.hasInput(0) || !ctx.hasInput(1) || !ctx.hasInput(2))
-    return ctx.error("FusedMatMul needs inputs A, B and bias");
-  const DeviceTensor& a = ctx.input(0);
-  const DeviceTensor& b = ctx.input(1);
-  const DeviceTensor& bias = ctx.input(2);
-  if (a.type != b.type || bias.type != a.type) return ctx.error("A, B and bias must have one type");
-  if (b.rank() != 2 || a.rank() < 1) return ctx.unsupported("FusedMatMul needs a 2-D B");
-  if (b.shape[0] != a.shape.back() || bias.rank() != 1 || bias.shape[0] != b.shape[1])
-    return ctx.error("shapes " + shapeToString(a.shape) + " x " + shapeToString(b.shape) + " + " +
-                     shapeToString(bias.shape) + " do not fit");
-  if (a.shape.back() == 0) return ctx.unsupported("FusedMatMul with an empty reduction dim");
-  return Status::ok();
-}
-
-// ai.kiln FusedMatMul: act(A [.., M, K] x B [K, N] + bias [N]). B must be 2-D (the
-// fusion pass only matches constant 2-D weights), so A's batch folds into M. The bias
-// and ReLU ride cuBLASLt's epilogue, where they are exact; every other activation
-// (cuBLASLt's GELU epilogue is tanh-only and its own approximation) runs as one
-// vectorized Kiln pass over the output (applyConvEpilogue), which also adds the bias
-// of a one-column output (cuBLASLt's bias epilogue wants N > 1).
-Status fusedMatMulKernel(GpuKernelContext& ctx) {
-  KILN_RETURN_IF_ERROR(checkFusedMatMulInputs(ctx));
-  const DeviceTensor& a = ctx.input(0);
-  const DeviceTensor& bias = ctx.input(2);
-  ConvEpilogue epilogue;
-  KILN_RETURN_IF_ERROR(parseMatMulEpilogue(ctx, &epilogue));
-  GemmProblem p;
-  p.type = a.type;
-  p.k = a.shape.back();
-  p.n = ctx.input(1).shape[1];
-  p.m = a.numel() / p.k;
-  p.tf32 = useTf32(ctx, a.type);
-  p.bias = p.n > 1;
-  p.relu = p.bias && epilogue.activation == EpilogueActivation::kRelu;
-  Shape outShape = a.shape;
-  outShape.back() = p.n;
-  KILN_ASSIGN_OR_RETURN(DeviceTensor out, ctx.allocateOutput(0, a.type, outShape));
-  const std::shared_ptr<void> plan = ctx.layerState();
-  KILN_RETURN_IF_ERROR(
-      runGemm(ctx, p, a.data, ctx.input(1).data, out.data, p.bias ? bias.data : nullptr));
-  const bool pass = !p.bias || (epilogue.activation != EpilogueActivation::kNone && !p.relu);
-  if (pass && ctx.layerState() != plan)  // a new GEMM plan: say what runs after it
-    ctx.setImplementation(gemmImplementation(p) + " + kiln epilogue (" +
-                          ctx.node().attrString("activation", "none") + ", " +
-                          convEpilogueVariant(a.type, out.numel(), out.data, nullptr) + ")");
-  if (!pass) return Status::ok();
-  return applyConvEpilogue(out.data, a.type, p.bias ? nullptr : bias.data, nullptr, p.m, p.n, 1,
-                           epilogue, ctx.stream());
-}
-
 }  // namespace
 
 void registerMatMulGpuKernels(GpuKernelRegistry& registry) {
   registry.add("MatMul", 1, 1000, matMulKernel);
   registry.add("Gemm", 1, 1000, gemmKernel);
-  GpuKernelEntry fused;
-  fused.domain = kKilnDomain;
-  fused.opType = "FusedMatMul";
-  fused.fn = fusedMatMulKernel;
-  registry.add(fused);
+  registerFusedMatMulGpuKernel(registry);
 }
 
 LtMatmulDescriptors::~LtMatmulDescriptors() {
