@@ -10,7 +10,9 @@
 //     accumulate in float; P is rounded to the storage type for the second product (as
 //     the unfused graph's softmax output is). 16-byte loads and stores when D % 8 == 0
 //     and the pointers are 16-byte aligned (BERT's D = 64: the fast path), else element
-//     loads with zero fill.
+//     loads with zero fill. On the fast path K and V tiles are double-buffered: the next
+//     tile's cp.async copies run while the current one is multiplied (before: ViT-B/16's
+//     and DeiT-S's attention at 3-6x their floor, every tile load a stall).
 //   float32: SIMT FMAs in float (no TF32: the result is the float32 chain's, whatever
 //     the engine's TF32 setting).
 // Head sizes D (Q, K) and Dv (V) each up to 128, each padded to 32, 64 or 128 in shared
@@ -37,6 +39,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "backends/cuda/ops/async_copy.cuh"
 #include "backends/cuda/ops/fused_attention_limits.h"
 #include "backends/cuda/ops/mma_f16.cuh"
 #include "backends/cuda/row_kernels.cuh"
@@ -89,6 +92,20 @@ __device__ __forceinline__ void loadTile(T* tile, const T* base, int64_t seqStri
   }
 }
 
+// loadTile's 16-byte form as cp.async copies (the caller commits and waits): rows past
+// `rows` and columns past `dim` are zero-filled without reading global memory.
+template <class T, int kDPad, int kStride, int kTileRows>
+__device__ __forceinline__ void loadTileAsync(T* tile, const T* base, int64_t seqStride, int row0,
+                                              int rows, int dim) {
+  constexpr int kChunks = kDPad / 8;
+  for (int c = threadIdx.x; c < kTileRows * kChunks; c += kThreads) {
+    const int r = c / kChunks, col = (c % kChunks) * 8;
+    const bool valid = row0 + r < rows && col < dim;
+    copyAsync16(tile + r * kStride + col, valid ? base + (row0 + r) * seqStride + col : base,
+                valid);
+  }
+}
+
 // The online-softmax step for one row half: the tile's max `tileMax` (already over the
 // row's 4 lanes) updates the running max; returns the subtrahend for this tile's exp2.
 // A row with no finite logit so far keeps subtracting 0, never -inf (no NaN from -inf + inf).
@@ -101,10 +118,11 @@ __device__ __forceinline__ float rescale(float tileMax, float* runningMax, float
 }
 
 // Shared memory of the tensor-core kernel: Q's tile (also the output's staging rows,
-// hence the larger of the two strides), K's and V's.
+// hence the larger of the two strides), then two stages of K's and V's tiles: with
+// 16-byte loads the next key tile is copied (cp.async) while the current one is used.
 constexpr int sharedElements16(int dPad, int dvPad) {
   const int stride = dPad + kPad16, vStride = dvPad + kPad16;
-  return kRows * (stride > vStride ? stride : vStride) + kKeys16 * (stride + vStride);
+  return kRows * (stride > vStride ? stride : vStride) + 2 * kKeys16 * (stride + vStride);
 }
 
 template <class T, int kDPad, int kDvPad, bool kVec>
@@ -113,14 +131,19 @@ __global__ void __launch_bounds__(kThreads) attentionTensorCore(AttentionArgs a)
   constexpr int kVStride = kDvPad + kPad16;  // V rows and the staged output rows
   extern __shared__ __align__(16) unsigned char shared[];
   T* sQ = reinterpret_cast<T*>(shared);
-  T* sK = sQ + kRows * (kStride > kVStride ? kStride : kVStride);
-  T* sV = sK + kKeys16 * kStride;
+  T* const sK0 = sQ + kRows * (kStride > kVStride ? kStride : kVStride);  // 2 stages
+  T* const sV0 = sK0 + 2 * kKeys16 * kStride;                              // 2 stages
   const int b = blockIdx.z, h = blockIdx.y, row0 = blockIdx.x * kRows;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
   const T* q = static_cast<const T*>(a.q) + b * a.qs.batch + h * a.qs.head;
   const T* k = static_cast<const T*>(a.k) + b * a.ks.batch + h * a.ks.head;
   const T* v = static_cast<const T*>(a.v) + b * a.vs.batch + h * a.vs.head;
   const T* mask = a.mask ? static_cast<const T*>(a.mask) + b * a.ms[0] + h * a.ms[1] : nullptr;
+  if constexpr (kVec) {  // the first key tile starts arriving while Q loads
+    loadTileAsync<T, kDPad, kStride, kKeys16>(sK0, k, a.ks.seq, 0, a.seqK, a.headDim);
+    loadTileAsync<T, kDvPad, kVStride, kKeys16>(sV0, v, a.vs.seq, 0, a.seqK, a.valueDim);
+    commitCopies();
+  }
   loadTile<T, kDPad, kStride, kRows, kVec>(sQ, q, a.qs.seq, row0, a.seqQ, a.headDim);
   __syncthreads();
   // This warp's 16 query rows as A fragments (each warp reads only its own rows of sQ).
@@ -131,11 +154,33 @@ __global__ void __launch_bounds__(kThreads) attentionTensorCore(AttentionArgs a)
   float o[kDvPad / 8][4] = {};
   float rowMax[2] = {-INFINITY, -INFINITY}, rowSum[2] = {0.f, 0.f};
   const int rows[2] = {row0 + warp * 16 + g, row0 + warp * 16 + g + 8};
-  for (int key0 = 0; key0 < a.seqK; key0 += kKeys16) {
-    __syncthreads();  // every warp is done with the previous K and V tiles
-    loadTile<T, kDPad, kStride, kKeys16, kVec>(sK, k, a.ks.seq, key0, a.seqK, a.headDim);
-    loadTile<T, kDvPad, kVStride, kKeys16, kVec>(sV, v, a.vs.seq, key0, a.seqK, a.valueDim);
-    __syncthreads();
+  int buffer = 0;  // the K/V stage holding tile key0
+  for (int key0 = 0; key0 < a.seqK; key0 += kKeys16, buffer ^= 1) {
+    T* const sK = sK0 + buffer * kKeys16 * kStride;
+    T* const sV = sV0 + buffer * kKeys16 * kVStride;
+    if constexpr (kVec) {
+      // Tile key0 was copied into `buffer` one iteration ago (or before Q): start the next
+      // into the other buffer, which every warp finished with at the previous iteration's
+      // closing barrier, then wait for this one only.
+      if (key0 + kKeys16 < a.seqK) {
+        T* const nextK = sK0 + (buffer ^ 1) * kKeys16 * kStride;
+        T* const nextV = sV0 + (buffer ^ 1) * kKeys16 * kVStride;
+        loadTileAsync<T, kDPad, kStride, kKeys16>(nextK, k, a.ks.seq, key0 + kKeys16, a.seqK,
+                                                  a.headDim);
+        loadTileAsync<T, kDvPad, kVStride, kKeys16>(nextV, v, a.vs.seq, key0 + kKeys16, a.seqK,
+                                                    a.valueDim);
+        commitCopies();
+        waitCopies<1>();
+      } else {
+        waitCopies<0>();
+      }
+      __syncthreads();  // every thread's copies of this tile are visible
+    } else {
+      __syncthreads();  // every warp is done with the previous K and V tiles
+      loadTile<T, kDPad, kStride, kKeys16, false>(sK, k, a.ks.seq, key0, a.seqK, a.headDim);
+      loadTile<T, kDvPad, kVStride, kKeys16, false>(sV, v, a.vs.seq, key0, a.seqK, a.valueDim);
+      __syncthreads();
+    }
     float s[kKeys16 / 8][4] = {};
 #pragma unroll
     for (int kk = 0; kk < kDPad / 16; ++kk) {
@@ -203,10 +248,12 @@ __global__ void __launch_bounds__(kThreads) attentionTensorCore(AttentionArgs a)
         mma16816<T>(o[2 * dn + 1], pf, vf[2], vf[3]);
       }
     }
+    if constexpr (kVec) __syncthreads();  // every warp is done with this buffer's tiles
   }
   // Normalize and stage the warp's 16 rows in its own rows of sQ, then store them. Rows
   // wider than Q's reach into other warps' Q rows: wait until every warp has its Q
   // fragments (a key loop of zero tiles passes no barrier).
+  if constexpr (kVec) waitCopies<0>();  // no copy in flight at exit (a key loop of no tiles)
   if constexpr (kVStride > kStride) __syncthreads();
   T* stage = sQ + warp * 16 * kVStride;
 #pragma unroll

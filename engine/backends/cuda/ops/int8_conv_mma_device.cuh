@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/ops/async_copy.cuh"
 #include "backends/cuda/ops/int8_conv_mma.h"
 #include "kiln/status.h"
 
@@ -67,19 +68,6 @@ Status launchWgmmaTile(int tile, const ConvMmaArgs& args, cudaStream_t stream);
 constexpr const char* kHaloTileName = "halo8x16";
 bool haloFits(const Int8ConvMmaShape& shape);
 Status launchHaloTile(const ConvMmaArgs& args, int p, int q, cudaStream_t stream);
-
-__device__ __forceinline__ void copyAsync16(void* shared, const void* global, bool valid) {
-  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(shared));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(address), "l"(global),
-               "r"(valid ? 16 : 0));
-}
-__device__ __forceinline__ void commitCopies() {
-  asm volatile("cp.async.commit_group;\n");
-}
-template <int Pending>
-__device__ __forceinline__ void waitCopies() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending));
-}
 
 // The epilogue avoids int <-> float conversion instructions: they issue at 16 per
 // clock per SM on sm_80/sm_90 against 64-128 for integer and float arithmetic, and
