@@ -476,9 +476,13 @@ bool gatherNdRule(const Node& node, const Ins& in, Outs* outs) {
   const SymbolicShape& data = shapeOf(in, 0);
   const SymbolicShape& indices = shapeOf(in, 1);
   if (indices.empty() || !indices.back().isConst()) return false;
+  // Compared before adding: a hostile batch_dims or tuple length near 2^63 must not
+  // wrap the sum (found by fuzz_onnx_import).
   const int64_t batchDims = node.attrInt("batch_dims", 0);
-  const int64_t from = batchDims + indices.back().constValue();
-  if (batchDims < 0 || from > static_cast<int64_t>(data.size())) return false;
+  const int64_t tuple = indices.back().constValue();
+  const int64_t rank = static_cast<int64_t>(data.size());
+  if (batchDims < 0 || tuple < 0 || batchDims > rank || tuple > rank - batchDims) return false;
+  const int64_t from = batchDims + tuple;
   SymbolicShape out(indices.begin(), indices.end() - 1);
   out.insert(out.end(), data.begin() + from, data.end());
   setOut(outs, 0, typeOf(in, 0), out);
