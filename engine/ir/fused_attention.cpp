@@ -59,7 +59,11 @@ std::string readView(const Node& node, const char* name, const char* attribute, 
 std::string readMask(const Shape& m, const FusedAttentionGeometry& g, int64_t strides[4]) {
   if (m.size() > 4)
     return "input 'M' " + shapeToString(m) + " has rank > 4 (it must broadcast to [B, H, Sq, Sk])";
-  const int64_t full[4] = {g.batch, g.heads, g.seqQ, g.seqK};
+  if (g.maskPeriod > 0 && (m.size() != 4 || g.batch % g.maskPeriod != 0))
+    return "input 'M' " + shapeToString(m) + " with mask_batch_period " +
+           std::to_string(g.maskPeriod) + " needs rank 4 and a batch (" + std::to_string(g.batch) +
+           ") that is a multiple of the period";
+  const int64_t full[4] = {g.maskPeriod > 0 ? g.maskPeriod : g.batch, g.heads, g.seqQ, g.seqK};
   int64_t stride = 1;
   for (int d = 3; d >= 0; --d) {
     const int at = d - (4 - static_cast<int>(m.size()));
@@ -131,6 +135,9 @@ std::string fusedAttentionGeometry(const Node& node, const Shape& q, const Shape
     g.y = {h * s * d, s * d, d};
     g.outputShape = {b, h, s, d};
   }
+  g.maskPeriod = node.attrInt("mask_batch_period", 0);
+  if (g.maskPeriod < 0)
+    return "attribute mask_batch_period must be >= 0 (got " + std::to_string(g.maskPeriod) + ")";
   g.hasMask = mask != nullptr;
   return mask ? readMask(*mask, g, g.mask) : "";
 }

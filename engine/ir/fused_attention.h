@@ -21,7 +21,9 @@
 // equal num_heads; batch
 // dims must be equal (no broadcast). M is additive, of Q's type, rank <= 4, and broadcasts to
 // [B, H, Sq, Sk] (each right-aligned dim 1 or equal). V's head size Dv may differ from
-// Q's and K's D. A row whose every score is -inf gives NaN, as the unfused Softmax does;
+// Q's and K's D. mask_batch_period = P > 0 (Swin's shifted windows: B = images x P windows,
+// one mask per window): M has rank 4 and batch dim P (or 1), and batch b reads M's entry
+// b mod P; B must be a multiple of P. A row whose every score is -inf gives NaN, as the unfused Softmax does;
 // with nan_to_zero = 1 it gives 0 (PyTorch's SDPA export guards its softmax with
 // Where(IsNaN(P), 0, P)).
 #pragma once
@@ -47,6 +49,7 @@ struct FusedAttentionGeometry {
   AttentionStrides q, k, v, y;
   bool hasMask = false;
   int64_t mask[4] = {};  // strides over (b, h, i, j); 0 on broadcast dims
+  int64_t maskPeriod = 0;  // > 0: batch b reads the mask's batch b mod maskPeriod
   float scale = 1.f;
   bool nanToZero = false;  // a row with no finite score gives 0, not NaN
   Shape outputShape;

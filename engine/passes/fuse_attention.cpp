@@ -22,6 +22,13 @@
 // C[b,h,i,:] = sum_j P[b,h,i,j] V4[b,j,h,:]; Ct holds the same values in [B, S, H, Dv]
 // index order and a Reshape of it to [B, S, H * Dv] keeps its bytes. The kernels read and
 // write through those strides, so no transpose moves data any more.
+// Shifted-window masks (torchvision's Swin; mask_batch_period): the softmax's input may be
+//   Reshape(Add(Reshape(S [+ Bias], [B / P, P, H, Sq, Sk]), W), [B, H, Sq, Sk])
+// with W a constant broadcasting to [1, P, H, Sq, Sk] (one mask per window of an image) and
+// Bias a constant broadcasting to [1, H, Sq, Sk] (the relative position bias). The batch's
+// windows are image-major, so window b of the flattened batch is window b mod P of its
+// image: M = Bias + W[0] as one [P, H, Sq, Sk] constant (computed here, in the scores'
+// type) with mask_batch_period = P. All shapes static.
 // Conditions (inferred shapes): Q, K, V rank 4 with a constant head count (one for all
 // three) and K's head size = Q's (V's may differ); batch dims of Q, K, V, V's sequence against K's
 // and each mask dim against S's (or 1) equal or not both numbers (symbols that inference could not
@@ -88,6 +95,8 @@ struct Scores {
   std::vector<int> nodes;
   std::string scores, mask;
   double scale = 1.0;
+  int64_t maskPeriod = 0;  // > 0: `windowMask` is the mask (an initializer fuseAt adds)
+  Tensor windowMask;
 };
 
 // A product operand and the node reading it.
@@ -156,6 +165,122 @@ bool matchSoftmax(const Graph& g, const GraphIndex& index, const std::string& p,
   }
   if (!isOnnxOp(n, "Softmax", 1) || n.attrInt("axis", n.opset < 13 ? 1 : -1) != -1) return false;
   *s = {{at}, n.inputs[0], "", 1.0};
+  return true;
+}
+
+// `value` = Add(X, C) or Add(C, X) for node `reader` alone, C a constant: the Add's index,
+// X and C; -1 otherwise.
+int addOfConstant(const Graph& g, const GraphIndex& index, const std::string& value, int reader,
+                  std::string* x, const Tensor** c) {
+  const int at = index.producer(value);
+  if (at < 0 || index.soleReader(value) != reader || !isOnnxOp(g.nodes[at], "Add", 2)) return -1;
+  for (int side = 0; side < 2; ++side) {
+    const Tensor* t = index.constant(g.nodes[at].inputs[1 - side]);
+    if (!t || !isFloatingPoint(t->type())) continue;
+    *x = g.nodes[at].inputs[side];
+    *c = t;
+    return at;
+  }
+  return -1;
+}
+
+// `t` broadcasts (numpy, right-aligned) to `full`: each dim is 1 or `full`'s.
+bool broadcastsTo(const Tensor& t, const Shape& full) {
+  const Shape& s = t.shape();
+  if (s.size() > full.size()) return false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const int64_t d = s[s.size() - 1 - i], f = full[full.size() - 1 - i];
+    if (d != 1 && d != f) return false;
+  }
+  return true;
+}
+
+// The element of `t` that lands at coordinate `at` of `full` when broadcast to it.
+double broadcastValue(const Tensor& t, const Shape& full, const std::vector<int64_t>& at) {
+  const Shape& s = t.shape();
+  int64_t offset = 0, stride = 1;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const size_t axis = s.size() - 1 - i;
+    const int64_t coordinate = at[full.size() - 1 - i];
+    if (s[axis] != 1) offset += coordinate * stride;
+    stride *= s[axis];
+  }
+  return t.valueAsDouble(offset);
+}
+
+// The shifted-window form above, at the Softmax `p` is written by (read by `readers`
+// alone): fills s with the scores S, the nodes from the inner Add (or Reshape) to the
+// Softmax, the combined [P, H, Sq, Sk] mask and P.
+bool matchWindowSoftmax(const Graph& g, const GraphIndex& index, const InferredShapes& shapes,
+                        const std::string& p, const std::set<int>& readers, Scores* s) {
+  const int softmax = index.producer(p);
+  if (softmax < 0 || !rewrite::readOnlyBy(index, p, readers) ||
+      index.readers(p).size() != readers.size())
+    return false;
+  const Node& sm = g.nodes[softmax];
+  if (!isOnnxOp(sm, "Softmax", 1) || sm.attrInt("axis", sm.opset < 13 ? 1 : -1) != -1) return false;
+  const int outer = index.producer(sm.inputs[0]);
+  if (outer < 0 || index.soleReader(sm.inputs[0]) != softmax ||
+      !isOnnxOp(g.nodes[outer], "Reshape", 2))
+    return false;
+  std::string windowed, inner5;
+  const Tensor* windowMask = nullptr;
+  const int windowAdd =
+      addOfConstant(g, index, g.nodes[outer].inputs[0], outer, &windowed, &windowMask);
+  if (windowAdd < 0) return false;
+  const int split = index.producer(windowed);
+  if (split < 0 || index.soleReader(windowed) != windowAdd ||
+      !isOnnxOp(g.nodes[split], "Reshape", 2))
+    return false;
+  Shape full4, full5;
+  if (!rewrite::staticShape(shapes, sm.inputs[0], &full4) || full4.size() != 4 ||
+      !rewrite::staticShape(shapes, windowed, &full5) || full5.size() != 5)
+    return false;
+  const int64_t period = full5[1];
+  if (period < 1 || full5[0] * period != full4[0] || full5[2] != full4[1] ||
+      full5[3] != full4[2] || full5[4] != full4[3])
+    return false;
+  if (!broadcastsTo(*windowMask, full5) ||
+      (windowMask->shape().size() == 5 && windowMask->shape()[0] != 1))
+    return false;
+  std::vector<int> nodes = {softmax, outer, windowAdd, split};
+  std::string scores = g.nodes[split].inputs[0];
+  const Tensor* bias = nullptr;
+  std::string beforeBias;
+  const int biasAdd = addOfConstant(g, index, scores, split, &beforeBias, &bias);
+  const Shape biasFull = {1, full4[1], full4[2], full4[3]};
+  if (biasAdd >= 0 && broadcastsTo(*bias, biasFull)) {
+    nodes.push_back(biasAdd);
+    scores = beforeBias;
+  } else {
+    bias = nullptr;
+  }
+  Shape scoreShape;
+  if (!rewrite::staticShape(shapes, scores, &scoreShape) || scoreShape != full4) return false;
+  const DataType type = typeOf(shapes, scores);
+  if (type == DataType::kUndefined || windowMask->type() != type || (bias && bias->type() != type))
+    return false;
+  // M[w, h, i, j] = W[0, w, h, i, j] + Bias[0, h, i, j], in double, then the scores' type.
+  const Shape maskShape = {period, full4[1], full4[2], full4[3]};
+  Tensor combined(DataType::kFloat64, maskShape);
+  std::vector<int64_t> at5(5, 0), at4(4, 0);
+  int64_t i = 0;
+  for (int64_t w = 0; w < period; ++w)
+    for (int64_t h = 0; h < full4[1]; ++h)
+      for (int64_t r = 0; r < full4[2]; ++r)
+        for (int64_t c = 0; c < full4[3]; ++c, ++i) {
+          at5 = {0, w, h, r, c};
+          at4 = {0, h, r, c};
+          double v = broadcastValue(*windowMask, full5, at5);
+          if (bias) v += broadcastValue(*bias, biasFull, at4);
+          combined.data<double>()[i] = v;
+        }
+  s->nodes = nodes;
+  s->scores = scores;
+  s->mask.clear();
+  s->scale = 1.0;
+  s->maskPeriod = period;
+  s->windowMask = castTensor(combined, type);
   return true;
 }
 
@@ -253,7 +378,10 @@ bool matchAt(const Graph& g, const GraphIndex& index, const InferredShapes& shap
   m->nanToZero = !p.empty();
   const std::set<int> pReaders =
       m->nanToZero ? std::set<int>(m->extra.begin(), m->extra.end()) : std::set<int>{at};
-  if (!matchSoftmax(g, index, m->nanToZero ? p : pv.inputs[0], pReaders, &m->scores)) return false;
+  const std::string probs = m->nanToZero ? p : pv.inputs[0];
+  if (!matchWindowSoftmax(g, index, shapes, probs, pReaders, &m->scores) &&
+      !matchSoftmax(g, index, probs, pReaders, &m->scores))
+    return false;
   const int qk = scoresMatMul(g, index, &m->scores);
   if (qk < 0) return false;
   const Read kt = unscaled(g, index, {g.nodes[qk].inputs[1], qk}, &m->scores.scale, &m->extra);
@@ -285,6 +413,8 @@ Node fusedNode(const Graph& g, const Match& m) {
   fused.opset = 1;
   fused.inputs = {m.q.value, m.k.value, m.v.value};
   if (!m.scores.mask.empty()) fused.inputs.push_back(m.scores.mask);
+  if (m.scores.maskPeriod > 0)
+    fused.attributes["mask_batch_period"] = intAttribute(m.scores.maskPeriod);
   fused.outputs = {m.output};
   fused.attributes["scale"] = floatAttribute(static_cast<float>(m.scores.scale));
   fused.attributes["num_heads"] = intAttribute(m.heads);
@@ -300,6 +430,10 @@ std::optional<Fusion> fuseAt(Graph& g, const GraphIndex& index, const InferredSh
                              int at) {
   Match m;
   if (!matchAt(g, index, shapes, at, &m)) return std::nullopt;
+  if (m.scores.maskPeriod > 0) {  // the combined window mask becomes an initializer
+    m.scores.mask = rewrite::freshName(g, g.nodes[at].name + "_window_mask");
+    g.initializers[m.scores.mask] = m.scores.windowMask;
+  }
   return Fusion{m.nodes, fusedNode(g, m)};
 }
 

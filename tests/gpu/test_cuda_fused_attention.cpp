@@ -264,6 +264,26 @@ TEST(CudaFusedAttention, UnsupportedHeadSizeRunsOnTheHost) {
 namespace kiln::test {
 namespace {
 
+// Swin's shifted windows: the mask read modulo the windows (mask_batch_period), with the
+// relative position bias folded in; 7x7 windows of 49 tokens, head size 32.
+TEST(CudaFusedAttention, ShiftedWindowMaskReadPerWindow) {
+  KILN_REQUIRE_GPU();
+  WindowAttentionCase c;
+  c.images = 3;
+  c.windows = 16;
+  c.heads = 3;
+  c.seq = 49;
+  c.dim = 32;
+  const Network unfused = windowAttentionNetwork(c);
+  int attention = 0;
+  const Network fused = fusedCopy(unfused, "", &attention);
+  ASSERT_EQ(attention, 1) << "the pass did not fuse the block";
+  bool periodic = false;
+  for (const Node& n : fused.graph.nodes) periodic |= n.attrInt("mask_batch_period", 0) == 16;
+  EXPECT_TRUE(periodic);
+  compareWithUnfused(unfused, fused, windowAttentionFeeds(c, 8), kAllPrecisions, true);
+}
+
 TEST(CudaFusedAttention, StridedViewsOfAPackedQkv) {
   KILN_REQUIRE_GPU();
   for (bool sequenceFirst : {false, true}) {

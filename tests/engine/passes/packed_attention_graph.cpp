@@ -91,4 +91,41 @@ std::map<std::string, Tensor> packedAttentionFeeds(const PackedAttentionCase& c,
                              c.type)}};
 }
 
+Network windowAttentionNetwork(const WindowAttentionCase& c) {
+  Network net;
+  net.opsets[""] = 17;
+  Graph& g = net.graph;
+  const SymbolicShape in = {DimExpr(c.batch()), DimExpr(c.heads), DimExpr(c.seq), DimExpr(c.dim)};
+  g.inputs = {{"q", DataType::kFloat32, true, in},
+              {"k", DataType::kFloat32, true, in},
+              {"v", DataType::kFloat32, true, in}};
+  g.initializers["c"] = floatTensor({}, {0.35f});
+  g.initializers["bias"] =
+      randomTensor(DataType::kFloat32, {1, c.heads, c.seq, c.seq}, 3, -1.0, 1.0);
+  Tensor w(DataType::kFloat32, {1, c.windows, 1, c.seq, c.seq});
+  for (int64_t i = 0; i < w.numel(); ++i)
+    w.data<float>()[i] = (i % 7 == 3 && (i / (c.seq * c.seq)) % 2 == 1) ? -100.f : 0.f;
+  g.initializers["window_mask"] = w;
+  g.initializers["split"] = int64Tensor({5}, {c.images, c.windows, c.heads, c.seq, c.seq});
+  g.initializers["merge"] = int64Tensor({4}, {c.batch(), c.heads, c.seq, c.seq});
+  g.nodes.push_back(makeNode("Mul", {"q", "c"}, {"qs"}));
+  g.nodes.push_back(transpose("k", "kt", {0, 1, 3, 2}));
+  g.nodes.push_back(makeNode("MatMul", {"qs", "kt"}, {"scores"}));
+  g.nodes.push_back(makeNode("Add", {"scores", "bias"}, {"biased"}));
+  g.nodes.push_back(makeNode("Reshape", {"biased", "split"}, {"per_image"}));
+  g.nodes.push_back(makeNode("Add", {"per_image", "window_mask"}, {"masked"}));
+  g.nodes.push_back(makeNode("Reshape", {"masked", "merge"}, {"logits"}));
+  g.nodes.push_back(withInt(makeNode("Softmax", {"logits"}, {"probs"}), "axis", -1));
+  g.nodes.push_back(makeNode("MatMul", {"probs", "v"}, {"y"}));
+  g.outputs = {{"y", DataType::kFloat32, false, {}}};
+  return net;
+}
+
+std::map<std::string, Tensor> windowAttentionFeeds(const WindowAttentionCase& c, uint32_t seed) {
+  const Shape s = {c.batch(), c.heads, c.seq, c.dim};
+  return {{"q", randomTensor(DataType::kFloat32, s, seed, -2.0, 2.0)},
+          {"k", randomTensor(DataType::kFloat32, s, seed + 1, -2.0, 2.0)},
+          {"v", randomTensor(DataType::kFloat32, s, seed + 2, -2.0, 2.0)}};
+}
+
 }  // namespace kiln::test

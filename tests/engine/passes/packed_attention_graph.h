@@ -30,4 +30,17 @@ Network packedAttentionNetwork(const PackedAttentionCase& c);
 // Random "qkv" in [-2, 2), in c.type.
 std::map<std::string, Tensor> packedAttentionFeeds(const PackedAttentionCase& c, uint32_t seed);
 
+// torchvision Swin's shifted-window attention: q, k, v [I * P, H, N, D] (P windows per
+// image, image-major), S = MatMul(q * c, K^T) + Bias [1, H, N, N], viewed as
+// [I, P, H, N, N] to add the window mask W [1, P, 1, N, N] (-100 between regions in odd
+// windows), viewed back, Softmax, MatMul with V. Inputs "q", "k", "v", output "y"; the
+// constants are initializers "bias" and "window_mask".
+struct WindowAttentionCase {
+  int64_t images = 2, windows = 4, heads = 3, seq = 9, dim = 8;
+  int64_t batch() const { return images * windows; }
+};
+Network windowAttentionNetwork(const WindowAttentionCase& c);
+// Random q, k, v in [-2, 2) (float32).
+std::map<std::string, Tensor> windowAttentionFeeds(const WindowAttentionCase& c, uint32_t seed);
+
 }  // namespace kiln::test

@@ -214,3 +214,48 @@ TEST(FusedAttentionStrided, ViewOutsideTheInputIsRefused) {
 
 }  // namespace
 }  // namespace kiln::test
+
+namespace kiln::test {
+namespace {
+
+TEST(FuseAttention, SwinShiftedWindowMaskIsOneLayerWithAPeriodicMask) {
+  const WindowAttentionCase c;
+  const Network original = windowAttentionNetwork(c);
+  Network fused = original;
+  std::vector<PassApplication> applied;
+  ASSERT_TRUE(runPasses(fused, 1, {}, &applied).isOk());
+  const Node* n = nodeOfType(fused, kFusedAttentionOp);
+  ASSERT_NE(n, nullptr);
+  EXPECT_EQ(fused.graph.nodes.size(), 1u);
+  EXPECT_EQ(n->attrInt("mask_batch_period", 0), c.windows);
+  ASSERT_EQ(n->inputs.size(), 4u);
+  const Tensor& mask = fused.graph.initializers.at(n->inputs[3]);
+  EXPECT_EQ(mask.shape(), (Shape{c.windows, c.heads, c.seq, c.seq}));
+  // Window 1, head 2, row 0: Bias[0, 2, 0, j] + W[0, 1, 0, 0, j].
+  const Tensor& bias = original.graph.initializers.at("bias");
+  const Tensor& w = original.graph.initializers.at("window_mask");
+  for (int64_t j = 0; j < c.seq; ++j)
+    EXPECT_FLOAT_EQ(mask.data<float>()[((1 * c.heads + 2) * c.seq + 0) * c.seq + j],
+                    bias.data<float>()[(2 * c.seq + 0) * c.seq + j] +
+                        w.data<float>()[(1 * c.seq + 0) * c.seq + j]);
+  for (uint32_t seed : {4u, 9u}) {
+    const auto expected = runOnReference(original, windowAttentionFeeds(c, seed));
+    const auto actual = runOnReference(fused, windowAttentionFeeds(c, seed));
+    ASSERT_EQ(actual.size(), 1u);
+    expectTensorNear(actual[0].tensor, expected[0].tensor, 1e-5, 1e-5);
+  }
+}
+
+TEST(FuseAttention, AWindowMaskThatDependsOnTheImageDoesNotFuse) {
+  WindowAttentionCase c;
+  Network net = windowAttentionNetwork(c);
+  // W [I, P, 1, N, N]: a mask per image cannot be read modulo the windows.
+  net.graph.initializers["window_mask"] =
+      randomTensor(DataType::kFloat32, {c.images, c.windows, 1, c.seq, c.seq}, 5);
+  std::vector<PassApplication> applied;
+  ASSERT_TRUE(runPasses(net, 1, {}, &applied).isOk());
+  EXPECT_EQ(nodeOfType(net, kFusedAttentionOp), nullptr);
+}
+
+}  // namespace
+}  // namespace kiln::test

@@ -35,8 +35,8 @@ void attention(const FusedAttentionGeometry& g, const T* q, const T* k, const T*
             dot += static_cast<double>(qi[d]) * static_cast<double>(kj[d]);
           double s = dot * static_cast<double>(g.scale);
           if (mask)
-            s += static_cast<double>(
-                mask[b * g.mask[0] + h * g.mask[1] + i * g.mask[2] + j * g.mask[3]]);
+            s += static_cast<double>(mask[(g.maskPeriod > 0 ? b % g.maskPeriod : b) * g.mask[0] +
+                                          h * g.mask[1] + i * g.mask[2] + j * g.mask[3]]);
           p[j] = s;
           maxValue = std::max(maxValue, s);
         }

@@ -65,6 +65,7 @@ struct AttentionArgs {
   int seqQ = 0, seqK = 0, headDim = 0, valueDim = 0;
   AttentionStrides qs, ks, vs, ys;
   int64_t ms[4] = {};      // mask strides over (b, h, i, j)
+  int maskPeriod = 0;      // > 0: batch b reads the mask's batch b mod maskPeriod
   float scaleLog2 = 0.f;   // scale * log2(e): the softmax runs on exp2
   bool nanToZero = false;  // a row with no finite logit writes 0 (its sum is 0)
 };
@@ -138,7 +139,8 @@ __global__ void __launch_bounds__(kThreads) attentionTensorCore(AttentionArgs a)
   const T* q = static_cast<const T*>(a.q) + b * a.qs.batch + h * a.qs.head;
   const T* k = static_cast<const T*>(a.k) + b * a.ks.batch + h * a.ks.head;
   const T* v = static_cast<const T*>(a.v) + b * a.vs.batch + h * a.vs.head;
-  const T* mask = a.mask ? static_cast<const T*>(a.mask) + b * a.ms[0] + h * a.ms[1] : nullptr;
+  const int mb = a.maskPeriod > 0 ? b % a.maskPeriod : b;
+  const T* mask = a.mask ? static_cast<const T*>(a.mask) + mb * a.ms[0] + h * a.ms[1] : nullptr;
   if constexpr (kVec) {  // the first key tile starts arriving while Q loads
     loadTileAsync<T, kDPad, kStride, kKeys16>(sK0, k, a.ks.seq, 0, a.seqK, a.headDim);
     loadTileAsync<T, kDvPad, kVStride, kKeys16>(sV0, v, a.vs.seq, 0, a.seqK, a.valueDim);
@@ -300,7 +302,9 @@ __global__ void __launch_bounds__(kThreads) attentionSimt(AttentionArgs a) {
   const float* k = static_cast<const float*>(a.k) + b * a.ks.batch + h * a.ks.head;
   const float* v = static_cast<const float*>(a.v) + b * a.vs.batch + h * a.vs.head;
   const float* mask =
-      a.mask ? static_cast<const float*>(a.mask) + b * a.ms[0] + h * a.ms[1] : nullptr;
+      a.mask ? static_cast<const float*>(a.mask) +
+                   (a.maskPeriod > 0 ? b % a.maskPeriod : b) * a.ms[0] + h * a.ms[1]
+             : nullptr;
   loadTile<float, kDPad, kQStride, kRows, false>(sQ, q, a.qs.seq, row0, a.seqQ, a.headDim);
   float o[4][kDvPad / 8] = {};
   float rowMax[4], rowSum[4] = {};
@@ -498,6 +502,7 @@ Status fusedAttentionKernel(GpuKernelContext& ctx) {
   a.vs = g.v;
   a.ys = g.y;
   for (int i = 0; i < 4; ++i) a.ms[i] = g.mask[i];
+  a.maskPeriod = static_cast<int>(g.maskPeriod);
   a.scaleLog2 = g.scale * kLog2e;
   a.nanToZero = g.nanToZero;
   const dim3 grid(static_cast<unsigned>((g.seqQ + kRows - 1) / kRows),
