@@ -144,6 +144,9 @@ Status negativeLogLikelihoodLossKernel(KernelContext& ctx) {
 
 // log_softmax over the class axis, in place on the [N, C, inner] view.
 void logSoftmaxClasses(const LossProblem& p, std::vector<double>* x) {
+  // No elements (a class or batch axis of 0): nothing to normalize, and no offsets into a
+  // null buffer (found by fuzz_onnx_import).
+  if (x->empty()) return;
   double* v = x->data();
   for (int64_t n = 0; n < p.batch; ++n) {
     for (int64_t d = 0; d < p.inner; ++d) {
