@@ -23,6 +23,22 @@ struct ReportTensor {
   std::string location = "Device";
 };
 
+// An engine input or output as TensorRT 11's IEngineInspector describes it ("I/O
+// Tensors"; TensorRT 10 wrote only the names, "Bindings").
+struct ReportIoTensor {
+  struct Profile {
+    std::vector<int64_t> min, opt, max;
+    std::string format;  // "Row major linear FP32 format (kLINEAR)"
+  };
+  std::string name;
+  std::string ioMode;    // "Input", "Output"
+  std::string dataType;  // "Float", "Half", "Int8", ...
+  std::vector<int64_t> dimensions;  // -1 for a dynamic dimension
+  std::string location = "Device";
+  bool shapeInference = false;  // IsShapeInferenceIO
+  std::vector<Profile> profiles;
+};
+
 struct ReportCandidate {
   std::string tactic;
   std::string source;     // "cudnn", "cublaslt", "kiln", "blas"
@@ -60,6 +76,10 @@ struct EngineReport {
   std::string backend;                // "cpu", "cuda", "tensorrt"
   std::vector<ReportLayer> layers;    // execution order
   std::vector<std::string> bindings;  // engine inputs and outputs
+  std::vector<ReportIoTensor> ioTensors;  // TensorRT 11.x exports: the I/O tensors' details
+  // Which IEngineInspector layout a trtexec export used: "TensorRT 10.x" (Bindings,
+  // "Format/Datatype") or "TensorRT 11.x" (I/O Tensors, Format and DataType apart).
+  std::string inspectorLayout;
   std::vector<std::string> warnings;
   int64_t activationBytes = -1;
   int64_t weightBytes = -1;
@@ -74,7 +94,10 @@ EngineReport reportFromPlan(const Plan& plan, const std::string& title);
 // malformed layer, its index.
 Result<EngineReport> reportFromTrtexec(const std::string& graphJsonPath,
                                        const std::string& profileJsonPath);
-// Parses trtexec's --exportLayerInfo document (already loaded).
+// Parses trtexec's --exportLayerInfo document (already loaded), in TensorRT 10.x's or
+// 11.x's IEngineInspector layout (the 11.x "I/O Tensors" objects replace "Bindings";
+// a tensor's "Format" and "DataType" replace "Format/Datatype"): both give the same
+// layers, precisions and tensors.
 Result<EngineReport> reportFromTrtexecJson(const nlohmann::json& graph, const std::string& title);
 // Applies a --exportProfile document ([{"count": N}, {"name", "timeMs", "averageMs",
 // "medianMs", "percentage"}...]) to the layers with those names; recomputes totals and

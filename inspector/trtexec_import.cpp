@@ -125,15 +125,53 @@ std::string tacticValueText(const json& value) {
   return hex;
 }
 
+// A JSON array of dims; a dim that is not an integer (a symbolic or damaged one) is -1.
+std::vector<int64_t> dimensionsOf(const json& dims) {
+  std::vector<int64_t> out;
+  if (!dims.is_array()) return out;
+  for (const json& d : dims) out.push_back(d.is_number_integer() ? d.get<int64_t>() : -1);
+  return out;
+}
+
 ReportTensor tensorFromJson(const json& j) {
   ReportTensor t;
   if (!j.is_object()) return t;
   t.name = text(j.value("Name", json("")));
   t.location = text(j.value("Location", json("Device")));
-  t.formatDatatype = text(j.value("Format/Datatype", json("")));
-  const json dims = j.value("Dimensions", json::array());
-  if (dims.is_array())
-    for (const json& d : dims) t.dimensions.push_back(d.is_number() ? d.get<int64_t>() : -1);
+  if (j.contains("Format/Datatype")) {
+    t.formatDatatype = text(j["Format/Datatype"]);
+  } else {  // TensorRT 11.x: "Format": "Row major linear", "DataType": "Float"
+    const std::string format = trimmed(text(j.value("Format", json(""))));
+    const std::string type = trimmed(text(j.value("DataType", json(""))));
+    t.formatDatatype = format.empty() ? type : type.empty() ? format : format + " " + type;
+  }
+  t.dimensions = dimensionsOf(j.value("Dimensions", json::array()));
+  return t;
+}
+
+// TensorRT 11.x's "I/O Tensors" entry.
+ReportIoTensor ioTensorFromJson(const json& j) {
+  ReportIoTensor t;
+  if (!j.is_object()) {
+    t.name = text(j);
+    return t;
+  }
+  t.name = text(j.value("Name", json("")));
+  t.ioMode = text(j.value("IOMode", json("")));
+  t.dataType = text(j.value("DataType", json("")));
+  t.location = text(j.value("Location", json("Device")));
+  t.dimensions = dimensionsOf(j.value("Dimensions", json::array()));
+  const json shapeIo = j.value("IsShapeInferenceIO", json(false));
+  t.shapeInference = shapeIo.is_boolean() && shapeIo.get<bool>();
+  const json profiles = j.value("ProfileInfo", json::array());
+  if (profiles.is_array())
+    for (const json& p : profiles) {
+      if (!p.is_object()) continue;
+      t.profiles.push_back({dimensionsOf(p.value("MinShape", json::array())),
+                            dimensionsOf(p.value("OptShape", json::array())),
+                            dimensionsOf(p.value("MaxShape", json::array())),
+                            text(p.value("Format", json("")))});
+    }
   return t;
 }
 
@@ -255,12 +293,33 @@ Result<ReportLayer> parseLayer(const json& j, size_t index, const std::string& t
   }
 }
 
+// "1x3x224x224" ("?" for a dynamic dim, "[]" for a scalar or no dims).
+std::string shapeText(const std::vector<int64_t>& dims) {
+  if (dims.empty()) return "[]";
+  std::string out;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (i) out += 'x';
+    out += dims[i] < 0 ? std::string("?") : std::to_string(dims[i]);
+  }
+  return out;
+}
+
 std::string summaryOf(const EngineReport& report) {
   std::ostringstream out;
   out << report.origin << ": " << report.layers.size() << " layers, " << report.bindings.size()
       << " bindings";
   for (size_t i = 0; i < report.bindings.size(); ++i)
     out << (i ? ", " : " (") << report.bindings[i] << (i + 1 == report.bindings.size() ? ")" : "");
+  if (!report.inspectorLayout.empty()) out << "\nlayout: " << report.inspectorLayout;
+  for (const ReportIoTensor& t : report.ioTensors) {
+    out << "\n  " << (t.ioMode.empty() ? "tensor" : t.ioMode) << " " << t.name << ": "
+        << t.dataType << " " << shapeText(t.dimensions) << " (" << t.location
+        << (t.shapeInference ? ", shape inference I/O" : "") << ")";
+    for (size_t p = 0; p < t.profiles.size(); ++p)
+      out << "\n    profile " << p << ": min " << shapeText(t.profiles[p].min) << " opt "
+          << shapeText(t.profiles[p].opt) << " max " << shapeText(t.profiles[p].max)
+          << (t.profiles[p].format.empty() ? "" : ", " + t.profiles[p].format);
+  }
   std::map<std::string, int> mix;
   for (const ReportLayer& l : report.layers) ++mix[l.precision.empty() ? "?" : l.precision];
   out << "\nprecisions:";
@@ -292,8 +351,16 @@ Result<EngineReport> reportFromTrtexecJson(const json& graph, const std::string&
     KILN_ASSIGN_OR_RETURN(ReportLayer layer, parseLayer(layers[i], i, title, &report.weightBytes));
     report.layers.push_back(std::move(layer));
   }
-  if (graph.contains("Bindings") && graph["Bindings"].is_array())
+  if (graph.contains("I/O Tensors") && graph["I/O Tensors"].is_array()) {
+    report.inspectorLayout = "TensorRT 11.x";
+    for (const json& t : graph["I/O Tensors"]) {
+      report.ioTensors.push_back(ioTensorFromJson(t));
+      report.bindings.push_back(report.ioTensors.back().name);
+    }
+  } else if (graph.contains("Bindings") && graph["Bindings"].is_array()) {
+    report.inspectorLayout = "TensorRT 10.x";
     for (const json& b : graph["Bindings"]) report.bindings.push_back(text(b));
+  }
   if (graph.contains("Warnings") && graph["Warnings"].is_array())
     for (const json& w : graph["Warnings"]) report.warnings.push_back(text(w));
   // Kiln's own reportJson documents carry these; trtexec's do not.

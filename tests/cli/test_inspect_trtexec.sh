@@ -25,6 +25,18 @@ assert d['Layers'][0]['Name'] == 'QuantizeLinear_2' and d['Layers'][0]['TimeMs']
 check "--csv has a header and 73 rows" test "$(csv_rows "$work/layers.csv")" -eq 74
 check "--json output reads back" bash -c "'$kiln' inspect '$work/report.json' | grep -q '^73 layers; total 0.468768 ms'"
 
+# TensorRT 11.x's inspector layout (I/O Tensors; Format and DataType apart): the same
+# engine's table as its 10.x export, plus the I/O tensors in the summary.
+residuals="$data/trtexec/mobilenet_v2_residuals.qat.onnx.engine.graph.json"
+trt11="$data/trtexec/mobilenet_v2_residuals.trt11.graph.json"
+"$kiln" inspect "$residuals" > "$work/trt10.txt"
+"$kiln" inspect "$trt11" > "$work/trt11.txt"
+check "11.x export exits 0" test $? -eq 0
+check "11.x layout named" grep -q '^layout: TensorRT 11.x' "$work/trt11.txt"
+check "11.x input tensor listed" grep -q 'Input inputs.1: Float 1x3x224x224 (Device)' "$work/trt11.txt"
+check "11.x table equals the 10.x table" bash -c "diff <(grep -E '^[^ ].*  ' '$work/trt10.txt' | grep -v '^layout') \
+  <(grep -E '^[^ ].*  ' '$work/trt11.txt' | grep -v '^layout')"
+
 printf '{"Layers": [ {"Name": ' > "$work/corrupt.json"
 expect_error "corrupt graph json" "corrupt.json: not valid JSON" "$kiln" inspect "$work/corrupt.json"
 printf '{"Bindings": []}' > "$work/no_layers.json"

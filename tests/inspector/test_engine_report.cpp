@@ -22,6 +22,8 @@ const std::string kProfile = kDir + "mobilenet.qat.onnx.engine.profile.json";
 const std::string kResidualsGraph = kDir + "mobilenet_v2_residuals.qat.onnx.engine.graph.json";
 const std::string kResidualsProfile = kDir + "mobilenet_v2_residuals.qat.onnx.engine.profile.json";
 const std::string kNamesOnly = kDir + "mobilenet_v2_residuals.names_only.graph.json";
+// The same engine in TensorRT 11.x's IEngineInspector layout (make_trt11_fixture.py).
+const std::string kTrt11Graph = kDir + "mobilenet_v2_residuals.trt11.graph.json";
 
 EngineReport load(const std::string& graph, const std::string& profile) {
   auto report = reportFromTrtexec(graph, profile);
@@ -85,6 +87,52 @@ TEST(TrtexecReport, ReadsLayersTypesPrecisionsAndTactics) {
   EXPECT_EQ(conv.milliseconds, -1);
   EXPECT_EQ(conv.percentage, -1);
   EXPECT_GT(r.weightBytes, 3'000'000);
+}
+
+// TensorRT 11 replaced "Bindings" with "I/O Tensors" objects and split "Format/Datatype"
+// into "Format" and "DataType": the same engine reads into the same layer table.
+TEST(TrtexecReport, TensorRT11LayoutReadsLikeTheTensorRT10One) {
+  const EngineReport old = load(kResidualsGraph, kResidualsProfile);
+  const EngineReport now = load(kTrt11Graph, kResidualsProfile);
+  EXPECT_EQ(old.inspectorLayout, "TensorRT 10.x");
+  EXPECT_EQ(now.inspectorLayout, "TensorRT 11.x");
+  EXPECT_EQ(now.bindings, old.bindings);
+  ASSERT_EQ(now.layers.size(), old.layers.size());
+  ASSERT_GT(now.layers.size(), 50u);
+  for (size_t i = 0; i < now.layers.size(); ++i) {
+    const ReportLayer& a = old.layers[i];
+    const ReportLayer& b = now.layers[i];
+    SCOPED_TRACE(a.name);
+    EXPECT_EQ(b.name, a.name);
+    EXPECT_EQ(b.layerType, a.layerType);
+    EXPECT_EQ(b.precision, a.precision);
+    EXPECT_EQ(b.tactic, a.tactic);
+    EXPECT_EQ(b.tacticValue, a.tacticValue);
+    EXPECT_EQ(b.outputBytes, a.outputBytes);
+    EXPECT_EQ(b.milliseconds, a.milliseconds);
+    ASSERT_EQ(b.outputs.size(), a.outputs.size());
+    for (size_t o = 0; o < a.outputs.size(); ++o)
+      EXPECT_EQ(b.outputs[o].dimensions, a.outputs[o].dimensions);
+  }
+  EXPECT_NEAR(now.totalMs, old.totalMs, 1e-12);
+  // The first INT8 convolution's input: format and type joined again.
+  EXPECT_EQ(now.layers[1].inputs[0].formatDatatype, "Four wide channel vectorized row major format Int8");
+  ASSERT_EQ(now.ioTensors.size(), 2u);
+  const ReportIoTensor& in = now.ioTensors[0];
+  EXPECT_EQ(in.name, "inputs.1");
+  EXPECT_EQ(in.ioMode, "Input");
+  EXPECT_EQ(in.dataType, "Float");
+  EXPECT_EQ(in.dimensions, (std::vector<int64_t>{1, 3, 224, 224}));
+  ASSERT_EQ(in.profiles.size(), 1u);
+  EXPECT_EQ(in.profiles[0].max, (std::vector<int64_t>{1, 3, 224, 224}));
+  EXPECT_EQ(in.profiles[0].format, "Row major linear FP32 format (kLINEAR)");
+  EXPECT_EQ(now.ioTensors[1].ioMode, "Output");
+  EXPECT_NE(now.summary.find("layout: TensorRT 11.x"), std::string::npos) << now.summary;
+  EXPECT_NE(now.summary.find("Input inputs.1: Float 1x3x224x224 (Device)"), std::string::npos)
+      << now.summary;
+  EXPECT_NE(now.summary.find("profile 0: min 1x3x224x224 opt 1x3x224x224 max 1x3x224x224"),
+            std::string::npos)
+      << now.summary;
 }
 
 TEST(TrtexecReport, InfersSourceNodesFromFusedNames) {

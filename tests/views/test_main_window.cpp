@@ -181,6 +181,29 @@ class TestMainWindow : public QObject {
     QVERIFY(profile->bannerText().contains("TensorRT"));
   }
 
+  // TensorRT 11.x's inspector layout opens into the same layer table as the 10.x export.
+  void opensTensorRT11Export() {
+    MainWindow window;
+    window.openFile(dataPath("trtexec/mobilenet_v2_residuals.trt11.graph.json"));
+    QVERIFY(window.jobs()->waitForIdle(kJobTimeoutMs));
+    const auto report = window.document()->report();
+    QVERIFY(report != nullptr);
+    QCOMPARE(QString::fromStdString(report->inspectorLayout), QString("TensorRT 11.x"));
+    MainWindow older;
+    older.openFile(dataPath("trtexec/mobilenet_v2_residuals.qat.onnx.engine.graph.json"));
+    QVERIFY(older.jobs()->waitForIdle(kJobTimeoutMs));
+    const auto reference = older.document()->report();
+    QVERIFY(reference != nullptr);
+    QCOMPARE(report->layers.size(), reference->layers.size());
+    for (size_t i = 0; i < report->layers.size(); ++i) {
+      QCOMPARE(QString::fromStdString(report->layers[i].name),
+               QString::fromStdString(reference->layers[i].name));
+      QCOMPARE(QString::fromStdString(report->layers[i].precision),
+               QString::fromStdString(reference->layers[i].precision));
+    }
+    QCOMPARE(static_cast<int>(report->ioTensors.size()), 2);
+  }
+
   void buildProfileAndExportEverything() {
     MainWindow window;
     QTemporaryDir dir;
