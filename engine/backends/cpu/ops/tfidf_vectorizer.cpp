@@ -120,11 +120,19 @@ Status readConfig(const KernelContext& ctx, TfIdfConfig* cfg) {
 }
 
 // Adds the n-gram counts of one row of tokens to `freq` (outputSize entries).
+// Gaps wider than the row fit no n-gram of two or more items, so the skips stop there
+// (a max_skip_count of 2^40 once looped for minutes: fuzz_onnx_import), and the span
+// test divides instead of multiplying (no overflow for huge gram sizes).
 void countRow(const NgramTrie& trie, const TfIdfConfig& cfg, const int64_t* row, int64_t length,
               int64_t* freq) {
+  if (length <= 0) return;
   int64_t startSize = cfg.minGram;
-  for (int64_t skip = 1; skip <= cfg.maxSkip + 1; ++skip) {
-    for (int64_t start = 0; start + skip * (startSize - 1) < length; ++start) {
+  const int64_t lastSkip = std::min(cfg.maxSkip, length) + 1;
+  for (int64_t skip = 1; skip <= lastSkip; ++skip) {
+    const int64_t span = startSize - 1;  // gaps between the first and last item
+    if (span > (length - 1) / skip) break;  // fits nowhere, nor with a wider gap
+    const int64_t starts = length - skip * span;
+    for (int64_t start = 0; start < starts; ++start) {
       int32_t node = 0;
       for (int64_t size = 1, item = start; size <= cfg.maxGram && item < length;
            ++size, item += skip) {
