@@ -50,7 +50,7 @@ PlanTrustDialog::PlanTrustDialog(const QStringList& keyFiles, const QStringList&
   m_list->setRootIsDecorated(false);
   m_list->setSelectionMode(QAbstractItemView::ExtendedSelection);
   m_list->header()->setStretchLastSection(true);
-  m_list->setColumnWidth(0, 380);
+  m_list->setColumnWidth(0, 340);
   layout->addWidget(m_list, 1);
 
   auto* buttons = new QHBoxLayout;
@@ -88,7 +88,10 @@ void PlanTrustDialog::addKeyFiles(const QStringList& files) {
     if (listed.contains(file)) continue;
     listed << file;
     const KeyFileState state = keyFileState(file);
-    auto* item = new QTreeWidgetItem(m_list, {file, state.text});
+    // The row names the file already: the error without its "FILE: " prefix.
+    const QString shown =
+        state.text.startsWith(file + ": ") ? state.text.mid(file.size() + 2) : state.text;
+    auto* item = new QTreeWidgetItem(m_list, {file, shown});
     item->setToolTip(0, file);
     item->setToolTip(1, state.text);
     if (!state.ok) item->setForeground(1, QColor(0xb0, 0x00, 0x20));

@@ -24,7 +24,7 @@ class PlanTrustDialog : public QDialog {
   // Appends files not yet listed (Add... after its file dialog).
   void addKeyFiles(const QStringList& files);
   void removeSelected();
-  // Per row: "FILE\tSTATE" (STATE is the key id or the error), for tests.
+  // Per row: "FILE\tSTATE" (STATE is the key id, or the error less its "FILE: "), for tests.
   QStringList rowTexts() const;
   QTreeWidget* list() const { return m_list; }
 

@@ -265,9 +265,13 @@ void PropertiesPanel::showPlan() {
       ->setToolTip(1, m_document->enginePath());
   row(s, tr("Backend"), q(plan.identity.backend));
   row(s, tr("Device"), q(plan.identity.deviceName));
-  row(s, tr("Generated kernels"), QString::number(plan.generatedKernels.size()));
-  QTreeWidgetItem* signature = row(s, tr("Signature"), planTrustText(trust));
-  if (trust.isSigned) signature->setToolTip(1, QString::fromStdString(trust.keyFile));
+  const size_t kernels = plan.generatedKernels.size();
+  row(s, tr("GPU code"), kernels ? tr("%1 generated kernel(s)").arg(kernels) : tr("none"));
+  // Short values: the dock is narrow (the status bar has the sentence).
+  row(s, tr("Signature"), trust.isSigned ? tr("signed") : planTrustText(trust));
+  if (trust.isSigned)
+    row(s, tr("Verified against"), QFileInfo(QString::fromStdString(trust.keyFile)).fileName())
+        ->setToolTip(1, QString::fromStdString(trust.keyFile));
 }
 
 QTreeWidgetItem* PropertiesPanel::section(const QString& title) {

@@ -6,7 +6,7 @@
 // in the background); and the engine layer it went into when a report is loaded. For
 // a selected layer without a node (a trtexec report): the layer's fields, parameters,
 // inputs and outputs. With nothing selected and a plan opened from a file: the plan's
-// file, backend, device and signature state. Read-only.
+// file, backend, device, generated GPU code and signature state. Read-only.
 #pragma once
 
 #include <QHash>

@@ -29,7 +29,7 @@ using namespace kiln::studio;
 namespace {
 
 constexpr int kJobTimeoutMs = 60000;
-constexpr const char* kNotPem = ": not an Ed25519 public key in PEM (make one with `kiln keygen`)";
+constexpr const char* kNotPem = "not an Ed25519 public key in PEM (make one with `kiln keygen`)";
 
 // x -> Relu -> y on [1, 8]: a CPU plan, which carries no generated code.
 std::shared_ptr<Network> reluNetwork() {
@@ -65,7 +65,12 @@ void onNextModal(std::function<void(T*)> act) {
 void saveScreenshot(QWidget* widget, const QString& name) {
   const QString dir = qEnvironmentVariable("KILN_SCREENSHOT_DIR");
   if (dir.isEmpty()) return;
-  QCoreApplication::processEvents();
+  if (auto* window = qobject_cast<MainWindow*>(widget)) {
+    window->resize(1500, 950);
+    window->show();
+    QVERIFY(QTest::qWaitForWindowExposed(window));
+  }
+  QTest::qWait(100);
   QVERIFY(widget->grab().save(dir + "/" + name + ".png"));
 }
 
@@ -73,9 +78,11 @@ QString trustLabel(const MainWindow& window) {
   return window.findChild<QLabel*>("planTrustLabel")->text();
 }
 
+// The Properties dock's Plan section with nothing selected: "Signature | Verified against".
 QString propertiesSignature(MainWindow& window) {
   auto* panel = qobject_cast<PropertiesPanel*>(window.panel("properties"));
-  return panel ? panel->text({"Plan", "Signature"}) : QString("no panel");
+  if (!panel) return "no panel";
+  return panel->text({"Plan", "Signature"}) + " | " + panel->text({"Plan", "Verified against"});
 }
 
 QStringList errors(const StudioDocument& document) {
@@ -195,9 +202,10 @@ class TestPlanTrust : public QObject {
     });
     window.editPlanTrust();
     QCOMPARE(rows.size(), 3);
-    QCOMPARE(rows[1], path("bad.pub") + "\t" + path("bad.pub") + kNotPem);
-    QCOMPARE(rows[2], path("a.key") + "\t" + path("a.key") + kNotPem);
-    QCOMPARE(warning, path("bad.pub") + kNotPem + "\n\nThe trusted keys in force are unchanged.");
+    QCOMPARE(rows[1], path("bad.pub") + "\t" + kNotPem);
+    QCOMPARE(rows[2], path("a.key") + "\t" + kNotPem);
+    QCOMPARE(warning,
+             path("bad.pub") + ": " + kNotPem + "\n\nThe trusted keys in force are unchanged.");
     QCOMPARE(savedTrustedKeys(), QStringList({path("a.pub")}));
     QCOMPARE(window.trustedKeys(), QStringList({path("a.pub")}));
     QVERIFY(planSignaturesRequired());
@@ -226,20 +234,22 @@ class TestPlanTrust : public QObject {
     QTest::addColumn<QString>("plan");
     QTest::addColumn<QString>("state");
     QTest::addColumn<QString>("keyFile");
+    QTest::addColumn<QString>("properties");  // Plan section: Signature | Verified against
     QTest::newRow("signed") << QStringList{path("b.pub"), path("a.pub")} << "signed.kiln"
-                            << "signed (verified against a.pub)" << path("a.pub");
+                            << "signed (verified against a.pub)" << path("a.pub")
+                            << "signed | a.pub";
     QTest::newRow("unsigned CPU plan") << QStringList{path("a.pub")} << "unsigned.kiln"
-                                       << "unsigned"
-                                       << "";
+                                       << "unsigned" << QString() << "unsigned | ";
     QTest::newRow("no keys") << QStringList{} << "signed.kiln"
-                             << "signatures not required"
-                             << "";
+                             << "signatures not required" << QString()
+                             << "signatures not required | ";
   }
   void planTrustStateIsShown() {
     QFETCH(QStringList, keys);
     QFETCH(QString, plan);
     QFETCH(QString, state);
     QFETCH(QString, keyFile);
+    QFETCH(QString, properties);
     MainWindow window;
     QVERIFY(window.setTrustedKeys(keys, false).isOk());
     QVERIFY(!window.document()->planTrust());
@@ -248,14 +258,10 @@ class TestPlanTrust : public QObject {
     QVERIFY(window.document()->planTrust());
     QCOMPARE(QString::fromStdString(window.document()->planTrust()->keyFile), keyFile);
     QCOMPARE(trustLabel(window), "Plan: " + state);
-    QCOMPARE(propertiesSignature(window), state);
+    QCOMPARE(propertiesSignature(window), properties);
     QCOMPARE(errors(*window.document()), QStringList());
-    if (QTest::currentDataTag() == QByteArray("signed")) {
-      window.show();
-      QVERIFY(QTest::qWaitForWindowExposed(&window));
-      window.showView("layers");
+    if (QTest::currentDataTag() == QByteArray("signed"))
       saveScreenshot(&window, "security-plan-signed");
-    }
   }
 
   void unverifiedPlanIsRefused_data() {
@@ -281,6 +287,8 @@ class TestPlanTrust : public QObject {
     QVERIFY(!window.document()->plan());
     QVERIFY(!window.document()->planTrust());
     QCOMPARE(trustLabel(window), QString("Plan signatures: required (1 key)"));
+    if (QTest::currentDataTag() == QByteArray("changed after signing"))
+      saveScreenshot(&window, "security-plan-refused");
   }
 };
 
