@@ -76,9 +76,9 @@ Result<LoadedModel> loadModel(const std::string& path) {
 }
 
 Result<LoadedEngine> loadPlan(const std::string& path) {
-  auto plan = loadPlanFile(path);
-  if (!plan.isOk()) return plan.status();
   LoadedEngine loaded;
+  auto plan = loadPlanFile(path, &loaded.trust);
+  if (!plan.isOk()) return plan.status();
   auto shared = std::make_shared<const Plan>(std::move(plan.value()));
   loaded.report = std::make_shared<const inspector::EngineReport>(inspector::reportFromPlan(
       *shared, QFileInfo(QString::fromStdString(path)).fileName().toStdString()));

@@ -10,6 +10,7 @@
 #include "engine_report.h"
 #include "kiln/graph.h"
 #include "kiln/plan.h"
+#include "kiln/plan_signature.h"
 #include "kiln/status.h"
 
 namespace kiln::studio {
@@ -41,6 +42,8 @@ struct LoadedEngine {
   // (a FIFO would hang, /dev/zero exhaust memory, and a plan could probe the user's
   // files); the studio shows it and asks before opening it.
   std::string sourceModelPath;
+  // How the plan stood with the signature policy when it loaded (kiln/plan_signature.h).
+  PlanTrust trust;
 };
 // Loads and checks the plan and makes its report; the recorded source model is
 // left alone (see LoadedEngine::sourceModelPath).

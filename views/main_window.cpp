@@ -8,6 +8,7 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QKeySequence>
+#include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
@@ -30,6 +31,8 @@
 #include "kiln/file_io.h"
 #include "layer_table_view.h"
 #include "model_graph_view.h"
+#include "plan_trust.h"
+#include "plan_trust_dialog.h"
 #include "plugins_panel.h"
 #include "profile_panel.h"
 #include "properties_panel.h"
@@ -57,6 +60,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   createDocks();
   createMenus();
   m_jobsWidget = new JobsWidget(&m_jobs, this);
+  m_trustLabel = new QLabel(this);
+  m_trustLabel->setObjectName("planTrustLabel");
+  statusBar()->addPermanentWidget(m_trustLabel);
   statusBar()->addPermanentWidget(m_jobsWidget);
   statusBar()->showMessage(
       tr("Open an ONNX model, a .kiln plan or a trtexec export (Ctrl+O), "
@@ -71,6 +77,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
           });
   connect(&m_document, &StudioDocument::modelChanged, this, &MainWindow::updateTitle);
   connect(&m_document, &StudioDocument::engineChanged, this, &MainWindow::updateTitle);
+  connect(&m_document, &StudioDocument::engineChanged, this, &MainWindow::updateTrustLabel);
+  restoreTrust();
   restoreSettings();
   updateTitle();
 }
@@ -189,6 +197,9 @@ void MainWindow::createMenus() {
       panel->chooseAndLoad();
     }
   });
+
+  QMenu* tools = menuBar()->addMenu(tr("&Tools"));
+  tools->addAction(tr("Plan &Trust..."), this, [this] { editPlanTrust(); });
 
   m_viewMenu = menuBar()->addMenu(tr("&View"));
   for (size_t i = 0; i < m_views.size(); ++i) {
@@ -330,18 +341,22 @@ void MainWindow::openPlan(const QString& path) {
                                "open",
                                QString::fromStdString(result->status().message()),
                                {}});
+          statusBar()->showMessage(tr("Could not open %1").arg(path), 10000);
           return;
         }
         // The graph shows the network as built; the ONNX model the plan records (whose
         // nodes provenance names) only if the user says so, once asked (offerSourceModel).
         const LoadedEngine& engine = result->value();
         m_document.setModel(path, engine.plan->network);
-        m_document.setEngine(path, result->value().plan, result->value().report);
+        m_document.setEngine(path, engine.plan, engine.report, engine.trust);
         for (const std::string& warning : result->value().report->warnings)
           m_document.addIssue({IssueSeverity::kWarning, "build", QString::fromStdString(warning),
                                nodeNameInMessage(QString::fromStdString(warning))});
         addRecent(path);
         showView("layers");
+        statusBar()->showMessage(
+            tr("Opened %1: %2").arg(QFileInfo(path).fileName(), planTrustText(engine.trust)),
+            10000);
         if (!engine.sourceModelPath.empty()) {
           const QString source = QString::fromStdString(engine.sourceModelPath);
           // Queued: the question's event loop does not run inside the job's callback.
@@ -349,6 +364,72 @@ void MainWindow::openPlan(const QString& path) {
               this, [this, path, source] { offerSourceModel(path, source); }, Qt::QueuedConnection);
         }
       });
+}
+
+Status MainWindow::setTrustedKeys(const QStringList& keyFiles, bool save) {
+  KILN_RETURN_IF_ERROR(applyTrustedKeys(keyFiles));
+  m_trustedKeys = keyFiles;
+  m_sessionKeys = save ? QStringList() : keyFiles;
+  if (save) saveTrustedKeys(keyFiles);
+  m_document.clearIssues("trust");  // what start-up said about the saved keys
+  updateTrustLabel();
+  return Status::ok();
+}
+
+void MainWindow::editPlanTrust() {
+  PlanTrustDialog dialog(m_sessionKeys.isEmpty() ? savedTrustedKeys() : m_sessionKeys,
+                         m_sessionKeys, this);
+  if (dialog.exec() != QDialog::Accepted) return;
+  const Status status = setTrustedKeys(dialog.keyFiles(), true);
+  if (status.isOk()) {
+    statusBar()->showMessage(policyText(static_cast<int>(m_trustedKeys.size())), 10000);
+    return;
+  }
+  QMessageBox::warning(this, tr("Plan Trust"),
+                       tr("%1\n\nThe trusted keys in force are unchanged.")
+                           .arg(QString::fromStdString(status.message())));
+}
+
+// The saved keys, before any plan opens. A key file that went away must not switch
+// signatures off for the others: those stay in force, and an issue names it.
+void MainWindow::restoreTrust() {
+  const QStringList saved = savedTrustedKeys();
+  QStringList usable;
+  for (const QString& key : saved) {
+    const KeyFileState state = keyFileState(key);
+    if (state.ok)
+      usable << key;
+    else
+      m_document.addIssue({IssueSeverity::kError,
+                           "trust",
+                           tr("trusted plan key not loaded: %1").arg(state.text),
+                           {}});
+  }
+  if (const Status status = applyTrustedKeys(usable); !status.isOk()) {
+    // A key file changed since it was checked: nothing was applied.
+    m_document.addIssue(
+        {IssueSeverity::kError, "trust", QString::fromStdString(status.message()), {}});
+    return updateTrustLabel();
+  }
+  if (!saved.isEmpty() && usable.isEmpty())
+    m_document.addIssue({IssueSeverity::kError,
+                         "trust",
+                         tr("no saved trusted key loads: plan signatures are not required "
+                            "(Tools > Plan Trust...)"),
+                         {}});
+  m_trustedKeys = usable;
+  updateTrustLabel();
+}
+
+// The open plan's trust state as it loaded; with no plan from a file, the policy.
+void MainWindow::updateTrustLabel() {
+  const std::optional<PlanTrust>& trust = m_document.planTrust();
+  const QString policy = policyText(static_cast<int>(m_trustedKeys.size()));
+  m_trustLabel->setText(trust ? tr("Plan: %1").arg(planTrustText(*trust)) : policy);
+  QString tip = policy;
+  for (const QString& key : m_trustedKeys) tip += "\n" + key;
+  if (!m_sessionKeys.isEmpty()) tip += "\n" + tr("(from --trust, this session only)");
+  m_trustLabel->setToolTip(tip);
 }
 
 void MainWindow::setSourceModelPrompt(SourceModelPrompt prompt) {

@@ -1,8 +1,9 @@
 // MainWindow: kiln-studio's window. Views (model graph, engine graph, layer table,
 // charts) are tabs in the centre, registered in one block; panels (build, properties,
 // tactics, profile, issues) are docks. Opens .onnx models, .kiln plans and trtexec
-// exports (menu, command line, drag and drop); remembers recent files, window state
-// and the last build configuration. Slow work goes through the JobRunner.
+// exports (menu, command line, drag and drop); remembers recent files, window state,
+// the last build configuration and the trusted plan keys. Slow work goes through the
+// JobRunner.
 #pragma once
 
 #include <QMainWindow>
@@ -16,6 +17,7 @@
 #include "view.h"
 
 class QTabWidget;
+class QLabel;
 class QMenu;
 
 namespace kiln::studio {
@@ -47,6 +49,17 @@ class MainWindow : public QMainWindow {
   using SourceModelPrompt = std::function<bool(const QString& planPath, const QString& modelPath)>;
   void setSourceModelPrompt(SourceModelPrompt prompt);
 
+  // Trusted plan keys (Tools > Plan Trust..., docs/security.md). The window applies the
+  // saved list when it is made, before any plan opens; a saved key file that no longer
+  // loads becomes an error issue and the others stay in force. setTrustedKeys replaces
+  // the process-wide policy (requirePlanSignatures) and, with `save`, the saved list;
+  // on error nothing changes. kiln-studio --trust calls it without saving.
+  Status setTrustedKeys(const QStringList& keyFiles, bool save);
+  QStringList trustedKeys() const { return m_trustedKeys; }
+  // The Plan Trust dialog; once accepted its list is applied and saved, or the error
+  // is shown and the policy in force kept.
+  void editPlanTrust();
+
  protected:
   void dragEnterEvent(QDragEnterEvent* event) override;
   void dropEvent(QDropEvent* event) override;
@@ -66,6 +79,8 @@ class MainWindow : public QMainWindow {
   void openModel(const QString& path);
   void openPlan(const QString& path);
   void openTrtexec(const QString& graphPath, const QString& profilePath);
+  void restoreTrust();
+  void updateTrustLabel();
   void offerSourceModel(const QString& planPath, const QString& modelPath);
   bool askToOpenSourceModel(const QString& planPath, const QString& modelPath);
 
@@ -79,6 +94,9 @@ class MainWindow : public QMainWindow {
   QMenu* m_viewMenu = nullptr;
   IssuesDock* m_issues = nullptr;
   JobsWidget* m_jobsWidget = nullptr;
+  QLabel* m_trustLabel = nullptr;
+  QStringList m_trustedKeys;  // in force
+  QStringList m_sessionKeys;  // from --trust, not saved; empty otherwise
 };
 
 }  // namespace kiln::studio

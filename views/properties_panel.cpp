@@ -1,9 +1,12 @@
 #include "properties_panel.h"
 
+#include <QFileInfo>
 #include <QHeaderView>
 #include <QLocale>
 #include <QTreeWidget>
 #include <QVBoxLayout>
+
+#include "plan_trust.h"
 
 namespace kiln::studio {
 
@@ -95,6 +98,8 @@ void PropertiesPanel::refresh() {
     showLayer(layer, tr("Layer"));
     showLayerTensors(tr("Inputs"), layer.inputs);
     showLayerTensors(tr("Outputs"), layer.outputs);
+  } else if (nodes.isEmpty() && m_document->plan() && m_document->planTrust()) {
+    showPlan();
   } else {
     section(nodes.isEmpty() ? tr("Nothing selected")
                             : tr("Not in the model: %1").arg(nodes.front()));
@@ -248,6 +253,25 @@ void PropertiesPanel::showLayerTensors(const QString& title,
     if (!t.formatDatatype.empty()) text += QStringLiteral(", ") + q(t.formatDatatype);
     row(s, q(t.name), text);
   }
+}
+
+// A plan opened from a file, while nothing is selected: what it is and whether its
+// signature was verified (kiln/plan_signature.h).
+void PropertiesPanel::showPlan() {
+  const Plan& plan = *m_document->plan();
+  const PlanTrust& trust = *m_document->planTrust();
+  QTreeWidgetItem* s = section(tr("Plan"));
+  row(s, tr("File"), QFileInfo(m_document->enginePath()).fileName())
+      ->setToolTip(1, m_document->enginePath());
+  row(s, tr("Backend"), q(plan.identity.backend));
+  row(s, tr("Device"), q(plan.identity.deviceName));
+  const size_t kernels = plan.generatedKernels.size();
+  row(s, tr("GPU code"), kernels ? tr("%1 generated kernel(s)").arg(kernels) : tr("none"));
+  // Short values: the dock is narrow (the status bar has the sentence).
+  row(s, tr("Signature"), trust.isSigned ? tr("signed") : planTrustText(trust));
+  if (trust.isSigned)
+    row(s, tr("Verified against"), QFileInfo(QString::fromStdString(trust.keyFile)).fileName())
+        ->setToolTip(1, QString::fromStdString(trust.keyFile));
 }
 
 QTreeWidgetItem* PropertiesPanel::section(const QString& title) {

@@ -5,7 +5,8 @@
 // of weight inputs (count, min, max, mean, std; computed once per weight, big ones
 // in the background); and the engine layer it went into when a report is loaded. For
 // a selected layer without a node (a trtexec report): the layer's fields, parameters,
-// inputs and outputs. Read-only.
+// inputs and outputs. With nothing selected and a plan opened from a file: the plan's
+// file, backend, device, generated GPU code and signature state. Read-only.
 #pragma once
 
 #include <QHash>
@@ -44,6 +45,7 @@ class PropertiesPanel : public QWidget {
   void showValues(const QString& title, const std::vector<std::string>& names);
   void showWeights(const Node& node);
   void showLayer(const inspector::ReportLayer& layer, const QString& title);
+  void showPlan();
   void showLayerTensors(const QString& title, const std::vector<inspector::ReportTensor>& tensors);
   QString weightStatsText(const std::string& name, const Tensor& tensor);
   void startStats(const std::string& name, const Tensor& tensor);

@@ -16,10 +16,12 @@ void StudioDocument::setModel(const QString& path, std::shared_ptr<const Network
 }
 
 void StudioDocument::setEngine(const QString& path, std::shared_ptr<const Plan> plan,
-                               std::shared_ptr<const inspector::EngineReport> report) {
+                               std::shared_ptr<const inspector::EngineReport> report,
+                               std::optional<PlanTrust> trust) {
   m_enginePath = path;
   m_plan = std::move(plan);
   m_report = std::move(report);
+  m_planTrust = std::move(trust);
   m_selectedLayer = -1;
   emit engineChanged();
   emit selectionChanged();

@@ -8,12 +8,14 @@
 #include <QString>
 #include <QStringList>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "engine_report.h"
 #include "kiln/builder_config.h"
 #include "kiln/graph.h"
 #include "kiln/plan.h"
+#include "kiln/plan_signature.h"
 
 namespace kiln::studio {
 
@@ -37,13 +39,16 @@ class StudioDocument : public QObject {
   std::shared_ptr<const Network> network() const { return m_network; }
   void setModel(const QString& path, std::shared_ptr<const Network> network);
 
-  // The engine shown: a built or loaded plan (may be null for trtexec exports) and
-  // its report.
+  // The engine shown: a built or loaded plan (may be null for trtexec exports), its
+  // report and, for a plan loaded from a file, how it stood with the signature policy
+  // (none for a plan built here or a trtexec export).
   QString enginePath() const { return m_enginePath; }
   std::shared_ptr<const Plan> plan() const { return m_plan; }
   std::shared_ptr<const inspector::EngineReport> report() const { return m_report; }
+  const std::optional<PlanTrust>& planTrust() const { return m_planTrust; }
   void setEngine(const QString& path, std::shared_ptr<const Plan> plan,
-                 std::shared_ptr<const inspector::EngineReport> report);
+                 std::shared_ptr<const inspector::EngineReport> report,
+                 std::optional<PlanTrust> trust = std::nullopt);
   // Replaces the report only (a profile run adds measured times).
   void setReport(std::shared_ptr<const inspector::EngineReport> report);
 
@@ -76,6 +81,7 @@ class StudioDocument : public QObject {
   std::shared_ptr<const Network> m_network;
   std::shared_ptr<const Plan> m_plan;
   std::shared_ptr<const inspector::EngineReport> m_report;
+  std::optional<PlanTrust> m_planTrust;
   BuilderConfig m_config;
   QStringList m_selectedNodes;
   int m_selectedLayer = -1;

@@ -1,11 +1,13 @@
 // kiln-studio: the desktop application.
 //   kiln-studio [FILE] [--build [--shapes name:1x3x224x224,...]] [--profile] [--screenshots DIR]
-//   [--report FILE.html]
+//   [--report FILE.html] [--trust KEY.pub[,KEY.pub]]
 // FILE is an ONNX model, a .kiln plan or a trtexec --exportLayerInfo JSON. --build
 // builds the model with the Build panel's settings once it is open, --profile then
 // times the engine, --screenshots saves a PNG of each view, --report writes the HTML
 // report; with either of those it quits when done (exit 1 when a step failed; the
-// reason is printed).
+// reason is printed). --trust requires plans signed by those keys for this session,
+// as kiln's --trust does, instead of the keys saved in Tools > Plan Trust; it is
+// applied before any file opens, and a key that does not load ends the studio.
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QTimer>
@@ -14,6 +16,7 @@
 #include "auto_run.h"
 #include "kiln/status.h"
 #include "main_window.h"
+#include "plan_trust.h"
 
 int main(int argc, char** argv) {
   QApplication app(argc, argv);
@@ -30,10 +33,24 @@ int main(int argc, char** argv) {
   QCommandLineOption shots("screenshots", "Save a PNG of each view into DIR, then quit.", "DIR");
   QCommandLineOption report("report", "Write the HTML report of the engine to FILE, then quit.",
                             "FILE");
-  parser.addOptions({build, shapes, profile, shots, report});
+  QCommandLineOption trust("trust",
+                           "Load only plans signed by these Ed25519 public keys (this session; "
+                           "overrides Tools > Plan Trust).",
+                           "KEY.pub[,KEY.pub]");
+  parser.addOptions({build, shapes, profile, shots, report, trust});
   parser.process(app);
 
-  kiln::studio::MainWindow window;
+  kiln::studio::MainWindow window;  // applies the saved trusted keys
+  if (parser.isSet(trust)) {
+    const QStringList keys = kiln::studio::splitTrustOption(parser.values(trust).join(','));
+    const kiln::Status status = keys.isEmpty() ? kiln::invalidArgument("needs public key files")
+                                               : window.setTrustedKeys(keys, /*save=*/false);
+    if (!status.isOk()) {
+      std::fprintf(stderr, "kiln-studio: --trust: %s\n",
+                   kiln::escapeControlCharacters(status.message()).c_str());
+      return 2;
+    }
+  }
   window.show();
   const QStringList files = parser.positionalArguments();
   if (files.isEmpty()) return app.exec();

@@ -192,17 +192,18 @@ Result<Plan> deserializePlan(const std::string& bytes, const std::string& name) 
   return plan;
 }
 
-Result<Plan> loadPlanFile(const std::string& path) {
+Result<Plan> loadPlanFile(const std::string& path, PlanTrust* trust) {
   Result<std::string> bytes = readRegularFile(path, kMaxPlanFileBytes);
   if (!bytes.isOk() && bytes.status().code() == StatusCode::kNotFound)
     return notFound(path + ": plan file not found");
   if (!bytes.isOk()) return bytes.status();
   // The signature is checked on the very bytes then parsed (nothing can swap the file
   // in between), before parsing: a signed plan that was changed fails as such.
-  bool isSigned = false;
-  KILN_RETURN_IF_ERROR(checkPlanSignature(path, bytes.value(), &isSigned));
+  PlanTrust checked;
+  KILN_RETURN_IF_ERROR(checkPlanSignature(path, bytes.value(), &checked));
   KILN_ASSIGN_OR_RETURN(Plan plan, deserializePlan(bytes.value(), path));
-  KILN_RETURN_IF_ERROR(checkUnsignedPlan(path, isSigned, !plan.generatedKernels.empty()));
+  KILN_RETURN_IF_ERROR(checkUnsignedPlan(path, checked.isSigned, !plan.generatedKernels.empty()));
+  if (trust) *trust = std::move(checked);
   return plan;
 }
 

@@ -200,13 +200,19 @@ Status checkUnsignedPlan(const std::string& path, bool isSigned, bool carriesGen
                     planSignaturePath(path) + ")");
 }
 
-Status checkPlanSignature(const std::string& path, const std::string& planBytes, bool* isSigned) {
-  *isSigned = false;
+Result<std::string> publicKeyId(const std::string& publicKeyFile) {
+  KILN_ASSIGN_OR_RETURN(PKey key, readKey(publicKeyFile, false));
+  return hex(rawPublicKey(key.get())).substr(0, 16);
+}
+
+Status checkPlanSignature(const std::string& path, const std::string& planBytes, PlanTrust* trust) {
+  *trust = PlanTrust{};
   std::vector<TrustedKey> keys;
   {
     std::lock_guard<std::mutex> lock(policyMutex());
     keys = trustedKeys();
   }
+  trust->required = !keys.empty();
   if (keys.empty()) return Status::ok();
   const std::string sigPath = planSignaturePath(path);
   Result<std::string> text = readRegularFile(sigPath, 4096);
@@ -215,8 +221,11 @@ Status checkPlanSignature(const std::string& path, const std::string& planBytes,
   KILN_ASSIGN_OR_RETURN(SignatureFile signature, parseSignatureFile(sigPath, text.value()));
   for (const TrustedKey& key : keys) {
     if (key.raw != signature.publicKey) continue;
-    *isSigned = verify(key.raw, signature.signature, planBytes);
-    if (*isSigned) return Status::ok();
+    trust->isSigned = verify(key.raw, signature.signature, planBytes);
+    if (trust->isSigned) {
+      trust->keyFile = key.file;
+      return Status::ok();
+    }
     return Status(StatusCode::kInvalidArgument,
                   path + ": the signature does not match the plan (changed after signing?)");
   }

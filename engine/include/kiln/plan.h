@@ -38,6 +38,8 @@
 
 namespace kiln {
 
+struct PlanTrust;  // kiln/plan_signature.h
+
 constexpr char kPlanMagic[8] = {'K', 'I', 'L', 'N', 'P', 'L', 'A', 'N'};
 constexpr uint32_t kPlanFormatVersion = 2;
 constexpr uint32_t kPlanHeaderBytes = 88;
@@ -65,7 +67,9 @@ Status savePlan(const Plan& plan, const std::string& path);
 // checkPlanCompatible() before running it, then hands plan.generatedKernels to
 // cuda::preloadGeneratedKernels() (kiln/cuda_generated_kernels.h).
 Result<Plan> deserializePlan(const std::string& bytes, const std::string& displayName);
-Result<Plan> loadPlanFile(const std::string& path);
+// Reads, verifies (kiln/plan_signature.h) and deserializes a plan file; `trust`, when
+// given, receives how the plan stood with the signature policy.
+Result<Plan> loadPlanFile(const std::string& path, PlanTrust* trust = nullptr);
 // True when the file starts with the plan magic (to tell .kiln from .onnx).
 bool looksLikePlanFile(const std::string& path);
 

@@ -31,10 +31,24 @@ Status signPlanFile(const std::string& planPath, const std::string& keyPath);
 Status requirePlanSignatures(const std::vector<std::string>& publicKeyFiles);
 bool planSignaturesRequired();
 
+// How one plan stood with the policy when it was loaded (loadPlanFile's out-parameter),
+// read from the same snapshot of the trusted keys that checked it.
+struct PlanTrust {
+  bool required = false;  // signatures were required (trusted keys were set)
+  bool isSigned = false;  // its signature verified against a trusted key
+  std::string keyFile;    // that key's public key file; "" when not signed
+};
+
+// The id of the Ed25519 public key in `publicKeyFile` as refusals name it (the first
+// 16 hex digits of the raw key), or the one-line error requirePlanSignatures() would
+// give for that file. Does not change the policy.
+Result<std::string> publicKeyId(const std::string& publicKeyFile);
+
 // Under the policy above, before the plan is parsed: when planSignaturePath(path)
 // exists, `planBytes` (the whole plan file, read once) must verify against a trusted
-// key; `*isSigned` says whether it did. Ok (and not signed) when none is required.
-Status checkPlanSignature(const std::string& path, const std::string& planBytes, bool* isSigned);
+// key; `*trust` says whether signatures were required and which key verified it. Ok
+// (and not signed) when none is required.
+Status checkPlanSignature(const std::string& path, const std::string& planBytes, PlanTrust* trust);
 // After parsing: an unsigned plan is refused when signatures are required and it
 // carries generated code (cubins, cuDNN plan records).
 Status checkUnsignedPlan(const std::string& path, bool isSigned, bool carriesGeneratedCode);

@@ -69,6 +69,46 @@ TEST_F(PlanSignatureTest, SignedPlanLoadsUnderTrust) {
   EXPECT_EQ(messageOf(loadPlanFile(path("p.kiln"))), "loaded");
 }
 
+TEST_F(PlanSignatureTest, LoadReportsTrust) {
+  PlanTrust trust{true, true, "poison"};
+  ASSERT_TRUE(loadPlanFile(path("p.kiln"), &trust).isOk());
+  EXPECT_FALSE(trust.required);  // no keys: nothing checked
+  EXPECT_FALSE(trust.isSigned);
+  EXPECT_EQ(trust.keyFile, "");
+
+  ASSERT_TRUE(requirePlanSignatures({path("b.pub"), path("a.pub")}).isOk());
+  trust = {false, true, "poison"};
+  ASSERT_TRUE(loadPlanFile(path("p.kiln"), &trust).isOk());  // unsigned CPU plan
+  EXPECT_TRUE(trust.required);
+  EXPECT_FALSE(trust.isSigned);
+  EXPECT_EQ(trust.keyFile, "");
+
+  ASSERT_TRUE(signPlanFile(path("p.kiln"), path("a.key")).isOk());
+  trust = {};
+  ASSERT_TRUE(loadPlanFile(path("p.kiln"), &trust).isOk());
+  EXPECT_TRUE(trust.required);
+  EXPECT_TRUE(trust.isSigned);
+  EXPECT_EQ(trust.keyFile, path("a.pub"));  // the key that verified it, not the first
+}
+
+TEST_F(PlanSignatureTest, PublicKeyIdMatchesRefusals) {
+  Result<std::string> id = publicKeyId(path("b.pub"));
+  ASSERT_TRUE(id.isOk()) << id.status().message();
+  EXPECT_EQ(id->size(), 16u);
+  EXPECT_NE(id.value(), publicKeyId(path("a.pub")).value());
+  ASSERT_TRUE(signPlanFile(path("p.kiln"), path("b.key")).isOk());
+  ASSERT_TRUE(requirePlanSignatures({path("a.pub")}).isOk());
+  EXPECT_EQ(
+      messageOf(loadPlanFile(path("p.kiln"))),
+      path("p.kiln") + ": signed by key " + id.value() + ", which is not among the trusted keys");
+  Result<std::string> bad = publicKeyId(path("a.key"));
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_EQ(bad.status().message(), path("a.key") +
+                                        ": not an Ed25519 public key in PEM (make one with "
+                                        "`kiln keygen`)");
+  EXPECT_TRUE(planSignaturesRequired());  // checking a key file leaves the policy alone
+}
+
 TEST_F(PlanSignatureTest, ChangedPlanIsRefused) {
   ASSERT_TRUE(signPlanFile(path("p.kiln"), path("a.key")).isOk());
   {
