@@ -58,3 +58,14 @@ Result<std::vector<GeneratedKernelBinary>> generatedKernelsForLayer(const Node&,
       "the CUDA backend is not available: this Kiln was built without the CUDA toolkit");
 }
 }  // namespace kiln::cuda
+
+#include "backends/cuda/gpu_kernel.h"
+
+namespace kiln::cuda {
+// No GPU kernels without the toolkit: a CPU-only build's CUDA build backend is never
+// created (createCudaBuildBackend says the device is unavailable), but the call links.
+std::string builtinGpuKernelSupport(const Node& node, const std::vector<DataType>&,
+                                    const std::vector<Shape>&) {
+  return "no GPU kernel for " + node.opType + ": this Kiln was built without the CUDA toolkit";
+}
+}  // namespace kiln::cuda
