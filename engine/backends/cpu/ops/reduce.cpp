@@ -84,20 +84,30 @@ Status resolveReducedAxes(const KernelContext& ctx, bool axesFromInput, int rank
   return Status::ok();
 }
 
+// a * b for dims: 0 when either is 0, else the product saturated at INT64_MAX. An empty
+// input may pair a 0 with dims up to the cap (2^40 each), whose plain product overflows
+// (UBSan, found by fuzz_onnx_import); the saturated counts then fail the output's size
+// check instead of wrapping.
+int64_t dimProduct(int64_t a, int64_t b) {
+  if (a == 0 || b == 0) return 0;
+  if (a > std::numeric_limits<int64_t>::max() / b) return std::numeric_limits<int64_t>::max();
+  return a * b;
+}
+
 ReducePlan makePlan(const Shape& in, const std::vector<bool>& reduced, bool keepDims) {
   ReducePlan plan;
   std::vector<bool> runReduced;
   for (size_t d = 0; d < in.size(); ++d) {
     if (reduced[d]) {
-      plan.count *= in[d];
+      plan.count = dimProduct(plan.count, in[d]);
       if (keepDims) plan.outShape.push_back(1);
     } else {
       plan.outShape.push_back(in[d]);
-      plan.outNumel *= in[d];
+      plan.outNumel = dimProduct(plan.outNumel, in[d]);
     }
     if (in[d] == 1) continue;  // contributes nothing to the walk
     if (!runReduced.empty() && runReduced.back() == reduced[d]) {
-      plan.dims.back() *= in[d];
+      plan.dims.back() = dimProduct(plan.dims.back(), in[d]);
     } else {
       plan.dims.push_back(in[d]);
       runReduced.push_back(reduced[d]);
@@ -112,7 +122,7 @@ ReducePlan makePlan(const Shape& in, const std::vector<bool>& reduced, bool keep
   for (int i = static_cast<int>(plan.dims.size()) - 1; i >= 0; --i) {
     if (runReduced[i]) continue;
     plan.outStrides[i] = stride;
-    stride *= plan.dims[i];
+    stride = dimProduct(stride, plan.dims[i]);
   }
   return plan;
 }
@@ -124,7 +134,7 @@ void foldInput(const T* x, const ReducePlan& plan, Acc* acc, Fold fold) {
   const int64_t inner = plan.dims.back();
   const bool innerKept = plan.outStrides.back() != 0;
   int64_t total = 1;
-  for (int64_t d : plan.dims) total *= d;
+  for (int64_t d : plan.dims) total = dimProduct(total, d);
   if (total == 0) return;
   std::vector<int64_t> index(outerRank, 0);
   int64_t o = 0;
