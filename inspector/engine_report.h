@@ -88,6 +88,10 @@ struct EngineReport {
   std::string summary;        // multi-line build summary in words
 };
 
+// The precision a "Format/Datatype" text names, in TensorRT's capitals: "Row major
+// linear FP32" -> "FP32", "... Int8 format" -> "INT8", "Half" -> "FP16"; "" when none.
+std::string precisionOfFormat(const std::string& formatDatatype);
+
 // The report of a built plan (times from the build's tactic timing).
 EngineReport reportFromPlan(const Plan& plan, const std::string& title);
 // Reads trtexec exports. `profilePath` may be empty. Errors name the file and, for a

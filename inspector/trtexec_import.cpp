@@ -17,24 +17,6 @@ namespace kiln::inspector {
 namespace {
 using nlohmann::json;
 
-// The precision a Format/Datatype string names, in TensorRT's capitals: "Row major
-// linear FP32" -> "FP32", "Thirty-two wide channel vectorized row major Int8 format"
-// -> "INT8", "Half" -> "FP16". Whole words only; "" when none is named.
-std::string precisionOfFormat(const std::string& text) {
-  static const std::pair<const char*, const char*> kWords[] = {
-      {"fp32", "FP32"},   {"float", "FP32"},   {"float32", "FP32"}, {"fp16", "FP16"},
-      {"half", "FP16"},   {"float16", "FP16"}, {"bf16", "BF16"},    {"bfloat16", "BF16"},
-      {"int8", "INT8"},   {"fp8", "FP8"},      {"fp4", "FP4"},      {"int4", "INT4"},
-      {"int32", "INT32"}, {"int64", "INT64"},  {"uint8", "UINT8"},  {"bool", "BOOL"}};
-  std::istringstream words(text);
-  for (std::string word; words >> word;) {
-    for (char& c : word) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    for (const auto& [spelling, precision] : kWords)
-      if (word == spelling) return precision;
-  }
-  return "";
-}
-
 int64_t elementBytes(const std::string& precision) {
   if (precision == "FP32" || precision == "INT32") return 4;
   if (precision == "FP16" || precision == "BF16") return 2;
@@ -338,6 +320,21 @@ double numberOr(const json& entry, const char* key, double fallback) {
 }
 
 }  // namespace
+
+std::string precisionOfFormat(const std::string& text) {
+  static const std::pair<const char*, const char*> kWords[] = {
+      {"fp32", "FP32"},   {"float", "FP32"},   {"float32", "FP32"}, {"fp16", "FP16"},
+      {"half", "FP16"},   {"float16", "FP16"}, {"bf16", "BF16"},    {"bfloat16", "BF16"},
+      {"int8", "INT8"},   {"fp8", "FP8"},      {"fp4", "FP4"},      {"int4", "INT4"},
+      {"int32", "INT32"}, {"int64", "INT64"},  {"uint8", "UINT8"},  {"bool", "BOOL"}};
+  std::istringstream words(text);
+  for (std::string word; words >> word;) {
+    for (char& c : word) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    for (const auto& [spelling, precision] : kWords)
+      if (word == spelling) return precision;
+  }
+  return "";
+}
 
 Result<EngineReport> reportFromTrtexecJson(const json& graph, const std::string& title) {
   if (!graph.is_object() || !graph.contains("Layers") || !graph["Layers"].is_array())

@@ -8,6 +8,7 @@
 #include <QSaveFile>
 #include <nlohmann/json.hpp>
 
+#include "engine_graph_onnx.h"
 #include "engine_inspector.h"
 #include "engine_report.h"
 #include "kiln/file_io.h"
@@ -72,6 +73,10 @@ void ExportActions::addTo(QMenu* menu) {
   m_reportActions.push_back(exports->addAction(tr("Layer table &CSV..."), this, [this] {
     runExport(tr("Export CSV"), tr("CSV (*.csv)"), ".csv", &ExportActions::exportCsv);
   }));
+  m_reportActions.push_back(exports->addAction(tr("Engine graph as &ONNX..."), this, [this] {
+    runExport(tr("Export engine graph"), tr("ONNX (*.onnx)"), ".engine.onnx",
+              &ExportActions::exportEngineGraph);
+  }));
   m_profile = exports->addAction(tr("&Profile JSON (trtexec)..."), this, [this] {
     runExport(tr("Export profile"), tr("JSON (*.json)"), ".json",
               &ExportActions::exportProfileJson);
@@ -122,6 +127,12 @@ Status ExportActions::exportProfileJson(const QString& path) {
     return Status(StatusCode::kInvalidArgument,
                   "the engine has not been profiled: run Profile first");
   return writeText(path, QByteArray::fromStdString(profileJson(*report).dump(1)));
+}
+
+Status ExportActions::exportEngineGraph(const QString& path) {
+  const auto report = m_document->report();
+  if (!report) return noEngine();
+  return inspector::exportEngineGraphOnnx(*report, path.toStdString());
 }
 
 Status ExportActions::exportCsv(const QString& path) {

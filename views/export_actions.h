@@ -33,6 +33,8 @@ class ExportActions : public QObject {
   Status saveEngine(const QString& path);
   Status exportInspectorJson(const QString& path);
   Status exportProfileJson(const QString& path);
+  // The engine's layer graph as ONNX for Netron / Model Explorer (engine_graph_onnx.h).
+  Status exportEngineGraph(const QString& path);
   Status exportCsv(const QString& path);
   Status exportHtmlReport(const QString& path);
 

@@ -7,6 +7,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/tensor_args.h"
+#include "engine_graph_onnx.h"
 #include "engine_inspector.h"
 #include "engine_report.h"
 #include "kiln/file_io.h"
@@ -24,18 +25,22 @@ void printUsage() {
       "  Prints inputs/outputs (symbolic dims), opsets, op histogram, parameters, FLOPs at the\n"
       "  given shapes, and unsupported nodes. Unsupported nodes do not stop the report.\n"
       "usage: kiln inspect PLAN.kiln [--layers] [--candidates] [--fusions] [--json]\n"
-      "                              [--profile PROFILE.json] [--csv OUT.csv]\n"
+      "                              [--profile PROFILE.json] [--csv OUT.csv] [--export-onnx OUT.onnx]\n"
       "  Build summary; --layers adds the layer table (type, precision, tactic, time),\n"
       "  --candidates every tactic candidate with its time or why it was rejected;\n"
       "  --fusions: which ONNX nodes each engine layer came from, and back;\n"
       "  --json writes the engine inspector JSON (TensorRT's IEngineInspector keys);\n"
       "  --profile takes the layer times from `kiln run PLAN --export-profile` output.\n"
       "usage: kiln inspect GRAPH.json [--profile PROFILE.json] [--json] [--csv OUT.csv]\n"
+      "                               [--export-onnx OUT.onnx]\n"
       "  A trtexec --exportLayerInfo export (a JSON file with \"Layers\"), optionally with\n"
       "  its --exportProfile times: the layer table (name, type, precision, tactic, time)\n"
       "  and totals; --json writes the engine report as JSON.\n"
       "  --csv writes the layer table as CSV (name, type, precision, tactic, time, %,\n"
-      "  workspace, output bytes, source nodes) for a plan or an export.\n");
+      "  workspace, output bytes, source nodes) for a plan or an export.\n"
+      "  --export-onnx OUT.onnx writes the engine's layer graph (one node per layer with its\n"
+      "  precision, tactic, time and source nodes) for Netron or Model Explorer, for a plan\n"
+      "  or an export.\n");
 }
 
 Status writeText(const std::string& path, const std::string& text) {
@@ -46,6 +51,10 @@ Status writeText(const std::string& path, const std::string& text) {
 int printReport(const Args& args, const inspector::EngineReport& report, bool table) {
   if (args.has("csv")) {
     Status s = writeText(args.value("csv"), inspector::reportCsv(report));
+    if (!s.isOk()) return fail("inspect", s.message());
+  }
+  if (args.has("export-onnx")) {
+    Status s = inspector::exportEngineGraphOnnx(report, args.value("export-onnx"));
     if (!s.isOk()) return fail("inspect", s.message());
   }
   if (args.flag("json")) {
@@ -61,7 +70,7 @@ int inspectPlan(const Args& args) {
   const std::string& path = args.positional()[0];
   auto plan = loadPlanFile(path);
   if (!plan.isOk()) return fail("inspect", plan.status().message());
-  if (args.has("profile") || args.has("csv")) {
+  if (args.has("profile") || args.has("csv") || args.has("export-onnx")) {
     inspector::EngineReport report = inspector::reportFromPlan(*plan, path);
     if (args.has("profile")) {
       Status s = inspector::applyProfileFile(args.value("profile"), &report);
@@ -98,7 +107,8 @@ bool endsWith(const std::string& text, const std::string& suffix) {
 }  // namespace
 
 int runInspect(const std::vector<std::string>& argv) {
-  Args args({"shapes", "profile", "csv"}, {"json", "help", "layers", "candidates", "fusions"});
+  Args args({"shapes", "profile", "csv", "export-onnx"},
+            {"json", "help", "layers", "candidates", "fusions"});
   Status parsed = args.parse(argv);
   if (!parsed.isOk()) return fail("inspect", parsed.message(), 2);
   if (args.flag("help") || args.positional().size() != 1) {
@@ -108,8 +118,9 @@ int runInspect(const std::vector<std::string>& argv) {
   const std::string& path = args.positional()[0];
   if (looksLikePlanFile(path)) return inspectPlan(args);
   if (endsWith(path, ".json")) return inspectTrtexec(args);
-  if (args.has("profile") || args.has("csv"))
-    return fail("inspect", "--profile and --csv apply to a plan or a trtexec export", 2);
+  if (args.has("profile") || args.has("csv") || args.has("export-onnx"))
+    return fail("inspect", "--profile, --csv and --export-onnx apply to a plan or a trtexec export",
+                2);
   std::map<std::string, Shape> shapes;
   Status s = parseShapeList(args.value("shapes"), &shapes);
   if (!s.isOk()) return fail("inspect", s.message(), 2);

@@ -37,6 +37,14 @@ check "11.x input tensor listed" grep -q 'Input inputs.1: Float 1x3x224x224 (Dev
 check "11.x table equals the 10.x table" bash -c "diff <(grep -E '^[^ ].*  ' '$work/trt10.txt' | grep -v '^layout') \
   <(grep -E '^[^ ].*  ' '$work/trt11.txt' | grep -v '^layout')"
 
+# The engine's layer graph as ONNX (for Netron / Model Explorer), from an export and a plan.
+"$kiln" inspect "$graph" --export-onnx "$work/engine.onnx" > /dev/null
+check "--export-onnx of an export exits 0" test $? -eq 0
+check "the engine graph reads as a model of 73 layer nodes" bash -c \
+  "'$kiln' inspect '$work/engine.onnx' | grep -q 'CaskConvolution'"
+expect_error "--export-onnx of a model" "apply to a plan or a trtexec export" \
+  "$kiln" inspect "$data/add.onnx" --export-onnx "$work/model_engine.onnx"
+
 printf '{"Layers": [ {"Name": ' > "$work/corrupt.json"
 expect_error "corrupt graph json" "corrupt.json: not valid JSON" "$kiln" inspect "$work/corrupt.json"
 printf '{"Bindings": []}' > "$work/no_layers.json"
@@ -57,6 +65,9 @@ layers=$(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))) - 
 check "plan --profile --csv" "$kiln" inspect "$work/bert.kiln" --profile "$work/profile.json" \
   --csv "$work/plan.csv"
 check "plan csv has one row per layer" test "$(csv_rows "$work/plan.csv")" -eq $((layers + 1))
+check "plan --export-onnx" "$kiln" inspect "$work/bert.kiln" --export-onnx "$work/bert.engine.onnx"
+check "plan engine graph has one node per layer" python3 -c "import sys; \
+data=open(sys.argv[1],'rb').read(); assert data.count(b'ai.kiln.engine') >= $layers" "$work/bert.engine.onnx"
 check "plan table has profile totals" bash -c "'$kiln' inspect '$work/bert.kiln' \
   --profile '$work/profile.json' | grep -q 'medians of a 3-iteration profile'"
 

@@ -16,6 +16,7 @@
 #include "export_actions.h"
 #include "issues_dock.h"
 #include "kiln/onnx_export.h"
+#include "kiln/onnx_import.h"
 #include "kiln/plan.h"
 #include "main_window.h"
 #include "profile_panel.h"
@@ -238,6 +239,14 @@ class TestMainWindow : public QObject {
     QVERIFY(exports->exportProfileJson(prof).isOk());
     QVERIFY(exports->exportCsv(csv).isOk());
     QVERIFY(exports->exportHtmlReport(html).isOk());
+    const QString engineGraph = dir.filePath("chain.engine.onnx");
+    QVERIFY(exports->exportEngineGraph(engineGraph).isOk());
+    ImportOptions viewerModel;
+    viewerModel.checkSupport = false;  // ai.kiln.engine layer nodes: for graph viewers
+    auto layers = importOnnxFile(engineGraph.toStdString(), viewerModel);
+    QVERIFY2(layers.isOk(), layers.status().message().c_str());
+    QCOMPARE(static_cast<int>(layers->graph.nodes.size()), 40);
+    QCOMPARE(QString::fromStdString(layers->graph.nodes[0].domain), QString("ai.kiln.engine"));
 
     auto reloaded = loadPlanFile(plan.toStdString());
     QVERIFY2(reloaded.isOk(), reloaded.status().message().c_str());
