@@ -4,6 +4,7 @@
 #include <random>
 
 #include "kiln/cuda_generated_kernels.h"
+#include "kiln/cuda_plan_options.h"
 #include "kiln/cuda_runtime.h"
 #include "kiln/reference_backend.h"
 #include "kiln/tensor_size.h"
@@ -32,23 +33,10 @@ bool isCancelled(const std::atomic<bool>* cancel) {
   return cancel && cancel->load();
 }
 
-// The engine options `kiln run` gives a CUDA plan: its build's TF32 setting and
-// workspace limit, and the one storage precision a CUDA plan's layers share.
-cuda::EngineOptions engineOptionsFor(const Plan& plan) {
-  cuda::EngineOptions options;
-  options.allowTf32 = plan.record.config.tf32;
-  options.workspaceLimitBytes = plan.record.config.workspaceLimitBytes;
-  for (const LayerImplementation& layer : plan.layers) {
-    if (layer.precision == DataType::kFloat16) options.precision = cuda::Precision::kFloat16;
-    if (layer.precision == DataType::kBFloat16) options.precision = cuda::Precision::kBFloat16;
-  }
-  return options;
-}
-
 Result<nlohmann::json> profileOnCuda(const Plan& plan, int iterations,
                                      const std::map<std::string, Tensor>& inputs,
                                      const std::atomic<bool>* cancel, ProfileProgress progress) {
-  const cuda::EngineOptions options = engineOptionsFor(plan);
+  const cuda::EngineOptions options = cuda::engineOptionsForPlan(plan);
   const cuda::DeviceInfo device = cuda::probeCudaDevice(options.device);
   if (!device.available)
     return unsupported("cannot profile a CUDA plan here: no usable CUDA device (" + device.reason +

@@ -11,6 +11,7 @@
 #include "cli/run_report.h"
 #include "kiln/cuda_benchmark.h"
 #include "kiln/cuda_generated_kernels.h"
+#include "kiln/cuda_plan_options.h"
 
 namespace kiln::cli {
 namespace {
@@ -99,14 +100,7 @@ int runOnCuda(const Args& args, std::shared_ptr<Network> network,
   if (plan) {
     if (args.flag("fp16") || args.flag("bf16") || args.flag("no-tf32"))
       return fail("run", model + ": a plan's precisions were chosen at build time; rebuild it", 2);
-    engineOptions.allowTf32 = plan->record.config.tf32;
-    engineOptions.workspaceLimitBytes = plan->record.config.workspaceLimitBytes;
-    for (const LayerImplementation& layer : plan->layers) {
-      if (layer.precision == DataType::kFloat16)
-        engineOptions.precision = cuda::Precision::kFloat16;
-      if (layer.precision == DataType::kBFloat16)
-        engineOptions.precision = cuda::Precision::kBFloat16;
-    }
+    engineOptions = cuda::engineOptionsForPlan(*plan, engineOptions.device);
   }
   cuda::DeviceInfo info = cuda::probeCudaDevice(engineOptions.device);
   if (!info.available) return fail("run", "CUDA backend unavailable: " + info.reason);

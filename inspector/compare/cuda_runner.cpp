@@ -4,6 +4,7 @@
 // checks outputs and says so).
 #include "compare/model_runner.h"
 #include "kiln/cuda_generated_kernels.h"
+#include "kiln/cuda_plan_options.h"
 #include "kiln/cuda_runtime.h"
 
 namespace kiln::compare {
@@ -73,11 +74,7 @@ Result<std::unique_ptr<ModelRunner>> cudaRunner(std::shared_ptr<const Network> n
   options.precision = enginePrecision(side.precision);
   options.allowTf32 = side.allowTf32;
   if (plan) {  // as `kiln run` does with a plan: its build settings decide
-    options.allowTf32 = plan->record.config.tf32;
-    options.workspaceLimitBytes = plan->record.config.workspaceLimitBytes;
-    for (const LayerImplementation& layer : plan->layers)
-      if (layer.precision == DataType::kFloat16 || layer.precision == DataType::kBFloat16)
-        options.precision = enginePrecision(layer.precision);
+    options = cuda::engineOptionsForPlan(*plan, side.device);
     cuda::preloadGeneratedKernels(plan->generatedKernels);  // loaded, not compiled, at opt
   }
   auto engine = cuda::Engine::create(network, options);

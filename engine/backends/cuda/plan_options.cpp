@@ -1,0 +1,17 @@
+#include "kiln/cuda_plan_options.h"
+
+namespace kiln::cuda {
+
+EngineOptions engineOptionsForPlan(const Plan& plan, int device) {
+  EngineOptions options;
+  options.device = device;
+  options.allowTf32 = plan.record.config.tf32;
+  options.workspaceLimitBytes = plan.record.config.workspaceLimitBytes;
+  for (const LayerImplementation& layer : plan.layers) {
+    if (layer.precision == DataType::kFloat16) options.precision = Precision::kFloat16;
+    if (layer.precision == DataType::kBFloat16) options.precision = Precision::kBFloat16;
+  }
+  return options;
+}
+
+}  // namespace kiln::cuda
