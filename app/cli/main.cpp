@@ -44,7 +44,9 @@ void printUsage() {
       "  plugins [--json]                                        loaded plugin libraries and "
       "creators\n"
       "  keygen -o NAME                                          Ed25519 key pair to sign plans "
-      "(build --sign)\n\n"
+      "(build --sign)\n"
+      "  advise PLAN.kiln|GRAPH.json [--profile P.json] [--json] performance lint: findings, "
+      "layers, cost, fix\n\n"
       "global option: --plugins LIB.so[,LIB.so]  load plugin libraries (custom layers) first\n"
       "global option: --trust KEY.pub[,KEY.pub]  load only plans signed by these keys (unsigned\n"
       "               plans without generated GPU code still load; docs/security.md)\n"
@@ -78,6 +80,7 @@ int dispatch(const std::string& command, const std::vector<std::string>& args) {
   if (command == "debug") return kiln::cli::runDebug(args);
   if (command == "calibrate") return kiln::cli::runCalibrate(args);
   if (command == "keygen") return kiln::cli::runKeygen(args);
+  if (command == "advise") return kiln::cli::runAdvise(args);
   if (command == "--version" || command == "version") {
     std::printf("kiln %s\n", kiln::kKilnVersion);
     return 0;

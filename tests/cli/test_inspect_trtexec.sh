@@ -45,6 +45,18 @@ check "the engine graph reads as a model of 73 layer nodes" bash -c \
 expect_error "--export-onnx of a model" "apply to a plan or a trtexec export" \
   "$kiln" inspect "$data/add.onnx" --export-onnx "$work/model_engine.onnx"
 
+# kiln advise: the advisor's findings for the same engine, as text and JSON.
+"$kiln" advise "$graph" --profile "$profile" > "$work/advice.txt"
+check "advise exits 0" test $? -eq 0
+check "advise finds the INT8 convolutions with wide outputs" \
+  grep -q '^warning \[int8-conv-wide-output\] 17 INT8 convolutions' "$work/advice.txt"
+check "advise names a fix" grep -q '^  fix: ' "$work/advice.txt"
+"$kiln" advise "$graph" --json > "$work/advice.json"
+check "advise --json parses" python3 -c "import json,sys; d=json.load(open(sys.argv[1])); \
+rules={f['rule'] for f in d['findings']}; assert 'channel-alignment' in rules and \
+'reformat-changes-type' in rules, rules" "$work/advice.json"
+expect_error "advise of a missing file" "nope.kiln" "$kiln" advise "$work/nope.kiln"
+
 printf '{"Layers": [ {"Name": ' > "$work/corrupt.json"
 expect_error "corrupt graph json" "corrupt.json: not valid JSON" "$kiln" inspect "$work/corrupt.json"
 printf '{"Bindings": []}' > "$work/no_layers.json"
