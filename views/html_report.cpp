@@ -3,6 +3,8 @@
 #include <QDateTime>
 #include <algorithm>
 
+#include "advisor.h"
+
 namespace kiln::studio {
 
 namespace {
@@ -71,6 +73,26 @@ QString candidateTables(const inspector::EngineReport& report) {
   return html;
 }
 
+// The advisor's findings (inspector/advisor.h): rule, severity, message, cost, layers, fix.
+QString adviceSection(const inspector::EngineReport& report) {
+  const std::vector<inspector::Finding> findings = inspector::adviseEngine(report);
+  QString html = "<h2>Advisor</h2>\n";
+  if (findings.empty()) return html + "<p>No findings.</p>\n";
+  html += "<table><tr><th>severity</th><th>rule</th><th>finding</th><th>cost ms</th>"
+          "<th>layers</th><th>fix</th></tr>\n";
+  for (const inspector::Finding& f : findings) {
+    QString layers;
+    for (size_t i = 0; i < f.layers.size() && i < 8; ++i)
+      layers += (i ? "<br>" : "") + esc(f.layers[i]);
+    if (f.layers.size() > 8) layers += QString("<br>and %1 more").arg(f.layers.size() - 8);
+    html += QString("<tr><td>%1</td><td>%2</td><td>%3</td><td>%4</td><td>%5</td><td>%6</td></tr>\n")
+                .arg(inspector::adviceSeverityName(f.severity), esc(f.rule), esc(f.message),
+                     f.costMs >= 0 ? QString::number(f.costMs, 'f', 4) : QString("–"), layers,
+                     esc(f.fix));
+  }
+  return html + "</table>\n";
+}
+
 }  // namespace
 
 QString htmlReport(const inspector::EngineReport& report, const QString& modelName,
@@ -102,6 +124,7 @@ QString htmlReport(const inspector::EngineReport& report, const QString& modelNa
     if (svg.isEmpty()) continue;
     html += "<h2>" + figure.caption.toHtmlEscaped() + "</h2><figure>" + svg + "</figure>\n";
   }
+  html += adviceSection(report);
   html += "<h2>Layers</h2>\n" + layerTable(report);
   const QString candidates = candidateTables(report);
   if (!candidates.isEmpty()) html += "<h2>Tactic candidates</h2>\n" + candidates;

@@ -266,6 +266,7 @@ class TestMainWindow : public QObject {
     QVERIFY(page.contains("<svg"));
     QVERIFY(page.contains("Relu_0"));
     QVERIFY(!page.contains("<?xml"));  // SVG inlined without its prolog
+    QVERIFY(page.contains("<h2>Advisor</h2>"));  // the advisor's findings (or "No findings.")
   }
 
   void screenshotsScript() {
