@@ -9,6 +9,7 @@
 #include "backends/cpu/ops/einsum.h"
 #include "backends/cpu/ops/matmul_plan.h"
 #include "backends/cpu/ops/nn_common.h"
+#include "kiln/tensor_size.h"
 
 namespace kiln::cpu {
 namespace {
@@ -237,7 +238,13 @@ Status planMatMul(const Shape& aShape, const Shape& bShape, MatMulPlan* plan) {
   plan->aOffsets.clear();
   plan->bOffsets.clear();
   const int64_t aMatrix = plan->m * plan->k, bMatrix = plan->k * plan->n;
-  if (shapeNumel(batch) == 0) return Status::ok();
+  // An empty output (a batch, M or N of 0) computes nothing: no offsets, however many
+  // batches the other dims claim (2^40 of them once looped past libFuzzer's timeout). The
+  // offsets of a non-empty output are held to the tensor cap like any buffer.
+  KILN_ASSIGN_OR_RETURN(const int64_t batchCount, checkedNumel(batch, "MatMul's broadcast batch"));
+  if (batchCount == 0 || plan->m == 0 || plan->n == 0) return Status::ok();
+  KILN_RETURN_IF_ERROR(
+      checkTensorSize(DataType::kInt64, {2, batchCount}, "MatMul's batch offsets"));
   forEachBroadcast(batch, {aStrides, bStrides}, [&](int64_t, const std::vector<int64_t>& offsets) {
     plan->aOffsets.push_back(offsets[0] * aMatrix);
     plan->bOffsets.push_back(offsets[1] * bMatrix);
