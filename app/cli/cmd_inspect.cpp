@@ -9,6 +9,7 @@
 #include "cli/tensor_args.h"
 #include "engine_graph_onnx.h"
 #include "engine_inspector.h"
+#include "memory_timeline.h"
 #include "engine_report.h"
 #include "kiln/file_io.h"
 #include "kiln/onnx_import.h"
@@ -24,11 +25,12 @@ void printUsage() {
       "usage: kiln inspect MODEL.onnx [--shapes name:1x3x224x224,...] [--json]\n"
       "  Prints inputs/outputs (symbolic dims), opsets, op histogram, parameters, FLOPs at the\n"
       "  given shapes, and unsupported nodes. Unsupported nodes do not stop the report.\n"
-      "usage: kiln inspect PLAN.kiln [--layers] [--candidates] [--fusions] [--json]\n"
+      "usage: kiln inspect PLAN.kiln [--layers] [--candidates] [--fusions] [--memory] [--json]\n"
       "                              [--profile PROFILE.json] [--csv OUT.csv] [--export-onnx OUT.onnx]\n"
       "  Build summary; --layers adds the layer table (type, precision, tactic, time),\n"
       "  --candidates every tactic candidate with its time or why it was rejected;\n"
       "  --fusions: which ONNX nodes each engine layer came from, and back;\n"
+      "  --memory: the activation bytes alive at each layer, the peak and its tensors;\n"
       "  --json writes the engine inspector JSON (TensorRT's IEngineInspector keys);\n"
       "  --profile takes the layer times from `kiln run PLAN --export-profile` output.\n"
       "usage: kiln inspect GRAPH.json [--profile PROFILE.json] [--json] [--csv OUT.csv]\n"
@@ -87,6 +89,8 @@ int inspectPlan(const Args& args) {
   }
   printReportText(inspector::formatBuildSummary(*plan));
   if (args.flag("fusions")) printReportText(inspector::formatFusions(*plan));
+  if (args.flag("memory"))
+    printReportText(inspector::formatMemoryTimeline(inspector::memoryTimeline(*plan)));
   if (args.flag("layers") || args.flag("candidates"))
     printReportText(inspector::formatLayerTable(*plan, args.flag("candidates")));
   return 0;
@@ -108,7 +112,7 @@ bool endsWith(const std::string& text, const std::string& suffix) {
 
 int runInspect(const std::vector<std::string>& argv) {
   Args args({"shapes", "profile", "csv", "export-onnx"},
-            {"json", "help", "layers", "candidates", "fusions"});
+            {"json", "help", "layers", "candidates", "fusions", "memory"});
   Status parsed = args.parse(argv);
   if (!parsed.isOk()) return fail("inspect", parsed.message(), 2);
   if (args.flag("help") || args.positional().size() != 1) {

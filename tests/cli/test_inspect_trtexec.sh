@@ -77,6 +77,8 @@ layers=$(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))) - 
 check "plan --profile --csv" "$kiln" inspect "$work/bert.kiln" --profile "$work/profile.json" \
   --csv "$work/plan.csv"
 check "plan csv has one row per layer" test "$(csv_rows "$work/plan.csv")" -eq $((layers + 1))
+check "plan --memory shows the peak" bash -c "'$kiln' inspect '$work/bert.kiln' --memory | \
+  grep -q \"^peak: .* alive at layer .*; the planner's arena\""
 check "plan --export-onnx" "$kiln" inspect "$work/bert.kiln" --export-onnx "$work/bert.engine.onnx"
 check "plan engine graph has one node per layer" python3 -c "import sys; \
 data=open(sys.argv[1],'rb').read(); assert data.count(b'ai.kiln.engine') >= $layers" "$work/bert.engine.onnx"
