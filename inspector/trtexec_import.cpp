@@ -228,6 +228,40 @@ void readKnownKey(const std::string& key, const json& value, ReportLayer* l, boo
     *known = false;
 }
 
+// Reformat, Shuffle and copies move data and compute nothing.
+bool movesDataOnly(const ReportLayer& l) {
+  static const std::set<std::string> kTypes = {"Reformat", "Shuffle", "NoOp", "Copy"};
+  const auto parameterType = l.parameters.find("ParameterType");
+  return kTypes.count(l.layerType) ||
+         (parameterType != l.parameters.end() && kTypes.count(parameterType->second)) ||
+         l.layerType.find("Copy") != std::string::npos;
+}
+
+// The precision a trtexec layer computes in, TensorRT's and TensorRT Engine Explorer's
+// convention, not the type it writes. A layer with an INT8 (FP8) activation among its
+// inputs or INT8 (FP8) weights ("Weights": {"Type": "Int8", ...}) computes in INT8
+// (FP8): a QAT convolution with a fused dequantize writes FP16 or FP32 from INT8
+// arithmetic. A Reformat, Shuffle or copy takes its output's type (a quantizing
+// Reformat FP32 -> Int8 reads INT8). Any other layer computes in its first input's
+// precision, or its output's when it has no typed input.
+std::string computePrecision(const ReportLayer& l, const json& weights) {
+  const auto first = [](const std::vector<ReportTensor>& tensors) {
+    return tensors.empty() ? std::string() : precisionOfFormat(tensors[0].formatDatatype);
+  };
+  if (movesDataOnly(l)) {
+    const std::string out = first(l.outputs);
+    return out.empty() ? first(l.inputs) : out;
+  }
+  std::vector<std::string> operands;
+  if (weights.is_object())
+    operands.push_back(precisionOfFormat(text(weights.value("Type", json("")))));
+  for (const ReportTensor& t : l.inputs) operands.push_back(precisionOfFormat(t.formatDatatype));
+  for (const char* quantized : {"INT8", "FP8"})
+    if (std::find(operands.begin(), operands.end(), quantized) != operands.end()) return quantized;
+  const std::string in = first(l.inputs);
+  return in.empty() ? first(l.outputs) : in;
+}
+
 ReportLayer layerFromJson(const json& j, int64_t* weightBytes) {
   ReportLayer l;
   l.name = j["Name"].get<std::string>();
@@ -241,12 +275,8 @@ ReportLayer layerFromJson(const json& j, int64_t* weightBytes) {
     readKnownKey(key, value, &l, &known);
     if (!known) l.parameters[key] = text(value);
   }
-  // A layer's precision is that of what it writes (a Reformat too: its output's);
-  // a Precision key, where the export has one, wins.
-  if (l.precision.empty() && !l.outputs.empty())
-    l.precision = precisionOfFormat(l.outputs[0].formatDatatype);
-  if (l.precision.empty() && !l.inputs.empty())
-    l.precision = precisionOfFormat(l.inputs[0].formatDatatype);
+  // A Precision key, where the export has one (Kiln's own JSON), wins.
+  if (l.precision.empty()) l.precision = computePrecision(l, j.value("Weights", json()));
   if (l.sourceNodes.empty() && j.contains("Metadata"))
     l.sourceNodes = sourceNodesFromMetadata(text(j["Metadata"]));
   if (l.sourceNodes.empty()) l.sourceNodes = sourceNodesFromName(l.name);
@@ -294,8 +324,8 @@ std::string summaryOf(const EngineReport& report) {
     out << (i ? ", " : " (") << report.bindings[i] << (i + 1 == report.bindings.size() ? ")" : "");
   if (!report.inspectorLayout.empty()) out << "\nlayout: " << report.inspectorLayout;
   for (const ReportIoTensor& t : report.ioTensors) {
-    out << "\n  " << (t.ioMode.empty() ? "tensor" : t.ioMode) << " " << t.name << ": "
-        << t.dataType << " " << shapeText(t.dimensions) << " (" << t.location
+    out << "\n  " << (t.ioMode.empty() ? "tensor" : t.ioMode) << " " << t.name << ": " << t.dataType
+        << " " << shapeText(t.dimensions) << " (" << t.location
         << (t.shapeInference ? ", shape inference I/O" : "") << ")";
     for (size_t p = 0; p < t.profiles.size(); ++p)
       out << "\n    profile " << p << ": min " << shapeText(t.profiles[p].min) << " opt "

@@ -93,10 +93,14 @@ void TacticsPanel::refresh() {
                              : tr("No engine: build or open one to see its tactics."));
     return;
   }
-  showLayer(report->layers[index]);
+  showLayer(report->layers[index], isTrtexecExport(*report));
 }
 
-void TacticsPanel::showLayer(const inspector::ReportLayer& layer) {
+bool isTrtexecExport(const inspector::EngineReport& report) {
+  return report.origin == "trtexec export" || report.backend == "tensorrt";
+}
+
+void TacticsPanel::showLayer(const inspector::ReportLayer& layer, bool trtexecExport) {
   const auto& candidates = layer.candidates;
   const int winner = winnerOf(layer);
   const std::vector<int> order = candidateOrder(candidates);
@@ -127,6 +131,18 @@ void TacticsPanel::showLayer(const inspector::ReportLayer& layer) {
   m_table->resizeColumnsToContents();
 
   const QString name = QString::fromStdString(layer.name);
+  if (candidates.empty() && trtexecExport) {
+    // trtexec writes what TensorRT chose, never the candidates it timed.
+    const std::string& chosen = layer.tactic.empty() ? layer.tacticValue : layer.tactic;
+    m_header->setText(
+        chosen.empty() ? tr("%1: no tactic recorded; trtexec exports carry only the chosen tactic, "
+                            "not the candidates TensorRT timed")
+                             .arg(name)
+                       : tr("%1: tactic %2; trtexec exports carry only the chosen tactic, not the "
+                            "candidates TensorRT timed")
+                             .arg(name, QString::fromStdString(chosen)));
+    return;
+  }
   if (candidates.empty()) {
     m_header->setText(tr("%1: no candidates recorded (the plan keeps them only at detailed "
                          "profiling verbosity)")

@@ -2,6 +2,7 @@
 // every tactic candidate the builder considered (tactic, source, precision, time,
 // from cache, why rejected, what the backend said), fastest first, the winner
 // marked, under a header "N candidates, winner X, Y× faster than the runner-up".
+// A trtexec export has no candidates: the header then names the chosen tactic.
 #pragma once
 
 #include <QString>
@@ -41,7 +42,8 @@ class TacticsPanel : public QWidget {
 
  private:
   void refresh();
-  void showLayer(const inspector::ReportLayer& layer);
+  // trtexecExport: the report is a trtexec export, whose layers carry no candidates.
+  void showLayer(const inspector::ReportLayer& layer, bool trtexecExport);
 
   StudioDocument* m_document;
   QLabel* m_header;
@@ -54,5 +56,8 @@ class TacticsPanel : public QWidget {
 std::vector<int> candidateOrder(const std::vector<inspector::ReportCandidate>& candidates);
 // Index of the candidate that is the layer's tactic at its precision (-1 if none).
 int winnerOf(const inspector::ReportLayer& layer);
+// Whether the report was read from a trtexec export (a TensorRT engine's), which
+// records only the tactic TensorRT chose for each layer.
+bool isTrtexecExport(const inspector::EngineReport& report);
 
 }  // namespace kiln::studio

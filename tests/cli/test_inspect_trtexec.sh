@@ -16,6 +16,12 @@ profile="$data/trtexec/mobilenet.qat.onnx.engine.profile.json"
 check "table exits 0" test $? -eq 0
 check "table names a layer" grep -q '^GlobalAveragePool_843  *TiledPooling  *FP16 ' "$work/table.txt"
 check "table shows INT8 layers" grep -q 'CaskConvolution  *INT8  *volta_int8x4' "$work/table.txt"
+# A layer's precision is what it computes in: this convolution reads Int8 with Int8
+# weights and writes FP16 (a fused dequantize), so INT8, as TensorRT counts it.
+check "an INT8 convolution writing FP16 is INT8" grep -q \
+  '^features.2.conv.2.weight + QuantizeLinear_90 + Conv_94  *CaskConvolution  *INT8  *turing_fp16_i8816' \
+  "$work/table.txt"
+check "precision mix by compute precision" grep -q '^precisions: FP16 2 FP32 1 INT8 70$' "$work/table.txt"
 check "table has the totals" grep -q '^73 layers; total 0.468768 ms' "$work/table.txt"
 "$kiln" inspect "$graph" --profile "$profile" --json > "$work/report.json"
 check "--json parses" python3 -c "import json,sys; d=json.load(open(sys.argv[1])); \

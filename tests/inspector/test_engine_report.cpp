@@ -72,21 +72,75 @@ TEST(TrtexecReport, ReadsLayersTypesPrecisionsAndTactics) {
   EXPECT_EQ(conv.outputBytes, 32 * 112 * 112);  // Int8 output 1x32x112x112
   ASSERT_EQ(conv.outputs.size(), 1u);
   EXPECT_EQ(conv.outputs[0].dimensions, (std::vector<int64_t>{1, 32, 112, 112}));
-  const ReportLayer* fp16 = findLayer(r, "features.2.conv.2.weight + QuantizeLinear_90 + Conv_94");
-  ASSERT_NE(fp16, nullptr);
-  EXPECT_EQ(fp16->precision, "FP16");
-  EXPECT_EQ(fp16->tactic, "turing_fp16_i8816cudnn_int8_128x128_ldg16_relu_small_nt_v1");
+  // Int8 input and weights, FP16 output: an INT8 convolution (i8816 MMA, its tactic
+  // says) with a fused dequantize. Read by its output's type, it used to say FP16.
+  const ReportLayer* int8ToFp16 =
+      findLayer(r, "features.2.conv.2.weight + QuantizeLinear_90 + Conv_94");
+  ASSERT_NE(int8ToFp16, nullptr);
+  EXPECT_EQ(int8ToFp16->precision, "INT8");
+  EXPECT_EQ(int8ToFp16->outputs[0].formatDatatype,
+            "Thirty-two wide channel vectorized row major FP16 format");
+  EXPECT_EQ(int8ToFp16->tactic, "turing_fp16_i8816cudnn_int8_128x128_ldg16_relu_small_nt_v1");
   const ReportLayer* pool = findLayer(r, "GlobalAveragePool_843");
   ASSERT_NE(pool, nullptr);
   EXPECT_EQ(pool->layerType, "TiledPooling");
   EXPECT_EQ(pool->precision, "FP16");
   EXPECT_EQ(pool->tactic, "");
+  // The classifier (Int8 in, Int8 weights, FP32 out) computes in INT8 too; the NoOp
+  // copy after it keeps its FP32 output.
+  EXPECT_EQ(r.layers[r.layers.size() - 2].precision, "INT8");
   EXPECT_EQ(r.layers.back().precision, "FP32");
   // Untimed without a profile; weights from the layers' Weights/Bias counts.
   EXPECT_EQ(r.totalMs, -1);
   EXPECT_EQ(conv.milliseconds, -1);
   EXPECT_EQ(conv.percentage, -1);
   EXPECT_GT(r.weightBytes, 3'000'000);
+}
+
+// A layer's precision is what it computes in (TensorRT's and TensorRT Engine Explorer's
+// convention), not the type it writes: an INT8 (FP8) activation or INT8 weights make it
+// INT8 (FP8); Reformat, Shuffle and copies take their output's; the rest their first
+// input's. Layer name = expected precision.
+TEST(TrtexecReport, PrecisionIsWhatALayerComputesIn) {
+  const json graph = json::parse(R"({"Layers": [
+    {"Name": "INT8", "LayerType": "CaskConvolution", "ParameterType": "Convolution",
+     "Inputs": [{"Name": "a", "Format/Datatype": "Thirty-two wide channel vectorized row major Int8 format"}],
+     "Outputs": [{"Name": "b", "Format/Datatype": "Channel major FP16 format where channel % 8 == 0"}],
+     "Weights": {"Type": "Int8", "Count": 64}, "Bias": {"Type": "Float", "Count": 8}},
+    {"Name": "FP32", "LayerType": "Reformat", "ParameterType": "Reformat",
+     "Inputs": [{"Name": "b", "Format/Datatype": "Four wide channel vectorized row major Int8 format"}],
+     "Outputs": [{"Name": "c", "Format/Datatype": "Row major linear FP32"}]},
+    {"Name": "FP16", "LayerType": "CaskConvolution", "ParameterType": "Convolution",
+     "Inputs": [{"Name": "c", "Format/Datatype": "Channel major FP16 format where channel % 8 == 0"}],
+     "Outputs": [{"Name": "d", "Format/Datatype": "Row major linear FP32"}],
+     "Weights": {"Type": "Half", "Count": 64}},
+    {"Name": "INT8", "LayerType": "CaskGemm", "Comment": "INT8 weights, FP16 activation",
+     "Inputs": [{"Name": "d", "Format/Datatype": "Row major linear FP16 format"}],
+     "Outputs": [{"Name": "e", "Format/Datatype": "Row major linear FP16 format"}],
+     "Weights": {"Type": "Int8", "Count": 64}},
+    {"Name": "FP8", "LayerType": "CaskConvolution",
+     "Inputs": [{"Name": "e", "Format": "Row major linear", "DataType": "FP8"}],
+     "Outputs": [{"Name": "f", "Format": "Row major linear", "DataType": "Half"}]},
+    {"Name": "INT8", "LayerType": "ElementWise", "Comment": "a residual add with one Int8 input",
+     "Inputs": [{"Name": "f", "Format/Datatype": "Row major linear FP16 format"},
+                {"Name": "a", "Format/Datatype": "Row major linear Int8 format"}],
+     "Outputs": [{"Name": "g", "Format/Datatype": "Row major linear FP16 format"}]},
+    {"Name": "FP16", "LayerType": "Shuffle",
+     "Inputs": [{"Name": "g", "Format/Datatype": "Row major linear Int8 format"}],
+     "Outputs": [{"Name": "h", "Format/Datatype": "Row major linear FP16 format"}]},
+    {"Name": "FP16", "LayerType": "TiledPooling", "Comment": "FP16 in, FP32 out",
+     "Inputs": [{"Name": "h", "Format/Datatype": "Row major linear FP16 format"}],
+     "Outputs": [{"Name": "i", "Format/Datatype": "Row major linear FP32"}]},
+    {"Name": "FP32", "LayerType": "Constant",
+     "Outputs": [{"Name": "j", "Format/Datatype": "Row major linear FP32"}]},
+    {"Name": "BF16", "LayerType": "Myelin", "Precision": "BF16", "Comment": "the key wins",
+     "Inputs": [{"Name": "j", "Format/Datatype": "Row major linear Int8 format"}]}
+  ]})");
+  auto r = reportFromTrtexecJson(graph, "precisions.json");
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  ASSERT_EQ(r->layers.size(), 10u);
+  for (size_t i = 0; i < r->layers.size(); ++i)
+    EXPECT_EQ(r->layers[i].precision, r->layers[i].name) << "layer #" << i;
 }
 
 // TensorRT 11 replaced "Bindings" with "I/O Tensors" objects and split "Format/Datatype"
@@ -285,7 +339,10 @@ TEST(ReportText, TableShowsLayersPrecisionsAndTotals) {
   EXPECT_NE(table.find("73 layers; total 0.468768 ms (medians of a 6610-iteration profile)"),
             std::string::npos)
       << table;
-  EXPECT_NE(table.find("precisions: FP16 15 FP32 5 INT8 53"), std::string::npos) << table;
+  // Labelled by what they compute in, the 13 INT8 convolutions writing FP16 and the 4
+  // writing FP32 are INT8 (the output-type labels said FP16 15 FP32 5 INT8 53); left
+  // are the FP16 pooling and its FP16 reformat, and the FP32 NoOp copy.
+  EXPECT_NE(table.find("precisions: FP16 2 FP32 1 INT8 70"), std::string::npos) << table;
 }
 
 TEST(ReportJson, ReadsBackThroughTheTrtexecReader) {

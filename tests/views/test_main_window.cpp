@@ -6,6 +6,7 @@
 #include <QFileInfo>
 #include <QSettings>
 #include <QStandardPaths>
+#include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTimer>
 #include <QtTest>
@@ -20,6 +21,7 @@
 #include "kiln/plan.h"
 #include "main_window.h"
 #include "profile_panel.h"
+#include "tactics_panel.h"
 
 using namespace kiln;
 using namespace kiln::studio;
@@ -180,6 +182,29 @@ class TestMainWindow : public QObject {
     QCOMPARE(QString::fromStdString(report->layers[0].name), QString("QuantizeLinear_2"));
     auto* profile = qobject_cast<ProfilePanel*>(window.panel("profile"));
     QVERIFY(profile->bannerText().contains("TensorRT"));
+  }
+
+  // A trtexec export records only the tactic TensorRT chose: the Tactics dock says so,
+  // naming it, instead of pointing at a plan's profiling verbosity.
+  void tacticsDockOfATrtexecExport() {
+    MainWindow window;
+    window.openFile(dataPath("trtexec/mobilenet.qat.onnx.engine.graph.json"));
+    QVERIFY(window.jobs()->waitForIdle(kJobTimeoutMs));
+    auto* tactics = qobject_cast<TacticsPanel*>(window.panel("tactics"));
+    QVERIFY(tactics != nullptr);
+    QCOMPARE(tactics->header(), QString("Select a layer to see its tactics."));
+    window.document()->selectLayer(1);
+    QCOMPARE(tactics->header(),
+             QString("features.0.0.weight + QuantizeLinear_8 + Conv_12 + PWN(Clip_16): tactic "
+                     "volta_int8x4_icudnn_int8x4_128x32_relu_xregs_medium_c32_nn_v1; trtexec "
+                     "exports carry only the chosen tactic, not the candidates TensorRT timed"));
+    QCOMPARE(tactics->table()->rowCount(), 0);
+    // A Reformat has a tactic value only.
+    window.document()->selectLayer(0);
+    QCOMPARE(tactics->header(),
+             QString("QuantizeLinear_2: tactic 0x0000000000000000; trtexec exports carry only "
+                     "the chosen tactic, not the candidates TensorRT timed"));
+    QVERIFY(!tactics->header().contains("profiling verbosity"));
   }
 
   // TensorRT 11.x's inspector layout opens into the same layer table as the 10.x export.
