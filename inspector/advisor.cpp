@@ -21,7 +21,9 @@ bool movesData(const ReportLayer& l) {
   return l.layerType == "Reformat" || l.layerType == "Shuffle" || l.layerType == "Transpose";
 }
 
-std::string tensorPrecision(const ReportTensor& t) { return precisionOfFormat(t.formatDatatype); }
+std::string tensorPrecision(const ReportTensor& t) {
+  return precisionOfFormat(t.formatDatatype);
+}
 
 double sumMs(const EngineReport& report, const std::vector<size_t>& layers) {
   double total = 0;
@@ -80,14 +82,13 @@ void layoutCopies(const EngineReport& report, std::vector<Finding>* out) {
   char share[64] = "";
   if (ms >= 0 && report.totalMs > 0)
     std::snprintf(share, sizeof(share), " (%.1f%% of the time)", 100.0 * ms / report.totalMs);
-  out->push_back(finding(report, "layout-copies",
-                         costly ? AdviceSeverity::kWarning : AdviceSeverity::kInfo,
-                         std::to_string(hits.size()) +
-                             " layers only move data (Transpose, Shuffle, Reformat)" + share,
-                         hits,
-                         "export with the layout the engine runs in (channels-last for CNNs), "
-                         "and look at `kiln inspect PLAN --fusions` for transposes the passes "
-                         "could not cancel"));
+  out->push_back(finding(
+      report, "layout-copies", costly ? AdviceSeverity::kWarning : AdviceSeverity::kInfo,
+      std::to_string(hits.size()) + " layers only move data (Transpose, Shuffle, Reformat)" + share,
+      hits,
+      "export with the layout the engine runs in (channels-last for CNNs), "
+      "and look at `kiln inspect PLAN --fusions` for transposes the passes "
+      "could not cancel"));
 }
 
 void int8WideOutputs(const EngineReport& report, std::vector<Finding>* out) {
@@ -136,9 +137,10 @@ void channelAlignment(const EngineReport& report, std::vector<Finding>* out) {
                                " reduced-precision convolutions have channel counts that are "
                                "not multiples of 8 (16 for INT8): tensor-core kernels pad or "
                                "fall back",
-                           hits, "round the channel counts up in the model (zero-padded "
-                                 "weights), or keep those layers in a precision that does not "
-                                 "need the alignment"));
+                           hits,
+                           "round the channel counts up in the model (zero-padded "
+                           "weights), or keep those layers in a precision that does not "
+                           "need the alignment"));
   if (!stems.empty())
     out->push_back(finding(report, "channel-alignment", AdviceSeverity::kInfo,
                            std::to_string(stems.size()) +

@@ -31,9 +31,9 @@ void setStrings(Node& n, const std::string& key, const std::vector<std::string>&
 // The element type a "Format/Datatype" text names (kUndefined when none).
 DataType typeOfFormat(const std::string& formatDatatype) {
   static const std::map<std::string, DataType> kTypes = {
-      {"FP32", DataType::kFloat32}, {"FP16", DataType::kFloat16},  {"BF16", DataType::kBFloat16},
-      {"INT8", DataType::kInt8},    {"FP8", DataType::kFp8E4M3},    {"INT32", DataType::kInt32},
-      {"INT64", DataType::kInt64},  {"UINT8", DataType::kUInt8},    {"BOOL", DataType::kBool}};
+      {"FP32", DataType::kFloat32}, {"FP16", DataType::kFloat16}, {"BF16", DataType::kBFloat16},
+      {"INT8", DataType::kInt8},    {"FP8", DataType::kFp8E4M3},  {"INT32", DataType::kInt32},
+      {"INT64", DataType::kInt64},  {"UINT8", DataType::kUInt8},  {"BOOL", DataType::kBool}};
   const auto it = kTypes.find(precisionOfFormat(formatDatatype));
   return it == kTypes.end() ? DataType::kUndefined : it->second;
 }
@@ -99,8 +99,7 @@ Network engineGraphNetwork(const EngineReport& report) {
     }
     for (const ReportTensor& t : l.outputs) n.outputs.push_back(t.name);
     if (!l.precision.empty()) setString(n, "precision", l.precision);
-    if (!l.precisionReason.empty())
-      setString(n, "precision_reason", l.precisionReason);
+    if (!l.precisionReason.empty()) setString(n, "precision_reason", l.precisionReason);
     if (!l.tactic.empty()) setString(n, "tactic", l.tactic);
     if (!l.tacticValue.empty()) setString(n, "tactic_value", l.tacticValue);
     if (!l.tacticSource.empty()) setString(n, "tactic_source", l.tacticSource);

@@ -56,9 +56,9 @@ bool copies(const Node& n) {
 }
 
 bool isViewOp(const Node& n) {
-  static const std::set<std::string> kOps = {"Reshape", "Transpose", "Squeeze", "Unsqueeze",
-                                             "Flatten", "Identity",  "Gather",  "Split",
-                                             "Slice"};
+  static const std::set<std::string> kOps = {"Reshape",   "Transpose", "Squeeze",
+                                             "Unsqueeze", "Flatten",   "Identity",
+                                             "Gather",    "Split",     "Slice"};
   return isDefaultDomain(n) && kOps.count(n.opType) && !n.inputs.empty() && !n.inputs[0].empty();
 }
 
@@ -116,8 +116,8 @@ bool apply(const Graph& g, const GraphIndex& index, const InferredShapes& shapes
     for (size_t i = 0; i < axes.size(); ++i) {
       const int64_t axis = axisOf(axes[i]);
       if (axis < 0 || axis >= rank) return false;
-      const int64_t start = std::clamp(starts[i] < 0 ? starts[i] + in[axis] : starts[i],
-                                       int64_t{0}, in[axis]);
+      const int64_t start =
+          std::clamp(starts[i] < 0 ? starts[i] + in[axis] : starts[i], int64_t{0}, in[axis]);
       if (!view->narrow(axis, start, out[axis])) return false;
     }
     return view->shape() == out;
@@ -185,8 +185,7 @@ std::vector<int> takenOver(const Graph& g, const GraphIndex& index, std::set<int
     for (auto it = candidates.begin(); it != candidates.end();) {
       bool inside = true;
       for (const std::string& out : g.nodes[*it].outputs)
-        for (int r : index.readers(out))
-          inside = inside && (r == at || candidates.count(r));
+        for (int r : index.readers(out)) inside = inside && (r == at || candidates.count(r));
       if (inside) {
         ++it;
       } else {

@@ -25,6 +25,7 @@ std::unique_ptr<Pass> makeFoldReshapeTranspose();
 std::unique_ptr<Pass> makeMergeTransposes();
 // The same rewrite under its own name, run after channels_last_layout.
 std::unique_ptr<Pass> makeMergeLayoutTransposes();
+std::unique_ptr<Pass> makeSinkTransposes();
 std::unique_ptr<Pass> makeMergeReshapes();
 std::unique_ptr<Pass> makeFoldPadIntoConvPool();
 std::unique_ptr<Pass> makeFuseGelu();

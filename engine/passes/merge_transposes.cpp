@@ -31,15 +31,6 @@ bool permutation(const Node& node, int64_t rank, Perm* perm) {
   return true;
 }
 
-bool validPermutation(const Perm& perm) {
-  std::vector<bool> seen(perm.size(), false);
-  for (int64_t p : perm) {
-    if (p < 0 || p >= static_cast<int64_t>(perm.size()) || seen[p]) return false;
-    seen[p] = true;
-  }
-  return true;
-}
-
 struct Match {
   int first = -1, second = -1;
   Perm composed;
@@ -61,8 +52,8 @@ bool matchAt(const Graph& g, const GraphIndex& index, const Shapes& shapes, int 
     rank = static_cast<int64_t>(s->size());
   }
   Perm p1, p2;
-  if (!permutation(t1, rank, &p1) || !permutation(second, rank, &p2) || !validPermutation(p1) ||
-      !validPermutation(p2))
+  if (!permutation(t1, rank, &p1) || !permutation(second, rank, &p2) || !isPermutation(p1) ||
+      !isPermutation(p2))
     return false;
   m->first = first;
   m->second = at;

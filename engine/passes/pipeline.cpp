@@ -99,6 +99,11 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   // After every fusion, which all match channels-first patterns; only when the
   // backend asks for it (runPasses' channelsLast), so a CPU build never sees it.
   list.push_back(passes::makeChannelsLastLayout());
+  // Elementwise nodes between the model's permute and the layout's reformat back (ConvNeXt's
+  // layer scale and residual Add) compute in the reformat's layout, and both permutes go:
+  // after the layout pass, which makes the reformats; before merge_layout_transposes, which
+  // then joins what is left.
+  list.push_back(passes::makeSinkTransposes());
   // The layout's reformats against the model's own permutes (a reformat to NCHW read by
   // a Transpose back to NHWC is no copy at all): after the layout pass, which makes them.
   list.push_back(passes::makeMergeLayoutTransposes());

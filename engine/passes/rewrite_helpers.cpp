@@ -140,6 +140,15 @@ Tensor transposedMatrix(const Tensor& t) {
   return out;
 }
 
+bool isPermutation(const std::vector<int64_t>& perm) {
+  std::vector<bool> seen(perm.size(), false);
+  for (int64_t p : perm) {
+    if (p < 0 || p >= static_cast<int64_t>(perm.size()) || seen[p]) return false;
+    seen[p] = true;
+  }
+  return true;
+}
+
 Attribute intsAttribute(const std::vector<int64_t>& values) {
   Attribute a;
   a.kind = Attribute::Kind::kInts;

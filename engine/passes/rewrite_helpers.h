@@ -57,6 +57,9 @@ std::string addInt64Initializer(Graph& g, const std::string& base,
 
 Attribute intsAttribute(const std::vector<int64_t>& values);
 
+// `perm` holds each of 0 .. size - 1 exactly once.
+bool isPermutation(const std::vector<int64_t>& perm);
+
 // A 2-D tensor [R, C] (any fixed-size element type) as its transpose [C, R]: a Gemm's
 // transB = 1 weights [N, K] as the [K, N] that FusedMatMul and QuantizedMatMul take.
 Tensor transposedMatrix(const Tensor& t);

@@ -48,10 +48,10 @@ TEST(StridedView, NarrowTransposeAndRefusals) {
   ASSERT_TRUE(v.narrow(0, 2, 3));       // [3, 3, 2] at offset 2
   EXPECT_EQ(v.offset(), 2);
   EXPECT_EQ(v.shape(), (Shape{3, 3, 2}));
-  EXPECT_FALSE(v.narrow(0, 2, 2));             // past the end
-  EXPECT_FALSE(v.reshape({9, 3}));             // 3 x 3 x 2 = 18 elements, not 27
-  EXPECT_FALSE(v.transpose({0, 0, 1}));        // not a permutation
-  EXPECT_FALSE(v.select(1, 3));                // index out of range
+  EXPECT_FALSE(v.narrow(0, 2, 2));       // past the end
+  EXPECT_FALSE(v.reshape({9, 3}));       // 3 x 3 x 2 = 18 elements, not 27
+  EXPECT_FALSE(v.transpose({0, 0, 1}));  // not a permutation
+  EXPECT_FALSE(v.select(1, 3));          // index out of range
   StridedView w;
   ASSERT_TRUE(StridedView::contiguous({6}, &w));
   EXPECT_FALSE(w.reshape({4, 2}));  // 8 elements from 6
@@ -116,8 +116,7 @@ TEST(FoldAttentionViews, MultiheadAttentionSequenceFirstReadsAndWritesInPlace) {
   EXPECT_EQ(n->attrString("output_layout", ""), "SBHD");
   const int64_t width = 3 * 3 * 16;
   EXPECT_EQ(n->attrInts("q_view"), (std::vector<int64_t>{0, 2, 3, 37, 16, width, 16, 2 * width}));
-  EXPECT_EQ(n->attrInts("v_view"),
-            (std::vector<int64_t>{96, 2, 3, 37, 16, width, 16, 2 * width}));
+  EXPECT_EQ(n->attrInts("v_view"), (std::vector<int64_t>{96, 2, 3, 37, 16, width, 16, 2 * width}));
   for (const char* gone : {"Transpose", "Gather", "Squeeze", "Unsqueeze"})
     EXPECT_EQ(nodeOfType(fused, gone), nullptr) << gone;
   // Left: the head merge's Reshape, which the runtime aliases.
