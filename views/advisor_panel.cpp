@@ -147,13 +147,14 @@ void AdvisorPanel::refresh() {
     ++counts[static_cast<int>(f.severity)];
     timed = timed || f.costMs >= 0;
   }
-  QString text =
-      tr("%1 finding(s): %2 error(s), %3 warning(s), %4 info, most costly first. Click a "
-         "finding to select its first layer; hover for the full fix.")
-          .arg(m_findings.size())
-          .arg(counts[2])
-          .arg(counts[1])
-          .arg(counts[0]);
+  QStringList parts;
+  if (counts[2]) parts << tr("%1 error(s)").arg(counts[2]);
+  if (counts[1]) parts << tr("%1 warning(s)").arg(counts[1]);
+  if (counts[0]) parts << tr("%1 info").arg(counts[0]);
+  QString text = tr("%1 finding(s) (%2), most costly first. Click a finding to select its first "
+                    "layer; hover over a cell for its full text.")
+                     .arg(m_findings.size())
+                     .arg(parts.join(", "));
   if (!timed) text += " " + tr("No layer times: profile the engine to see what each one costs.");
   m_summary->setText(text);
 }

@@ -45,6 +45,11 @@ MemoryTimelineChart::MemoryTimelineChart(StudioDocument* document, QWidget* pare
   m_plot->setMinimumHeight(120);
   m_plot->xAxis->setLabel(tr("layer (execution order)"));
   m_plot->xAxis->grid()->setVisible(false);
+  // Layers are counted: whole-number ticks only.
+  auto ticker = QSharedPointer<QCPAxisTickerFixed>::create();
+  ticker->setTickStep(1);
+  ticker->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+  m_plot->xAxis->setTicker(ticker);
   m_tensors->setObjectName("peakTensors");
   m_tensors->setHorizontalHeaderLabels({tr("Alive at the peak"), tr("Size")});
   m_tensors->verticalHeader()->hide();
@@ -89,7 +94,7 @@ void MemoryTimelineChart::showPlan(const std::shared_ptr<const Plan>& plan,
     values.push_back(static_cast<double>(step.liveBytes));
   }
   const auto [unit, unitName] = axisUnit(m_peakBytes);
-  m_plot->yAxis->setLabel(tr("live activations (%1)").arg(unitName));
+  m_plot->yAxis->setLabel(tr("live %1").arg(unitName));
   drawBars(values, timeline.peakStep, unit);
   m_tensors->setRowCount(static_cast<int>(timeline.peakTensors.size()));
   for (size_t i = 0; i < timeline.peakTensors.size(); ++i) {
