@@ -19,6 +19,7 @@
 #include <QVBoxLayout>
 #include <algorithm>
 
+#include "advisor_panel.h"
 #include "build_panel.h"
 #include "calibration_view.h"
 #include "charts_view.h"
@@ -112,7 +113,7 @@ void MainWindow::registerViews() {
 }
 
 // Docks: build configuration on the left, properties on the right, issues, tactic
-// candidates and profiling below.
+// candidates, profiling, plugins and the advisor below.
 void MainWindow::createDocks() {
   auto addDock = [this](const QString& id, const QString& title, QWidget* content,
                         Qt::DockWidgetArea area) {
@@ -136,9 +137,12 @@ void MainWindow::createDocks() {
               Qt::BottomDockWidgetArea);
   auto* plugins = new PluginsPanel(&m_document, this);
   QDockWidget* pluginsDock = addDock("plugins", tr("Plugins"), plugins, Qt::BottomDockWidgetArea);
+  QDockWidget* advisor = addDock("advisor", tr("Advisor"), new AdvisorPanel(&m_document, this),
+                                 Qt::BottomDockWidgetArea);
   tabifyDockWidget(issues, tactics);
   tabifyDockWidget(tactics, profile);
   tabifyDockWidget(profile, pluginsDock);
+  tabifyDockWidget(pluginsDock, advisor);
   // A new library may map nodes of the open model to plugins: open it again.
   connect(plugins, &PluginsPanel::pluginsChanged, this, [this] {
     if (!m_document.modelPath().isEmpty()) openFile(m_document.modelPath());

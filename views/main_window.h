@@ -1,9 +1,8 @@
 // MainWindow: kiln-studio's window. Views (model graph, engine graph, layer table,
 // charts) are tabs in the centre, registered in one block; panels (build, properties,
-// tactics, profile, issues) are docks. Opens .onnx models, .kiln plans and trtexec
-// exports (menu, command line, drag and drop); remembers recent files, window state,
-// the last build configuration and the trusted plan keys. Slow work goes through the
-// JobRunner.
+// tactics, profile, issues, plugins, advisor) are docks. Opens .onnx models, .kiln plans and
+// trtexec exports (menu, command line, drag and drop); remembers recent files, window state, the
+// last build configuration and the trusted plan keys. Slow work goes through the JobRunner.
 #pragma once
 
 #include <QMainWindow>
