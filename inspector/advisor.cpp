@@ -25,6 +25,11 @@ std::string tensorPrecision(const ReportTensor& t) {
   return precisionOfFormat(t.formatDatatype);
 }
 
+// "1 layer runs" / "3 layers run": the count, the noun and the verb agreeing with it.
+std::string counted(size_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
 double sumMs(const EngineReport& report, const std::vector<size_t>& layers) {
   double total = 0;
   for (size_t i : layers) {
@@ -62,14 +67,14 @@ void reformatsChangingType(const EngineReport& report, std::vector<Finding>* out
   std::string kinds;
   for (const auto& [pair, count] : pairs)
     kinds += (kinds.empty() ? "" : ", ") + std::to_string(count) + " " + pair;
-  out->push_back(finding(report, "reformat-changes-type", AdviceSeverity::kWarning,
-                         std::to_string(hits.size()) +
-                             " data-movement layers change the data type (" + kinds +
-                             "): precision boundaries, each a pass over its tensor",
-                         hits,
-                         "keep neighbouring layers in one precision (kiln debug precision "
-                         "MODEL.onnx; --layer-precisions to widen a region) or move the Q/DQ "
-                         "pair so the boundary falls on a compute layer"));
+  out->push_back(finding(
+      report, "reformat-changes-type", AdviceSeverity::kWarning,
+      counted(hits.size(), "data-movement layer changes", "data-movement layers change") +
+          " the data type (" + kinds + "): precision boundaries, each a pass over its tensor",
+      hits,
+      "keep neighbouring layers in one precision (kiln debug precision "
+      "MODEL.onnx; --layer-precisions to widen a region) or move the Q/DQ "
+      "pair so the boundary falls on a compute layer"));
 }
 
 void layoutCopies(const EngineReport& report, std::vector<Finding>* out) {
@@ -82,13 +87,14 @@ void layoutCopies(const EngineReport& report, std::vector<Finding>* out) {
   char share[64] = "";
   if (ms >= 0 && report.totalMs > 0)
     std::snprintf(share, sizeof(share), " (%.1f%% of the time)", 100.0 * ms / report.totalMs);
-  out->push_back(finding(
-      report, "layout-copies", costly ? AdviceSeverity::kWarning : AdviceSeverity::kInfo,
-      std::to_string(hits.size()) + " layers only move data (Transpose, Shuffle, Reformat)" + share,
-      hits,
-      "export with the layout the engine runs in (channels-last for CNNs), "
-      "and look at `kiln inspect PLAN --fusions` for transposes the passes "
-      "could not cancel"));
+  out->push_back(finding(report, "layout-copies",
+                         costly ? AdviceSeverity::kWarning : AdviceSeverity::kInfo,
+                         counted(hits.size(), "layer only moves", "layers only move") +
+                             " data (Transpose, Shuffle, Reformat)" + share,
+                         hits,
+                         "export with the layout the engine runs in (channels-last for CNNs), "
+                         "and look at `kiln inspect PLAN --fusions` for transposes the passes "
+                         "could not cancel"));
 }
 
 void int8WideOutputs(const EngineReport& report, std::vector<Finding>* out) {
@@ -101,13 +107,14 @@ void int8WideOutputs(const EngineReport& report, std::vector<Finding>* out) {
       hits.push_back(i);
   }
   if (hits.empty()) return;
-  out->push_back(finding(report, "int8-conv-wide-output", AdviceSeverity::kWarning,
-                         std::to_string(hits.size()) +
-                             " INT8 convolutions write a wider output type: the next layer "
-                             "reads 2-4x the bytes",
-                         hits,
-                         "quantize the output too (a Q/DQ pair after the convolution, or "
-                         "calibrate the tensor: kiln calibrate) so the layer writes INT8"));
+  out->push_back(
+      finding(report, "int8-conv-wide-output", AdviceSeverity::kWarning,
+              counted(hits.size(), "INT8 convolution writes", "INT8 convolutions write") +
+                  " a wider output type: the next layer "
+                  "reads 2-4x the bytes",
+              hits,
+              "quantize the output too (a Q/DQ pair after the convolution, or "
+              "calibrate the tensor: kiln calibrate) so the layer writes INT8"));
 }
 
 // Conv input [N, C, ...] / output [N, K, ...] (channels-first) or [N, ..., C] when the
@@ -133,8 +140,9 @@ void channelAlignment(const EngineReport& report, std::vector<Finding>* out) {
   }
   if (!hits.empty())
     out->push_back(finding(report, "channel-alignment", AdviceSeverity::kWarning,
-                           std::to_string(hits.size()) +
-                               " reduced-precision convolutions have channel counts that are "
+                           counted(hits.size(), "reduced-precision convolution has",
+                                   "reduced-precision convolutions have") +
+                               " channel counts that are "
                                "not multiples of 8 (16 for INT8): tensor-core kernels pad or "
                                "fall back",
                            hits,
@@ -142,11 +150,12 @@ void channelAlignment(const EngineReport& report, std::vector<Finding>* out) {
                            "weights), or keep those layers in a precision that does not "
                            "need the alignment"));
   if (!stems.empty())
-    out->push_back(finding(report, "channel-alignment", AdviceSeverity::kInfo,
-                           std::to_string(stems.size()) +
-                               " input-stem convolutions read 3-4 channels (images): expected; "
-                               "Kiln pads them on the GPU when that is faster",
-                           stems, "nothing to do unless the stem dominates the time"));
+    out->push_back(finding(
+        report, "channel-alignment", AdviceSeverity::kInfo,
+        counted(stems.size(), "input-stem convolution reads", "input-stem convolutions read") +
+            " 3-4 channels (images): expected; "
+            "Kiln pads them on the GPU when that is faster",
+        stems, "nothing to do unless the stem dominates the time"));
 }
 
 void fp32Islands(const EngineReport& report, std::vector<Finding>* out) {
@@ -161,8 +170,8 @@ void fp32Islands(const EngineReport& report, std::vector<Finding>* out) {
   }
   if (!reduced || hits.empty()) return;
   out->push_back(finding(report, "fp32-layers", AdviceSeverity::kInfo,
-                         std::to_string(hits.size()) +
-                             " layers run in FP32 in an engine that runs reduced precision "
+                         counted(hits.size(), "layer runs", "layers run") +
+                             " in FP32 in an engine that runs reduced precision "
                              "elsewhere: each boundary converts the tensor",
                          hits,
                          "check why with `kiln inspect PLAN --layers` (the precision reason); "
