@@ -8,6 +8,7 @@
 
 #include "backends/cpu/ops/data_movement.h"
 #include "backends/cpu/ops/selection_ops.h"
+#include "kiln/tensor_size.h"
 
 namespace kiln::cpu {
 namespace {
@@ -213,6 +214,11 @@ Status uniqueKernel(KernelContext& ctx) {
     for (int64_t d = 0; d < axis; ++d) outer *= in.shape()[d];
     for (int d = static_cast<int>(axis) + 1; d < in.rank(); ++d) inner *= in.shape()[d];
   }
+  // Four int64 index buffers of n entries (order, groups, inverse, ...): held to the tensor
+  // cap before any exists. An empty input may still claim 2^40 slices along the axis
+  // (found by fuzz_onnx_import: an 8 TiB request).
+  KILN_RETURN_IF_ERROR(checkTensorSize(DataType::kInt64, {4, n},
+                                       ctx.node().describe() + " index buffers"));
   std::vector<int64_t> firsts, counts, inverse;
   return dispatchComparableTypes(in.type(), [&](auto tag) {
     using T = typename decltype(tag)::type;
