@@ -70,6 +70,7 @@ BuildPanel::BuildPanel(StudioDocument* document, JobRunner* jobs, QWidget* paren
   connect(m_constraints, &ConstraintsTable::rulesEdited, this, &BuildPanel::applyToConfig);
   connect(m_profiles, &ProfilesEditor::profilesEdited, this, &BuildPanel::applyToConfig);
   connect(m_document, &StudioDocument::modelChanged, this, &BuildPanel::onModelChanged);
+  connect(m_document, &StudioDocument::engineChanged, this, &BuildPanel::onEngineChanged);
   connect(m_document, &StudioDocument::buildConfigChanged, this, &BuildPanel::loadFromConfig);
   onModelChanged();
   probeCuda();
@@ -106,12 +107,18 @@ QWidget* BuildPanel::createPrecisionPage() {
   m_mode->addItem(tr("obey: a rule that cannot hold fails the build"));
   connect(m_mode, &QComboBox::currentIndexChanged, this, &BuildPanel::applyToConfig);
   m_constraints = new ConstraintsTable(page);
+  m_rulesIgnored = new QLabel(page);
+  m_rulesIgnored->setObjectName("rulesIgnored");
+  m_rulesIgnored->setWordWrap(true);
+  m_rulesIgnored->setStyleSheet("QLabel { color: #8a5a00; background: #fff4d6; padding: 4px; }");
+  m_rulesIgnored->hide();
 
   auto* layout = new QVBoxLayout(page);
   layout->addLayout(flags);
   auto* mode = new QFormLayout;
   mode->addRow(tr("Constraints:"), m_mode);
   layout->addLayout(mode);
+  layout->addWidget(m_rulesIgnored);
   layout->addWidget(m_constraints, 1);
   return page;
 }
@@ -250,8 +257,39 @@ void BuildPanel::onModelChanged() {
   m_constraints->model()->setRules(config.layerPrecisions, config.layerOutputTypes);
   m_profiles->setNetwork(network.get(), config.profiles);
   m_loading = false;
+  m_status->clear();  // it spoke of the previous model's build
+  m_progress->setValue(0);
   loadFromConfig();
   applyToConfig();  // the profiles the editor proposed for this model
+}
+
+// An engine this panel did not build (an INT8 build in the Calibration view, a plan
+// or trtexec export opened) replaces the one the status line describes. A profile
+// run keeps the plan and so the status.
+void BuildPanel::onEngineChanged() {
+  if (m_document->plan() == m_builtPlan) return;
+  m_builtPlan.reset();
+  if (isBuilding()) return;  // the line shows this build's progress
+  m_status->clear();
+  m_progress->setValue(0);
+}
+
+QString BuildPanel::statusText() const {
+  return m_status->text();
+}
+
+bool BuildPanel::rulesIgnoredWarningShown() const {
+  return !m_rulesIgnored->isHidden();
+}
+
+void BuildPanel::updateRulesWarning() {
+  const BuilderConfig& config = m_document->buildConfig();
+  const size_t rules = config.layerPrecisions.size() + config.layerOutputTypes.size();
+  m_rulesIgnored->setVisible(rules > 0 && config.precisionConstraints == ConstraintMode::kNone);
+  const QString what = rules == 1 ? tr("1 per-layer rule is ignored")
+                                  : tr("%1 per-layer rules are ignored").arg(rules);
+  m_rulesIgnored->setText(
+      tr("%1: Constraints is \"none\". Choose \"prefer\" or \"obey\" to apply them.").arg(what));
 }
 
 void BuildPanel::setLayerPrecision(const QString& node, DataType precision) {
@@ -296,6 +334,7 @@ void BuildPanel::applyToConfig() {
   m_applying = false;
   updateCommandLine();
   updateBuildEnabled();
+  updateRulesWarning();
 }
 
 void BuildPanel::loadFromConfig() {
@@ -326,6 +365,7 @@ void BuildPanel::loadFromConfig() {
   m_loading = false;
   updateCommandLine();
   updateBuildEnabled();
+  updateRulesWarning();
 }
 
 bool BuildPanel::setPassEnabled(const QString& pass, bool enabled) {

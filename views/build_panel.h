@@ -5,10 +5,14 @@
 // file), shows the equivalent `kiln build` command line live, and runs the build
 // through the JobRunner with per-phase progress and Cancel. Results go to the
 // document: the engine on success, Issues (source "build") for warnings and errors.
+// Its status line speaks of the document's last build only: another model or engine
+// clears it, and a build that ends after another model opened is discarded. A label
+// warns when per-layer rules exist while Constraints is "none" (they do nothing).
 #pragma once
 
 #include <QString>
 #include <QWidget>
+#include <memory>
 
 #include "kiln/builder_config.h"
 
@@ -20,6 +24,10 @@ class QListWidget;
 class QProgressBar;
 class QPushButton;
 class QSpinBox;
+
+namespace kiln {
+struct Plan;
+}
 
 namespace kiln::studio {
 
@@ -52,6 +60,10 @@ class BuildPanel : public QWidget {
   bool isBuilding() const { return m_buildJob >= 0; }
 
   ConstraintsTable* constraintsTable() const { return m_constraints; }
+  // The status line under the Build button (progress, outcome, refusals).
+  QString statusText() const;
+  // Whether the "rules are ignored" warning shows (rules, and Constraints "none").
+  bool rulesIgnoredWarningShown() const;
   ProfilesEditor* profilesEditor() const { return m_profiles; }
 
  signals:
@@ -63,6 +75,8 @@ class BuildPanel : public QWidget {
   QWidget* createRunBox();
   void probeCuda();
   void onModelChanged();
+  void onEngineChanged();
+  void updateRulesWarning();
   // Widgets -> document config, and back when another part of the studio changed it.
   void applyToConfig();
   void loadFromConfig();
@@ -87,6 +101,8 @@ class BuildPanel : public QWidget {
   QPushButton *m_build, *m_cancel;
   QProgressBar* m_progress;
   QLabel* m_status;
+  QLabel* m_rulesIgnored;
+  std::shared_ptr<const Plan> m_builtPlan;  // the document's engine while it is ours
   int m_buildJob = -1;
   bool m_loading = false;   // widgets are being set from the config
   bool m_applying = false;  // the config is being set from the widgets

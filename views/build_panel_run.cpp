@@ -93,6 +93,13 @@ void BuildPanel::finishBuild(const BuildRequest& request, const BuildOutcome& ou
   m_cancel->setEnabled(false);
   updateBuildEnabled();
   const QString model = QString::fromStdString(request.title);
+  if (request.network != m_document->network()) {  // another model opened meanwhile
+    const QString message = tr("%1: build discarded, another model is open").arg(model);
+    m_progress->setValue(0);
+    m_status->setText(message);
+    emit buildFinished(false, message);
+    return;
+  }
   if (cancelled || outcome.status.code() == StatusCode::kCancelled) {
     m_progress->setValue(0);
     m_document->addIssue({IssueSeverity::kInfo, "build", tr("%1: build cancelled").arg(model), {}});
@@ -115,6 +122,7 @@ void BuildPanel::finishBuild(const BuildRequest& request, const BuildOutcome& ou
     m_document->addIssue({IssueSeverity::kWarning, "build", QString::fromStdString(warning),
                           nodeNamedIn(warning, request.network.get())});
   const QString path = outcome.saved ? QString::fromStdString(request.planPath) : QString();
+  m_builtPlan = outcome.plan;
   m_document->setEngine(path, outcome.plan, outcome.report);
   const QString message = tr("%1: %2 layers built on %3 in %4 s, warnings: %5")
                               .arg(model)

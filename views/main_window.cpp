@@ -502,9 +502,16 @@ void MainWindow::openTrtexec(const QString& graphPath, const QString& profilePat
                                "open",
                                QString::fromStdString(result->status().message()),
                                {}});
+          statusBar()->showMessage(tr("Could not open %1").arg(graphPath), 10000);
           return;
         }
         m_document.setEngine(graphPath, nullptr, result->value().report);
+        // Replaces what the status bar said of the previous document (the permanent
+        // plan-trust label follows engineChanged).
+        statusBar()->showMessage(tr("Opened %1: %2 layers")
+                                     .arg(QFileInfo(graphPath).fileName())
+                                     .arg(result->value().report->layers.size()),
+                                 10000);
         if (profilePath.isEmpty())
           m_document.addIssue({IssueSeverity::kInfo,
                                "open",

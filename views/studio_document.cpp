@@ -7,12 +7,21 @@ namespace kiln::studio {
 StudioDocument::StudioDocument(QObject* parent) : QObject(parent) {}
 
 void StudioDocument::setModel(const QString& path, std::shared_ptr<const Network> network) {
+  // Per-layer rules name one model's nodes: another model starts without them (the
+  // same path opened again, as after loading a plugin, keeps them).
+  const bool dropRules = path != m_modelPath &&
+                         (!m_config.layerPrecisions.empty() || !m_config.layerOutputTypes.empty());
+  if (dropRules) {
+    m_config.layerPrecisions.clear();
+    m_config.layerOutputTypes.clear();
+  }
   m_modelPath = path;
   m_network = std::move(network);
   m_selectedNodes.clear();
   m_selectedLayer = -1;
   emit modelChanged();
   emit selectionChanged();
+  if (dropRules) emit buildConfigChanged();
 }
 
 void StudioDocument::setEngine(const QString& path, std::shared_ptr<const Plan> plan,
@@ -22,7 +31,10 @@ void StudioDocument::setEngine(const QString& path, std::shared_ptr<const Plan> 
   m_plan = std::move(plan);
   m_report = std::move(report);
   m_planTrust = std::move(trust);
-  m_selectedLayer = -1;
+  // Nodes of the open model stay selected (a rebuild of it); nodes that came from the
+  // previous engine's layers do not, or panels would name what is no longer open.
+  if (!m_selectedNodes.isEmpty() && !modelHasNode(m_selectedNodes.front())) m_selectedNodes.clear();
+  m_selectedLayer = m_selectedNodes.isEmpty() ? -1 : layerOfNode(m_selectedNodes.front());
   emit engineChanged();
   emit selectionChanged();
 }
@@ -66,6 +78,14 @@ int StudioDocument::layerOfNode(const QString& nodeName) const {
     if (std::find(nodes.begin(), nodes.end(), name) != nodes.end()) return static_cast<int>(i);
   }
   return -1;
+}
+
+bool StudioDocument::modelHasNode(const QString& nodeName) const {
+  if (!m_network) return false;
+  const std::string name = nodeName.toStdString();
+  const auto& nodes = m_network->graph.nodes;
+  return std::any_of(nodes.begin(), nodes.end(),
+                     [&](const Node& node) { return node.displayName() == name; });
 }
 
 void StudioDocument::addIssue(const Issue& issue) {

@@ -34,7 +34,9 @@ class StudioDocument : public QObject {
  public:
   explicit StudioDocument(QObject* parent = nullptr);
 
-  // The ONNX model (empty path and null network when none is open).
+  // The ONNX model (empty path and null network when none is open). A model at
+  // another path drops the per-layer rules of the build configuration and the
+  // selection.
   QString modelPath() const { return m_modelPath; }
   std::shared_ptr<const Network> network() const { return m_network; }
   void setModel(const QString& path, std::shared_ptr<const Network> network);
@@ -49,6 +51,7 @@ class StudioDocument : public QObject {
   void setEngine(const QString& path, std::shared_ptr<const Plan> plan,
                  std::shared_ptr<const inspector::EngineReport> report,
                  std::optional<PlanTrust> trust = std::nullopt);
+  // (setEngine keeps a selection of the open model's nodes and clears any other.)
   // Replaces the report only (a profile run adds measured times).
   void setReport(std::shared_ptr<const inspector::EngineReport> report);
 
@@ -64,6 +67,8 @@ class StudioDocument : public QObject {
   void selectLayer(int layerIndex);
   // Index of the report layer whose source nodes include `nodeName`; -1 if none.
   int layerOfNode(const QString& nodeName) const;
+  // Whether the open model has a node of that (display) name.
+  bool modelHasNode(const QString& nodeName) const;
 
   const std::vector<Issue>& issues() const { return m_issues; }
   void addIssue(const Issue& issue);

@@ -13,6 +13,7 @@
 
 #include "advisor_panel.h"
 #include "build_panel.h"
+#include "dock_screenshot.h"
 #include "kiln/onnx_export.h"
 #include "main_window.h"
 #include "memory_timeline_chart.h"
@@ -62,23 +63,6 @@ Network chainNetwork() {
   }
   g.outputs.push_back(ValueInfo{previous, DataType::kFloat32, true, {DimExpr(1), DimExpr(256)}});
   return network;
-}
-
-void saveScreenshot(MainWindow& window, const QString& name) {
-  const QString dir = qEnvironmentVariable("KILN_SCREENSHOT_DIR");
-  if (dir.isEmpty()) return;
-  auto* dock = window.findChild<QDockWidget*>("dock_advisor");
-  QVERIFY(dock);
-  window.resize(1500, 950);
-  window.show();
-  QVERIFY(QTest::qWaitForWindowExposed(&window));
-  // Floated, so the picture does not depend on how the window shares its height.
-  dock->setFloating(true);
-  dock->resize(1400, 330);
-  dock->show();
-  QVERIFY(QTest::qWaitForWindowExposed(dock));
-  QTest::qWait(200);
-  QVERIFY(dock->grab().save(dir + "/" + name + ".png"));
 }
 
 }  // namespace
@@ -156,7 +140,7 @@ class TestAdvisorPanel : public QObject {
     QVERIFY2(panel->memoryChart()->summaryText().contains("trtexec"),
              qPrintable(panel->memoryChart()->summaryText()));
     QCOMPARE(panel->memoryChart()->barCount(), 0);
-    saveScreenshot(window, "advisor-dock");
+    test::saveDockScreenshot(window, "advisor", {1400, 330}, "advisor-dock");
   }
 
   void cpuPlanShowsItsMemoryTimeline() {
@@ -183,7 +167,7 @@ class TestAdvisorPanel : public QObject {
     QVERIFY(memory->peakTensors()->rowCount() > 0);
     QVERIFY2(memory->summaryText().startsWith("Peak "), qPrintable(memory->summaryText()));
     panel->tabs()->setCurrentWidget(memory);
-    saveScreenshot(window, "advisor-dock-memory");
+    test::saveDockScreenshot(window, "advisor", {1400, 330}, "advisor-dock-memory");
   }
 
  private:
