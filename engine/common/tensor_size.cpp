@@ -95,6 +95,18 @@ Result<int64_t> checkedByteSize(DataType type, const std::vector<int64_t>& shape
                            " needs more than the limit of " + std::to_string(maxBytes) +
                            " bytes (KILN_MAX_TENSOR_BYTES)");
   }
+  // An empty tensor is held to the cap as if its 0 dims were 1: kernels size index tables
+  // and loops by the other dims before they notice there is nothing to do ([0, 2^40,
+  // 2^31] reached MatMul, Reduce, Unique, MaxPool and friends this way: fuzz_onnx_import).
+  if (numel == 0) {
+    int64_t claimed = element;
+    for (int64_t d : shape)
+      if (d > 0 && (__builtin_mul_overflow(claimed, d, &claimed) || claimed > maxBytes))
+        return invalidArgument(what + ": shape " + shapeToString(shape) + " of " +
+                               dataTypeName(type) +
+                               " is empty, but its other dims alone pass the limit of " +
+                               std::to_string(maxBytes) + " bytes (KILN_MAX_TENSOR_BYTES)");
+  }
   return type == DataType::kString ? int64_t{0} : bytes;
 }
 

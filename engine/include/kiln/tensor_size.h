@@ -37,7 +37,9 @@ void setTensorLimits(const TensorLimits& limits);
 // `what` names the tensor, e.g. "tensor 'x'" or "node 'Pad_3' output 'y'".
 Result<int64_t> checkedNumel(const std::vector<int64_t>& shape, const std::string& what);
 // Byte size of a `type` tensor of `shape` (strings count one std::string each),
-// or an error as above, also when it exceeds TensorLimits::maxBytes.
+// or an error as above, also when it exceeds TensorLimits::maxBytes. An empty tensor is
+// held to maxBytes as if its 0 dims were 1 (kernels size loops and index tables by the
+// other dims): [0, 2^40, 2^31] is refused though it holds nothing.
 Result<int64_t> checkedByteSize(DataType type, const std::vector<int64_t>& shape,
                                 const std::string& what);
 // checkedByteSize() as a Status, for callers that only validate.

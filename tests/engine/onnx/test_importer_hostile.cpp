@@ -100,7 +100,13 @@ TEST_F(ImporterHostile, StructuresAPlanCannotKeepAreRefused) {
 
 TEST_F(ImporterHostile, OrdinaryModelsStillImport) {
   EXPECT_TRUE(importStatus(identityModel({2, 3})).isOk());
-  EXPECT_TRUE(importStatus(identityModel({0, int64_t{1} << 40})).isOk());  // empty, huge dim
+  EXPECT_TRUE(importStatus(identityModel({0, int64_t{1} << 20})).isOk());  // empty, large dim
+  // Empty but claiming 2^40 x 2^40 elements by its other dims: refused (tensor_size.h).
+  const Status huge = importStatus(identityModel({0, int64_t{1} << 40, int64_t{1} << 40}));
+  EXPECT_FALSE(huge.isOk());
+  EXPECT_NE(huge.message().find("is empty, but its other dims alone pass the limit"),
+            std::string::npos)
+      << huge.message();
   EXPECT_TRUE(importStatus(opsetModel(17)).isOk());
 }
 

@@ -3,6 +3,7 @@
 // kernel allocates them, and by each kernel's allocation when run directly.
 #include <gtest/gtest.h>
 
+#include "kiln/tensor_size.h"
 #include "kiln/onnx_import.h"
 #include "kiln/reference_backend.h"
 #include "kiln/shape_inference.h"
@@ -74,14 +75,30 @@ TEST_F(ShapeSizes, KernelsCheckTheirOutputSizeWhenRunDirectly) {
 }
 
 TEST_F(ShapeSizes, TileProductsThatOverflowAreRefused) {
-  // An empty [0, 2^40] input repeated 2^32 times along dim 1: 2^72 wrapped to 0 and
-  // the output came back as 0x0 instead of an error.
+  // An empty input repeated 2^32 times along dim 1 once wrapped to a 0x0 output instead of
+  // an error ([0, 2^40] x 2^32 then; such an input is now refused itself, as the next test
+  // shows, so [0, 2^20] x 2^44 = 2^64, which wraps to 0 the same way, stands in for it).
   auto tile = test::OpTest("Tile", 13)
-                  .input(Tensor(DataType::kFloat32, {0, int64_t{1} << 40}))
-                  .input(test::int64Tensor({2}, {1, int64_t{1} << 32}))
+                  .input(Tensor(DataType::kFloat32, {0, int64_t{1} << 20}))
+                  .input(test::int64Tensor({2}, {1, int64_t{1} << 44}))
                   .run();
   ASSERT_FALSE(tile.isOk());
   EXPECT_EQ(tile.status().message(), "node 'Tile_test' (#0, Tile): repeats are too large");
+}
+
+// An empty tensor is held to the byte cap as if its 0 dims were 1: kernels size loops and
+// index tables by the other dims (fuzz_onnx_import's MatMul, Reduce, Unique, MaxPool findings).
+TEST_F(ShapeSizes, AnEmptyTensorWhoseOtherDimsPassTheCapIsRefused) {
+  auto refused = checkedByteSize(DataType::kFloat32, {0, int64_t{1} << 40, 2}, "tensor 'x'");
+  ASSERT_FALSE(refused.isOk());
+  EXPECT_NE(refused.status().message().find(
+                "tensor 'x': shape 0x1099511627776x2 of float32 is empty, but its other dims "
+                "alone pass the limit of"),
+            std::string::npos)
+      << refused.status().message();
+  auto ordinary = checkedByteSize(DataType::kFloat32, {0, 1024, 3}, "tensor 'y'");
+  ASSERT_TRUE(ordinary.isOk()) << ordinary.status().toString();
+  EXPECT_EQ(*ordinary, 0);
 }
 
 TEST_F(ShapeSizes, BoundInputShapesAreChecked) {
