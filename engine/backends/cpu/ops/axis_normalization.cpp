@@ -133,7 +133,7 @@ void lrn(const T* x, T* y, int64_t batch, int64_t channels, int64_t spatial, int
          double alpha, double beta, double bias) {
   const int64_t lo = (size - 1) / 2;
   const int64_t hi = size - 1 - lo;
-  std::vector<double> squares(channels * spatial);
+  std::vector<double> squares(channels * spatial), prefix(channels + 1, 0.0);
   for (int64_t n = 0; n < batch; ++n) {
     const T* xn = x + n * channels * spatial;
     T* yn = y + n * channels * spatial;
@@ -141,12 +141,15 @@ void lrn(const T* x, T* y, int64_t batch, int64_t channels, int64_t spatial, int
       const double v = static_cast<double>(xn[i]);
       squares[i] = v * v;
     }
-    for (int64_t c = 0; c < channels; ++c) {
-      const int64_t first = std::max<int64_t>(0, c - lo);
-      const int64_t last = std::min(channels - 1, c + hi);
-      for (int64_t s = 0; s < spatial; ++s) {
-        double sum = 0.0;
-        for (int64_t k = first; k <= last; ++k) sum += squares[k * spatial + s];
+    // Window sums from prefix sums over the channels: O(C) per position whatever `size`
+    // (the direct sum was O(C * min(size, C)): quadratic for a wide window, which
+    // fuzz_onnx_import turned into a timeout).
+    for (int64_t s = 0; s < spatial; ++s) {
+      for (int64_t c = 0; c < channels; ++c) prefix[c + 1] = prefix[c] + squares[c * spatial + s];
+      for (int64_t c = 0; c < channels; ++c) {
+        const int64_t first = std::max<int64_t>(0, c - lo);
+        const int64_t last = std::min(channels - 1, c + hi);
+        const double sum = prefix[last + 1] - prefix[first];
         const double v = static_cast<double>(xn[c * spatial + s]);
         yn[c * spatial + s] = static_cast<T>(v / std::pow(bias + alpha / size * sum, beta));
       }
