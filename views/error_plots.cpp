@@ -10,18 +10,44 @@
 
 namespace kiln::studio {
 
+namespace {
+
+// The heatmap's red end: errors this many times the "ok" limit or more.
+constexpr double kRedFactor = 1000;
+
+// The largest error that reads as "ok": atol + rtol (the tolerance where |expected| is 1),
+// or the output's largest error when no element of it is outside the tolerance.
+double okLimit(const compare::ErrorStats& stats, const compare::Tolerance& tolerance) {
+  const double limit = tolerance.atol + tolerance.rtol;
+  return stats.outsideTolerance == 0 && stats.comparable ? std::max(limit, stats.maxAbs) : limit;
+}
+
+// Green shades (darker as they near the limit) up to `limit`; past it orange to red,
+// which it reaches at kRedFactor times the limit; log scales both.
+QColor errorColour(double error, double limit) {
+  if (!std::isfinite(error)) return Qt::black;
+  if (error <= limit) {
+    const double t = error <= 0 ? 0.0 : std::clamp(1.0 + std::log10(error / limit) / 6.0, 0.0, 1.0);
+    return QColor::fromRgbF(1.0 - 0.55 * t, 1.0 - 0.2 * t, 1.0 - 0.55 * t);
+  }
+  const double u = std::clamp(std::log10(error / limit) / std::log10(kRedFactor), 0.0, 1.0);
+  return QColor::fromRgbF(1.0 - 0.2 * u, 0.7 * (1.0 - u), 0.25 * (1.0 - u));
+}
+
+}  // namespace
+
 // Histogram (left half) and heatmap (right half) of one output's errors.
 class ErrorPlotCanvas : public QWidget {
  public:
   explicit ErrorPlotCanvas(QWidget* parent) : QWidget(parent) { setMinimumHeight(180); }
 
-  void setStats(const compare::ErrorStats* stats) {
+  void setStats(const compare::ErrorStats* stats, double okLimit) {
     m_bars.clear();
     m_heatmap = QImage();
     if (stats) {
       m_bars.push_back(stats->histogram.belowFirst);
       m_bars.insert(m_bars.end(), stats->histogram.counts.begin(), stats->histogram.counts.end());
-      m_heatmap = heatmapOf(stats->heatmap);
+      m_heatmap = heatmapOf(stats->heatmap, okLimit);
     }
     update();
   }
@@ -61,25 +87,13 @@ class ErrorPlotCanvas : public QWidget {
     p.drawLine(area.bottomLeft(), area.bottomRight());
   }
 
-  static QImage heatmapOf(const compare::ErrorHeatmap& h) {
+  static QImage heatmapOf(const compare::ErrorHeatmap& h, double okLimit) {
     if (h.rows <= 0 || h.columns <= 0) return {};
-    double largest = 0;
-    for (double c : h.cells)
-      if (std::isfinite(c)) largest = std::max(largest, c);
     QImage image(h.columns, h.rows, QImage::Format_RGB32);
-    for (int r = 0; r < h.rows; ++r) {
-      for (int c = 0; c < h.columns; ++c) {
-        const double v = h.cells[static_cast<size_t>(r) * h.columns + c];
-        QColor colour = Qt::black;  // NaN/Inf somewhere in the cell
-        if (std::isfinite(v)) {
-          const double t = (v <= 0 || largest <= 0)
-                               ? 0.0
-                               : std::clamp(1.0 + std::log10(v / largest) / 6.0, 0.0, 1.0);
-          colour = QColor::fromRgbF(1.0, 1.0 - 0.85 * t, 1.0 - 0.85 * t);
-        }
-        image.setPixel(c, r, colour.rgb());
-      }
-    }
+    for (int r = 0; r < h.rows; ++r)
+      for (int c = 0; c < h.columns; ++c)
+        image.setPixel(c, r,
+                       errorColour(h.cells[static_cast<size_t>(r) * h.columns + c], okLimit).rgb());
     return image;
   }
 
@@ -94,9 +108,12 @@ ErrorPlots::ErrorPlots(QWidget* parent) : QWidget(parent) {
   m_summary->setWordWrap(true);
   m_summary->setTextInteractionFlags(Qt::TextSelectableByMouse);
   m_canvas = new ErrorPlotCanvas(this);
+  m_scale = new QLabel(this);
+  m_scale->setWordWrap(true);
   layout->addWidget(m_outputs);
   layout->addWidget(m_summary);
   layout->addWidget(m_canvas, 1);
+  layout->addWidget(m_scale);
   connect(m_outputs, &QComboBox::currentIndexChanged, this, &ErrorPlots::showOutput);
 }
 
@@ -124,7 +141,16 @@ void ErrorPlots::showOutput() {
       m_report && index >= 0 && index < static_cast<int>(m_report->outputs.size())
           ? &m_report->outputs[index]
           : nullptr;
-  m_canvas->setStats(stats);
+  const double limit = stats ? okLimit(*stats, m_report->tolerance) : 0;
+  m_canvas->setStats(stats, limit);
+  m_scale->setText(
+      stats ? tr("Heatmap: green up to %1 (ok, within the tolerance atol %2 + rtol %3), orange "
+                 "past it, red from %4; black: NaN/Inf.")
+                  .arg(limit, 0, 'g', 3)
+                  .arg(m_report->tolerance.atol, 0, 'g', 3)
+                  .arg(m_report->tolerance.rtol, 0, 'g', 3)
+                  .arg(limit * kRedFactor, 0, 'g', 3)
+            : QString());
   m_summary->setText(stats ? QString::fromStdString(compare::formatErrorStatsLine(*stats, 0))
                            : tr("Run an accuracy comparison to see per-output errors."));
 }
@@ -137,6 +163,9 @@ QImage ErrorPlots::heatmapImage() const {
 }
 QString ErrorPlots::summary() const {
   return m_summary->text();
+}
+QString ErrorPlots::heatmapScale() const {
+  return m_scale->text();
 }
 
 }  // namespace kiln::studio

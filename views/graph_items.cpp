@@ -152,6 +152,16 @@ GraphEdgeItem::GraphEdgeItem(const QPainterPath& path, const QPolygonF& arrowHea
   if (m_to) m_to->addEdge(this);
 }
 
+QPainterPath GraphEdgeItem::shape() const {
+  QPainterPathStroker stroker;
+  stroker.setWidth(6);
+  QPainterPath shape = stroker.createStroke(m_path);
+  shape.addPolygon(m_arrowHead);
+  if (!m_label.isEmpty()) shape.addRect(m_labelRect);
+  shape.setFillRule(Qt::WindingFill);
+  return shape;
+}
+
 void GraphEdgeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget*) {
   const double lod = lodOf(option, painter);
   const bool selected = (m_from && m_from->isSelected()) || (m_to && m_to->isSelected());

@@ -82,6 +82,8 @@ class GraphEdgeItem : public QGraphicsItem {
   const QString& label() const { return m_label; }
 
   QRectF boundingRect() const override { return m_bounds; }
+  // The line, arrowhead and label, not the bounding box: a tooltip shows only over them.
+  QPainterPath shape() const override;
   void paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget* widget) override;
 
  private:

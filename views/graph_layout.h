@@ -46,6 +46,7 @@ struct LayoutEdge {
   QString label;          // may be empty
   double labelWidth = 0;  // points, measured by the caller
   double labelHeight = 0;
+  QString toolTip;  // may be empty; the whole shape a short label stands for
 };
 
 struct LayoutGraph {

@@ -124,6 +124,7 @@ void GraphScene::populate(std::shared_ptr<const SceneGraph> graph) {
         QSizeF(edge.labelWidth, edge.labelHeight));
     auto* item = new GraphEdgeItem(m_graph->edgePaths[e], m_graph->arrowHeads[e], edge.label,
                                    labelRect, m_nodes[edge.from], m_nodes[edge.to]);
+    if (!edge.toolTip.isEmpty()) item->setToolTip(edge.toolTip);
     addItem(item);
     m_edges.push_back(item);
   }

@@ -101,7 +101,8 @@ class ModelGraphBuilder {
     // each other just below the producer.
     auto value = m_values.find(tensor);
     if (value != m_values.end() && value->second.hasShape && m_labelled.insert(tensor).second) {
-      edge.label = shapeText(value->second.shape, QStringLiteral("×"));
+      edge.label = shortShapeText(value->second.shape, QStringLiteral("×"));
+      edge.toolTip = QString::fromStdString(tensor) + QLatin1Char('\n') + valueText(value->second);
       const QSizeF size = GraphStyle::edgeLabelSize(edge.label);
       edge.labelWidth = size.width();
       edge.labelHeight = size.height();

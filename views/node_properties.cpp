@@ -43,6 +43,32 @@ void mergeDeclared(ValueTable* table, const ValueInfo& info) {
   }
 }
 
+// `dims` joined by `separator`, at most `maxChars` long: whole dimensions from both ends,
+// taken in turn while they fit around a "…"; characters cut only when even the first and
+// last dimension do not fit (a long symbol name).
+QString elidedDims(const QStringList& dims, const QString& separator, int maxChars) {
+  const QString text = dims.join(separator);
+  if (text.size() <= maxChars) return text;
+  const QString ellipsis = QStringLiteral("…");
+  QStringList head, tail;
+  QString best;
+  while (head.size() + tail.size() + 1 < dims.size()) {
+    QStringList h = head, t = tail;
+    if (h.size() <= t.size())
+      h << dims[h.size()];
+    else
+      t.prepend(dims[dims.size() - 1 - t.size()]);
+    const QString candidate = (h + QStringList{ellipsis} + t).join(separator);
+    if (candidate.size() > maxChars) break;
+    head = h;
+    tail = t;
+    best = candidate;
+  }
+  if (!head.isEmpty() && !tail.isEmpty()) return best;
+  const int front = (maxChars - 1) / 2;
+  return text.left(front) + ellipsis + text.right(maxChars - 1 - front);
+}
+
 }  // namespace
 
 // True when every node output already has a value info: the studio's loader writes
@@ -79,6 +105,16 @@ QString shapeText(const SymbolicShape& shape, const QString& separator) {
   QStringList dims;
   for (const DimExpr& dim : shape) dims << QString::fromStdString(dim.toString());
   return dims.join(separator);
+}
+
+QString shortShapeText(const SymbolicShape& shape, const QString& separator, int maxChars) {
+  if (shape.empty()) return QStringLiteral("scalar");
+  QStringList dims;
+  for (const DimExpr& dim : shape)
+    dims << (dim.isConst()    ? QString::number(dim.constValue())
+             : dim.isSymbol() ? QString::fromStdString(dim.symbolName())
+                              : QStringLiteral("?"));
+  return elidedDims(dims, separator, maxChars);
 }
 
 QString valueText(const InferredValue& value) {

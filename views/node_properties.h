@@ -23,6 +23,10 @@ ValueTable modelValueTable(const Network& network);
 
 // "batch x 3 x 224 x 224" with `separator` " x "; "scalar" for rank 0.
 QString shapeText(const SymbolicShape& shape, const QString& separator = QStringLiteral(" x "));
+// A shape short enough for an edge label: each dimension as its number, its symbol's name
+// ("batch"), or "?" when it is an expression; past `maxChars` characters the middle is
+// elided with "…". The whole shape (shapeText) belongs in a tooltip beside it.
+QString shortShapeText(const SymbolicShape& shape, const QString& separator, int maxChars = 32);
 // "float32, batch x 3 x 224 x 224"; "float32, rank unknown"; "unknown" without a type.
 QString valueText(const InferredValue& value);
 // `text` fit for one line of a widget: control characters escaped, and past

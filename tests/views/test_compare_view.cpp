@@ -5,11 +5,14 @@
 // debugging on the fp16-overflow model: the result selects the node, applies as
 // constraints and rebuilds into a B whose outputs pass.
 #include <QFile>
+#include <QRegularExpression>
 #include <QListWidget>
+#include <QPainter>
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
 #include <QTableView>
 #include <QTemporaryDir>
+#include <QToolBar>
 #include <QtTest>
 #include <memory>
 
@@ -141,6 +144,88 @@ class TestCompareView : public QObject {
     QVERIFY2(b.red() > b.green(), qPrintable(b.name()));
     s.view->setColouring(CompareColouring::kPrecision);
     QVERIFY(lanes->boxColour(conv2, 0, 0) != lanes->boxColour(conv2, 1, 0));
+  }
+
+  // Issue 26 item 4: A's profiled total is not set beside B's build timing as if alike.
+  void totalsOfDifferentKindsAreNotCompared() {
+    Studio s("small_cnn.onnx");
+    QVERIFY(s.buildVariantB());
+    QVERIFY2(s.view->statusText().contains(QRegularExpression(
+                 "total [0-9.]+ ms \\(build timing\\) → [0-9.]+ ms \\(build timing\\), B/A")),
+             qPrintable(s.view->statusText()));
+    auto profiled = std::make_shared<inspector::EngineReport>(*s.document.report());
+    profiled->profileIterations = 20;
+    profiled->totalMs = 5.11;
+    s.document.setReport(profiled);
+    const QString status = s.view->statusText();
+    QVERIFY2(status.contains("A 5.1100 ms (profiled median), B "), qPrintable(status));
+    QVERIFY(status.contains(" ms (build timing)"));
+    QVERIFY(status.contains("not comparable"));
+    QVERIFY(status.contains("profile B to compare"));
+    QVERIFY(!status.contains("→"));
+    QVERIFY(!status.contains("B/A"));
+    const QString dir = qEnvironmentVariable("KILN_SCREENSHOT_DIR");
+    if (!dir.isEmpty()) {
+      s.view->resize(1300, 560);
+      s.view->show();
+      QVERIFY(QTest::qWaitForWindowExposed(s.view.get()));
+      QTest::qWait(300);
+      // The status line sits in the view's toolbar, which the main window places: draw
+      // the toolbar above the view.
+      QToolBar* bar = s.view->toolBar();
+      bar->resize(std::max(s.view->width(), bar->sizeHint().width()), bar->sizeHint().height());
+      const QPixmap top = bar->grab();
+      bar->hide();  // a child of the view until placed: keep it out of the view's picture
+      const QPixmap body = s.view->grab();
+      QPixmap picture(std::max(top.width(), body.width()), top.height() + body.height());
+      picture.fill(Qt::white);
+      QPainter painter(&picture);
+      painter.drawPixmap(0, 0, top);
+      painter.drawPixmap(0, top.height(), body);
+      painter.end();
+      QVERIFY(picture.save(dir + "/compare-totals.png"));
+    }
+  }
+
+  // An error within the tolerance paints in the "ok" colour, not red; the scale is said.
+  void heatmapColoursFollowTheTolerance() {
+    auto report = std::make_shared<compare::AccuracyReport>();
+    report->tolerance = {1e-5, 1e-3};
+    compare::ErrorStats stats;
+    stats.name = "y";
+    stats.maxAbs = 0.5;
+    stats.outsideTolerance = 1;
+    stats.pass = false;
+    stats.heatmap.rows = 1;
+    stats.heatmap.columns = 3;
+    stats.heatmap.cells = {4e-5, 0.0, 0.5};
+    report->outputs.push_back(stats);
+    ErrorPlots plots;
+    plots.setReport(report);
+    const QImage image = plots.heatmapImage();
+    QCOMPARE(image.size(), QSize(3, 1));
+    const QColor ok = image.pixelColor(0, 0), zero = image.pixelColor(1, 0),
+                 bad = image.pixelColor(2, 0);
+    QVERIFY2(ok.green() > ok.red() && ok.green() > ok.blue(), qPrintable(ok.name()));
+    QCOMPARE(zero, QColor(Qt::white));
+    QVERIFY2(bad.red() > 2 * bad.green() && bad.red() > 2 * bad.blue(), qPrintable(bad.name()));
+    QVERIFY2(plots.heatmapScale().contains("green up to 0.00101"),
+             qPrintable(plots.heatmapScale()));
+    QVERIFY(plots.heatmapScale().contains("red from 1.01"));
+    // Nothing outside the tolerance: every cell is "ok", the largest error included.
+    report->outputs[0].outsideTolerance = 0;
+    plots.setReport(report);
+    const QColor worst = plots.heatmapImage().pixelColor(2, 0);
+    QVERIFY2(worst.green() > worst.red(), qPrintable(worst.name()));
+    const QString dir = qEnvironmentVariable("KILN_SCREENSHOT_DIR");
+    if (!dir.isEmpty()) {
+      report->outputs[0].outsideTolerance = 1;
+      plots.setReport(report);
+      plots.resize(640, 320);
+      plots.show();
+      QVERIFY(QTest::qWaitForWindowExposed(&plots));
+      QVERIFY(plots.grab().save(dir + "/compare-heatmap.png"));
+    }
   }
 
   void accuracyGivesPlotsAndErrorColours() {
