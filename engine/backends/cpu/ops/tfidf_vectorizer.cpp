@@ -110,7 +110,11 @@ Status readConfig(const KernelContext& ctx, TfIdfConfig* cfg) {
   const std::vector<int64_t> indexes = node.attrInts("ngram_indexes");
   if (indexes.empty()) return ctx.error("attribute 'ngram_indexes' is required");
   for (int64_t i : indexes) {
-    if (i < 0) return ctx.error("ngram_indexes must not be negative");
+    // The largest index sets the output width: past the dim limit it is refused here, and
+    // i + 1 cannot overflow (INT64_MAX was a fuzz_onnx_import finding).
+    if (i < 0 || i >= tensorLimits().maxDim)
+      return ctx.error("ngram_indexes entries must lie in [0, " +
+                       std::to_string(tensorLimits().maxDim) + "), got " + std::to_string(i));
     cfg->outputSize = std::max(cfg->outputSize, i + 1);
   }
   if (!cfg->weights.empty() && static_cast<int64_t>(cfg->weights.size()) < cfg->outputSize) {
