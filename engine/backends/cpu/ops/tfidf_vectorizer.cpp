@@ -11,8 +11,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "kiln/tensor_size.h"
 #include "backends/cpu/ops/op_utils.h"
+#include "kiln/tensor_size.h"
 
 namespace kiln::cpu {
 namespace {
