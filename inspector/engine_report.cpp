@@ -294,4 +294,8 @@ json reportJson(const EngineReport& report) {
   return j;
 }
 
+bool isConstantLayer(const ReportLayer& layer) {
+  return layer.opType == "Constant" || layer.layerType == "Constant";
+}
+
 }  // namespace kiln::inspector

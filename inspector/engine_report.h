@@ -31,8 +31,8 @@ struct ReportIoTensor {
     std::string format;  // "Row major linear FP32 format (kLINEAR)"
   };
   std::string name;
-  std::string ioMode;    // "Input", "Output"
-  std::string dataType;  // "Float", "Half", "Int8", ...
+  std::string ioMode;               // "Input", "Output"
+  std::string dataType;             // "Float", "Half", "Int8", ...
   std::vector<int64_t> dimensions;  // -1 for a dynamic dimension
   std::string location = "Device";
   bool shapeInference = false;  // IsShapeInferenceIO
@@ -71,11 +71,11 @@ struct ReportLayer {
 };
 
 struct EngineReport {
-  std::string origin;                 // "kiln plan", "trtexec export", "kiln build"
-  std::string title;                  // file or model name
-  std::string backend;                // "cpu", "cuda", "tensorrt"
-  std::vector<ReportLayer> layers;    // execution order
-  std::vector<std::string> bindings;  // engine inputs and outputs
+  std::string origin;                     // "kiln plan", "trtexec export", "kiln build"
+  std::string title;                      // file or model name
+  std::string backend;                    // "cpu", "cuda", "tensorrt"
+  std::vector<ReportLayer> layers;        // execution order
+  std::vector<std::string> bindings;      // engine inputs and outputs
   std::vector<ReportIoTensor> ioTensors;  // TensorRT 11.x exports: the I/O tensors' details
   // Which IEngineInspector layout a trtexec export used: "TensorRT 10.x" (Bindings,
   // "Format/Datatype") or "TensorRT 11.x" (I/O Tensors, Format and DataType apart).
@@ -91,6 +91,11 @@ struct EngineReport {
 // The precision a "Format/Datatype" text names, in TensorRT's capitals: "Row major
 // linear FP32" -> "FP32", "... Int8 format" -> "INT8", "Half" -> "FP16"; "" when none.
 std::string precisionOfFormat(const std::string& formatDatatype);
+
+// True for a layer that only produces a constant value (an ONNX Constant, TensorRT's
+// "Constant" layer): computed once, it costs nothing per run, so the studio's tables,
+// charts and rule lists leave it out by default.
+bool isConstantLayer(const ReportLayer& layer);
 
 // The report of a built plan (times from the build's tactic timing).
 EngineReport reportFromPlan(const Plan& plan, const std::string& title);

@@ -15,10 +15,11 @@ std::string orUnknown(const std::string& text) {
 
 // Categories keyed by `keyOf`, valued by summed time (or layer count when
 // untimed), largest first.
-ChartSeries groupedChart(const EngineReport& report, bool timed,
+ChartSeries groupedChart(const EngineReport& report, const std::vector<int>& shown, bool timed,
                          std::string (*keyOf)(const ReportLayer&)) {
   std::map<std::string, std::pair<double, int>> groups;  // time, count
-  for (const ReportLayer& layer : report.layers) {
+  for (int i : shown) {
+    const ReportLayer& layer = report.layers[i];
     auto& g = groups[keyOf(layer)];
     g.first += std::max(0.0, layer.milliseconds);
     g.second += 1;
@@ -49,10 +50,10 @@ std::string precisionOf(const ReportLayer& layer) {
   return orUnknown(layer.precision);
 }
 
-ChartSeries latencyChart(const EngineReport& report, int topN) {
+ChartSeries latencyChart(const EngineReport& report, const std::vector<int>& shown, int topN) {
   std::vector<int> order;
-  for (size_t i = 0; i < report.layers.size(); ++i)
-    if (report.layers[i].milliseconds >= 0) order.push_back(static_cast<int>(i));
+  for (int i : shown)
+    if (report.layers[i].milliseconds >= 0) order.push_back(i);
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
     return report.layers[a].milliseconds > report.layers[b].milliseconds;
   });
@@ -71,10 +72,10 @@ ChartSeries latencyChart(const EngineReport& report, int topN) {
   return chart;
 }
 
-ChartSeries memoryChart(const EngineReport& report) {
+ChartSeries memoryChart(const EngineReport& report, const std::vector<int>& shown) {
   int64_t largest = 0;
-  for (const ReportLayer& layer : report.layers)
-    largest = std::max({largest, layer.outputBytes, layer.workspaceBytes});
+  for (int i : shown)
+    largest = std::max({largest, report.layers[i].outputBytes, report.layers[i].workspaceBytes});
   const bool mib = largest >= (int64_t{10} << 20);
   const double unit = mib ? 1024.0 * 1024.0 : 1024.0;
   const std::string suffix = mib ? " (MiB)" : " (KiB)";
@@ -82,15 +83,24 @@ ChartSeries memoryChart(const EngineReport& report) {
   chart.title = "Memory per layer (execution order)";
   chart.valueLabel = "bytes" + suffix;
   ChartValues output{"output" + suffix, {}, false}, workspace{"workspace" + suffix, {}, false};
-  for (size_t i = 0; i < report.layers.size(); ++i) {
+  for (int i : shown) {
     const ReportLayer& layer = report.layers[i];
     chart.categories.push_back(layer.name);
-    chart.layers.push_back(static_cast<int>(i));
+    chart.layers.push_back(i);
     output.values.push_back(layer.outputBytes / unit);
     workspace.values.push_back(std::max<int64_t>(0, layer.workspaceBytes) / unit);
   }
   chart.series = {output, workspace};
   return chart;
+}
+
+// The layers a chart plots, in execution order: Constants only when asked for.
+std::vector<int> shownLayers(const EngineReport& report, bool includeConstants) {
+  std::vector<int> shown;
+  for (size_t i = 0; i < report.layers.size(); ++i)
+    if (includeConstants || !inspector::isConstantLayer(report.layers[i]))
+      shown.push_back(static_cast<int>(i));
+  return shown;
 }
 
 }  // namespace
@@ -101,30 +111,32 @@ bool reportIsTimed(const EngineReport& report) {
   return false;
 }
 
-ChartSeries computeChart(const EngineReport& report, ChartKind kind, int topN) {
+ChartSeries computeChart(const EngineReport& report, ChartKind kind, int topN,
+                         bool includeConstants) {
+  const std::vector<int> shown = shownLayers(report, includeConstants);
   const bool timed = reportIsTimed(report);
   const std::string untimed = " (untimed engine: layer counts, not times)";
   switch (kind) {
     case ChartKind::kLayerLatency:
-      if (timed) return latencyChart(report, topN);
+      if (timed) return latencyChart(report, shown, topN);
       {  // no per-layer time to rank by: the layers counted by type instead
-        ChartSeries chart = groupedChart(report, false, typeOf);
+        ChartSeries chart = groupedChart(report, shown, false, typeOf);
         chart.title = "Layers by type" + untimed;
         chart.horizontal = true;
         return chart;
       }
     case ChartKind::kTypeTime: {
-      ChartSeries chart = groupedChart(report, timed, typeOf);
+      ChartSeries chart = groupedChart(report, shown, timed, typeOf);
       chart.title = timed ? "Time by layer type" : "Layers by type" + untimed;
       return chart;
     }
     case ChartKind::kPrecision: {
-      ChartSeries chart = groupedChart(report, timed, precisionOf);
+      ChartSeries chart = groupedChart(report, shown, timed, precisionOf);
       chart.title = timed ? "Time and layers per precision" : "Layers per precision" + untimed;
       return chart;
     }
     case ChartKind::kMemory:
-      return memoryChart(report);
+      return memoryChart(report, shown);
   }
   return {};
 }

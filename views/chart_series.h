@@ -37,8 +37,10 @@ struct ChartSeries {
 // True when at least one layer has a time.
 bool reportIsTimed(const inspector::EngineReport& report);
 // The series of `kind`. `topN` limits (a); untimed reports count layers instead of
-// summing times (and say so in the title).
-ChartSeries computeChart(const inspector::EngineReport& report, ChartKind kind, int topN);
+// summing times (and say so in the title). Constant layers (inspector::isConstantLayer)
+// are left out unless `includeConstants`: they cost nothing at run time.
+ChartSeries computeChart(const inspector::EngineReport& report, ChartKind kind, int topN,
+                         bool includeConstants = false);
 const char* chartName(ChartKind kind);  // for the chooser: "Layer latency (top N)", ...
 
 }  // namespace kiln::studio

@@ -2,6 +2,7 @@
 
 #include <QAction>
 #include <QBuffer>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QFileDialog>
 #include <QFile>
@@ -132,6 +133,7 @@ ChartsView::ChartsView(StudioDocument* document, QWidget* parent)
       m_plot(new QCustomPlot(this)),
       m_chooser(new QComboBox(this)),
       m_topN(new QSpinBox(this)),
+      m_showConstants(new QCheckBox(tr("Show constants"), this)),
       m_recompute(new QTimer(this)) {
   for (int k = 0; k < kChartCount; ++k)
     m_chooser->addItem(tr(chartName(static_cast<ChartKind>(k))));
@@ -147,6 +149,7 @@ ChartsView::ChartsView(StudioDocument* document, QWidget* parent)
   controls->addWidget(new QLabel(tr("Chart:"), this));
   controls->addWidget(m_chooser);
   controls->addWidget(m_topN);
+  controls->addWidget(m_showConstants);
   controls->addStretch(1);
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
@@ -161,6 +164,7 @@ ChartsView::ChartsView(StudioDocument* document, QWidget* parent)
   connect(m_recompute, &QTimer::timeout, this, &ChartsView::recompute);
   connect(m_chooser, &QComboBox::currentIndexChanged, this, &ChartsView::scheduleRecompute);
   connect(m_topN, &QSpinBox::valueChanged, this, &ChartsView::scheduleRecompute);
+  connect(m_showConstants, &QCheckBox::toggled, this, &ChartsView::scheduleRecompute);
   connect(m_document, &StudioDocument::engineChanged, this, &ChartsView::scheduleRecompute);
   connect(m_plot, &QCustomPlot::plottableClick, this, &ChartsView::onPlottableClick);
   recompute();
@@ -182,6 +186,14 @@ void ChartsView::setTopN(int n) {
   m_topN->setValue(n);
 }
 
+void ChartsView::setShowConstants(bool show) {
+  m_showConstants->setChecked(show);
+}
+
+bool ChartsView::showConstants() const {
+  return m_showConstants->isChecked();
+}
+
 void ChartsView::scheduleRecompute() {
   m_recompute->start();
 }
@@ -191,7 +203,7 @@ void ChartsView::recompute() {
   const auto report = m_document->report();
   const auto kind = static_cast<ChartKind>(chart());
   m_topN->setEnabled(kind == ChartKind::kLayerLatency);
-  m_series = report ? computeChart(*report, kind, m_topN->value()) : ChartSeries{};
+  m_series = report ? computeChart(*report, kind, m_topN->value(), showConstants()) : ChartSeries{};
   if (!report) m_series.title = tr("No engine: build or open one to see charts").toStdString();
   drawChart(m_plot, m_series);
   m_plot->replot();
@@ -275,7 +287,8 @@ QByteArray ChartsView::chartSvg(int chart, QSize size) {
   QCustomPlot plot;  // offscreen: the view on screen keeps its chart
   plot.resize(size);
   preparePlot(&plot);
-  drawChart(&plot, computeChart(*report, static_cast<ChartKind>(chart), m_topN->value()));
+  drawChart(&plot,
+            computeChart(*report, static_cast<ChartKind>(chart), m_topN->value(), showConstants()));
   QByteArray svg;
   QBuffer buffer(&svg);
   buffer.open(QIODevice::WriteOnly);

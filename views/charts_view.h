@@ -20,6 +20,7 @@
 #include "kiln/status.h"
 #include "view.h"
 
+class QCheckBox;
 class QComboBox;
 class QCPAbstractPlottable;
 class QCustomPlot;
@@ -46,6 +47,9 @@ class ChartsView : public QWidget, public View {
   void setChart(int chart);
   int chart() const;
   void setTopN(int n);
+  // Constant layers cost nothing per run; the charts leave them out unless shown.
+  void setShowConstants(bool show);
+  bool showConstants() const;
   // The series on screen (after any pending recompute).
   const ChartSeries& series();
 
@@ -76,6 +80,7 @@ class ChartsView : public QWidget, public View {
   QCustomPlot* m_plot;
   QComboBox* m_chooser;
   QSpinBox* m_topN;
+  QCheckBox* m_showConstants;
   QTimer* m_recompute;
   QPointer<QToolBar> m_toolBar;
   ChartSeries m_series;

@@ -96,11 +96,14 @@ void ConstraintsModel::setNetwork(const Network* network) {
   m_otherOutputTypes.clear();
   if (network) {
     m_rows.push_back({kEveryLayer, tr("(every layer)"), {}, {}});
-    for (const Node& node : network->graph.nodes)
+    // Constant nodes run once and have no precision worth a rule: not listed.
+    for (const Node& node : network->graph.nodes) {
+      if (node.opType == "Constant") continue;
       m_rows.push_back({QString::fromStdString(node.displayName()),
                         QString::fromStdString(node.opType),
                         {},
                         {}});
+    }
     for (size_t i = 0; i < m_rows.size(); ++i)
       m_rowOfName.insert(m_rows[i].name, static_cast<int>(i));
   }

@@ -134,7 +134,17 @@ void LayerFilterProxy::setFilterText(const QString& text) {
   invalidateFilter();
 }
 
+void LayerFilterProxy::setShowConstants(bool show) {
+  m_showConstants = show;
+  invalidateFilter();
+}
+
 bool LayerFilterProxy::filterAcceptsRow(int sourceRow, const QModelIndex& sourceParent) const {
+  const auto* layers = static_cast<const LayerTableModel*>(sourceModel());
+  const inspector::EngineReport* report = layers ? layers->report() : nullptr;
+  if (!m_showConstants && report && sourceRow < static_cast<int>(report->layers.size()) &&
+      inspector::isConstantLayer(report->layers[sourceRow]))
+    return false;
   if (m_text.isEmpty()) return true;
   for (int column :
        {LayerTableModel::kName, LayerTableModel::kType, LayerTableModel::kPrecision,

@@ -56,12 +56,16 @@ class LayerFilterProxy : public QSortFilterProxyModel {
   explicit LayerFilterProxy(QObject* parent = nullptr);
   // Case-insensitive substring; "" shows every row.
   void setFilterText(const QString& text);
+  // Constant layers (inspector::isConstantLayer) cost nothing per run: hidden unless shown.
+  void setShowConstants(bool show);
+  bool showConstants() const { return m_showConstants; }
 
  protected:
   bool filterAcceptsRow(int sourceRow, const QModelIndex& sourceParent) const override;
 
  private:
   QString m_text;
+  bool m_showConstants = false;
 };
 
 // "1.5 KiB", "3.2 MiB": bytes for people.

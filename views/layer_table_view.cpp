@@ -1,8 +1,10 @@
 #include "layer_table_view.h"
 
 #include <QAction>
+#include <QCheckBox>
 #include <QFile>
 #include <QFileDialog>
+#include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLineEdit>
 #include <QTableView>
@@ -28,7 +30,8 @@ LayerTableView::LayerTableView(StudioDocument* document, QWidget* parent)
       m_model(new LayerTableModel(this)),
       m_proxy(new LayerFilterProxy(this)),
       m_table(new QTableView(this)),
-      m_filter(new QLineEdit(this)) {
+      m_filter(new QLineEdit(this)),
+      m_showConstants(new QCheckBox(tr("Show constants"), this)) {
   m_proxy->setSourceModel(m_model);
   m_table->setModel(m_proxy);
   m_table->setSortingEnabled(true);
@@ -47,7 +50,11 @@ LayerTableView::LayerTableView(StudioDocument* document, QWidget* parent)
   m_filter->setClearButtonEnabled(true);
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
-  layout->addWidget(m_filter);
+  m_showConstants->setToolTip(tr("Constant layers are computed once and cost nothing per run"));
+  auto* filterRow = new QHBoxLayout;
+  filterRow->addWidget(m_filter, 1);
+  filterRow->addWidget(m_showConstants);
+  layout->addLayout(filterRow);
   layout->addWidget(m_table, 1);
 
   // Not parented to this widget: the main window places it above the view.
@@ -57,6 +64,7 @@ LayerTableView::LayerTableView(StudioDocument* document, QWidget* parent)
   connect(exportAction, &QAction::triggered, this, &LayerTableView::exportCsvInteractive);
 
   connect(m_filter, &QLineEdit::textChanged, this, &LayerTableView::setFilterText);
+  connect(m_showConstants, &QCheckBox::toggled, this, &LayerTableView::setShowConstants);
   connect(m_table->selectionModel(), &QItemSelectionModel::selectionChanged, this,
           &LayerTableView::onTableSelection);
   connect(m_document, &StudioDocument::engineChanged, this, &LayerTableView::onEngineChanged);
@@ -83,6 +91,11 @@ void LayerTableView::onEngineChanged() {
 void LayerTableView::setFilterText(const QString& text) {
   if (m_filter->text() != text) m_filter->setText(text);  // re-enters through textChanged
   m_proxy->setFilterText(text);
+}
+
+void LayerTableView::setShowConstants(bool show) {
+  if (m_showConstants->isChecked() != show) m_showConstants->setChecked(show);  // re-enters
+  m_proxy->setShowConstants(show);
 }
 
 void LayerTableView::onDocumentSelection() {

@@ -12,6 +12,7 @@
 #include "kiln/status.h"
 #include "view.h"
 
+class QCheckBox;
 class QLineEdit;
 class QTableView;
 
@@ -36,6 +37,9 @@ class LayerTableView : public QWidget, public View {
   // be written or no engine is open.
   Status exportCsv(const QString& path) const;
   void setFilterText(const QString& text);
+  // The "Show constants" toggle: Constant layers are hidden by default.
+  void setShowConstants(bool show);
+  QCheckBox* showConstantsBox() const { return m_showConstants; }
   // For tests and the main window: the table and its models.
   QTableView* table() const { return m_table; }
   LayerTableModel* model() const { return m_model; }
@@ -52,6 +56,7 @@ class LayerTableView : public QWidget, public View {
   LayerFilterProxy* m_proxy;
   QTableView* m_table;
   QLineEdit* m_filter;
+  QCheckBox* m_showConstants;
   QPointer<QToolBar> m_toolBar;
   bool m_syncing = false;
 };

@@ -39,6 +39,21 @@ int opsetFor(const Network& network, const Node& node) {
   return it == network.opsets.end() ? network.defaultOpset() : it->second;
 }
 
+// A Constant's outputs depend only on its attributes and the layer's precision, so
+// the executor computes them once and every later run shares the same storage.
+bool isRunInvariant(const Node& node) {
+  return node.opType == "Constant" && (node.domain.empty() || node.domain == "ai.onnx") &&
+         node.inputs.empty();
+}
+
+// One Constant's outputs, with the precision they were computed at (a later run
+// with another plan recomputes them).
+struct CachedOutputs {
+  DataType precision = DataType::kFloat32;
+  DataType outputType = DataType::kFloat32;
+  std::vector<Tensor> outputs;
+};
+
 void collectUnsupported(const Graph& graph, const Network& network, std::vector<std::string>* out) {
   for (const Node& node : graph.nodes) {
     int opset = opsetFor(network, node);
@@ -73,6 +88,7 @@ std::vector<std::string> findUnsupportedNodes(const Network& network) {
 struct ReferenceBackend::Impl {
   const Network& network;
   std::unordered_map<const Graph*, GraphPlan> plans;
+  std::unordered_map<const Node*, CachedOutputs> invariantOutputs;
   const ReferenceRunOptions* options = nullptr;
 
   explicit Impl(const Network& n) : network(n) {}
@@ -168,7 +184,10 @@ struct ReferenceBackend::Impl {
       return runGraph(g, scope, in, out);
     };
     std::vector<Tensor> results;
-    if (implementation) {
+    CachedOutputs* cached = isRunInvariant(node) ? cachedFor(node, implementation) : nullptr;
+    if (cached && !cached->outputs.empty()) {
+      results = cached->outputs;
+    } else if (implementation) {
       KILN_RETURN_IF_ERROR(cpu::runKernelAtPrecision(node, kernel, inputs, runner,
                                                      implementation->precision,
                                                      implementation->outputType, &results));
@@ -177,6 +196,7 @@ struct ReferenceBackend::Impl {
       KILN_RETURN_IF_ERROR(cpu::invokeKernel(kernel, context));
       results = std::move(context.outputs());
     }
+    if (cached) cached->outputs = results;
     if (channelsLast) {
       for (size_t slot : roles.activationOutputs)
         if (slot < results.size() && results[slot].rank() == 4)
@@ -191,6 +211,17 @@ struct ReferenceBackend::Impl {
       scope.values[node.outputs[i]] = std::move(results[i]);
     }
     return Status::ok();
+  }
+
+  // The cache slot of a run-invariant node, emptied when the layer's precision changed.
+  CachedOutputs* cachedFor(const Node& node, const LayerImplementation* implementation) {
+    CachedOutputs& slot = invariantOutputs[&node];
+    const DataType precision = implementation ? implementation->precision : DataType::kFloat32;
+    const DataType outputType = implementation ? implementation->outputType : DataType::kFloat32;
+    if (slot.precision != precision || slot.outputType != outputType) {
+      slot = {precision, outputType, {}};
+    }
+    return &slot;
   }
 
   // Runs a subgraph (If/Loop/Scan body) with positional inputs.
