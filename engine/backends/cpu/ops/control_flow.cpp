@@ -162,8 +162,12 @@ Status scanKernel(KernelContext& ctx) {
   if (!body) return ctx.error("missing body subgraph");
   const int64_t numScanInputs = node.attrInt("num_scan_inputs", 0);
   const int64_t numInputs = static_cast<int64_t>(ctx.inputCount());
+  // Compared before subtracting: num_scan_inputs = INT64_MIN overflowed the difference
+  // (UBSan, found by fuzz_onnx_import).
+  if (numScanInputs <= 0 || numScanInputs > numInputs)
+    return ctx.error("num_scan_inputs " + std::to_string(numScanInputs) + " is not in [1, " +
+                     std::to_string(numInputs) + "]");
   const int64_t numState = numInputs - numScanInputs;
-  if (numScanInputs <= 0 || numState < 0) return ctx.error("bad num_scan_inputs");
   const int64_t numScanOutputs = static_cast<int64_t>(body->outputs.size()) - numState;
   auto inAxes = node.attrInts("scan_input_axes", std::vector<int64_t>(numScanInputs, 0));
   auto inDirs = node.attrInts("scan_input_directions", std::vector<int64_t>(numScanInputs, 0));
