@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "kiln/tensor_size.h"
+
 namespace kiln::cpu {
 namespace {
 
@@ -19,8 +21,11 @@ Status readAxisList(const KernelContext& ctx, const char* name, size_t count, in
     return ctx.error(std::string("attribute '") + name + "' has " + std::to_string(out->size()) +
                      " entries, expected " + std::to_string(count));
   }
+  // Held to the dim limit as well, so the geometry's sums and products stay in int64
+  // (a stride of INT64_MAX overflowed `in + stride - 1`: UBSan, found by fuzz_onnx_import).
+  const int64_t maxValue = tensorLimits().maxDim;
   for (int64_t v : *out) {
-    if (v < minValue) {
+    if (v < minValue || v > maxValue) {
       return ctx.error(std::string("attribute '") + name + "' has invalid value " +
                        std::to_string(v));
     }
@@ -73,6 +78,10 @@ Status readSpatialAttributes(const KernelContext& ctx, const Shape& inputShape,
   }
   KILN_RETURN_IF_ERROR(readAxisList(ctx, "strides", rank, 1, 1, &geometry->strides));
   KILN_RETURN_IF_ERROR(readAxisList(ctx, "dilations", rank, 1, 1, &geometry->dilations));
+  for (size_t d = 0; d < rank; ++d)  // the dilated window, (k - 1) * dilation + 1, fits too
+    if (geometry->kernel[d] - 1 > tensorLimits().maxDim / geometry->dilations[d])
+      return ctx.error("kernel " + std::to_string(geometry->kernel[d]) + " dilated by " +
+                       std::to_string(geometry->dilations[d]) + " spans past the dim limit");
   std::vector<int64_t> pads;
   KILN_RETURN_IF_ERROR(readAxisList(ctx, "pads", rank * 2, 0, 0, &pads));
   geometry->padsBegin.assign(pads.begin(), pads.begin() + rank);
