@@ -39,7 +39,8 @@ std::string readView(const Node& node, const char* name, const char* attribute, 
     if (view[i] < 1) return std::string("attribute ") + attribute + " has a size below 1";
   __int128 count = 1;
   for (int64_t d : s) {
-    if (d < 0) return std::string("input '") + name + "' " + shapeToString(s) + " has a negative dim";
+    if (d < 0)
+      return std::string("input '") + name + "' " + shapeToString(s) + " has a negative dim";
     count *= d;
     if (count > (__int128{1} << 62)) break;
   }
@@ -93,10 +94,9 @@ std::string fusedAttentionGeometry(const Node& node, const Shape& q, const Shape
   Dims dq, dk, dv;
   FusedAttentionGeometry& g = *out;
   if (qkvLayout == "STRIDED") {
-    for (const std::string& e :
-         {readView(node, "Q", kAttentionViewAttributes[0], q, &dq, &g.q),
-          readView(node, "K", kAttentionViewAttributes[1], k, &dk, &g.k),
-          readView(node, "V", kAttentionViewAttributes[2], v, &dv, &g.v)})
+    for (const std::string& e : {readView(node, "Q", kAttentionViewAttributes[0], q, &dq, &g.q),
+                                 readView(node, "K", kAttentionViewAttributes[1], k, &dk, &g.k),
+                                 readView(node, "V", kAttentionViewAttributes[2], v, &dv, &g.v)})
       if (!e.empty()) return e;
   } else {
     for (const std::string& e :

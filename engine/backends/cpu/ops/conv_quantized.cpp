@@ -65,8 +65,8 @@ Status runIntegerConv(const KernelContext& ctx, const Tensor& x, const Tensor* x
   const Shape shape = spatialOutputShape(problem->batch, problem->outChannels, problem->geometry);
   // The double accumulators are the output's size: held to the tensor cap before they
   // exist (a hostile geometry asked for 64 TiB of them: fuzz_onnx_import).
-  KILN_RETURN_IF_ERROR(checkTensorSize(DataType::kFloat64, shape,
-                                       ctx.node().describe() + " accumulators"));
+  KILN_RETURN_IF_ERROR(
+      checkTensorSize(DataType::kFloat64, shape, ctx.node().describe() + " accumulators"));
   y->assign(static_cast<size_t>(shapeNumel(shape)), 0.0);
   if (!y->empty()) runConvolution(*problem, xs.data(), ws.data(), nullptr, y->data());
   return Status::ok();

@@ -134,8 +134,8 @@ Status integerProduct(const KernelContext& ctx, const Tensor* aZero, const Tenso
   KILN_RETURN_IF_ERROR(shiftOperand(ctx, b, bZero, false, &bs));
   // The double accumulators are the output's size: held to the tensor cap first (as
   // ConvInteger's, whose geometry fuzz_onnx_import pushed to 64 TiB).
-  KILN_RETURN_IF_ERROR(checkTensorSize(DataType::kFloat64, plan->outShape,
-                                       ctx.node().describe() + " accumulators"));
+  KILN_RETURN_IF_ERROR(
+      checkTensorSize(DataType::kFloat64, plan->outShape, ctx.node().describe() + " accumulators"));
   y->assign(static_cast<size_t>(shapeNumel(plan->outShape)), 0.0);
   if (!y->empty()) runMatMulPlan(*plan, as.data(), bs.data(), y->data());
   return Status::ok();

@@ -170,9 +170,8 @@ Status runPool(KernelContext& ctx, const SpatialGeometry& g, const PoolOptions& 
   // gigabytes of them (found by fuzz_onnx_import).
   int64_t positions = 0;
   for (int d = 0; d < g.rank(); ++d) positions += g.output[d];
-  KILN_RETURN_IF_ERROR(
-      checkTensorSize(DataType::kInt64, {4, positions}, "the pooling windows of node '" +
-                                                              ctx.node().name + "'"));
+  KILN_RETURN_IF_ERROR(checkTensorSize(DataType::kInt64, {4, positions},
+                                       "the pooling windows of node '" + ctx.node().name + "'"));
   const Pool3d pool = makePool3d(g);
   return dispatchAllTypes(x.type(), [&](auto tag) {
     using T = typename decltype(tag)::type;

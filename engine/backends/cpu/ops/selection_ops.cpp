@@ -217,8 +217,8 @@ Status uniqueKernel(KernelContext& ctx) {
   // Four int64 index buffers of n entries (order, groups, inverse, ...): held to the tensor
   // cap before any exists. An empty input may still claim 2^40 slices along the axis
   // (found by fuzz_onnx_import: an 8 TiB request).
-  KILN_RETURN_IF_ERROR(checkTensorSize(DataType::kInt64, {4, n},
-                                       ctx.node().describe() + " index buffers"));
+  KILN_RETURN_IF_ERROR(
+      checkTensorSize(DataType::kInt64, {4, n}, ctx.node().describe() + " index buffers"));
   std::vector<int64_t> firsts, counts, inverse;
   return dispatchComparableTypes(in.type(), [&](auto tag) {
     using T = typename decltype(tag)::type;

@@ -133,7 +133,7 @@ void countRow(const NgramTrie& trie, const TfIdfConfig& cfg, const int64_t* row,
   int64_t startSize = cfg.minGram;
   const int64_t lastSkip = std::min(cfg.maxSkip, length) + 1;
   for (int64_t skip = 1; skip <= lastSkip; ++skip) {
-    const int64_t span = startSize - 1;  // gaps between the first and last item
+    const int64_t span = startSize - 1;     // gaps between the first and last item
     if (span > (length - 1) / skip) break;  // fits nowhere, nor with a wider gap
     const int64_t starts = length - skip * span;
     for (int64_t start = 0; start < starts; ++start) {

@@ -133,7 +133,7 @@ __global__ void __launch_bounds__(kThreads) attentionTensorCore(AttentionArgs a)
   extern __shared__ __align__(16) unsigned char shared[];
   T* sQ = reinterpret_cast<T*>(shared);
   T* const sK0 = sQ + kRows * (kStride > kVStride ? kStride : kVStride);  // 2 stages
-  T* const sV0 = sK0 + 2 * kKeys16 * kStride;                              // 2 stages
+  T* const sV0 = sK0 + 2 * kKeys16 * kStride;                             // 2 stages
   const int b = blockIdx.z, h = blockIdx.y, row0 = blockIdx.x * kRows;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
   const T* q = static_cast<const T*>(a.q) + b * a.qs.batch + h * a.qs.head;
@@ -301,10 +301,9 @@ __global__ void __launch_bounds__(kThreads) attentionSimt(AttentionArgs a) {
   const float* q = static_cast<const float*>(a.q) + b * a.qs.batch + h * a.qs.head;
   const float* k = static_cast<const float*>(a.k) + b * a.ks.batch + h * a.ks.head;
   const float* v = static_cast<const float*>(a.v) + b * a.vs.batch + h * a.vs.head;
-  const float* mask =
-      a.mask ? static_cast<const float*>(a.mask) +
-                   (a.maskPeriod > 0 ? b % a.maskPeriod : b) * a.ms[0] + h * a.ms[1]
-             : nullptr;
+  const float* mask = a.mask ? static_cast<const float*>(a.mask) +
+                                   (a.maskPeriod > 0 ? b % a.maskPeriod : b) * a.ms[0] + h * a.ms[1]
+                             : nullptr;
   loadTile<float, kDPad, kQStride, kRows, false>(sQ, q, a.qs.seq, row0, a.seqQ, a.headDim);
   float o[4][kDvPad / 8] = {};
   float rowMax[4], rowSum[4] = {};
