@@ -12,8 +12,10 @@
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${BUILD_DIR:-$root/build}
-# Only what the device runs: the CLI and the GPU tests (not the studio).
-flock /tmp/kiln-build.lock ninja -C "$build" -j2 kiln kiln_example_plugins kiln_cudnn_int8_probe kiln_int8_mma_probe tests/gpu/all
+# Only what the device runs: the CLI and the GPU tests (not the studio); with
+# PACK_TESTS, only those test binaries are built.
+flock /tmp/kiln-build.lock ninja -C "$build" -j2 kiln kiln_example_plugins kiln_cudnn_int8_probe \
+  kiln_int8_mma_probe ${PACK_TESTS:-tests/gpu/all}
 stage=$(mktemp -d)
 mkdir -p "$stage/bin" "$stage/lib" "$stage/data"
 cp "$build/app/kiln" "$build/bench/probes/kiln_cudnn_int8_probe" "$build/bench/probes/kiln_int8_mma_probe" "$stage/bin/"

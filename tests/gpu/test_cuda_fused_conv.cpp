@@ -4,7 +4,8 @@
 // packs that straddle 7x7 channel planes and element-wise tails; 1-D and depthwise;
 // then a ResNet bottleneck tail (Conv -> BN -> Add -> Relu) through the pipeline;
 // a channels-last 3-channel stem with its channels zero-padded (pad_channels 4, 8,
-// auto, never), and the pad's implementation text.
+// auto, never), and the pad's implementation text; Kiln's channels-last depthwise kernel
+// forced (3x3, 5x5, 7x7, strides 1 and 2, every slice width) and timed beside cuDNN.
 //
 // Tolerances (as the plain convolution's): fp32 1e-4 (summation order; cuDNN may
 // pick Winograd or FFT engines), fp16 1e-2 and bf16 6e-2: the inputs are rounded
@@ -274,6 +275,137 @@ TEST(CudaFusedConv, PaddedChannelsAreNamedAndTimed) {
     if (pad == 8) EXPECT_NE(text.find("channels padded 3 -> 8"), std::string::npos) << text;
     if (pad == -1) EXPECT_NE(text.find("C=3="), std::string::npos) << text;  // timed unpadded
   }
+}
+
+}  // namespace
+}  // namespace kiln::test
+
+namespace kiln::test {
+namespace {
+
+// A channels-last depthwise FusedConv (NHWC X [n, h, w, c], W [c, k, k, 1], pads k / 2)
+// for Kiln's depthwise kernel (depthwise_conv.h).
+GpuOpTest channelsLastDepthwise(const std::string& path, const std::string& activation,
+                                int64_t c, int64_t k, int64_t stride, int64_t h, int64_t w,
+                                bool residual, uint32_t seed) {
+  const int64_t pad = k / 2, ho = (h + 2 * pad - k) / stride + 1,
+                wo = (w + 2 * pad - k) / stride + 1;
+  GpuOpTest op = fusedConv(activation);
+  op.attr("kiln_channels_last", int64_t{1})
+      .attr("path", path)
+      .attr("group", c)
+      .attr("strides", std::vector<int64_t>{stride, stride})
+      .attr("pads", std::vector<int64_t>{pad, pad, pad, pad})
+      .input(randomFloats({2, h, w, c}, seed))
+      .constant(randomFloats({c, k, k, 1}, seed + 1))
+      .constant(randomFloats({c}, seed + 2));
+  if (residual) op.input(randomFloats({2, ho, wo, c}, seed + 3));
+  return op;
+}
+
+struct DepthwiseCase {
+  const char* activation;
+  int64_t c, k, stride, h, w;
+  bool residual;
+};
+
+// ConvNeXt's 7x7 (C 96: slices of 4 packs), EfficientNet's 3x3 stride 2 with SiLU (C 24:
+// one pack per slice), a 5x5 with a residual and hard-swish (C 40), a 3x3 of 64 channels
+// (slices of 8 packs); widths that leave partial strips of 4 outputs and odd sizes.
+const std::vector<DepthwiseCase> kDepthwiseCases = {
+    {"none", 96, 7, 1, 14, 13, false},      {"silu", 24, 3, 2, 17, 15, false},
+    {"hard_swish", 40, 5, 1, 9, 11, true},  {"relu", 64, 3, 1, 8, 7, true},
+    {"clip", 16, 5, 2, 10, 10, false}};
+
+TEST(CudaFusedConv, KilnDepthwiseKernelAgainstTheReference) {
+  KILN_REQUIRE_GPU();
+  // fp16 and bf16 only: the kernel is for 16-bit storage (float32 is cuDNN's).
+  const std::vector<PrecisionTolerance> tolerances = {{cuda::Precision::kFloat16, 1e-2, 1e-2},
+                                                      {cuda::Precision::kBFloat16, 6e-2, 6e-2}};
+  uint32_t seed = 60;
+  for (const DepthwiseCase& d : kDepthwiseCases) {
+    SCOPED_TRACE(std::string(d.activation) + " C " + std::to_string(d.c) + " k " +
+                 std::to_string(d.k) + " stride " + std::to_string(d.stride));
+    channelsLastDepthwise("kiln_depthwise", d.activation, d.c, d.k, d.stride, d.h, d.w,
+                          d.residual, seed)
+        .check(tolerances);
+    seed += 4;
+  }
+}
+
+TEST(CudaFusedConv, KilnDepthwiseIsTimedAgainstCudnnAndNamed) {
+  KILN_REQUIRE_GPU();
+  const GpuOpTest op =
+      channelsLastDepthwise("auto", "none", 96, 7, 1, 14, 14, /*residual=*/false, 90);
+  std::vector<cuda::LayerInfo> layers;
+  auto out = runCudaPoisoned(op.network(), roundTo(op.feeds(), cuda::Precision::kFloat16),
+                             cuda::Precision::kFloat16, "out0", &layers);
+  ASSERT_TRUE(out.isOk()) << out.status().toString();
+  ASSERT_EQ(layers.size(), 1u);
+  const std::string& text = layers[0].implementation;
+  std::cout << "  depthwise 7x7 C 96: " << text << "\n";
+  EXPECT_NE(text.find("kiln depthwise="), std::string::npos) << text;  // timed beside cuDNN
+  // A float32 layer is not a candidate.
+  auto fp32 = runCudaPoisoned(op.network(), op.feeds(), cuda::Precision::kFloat32, "out0", &layers);
+  ASSERT_TRUE(fp32.isOk()) << fp32.status().toString();
+  EXPECT_EQ(layers[0].implementation.find("kiln depthwise"), std::string::npos)
+      << layers[0].implementation;
+}
+
+}  // namespace
+}  // namespace kiln::test
+
+namespace kiln::test {
+namespace {
+
+// A grouped convolution run as the dense block-diagonal one (grouped_filter.h), forced:
+// channels-last (RegNetY's 24-channel groups in miniature, 3x3, strides 1 and 2, bias and a
+// residual) and channels-first (float32 too), K = 2 C (output groups wider than input ones).
+TEST(CudaFusedConv, GroupedAsDenseBlockDiagonal) {
+  KILN_REQUIRE_GPU();
+  for (int64_t stride : {int64_t{1}, int64_t{2}}) {
+    SCOPED_TRACE("channels-last, stride " + std::to_string(stride));
+    const int64_t ho = (15 + 2 - 3) / stride + 1;
+    fusedConv("relu")
+        .attr("kiln_channels_last", int64_t{1})
+        .attr("path", std::string("dense_block_diagonal"))
+        .attr("group", int64_t{3})
+        .attr("strides", std::vector<int64_t>{stride, stride})
+        .attr("pads", std::vector<int64_t>{1, 1, 1, 1})
+        .input(randomFloats({2, 15, 15, 72}, 70))
+        .constant(randomFloats({72, 3, 3, 24}, 71))
+        .constant(randomFloats({72}, 72))
+        .input(randomFloats({2, ho, ho, 72}, 73))
+        .check(convTolerances());
+  }
+  SCOPED_TRACE("channels-first, K = 2 C");
+  fusedConv("silu")
+      .attr("path", std::string("dense_block_diagonal"))
+      .attr("group", int64_t{4})
+      .attr("pads", std::vector<int64_t>{1, 1, 1, 1})
+      .input(randomFloats({2, 16, 9, 9}, 74))
+      .constant(randomFloats({32, 4, 3, 3}, 75))
+      .constant(randomFloats({32}, 76))
+      .check(convTolerances());
+}
+
+TEST(CudaFusedConv, GroupedDenseFormIsTimedAndNamed) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest op = fusedConv("relu");
+  op.attr("kiln_channels_last", int64_t{1})
+      .attr("group", int64_t{2})
+      .attr("pads", std::vector<int64_t>{1, 1, 1, 1})
+      .input(randomFloats({4, 28, 28, 48}, 80))
+      .constant(randomFloats({48, 3, 3, 24}, 81))
+      .constant(randomFloats({48}, 82));
+  std::vector<cuda::LayerInfo> layers;
+  auto out = runCudaPoisoned(op.network(), roundTo(op.feeds(), cuda::Precision::kFloat16),
+                             cuda::Precision::kFloat16, "out0", &layers);
+  ASSERT_TRUE(out.isOk()) << out.status().toString();
+  ASSERT_EQ(layers.size(), 1u);
+  const std::string& text = layers[0].implementation;
+  std::cout << "  grouped 3x3, 2 groups of 24: " << text << "\n";
+  EXPECT_NE(text.find("dense block-diagonal="), std::string::npos) << text;
 }
 
 }  // namespace

@@ -470,6 +470,29 @@ TEST(CudaLayerNorm, LongRowsBlockPath) {
       .check();
 }
 
+// The packed 16-bit form (layerNormPacked): 96 channels (ConvNeXt's channels-last LN: 4
+// lanes of 3 packs), 200 (25 packs over 8 lanes: uneven), 768 (BERT, ViT: 32 lanes) and
+// 1024; rows that do not fill the last block; with and without B. Float32 takes the
+// warp-per-row form on the same inputs.
+TEST(CudaLayerNorm, PackedSixteenBitRows) {
+  KILN_REQUIRE_GPU();
+  uint32_t seed = 140;
+  for (int64_t cols : {int64_t{96}, int64_t{200}, int64_t{768}, int64_t{1024}}) {
+    SCOPED_TRACE("cols " + std::to_string(cols));
+    GpuOpTest("LayerNormalization", 17)
+        .input(randomFloats({3, 37, cols}, seed, -2.0, 3.0))
+        .constant(randomFloats({cols}, seed + 1, 0.5, 1.5))
+        .constant(randomFloats({cols}, seed + 2))
+        .check();
+    GpuOpTest("LayerNormalization", 17)
+        .attr("epsilon", 1e-6f)
+        .input(randomFloats({5, cols}, seed + 3))
+        .constant(randomFloats({cols}, seed + 4, 0.5, 1.5))
+        .check();
+    seed += 5;
+  }
+}
+
 // ---- RMSNormalization ------------------------------------------------------------
 
 TEST(CudaRmsNorm, LastAxisAndBroadcastScale) {

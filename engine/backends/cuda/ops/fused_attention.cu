@@ -107,6 +107,15 @@ __device__ __forceinline__ void loadTileAsync(T* tile, const T* base, int64_t se
   }
 }
 
+// 2^x as one MUFU.EX2 (exp2f's non-FTZ form adds a range fix-up around it). Subnormal
+// results flush to 0: P is rounded to half or bfloat16 for the second product, where such
+// a weight is 0 or carries nothing the row sum notices.
+__device__ __forceinline__ float exp2Ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 // The online-softmax step for one row half: the tile's max `tileMax` (already over the
 // row's 4 lanes) updates the running max; returns the subtrahend for this tile's exp2.
 // A row with no finite logit so far keeps subtracting 0, never -inf (no NaN from -inf + inf).
@@ -126,8 +135,16 @@ constexpr int sharedElements16(int dPad, int dvPad) {
   return kRows * (stride > vStride ? stride : vStride) + 2 * kKeys16 * (stride + vStride);
 }
 
+// Blocks per multiprocessor the registers are sized for: with head sizes <= 64 four
+// blocks fit the shared memory (4 x 46 KB), so 128 registers a thread (ptxas: no spills;
+// before, 139 registers left room for 3); wider heads are held to 2 by shared memory.
+constexpr int tensorCoreBlocksPerSm(int dPad, int dvPad) {
+  return dPad <= 64 && dvPad <= 64 ? 4 : 2;
+}
+
 template <class T, int kDPad, int kDvPad, bool kVec>
-__global__ void __launch_bounds__(kThreads) attentionTensorCore(AttentionArgs a) {
+__global__ void __launch_bounds__(kThreads, tensorCoreBlocksPerSm(kDPad, kDvPad))
+    attentionTensorCore(AttentionArgs a) {
   constexpr int kStride = kDPad + kPad16;    // Q and K rows
   constexpr int kVStride = kDvPad + kPad16;  // V rows and the staged output rows
   extern __shared__ __align__(16) unsigned char shared[];
@@ -156,6 +173,7 @@ __global__ void __launch_bounds__(kThreads) attentionTensorCore(AttentionArgs a)
   float o[kDvPad / 8][4] = {};
   float rowMax[2] = {-INFINITY, -INFINITY}, rowSum[2] = {0.f, 0.f};
   const int rows[2] = {row0 + warp * 16 + g, row0 + warp * 16 + g + 8};
+  const bool warpActive = row0 + warp * 16 < a.seqQ;  // warp-uniform
   int buffer = 0;  // the K/V stage holding tile key0
   for (int key0 = 0; key0 < a.seqK; key0 += kKeys16, buffer ^= 1) {
     T* const sK = sK0 + buffer * kKeys16 * kStride;
@@ -183,11 +201,17 @@ __global__ void __launch_bounds__(kThreads) attentionTensorCore(AttentionArgs a)
       loadTile<T, kDvPad, kVStride, kKeys16, false>(sV, v, a.vs.seq, key0, a.seqK, a.valueDim);
       __syncthreads();
     }
+    // Keys past the end (the last tile of a sequence that is not a multiple of 64, e.g.
+    // ViT's 197) and warps whose 16 rows all lie past the end skip their products: the
+    // skipped scores stay 0 and are masked to -inf below, so only work is saved.
+    const int tileKeys = a.seqK - key0;
+    const bool fullTile = tileKeys >= kKeys16;
     float s[kKeys16 / 8][4] = {};
 #pragma unroll
     for (int kk = 0; kk < kDPad / 16; ++kk) {
 #pragma unroll
       for (int n = 0; n < kKeys16 / 16; ++n) {
+        if (!warpActive || n * 16 >= tileKeys) continue;
         uint32_t kf[4];
         ldmatrixX4<false>(kf, sK + (n * 16 + (lane & 7) + ((lane >> 4) << 3)) * kStride + kk * 16 +
                                   ((lane >> 3) & 1) * 8);
@@ -198,18 +222,32 @@ __global__ void __launch_bounds__(kThreads) attentionTensorCore(AttentionArgs a)
     // Logits in log2 units; keys past the end are -inf. c[e]: row g (e < 2) or g + 8,
     // key 8n + 2t + (e & 1).
     float tileMax[2] = {-INFINITY, -INFINITY};
+    // The common tile (no bound to check, no mask, a positive scale) keeps the raw
+    // products: the max commutes with the scale, which is applied inside the exponent's
+    // FMA below. Other tiles hold the scaled logits.
+    const bool rawTile = fullTile && !mask && a.scaleLog2 > 0.f;
+    if (rawTile) {
 #pragma unroll
-    for (int n = 0; n < kKeys16 / 8; ++n) {
+      for (int n = 0; n < kKeys16 / 8; ++n) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int key = key0 + n * 8 + 2 * t + (e & 1), r = e >> 1;
-        float x = s[n][e] * a.scaleLog2;
-        if (key >= a.seqK)
-          x = -INFINITY;
-        else if (mask && rows[r] < a.seqQ)
-          x += toFloat(mask[rows[r] * a.ms[2] + key * a.ms[3]]) * kLog2e;
-        s[n][e] = x;
-        tileMax[r] = fmaxf(tileMax[r], x);
+        for (int e = 0; e < 4; ++e) tileMax[e >> 1] = fmaxf(tileMax[e >> 1], s[n][e]);
+      }
+      tileMax[0] *= a.scaleLog2;
+      tileMax[1] *= a.scaleLog2;
+    } else {
+#pragma unroll
+      for (int n = 0; n < kKeys16 / 8; ++n) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int key = key0 + n * 8 + 2 * t + (e & 1), r = e >> 1;
+          float x = s[n][e] * a.scaleLog2;
+          if (key >= a.seqK)
+            x = -INFINITY;
+          else if (mask && rows[r] < a.seqQ)
+            x += toFloat(mask[rows[r] * a.ms[2] + key * a.ms[3]]) * kLog2e;
+          s[n][e] = x;
+          tileMax[r] = fmaxf(tileMax[r], x);
+        }
       }
     }
     float base[2];
@@ -226,17 +264,19 @@ __global__ void __launch_bounds__(kThreads) attentionTensorCore(AttentionArgs a)
         o[d][2 * r + 1] *= correction;
       }
     }
+    const float scaleOfRaw = rawTile ? a.scaleLog2 : 1.f;
 #pragma unroll
     for (int n = 0; n < kKeys16 / 8; ++n) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        s[n][e] = exp2f(s[n][e] - base[e >> 1]);
+        s[n][e] = exp2Ftz(fmaf(s[n][e], scaleOfRaw, -base[e >> 1]));
         rowSum[e >> 1] += s[n][e];
       }
     }
     // O += P V: P's accumulator layout is the A fragment layout of the next product.
 #pragma unroll
     for (int kk = 0; kk < kKeys16 / 16; ++kk) {
+      if (!warpActive || kk * 16 >= tileKeys) continue;  // P is 0 there
       const uint32_t pf[4] = {packPair<T>(s[2 * kk][0], s[2 * kk][1]),
                               packPair<T>(s[2 * kk][2], s[2 * kk][3]),
                               packPair<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]),

@@ -12,8 +12,16 @@
 //   conv + kiln epilogue: the plain convolution's fastest plan (cudnn_conv.cpp), then
 //     one pass that adds B and Z and applies act (conv_epilogue.cu): every
 //     activation, and the only way when cuDNN has no engine for the graph.
-// The node attribute `path` ("auto", "cudnn_graph", "kiln_epilogue") restricts the
-// candidates, for tests and tactic pinning.
+//   kiln depthwise (depthwise_conv.h): a channels-last depthwise convolution (ConvNeXt's
+//     7x7, EfficientNet's and MobileNet's 3x3 and 5x5) in Kiln's own kernel with the
+//     epilogue inside, timed against the faster of the two above.
+//   dense block-diagonal (grouped_filter.h): a convolution of 2..64 groups run as the
+//     ungrouped one with a block-diagonal filter (expanded at every run, in the workspace),
+//     conv + kiln epilogue: `groups` times the FLOPs at tensor-core rate, against
+//     cuDNN's grouped engines that run RegNetY's 24-channel groups at ~20x their floor.
+//     Timed like the others.
+// The node attribute `path` ("auto", "cudnn_graph", "kiln_epilogue", "kiln_depthwise",
+// "dense_block_diagonal") restricts the candidates, for tests and tactic pinning.
 // Channel padding: a channels-last convolution (group 1) whose input channel count is
 // not a multiple of 8 (ResNet's 3-channel stem) also times both implementations on X
 // and W zero-padded to 4 and 8 channels (channel_pad.h: Conv([X, 0], [W, 0]) =
@@ -27,6 +35,8 @@
 #include "backends/cuda/ops/channel_pad.h"
 #include "backends/cuda/ops/conv_epilogue.h"
 #include "backends/cuda/ops/cudnn_conv.h"
+#include "backends/cuda/ops/depthwise_conv.h"
+#include "backends/cuda/ops/grouped_filter.h"
 #include "ir/channels_last.h"
 #include "kiln/passes.h"
 
@@ -51,6 +61,8 @@ struct FusedConvState {
   bool fusedGraph = false;
   std::shared_ptr<CudnnPlan> plan;  // the fused graph's, or the plain convolution's
   int paddedChannels = 0;           // > 0: the plan runs on X and W padded to this many
+  bool kilnDepthwise = false;       // Kiln's depthwise kernel (depthwise_conv.h), no plan
+  int64_t denseGroups = 0;  // > 1: `plan` is the dense block-diagonal form (grouped_filter.h)
 };
 
 // Where the padded copies of X and W go: one workspace buffer, W after X.
@@ -61,6 +73,33 @@ struct PaddedBuffers {
 
 int64_t alignUp(int64_t v, int64_t a) {
   return (v + a - 1) / a * a;
+}
+
+// The groups of `g` when its dense block-diagonal form is worth timing: 2..64 groups of a
+// forward convolution whose dense filter stays under 32 MiB; else 0.
+int64_t denseCandidateGroups(const ConvGeometry& g) {
+  if (g.transpose || g.w.size() < 3 || g.w[1] <= 0 || g.x[1] % g.w[1] != 0) return 0;
+  const int64_t groups = g.x[1] / g.w[1];
+  if (groups < 2 || groups > 64 || g.w[0] % groups != 0) return 0;
+  int64_t elements = g.w[0] * g.x[1];
+  for (size_t d = 2; d < g.w.size(); ++d) elements *= g.w[d];
+  return elements * static_cast<int64_t>(dataTypeSize(g.type)) <= (int64_t{32} << 20) ? groups : 0;
+}
+
+int64_t filterTaps(const ConvGeometry& g) {
+  int64_t taps = 1;
+  for (size_t d = 2; d < g.w.size(); ++d) taps *= g.w[d];
+  return taps;
+}
+
+// The dense filter of grouped `g` written into the context's workspace.
+Result<void*> denseFilter(GpuKernelContext& ctx, const ConvGeometry& g, const void* w,
+                          int64_t groups) {
+  const size_t bytes = static_cast<size_t>(g.w[0] * g.x[1] * filterTaps(g)) * dataTypeSize(g.type);
+  KILN_ASSIGN_OR_RETURN(void* dense, ctx.workspace(bytes));
+  KILN_RETURN_IF_ERROR(expandGroupedFilter(w, dense, g.type, g.w[0], g.x[1], groups, filterTaps(g),
+                                           g.channelsLast, ctx.stream()));
+  return dense;
 }
 
 // `p` with X and W padded to `channels` (the geometry's C) in `buffers`.
@@ -168,6 +207,22 @@ CudnnBindings fusedBindings(const FusedConvProblem& p) {
 
 Status runChosen(GpuKernelContext& ctx, cudnnHandle_t handle, const FusedConvState& state,
                  const FusedConvProblem& problem) {
+  if (state.kilnDepthwise)
+    return runDepthwiseConv(depthwiseConvProblem(problem.geometry, problem.x, problem.w,
+                                                 problem.bias, problem.z, problem.y,
+                                                 problem.epilogue),
+                            ctx.stream());
+  if (state.denseGroups > 1) {
+    KILN_ASSIGN_OR_RETURN(void* dense,
+                          denseFilter(ctx, problem.geometry, problem.w, state.denseGroups));
+    KILN_ASSIGN_OR_RETURN(void* workspace, convWorkspace(ctx, state.plan->workspace));
+    KILN_RETURN_IF_ERROR(executeCudnnPlan(
+        handle, *state.plan, {{kConvUidX, problem.x}, {kConvUidW, dense}, {kConvUidY, problem.y}},
+        workspace));
+    return applyConvEpilogue(problem.y, problem.geometry.type, problem.bias, problem.z,
+                             problem.outer, problem.channels, problem.inner, problem.epilogue,
+                             ctx.stream());
+  }
   FusedConvProblem p = problem;
   if (state.paddedChannels > 0) {
     KILN_ASSIGN_OR_RETURN(p, padInputs(ctx, problem, state.paddedChannels));
@@ -216,6 +271,29 @@ std::vector<std::unique_ptr<CudnnPlan>> fusedGraphPlans(GpuKernelContext& ctx, c
 Status chooseImplementation(GpuKernelContext& ctx, cudnnHandle_t handle, const FusedConvProblem& p,
                             const std::string& path, FusedConvState* state, std::string* summary) {
   state->geometry = p.geometry;
+  const std::string depthwiseWhyNot = depthwiseConvUnsupported(p.geometry, p.x, p.z, p.y);
+  if (path == "kiln_depthwise") {
+    if (!depthwiseWhyNot.empty())
+      return ctx.unsupported("Kiln's depthwise kernel does not apply: " + depthwiseWhyNot);
+    state->kilnDepthwise = true;
+    *summary = "kiln depthwise NHWC " + std::to_string(p.geometry.w[2]) + "x" +
+               std::to_string(p.geometry.w[3]) + " (path kiln_depthwise)";
+    return Status::ok();
+  }
+  if (path == "dense_block_diagonal") {
+    const int64_t groups = denseCandidateGroups(p.geometry);
+    if (groups < 2) return ctx.unsupported("not a convolution of 2..64 groups");
+    ConvGeometry dense = p.geometry;
+    dense.w[1] = p.geometry.x[1];
+    KILN_ASSIGN_OR_RETURN(void* denseW, denseFilter(ctx, p.geometry, p.w, groups));
+    ChosenConvPlan densePlan;
+    KILN_RETURN_IF_ERROR(chooseConvPlan(ctx, handle, dense, p.x, denseW, p.y, &densePlan));
+    state->plan = densePlan.plan;
+    state->denseGroups = groups;
+    *summary = "dense block-diagonal (" + std::to_string(groups) + " groups as 1): " +
+               densePlan.summary + " + kiln epilogue (path dense_block_diagonal)";
+    return Status::ok();
+  }
   std::string why = "not tried (path " + path + ")";
   std::vector<std::unique_ptr<CudnnPlan>> fused;
   if (path != "kiln_epilogue") fused = fusedGraphPlans(ctx, handle, p, &why);
@@ -249,10 +327,61 @@ Status chooseImplementation(GpuKernelContext& ctx, cudnnHandle_t handle, const F
     }
   }
   if (!state->plan) return ctx.unsupported("no fused graph engine ran on these shapes");
+  // Kiln's depthwise kernel (epilogue inside) and a narrow-grouped convolution's dense
+  // form, each against the best so far.
+  auto timeBestOnce = [&]() -> Status {
+    if (bestMs < 1e30f) return Status::ok();  // one cuDNN candidate, untimed so far
+    KILN_ASSIGN_OR_RETURN(
+        bestMs, timeOnStream(ctx.stream(), [&] { return runChosen(ctx, handle, *state, p); }));
+    timings << (timings.tellp() > 0 ? ", " : "")
+            << (state->fusedGraph ? "fused graph=" : "conv + epilogue=") << bestMs << "ms";
+    return Status::ok();
+  };
+  auto race = [&](const FusedConvState& candidate, const std::string& name) -> Status {
+    KILN_RETURN_IF_ERROR(timeBestOnce());
+    Result<float> ms =
+        timeOnStream(ctx.stream(), [&] { return runChosen(ctx, handle, candidate, p); });
+    if (!ms.isOk()) {  // fails on these shapes: not a candidate
+      timings << ", " << name << " failed: " << ms.status().message();
+      return Status::ok();
+    }
+    timings << ", " << name << "=" << ms.value() << "ms";
+    if (ms.value() < bestMs) {
+      bestMs = ms.value();
+      *state = candidate;
+    }
+    return Status::ok();
+  };
+  if (path == "auto" && depthwiseWhyNot.empty()) {
+    FusedConvState candidate;
+    candidate.geometry = p.geometry;
+    candidate.kilnDepthwise = true;
+    KILN_RETURN_IF_ERROR(race(candidate, "kiln depthwise"));
+  }
+  std::string denseSummary;
+  if (const int64_t groups = denseCandidateGroups(p.geometry); path == "auto" && groups > 1) {
+    ConvGeometry dense = p.geometry;
+    dense.w[1] = p.geometry.x[1];
+    KILN_ASSIGN_OR_RETURN(void* denseW, denseFilter(ctx, p.geometry, p.w, groups));
+    ChosenConvPlan densePlan;
+    if (chooseConvPlan(ctx, handle, dense, p.x, denseW, p.y, &densePlan).isOk()) {
+      FusedConvState candidate;
+      candidate.geometry = p.geometry;
+      candidate.plan = densePlan.plan;
+      candidate.denseGroups = groups;
+      KILN_RETURN_IF_ERROR(race(candidate, "dense block-diagonal"));
+      denseSummary = "dense block-diagonal (" + std::to_string(groups) + " groups as 1): " +
+                     densePlan.summary + " + kiln epilogue";
+    }
+  }
   const std::string variant =
       convEpilogueVariant(p.geometry.type, p.outer * p.channels * p.inner, p.y, p.z);
-  *summary = state->fusedGraph ? "cudnn fused graph " + state->plan->description.substr(6)
-                               : conv.summary + " + kiln epilogue (" + variant + ")";
+  *summary = state->kilnDepthwise
+                 ? "kiln depthwise NHWC " + std::to_string(p.geometry.w[2]) + "x" +
+                       std::to_string(p.geometry.w[3]) + " (epilogue inside)"
+             : state->denseGroups > 1 ? denseSummary
+             : state->fusedGraph     ? "cudnn fused graph " + state->plan->description.substr(6)
+                                 : conv.summary + " + kiln epilogue (" + variant + ")";
   if (timings.tellp() > 0) *summary += "; timed {" + timings.str() + "}";
   if (fused.empty()) *summary += "; cudnn fused graph: " + why;
   return Status::ok();
@@ -356,8 +485,10 @@ Status fusedConvKernel(GpuKernelContext& ctx) {
   const Shape yShape = nhwc ? toChannelsLastShape(g.y) : g.y;
   KILN_RETURN_IF_ERROR(checkOptionalInputs(ctx, g, yShape, bias, z));
   const std::string path = ctx.node().attrString("path", "auto");
-  if (path != "auto" && path != "cudnn_graph" && path != "kiln_epilogue")
-    return ctx.error("unknown path '" + path + "' (auto, cudnn_graph, kiln_epilogue)");
+  if (path != "auto" && path != "cudnn_graph" && path != "kiln_epilogue" &&
+      path != "kiln_depthwise" && path != "dense_block_diagonal")
+    return ctx.error("unknown path '" + path +
+                     "' (auto, cudnn_graph, kiln_epilogue, kiln_depthwise, dense_block_diagonal)");
   FusedConvProblem p;
   KILN_RETURN_IF_ERROR(parseConvEpilogue(ctx, &p.epilogue));
   KILN_ASSIGN_OR_RETURN(DeviceTensor y, ctx.allocateOutput(0, x.type, yShape));
