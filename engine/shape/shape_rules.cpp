@@ -347,6 +347,10 @@ bool sliceRule(const Node& node, const Ins& in, Outs* outs) {
       return false;
     }
     const int64_t n = dim.constValue();
+    // As the kernel does: a step past the dim takes one element at most, so it is held to
+    // the dim and `-step` stays in int64 (INT64_MIN overflowed it); the counts below never
+    // add the step (`e - s + step - 1` overflowed for INT64_MAX).
+    step = std::clamp(step, -std::max<int64_t>(n, 1), std::max<int64_t>(n, 1));
     auto clampIdx = [&](int64_t v, int64_t lo, int64_t hi) {
       if (v < 0) v += n;
       return std::clamp(v, lo, hi);
@@ -355,11 +359,11 @@ bool sliceRule(const Node& node, const Ins& in, Outs* outs) {
     if (step > 0) {
       s = clampIdx(s, 0, n);
       e = clampIdx(e, 0, n);
-      len = e > s ? (e - s + step - 1) / step : 0;
+      len = e > s ? (e - s - 1) / step + 1 : 0;
     } else {
       s = clampIdx(s, 0, n - 1);
       e = clampIdx(e, -1, n - 1);
-      len = s > e ? (s - e - step - 1) / (-step) : 0;
+      len = s > e ? (s - e - 1) / (-step) + 1 : 0;
     }
     out[axis] = len;
   }

@@ -3,6 +3,7 @@
 // hand-computed values on small inputs plus error cases. See tests/support/op_test.h.
 #include <cmath>
 #include <complex>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -185,6 +186,17 @@ TEST(MiscOps, Col2ImSumsOverlappingBlocks) {
 }
 
 // ---- Random generators ----
+
+TEST(MiscOps, Col2ImHugeDilationIsAnError) {
+  // dilation * (block - 1) + 1 overflowed int64 for a dilation of INT64_MAX.
+  auto out = OpTest("Col2Im", 18)
+                 .attr("dilations", std::vector<int64_t>{1, std::numeric_limits<int64_t>::max()})
+                 .input(floatTensor({1, 2, 2}, {1, 2, 10, 20}))
+                 .input(int64Tensor({2}, {1, 3}))
+                 .input(int64Tensor({2}, {1, 2}))
+                 .run();
+  EXPECT_FALSE(out.isOk());
+}
 
 TEST(MiscOps, RandomUniformIsSeededAndInRange) {
   auto run = [] {

@@ -4,6 +4,7 @@
 // DeformConv, Swish/SwiGLU, the ai.onnx.ml ops and Scan-8. Hand-computed values on small
 // inputs plus error cases. See tests/support/op_test.h.
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -245,6 +246,18 @@ TEST(MoreTensor, TensorScatterLinearAndCircular) {
   OpTest overflow("TensorScatter", 24);
   overflow.input(cache).input(update).input(int64Tensor({2}, {2, 0}));
   EXPECT_FALSE(overflow.run().isOk());
+  // A write index of INT64_MAX overflowed `start + seqLen` (linear) and `start + s`
+  // (circular, where it is INT64_MAX % 3 = 1).
+  const int64_t kMax = std::numeric_limits<int64_t>::max();
+  OpTest farLinear("TensorScatter", 24);
+  farLinear.input(cache).input(update).input(int64Tensor({2}, {kMax, 0}));
+  EXPECT_FALSE(farLinear.run().isOk());
+  OpTest farCircular("TensorScatter", 24);
+  farCircular.attr("mode", std::string("circular"))
+      .input(cache)
+      .input(update)
+      .input(int64Tensor({2}, {kMax, 0}));
+  expectTensorNear(runOk(farCircular), floatTensor({2, 3, 1}, {0, 1, 2, 3, 4, 0}), 0, 0);
 }
 
 TEST(MoreTensor, BitCastKeepsBits) {
@@ -375,6 +388,17 @@ TEST(MoreVision, DeformConvSamplesAtOffsets) {
   OpTest bad("DeformConv", 19);
   bad.input(x).input(w).input(floatTensor({1, 4, 2, 2}, std::vector<float>(16, 0)));
   EXPECT_FALSE(bad.run().isOk());
+}
+
+TEST(MoreVision, DeformConvHugeOffsetGroupIsAnError) {
+  // No input channels are divisible by any offset_group: INT64_MAX overflowed
+  // offset_group * taps * 2.
+  OpTest op("DeformConv", 19);
+  op.attr("offset_group", std::numeric_limits<int64_t>::max())
+      .input(Tensor(DataType::kFloat32, {1, 0, 2, 2}))
+      .input(Tensor(DataType::kFloat32, {1, 0, 1, 1}))
+      .input(floatTensor({1, 2, 2, 2}, std::vector<float>(8, 0)));
+  EXPECT_FALSE(op.run().isOk());
 }
 
 // ---- Swish, SwiGLU ----

@@ -1,6 +1,7 @@
 // Tests for the nn op family (conv, pool, matmul, einsum, quantize, rnn):
 // hand-computed values on small inputs, plus bad-input errors.
 #include <cmath>
+#include <limits>
 
 #include "support/op_test.h"
 
@@ -81,6 +82,22 @@ TEST(ConvTest, RejectsBadShapes) {
   OpTest badBias("Conv", 11);
   badBias.input(iota({1, 1, 3, 3})).input(iota({2, 1, 2, 2})).input(floatTensor({3}, {1, 2, 3}));
   EXPECT_FALSE(badBias.run().isOk());
+}
+
+TEST(ConvTest, HugeGroupOverEmptyChannelsIsAnError) {
+  // No channels are divisible by any group: group INT64_MAX overflowed W's C/group * group
+  // (Conv) and the output channels (ConvTranspose).
+  const int64_t kMax = std::numeric_limits<int64_t>::max();
+  OpTest conv("Conv", 11);
+  conv.attr("group", kMax)
+      .input(Tensor(DataType::kFloat32, {1, 0, 2, 2}))
+      .input(Tensor(DataType::kFloat32, {0, 2, 1, 1}));
+  EXPECT_FALSE(conv.run().isOk());
+  OpTest transpose("ConvTranspose", 11);
+  transpose.attr("group", kMax)
+      .input(Tensor(DataType::kFloat32, {1, 0, 2}))
+      .input(Tensor(DataType::kFloat32, {0, 2, 1}));
+  EXPECT_FALSE(transpose.run().isOk());
 }
 
 TEST(ConvTransposeTest, StridesPadsAndOutputShape) {
@@ -192,6 +209,20 @@ TEST(PoolTest, MaxUnpoolAndMaxRoiPool) {
   roi.attr("pooled_shape", std::vector<int64_t>{2, 2});
   roi.input(iota({1, 1, 4, 4}, 0.0f)).input(floatTensor({1, 5}, {0, 0, 0, 3, 3}));
   expectTensorNear(runOne(roi), floatTensor({1, 1, 2, 2}, {5, 7, 13, 15}), 0, 0);
+}
+
+TEST(PoolTest, MaxRoiPoolHugeRoiCoordinates) {
+  // Coordinates of +-1e30 overflowed `end - start + 1` and the bin bounds' casts; held to
+  // +-2^52 the box still spans the whole map: bin (1, 1) covers it all, the others nothing.
+  OpTest roi("MaxRoiPool", 1);
+  roi.attr("pooled_shape", std::vector<int64_t>{2, 2});
+  roi.input(iota({1, 1, 4, 4}, 0.0f)).input(floatTensor({1, 5}, {0, -1e30f, -1e30f, 1e30f, 1e30f}));
+  expectTensorNear(runOne(roi), floatTensor({1, 1, 2, 2}, {0, 0, 0, 15}), 0, 0);
+  // A batch index of 1e30 was cast double -> int64 (UB).
+  OpTest batch("MaxRoiPool", 1);
+  batch.attr("pooled_shape", std::vector<int64_t>{1, 1});
+  batch.input(iota({1, 1, 2, 2})).input(floatTensor({1, 5}, {1e30f, 0, 0, 1, 1}));
+  EXPECT_FALSE(batch.run().isOk());
 }
 
 TEST(PoolTest, RejectsBadInput) {

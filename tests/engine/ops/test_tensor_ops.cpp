@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/tensor_size.h"
 #include "support/op_test.h"
 
 namespace kiln::test {
@@ -152,6 +153,25 @@ TEST(ShapeOps, DepthToSpaceModesAndSpaceToDepth) {
   EXPECT_FALSE(OpTest("DepthToSpace", 13).attr("blocksize", int64_t{3}).input(x).run().isOk());
 }
 
+// Hostile attribute and input values: a clean error, not int64 overflow (the
+// fuzz_onnx_import family of findings).
+TEST(ShapeOps, HugeBlocksizeAndSplitSizesAreErrors) {
+  const int64_t kMax = std::numeric_limits<int64_t>::max();
+  // blocksize^2 overflowed int64; an empty input passes every divisibility test.
+  const Tensor empty(DataType::kFloat32, {1, 1, 0, 0});
+  EXPECT_FALSE(
+      OpTest("SpaceToDepth", 13).attr("blocksize", int64_t{1} << 32).input(empty).run().isOk());
+  EXPECT_FALSE(OpTest("DepthToSpace", 13)
+                   .attr("blocksize", int64_t{1} << 32)
+                   .input(Tensor(DataType::kFloat32, {1, 0, 1, 1}))
+                   .run()
+                   .isOk());
+  // Split sizes whose sum overflows int64.
+  OpTest split("Split", 13);
+  split.input(f32({4}, {1, 2, 3, 4})).input(ints({kMax, kMax, 2}));
+  EXPECT_FALSE(split.run(3).isOk());
+}
+
 // ---- slice_pad.cpp ---------------------------------------------------------------
 
 TEST(SlicePad, SliceNegativeStepsAndHugeEnds) {
@@ -175,6 +195,22 @@ TEST(SlicePad, SliceNegativeStepsAndHugeEnds) {
                    .input(ints({0}))
                    .run()
                    .isOk());
+}
+
+TEST(SlicePad, StepsPastTheDimTakeTheFirstElement) {
+  // Steps of INT64_MAX / INT64_MIN overflowed the count and the read stride.
+  const int64_t kMin = std::numeric_limits<int64_t>::min(),
+                kMax = std::numeric_limits<int64_t>::max();
+  const Tensor x = f32({3, 2}, {1, 2, 3, 4, 5, 6});
+  OpTest forward("Slice", 13);
+  forward.input(x).input(ints({1})).input(ints({kMax})).input(ints({0})).input(ints({kMax}));
+  expectFloats(runOk(forward), {1, 2}, {3, 4});
+  OpTest back("Slice", 13);
+  back.input(x).input(ints({-1})).input(ints({kMin})).input(ints({0})).input(ints({kMin}));
+  expectFloats(runOk(back), {1, 2}, {5, 6});
+  OpTest backHalf("Slice", 13);
+  backHalf.input(x).input(ints({-1})).input(ints({kMin})).input(ints({0})).input(ints({-kMax}));
+  expectFloats(runOk(backHalf), {1, 2}, {5, 6});
 }
 
 TEST(SlicePad, PadModes) {
@@ -256,6 +292,34 @@ TEST(Generators, EyeLikeConstantOfShapeRangeTrilu) {
   OpTest lower("Trilu", 14);
   lower.attr("upper", int64_t{0}).input(m).input(Tensor::scalarInt64(-1));
   expectFloats(runOk(lower), {3, 3}, {0, 0, 0, 4, 0, 0, 7, 8, 0});
+}
+
+TEST(Generators, HugeDiagonalAndRangeEnds) {
+  const int64_t kMin = std::numeric_limits<int64_t>::min(),
+                kMax = std::numeric_limits<int64_t>::max();
+  // i + k overflowed for k = INT64_MAX; a diagonal past either edge sets nothing.
+  for (int64_t k : {kMax, kMin}) {
+    OpTest eye("EyeLike", 9);
+    eye.attr("k", k).input(f32({2, 2}, {5, 5, 5, 5}));
+    expectFloats(runOk(eye), {2, 2}, {0, 0, 0, 0});
+  }
+  // limit - start overflowed int64, and so did i * delta.
+  OpTest wide("Range", 11);
+  wide.input(Tensor::scalarInt64(-1))
+      .input(Tensor::scalarInt64(kMax))
+      .input(Tensor::scalarInt64(int64_t{1} << 62));
+  expectInts(runOk(wide), {2}, {-1, (int64_t{1} << 62) - 1});
+  OpTest full("Range", 11);
+  full.input(Tensor::scalarInt64(kMin))
+      .input(Tensor::scalarInt64(kMax))
+      .input(Tensor::scalarInt64(int64_t{1} << 62));
+  expectInts(runOk(full), {4}, {kMin, -(int64_t{1} << 62), 0, int64_t{1} << 62});
+  EXPECT_FALSE(OpTest("Range", 11)
+                   .input(Tensor::scalarInt64(kMin))
+                   .input(Tensor::scalarInt64(kMax))
+                   .input(Tensor::scalarInt64(1))
+                   .run()
+                   .isOk());
 }
 
 // ---- gather_scatter.cpp --------------------------------------------------------------
@@ -369,6 +433,15 @@ TEST(Selection, OneHotNonZeroCompress) {
           .isOk());
 }
 
+TEST(Selection, OneHotHugeOrNanDepthIsAnError) {
+  // depth was cast from double to int64: 1e30 or NaN was UB.
+  for (float depth : {1e30f, std::numeric_limits<float>::quiet_NaN()}) {
+    OpTest op("OneHot", 11);
+    op.input(i64({1}, {0})).input(Tensor::scalarFloat(depth)).input(f32({2}, {0, 1}));
+    EXPECT_FALSE(op.run().isOk()) << depth;
+  }
+}
+
 TEST(Selection, UniqueSortedAndFirstOccurrence) {
   const Tensor x = f32({6}, {2, 1, 1, 3, 4, 3});
   OpTest sorted("Unique", 11);
@@ -473,6 +546,52 @@ TEST(Resize, UpsampleAndErrors) {
                    .input(f32({1}, {2}))
                    .run()
                    .isOk());
+}
+
+TEST(Resize, HostileRoiScalesAndSizes) {
+  const Tensor x = f32({1, 4}, {1, 2, 3, 4});
+  // tf_crop_and_resize with a roi of 1e30: the linear taps cast the coordinate to int64.
+  OpTest far("Resize", 18);
+  far.attr("mode", std::string("linear"))
+      .attr("coordinate_transformation_mode", std::string("tf_crop_and_resize"))
+      .attr("extrapolation_value", 7.f)
+      .input(x)
+      .input(f32({4}, {0, 0, 1, 1e30f}))
+      .missingInput()
+      .input(ints({1, 3}));
+  expectFloats(runOk(far), {1, 3}, {1, 7, 7});
+  // A NaN roi start makes every coordinate NaN; nearest reads the first element.
+  OpTest nan("Resize", 18);
+  nan.attr("coordinate_transformation_mode", std::string("tf_crop_and_resize"))
+      .input(x)
+      .input(f32({4}, {0, std::numeric_limits<float>::quiet_NaN(), 1, 1}))
+      .missingInput()
+      .input(ints({1, 2}));
+  expectFloats(runOk(nan), {1, 2}, {1, 1});
+  // Antialias over an axis resized to 0: the scale 0 made the tap width infinite.
+  OpTest empty("Resize", 18);
+  empty.attr("mode", std::string("linear"))
+      .attr("antialias", int64_t{1})
+      .input(x)
+      .missingInput()
+      .missingInput()
+      .input(ints({1, 0}));
+  EXPECT_EQ(runOk(empty).shape(), (Shape{1, 0}));
+}
+
+TEST(Resize, KeepAspectRatioPastInt64IsAnError) {
+  // not_smaller takes axis 1's scale 2^32 for axis 2 of 2^31 elements: 2^63 passed int64
+  // before the cast. The input is empty (axis 0), so it holds no data.
+  auto in = allocateTensor(DataType::kUInt8, {0, 1, int64_t{1} << 31}, "input");
+  if (!in.isOk()) GTEST_SKIP() << in.status().toString();
+  OpTest op("Resize", 18);
+  op.attr("keep_aspect_ratio_policy", std::string("not_smaller"))
+      .attr("axes", std::vector<int64_t>{1, 2})
+      .input(in.value())
+      .missingInput()
+      .missingInput()
+      .input(ints({int64_t{1} << 32, 1}));
+  EXPECT_FALSE(op.run().isOk());
 }
 
 }  // namespace

@@ -201,6 +201,38 @@ TEST(Attention, RejectsBadShapes) {
   EXPECT_TRUE(fails(named4d));
 }
 
+TEST(Attention, HostileHeadsSeqlensAndWindows) {
+  const int64_t kMin = std::numeric_limits<int64_t>::min(),
+                kMax = std::numeric_limits<int64_t>::max();
+  // 2^62 heads over an empty hidden size overflowed batch * heads and looped over them.
+  const Tensor empty(DataType::kFloat32, {2, 1, 0});
+  OpTest heads("Attention", 23);
+  heads.attr("q_num_heads", int64_t{1} << 62)
+      .attr("kv_num_heads", int64_t{1} << 62)
+      .input(empty)
+      .input(empty)
+      .input(empty);
+  EXPECT_TRUE(fails(heads));
+  // nonpad_kv_seqlen INT64_MIN overflowed the query offset `nonpad - q_seq`.
+  OpTest nonpad("Attention", 24);
+  nonpad.input(floatTensor({1, 1, 1, 1}, {1}))
+      .input(floatTensor({1, 1, 2, 1}, {0, kLn3}))
+      .input(floatTensor({1, 1, 2, 1}, {2, 6}))
+      .missingInput()
+      .missingInput()
+      .missingInput()
+      .input(int64Tensor({1}, {kMin}));
+  EXPECT_TRUE(fails(nonpad));
+  // Windows of INT64_MAX bound nothing (the right edge's sum overflowed).
+  OpTest window("Attention", 25);
+  window.attr("left_window_size", kMax)
+      .attr("right_window_size", kMax)
+      .input(floatTensor({1, 1, 1, 1}, {1}))
+      .input(floatTensor({1, 1, 2, 1}, {0, kLn3}))
+      .input(floatTensor({1, 1, 2, 1}, {2, 6}));
+  expectTensorNear(runOne(window), floatTensor({1, 1, 1, 1}, {5}), 1e-5, 1e-5);
+}
+
 // ---- RMSNormalization ------------------------------------------------------------
 
 TEST(RmsNormalization, LastAxisWithScale) {

@@ -55,6 +55,13 @@ Status readPackedLayouts(const KernelContext& ctx, AttentionSpec* s) {
   const int64_t kvHeads = ctx.node().attrInt("kv_num_heads", 0);
   if (qHeads <= 0 || kvHeads <= 0)
     return ctx.error("3-D Q, K, V need positive q_num_heads and kv_num_heads attributes");
+  // More heads than features only divides an empty hidden size: q_num_heads 2^62 over
+  // [B, S, 0] overflowed batch * heads and looped over every head.
+  if (qHeads > std::max<int64_t>(q.dim(2), 1) ||
+      kvHeads > std::max<int64_t>(std::min(k.dim(2), v.dim(2)), 1))
+    return ctx.error("q_num_heads " + std::to_string(qHeads) + " / kv_num_heads " +
+                     std::to_string(kvHeads) + " exceed the hidden sizes of Q " + dims(q) + ", K " +
+                     dims(k) + ", V " + dims(v));
   if (q.dim(2) % qHeads != 0 || k.dim(2) % kvHeads != 0 || v.dim(2) % kvHeads != 0)
     return ctx.error("hidden sizes of Q " + dims(q) + ", K " + dims(k) + ", V " + dims(v) +
                      " are not multiples of q_num_heads " + std::to_string(qHeads) +
@@ -128,6 +135,12 @@ Status readCache(const KernelContext& ctx, AttentionSpec* s) {
     return ctx.error("nonpad_kv_seqlen must be an int64 vector of batch size, got " +
                      dims(*nonpad));
   s->nonpad = readInt64s(*nonpad);
+  // Counts of valid keys: outside [0, keys] they overflowed the query offset
+  // `nonpad - q_seq` (INT64_MIN).
+  for (int64_t n : s->nonpad)
+    if (n < 0 || n > s->totalLen)
+      return ctx.error("nonpad_kv_seqlen " + std::to_string(n) + " is not in [0, " +
+                       std::to_string(s->totalLen) + "]");
   return Status::ok();
 }
 
@@ -236,8 +249,12 @@ bool biasRow(const AttentionSpec& s, const MaskRows<C>& mask, int64_t b, int64_t
   const int64_t pos = i + offset;
   int64_t lo = 0, hi = total;  // allowed keys: [lo, hi)
   if (s.causal) hi = std::min(hi, pos + 1);
-  if (s.rightWindow >= 0) hi = std::min(hi, pos + s.rightWindow + 1);
-  if (s.leftWindow >= 0) lo = std::max(lo, pos - s.leftWindow);
+  // Window edges past int64 bound nothing (right_window_size INT64_MAX overflowed the sum).
+  int64_t edge = 0;
+  if (s.rightWindow >= 0 && !__builtin_add_overflow(pos, s.rightWindow, &edge) && edge < hi)
+    hi = edge + 1;
+  if (s.leftWindow >= 0 && !__builtin_sub_overflow(pos, s.leftWindow, &edge))
+    lo = std::max(lo, edge);
   if (!s.nonpad.empty()) hi = std::min(hi, s.nonpad[b]);
   hi = std::max(hi, int64_t{0});
   lo = std::min(lo, hi);

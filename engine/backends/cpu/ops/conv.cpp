@@ -188,8 +188,10 @@ Status prepareConvProblem(const KernelContext& ctx, const Tensor& x, const Tenso
   p->inChannels = x.dim(1);
   p->outChannels = w.dim(0);
   p->group = ctx.node().attrInt("group", 1);
+  // Divided, not multiplied: with no channels any group divides them, and a group of
+  // INT64_MAX overflowed `w.dim(1) * group`.
   if (p->group < 1 || p->inChannels % p->group != 0 || p->outChannels % p->group != 0 ||
-      w.dim(1) * p->group != p->inChannels) {
+      p->inChannels / p->group != w.dim(1)) {
     return ctx.error("channels do not match: X has " + std::to_string(p->inChannels) + ", W is " +
                      shapeToString(w.shape()) + ", group " + std::to_string(p->group));
   }

@@ -190,7 +190,10 @@ Status convTransposeKernel(KernelContext& ctx) {
     return ctx.error("W " + shapeToString(w.shape()) + " does not match X channels " +
                      std::to_string(p.inChannels) + " with group " + std::to_string(p.group));
   }
-  p.outChannels = w.dim(1) * p.group;
+  // Checked: with no input channels any group divides them (INT64_MAX overflowed this).
+  if (__builtin_mul_overflow(w.dim(1), p.group, &p.outChannels))
+    return ctx.error("attribute 'group' " + std::to_string(p.group) +
+                     " times W's output channels overflows");
   const std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
   KILN_RETURN_IF_ERROR(readSpatialAttributes(ctx, x.shape(), kernel, &p.geometry));
   if (p.geometry.kernel != kernel) return ctx.error("attribute 'kernel_shape' does not match W");

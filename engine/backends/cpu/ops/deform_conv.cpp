@@ -35,7 +35,13 @@ Status checkDeformInputs(const KernelContext& ctx, DeformLayout* d) {
                      " does not divide the input channels");
   }
   const int64_t taps = g.kernelSize();
-  const Shape expected = {d->conv.batch, d->offsetGroups * taps * 2, g.output[0], g.output[1]};
+  // Checked: with no input channels any offset_group divides them, and the product
+  // overflowed int64 for a huge one.
+  int64_t offsetChannels = 0;
+  if (__builtin_mul_overflow(d->offsetGroups, taps * 2, &offsetChannels))
+    return ctx.error("offset_group " + std::to_string(d->offsetGroups) +
+                     " times the kernel taps overflows");
+  const Shape expected = {d->conv.batch, offsetChannels, g.output[0], g.output[1]};
   if (offset.shape() != expected) {
     return ctx.error("offset shape " + shapeToString(offset.shape()) + " must be " +
                      shapeToString(expected));
@@ -45,7 +51,7 @@ Status checkDeformInputs(const KernelContext& ctx, DeformLayout* d) {
     return ctx.error("B must be 1-D of the output channel count");
   }
   if (const Tensor* m = ctx.inputOrNull(4)) {
-    const Shape maskShape = {d->conv.batch, d->offsetGroups * taps, g.output[0], g.output[1]};
+    const Shape maskShape = {d->conv.batch, offsetChannels / 2, g.output[0], g.output[1]};
     if (m->shape() != maskShape) {
       return ctx.error("mask shape " + shapeToString(m->shape()) + " must be " +
                        shapeToString(maskShape));

@@ -1,5 +1,6 @@
 // Kernels that create tensors from a shape or a pattern: EyeLike, ConstantOfShape,
 // Range and Trilu (which masks a triangle of its input).
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -19,8 +20,10 @@ Status eyeLikeKernel(KernelContext& ctx) {
   if (!isSupportedDataType(type) || type == DataType::kString) {
     return ctx.unsupported(std::string("dtype ") + dataTypeName(type));
   }
-  const int64_t k = ctx.node().attrInt("k", 0);
   const int64_t rows = in.shape()[0], cols = in.shape()[1];
+  // A diagonal past either edge sets nothing, as one on the edge does; held there so
+  // `i + k` stays in int64 (k = INT64_MAX overflowed it).
+  const int64_t k = std::clamp(ctx.node().attrInt("k", 0), -rows, cols);
   const Tensor one = castTensor(Tensor::scalarFloat(1.f), type);
   Tensor& out = ctx.allocateOutput(0, type, in.shape());
   return dispatchByElementSize(type, [&](auto tag) {
@@ -59,8 +62,10 @@ Status rangeCount(const KernelContext& ctx, C start, C limit, C delta, int64_t* 
   if constexpr (std::is_floating_point_v<C>) {
     n = std::ceil((static_cast<double>(limit) - start) / delta);
   } else {
-    const int64_t span = static_cast<int64_t>(limit) - static_cast<int64_t>(start);
-    const int64_t step = static_cast<int64_t>(delta);
+    // In 128 bits: limit - start of two int64 (or uint64) values overflowed int64
+    // (Range(-1, INT64_MAX, 1)).
+    const __int128 span = static_cast<__int128>(limit) - static_cast<__int128>(start);
+    const __int128 step = static_cast<__int128>(delta);
     n = static_cast<double>(span / step + ((span % step != 0) && ((span > 0) == (step > 0))));
   }
   if (!(n < static_cast<double>(kMaxOutputElements))) return ctx.error("range is too large");
@@ -85,7 +90,16 @@ Status rangeKernel(KernelContext& ctx) {
     int64_t count = 0;
     KILN_RETURN_IF_ERROR(rangeCount(ctx, start, limit, delta, &count));
     T* out = ctx.allocateOutput(0, type, {count}).template data<T>();
-    for (int64_t i = 0; i < count; ++i) out[i] = static_cast<T>(start + static_cast<C>(i) * delta);
+    if constexpr (std::is_integral_v<C>) {
+      // Every value lies in [start, limit), but i * delta alone may not fit C
+      // (Range(INT64_MIN, INT64_MAX, 2^62)); unsigned arithmetic wraps back to it.
+      const uint64_t base = static_cast<uint64_t>(start), step = static_cast<uint64_t>(delta);
+      for (int64_t i = 0; i < count; ++i)
+        out[i] = static_cast<T>(base + static_cast<uint64_t>(i) * step);
+    } else {
+      for (int64_t i = 0; i < count; ++i)
+        out[i] = static_cast<T>(start + static_cast<C>(i) * delta);
+    }
     return Status::ok();
   });
 }

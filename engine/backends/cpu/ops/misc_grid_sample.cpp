@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backends/cpu/ops/misc.h"
+#include "kiln/tensor_size.h"
 
 namespace kiln::cpu {
 namespace {
@@ -249,6 +250,15 @@ Status readCol2ImGeometry(const KernelContext& ctx, Col2ImGeometry* g) {
       return ctx.error(
           "image_shape, block_shape, dilations and strides must be positive, pads >= 0");
     }
+    // Held to the dim limit, and the dilated block too, so the sums below stay in int64
+    // (a dilation or pad of INT64_MAX overflowed them).
+    const int64_t maxDim = tensorLimits().maxDim;
+    if (g->image[d] > maxDim || g->block[d] > maxDim || g->dilation[d] > maxDim ||
+        g->stride[d] > maxDim || pads[d] > maxDim || pads[d + dims] > maxDim ||
+        g->block[d] - 1 > maxDim / g->dilation[d]) {
+      return ctx.error("image_shape, block_shape, dilations, strides or pads of axis " +
+                       std::to_string(d) + " pass the dim limit " + std::to_string(maxDim));
+    }
     const int64_t span = g->dilation[d] * (g->block[d] - 1) + 1;
     const int64_t padded = g->image[d] + pads[d] + pads[d + dims];
     if (padded < span) return ctx.error("the block is larger than the padded image");
@@ -273,6 +283,8 @@ Status col2ImKernel(KernelContext& ctx) {
   Col2ImGeometry g;
   KILN_RETURN_IF_ERROR(readCol2ImGeometry(ctx, &g));
   const int64_t kernelSize = shapeNumel(g.block), blockCount = shapeNumel(g.blocks);
+  if (kernelSize < 0 || blockCount < 0)  // shapeNumel's overflow
+    return ctx.error("block_shape " + shapeToString(g.block) + " has too many elements");
   if (input.dim(1) % kernelSize != 0 || input.dim(2) != blockCount) {
     return ctx.error("input " + shapeToString(input.shape()) + " does not match " +
                      std::to_string(kernelSize) + " kernel elements and " +
@@ -282,7 +294,8 @@ Status col2ImKernel(KernelContext& ctx) {
   Shape outShape = {batch, channels};
   outShape.insert(outShape.end(), g.image.begin(), g.image.end());
   const int64_t imageSize = shapeNumel(g.image);
-  if (static_cast<double>(imageSize) * static_cast<double>(batch * channels) > kMaxCol2ImElements) {
+  if (imageSize < 0 ||
+      static_cast<double>(imageSize) * static_cast<double>(batch * channels) > kMaxCol2ImElements) {
     return ctx.error("image_shape " + shapeToString(g.image) + " is too large");
   }
   const std::vector<int64_t> imageStrides = contiguousStrides(g.image);

@@ -30,7 +30,15 @@ void copyIntoCorner(const T* inner, const Shape& innerShape, T* outer, const Sha
   }
 }
 
-// Region bounds in feature-map cells, rounded as Caffe's RoI pooling does.
+// An roi coordinate in feature-map cells, rounded as Caffe's RoI pooling does, held to
+// +-2^52 (NaN to 0) first: a coordinate of 1e30 overflowed `end - start + 1` and the bin
+// bounds' casts. Held boxes are still far wider than any map (dims stay below 2^40).
+int64_t roiCell(double v) {
+  constexpr double kLimit = 4503599627370496.0;  // 2^52
+  return std::llround(std::isnan(v) ? 0.0 : std::clamp(v, -kLimit, kLimit));
+}
+
+// Region bounds in feature-map cells.
 struct RoiBox {
   int64_t batch, startH, startW;
   double binH, binW;
@@ -119,13 +127,14 @@ Status maxRoiPoolKernel(KernelContext& ctx) {
     const T* xd = x.data<T>();
     T* out = y.data<T>();
     for (int64_t r = 0; r < numRois; ++r) {
-      const auto roi = [&](int k) { return static_cast<double>(rois.valueAsDouble(r * 5 + k)); };
       RoiBox box;
-      box.batch = static_cast<int64_t>(roi(0));
+      // valueAsInt64 truncates as the cast did, and saturates where casting 1e30 or NaN was UB.
+      box.batch = rois.valueAsInt64(r * 5);
       if (box.batch < 0 || box.batch >= x.dim(0)) return ctx.error("roi batch index out of range");
-      box.startW = std::llround(roi(1) * scale);
-      box.startH = std::llround(roi(2) * scale);
-      const int64_t endW = std::llround(roi(3) * scale), endH = std::llround(roi(4) * scale);
+      box.startW = roiCell(rois.valueAsDouble(r * 5 + 1) * scale);
+      box.startH = roiCell(rois.valueAsDouble(r * 5 + 2) * scale);
+      const int64_t endW = roiCell(rois.valueAsDouble(r * 5 + 3) * scale);
+      const int64_t endH = roiCell(rois.valueAsDouble(r * 5 + 4) * scale);
       box.binH = static_cast<double>(std::max<int64_t>(endH - box.startH + 1, 1)) / pooled[0];
       box.binW = static_cast<double>(std::max<int64_t>(endW - box.startW + 1, 1)) / pooled[1];
       for (int64_t c = 0; c < channels; ++c) {

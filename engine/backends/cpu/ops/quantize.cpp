@@ -54,7 +54,8 @@ Status makeLayout(const KernelContext& ctx, const Tensor& x, const Tensor& scale
     return Status::ok();
   }
   Shape expected = x.shape();
-  expected[axis] = (layout->axisDim + blockSize - 1) / blockSize;
+  // ceil(axisDim / blockSize) without adding: a block_size of INT64_MAX overflowed the sum.
+  expected[axis] = layout->axisDim / blockSize + (layout->axisDim % blockSize != 0);
   if (scale.shape() != expected) {
     return ctx.error("blocked scale must have shape " + shapeToString(expected) + ", got " +
                      shapeToString(scale.shape()));

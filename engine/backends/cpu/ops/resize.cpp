@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backends/cpu/ops/data_movement.h"
+#include "kiln/tensor_size.h"
 
 namespace kiln::cpu {
 namespace {
@@ -62,7 +63,17 @@ double sourceCoordinate(const ResizeParams& p, int axis, int64_t y, int64_t inDi
   return (y + 0.5) / scale - 0.5;  // half_pixel
 }
 
+// x held to +-2^53 (NaN to -2^53) before a cast to int64: tf_crop_and_resize's roi comes
+// from the model, and a roi of 1e300 or NaN made the cast UB. Past 2^53 a double is an
+// integer and every index it gives is clamped to the same edge, so no finite x changes
+// its result.
+double holdCoordinate(double x) {
+  constexpr double kLimit = 9007199254740992.0;  // 2^53
+  return x >= -kLimit ? std::min(x, kLimit) : -kLimit;
+}
+
 int64_t nearestIndex(const ResizeParams& p, double x, int axis) {
+  x = holdCoordinate(x);
   const std::string& m = p.nearestMode;
   if (m == "floor") return static_cast<int64_t>(std::floor(x));
   if (m == "ceil") return static_cast<int64_t>(std::ceil(x));
@@ -96,8 +107,8 @@ AxisTaps interpolationTaps(const ResizeParams& p, int axis, int64_t inDim, int64
   for (int64_t y = 0; y < outDim; ++y) {
     const double x = sourceCoordinate(p, axis, y, inDim, outDim);
     taps.outside[y] = p.coordMode == "tf_crop_and_resize" && (x < 0 || x > inDim - 1);
-    double base = std::floor(x);
-    double ratio = x - base;
+    double base = std::floor(holdCoordinate(x));
+    double ratio = holdCoordinate(x) - base;
     if (ratio == 0) {
       base -= 1;
       ratio = 1;
@@ -152,6 +163,21 @@ void interpolateAxis(const Acc* src, Acc* dst, int64_t outer, int64_t inDim, int
   }
 }
 
+// Antialias widens an axis's taps to 2 * support / scale: a scale of 0 (sizes of 0) made the
+// width infinite and its cast to int64 UB, and a tiny one asked for more taps than any buffer
+// holds (the taps' weights are held to the byte cap). An empty output axis computes no taps.
+Status checkTapWidth(const KernelContext& ctx, const ResizeParams& p, int axis, int64_t outDim) {
+  if (!p.antialias || outDim == 0) return Status::ok();
+  const double support = p.mode == "linear" ? 1.0 : 2.0;
+  const double width = 2 * support / std::min(p.scales[axis], 1.0) + 2;
+  const double limit = static_cast<double>(tensorLimits().maxBytes / sizeof(double));
+  if (!(width * static_cast<double>(outDim) < limit)) {
+    return ctx.error("scale " + std::to_string(p.scales[axis]) + " of axis " +
+                     std::to_string(axis) + " needs too many antialias taps");
+  }
+  return Status::ok();
+}
+
 template <class T, class Acc>
 T saturateTo(Acc v) {
   if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
@@ -179,8 +205,17 @@ Status resizeInterpolated(KernelContext& ctx, const ResizeParams& p) {
       int64_t outer = 1, inner = 1;
       for (int d = 0; d < axis; ++d) outer *= shape[d];
       for (int d = axis + 1; d < in.rank(); ++d) inner *= shape[d];
+      // Each pass's buffer is held to the byte cap: the input's other dims with this axis
+      // already resized can outgrow both the input and the output.
+      Shape passShape = shape;
+      passShape[axis] = outDim;
+      KILN_RETURN_IF_ERROR_CTX(
+          checkTensorSize(std::is_same_v<Acc, double> ? DataType::kFloat64 : DataType::kFloat32,
+                          passShape, "resize pass over axis " + std::to_string(axis)),
+          ctx.node().describe());
+      KILN_RETURN_IF_ERROR(checkTapWidth(ctx, p, axis, outDim));
       next.assign(outer * outDim * inner, Acc(0));
-      if (inDim > 0) {
+      if (inDim > 0 && outDim > 0) {
         interpolateAxis(cur.data(), next.data(), outer, inDim, inner,
                         interpolationTaps(p, axis, inDim, outDim),
                         static_cast<Acc>(p.extrapolation));
@@ -284,8 +319,13 @@ Status resolveScales(const KernelContext& ctx, const std::vector<double>& scales
   }
   p->fromSizes = false;  // the kept ratio's scale, not out/in, drives the coordinates
   for (int64_t axis : axes) {
+    // Checked before the cast: one axis's large scale times another's long dim passed int64.
+    const double length = std::floor(scale * in[axis] + 0.5);
+    if (!(length <= static_cast<double>(tensorLimits().maxDim)))
+      return ctx.error("keep_aspect_ratio_policy '" + policy + "' makes axis " +
+                       std::to_string(axis) + " too long");
     p->scales[axis] = scale;
-    p->outShape[axis] = static_cast<int64_t>(std::floor(scale * in[axis] + 0.5));
+    p->outShape[axis] = static_cast<int64_t>(length);
   }
   return checkElementCount(ctx, p->outShape, "output");
 }

@@ -24,7 +24,9 @@ Status oneHotKernel(KernelContext& ctx) {
   }
   if (values.numel() != 2) return ctx.error("values must hold [off_value, on_value]");
   if (indices.type() == DataType::kString) return ctx.error("indices must be numeric");
-  const int64_t depth = static_cast<int64_t>(ctx.input(1).valueAsDouble(0));
+  // valueAsInt64 truncates a float depth as the cast did, and saturates where the cast of
+  // 1e30 or NaN was UB.
+  const int64_t depth = ctx.input(1).valueAsInt64(0);
   if (depth < 1) return ctx.error("depth must be positive, got " + std::to_string(depth));
   int64_t axis = 0;
   KILN_RETURN_IF_ERROR_CTX(normalizeAxis(ctx.node().attrInt("axis", -1), indices.rank() + 1, &axis),

@@ -9,6 +9,7 @@
 
 #include "backends/cpu/ops/data_movement.h"
 #include "backends/cpu/ops/slice_pad.h"
+#include "kiln/tensor_size.h"
 
 namespace kiln::cpu {
 namespace {
@@ -267,6 +268,11 @@ Status splitSizes(const KernelContext& ctx, int64_t dim, std::vector<int64_t>* s
     int64_t sum = 0;
     for (int64_t s : *sizes) {
       if (s < 0) return ctx.error("split has a negative size");
+      // Compared before adding: sizes near INT64_MAX overflowed the sum.
+      if (s > dim - sum) {
+        return ctx.error("split sizes " + shapeToString(*sizes) + " add up to more than the dim " +
+                         std::to_string(dim));
+      }
       sum += s;
     }
     if (sum != dim) {
@@ -355,6 +361,12 @@ Status blockSizeAndInput(const KernelContext& ctx, int64_t* block) {
   }
   *block = ctx.node().attrInt("blocksize", 0);
   if (*block <= 0) return ctx.error("blocksize must be positive");
+  // blocksize^2 is a channel count, so it is held to the dim limit: a blocksize of 2^32
+  // overflowed `b * b` and the output dims (UB before any size check).
+  if (*block > tensorLimits().maxDim / *block) {
+    return ctx.error("attribute 'blocksize' " + std::to_string(*block) +
+                     " squared passes the dim limit " + std::to_string(tensorLimits().maxDim));
+  }
   return Status::ok();
 }
 
@@ -379,6 +391,8 @@ Status spaceToDepthKernel(KernelContext& ctx) {
   const Shape& s = ctx.input(0).shape();
   if (s[2] % b != 0 || s[3] % b != 0)
     return ctx.error("height and width must be multiples of blocksize");
+  if (s[1] > tensorLimits().maxDim / (b * b))  // s[1] * b * b below must fit int64
+    return ctx.error("channels times blocksize^2 pass the dim limit");
   const Shape split = {s[0], s[1], s[2] / b, b, s[3] / b, b};
   const Shape outShape = {s[0], s[1] * b * b, s[2] / b, s[3] / b};
   // `mode` arrived in opset 28; before it the layout was always DCR (depth is the slowest

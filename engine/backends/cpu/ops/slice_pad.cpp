@@ -2,7 +2,6 @@
 // positions to input positions axis by axis and moves elements without looking at
 // their values (data_movement.h), so every data type, strings included, is served.
 #include <algorithm>
-#include <limits>
 #include <string>
 #include <vector>
 
@@ -43,7 +42,7 @@ Status readSliceArgs(const KernelContext& ctx, SliceArgs* args) {
 }
 
 // Clamps one axis's slice the way the ONNX spec does (numpy semantics) and returns the
-// first index and the element count.
+// first index and the element count. `step` is non-zero and held to [-max(dim, 1), max(dim, 1)].
 void clampSlice(int64_t dim, int64_t start, int64_t end, int64_t step, int64_t* first,
                 int64_t* count) {
   if (start < 0) start += dim;
@@ -55,13 +54,13 @@ void clampSlice(int64_t dim, int64_t start, int64_t end, int64_t step, int64_t* 
     start = std::clamp<int64_t>(start, 0, dim);
     end = std::clamp<int64_t>(end, 0, dim);
     *first = start;
-    *count = end > start ? (end - start + step - 1) / step : 0;
+    *count = end > start ? (end - start - 1) / step + 1 : 0;
   } else {
     start = std::clamp<int64_t>(start, 0, dim - 1);
     end = std::clamp<int64_t>(end, -1, dim - 1);
-    const int64_t stride = step == std::numeric_limits<int64_t>::min() ? dim : -step;
+    const int64_t stride = -step;  // the caller holds |step| to the dim
     *first = start;
-    *count = start > end ? (start - end + stride - 1) / stride : 0;
+    *count = start > end ? (start - end - 1) / stride + 1 : 0;
   }
 }
 
@@ -81,11 +80,15 @@ Status sliceKernel(KernelContext& ctx) {
     if (seen[axis]) return ctx.error("axis " + std::to_string(axis) + " is repeated");
     seen[axis] = true;
     if (args.steps[i] == 0) return ctx.error("steps must not be 0");
+    // A step past the dim takes one element at most, as a step of the dim does; held there
+    // so the read stride stays in int64 (a step of INT64_MAX overflowed it, and the count's
+    // `step - 1`, which clampSlice no longer adds).
+    const int64_t dim = in.shape()[axis], most = std::max<int64_t>(dim, 1);
+    const int64_t step = std::clamp(args.steps[i], -most, most);
     int64_t first = 0;
-    clampSlice(in.shape()[axis], args.starts[i], args.ends[i], args.steps[i], &first,
-               &outShape[axis]);
+    clampSlice(dim, args.starts[i], args.ends[i], step, &first, &outShape[axis]);
     offset += first * strides[axis];
-    readStrides[axis] = strides[axis] * args.steps[i];
+    readStrides[axis] = strides[axis] * step;
   }
   Tensor& out = ctx.allocateOutput(0, in.type(), outShape);
   return dispatchByElementSize(in.type(), [&](auto tag) {

@@ -96,11 +96,14 @@ Status tensorScatterKernel(KernelContext& ctx) {
   }
   const int64_t maxLen = cache.dim(static_cast<int>(axis));
   const int64_t seqLen = update.dim(static_cast<int>(axis));
-  for (int64_t start : starts) {
-    if (start < 0 || (mode == "linear" && start + seqLen > maxLen) || (maxLen == 0 && seqLen > 0)) {
+  for (int64_t& start : starts) {
+    // Compared, not added (seqLen <= maxLen): a write index of INT64_MAX overflowed
+    // `start + seqLen` here and `start + s` below.
+    if (start < 0 || (mode == "linear" && start > maxLen - seqLen) || (maxLen == 0 && seqLen > 0)) {
       return ctx.error("write index " + std::to_string(start) + " with " + std::to_string(seqLen) +
                        " updates does not fit a cache of length " + std::to_string(maxLen));
     }
+    if (maxLen > 0) start %= maxLen;  // circular: the same positions, (start + s) % maxLen
   }
   const int64_t perBatch = dimProduct(cache.shape(), 1, axis);  // dims between batch and axis
   const int64_t inner = dimProduct(cache.shape(), axis + 1, cache.rank());
