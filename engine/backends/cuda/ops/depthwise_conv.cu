@@ -213,7 +213,8 @@ std::string depthwiseConvUnsupported(const ConvGeometry& g, const void* x, const
   if (!g.channelsLast || g.transpose || g.x.size() != 4) return "not a channels-last 2-D conv";
   const int64_t c = g.x[1];
   if (g.w[1] != 1 || g.w[0] != c || g.y[1] != c) return "not depthwise";
-  if (c % 8 != 0 || c > (int64_t{1} << 24)) return "C not a multiple of 8";
+  if (c % 8 != 0) return "C not a multiple of 8";
+  if (c > (int64_t{1} << 24)) return "C beyond 2^24";
   const int64_t k = g.w[2];
   if (g.w[3] != k || (k != 3 && k != 5 && k != 7)) return "filter not 3x3, 5x5 or 7x7";
   if (g.strides[0] != g.strides[1] || (g.strides[0] != 1 && g.strides[0] != 2))
@@ -225,6 +226,10 @@ std::string depthwiseConvUnsupported(const ConvGeometry& g, const void* x, const
   if (sharedBytesFor(c, static_cast<int>(k), static_cast<int>(k), static_cast<int>(g.strides[0])) >
       48 * 1024)
     return "tile beyond 48 KB of shared memory";
+  const int g8 = packsPerBlockFor(c);
+  const int64_t tiles = g.x[0] * ((g.y[3] + kTileCols - 1) / kTileCols) *
+                        ((g.y[2] + 32 / g8 - 1) / (32 / g8));
+  if (c / 8 / g8 > 65535 || tiles > 0x7fffffff) return "grid beyond the launch limits";
   return "";
 }
 
@@ -244,6 +249,10 @@ DepthwiseConvProblem depthwiseConvProblem(const ConvGeometry& g, const void* x, 
 }
 
 Status runDepthwiseConv(const DepthwiseConvProblem& p, cudaStream_t stream) {
+  // Checked at every run: the layer keeps its choice while only its buffers move (a user
+  // binding a new input address), and a misaligned 16-byte access would fault.
+  if (!aligned16(p.x) || !aligned16(p.y) || (p.z && !aligned16(p.z)))
+    return unsupported("Kiln's depthwise kernel: X, Y or Z is not 16-byte aligned");
   const int64_t packs = p.c / 8;
   const int packsPerBlock = packsPerBlockFor(p.c);
   const int tileRows = 32 / packsPerBlock;

@@ -362,9 +362,12 @@ Status chooseImplementation(GpuKernelContext& ctx, cudnnHandle_t handle, const F
   if (const int64_t groups = denseCandidateGroups(p.geometry); path == "auto" && groups > 1) {
     ConvGeometry dense = p.geometry;
     dense.w[1] = p.geometry.x[1];
-    KILN_ASSIGN_OR_RETURN(void* denseW, denseFilter(ctx, p.geometry, p.w, groups));
+    // Not a candidate when its filter does not fit the workspace limit or no engine runs it.
+    Result<void*> denseW = denseFilter(ctx, p.geometry, p.w, groups);
     ChosenConvPlan densePlan;
-    if (chooseConvPlan(ctx, handle, dense, p.x, denseW, p.y, &densePlan).isOk()) {
+    if (!denseW.isOk()) {
+      timings << ", dense block-diagonal not tried: " << denseW.status().message();
+    } else if (chooseConvPlan(ctx, handle, dense, p.x, denseW.value(), p.y, &densePlan).isOk()) {
       FusedConvState candidate;
       candidate.geometry = p.geometry;
       candidate.plan = densePlan.plan;
@@ -392,6 +395,8 @@ Status chooseImplementation(GpuKernelContext& ctx, cudnnHandle_t handle, const F
 std::vector<int> paddingCandidates(const FusedConvProblem& p, int64_t requested) {
   const ConvGeometry& g = p.geometry;
   const int64_t c = g.x[1];
+  // Group 1 only: the padded problem's workspace holds X and W, and no depthwise or dense
+  // candidate (which would use the same workspace) is raced on it.
   if (requested == 0 || !g.channelsLast || g.transpose || g.w[1] != c || c % 8 == 0) return {};
   if (requested > 0) return {static_cast<int>(requested)};
   std::vector<int> widths;
