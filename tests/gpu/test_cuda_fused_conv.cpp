@@ -285,9 +285,9 @@ namespace {
 
 // A channels-last depthwise FusedConv (NHWC X [n, h, w, c], W [c, k, k, 1], pads k / 2)
 // for Kiln's depthwise kernel (depthwise_conv.h).
-GpuOpTest channelsLastDepthwise(const std::string& path, const std::string& activation,
-                                int64_t c, int64_t k, int64_t stride, int64_t h, int64_t w,
-                                bool residual, uint32_t seed) {
+GpuOpTest channelsLastDepthwise(const std::string& path, const std::string& activation, int64_t c,
+                                int64_t k, int64_t stride, int64_t h, int64_t w, bool residual,
+                                uint32_t seed) {
   const int64_t pad = k / 2, ho = (h + 2 * pad - k) / stride + 1,
                 wo = (w + 2 * pad - k) / stride + 1;
   GpuOpTest op = fusedConv(activation);
@@ -312,10 +312,11 @@ struct DepthwiseCase {
 // ConvNeXt's 7x7 (C 96: slices of 4 packs), EfficientNet's 3x3 stride 2 with SiLU (C 24:
 // one pack per slice), a 5x5 with a residual and hard-swish (C 40), a 3x3 of 64 channels
 // (slices of 8 packs); widths that leave partial strips of 4 outputs and odd sizes.
-const std::vector<DepthwiseCase> kDepthwiseCases = {
-    {"none", 96, 7, 1, 14, 13, false},      {"silu", 24, 3, 2, 17, 15, false},
-    {"hard_swish", 40, 5, 1, 9, 11, true},  {"relu", 64, 3, 1, 8, 7, true},
-    {"clip", 16, 5, 2, 10, 10, false}};
+const std::vector<DepthwiseCase> kDepthwiseCases = {{"none", 96, 7, 1, 14, 13, false},
+                                                    {"silu", 24, 3, 2, 17, 15, false},
+                                                    {"hard_swish", 40, 5, 1, 9, 11, true},
+                                                    {"relu", 64, 3, 1, 8, 7, true},
+                                                    {"clip", 16, 5, 2, 10, 10, false}};
 
 TEST(CudaFusedConv, KilnDepthwiseKernelAgainstTheReference) {
   KILN_REQUIRE_GPU();
@@ -326,8 +327,8 @@ TEST(CudaFusedConv, KilnDepthwiseKernelAgainstTheReference) {
   for (const DepthwiseCase& d : kDepthwiseCases) {
     SCOPED_TRACE(std::string(d.activation) + " C " + std::to_string(d.c) + " k " +
                  std::to_string(d.k) + " stride " + std::to_string(d.stride));
-    channelsLastDepthwise("kiln_depthwise", d.activation, d.c, d.k, d.stride, d.h, d.w,
-                          d.residual, seed)
+    channelsLastDepthwise("kiln_depthwise", d.activation, d.c, d.k, d.stride, d.h, d.w, d.residual,
+                          seed)
         .check(tolerances);
     seed += 4;
   }

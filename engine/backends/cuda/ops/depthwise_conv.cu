@@ -39,7 +39,7 @@ struct DepthwiseArgs {
   void* y;
   int h, w_, c, ho, wo;
   int padH, padW;
-  int packsPerBlock;  // G
+  int packsPerBlock;   // G
   int tilesW, tilesH;  // tiles per output row and per image
   EpilogueActivation activation;
   float alpha, beta;
@@ -227,8 +227,8 @@ std::string depthwiseConvUnsupported(const ConvGeometry& g, const void* x, const
       48 * 1024)
     return "tile beyond 48 KB of shared memory";
   const int g8 = packsPerBlockFor(c);
-  const int64_t tiles = g.x[0] * ((g.y[3] + kTileCols - 1) / kTileCols) *
-                        ((g.y[2] + 32 / g8 - 1) / (32 / g8));
+  const int64_t tiles =
+      g.x[0] * ((g.y[3] + kTileCols - 1) / kTileCols) * ((g.y[2] + 32 / g8 - 1) / (32 / g8));
   if (c / 8 / g8 > 65535 || tiles > 0x7fffffff) return "grid beyond the launch limits";
   return "";
 }
@@ -259,7 +259,8 @@ Status runDepthwiseConv(const DepthwiseConvProblem& p, cudaStream_t stream) {
   DepthwiseArgs args{};
   args.x = p.x, args.w = p.weights, args.bias = p.bias, args.z = p.z, args.y = p.y;
   args.h = static_cast<int>(p.h), args.w_ = static_cast<int>(p.w);
-  args.c = static_cast<int>(p.c), args.ho = static_cast<int>(p.ho), args.wo = static_cast<int>(p.wo);
+  args.c = static_cast<int>(p.c), args.ho = static_cast<int>(p.ho),
+  args.wo = static_cast<int>(p.wo);
   args.padH = p.padH, args.padW = p.padW;
   args.packsPerBlock = packsPerBlock;
   args.tilesW = static_cast<int>((p.wo + kTileCols - 1) / kTileCols);

@@ -174,7 +174,7 @@ __global__ void __launch_bounds__(kThreads, tensorCoreBlocksPerSm(kDPad, kDvPad)
   float rowMax[2] = {-INFINITY, -INFINITY}, rowSum[2] = {0.f, 0.f};
   const int rows[2] = {row0 + warp * 16 + g, row0 + warp * 16 + g + 8};
   const bool warpActive = row0 + warp * 16 < a.seqQ;  // warp-uniform
-  int buffer = 0;  // the K/V stage holding tile key0
+  int buffer = 0;                                     // the K/V stage holding tile key0
   for (int key0 = 0; key0 < a.seqK; key0 += kKeys16, buffer ^= 1) {
     T* const sK = sK0 + buffer * kKeys16 * kStride;
     T* const sV = sV0 + buffer * kKeys16 * kVStride;

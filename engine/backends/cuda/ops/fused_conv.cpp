@@ -208,10 +208,10 @@ CudnnBindings fusedBindings(const FusedConvProblem& p) {
 Status runChosen(GpuKernelContext& ctx, cudnnHandle_t handle, const FusedConvState& state,
                  const FusedConvProblem& problem) {
   if (state.kilnDepthwise)
-    return runDepthwiseConv(depthwiseConvProblem(problem.geometry, problem.x, problem.w,
-                                                 problem.bias, problem.z, problem.y,
-                                                 problem.epilogue),
-                            ctx.stream());
+    return runDepthwiseConv(
+        depthwiseConvProblem(problem.geometry, problem.x, problem.w, problem.bias, problem.z,
+                             problem.y, problem.epilogue),
+        ctx.stream());
   if (state.denseGroups > 1) {
     KILN_ASSIGN_OR_RETURN(void* dense,
                           denseFilter(ctx, problem.geometry, problem.w, state.denseGroups));
@@ -290,8 +290,9 @@ Status chooseImplementation(GpuKernelContext& ctx, cudnnHandle_t handle, const F
     KILN_RETURN_IF_ERROR(chooseConvPlan(ctx, handle, dense, p.x, denseW, p.y, &densePlan));
     state->plan = densePlan.plan;
     state->denseGroups = groups;
-    *summary = "dense block-diagonal (" + std::to_string(groups) + " groups as 1): " +
-               densePlan.summary + " + kiln epilogue (path dense_block_diagonal)";
+    *summary = "dense block-diagonal (" + std::to_string(groups) +
+               " groups as 1): " + densePlan.summary +
+               " + kiln epilogue (path dense_block_diagonal)";
     return Status::ok();
   }
   std::string why = "not tried (path " + path + ")";
@@ -373,18 +374,17 @@ Status chooseImplementation(GpuKernelContext& ctx, cudnnHandle_t handle, const F
       candidate.plan = densePlan.plan;
       candidate.denseGroups = groups;
       KILN_RETURN_IF_ERROR(race(candidate, "dense block-diagonal"));
-      denseSummary = "dense block-diagonal (" + std::to_string(groups) + " groups as 1): " +
-                     densePlan.summary + " + kiln epilogue";
+      denseSummary = "dense block-diagonal (" + std::to_string(groups) +
+                     " groups as 1): " + densePlan.summary + " + kiln epilogue";
     }
   }
   const std::string variant =
       convEpilogueVariant(p.geometry.type, p.outer * p.channels * p.inner, p.y, p.z);
-  *summary = state->kilnDepthwise
-                 ? "kiln depthwise NHWC " + std::to_string(p.geometry.w[2]) + "x" +
-                       std::to_string(p.geometry.w[3]) + " (epilogue inside)"
+  *summary = state->kilnDepthwise ? "kiln depthwise NHWC " + std::to_string(p.geometry.w[2]) + "x" +
+                                        std::to_string(p.geometry.w[3]) + " (epilogue inside)"
              : state->denseGroups > 1 ? denseSummary
-             : state->fusedGraph     ? "cudnn fused graph " + state->plan->description.substr(6)
-                                 : conv.summary + " + kiln epilogue (" + variant + ")";
+             : state->fusedGraph      ? "cudnn fused graph " + state->plan->description.substr(6)
+                                      : conv.summary + " + kiln epilogue (" + variant + ")";
   if (timings.tellp() > 0) *summary += "; timed {" + timings.str() + "}";
   if (fused.empty()) *summary += "; cudnn fused graph: " + why;
   return Status::ok();
