@@ -6,6 +6,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/exception_barrier.h"
+#include "cli/version_report.h"
 #include "kiln/plugin_registry.h"
 #include "kiln/version.h"
 
@@ -46,7 +47,9 @@ void printUsage() {
       "  keygen -o NAME                                          Ed25519 key pair to sign plans "
       "(build --sign)\n"
       "  advise PLAN.kiln|GRAPH.json [--profile P.json] [--json] performance lint: findings, "
-      "layers, cost, fix\n\n"
+      "layers, cost, fix\n"
+      "  --version                                               release, git commit, CUDA/"
+      "cuDNN built with and found\n\n"
       "global option: --plugins LIB.so[,LIB.so]  load plugin libraries (custom layers) first\n"
       "global option: --trust KEY.pub[,KEY.pub]  load only plans signed by these keys (unsigned\n"
       "               plans without generated GPU code still load; docs/security.md)\n"
@@ -82,7 +85,7 @@ int dispatch(const std::string& command, const std::vector<std::string>& args) {
   if (command == "keygen") return kiln::cli::runKeygen(args);
   if (command == "advise") return kiln::cli::runAdvise(args);
   if (command == "--version" || command == "version") {
-    std::printf("kiln %s\n", kiln::kKilnVersion);
+    std::fputs(kiln::cli::versionReport().c_str(), stdout);
     return 0;
   }
   std::fprintf(stderr, "kiln: unknown command '%s' (try `kiln --help`)\n",

@@ -9,6 +9,15 @@ bert="$data/builder/tiny_bert.onnx"
 profiles=(--min-shapes input_ids:1x4 --opt-shapes input_ids:2x16 --max-shapes input_ids:4x32
           --min-shapes input_ids:8x32 --opt-shapes input_ids:8x64 --max-shapes input_ids:16x128)
 
+# --version: the release, the commit, how it was built and what it finds (no GPU is an
+# answer, not an error).
+check "--version names the release and the commit" bash -c "'$kiln' --version | \
+  grep -qE '^kiln [0-9]+\.[0-9]+\.[0-9]+ \(git ([0-9a-f]{7,}(-dirty)?|unknown)\)$'"
+check "--version says what it was built with" bash -c "'$kiln' --version | \
+  grep -qE '^(built with CUDA [0-9]+\.[0-9]+, cuDNN [0-9.]+, cuBLASLt [0-9.]+|built without CUDA)'"
+check "--version says what it found" bash -c "'$kiln' --version | \
+  grep -qE '^(at run time: |built without CUDA)'"
+
 # Level 0 takes each layer's first tactic (the reference kernels): outputs equal the model's.
 check "build with two profiles" "$kiln" build "$bert" -o "$work/bert.kiln" "${profiles[@]}" \
   --optimization-level 0 --timing-cache "$work/cache.json" --save-tactics "$work/tactics.json" --quiet

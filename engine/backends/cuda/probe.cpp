@@ -1,13 +1,19 @@
 #include <cublasLt.h>
+#include <cublas_api.h>
 #include <cudnn.h>
 #include <cuda_runtime_api.h>
 
+#include "kiln/cuda_build_versions.h"
 #include "kiln/cuda_runtime.h"
 
 namespace kiln::cuda {
 
 bool builtWithCuda() {
   return true;
+}
+
+CudaBuildVersions cudaBuildVersions() {
+  return {CUDART_VERSION, CUDNN_VERSION, CUBLAS_VERSION};
 }
 
 DeviceInfo probeCudaDevice(int ordinal) {

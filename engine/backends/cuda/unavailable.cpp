@@ -1,11 +1,16 @@
 // The CUDA runtime's entry points in a build without the CUDA toolkit: each says
 // so, and callers fall back to the CPU reference backend.
+#include "kiln/cuda_build_versions.h"
 #include "kiln/cuda_runtime.h"
 
 namespace kiln::cuda {
 
 bool builtWithCuda() {
   return false;
+}
+
+CudaBuildVersions cudaBuildVersions() {
+  return {};
 }
 
 std::vector<GpuOperator> gpuOperators() {
