@@ -518,6 +518,15 @@ TEST(MoreControlFlow, ScanV8RunsEachBatchEntryForItsLength) {
   const Tensor badLens = int64Tensor({2}, {3, 1});
   cpu::KernelContext badCtx(node, {&badLens, &init, &x}, add);
   EXPECT_FALSE(entry->fn(badCtx).isOk());
+  // num_scan_inputs outside [1, inputs after sequence_lens] is a clean error; INT64_MIN
+  // overflowed the state count's subtraction (UBSan, found by fuzz_onnx_import).
+  for (int64_t hostile : {std::numeric_limits<int64_t>::min(), int64_t{0}, int64_t{3}}) {
+    node.attributes["num_scan_inputs"].i = hostile;
+    cpu::KernelContext hostileCtx(node, {&lens, &init, &x}, add);
+    const Status s = entry->fn(hostileCtx);
+    ASSERT_FALSE(s.isOk()) << hostile;
+    EXPECT_NE(s.message().find("num_scan_inputs"), std::string::npos) << s.message();
+  }
 }
 
 }  // namespace

@@ -289,9 +289,15 @@ Status scanV8Kernel(KernelContext& ctx) {
   const Graph* body = node.attrGraph("body");
   if (!body) return ctx.error("missing body subgraph");
   const int64_t numScan = node.attrInt("num_scan_inputs", 0);
-  const int64_t numState = static_cast<int64_t>(ctx.inputCount()) - 1 - numScan;
+  // Compared before subtracting, as in opset 9's Scan: INT64_MIN overflowed the state count
+  // (UBSan, found by fuzz_onnx_import after the opset-9 fix).
+  const int64_t numInputs = static_cast<int64_t>(ctx.inputCount()) - 1;  // after sequence_lens
+  if (numScan <= 0 || numScan > numInputs)
+    return ctx.error("num_scan_inputs " + std::to_string(numScan) + " is not in [1, " +
+                     std::to_string(numInputs) + "]");
+  const int64_t numState = numInputs - numScan;
   const int64_t numScanOut = static_cast<int64_t>(body->outputs.size()) - numState;
-  if (numScan <= 0 || numState < 0 || numScanOut < 0) return ctx.error("bad num_scan_inputs");
+  if (numScanOut < 0) return ctx.error("bad num_scan_inputs");
   const auto dirs = node.attrInts("directions", std::vector<int64_t>(numScan, 0));
   if (static_cast<int64_t>(dirs.size()) != numScan)
     return ctx.error("'directions' needs one entry per scan input");
