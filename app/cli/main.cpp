@@ -6,9 +6,9 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/exception_barrier.h"
-#include "cli/version_report.h"
 #include "kiln/plugin_registry.h"
 #include "kiln/version.h"
+#include "version_report.h"
 
 namespace {
 
@@ -85,7 +85,7 @@ int dispatch(const std::string& command, const std::vector<std::string>& args) {
   if (command == "keygen") return kiln::cli::runKeygen(args);
   if (command == "advise") return kiln::cli::runAdvise(args);
   if (command == "--version" || command == "version") {
-    std::fputs(kiln::cli::versionReport().c_str(), stdout);
+    std::fputs(kiln::app::versionReport("kiln").c_str(), stdout);
     return 0;
   }
   std::fprintf(stderr, "kiln: unknown command '%s' (try `kiln --help`)\n",

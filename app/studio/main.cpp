@@ -23,6 +23,7 @@
 #include "kiln/version.h"
 #include "main_window.h"
 #include "plan_trust.h"
+#include "version_report.h"
 
 namespace {
 
@@ -104,7 +105,7 @@ std::optional<int> answerBeforeDisplay(StudioCommandLine& cli, int argc, char** 
     return 0;
   }
   if (cli.parser.isSet(cli.version)) {
-    std::printf("kiln-studio %s\n", kiln::kKilnVersion);
+    std::fputs(kiln::app::versionReport("kiln-studio").c_str(), stdout);
     return 0;
   }
   for (const QString& name : cli.parser.unknownOptionNames())

@@ -19,8 +19,10 @@ done
 
 version=$(headless --version); rc=$?
 check_rc "--version exits 0 without a display" $rc "exit $rc"
-[[ "$version" =~ ^kiln-studio\ [0-9]+\.[0-9]+\.[0-9]+$ ]]
-check_rc "--version prints 'kiln-studio X.Y.Z'" $? "'$version'"
+[[ "$(head -n 1 <<<"$version")" =~ ^kiln-studio\ [0-9]+\.[0-9]+\.[0-9]+\ \(git\ [0-9a-f]{7,}(-dirty)?\)$|^kiln-studio\ [0-9]+\.[0-9]+\.[0-9]+\ \(git\ unknown\)$ ]]
+check_rc "--version prints 'kiln-studio X.Y.Z (git REVISION)'" $? "'$version'"
+grep -qE '^(built with CUDA|built without CUDA)' <<<"$version"
+check_rc "--version says what it was built with" $? "'$version'"
 [[ "$(headless -v)" == "$version" ]]; check_rc "-v is --version" $? "differs"
 
 error_exit_codes="2"

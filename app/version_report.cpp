@@ -1,4 +1,4 @@
-#include "cli/version_report.h"
+#include "version_report.h"
 
 #include <kiln_git_revision.h>
 
@@ -8,7 +8,7 @@
 #include "kiln/cuda_runtime.h"
 #include "kiln/version.h"
 
-namespace kiln::cli {
+namespace kiln::app {
 namespace {
 
 // CUDA's 13000 -> "13.0".
@@ -24,8 +24,8 @@ std::string libraryVersion(int v) {
 
 }  // namespace
 
-std::string versionReport() {
-  std::string text = std::string("kiln ") + kKilnVersion + " (git " + KILN_GIT_REVISION + ")\n";
+std::string versionReport(const std::string& program) {
+  std::string text = program + " " + kKilnVersion + " (git " + KILN_GIT_REVISION + ")\n";
   if (!cuda::builtWithCuda()) return text + "built without CUDA: the CPU reference backend only\n";
   const cuda::CudaBuildVersions built = cuda::cudaBuildVersions();
   text += "built with CUDA " + cudaVersion(built.runtime) + ", cuDNN " +
@@ -39,4 +39,4 @@ std::string versionReport() {
          libraryVersion(device.cublasVersion) + "\n";
 }
 
-}  // namespace kiln::cli
+}  // namespace kiln::app
