@@ -482,6 +482,19 @@ TEST(MoreMl, TreeEnsembleSumsLeavesAndAppliesLogistic) {
   makeTree(bad);
   bad.attr("nodes_featureids", std::vector<int64_t>{0, 4}).input(floatTensor({1, 1}, {0}));
   EXPECT_FALSE(bad.run().isOk());
+  // n_targets 2^62 sized the score buffer before the output was checked; a NaN mode was
+  // cast to int64.
+  OpTest manyTargets("TreeEnsemble", 5, kMl);
+  makeTree(manyTargets);
+  manyTargets.attr("n_targets", int64_t{1} << 62).input(floatTensor({1, 1}, {0}));
+  EXPECT_FALSE(manyTargets.run().isOk());
+  OpTest nanMode("TreeEnsemble", 5, kMl);
+  makeTree(nanMode);
+  setTensorAttr(nanMode, "nodes_modes", floatTensor({2}, {0, std::nanf("")}));
+  nanMode.input(floatTensor({1, 1}, {0}));
+  const Status nanStatus = nanMode.run().status();
+  EXPECT_FALSE(nanStatus.isOk());
+  EXPECT_NE(nanStatus.message().find("nodes_modes[1]"), std::string::npos) << nanStatus.message();
 }
 
 // ---- Scan-8 (the body is simulated: state + x, emitted as the scan output) ----

@@ -301,6 +301,22 @@ TEST(MatMulTest, IntegerAndQLinear) {
   expectTensorNear(runOne(q), typedTensor(DataType::kInt8, {1, 1}, {18}), 0, 0);
 }
 
+TEST(EinsumTest, IntegerProductsWrapAndHugeContractionsAreRefused) {
+  // int64 products wrap as numpy's do (2^62 * 4 overflowed the signed accumulator).
+  OpTest wrap("Einsum", 12);
+  wrap.attr("equation", std::string("i,i->"))
+      .input(int64Tensor({2}, {int64_t{1} << 62, 1}))
+      .input(int64Tensor({2}, {4, 5}));
+  expectTensorNear(runOne(wrap), int64Tensor({}, {5}), 0, 0);
+  // Eight contracted labels of extent 1024: 2^80 reduction steps, past int64.
+  OpTest huge("Einsum", 12);
+  huge.attr("equation", std::string("a,b,c,d,e,f,g,h->"));
+  for (int i = 0; i < 8; ++i) huge.input(int64Tensor({1024}, std::vector<int64_t>(1024, 1)));
+  const Status status = huge.run().status();
+  EXPECT_FALSE(status.isOk());
+  EXPECT_NE(status.message().find("contracted labels"), std::string::npos) << status.message();
+}
+
 TEST(EinsumTest, TransposeTraceAndProducts) {
   OpTest transpose("Einsum", 12);
   transpose.attr("equation", std::string("ij->ji")).input(iota({2, 3}));

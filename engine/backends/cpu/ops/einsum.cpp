@@ -16,6 +16,7 @@
 
 #include "backends/cpu/ops/matmul_plan.h"
 #include "backends/cpu/ops/nn_common.h"
+#include "kiln/tensor_size.h"
 
 namespace kiln::cpu {
 namespace {
@@ -151,10 +152,21 @@ Shape labelShape(const EinsumSpec& spec, const std::vector<int>& labels) {
   return shape;
 }
 
+// Integer sums and products wrap (computed unsigned: int64 operands overflowed the signed
+// accumulator, undefined behaviour); floating ones accumulate in double.
+template <class C, bool kFloat = std::is_floating_point_v<C>>
+struct EinsumAccumulator {
+  using type = double;
+};
 template <class C>
-void genericEinsum(const EinsumSpec& spec, const std::vector<const Tensor*>& operands,
-                   const std::vector<const C*>& data, C* y) {
-  using Acc = std::conditional_t<std::is_floating_point_v<C>, double, C>;
+struct EinsumAccumulator<C, false> {
+  using type = std::make_unsigned_t<decltype(C{} + C{})>;
+};
+
+template <class C>
+Status genericEinsum(const EinsumSpec& spec, const std::vector<const Tensor*>& operands,
+                     const std::vector<const C*>& data, C* y) {
+  using Acc = typename EinsumAccumulator<C>::type;
   // An operand without elements has a label of extent 0: every output element is then
   // an empty sum (or there is none). Its data may be null: nothing is read (fuzz_onnx_import:
   // an empty operand broadcast against extent 1 was read through a null pointer).
@@ -162,7 +174,7 @@ void genericEinsum(const EinsumSpec& spec, const std::vector<const Tensor*>& ope
     if (t->numel() != 0) continue;
     const int64_t outputs = shapeNumel(labelShape(spec, spec.output));
     std::fill(y, y + std::max<int64_t>(outputs, 0), static_cast<C>(0));
-    return;
+    return Status::ok();
   }
   std::vector<int> reduced;
   for (size_t l = 0; l < spec.sizes.size(); ++l) {
@@ -179,7 +191,18 @@ void genericEinsum(const EinsumSpec& spec, const std::vector<const Tensor*>& ope
     outStrides.push_back(labelStrides(spec, i, *operands[i], spec.output));
     redStrides.push_back(labelStrides(spec, i, *operands[i], reduced));
   }
-  // Offsets of every reduction step, operand-major, computed once.
+  // Offsets of every reduction step, operand-major, computed once. The table is held to the
+  // tensor byte limit first: contracted labels multiply (eight labels of extent 2^10 were
+  // 2^80 steps, past int64, and the table grew without bound).
+  int64_t tableBytes = static_cast<int64_t>(count * sizeof(int64_t));
+  for (int l : reduced) {
+    if (__builtin_mul_overflow(tableBytes, spec.sizes[l], &tableBytes) ||
+        tableBytes > tensorLimits().maxBytes) {
+      return invalidArgument("the contracted labels of the equation span more than " +
+                             std::to_string(tensorLimits().maxBytes) +
+                             " bytes of reduction offsets");
+    }
+  }
   std::vector<int64_t> redOffsets;
   forEachBroadcast(labelShape(spec, reduced), redStrides,
                    [&](int64_t, const std::vector<int64_t>& off) {
@@ -198,6 +221,7 @@ void genericEinsum(const EinsumSpec& spec, const std::vector<const Tensor*>& ope
                      }
                      y[index] = static_cast<C>(sum);
                    });
+  return Status::ok();
 }
 
 // Label groups of a two-operand product that is a plain batched GEMM:
@@ -317,7 +341,7 @@ Status einsumTyped(const EinsumSpec& spec, const std::vector<const Tensor*>& ope
   if (std::is_floating_point_v<C> && splitForGemm(spec, operands, &split)) {
     gemmEinsum(spec, split, operands, data, y);
   } else {
-    genericEinsum(spec, operands, data, y);
+    KILN_RETURN_IF_ERROR(genericEinsum(spec, operands, data, y));
   }
   if constexpr (!std::is_same_v<C, T>) convertFromBuffer(result.data(), out.numel(), out.data<T>());
   return Status::ok();
@@ -348,7 +372,9 @@ Status einsumKernel(KernelContext& ctx) {
       return einsumTyped<T>(spec, operands, out);
     }
   });
-  return status.isOk() ? status : ctx.unsupported(status.message());
+  if (status.isOk()) return status;
+  return status.code() == StatusCode::kUnsupported ? ctx.unsupported(status.message())
+                                                   : ctx.error(status.message());
 }
 
 }  // namespace kiln::cpu

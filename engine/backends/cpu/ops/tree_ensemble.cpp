@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backends/cpu/ops/op_utils.h"
+#include "kiln/tensor_size.h"
 
 namespace kiln::cpu {
 namespace {
@@ -71,7 +72,9 @@ Status readNodes(const KernelContext& ctx, Ensemble* e) {
   e->nodes.resize(n);
   for (size_t i = 0; i < n; ++i) {
     TreeNode& t = e->nodes[i];
-    if (modes[i] < 0 || modes[i] > 6) return ctx.error("nodes_modes holds an unknown mode");
+    // Negated so a NaN mode is refused too: its cast to int64 was undefined.
+    if (!(modes[i] >= 0 && modes[i] <= 6))
+      return ctx.error("nodes_modes[" + std::to_string(i) + "] holds an unknown mode");
     t.mode = static_cast<Mode>(static_cast<int64_t>(modes[i]));
     t.feature = features[i];
     t.split = splits[i];
@@ -214,6 +217,10 @@ Status treeEnsembleKernel(KernelContext& ctx) {
   Ensemble e;
   KILN_RETURN_IF_ERROR(readEnsemble(ctx, x.dim(1), &e));
   const int64_t rows = x.dim(0), features = x.dim(1);
+  // Checked before the score buffer is sized by it: n_targets 2^62 made that vector throw
+  // (or allocate terabytes) and overflowed r * n_targets.
+  KILN_RETURN_IF_ERROR(checkTensorSize(x.type(), {rows, e.targets},
+                                       ctx.node().describe() + " output Y (n_targets)"));
   std::vector<double> row(static_cast<size_t>(features));
   std::vector<double> scores(static_cast<size_t>(e.targets));
   const double init = e.aggregate == Aggregate::kMin   ? std::numeric_limits<double>::max()
