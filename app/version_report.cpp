@@ -34,9 +34,9 @@ std::string versionReport(const std::string& program) {
   if (!device.available) return text + "at run time: no usable GPU: " + device.reason + "\n";
   return text + "at run time: " + device.name + " (sm_" + std::to_string(device.computeMajor) +
          std::to_string(device.computeMinor) + "), driver for CUDA " +
-         cudaVersion(device.driverVersion) + ", CUDA runtime " + cudaVersion(device.runtimeVersion) +
-         ", cuDNN " + libraryVersion(device.cudnnVersion) + ", cuBLASLt " +
-         libraryVersion(device.cublasVersion) + "\n";
+         cudaVersion(device.driverVersion) + ", CUDA runtime " +
+         cudaVersion(device.runtimeVersion) + ", cuDNN " + libraryVersion(device.cudnnVersion) +
+         ", cuBLASLt " + libraryVersion(device.cublasVersion) + "\n";
 }
 
 }  // namespace kiln::app
