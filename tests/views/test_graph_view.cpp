@@ -13,6 +13,7 @@
 #include <set>
 
 #include "engine_graph_view.h"
+#include "event_loop_probe.h"
 #include "graph_layout.h"
 #include "kiln/onnx_import.h"
 #include "model_graph_view.h"
@@ -402,15 +403,10 @@ void TestGraphView::largeGraphKeepsGuiResponsive() {
   view.show();
   QVERIFY(QTest::qWaitForWindowExposed(&view));
   std::shared_ptr<const Network> network = ladderNetwork(2000);
-  QElapsedTimer clock, sinceTick;
-  qint64 maxGap = 0;
-  QTimer ticker;
-  ticker.setTimerType(Qt::PreciseTimer);
-  ticker.setInterval(10);
-  connect(&ticker, &QTimer::timeout, this, [&] { maxGap = std::max(maxGap, sinceTick.restart()); });
+  QElapsedTimer clock;
+  EventLoopProbe probe;
   clock.start();
-  sinceTick.start();
-  ticker.start();
+  probe.start();
   document.setModel("ladder", network);
   QVERIFY(view.graphView()->notice().contains("Laying out"));
   QVERIFY(jobs.waitForIdle(kLayoutTimeoutMs));
@@ -419,15 +415,22 @@ void TestGraphView::largeGraphKeepsGuiResponsive() {
   view.graphView()->zoomBy(0.5);
   view.graphView()->fitAll();
   QTest::qWait(200);
-  ticker.stop();
+  probe.stop();
   GraphScene* scene = view.graphView()->graphScene();
   QCOMPARE(scene->nodeCount(), 2000 + 2);
   QCOMPARE(scene->edgeCount(), countLinks(*network));
   QCOMPARE(scene->graph()->layout.algorithm, LayoutAlgorithm::kLayered);
   QVERIFY(view.graphView()->notice().contains("fast layered"));
-  qInfo("2,000-node ladder: layout %.3f s, shown after %.3f s, max GUI event-loop gap %lld ms",
-        scene->graph()->layout.seconds, shownSeconds, maxGap);
-  QVERIFY2(maxGap < 100, qPrintable(QString("GUI blocked for %1 ms").arg(maxGap)));
+  qInfo(
+      "2,000-node ladder: layout %.3f s, shown after %.3f s, longest GUI event-loop slice "
+      "%lld ms CPU (%lld ms wall)",
+      scene->graph()->layout.seconds, shownSeconds, probe.worstCpuMs(), probe.worstWallMs());
+  // Work on the GUI thread stays under 100 ms a slice (CPU time: robust to a
+  // loaded machine); no wait on the layout job blocks it (wall time).
+  QVERIFY2(probe.worstCpuMs() < 100,
+           qPrintable(QString("GUI thread worked %1 ms at a stretch").arg(probe.worstCpuMs())));
+  QVERIFY2(probe.worstWallMs() < 1000,
+           qPrintable(QString("GUI blocked for %1 ms").arg(probe.worstWallMs())));
 }
 
 // x -> Relu -> If(c); both branches read the Relu's output from the outer graph.
