@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "kiln/tensor_size.h"
 #include "support/op_test.h"
 
 namespace kiln::test {
@@ -476,6 +477,28 @@ TEST(RnnTest, LstmSequenceLengthsStopShortEntries) {
   const float h1 = 0.5f * std::tanh(c1), h2 = 0.5f * std::tanh(c2);
   expectTensorNear(result.value()[0], floatTensor({2, 1, 2, 1}, {h1, h1, h2, 0}), 1e-6, 0);
   expectTensorNear(result.value()[1], floatTensor({1, 2, 1}, {h2, h1}), 1e-6, 0);
+}
+
+// X's length and R's width come from different inputs: their product (the input
+// projection, Y) is held to the tensor cap before anything is allocated.
+TEST(RnnTest, IntermediatesHeldToTheTensorCap) {
+  const TensorLimits saved = tensorLimits();
+  OpTest t("RNN", 14);
+  t.input(floatTensor({512, 1, 1}, std::vector<float>(512, 0.5f)))
+      .input(floatTensor({1, 32, 1}, std::vector<float>(32, 0.25f)))
+      .input(floatTensor({1, 32, 32}, std::vector<float>(32 * 32, 0.125f)));
+  TensorLimits small = saved;
+  small.maxBytes = 32 * 1024;  // every input fits, the [512, 1, 32] projection does not
+  setTensorLimits(small);
+  auto result = t.run(1);
+  setTensorLimits(saved);
+  ASSERT_FALSE(result.isOk());
+  EXPECT_NE(result.status().message().find("input projection"), std::string::npos)
+      << result.status().toString();
+  // Under the default cap the same node runs: Y = tanh(0.5 * 0.25 + H_prev R^T).
+  auto ok = t.run(1);
+  ASSERT_TRUE(ok.isOk()) << ok.status().toString();
+  EXPECT_NEAR(ok.value()[0].data<float>()[0], std::tanh(0.125f), 1e-6);
 }
 
 TEST(RnnTest, RejectsBadInput) {

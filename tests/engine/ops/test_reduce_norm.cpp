@@ -196,6 +196,21 @@ TEST(InstanceNormalization, PerChannel) {
                    1e-5, 1e-5);
 }
 
+// No channels: an empty output, not a division by zero (SIGFPE: one group per channel
+// made c / groups divide by 0).
+TEST(InstanceNormalization, NoChannelsGivesAnEmptyOutput) {
+  OpTest t("InstanceNormalization", 6);
+  t.input(floatTensor({2, 0, 3}, {})).input(floatTensor({0}, {})).input(floatTensor({0}, {}));
+  const Tensor y = runOne(t);
+  EXPECT_EQ(y.shape(), (Shape{2, 0, 3}));
+  OpTest g("GroupNormalization", 21);
+  g.input(floatTensor({2, 0, 3}, {}))
+      .input(floatTensor({0}, {}))
+      .input(floatTensor({0}, {}))
+      .attr("num_groups", int64_t{1});
+  EXPECT_EQ(runOne(g).shape(), (Shape{2, 0, 3}));
+}
+
 TEST(LayerNormalization, OutputsMeanAndInvStdDev) {
   OpTest t("LayerNormalization", 17);
   t.input(floatTensor({2, 2}, {1, 3, 2, 6}))

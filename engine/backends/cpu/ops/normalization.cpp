@@ -176,6 +176,9 @@ Status batchNormKernel(KernelContext& ctx) {
 template <class T>
 void groupNorm(const T* x, T* y, const NcsShape& sh, int64_t groups, double epsilon,
                const std::vector<double>& scale, const std::vector<double>& bias) {
+  // No channels, no groups (InstanceNormalization's one group per channel): nothing to
+  // normalize, and c / groups would divide by zero (SIGFPE on an [N, 0, ...] input).
+  if (groups == 0) return;
   const int64_t perGroup = sh.c / groups;
   const int64_t block = perGroup * sh.s;
   for (int64_t n = 0; n < sh.n; ++n)

@@ -13,6 +13,7 @@
 
 #include "backends/cpu/ops/nn_common.h"
 #include "backends/cpu/ops/rnn_common.h"
+#include "kiln/tensor_size.h"
 
 namespace kiln::cpu {
 namespace {
@@ -311,6 +312,13 @@ Status recurrentKernel(KernelContext& ctx) {
     if (t && t->type() != in.x->type()) return ctx.error("inputs must share X's type");
   }
   KILN_RETURN_IF_ERROR(readLengths(ctx, ctx.inputOrNull(4), &cfg));
+  // The per-step input projection [seq * batch, gates * H] and Y [seq, dirs, batch, H] are
+  // products of dims taken from different inputs (a long X with 1 input feature and a wide
+  // R): held to the tensor cap before either is allocated.
+  KILN_RETURN_IF_ERROR(checkTensorSize(in.x->type(), {cfg.seq, cfg.batch, gh},
+                                       ctx.node().describe() + " input projection"));
+  KILN_RETURN_IF_ERROR(checkTensorSize(in.x->type(), {cfg.seq, cfg.dirs, cfg.batch, cfg.hidden},
+                                       ctx.node().describe() + " output Y"));
   KILN_RETURN_IF_ERROR(parseActivations(ctx, kKind, cfg.dirs, &cfg.activations));
   cfg.clip = ctx.node().attrFloat("clip", 0.f);
   cfg.linearBeforeReset = ctx.node().attrInt("linear_before_reset", 0) != 0;
