@@ -74,6 +74,12 @@ void collectSourceNames(const std::string& piece, std::vector<std::string>* out)
 // stay in: they are ONNX names, and a view simply finds no node for them.
 std::vector<std::string> sourceNodesFromName(const std::string& layerName) {
   std::vector<std::string> nodes;
+  // A reformat TensorRT inserted before a layer names that layer, fused name and all
+  // ("Reformatting CopyNode for Input Tensor 0 to Conv_5 + Add_6 + Relu_7"): it moves
+  // data for it but is none of its ONNX nodes (split on " + ", it read as Add_6, Relu_7).
+  for (const char* prefix :
+       {"Reformatting CopyNode", "Reformatted Input Tensor", "Reformatted Output Tensor"})
+    if (layerName.rfind(prefix, 0) == 0) return nodes;
   for (const std::string& piece : splitOutsideParens(layerName, " + "))
     collectSourceNames(piece, &nodes);
   return nodes;

@@ -170,7 +170,8 @@ TEST(TrtexecReport, TensorRT11LayoutReadsLikeTheTensorRT10One) {
   }
   EXPECT_NEAR(now.totalMs, old.totalMs, 1e-12);
   // The first INT8 convolution's input: format and type joined again.
-  EXPECT_EQ(now.layers[1].inputs[0].formatDatatype, "Four wide channel vectorized row major format Int8");
+  EXPECT_EQ(now.layers[1].inputs[0].formatDatatype,
+            "Four wide channel vectorized row major format Int8");
   ASSERT_EQ(now.ioTensors.size(), 2u);
   const ReportIoTensor& in = now.ioTensors[0];
   EXPECT_EQ(in.name, "inputs.1");
@@ -203,6 +204,20 @@ TEST(TrtexecReport, InfersSourceNodesFromFusedNames) {
   EXPECT_EQ(gemm.sourceNodes, (std::vector<std::string>{"classifier.1.weight", "QuantizeLinear_860",
                                                         "Gemm_864", "classifier.1.bias"}));
   EXPECT_TRUE(r.layers.back().sourceNodes.empty());
+}
+
+// Issue 26 item 5: a reformat in front of a fused layer maps to none of its nodes.
+TEST(TrtexecReport, ReformatOfAFusedLayerMapsToNoNode) {
+  json graph = readJson(kGraph);
+  graph["Layers"][0]["Name"] =
+      "Reformatting CopyNode for Input Tensor 0 to Conv_5 + Add_6 + Relu_7";
+  graph["Layers"][0].erase("Metadata");
+  graph["Layers"][1]["Name"] = "Reformatted Input Tensor 0 to Conv_5 + Add_6";
+  graph["Layers"][1].erase("Metadata");
+  auto report = reportFromTrtexecJson(graph, "fused-reformat.json");
+  ASSERT_TRUE(report.isOk()) << report.status().toString();
+  EXPECT_TRUE(report->layers[0].sourceNodes.empty()) << report->layers[0].sourceNodes.size();
+  EXPECT_TRUE(report->layers[1].sourceNodes.empty()) << report->layers[1].sourceNodes.size();
 }
 
 TEST(TrtexecReport, ProfileTimesAreTheFilesMedians) {
