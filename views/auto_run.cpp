@@ -55,6 +55,9 @@ void AutoRun::afterOpen() {
         if (!panel->profilesEditor()->setShape(0, input, column, shape))
           return fail("--shapes: '" + input + "' is not a dynamic input of the model");
     }
+    // A scripted run asks nobody: the proposed shapes (or --shapes) are taken, and
+    // noted in the Issues dock.
+    panel->acceptProposedShapes();
     connect(panel, &BuildPanel::buildFinished, this, &AutoRun::afterBuild,
             Qt::SingleShotConnection);
     panel->startBuild();

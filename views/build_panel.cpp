@@ -27,6 +27,7 @@
 #include "kiln/builder.h"
 #include "kiln/passes.h"
 #include "profiles_editor.h"
+#include "shapes_dialog.h"
 #include "studio_document.h"
 
 namespace kiln::studio {
@@ -68,7 +69,10 @@ BuildPanel::BuildPanel(StudioDocument* document, JobRunner* jobs, QWidget* paren
   layout->addWidget(createRunBox());
 
   connect(m_constraints, &ConstraintsTable::rulesEdited, this, &BuildPanel::applyToConfig);
-  connect(m_profiles, &ProfilesEditor::profilesEdited, this, &BuildPanel::applyToConfig);
+  connect(m_profiles, &ProfilesEditor::profilesEdited, this, [this] {
+    m_shapesConfirmed = true;  // the user set the shapes in the dock
+    applyToConfig();
+  });
   connect(m_document, &StudioDocument::modelChanged, this, &BuildPanel::onModelChanged);
   connect(m_document, &StudioDocument::engineChanged, this, &BuildPanel::onEngineChanged);
   connect(m_document, &StudioDocument::buildConfigChanged, this, &BuildPanel::loadFromConfig);
@@ -255,7 +259,11 @@ void BuildPanel::onModelChanged() {
   m_loading = true;
   m_constraints->model()->setNetwork(network.get());
   m_constraints->model()->setRules(config.layerPrecisions, config.layerOutputTypes);
-  m_profiles->setNetwork(network.get(), config.profiles);
+  m_proposal =
+      network ? proposeShapes(*network, m_document->modelPath().toStdString()) : ShapeProposal{};
+  m_shapesConfirmed = false;
+  if (m_shapesDialog) m_shapesDialog->reject();  // it was for the previous model
+  m_profiles->setNetwork(network.get(), config.profiles, m_proposal.profile);
   m_loading = false;
   m_status->clear();  // it spoke of the previous model's build
   m_progress->setValue(0);
@@ -361,7 +369,7 @@ void BuildPanel::loadFromConfig() {
   for (int i = 0; i < 3; ++i)
     if (kVerbosities[i] == config.profilingVerbosity) m_verbosity->setCurrentIndex(i);
   if (!config.profiles.empty())
-    m_profiles->setNetwork(m_document->network().get(), config.profiles);
+    m_profiles->setNetwork(m_document->network().get(), config.profiles, m_proposal.profile);
   m_loading = false;
   updateCommandLine();
   updateBuildEnabled();

@@ -11,10 +11,12 @@
 #pragma once
 
 #include <QString>
+#include <QPointer>
 #include <QWidget>
 #include <memory>
 
 #include "kiln/builder_config.h"
+#include "shape_proposal.h"
 
 class QCheckBox;
 class QComboBox;
@@ -34,6 +36,7 @@ namespace kiln::studio {
 class ConstraintsTable;
 class JobRunner;
 class ProfilesEditor;
+class ShapesDialog;
 class StudioDocument;
 struct BuildOutcome;
 struct BuildRequest;
@@ -54,8 +57,16 @@ class BuildPanel : public QWidget {
   QString commandLine() const;
   // Starts the build in the background; buildFinished() reports the end. Refused
   // (buildFinished(false, why)) without a model, with invalid profiles, or while a
-  // build runs.
+  // build runs. The first build of a model with dynamic inputs whose shapes nobody
+  // confirmed opens the Shapes dialog first (shapes_dialog.h, window-modal, not
+  // blocking): its Build starts the build with the shapes as edited, its Cancel
+  // reports buildFinished(false, "build cancelled: ...").
   void startBuild();
+  // Takes the proposed shapes as confirmed (scripted runs: AutoRun, tests), noting
+  // them as an info issue; the next startBuild() opens no dialog.
+  void acceptProposedShapes();
+  // The Shapes dialog while it is open, else null.
+  ShapesDialog* shapesDialog() const;
   void cancelBuild();
   bool isBuilding() const { return m_buildJob >= 0; }
 
@@ -85,6 +96,7 @@ class BuildPanel : public QWidget {
   BuildRequest makeRequest() const;
   void finishBuild(const BuildRequest& request, const BuildOutcome& outcome, bool cancelled);
   void refuse(const QString& why);
+  void askForShapes();
   QString browseFile(const QString& title, const QString& filter, bool save);
 
   StudioDocument* m_document;
@@ -104,6 +116,9 @@ class BuildPanel : public QWidget {
   QLabel* m_rulesIgnored;
   std::shared_ptr<const Plan> m_builtPlan;  // the document's engine while it is ours
   int m_buildJob = -1;
+  ShapeProposal m_proposal;        // for the open model's dynamic inputs
+  bool m_shapesConfirmed = false;  // by an edit, the Shapes dialog or a script
+  QPointer<ShapesDialog> m_shapesDialog;
   bool m_loading = false;   // widgets are being set from the config
   bool m_applying = false;  // the config is being set from the widgets
 };

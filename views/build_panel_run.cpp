@@ -14,6 +14,7 @@
 #include "job_runner.h"
 #include "kiln/cuda_runtime.h"
 #include "profiles_editor.h"
+#include "shapes_dialog.h"
 #include "studio_document.h"
 
 namespace kiln::studio {
@@ -61,6 +62,7 @@ void BuildPanel::startBuild() {
   if (isBuilding()) return refuse(tr("a build is already running"));
   if (!m_document->network()) return refuse(tr("build: no model is open"));
   if (!m_profiles->isValid()) return refuse(tr("build: %1").arg(m_profiles->problem()));
+  if (m_profiles->hasDynamicInputs() && !m_shapesConfirmed) return askForShapes();
   m_document->clearIssues("build");
   const BuildRequest request = makeRequest();
   auto outcome = std::make_shared<BuildOutcome>();
@@ -81,6 +83,58 @@ void BuildPanel::startBuild() {
   m_cancel->setEnabled(true);
   m_progress->setValue(0);
   m_status->setText(tr("building on %1…").arg(QString::fromStdString(request.backend)));
+}
+
+void BuildPanel::askForShapes() {
+  if (m_shapesDialog) return m_shapesDialog->raise();
+  const QString model = m_document->modelPath().isEmpty()
+                            ? tr("the model")
+                            : QFileInfo(m_document->modelPath()).fileName();
+  // The dock's current profiles (the proposal, or what was loaded) are what it shows.
+  ShapeProposal shown = m_proposal;
+  const std::vector<OptimizationProfile> current = m_profiles->profiles();
+  if (!current.empty()) shown.profile = current.front();
+  auto* dialog = new ShapesDialog(*m_document->network(), model, shown, this);
+  dialog->setAttribute(Qt::WA_DeleteOnClose);
+  m_shapesDialog = dialog;
+  const std::shared_ptr<const Network> network = m_document->network();
+  connect(dialog, &QDialog::accepted, this, [this, dialog, network] {
+    m_shapesDialog = nullptr;                      // closed; deleted later
+    if (network != m_document->network()) return;  // another model opened meanwhile
+    m_profiles->setNetwork(network.get(), dialog->profiles(), m_proposal.profile);
+    m_shapesConfirmed = true;
+    applyToConfig();
+    startBuild();
+  });
+  connect(dialog, &QDialog::rejected, this, [this] {
+    m_shapesDialog = nullptr;
+    const QString why = tr("build cancelled: the shapes of the dynamic inputs were not confirmed");
+    m_status->setText(why);
+    emit buildFinished(false, why);
+  });
+  dialog->open();
+}
+
+ShapesDialog* BuildPanel::shapesDialog() const {
+  return m_shapesDialog;
+}
+
+void BuildPanel::acceptProposedShapes() {
+  m_shapesConfirmed = true;
+  for (const ProposedInput& input : m_proposal.inputs) {
+    const ShapeRange& r = input.range;
+    auto text = [](const Shape& s) {
+      QStringList dims;
+      for (int64_t d : s) dims << QString::number(d);
+      return dims.join('x');
+    };
+    m_document->addIssue({input.guessed ? IssueSeverity::kWarning : IssueSeverity::kInfo,
+                          "shapes",
+                          tr("input '%1' built for min %2 opt %3 max %4 (%5)")
+                              .arg(QString::fromStdString(input.name), text(r.min), text(r.opt),
+                                   text(r.max), QString::fromStdString(input.source)),
+                          {}});
+  }
 }
 
 void BuildPanel::cancelBuild() {

@@ -73,8 +73,10 @@ ProfilesEditor::ProfilesEditor(QWidget* parent)
 }
 
 void ProfilesEditor::setNetwork(const Network* network,
-                                const std::vector<OptimizationProfile>& profiles) {
+                                const std::vector<OptimizationProfile>& profiles,
+                                const OptimizationProfile& proposed) {
   m_inputs.clear();
+  m_proposal = proposed;
   std::set<std::string> names;
   if (network) {
     for (const ValueInfo& input : network->graph.inputs) {
@@ -104,8 +106,14 @@ void ProfilesEditor::setNetwork(const Network* network,
 OptimizationProfile ProfilesEditor::proposal() const {
   OptimizationProfile out;
   for (const DynamicInput& input : m_inputs) {
+    const std::string name = input.name.toStdString();
+    auto proposed = m_proposal.inputs.find(name);
+    if (proposed != m_proposal.inputs.end() && checkRange(input, proposed->second).isEmpty()) {
+      out.inputs[name] = proposed->second;
+      continue;
+    }
     const Shape shape = proposedShape(input.declared);
-    out.inputs[input.name.toStdString()] = {shape, shape, shape};
+    out.inputs[name] = {shape, shape, shape};
   }
   return out;
 }

@@ -27,9 +27,11 @@ class ProfilesEditor : public QWidget {
   explicit ProfilesEditor(QWidget* parent = nullptr);
 
   // The dynamic inputs of `network` become the rows. When `profiles` fit them (same
-  // inputs) they are shown; otherwise one profile is proposed with every symbolic
-  // dimension at 1 for min, opt and max (what trtexec assumes without shapes).
-  void setNetwork(const Network* network, const std::vector<OptimizationProfile>& profiles);
+  // inputs) they are shown; otherwise one profile is proposed: `proposal`'s range for
+  // the inputs it has (shape_proposal.h: test data, symbol names, layouts), else every
+  // symbolic dimension at 1 for min, opt and max (what trtexec assumes without shapes).
+  void setNetwork(const Network* network, const std::vector<OptimizationProfile>& profiles,
+                  const OptimizationProfile& proposal = {});
   bool hasDynamicInputs() const { return !m_inputs.empty(); }
 
   // The profiles as edited; meaningful when isValid().
@@ -52,7 +54,7 @@ class ProfilesEditor : public QWidget {
     QString name;
     SymbolicShape declared;
   };
-  OptimizationProfile proposal() const;  // symbolic dims at 1, fixed dims as declared
+  OptimizationProfile proposal() const;  // m_proposal's ranges, else symbolic dims at 1
   QTableWidget* addProfileTab(const OptimizationProfile& profile);
   void fillRow(QTableWidget* table, int row, const DynamicInput& input, const ShapeRange& range);
   QString checkProfile(int index, OptimizationProfile* out) const;
@@ -61,6 +63,7 @@ class ProfilesEditor : public QWidget {
   void validate();
 
   std::vector<DynamicInput> m_inputs;
+  OptimizationProfile m_proposal;
   QTabWidget* m_tabs;
   QLabel* m_message;
   QPushButton* m_add;

@@ -21,6 +21,7 @@
 #include "layer_table_model.h"
 #include "layer_table_view.h"
 #include "profiles_editor.h"
+#include "shapes_dialog.h"
 #include "studio_document.h"
 #include "tactics_panel.h"
 
@@ -68,6 +69,8 @@ struct Studio {
   std::pair<bool, QString> build() {
     QSignalSpy finished(panel.get(), &BuildPanel::buildFinished);
     panel->startBuild();
+    // The first build of a dynamic model asks for its shapes: Build, as a user would.
+    if (ShapesDialog* dialog = panel->shapesDialog()) dialog->accept();
     jobs.waitForIdle(120000);
     if (finished.count() != 1) return {false, QStringLiteral("buildFinished was not emitted once")};
     return {finished[0][0].toBool(), finished[0][1].toString()};
@@ -113,9 +116,9 @@ class TestPanels : public QObject {
     QVERIFY2(line.contains("--layer-precisions q_matmul:fp16"), qPrintable(line));
     QVERIFY2(line.contains("--precision-constraints obey"), qPrintable(line));
     QVERIFY2(line.startsWith("kiln build " + modelPath()), qPrintable(line));
-    // The dynamic input got the proposed profile (symbolic dims at 1).
+    // The dynamic input got the proposed profile: batch 1, sequence 128 (its names).
     QCOMPARE(config.profiles.size(), size_t(1));
-    QCOMPARE(config.profiles[0].inputs.at("input_ids").opt, (Shape{1, 1}));
+    QCOMPARE(config.profiles[0].inputs.at("input_ids").opt, (Shape{1, 128}));
     // Clearing the rule removes it.
     s.panel->constraintsTable()->model()->setRule(
         s.panel->constraintsTable()->model()->rowOf("q_matmul"), ConstraintsModel::kPrecision,
