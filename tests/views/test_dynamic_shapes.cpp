@@ -8,6 +8,7 @@
 #include <QtTest>
 
 #include "build_panel.h"
+#include "build_panel_fixture.h"
 #include "job_runner.h"
 #include "kiln/onnx_import.h"
 #include "kiln/plan.h"
@@ -54,15 +55,9 @@ const ProposedInput* proposed(const ShapeProposal& p, const std::string& name) {
 }
 
 // A document with `network` open (at `path`), a job runner and a build panel.
-struct Studio {
-  StudioDocument document;
-  JobRunner jobs;
-  std::unique_ptr<BuildPanel> panel;
-  explicit Studio(std::shared_ptr<const Network> network, const QString& path = "dyn.onnx") {
-    document.setModel(path, std::move(network));
-    panel = std::make_unique<BuildPanel>(&document, &jobs);
-    jobs.waitForIdle(10000);  // the CUDA probe
-  }
+struct Studio : kiln::test::BuildPanelStudio {
+  explicit Studio(std::shared_ptr<const Network> network, const QString& path = "dyn.onnx")
+      : BuildPanelStudio(path, std::move(network)) {}
 };
 
 }  // namespace

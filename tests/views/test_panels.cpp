@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "build_panel.h"
+#include "build_panel_fixture.h"
 #include "chart_series.h"
 #include "charts_view.h"
 #include "constraints_table.h"
@@ -56,15 +57,8 @@ const LayerPrecisionRule* ruleFor(const std::vector<LayerPrecisionRule>& rules,
 }
 
 // A document with tiny BERT open, a job runner and a build panel over them.
-struct Studio {
-  StudioDocument document;
-  JobRunner jobs;
-  std::unique_ptr<BuildPanel> panel;
-  Studio() {
-    document.setModel(modelPath(), tinyBert());
-    panel = std::make_unique<BuildPanel>(&document, &jobs);
-    jobs.waitForIdle(10000);  // the CUDA probe
-  }
+struct Studio : kiln::test::BuildPanelStudio {
+  Studio() : BuildPanelStudio(modelPath(), tinyBert()) {}
   // Builds with the panel's settings; returns buildFinished's arguments.
   std::pair<bool, QString> build() {
     QSignalSpy finished(panel.get(), &BuildPanel::buildFinished);
