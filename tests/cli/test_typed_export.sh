@@ -63,6 +63,24 @@ py tables "$work/src.json" "$work/typed.json"
 check "the strongly typed plan runs on the CPU backend" "$kiln" run "$work/typed.kiln" \
   --shapes x:2x3x6x6 --iterations 1
 
+# kiln debug precision's island on a model that overflows in fp16: the export with the
+# island is within tolerance on ONNX Runtime, the all-fp16 export is not.
+overflow="$data/compare/fp16_overflow.onnx"
+"$kiln" debug precision "$overflow" --fp16 --save-constraints "$work/ov.json" \
+  --apply "$work/ov.kiln" > /dev/null 2>&1
+check "debug precision's constraints export: wide_proj fp32, within tolerance" bash -c \
+  "'$kiln' export-onnx '$overflow' -o '$work/ov_c.onnx' --constraints '$work/ov.json' && \
+   '$python' '$helper' check '$overflow' '$work/ov_c.onnx' --island wide_proj --reduced fc1"
+check "debug precision's applied plan export: within tolerance" bash -c \
+  "'$kiln' export-onnx '$overflow' -o '$work/ov_p.onnx' --from '$work/ov.kiln' --keep-io-types && \
+   '$python' '$helper' check '$overflow' '$work/ov_p.onnx' --island wide_proj --keep-io-types"
+printf '%s' '{"format": "kiln-constraints", "version": 1, "precision_constraints": "obey",
+  "layer_precisions": [{"layer": "*", "precision": "fp16"}], "layer_output_types": []}' \
+  > "$work/all16.json"
+check "the all-fp16 export of it misses the tolerance (the island is needed)" bash -c \
+  "'$kiln' export-onnx '$overflow' -o '$work/ov_16.onnx' --constraints '$work/all16.json' && \
+   '$python' '$helper' check '$overflow' '$work/ov_16.onnx' --reduced wide_proj --expect-off"
+
 # Errors: one line, naming what is wrong.
 expect_error "--strongly-typed refuses --fp16" "--fp16 does not apply to --strongly-typed" \
   "$kiln" build "$work/p.onnx" -o "$work/x.kiln" --strongly-typed --fp16

@@ -5,11 +5,13 @@
                                 Softmax; random non-zero weights) and DIR/island.json, a
                                 constraints file: '*' fp16, the MatMul pinned to fp32
   check ORIG EXPORT [--island N]... [--reduced N]... [--keep-io-types] [--dtype fp16|bf16]
-                                onnx.checker full check; node names kept; the `kiln:`
+        [--expect-off]          onnx.checker full check; node names kept; the `kiln:`
                                 metadata; each island node reads float32 and each reduced
                                 node reads the reduced type; ONNX Runtime (CPU) on both
                                 models with the same random inputs: the export within the
                                 stated tolerance of the FP32 model, and not equal to it
+                                (--expect-off: outside it, for an export that lacks a
+                                needed FP32 island)
   tables A.json B.json          per ONNX node, the precision of the layer holding it in two
                                 `kiln inspect --json` reports agrees (nodes in both)
 
@@ -23,10 +25,11 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-# FP16 tolerance on this chain's outputs (softmax probabilities in [0, 1]); the
-# observed error is about 1e-3.
-ATOL = 2e-2
-RTOL = 2e-2
+# The FP16 tolerance: kiln debug precision's default (|err| <= atol + rtol * |ref|, as
+# kiln compare passes). Exports with the needed FP32 islands land near 1e-4 on these
+# softmax outputs; fp16_overflow.onnx all in fp16 misses it by 6e-3.
+ATOL = 1e-2
+RTOL = 1e-2
 
 
 def make(folder):
@@ -111,7 +114,7 @@ def run_ort(path, feeds):
 
 def check(argv):
     orig_path, export_path = argv[0], argv[1]
-    islands, reduced, keep_io, dtype = [], [], False, "fp16"
+    islands, reduced, keep_io, dtype, expect_off = [], [], False, "fp16", False
     i = 2
     while i < len(argv):
         if argv[i] == "--island":
@@ -122,6 +125,8 @@ def check(argv):
             dtype = argv[i + 1]; i += 2
         elif argv[i] == "--keep-io-types":
             keep_io = True; i += 1
+        elif argv[i] == "--expect-off":
+            expect_off = True; i += 1
         else:
             fail(f"unknown option {argv[i]}")
     low = TensorProto.FLOAT16 if dtype == "fp16" else TensorProto.BFLOAT16
@@ -152,8 +157,8 @@ def check(argv):
     if not keep_io and dtype == "fp16" and any(t != low for t in io_types.values()):
         fail(f"graph inputs/outputs should be float16 here: {io_types}")
     casts = sum(1 for n in export.graph.node if n.op_type == "Cast")
-    if casts == 0:
-        fail("no Cast nodes in the export")
+    if casts == 0 and (islands or keep_io):
+        fail("no Cast nodes in the export, though it has float32 nodes or interface")
     if dtype == "bf16":
         print(f"checker passed, {casts} casts (bf16: ONNX Runtime's CPU provider lacks bf16 kernels)")
         return
@@ -166,6 +171,12 @@ def check(argv):
     for r, g in zip(ref, got):
         err = np.abs(r - g)
         bound = ATOL + RTOL * np.abs(r)
+        if expect_off:
+            if np.all(err <= bound):
+                fail(f"export expected outside atol {ATOL} rtol {RTOL}, max abs {err.max()}")
+            print(f"outside the tolerance as expected: max abs error {np.nanmax(err):.2e}, "
+                  f"{int(np.isnan(g).sum())} NaN")
+            continue
         if not np.all(err <= bound):
             fail(f"export differs from FP32 beyond atol {ATOL} rtol {RTOL}: max abs {err.max()}")
         if err.max() == 0:
