@@ -6,6 +6,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "kiln/calibration.h"
 #include "kiln/file_io.h"
 #include "kiln/onnx_import.h"
 #include "kiln/plan.h"
@@ -18,6 +19,7 @@ void printUsage() {
   std::printf(
       "usage: kiln export-onnx MODEL.onnx -o OUT.onnx (--from PLAN.kiln | --constraints FILE)\n"
       "                        [--precision fp16|bf16] [--keep-io-types] [--json]\n"
+      "       kiln export-onnx MODEL.onnx -o OUT.onnx --calib-cache CACHE [--json]\n"
       "  writes MODEL.onnx strongly typed: the nodes the plan ran in fp16/bf16 (or the\n"
       "  constraints file leaves free) compute in that type, the rest in float32, with\n"
       "  Cast nodes at the boundaries; weights read only by reduced nodes are stored\n"
@@ -26,7 +28,10 @@ void printUsage() {
       "  --from PLAN.kiln        each layer's precision, for the ONNX nodes it came from\n"
       "  --constraints FILE      `kiln debug precision`'s rules; unnamed nodes are free\n"
       "  --precision fp16|bf16   the reduced type (default: the plan's or the rules')\n"
-      "  --keep-io-types         graph inputs and outputs stay float32\n");
+      "  --keep-io-types         graph inputs and outputs stay float32\n"
+      "  --calib-cache CACHE     INT8 instead: `kiln calibrate`'s ranges as Q/DQ pairs on the\n"
+      "                          inputs of Conv/MatMul/Gemm (and residual Adds), their\n"
+      "                          weights int8 with per-channel scales\n");
 }
 
 Result<NodePrecisions> decisionsFrom(const Args& args, const Network& network, DataType reduced) {
@@ -72,6 +77,37 @@ void printSummary(const TypedExportResult& r, const NodePrecisions& p, const std
   printReportText(text);
 }
 
+// --calib-cache: explicit INT8 (Q/DQ) from a `kiln calibrate` cache.
+int exportQdq(const Args& args) {
+  const std::string model = args.positional()[0];
+  const std::string output = args.value("output");
+  const std::string cache = args.value("calib-cache");
+  auto table = loadCalibrationCache(cache);
+  if (!table.isOk()) return fail("export-onnx", table.status().message());
+  auto exported = exportQdqOnnx(model, *table, cache);
+  if (!exported.isOk()) return fail("export-onnx", exported.status().message());
+  if (Status s = writeFileAtomically(output, exported->bytes, "the ONNX export"); !s.isOk())
+    return fail("export-onnx", s.message());
+  if (args.flag("json")) {
+    const nlohmann::json summary = {{"output", output},
+                                    {"source", "calibration cache '" + cache + "'"},
+                                    {"activation_pairs", exported->activationPairs},
+                                    {"int8_weight_layers", exported->weightDequantizers},
+                                    {"float_layers", exported->floatLayers}};
+    std::printf("%s\n",
+                summary.dump(1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    return 0;
+  }
+  std::string text = "INT8 Q/DQ export of calibration cache '" + cache +
+                     "': " + std::to_string(exported->weightDequantizers) +
+                     " layers with per-channel int8 weights, " +
+                     std::to_string(exported->activationPairs) + " activation Q/DQ pairs\n";
+  for (const std::string& f : exported->floatLayers) text += "left float: " + f + "\n";
+  text += "written: " + output + "\nTensorRT 11: trtexec --onnx=" + output + " --stronglyTyped\n";
+  printReportText(text);
+  return 0;
+}
+
 }  // namespace
 
 int runExportOnnx(const std::vector<std::string>& rawArgs) {
@@ -85,10 +121,19 @@ int runExportOnnx(const std::vector<std::string>& rawArgs) {
     printUsage();
     return args.flag("help") ? 0 : 2;
   }
-  if (args.has("calib-cache"))
-    return fail("export-onnx", "--calib-cache (INT8 Q/DQ export) is not built yet", 2);
-  if (args.has("from") == args.has("constraints"))
-    return fail("export-onnx", "give exactly one of --from PLAN.kiln and --constraints FILE", 2);
+  const int sources = args.has("from") + args.has("constraints") + args.has("calib-cache");
+  if (sources != 1)
+    return fail("export-onnx",
+                "give exactly one of --from PLAN.kiln, --constraints FILE and --calib-cache FILE",
+                2);
+  if (args.has("calib-cache")) {
+    if (args.has("precision") || args.flag("keep-io-types"))
+      return fail("export-onnx",
+                  "--precision and --keep-io-types do not apply to --calib-cache (INT8 Q/DQ "
+                  "keeps float32 between the pairs and at the interface)",
+                  2);
+    return exportQdq(args);
+  }
   DataType reduced = DataType::kUndefined;
   if (args.has("precision")) {
     const std::string p = args.value("precision");

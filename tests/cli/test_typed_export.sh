@@ -3,7 +3,9 @@
 # constraints file and from a plan, checked by onnx.checker (full check) and ONNX
 # Runtime (CPU) against the FP32 model within an FP16 tolerance, the FP32 island
 # checked in the exported types; kiln build --strongly-typed of the export gives the
-# source plan's per-node precisions; the errors. Usage: test_typed_export.sh KILN PYTHON DATA_DIR
+# source plan's per-node precisions; kiln debug precision's island on a model that
+# overflows in fp16; INT8 Q/DQ from a calibration cache within the Kiln INT8 plan's own
+# error on ONNX Runtime; the errors. Usage: test_typed_export.sh KILN PYTHON DATA_DIR
 # Exits 77 (CTest: skipped), saying why, when PYTHON lacks onnx or onnxruntime.
 set -u
 kiln="$1"; python="$2"; data="$3"
@@ -80,6 +82,24 @@ printf '%s' '{"format": "kiln-constraints", "version": 1, "precision_constraints
 check "the all-fp16 export of it misses the tolerance (the island is needed)" bash -c \
   "'$kiln' export-onnx '$overflow' -o '$work/ov_16.onnx' --constraints '$work/all16.json' && \
    '$python' '$helper' check '$overflow' '$work/ov_16.onnx' --reduced wide_proj --expect-off"
+
+# INT8 Q/DQ from a calibration cache: ONNX Runtime within the Kiln INT8 plan's own error.
+quant="$data/quant"
+"$kiln" calibrate "$quant/small_cnn.onnx" --data "$quant/calib" -o "$work/cnn.cache" \
+  > /dev/null 2>&1
+check "export-onnx --calib-cache" "$kiln" export-onnx "$quant/small_cnn.onnx" \
+  -o "$work/cnn_qdq.onnx" --calib-cache "$work/cnn.cache"
+plan_error=$("$kiln" build "$quant/small_cnn.onnx" -o "$work/cnn8.kiln" --int8 \
+  --calib-cache "$work/cnn.cache" --min-shapes input:1x3x16x16 --opt-shapes input:4x3x16x16 \
+  --max-shapes input:8x3x16x16 --accuracy-data "$quant/calib" --json \
+  | "$python" -c "import json,re,sys; \
+    print(re.search(r'max abs ([0-9.e-]+)', json.load(sys.stdin)['accuracy']).group(1))")
+check "Q/DQ export: checker, per-channel int8 weights, ORT within the plan's error" \
+  py qdq "$quant/small_cnn.onnx" "$work/cnn_qdq.onnx" "$quant/calib" "${plan_error:-0}"
+py qdq "$quant/small_cnn.onnx" "$work/cnn_qdq.onnx" "$quant/calib" "${plan_error:-0}"
+expect_error "--calib-cache with --keep-io-types" "do not apply to --calib-cache" \
+  "$kiln" export-onnx "$quant/small_cnn.onnx" -o "$work/x.onnx" --calib-cache "$work/cnn.cache" \
+  --keep-io-types
 
 # Errors: one line, naming what is wrong.
 expect_error "--strongly-typed refuses --fp16" "--fp16 does not apply to --strongly-typed" \

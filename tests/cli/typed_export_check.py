@@ -12,6 +12,14 @@
                                 stated tolerance of the FP32 model, and not equal to it
                                 (--expect-off: outside it, for an export that lacks a
                                 needed FP32 island)
+  qdq ORIG EXPORT DATA_DIR PLAN_ERROR
+                                an INT8 Q/DQ export: checker full check, Q/DQ pairs and
+                                int8 weights behind per-channel DequantizeLinear nodes,
+                                the `kiln:` metadata; ONNX Runtime on every .npy sample of
+                                DATA_DIR: max abs error against FP32 within 1.5 x
+                                PLAN_ERROR (+1e-3; the Kiln INT8 plan's own max abs error
+                                on the same samples) and not zero, cosine >= 0.999, same
+                                top-1 class
   tables A.json B.json          per ONNX node, the precision of the layer holding it in two
                                 `kiln inspect --json` reports agrees (nodes in both)
 
@@ -187,6 +195,42 @@ def check(argv):
               f"(tolerance atol {ATOL} + rtol {RTOL})")
 
 
+def qdq(orig_path, export_path, data_dir, plan_error):
+    import glob
+    import onnxruntime as ort
+    export = onnx.load(export_path)
+    onnx.checker.check_model(export, full_check=True)
+    ops = [n.op_type for n in export.graph.node]
+    inits = {t.name: t for t in export.graph.initializer}
+    weight_dqs = [n for n in export.graph.node if n.op_type == "DequantizeLinear"
+                  and inits.get(n.input[0]) is not None
+                  and inits[n.input[0]].data_type == TensorProto.INT8
+                  and len(inits[n.input[1]].dims) == 1]
+    if ops.count("QuantizeLinear") == 0 or not weight_dqs:
+        fail(f"no activation Q/DQ or per-channel int8 weights: {ops}")
+    if not any(p.key.startswith("kiln:") for p in export.metadata_props):
+        fail("no kiln: metadata")
+    a = ort.InferenceSession(orig_path, providers=["CPUExecutionProvider"])
+    b = ort.InferenceSession(export_path, providers=["CPUExecutionProvider"])
+    name = a.get_inputs()[0].name
+    worst, samples = 0.0, sorted(glob.glob(f"{data_dir}/*.npy"))
+    if not samples:
+        fail(f"no .npy samples in {data_dir}")
+    for f in samples:
+        x = np.load(f).astype(np.float32)
+        x = x[None] if x.ndim == 3 else x
+        r, g = a.run(None, {name: x})[0], b.run(None, {name: x})[0]
+        cosine = float((r * g).sum() / np.linalg.norm(r) / np.linalg.norm(g))
+        if cosine < 0.999 or (r.argmax(-1) != g.argmax(-1)).any():
+            fail(f"{f}: cosine {cosine:.5f}, top-1 {r.argmax(-1)} vs {g.argmax(-1)}")
+        worst = max(worst, float(np.abs(r - g).max()))
+    bound = 1.5 * plan_error + 1e-3
+    if not 0 < worst <= bound:
+        fail(f"max abs error {worst:.4g} against FP32 is not in (0, {bound:.4g}]")
+    print(f"{len(weight_dqs)} int8 weight layers; ORT max abs error vs FP32 {worst:.4g} "
+          f"(the Kiln INT8 plan's: {plan_error:.4g})")
+
+
 def node_precisions(path):
     with open(path) as f:
         report = json.load(f)
@@ -216,6 +260,8 @@ if __name__ == "__main__":
         make(sys.argv[2])
     elif sys.argv[1] == "check":
         check(sys.argv[2:])
+    elif sys.argv[1] == "qdq":
+        qdq(sys.argv[2], sys.argv[3], sys.argv[4], float(sys.argv[5]))
     elif sys.argv[1] == "tables":
         tables(sys.argv[2], sys.argv[3])
     else:

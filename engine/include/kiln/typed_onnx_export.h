@@ -2,7 +2,8 @@
 // decisions written into the original ONNX model. Nodes decided fp16/bf16 compute in
 // that type, the rest stay float32, and Cast nodes sit at every boundary between the
 // regions; float initializers read only by reduced nodes are stored in the reduced
-// type. Design and limits: docs/strongly-typed-export.md.
+// type. INT8 is written as explicit Q/DQ from a calibration cache (exportQdqOnnx).
+// Design and limits: docs/strongly-typed-export.md.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +18,8 @@
 #include "kiln/status.h"
 
 namespace kiln {
+
+struct CalibrationTable;  // kiln/calibration.h
 
 // What each ONNX node of the main graph should compute in, by display name
 // (Node::displayName()): kFloat32, kFloat16 or kBFloat16. Nodes not named follow the
@@ -79,5 +82,25 @@ struct TypedExportResult {
 Result<TypedExportResult> exportStronglyTypedOnnx(const std::string& modelPath,
                                                   const NodePrecisions& precisions,
                                                   const TypedExportOptions& options = {});
+
+struct QdqExportResult {
+  std::string bytes;                     // the serialized ModelProto
+  int activationPairs = 0;               // QuantizeLinear/DequantizeLinear pairs on activations
+  int weightDequantizers = 0;            // per-channel DequantizeLinear nodes on int8 weights
+  std::vector<std::string> floatLayers;  // "node: why" for Conv/MatMul/Gemm left in float
+};
+
+// Explicit INT8 (TensorRT's Q/DQ rules) from a `kiln calibrate` cache: a
+// QuantizeLinear/DequantizeLinear pair (per-tensor scale amax/127, zero point 0) on the
+// input of every Conv, MatMul and Gemm with constant float weights whose input has a
+// usable range, and on the residual input of an Add an INT8 Conv's epilogue takes
+// (the pairs an implicit INT8 build inserts); each such layer's weights stored int8
+// with per-output-channel symmetric scales (max |w| / 127, in [-127, 127]) behind a
+// DequantizeLinear with its axis. Layers without a range, or whose input the cache
+// pins, stay float (listed with why). Unnamed nodes get their display names; the
+// metadata names the cache. Errors name the file: ai.onnx opset below 13 (per-channel
+// DequantizeLinear), an unreadable model.
+Result<QdqExportResult> exportQdqOnnx(const std::string& modelPath, const CalibrationTable& table,
+                                      const std::string& cacheName);
 
 }  // namespace kiln

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 
+#include "kiln/calibration.h"
 #include "kiln/onnx_export.h"
 #include "kiln/onnx_import.h"
 #include "kiln/shape_inference.h"
@@ -253,6 +254,48 @@ TEST_F(TypedExportTest, Bf16NeedsOpset13) {
   ASSERT_FALSE(exported.isOk());
   EXPECT_NE(exported.status().message().find("opset 13"), std::string::npos);
   EXPECT_NE(exported.status().message().find("model.onnx"), std::string::npos);
+}
+
+TEST_F(TypedExportTest, QdqExportQuantizesWeightsPerOutputChannel) {
+  Network net;
+  net.opsets[""] = 17;
+  Graph& g = net.graph;
+  g.inputs = {floatValue("x", {2, 4})};
+  g.initializers["w"] = filled({4, 3}, -1.0f);  // -1 .. 1.75 by 0.25, row-major [K=4, N=3]
+  g.nodes.push_back(makeNode("MatMul", {"x", "w"}, {"y"}));
+  g.nodes.push_back(makeNode("Relu", {"y"}, {"z"}));
+  g.outputs = {floatValue("z", {2, 3})};
+  const std::string path = save(net);
+  CalibrationTable table;
+  table.method = "minmax";
+  table.tensors["x"].amax = 2.54;
+  auto exported = exportQdqOnnx(path, table, "c.cache");
+  ASSERT_TRUE(exported.isOk()) << exported.status().message();
+  EXPECT_EQ(exported->activationPairs, 1);
+  EXPECT_EQ(exported->weightDequantizers, 1);
+  ImportOptions options;
+  options.checkSupport = false;
+  auto back = importOnnxBytes(exported->bytes, "", "export", options);
+  ASSERT_TRUE(back.isOk()) << back.status().message();
+  const Graph& b = back->graph;
+  EXPECT_FALSE(b.initializers.count("w"));  // the float weight is no longer read
+  EXPECT_FLOAT_EQ(b.initializers.at("x_int8_scale").data<float>()[0], 0.02f);
+  // Column n holds w[k][n] = -1 + 0.25 * (3k + n): max |w| is 1.25 (n=0), 1.5, 1.75.
+  const Tensor& scales = b.initializers.at("w_scale");
+  ASSERT_EQ(scales.numel(), 3);
+  EXPECT_FLOAT_EQ(scales.data<float>()[0], 1.25f / 127);
+  EXPECT_FLOAT_EQ(scales.data<float>()[1], 1.5f / 127);
+  EXPECT_FLOAT_EQ(scales.data<float>()[2], 1.75f / 127);
+  const Tensor& q = b.initializers.at("w_int8");
+  ASSERT_EQ(q.type(), DataType::kInt8);
+  EXPECT_EQ(q.data<int8_t>()[0], -102);  // -1 / (1.25/127) = -101.6
+  EXPECT_EQ(q.data<int8_t>()[4], 0);
+  EXPECT_EQ(q.data<int8_t>()[7], 64);    // 0.75 / (1.5/127) = 63.5, rounded to even: 64
+  EXPECT_EQ(q.data<int8_t>()[9], 127);   // 1.25 at k=3, n=0: the channel's max
+  EXPECT_EQ(q.data<int8_t>()[11], 127);  // 1.75 / (1.75/127)
+  const Node& dq = nodeNamed(*back, "y_weight_DQ");
+  EXPECT_EQ(dq.attrInt("axis", -1), 1);  // MatMul's output channels are columns
+  EXPECT_EQ(nodeNamed(*back, "y").inputs[1], dq.outputs[0]);
 }
 
 }  // namespace
