@@ -97,6 +97,13 @@ plan_error=$("$kiln" build "$quant/small_cnn.onnx" -o "$work/cnn8.kiln" --int8 \
 check "Q/DQ export: checker, per-channel int8 weights, ORT within the plan's error" \
   py qdq "$quant/small_cnn.onnx" "$work/cnn_qdq.onnx" "$quant/calib" "${plan_error:-0}"
 py qdq "$quant/small_cnn.onnx" "$work/cnn_qdq.onnx" "$quant/calib" "${plan_error:-0}"
+check "--strongly-typed build of the Q/DQ export: the INT8 plan's INT8 layers" bash -c \
+  "'$kiln' build '$work/cnn_qdq.onnx' -o '$work/qdq.kiln' --strongly-typed --quiet \
+     --min-shapes input:1x3x16x16 --opt-shapes input:4x3x16x16 --max-shapes input:8x3x16x16 && \
+   '$kiln' inspect '$work/cnn8.kiln' --json > '$work/cnn8.json' && \
+   '$kiln' inspect '$work/qdq.kiln' --json > '$work/qdq.json' && \
+   '$python' '$helper' tables '$work/cnn8.json' '$work/qdq.json' conv0 conv1 conv2 conv3 \
+     dwconv4 fc6"
 expect_error "--calib-cache with --keep-io-types" "do not apply to --calib-cache" \
   "$kiln" export-onnx "$quant/small_cnn.onnx" -o "$work/x.onnx" --calib-cache "$work/cnn.cache" \
   --keep-io-types

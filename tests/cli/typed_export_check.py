@@ -20,8 +20,10 @@
                                 PLAN_ERROR (+1e-3; the Kiln INT8 plan's own max abs error
                                 on the same samples) and not zero, cosine >= 0.999, same
                                 top-1 class
-  tables A.json B.json          per ONNX node, the precision of the layer holding it in two
-                                `kiln inspect --json` reports agrees (nodes in both)
+  tables A.json B.json [NODE...]
+                                per ONNX node, the precision of the layer holding it in two
+                                `kiln inspect --json` reports agrees (nodes in both, or the
+                                NODEs named)
 
 Exit 0 on success, 1 with the reason on failure. test_typed_export.sh checks for onnx and
 onnxruntime first (skipping loudly when they are missing).
@@ -244,9 +246,14 @@ def node_precisions(path):
     return out
 
 
-def tables(a_path, b_path):
+def tables(a_path, b_path, only):
     a, b = node_precisions(a_path), node_precisions(b_path)
     common = sorted(set(a) & set(b))
+    if only:
+        missing = [n for n in only if n not in common]
+        if missing:
+            fail(f"nodes not in both tables: {missing}")
+        common = only
     if not common:
         fail("no ONNX node is in both layer tables")
     diff = [(n, a[n], b[n]) for n in common if a[n] != b[n]]
@@ -263,6 +270,6 @@ if __name__ == "__main__":
     elif sys.argv[1] == "qdq":
         qdq(sys.argv[2], sys.argv[3], sys.argv[4], float(sys.argv[5]))
     elif sys.argv[1] == "tables":
-        tables(sys.argv[2], sys.argv[3])
+        tables(sys.argv[2], sys.argv[3], sys.argv[4:])
     else:
         fail(f"unknown command {sys.argv[1]}")
