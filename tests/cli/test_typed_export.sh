@@ -57,6 +57,8 @@ check "plan export: checker, island fp32, ORT within tolerance" \
   py check "$model" "$work/p.onnx" --island matmul --reduced conv --keep-io-types
 check "kiln build --strongly-typed of the export" "$kiln" build "$work/p.onnx" \
   -o "$work/typed.kiln" --strongly-typed "${shapes[@]}" --quiet
+check "the strongly typed plan's summary counts its FP16 layers" bash -c \
+  "'$kiln' inspect '$work/typed.kiln' | grep -q '^precisions: FP16 [0-9]* FP32 [0-9]*'"
 "$kiln" inspect "$work/src.kiln" --json > "$work/src.json"
 "$kiln" inspect "$work/typed.kiln" --json > "$work/typed.json"
 check "strongly typed rebuild: same per-node precisions as the source plan" \
