@@ -174,6 +174,10 @@ int runBuild(const std::vector<std::string>& rawArgs) {
     calibration = std::move(loaded.value());
     config.calibration = &calibration;
   }
+  // The CUDA kernels have not been run on graphs typed fp16 by the model (no GPU run
+  // yet): refused rather than trusted.
+  if (config.stronglyTyped && args.value("backend", "cpu") != "cpu")
+    return fail("build", "--strongly-typed builds run on the CPU backend only so far", 2);
   if (args.has("accuracy-data") && args.value("backend", "cpu") != "cpu")
     return fail("build", "--accuracy-data runs the plan on the CPU backend (--backend cpu)", 2);
   const bool quiet = args.flag("quiet") || args.flag("json");
