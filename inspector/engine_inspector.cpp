@@ -177,7 +177,13 @@ std::string formatBuildSummary(const Plan& plan) {
   out << "plan: " << plan.layers.size() << " layers for " << r.backend << " ("
       << plan.identity.deviceName << ")\n";
   std::map<std::string, int> mix;
-  for (const LayerImplementation& l : plan.layers) ++mix[trtTypeName(l.precision)];
+  // A strongly typed plan runs every float layer in the graph's own types (its runtime
+  // precision says float32: no rounding); its record names the type each layer computes in.
+  if (r.config.stronglyTyped && r.layers.size() == plan.layers.size()) {
+    for (const LayerRecord& l : r.layers) ++mix[trtTypeName(l.precision)];
+  } else {
+    for (const LayerImplementation& l : plan.layers) ++mix[trtTypeName(l.precision)];
+  }
   out << "precisions:";
   for (const auto& [name, count] : mix) out << " " << name << " " << count;
   out << "\n";

@@ -64,11 +64,27 @@ std::set<std::string> buildValuedOptions() {
 }
 
 std::set<std::string> buildFlagOptions() {
-  return {"fp16", "bf16", "no-tf32", "int8",     "fp8",
-          "json", "help", "quiet",   "progress", "list-passes"};
+  return {"fp16", "bf16",  "no-tf32",  "int8",        "fp8",           "json",
+          "help", "quiet", "progress", "list-passes", "strongly-typed"};
 }
 
 Status builderConfigFromArgs(const Args& args, BuilderConfig* config) {
+  // trtexec's --stronglyTyped: the model's types are the precisions, so no flag may
+  // ask for others.
+  config->stronglyTyped = args.flag("strongly-typed");
+  if (config->stronglyTyped) {
+    for (const char* option : {"fp16", "bf16", "int8", "fp8"})
+      if (args.flag(option))
+        return invalidArgument(std::string("--") + option +
+                               " does not apply to --strongly-typed: the model's types are the "
+                               "precisions");
+    for (const char* option :
+         {"layer-precisions", "layer-output-types", "constraints", "calib-cache"})
+      if (args.has(option) || args.flag(option))
+        return invalidArgument(std::string("--") + option +
+                               " does not apply to --strongly-typed: the model's types are the "
+                               "precisions");
+  }
   config->fp16 = args.flag("fp16");
   config->bf16 = args.flag("bf16");
   config->tf32 = !args.flag("no-tf32");

@@ -48,6 +48,9 @@ void printUsage() {
       "(build --sign)\n"
       "  advise PLAN.kiln|GRAPH.json [--profile P.json] [--json] performance lint: findings, "
       "layers, cost, fix\n"
+      "  export-onnx MODEL.onnx -o OUT.onnx --from PLAN.kiln|--constraints F|--calib-cache C\n"
+      "                                                          strongly typed ONNX (fp16 "
+      "regions + Casts, or INT8 Q/DQ) for TensorRT 11\n"
       "  --version                                               release, git commit, CUDA/"
       "cuDNN built with and found\n\n"
       "global option: --plugins LIB.so[,LIB.so]  load plugin libraries (custom layers) first\n"
@@ -84,6 +87,7 @@ int dispatch(const std::string& command, const std::vector<std::string>& args) {
   if (command == "calibrate") return kiln::cli::runCalibrate(args);
   if (command == "keygen") return kiln::cli::runKeygen(args);
   if (command == "advise") return kiln::cli::runAdvise(args);
+  if (command == "export-onnx") return kiln::cli::runExportOnnx(args);
   if (command == "--version" || command == "version") {
     std::fputs(kiln::app::versionReport("kiln").c_str(), stdout);
     return 0;

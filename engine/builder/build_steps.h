@@ -97,6 +97,15 @@ Result<PrecisionChoice> choosePrecisions(const Node& node, const BuilderConfig& 
                                          bool reducible, const std::string& whyNot,
                                          std::vector<std::string>* warnings);
 
+// A strongly typed build's choice: float32 to the runtime (the graph's own types, no
+// rounding) and, for the record, the float type of the node's first float input (else
+// output), with the reason. Not for layers fold_qdq made INT8/FP8.
+struct StronglyTypedChoice {
+  DataType recorded = DataType::kFloat32;
+  std::string reason;
+};
+StronglyTypedChoice stronglyTypedPrecision(const Node& node, const ValueMetas& values);
+
 // What an INT8 build decided about layers that stay float, by ONNX node name.
 struct Int8Decisions {
   std::map<std::string, std::string> fallbacks;  // why the layer is not INT8

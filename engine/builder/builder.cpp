@@ -28,6 +28,12 @@ Status checkConfig(const BuilderConfig& config) {
     return invalidArgument("builder optimization level " +
                            std::to_string(config.optimizationLevel) + " is outside 0..5");
   if (config.workspaceLimitBytes < 0) return invalidArgument("workspace limit is negative");
+  if (config.stronglyTyped &&
+      (config.fp16 || config.bf16 || config.int8 || config.fp8 || !config.layerPrecisions.empty() ||
+       !config.layerOutputTypes.empty() || config.calibration))
+    return invalidArgument(
+        "a strongly typed build takes its precisions from the model's types: fp16, bf16, int8, "
+        "fp8, calibration and per-layer precision rules do not apply");
   return Status::ok();
 }
 
@@ -112,17 +118,28 @@ Status buildLayer(const Network& network, const Node& node, build::TimingSession
                                                                  : DataType::kFloat32;
   layer.precisionReason = selection.replayed ? "replayed from the tactics file" : precisions.reason;
   if (!precisions.outputReason.empty()) layer.precisionReason += "; " + precisions.outputReason;
+  // Strongly typed: the runtime runs the graph's own types (float32 = no rounding);
+  // the record names the type the layer's inputs carry. INT8/FP8 layers keep theirs.
+  const bool typedLayer = config.stronglyTyped && winner.precision == DataType::kFloat32;
+  const build::StronglyTypedChoice typed =
+      typedLayer ? build::stronglyTypedPrecision(node, timingInputs.metas())
+                 : build::StronglyTypedChoice{};
+  if (typedLayer) {
+    layer.precisionReason = typed.reason;
+    layer.outputType = DataType::kFloat32;
+  }
   layer.tactic = winner.tactic;
   layer.tacticValue = winner.tacticValue;
   layer.tacticSource = winner.source;
   layer.milliseconds = winner.milliseconds;
   layer.candidates = selection.candidates;
   build::describeLayer(network, node, timingInputs.metas(), &layer);
+  plan->layers.push_back({layer.tactic, layer.precision, layer.outputType});
+  if (typedLayer) layer.precision = typed.recorded;  // the record only: the runtime runs as typed
   if (!selection.replayNote.empty()) {
     record.unreplayedLayers.push_back(layer.name);
     record.warnings.push_back("layer '" + layer.name + "' not replayed: " + selection.replayNote);
   }
-  plan->layers.push_back({layer.tactic, layer.precision, layer.outputType});
   // An INT8 (FP8) layer computes in integers (E4M3) whatever the engine's float
   // precision is: it keeps its own precision, as integer and shape layers do.
   const bool int8Layer =
@@ -261,7 +278,7 @@ Result<Plan> buildPlan(std::shared_ptr<const Network> source, const BuilderConfi
   }
   noteMissingReplays(*network, config, &record);
   progress("timing", layerCount, layerCount, "");
-  if (backend.uniformPrecision()) {
+  if (backend.uniformPrecision() && !config.stronglyTyped) {
     KILN_RETURN_IF_ERROR(build::unifyPrecision(config, uniformInfo, &record, &plan.layers));
   }
   KILN_RETURN_IF_ERROR(

@@ -64,6 +64,7 @@ void addPrecisions(const BuilderConfig& config, CommandLine* cmd) {
   if (config.int8 && !config.calibrationCachePath.empty())
     cmd->add("--calib-cache", config.calibrationCachePath);
   if (config.fp8) cmd->add("--fp8");
+  if (config.stronglyTyped) cmd->add("--strongly-typed");
   const bool rules = !config.layerPrecisions.empty() || !config.layerOutputTypes.empty();
   // With rules and no mode the CLI assumes prefer, so "none" is then written out.
   if (config.precisionConstraints != ConstraintMode::kNone || rules)

@@ -81,6 +81,19 @@ bool canReducePrecision(const Node& node, const ValueMetas& values, std::string*
   return anyFloat;
 }
 
+StronglyTypedChoice stronglyTypedPrecision(const Node& node, const ValueMetas& values) {
+  for (const auto* list : {&node.inputs, &node.outputs}) {
+    for (const std::string& name : *list) {
+      auto it = name.empty() ? values.end() : values.find(name);
+      if (it == values.end() || !isReducedFloat(it->second.type)) continue;
+      return {it->second.type, std::string("strongly typed: ") +
+                                   (list == &node.inputs ? "input '" : "output '") + name +
+                                   "' is " + dataTypeName(it->second.type)};
+    }
+  }
+  return {DataType::kFloat32, "strongly typed: no float16/bfloat16/float32 values"};
+}
+
 Result<PrecisionChoice> choosePrecisions(const Node& node, const BuilderConfig& config,
                                          bool reducible, const std::string& whyNot,
                                          std::vector<std::string>* warnings) {

@@ -38,6 +38,7 @@ std::string trtexecCommandLine(const BuilderConfig& config, const std::string& o
   if (config.int8 && !config.calibrationCachePath.empty())
     cmd << " --calib=" << config.calibrationCachePath;
   if (config.fp8) cmd << " --fp8";
+  if (config.stronglyTyped) cmd << " --stronglyTyped";
   if (config.precisionConstraints != ConstraintMode::kNone)
     cmd << " --precisionConstraints=" << constraintModeName(config.precisionConstraints);
   if (!config.layerPrecisions.empty())
@@ -58,6 +59,26 @@ std::string trtexecCommandLine(const BuilderConfig& config, const std::string& o
   cmd << " --profilingVerbosity=" << profilingVerbosityName(config.profilingVerbosity);
   cmd << " --saveEngine=" << enginePath;
   return cmd.str();
+}
+
+std::string tensorRt11CommandLines(const BuilderConfig& config, const std::string& onnxPath,
+                                   const std::string& planPath) {
+  BuilderConfig typed = config;
+  typed.fp16 = typed.bf16 = typed.int8 = false;  // in the exported model's types now
+  typed.calibrationCachePath.clear();
+  typed.precisionConstraints = ConstraintMode::kNone;
+  typed.layerPrecisions.clear();
+  typed.layerOutputTypes.clear();
+  typed.stronglyTyped = true;
+  if (config.stronglyTyped) return trtexecCommandLine(typed, onnxPath, planPath);
+  std::string stem = onnxPath;
+  const std::string suffix = ".onnx";
+  if (stem.size() > suffix.size() &&
+      stem.compare(stem.size() - suffix.size(), suffix.size(), suffix) == 0)
+    stem.resize(stem.size() - suffix.size());
+  const std::string exported = stem + ".strongly_typed.onnx";
+  return "kiln export-onnx " + onnxPath + " -o " + exported + " --from " + planPath + " && " +
+         trtexecCommandLine(typed, exported, planPath);
 }
 
 }  // namespace kiln

@@ -139,6 +139,7 @@ json configToJson(const BuilderConfig& c) {
           {"bf16", c.bf16},
           {"int8", c.int8},
           {"fp8", c.fp8},
+          {"strongly_typed", c.stronglyTyped},
           {"calibration_cache", c.calibrationCachePath},
           {"precision_constraints", constraintModeName(c.precisionConstraints)},
           {"layer_precisions", rulesToJson(c.layerPrecisions)},
@@ -157,6 +158,7 @@ void configFromJson(const json& in, BuilderConfig* c) {
   c->bf16 = field<bool>(in, "bf16");
   c->int8 = field<bool>(in, "int8");
   c->fp8 = field<bool>(in, "fp8");
+  c->stronglyTyped = in.value("strongly_typed", false);  // added with TensorRT 11's export
   c->calibrationCachePath = in.value("calibration_cache", std::string());  // added with INT8
   require(parseConstraintMode(field<std::string>(in, "precision_constraints"),
                               &c->precisionConstraints),

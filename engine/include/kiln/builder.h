@@ -43,6 +43,14 @@ Result<Plan> buildPlan(std::shared_ptr<const Network> network, const BuilderConf
 std::string trtexecCommandLine(const BuilderConfig& config, const std::string& onnxPath,
                                const std::string& enginePath);
 
+// TensorRT 11 has no precision flags: the same build there is the model exported
+// strongly typed from the plan, then built with --stronglyTyped. Returns the two
+// commands joined by " && " ("kiln export-onnx m.onnx -o m.strongly_typed.onnx --from
+// m.kiln && trtexec --onnx=m.strongly_typed.onnx --stronglyTyped ..."); for a build
+// that already was strongly typed, only the trtexec line.
+std::string tensorRt11CommandLines(const BuilderConfig& config, const std::string& onnxPath,
+                                   const std::string& planPath);
+
 // The `kiln build` command line for the same build, as app/cli/build_options.cpp
 // parses it ("kiln build model.onnx -o model.kiln --backend cpu --fp16 ..."): every
 // setting that differs from the CLI's default, one --min/--opt/--max-shapes triple

@@ -117,6 +117,13 @@ struct BuilderConfig {
   // them is refused. CUDA runs them on compute capability >= 8.9 (else host fallback).
   bool fp8 = false;
 
+  // Strongly typed (trtexec's --stronglyTyped, TensorRT 11): the model's tensor types
+  // are the precisions. Each layer computes in the float type its inputs carry (a
+  // strongly typed export's Casts and fp16 weights set them) and runs as the graph types
+  // it, without rounding; fp16/bf16/int8/fp8 and precision rules must be off (the
+  // model's Q/DQ still fold). The CPU backend runs such a plan; CUDA does not yet.
+  bool stronglyTyped = false;
+
   // The activation ranges of an implicit INT8 build (a loaded `kiln calibrate` cache,
   // kiln/calibration.h); not owned. Its path is kept for the command lines a plan's
   // record reproduces ("" when the table did not come from a file).

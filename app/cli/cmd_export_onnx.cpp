@@ -1,0 +1,168 @@
+// `kiln export-onnx MODEL.onnx -o OUT.onnx --from PLAN.kiln | --constraints FILE`: the
+// precision decisions of a plan or a constraints file written into the ONNX model as a
+// strongly typed graph (TensorRT 11's `trtexec --stronglyTyped` input).
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "kiln/calibration.h"
+#include "kiln/file_io.h"
+#include "kiln/onnx_import.h"
+#include "kiln/plan.h"
+#include "kiln/typed_onnx_export.h"
+
+namespace kiln::cli {
+namespace {
+
+void printUsage() {
+  std::printf(
+      "usage: kiln export-onnx MODEL.onnx -o OUT.onnx (--from PLAN.kiln | --constraints FILE)\n"
+      "                        [--precision fp16|bf16] [--keep-io-types] [--json]\n"
+      "       kiln export-onnx MODEL.onnx -o OUT.onnx --calib-cache CACHE [--json]\n"
+      "  writes MODEL.onnx strongly typed: the nodes the plan ran in fp16/bf16 (or the\n"
+      "  constraints file leaves free) compute in that type, the rest in float32, with\n"
+      "  Cast nodes at the boundaries; weights read only by reduced nodes are stored\n"
+      "  reduced. Build it with `trtexec --onnx=OUT.onnx --stronglyTyped` (TensorRT 11)\n"
+      "  or `kiln build OUT.onnx --strongly-typed`. docs/strongly-typed-export.md\n"
+      "  --from PLAN.kiln        each layer's precision, for the ONNX nodes it came from\n"
+      "  --constraints FILE      `kiln debug precision`'s rules; unnamed nodes are free\n"
+      "  --precision fp16|bf16   the reduced type (default: the plan's or the rules')\n"
+      "  --keep-io-types         graph inputs and outputs stay float32\n"
+      "  --calib-cache CACHE     INT8 instead: `kiln calibrate`'s ranges as Q/DQ pairs on the\n"
+      "                          inputs of Conv/MatMul/Gemm (and residual Adds), their\n"
+      "                          weights int8 with per-channel scales\n");
+}
+
+Result<NodePrecisions> decisionsFrom(const Args& args, const Network& network, DataType reduced) {
+  if (args.has("from")) {
+    KILN_ASSIGN_OR_RETURN(Plan plan, loadPlanFile(args.value("from")));
+    return nodePrecisionsFromPlan(plan.record, network, args.value("from"), reduced);
+  }
+  KILN_ASSIGN_OR_RETURN(PrecisionConstraints constraints,
+                        loadPrecisionConstraints(args.value("constraints")));
+  return nodePrecisionsFromConstraints(constraints, network, args.value("constraints"), reduced);
+}
+
+nlohmann::json summaryJson(const TypedExportResult& r, const NodePrecisions& p,
+                           const std::string& output) {
+  return {{"output", output},
+          {"source", p.source},
+          {"reduced_nodes", r.reducedNodes},
+          {"float32_nodes", r.float32NodeNames},
+          {"casts_inserted", r.castsInserted},
+          {"initializers_converted", r.initializersConverted},
+          {"clamped_weights", r.clampedWeights},
+          {"kept_float32", r.keptFloat32},
+          {"warnings", p.warnings}};
+}
+
+void printSummary(const TypedExportResult& r, const NodePrecisions& p, const std::string& output) {
+  std::string text = "strongly typed export of " + p.source + ": " +
+                     std::to_string(r.reducedNodes) + " nodes reduced, " +
+                     std::to_string(r.float32Nodes) + " float32, " +
+                     std::to_string(r.castsInserted) + " casts inserted, " +
+                     std::to_string(r.initializersConverted) + " initializers converted\n";
+  if (!r.float32NodeNames.empty()) {
+    text += "float32 nodes:";
+    for (const std::string& n : r.float32NodeNames) text += " " + n;
+    text += "\n";
+  }
+  for (const std::string& k : r.keptFloat32) text += "kept float32: " + k + "\n";
+  if (r.clampedWeights > 0)
+    text += "warning: " + std::to_string(r.clampedWeights) +
+            " weight values past the fp16 range were clamped to +-65504\n";
+  for (const std::string& w : p.warnings) text += "warning: " + w + "\n";
+  text += "written: " + output + "\nTensorRT 11: trtexec --onnx=" + output + " --stronglyTyped\n";
+  printReportText(text);
+}
+
+// --calib-cache: explicit INT8 (Q/DQ) from a `kiln calibrate` cache.
+int exportQdq(const Args& args) {
+  const std::string model = args.positional()[0];
+  const std::string output = args.value("output");
+  const std::string cache = args.value("calib-cache");
+  auto table = loadCalibrationCache(cache);
+  if (!table.isOk()) return fail("export-onnx", table.status().message());
+  auto exported = exportQdqOnnx(model, *table, cache);
+  if (!exported.isOk()) return fail("export-onnx", exported.status().message());
+  if (Status s = writeFileAtomically(output, exported->bytes, "the ONNX export"); !s.isOk())
+    return fail("export-onnx", s.message());
+  if (args.flag("json")) {
+    const nlohmann::json summary = {{"output", output},
+                                    {"source", "calibration cache '" + cache + "'"},
+                                    {"activation_pairs", exported->activationPairs},
+                                    {"int8_weight_layers", exported->weightDequantizers},
+                                    {"float_layers", exported->floatLayers}};
+    std::printf("%s\n",
+                summary.dump(1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    return 0;
+  }
+  std::string text = "INT8 Q/DQ export of calibration cache '" + cache +
+                     "': " + std::to_string(exported->weightDequantizers) +
+                     " layers with per-channel int8 weights, " +
+                     std::to_string(exported->activationPairs) + " activation Q/DQ pairs\n";
+  for (const std::string& f : exported->floatLayers) text += "left float: " + f + "\n";
+  text += "written: " + output + "\nTensorRT 11: trtexec --onnx=" + output + " --stronglyTyped\n";
+  printReportText(text);
+  return 0;
+}
+
+}  // namespace
+
+int runExportOnnx(const std::vector<std::string>& rawArgs) {
+  std::vector<std::string> argv = rawArgs;
+  for (std::string& a : argv)
+    if (a == "-o") a = "--output";
+  Args args({"output", "from", "constraints", "precision", "calib-cache"},
+            {"keep-io-types", "json", "help"});
+  if (Status s = args.parse(argv); !s.isOk()) return fail("export-onnx", s.message(), 2);
+  if (args.flag("help") || args.positional().size() != 1 || !args.has("output")) {
+    printUsage();
+    return args.flag("help") ? 0 : 2;
+  }
+  const int sources = args.has("from") + args.has("constraints") + args.has("calib-cache");
+  if (sources != 1)
+    return fail("export-onnx",
+                "give exactly one of --from PLAN.kiln, --constraints FILE and --calib-cache FILE",
+                2);
+  if (args.has("calib-cache")) {
+    if (args.has("precision") || args.flag("keep-io-types"))
+      return fail("export-onnx",
+                  "--precision and --keep-io-types do not apply to --calib-cache (INT8 Q/DQ "
+                  "keeps float32 between the pairs and at the interface)",
+                  2);
+    return exportQdq(args);
+  }
+  DataType reduced = DataType::kUndefined;
+  if (args.has("precision")) {
+    const std::string p = args.value("precision");
+    if (p != "fp16" && p != "bf16")
+      return fail("export-onnx", "--precision '" + p + "': use fp16 or bf16", 2);
+    reduced = p == "fp16" ? DataType::kFloat16 : DataType::kBFloat16;
+  }
+  const std::string model = args.positional()[0];
+  const std::string output = args.value("output");
+  ImportOptions importOptions;
+  importOptions.checkSupport = false;
+  auto network = importOnnxFile(model, importOptions);
+  if (!network.isOk()) return fail("export-onnx", network.status().message());
+  auto precisions = decisionsFrom(args, *network, reduced);
+  if (!precisions.isOk()) return fail("export-onnx", precisions.status().message());
+  TypedExportOptions options;
+  options.keepIoTypes = args.flag("keep-io-types");
+  auto exported = exportStronglyTypedOnnx(model, *precisions, options);
+  if (!exported.isOk()) return fail("export-onnx", exported.status().message());
+  if (Status s = writeFileAtomically(output, exported->bytes, "the ONNX export"); !s.isOk())
+    return fail("export-onnx", s.message());
+  if (args.flag("json")) {
+    std::printf("%s\n", summaryJson(*exported, *precisions, output)
+                            .dump(1, ' ', false, nlohmann::json::error_handler_t::replace)
+                            .c_str());
+    return 0;
+  }
+  printSummary(*exported, *precisions, output);
+  return 0;
+}
+
+}  // namespace kiln::cli
