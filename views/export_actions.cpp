@@ -14,6 +14,7 @@
 #include "kiln/file_io.h"
 #include "kiln/plan.h"
 #include "studio_document.h"
+#include "typed_export.h"
 
 namespace kiln::studio {
 
@@ -81,6 +82,25 @@ void ExportActions::addTo(QMenu* menu) {
     runExport(tr("Export profile"), tr("JSON (*.json)"), ".json",
               &ExportActions::exportProfileJson);
   });
+  QMenu* typed = exports->addMenu(tr("ONNX with &precisions (TensorRT 11)"));
+  m_typedFromEngine = typed->addAction(tr("From the &engine..."), this, [this] {
+    runExport(tr("Export strongly typed ONNX"), tr("ONNX (*.onnx)"), ".strongly_typed.onnx",
+              &ExportActions::exportTypedFromEngine);
+  });
+  m_modelActions.push_back(typed->addAction(tr("From the Build dock's &rules..."), this, [this] {
+    runExport(tr("Export strongly typed ONNX"), tr("ONNX (*.onnx)"), ".strongly_typed.onnx",
+              &ExportActions::exportTypedFromRules);
+  }));
+  m_modelActions.push_back(
+      typed->addAction(tr("INT8 &Q/DQ from the calibration cache..."), this, [this] {
+        runExport(tr("Export Q/DQ ONNX"), tr("ONNX (*.onnx)"), ".qdq.onnx",
+                  &ExportActions::exportQdqFromCalibration);
+      }));
+  typed->addSeparator();
+  m_keepIoTypes = typed->addAction(tr("Keep float32 &inputs and outputs"));
+  m_keepIoTypes->setCheckable(true);
+  connect(m_keepIoTypes, &QAction::toggled, this, [this](bool on) { m_keepIo = on; });
+  connect(m_document, &StudioDocument::modelChanged, this, &ExportActions::updateEnabled);
   updateEnabled();
 }
 
@@ -89,6 +109,14 @@ void ExportActions::updateEnabled() {
   if (m_engine) m_engine->setEnabled(m_document->plan() != nullptr);
   for (QAction* action : m_reportActions) action->setEnabled(report != nullptr);
   if (m_profile) m_profile->setEnabled(report && report->profileIterations > 0);
+  const bool model = m_document->network() && !m_document->modelPath().isEmpty();
+  for (QAction* action : m_modelActions) action->setEnabled(model);
+  if (m_typedFromEngine) m_typedFromEngine->setEnabled(model && m_document->plan());
+}
+
+void ExportActions::setKeepIoTypes(bool keep) {
+  m_keepIo = keep;
+  if (m_keepIoTypes) m_keepIoTypes->setChecked(keep);
 }
 
 void ExportActions::runExport(const QString& title, const QString& filter, const QString& suffix,
@@ -99,8 +127,8 @@ void ExportActions::runExport(const QString& title, const QString& filter, const
   QString path = QFileDialog::getSaveFileName(m_dialogParent, title, base, filter);
   if (path.isEmpty()) return;
   if (!path.endsWith(suffix)) path += suffix;
-  Status status = (this->*write)(path);
   m_document->clearIssues("export");
+  Status status = (this->*write)(path);
   if (!status.isOk())
     m_document->addIssue(
         {IssueSeverity::kError, "export", QString::fromStdString(status.message()), {}});
@@ -133,6 +161,27 @@ Status ExportActions::exportEngineGraph(const QString& path) {
   const auto report = m_document->report();
   if (!report) return noEngine();
   return inspector::exportEngineGraphOnnx(*report, path.toStdString());
+}
+
+// A typed export's summary (what was reduced, the trtexec line) as an info Issue.
+Status ExportActions::reportTyped(Status status, const QString& summary) {
+  if (status.isOk()) m_document->addIssue({IssueSeverity::kInfo, "export", summary, {}});
+  return status;
+}
+
+Status ExportActions::exportTypedFromEngine(const QString& path) {
+  QString summary;
+  return reportTyped(exportTypedOnnxFromEngine(*m_document, path, m_keepIo, &summary), summary);
+}
+
+Status ExportActions::exportTypedFromRules(const QString& path) {
+  QString summary;
+  return reportTyped(exportTypedOnnxFromRules(*m_document, path, m_keepIo, &summary), summary);
+}
+
+Status ExportActions::exportQdqFromCalibration(const QString& path) {
+  QString summary;
+  return reportTyped(exportQdqOnnxFromCalibration(*m_document, path, &summary), summary);
 }
 
 Status ExportActions::exportCsv(const QString& path) {

@@ -1,8 +1,11 @@
 // ExportActions: the File menu's exports of the open engine: the plan (.kiln), the
 // inspector JSON (IEngineInspector keys for plans, the report JSON for trtexec
 // exports), the profile JSON (trtexec --exportProfile shape), the layer table as
-// CSV, and the self-contained HTML report. Each export also has a method that
-// writes to a path, for tests and scripts; failures become Issues and a Status.
+// CSV, and the self-contained HTML report; and the open model as strongly typed ONNX
+// for TensorRT 11 (typed_export.h: from the engine, from the Build dock's rules, INT8
+// Q/DQ from the calibration cache; "Keep float32 inputs and outputs" applies to the
+// first two). Each export also has a method that writes to a path, for tests and
+// scripts; failures become Issues and a Status, a typed export's summary an info Issue.
 #pragma once
 
 #include <QObject>
@@ -37,9 +40,14 @@ class ExportActions : public QObject {
   Status exportEngineGraph(const QString& path);
   Status exportCsv(const QString& path);
   Status exportHtmlReport(const QString& path);
+  Status exportTypedFromEngine(const QString& path);
+  Status exportTypedFromRules(const QString& path);
+  Status exportQdqFromCalibration(const QString& path);
+  void setKeepIoTypes(bool keep);
 
  private:
   void updateEnabled();
+  Status reportTyped(Status status, const QString& summary);
   void runExport(const QString& title, const QString& filter, const QString& suffix,
                  Status (ExportActions::*write)(const QString&));
   StudioDocument* m_document;
@@ -49,6 +57,10 @@ class ExportActions : public QObject {
   QAction* m_engine = nullptr;
   std::vector<QAction*> m_reportActions;
   QAction* m_profile = nullptr;
+  QAction* m_typedFromEngine = nullptr;
+  QAction* m_keepIoTypes = nullptr;
+  std::vector<QAction*> m_modelActions;  // need an open model file
+  bool m_keepIo = false;
 };
 
 }  // namespace kiln::studio

@@ -1,0 +1,188 @@
+// File > Export > ONNX with precisions (TensorRT 11) (issue 24 item 3): the open model
+// written strongly typed from the open engine's decisions and from the Build dock's
+// rules (an FP32 island kept), INT8 Q/DQ from a calibration cache, each with its
+// summary as an info Issue; the refusals without an engine or a cache.
+#include <QFileInfo>
+#include <QMenu>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "engine_report.h"
+#include "export_actions.h"
+#include "job_runner.h"
+#include "kiln/build_backend.h"
+#include "kiln/builder.h"
+#include "kiln/calibration.h"
+#include "kiln/onnx_import.h"
+#include "kiln/plan.h"
+#include "studio_document.h"
+
+using namespace kiln;
+using namespace kiln::studio;
+
+namespace {
+
+QString modelPath() {
+  return QString::fromLocal8Bit(qgetenv("KILN_TEST_DATA_DIR")) + "/compare/small_cnn.onnx";
+}
+
+std::shared_ptr<const Network> load() {
+  auto imported = importOnnxFile(modelPath().toStdString());
+  return imported.isOk() ? std::make_shared<const Network>(std::move(imported.value())) : nullptr;
+}
+
+int countOps(const Network& network, const std::string& opType) {
+  int n = 0;
+  for (const Node& node : network.graph.nodes) n += node.opType == opType;
+  return n;
+}
+
+int initializersOf(const Network& network, DataType type) {
+  int n = 0;
+  for (const auto& [name, tensor] : network.graph.initializers) n += tensor.type() == type;
+  return n;
+}
+
+std::shared_ptr<const Network> reimport(const QString& path) {
+  auto imported = importOnnxFile(path.toStdString());
+  if (!imported.isOk()) qWarning("%s", imported.status().message().c_str());
+  return imported.isOk() ? std::make_shared<const Network>(std::move(imported.value())) : nullptr;
+}
+
+bool hasInfoIssue(const StudioDocument& document, const QString& text) {
+  for (const Issue& issue : document.issues())
+    if (issue.source == "export" && issue.severity == IssueSeverity::kInfo &&
+        issue.message.contains(text))
+      return true;
+  return false;
+}
+
+}  // namespace
+
+class TestTypedExport : public QObject {
+  Q_OBJECT
+ private slots:
+  void initTestCase() { QVERIFY2(load(), qPrintable("cannot import " + modelPath())); }
+
+  void fromTheEngineOfAnFp16Build() {
+    StudioDocument document;
+    JobRunner jobs;
+    ExportActions actions(&document, &jobs, nullptr, nullptr);
+    auto network = load();
+    document.setModel(modelPath(), network);
+    QTemporaryDir dir;
+    const QString out = dir.filePath("small_cnn.strongly_typed.onnx");
+    // No engine yet: refused, nothing written.
+    Status refused = actions.exportTypedFromEngine(out);
+    QVERIFY(!refused.isOk());
+    QVERIFY2(QString::fromStdString(refused.message()).contains("no Kiln engine"),
+             refused.message().c_str());
+    QVERIFY(!QFileInfo::exists(out));
+
+    BuilderConfig config;
+    config.fp16 = true;  // the CPU times fp16 slower than fp32: a rule makes it fp16
+    config.precisionConstraints = ConstraintMode::kObey;
+    config.layerPrecisions.push_back({"*", DataType::kFloat16});
+    auto backend = cpuBuildBackend();
+    auto plan = buildPlan(network, config, *backend);
+    QVERIFY2(plan.isOk(), plan.status().message().c_str());
+    auto shared = std::make_shared<const Plan>(std::move(plan.value()));
+    document.setEngine("small_cnn.kiln", shared,
+                       std::make_shared<const inspector::EngineReport>(
+                           inspector::reportFromPlan(*shared, "small_cnn.kiln")));
+    Status ok = actions.exportTypedFromEngine(out);
+    QVERIFY2(ok.isOk(), ok.message().c_str());
+    auto typed = reimport(out);
+    QVERIFY(typed);
+    // Every layer fp16: weights stored as float16, the graph's input and output float16,
+    // no Cast needed, every node kept.
+    QVERIFY(initializersOf(*typed, DataType::kFloat16) > 0);
+    QCOMPARE(initializersOf(*typed, DataType::kFloat32), 0);
+    QCOMPARE(countOps(*typed, "Cast"), 0);
+    QCOMPARE(typed->graph.nodes.size(), network->graph.nodes.size());
+    QCOMPARE(typed->graph.inputs[0].type, DataType::kFloat16);
+    QVERIFY(hasInfoIssue(document, "--stronglyTyped"));
+    // Keep float32 inputs and outputs.
+    actions.setKeepIoTypes(true);
+    const QString kept = dir.filePath("kept.onnx");
+    QVERIFY(actions.exportTypedFromEngine(kept).isOk());
+    auto keptTyped = reimport(kept);
+    QVERIFY(keptTyped);
+    QCOMPARE(keptTyped->graph.inputs[0].type, DataType::kFloat32);
+    QCOMPARE(keptTyped->graph.outputs[0].type, DataType::kFloat32);
+    QCOMPARE(countOps(*keptTyped, "Cast"), 2);  // after the input, before the output
+  }
+
+  void fromTheBuildDocksRulesWithAnFp32Island() {
+    StudioDocument document;
+    JobRunner jobs;
+    ExportActions actions(&document, &jobs, nullptr, nullptr);
+    auto network = load();
+    document.setModel(modelPath(), network);
+    // Pin the second Conv to fp32; every other node is free and goes fp16.
+    const Node* conv = nullptr;
+    int convs = 0;
+    for (const Node& node : network->graph.nodes)
+      if (node.opType == "Conv" && ++convs == 2) conv = &node;
+    QVERIFY(conv);
+    BuilderConfig config = document.buildConfig();
+    config.fp16 = true;
+    config.precisionConstraints = ConstraintMode::kObey;
+    config.layerPrecisions.push_back({conv->displayName(), DataType::kFloat32});
+    document.setBuildConfig(config);
+    QTemporaryDir dir;
+    const QString out = dir.filePath("rules.onnx");
+    Status ok = actions.exportTypedFromRules(out);
+    QVERIFY2(ok.isOk(), ok.message().c_str());
+    auto typed = reimport(out);
+    QVERIFY(typed);
+    // The pinned Conv keeps float32 weights; others are float16.
+    const Node* exported = nullptr;
+    for (const Node& node : typed->graph.nodes)
+      if (node.name == conv->displayName()) exported = &node;
+    QVERIFY(exported);
+    QCOMPARE(typed->graph.initializers.at(exported->inputs[1]).type(), DataType::kFloat32);
+    QVERIFY(initializersOf(*typed, DataType::kFloat16) > 0);
+    QVERIFY(countOps(*typed, "Cast") >= 2);  // into the island and out of it
+    QVERIFY(hasInfoIssue(document, "Build dock's rules"));
+  }
+
+  // With KILN_SCREENSHOT_DIR set (under Xvfb): the submenu as
+  // docs/screenshots/typed-export-menu.png.
+  void menuScreenshot() {
+    const QString dir = qEnvironmentVariable("KILN_SCREENSHOT_DIR");
+    if (dir.isEmpty()) QSKIP("KILN_SCREENSHOT_DIR not set");
+    StudioDocument document;
+    JobRunner jobs;
+    ExportActions actions(&document, &jobs, nullptr, nullptr);
+    document.setModel(modelPath(), load());
+    QMenu file;
+    actions.addTo(&file);
+    QMenu* typed = nullptr;
+    for (QMenu* menu : file.findChildren<QMenu*>())
+      if (menu->title().contains("precisions")) typed = menu;
+    QVERIFY(typed);
+    QVERIFY(!typed->actions().at(0)->isEnabled());  // no engine yet
+    QVERIFY(typed->actions().at(1)->isEnabled());   // the rules need only the model
+    typed->popup(QPoint(40, 40));
+    QVERIFY(QTest::qWaitForWindowExposed(typed));
+    QTest::qWait(150);
+    QVERIFY(typed->grab().save(dir + "/typed-export-menu.png"));
+    typed->hide();
+  }
+
+  void int8NeedsACalibrationCache() {
+    StudioDocument document;
+    JobRunner jobs;
+    ExportActions actions(&document, &jobs, nullptr, nullptr);
+    document.setModel(modelPath(), load());
+    QTemporaryDir dir;
+    Status refused = actions.exportQdqFromCalibration(dir.filePath("q.onnx"));
+    QVERIFY(!refused.isOk());
+    QVERIFY2(QString::fromStdString(refused.message()).contains("no calibration cache"),
+             refused.message().c_str());
+  }
+};
+
+QTEST_MAIN(TestTypedExport)
+#include "test_typed_export.moc"

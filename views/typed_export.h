@@ -1,0 +1,29 @@
+// The studio's strongly typed ONNX exports for TensorRT 11 (issue 24 item 3; engine
+// side: kiln/typed_onnx_export.h, CLI: `kiln export-onnx`). Each writes the OPEN MODEL
+// (its file) with Kiln's precision decisions in it and returns a one-line summary:
+//   - from the open engine: a Kiln plan built from this model (its record's layer
+//     precisions, per source node), as `kiln export-onnx --from PLAN`;
+//   - from the Build dock's rules: the configuration's per-layer precision rules and
+//     constraint mode, nodes without a rule in the configuration's fp16/bf16 (fp16 when
+//     neither is on), as `--constraints`;
+//   - INT8 Q/DQ from the calibration cache the configuration names, as `--calib-cache`.
+// Errors (no model file, no plan of this model, no cache, the export's own) are a
+// Status with one line; nothing is written then.
+#pragma once
+
+#include <QString>
+
+#include "kiln/status.h"
+
+namespace kiln::studio {
+
+class StudioDocument;
+
+Status exportTypedOnnxFromEngine(const StudioDocument& document, const QString& path,
+                                 bool keepIoTypes, QString* summary);
+Status exportTypedOnnxFromRules(const StudioDocument& document, const QString& path,
+                                bool keepIoTypes, QString* summary);
+Status exportQdqOnnxFromCalibration(const StudioDocument& document, const QString& path,
+                                    QString* summary);
+
+}  // namespace kiln::studio
