@@ -9,6 +9,7 @@
 
 #include "engine_inspector.h"
 #include "kiln/passes.h"
+#include "roofline.h"
 
 namespace kiln::inspector {
 namespace {
@@ -96,6 +97,14 @@ std::string formatPercent(double percent) {
   if (percent < 0) return "";
   char text[32];
   std::snprintf(text, sizeof(text), "%.2f", percent);
+  return text;
+}
+
+// "" for a negative value (unknown, untimed), else `value` in `format`.
+std::string formatNumber(double value, const char* format) {
+  if (value < 0) return "";
+  char text[48];
+  std::snprintf(text, sizeof(text), format, value);
   return text;
 }
 
@@ -220,6 +229,8 @@ EngineReport reportFromPlan(const Plan& plan, const std::string& title) {
   report.activationBytes = record.activationBytes;
   report.weightBytes = record.weightBytes;
   report.summary = formatBuildSummary(plan);
+  report.device = plan.identity.deviceName;
+  annotatePlanFlops(plan, &report);
   updateShares(&report);
   return report;
 }
@@ -239,13 +250,23 @@ void updateShares(EngineReport* report) {
 }
 
 std::string reportCsv(const EngineReport& report) {
-  std::string out = csvRow({"name", "type", "precision", "tactic", "time_ms", "percent",
-                            "workspace_bytes", "output_bytes", "source_nodes"});
-  for (const ReportLayer& l : report.layers) {
+  std::string out =
+      csvRow({"name", "type", "precision", "tactic", "time_ms", "percent", "workspace_bytes",
+              "output_bytes", "source_nodes", "flops", "bytes", "intensity", "achieved_tflops",
+              "achieved_gbps", "percent_of_roofline"});
+  const std::optional<DevicePeaks> peaks = peaksForDevice(report.device);
+  const std::vector<LayerRoofline> roofs = layerRooflines(report, peaks ? &*peaks : nullptr);
+  for (size_t i = 0; i < report.layers.size(); ++i) {
+    const ReportLayer& l = report.layers[i];
+    const LayerRoofline& r = roofs[i];
     out += csvRow({l.name, l.layerType, l.precision, l.tactic, formatMs(l.milliseconds),
                    formatPercent(l.percentage),
                    l.workspaceBytes >= 0 ? std::to_string(l.workspaceBytes) : "",
-                   std::to_string(l.outputBytes), joined(l.sourceNodes, "; ")});
+                   std::to_string(l.outputBytes), joined(l.sourceNodes, "; "),
+                   formatNumber(r.flops, "%.0f"), formatNumber(r.bytes, "%.0f"),
+                   formatNumber(r.intensity, "%.4f"), formatNumber(r.achievedFlops / 1e12, "%.6f"),
+                   formatNumber(r.achievedBytesPerSecond / 1e9, "%.4f"),
+                   formatNumber(r.percentOfRoof, "%.2f")});
   }
   return out;
 }

@@ -68,12 +68,14 @@ struct ReportLayer {
   std::vector<ReportTensor> inputs, outputs;
   std::vector<ReportCandidate> candidates;
   std::map<std::string, std::string> parameters;  // the rest, in words
+  double flops = -1;  // Kiln plans: from the network at opt shapes (roofline.h); -1 unknown
 };
 
 struct EngineReport {
   std::string origin;                     // "kiln plan", "trtexec export", "kiln build"
   std::string title;                      // file or model name
   std::string backend;                    // "cpu", "cuda", "tensorrt"
+  std::string device;                     // the plan's device name; "" when unknown
   std::vector<ReportLayer> layers;        // execution order
   std::vector<std::string> bindings;      // engine inputs and outputs
   std::vector<ReportIoTensor> ioTensors;  // TensorRT 11.x exports: the I/O tensors' details
@@ -91,6 +93,8 @@ struct EngineReport {
 // The precision a "Format/Datatype" text names, in TensorRT's capitals: "Row major
 // linear FP32" -> "FP32", "... Int8 format" -> "INT8", "Half" -> "FP16"; "" when none.
 std::string precisionOfFormat(const std::string& formatDatatype);
+// Bytes of one element of a precision ("FP16" -> 2, "INT8" -> 1); 0 when unknown.
+int64_t elementBytes(const std::string& precision);
 
 // True for a layer that only produces a constant value (an ONNX Constant, TensorRT's
 // "Constant" layer): computed once, it costs nothing per run, so the studio's tables,
@@ -119,7 +123,9 @@ Status applyProfileFile(const std::string& profileJsonPath, EngineReport* report
 void updateShares(EngineReport* report);
 
 // The layer table as CSV (RFC 4180 quoting): name, type, precision, tactic, time ms,
-// percent, workspace bytes, output bytes, source nodes.
+// percent, workspace bytes, output bytes, source nodes, then the roofline (roofline.h):
+// flops, bytes, intensity (FLOP/byte), achieved TFLOP/s, GB/s and % of roofline against
+// the peaks of `report.device` (empty where unknown or untimed).
 std::string reportCsv(const EngineReport& report);
 // The layer table as aligned text for the terminal, then the totals (layer count,
 // total time and where the times came from).

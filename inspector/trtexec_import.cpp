@@ -14,8 +14,6 @@
 #include "kiln/json_reader.h"
 
 namespace kiln::inspector {
-namespace {
-using nlohmann::json;
 
 int64_t elementBytes(const std::string& precision) {
   if (precision == "FP32" || precision == "INT32") return 4;
@@ -24,6 +22,9 @@ int64_t elementBytes(const std::string& precision) {
     return 1;
   return precision == "INT64" ? 8 : 0;
 }
+
+namespace {
+using nlohmann::json;
 
 std::string trimmed(const std::string& text) {
   const size_t first = text.find_first_not_of(' ');

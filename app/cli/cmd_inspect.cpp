@@ -15,6 +15,7 @@
 #include "kiln/onnx_import.h"
 #include "kiln/plan.h"
 #include "model_summary.h"
+#include "roofline.h"
 
 namespace kiln::cli {
 
@@ -26,6 +27,7 @@ void printUsage() {
       "  Prints inputs/outputs (symbolic dims), opsets, op histogram, parameters, FLOPs at the\n"
       "  given shapes, and unsupported nodes. Unsupported nodes do not stop the report.\n"
       "usage: kiln inspect PLAN.kiln [--layers] [--candidates] [--fusions] [--memory] [--json]\n"
+      "                              [--roofline [--device NAME]]\n"
       "                              [--profile PROFILE.json] [--csv OUT.csv] [--export-onnx "
       "OUT.onnx]\n"
       "  Build summary; --layers adds the layer table (type, precision, tactic, time),\n"
@@ -35,6 +37,7 @@ void printUsage() {
       "  --json writes the engine inspector JSON (TensorRT's IEngineInspector keys);\n"
       "  --profile takes the layer times from `kiln run PLAN --export-profile` output.\n"
       "usage: kiln inspect GRAPH.json [--profile PROFILE.json] [--json] [--csv OUT.csv]\n"
+      "                               [--roofline [--device NAME]]\n"
       "                               [--export-onnx OUT.onnx]\n"
       "  A trtexec --exportLayerInfo export (a JSON file with \"Layers\"), optionally with\n"
       "  its --exportProfile times: the layer table (name, type, precision, tactic, time)\n"
@@ -43,15 +46,36 @@ void printUsage() {
       "  workspace, output bytes, source nodes) for a plan or an export.\n"
       "  --export-onnx OUT.onnx writes the engine's layer graph (one node per layer with its\n"
       "  precision, tactic, time and source nodes) for Netron or Model Explorer, for a plan\n"
-      "  or an export.\n");
+      "  or an export.\n"
+      "  --roofline [--device NAME] prints each layer's FLOPs, bytes moved, arithmetic\n"
+      "  intensity, achieved TFLOP/s and GB/s (timed layers) and percent of the roofline\n"
+      "  against the vendor peaks of the plan's device or of NAME (H100 SXM, H100 PCIe, H200,\n"
+      "  A100 80GB, A100 40GB, L4, RTX 4090), for a plan or an export; the CSV has the\n"
+      "  same columns.\n");
 }
 
 Status writeText(const std::string& path, const std::string& text) {
   return writeFileAtomically(path, text, "the report");
 }
 
+// --device NAME picks the peaks of a known GPU (an export names no device; a plan's
+// device may be a CPU).
+int applyDevice(const Args& args, inspector::EngineReport* report) {
+  if (!args.has("device")) return 0;
+  if (!inspector::peaksForDevice(args.value("device"))) {
+    std::string known;
+    for (const inspector::DevicePeaks& p : inspector::knownDevicePeaks())
+      known += (known.empty() ? "" : ", ") + p.name;
+    return fail("inspect",
+                "no peaks for device '" + args.value("device") + "' (known: " + known + ")", 2);
+  }
+  report->device = args.value("device");
+  return 0;
+}
+
 // The table, JSON and CSV of an engine report, as the options ask.
-int printReport(const Args& args, const inspector::EngineReport& report, bool table) {
+int printReport(const Args& args, inspector::EngineReport report, bool table) {
+  if (int rc = applyDevice(args, &report)) return rc;
   if (args.has("csv")) {
     Status s = writeText(args.value("csv"), inspector::reportCsv(report));
     if (!s.isOk()) return fail("inspect", s.message());
@@ -63,6 +87,9 @@ int printReport(const Args& args, const inspector::EngineReport& report, bool ta
   if (args.flag("json")) {
     nlohmann::json doc = inspector::reportJson(report);
     std::printf("%s\n", doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  } else if (args.flag("roofline")) {
+    const auto peaks = inspector::peaksForDevice(report.device);
+    printReportText(inspector::formatRooflineTable(report, peaks ? &*peaks : nullptr));
   } else if (table) {
     printReportText(inspector::formatReportTable(report));
   }
@@ -73,7 +100,7 @@ int inspectPlan(const Args& args) {
   const std::string& path = args.positional()[0];
   auto plan = loadPlanFile(path);
   if (!plan.isOk()) return fail("inspect", plan.status().message());
-  if (args.has("profile") || args.has("csv") || args.has("export-onnx")) {
+  if (args.has("profile") || args.has("csv") || args.has("export-onnx") || args.flag("roofline")) {
     inspector::EngineReport report = inspector::reportFromPlan(*plan, path);
     if (args.has("profile")) {
       Status s = inspector::applyProfileFile(args.value("profile"), &report);
@@ -112,8 +139,8 @@ bool endsWith(const std::string& text, const std::string& suffix) {
 }  // namespace
 
 int runInspect(const std::vector<std::string>& argv) {
-  Args args({"shapes", "profile", "csv", "export-onnx"},
-            {"json", "help", "layers", "candidates", "fusions", "memory"});
+  Args args({"shapes", "profile", "csv", "export-onnx", "device"},
+            {"json", "help", "layers", "candidates", "fusions", "memory", "roofline"});
   Status parsed = args.parse(argv);
   if (!parsed.isOk()) return fail("inspect", parsed.message(), 2);
   if (args.flag("help") || args.positional().size() != 1) {
@@ -123,8 +150,11 @@ int runInspect(const std::vector<std::string>& argv) {
   const std::string& path = args.positional()[0];
   if (looksLikePlanFile(path)) return inspectPlan(args);
   if (endsWith(path, ".json")) return inspectTrtexec(args);
-  if (args.has("profile") || args.has("csv") || args.has("export-onnx"))
-    return fail("inspect", "--profile, --csv and --export-onnx apply to a plan or a trtexec export",
+  if (args.has("profile") || args.has("csv") || args.has("export-onnx") || args.flag("roofline") ||
+      args.has("device"))
+    return fail("inspect",
+                "--profile, --csv, --export-onnx, --roofline and --device apply to a plan or a "
+                "trtexec export",
                 2);
   std::map<std::string, Shape> shapes;
   Status s = parseShapeList(args.value("shapes"), &shapes);

@@ -309,11 +309,12 @@ TEST(ReportCsv, HasAHeaderAndOneRowPerLayer) {
   std::string error;
   ASSERT_TRUE(test::readCsv(reportCsv(r), &rows, &error)) << error;
   ASSERT_EQ(rows.size(), r.layers.size() + 1);
-  EXPECT_EQ(rows[0],
-            (std::vector<std::string>{"name", "type", "precision", "tactic", "time_ms", "percent",
-                                      "workspace_bytes", "output_bytes", "source_nodes"}));
+  EXPECT_EQ(rows[0], (std::vector<std::string>{
+                         "name", "type", "precision", "tactic", "time_ms", "percent",
+                         "workspace_bytes", "output_bytes", "source_nodes", "flops", "bytes",
+                         "intensity", "achieved_tflops", "achieved_gbps", "percent_of_roofline"}));
   for (size_t i = 1; i < rows.size(); ++i) {
-    ASSERT_EQ(rows[i].size(), 9u) << i;
+    ASSERT_EQ(rows[i].size(), 15u) << i;
     EXPECT_EQ(rows[i][0], r.layers[i - 1].name);
     EXPECT_NEAR(std::stod(rows[i][4]), r.layers[i - 1].milliseconds, 1e-6);
   }
