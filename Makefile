@@ -6,7 +6,7 @@ VENV := .venv
 NODE_TESTS_NEW := $(BUILD_DIR)/onnx-node-tests
 EXAMPLE_MODEL := resources/models/silero_vad/model.onnx
 
-.PHONY: all deps venv configure build run test clean
+.PHONY: all deps venv configure build run test package clean
 
 all: build
 
@@ -32,6 +32,11 @@ run: build
 test: build venv
 	@$(VENV)/bin/python tests/conformance/generate_node_tests.py $(NODE_TESTS_NEW)
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j 2
+
+# The Debian packages kiln and libkiln-dev (docs/packaging.md), into $(BUILD_DIR)/packages.
+package: build
+	@cd $(BUILD_DIR) && cpack --config CPackConfig.cmake
+	@ls -l $(BUILD_DIR)/packages/*.deb
 
 clean:
 	rm -rf $(BUILD_DIR)

@@ -8,6 +8,7 @@ set -euo pipefail
 core=(cmake ninja-build g++ make pkg-config git python3 python3-venv
       libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
       nlohmann-json3-dev libopenblas-dev libgtest-dev libssl-dev
+      dpkg-dev  # dpkg-shlibdeps: the .deb packages' dependencies (make package)
       clang libclang-rt-dev)  # the fuzz targets (tests/fuzz): clang, libFuzzer + sanitizers
 gui=(qt6-base-dev qt6-svg-dev libqt6svg6 libqcustomplot-dev libqcustomplot2.1-qt6
      libgraphviz-dev xvfb xauth)

@@ -1,0 +1,217 @@
+#!/usr/bin/env bash
+# The install test of the Debian packages (docs/packaging.md, "The install test").
+#
+#   install_test.sh BUILD_DIR SOURCE_DIR [CUDA_LIBRARY_DIR]
+#
+# Builds kiln and libkiln-dev with cpack into a temporary folder (or takes the .deb
+# files in $KILN_TEST_DEBS), checks with dpkg-deb -c that they hold what they should,
+# extracts both with dpkg -x into a temporary root (no root rights needed) and uses
+# them from there only:
+#   - kiln --version and kiln inspect on a bundled model;
+#   - kiln(1) and kiln-studio(1) render without warnings, kiln(1) has every command,
+#     kiln-studio(1) every option of kiln-studio --help; the desktop entry and the
+#     MIME types parse; the bash completion completes commands, options and values;
+#   - examples/plugins configured with find_package(Kiln) against the extracted
+#     libkiln-dev, built, and loaded by the extracted kiln (kiln plugins, then its
+#     models through kiln conformance);
+#   - a program built against Kiln::engine and Kiln::cuda runs; pkg-config's
+#     kiln-plugin and kiln resolve into the root.
+# Exit 77 (skip) without dpkg-deb or cpack.
+set -euo pipefail
+
+build=$(cd "$1" && pwd)
+src=$(cd "$2" && pwd)
+cuda_lib_dir=${3:-}
+
+for tool in dpkg-deb cpack cmake; do
+  if ! command -v "$tool" >/dev/null; then
+    echo "SKIP: no $tool (the install test needs a Debian-like system)"
+    exit 77
+  fi
+done
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/kiln-install-test.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+root=$work/root
+started=$SECONDS
+
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+step() { echo "== [$((SECONDS - started)) s] $*"; }
+
+# --- the packages -------------------------------------------------------------------
+if [[ -n ${KILN_TEST_DEBS:-} ]]; then
+  debs=$KILN_TEST_DEBS
+  step "packages from $debs"
+else
+  debs=$work/debs
+  step "cpack -> $debs"
+  if ! cpack --config "$build/CPackConfig.cmake" -B "$debs" >"$work/cpack.log" 2>&1; then
+    cat "$work/cpack.log"
+    fail "cpack failed"
+  fi
+fi
+kiln_deb=$(ls "$debs"/kiln_*.deb)
+dev_deb=$(ls "$debs"/libkiln-dev_*.deb)
+ls -l "$kiln_deb" "$dev_deb"
+
+have_studio=0
+[[ -x $build/app/kiln-studio ]] && have_studio=1
+
+# --- their contents -----------------------------------------------------------------
+step "dpkg-deb -c"
+dpkg-deb -c "$kiln_deb" >"$work/kiln.list"
+dpkg-deb -c "$dev_deb" >"$work/dev.list"
+expect_in() {  # LIST PATH...
+  local list=$1 path
+  shift
+  for path in "$@"; do
+    grep -qE " \./usr/${path}( -> .*)?$" "$list" || fail "$(basename "$list" .list) package lacks /usr/$path"
+    grep -E " \./usr/${path}( -> .*)?$" "$list"
+  done
+}
+expect_in "$work/kiln.list" bin/kiln share/man/man1/kiln.1.gz \
+  share/bash-completion/completions/kiln share/doc/kiln/README.md
+if ((have_studio)); then
+  expect_in "$work/kiln.list" bin/kiln-studio share/applications/kiln-studio.desktop \
+    share/icons/hicolor/scalable/apps/kiln.svg share/mime/packages/kiln.xml \
+    share/man/man1/kiln-studio.1.gz
+fi
+expect_in "$work/dev.list" include/kiln/plugin.h include/kiln/builder.h \
+  'lib.*/cmake/Kiln/KilnConfig.cmake' 'lib.*/cmake/Kiln/KilnConfigVersion.cmake' \
+  'lib.*/cmake/Kiln/KilnPluginTargets.cmake' 'lib.*/cmake/Kiln/KilnEngineTargets.cmake' \
+  'lib.*/pkgconfig/kiln.pc' 'lib.*/pkgconfig/kiln-plugin.pc' 'lib.*/libkiln_engine.a' \
+  'lib.*/libkiln_cuda.a'
+
+step "control fields"
+dpkg-deb -f "$kiln_deb" Package Version Architecture Depends
+dpkg-deb -f "$dev_deb" Package Version Architecture Recommends
+depends=$(dpkg-deb -f "$kiln_deb" Depends)
+# dpkg-shlibdeps ran: the C++ runtime, protobuf and OpenSSL come from the binaries.
+for lib in libstdc++6 libprotobuf libssl3; do
+  [[ $depends == *"$lib"* ]] || fail "kiln's Depends lacks $lib (dpkg-shlibdeps): $depends"
+done
+if [[ -n $cuda_lib_dir ]] && grep -q "^KILN_DEB_CUDA_DEPENDS:STRING=." "$build/CMakeCache.txt"; then
+  [[ $depends == *libcudnn* ]] || fail "a CUDA build's kiln must declare cuDNN: $depends"
+fi
+
+step "dpkg -x"
+dpkg -x "$kiln_deb" "$root"
+dpkg -x "$dev_deb" "$root"
+kiln=$root/usr/bin/kiln
+# The installed programs carry no RUNPATH of the build machine's.
+if command -v readelf >/dev/null && readelf -d "$kiln" | grep -qE 'R(UN)?PATH'; then
+  fail "the installed kiln has an RPATH: $(readelf -d "$kiln" | grep -E 'R(UN)?PATH')"
+fi
+# Where NVIDIA's packages would register their libraries with ld.so.
+if [[ -n $cuda_lib_dir ]]; then
+  export LD_LIBRARY_PATH=$cuda_lib_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
+
+# --- the programs -------------------------------------------------------------------
+step "kiln --version, kiln inspect"
+"$kiln" --version | tee "$work/version.txt"
+grep -q "$(dpkg-deb -f "$kiln_deb" Version | cut -d- -f1)" "$work/version.txt" ||
+  fail "kiln --version does not name the package's version"
+model=$src/resources/models/ppocr_mobile_v2_cls/model.onnx
+"$kiln" inspect "$model" --shapes x:1x3x48x192 >"$work/inspect.txt"
+head -5 "$work/inspect.txt"
+grep -q "Conv" "$work/inspect.txt" || fail "kiln inspect printed no Conv: $(cat "$work/inspect.txt")"
+
+step "man pages"
+zcat "$root/usr/share/man/man1/kiln.1.gz" >"$work/kiln.1"
+commands=$("$kiln" --help | sed -n '/^commands:/,/^$/p' | grep -oE '^  [a-z][a-z0-9-]*' | sort -u)
+[[ -n $commands ]] || fail "no commands in kiln --help"
+for command in $commands; do
+  grep -q "^\.SS $command\$" "$work/kiln.1" || fail "kiln(1) has no section for '$command'"
+done
+echo "kiln(1) documents:" $commands
+if command -v groff >/dev/null; then
+  for page in "$root"/usr/share/man/man1/*.1.gz; do
+    warnings=$(zcat "$page" | groff -man -Tutf8 -ww -z 2>&1)
+    [[ -z $warnings ]] || fail "$(basename "$page"): $warnings"
+  done
+fi
+if ((have_studio)); then
+  zcat "$root/usr/share/man/man1/kiln-studio.1.gz" >"$work/kiln-studio.1"
+  studio_options=$(QT_QPA_PLATFORM=offscreen "$root/usr/bin/kiln-studio" --help 2>/dev/null |
+    grep -oE '^ +(-[a-z], )?--[a-z-]+' | grep -oE -- '--[a-z-]+')
+  [[ -n $studio_options ]] || fail "kiln-studio --help printed no options"
+  for option in $studio_options; do
+    escaped=$(printf '%s' "$option" | sed 's/-/\\-/g')  # troff writes --x as \-\-x
+    grep -qF -- "$escaped" "$work/kiln-studio.1" || fail "kiln-studio(1) does not describe $option"
+  done
+  echo "kiln-studio(1) describes:" $studio_options
+fi
+
+step "desktop entry, MIME types"
+if ((have_studio)); then
+  desktop=$root/usr/share/applications/kiln-studio.desktop
+  grep -q '^Exec=kiln-studio %f$' "$desktop" || fail "desktop entry: Exec"
+  grep -q '^Icon=kiln$' "$desktop" || fail "desktop entry: Icon"
+  grep -q '^MimeType=.*application/x-kiln-plan' "$desktop" || fail "desktop entry: MimeType"
+  command -v desktop-file-validate >/dev/null && desktop-file-validate "$desktop"
+  if command -v update-mime-database >/dev/null; then
+    mkdir -p "$work/mime/packages"
+    cp "$root/usr/share/mime/packages/kiln.xml" "$work/mime/packages/"
+    update-mime-database "$work/mime" 2>/dev/null
+    grep -q 'application/x-kiln-plan:\*\.kiln' "$work/mime/globs2" || fail "MIME: *.kiln"
+    grep -q 'application/x-onnx:\*\.onnx' "$work/mime/globs2" || fail "MIME: *.onnx"
+  fi
+fi
+
+step "bash completion"
+complete_words() {  # completes the words given; prints the candidates
+  bash -c 'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _kiln
+           printf "%s\n" "${COMPREPLY[@]}"' _ "$root/usr/share/bash-completion/completions/kiln" "$@"
+}
+[[ $(complete_words kiln bu) == build ]] || fail "completion: 'kiln bu' -> $(complete_words kiln bu)"
+complete_words kiln build m.onnx --fp | grep -qx -- --fp16 || fail "completion: kiln build --fp"
+[[ $(complete_words kiln run m.onnx --backend '' | xargs) == "cpu cuda" ]] ||
+  fail "completion: --backend values"
+complete_words kiln debug '' | grep -qx precision || fail "completion: kiln debug subcommands"
+echo "completion: commands, options, values, subcommands"
+
+# --- libkiln-dev --------------------------------------------------------------------
+step "examples/plugins against libkiln-dev"
+generator=()
+command -v ninja >/dev/null && generator=(-G Ninja)
+cmake -S "$src/examples/plugins" -B "$work/plugins" "${generator[@]}" \
+  -DCMAKE_PREFIX_PATH="$root/usr" -DKILN_EXAMPLES_WITH_CUDA=OFF >"$work/plugins.log" 2>&1 ||
+  { cat "$work/plugins.log"; fail "configuring examples/plugins against the package"; }
+kiln_dir=$(sed -n 's/^Kiln_DIR:PATH=//p' "$work/plugins/CMakeCache.txt")
+[[ $kiln_dir == "$root"/* ]] || fail "examples/plugins found Kiln at $kiln_dir, not in the package"
+echo "Kiln_DIR=$kiln_dir"
+cmake --build "$work/plugins" -j 2 >>"$work/plugins.log" 2>&1 ||
+  { cat "$work/plugins.log"; fail "building examples/plugins against the package"; }
+plugin=$work/plugins/libkiln_example_plugins.so
+"$kiln" plugins --plugins "$plugin" | tee "$work/plugins.txt"
+grep -q "kiln.examples::CopyConcat" "$work/plugins.txt" || fail "the plugin's creators are not listed"
+"$kiln" --plugins "$plugin" conformance "$src/examples/plugins/models" --quiet
+
+step "a program against Kiln::engine and Kiln::cuda"
+cmake -S "$src/tests/packaging/engine_consumer" -B "$work/consumer" "${generator[@]}" \
+  -DCMAKE_PREFIX_PATH="$root/usr" >"$work/consumer.log" 2>&1 ||
+  { cat "$work/consumer.log"; fail "configuring the Kiln::engine consumer"; }
+cmake --build "$work/consumer" -j 2 >>"$work/consumer.log" 2>&1 ||
+  { cat "$work/consumer.log"; fail "building the Kiln::engine consumer"; }
+"$work/consumer/kiln_engine_consumer" "$model" | tee "$work/consumer.txt"
+grep -qE '^nodes: [1-9]' "$work/consumer.txt" || fail "the consumer imported no nodes"
+
+step "pkg-config"
+if command -v pkg-config >/dev/null; then
+  pcdir=$(dirname "$(find "$root/usr" -name kiln-plugin.pc)")
+  export PKG_CONFIG_PATH=$pcdir
+  cflags=$(pkg-config --cflags kiln-plugin)
+  echo "kiln-plugin: $cflags"
+  echo '#include <kiln/plugin.h>' | ${CXX:-c++} -std=c++20 -fsyntax-only $cflags -x c++ - ||
+    fail "kiln/plugin.h does not compile with pkg-config --cflags kiln-plugin"
+  libs=$(pkg-config --libs kiln)
+  echo "kiln: $libs"
+  [[ $libs == *-lkiln_engine* && -f $(pkg-config --variable=libdir kiln)/libkiln_engine.a ]] ||
+    fail "pkg-config kiln does not point at the extracted libkiln_engine.a"
+fi
+
+step "the packages install and work from $root"
