@@ -167,6 +167,7 @@ ChartsView::ChartsView(StudioDocument* document, QWidget* parent)
   connect(m_showConstants, &QCheckBox::toggled, this, &ChartsView::scheduleRecompute);
   connect(m_document, &StudioDocument::engineChanged, this, &ChartsView::scheduleRecompute);
   connect(m_plot, &QCustomPlot::plottableClick, this, &ChartsView::onPlottableClick);
+  connect(m_document, &StudioDocument::selectionChanged, this, &ChartsView::highlightSelection);
   recompute();
 }
 
@@ -206,7 +207,31 @@ void ChartsView::recompute() {
   m_series = report ? computeChart(*report, kind, m_topN->value(), showConstants()) : ChartSeries{};
   if (!report) m_series.title = tr("No engine: build or open one to see charts").toStdString();
   drawChart(m_plot, m_series);
+  highlightSelection();  // replots
+}
+
+void ChartsView::highlightSelection() {
+  QCPBars* bars = firstBars(m_plot);
+  if (bars) {
+    const int layer = m_document->selectedLayer();
+    int bar = -1;
+    for (int i = 0; layer >= 0 && i < static_cast<int>(m_series.layers.size()); ++i)
+      if (m_series.layers[i] == layer) bar = i;
+    bars->setSelectable(QCP::stSingleData);
+    bars->selectionDecorator()->setBrush(QColor("#f39c12"));
+    bars->selectionDecorator()->setPen(QPen(QColor("#7e5109"), 1.5));
+    bars->setSelection(bar >= 0 && bar < bars->dataCount()
+                           ? QCPDataSelection(QCPDataRange(bar, bar + 1))
+                           : QCPDataSelection());
+  }
   m_plot->replot();
+}
+
+int ChartsView::highlightedBar() {
+  series();
+  QCPBars* bars = firstBars(m_plot);
+  if (!bars || bars->selection().isEmpty()) return -1;
+  return bars->selection().dataRange(0).begin();
 }
 
 const ChartSeries& ChartsView::series() {

@@ -68,11 +68,15 @@ class ChartsView : public QWidget, public View {
   int layerOfBar(int bar);
   // What a click on bar `bar` does: selects its layer when it stands for one.
   void activateBar(int bar);
+  // The bar drawn highlighted: the one standing for the document's selected layer
+  // (clicked here or selected anywhere else), -1 when none is.
+  int highlightedBar();
 
  private:
   void scheduleRecompute();
   void recompute();
   void onPlottableClick(QCPAbstractPlottable* plottable, int dataIndex, QMouseEvent* event);
+  void highlightSelection();
   void exportInteractive();
   QSize exportSize() const;
 

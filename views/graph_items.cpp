@@ -2,6 +2,7 @@
 
 #include <QFontMetricsF>
 #include <QPainter>
+#include <QRegularExpression>
 #include <QStyleOptionGraphicsItem>
 #include <algorithm>
 
@@ -68,9 +69,28 @@ QSizeF GraphStyle::edgeLabelSize(const QString& text) {
   return {fm.horizontalAdvance(text) + 2, fm.height()};
 }
 
+QString GraphStyle::shortName(const QString& text) {
+  // TensorRT's reformat layers: what tells two apart is the tensor and the layer they feed.
+  static const QRegularExpression reformat(
+      QStringLiteral("^Reformatt(?:ing CopyNode for|ed) (Input|Output) Tensor (\\d+) to (.+)$"));
+  const QRegularExpressionMatch m = reformat.match(text);
+  if (!m.hasMatch()) return text;
+  return QStringLiteral("Reformat %1%2 \u2192 %3")
+      .arg(m.captured(1) == QLatin1String("Input") ? "in" : "out", m.captured(2), m.captured(3));
+}
+
 QString GraphStyle::elide(const QString& text, int line) {
   const QFontMetricsF fm(line == 0 ? titleFont() : bodyFont());
-  return fm.elidedText(text, Qt::ElideMiddle, kMaxTextWidth);
+  const QString name = shortName(text);
+  if (fm.horizontalAdvance(name) <= kMaxTextWidth) return name;
+  // A fused name keeps its first and last nodes whole ("Conv_5 + ... + Relu_7"): the
+  // middle of "Conv_5 + Add_6 + Relu_7" is where two such names are alike.
+  const QStringList pieces = name.split(QStringLiteral(" + "));
+  if (pieces.size() > 2) {
+    const QString ends = pieces.front() + QStringLiteral(" + \u2026 + ") + pieces.back();
+    if (fm.horizontalAdvance(ends) <= kMaxTextWidth) return ends;
+  }
+  return fm.elidedText(name, Qt::ElideMiddle, kMaxTextWidth);
 }
 
 GraphNodeItem::GraphNodeItem(int index, const QString& id, const QStringList& lines,

@@ -28,8 +28,13 @@ class GraphStyle {
   // Box size for `lines` (the first in the title font), at least 56 x 24 points.
   static QSizeF nodeSize(const QStringList& lines);
   static QSizeF edgeLabelSize(const QString& text);
-  // `text` elided in the middle to kMaxTextWidth in the font of line `line`.
+  // `text` shortened to kMaxTextWidth in the font of line `line`, keeping what tells
+  // names apart: shortName() first; a fused "A + B + C" keeps A and C whole
+  // ("A + … + C"); anything else is elided in the middle.
   static QString elide(const QString& text, int line);
+  // TensorRT's "Reformatting CopyNode for Input Tensor 0 to X" (and "Reformatted ...")
+  // as "Reformat in0 → X"; other names unchanged.
+  static QString shortName(const QString& text);
 };
 
 // How one node looks, beside its layout (GraphNodeItem reads both).

@@ -288,6 +288,8 @@ void GraphView::goToMatch() {
   GraphNodeItem* item = m_scene->nodeItem(m_matches[m_matchPos]);
   if (!item) return;
   m_scene->selectIds({item->id()});
+  // A hit at an overview zoom is a dot: zoom in until it reads, then bring it to the centre.
+  if (zoom() < kReadableZoom) zoomBy(kReadableZoom / zoom());
   centerOn(item);
   emit selectionActivated({item->index()});
 }

@@ -120,8 +120,8 @@ QVariant LayerTableModel::data(const QModelIndex& index, int role) const {
 QVariant LayerTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
   static const char* const kHeaders[kColumnCount] = {
-      "#",         "Name", "Type",      "Precision", "Tactic",      "Source",
-      "Time (ms)", "%",    "Workspace", "Output",    "Source nodes"};
+      "#",      "Name",   "Type",      "Precision", "Time (ms)",   "%",
+      "Tactic", "Source", "Workspace", "Output",    "Source nodes"};
   return section >= 0 && section < kColumnCount ? tr(kHeaders[section]) : QVariant();
 }
 

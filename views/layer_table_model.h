@@ -20,10 +20,10 @@ class LayerTableModel : public QAbstractTableModel {
     kName,
     kType,
     kPrecision,
+    kTime,  // the numbers first: long tactic names must not push them off screen
+    kPercent,
     kTactic,
     kSource,
-    kTime,
-    kPercent,
     kWorkspace,
     kOutputBytes,
     kSourceNodes,

@@ -4,6 +4,8 @@
 #include <QHeaderView>
 #include <QLocale>
 #include <QTreeWidget>
+#include <algorithm>
+#include <functional>
 #include <QVBoxLayout>
 
 #include "plan_trust.h"
@@ -50,7 +52,9 @@ PropertiesPanel::PropertiesPanel(StudioDocument* document, JobRunner* jobs, QWid
   m_tree->setHeaderLabels({tr("Property"), tr("Value")});
   m_tree->setAlternatingRowColors(true);
   m_tree->setUniformRowHeights(true);
-  m_tree->header()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
+  m_tree->header()->setSectionResizeMode(0, QHeaderView::Interactive);
+  m_tree->header()->setStretchLastSection(true);
+  m_tree->setTextElideMode(Qt::ElideMiddle);
   connect(document, &StudioDocument::modelChanged, this, [this] { modelChanged(); });
   connect(document, &StudioDocument::engineChanged, this, [this] { refresh(); });
   connect(document, &StudioDocument::selectionChanged, this, [this] { refresh(); });
@@ -105,6 +109,26 @@ void PropertiesPanel::refresh() {
                             : tr("Not in the model: %1").arg(nodes.front()));
   }
   m_tree->expandAll();
+  fitColumns();
+}
+
+void PropertiesPanel::fitColumns() {
+  const QFontMetrics fm(m_tree->font());
+  int widest = 0;
+  std::function<void(QTreeWidgetItem*, int)> measure = [&](QTreeWidgetItem* item, int depth) {
+    widest =
+        std::max(widest, fm.horizontalAdvance(item->text(0)) + (depth + 1) * m_tree->indentation());
+    for (int i = 0; i < item->childCount(); ++i) measure(item->child(i), depth + 1);
+  };
+  for (int i = 0; i < m_tree->topLevelItemCount(); ++i) measure(m_tree->topLevelItem(i), 0);
+  widest += 16;  // the cell's margins
+  const int cap = std::max(80, static_cast<int>(m_tree->viewport()->width() * 0.45));
+  m_tree->setColumnWidth(0, std::min(widest, cap));
+}
+
+void PropertiesPanel::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  fitColumns();
 }
 
 void PropertiesPanel::showNode(const Node& node, int selectedCount) {
@@ -286,6 +310,7 @@ QTreeWidgetItem* PropertiesPanel::section(const QString& title) {
 QTreeWidgetItem* PropertiesPanel::row(QTreeWidgetItem* parent, const QString& key,
                                       const QString& value) {
   auto* item = new QTreeWidgetItem(parent, {key, value});
+  item->setToolTip(0, key);
   item->setToolTip(1, value);
   return item;
 }

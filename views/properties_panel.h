@@ -38,7 +38,14 @@ class PropertiesPanel : public QWidget {
   QStringList sections() const;  // top-level rows, in order
   QTreeWidget* tree() const { return m_tree; }
 
+ protected:
+  void resizeEvent(QResizeEvent* event) override;
+
  private:
+  // The Property column as wide as its texts but at most 45% of the view, so long
+  // tensor names never push the values off screen (they elide in the middle; tooltips
+  // hold them whole).
+  void fitColumns();
   void modelChanged();
   void refresh();
   void showNode(const Node& node, int selectedCount);
