@@ -1,4 +1,5 @@
 #include "advisor.h"
+#include "advisor_rules.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -6,7 +7,7 @@
 #include <sstream>
 
 namespace kiln::inspector {
-namespace {
+namespace advice {
 
 bool isConvolution(const ReportLayer& l) {
   const std::string t = l.layerType + " " + l.opType;
@@ -51,6 +52,20 @@ Finding finding(const EngineReport& report, const char* rule, AdviceSeverity sev
   f.fix = fix;
   return f;
 }
+
+// Conv input [N, C, ...] / output [N, K, ...] (channels-first) or [N, ..., C] when the
+// format names channels-last ("HWC").
+int64_t channelsOf(const ReportTensor& t) {
+  if (t.dimensions.size() < 3) return -1;
+  const bool last = t.formatDatatype.find("HWC") != std::string::npos ||
+                    t.formatDatatype.find("channels-last") != std::string::npos;
+  return last ? t.dimensions.back() : t.dimensions[1];
+}
+
+}  // namespace advice
+
+namespace {
+using namespace advice;
 
 void reformatsChangingType(const EngineReport& report, std::vector<Finding>* out) {
   std::vector<size_t> hits;
@@ -115,15 +130,6 @@ void int8WideOutputs(const EngineReport& report, std::vector<Finding>* out) {
               hits,
               "quantize the output too (a Q/DQ pair after the convolution, or "
               "calibrate the tensor: kiln calibrate) so the layer writes INT8"));
-}
-
-// Conv input [N, C, ...] / output [N, K, ...] (channels-first) or [N, ..., C] when the
-// format names channels-last ("HWC").
-int64_t channelsOf(const ReportTensor& t) {
-  if (t.dimensions.size() < 3) return -1;
-  const bool last = t.formatDatatype.find("HWC") != std::string::npos ||
-                    t.formatDatatype.find("channels-last") != std::string::npos;
-  return last ? t.dimensions.back() : t.dimensions[1];
 }
 
 void channelAlignment(const EngineReport& report, std::vector<Finding>* out) {
@@ -191,19 +197,65 @@ const char* adviceSeverityName(AdviceSeverity severity) {
   }
 }
 
-std::vector<Finding> adviseEngine(const EngineReport& report) {
+std::vector<Finding> adviseEngine(const EngineReport& report, const AdviseOptions& options) {
   std::vector<Finding> out;
   reformatsChangingType(report, &out);
   layoutCopies(report, &out);
   int8WideOutputs(report, &out);
   channelAlignment(report, &out);
   fp32Islands(report, &out);
+  hostFallback(report, &out);
+  slicesChangingType(report, &out);
+  unfusedQdq(report, &out);
+  convNotOnTensorCores(report, &out);
+  optShapeFar(report, options, &out);
+  belowRoofline(report, options, &out);
   std::stable_sort(out.begin(), out.end(), [](const Finding& a, const Finding& b) {
     if ((a.costMs >= 0) != (b.costMs >= 0)) return a.costMs >= 0;
     if (a.costMs != b.costMs) return a.costMs > b.costMs;
     return a.rule < b.rule;
   });
   return out;
+}
+
+void addPlanProfiles(const Plan& plan, EngineReport* report) {
+  for (size_t p = 0; p < plan.profiles.size(); ++p) {
+    for (const auto& [name, range] : plan.profiles[p].inputs) {
+      auto io = std::find_if(report->ioTensors.begin(), report->ioTensors.end(),
+                             [&](const ReportIoTensor& t) { return t.name == name; });
+      if (io == report->ioTensors.end()) {
+        report->ioTensors.push_back({});
+        io = report->ioTensors.end() - 1;
+        io->name = name;
+        io->ioMode = "Input";
+      }
+      // Profile p of an input sits at index p; a profile without it leaves an empty entry.
+      io->profiles.resize(p);
+      io->profiles.push_back({range.min, range.opt, range.max, ""});
+    }
+  }
+}
+
+Result<int> applyRunPlacements(const nlohmann::json& run, EngineReport* report) {
+  if (!run.is_object() || !run.contains("layers") || !run["layers"].is_array())
+    return Status(StatusCode::kParseError,
+                  "not a `kiln run --json` document (no \"layers\" array)");
+  int marked = 0;
+  for (const nlohmann::json& entry : run["layers"]) {
+    if (!entry.is_object() || !entry.contains("name") || !entry["name"].is_string()) continue;
+    const nlohmann::json placement = entry.value("placement", nlohmann::json(""));
+    if (!placement.is_string() || placement.get<std::string>() != "host-fallback") continue;
+    const std::string name = entry["name"].get<std::string>();
+    for (ReportLayer& l : report->layers) {
+      if (l.name != name) continue;
+      l.parameters["placement"] = "host-fallback";
+      const nlohmann::json note = entry.value("note", nlohmann::json(""));
+      if (note.is_string() && !note.get<std::string>().empty())
+        l.parameters["placement note"] = note.get<std::string>();
+      ++marked;
+    }
+  }
+  return marked;
 }
 
 std::string formatAdvice(const std::vector<Finding>& findings) {

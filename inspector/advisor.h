@@ -14,13 +14,31 @@
 //                          pad or fall back (TREx's rule; a stem's C = 3 is reported as info)
 //   fp32-layers            layers left in FP32 in an engine that runs FP16/BF16 elsewhere
 //                          (precision islands force conversions)
+//   host-fallback          layers of a Kiln CUDA engine that run on the host (no GPU kernel
+//                          for their op or data type): the winning tactic's build detail
+//                          says "host-fallback", or `kiln run --json` placed them there
+//   slice-changes-type     a Slice whose output type differs from its input's (TREx's rule)
+//   unfused-qdq            a Quantize/Dequantize left as a layer of its own instead of
+//                          folding into the compute layer beside it
+//   conv-not-on-tensor-cores  a non-FP32 convolution whose kernel name is not a tensor-core
+//                          kernel, or whose channels per group are < 8 (depthwise and
+//                          grouped convolutions: info)
+//   opt-shape-far          a profile whose opt shape differs from the shapes the engine was
+//                          run at by more than 2x in some dimension (needs both)
+//   below-roofline         layers under 10% of their roofline (roofline.h) that take more
+//                          than 5% of the time (needs times and the device's peaks)
+// docs/advisor.md describes each rule, its thresholds and its limits.
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "engine_report.h"
+#include "kiln/plan.h"
+#include "kiln/status.h"
+#include "roofline.h"
 
 namespace kiln::inspector {
 
@@ -36,8 +54,25 @@ struct Finding {
   std::string fix;                  // what to do: a command or a setting
 };
 
+// What some rules need beyond the report.
+struct AdviseOptions {
+  // The input shapes the engine was run (profiled) at, for opt-shape-far; empty: unknown.
+  std::map<std::string, Shape> runShapes;
+  // The peaks for below-roofline; null: those of the report's device, when known.
+  const DevicePeaks* peaks = nullptr;
+};
+
 // Every rule over `report`, findings ordered by cost (untimed last), then rule id.
-std::vector<Finding> adviseEngine(const EngineReport& report);
+std::vector<Finding> adviseEngine(const EngineReport& report, const AdviseOptions& options = {});
+
+// Adds a plan's optimization profiles (min/opt/max per dynamic input) to the report's
+// ioTensors, where TensorRT 11 exports keep theirs, so that opt-shape-far can read them.
+void addPlanProfiles(const Plan& plan, EngineReport* report);
+// Reads a `kiln run --json` document's "layers" ({"name", "placement", "note"}) and marks
+// the report's layers it places on the host (parameters["placement"] = "host-fallback",
+// parameters["placement note"] = its note). Returns how many it marked, or an error when
+// the document has no "layers" array.
+Result<int> applyRunPlacements(const nlohmann::json& run, EngineReport* report);
 
 // The findings as text (one block per finding) and as JSON ({"findings": [...]}).
 std::string formatAdvice(const std::vector<Finding>& findings);

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "advisor.h"
+#include "kiln/json_reader.h"
 
 namespace kiln::inspector {
 namespace {
@@ -111,6 +112,135 @@ TEST(Advisor, AnFp32EngineWithAlignedLayersHasNothingToSay) {
                            tensor("y", {1, 16, 32, 32}, "Row major linear FP32")));
   EXPECT_TRUE(adviseEngine(r).empty());
   EXPECT_EQ(formatAdvice({}), "no findings\n");
+}
+
+}  // namespace
+}  // namespace kiln::inspector
+
+namespace kiln::inspector {
+namespace {
+
+const std::string kAdvisorDir = std::string(KILN_TEST_DATA_DIR) + "/advisor/";
+
+EngineReport fixture(const std::string& name) {
+  auto report = reportFromTrtexec(kAdvisorDir + name, "");
+  EXPECT_TRUE(report.isOk()) << report.status().toString();
+  return report.isOk() ? std::move(report.value()) : EngineReport{};
+}
+
+const Finding* ruleFinding(const std::vector<Finding>& findings, const std::string& rule,
+                           AdviceSeverity severity = AdviceSeverity::kWarning) {
+  for (const Finding& f : findings)
+    if (f.rule == rule && f.severity == severity) return &f;
+  return nullptr;
+}
+
+TEST(AdvisorRules, HostFallbackFromTheBuildDetailAndFromKilnRun) {
+  EngineReport r = fixture("host_fallback.graph.json");
+  std::vector<Finding> findings = adviseEngine(r);
+  const Finding* host = ruleFinding(findings, "host-fallback", AdviceSeverity::kError);
+  ASSERT_NE(host, nullptr);
+  EXPECT_EQ(host->layers, std::vector<std::string>{"nonzero"});
+  EXPECT_DOUBLE_EQ(host->costMs, 0.5);
+  EXPECT_NE(host->fix.find("kiln ops"), std::string::npos);
+  // `kiln run --json` places TopK on the host too; the build could not tell.
+  auto run = readJsonFile(kAdvisorDir + "host_fallback.run.json");
+  ASSERT_TRUE(run.isOk());
+  auto marked = applyRunPlacements(*run, &r);
+  ASSERT_TRUE(marked.isOk());
+  EXPECT_EQ(*marked, 1);
+  EXPECT_EQ(r.layers[2].parameters["placement note"], "int64 K on the host");
+  findings = adviseEngine(r);
+  host = ruleFinding(findings, "host-fallback", AdviceSeverity::kError);
+  ASSERT_NE(host, nullptr);
+  EXPECT_EQ(host->layers, (std::vector<std::string>{"nonzero", "topk"}));
+  EXPECT_DOUBLE_EQ(host->costMs, 0.6);
+  EXPECT_FALSE(applyRunPlacements(nlohmann::json::object(), &r).isOk());
+}
+
+TEST(AdvisorRules, SliceThatChangesType) {
+  const std::vector<Finding> findings = adviseEngine(fixture("slice_changes_type.graph.json"));
+  const Finding* slice = ruleFinding(findings, "slice-changes-type");
+  ASSERT_NE(slice, nullptr);
+  EXPECT_EQ(slice->layers, std::vector<std::string>{"Slice_5"});
+  EXPECT_DOUBLE_EQ(slice->costMs, 0.02);
+  // A Slice is not a reformat: the reformat rule leaves it to this one.
+  EXPECT_EQ(ruleFinding(findings, "reformat-changes-type"), nullptr);
+}
+
+TEST(AdvisorRules, UnfusedQuantizeAndDequantize) {
+  const std::vector<Finding> findings = adviseEngine(fixture("unfused_qdq.graph.json"));
+  const Finding* qdq = ruleFinding(findings, "unfused-qdq");
+  ASSERT_NE(qdq, nullptr);
+  // The Scale layer TensorRT made of QuantizeLinear_7 and the Dequantize; not the folded
+  // convolution nor the quantizing input reformat.
+  EXPECT_EQ(qdq->layers, (std::vector<std::string>{"QuantizeLinear_7", "DequantizeLinear_9"}));
+  EXPECT_DOUBLE_EQ(qdq->costMs, 0.07);
+}
+
+TEST(AdvisorRules, ConvolutionsOffTensorCores) {
+  const std::vector<Finding> findings = adviseEngine(fixture("conv_tensor_cores.graph.json"));
+  const Finding* off = ruleFinding(findings, "conv-not-on-tensor-cores");
+  ASSERT_NE(off, nullptr);
+  // The 3-channel FP16 stem (C < 8) and the FP16 conv on a pre-tensor-core kernel; not the
+  // xmma one, not the FP32 one.
+  EXPECT_EQ(off->layers, (std::vector<std::string>{"stem", "slow"}));
+  EXPECT_NE(off->message.find("1 by kernel name, 1 with C < 8"), std::string::npos) << off->message;
+  EXPECT_DOUBLE_EQ(off->costMs, 0.8);
+  const Finding* dw = ruleFinding(findings, "conv-not-on-tensor-cores", AdviceSeverity::kInfo);
+  ASSERT_NE(dw, nullptr);
+  EXPECT_EQ(dw->layers, std::vector<std::string>{"dw"});
+}
+
+TEST(AdvisorRules, OptShapeFarFromTheRunShapes) {
+  const EngineReport r = fixture("opt_shape_far.graph.json");
+  ASSERT_EQ(r.ioTensors.size(), 2u);
+  AdviseOptions options;
+  EXPECT_EQ(ruleFinding(adviseEngine(r, options), "opt-shape-far"), nullptr);  // run unknown
+  options.runShapes["images"] = {2, 3, 224, 224};  // opt 1: 2x, not more
+  EXPECT_EQ(ruleFinding(adviseEngine(r, options), "opt-shape-far"), nullptr);
+  options.runShapes["images"] = {16, 3, 224, 224};
+  const std::vector<Finding> findings = adviseEngine(r, options);
+  const Finding* far = ruleFinding(findings, "opt-shape-far");
+  ASSERT_NE(far, nullptr);
+  EXPECT_NE(far->message.find("images ran at 16x3x224x224, profile 0's opt is 1x3x224x224"),
+            std::string::npos)
+      << far->message;
+  EXPECT_NE(far->fix.find("--opt-shapes images:16x3x224x224"), std::string::npos) << far->fix;
+  EXPECT_EQ(far->layers, std::vector<std::string>{"conv"});
+}
+
+TEST(AdvisorRules, OptShapeFarOnAKilnPlansProfiles) {
+  Plan plan;
+  OptimizationProfile profile;
+  profile.inputs["input_ids"] = {{1, 4}, {2, 16}, {4, 128}};
+  plan.profiles = {profile};
+  EngineReport r;
+  addPlanProfiles(plan, &r);
+  ASSERT_EQ(r.ioTensors.size(), 1u);
+  ASSERT_EQ(r.ioTensors[0].profiles.size(), 1u);
+  EXPECT_EQ(r.ioTensors[0].profiles[0].opt, (std::vector<int64_t>{2, 16}));
+  AdviseOptions options;
+  options.runShapes["input_ids"] = {2, 128};  // sequence 128 against opt 16
+  EXPECT_NE(ruleFinding(adviseEngine(r, options), "opt-shape-far"), nullptr);
+}
+
+TEST(AdvisorRules, LayersFarBelowTheirRoofline) {
+  EngineReport r = fixture("below_roofline.graph.json");
+  EXPECT_EQ(ruleFinding(adviseEngine(r), "below-roofline"), nullptr);  // no device, no peaks
+  const DevicePeaks h100 = *peaksForDevice("H100 SXM");
+  AdviseOptions options;
+  options.peaks = &h100;
+  const std::vector<Finding> findings = adviseEngine(r, options);
+  const Finding* below = ruleFinding(findings, "below-roofline");
+  ASSERT_NE(below, nullptr);
+  // The GEMM (2 TFLOP/s of 989) and the 0.3 ms reformat; the ReLU runs near its memory
+  // roof and the tiny copy takes under 5% of the time.
+  EXPECT_EQ(below->layers, (std::vector<std::string>{"gemm", "to_fp32"}));
+  EXPECT_DOUBLE_EQ(below->costMs, 1.3);
+  // The report's device picks the same peaks.
+  r.device = "NVIDIA H100 80GB HBM3";
+  EXPECT_NE(ruleFinding(adviseEngine(r), "below-roofline"), nullptr);
 }
 
 }  // namespace
