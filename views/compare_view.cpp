@@ -87,8 +87,17 @@ CompareView::CompareView(StudioDocument* document, JobRunner* jobs, QWidget* par
   m_plots = new ErrorPlots(this);
   m_debug = new PrecisionDebugPanel(document, jobs, this);
   auto* tabs = new QTabWidget(this);
-  tabs->addTab(m_plots, tr("Output errors"));
-  tabs->addTab(m_debug, tr("Precision debugging"));
+  // In scroll areas: the precision debugging panel wants ~400 px, which with the form
+  // and the diff table made the view taller than a 1366 x 768 screen.
+  auto scrolled = [this](QWidget* page) {
+    auto* area = new QScrollArea(this);
+    area->setWidget(page);
+    area->setWidgetResizable(true);
+    area->setFrameShape(QFrame::NoFrame);
+    return area;
+  };
+  tabs->addTab(scrolled(m_plots), tr("Output errors"));
+  tabs->addTab(scrolled(m_debug), tr("Precision debugging"));
 
   auto* right = new QSplitter(Qt::Vertical, this);
   auto* top = new QWidget(right);
@@ -98,6 +107,14 @@ CompareView::CompareView(StudioDocument* document, JobRunner* jobs, QWidget* par
   topLayout->addWidget(m_table, 1);
   right->addWidget(top);
   right->addWidget(tabs);
+  // The diff table keeps room for a header and six rows whatever the plots below want
+  // (it was one row tall at 1366 x 768); the splitter gives it the larger share.
+  m_table->setMinimumHeight(m_table->horizontalHeader()->sizeHint().height() +
+                            6 * m_table->verticalHeader()->defaultSectionSize() +
+                            2 * m_table->frameWidth());
+  right->setChildrenCollapsible(false);
+  right->setStretchFactor(0, 3);
+  right->setStretchFactor(1, 2);
   auto* split = new QSplitter(Qt::Horizontal, this);
   split->addWidget(scroll);
   split->addWidget(right);

@@ -5,6 +5,7 @@
 // debugging on the fp16-overflow model: the result selects the node, applies as
 // constraints and rebuilds into a B whose outputs pass.
 #include <QFile>
+#include <QHeaderView>
 #include <QRegularExpression>
 #include <QListWidget>
 #include <QPainter>
@@ -188,6 +189,21 @@ class TestCompareView : public QObject {
   }
 
   // An error within the tolerance paints in the "ok" colour, not red; the scale is said.
+  // Issue 26 item 11: at 1366 x 768 the diff table was one row tall (and the view, with
+  // the precision debugging panel's minimum, taller than the screen).
+  void diffTableKeepsRoomForRows() {
+    Studio s("small_cnn.onnx");
+    s.view->resize(1300, 560);
+    s.view->show();
+    QVERIFY(QTest::qWaitForWindowExposed(s.view.get()));
+    QTableView* table = s.view->table();
+    // The whole view fits the room a 1366 x 768 screen leaves (menus, toolbars, status).
+    QVERIFY2(s.view->minimumSizeHint().height() <= 600,
+             qPrintable(QString::number(s.view->minimumSizeHint().height())));
+    const int rows = table->viewport()->height() / table->verticalHeader()->defaultSectionSize();
+    QVERIFY2(rows >= 5, qPrintable(QString("%1 rows fit").arg(rows)));
+  }
+
   void heatmapColoursFollowTheTolerance() {
     auto report = std::make_shared<compare::AccuracyReport>();
     report->tolerance = {1e-5, 1e-3};
