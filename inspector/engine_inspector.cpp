@@ -177,9 +177,10 @@ std::string formatBuildSummary(const Plan& plan) {
   out << "plan: " << plan.layers.size() << " layers for " << r.backend << " ("
       << plan.identity.deviceName << ")\n";
   std::map<std::string, int> mix;
-  // A strongly typed plan runs every float layer in the graph's own types (its runtime
-  // precision says float32: no rounding); its record names the type each layer computes in.
-  if (r.config.stronglyTyped && r.layers.size() == plan.layers.size()) {
+  // The record names the type each layer computes in; the runtime entry of a layer that
+  // runs in the graph's own types (strongly typed plans, an FP16 model's layers) says
+  // float32: no rounding.
+  if (r.layers.size() == plan.layers.size()) {
     for (const LayerRecord& l : r.layers) ++mix[trtTypeName(l.precision)];
   } else {
     for (const LayerImplementation& l : plan.layers) ++mix[trtTypeName(l.precision)];

@@ -136,6 +136,18 @@ Status buildLayer(const Network& network, const Node& node, build::TimingSession
   build::describeLayer(network, node, timingInputs.metas(), &layer);
   plan->layers.push_back({layer.tactic, layer.precision, layer.outputType});
   if (typedLayer) layer.precision = typed.recorded;  // the record only: the runtime runs as typed
+  // A layer that runs in the model's own types (an FP16 model's layers) computes in the
+  // type its inputs carry: the record says so (issue 26 item 2: an all-FP16 model read
+  // "FP32" everywhere). The runtime entry stays float32, "no rounding": it runs as typed.
+  if (!config.stronglyTyped && !reducible && winner.precision == DataType::kFloat32) {
+    const build::StronglyTypedChoice own =
+        build::stronglyTypedPrecision(node, timingInputs.metas());
+    if (own.recorded != DataType::kFloat32) {
+      layer.precision = own.recorded;
+      layer.precisionReason =
+          "computes in the model's own types: " + whyNot + " (" + dataTypeName(own.recorded) + ")";
+    }
+  }
   if (!selection.replayNote.empty()) {
     record.unreplayedLayers.push_back(layer.name);
     record.warnings.push_back("layer '" + layer.name + "' not replayed: " + selection.replayNote);

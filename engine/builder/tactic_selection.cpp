@@ -71,6 +71,21 @@ Result<TacticSelection> selectTactic(TimingSession& session, const Node& node,
           selection.replayed = true;
         }
       }
+      // A record names what a layer computes in: float16 for a layer of an FP16 model,
+      // whose only candidates run float32 ("as typed", no rounding). That is the same
+      // choice when its tactic is one of them.
+      const bool ownTypes =
+          std::all_of(selection.candidates.begin(), selection.candidates.end(),
+                      [](const TacticCandidate& c) { return c.precision == DataType::kFloat32; });
+      for (size_t i = 0; !selection.replayed && ownTypes && i < selection.candidates.size(); ++i) {
+        const TacticCandidate& c = selection.candidates[i];
+        if (c.tactic == it->second.tactic && c.rejected.empty() &&
+            (it->second.precision == DataType::kFloat16 ||
+             it->second.precision == DataType::kBFloat16)) {
+          selection.winner = static_cast<int>(i);
+          selection.replayed = true;
+        }
+      }
       if (!selection.replayed)
         selection.replayNote = "tactic '" + it->second.tactic + "' in " +
                                precisionSpelling(it->second.precision) +

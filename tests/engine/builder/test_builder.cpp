@@ -107,6 +107,45 @@ TEST(Builder, LoadTacticsReproducesEveryLayer) {
   }
 }
 
+// Issue 26 item 2: the layers of an FP16 model compute in float16. The record says so
+// (it said FP32, "runs in its own types"), the runtime entries run them as typed
+// (float32: no rounding), and a tactics file made from the record replays every layer.
+TEST(Builder, Fp16ModelLayersAreRecordedAsFp16) {
+  auto network = std::make_shared<Network>();
+  network->irVersion = 8;
+  network->opsets[""] = 17;
+  Graph& g = network->graph;
+  g.name = "fp16_model";
+  g.inputs.push_back(ValueInfo{"x", DataType::kFloat16, true, {DimExpr(2), DimExpr(8)}});
+  const char* ops[] = {"Relu", "Sigmoid"};
+  std::string previous = "x";
+  for (int i = 0; i < 2; ++i) {
+    Node node;
+    node.opType = ops[i];
+    node.opset = 17;
+    node.index = i;
+    node.name = std::string(ops[i]) + "_" + std::to_string(i);
+    node.inputs = {previous};
+    previous = i == 1 ? "y" : "t" + std::to_string(i);
+    node.outputs = {previous};
+    g.nodes.push_back(node);
+  }
+  g.outputs.push_back(ValueInfo{"y", DataType::kFloat16, true, {DimExpr(2), DimExpr(8)}});
+  Plan plan = buildOnCpu(network, BuilderConfig{});
+  ASSERT_FALSE(plan.record.layers.empty());  // one pointwise chain, or two layers
+  for (const LayerRecord& l : plan.record.layers) {
+    EXPECT_EQ(l.precision, DataType::kFloat16) << l.name;
+    EXPECT_NE(l.precisionReason.find("model's own types"), std::string::npos) << l.precisionReason;
+  }
+  for (const LayerImplementation& l : plan.layers) EXPECT_EQ(l.precision, DataType::kFloat32);
+  TacticReplay replay = TacticReplay::fromRecord(plan.record);
+  BuilderConfig again;
+  again.replay = &replay;
+  Plan replayed = buildOnCpu(network, again);
+  EXPECT_TRUE(replayed.record.unreplayedLayers.empty());
+  for (const LayerRecord& l : replayed.record.layers) EXPECT_EQ(l.precision, DataType::kFloat16);
+}
+
 TEST(Builder, UnreplayableEntriesAreNamed) {
   TacticReplay replay;
   replay.layers["no_such_layer"] = {"cpu.reference", DataType::kFloat32};
