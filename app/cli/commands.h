@@ -27,6 +27,7 @@ int runCalibrate(const std::vector<std::string>& args);
 int runKeygen(const std::vector<std::string>& args);
 int runAdvise(const std::vector<std::string>& args);
 int runExportOnnx(const std::vector<std::string>& args);
+int runSweep(const std::vector<std::string>& args);
 
 // Takes every `--trust KEYS` / `--trust=KEYS` out of `args` and requires plans loaded
 // from then on to be signed by one of those public keys (kiln/plan_signature.h).

@@ -51,6 +51,9 @@ void printUsage() {
       "  export-onnx MODEL.onnx -o OUT.onnx --from PLAN.kiln|--constraints F|--calib-cache C\n"
       "                                                          strongly typed ONNX (fp16 "
       "regions + Casts, or INT8 Q/DQ) for TensorRT 11\n"
+      "  sweep MODEL.onnx --vary precision=fp32,fp16 --max-error cosine>=0.999 [--slurm]\n"
+      "                                                          build, check and time every "
+      "configuration: log, Pareto front\n"
       "  --version                                               release, git commit, CUDA/"
       "cuDNN built with and found\n\n"
       "global option: --plugins LIB.so[,LIB.so]  load plugin libraries (custom layers) first\n"
@@ -88,6 +91,7 @@ int dispatch(const std::string& command, const std::vector<std::string>& args) {
   if (command == "keygen") return kiln::cli::runKeygen(args);
   if (command == "advise") return kiln::cli::runAdvise(args);
   if (command == "export-onnx") return kiln::cli::runExportOnnx(args);
+  if (command == "sweep") return kiln::cli::runSweep(args);
   if (command == "--version" || command == "version") {
     std::fputs(kiln::app::versionReport("kiln").c_str(), stdout);
     return 0;

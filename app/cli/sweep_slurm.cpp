@@ -1,0 +1,228 @@
+// The Slurm runner of `kiln sweep --slurm`: one job array whose task K runs `kiln sweep
+// --task K DIR` on configuration K, tracked with squeue (and sacct once squeue has
+// forgotten a task), cancelled with scancel. Only Slurm's own commands: no scheduler
+// or transport of Kiln's.
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "cli/sweep_process.h"
+#include "cli/sweep_runner.h"
+#include "kiln/file_io.h"
+
+namespace kiln::cli::sweep {
+namespace {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr double kCommandTimeout = 60;  // seconds for one sbatch/squeue/sacct/scancel call
+
+// States in which a task may still write its result (squeue's %T).
+bool active(const std::string& state) {
+  return state == "PENDING" || state == "RUNNING" || state == "CONFIGURING" ||
+         state == "COMPLETING" || state == "SUSPENDED" || state == "REQUEUED" ||
+         state == "RESIZING" || state == "SIGNALING" || state == "STAGE_OUT";
+}
+
+std::string joinIndices(const std::vector<int>& indices) {
+  std::string out;
+  for (int i : indices) out += (out.empty() ? "" : ",") + std::to_string(i);
+  return out;
+}
+
+std::string slurmLog(const SweepContext& sweep, const std::string& job, int index) {
+  return sweep.dir + "/slurm/" + job + "_" + std::to_string(index) + ".out";
+}
+
+// Index -> state of the job's array tasks, from "INDEX|STATE" lines (squeue -o '%K|%T',
+// sacct -P -o JobID,State). A job id "123_4" counts as index 4; "CANCELLED by 0" as
+// CANCELLED.
+std::map<int, std::string> parseStates(const std::string& text) {
+  std::map<int, std::string> states;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    const size_t bar = line.find('|');
+    if (bar == std::string::npos) continue;
+    std::string id = line.substr(0, bar), state = line.substr(bar + 1);
+    if (const size_t u = id.rfind('_'); u != std::string::npos) id = id.substr(u + 1);
+    if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos) continue;
+    state = state.substr(0, state.find(' '));
+    if (const size_t end = state.find_last_not_of(" \r\n"); end != std::string::npos)
+      states[std::stoi(id)] = state.substr(0, end + 1);
+  }
+  return states;
+}
+
+std::map<int, std::string> squeueStates(const std::string& job) {
+  auto r = capture({"squeue", "-h", "-r", "-t", "all", "-j", job, "-o", "%K|%T"}, kCommandTimeout);
+  return r.isOk() && r->exitCode == 0 ? parseStates(r->out) : std::map<int, std::string>{};
+}
+
+std::map<int, std::string> sacctStates(const std::string& job) {
+  auto r = capture({"sacct", "-n", "-P", "-X", "-j", job, "-o", "JobID,State"}, kCommandTimeout);
+  return r.isOk() && r->exitCode == 0 ? parseStates(r->out) : std::map<int, std::string>{};
+}
+
+Result<std::string> submit(const SweepContext& sweep, const std::vector<int>& indices,
+                           const SlurmOptions& options) {
+  std::error_code ignored;
+  fs::create_directories(sweep.dir + "/slurm", ignored);
+  for (int i : indices) fs::remove(sweep.resultPath(i), ignored);
+  std::string array = joinIndices(indices);
+  if (options.arrayMax > 0) array += "%" + std::to_string(options.arrayMax);
+  std::string script = "#!/bin/sh\n#SBATCH --job-name=kiln-sweep\n";
+  script += "#SBATCH --output=" + sweep.dir + "/slurm/%A_%a.out\n";
+  script += "#SBATCH --array=" + array + "\n";
+  if (!options.partition.empty()) script += "#SBATCH --partition=" + options.partition + "\n";
+  if (!options.gres.empty()) script += "#SBATCH --gres=" + options.gres + "\n";
+  if (!options.time.empty()) script += "#SBATCH --time=" + options.time + "\n";
+  script += "exec " +
+            kiln::sweep::shellJoin({sweep.tasks.value("kiln", "kiln"), "sweep", "--task"}) +
+            " \"$SLURM_ARRAY_TASK_ID\" " + kiln::sweep::shellJoin({sweep.dir}) + "\n";
+  const std::string path = sweep.dir + "/slurm/array.sh";
+  KILN_RETURN_IF_ERROR(writeFileAtomically(path, script, "the job script"));
+  KILN_ASSIGN_OR_RETURN(Captured r, capture({"sbatch", "--parsable", path}, kCommandTimeout));
+  if (r.exitCode != 0)
+    return invalidArgument(
+        "sbatch refused the job array: " +
+        (lastLine(r.err).empty() ? "exit " + std::to_string(r.exitCode) : lastLine(r.err)));
+  std::string job = lastLine(r.out);
+  job = job.substr(0, job.find(';'));  // "JOBID;CLUSTER" on a federation
+  if (job.empty() || job.find_first_not_of("0123456789") != std::string::npos)
+    return invalidArgument("sbatch answered '" + lastLine(r.out) + "', not a job id");
+  const json record = {{"job", job}, {"indices", indices}, {"script", path}};
+  KILN_RETURN_IF_ERROR(
+      writeFileAtomically(sweep.dir + "/slurm/job.json", record.dump(1) + "\n", "the job record"));
+  return job;
+}
+
+// Records a finished task: its result file (with its Slurm state), or its state alone.
+Status recordTask(const SweepContext& sweep, const std::string& job, int index,
+                  const std::string& state) {
+  const std::string log = slurmLog(sweep, job, index);
+  const json slurm = {
+      {"runner", "slurm"},
+      {"slurm", {{"job", job + "_" + std::to_string(index)}, {"state", state}, {"log", log}}}};
+  const bool cancelled = state == "CANCELLED";
+  return recordResult(sweep, index, slurm,
+                      {{"status", cancelled ? "cancelled" : "failed"},
+                       {"message", "task " + state + " without a result (log: " + log + ")"}});
+}
+
+// Tracks `indices` of `job` until each is recorded. Returns the indices Slurm no longer
+// knows and that left no result (to submit again), or -1 in `code` on interrupt.
+std::vector<int> track(const SweepContext& sweep, const std::string& job, std::set<int> left,
+                       const SlurmOptions& options, int* code) {
+  const auto started = std::chrono::steady_clock::now();
+  std::map<int, int> unseen;  // polls in a row in which neither squeue nor sacct knew a task
+  std::vector<int> lost;
+  while (!left.empty()) {
+    if (interrupted()) {
+      std::fprintf(stderr, "kiln sweep: cancelling job %s (scancel)\n", job.c_str());
+      (void)capture({"scancel", job}, kCommandTimeout);
+      *code = 130;
+      return lost;
+    }
+    std::map<int, std::string> states = squeueStates(job);
+    bool askedSacct = false;
+    for (auto it = left.begin(); it != left.end();) {
+      const int index = *it;
+      if (!states.count(index) && !askedSacct) {
+        for (const auto& [i, s] : sacctStates(job)) states.emplace(i, s);
+        askedSacct = true;
+      }
+      const auto state = states.find(index);
+      const bool resultWritten = fs::exists(sweep.resultPath(index));
+      if (state != states.end() && active(state->second)) {
+        ++it;
+        continue;
+      }
+      if (state == states.end() && !resultWritten && ++unseen[index] < 3) {
+        ++it;
+        continue;
+      }
+      if (state == states.end() && !resultWritten) {
+        lost.push_back(index);
+      } else if (Status s = recordTask(sweep, job, index,
+                                       state == states.end() ? "UNKNOWN" : state->second);
+                 !s.isOk()) {
+        std::fprintf(stderr, "kiln sweep: %s\n", s.message().c_str());
+        *code = 1;
+        return lost;
+      }
+      it = left.erase(it);
+    }
+    const std::chrono::duration<double> waited = std::chrono::steady_clock::now() - started;
+    if (left.empty()) break;
+    if (options.maxWaitSeconds > 0 && waited.count() > options.maxWaitSeconds) {
+      std::fprintf(stderr,
+                   "kiln sweep: job %s still has %zu tasks after %.0f s; it keeps running: "
+                   "resume tracking with --continue, or scancel %s\n",
+                   job.c_str(), left.size(), waited.count(), job.c_str());
+      *code = 1;
+      return lost;
+    }
+    sleepUnlessInterrupted(options.pollSeconds);
+  }
+  return lost;
+}
+
+// The job of an earlier run (DIR/slurm/job.json) and those of `pending` it still owns.
+std::pair<std::string, std::vector<int>> earlierJob(const SweepContext& sweep,
+                                                    const std::vector<int>& pending) {
+  auto text = readRegularFile(sweep.dir + "/slurm/job.json", kMaxTextFileBytes);
+  if (!text.isOk()) return {};
+  const json record = json::parse(*text, nullptr, false);
+  if (!record.is_object() || !record.contains("indices")) return {};
+  const std::string job = record.value("job", "");
+  const std::set<int> owned = record["indices"].get<std::set<int>>();
+  std::vector<int> mine;
+  for (int i : pending)
+    if (owned.count(i)) mine.push_back(i);
+  return {job, mine};
+}
+
+}  // namespace
+
+int runSlurm(const SweepContext& sweep, std::vector<int> pending, const SlurmOptions& options) {
+  for (const char* tool : {"sbatch", "squeue", "scancel"})
+    if (findProgram(tool).empty()) {
+      std::fprintf(stderr, "kiln sweep: --slurm needs Slurm's %s in PATH\n", tool);
+      return 1;
+    }
+  int code = 0;
+  if (options.resume) {  // a job an interrupted sweep left running: track it, do not resubmit
+    auto [job, owned] = earlierJob(sweep, pending);
+    if (!job.empty() && !owned.empty()) {
+      std::fprintf(stderr, "kiln sweep: tracking job %s again (%zu tasks)\n", job.c_str(),
+                   owned.size());
+      std::vector<int> lost = track(sweep, job, {owned.begin(), owned.end()}, options, &code);
+      if (code != 0) return code;
+      std::set<int> again(lost.begin(), lost.end());
+      std::erase_if(pending, [&](int i) {
+        return std::find(owned.begin(), owned.end(), i) != owned.end() && !again.count(i);
+      });
+    }
+  }
+  if (pending.empty()) return 0;
+  auto job = submit(sweep, pending, options);
+  if (!job.isOk()) {
+    std::fprintf(stderr, "kiln sweep: %s\n", job.status().message().c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "kiln sweep: submitted job array %s (%zu tasks); logs in %s/slurm\n",
+               job->c_str(), pending.size(), sweep.dir.c_str());
+  std::vector<int> lost = track(sweep, *job, {pending.begin(), pending.end()}, options, &code);
+  for (int index : lost) {
+    std::fprintf(stderr, "kiln sweep: task %s_%d: Slurm does not know it and it left no result\n",
+                 job->c_str(), index);
+    (void)recordTask(sweep, *job, index, "UNKNOWN");
+  }
+  return code;
+}
+
+}  // namespace kiln::cli::sweep
