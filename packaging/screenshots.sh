@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Screenshots of kiln-studio for the README, on a real display server (Xvfb):
 # the PP-OCR text classifier built on the CPU backend and profiled, then a real
-# TensorRT engine (trtexec export of a QAT MobileNet). PNGs go to docs/screenshots/.
+# TensorRT engine (trtexec export of a QAT MobileNet), at 1920x1080 and 1366x768.
+# PNGs go to docs/screenshots/.
 # Usage: packaging/screenshots.sh [BUILD_DIR]
 set -euo pipefail
 build="${1:-build}"
@@ -12,12 +13,21 @@ command -v xvfb-run >/dev/null || { echo "screenshots: xvfb-run missing (apt ins
 mkdir -p "$out"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-shoot() {  # shoot NAME FILE [studio options...]
-  local name=$1 file=$2
-  shift 2
-  xvfb-run -a -s "-screen 0 1600x1000x24" "$studio" "$file" "$@" --screenshots "$tmp/$name"
-  for png in "$tmp/$name"/*.png; do cp "$png" "$out/$name-$(basename "$png" | sed 's/^studio-//')"; done
+# shoot NAME SIZE FILE [studio options...]: the window fills a WxH screen (Qt's -geometry);
+# 1920x1080 pictures are NAME-VIEW.png, other sizes NAME-SIZE-VIEW.png.
+shoot() {
+  local name=$1 size=$2 file=$3
+  shift 3
+  local tag=$name
+  [[ $size == 1920x1080 ]] || tag=$name-$size
+  xvfb-run -a -s "-screen 0 ${size}x24" "$studio" -geometry "$size+0+0" "$file" "$@" \
+    --screenshots "$tmp/$tag"
+  for png in "$tmp/$tag"/*.png; do cp "$png" "$out/$tag-$(basename "$png" | sed 's/^studio-//')"; done
 }
-shoot ppocr-cls resources/models/ppocr_mobile_v2_cls/model.onnx --build --shapes x:1x3x48x192 --profile
-shoot trtexec tests/data/trtexec/mobilenet.qat.onnx.engine.graph.json
+# A full-HD monitor and a small laptop screen (issue 26: panels must fit both).
+for size in 1920x1080 1366x768; do
+  shoot ppocr-cls "$size" resources/models/ppocr_mobile_v2_cls/model.onnx --build \
+    --shapes x:1x3x48x192 --profile
+  shoot trtexec "$size" tests/data/trtexec/mobilenet.qat.onnx.engine.graph.json
+done
 ls -l "$out"

@@ -4,6 +4,7 @@
 #include <QApplication>
 #include <QCloseEvent>
 #include <QDockWidget>
+#include <QScrollArea>
 #include <QDragEnterEvent>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -119,7 +120,13 @@ void MainWindow::createDocks() {
                         Qt::DockWidgetArea area) {
     auto* dock = new QDockWidget(title, this);
     dock->setObjectName("dock_" + id);
-    dock->setWidget(content);
+    // In a scroll area: a dock's content scrolls rather than making the window taller
+    // than a 1366 x 768 screen (the Build dock's minimum alone was ~560 px).
+    auto* scroll = new QScrollArea(dock);
+    scroll->setWidget(content);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    dock->setWidget(scroll);
     addDockWidget(area, dock);
     m_panels.emplace_back(id, content);
     return dock;

@@ -122,7 +122,8 @@ void PropertiesPanel::fitColumns() {
   };
   for (int i = 0; i < m_tree->topLevelItemCount(); ++i) measure(m_tree->topLevelItem(i), 0);
   widest += 16;  // the cell's margins
-  const int cap = std::max(80, static_cast<int>(m_tree->viewport()->width() * 0.45));
+  // Short keys ("Name" two levels deep) stay whole even in a narrow dock: at least 120 px.
+  const int cap = std::max(120, static_cast<int>(m_tree->viewport()->width() * 0.45));
   m_tree->setColumnWidth(0, std::min(widest, cap));
 }
 

@@ -42,7 +42,8 @@ class PropertiesPanel : public QWidget {
   void resizeEvent(QResizeEvent* event) override;
 
  private:
-  // The Property column as wide as its texts but at most 45% of the view, so long
+  // The Property column as wide as its texts but at most 45% of the view (120 px at
+  // least, for the short keys of a narrow dock), so long
   // tensor names never push the values off screen (they elide in the middle; tooltips
   // hold them whole).
   void fitColumns();

@@ -160,7 +160,7 @@ class TestFit : public QObject {
     const int key = tree->columnWidth(0);
     QVERIFY2(key <= tree->viewport()->width() * 0.46,
              qPrintable(QString("%1 of %2").arg(key).arg(tree->viewport()->width())));
-    QVERIFY(key >= 80);
+    QVERIFY(key >= 120);  // short keys stay whole in a narrow dock
     // The whole name is in the tooltip.
     QTreeWidgetItem* inputs = nullptr;
     for (int i = 0; i < tree->topLevelItemCount(); ++i)
