@@ -220,10 +220,18 @@ std::vector<int> pendingConfigurations(const SweepContext& sweep, const kiln::sw
   return pending;
 }
 
-// Results a killed sweep's tasks wrote but the log does not hold yet: logged, not run again.
-std::vector<int> collectFinished(const SweepContext& sweep, const std::vector<int>& pending) {
+// Results a killed sweep's tasks wrote but the log does not hold yet: logged, not run
+// again. (A configuration the log holds as failed is pending only for --retry-failed.)
+std::vector<int> collectFinished(const SweepContext& sweep, const kiln::sweep::Log& log,
+                                 const std::vector<int>& pending) {
+  std::set<std::string> logged;
+  for (const json& e : log.entries) logged.insert(e.value("key", ""));
   std::vector<int> left;
   for (int i : pending) {
+    if (logged.count(sweep.configuration(i).value("key", ""))) {
+      left.push_back(i);
+      continue;
+    }
     auto text = readRegularFile(sweep.resultPath(i), kMaxTextFileBytes);
     const json result = text.isOk() ? json::parse(*text, nullptr, false) : json();
     if (!result.is_object() || result.value("key", "") != sweep.configuration(i).value("key", "") ||
@@ -231,6 +239,28 @@ std::vector<int> collectFinished(const SweepContext& sweep, const std::vector<in
       left.push_back(i);
   }
   return left;
+}
+
+// The failed and cancelled configurations with where to look: a Slurm task's job id,
+// state and log file, or a local task's log.
+std::string unfinishedTasks(const std::vector<json>& entries) {
+  std::string out;
+  for (const json& e : entries) {
+    const std::string status = e.value("status", "");
+    if (status != "failed" && status != "cancelled") continue;
+    const json slurm = e.value("slurm", json::object());
+    char row[1024];
+    if (!slurm.empty())
+      std::snprintf(row, sizeof row, "  %-12s %-10s log: %s  %s\n", slurm.value("job", "").c_str(),
+                    slurm.value("state", "").c_str(), slurm.value("log", "").c_str(),
+                    e.value("key", "").c_str());
+    else
+      std::snprintf(row, sizeof row, "  [%d] %-9s log: %s  %s\n", e.value("index", -1),
+                    status.c_str(), e.value("task_log", "").c_str(), e.value("key", "").c_str());
+    out += row;
+  }
+  return out.empty() ? out
+                     : "\nfailed or cancelled (--continue --retry-failed runs them again):\n" + out;
 }
 
 int report(const Args& args, const SweepContext& sweep) {
@@ -255,6 +285,7 @@ int report(const Args& args, const SweepContext& sweep) {
     if (!front.empty())
       printReportText("\nbest (fastest accepted): " + front.front().value("key", "") + "\n  " +
                       front.front().value("command", "") + "\n");
+    printReportText(unfinishedTasks(entries));
     std::printf("log: %s (%zu of %d configurations)\n", sweep.logPath.c_str(), entries.size(),
                 sweep.count());
   }
@@ -291,7 +322,7 @@ int runSweep(const Args& args) {
   auto sweep = sweep::loadSweep(dir, logPath);
   if (!sweep.isOk()) return fail("sweep", sweep.status().message());
   std::vector<int> pending = pendingConfigurations(*sweep, *log, args.flag("retry-failed"));
-  if (args.flag("continue")) pending = collectFinished(*sweep, pending);
+  if (args.flag("continue")) pending = collectFinished(*sweep, *log, pending);
   std::fprintf(stderr, "kiln sweep: %d configurations, %zu to run, %zu in %s\n", sweep->count(),
                pending.size(), sweep->count() - pending.size(), logPath.c_str());
   bool int8Pending = false;

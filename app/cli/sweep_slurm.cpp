@@ -57,9 +57,12 @@ std::map<int, std::string> parseStates(const std::string& text) {
   return states;
 }
 
-std::map<int, std::string> squeueStates(const std::string& job) {
+// False when squeue did not answer (then nothing is concluded from this poll).
+bool squeueStates(const std::string& job, std::map<int, std::string>* states) {
   auto r = capture({"squeue", "-h", "-r", "-t", "all", "-j", job, "-o", "%K|%T"}, kCommandTimeout);
-  return r.isOk() && r->exitCode == 0 ? parseStates(r->out) : std::map<int, std::string>{};
+  if (!r.isOk() || r->exitCode != 0) return false;
+  *states = parseStates(r->out);
+  return true;
 }
 
 std::map<int, std::string> sacctStates(const std::string& job) {
@@ -100,17 +103,19 @@ Result<std::string> submit(const SweepContext& sweep, const std::vector<int>& in
   return job;
 }
 
-// Records a finished task: its result file (with its Slurm state), or its state alone.
+// Records a finished task: its result file (with its Slurm state), or its state alone
+// (`why` says how it is known).
 Status recordTask(const SweepContext& sweep, const std::string& job, int index,
-                  const std::string& state) {
+                  const std::string& state, const std::string& why = "") {
   const std::string log = slurmLog(sweep, job, index);
   const json slurm = {
       {"runner", "slurm"},
       {"slurm", {{"job", job + "_" + std::to_string(index)}, {"state", state}, {"log", log}}}};
   const bool cancelled = state == "CANCELLED";
-  return recordResult(sweep, index, slurm,
-                      {{"status", cancelled ? "cancelled" : "failed"},
-                       {"message", "task " + state + " without a result (log: " + log + ")"}});
+  return recordResult(
+      sweep, index, slurm,
+      {{"status", cancelled ? "cancelled" : "failed"},
+       {"message", "task " + state + " without a result" + why + " (log: " + log + ")"}});
 }
 
 // Tracks `indices` of `job` until each is recorded. Returns the indices Slurm no longer
@@ -119,6 +124,7 @@ std::vector<int> track(const SweepContext& sweep, const std::string& job, std::s
                        const SlurmOptions& options, int* code) {
   const auto started = std::chrono::steady_clock::now();
   std::map<int, int> unseen;  // polls in a row in which neither squeue nor sacct knew a task
+  std::map<int, std::string> lastSeen;
   std::vector<int> lost;
   while (!left.empty()) {
     if (interrupted()) {
@@ -127,7 +133,11 @@ std::vector<int> track(const SweepContext& sweep, const std::string& job, std::s
       *code = 130;
       return lost;
     }
-    std::map<int, std::string> states = squeueStates(job);
+    std::map<int, std::string> states;
+    if (!squeueStates(job, &states)) {
+      sleepUnlessInterrupted(options.pollSeconds);
+      continue;
+    }
     bool askedSacct = false;
     for (auto it = left.begin(); it != left.end();) {
       const int index = *it;
@@ -137,19 +147,27 @@ std::vector<int> track(const SweepContext& sweep, const std::string& job, std::s
       }
       const auto state = states.find(index);
       const bool resultWritten = fs::exists(sweep.resultPath(index));
+      if (state != states.end()) lastSeen[index] = state->second;
       if (state != states.end() && active(state->second)) {
         ++it;
         continue;
       }
-      if (state == states.end() && !resultWritten && ++unseen[index] < 3) {
+      // A pending array task that scancel removes leaves no record behind (without
+      // accounting, sacct has none either): gone while pending is cancelled.
+      const bool vanished = state == states.end() && !resultWritten;
+      const bool cancelledPending = vanished && lastSeen[index] == "PENDING";
+      if (vanished && !cancelledPending && ++unseen[index] < 3) {
         ++it;
         continue;
       }
-      if (state == states.end() && !resultWritten) {
+      Status s;
+      if (cancelledPending)
+        s = recordTask(sweep, job, index, "CANCELLED", ", removed from the queue while pending");
+      else if (vanished)
         lost.push_back(index);
-      } else if (Status s = recordTask(sweep, job, index,
-                                       state == states.end() ? "UNKNOWN" : state->second);
-                 !s.isOk()) {
+      else
+        s = recordTask(sweep, job, index, state == states.end() ? "UNKNOWN" : state->second);
+      if (!s.isOk()) {
         std::fprintf(stderr, "kiln sweep: %s\n", s.message().c_str());
         *code = 1;
         return lost;
@@ -197,7 +215,14 @@ int runSlurm(const SweepContext& sweep, std::vector<int> pending, const SlurmOpt
   int code = 0;
   if (options.resume) {  // a job an interrupted sweep left running: track it, do not resubmit
     auto [job, owned] = earlierJob(sweep, pending);
-    if (!job.empty() && !owned.empty()) {
+    // Only the tasks still queued or running: those that ended were collected or are
+    // submitted again.
+    std::map<int, std::string> states;
+    if (!job.empty() && squeueStates(job, &states))
+      std::erase_if(owned, [&](int i) { return !states.count(i) || !active(states[i]); });
+    else
+      owned.clear();
+    if (!owned.empty()) {
       std::fprintf(stderr, "kiln sweep: tracking job %s again (%zu tasks)\n", job.c_str(),
                    owned.size());
       std::vector<int> lost = track(sweep, job, {owned.begin(), owned.end()}, options, &code);
