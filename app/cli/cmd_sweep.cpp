@@ -3,6 +3,7 @@
 // resumable JSONL log; prints the table, the Pareto front and the best build's command.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <set>
@@ -271,6 +272,9 @@ int report(const Args& args, const SweepContext& sweep) {
   std::vector<json> entries;
   for (const json& e : kiln::sweep::latestByKey(log->entries))
     if (keys.count(e.value("key", ""))) entries.push_back(e);
+  std::stable_sort(entries.begin(), entries.end(), [](const json& a, const json& b) {
+    return a.value("index", 0) < b.value("index", 0);
+  });
   const auto front = kiln::sweep::paretoFront(entries, sweep.gate);
   if (args.flag("json")) {
     json out = {{"log", sweep.logPath}, {"configurations", entries}, {"pareto", json::array()}};
