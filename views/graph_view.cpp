@@ -64,6 +64,11 @@ GraphView::GraphView(JobRunner* jobs, QWidget* parent)
     overlay->setAttribute(Qt::WA_TransparentForMouseEvents);
     overlay->hide();
   }
+  // The legend takes clicks: one folds it to its title, the next unfolds it.
+  m_legend->setAttribute(Qt::WA_TransparentForMouseEvents, false);
+  m_legend->setCursor(Qt::PointingHandCursor);
+  m_legend->setToolTip(tr("Click to fold or unfold the legend"));
+  m_legend->installEventFilter(this);
   // The search box and count live in the owner's toolbar (addToolBarItems); until
   // then they stay hidden children of this view.
   m_search->setPlaceholderText(tr("Find node (name or op type)"));
@@ -230,17 +235,43 @@ void GraphView::setNotice(const QString& text) {
 }
 
 void GraphView::setLegend(const QString& title, const std::vector<LegendEntry>& entries) {
-  QString html = QStringLiteral("<b>%1</b><table cellspacing=\"2\">").arg(title.toHtmlEscaped());
+  m_legendTitle = title.toHtmlEscaped();
+  m_legendRows.clear();
   m_legendText = title;
   for (const LegendEntry& entry : entries) {
-    html += QStringLiteral("<tr><td bgcolor=\"%1\" width=\"16\">&nbsp;</td><td>%2</td></tr>")
-                .arg(entry.colour.name(), entry.text.toHtmlEscaped());
+    m_legendRows +=
+        QStringLiteral("<tr><td bgcolor=\"%1\" width=\"16\">&nbsp;</td><td>%2</td></tr>")
+            .arg(entry.colour.name(), entry.text.toHtmlEscaped());
     m_legendText += QLatin1Char('\n') + entry.text;
   }
-  m_legend->setText(html + QStringLiteral("</table>"));
   m_legend->setVisible(!entries.empty());
+  renderLegend();
+}
+
+void GraphView::renderLegend() {
+  m_legend->setText(m_legendCollapsed
+                        ? QStringLiteral("<b>%1</b> &#9656;").arg(m_legendTitle)
+                        : QStringLiteral("<b>%1</b> &#9662;<table cellspacing=\"2\">%2</table>")
+                              .arg(m_legendTitle, m_legendRows));
   m_legend->adjustSize();
   placeOverlays();
+}
+
+void GraphView::setLegendCollapsed(bool collapsed) {
+  m_legendCollapsed = collapsed;
+  renderLegend();
+}
+
+QWidget* GraphView::legendWidget() const {
+  return m_legend;
+}
+
+bool GraphView::eventFilter(QObject* watched, QEvent* event) {
+  if (watched == m_legend && event->type() == QEvent::MouseButtonPress) {
+    setLegendCollapsed(!m_legendCollapsed);
+    return true;
+  }
+  return QGraphicsView::eventFilter(watched, event);
 }
 
 QString GraphView::legendText() const {

@@ -58,6 +58,10 @@ class GraphView : public QGraphicsView {
 
   void setLegend(const QString& title, const std::vector<LegendEntry>& entries);
   QString legendText() const;  // the legend as plain text, one entry per line
+  // A click on the legend folds it to its title (it covered nodes) and back.
+  void setLegendCollapsed(bool collapsed);
+  bool legendCollapsed() const { return m_legendCollapsed; }
+  QWidget* legendWidget() const;
 
   // Adds Fit, Zoom in, Zoom out, the search box and its match count to `bar`.
   void addToolBarItems(QToolBar* bar);
@@ -88,6 +92,7 @@ class GraphView : public QGraphicsView {
   void graphFailed(const QString& message);
 
  protected:
+  bool eventFilter(QObject* watched, QEvent* event) override;
   void wheelEvent(QWheelEvent* event) override;
   void mousePressEvent(QMouseEvent* event) override;
   void mouseMoveEvent(QMouseEvent* event) override;
@@ -114,6 +119,9 @@ class GraphView : public QGraphicsView {
   QLabel* m_notice;
   QLabel* m_legend;
   QString m_legendText;
+  QString m_legendTitle, m_legendRows;  // the legend's HTML parts
+  bool m_legendCollapsed = false;
+  void renderLegend();
   QAction* m_fit = nullptr;
   QAction* m_zoomIn = nullptr;
   QAction* m_zoomOut = nullptr;

@@ -1,8 +1,8 @@
 // Reading a large model and panels that fit (issue 26 items 10 and 11): a search hit at
-// an overview zoom is zoomed to and shown; a chart bar for the selected layer is drawn
-// highlighted; elided names keep what tells them apart; the layer table shows Time and
-// % before the long Tactic column; the Properties panel keeps its values on screen next
-// to long tensor names.
+// an overview zoom is zoomed to and shown; the graph legend folds on a click; a chart bar for the
+// selected layer is drawn highlighted; elided names keep what tells them apart; the layer table
+// shows Time and % before the long Tactic column; the Properties panel keeps its values on screen
+// next to long tensor names.
 #include <QHeaderView>
 #include <QTableView>
 #include <QTreeWidget>
@@ -87,6 +87,28 @@ class TestFit : public QObject {
     QVERIFY(hit);
     const QRectF visible = graph->mapToScene(graph->viewport()->rect()).boundingRect();
     QVERIFY(visible.contains(hit->sceneBoundingRect().center()));
+  }
+
+  // The op-category legend covered nodes: a click folds it to its title and back.
+  void theLegendFoldsOnAClick() {
+    StudioDocument document;
+    JobRunner jobs;
+    ModelGraphView view(&document, &jobs);
+    view.resize(900, 600);
+    view.show();
+    document.setModel("tiny_bert.onnx", loadTinyBert());
+    QVERIFY(jobs.waitForIdle(kLayoutTimeoutMs));
+    GraphView* graph = view.graphView();
+    QWidget* legend = graph->legendWidget();
+    QVERIFY(legend->isVisible());
+    const int open = legend->height();
+    QTest::mouseClick(legend, Qt::LeftButton);
+    QVERIFY(graph->legendCollapsed());
+    QVERIFY2(legend->height() < open / 2,
+             qPrintable(QString("%1 -> %2").arg(open).arg(legend->height())));
+    QTest::mouseClick(legend, Qt::LeftButton);
+    QVERIFY(!graph->legendCollapsed());
+    QCOMPARE(legend->height(), open);
   }
 
   void theSelectedLayersBarIsHighlighted() {
