@@ -10,6 +10,7 @@ core=(cmake ninja-build g++ make pkg-config git python3 python3-venv
       nlohmann-json3-dev libopenblas-dev libgtest-dev libssl-dev
       dpkg-dev  # dpkg-shlibdeps: the .deb packages' dependencies (make package)
       clang libclang-rt-dev)  # the fuzz targets (tests/fuzz): clang, libFuzzer + sanitizers
+core+=(pybind11-dev python3-dev)  # the Python API (python/, docs/python.md)
 core+=(slurm-wlm munge)  # the single-node Slurm test of kiln sweep --slurm (tests/scaleout, docs/scale-out.md)
 gui=(qt6-base-dev qt6-svg-dev libqt6svg6 libqcustomplot-dev libqcustomplot2.1-qt6
      libgraphviz-dev xvfb xauth)
