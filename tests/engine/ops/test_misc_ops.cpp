@@ -3,10 +3,12 @@
 // hand-computed values on small inputs plus error cases. See tests/support/op_test.h.
 #include <cmath>
 #include <complex>
+#include <cstdlib>
 #include <limits>
 #include <string>
 #include <vector>
 
+#include "kiln/reference_backend.h"
 #include "support/op_test.h"
 
 namespace kiln::test {
@@ -489,6 +491,59 @@ TEST(MiscOps, MelWeightMatrixTriangles) {
                  .input(Tensor::scalarFloat(7000.f))
                  .run();
   EXPECT_FALSE(bad.isOk());
+}
+
+// A Loop whose trip count is near INT64_MAX and whose condition stays true stops at the
+// iteration limit with an error naming the node, instead of running without end.
+TEST(Loop, EndlessLoopStopsAtTheIterationLimit) {
+  auto body = std::make_shared<Graph>();
+  body->name = "body";
+  body->inputs = {ValueInfo{"iter", DataType::kInt64, true, {}},
+                  ValueInfo{"cond_in", DataType::kBool, true, {}},
+                  ValueInfo{"x_in", DataType::kFloat32, true, {DimExpr(1)}}};
+  for (auto [in, out] : {std::pair<const char*, const char*>{"cond_in", "cond_out"},
+                         std::pair<const char*, const char*>{"x_in", "x_out"}}) {
+    Node identity;
+    identity.opType = "Identity";
+    identity.opset = 16;
+    identity.name = std::string("id_") + out;
+    identity.inputs = {in};
+    identity.outputs = {out};
+    identity.index = static_cast<int>(body->nodes.size());
+    body->nodes.push_back(identity);
+  }
+  body->outputs = {ValueInfo{"cond_out", DataType::kBool, true, {}},
+                   ValueInfo{"x_out", DataType::kFloat32, true, {DimExpr(1)}}};
+  Node loop;
+  loop.opType = "Loop";
+  loop.opset = 16;
+  loop.name = "endless";
+  loop.inputs = {"M", "cond", "x"};
+  loop.outputs = {"x_final"};
+  Attribute graph;
+  graph.kind = Attribute::Kind::kGraph;
+  graph.g = body;
+  loop.attributes["body"] = graph;
+  auto run = [&](int64_t trips) -> Result<std::vector<Tensor>> {
+    const std::map<std::string, Tensor> values = {
+        {"M", int64Tensor({}, {trips})},
+        {"cond", Tensor::fromVector(DataType::kBool, {}, std::vector<uint8_t>{1})},
+        {"x", floatTensor({1}, {0.75f})}};
+    std::vector<Tensor> outputs;
+    KILN_RETURN_IF_ERROR(runReferenceNode(loop, values, &outputs));
+    return outputs;
+  };
+  setenv("KILN_MAX_LOOP_ITERATIONS", "1000", 1);
+  auto refused = run(std::numeric_limits<int64_t>::max());
+  auto ok = run(999);
+  unsetenv("KILN_MAX_LOOP_ITERATIONS");
+  ASSERT_FALSE(refused.isOk());
+  const std::string message = refused.status().message();
+  EXPECT_NE(message.find("endless"), std::string::npos) << message;
+  EXPECT_NE(message.find("loop iteration limit (KILN_MAX_LOOP_ITERATIONS=1000)"), std::string::npos)
+      << message;
+  ASSERT_TRUE(ok.isOk()) << ok.status().toString();
+  EXPECT_EQ(ok.value()[0].data<float>()[0], 0.75f);
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
 // Identity, Constant, and the control-flow ops If, Loop and Scan, which run
 // their subgraphs through the executor's SubgraphRunner.
+#include <cstdlib>
 #include <cstring>
 
 #include "backends/cpu/ops/op_utils.h"
+#include "kiln/tensor_size.h"
 
 namespace kiln::cpu {
 namespace {
@@ -87,6 +89,19 @@ Status stackTensors(const std::vector<Tensor>& parts, int64_t axis, Tensor* out)
   return Status::ok();
 }
 
+// How many iterations one Loop may run: a trip count near INT64_MAX with a condition that
+// stays true is legal ONNX and would run (and grow its scan outputs) without end. The
+// default, 2^24, is far above what real models loop (beam search, NMS: thousands);
+// KILN_MAX_LOOP_ITERATIONS (a positive decimal) replaces it, read at each Loop.
+int64_t loopIterationLimit() {
+  constexpr int64_t kDefault = int64_t{1} << 24;
+  const char* text = std::getenv("KILN_MAX_LOOP_ITERATIONS");
+  if (!text || !*text) return kDefault;
+  char* end = nullptr;
+  const long long value = std::strtoll(text, &end, 10);
+  return end && *end == '\0' && value > 0 ? value : kDefault;
+}
+
 Status loopKernel(KernelContext& ctx) {
   const Graph* body = ctx.node().attrGraph("body");
   if (!body) return ctx.error("missing body subgraph");
@@ -108,7 +123,15 @@ Status loopKernel(KernelContext& ctx) {
   }
   const size_t scans = body->outputs.size() - 1 - carried;
   std::vector<std::vector<Tensor>> scanParts(scans);
+  const int64_t limit = loopIterationLimit();
+  int64_t scanBytes = 0;  // what the scan outputs hold so far, held to the tensor cap
   for (int64_t trip = 0; trip < maxTrips && cond; ++trip) {
+    if (trip == limit)
+      return ctx.error(
+          "iteration " + std::to_string(trip) +
+          " reaches the loop iteration limit (KILN_MAX_LOOP_ITERATIONS=" + std::to_string(limit) +
+          "); trip count " + (ctx.hasInput(0) ? std::to_string(maxTrips) : std::string("none")) +
+          ", the condition still true");
     std::vector<Tensor> in{Tensor::scalarInt64(trip),
                            Tensor::fromVector(DataType::kBool, {}, std::vector<uint8_t>{1})};
     in.insert(in.end(), state.begin(), state.end());
@@ -117,7 +140,14 @@ Status loopKernel(KernelContext& ctx) {
                              ctx.node().describe() + " iteration " + std::to_string(trip));
     cond = truthy(out[0]);
     for (size_t i = 0; i < carried; ++i) state[i] = out[1 + i];
-    for (size_t i = 0; i < scans; ++i) scanParts[i].push_back(out[1 + carried + i]);
+    for (size_t i = 0; i < scans; ++i) {
+      scanBytes += static_cast<int64_t>(out[1 + carried + i].byteSize());
+      scanParts[i].push_back(out[1 + carried + i]);
+    }
+    if (scanBytes > tensorLimits().maxBytes)
+      return ctx.error("scan outputs of " + std::to_string(scanBytes) + " bytes after iteration " +
+                       std::to_string(trip) + " exceed the tensor cap of " +
+                       std::to_string(tensorLimits().maxBytes) + " bytes");
   }
   for (size_t i = 0; i < carried && i < ctx.outputCount(); ++i) ctx.setOutput(i, state[i]);
   for (size_t i = 0; i < scans && carried + i < ctx.outputCount(); ++i) {
