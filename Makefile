@@ -17,7 +17,7 @@ $(VENV)/bin/python:
 	python3 -m venv $(VENV)
 
 venv: $(VENV)/bin/python
-	@$(VENV)/bin/python -c "import onnx, numpy, pytest" 2>/dev/null || \
+	@$(VENV)/bin/python -c "import onnx, numpy, pytest, onnxruntime" 2>/dev/null || \
 	  $(VENV)/bin/pip install --quiet --disable-pip-version-check -r packaging/requirements-test.txt
 
 configure: deps
