@@ -5,7 +5,7 @@
 #    and builds only the fuzz targets and what they link (`--target kiln_fuzz`);
 # 2. generates the seed corpora (make_corpus.sh) into BUILD_DIR/fuzz-corpus;
 # 3. runs CTest's `fuzz` label there: per target, the committed regression inputs
-#    (tests/fuzz/regressions/<target>/), then KILN_FUZZ_SECONDS (default 20) of fuzzing.
+#    (tests/fuzz/regressions/<target>/), then KILN_FUZZ_SECONDS (default 10) of fuzzing.
 # Without clang and libFuzzer (packages clang and libclang-rt-dev) it prints a SKIPPED
 # line and exits 77, which CTest reports as skipped.
 # Environment: KILN_FUZZ_SECONDS, KILN_FUZZ_JOBS (build jobs, default 2), KILN_FUZZ_OPT
@@ -59,9 +59,9 @@ echo "fuzz_ci: fuzz targets built in $((built - started)) s ($build)"
 "$src/tests/fuzz/make_corpus.sh" "$build/tests/fuzz/kiln_fuzz_seeds" "$build/fuzz-corpus" ||
   { echo "fuzz_ci: seed corpus generation failed"; exit 1; }
 
-KILN_FUZZ_SECONDS=${KILN_FUZZ_SECONDS:-20} nice -n 10 \
+KILN_FUZZ_SECONDS=${KILN_FUZZ_SECONDS:-10} nice -n 10 \
   ctest --test-dir "$build" -L fuzz --output-on-failure -V
 rc=$?
 echo "fuzz_ci: build $((built - started)) s, seeds and runs $((SECONDS - built)) s," \
-  "${KILN_FUZZ_SECONDS:-20} s per target"
+  "${KILN_FUZZ_SECONDS:-10} s per target"
 exit $rc

@@ -102,8 +102,11 @@ dpkg -x "$kiln_deb" "$root"
 dpkg -x "$dev_deb" "$root"
 kiln=$root/usr/bin/kiln
 # The installed programs carry no RUNPATH of the build machine's.
-if command -v readelf >/dev/null && readelf -d "$kiln" | grep -qE 'R(UN)?PATH'; then
-  fail "the installed kiln has an RPATH: $(readelf -d "$kiln" | grep -E 'R(UN)?PATH')"
+if command -v readelf >/dev/null; then
+  dynamic=$(readelf -d "$kiln")  # not piped into grep -q: pipefail (see the completion step)
+  if grep -qE 'R(UN)?PATH' <<<"$dynamic"; then
+    fail "the installed kiln has an RPATH: $(grep -E 'R(UN)?PATH' <<<"$dynamic")"
+  fi
 fi
 # Where NVIDIA's packages would register their libraries with ld.so.
 if [[ -n $cuda_lib_dir ]]; then
@@ -168,10 +171,15 @@ complete_words() {  # completes the words given; prints the candidates
            printf "%s\n" "${COMPREPLY[@]}"' _ "$root/usr/share/bash-completion/completions/kiln" "$@"
 }
 [[ $(complete_words kiln bu) == build ]] || fail "completion: 'kiln bu' -> $(complete_words kiln bu)"
-complete_words kiln build m.onnx --fp | grep -qx -- --fp16 || fail "completion: kiln build --fp"
+# Captured first: with pipefail, `complete_words ... | grep -q` fails whenever grep exits
+# on its match before the candidates are all written (SIGPIPE) - a race that loaded CI
+# machines lose.
+options=$(complete_words kiln build m.onnx --fp)
+grep -qx -- --fp16 <<<"$options" || fail "completion: kiln build --fp -> $options"
 [[ $(complete_words kiln run m.onnx --backend '' | xargs) == "cpu cuda" ]] ||
   fail "completion: --backend values"
-complete_words kiln debug '' | grep -qx precision || fail "completion: kiln debug subcommands"
+subcommands=$(complete_words kiln debug '')
+grep -qx precision <<<"$subcommands" || fail "completion: kiln debug subcommands"
 echo "completion: commands, options, values, subcommands"
 
 # --- libkiln-dev --------------------------------------------------------------------
