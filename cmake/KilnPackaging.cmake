@@ -2,7 +2,7 @@
 #
 #   kiln         the CLI and kiln-studio, the desktop entry, the icon, MIME types for
 #                .kiln plans and .onnx models, man pages kiln(1) and kiln-studio(1),
-#                bash completion
+#                bash completion, the Python module (import kiln) where it is built
 #   libkiln-dev  the public headers, the CMake package (find_package(Kiln):
 #                Kiln::plugin, Kiln::engine, Kiln::cuda), pkg-config files, the
 #                engine's static libraries
@@ -27,6 +27,15 @@ if(TARGET kiln-studio)
 endif()
 install(FILES README.md docs/packaging.md DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/kiln
         COMPONENT kiln)
+
+# The Python API (python/, docs/python.md), where it is built: the package kiln, its
+# __init__.py and the extension _kiln.cpython-*.so, in Debian's folder for modules of
+# every python3 (a module with an ABI tag is found only by the Python it was built for).
+if(TARGET kiln_python)
+  set(kiln_python_dir lib/python3/dist-packages/kiln)
+  install(TARGETS kiln_python LIBRARY DESTINATION ${kiln_python_dir} COMPONENT kiln)
+  install(FILES python/kiln/__init__.py DESTINATION ${kiln_python_dir} COMPONENT kiln)
+endif()
 
 # kiln(1) and the bash completion are written from the built CLI's --help
 # (packaging/man/kiln_help_docs.py), so they follow the commands; kiln-studio(1) is

@@ -8,6 +8,9 @@
 # extracts both with dpkg -x into a temporary root (no root rights needed) and uses
 # them from there only:
 #   - kiln --version and kiln inspect on a bundled model;
+#   - where the Python API is built, `import kiln` from the extracted dist-packages:
+#     kiln.__version__, and a bundled model built for the CPU and run with NumPy
+#     against its reference outputs (skipped, saying so, without NumPy);
 #   - kiln(1) and kiln-studio(1) render without warnings, kiln(1) has every command,
 #     kiln-studio(1) every option of kiln-studio --help; the desktop entry and the
 #     MIME types parse; the bash completion completes commands, options and values;
@@ -59,6 +62,8 @@ ls -l "$kiln_deb" "$dev_deb"
 
 have_studio=0
 [[ -x $build/app/kiln-studio ]] && have_studio=1
+have_python=0
+compgen -G "$build/python/kiln/_kiln*.so" >/dev/null && have_python=1
 
 # --- their contents -----------------------------------------------------------------
 step "dpkg-deb -c"
@@ -78,6 +83,10 @@ if ((have_studio)); then
   expect_in "$work/kiln.list" bin/kiln-studio share/applications/kiln-studio.desktop \
     share/icons/hicolor/scalable/apps/kiln.svg share/mime/packages/kiln.xml \
     share/man/man1/kiln-studio.1.gz
+fi
+if ((have_python)); then
+  expect_in "$work/kiln.list" lib/python3/dist-packages/kiln/__init__.py \
+    'lib/python3/dist-packages/kiln/_kiln\.cpython-[^/]*\.so'
 fi
 expect_in "$work/dev.list" include/kiln/plugin.h include/kiln/builder.h \
   'lib.*/cmake/Kiln/KilnConfig.cmake' 'lib.*/cmake/Kiln/KilnConfigVersion.cmake' \
@@ -101,12 +110,16 @@ step "dpkg -x"
 dpkg -x "$kiln_deb" "$root"
 dpkg -x "$dev_deb" "$root"
 kiln=$root/usr/bin/kiln
-# The installed programs carry no RUNPATH of the build machine's.
+# The installed programs (and the Python extension) carry no RUNPATH of the build
+# machine's.
 if command -v readelf >/dev/null; then
-  dynamic=$(readelf -d "$kiln")  # not piped into grep -q: pipefail (see the completion step)
-  if grep -qE 'R(UN)?PATH' <<<"$dynamic"; then
-    fail "the installed kiln has an RPATH: $(grep -E 'R(UN)?PATH' <<<"$dynamic")"
-  fi
+  for binary in "$kiln" "$root"/usr/lib/python3/dist-packages/kiln/_kiln*.so; do
+    [[ -e $binary ]] || continue  # no Python API: the glob stays unexpanded
+    dynamic=$(readelf -d "$binary")  # not piped into grep -q: pipefail (see the completion step)
+    if grep -qE 'R(UN)?PATH' <<<"$dynamic"; then
+      fail "the installed $(basename "$binary") has an RPATH: $(grep -E 'R(UN)?PATH' <<<"$dynamic")"
+    fi
+  done
 fi
 # Where NVIDIA's packages would register their libraries with ld.so.
 if [[ -n $cuda_lib_dir ]]; then
@@ -122,6 +135,79 @@ model=$src/resources/models/ppocr_mobile_v2_cls/model.onnx
 "$kiln" inspect "$model" --shapes x:1x3x48x192 >"$work/inspect.txt"
 head -5 "$work/inspect.txt"
 grep -q "Conv" "$work/inspect.txt" || fail "kiln inspect printed no Conv: $(cat "$work/inspect.txt")"
+
+step "the Python module (import kiln)"
+if ((have_python)); then
+  # The project's test Python (make venv: NumPy) where there is one, else the system's.
+  python=python3
+  [[ -x $src/.venv/bin/python3 ]] && python=$src/.venv/bin/python3
+  site=$root/usr/lib/python3/dist-packages
+  suffix=$("$python" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+  [[ -f $site/kiln/_kiln$suffix ]] ||
+    fail "$python ($suffix) cannot load the packaged module: $(ls "$site/kiln")"
+  PYTHONPATH=$site "$python" -c 'import kiln, sys
+assert kiln.__file__.startswith(sys.argv[1]), kiln.__file__
+print("kiln", kiln.__version__, "from", kiln.__file__)' "$site" | tee "$work/python.txt"
+  grep -q "^kiln $(dpkg-deb -f "$kiln_deb" Version | cut -d- -f1)" "$work/python.txt" ||
+    fail "kiln.__version__ does not name the package's version"
+  if "$python" -c 'import numpy' 2>/dev/null; then
+    # The model's reference set (ONNX backend-test layout: TensorProto files with dims,
+    # name and raw_data), read without the onnx package; tolerances of tests/CMakeLists.txt.
+    PYTHONPATH=$site "$python" - "$model" <<'EOF'
+import pathlib, sys
+import numpy as np
+import kiln
+
+def read_tensor(path):  # TensorProto: dims (1), data_type (2, FLOAT), name (8), raw_data (9)
+    data, i, dims, name, raw = path.read_bytes(), 0, [], "", b""
+    def varint():
+        nonlocal i
+        value = shift = 0
+        while True:
+            byte = data[i]
+            i += 1
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if byte < 0x80:
+                return value
+    while i < len(data):
+        key = varint()
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            value = varint()
+            if field == 1:
+                dims.append(value)
+            elif field == 2:
+                assert value == 1, f"{path}: data_type {value}, not FLOAT"
+        elif wire == 2:
+            size = varint()
+            chunk, i = data[i:i + size], i + size
+            if field == 8:
+                name = chunk.decode()
+            elif field == 9:
+                raw = chunk
+        else:
+            raise ValueError(f"{path}: unexpected wire type {wire}")
+    return name, np.frombuffer(raw, np.float32).reshape(dims)
+
+model_path = pathlib.Path(sys.argv[1])
+name, x = read_tensor(model_path.parent / "test_data_set_0/input_0.pb")
+out_name, expected = read_tensor(model_path.parent / "test_data_set_0/output_0.pb")
+model = kiln.load_onnx(str(model_path))
+shape = {name: x.shape}
+plan = kiln.build(model, backend="cpu", min_shapes=shape, opt_shapes=shape, max_shapes=shape)
+print(plan)
+got = plan.run({name: x})[out_name]
+print(out_name, got.tolist())
+np.testing.assert_allclose(got, expected, atol=1e-4, rtol=1e-3)
+assert got.argmax(1).tolist() == [0, 1], "upright, then rotated 180 degrees"
+EOF
+  else
+    echo "SKIPPED: building and running a model from Python: $python has no NumPy (make venv)"
+  fi
+else
+  echo "SKIPPED: the Python API was not built (no pybind11 or Python headers)"
+fi
 
 step "man pages"
 zcat "$root/usr/share/man/man1/kiln.1.gz" >"$work/kiln.1"
