@@ -27,7 +27,7 @@ void printUsage() {
       "  run MODEL.onnx|PLAN.kiln [--shapes ...] [--load-inputs n:f.npy] [--iterations N] "
       "[--export-output "
       "f.json] [--json]\n"
-      "                                                          run on the CPU reference backend\n"
+      "                                                          run on the GPU (CUDA) when one is usable, else the CPU\n"
       "  compare A.kiln|A.onnx [B] [--per-tensor] [--atol X --rtol Y] [--json]\n"
       "                                                          accuracy of A against B (or the "
       "FP32 reference)\n"
