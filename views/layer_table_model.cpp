@@ -33,12 +33,19 @@ LayerTableModel::LayerTableModel(QObject* parent) : QAbstractTableModel(parent) 
 void LayerTableModel::setReport(std::shared_ptr<const inspector::EngineReport> report) {
   beginResetModel();
   m_report = std::move(report);
+  m_roofs.clear();
+  m_peaksName.clear();
+  if (m_report) {
+    const std::optional<inspector::DevicePeaks> peaks = inspector::peaksForDevice(m_report->device);
+    if (peaks) m_peaksName = QString::fromStdString(peaks->name);
+    m_roofs = inspector::layerRooflines(*m_report, peaks ? &*peaks : nullptr);
+  }
   endResetModel();
 }
 
 bool LayerTableModel::isNumeric(int column) {
   return column == kIndex || column == kTime || column == kPercent || column == kWorkspace ||
-         column == kOutputBytes;
+         column == kOutputBytes || column == kGflops || column == kIntensity || column == kRoof;
 }
 
 int LayerTableModel::rowCount(const QModelIndex& parent) const {
@@ -61,6 +68,12 @@ double LayerTableModel::number(const inspector::ReportLayer& layer, int row, int
       return static_cast<double>(layer.workspaceBytes);
     case kOutputBytes:
       return static_cast<double>(layer.outputBytes);
+    case kGflops:
+      return row < static_cast<int>(m_roofs.size()) ? m_roofs[row].flops : -1;
+    case kIntensity:
+      return row < static_cast<int>(m_roofs.size()) ? m_roofs[row].intensity : -1;
+    case kRoof:
+      return row < static_cast<int>(m_roofs.size()) ? m_roofs[row].percentOfRoof : -1;
   }
   return -1;
 }
@@ -88,6 +101,18 @@ QString LayerTableModel::displayText(const inspector::ReportLayer& layer, int ro
       return formatBytes(layer.workspaceBytes);
     case kOutputBytes:
       return formatBytes(layer.outputBytes);
+    case kGflops: {
+      const double flops = number(layer, row, column);
+      return flops < 0 ? QString() : QString::number(flops / 1e9, 'f', 4);
+    }
+    case kIntensity: {
+      const double intensity = number(layer, row, column);
+      return intensity < 0 ? QString() : QString::number(intensity, 'f', 1);
+    }
+    case kRoof: {
+      const double percent = number(layer, row, column);
+      return percent < 0 ? QString() : QString::number(percent, 'f', 1);
+    }
     case kSourceNodes:
       return joined(layer.sourceNodes);
   }
@@ -112,6 +137,14 @@ QVariant LayerTableModel::data(const QModelIndex& index, int role) const {
       if (index.column() == kName && !layer.fusion.empty())
         return tr("fused by %1").arg(q(layer.fusion));
       if (index.column() == kTactic && !layer.tacticValue.empty()) return q(layer.tacticValue);
+      if ((index.column() == kGflops || index.column() == kIntensity) &&
+          index.row() < static_cast<int>(m_roofs.size()) && !m_roofs[index.row()].unknown.empty())
+        return q(m_roofs[index.row()].unknown);
+      if (index.column() == kRoof)
+        return m_peaksName.isEmpty()
+                   ? tr("no vendor peaks for the device '%1' (inspector/roofline.h)")
+                         .arg(q(m_report->device))
+                   : tr("achieved over the roof at %1's vendor peaks").arg(m_peaksName);
       return {};
   }
   return {};
@@ -120,8 +153,8 @@ QVariant LayerTableModel::data(const QModelIndex& index, int role) const {
 QVariant LayerTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
   static const char* const kHeaders[kColumnCount] = {
-      "#",      "Name",   "Type",      "Precision", "Time (ms)",   "%",
-      "Tactic", "Source", "Workspace", "Output",    "Source nodes"};
+      "#",      "Name",      "Type",   "Precision", "Time (ms)", "%",      "Tactic",
+      "Source", "Workspace", "Output", "GFLOP",     "FLOP/B",    "% roof", "Source nodes"};
   return section >= 0 && section < kColumnCount ? tr(kHeaders[section]) : QVariant();
 }
 

@@ -1,5 +1,7 @@
 // LayerTableModel: the layers of an EngineReport as a table (one row per layer, in
-// execution order, so a source row is the report's layer index), and
+// execution order, so a source row is the report's layer index; with each layer's
+// roofline figures: GFLOP, FLOPs per byte and % of the roof at the engine's device's
+// vendor peaks), and
 // LayerFilterProxy: numeric sorting for the numeric columns and a text filter over
 // name, type, precision, tactic, source and source nodes.
 #pragma once
@@ -9,6 +11,7 @@
 #include <memory>
 
 #include "engine_report.h"
+#include "roofline.h"
 
 namespace kiln::studio {
 
@@ -26,6 +29,9 @@ class LayerTableModel : public QAbstractTableModel {
     kSource,
     kWorkspace,
     kOutputBytes,
+    kGflops,     // roofline (inspector/roofline.h): work, intensity, share of the roof
+    kIntensity,  // FLOPs per byte moved
+    kRoof,       // % of the roofline at the device's vendor peaks; empty without them
     kSourceNodes,
     kColumnCount
   };
@@ -48,6 +54,8 @@ class LayerTableModel : public QAbstractTableModel {
   QString displayText(const inspector::ReportLayer& layer, int row, int column) const;
   double number(const inspector::ReportLayer& layer, int row, int column) const;
   std::shared_ptr<const inspector::EngineReport> m_report;
+  std::vector<inspector::LayerRoofline> m_roofs;  // one per layer, with m_report
+  QString m_peaksName;                            // the device peaks used, "" without
 };
 
 class LayerFilterProxy : public QSortFilterProxyModel {

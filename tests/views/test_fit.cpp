@@ -169,6 +169,39 @@ class TestFit : public QObject {
     }
   }
 
+  // Issue 25 item 2 in the studio: the layer table's roofline columns.
+  void layerTableShowsTheRoofline() {
+    auto report = std::make_shared<inspector::EngineReport>(*longTacticReport(2));
+    report->device = "NVIDIA H200";
+    report->layers[0].flops = 2e9;  // 2 GFLOP over 1 ms: 2 TFLOP/s
+    report->layers[0].precision = "FP16";
+    LayerTableModel model;
+    model.setReport(report);
+    auto text = [&](int row, int column) {
+      return model.data(model.index(row, column), Qt::DisplayRole).toString();
+    };
+    QCOMPARE(model.headerData(LayerTableModel::kRoof, Qt::Horizontal, Qt::DisplayRole).toString(),
+             QString("% roof"));
+    QCOMPARE(text(0, LayerTableModel::kGflops), QString("2.0000"));
+    QVERIFY(!text(0, LayerTableModel::kIntensity).isEmpty());
+    const double roof =
+        model.data(model.index(0, LayerTableModel::kRoof), LayerTableModel::kSortRole).toDouble();
+    QVERIFY2(roof > 0 && roof < 100, qPrintable(QString::number(roof)));
+    QVERIFY(model.data(model.index(0, LayerTableModel::kRoof), Qt::ToolTipRole)
+                .toString()
+                .contains("H200"));
+    // No flops known for the second layer: empty, its reason in the tooltip.
+    QVERIFY(text(1, LayerTableModel::kGflops).isEmpty() ||
+            text(1, LayerTableModel::kGflops) != QString("2.0000"));
+    // An unknown device: no roof, and the tooltip says why.
+    report->device = "AMD EPYC";
+    model.setReport(report);
+    QVERIFY(text(0, LayerTableModel::kRoof).isEmpty());
+    QVERIFY(model.data(model.index(0, LayerTableModel::kRoof), Qt::ToolTipRole)
+                .toString()
+                .contains("no vendor peaks"));
+  }
+
   void propertiesKeepTheirValuesOnScreen() {
     StudioDocument document;
     JobRunner jobs;
@@ -210,6 +243,17 @@ class TestFit : public QObject {
     QTest::qWait(200);
     QVERIFY(charts.grab().save(dir + "/chart-highlight.png"));
     QVERIFY(table.grab().save(dir + "/layers-fit.png"));
+    // The roofline columns, scrolled into view, on an H200 report with known FLOPs.
+    auto roofs = std::make_shared<inspector::EngineReport>(*longTacticReport(6));
+    roofs->device = "NVIDIA H200";
+    for (size_t i = 0; i < roofs->layers.size(); ++i) {
+      roofs->layers[i].flops = 4e9 * static_cast<double>(i + 1) * static_cast<double>(i + 1);
+      roofs->layers[i].precision = "FP16";
+    }
+    document.setEngine("roofline.kiln", nullptr, roofs);
+    table.table()->scrollTo(table.table()->model()->index(0, LayerTableModel::kSourceNodes));
+    QTest::qWait(100);
+    QVERIFY(table.grab().save(dir + "/layers-roofline.png"));
   }
 };
 
