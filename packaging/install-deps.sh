@@ -12,6 +12,7 @@ core=(cmake ninja-build g++ make pkg-config git python3 python3-venv
       clang libclang-rt-dev)  # the fuzz targets (tests/fuzz): clang, libFuzzer + sanitizers
 core+=(pybind11-dev python3-dev)  # the Python API (python/, docs/python.md)
 core+=(slurm-wlm munge)  # the single-node Slurm test of kiln sweep --slurm (tests/scaleout, docs/scale-out.md)
+core+=(openssh-server)  # the local-sshd test of kiln --remote (tests/scaleout/sshd_remote.sh, docs/scale-out.md)
 gui=(qt6-base-dev qt6-svg-dev libqt6svg6 libqcustomplot-dev libqcustomplot2.1-qt6
      libgraphviz-dev xvfb xauth)
 

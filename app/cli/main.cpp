@@ -6,6 +6,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/exception_barrier.h"
+#include "cli/remote.h"
 #include "kiln/plugin_registry.h"
 #include "kiln/version.h"
 #include "version_report.h"
@@ -27,7 +28,8 @@ void printUsage() {
       "  run MODEL.onnx|PLAN.kiln [--shapes ...] [--load-inputs n:f.npy] [--iterations N] "
       "[--export-output "
       "f.json] [--json]\n"
-      "                                                          run on the GPU (CUDA) when one is usable, else the CPU\n"
+      "                                                          run on the GPU (CUDA) when one is "
+      "usable, else the CPU\n"
       "  compare A.kiln|A.onnx [B] [--per-tensor] [--atol X --rtol Y] [--json]\n"
       "                                                          accuracy of A against B (or the "
       "FP32 reference)\n"
@@ -59,6 +61,9 @@ void printUsage() {
       "global option: --plugins LIB.so[,LIB.so]  load plugin libraries (custom layers) first\n"
       "global option: --trust KEY.pub[,KEY.pub]  load only plans signed by these keys (unsigned\n"
       "               plans without generated GPU code still load; docs/security.md)\n"
+      "global option: --remote [user@]host[:port]  run build|run|compare|calibrate on that host's\n"
+      "               kiln over ssh: inputs uploaded (hash-cached), outputs fetched "
+      "(docs/scale-out.md)\n"
       "Run `kiln <command> --help` for a command's options.\n");
 }
 
@@ -103,6 +108,10 @@ int dispatch(const std::string& command, const std::vector<std::string>& args) {
 
 int guardedMain(int argc, char** argv) {
   std::vector<std::string> all(argv + 1, argv + argc);
+  std::vector<std::string> remote;
+  if (kiln::Status s = kiln::cli::takeGlobalOption(&all, "remote", &remote); !s.isOk())
+    return std::fprintf(stderr, "kiln: %s\n", s.message().c_str()), 2;
+  if (!remote.empty()) return kiln::cli::runRemote(remote.back(), all);
   if (!loadPluginOptions(&all) || !kiln::cli::applyTrustOption(&all)) return 1;
   if (all.empty() || all[0] == "--help" || all[0] == "-h" || all[0] == "help") {
     printUsage();
