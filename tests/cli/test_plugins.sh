@@ -27,7 +27,11 @@ check "the plan runs with the library" "$kiln" --plugins "$examples" run "$work/
   --shapes A:3x4,B:2x4 --seed 5 --export-output "$work/plan.json" --json
 check "the model runs at the same shapes" "$kiln" --plugins "$examples" run "$cc" --backend cpu \
   --shapes A:3x4,B:2x4 --seed 5 --export-output "$work/model.json" --json
-check "plan outputs equal the model's" cmp -s "$work/plan.json" "$work/model.json"
+# The build times fp16 against fp32 per layer, so which one wins depends on the machine's
+# load (an exact comparison failed in parallel ctest runs): the plan must match the model
+# within fp16's tolerance.
+check "plan outputs match the model's within fp16 tolerance" "$kiln" --plugins "$examples" \
+  compare "$work/cc.kiln" "$cc" --shapes A:3x4,B:2x4 --seed 5 --atol 1e-2 --rtol 1e-2
 check "inspect shows the Plugin layer" bash -c "'$kiln' inspect '$work/cc.kiln' --layers | \
   grep -E '^copy_concat +Plugin +FP32 +cpu.plugin'"
 expect_error "a plan without its library names the plugin, not the plan's library path" \
