@@ -123,17 +123,13 @@ void BuildPanel::acceptProposedShapes() {
   m_shapesConfirmed = true;
   for (const ProposedInput& input : m_proposal.inputs) {
     const ShapeRange& r = input.range;
-    auto text = [](const Shape& s) {
-      QStringList dims;
-      for (int64_t d : s) dims << QString::number(d);
-      return dims.join('x');
-    };
-    m_document->addIssue({input.guessed ? IssueSeverity::kWarning : IssueSeverity::kInfo,
-                          "shapes",
-                          tr("input '%1' built for min %2 opt %3 max %4 (%5)")
-                              .arg(QString::fromStdString(input.name), text(r.min), text(r.opt),
-                                   text(r.max), QString::fromStdString(input.source)),
-                          {}});
+    m_document->addIssue(
+        {input.guessed ? IssueSeverity::kWarning : IssueSeverity::kInfo,
+         "shapes",
+         tr("input '%1' built for min %2 opt %3 max %4 (%5)")
+             .arg(QString::fromStdString(input.name), shapeToText(r.min), shapeToText(r.opt),
+                  shapeToText(r.max), QString::fromStdString(input.source)),
+         {}});
   }
 }
 

@@ -15,12 +15,6 @@ namespace {
 
 const char* kColumnNames[] = {"min", "opt", "max"};
 
-QString shapeText(const Shape& shape) {
-  QStringList dims;
-  for (int64_t d : shape) dims << QString::number(d);
-  return dims.join('x');
-}
-
 // The proposal for a dimension: its value when fixed, else 1.
 Shape proposedShape(const SymbolicShape& declared) {
   Shape out;
@@ -36,6 +30,12 @@ bool fitsInputs(const OptimizationProfile& profile, const std::set<std::string>&
 }
 
 }  // namespace
+
+QString shapeToText(const Shape& shape) {
+  QStringList dims;
+  for (int64_t d : shape) dims << QString::number(d);
+  return dims.join('x');
+}
 
 bool parseShapeText(const QString& text, Shape* out) {
   out->clear();
@@ -150,9 +150,9 @@ void ProfilesEditor::fillRow(QTableWidget* table, int row, const DynamicInput& i
   table->setItem(row, kInput, fixed(input.name));
   table->setItem(row, kDeclared,
                  fixed(QString::fromStdString(symbolicShapeToString(input.declared))));
-  table->setItem(row, kMin, new QTableWidgetItem(shapeText(range.min)));
-  table->setItem(row, kOpt, new QTableWidgetItem(shapeText(range.opt)));
-  table->setItem(row, kMax, new QTableWidgetItem(shapeText(range.max)));
+  table->setItem(row, kMin, new QTableWidgetItem(shapeToText(range.min)));
+  table->setItem(row, kOpt, new QTableWidgetItem(shapeToText(range.opt)));
+  table->setItem(row, kMax, new QTableWidgetItem(shapeToText(range.max)));
 }
 
 void ProfilesEditor::renumberTabs() {

@@ -73,5 +73,7 @@ class ProfilesEditor : public QWidget {
 
 // "1x3x224x224" -> shape; false for anything else (negative dims included).
 bool parseShapeText(const QString& text, Shape* out);
+// shape -> "1x3x224x224", as the editor shows and parseShapeText reads it.
+QString shapeToText(const Shape& shape);
 
 }  // namespace kiln::studio

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 
+#include "kiln/data_type.h"
 #include "kiln/onnx_import.h"
 
 namespace kiln::studio {
@@ -12,6 +13,7 @@ namespace {
 
 constexpr int64_t kImageSide = 224;
 constexpr int64_t kSequence = 128;
+constexpr std::uintmax_t kMaxTestInputBytes = 16u << 20;
 
 std::string lower(std::string text) {
   std::transform(text.begin(), text.end(), text.begin(),
@@ -36,11 +38,6 @@ std::string meaningOfName(const std::string& symbol) {
   return "";
 }
 
-bool isIntegerType(DataType type) {
-  return type == DataType::kInt64 || type == DataType::kInt32 || type == DataType::kInt16 ||
-         type == DataType::kInt8 || type == DataType::kUInt8;
-}
-
 // Test data shapes beside the model: input position -> (tensor name, shape).
 struct TestInput {
   std::string name;
@@ -56,6 +53,9 @@ std::vector<TestInput> readTestInputs(const std::string& modelPath) {
   for (int k = 0;; ++k) {
     const std::filesystem::path file = folder / ("input_" + std::to_string(k) + ".pb");
     if (!std::filesystem::is_regular_file(file, error)) break;
+    // Read whole to learn a shape, on the GUI thread when a model opens: a large test
+    // input is left to the other rules rather than stall the window.
+    if (std::filesystem::file_size(file, error) > kMaxTestInputBytes || error) break;
     std::string name;
     auto tensor = readTensorProtoFile(file.string(), &name);
     if (!tensor.isOk()) break;
@@ -103,7 +103,7 @@ int64_t proposeDim(const ValueInfo& input, size_t d, std::map<std::string, int>*
     ++(*why)["image 224x224"];
     return kImageSide;
   }
-  if (isIntegerType(input.type) && d == 1 && input.shape.size() <= 3) {
+  if (isInteger(input.type) && d == 1 && input.shape.size() <= 3) {
     ++(*why)["sequence 128"];
     return kSequence;
   }

@@ -6,6 +6,7 @@
 // Where each input's shape comes from, first match wins:
 //   1. the model's ONNX test data: test_data_set_0/input_K.pb beside the model file
 //      (the ONNX model zoo's layout), matched by the tensor's name, else by position;
+//      files over 16 MiB are not read (this runs when a model opens);
 //   2. the symbol's name: batch-like names (batch, N, B, ...) -> 1, sequence-like names
 //      (seq, sequence, length, tokens, time, ...) -> 128, height/width-like -> 224;
 //   3. the input's layout: a leading symbolic dim is the batch (1); a rank-4 input with
