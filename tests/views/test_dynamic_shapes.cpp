@@ -48,6 +48,12 @@ std::shared_ptr<const Network> reluNetwork(const std::string& input, DataType ty
   return network;
 }
 
+// x [batch, features]: the batch is named, the feature count is a guess (1).
+std::shared_ptr<const Network> featuresNetwork() {
+  return reluNetwork("x", DataType::kFloat32,
+                     {DimExpr::symbol("batch"), DimExpr::symbol("features")});
+}
+
 const ProposedInput* proposed(const ShapeProposal& p, const std::string& name) {
   for (const ProposedInput& input : p.inputs)
     if (input.name == name) return &input;
@@ -109,8 +115,7 @@ class TestDynamicShapes : public QObject {
   }
 
   void firstBuildAsksAndCancelBuildsNothing() {
-    Studio s(reluNetwork("x", DataType::kFloat32,
-                         {DimExpr::symbol("batch"), DimExpr::symbol("features")}));
+    Studio s(featuresNetwork());
     QSignalSpy finished(s.panel.get(), &BuildPanel::buildFinished);
     s.panel->startBuild();
     ShapesDialog* dialog = s.panel->shapesDialog();
@@ -127,8 +132,7 @@ class TestDynamicShapes : public QObject {
   }
 
   void theDialogsShapesAreBuilt() {
-    Studio s(reluNetwork("x", DataType::kFloat32,
-                         {DimExpr::symbol("batch"), DimExpr::symbol("features")}));
+    Studio s(featuresNetwork());
     QSignalSpy finished(s.panel.get(), &BuildPanel::buildFinished);
     s.panel->startBuild();
     ShapesDialog* dialog = s.panel->shapesDialog();
@@ -156,8 +160,7 @@ class TestDynamicShapes : public QObject {
   }
 
   void shapesSetInTheDockCountAsConfirmed() {
-    Studio s(reluNetwork("x", DataType::kFloat32,
-                         {DimExpr::symbol("batch"), DimExpr::symbol("features")}));
+    Studio s(featuresNetwork());
     ProfilesEditor* editor = s.panel->profilesEditor();
     QVERIFY(editor->setShape(0, "x", ProfilesEditor::kMax, "4x8"));
     QVERIFY(editor->setShape(0, "x", ProfilesEditor::kOpt, "2x8"));

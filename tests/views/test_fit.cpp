@@ -65,20 +65,27 @@ std::shared_ptr<const inspector::EngineReport> longTacticReport(int count) {
   return report;
 }
 
+// Tiny BERT's model graph shown in a 900 x 600 view (layout still running).
+struct TinyBertGraph {
+  StudioDocument document;
+  JobRunner jobs;
+  ModelGraphView view{&document, &jobs};
+  TinyBertGraph() {
+    view.resize(900, 600);
+    view.show();
+    document.setModel("tiny_bert.onnx", loadTinyBert());
+  }
+};
+
 }  // namespace
 
 class TestFit : public QObject {
   Q_OBJECT
  private slots:
   void searchAtAnOverviewZoomZoomsToTheHit() {
-    StudioDocument document;
-    JobRunner jobs;
-    ModelGraphView view(&document, &jobs);
-    view.resize(900, 600);
-    view.show();
-    document.setModel("tiny_bert.onnx", loadTinyBert());
-    QVERIFY(jobs.waitForIdle(kLayoutTimeoutMs));
-    GraphView* graph = view.graphView();
+    TinyBertGraph g;
+    QVERIFY(g.jobs.waitForIdle(kLayoutTimeoutMs));
+    GraphView* graph = g.view.graphView();
     graph->zoomBy(0.02);  // the whole graph as dots
     QVERIFY(graph->zoom() < 0.5);
     graph->search("softmax");
@@ -91,14 +98,9 @@ class TestFit : public QObject {
 
   // The op-category legend covered nodes: a click folds it to its title and back.
   void theLegendFoldsOnAClick() {
-    StudioDocument document;
-    JobRunner jobs;
-    ModelGraphView view(&document, &jobs);
-    view.resize(900, 600);
-    view.show();
-    document.setModel("tiny_bert.onnx", loadTinyBert());
-    QVERIFY(jobs.waitForIdle(kLayoutTimeoutMs));
-    GraphView* graph = view.graphView();
+    TinyBertGraph g;
+    QVERIFY(g.jobs.waitForIdle(kLayoutTimeoutMs));
+    GraphView* graph = g.view.graphView();
     QWidget* legend = graph->legendWidget();
     QVERIFY(legend->isVisible());
     const int open = legend->height();
