@@ -64,8 +64,8 @@ std::set<std::string> buildValuedOptions() {
 }
 
 std::set<std::string> buildFlagOptions() {
-  return {"fp16", "bf16",  "no-tf32",  "int8",        "fp8",           "json",
-          "help", "quiet", "progress", "list-passes", "strongly-typed"};
+  return {"fp16", "bf16",  "no-tf32",  "int8",        "fp8",
+          "json", "quiet", "progress", "list-passes", "strongly-typed"};
 }
 
 Status builderConfigFromArgs(const Args& args, BuilderConfig* config) {
@@ -113,10 +113,14 @@ Status builderConfigFromArgs(const Args& args, BuilderConfig* config) {
   if ((!config->layerPrecisions.empty() || !config->layerOutputTypes.empty()) &&
       !args.has("precision-constraints") && !args.has("constraints"))
     config->precisionConstraints = ConstraintMode::kPrefer;
+  // An option not given keeps BuilderConfig's default: the one definition that
+  // kilnBuildCommandLine() also leaves out of the line it writes.
+  const BuilderConfig defaults;
   int64_t level, workspaceMiB, seed;
-  KILN_RETURN_IF_ERROR(args.intValue("optimization-level", 3, &level));
-  KILN_RETURN_IF_ERROR(args.intValue("workspace", 1024, &workspaceMiB));
-  KILN_RETURN_IF_ERROR(args.intValue("seed", 1, &seed));
+  KILN_RETURN_IF_ERROR(args.intValue("optimization-level", defaults.optimizationLevel, &level));
+  KILN_RETURN_IF_ERROR(
+      args.intValue("workspace", defaults.workspaceLimitBytes >> 20, &workspaceMiB));
+  KILN_RETURN_IF_ERROR(args.intValue("seed", static_cast<int64_t>(defaults.seed), &seed));
   if (level < 0 || level > 5)
     return invalidArgument("--optimization-level " + std::to_string(level) + " is outside 0..5");
   if (workspaceMiB < 0 || workspaceMiB > (int64_t{1} << 30))
@@ -125,9 +129,12 @@ Status builderConfigFromArgs(const Args& args, BuilderConfig* config) {
   config->workspaceLimitBytes = workspaceMiB << 20;
   config->seed = static_cast<uint64_t>(seed);
   config->disabledPasses = args.values("disable-pass");
+  config->tacticSources = defaults.tacticSources;
   if (args.has("tactic-sources")) {
-    KILN_ASSIGN_OR_RETURN(config->tacticSources, parseTacticSources(args.value("tactic-sources")));
+    KILN_ASSIGN_OR_RETURN(config->tacticSources,
+                          parseTacticSources(args.value("tactic-sources"), defaults.tacticSources));
   }
+  config->profilingVerbosity = defaults.profilingVerbosity;
   if (args.has("profiling-verbosity") &&
       !parseProfilingVerbosity(args.value("profiling-verbosity"), &config->profilingVerbosity))
     return invalidArgument("--profiling-verbosity takes none, layer_names_only or detailed");

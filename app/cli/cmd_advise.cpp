@@ -12,34 +12,33 @@
 #include "kiln/plan.h"
 
 namespace kiln::cli {
-namespace {
 
-void printUsage() {
-  std::printf(
-      "usage: kiln advise PLAN.kiln|GRAPH.json [--profile PROFILE.json] [--json]\n"
-      "                   [--shapes in:1x3x224x224,...] [--run RUN.json] [--device NAME]\n"
-      "  Performance lint of an engine: a Kiln plan, or a TensorRT engine exported by\n"
-      "  trtexec (--exportLayerInfo, with its --exportProfile for times). Each finding has a\n"
-      "  rule id, a severity, the layers it hits, their summed time when the engine is timed,\n"
-      "  and a fix. Rules:\n"
-      "    reformat-changes-type     a reformat/copy that converts the data type\n"
-      "    layout-copies             Transposes, Shuffles and reformats, summed\n"
-      "    int8-conv-wide-output     an INT8 convolution writing FP16/FP32\n"
-      "    channel-alignment         C or K not a multiple of 8 (16 for INT8)\n"
-      "    fp32-layers               FP32 islands in a reduced-precision engine\n"
-      "    host-fallback             Kiln CUDA layers that run on the host (from the build's\n"
-      "                              tactic detail, or --run: a `kiln run --json` document)\n"
-      "    slice-changes-type        a Slice that converts the data type\n"
-      "    unfused-qdq               a Quantize/Dequantize left as a layer of its own\n"
-      "    conv-not-on-tensor-cores  a non-FP32 convolution on a non-tensor-core kernel or\n"
-      "                              with C < 8 (depthwise/grouped: info)\n"
-      "    opt-shape-far             an opt shape > 2x away from --shapes (the shapes the\n"
-      "                              engine runs at) in some dimension\n"
-      "    below-roofline            layers under 10%% of their roofline taking > 5%% of the\n"
-      "                              time (the plan's device, or --device NAME: vendor peaks)\n"
-      "  --json writes {\"findings\": [...]}. Rules, thresholds and limits: docs/advisor.md.\n"
-      "  Exit 0 with findings or without; 1 when a file cannot be read.\n");
-}
+const char kAdviseUsage[] =
+    "usage: kiln advise PLAN.kiln|GRAPH.json [--profile PROFILE.json] [--json]\n"
+    "                   [--shapes in:1x3x224x224,...] [--run RUN.json] [--device NAME]\n"
+    "  Performance lint of an engine: a Kiln plan, or a TensorRT engine exported by\n"
+    "  trtexec (--exportLayerInfo, with its --exportProfile for times). Each finding has a\n"
+    "  rule id, a severity, the layers it hits, their summed time when the engine is timed,\n"
+    "  and a fix. Rules:\n"
+    "    reformat-changes-type     a reformat/copy that converts the data type\n"
+    "    layout-copies             Transposes, Shuffles and reformats, summed\n"
+    "    int8-conv-wide-output     an INT8 convolution writing FP16/FP32\n"
+    "    channel-alignment         C or K not a multiple of 8 (16 for INT8)\n"
+    "    fp32-layers               FP32 islands in a reduced-precision engine\n"
+    "    host-fallback             Kiln CUDA layers that run on the host (from the build's\n"
+    "                              tactic detail, or --run: a `kiln run --json` document)\n"
+    "    slice-changes-type        a Slice that converts the data type\n"
+    "    unfused-qdq               a Quantize/Dequantize left as a layer of its own\n"
+    "    conv-not-on-tensor-cores  a non-FP32 convolution on a non-tensor-core kernel or\n"
+    "                              with C < 8 (depthwise/grouped: info)\n"
+    "    opt-shape-far             an opt shape > 2x away from --shapes (the shapes the\n"
+    "                              engine runs at) in some dimension\n"
+    "    below-roofline            layers under 10% of their roofline taking > 5% of the\n"
+    "                              time (the plan's device, or --device NAME: vendor peaks)\n"
+    "  --json writes {\"findings\": [...]}. Rules, thresholds and limits: docs/advisor.md.\n"
+    "  Exit 0 with findings or without; 1 when a file cannot be read.\n";
+
+namespace {
 
 Result<inspector::EngineReport> loadReport(const Args& args) {
   const std::string& path = args.positional()[0];
@@ -74,13 +73,10 @@ Status applyOptions(const Args& args, inspector::EngineReport* report,
 }  // namespace
 
 int runAdvise(const std::vector<std::string>& argv) {
-  Args args({"profile", "shapes", "run", "device"}, {"json", "help"});
+  Args args({"profile", "shapes", "run", "device"}, {"json"});
   Status parsed = args.parse(argv);
   if (!parsed.isOk()) return fail("advise", parsed.message(), 2);
-  if (args.flag("help") || args.positional().size() != 1) {
-    printUsage();
-    return args.flag("help") ? 0 : 2;
-  }
+  if (args.positional().size() != 1) return printUsage(kAdviseUsage, 2);
   auto report = loadReport(args);
   if (!report.isOk()) return fail("advise", report.status().message());
   inspector::AdviseOptions options;

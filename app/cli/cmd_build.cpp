@@ -21,49 +21,48 @@
 #include "kiln/timing_cache.h"
 
 namespace kiln::cli {
-namespace {
 
-void printUsage() {
-  std::printf(
-      "usage: kiln build MODEL.onnx -o PLAN.kiln [options]\n"
-      "  --backend cpu|cuda (cpu)         backend the plan is built for and runs on\n"
-      "  --fp16 | --bf16 | --no-tf32      enable 16-bit precisions / disable TF32 (fp32 always "
-      "on)\n"
-      "  --int8                           INT8 layers: from --calib-cache (implicit) or the\n"
-      "                                   model's QuantizeLinear/DequantizeLinear (explicit)\n"
-      "  --calib-cache FILE               kiln calibrate's range per tensor (needs --int8)\n"
-      "  --accuracy-data DIR              after the build, compare the plan with FP32 on\n"
-      "                                   these samples (CPU backend; --preprocess SPEC for\n"
-      "                                   images, else the cache's spec)\n"
-      "  --fp8                            FP8 (E4M3) GEMMs from the model's float8e4m3fn\n"
-      "                                   QuantizeLinear/DequantizeLinear (explicit only; CUDA\n"
-      "                                   on compute capability 8.9+, else host fallback)\n"
-      "  --strongly-typed                 precisions from the model's types (a strongly typed\n"
-      "                                   ONNX: kiln export-onnx, TensorRT 11); refuses the\n"
-      "                                   precision flags and rules\n"
-      "  --precision-constraints none|prefer|obey\n"
-      "  --layer-precisions SPEC          e.g. '*:fp16,Conv_3:fp32' (implies prefer)\n"
-      "  --layer-output-types SPEC        storage type of layer outputs, same syntax\n"
-      "  --constraints FILE               mode and rules from a constraints file (kiln debug\n"
-      "                                   precision); rules given here win over the file's\n"
-      "  --min-shapes/--opt-shapes/--max-shapes in:1x3x224x224,...\n"
-      "                                   one profile per triple; repeat for more profiles\n"
-      "  --optimization-level 0..5 (3)    0: heuristics, untimed; 1..5: timed, more runs each\n"
-      "  --workspace MiB (1024)           scratch limit per layer\n"
-      "  --tactic-sources SPEC            e.g. '-cudnn,+cublaslt,-blas,+kiln'\n"
-      "  --profiling-verbosity none|layer_names_only|detailed (detailed)\n"
-      "  --timing-cache FILE              read (when present) and update a timing cache\n"
-      "  --save-tactics FILE | --load-tactics FILE   write / replay every layer's tactic\n"
-      "  --sign KEY.key                   write PLAN.sig, an Ed25519 signature of the plan\n"
-      "                                   (`kiln keygen`; checked by --trust, docs/security.md)\n"
-      "  --seed N (1)                     random timing inputs\n"
-      "  --disable-pass NAME              skip a graph pass (repeatable); --list-passes lists "
-      "them\n"
-      "  --quiet                          no progress lines; --json: the build summary as JSON\n"
-      "  --progress                       one line per timed layer (seconds since the start), "
-      "also\n"
-      "                                   when stderr is no terminal\n");
-}
+const char kBuildUsage[] =
+    "usage: kiln build MODEL.onnx -o PLAN.kiln [options]\n"
+    "  --backend cpu|cuda (cpu)         backend the plan is built for and runs on\n"
+    "  --fp16 | --bf16 | --no-tf32      enable 16-bit precisions / disable TF32 (fp32 always "
+    "on)\n"
+    "  --int8                           INT8 layers: from --calib-cache (implicit) or the\n"
+    "                                   model's QuantizeLinear/DequantizeLinear (explicit)\n"
+    "  --calib-cache FILE               kiln calibrate's range per tensor (needs --int8)\n"
+    "  --accuracy-data DIR              after the build, compare the plan with FP32 on\n"
+    "                                   these samples (CPU backend; --preprocess SPEC for\n"
+    "                                   images, else the cache's spec)\n"
+    "  --fp8                            FP8 (E4M3) GEMMs from the model's float8e4m3fn\n"
+    "                                   QuantizeLinear/DequantizeLinear (explicit only; CUDA\n"
+    "                                   on compute capability 8.9+, else host fallback)\n"
+    "  --strongly-typed                 precisions from the model's types (a strongly typed\n"
+    "                                   ONNX: kiln export-onnx, TensorRT 11); refuses the\n"
+    "                                   precision flags and rules\n"
+    "  --precision-constraints none|prefer|obey\n"
+    "  --layer-precisions SPEC          e.g. '*:fp16,Conv_3:fp32' (implies prefer)\n"
+    "  --layer-output-types SPEC        storage type of layer outputs, same syntax\n"
+    "  --constraints FILE               mode and rules from a constraints file (kiln debug\n"
+    "                                   precision); rules given here win over the file's\n"
+    "  --min-shapes/--opt-shapes/--max-shapes in:1x3x224x224,...\n"
+    "                                   one profile per triple; repeat for more profiles\n"
+    "  --optimization-level 0..5 (3)    0: heuristics, untimed; 1..5: timed, more runs each\n"
+    "  --workspace MiB (1024)           scratch limit per layer\n"
+    "  --tactic-sources SPEC            e.g. '-cudnn,+cublaslt,-blas,+kiln'\n"
+    "  --profiling-verbosity none|layer_names_only|detailed (detailed)\n"
+    "  --timing-cache FILE              read (when present) and update a timing cache\n"
+    "  --save-tactics FILE | --load-tactics FILE   write / replay every layer's tactic\n"
+    "  --sign KEY.key                   write PLAN.sig, an Ed25519 signature of the plan\n"
+    "                                   (`kiln keygen`; checked by --trust, docs/security.md)\n"
+    "  --seed N (1)                     random timing inputs\n"
+    "  --disable-pass NAME              skip a graph pass (repeatable); --list-passes lists "
+    "them\n"
+    "  --quiet                          no progress lines; --json: the build summary as JSON\n"
+    "  --progress                       one line per timed layer (seconds since the start), "
+    "also\n"
+    "                                   when stderr is no terminal\n";
+
+namespace {
 
 Result<std::unique_ptr<BuildBackend>> makeBackend(const std::string& name, int64_t device,
                                                   const BuilderConfig& config) {
@@ -135,10 +134,7 @@ int runBuild(const std::vector<std::string>& rawArgs) {
                   pass.description.c_str());
     return 0;
   }
-  if (args.flag("help") || args.positional().size() != 1 || !args.has("output")) {
-    printUsage();
-    return args.flag("help") ? 0 : 2;
-  }
+  if (args.positional().size() != 1 || !args.has("output")) return printUsage(kBuildUsage, 2);
   const std::string model = args.positional()[0];
   const std::string output = args.value("output");
   BuilderConfig config;
@@ -176,9 +172,10 @@ int runBuild(const std::vector<std::string>& rawArgs) {
   }
   // The CUDA kernels have not been run on graphs typed fp16 by the model (no GPU run
   // yet): refused rather than trusted.
-  if (config.stronglyTyped && args.value("backend", "cpu") != "cpu")
+  const std::string backendName = args.value("backend", kDefaultBuildBackend);
+  if (config.stronglyTyped && backendName != "cpu")
     return fail("build", "--strongly-typed builds run on the CPU backend only so far", 2);
-  if (args.has("accuracy-data") && args.value("backend", "cpu") != "cpu")
+  if (args.has("accuracy-data") && backendName != "cpu")
     return fail("build", "--accuracy-data runs the plan on the CPU backend (--backend cpu)", 2);
   const bool quiet = args.flag("quiet") || args.flag("json");
   // Progress lines only on a terminal; --progress writes one line per layer anywhere,
@@ -202,7 +199,7 @@ int runBuild(const std::vector<std::string>& rawArgs) {
       std::fprintf(stderr, "kiln build: warning: %s\n", escapeControlCharacters(w).c_str());
   };
 
-  auto backend = makeBackend(args.value("backend", "cpu"), device, config);
+  auto backend = makeBackend(backendName, device, config);
   if (!backend.isOk()) return fail("build", backend.status().message());
   auto network = importOnnxFile(model);
   if (!network.isOk()) return fail("build", network.status().message());

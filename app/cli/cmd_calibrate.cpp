@@ -20,30 +20,29 @@
 #include "kiln/onnx_import.h"
 
 namespace kiln::cli {
+
+const char kCalibrateUsage[] =
+    "usage: kiln calibrate MODEL.onnx --data DIR -o CACHE [options]\n"
+    "  --data DIR                       samples: .npy / .pb tensors ([C,H,W] or batched\n"
+    "                                   [N,C,H,W]) or .ppm/.pgm images (need --preprocess)\n"
+    "  --method entropy|minmax|percentile (entropy)\n"
+    "  --percentile P (99.99)           for --method percentile\n"
+    "  --batch N (8)                    samples per calibration batch\n"
+    "  --preprocess SPEC                image preprocessing spec (size, mean, std, channels,\n"
+    "                                   layout); saved beside the cache as CACHE.preprocess\n"
+    "  --input NAME                     the input the data feeds (models with several)\n"
+    "  --backend cpu|cuda               cuda when a usable GPU exists, else cpu\n"
+    "  --histograms FILE.json           also write every tensor's histogram\n"
+    "  --quiet | --json                 no progress / the ranges as JSON\n"
+    "The cache is text (tensor name and range per line): edit a range, or write\n"
+    "'pin fp16' to keep a tensor in float, then kiln build --int8 --calib-cache CACHE.\n";
+
 namespace {
 
 std::atomic<bool> g_cancel{false};
 
 extern "C" void onInterrupt(int) {
   g_cancel.store(true);
-}
-
-void printUsage() {
-  std::printf(
-      "usage: kiln calibrate MODEL.onnx --data DIR -o CACHE [options]\n"
-      "  --data DIR                       samples: .npy / .pb tensors ([C,H,W] or batched\n"
-      "                                   [N,C,H,W]) or .ppm/.pgm images (need --preprocess)\n"
-      "  --method entropy|minmax|percentile (entropy)\n"
-      "  --percentile P (99.99)           for --method percentile\n"
-      "  --batch N (8)                    samples per calibration batch\n"
-      "  --preprocess SPEC                image preprocessing spec (size, mean, std, channels,\n"
-      "                                   layout); saved beside the cache as CACHE.preprocess\n"
-      "  --input NAME                     the input the data feeds (models with several)\n"
-      "  --backend cpu|cuda               cuda when a usable GPU exists, else cpu\n"
-      "  --histograms FILE.json           also write every tensor's histogram\n"
-      "  --quiet | --json                 no progress / the ranges as JSON\n"
-      "The cache is text (tensor name and range per line): edit a range, or write\n"
-      "'pin fp16' to keep a tensor in float, then kiln build --int8 --calib-cache CACHE.\n");
 }
 
 nlohmann::json histogramsJson(const CalibrationHistograms& histograms, double percentile) {
@@ -113,14 +112,11 @@ int runCalibrate(const std::vector<std::string>& rawArgs) {
     if (a == "-o") a = "--output";
   Args args({"data", "output", "method", "percentile", "batch", "preprocess", "input", "histograms",
              "backend"},
-            {"help", "quiet", "json"});
+            {"quiet", "json"});
   if (Status parsed = args.parse(argv); !parsed.isOk())
     return fail("calibrate", parsed.message(), 2);
-  if (args.flag("help") || args.positional().size() != 1 || !args.has("data") ||
-      !args.has("output")) {
-    printUsage();
-    return args.flag("help") ? 0 : 2;
-  }
+  if (args.positional().size() != 1 || !args.has("data") || !args.has("output"))
+    return printUsage(kCalibrateUsage, 2);
   CalibrationOptions options;
   if (!parseCalibrationMethod(args.value("method", "entropy"), &options.method))
     return fail("calibrate", "--method takes entropy, minmax or percentile", 2);

@@ -15,34 +15,33 @@
 #include "kiln/plan.h"
 
 namespace kiln::cli {
+
+const char kCompareUsage[] =
+    "usage: kiln compare A [B] [options]         accuracy of A against B (the expected side)\n"
+    "       kiln compare --builds P1 P2 [P3...]  side-by-side builds aligned by ONNX node\n\n"
+    "  A, B: MODEL.onnx (CPU reference, fp32) or PLAN.kiln (its backend, tactics and\n"
+    "        precisions). Without B, a plan is compared with its own network on the\n"
+    "        CPU reference in fp32.\n"
+    "  --backend-a/--backend-b cpu|cuda  where an ONNX side runs (cpu)\n"
+    "  --precision-a/--precision-b fp32|fp16|bf16  CUDA runs of an ONNX side (fp32)\n"
+    "  --shapes in:1x3x224x224,...  input shapes (default: a plan's profile 0 opt shapes)\n"
+    "  --load-inputs in:x.npy,...   inputs from .npy/.pb files (others random)\n"
+    "  --seed N (1) --runs N (1)    random input sets: seeds N, N+1, ...\n"
+    "  --data DIR [--preprocess SPEC] [--input NAME] [--batch N (1)]\n"
+    "                               a folder of samples (.npy, images), as kiln calibrate\n"
+    "  --atol X --rtol Y            tolerance (default 1e-5/1e-3; 1e-2/1e-2 when a plan\n"
+    "                               has fp16/bf16 layers): |a-b| <= atol + rtol*|b|\n"
+    "  --per-tensor                 also every intermediate both sides expose; names the\n"
+    "                               tensors fused away on one side and the first divergence\n"
+    "  --top-k K (5)                top-k agreement of outputs along the last axis; 0: off\n"
+    "  --json | --output FILE       the report as JSON (stdout / file)\n"
+    "  --device N (0)\n"
+    "  builds: --json, --sort execution|delta, --all (unchanged rows too)\n"
+    "exit: 0 within tolerance, 1 error, 2 usage, 3 some output outside the tolerance\n";
+
 namespace {
 
 constexpr int kOutsideTolerance = 3;  // exit code: compared, and some output differs
-
-void printUsage() {
-  std::printf(
-      "usage: kiln compare A [B] [options]         accuracy of A against B (the expected side)\n"
-      "       kiln compare --builds P1 P2 [P3...]  side-by-side builds aligned by ONNX node\n\n"
-      "  A, B: MODEL.onnx (CPU reference, fp32) or PLAN.kiln (its backend, tactics and\n"
-      "        precisions). Without B, a plan is compared with its own network on the\n"
-      "        CPU reference in fp32.\n"
-      "  --backend-a/--backend-b cpu|cuda  where an ONNX side runs (cpu)\n"
-      "  --precision-a/--precision-b fp32|fp16|bf16  CUDA runs of an ONNX side (fp32)\n"
-      "  --shapes in:1x3x224x224,...  input shapes (default: a plan's profile 0 opt shapes)\n"
-      "  --load-inputs in:x.npy,...   inputs from .npy/.pb files (others random)\n"
-      "  --seed N (1) --runs N (1)    random input sets: seeds N, N+1, ...\n"
-      "  --data DIR [--preprocess SPEC] [--input NAME] [--batch N (1)]\n"
-      "                               a folder of samples (.npy, images), as kiln calibrate\n"
-      "  --atol X --rtol Y            tolerance (default 1e-5/1e-3; 1e-2/1e-2 when a plan\n"
-      "                               has fp16/bf16 layers): |a-b| <= atol + rtol*|b|\n"
-      "  --per-tensor                 also every intermediate both sides expose; names the\n"
-      "                               tensors fused away on one side and the first divergence\n"
-      "  --top-k K (5)                top-k agreement of outputs along the last axis; 0: off\n"
-      "  --json | --output FILE       the report as JSON (stdout / file)\n"
-      "  --device N (0)\n"
-      "  builds: --json, --sort execution|delta, --all (unchanged rows too)\n"
-      "exit: 0 within tolerance, 1 error, 2 usage, 3 some output outside the tolerance\n");
-}
 
 bool hasReducedLayers(const std::shared_ptr<const Plan>& plan) {
   if (!plan) return false;
@@ -104,10 +103,8 @@ Status toleranceFromArgs(const Args& args, bool reduced, compare::Tolerance* tol
 }
 
 int compareAccuracy(const Args& args) {
-  if (args.positional().empty() || args.positional().size() > 2) {
-    printUsage();
-    return 2;
-  }
+  if (args.positional().empty() || args.positional().size() > 2)
+    return printUsage(kCompareUsage, 2);
   int64_t device, topK;
   for (Status s : {args.intValue("device", 0, &device), args.intValue("top-k", 5, &topK)})
     if (!s.isOk()) return fail("compare", s.message(), 2);
@@ -160,13 +157,9 @@ int runCompare(const std::vector<std::string>& argv) {
   Args args({"shapes", "load-inputs", "seed", "runs", "atol", "rtol", "top-k", "backend-a",
              "backend-b", "precision-a", "precision-b", "device", "output", "sort", "data",
              "preprocess", "input", "batch"},
-            {"json", "help", "per-tensor", "builds", "all"});
+            {"json", "per-tensor", "builds", "all"});
   Status parsed = args.parse(argv);
   if (!parsed.isOk()) return fail("compare", parsed.message(), 2);
-  if (args.flag("help")) {
-    printUsage();
-    return 0;
-  }
   return args.flag("builds") ? compareBuilds(args) : compareAccuracy(args);
 }
 

@@ -249,20 +249,19 @@ bool mayPassByChance(const std::string& reason) {
 
 }  // namespace
 
+const char kConformanceUsage[] =
+    "usage: kiln conformance DIR... [--expected-failures FILE] [--filter SUBSTRING] [--atol A] "
+    "[--rtol R] [--backend cpu|cuda] [--json] [--quiet]\n"
+    "  --backend cuda runs each test on the CUDA engine (fp32, TF32 off); default cpu.\n"
+    "  DIR is one ONNX backend test (model.onnx + test_data_set_N/) or a folder of them.\n"
+    "  Tests listed in FILE ('name | reason' lines) may fail; one that passes is an error "
+    "(XPASS),\n  unless its reason starts with 'random output' (it may pass by chance).\n";
+
 int runConformance(const std::vector<std::string>& argv) {
-  Args args({"expected-failures", "filter", "atol", "rtol", "backend"}, {"json", "quiet", "help"});
+  Args args({"expected-failures", "filter", "atol", "rtol", "backend"}, {"json", "quiet"});
   Status parsed = args.parse(argv);
   if (!parsed.isOk()) return fail("conformance", parsed.message(), 2);
-  if (args.flag("help") || args.positional().empty()) {
-    std::printf(
-        "usage: kiln conformance DIR... [--expected-failures FILE] [--filter SUBSTRING] [--atol A] "
-        "[--rtol R] [--backend cpu|cuda] [--json] [--quiet]\n"
-        "  --backend cuda runs each test on the CUDA engine (fp32, TF32 off); default cpu.\n"
-        "  DIR is one ONNX backend test (model.onnx + test_data_set_N/) or a folder of them.\n"
-        "  Tests listed in FILE ('name | reason' lines) may fail; one that passes is an error "
-        "(XPASS),\n  unless its reason starts with 'random output' (it may pass by chance).\n");
-    return args.flag("help") ? 0 : 2;
-  }
+  if (args.positional().empty()) return printUsage(kConformanceUsage, 2);
   const std::string backend = args.value("backend", "cpu");
   if (backend != "cpu" && backend != "cuda")
     return fail("conformance", "unknown backend '" + backend + "'", 2);

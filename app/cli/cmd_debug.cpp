@@ -15,34 +15,33 @@
 #include "kiln/onnx_import.h"
 
 namespace kiln::cli {
-namespace {
 
-void printUsage() {
-  std::printf(
-      "usage: kiln debug precision MODEL.onnx --fp16|--bf16 [options] [build options]\n"
-      "       kiln debug tactics MODEL.onnx [options] [build options]\n\n"
-      "  precision: bisection over the layers (execution order) for the fewest that must\n"
-      "  stay in fp32 while every other float layer runs in fp16/bf16 (obeyed) for the\n"
-      "  outputs to meet the tolerance against the fp32 CPU reference. Names the ONNX nodes.\n"
-      "    --save-constraints FILE   write the result as a constraints file\n"
-      "                              (kiln build --constraints FILE applies it)\n"
-      "    --apply PLAN.kiln         build the model with the result and save the plan\n"
-      "  tactics: forces each valid tactic of each suspect layer in turn (every other\n"
-      "  layer pinned to the baseline build's tactic) and reports those whose outputs\n"
-      "  miss the tolerance; --rebuilds N also builds N times and reports the layers\n"
-      "  whose tactic changed between builds and the builds whose outputs differ.\n"
-      "    --layer NAME              a suspect layer or ONNX node (repeatable; default:\n"
-      "                              every layer with two or more tactics)\n"
-      "    --rebuilds N              rebuild N times; --no-each-tactic skips the forcing\n"
-      "  common:\n"
-      "    --atol X --rtol Y         tolerance (precision: 1e-2/1e-2; tactics: 1e-5/1e-3)\n"
-      "    --shapes, --load-inputs, --seed N, --runs N, --data DIR   inputs, as kiln compare\n"
-      "                              takes them\n"
-      "    --json                    the result as JSON\n"
-      "  Build options are kiln build's (profiles, passes, level, tactic sources, ...);\n"
-      "  the backend is cpu: its layers each run in their own precision.\n"
-      "exit: 0 found (precision) / no bad tactic (tactics), 1 error, 2 usage, 3 bad tactics\n");
-}
+const char kDebugUsage[] =
+    "usage: kiln debug precision MODEL.onnx --fp16|--bf16 [options] [build options]\n"
+    "       kiln debug tactics MODEL.onnx [options] [build options]\n\n"
+    "  precision: bisection over the layers (execution order) for the fewest that must\n"
+    "  stay in fp32 while every other float layer runs in fp16/bf16 (obeyed) for the\n"
+    "  outputs to meet the tolerance against the fp32 CPU reference. Names the ONNX nodes.\n"
+    "    --save-constraints FILE   write the result as a constraints file\n"
+    "                              (kiln build --constraints FILE applies it)\n"
+    "    --apply PLAN.kiln         build the model with the result and save the plan\n"
+    "  tactics: forces each valid tactic of each suspect layer in turn (every other\n"
+    "  layer pinned to the baseline build's tactic) and reports those whose outputs\n"
+    "  miss the tolerance; --rebuilds N also builds N times and reports the layers\n"
+    "  whose tactic changed between builds and the builds whose outputs differ.\n"
+    "    --layer NAME              a suspect layer or ONNX node (repeatable; default:\n"
+    "                              every layer with two or more tactics)\n"
+    "    --rebuilds N              rebuild N times; --no-each-tactic skips the forcing\n"
+    "  common:\n"
+    "    --atol X --rtol Y         tolerance (precision: 1e-2/1e-2; tactics: 1e-5/1e-3)\n"
+    "    --shapes, --load-inputs, --seed N, --runs N, --data DIR   inputs, as kiln compare\n"
+    "                              takes them\n"
+    "    --json                    the result as JSON\n"
+    "  Build options are kiln build's (profiles, passes, level, tactic sources, ...);\n"
+    "  the backend is cpu: its layers each run in their own precision.\n"
+    "exit: 0 found (precision) / no bad tactic (tactics), 1 error, 2 usage, 3 bad tactics\n";
+
+namespace {
 
 std::set<std::string> debugValuedOptions() {
   std::set<std::string> valued = buildValuedOptions();
@@ -165,11 +164,8 @@ int runDebug(const std::vector<std::string>& argv) {
   Status parsed = args.parse(rewritten);
   if (!parsed.isOk()) return fail("debug", parsed.message(), 2);
   const auto& positional = args.positional();
-  if (args.flag("help") || positional.size() != 2 ||
-      (positional[0] != "precision" && positional[0] != "tactics")) {
-    printUsage();
-    return args.flag("help") ? 0 : 2;
-  }
+  if (positional.size() != 2 || (positional[0] != "precision" && positional[0] != "tactics"))
+    return printUsage(kDebugUsage, 2);
   return positional[0] == "precision" ? debugPrecisionCommand(args) : debugTacticsCommand(args);
 }
 

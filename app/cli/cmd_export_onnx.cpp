@@ -13,26 +13,25 @@
 #include "kiln/typed_onnx_export.h"
 
 namespace kiln::cli {
-namespace {
 
-void printUsage() {
-  std::printf(
-      "usage: kiln export-onnx MODEL.onnx -o OUT.onnx (--from PLAN.kiln | --constraints FILE)\n"
-      "                        [--precision fp16|bf16] [--keep-io-types] [--json]\n"
-      "       kiln export-onnx MODEL.onnx -o OUT.onnx --calib-cache CACHE [--json]\n"
-      "  writes MODEL.onnx strongly typed: the nodes the plan ran in fp16/bf16 (or the\n"
-      "  constraints file leaves free) compute in that type, the rest in float32, with\n"
-      "  Cast nodes at the boundaries; weights read only by reduced nodes are stored\n"
-      "  reduced. Build it with `trtexec --onnx=OUT.onnx --stronglyTyped` (TensorRT 11)\n"
-      "  or `kiln build OUT.onnx --strongly-typed`. docs/strongly-typed-export.md\n"
-      "  --from PLAN.kiln        each layer's precision, for the ONNX nodes it came from\n"
-      "  --constraints FILE      `kiln debug precision`'s rules; unnamed nodes are free\n"
-      "  --precision fp16|bf16   the reduced type (default: the plan's or the rules')\n"
-      "  --keep-io-types         graph inputs and outputs stay float32\n"
-      "  --calib-cache CACHE     INT8 instead: `kiln calibrate`'s ranges as Q/DQ pairs on the\n"
-      "                          inputs of Conv/MatMul/Gemm (and residual Adds), their\n"
-      "                          weights int8 with per-channel scales\n");
-}
+const char kExportOnnxUsage[] =
+    "usage: kiln export-onnx MODEL.onnx -o OUT.onnx (--from PLAN.kiln | --constraints FILE)\n"
+    "                        [--precision fp16|bf16] [--keep-io-types] [--json]\n"
+    "       kiln export-onnx MODEL.onnx -o OUT.onnx --calib-cache CACHE [--json]\n"
+    "  writes MODEL.onnx strongly typed: the nodes the plan ran in fp16/bf16 (or the\n"
+    "  constraints file leaves free) compute in that type, the rest in float32, with\n"
+    "  Cast nodes at the boundaries; weights read only by reduced nodes are stored\n"
+    "  reduced. Build it with `trtexec --onnx=OUT.onnx --stronglyTyped` (TensorRT 11)\n"
+    "  or `kiln build OUT.onnx --strongly-typed`. docs/strongly-typed-export.md\n"
+    "  --from PLAN.kiln        each layer's precision, for the ONNX nodes it came from\n"
+    "  --constraints FILE      `kiln debug precision`'s rules; unnamed nodes are free\n"
+    "  --precision fp16|bf16   the reduced type (default: the plan's or the rules')\n"
+    "  --keep-io-types         graph inputs and outputs stay float32\n"
+    "  --calib-cache CACHE     INT8 instead: `kiln calibrate`'s ranges as Q/DQ pairs on the\n"
+    "                          inputs of Conv/MatMul/Gemm (and residual Adds), their\n"
+    "                          weights int8 with per-channel scales\n";
+
+namespace {
 
 Result<NodePrecisions> decisionsFrom(const Args& args, const Network& network, DataType reduced) {
   if (args.has("from")) {
@@ -115,12 +114,9 @@ int runExportOnnx(const std::vector<std::string>& rawArgs) {
   for (std::string& a : argv)
     if (a == "-o") a = "--output";
   Args args({"output", "from", "constraints", "precision", "calib-cache"},
-            {"keep-io-types", "json", "help"});
+            {"keep-io-types", "json"});
   if (Status s = args.parse(argv); !s.isOk()) return fail("export-onnx", s.message(), 2);
-  if (args.flag("help") || args.positional().size() != 1 || !args.has("output")) {
-    printUsage();
-    return args.flag("help") ? 0 : 2;
-  }
+  if (args.positional().size() != 1 || !args.has("output")) return printUsage(kExportOnnxUsage, 2);
   const int sources = args.has("from") + args.has("constraints") + args.has("calib-cache");
   if (sources != 1)
     return fail("export-onnx",

@@ -19,40 +19,38 @@
 
 namespace kiln::cli {
 
-namespace {
+const char kInspectUsage[] =
+    "usage: kiln inspect MODEL.onnx [--shapes name:1x3x224x224,...] [--json]\n"
+    "  Prints inputs/outputs (symbolic dims), opsets, op histogram, parameters, FLOPs at the\n"
+    "  given shapes, and unsupported nodes. Unsupported nodes do not stop the report.\n"
+    "usage: kiln inspect PLAN.kiln [--layers] [--candidates] [--fusions] [--memory] [--json]\n"
+    "                              [--roofline [--device NAME]]\n"
+    "                              [--profile PROFILE.json] [--csv OUT.csv] [--export-onnx "
+    "OUT.onnx]\n"
+    "  Build summary; --layers adds the layer table (type, precision, tactic, time),\n"
+    "  --candidates every tactic candidate with its time or why it was rejected;\n"
+    "  --fusions: which ONNX nodes each engine layer came from, and back;\n"
+    "  --memory: the activation bytes alive at each layer, the peak and its tensors;\n"
+    "  --json writes the engine inspector JSON (TensorRT's IEngineInspector keys);\n"
+    "  --profile takes the layer times from `kiln run PLAN --export-profile` output.\n"
+    "usage: kiln inspect GRAPH.json [--profile PROFILE.json] [--json] [--csv OUT.csv]\n"
+    "                               [--roofline [--device NAME]]\n"
+    "                               [--export-onnx OUT.onnx]\n"
+    "  A trtexec --exportLayerInfo export (a JSON file with \"Layers\"), optionally with\n"
+    "  its --exportProfile times: the layer table (name, type, precision, tactic, time)\n"
+    "  and totals; --json writes the engine report as JSON.\n"
+    "  --csv writes the layer table as CSV (name, type, precision, tactic, time, %,\n"
+    "  workspace, output bytes, source nodes) for a plan or an export.\n"
+    "  --export-onnx OUT.onnx writes the engine's layer graph (one node per layer with its\n"
+    "  precision, tactic, time and source nodes) for Netron or Model Explorer, for a plan\n"
+    "  or an export.\n"
+    "  --roofline [--device NAME] prints each layer's FLOPs, bytes moved, arithmetic\n"
+    "  intensity, achieved TFLOP/s and GB/s (timed layers) and percent of the roofline\n"
+    "  against the vendor peaks of the plan's device or of NAME (H100 SXM, H100 PCIe, H200,\n"
+    "  A100 80GB, A100 40GB, L4, RTX 4090), for a plan or an export; the CSV has the\n"
+    "  same columns.\n";
 
-void printUsage() {
-  std::printf(
-      "usage: kiln inspect MODEL.onnx [--shapes name:1x3x224x224,...] [--json]\n"
-      "  Prints inputs/outputs (symbolic dims), opsets, op histogram, parameters, FLOPs at the\n"
-      "  given shapes, and unsupported nodes. Unsupported nodes do not stop the report.\n"
-      "usage: kiln inspect PLAN.kiln [--layers] [--candidates] [--fusions] [--memory] [--json]\n"
-      "                              [--roofline [--device NAME]]\n"
-      "                              [--profile PROFILE.json] [--csv OUT.csv] [--export-onnx "
-      "OUT.onnx]\n"
-      "  Build summary; --layers adds the layer table (type, precision, tactic, time),\n"
-      "  --candidates every tactic candidate with its time or why it was rejected;\n"
-      "  --fusions: which ONNX nodes each engine layer came from, and back;\n"
-      "  --memory: the activation bytes alive at each layer, the peak and its tensors;\n"
-      "  --json writes the engine inspector JSON (TensorRT's IEngineInspector keys);\n"
-      "  --profile takes the layer times from `kiln run PLAN --export-profile` output.\n"
-      "usage: kiln inspect GRAPH.json [--profile PROFILE.json] [--json] [--csv OUT.csv]\n"
-      "                               [--roofline [--device NAME]]\n"
-      "                               [--export-onnx OUT.onnx]\n"
-      "  A trtexec --exportLayerInfo export (a JSON file with \"Layers\"), optionally with\n"
-      "  its --exportProfile times: the layer table (name, type, precision, tactic, time)\n"
-      "  and totals; --json writes the engine report as JSON.\n"
-      "  --csv writes the layer table as CSV (name, type, precision, tactic, time, %,\n"
-      "  workspace, output bytes, source nodes) for a plan or an export.\n"
-      "  --export-onnx OUT.onnx writes the engine's layer graph (one node per layer with its\n"
-      "  precision, tactic, time and source nodes) for Netron or Model Explorer, for a plan\n"
-      "  or an export.\n"
-      "  --roofline [--device NAME] prints each layer's FLOPs, bytes moved, arithmetic\n"
-      "  intensity, achieved TFLOP/s and GB/s (timed layers) and percent of the roofline\n"
-      "  against the vendor peaks of the plan's device or of NAME (H100 SXM, H100 PCIe, H200,\n"
-      "  A100 80GB, A100 40GB, L4, RTX 4090), for a plan or an export; the CSV has the\n"
-      "  same columns.\n");
-}
+namespace {
 
 Status writeText(const std::string& path, const std::string& text) {
   return writeFileAtomically(path, text, "the report");
@@ -140,13 +138,10 @@ bool endsWith(const std::string& text, const std::string& suffix) {
 
 int runInspect(const std::vector<std::string>& argv) {
   Args args({"shapes", "profile", "csv", "export-onnx", "device"},
-            {"json", "help", "layers", "candidates", "fusions", "memory", "roofline"});
+            {"json", "layers", "candidates", "fusions", "memory", "roofline"});
   Status parsed = args.parse(argv);
   if (!parsed.isOk()) return fail("inspect", parsed.message(), 2);
-  if (args.flag("help") || args.positional().size() != 1) {
-    printUsage();
-    return args.flag("help") ? 0 : 2;
-  }
+  if (args.positional().size() != 1) return printUsage(kInspectUsage, 2);
   const std::string& path = args.positional()[0];
   if (looksLikePlanFile(path)) return inspectPlan(args);
   if (endsWith(path, ".json")) return inspectTrtexec(args);

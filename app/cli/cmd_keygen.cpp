@@ -9,20 +9,19 @@
 
 namespace kiln::cli {
 
+const char kKeygenUsage[] =
+    "usage: kiln keygen -o NAME\n"
+    "  Writes NAME.key (Ed25519 private key, PEM, mode 0600) and NAME.pub (public\n"
+    "  key). Sign plans with `kiln build --sign NAME.key`; require signatures with\n"
+    "  `kiln --trust NAME.pub run PLAN.kiln` (any command that loads plans).\n";
+
 int runKeygen(const std::vector<std::string>& argv) {
   std::vector<std::string> expanded = argv;
   for (std::string& a : expanded)
     if (a == "-o") a = "--output";
-  Args args({"output"}, {"help"});
+  Args args({"output"}, {});
   if (Status s = args.parse(expanded); !s.isOk()) return fail("keygen", s.message(), 2);
-  if (args.flag("help") || !args.has("output") || !args.positional().empty()) {
-    std::printf(
-        "usage: kiln keygen -o NAME\n"
-        "  Writes NAME.key (Ed25519 private key, PEM, mode 0600) and NAME.pub (public\n"
-        "  key). Sign plans with `kiln build --sign NAME.key`; require signatures with\n"
-        "  `kiln --trust NAME.pub run PLAN.kiln` (any command that loads plans).\n");
-    return args.flag("help") ? 0 : 2;
-  }
+  if (!args.has("output") || !args.positional().empty()) return printUsage(kKeygenUsage, 2);
   const std::string name = args.value("output");
   if (Status s = generateSigningKeyPair(name + ".key", name + ".pub"); !s.isOk())
     return fail("keygen", s.message());

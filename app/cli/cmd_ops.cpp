@@ -11,17 +11,17 @@
 
 namespace kiln::cli {
 
+const char kOpsUsage[] =
+    "usage: kiln ops [--json]\n"
+    "  Lists every operator the CPU reference backend runs, by domain, with opset ranges,\n"
+    "  and whether the CUDA backend has a kernel for it (others run on the GPU engine\n"
+    "  through the host fallback).\n";
+
 int runOps(const std::vector<std::string>& argv) {
-  Args args({}, {"json", "help"});
+  Args args({}, {"json"});
   Status parsed = args.parse(argv);
   if (!parsed.isOk()) return fail("ops", parsed.message(), 2);
-  if (args.flag("help")) {
-    std::printf(
-        "usage: kiln ops [--json]\n  Lists every operator the CPU reference backend runs, by "
-        "domain, with opset ranges, and whether the CUDA backend has a kernel for it\n"
-        "  (others run on the GPU engine through the host fallback).\n");
-    return 0;
-  }
+  if (!args.positional().empty()) return printUsage(kOpsUsage, 2);
   std::map<std::string, std::map<std::string, std::vector<std::pair<int, int>>>> byDomain;
   for (const OperatorRange& e : referenceOperators()) {
     byDomain[e.domain.empty() ? "ai.onnx" : e.domain][e.opType].emplace_back(e.sinceVersion,

@@ -35,18 +35,17 @@ nlohmann::json pluginsJson() {
 
 }  // namespace
 
+const char kPluginsUsage[] =
+    "usage: kiln --plugins LIB.so[,LIB.so] plugins [--json]\n"
+    "  Lists the plugin libraries loaded with --plugins and every registered plugin\n"
+    "  creator: name, version, namespace, library and typed fields (length -1: any).\n"
+    "  --plugins works with every command (build, run, inspect, conformance, ...).\n";
+
 int runPlugins(const std::vector<std::string>& argv) {
-  Args args({}, {"json", "help"});
+  Args args({}, {"json"});
   Status parsed = args.parse(argv);
   if (!parsed.isOk()) return fail("plugins", parsed.message(), 2);
-  if (args.flag("help") || !args.positional().empty()) {
-    std::printf(
-        "usage: kiln --plugins LIB.so[,LIB.so] plugins [--json]\n"
-        "  Lists the plugin libraries loaded with --plugins and every registered plugin\n"
-        "  creator: name, version, namespace, library and typed fields (length -1: any).\n"
-        "  --plugins works with every command (build, run, inspect, conformance, ...).\n");
-    return args.flag("help") ? 0 : 2;
-  }
+  if (!args.positional().empty()) return printUsage(kPluginsUsage, 2);
   if (args.flag("json")) {
     std::printf(
         "%s\n",

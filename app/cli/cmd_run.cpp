@@ -66,39 +66,37 @@ Status checkInputsInProfile(const Plan& plan, int64_t index,
 
 }  // namespace
 
+const char kRunUsage[] =
+    "usage: kiln run MODEL.onnx|PLAN.kiln [--shapes name:1x3x224x224,...] [--load-inputs "
+    "name:file.npy|.pb,...]\n"
+    "                [--backend cpu|cuda] [--iterations N (10)] [--warmup MS (200; cpu: 1 "
+    "run)]\n"
+    "                [--seed N] [--export-output out.json] [--profile] [--json]\n"
+    "  CUDA benchmark mode (as trtexec):\n"
+    "    --duration S (3)        run at least S seconds after warm-up\n"
+    "    --streams N (1)         N streams, each with its own execution context\n"
+    "    --no-data-transfers     time without host<->device copies\n"
+    "    --cuda-graph            capture the network once and replay it\n"
+    "    --fp16 | --bf16         store and compute float tensors in 16 bits\n"
+    "    --no-tf32               float32 GEMM/conv without TF32 tensor cores\n"
+    "    --export-profile f.json per-layer times, trtexec --exportProfile shape (cpu too)\n"
+    "    --export-times f.json   per-inference timestamps (trtexec --exportTimes shape)\n"
+    "    --device N (0)\n"
+    "  A plan (kiln build) runs on the backend it was built for, with its tactics and\n"
+    "  precisions; --optimization-profile N (0) picks the profile whose ranges the\n"
+    "  shapes must lie in.\n"
+    "  --backend defaults to cuda when a CUDA device is usable, else cpu (with a notice).\n"
+    "  --profile prints the layers that take the most time.\n"
+    "  Inputs not loaded from files get seeded random non-zero data.\n";
+
 int runRun(const std::vector<std::string>& argv) {
   Args args(
       {"shapes", "load-inputs", "iterations", "warmup", "export-output", "seed", "backend",
-       "duration", "streams", "export-profile", "export-times", "precision", "device",
-       "optimization-profile"},
-      {"json", "help", "profile", "no-data-transfers", "cuda-graph", "fp16", "bf16", "no-tf32"});
+       "duration", "streams", "export-profile", "export-times", "device", "optimization-profile"},
+      {"json", "profile", "no-data-transfers", "cuda-graph", "fp16", "bf16", "no-tf32"});
   Status parsed = args.parse(argv);
   if (!parsed.isOk()) return fail("run", parsed.message(), 2);
-  if (args.flag("help") || args.positional().size() != 1) {
-    std::printf(
-        "usage: kiln run MODEL.onnx|PLAN.kiln [--shapes name:1x3x224x224,...] [--load-inputs "
-        "name:file.npy|.pb,...]\n"
-        "                [--backend cpu|cuda] [--iterations N (10)] [--warmup MS (200; cpu: 1 "
-        "run)]\n"
-        "                [--seed N] [--export-output out.json] [--profile] [--json]\n"
-        "  CUDA benchmark mode (as trtexec):\n"
-        "    --duration S (3)        run at least S seconds after warm-up\n"
-        "    --streams N (1)         N streams, each with its own execution context\n"
-        "    --no-data-transfers     time without host<->device copies\n"
-        "    --cuda-graph            capture the network once and replay it\n"
-        "    --fp16 | --bf16         store and compute float tensors in 16 bits\n"
-        "    --no-tf32               float32 GEMM/conv without TF32 tensor cores\n"
-        "    --export-profile f.json per-layer times, trtexec --exportProfile shape (cpu too)\n"
-        "    --export-times f.json   per-inference timestamps (trtexec --exportTimes shape)\n"
-        "    --device N (0)\n"
-        "  A plan (kiln build) runs on the backend it was built for, with its tactics and\n"
-        "  precisions; --optimization-profile N (0) picks the profile whose ranges the\n"
-        "  shapes must lie in.\n"
-        "  --backend defaults to cuda when a CUDA device is usable, else cpu (with a notice).\n"
-        "  --profile prints the layers that take the most time.\n"
-        "  Inputs not loaded from files get seeded random non-zero data.\n");
-    return args.flag("help") ? 0 : 2;
-  }
+  if (args.positional().size() != 1) return printUsage(kRunUsage, 2);
   const std::string& path = args.positional()[0];
   std::shared_ptr<const Plan> plan;
   if (looksLikePlanFile(path)) {

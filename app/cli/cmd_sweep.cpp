@@ -16,37 +16,36 @@
 #include "kiln/file_io.h"
 
 namespace kiln::cli {
+
+const char kSweepUsage[] =
+    "usage: kiln sweep MODEL.onnx --vary NAME=V1,V2,... [--vary ...] --max-error SPEC [options]\n"
+    "  --vary precision=fp32,fp16,bf16,int8   axes of the product; any other NAME is a kiln\n"
+    "         optimization-level=0,2,3        build option (--NAME V); values holding commas\n"
+    "         'opt-shapes=x:1x16;x:4x16'      are separated by ';'\n"
+    "  --max-error SPEC      accuracy gate against FP32: cosine>=0.999, max-abs<=1e-2,\n"
+    "                        max-rel<=X, mean-abs<=X; several joined by ',' (all hold)\n"
+    "  --backend cpu|cuda (cpu)  --min-shapes/--opt-shapes/--max-shapes S  (fixed profile)\n"
+    "  --accuracy-data DIR [--preprocess SPEC] | --load-inputs in:x.npy,... | --shapes S\n"
+    "                        inputs of the accuracy check (default: seeded random at the\n"
+    "                        plan's opt shapes); --shapes also sets the timed shapes\n"
+    "  --calib-cache FILE | --calib-data DIR   what precision=int8 builds from (the data\n"
+    "                        folder is calibrated once into DIR/calib.cache)\n"
+    "  --iterations N (20)   timed runs per configuration (kiln run)\n"
+    "  --dir DIR (MODEL.sweep)  plans, reports and tasks; --log FILE (DIR/sweep.jsonl)\n"
+    "  --continue            resume: skip configurations already in the log\n"
+    "  --retry-failed        with --continue, run failed and cancelled ones again\n"
+    "  --jobs N (1)          configurations at once (local runner; times then contend)\n"
+    "  --json                the final report as JSON\n"
+    "  --slurm [--partition P] [--gres gpu:1] [--time T] [--array-max N] [--poll S (10)]\n"
+    "          [--max-wait S]  one Slurm job array, tracked with squeue/sacct; Ctrl-C\n"
+    "                        cancels it (scancel). docs/sweep.md, docs/scale-out.md\n"
+    "  --task K DIR          run configuration K of the sweep in DIR (what each task runs)\n"
+    "exit: 0 done, 1 error, 2 usage, 3 no configuration passed the gate, 130 interrupted\n";
+
 namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 using sweep::SweepContext;
-
-void printUsage() {
-  std::printf(
-      "usage: kiln sweep MODEL.onnx --vary NAME=V1,V2,... [--vary ...] --max-error SPEC [options]\n"
-      "  --vary precision=fp32,fp16,bf16,int8   axes of the product; any other NAME is a kiln\n"
-      "         optimization-level=0,2,3        build option (--NAME V); values holding commas\n"
-      "         'opt-shapes=x:1x16;x:4x16'      are separated by ';'\n"
-      "  --max-error SPEC      accuracy gate against FP32: cosine>=0.999, max-abs<=1e-2,\n"
-      "                        max-rel<=X, mean-abs<=X; several joined by ',' (all hold)\n"
-      "  --backend cpu|cuda (cpu)  --min-shapes/--opt-shapes/--max-shapes S  (fixed profile)\n"
-      "  --accuracy-data DIR [--preprocess SPEC] | --load-inputs in:x.npy,... | --shapes S\n"
-      "                        inputs of the accuracy check (default: seeded random at the\n"
-      "                        plan's opt shapes); --shapes also sets the timed shapes\n"
-      "  --calib-cache FILE | --calib-data DIR   what precision=int8 builds from (the data\n"
-      "                        folder is calibrated once into DIR/calib.cache)\n"
-      "  --iterations N (20)   timed runs per configuration (kiln run)\n"
-      "  --dir DIR (MODEL.sweep)  plans, reports and tasks; --log FILE (DIR/sweep.jsonl)\n"
-      "  --continue            resume: skip configurations already in the log\n"
-      "  --retry-failed        with --continue, run failed and cancelled ones again\n"
-      "  --jobs N (1)          configurations at once (local runner; times then contend)\n"
-      "  --json                the final report as JSON\n"
-      "  --slurm [--partition P] [--gres gpu:1] [--time T] [--array-max N] [--poll S (10)]\n"
-      "          [--max-wait S]  one Slurm job array, tracked with squeue/sacct; Ctrl-C\n"
-      "                        cancels it (scancel). docs/sweep.md, docs/scale-out.md\n"
-      "  --task K DIR          run configuration K of the sweep in DIR (what each task runs)\n"
-      "exit: 0 done, 1 error, 2 usage, 3 no configuration passed the gate, 130 interrupted\n");
-}
 
 // Build options a --vary axis must not take: they belong to the sweep itself.
 const std::set<std::string> kNotAnAxis = {"output",       "calib-cache", "accuracy-data",
@@ -97,7 +96,7 @@ json configurationJson(const Args& args, const kiln::sweep::Configuration& c,
   const std::string at = dir + "/configs/" + folder;
   const std::string plan = at + "/plan.kiln";
   std::vector<std::string> build{"build", model,       "-o",
-                                 plan,    "--backend", args.value("backend", "cpu")};
+                                 plan,    "--backend", args.value("backend", kDefaultBuildBackend)};
   for (const char* shapes : {"min-shapes", "opt-shapes", "max-shapes"})
     if (args.has(shapes) && valueOf(c, shapes, "").empty())
       build.insert(build.end(), {std::string("--") + shapes, args.value(shapes)});
@@ -374,13 +373,9 @@ int runSweep(const std::vector<std::string>& argv) {
              "seed",       "calib-cache",   "calib-data", "iterations",  "dir",
              "log",        "jobs",          "task",       "task-delay",  "partition",
              "gres",       "time",          "array-max",  "poll",        "max-wait"},
-            {"continue", "retry-failed", "slurm", "json", "help"});
+            {"continue", "retry-failed", "slurm", "json"});
   Status parsed = args.parse(argv);
   if (!parsed.isOk()) return fail("sweep", parsed.message(), 2);
-  if (args.flag("help")) {
-    printUsage();
-    return 0;
-  }
   if (args.has("task")) {
     int64_t index;
     if (Status s = args.intValue("task", 0, &index); !s.isOk() || args.positional().size() != 1)
@@ -388,10 +383,7 @@ int runSweep(const std::vector<std::string>& argv) {
     sweep::installInterruptHandlers();
     return sweep::runTask(absolute(args.positional()[0]), static_cast<int>(index));
   }
-  if (args.positional().size() != 1) {
-    printUsage();
-    return 2;
-  }
+  if (args.positional().size() != 1) return printUsage(kSweepUsage, 2);
   return runSweep(args);
 }
 

@@ -1,10 +1,13 @@
-// Entry points of the `kiln` subcommands. Each takes the arguments after its
-// name and returns the process exit code (0 ok, 1 failure, 2 usage error).
+// Entry points of the `kiln` subcommands and their usage texts, the columns of the
+// command table (cli/command_table.h), which is the only place that lists them. Each
+// run function takes the arguments after its name and returns the process exit code
+// (0 ok, 1 failure, 2 usage error).
 #pragma once
 
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kiln/graph.h"
@@ -28,6 +31,26 @@ int runKeygen(const std::vector<std::string>& args);
 int runAdvise(const std::vector<std::string>& args);
 int runExportOnnx(const std::vector<std::string>& args);
 int runSweep(const std::vector<std::string>& args);
+
+// What `kiln NAME --help` prints: "usage: kiln NAME ..." lines, then the options and
+// their defaults. Each is defined beside the options its command parses.
+extern const char kInspectUsage[];
+extern const char kBuildUsage[];
+extern const char kRunUsage[];
+extern const char kConformanceUsage[];
+extern const char kOpsUsage[];
+extern const char kPluginsUsage[];
+extern const char kCompareUsage[];
+extern const char kDebugUsage[];
+extern const char kCalibrateUsage[];
+extern const char kKeygenUsage[];
+extern const char kAdviseUsage[];
+extern const char kExportOnnxUsage[];
+extern const char kSweepUsage[];
+
+// Prints a usage text to stdout and returns `exitCode` (0 when asked for, 2 after a
+// usage error).
+int printUsage(std::string_view usage, int exitCode);
 
 // Takes every `--trust KEYS` / `--trust=KEYS` out of `args` and requires plans loaded
 // from then on to be signed by one of those public keys (kiln/plan_signature.h).

@@ -1,6 +1,7 @@
 // The `kiln build` command line for a BuilderConfig, so the studio can show the
 // CLI equivalent of what its build panel will do. Spellings follow
-// app/cli/build_options.cpp; only settings that differ from its defaults appear.
+// app/cli/build_options.cpp; only settings that differ from BuilderConfig's defaults
+// appear, which are the CLI's too: it leaves an option not given at that default.
 #include <string>
 #include <vector>
 
@@ -8,11 +9,6 @@
 
 namespace kiln {
 namespace {
-
-// The CLI's defaults (app/cli/build_options.cpp): left out of the command line.
-constexpr int kDefaultOptimizationLevel = 3;
-constexpr int64_t kDefaultWorkspaceMiB = 1024;
-constexpr uint64_t kDefaultSeed = 1;
 
 bool isShellSafe(char c) {
   if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
@@ -85,17 +81,20 @@ void addProfiles(const BuilderConfig& config, CommandLine* cmd) {
   }
 }
 
+// Options left at BuilderConfig's defaults are left out.
 void addSearch(const BuilderConfig& config, CommandLine* cmd) {
-  if (config.optimizationLevel != kDefaultOptimizationLevel)
+  const BuilderConfig defaults;
+  if (config.optimizationLevel != defaults.optimizationLevel)
     cmd->add("--optimization-level", std::to_string(config.optimizationLevel));
   const int64_t workspaceMiB = config.workspaceLimitBytes >> 20;
-  if (workspaceMiB != kDefaultWorkspaceMiB) cmd->add("--workspace", std::to_string(workspaceMiB));
-  if (config.tacticSources != kAllTacticSources)
+  if (workspaceMiB != defaults.workspaceLimitBytes >> 20)
+    cmd->add("--workspace", std::to_string(workspaceMiB));
+  if (config.tacticSources != defaults.tacticSources)
     cmd->add("--tactic-sources", tacticSourcesToString(config.tacticSources));
-  if (config.profilingVerbosity != ProfilingVerbosity::kDetailed)
+  if (config.profilingVerbosity != defaults.profilingVerbosity)
     cmd->add("--profiling-verbosity", profilingVerbosityName(config.profilingVerbosity));
   for (const std::string& pass : config.disabledPasses) cmd->add("--disable-pass", pass);
-  if (config.seed != kDefaultSeed) cmd->add("--seed", std::to_string(config.seed));
+  if (config.seed != defaults.seed) cmd->add("--seed", std::to_string(config.seed));
 }
 
 }  // namespace
