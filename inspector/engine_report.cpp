@@ -316,7 +316,15 @@ json reportJson(const EngineReport& report) {
 }
 
 bool isConstantLayer(const ReportLayer& layer) {
-  return layer.opType == "Constant" || layer.layerType == "Constant";
+  auto is = [&layer](const char* type) { return layer.opType == type || layer.layerType == type; };
+  if (is("Constant") || is("Shape")) return true;
+  if (!is("Identity")) return false;
+  // An Identity that converts (FP32 in, FP16 out) does work; unknown formats count as equal.
+  for (const ReportTensor& in : layer.inputs)
+    for (const ReportTensor& out : layer.outputs)
+      if (precisionOfFormat(in.formatDatatype) != precisionOfFormat(out.formatDatatype))
+        return false;
+  return true;
 }
 
 }  // namespace kiln::inspector

@@ -96,9 +96,12 @@ std::string precisionOfFormat(const std::string& formatDatatype);
 // Bytes of one element of a precision ("FP16" -> 2, "INT8" -> 1); 0 when unknown.
 int64_t elementBytes(const std::string& precision);
 
-// True for a layer that only produces a constant value (an ONNX Constant, TensorRT's
-// "Constant" layer): computed once, it costs nothing per run, so the studio's tables,
-// charts and rule lists leave it out by default.
+// True for a layer that costs nothing per run: one that only produces a constant value
+// (an ONNX Constant, TensorRT's "Constant" layer), a Shape (its result depends on
+// dimensions only: the CPU executor computes it once per input shape) or an Identity
+// that keeps its type (an alias; TensorRT's Identity layers that convert a precision
+// do work and are not counted). The studio's tables, charts and rule lists leave these
+// out by default.
 bool isConstantLayer(const ReportLayer& layer);
 
 // The report of a built plan (times from the build's tactic timing).

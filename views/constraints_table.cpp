@@ -1,5 +1,6 @@
 #include "constraints_table.h"
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -12,6 +13,7 @@
 #include <QStyledItemDelegate>
 #include <QTableView>
 #include <QVBoxLayout>
+#include <algorithm>
 
 namespace kiln::studio {
 namespace {
@@ -88,17 +90,40 @@ bool parsePrecisionChoice(const QString& text, std::optional<DataType>* out) {
 
 ConstraintsModel::ConstraintsModel(QObject* parent) : QAbstractTableModel(parent) {}
 
+bool isRunInvariantNode(const Network& network, const Node& node) {
+  if (!node.domain.empty()) return false;
+  if (node.opType == "Constant" || node.opType == "Identity") return true;
+  if (node.opType != "Shape" || node.inputs.empty()) return false;
+  const ValueInfo* info = network.graph.findValueInfo(node.inputs[0]);
+  for (const ValueInfo& input : network.graph.inputs)
+    if (input.name == node.inputs[0]) info = &input;
+  if (!info || !info->hasShape) return network.graph.initializers.count(node.inputs[0]) != 0;
+  return std::all_of(info->shape.begin(), info->shape.end(),
+                     [](const DimExpr& d) { return d.isConst(); });
+}
+
+void ConstraintsModel::setShowConstants(bool show) {
+  if (show == m_showConstants) return;
+  const std::vector<LayerPrecisionRule> precisions = precisionRules();
+  const std::vector<LayerPrecisionRule> outputTypes = outputTypeRules();
+  m_showConstants = show;
+  setNetwork(m_network);
+  setRules(precisions, outputTypes);
+}
+
 void ConstraintsModel::setNetwork(const Network* network) {
   beginResetModel();
+  m_network = network;
   m_rows.clear();
   m_rowOfName.clear();
   m_otherPrecisions.clear();
   m_otherOutputTypes.clear();
   if (network) {
     m_rows.push_back({kEveryLayer, tr("(every layer)"), {}, {}});
-    // Constant nodes run once and have no precision worth a rule: not listed.
+    // Constants, Identity and Shape of fixed dims run once or fold away: a rule on
+    // them acts on nothing, so they are listed only when asked for.
     for (const Node& node : network->graph.nodes) {
-      if (node.opType == "Constant") continue;
+      if (!m_showConstants && isRunInvariantNode(*network, node)) continue;
       m_rows.push_back({QString::fromStdString(node.displayName()),
                         QString::fromStdString(node.opType),
                         {},
@@ -239,7 +264,8 @@ ConstraintsTable::ConstraintsTable(QWidget* parent)
       m_filter(new QLineEdit(this)),
       m_bulkColumn(new QComboBox(this)),
       m_bulkPrecision(precisionCombo(this)),
-      m_opType(new QComboBox(this)) {
+      m_opType(new QComboBox(this)),
+      m_showConstants(new QCheckBox(tr("Show constants"), this)) {
   m_proxy->setSourceModel(m_model);
   m_proxy->setFilterKeyColumn(-1);
   m_proxy->setFilterCaseSensitivity(Qt::CaseInsensitive);
@@ -255,6 +281,10 @@ ConstraintsTable::ConstraintsTable(QWidget* parent)
   m_table->horizontalHeader()->setSectionResizeMode(ConstraintsModel::kName, QHeaderView::Stretch);
   m_filter->setPlaceholderText(tr("Filter nodes by name or op type"));
   m_filter->setClearButtonEnabled(true);
+  m_showConstants->setObjectName("ruleShowConstants");
+  m_showConstants->setToolTip(
+      tr("List Constant, Identity and fixed-shape Shape nodes too: the builder folds them "
+         "or computes them once, so a rule on them acts on nothing"));
   m_bulkColumn->addItems({tr("precision"), tr("output type")});
   m_bulkColumn->setObjectName("bulkColumn");
   m_bulkPrecision->setObjectName("bulkPrecision");
@@ -272,11 +302,15 @@ ConstraintsTable::ConstraintsTable(QWidget* parent)
   bulk->addWidget(toOpType);
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
-  layout->addWidget(m_filter);
+  auto* filterRow = new QHBoxLayout;
+  filterRow->addWidget(m_filter, 1);
+  filterRow->addWidget(m_showConstants);
+  layout->addLayout(filterRow);
   layout->addWidget(m_table, 1);
   layout->addLayout(bulk);
 
   connect(m_filter, &QLineEdit::textChanged, this, &ConstraintsTable::setFilter);
+  connect(m_showConstants, &QCheckBox::toggled, m_model, &ConstraintsModel::setShowConstants);
   connect(toSelected, &QPushButton::clicked, this, &ConstraintsTable::applyToSelected);
   connect(toOpType, &QPushButton::clicked, this, &ConstraintsTable::applyToOpType);
   connect(m_model, &ConstraintsModel::rulesEdited, this, &ConstraintsTable::rulesEdited);

@@ -14,6 +14,7 @@
 #include "kiln/builder_config.h"
 #include "kiln/graph.h"
 
+class QCheckBox;
 class QComboBox;
 class QLineEdit;
 class QSortFilterProxyModel;
@@ -31,8 +32,12 @@ class ConstraintsModel : public QAbstractTableModel {
 
   explicit ConstraintsModel(QObject* parent = nullptr);
 
-  // One row per node of `network` (in graph order) after the "*" row; no rules.
+  // One row per node of `network` (in graph order) after the "*" row; no rules. Nodes
+  // that cost nothing per run (isRunInvariantNode) are left out unless shown.
   void setNetwork(const Network* network);
+  // Lists the run-invariant nodes too (or again not); the rules are kept.
+  void setShowConstants(bool show);
+  bool showConstants() const { return m_showConstants; }
   // Rules for the rows by pattern; patterns naming no row are kept and returned as
   // they were (a config written for another version of the model stays intact).
   void setRules(const std::vector<LayerPrecisionRule>& precisions,
@@ -66,7 +71,13 @@ class ConstraintsModel : public QAbstractTableModel {
   std::vector<Row> m_rows;
   QHash<QString, int> m_rowOfName;  // large models: no linear search per rule
   std::vector<LayerPrecisionRule> m_otherPrecisions, m_otherOutputTypes;
+  const Network* m_network = nullptr;
+  bool m_showConstants = false;
 };
+
+// True for a node the builder folds or computes once, so a precision rule on it has
+// nothing to act on: Constant, Identity, and Shape of an input whose dims are all fixed.
+bool isRunInvariantNode(const Network& network, const Node& node);
 
 // The spellings the combos offer: "(any)", then fp32, fp16, bf16, int8, fp8.
 QStringList precisionChoices();
@@ -85,6 +96,8 @@ class ConstraintsTable : public QWidget {
   void applyToOpType();
   void setFilter(const QString& text);
   int visibleRows() const;
+  // The "Show constants" toggle over ConstraintsModel::setShowConstants.
+  QCheckBox* showConstantsBox() const { return m_showConstants; }
 
  signals:
   void rulesEdited();
@@ -101,6 +114,7 @@ class ConstraintsTable : public QWidget {
   QComboBox* m_bulkColumn;
   QComboBox* m_bulkPrecision;
   QComboBox* m_opType;
+  QCheckBox* m_showConstants;
 };
 
 }  // namespace kiln::studio

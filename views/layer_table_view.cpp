@@ -50,7 +50,9 @@ LayerTableView::LayerTableView(StudioDocument* document, QWidget* parent)
   m_filter->setClearButtonEnabled(true);
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
-  m_showConstants->setToolTip(tr("Constant layers are computed once and cost nothing per run"));
+  m_showConstants->setToolTip(
+      tr("Constant, Shape and Identity layers are computed once or alias their input: they cost "
+         "nothing per run"));
   auto* filterRow = new QHBoxLayout;
   filterRow->addWidget(m_filter, 1);
   filterRow->addWidget(m_showConstants);

@@ -1,6 +1,7 @@
-// Constant layers cost nothing per run (issue 26): the layer table hides them until
-// "Show constants" is ticked, the charts leave them out likewise, and the Build dock's
-// rule list does not offer Constant nodes.
+// Constant layers (and Shape, and Identity that keeps its type) cost nothing per run
+// (issue 26): the layer table hides them until "Show constants" is ticked, the charts
+// leave them out likewise, and the Build dock's rule list does not offer such nodes
+// until its own "Show constants" is ticked.
 #include <QCheckBox>
 #include <QTableView>
 #include <QtTest>
@@ -29,7 +30,8 @@ std::shared_ptr<inspector::EngineReport> fp16Report() {
   report->origin = "kiln plan";
   report->backend = "cpu";
   report->layers = {layer("Constant_59", "Constant", 0.277), layer("Conv_0", "Conv", 1.25),
-                    layer("Constant_60", "Constant", 0.1), layer("Relu_1", "Relu", 0.05)};
+                    layer("Constant_60", "Constant", 0.1),   layer("Relu_1", "Relu", 0.05),
+                    layer("Shape_2", "Shape", 0.02),         layer("Identity_3", "Identity", 0.03)};
   inspector::updateShares(report.get());
   return report;
 }
@@ -55,7 +57,8 @@ class TestConstantLayers : public QObject {
     QVERIFY(!view.showConstantsBox()->isChecked());
     QCOMPARE(visibleNames(view), (QStringList{"Conv_0", "Relu_1"}));
     view.showConstantsBox()->setChecked(true);
-    QCOMPARE(visibleNames(view), (QStringList{"Constant_59", "Conv_0", "Constant_60", "Relu_1"}));
+    QCOMPARE(visibleNames(view), (QStringList{"Constant_59", "Conv_0", "Constant_60", "Relu_1",
+                                              "Shape_2", "Identity_3"}));
     // Selecting a shown Constant maps back to its report layer.
     view.table()->selectRow(0);
     QCOMPARE(document.selectedLayer(), 0);
@@ -74,22 +77,48 @@ class TestConstantLayers : public QObject {
     const ChartSeries memory = computeChart(*report, ChartKind::kMemory, 10);
     QCOMPARE(memory.layers, (std::vector<int>{1, 3}));
     const ChartSeries all = computeChart(*report, ChartKind::kLayerLatency, 10, true);
-    QCOMPARE(all.layers, (std::vector<int>{1, 0, 2, 3}));
+    QCOMPARE(all.layers, (std::vector<int>{1, 0, 2, 3, 5, 4}));
+  }
+
+  void anIdentityThatConvertsIsNotHidden() {
+    inspector::ReportLayer cast = layer("Identity_7", "Identity", 0.4);
+    cast.inputs = {{"x", {1, 8}, "Row major linear FP32"}};
+    cast.outputs = {{"y", {1, 8}, "Row major linear FP16 format"}};
+    QVERIFY(!inspector::isConstantLayer(cast));
+    cast.outputs[0].formatDatatype = "Row major linear FP32";
+    QVERIFY(inspector::isConstantLayer(cast));
   }
 
   void ruleListLeavesConstantNodesOut() {
     Network network;
-    for (const char* op : {"Constant", "Conv", "Constant", "Relu"}) {
+    network.graph.inputs = {{"x", DataType::kFloat32, true, {DimExpr(1), DimExpr(8)}},
+                            {"t", DataType::kFloat32, true, {DimExpr::symbol("n")}}};
+    const std::vector<std::pair<const char*, const char*>> nodes = {
+        {"Constant", ""},  {"Conv", "x"},  {"Constant", ""}, {"Relu", "x"},
+        {"Identity", "x"}, {"Shape", "x"}, {"Shape", "t"}};
+    for (const auto& [op, input] : nodes) {
       Node node;
       node.opType = op;
       node.name = std::string(op) + "_" + std::to_string(network.graph.nodes.size());
+      if (*input) node.inputs = {input};
       node.outputs = {node.name};
       network.graph.nodes.push_back(node);
     }
-    ConstraintsModel model;
+    ConstraintsTable table;
+    ConstraintsModel& model = *table.model();
     model.setNetwork(&network);
-    QCOMPARE(model.rowCount(), 3);  // (every layer), Conv_1, Relu_3
-    QCOMPARE(model.opTypes(), (QStringList{"Conv", "Relu"}));
+    // (every layer), Conv_1, Relu_3, and Shape_6 (of a dynamic dim: a real layer).
+    QCOMPARE(model.rowCount(), 4);
+    QCOMPARE(model.opTypes(), (QStringList{"Conv", "Relu", "Shape"}));
+    QVERIFY(model.setRule(model.rowOf("Relu_3"), ConstraintsModel::kPrecision, DataType::kFloat16));
+    QVERIFY(!table.showConstantsBox()->isChecked());
+    table.showConstantsBox()->setChecked(true);
+    QCOMPARE(model.rowCount(), 8);
+    QCOMPARE(model.rowOf("Shape_5"), 6);
+    QCOMPARE(model.precisionRules().size(), size_t{1});  // the rule survived the toggle
+    QCOMPARE(model.precisionRules().front().pattern, std::string("Relu_3"));
+    table.showConstantsBox()->setChecked(false);
+    QCOMPARE(model.rowCount(), 4);
   }
 
  private:

@@ -39,18 +39,22 @@ int opsetFor(const Network& network, const Node& node) {
   return it == network.opsets.end() ? network.defaultOpset() : it->second;
 }
 
-// A Constant's outputs depend only on its attributes and the layer's precision, so
-// the executor computes them once and every later run shares the same storage.
+// A Constant's outputs depend only on its attributes and the layer's precision, and a
+// Shape's only on its input's dimensions (never on its values), so the executor
+// computes them once and every later run with the same dimensions shares the storage.
 bool isRunInvariant(const Node& node) {
-  return node.opType == "Constant" && (node.domain.empty() || node.domain == "ai.onnx") &&
-         node.inputs.empty();
+  if (!node.domain.empty() && node.domain != "ai.onnx") return false;
+  return (node.opType == "Constant" && node.inputs.empty()) ||
+         (node.opType == "Shape" && node.inputCount() == 1);
 }
 
-// One Constant's outputs, with the precision they were computed at (a later run
-// with another plan recomputes them).
+// One run-invariant node's outputs, with the precision they were computed at and the
+// input dimensions they came from (a later run with another plan or other dimensions
+// recomputes them).
 struct CachedOutputs {
   DataType precision = DataType::kFloat32;
   DataType outputType = DataType::kFloat32;
+  Shape inputShape;
   std::vector<Tensor> outputs;
 };
 
@@ -184,7 +188,8 @@ struct ReferenceBackend::Impl {
       return runGraph(g, scope, in, out);
     };
     std::vector<Tensor> results;
-    CachedOutputs* cached = isRunInvariant(node) ? cachedFor(node, implementation) : nullptr;
+    CachedOutputs* cached =
+        isRunInvariant(node) ? cachedFor(node, implementation, inputs) : nullptr;
     if (cached && !cached->outputs.empty()) {
       results = cached->outputs;
     } else if (implementation) {
@@ -213,13 +218,17 @@ struct ReferenceBackend::Impl {
     return Status::ok();
   }
 
-  // The cache slot of a run-invariant node, emptied when the layer's precision changed.
-  CachedOutputs* cachedFor(const Node& node, const LayerImplementation* implementation) {
+  // The cache slot of a run-invariant node, emptied when the layer's precision or its
+  // input's dimensions changed.
+  CachedOutputs* cachedFor(const Node& node, const LayerImplementation* implementation,
+                           const std::vector<const Tensor*>& inputs) {
     CachedOutputs& slot = invariantOutputs[&node];
     const DataType precision = implementation ? implementation->precision : DataType::kFloat32;
     const DataType outputType = implementation ? implementation->outputType : DataType::kFloat32;
-    if (slot.precision != precision || slot.outputType != outputType) {
-      slot = {precision, outputType, {}};
+    const Shape inputShape = !inputs.empty() && inputs[0] ? inputs[0]->shape() : Shape{};
+    if (slot.precision != precision || slot.outputType != outputType ||
+        slot.inputShape != inputShape) {
+      slot = {precision, outputType, inputShape, {}};
     }
     return &slot;
   }

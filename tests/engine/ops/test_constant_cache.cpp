@@ -1,6 +1,7 @@
 // The CPU executor computes a Constant layer once per backend (issue 26): later runs
 // share the first run's storage, at the plan's precision, and a run at another
-// precision recomputes it.
+// precision recomputes it. A Shape layer likewise, for as long as its input keeps its
+// dimensions.
 #include <gtest/gtest.h>
 
 #include "kiln/reference_backend.h"
@@ -65,6 +66,41 @@ TEST(ConstantCache, LaterRunsShareTheFirstRunsStorage) {
   ASSERT_TRUE(full.defined());
   EXPECT_NE(full.rawData(), first.rawData());
   for (int64_t i = 0; i < kSize; ++i) ASSERT_EQ(full.data<float>()[i], value.data<float>()[i]) << i;
+}
+
+// s = Shape(x), x of dynamic dims.
+Network shapeGraph() {
+  Network net;
+  net.opsets[""] = 17;
+  ValueInfo x{"x", DataType::kFloat32, true, {DimExpr::symbol("n"), DimExpr(3)}};
+  net.graph.inputs = {x};
+  net.graph.nodes = {makeNode("Shape", {"x"}, {"s"})};
+  net.graph.outputs = {{"s", DataType::kInt64, false, {}}};
+  return net;
+}
+
+Tensor runShape(ReferenceBackend& backend, int64_t rows, uint64_t seed) {
+  std::map<std::string, Tensor> inputs{{"x", randomTensor(DataType::kFloat32, {rows, 3}, seed)}};
+  std::vector<NamedTensor> outputs;
+  EXPECT_TRUE(backend.run(inputs, &outputs, {}).isOk());
+  EXPECT_EQ(outputs.size(), 1u);
+  return outputs.size() == 1 ? outputs[0].tensor : Tensor();
+}
+
+TEST(ConstantCache, ShapeIsComputedOncePerInputDimensions) {
+  const Network net = shapeGraph();
+  ReferenceBackend backend(net);
+  const Tensor first = runShape(backend, 4, 1);
+  ASSERT_TRUE(first.defined());
+  EXPECT_EQ(first.toInt64Vector(), (std::vector<int64_t>{4, 3}));
+  // Other values, same dimensions: the same storage, not a new tensor per run.
+  const Tensor again = runShape(backend, 4, 2);
+  EXPECT_EQ(again.rawData(), first.rawData()) << "the second run re-created the Shape";
+  // Other dimensions: recomputed.
+  const Tensor wider = runShape(backend, 7, 3);
+  EXPECT_NE(wider.rawData(), first.rawData());
+  EXPECT_EQ(wider.toInt64Vector(), (std::vector<int64_t>{7, 3}));
+  EXPECT_EQ(runShape(backend, 4, 4).toInt64Vector(), (std::vector<int64_t>{4, 3}));
 }
 
 }  // namespace
