@@ -1,5 +1,7 @@
 #include "build_job.h"
 
+#include "input_values.h"
+
 #include "job_runner.h"
 #include "kiln/builder.h"
 #include "kiln/cuda_build_backend.h"
@@ -68,7 +70,12 @@ BuildOutcome runBuildJob(const BuildRequest& request, JobContext& context) {
     outcome.status = backend.status();
     return outcome;
   }
-  auto plan = buildPlan(request.network, config, **backend);
+  auto network = withInputValues(request.network, request.inputValues);
+  if (!network.isOk()) {
+    outcome.status = network.status();
+    return outcome;
+  }
+  auto plan = buildPlan(network.value(), config, **backend);
   if (!plan.isOk()) {
     outcome.status = plan.status();
     return outcome;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <QString>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,6 +28,8 @@ struct BuildRequest {
   std::string timingCachePath;  // "" for none
   std::string planPath;         // "" to keep the plan in memory only
   std::string title;            // the report's title (the model's file name)
+  // Value inputs frozen to these values before the build (input_values.h).
+  std::map<std::string, Tensor> inputValues;
 };
 
 struct BuildOutcome {

@@ -261,7 +261,8 @@ void BuildPanel::onModelChanged() {
   m_constraints->model()->setRules(config.layerPrecisions, config.layerOutputTypes);
   m_proposal =
       network ? proposeShapes(*network, m_document->modelPath().toStdString()) : ShapeProposal{};
-  m_shapesConfirmed = false;
+  m_shapesConfirmed = m_valuesConfirmed = false;
+  m_inputValues.clear();
   if (m_shapesDialog) m_shapesDialog->reject();  // it was for the previous model
   m_profiles->setNetwork(network.get(), config.profiles, m_proposal.profile);
   m_loading = false;

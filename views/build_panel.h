@@ -13,6 +13,7 @@
 #include <QString>
 #include <QPointer>
 #include <QWidget>
+#include <map>
 #include <memory>
 
 #include "kiln/builder_config.h"
@@ -62,9 +63,13 @@ class BuildPanel : public QWidget {
   // blocking): its Build starts the build with the shapes as edited, its Cancel
   // reports buildFinished(false, "build cancelled: ...").
   void startBuild();
-  // Takes the proposed shapes as confirmed (scripted runs: AutoRun, tests), noting
-  // them as an info issue; the next startBuild() opens no dialog.
+  // Takes the proposed shapes and values as confirmed (scripted runs: AutoRun, tests),
+  // noting them as info issues; the next startBuild() opens no dialog.
   void acceptProposedShapes();
+  // The values the next build freezes value inputs to (input_values.h), as confirmed
+  // in the Shapes dialog or by acceptProposedShapes(); empty until then. A model with
+  // value inputs opens the dialog on its first build, like one with dynamic dims.
+  const std::map<std::string, Tensor>& inputValues() const { return m_inputValues; }
   // The Shapes dialog while it is open, else null.
   ShapesDialog* shapesDialog() const;
   void cancelBuild();
@@ -118,6 +123,8 @@ class BuildPanel : public QWidget {
   int m_buildJob = -1;
   ShapeProposal m_proposal;        // for the open model's dynamic inputs
   bool m_shapesConfirmed = false;  // by an edit, the Shapes dialog or a script
+  bool m_valuesConfirmed = false;  // by the Shapes dialog or a script
+  std::map<std::string, Tensor> m_inputValues;
   QPointer<ShapesDialog> m_shapesDialog;
   bool m_loading = false;   // widgets are being set from the config
   bool m_applying = false;  // the config is being set from the widgets

@@ -7,10 +7,12 @@
 #include <QPointer>
 #include <QProgressBar>
 #include <QPushButton>
+#include <algorithm>
 #include <memory>
 
 #include "build_job.h"
 #include "build_panel.h"
+#include "input_values.h"
 #include "job_runner.h"
 #include "kiln/cuda_runtime.h"
 #include "profiles_editor.h"
@@ -47,6 +49,7 @@ BuildRequest BuildPanel::makeRequest() const {
   request.backend = m_backend->currentText().toStdString();
   request.timingCachePath = m_cachePath->text().trimmed().toStdString();
   request.planPath = m_planPath->text().trimmed().toStdString();
+  request.inputValues = m_inputValues;
   const QString model = m_document->modelPath();
   request.title =
       (model.isEmpty() ? QStringLiteral("model") : QFileInfo(model).fileName()).toStdString();
@@ -62,7 +65,9 @@ void BuildPanel::startBuild() {
   if (isBuilding()) return refuse(tr("a build is already running"));
   if (!m_document->network()) return refuse(tr("build: no model is open"));
   if (!m_profiles->isValid()) return refuse(tr("build: %1").arg(m_profiles->problem()));
-  if (m_profiles->hasDynamicInputs() && !m_shapesConfirmed) return askForShapes();
+  if ((m_profiles->hasDynamicInputs() && !m_shapesConfirmed) ||
+      (!m_proposal.values.empty() && !m_valuesConfirmed))
+    return askForShapes();
   m_document->clearIssues("build");
   const BuildRequest request = makeRequest();
   auto outcome = std::make_shared<BuildOutcome>();
@@ -102,7 +107,8 @@ void BuildPanel::askForShapes() {
     m_shapesDialog = nullptr;                      // closed; deleted later
     if (network != m_document->network()) return;  // another model opened meanwhile
     m_profiles->setNetwork(network.get(), dialog->profiles(), m_proposal.profile);
-    m_shapesConfirmed = true;
+    m_shapesConfirmed = m_valuesConfirmed = true;
+    m_inputValues = dialog->values();
     applyToConfig();
     startBuild();
   });
@@ -120,7 +126,28 @@ ShapesDialog* BuildPanel::shapesDialog() const {
 }
 
 void BuildPanel::acceptProposedShapes() {
-  m_shapesConfirmed = true;
+  m_shapesConfirmed = m_valuesConfirmed = true;
+  m_inputValues.clear();
+  for (const ProposedValue& proposed : m_proposal.values) {
+    const auto& inputs = m_document->network()->graph.inputs;
+    auto input = std::find_if(inputs.begin(), inputs.end(),
+                              [&proposed](const ValueInfo& i) { return i.name == proposed.name; });
+    auto value = input == inputs.end() || proposed.text.empty()
+                     ? Result<Tensor>(invalidArgument("no value"))
+                     : parseInputValue(*input, proposed.text);
+    if (value.isOk()) m_inputValues[proposed.name] = value.value();
+    m_document->addIssue({value.isOk() ? IssueSeverity::kInfo : IssueSeverity::kWarning,
+                          "shapes",
+                          value.isOk()
+                              ? tr("input '%1' built in as the value %2 (%3)")
+                                    .arg(QString::fromStdString(proposed.name),
+                                         QString::fromStdString(proposed.text),
+                                         QString::fromStdString(proposed.source))
+                              : tr("input '%1' stays an input with random values while timing: %2")
+                                    .arg(QString::fromStdString(proposed.name),
+                                         QString::fromStdString(proposed.source)),
+                          {}});
+  }
   for (const ProposedInput& input : m_proposal.inputs) {
     const ShapeRange& r = input.range;
     m_document->addIssue(

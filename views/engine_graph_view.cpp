@@ -91,10 +91,28 @@ class EngineGraphBuilder {
                 (precision.isEmpty() ? QString::fromStdString(layer.precision) : precision);
     addBox(QString::number(index), {GraphStyle::elide(name, 0), GraphStyle::elide(second, 1)},
            look);
+    m_input.scopes.resize(m_input.graph.nodes.size());
+    m_input.scopes.back() = layerScope(layer, precision);
     for (const ReportTensor& output : layer.outputs) {
       m_producer.emplace(output.name, index);
       m_dims.emplace(output.name, output.dimensions);
     }
+  }
+
+  // A layer's scope: the one its ONNX nodes share ("A + B + C" when no provenance).
+  static NodeScope layerScope(const ReportLayer& layer, const QString& precision) {
+    std::vector<QString> names;
+    for (const std::string& node : layer.sourceNodes) names.push_back(QString::fromStdString(node));
+    if (names.empty())
+      for (const QString& part : QString::fromStdString(layer.name).split(QStringLiteral(" + ")))
+        names.push_back(part);
+    NodeScope scope;
+    scope.path = commonScope(names);
+    scope.layer = true;
+    scope.milliseconds = layer.milliseconds;
+    scope.percentage = layer.percentage;
+    scope.precision = precision.isEmpty() ? QString::fromStdString(layer.precision) : precision;
+    return scope;
   }
 
   int bindingBox(const std::string& name) {
@@ -107,6 +125,7 @@ class EngineGraphBuilder {
     look.toolTip = QStringLiteral("binding %1").arg(text);
     look.searchText = text;
     const int box = addBox(kBindingPrefix + text, {GraphStyle::elide(text, 0)}, look);
+    m_input.scopes.resize(m_input.graph.nodes.size());
     m_bindingBoxes.emplace(name, box);
     return box;
   }
@@ -158,6 +177,23 @@ QColor layerColour(const ReportLayer& layer, EngineColouring colouring, double m
     return precisionColor(normalizePrecision(QString::fromStdString(layer.precision)));
   if (layer.percentage < 0 || maxPercentage <= 0) return untimedColor();
   return timeShareColor(layer.percentage / maxPercentage);
+}
+
+QColor blockColour(const std::vector<const ReportLayer*>& layers, EngineColouring colouring,
+                   double maxPercentage) {
+  if (colouring == EngineColouring::kPrecision) {
+    std::map<QString, int> mix;
+    for (const ReportLayer* layer : layers)
+      ++mix[normalizePrecision(QString::fromStdString(layer->precision))];
+    auto most = std::max_element(mix.begin(), mix.end(),
+                                 [](const auto& a, const auto& b) { return a.second < b.second; });
+    return most == mix.end() ? untimedColor() : precisionColor(most->first).lighter(112);
+  }
+  double share = -1;
+  for (const ReportLayer* layer : layers)
+    if (layer->percentage >= 0) share = std::max(0.0, share) + layer->percentage;
+  if (share < 0 || maxPercentage <= 0) return untimedColor();
+  return timeShareColor(std::min(1.0, share / maxPercentage));
 }
 
 Result<GraphInput> buildEngineGraph(const EngineReport& report, EngineColouring colouring,
@@ -230,11 +266,18 @@ void EngineGraphView::recolour() {
   GraphScene* scene = m_view->graphScene();
   if (!m_shown || !scene->graph()) return;
   const double most = maxPercentage(*m_shown);
+  const int layers = static_cast<int>(m_shown->layers.size());
   for (int i = 0; i < scene->nodeCount(); ++i) {
     if (scene->graph()->looks[i].terminal) continue;
-    const int layer = scene->nodeItem(i)->id().toInt();
-    if (layer >= 0 && layer < static_cast<int>(m_shown->layers.size()))
-      scene->setNodeFill(i, layerColour(m_shown->layers[layer], m_colouring, most));
+    std::vector<const ReportLayer*> members;
+    for (const QString& id : m_view->memberIds(i)) {
+      const int layer = id.toInt();
+      if (layer >= 0 && layer < layers) members.push_back(&m_shown->layers[layer]);
+    }
+    if (scene->nodeItem(i)->id().startsWith(kGroupIdPrefix))
+      scene->setNodeFill(i, blockColour(members, m_colouring, most));
+    else if (!members.empty())
+      scene->setNodeFill(i, layerColour(*members.front(), m_colouring, most));
   }
 }
 
@@ -283,8 +326,9 @@ void EngineGraphView::onUserSelection(const QList<int>& indices) {
   const SceneGraph* graph = m_view->graphScene()->graph();
   if (!graph) return;
   for (int i : indices)
-    if (!graph->looks[i].terminal) {
-      m_document->selectLayer(graph->graph.nodes[i].id.toInt());
+    if (!graph->looks[i].terminal) {  // a block selects its first layer
+      const QStringList ids = m_view->memberIds(i);
+      if (!ids.isEmpty()) m_document->selectLayer(ids.front().toInt());
       return;
     }
   if (indices.isEmpty()) m_document->selectLayer(-1);

@@ -29,6 +29,11 @@ Result<GraphInput> buildEngineGraph(const inspector::EngineReport& report,
 QColor layerColour(const inspector::ReportLayer& layer, EngineColouring colouring,
                    double maxPercentage);
 
+// The fill of a closed scope group's block holding `layers`: by precision, the colour
+// of the precision most of them compute in; by time, their summed share.
+QColor blockColour(const std::vector<const inspector::ReportLayer*>& layers,
+                   EngineColouring colouring, double maxPercentage);
+
 class EngineGraphView : public QWidget, public View {
   Q_OBJECT
  public:

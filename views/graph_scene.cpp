@@ -1,6 +1,10 @@
 #include "graph_scene.h"
 
 #include <QBuffer>
+#include <QFontMetricsF>
+#include <QGraphicsRectItem>
+#include <QGraphicsSimpleTextItem>
+#include <QPen>
 #include <QPainter>
 #include <QSvgGenerator>
 #include <QLineF>
@@ -92,6 +96,7 @@ void GraphScene::clearGraph() {
   m_quiet = false;
   m_nodes.clear();
   m_edges.clear();
+  m_frames.clear();
   m_index.clear();
   m_searchText.clear();
   m_graph.reset();
@@ -128,7 +133,35 @@ void GraphScene::populate(std::shared_ptr<const SceneGraph> graph) {
     addItem(item);
     m_edges.push_back(item);
   }
+  addFrames();
   setSceneRect(layout.bounds.adjusted(-kSceneMargin, -kSceneMargin, kSceneMargin, kSceneMargin));
+}
+
+void GraphScene::addFrames() {
+  // Outer frames first, so inner ones paint over them; all behind edges and boxes.
+  const QFont font = GraphStyle::bodyFont();
+  const QFontMetricsF metrics(font);
+  for (const SceneGraph::GroupFrame& frame : m_graph->frames) {
+    auto* rect = new QGraphicsRectItem(frame.rect);
+    rect->setPen(QPen(QColor(0x8a, 0x92, 0xb8), 1, Qt::DashLine));
+    rect->setBrush(QColor(0x5a, 0x66, 0xb0, 16));
+    rect->setZValue(-1);
+    rect->setData(0, frame.path);
+    rect->setToolTip(frame.path + tr("\nDouble-click the frame to close it"));
+    auto* title = new QGraphicsSimpleTextItem(
+        metrics.elidedText(frame.title, Qt::ElideRight, frame.rect.width() - 12), rect);
+    title->setFont(font);
+    title->setBrush(QColor(0x3a, 0x40, 0x68));
+    title->setPos(frame.rect.topLeft() + QPointF(6, 5));
+    addItem(rect);
+    m_frames.push_back(rect);
+  }
+}
+
+QString GraphScene::frameAt(const QPointF& scenePos) const {
+  for (auto it = m_frames.rbegin(); it != m_frames.rend(); ++it)
+    if ((*it)->sceneBoundingRect().contains(scenePos)) return (*it)->data(0).toString();
+  return QString();
 }
 
 GraphNodeItem* GraphScene::nodeItem(int index) const {
@@ -169,13 +202,17 @@ QStringList GraphScene::selectedIds() const {
   return ids;
 }
 
-std::vector<int> GraphScene::search(const QString& text) const {
+std::vector<int> searchLowered(const std::vector<QString>& lowered, const QString& text) {
   std::vector<int> matches;
   const QString needle = text.trimmed().toLower();
   if (needle.isEmpty()) return matches;
-  for (size_t i = 0; i < m_searchText.size(); ++i)
-    if (m_searchText[i].contains(needle)) matches.push_back(static_cast<int>(i));
+  for (size_t i = 0; i < lowered.size(); ++i)
+    if (lowered[i].contains(needle)) matches.push_back(static_cast<int>(i));
   return matches;
+}
+
+std::vector<int> GraphScene::search(const QString& text) const {
+  return searchLowered(m_searchText, text);
 }
 
 QByteArray GraphScene::toSvg(const QString& title) const {

@@ -23,12 +23,24 @@ struct SceneGraph {
   LayoutResult layout;
   std::vector<QPainterPath> edgePaths;  // per edge, ending at the arrowhead's base
   std::vector<QPolygonF> arrowHeads;
+  // An expanded name-scope group (scope_layout.h), drawn as a titled frame behind the
+  // boxes it holds.
+  struct GroupFrame {
+    QRectF rect;
+    QString title;  // "▾ layer.6 · 24 layers · 0.8 ms · FP16 20 · FP32 4"
+    QString path;   // "/encoder/layer.6"
+  };
+  std::vector<GroupFrame> frames;
 };
 
 // Builds the edge paths and arrowheads of `layout` (any thread). `looks` must have one
 // entry per node.
 std::shared_ptr<SceneGraph> prepareSceneGraph(LayoutGraph graph, std::vector<NodeLook> looks,
                                               LayoutResult layout);
+
+// Indices of the `lowered` (lower-cased) texts that contain `text`, case-insensitively,
+// in order; none for blank text.
+std::vector<int> searchLowered(const std::vector<QString>& lowered, const QString& text);
 
 class GraphScene : public QGraphicsScene {
   Q_OBJECT
@@ -53,6 +65,10 @@ class GraphScene : public QGraphicsScene {
   QStringList selectedIds() const;
   std::vector<int> selectedIndices() const;  // in node order
 
+  // The group path of the frame at `scenePos` (the innermost), "" when none.
+  QString frameAt(const QPointF& scenePos) const;
+  int frameCount() const { return static_cast<int>(m_frames.size()); }
+
   // Node indices whose search text contains `text`, case-insensitively, in node order.
   std::vector<int> search(const QString& text) const;
 
@@ -64,9 +80,12 @@ class GraphScene : public QGraphicsScene {
   void userSelectionChanged();
 
  private:
+  void addFrames();
+
   std::shared_ptr<const SceneGraph> m_graph;
   std::vector<GraphNodeItem*> m_nodes;
   std::vector<GraphEdgeItem*> m_edges;
+  std::vector<QGraphicsItem*> m_frames;
   QHash<QString, int> m_index;
   std::vector<QString> m_searchText;  // lower-cased
   bool m_quiet = false;

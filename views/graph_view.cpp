@@ -27,6 +27,8 @@ constexpr double kWheelZoomBase = 1.0015;  // per wheel angle unit (1/8 degree)
 constexpr double kMinInitialFitZoom = 0.5;
 constexpr double kReadableZoom = 0.9;
 constexpr double kTopMargin = 90;  // pixels above the first box, below the notice
+// A new graph opens its scope groups level by level while at most this many boxes show.
+constexpr int kInitialBoxes = 60;
 
 const char* kOverlayStyle =
     "QLabel { background: rgba(255, 255, 255, 225); border: 1px solid #b8b8c0;"
@@ -39,9 +41,15 @@ QString count(int n) {
 }  // namespace
 
 struct GraphView::Job {
-  GraphBuilder builder;
+  GraphBuilder builder;  // empty when `flat` is laid out again (a group opened or closed)
+  std::shared_ptr<const GraphInput> flat;
+  std::shared_ptr<const ScopeTree> tree;
+  std::set<QString> expanded;
+  bool grouping = true;
+  bool firstExpansion = false;  // a new graph: choose the groups shown open
+  bool keepView = false;        // the same graph again: keep the zoom
   int generation = 0;
-  std::shared_ptr<const SceneGraph> scene;
+  GroupedScene grouped;
   Status status;
 };
 
@@ -107,6 +115,11 @@ void GraphView::createActions() {
   m_fit = make(tr("Fit"), QKeySequence(Qt::CTRL | Qt::Key_0), [this] { fitAll(); });
   m_zoomIn = make(tr("Zoom in"), QKeySequence::ZoomIn, [this] { zoomBy(kButtonZoomStep); });
   m_zoomOut = make(tr("Zoom out"), QKeySequence::ZoomOut, [this] { zoomBy(1 / kButtonZoomStep); });
+  m_group = new QAction(tr("Group"), this);
+  m_group->setCheckable(true);
+  m_group->setChecked(m_grouping);
+  m_group->setToolTip(tr("Group nodes by name scope into blocks (double-click opens one)"));
+  connect(m_group, &QAction::toggled, this, [this](bool on) { setGrouping(on); });
   m_find = make(tr("Find"), QKeySequence::Find, [this] {
     m_search->setFocus();
     m_search->selectAll();
@@ -117,44 +130,88 @@ void GraphView::addToolBarItems(QToolBar* bar) {
   bar->addAction(m_fit);
   bar->addAction(m_zoomIn);
   bar->addAction(m_zoomOut);
+  bar->addAction(m_group);
   bar->addSeparator();
   bar->addWidget(m_search)->setVisible(true);
   bar->addWidget(m_matchLabel)->setVisible(true);
 }
 
 void GraphView::showGraph(const QString& jobTitle, int nodeCount, GraphBuilder builder) {
-  if (m_jobId != 0 && m_jobs) m_jobs->cancel(m_jobId);
   auto job = std::make_shared<Job>();
   job->builder = std::move(builder);
+  job->grouping = m_grouping;
+  job->firstExpansion = true;
+  startJob(jobTitle, nodeCount, std::move(job));
+}
+
+void GraphView::startJob(const QString& title, int nodeCount, std::shared_ptr<Job> job) {
+  if (m_jobId != 0 && m_jobs) m_jobs->cancel(m_jobId);
   job->generation = ++m_generation;
   setNotice(tr("Laying out %1 nodes…").arg(count(nodeCount)));
   if (!m_jobs) return;
   QPointer<GraphView> self(this);
   m_jobId = m_jobs->start(
-      jobTitle,
-      [job, nodeCount](JobContext& context) {
-        context.progress(-1, QStringLiteral("Building the graph"));
-        Result<GraphInput> input = job->builder(context);
-        if (!input.isOk()) {
-          job->status = input.status();
-          return;
-        }
-        if (context.cancelled()) return;
-        context.progress(-1, QStringLiteral("Laying out %1 nodes").arg(nodeCount));
-        LayoutOptions options;
-        options.cancel = context.cancelFlag();
-        Result<LayoutResult> layout = layoutGraph(input->graph, options);
-        if (!layout.isOk()) {
-          job->status = layout.status();
-          return;
-        }
-        job->scene = prepareSceneGraph(std::move(input->graph), std::move(input->looks),
-                                       std::move(layout.value()));
-      },
+      title, [job](JobContext& context) { runJob(*job, context); },
       [self, job](const JobContext& context) {
         if (context.failed()) job->status = internalError(context.failure().toStdString());
         if (self) self->finishJob(job, context.cancelled());
       });
+}
+
+void GraphView::runJob(Job& job, JobContext& context) {
+  if (job.builder) {
+    context.progress(-1, QStringLiteral("Building the graph"));
+    Result<GraphInput> input = job.builder(context);
+    if (!input.isOk()) {
+      job.status = input.status();
+      return;
+    }
+    job.flat = std::make_shared<const GraphInput>(std::move(input.value()));
+    if (!job.flat->scopes.empty()) job.tree = std::make_shared<const ScopeTree>(job.flat->scopes);
+    if (job.tree && job.firstExpansion) job.expanded = job.tree->initialExpansion(kInitialBoxes);
+  }
+  if (context.cancelled()) return;
+  context.progress(-1, QStringLiteral("Laying out %1 nodes").arg(job.flat->graph.nodes.size()));
+  LayoutOptions options;
+  options.cancel = context.cancelFlag();
+  Result<GroupedScene> laid =
+      job.grouping && job.tree && !job.tree->empty()
+          ? layoutGrouped(job.flat->graph, job.flat->looks, *job.tree, job.expanded, options)
+          : layoutFlat(job.flat->graph, job.flat->looks, options);
+  if (!laid.isOk()) {
+    job.status = laid.status();
+    return;
+  }
+  job.grouped = std::move(laid.value());
+}
+
+void GraphView::adoptGrouping(const Job& job) {
+  if (job.flat != m_flat) {
+    m_flat = job.flat;
+    m_flatIndex.clear();
+    m_flatSearch.clear();
+    m_flatSearch.reserve(m_flat->graph.nodes.size());
+    for (size_t n = 0; n < m_flat->graph.nodes.size(); ++n) {
+      m_flatIndex.insert(m_flat->graph.nodes[n].id, static_cast<int>(n));
+      m_flatSearch.push_back(n < m_flat->looks.size() ? m_flat->looks[n].searchText.toLower()
+                                                      : QString());
+    }
+  }
+  m_tree = job.tree;
+  m_expanded = job.expanded;
+  m_visibleOf = job.grouped.visibleOf;
+  m_members = job.grouped.members;
+}
+
+void GraphView::relayout() {
+  if (!m_flat) return;
+  auto job = std::make_shared<Job>();
+  job->flat = m_flat;
+  job->tree = m_tree;
+  job->expanded = m_expanded;
+  job->grouping = m_grouping;
+  job->keepView = true;
+  startJob(tr("Graph layout"), static_cast<int>(m_flat->graph.nodes.size()), std::move(job));
 }
 
 void GraphView::finishJob(const std::shared_ptr<Job>& job, bool cancelled) {
@@ -164,25 +221,43 @@ void GraphView::finishJob(const std::shared_ptr<Job>& job, bool cancelled) {
     setNotice(tr("Layout cancelled"));
     return;
   }
-  if (!job->status.isOk() || !job->scene) {
+  if (!job->status.isOk() || !job->grouped.scene) {
     const QString message = QString::fromStdString(job->status.message());
     setNotice(tr("Layout failed: %1").arg(message));
     emit graphFailed(message);
     return;
   }
-  showScene(job->scene);
+  adoptGrouping(*job);
+  showScene(job->grouped.scene, job->keepView);
 }
 
-void GraphView::showScene(std::shared_ptr<const SceneGraph> graph) {
+void GraphView::showScene(std::shared_ptr<const SceneGraph> graph, bool keepView) {
   const LayoutResult& layout = graph->layout;
   const int nodes = static_cast<int>(graph->graph.nodes.size());
-  m_summary = QStringLiteral("%1 layout, %2 nodes, %3 s")
-                  .arg(QString::fromLatin1(layoutAlgorithmName(layout.algorithm)), count(nodes))
+  const bool grouped = m_tree && m_grouping && !m_tree->empty();
+  const QString shown =
+      grouped ? tr("%1 boxes for %2 nodes")
+                    .arg(count(nodes), count(static_cast<int>(m_flat->graph.nodes.size())))
+              : tr("%1 nodes").arg(count(nodes));
+  m_summary = QStringLiteral("%1 layout, %2, %3 s")
+                  .arg(QString::fromLatin1(layoutAlgorithmName(layout.algorithm)), shown)
                   .arg(layout.seconds, 0, 'f', 2);
   if (layout.algorithm == LayoutAlgorithm::kLayered && nodes >= kLargeGraphNodes)
     m_summary += tr(" (Graphviz dot is too slow from %1 nodes)").arg(count(kLargeGraphNodes));
+  if (grouped) m_summary += tr(" (double-click a block to open it)");
   m_scene->populate(std::move(graph));
   setNotice(m_summary);
+  if (!m_search->text().isEmpty()) {
+    m_matches = searchFlat(m_search->text());
+    m_matchPos =
+        m_matches.empty() ? -1 : std::max(0, std::min(m_matchPos, int(m_matches.size()) - 1));
+    m_matchLabel->setText(searchStatus());
+  }
+  if (keepView) {
+    focusAfterLayout();
+    emit graphShown();
+    return;
+  }
   resetTransform();
   const QRectF rect = m_scene->sceneRect();
   const QSizeF port = viewport()->size();
@@ -203,11 +278,7 @@ void GraphView::showScene(std::shared_ptr<const SceneGraph> graph) {
     }
     centerOn(x, top + (port.height() / 2 - kTopMargin) / kReadableZoom);
   }
-  if (!m_search->text().isEmpty()) {
-    m_matches = m_scene->search(m_search->text());
-    m_matchPos = m_matches.empty() ? -1 : 0;
-    m_matchLabel->setText(searchStatus());
-  }
+  focusAfterLayout();
   emit graphShown();
 }
 
@@ -216,6 +287,14 @@ void GraphView::clearGraph(const QString& notice) {
   m_jobId = 0;
   ++m_generation;
   m_scene->clearGraph();
+  m_flat.reset();
+  m_tree.reset();
+  m_expanded.clear();
+  m_visibleOf.clear();
+  m_members.clear();
+  m_flatIndex.clear();
+  m_flatSearch.clear();
+  m_focus.clear();
   m_summary.clear();
   m_matches.clear();
   m_matchPos = -1;
@@ -302,7 +381,7 @@ void GraphView::search(const QString& text) {
     m_search->setText(text);  // comes back here through textChanged
     return;
   }
-  m_matches = m_scene->search(text);
+  m_matches = searchFlat(text);
   m_matchPos = m_matches.empty() ? -1 : 0;
   goToMatch();
 }
@@ -313,25 +392,13 @@ void GraphView::nextMatch() {
   goToMatch();
 }
 
-void GraphView::goToMatch() {
-  m_matchLabel->setText(searchStatus());
-  if (m_matchPos < 0) return;
-  GraphNodeItem* item = m_scene->nodeItem(m_matches[m_matchPos]);
+void GraphView::selectAndZoom(int box) {
+  GraphNodeItem* item = m_scene->nodeItem(box);
   if (!item) return;
   m_scene->selectIds({item->id()});
   // A hit at an overview zoom is a dot: zoom in until it reads, then bring it to the centre.
   if (zoom() < kReadableZoom) zoomBy(kReadableZoom / zoom());
   centerOn(item);
-  emit selectionActivated({item->index()});
-}
-
-void GraphView::highlight(const QStringList& ids, bool centre) {
-  m_scene->selectIds(ids);
-  if (!centre || ids.isEmpty()) return;
-  GraphNodeItem* item = m_scene->nodeItem(m_scene->indexOf(ids.front()));
-  if (!item) return;
-  const QRectF visible = mapToScene(viewport()->rect()).boundingRect();
-  if (!visible.contains(item->sceneBoundingRect())) centerOn(item);
 }
 
 double GraphView::zoom() const {

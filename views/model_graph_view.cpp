@@ -132,7 +132,12 @@ Result<GraphInput> buildModelGraph(const Network& network, const JobContext& con
   }
   for (const auto& [node, index] : boxes) builder.connectNode(*node, index);
   for (const ValueInfo& output : graph.outputs) builder.addOutput(output);
-  return builder.take();
+  GraphInput input = builder.take();
+  // Name scopes ("/encoder/layer.6/attention/MatMul") group the nodes into blocks.
+  input.scopes.resize(input.graph.nodes.size());
+  for (const auto& [node, index] : boxes)
+    input.scopes[index].path = nameScope(QString::fromStdString(node->name));
+  return input;
 }
 
 ModelGraphView::ModelGraphView(StudioDocument* document, JobRunner* jobs, QWidget* parent)
@@ -196,7 +201,7 @@ void ModelGraphView::onUserSelection(const QList<int>& indices) {
   if (!graph) return;
   QStringList names;
   for (int i : indices)
-    if (!graph->looks[i].terminal) names << graph->graph.nodes[i].id;
+    if (!graph->looks[i].terminal) names << m_view->memberIds(i);  // a block: its nodes
   // Only input/output boxes picked: they are not nodes, so the document keeps its selection.
   if (names.isEmpty() && !indices.isEmpty()) return;
   m_document->selectNodes(names);

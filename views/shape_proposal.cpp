@@ -6,6 +6,7 @@
 #include <map>
 
 #include "kiln/data_type.h"
+#include "input_values.h"
 #include "kiln/onnx_import.h"
 
 namespace kiln::studio {
@@ -42,6 +43,7 @@ std::string meaningOfName(const std::string& symbol) {
 struct TestInput {
   std::string name;
   Shape shape;
+  Tensor value;  // kept only when small enough to be a value input's
 };
 std::vector<TestInput> readTestInputs(const std::string& modelPath) {
   std::vector<TestInput> out;
@@ -59,7 +61,8 @@ std::vector<TestInput> readTestInputs(const std::string& modelPath) {
     std::string name;
     auto tensor = readTensorProtoFile(file.string(), &name);
     if (!tensor.isOk()) break;
-    out.push_back({name, tensor->shape()});
+    const bool small = tensor->numel() <= kMaxValueElements;
+    out.push_back({name, tensor->shape(), small ? tensor.value() : Tensor()});
   }
   return out;
 }
@@ -112,6 +115,19 @@ int64_t proposeDim(const ValueInfo& input, size_t d, std::map<std::string, int>*
   return 1;
 }
 
+ProposedValue proposeValue(const std::vector<TestInput>& tests, const ValueInfo& input,
+                           size_t index) {
+  ProposedValue proposed{input.name, "",
+                         "no test data: give a value, or leave it empty to "
+                         "keep it an input (random while timing)"};
+  const TestInput* test = testInputFor(tests, input, index);
+  if (test && test->value.defined() && test->value.type() == input.type) {
+    proposed.text = inputValueText(test->value);
+    proposed.source = "test data (test_data_set_0/input_" + std::to_string(index) + ".pb)";
+  }
+  return proposed;
+}
+
 }  // namespace
 
 bool ShapeProposal::anyGuessed() const {
@@ -124,6 +140,10 @@ ShapeProposal proposeShapes(const Network& network, const std::string& modelPath
   const std::vector<TestInput> tests = readTestInputs(modelPath);
   for (size_t index = 0; index < network.graph.inputs.size(); ++index) {
     const ValueInfo& input = network.graph.inputs[index];
+    if (isValueInput(input)) {
+      proposal.values.push_back(proposeValue(tests, input, index));
+      continue;
+    }
     bool dynamic = false;
     for (const DimExpr& d : input.shape) dynamic = dynamic || !d.isConst();
     if (!input.hasShape || !dynamic) continue;

@@ -14,6 +14,8 @@
 //      token ids (sequence 128);
 //   4. anything else: 1, marked as a guess for the user to check.
 // The range: min = opt = max = the proposal, except a batch dim, whose min is 1.
+// Value inputs (input_values.h: integer scalars and short vectors, silero's `sr`) get a
+// value instead, from the test data when it has one, else none (the user gives it).
 #pragma once
 
 #include <string>
@@ -31,9 +33,17 @@ struct ProposedInput {
   bool guessed = false;  // some dim had no rule: 1, to be checked by the user
 };
 
+// A value for a value input: "16000" from the test data, or "" when none was found.
+struct ProposedValue {
+  std::string name;
+  std::string text;    // as parseInputValue reads it
+  std::string source;  // "test data (test_data_set_0/input_2.pb)", or why there is none
+};
+
 struct ShapeProposal {
   OptimizationProfile profile;  // one entry per dynamic input
   std::vector<ProposedInput> inputs;
+  std::vector<ProposedValue> values;  // one per value input, in input order
   bool anyGuessed() const;
 };
 

@@ -1,11 +1,16 @@
 #include "shapes_dialog.h"
 
 #include <QDialogButtonBox>
+#include <QFormLayout>
+#include <QGroupBox>
 #include <QLabel>
+#include <QLineEdit>
 #include <QPushButton>
 #include <QRegularExpression>
 #include <QVBoxLayout>
+#include <algorithm>
 
+#include "input_values.h"
 #include "profiles_editor.h"
 
 namespace kiln::studio {
@@ -45,15 +50,83 @@ ShapesDialog::ShapesDialog(const Network& network, const QString& modelName,
   m_build->setDefault(true);
   connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
   connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
-  connect(m_editor, &ProfilesEditor::profilesEdited, this,
-          [this] { m_build->setEnabled(m_editor->isValid()); });
-  m_build->setEnabled(m_editor->isValid());
+  connect(m_editor, &ProfilesEditor::profilesEdited, this, [this] { updateBuildEnabled(); });
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(intro);
   layout->addWidget(m_sources);
   layout->addWidget(m_editor, 1);
+  if (!proposal.values.empty()) layout->addWidget(makeValuesBox(network, proposal));
   layout->addWidget(buttons);
+  updateBuildEnabled();
   resize(720, 420);
+}
+
+QWidget* ShapesDialog::makeValuesBox(const Network& network, const ShapeProposal& proposal) {
+  auto* box = new QGroupBox(tr("Values of value inputs"), this);
+  box->setObjectName("inputValues");
+  auto* form = new QFormLayout(box);
+  auto* why = new QLabel(tr("These inputs are numbers the model reads (a sample rate, a "
+                            "shape), not data: a value given here is built into the "
+                            "engine, which then no longer takes the input."),
+                         box);
+  why->setWordWrap(true);
+  form->addRow(why);
+  for (const ProposedValue& proposed : proposal.values) {
+    auto input = std::find_if(network.graph.inputs.begin(), network.graph.inputs.end(),
+                              [&proposed](const ValueInfo& i) { return i.name == proposed.name; });
+    if (input == network.graph.inputs.end()) continue;
+    const QString name = QString::fromStdString(proposed.name);
+    auto* edit = new QLineEdit(QString::fromStdString(proposed.text), box);
+    edit->setObjectName("value:" + name);
+    edit->setPlaceholderText(tr("keep as an input"));
+    edit->setToolTip(QString::fromStdString(proposed.source));
+    const QString type = QString::fromStdString(dataTypeName(input->type));
+    form->addRow(
+        tr("%1 (%2%3)").arg(name, type, input->shape.empty() ? tr(" scalar") : tr(" vector")),
+        edit);
+    form->addRow(QString(), new QLabel(QString::fromStdString(proposed.source), box));
+    m_valueEdits.emplace_back(*input, edit);
+    connect(edit, &QLineEdit::textChanged, this, [this] { updateBuildEnabled(); });
+  }
+  m_valuesProblem = new QLabel(box);
+  m_valuesProblem->setObjectName("valuesProblem");
+  m_valuesProblem->setStyleSheet("color: #c0392b");
+  form->addRow(m_valuesProblem);
+  return box;
+}
+
+void ShapesDialog::updateBuildEnabled() {
+  const QString problem = valuesProblem();
+  if (m_valuesProblem) {
+    m_valuesProblem->setText(problem);
+    m_valuesProblem->setVisible(!problem.isEmpty());
+  }
+  m_build->setEnabled(m_editor->isValid() && problem.isEmpty());
+}
+
+std::map<std::string, Tensor> ShapesDialog::values() const {
+  std::map<std::string, Tensor> out;
+  for (const auto& [input, edit] : m_valueEdits) {
+    if (edit->text().trimmed().isEmpty()) continue;
+    auto value = parseInputValue(input, edit->text().trimmed().toStdString());
+    if (value.isOk()) out[input.name] = value.value();
+  }
+  return out;
+}
+
+QString ShapesDialog::valuesProblem() const {
+  for (const auto& [input, edit] : m_valueEdits) {
+    if (edit->text().trimmed().isEmpty()) continue;
+    auto value = parseInputValue(input, edit->text().trimmed().toStdString());
+    if (!value.isOk()) return QString::fromStdString(value.status().message());
+  }
+  return QString();
+}
+
+QLineEdit* ShapesDialog::valueEdit(const QString& name) const {
+  for (const auto& [input, edit] : m_valueEdits)
+    if (QString::fromStdString(input.name) == name) return edit;
+  return nullptr;
 }
 
 std::vector<OptimizationProfile> ShapesDialog::profiles() const {

@@ -2,8 +2,11 @@
 // test data, its symbol names and its inputs' layouts; the first build of a dynamic
 // model asks for its shapes (the Shapes dialog) instead of building every unknown
 // dimension at 1; Cancel builds nothing; the dialog's edits are what is built; a
-// scripted run takes the proposal and notes it.
+// scripted run takes the proposal and notes it. Value inputs (silero_vad's `sr`) get a
+// value in the dialog, and silero_vad builds on the CPU with it.
 #include <QFileInfo>
+#include <QLineEdit>
+#include <QPushButton>
 #include <QSignalSpy>
 #include <QtTest>
 
@@ -11,6 +14,7 @@
 #include "build_panel_fixture.h"
 #include "job_runner.h"
 #include "kiln/onnx_import.h"
+#include "input_values.h"
 #include "kiln/plan.h"
 #include "profiles_editor.h"
 #include "shape_proposal.h"
@@ -198,6 +202,62 @@ class TestDynamicShapes : public QObject {
     QTest::qWait(200);
     QVERIFY(dialog->grab().save(dir + "/shapes-dialog.png"));
     dialog->reject();
+  }
+
+  // silero_vad's `sr` is a sample rate its If branches on: built with random timing
+  // values it failed ("LSTM: inputs X, W and R must be 3-D"). The dialog proposes 16000
+  // from its test data, refuses text that is not one integer, and the build succeeds
+  // with `sr` built in (the engine no longer takes it).
+  void sileroBuildsWithTheValueOfItsSampleRate() {
+    const QString model = sourceDir() + "/resources/models/silero_vad/model.onnx";
+    auto network = importOnnxFile(model.toStdString());
+    QVERIFY2(network.isOk(), network.status().message().c_str());
+    Studio s(std::make_shared<const Network>(std::move(*network)), model);
+    QSignalSpy finished(s.panel.get(), &BuildPanel::buildFinished);
+    s.panel->startBuild();
+    ShapesDialog* dialog = s.panel->shapesDialog();
+    QVERIFY(dialog != nullptr);
+    QLineEdit* sr = dialog->valueEdit("sr");
+    QVERIFY(sr != nullptr);
+    QCOMPARE(sr->text(), QString("16000"));
+    auto* build = dialog->findChild<QPushButton*>("shapesBuild");
+    QVERIFY(build->isEnabled());
+    sr->setText("8000, 16000");
+    QVERIFY(!build->isEnabled());
+    QVERIFY2(dialog->valuesProblem().contains("holds 1 integer"),
+             qPrintable(dialog->valuesProblem()));
+    sr->setText("16000");
+    QVERIFY(build->isEnabled());
+    QCOMPARE(dialog->values().at("sr").valueAsInt64(0), int64_t{16000});
+    build->click();
+    QVERIFY(finished.wait(kTimeoutMs));
+    QVERIFY2(finished[0][0].toBool(), qPrintable(finished[0][1].toString()));
+    QCOMPARE(s.panel->inputValues().at("sr").valueAsInt64(0), int64_t{16000});
+    auto report = s.document.report();
+    QVERIFY(report != nullptr);
+    QVERIFY(!report->layers.empty());
+    QVERIFY(std::find(report->bindings.begin(), report->bindings.end(), "sr") ==
+            report->bindings.end());
+    QVERIFY(std::find(report->bindings.begin(), report->bindings.end(), "input") !=
+            report->bindings.end());
+    // The document's model keeps its three inputs: only the build froze `sr`.
+    QCOMPARE(s.document.network()->graph.inputs.size(), size_t{3});
+  }
+
+  void valueInputsAreScalarsAndShortIntegerVectors() {
+    const ValueInfo sr{"sr", DataType::kInt64, true, {}};
+    const ValueInfo dims{"dims", DataType::kInt32, true, {DimExpr(4)}};
+    QVERIFY(isValueInput(sr));
+    QVERIFY(isValueInput(dims));
+    QVERIFY(!isValueInput({"x", DataType::kFloat32, true, {}}));
+    QVERIFY(!isValueInput({"ids", DataType::kInt64, true, {DimExpr::symbol("n")}}));
+    QVERIFY(!isValueInput({"big", DataType::kInt64, true, {DimExpr(64)}}));
+    auto four = parseInputValue(dims, "1x3, 224 224");
+    QVERIFY2(four.isOk(), four.status().message().c_str());
+    QCOMPARE(four->toInt64Vector(), (std::vector<int64_t>{1, 3, 224, 224}));
+    QCOMPARE(QString::fromStdString(inputValueText(*four)), QString("1, 3, 224, 224"));
+    QVERIFY(!parseInputValue(sr, "16k").isOk());
+    QVERIFY(!parseInputValue(dims, "1, 2").isOk());
   }
 
   void scriptedRunsTakeTheProposalAndSaySo() {
