@@ -10,10 +10,12 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSpinBox>
 #include <QSplitter>
 #include <QTableWidget>
 #include <QVBoxLayout>
+#include <algorithm>
 
 #include "calibration_session.h"
 #include "histogram_widget.h"
@@ -34,6 +36,10 @@ bool parseTriple(const QString& text, std::array<float, 3>* out) {
   return true;
 }
 
+constexpr int kControlsMinHeight = 90;  // the scroll area keeps a row or two visible
+constexpr int kTableMinWidth = 360;     // the name and three numbers at least
+constexpr int kTensorColumnMaxWidth = 200;
+
 QString number(double v) {
   return QString::number(v, 'g', 5);
 }
@@ -48,20 +54,42 @@ CalibrationView::CalibrationView(StudioDocument* document, JobRunner* jobs, QWid
     : QWidget(parent),
       m_document(document),
       m_session(new CalibrationSession(document, jobs, this)) {
-  auto* layout = new QVBoxLayout(this);
-  layout->addWidget(createDataForm());
-  layout->addWidget(createMethodRow());
+  // The data form scrolls above the ranges, the ranges table and the histogram share a
+  // splitter, and the method row with Calibrate stays in sight below them: on a
+  // 1366 x 768 screen the table kept only its name column and the view forced the
+  // window taller.
+  auto* scroll = new QScrollArea(this);
+  scroll->setWidget(createDataForm());
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  scroll->setMinimumHeight(kControlsMinHeight);
   auto* split = new QSplitter(Qt::Horizontal, this);
+  split->setObjectName("rangesSplit");
   m_table = new QTableWidget(0, kColumns, split);
   m_table->setHorizontalHeaderLabels({tr("tensor"), tr("min"), tr("max"), tr("entropy"),
                                       tr("min-max"), tr("percentile"), tr("range (edit)"),
                                       tr("pin (fp16/fp32)")});
   m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  m_table->horizontalHeader()->setSectionResizeMode(kTensor, QHeaderView::Interactive);
+  m_table->setTextElideMode(Qt::ElideMiddle);
   m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
+  m_table->setMinimumWidth(kTableMinWidth);
   m_histogram = new HistogramWidget(split);
   split->addWidget(m_table);
   split->addWidget(m_histogram);
-  layout->addWidget(split, 1);
+  split->setChildrenCollapsible(false);
+  split->setStretchFactor(0, 3);
+  split->setStretchFactor(1, 2);
+  auto* vertical = new QSplitter(Qt::Vertical, this);
+  vertical->setObjectName("calibrationSplit");
+  vertical->addWidget(scroll);
+  vertical->addWidget(split);
+  vertical->setChildrenCollapsible(false);
+  vertical->setStretchFactor(0, 0);
+  vertical->setStretchFactor(1, 1);
+  auto* layout = new QVBoxLayout(this);
+  layout->addWidget(vertical, 1);
+  layout->addWidget(createMethodRow());
   layout->addWidget(createCacheRow());
 
   connect(m_table, &QTableWidget::cellChanged, this, &CalibrationView::onCellChanged);
@@ -109,15 +137,18 @@ QWidget* CalibrationView::createDataForm() {
   m_batch = new QSpinBox(box);
   m_batch->setRange(1, 4096);
   m_batch->setValue(8);
-  specRow->addWidget(new QLabel(tr("mean"), box));
-  specRow->addWidget(m_mean);
-  specRow->addWidget(new QLabel(tr("std"), box));
-  specRow->addWidget(m_std);
+  auto* normalizeRow = new QHBoxLayout;
+  normalizeRow->addWidget(new QLabel(tr("mean"), box));
+  normalizeRow->addWidget(m_mean);
+  normalizeRow->addWidget(new QLabel(tr("std"), box));
+  normalizeRow->addWidget(m_std);
   specRow->addWidget(m_channels);
   specRow->addWidget(m_layout);
   specRow->addWidget(new QLabel(tr("batch"), box));
   specRow->addWidget(m_batch);
+  specRow->addStretch(1);
   form->addRow(tr("Images: size, scale 1/255"), specRow);
+  form->addRow(tr("Normalize"), normalizeRow);
   m_previews = new QHBoxLayout;
   m_previews->addStretch(1);
   form->addRow(tr("Samples"), m_previews);
@@ -221,7 +252,7 @@ void CalibrationView::showPreviews() {
   }
   for (const QImage& image : m_session->previews()) {
     auto* label = new QLabel(this);
-    label->setPixmap(QPixmap::fromImage(image.scaled(64, 64, Qt::KeepAspectRatio)));
+    label->setPixmap(QPixmap::fromImage(image.scaled(40, 40, Qt::KeepAspectRatio)));
     label->setToolTip(tr("%1 x %2").arg(image.width()).arg(image.height()));
     m_previews->insertWidget(m_previews->count() - 1, label);
   }
@@ -245,9 +276,14 @@ void CalibrationView::refreshTable() {
       auto* item = new QTableWidgetItem(cells[c]);
       if (c != kRange && c != kPin) item->setFlags(item->flags() & ~Qt::ItemIsEditable);
       if (row.edited && (c == kRange || c == kPin)) item->setToolTip(tr("edited by hand"));
+      if (c == kTensor) item->setToolTip(cells[c]);  // elided in the middle when long
       m_table->setItem(r, c, item);
     }
   }
+  // Long tensor names must not push the numbers off screen.
+  m_table->resizeColumnToContents(kTensor);
+  if (m_table->columnWidth(kTensor) > kTensorColumnMaxWidth)
+    m_table->setColumnWidth(kTensor, kTensorColumnMaxWidth);
   m_refreshing = false;
   showHistogram(m_table->currentRow() >= 0 ? m_table->currentRow() : 0);
 }

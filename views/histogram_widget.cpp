@@ -10,6 +10,8 @@ namespace kiln::studio {
 namespace {
 
 constexpr int kMaxBars = 256;
+constexpr int kMargin = 8;
+constexpr int kLegendGap = 12;  // between two legend entries of a row
 
 }  // namespace
 
@@ -40,14 +42,63 @@ void HistogramWidget::setHistogram(const QString& title, const TensorHistogram* 
   update();
 }
 
+QString HistogramWidget::legendText(const HistogramMarker& marker) const {
+  return QString("%1 %2").arg(marker.label).arg(marker.value, 0, 'g', 4);
+}
+
+QString HistogramWidget::axisNote() const {
+  return m_counts.empty() ? QString()
+                          : QString("|x| up to %1, log counts").arg(m_extent, 0, 'g', 4);
+}
+
+int HistogramWidget::headerHeight() const {
+  const QFontMetrics fm = fontMetrics();
+  const QString title = m_title.isEmpty() ? tr("select a tensor") : m_title;
+  const int room = width() - 2 * kMargin;
+  const bool beside =
+      fm.horizontalAdvance(title) + kLegendGap + fm.horizontalAdvance(axisNote()) <= room;
+  return (beside || axisNote().isEmpty() ? 1 : 2) * fm.height() + 6;
+}
+
+std::vector<QRect> HistogramWidget::legendRects() const {
+  const QFontMetrics fm = fontMetrics();
+  const int right = width() - kMargin;
+  std::vector<QRect> rects;
+  int x = kMargin, row = 0;
+  for (const HistogramMarker& m : m_markers) {
+    const int w = fm.horizontalAdvance(legendText(m));
+    if (x > kMargin && x + w > right) {
+      x = kMargin;
+      ++row;
+    }
+    rects.emplace_back(x, row, w, fm.height());
+    x += w + kLegendGap;
+  }
+  // Rows counted from the top; the legend sits at the bottom.
+  const int rows = rects.empty() ? 0 : row + 1;
+  const int top = height() - 4 - rows * fm.height();
+  for (QRect& r : rects) r.moveTop(top + r.top() * fm.height());
+  return rects;
+}
+
+QRect HistogramWidget::axisNoteRect() const {
+  const QFontMetrics fm = fontMetrics();
+  const int w = fm.horizontalAdvance(axisNote());
+  const bool secondLine = headerHeight() > fm.height() + 6;
+  return QRect(width() - kMargin - w, 2 + (secondLine ? fm.height() : 0), w, fm.height());
+}
+
 void HistogramWidget::paintEvent(QPaintEvent*) {
   QPainter p(this);
   p.fillRect(rect(), palette().base());
-  const QRect plot = rect().adjusted(8, 22, -8, -22);
+  const std::vector<QRect> legend = legendRects();
+  const int legendTop = legend.empty() ? height() - 4 : legend.front().top();
+  const QRect plot(kMargin, headerHeight(), width() - 2 * kMargin, legendTop - 6 - headerHeight());
   p.setPen(palette().text().color());
-  p.drawText(rect().adjusted(8, 2, -8, 0), Qt::AlignLeft | Qt::AlignTop,
+  p.drawText(rect().adjusted(kMargin, 2, -kMargin, 0), Qt::AlignLeft | Qt::AlignTop,
              m_title.isEmpty() ? tr("select a tensor") : m_title);
   if (m_counts.empty() || plot.width() <= 0 || plot.height() <= 0) return;
+  p.drawText(axisNoteRect(), Qt::AlignRight | Qt::AlignTop, axisNote());
   const double peak = std::log1p(*std::max_element(m_counts.begin(), m_counts.end()));
   const double barWidth = double(plot.width()) / m_counts.size();
   p.setPen(Qt::NoPen);
@@ -56,19 +107,14 @@ void HistogramWidget::paintEvent(QPaintEvent*) {
     const double h = peak > 0 ? std::log1p(m_counts[i]) / peak * plot.height() : 0;
     p.drawRect(QRectF(plot.left() + i * barWidth, plot.bottom() - h, std::max(barWidth, 1.0), h));
   }
-  // Markers, labelled along the bottom in their own colours.
-  int labelX = plot.left();
-  for (const HistogramMarker& m : m_markers) {
+  // Markers, and their legend along the bottom in their own colours.
+  for (size_t i = 0; i < m_markers.size(); ++i) {
+    const HistogramMarker& m = m_markers[i];
     const double x = plot.left() + m.value / m_extent * plot.width();
     p.setPen(QPen(m.color, 2));
     p.drawLine(QPointF(x, plot.top()), QPointF(x, plot.bottom()));
-    const QString text = QString("%1 %2").arg(m.label).arg(m.value, 0, 'g', 4);
-    p.drawText(QPoint(labelX, rect().bottom() - 4), text);
-    labelX += p.fontMetrics().horizontalAdvance(text) + 12;
+    p.drawText(legend[i], Qt::AlignLeft | Qt::AlignVCenter, legendText(m));
   }
-  p.setPen(palette().text().color());
-  p.drawText(plot.adjusted(0, 0, 0, 14), Qt::AlignRight | Qt::AlignBottom,
-             QString("|x| up to %1, log counts").arg(m_extent, 0, 'g', 4));
 }
 
 }  // namespace kiln::studio

@@ -1,7 +1,8 @@
 // The calibration workspace on the small CNN fixture (tests/data/quant/), offscreen:
 // load a data folder (tensors, and images through QImage), calibrate on the CPU,
 // histograms show with each method's range, edit a range and pin a tensor in the
-// table, rebuild in INT8 and find the edit in the engine, save and load the cache.
+// table, rebuild in INT8 and find the edit in the engine, save and load the cache; the
+// view fits a 1366 x 768 screen with its numbers and the histogram's legend readable.
 #include <QComboBox>
 #include <QDir>
 #include <QSpinBox>
@@ -18,6 +19,7 @@
 #include "histogram_widget.h"
 #include "ir/quantized_layers.h"
 #include "job_runner.h"
+#include "main_window.h"
 #include "kiln/onnx_import.h"
 #include "kiln/passes.h"
 #include "studio_document.h"
@@ -82,7 +84,91 @@ class TestCalibrationView : public QObject {
   void calibratesEditsAndRebuilds();
   void imagesDecodeThroughQt();
   void badFolderBecomesAnIssue();
+  void fitsA1366x768Screen();
+  void histogramLegendWrapsInsteadOfOverlapping();
 };
+
+namespace {
+
+bool disjoint(const std::vector<QRect>& rects) {
+  for (size_t i = 0; i < rects.size(); ++i)
+    for (size_t j = i + 1; j < rects.size(); ++j)
+      if (rects[i].intersects(rects[j])) return false;
+  return true;
+}
+
+}  // namespace
+
+// Issue 26 item 11: at 1366 x 768 the legend overlapped itself and the table showed
+// only the tensor names.
+void TestCalibrationView::fitsA1366x768Screen() {
+  MainWindow window;
+  window.resize(1366, 768);
+  window.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&window));
+  window.openFile(quantDir() + "/small_cnn.onnx");
+  QVERIFY(window.jobs()->waitForIdle(60000));
+  BuilderConfig config = window.document()->buildConfig();
+  OptimizationProfile profile;
+  profile.inputs["input"] = {{1, 3, 16, 16}, {4, 3, 16, 16}, {8, 3, 16, 16}};
+  config.profiles = {profile};
+  window.document()->setBuildConfig(config);
+  window.showView("calibration");
+  auto* view = dynamic_cast<CalibrationView*>(window.view("calibration"));
+  QVERIFY(view);
+  view->setFolder(quantDir() + "/calib");
+  view->loadData();
+  QVERIFY(window.jobs()->waitForIdle(60000));
+  view->startCalibration();
+  QVERIFY(window.jobs()->waitForIdle(60000));
+  QTableWidget* table = view->rangeTable();
+  QCOMPARE(table->rowCount(), 17);
+  table->setCurrentCell(0, CalibrationView::kTensor);
+  QTest::qWait(50);
+  // The view does not make the window taller than the screen.
+  QVERIFY2(window.minimumSizeHint().height() <= 768,
+           qPrintable(QString::number(window.minimumSizeHint().height())));
+  QVERIFY2(window.height() <= 768, qPrintable(QString::number(window.height())));
+  // The numbers are on screen beside the names: min, max and entropy at least.
+  const int entropyEnd = table->columnViewportPosition(CalibrationView::kEntropy) +
+                         table->columnWidth(CalibrationView::kEntropy);
+  QVERIFY2(entropyEnd <= table->viewport()->width(),
+           qPrintable(QStringLiteral("%1 > %2").arg(entropyEnd).arg(table->viewport()->width())));
+  QVERIFY(table->viewport()->height() >= 4 * table->rowHeight(0));
+  // The histogram's legend entries and its axis note never overlap.
+  HistogramWidget* histogram = view->histogramWidget();
+  QCOMPARE(histogram->markers().size(), size_t(4));
+  std::vector<QRect> texts = histogram->legendRects();
+  texts.push_back(histogram->axisNoteRect());
+  QVERIFY(disjoint(texts));
+  for (const QRect& r : texts) QVERIFY(histogram->rect().contains(r));
+  // With KILN_SCREENSHOT_DIR set (packaging/screenshots.sh), the window at both sizes.
+  const QString dir = qEnvironmentVariable("KILN_SCREENSHOT_DIR");
+  if (dir.isEmpty()) return;
+  QVERIFY(window.grab().save(dir + "/calibration-1366x768.png"));
+  window.resize(1920, 1080);
+  QTest::qWait(200);
+  QVERIFY(window.grab().save(dir + "/calibration.png"));
+}
+
+void TestCalibrationView::histogramLegendWrapsInsteadOfOverlapping() {
+  Workspace w;
+  w.view->setFolder(quantDir() + "/calib");
+  w.view->loadData();
+  QVERIFY(w.idle());
+  w.view->startCalibration();
+  QVERIFY(w.idle());
+  w.view->rangeTable()->setCurrentCell(w.rowOf("r1"), CalibrationView::kTensor);
+  HistogramWidget* histogram = w.view->histogramWidget();
+  histogram->resize(histogram->minimumSizeHint());
+  std::vector<QRect> texts = histogram->legendRects();
+  QCOMPARE(texts.size(), size_t(4));
+  QVERIFY(texts.back().top() > texts.front().top());  // wrapped to another row
+  texts.push_back(histogram->axisNoteRect());
+  QVERIFY(disjoint(texts));
+  for (const QRect& r : texts) QVERIFY2(histogram->rect().contains(r), "outside the widget");
+  QVERIFY(!histogram->grab().isNull());
+}
 
 void TestCalibrationView::calibratesEditsAndRebuilds() {
   Workspace w;
