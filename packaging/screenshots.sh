@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Screenshots of kiln-studio for the README, on a real display server (Xvfb):
-# the PP-OCR text classifier built on the CPU backend and profiled, then a real
-# TensorRT engine (trtexec export of a QAT MobileNet), at 1920x1080 and 1366x768.
+# the PP-OCR text classifier built on the CPU backend and profiled, Magika (node names
+# with jax2tf scopes: the graphs' collapsible blocks), then a real TensorRT engine
+# (trtexec export of a QAT MobileNet), at 1920x1080 and 1366x768; the Calibration view
+# and the Shapes dialog (silero_vad's sample rate) from their Qt tests.
 # PNGs go to docs/screenshots/.
 # Usage: packaging/screenshots.sh [BUILD_DIR]
 set -euo pipefail
@@ -28,6 +30,14 @@ shoot() {
 for size in 1920x1080 1366x768; do
   shoot ppocr-cls "$size" resources/models/ppocr_mobile_v2_cls/model.onnx --build \
     --shapes x:1x3x48x192 --profile
+  shoot magika "$size" resources/models/magika_standard_v3_3/model.onnx --build \
+    --shapes bytes:1x2048 --profile
   shoot trtexec "$size" tests/data/trtexec/mobilenet.qat.onnx.engine.graph.json
+done
+# Views that need a data folder or a dialog: their Qt tests write the pictures.
+for test in "test_calibration_view fitsA1366x768Screen" "test_dynamic_shapes dialogScreenshot"; do
+  set -- $test
+  QT_QPA_PLATFORM=xcb KILN_SCREENSHOT_DIR="$PWD/$out" KILN_TEST_DATA_DIR="$PWD/tests/data" \
+    xvfb-run -a -s "-screen 0 1920x1080x24" "$build/tests/views/$1" "$2"
 done
 ls -l "$out"
