@@ -1,15 +1,20 @@
 // ai.kiln FusedAttention on CUDA (contract: ir/fused_attention.h; reference:
-// cpu/ops/fused_attention.cpp). Flash-style kernels: a block owns 64 (or 128) query
-// rows of one (batch, head), walks the keys in tiles with an online softmax (running
-// row max and sum, the partial output rescaled when the max grows), so any sequence
-// length runs in registers and shared memory and the [Sq, Sk] scores never reach
-// global memory. Q, K, V are read and Y written through the layouts' strides
-// ([B, S, H, D] directly: no head transposes).
-//   float16 / bfloat16: tensor cores (fused_attention_mma.cuh): mma.sync m16n8k16 with
-//     ldmatrix, Q fragments in registers, K and V tiles double-buffered with cp.async
-//     on the 16-byte path; 16 or 32 query rows a warp and 64 or 128 keys a tile.
-//   float32 (here): SIMT FMAs in float, key tiles of 32 (no TF32: the result is the
-//     float32 chain's, whatever the engine's TF32 setting).
+// cpu/ops/fused_attention.cpp). One flash-style kernel: a block owns 64 query rows of
+// one (batch, head), walks the keys in tiles of 64 (float32: 32) with an online
+// softmax (running row max and sum, the partial output rescaled when the max grows),
+// so any sequence length runs in registers and shared memory and the [Sq, Sk] scores
+// never reach global memory. Q, K, V are read and Y written through the layouts'
+// strides ([B, S, H, D] directly: no head transposes).
+//   float16 / bfloat16: tensor cores, mma.sync m16n8k16 with ldmatrix (sm_80+). Each of
+//     4 warps keeps its 16 query rows' Q fragments in registers; S = Q K^T and O += P V
+//     accumulate in float; P is rounded to the storage type for the second product (as
+//     the unfused graph's softmax output is). 16-byte loads and stores when D % 8 == 0
+//     and the pointers are 16-byte aligned (BERT's D = 64: the fast path), else element
+//     loads with zero fill. On the fast path K and V tiles are double-buffered: the next
+//     tile's cp.async copies run while the current one is multiplied (before: ViT-B/16's
+//     and DeiT-S's attention at 3-6x their floor, every tile load a stall).
+//   float32: SIMT FMAs in float (no TF32: the result is the float32 chain's, whatever
+//     the engine's TF32 setting).
 // Head sizes D (Q, K) and Dv (V) each up to 128, each padded to 32, 64 or 128 in shared
 // memory (LeViT's D = 16 with Dv = 32 or 64 runs here); larger head sizes and grids
 // beyond 65535 heads or batches are refused (fused_attention_limits.h): the CUDA build
@@ -29,15 +34,14 @@
 #include <cuda_fp16.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <cstdint>
 #include <string>
 #include <type_traits>
 #include <vector>
 
+#include "backends/cuda/ops/async_copy.cuh"
 #include "backends/cuda/ops/fused_attention_limits.h"
-#include "backends/cuda/ops/fused_attention_mma.cuh"
-#include "backends/cuda/ops/fused_attention_tiles.cuh"
+#include "backends/cuda/ops/mma_f16.cuh"
 #include "backends/cuda/row_kernels.cuh"
 #include "ir/fused_attention.h"
 #include "kiln/passes.h"
@@ -45,7 +49,280 @@
 namespace kiln::cuda {
 namespace {
 
-using namespace attention;  // NOLINT: the kernels' pieces (fused_attention_tiles.cuh)
+constexpr int kRows = 64;      // query rows per block
+constexpr int kThreads = 128;  // 4 warps
+constexpr int kKeys16 = 64;    // keys per tile, tensor-core kernel
+constexpr int kKeys32 = 32;    // keys per tile, float32 kernel
+constexpr int kPad16 = 8;      // shared row padding (16 bytes): conflict-free ldmatrix
+constexpr float kLog2e = 1.4426950408889634f;
+
+struct AttentionArgs {
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  const void* mask = nullptr;
+  void* y = nullptr;
+  int seqQ = 0, seqK = 0, headDim = 0, valueDim = 0;
+  AttentionStrides qs, ks, vs, ys;
+  int64_t ms[4] = {};      // mask strides over (b, h, i, j)
+  int maskPeriod = 0;      // > 0: batch b reads the mask's batch b mod maskPeriod
+  float scaleLog2 = 0.f;   // scale * log2(e): the softmax runs on exp2
+  bool nanToZero = false;  // a row with no finite logit writes 0 (its sum is 0)
+};
+
+// Rows [row0, row0 + kTileRows) of one head into a shared tile of row stride kStride;
+// zero past `rows` and past `dim` (so padded products add nothing).
+template <class T, int kDPad, int kStride, int kTileRows, bool kVec>
+__device__ __forceinline__ void loadTile(T* tile, const T* base, int64_t seqStride, int row0,
+                                         int rows, int dim) {
+  if constexpr (kVec) {
+    constexpr int kChunks = kDPad / 8;
+    for (int c = threadIdx.x; c < kTileRows * kChunks; c += kThreads) {
+      const int r = c / kChunks, col = (c % kChunks) * 8;
+      uint4 value = make_uint4(0, 0, 0, 0);
+      if (row0 + r < rows && col < dim)
+        value = *reinterpret_cast<const uint4*>(base + (row0 + r) * seqStride + col);
+      *reinterpret_cast<uint4*>(tile + r * kStride + col) = value;
+    }
+  } else {
+    for (int e = threadIdx.x; e < kTileRows * kDPad; e += kThreads) {
+      const int r = e / kDPad, col = e % kDPad;
+      tile[r * kStride + col] =
+          row0 + r < rows && col < dim ? base[(row0 + r) * seqStride + col] : fromFloat<T>(0.f);
+    }
+  }
+}
+
+// loadTile's 16-byte form as cp.async copies (the caller commits and waits): rows past
+// `rows` and columns past `dim` are zero-filled without reading global memory.
+template <class T, int kDPad, int kStride, int kTileRows>
+__device__ __forceinline__ void loadTileAsync(T* tile, const T* base, int64_t seqStride, int row0,
+                                              int rows, int dim) {
+  constexpr int kChunks = kDPad / 8;
+  for (int c = threadIdx.x; c < kTileRows * kChunks; c += kThreads) {
+    const int r = c / kChunks, col = (c % kChunks) * 8;
+    const bool valid = row0 + r < rows && col < dim;
+    copyAsync16(tile + r * kStride + col, valid ? base + (row0 + r) * seqStride + col : base,
+                valid);
+  }
+}
+
+// 2^x as one MUFU.EX2 (exp2f's non-FTZ form adds a range fix-up around it). Subnormal
+// results flush to 0: P is rounded to half or bfloat16 for the second product, where such
+// a weight is 0 or carries nothing the row sum notices.
+__device__ __forceinline__ float exp2Ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// The online-softmax step for one row half: the tile's max `tileMax` (already over the
+// row's 4 lanes) updates the running max; returns the subtrahend for this tile's exp2.
+// A row with no finite logit so far keeps subtracting 0, never -inf (no NaN from -inf + inf).
+__device__ __forceinline__ float rescale(float tileMax, float* runningMax, float* correction) {
+  const float next = fmaxf(*runningMax, tileMax);
+  const float base = next == -INFINITY ? 0.f : next;
+  *correction = exp2f(*runningMax - base);
+  *runningMax = next;
+  return base;
+}
+
+// Shared memory of the tensor-core kernel: Q's tile (also the output's staging rows,
+// hence the larger of the two strides), then two stages of K's and V's tiles: with
+// 16-byte loads the next key tile is copied (cp.async) while the current one is used.
+constexpr int sharedElements16(int dPad, int dvPad) {
+  const int stride = dPad + kPad16, vStride = dvPad + kPad16;
+  return kRows * (stride > vStride ? stride : vStride) + 2 * kKeys16 * (stride + vStride);
+}
+
+// Blocks per multiprocessor the registers are sized for: with head sizes <= 64 four
+// blocks fit the shared memory (4 x 46 KB), so 128 registers a thread (ptxas: no spills;
+// before, 139 registers left room for 3); wider heads are held to 2 by shared memory.
+constexpr int tensorCoreBlocksPerSm(int dPad, int dvPad) {
+  return dPad <= 64 && dvPad <= 64 ? 4 : 2;
+}
+
+template <class T, int kDPad, int kDvPad, bool kVec>
+__global__ void __launch_bounds__(kThreads, tensorCoreBlocksPerSm(kDPad, kDvPad))
+    attentionTensorCore(AttentionArgs a) {
+  constexpr int kStride = kDPad + kPad16;    // Q and K rows
+  constexpr int kVStride = kDvPad + kPad16;  // V rows and the staged output rows
+  extern __shared__ __align__(16) unsigned char shared[];
+  T* sQ = reinterpret_cast<T*>(shared);
+  T* const sK0 = sQ + kRows * (kStride > kVStride ? kStride : kVStride);  // 2 stages
+  T* const sV0 = sK0 + 2 * kKeys16 * kStride;                             // 2 stages
+  const int b = blockIdx.z, h = blockIdx.y, row0 = blockIdx.x * kRows;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
+  const T* q = static_cast<const T*>(a.q) + b * a.qs.batch + h * a.qs.head;
+  const T* k = static_cast<const T*>(a.k) + b * a.ks.batch + h * a.ks.head;
+  const T* v = static_cast<const T*>(a.v) + b * a.vs.batch + h * a.vs.head;
+  const int mb = a.maskPeriod > 0 ? b % a.maskPeriod : b;
+  const T* mask = a.mask ? static_cast<const T*>(a.mask) + mb * a.ms[0] + h * a.ms[1] : nullptr;
+  if constexpr (kVec) {  // the first key tile starts arriving while Q loads
+    loadTileAsync<T, kDPad, kStride, kKeys16>(sK0, k, a.ks.seq, 0, a.seqK, a.headDim);
+    loadTileAsync<T, kDvPad, kVStride, kKeys16>(sV0, v, a.vs.seq, 0, a.seqK, a.valueDim);
+    commitCopies();
+  }
+  loadTile<T, kDPad, kStride, kRows, kVec>(sQ, q, a.qs.seq, row0, a.seqQ, a.headDim);
+  __syncthreads();
+  // This warp's 16 query rows as A fragments (each warp reads only its own rows of sQ).
+  uint32_t qf[kDPad / 16][4];
+#pragma unroll
+  for (int kk = 0; kk < kDPad / 16; ++kk)
+    ldmatrixX4<false>(qf[kk], sQ + (warp * 16 + (lane & 15)) * kStride + kk * 16 + (lane >> 4) * 8);
+  float o[kDvPad / 8][4] = {};
+  float rowMax[2] = {-INFINITY, -INFINITY}, rowSum[2] = {0.f, 0.f};
+  const int rows[2] = {row0 + warp * 16 + g, row0 + warp * 16 + g + 8};
+  const bool warpActive = row0 + warp * 16 < a.seqQ;  // warp-uniform
+  int buffer = 0;                                     // the K/V stage holding tile key0
+  for (int key0 = 0; key0 < a.seqK; key0 += kKeys16, buffer ^= 1) {
+    T* const sK = sK0 + buffer * kKeys16 * kStride;
+    T* const sV = sV0 + buffer * kKeys16 * kVStride;
+    if constexpr (kVec) {
+      // Tile key0 was copied into `buffer` one iteration ago (or before Q): start the next
+      // into the other buffer, which every warp finished with at the previous iteration's
+      // closing barrier, then wait for this one only.
+      if (key0 + kKeys16 < a.seqK) {
+        T* const nextK = sK0 + (buffer ^ 1) * kKeys16 * kStride;
+        T* const nextV = sV0 + (buffer ^ 1) * kKeys16 * kVStride;
+        loadTileAsync<T, kDPad, kStride, kKeys16>(nextK, k, a.ks.seq, key0 + kKeys16, a.seqK,
+                                                  a.headDim);
+        loadTileAsync<T, kDvPad, kVStride, kKeys16>(nextV, v, a.vs.seq, key0 + kKeys16, a.seqK,
+                                                    a.valueDim);
+        commitCopies();
+        waitCopies<1>();
+      } else {
+        waitCopies<0>();
+      }
+      __syncthreads();  // every thread's copies of this tile are visible
+    } else {
+      __syncthreads();  // every warp is done with the previous K and V tiles
+      loadTile<T, kDPad, kStride, kKeys16, false>(sK, k, a.ks.seq, key0, a.seqK, a.headDim);
+      loadTile<T, kDvPad, kVStride, kKeys16, false>(sV, v, a.vs.seq, key0, a.seqK, a.valueDim);
+      __syncthreads();
+    }
+    // Keys past the end (the last tile of a sequence that is not a multiple of 64, e.g.
+    // ViT's 197) and warps whose 16 rows all lie past the end skip their products: the
+    // skipped scores stay 0 and are masked to -inf below, so only work is saved.
+    const int tileKeys = a.seqK - key0;
+    const bool fullTile = tileKeys >= kKeys16;
+    float s[kKeys16 / 8][4] = {};
+#pragma unroll
+    for (int kk = 0; kk < kDPad / 16; ++kk) {
+#pragma unroll
+      for (int n = 0; n < kKeys16 / 16; ++n) {
+        if (!warpActive || n * 16 >= tileKeys) continue;
+        uint32_t kf[4];
+        ldmatrixX4<false>(kf, sK + (n * 16 + (lane & 7) + ((lane >> 4) << 3)) * kStride + kk * 16 +
+                                  ((lane >> 3) & 1) * 8);
+        mma16816<T>(s[2 * n], qf[kk], kf[0], kf[1]);
+        mma16816<T>(s[2 * n + 1], qf[kk], kf[2], kf[3]);
+      }
+    }
+    // Logits in log2 units; keys past the end are -inf. c[e]: row g (e < 2) or g + 8,
+    // key 8n + 2t + (e & 1).
+    float tileMax[2] = {-INFINITY, -INFINITY};
+    // The common tile (no bound to check, no mask, a positive scale) keeps the raw
+    // products: the max commutes with the scale, which is applied inside the exponent's
+    // FMA below. Other tiles hold the scaled logits.
+    const bool rawTile = fullTile && !mask && a.scaleLog2 > 0.f;
+    if (rawTile) {
+#pragma unroll
+      for (int n = 0; n < kKeys16 / 8; ++n) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) tileMax[e >> 1] = fmaxf(tileMax[e >> 1], s[n][e]);
+      }
+      tileMax[0] *= a.scaleLog2;
+      tileMax[1] *= a.scaleLog2;
+    } else {
+#pragma unroll
+      for (int n = 0; n < kKeys16 / 8; ++n) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int key = key0 + n * 8 + 2 * t + (e & 1), r = e >> 1;
+          float x = s[n][e] * a.scaleLog2;
+          if (key >= a.seqK)
+            x = -INFINITY;
+          else if (mask && rows[r] < a.seqQ)
+            x += toFloat(mask[rows[r] * a.ms[2] + key * a.ms[3]]) * kLog2e;
+          s[n][e] = x;
+          tileMax[r] = fmaxf(tileMax[r], x);
+        }
+      }
+    }
+    float base[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      tileMax[r] = fmaxf(tileMax[r], __shfl_xor_sync(kFullMask, tileMax[r], 1));
+      tileMax[r] = fmaxf(tileMax[r], __shfl_xor_sync(kFullMask, tileMax[r], 2));
+      float correction;
+      base[r] = rescale(tileMax[r], &rowMax[r], &correction);
+      rowSum[r] *= correction;
+#pragma unroll
+      for (int d = 0; d < kDvPad / 8; ++d) {
+        o[d][2 * r] *= correction;
+        o[d][2 * r + 1] *= correction;
+      }
+    }
+    const float scaleOfRaw = rawTile ? a.scaleLog2 : 1.f;
+#pragma unroll
+    for (int n = 0; n < kKeys16 / 8; ++n) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        s[n][e] = exp2Ftz(fmaf(s[n][e], scaleOfRaw, -base[e >> 1]));
+        rowSum[e >> 1] += s[n][e];
+      }
+    }
+    // O += P V: P's accumulator layout is the A fragment layout of the next product.
+#pragma unroll
+    for (int kk = 0; kk < kKeys16 / 16; ++kk) {
+      if (!warpActive || kk * 16 >= tileKeys) continue;  // P is 0 there
+      const uint32_t pf[4] = {packPair<T>(s[2 * kk][0], s[2 * kk][1]),
+                              packPair<T>(s[2 * kk][2], s[2 * kk][3]),
+                              packPair<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                              packPair<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+#pragma unroll
+      for (int dn = 0; dn < kDvPad / 16; ++dn) {
+        uint32_t vf[4];
+        ldmatrixX4<true>(vf, sV + (kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * kVStride +
+                                 dn * 16 + (lane >> 4) * 8);
+        mma16816<T>(o[2 * dn], pf, vf[0], vf[1]);
+        mma16816<T>(o[2 * dn + 1], pf, vf[2], vf[3]);
+      }
+    }
+    if constexpr (kVec) __syncthreads();  // every warp is done with this buffer's tiles
+  }
+  // Normalize and stage the warp's 16 rows in its own rows of sQ, then store them. Rows
+  // wider than Q's reach into other warps' Q rows: wait until every warp has its Q
+  // fragments (a key loop of zero tiles passes no barrier).
+  if constexpr (kVec) waitCopies<0>();  // no copy in flight at exit (a key loop of no tiles)
+  if constexpr (kVStride > kStride) __syncthreads();
+  T* stage = sQ + warp * 16 * kVStride;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    rowSum[r] += __shfl_xor_sync(kFullMask, rowSum[r], 1);
+    rowSum[r] += __shfl_xor_sync(kFullMask, rowSum[r], 2);
+    // A fully masked row sums to 0: NaN as unfused, or 0 with nan_to_zero.
+    const float inv = a.nanToZero && rowSum[r] == 0.f ? 0.f : 1.f / rowSum[r];
+#pragma unroll
+    for (int d = 0; d < kDvPad / 8; ++d)
+      *reinterpret_cast<uint32_t*>(stage + (g + 8 * r) * kVStride + d * 8 + 2 * t) =
+          packPair<T>(o[d][2 * r] * inv, o[d][2 * r + 1] * inv);
+  }
+  __syncwarp();
+  T* y = static_cast<T*>(a.y) + b * a.ys.batch + h * a.ys.head;
+  constexpr int kPer = kVec ? 8 : 1;
+  for (int c = lane; c < 16 * kDvPad / kPer; c += 32) {
+    const int r = c / (kDvPad / kPer), col = (c % (kDvPad / kPer)) * kPer;
+    const int row = row0 + warp * 16 + r;
+    if (row >= a.seqQ || col >= a.valueDim) continue;
+    if constexpr (kVec)
+      *reinterpret_cast<uint4*>(y + row * a.ys.seq + col) =
+          *reinterpret_cast<const uint4*>(stage + r * kVStride + col);
+    else
+      y[row * a.ys.seq + col] = stage[r * kVStride + col];
+  }
+}
 
 // ---- float32: SIMT ---------------------------------------------------------------
 // Thread (ty, tx) = (tid / 8, tid % 8) owns rows ty + 16i (i < 4), keys tx + 8j of each
@@ -151,18 +428,11 @@ int paddedHeadSize(int64_t d) {
   return d <= 32 ? 32 : d <= 64 ? 64 : 128;
 }
 
-// The tensor-core kernel's tile: kM groups of 16 query rows a warp (64 x kM rows a
-// block), kN keys a tile (fused_attention_mma.cuh).
-struct TileShape {
-  int m = 1;
-  int n = 64;
-};
-
-size_t sharedBytes(DataType type, int dPad, int dvPad, TileShape tile = {}) {
+size_t sharedBytes(DataType type, int dPad, int dvPad) {
   if (type == DataType::kFloat32)
     return sizeof(float) *
            ((kRows + kKeys32) * (dPad + 1) + kKeys32 * dvPad + kRows * (kKeys32 + 1));
-  return 2 * static_cast<size_t>(sharedElements16(dPad, dvPad, tile.m, tile.n));
+  return 2 * static_cast<size_t>(sharedElements16(dPad, dvPad));
 }
 
 template <class Kernel>
@@ -186,81 +456,51 @@ bool vectorizable(const AttentionArgs& a) {
   return true;
 }
 
-// The tensor-core tile for these arguments: 16 rows a warp and 64 keys a tile unless
-// KILN_ATTENTION_TILE=MxN (M in {1, 2}, N in {64, 128}) asks for another, which applies
-// to 16-byte loads with head sizes <= 64 (bench/layer_probe.py races them).
-TileShape tileShapeFor(const AttentionArgs& a, int dPad, int dvPad) {
-  TileShape tile;
-  if (!vectorizable(a) || dPad > 64 || dvPad > 64) return tile;
-  if (const char* wanted = std::getenv("KILN_ATTENTION_TILE")) {
-    const std::string value(wanted);
-    if (value == "2x64" || value == "2x128") tile.m = 2;
-    if (value == "1x128" || value == "2x128") tile.n = 128;
-  }
-  return tile;
-}
-
-template <class T, int kDPad, int kDvPad, int kM, int kN>
-Status launchTile(GpuKernelContext& ctx, const AttentionArgs& a, dim3 grid, DataType type) {
-  grid.x = static_cast<unsigned>((a.seqQ + kRows * kM - 1) / (kRows * kM));
-  return launch(ctx, attentionTensorCore<T, kDPad, kDvPad, kM, kN, true>, a, grid,
-                sharedBytes(type, kDPad, kDvPad, {kM, kN}), "attentionTensorCore");
-}
-
-// Larger tiles only with 16-byte loads and head sizes <= 64 (wider heads would spill
-// registers); `tile` was chosen by tileShapeFor.
 template <class T, int kDPad, int kDvPad>
-Status launchTensorCore(GpuKernelContext& ctx, const AttentionArgs& a, dim3 grid, DataType type,
-                        TileShape tile) {
-  if (!vectorizable(a))
-    return launch(ctx, attentionTensorCore<T, kDPad, kDvPad, 1, 64, false>, a, grid,
-                  sharedBytes(type, kDPad, kDvPad), "attentionTensorCore");
-  if constexpr (kDPad <= 64 && kDvPad <= 64) {
-    if (tile.m == 2 && tile.n == 128) return launchTile<T, kDPad, kDvPad, 2, 128>(ctx, a, grid, type);
-    if (tile.m == 2) return launchTile<T, kDPad, kDvPad, 2, 64>(ctx, a, grid, type);
-    if (tile.n == 128) return launchTile<T, kDPad, kDvPad, 1, 128>(ctx, a, grid, type);
-  }
-  return launchTile<T, kDPad, kDvPad, 1, 64>(ctx, a, grid, type);
+Status launchTensorCore(GpuKernelContext& ctx, const AttentionArgs& a, dim3 grid, DataType type) {
+  const size_t bytes = sharedBytes(type, kDPad, kDvPad);
+  if (vectorizable(a))
+    return launch(ctx, attentionTensorCore<T, kDPad, kDvPad, true>, a, grid, bytes,
+                  "attentionTensorCore");
+  return launch(ctx, attentionTensorCore<T, kDPad, kDvPad, false>, a, grid, bytes,
+                "attentionTensorCore");
 }
 
 template <int kDPad, int kDvPad>
-Status launchForHeadSizes(GpuKernelContext& ctx, const AttentionArgs& a, dim3 grid, DataType type,
-                          TileShape tile) {
+Status launchForHeadSizes(GpuKernelContext& ctx, const AttentionArgs& a, dim3 grid, DataType type) {
   switch (type) {
     case DataType::kFloat32:
       return launch(ctx, attentionSimt<kDPad, kDvPad>, a, grid, sharedBytes(type, kDPad, kDvPad),
                     "attentionSimt");
     case DataType::kFloat16:
-      return launchTensorCore<__half, kDPad, kDvPad>(ctx, a, grid, type, tile);
+      return launchTensorCore<__half, kDPad, kDvPad>(ctx, a, grid, type);
     case DataType::kBFloat16:
-      return launchTensorCore<__nv_bfloat16, kDPad, kDvPad>(ctx, a, grid, type, tile);
+      return launchTensorCore<__nv_bfloat16, kDPad, kDvPad>(ctx, a, grid, type);
     default:
       return ctx.unsupported(std::string("FusedAttention on ") + dataTypeName(type));
   }
 }
 
 template <int kDPad>
-Status launchForValueSize(GpuKernelContext& ctx, const AttentionArgs& a, dim3 grid, DataType type,
-                          TileShape tile) {
+Status launchForValueSize(GpuKernelContext& ctx, const AttentionArgs& a, dim3 grid, DataType type) {
   switch (paddedHeadSize(a.valueDim)) {
     case 32:
-      return launchForHeadSizes<kDPad, 32>(ctx, a, grid, type, tile);
+      return launchForHeadSizes<kDPad, 32>(ctx, a, grid, type);
     case 64:
-      return launchForHeadSizes<kDPad, 64>(ctx, a, grid, type, tile);
+      return launchForHeadSizes<kDPad, 64>(ctx, a, grid, type);
     default:
-      return launchForHeadSizes<kDPad, 128>(ctx, a, grid, type, tile);
+      return launchForHeadSizes<kDPad, 128>(ctx, a, grid, type);
   }
 }
 
-Status launchAttention(GpuKernelContext& ctx, const AttentionArgs& a, dim3 grid, DataType type,
-                       TileShape tile) {
+Status launchAttention(GpuKernelContext& ctx, const AttentionArgs& a, dim3 grid, DataType type) {
   switch (paddedHeadSize(a.headDim)) {
     case 32:
-      return launchForValueSize<32>(ctx, a, grid, type, tile);
+      return launchForValueSize<32>(ctx, a, grid, type);
     case 64:
-      return launchForValueSize<64>(ctx, a, grid, type, tile);
+      return launchForValueSize<64>(ctx, a, grid, type);
     default:
-      return launchForValueSize<128>(ctx, a, grid, type, tile);
+      return launchForValueSize<128>(ctx, a, grid, type);
   }
 }
 
@@ -307,17 +547,13 @@ Status fusedAttentionKernel(GpuKernelContext& ctx) {
   const dim3 grid(static_cast<unsigned>((g.seqQ + kRows - 1) / kRows),
                   static_cast<unsigned>(g.heads), static_cast<unsigned>(g.batch));
   const int dPad = paddedHeadSize(g.headDim), dvPad = paddedHeadSize(g.valueDim);
-  const bool tensorCores = q.type != DataType::kFloat32;
-  const TileShape tile = tensorCores ? tileShapeFor(a, dPad, dvPad) : TileShape{};
-  ctx.setImplementation(
-      std::string("kiln flash attention, ") +
-      (tensorCores ? "mma.sync m16n8k16, " + std::to_string(kRows * tile.m) + " query rows x " +
-                         std::to_string(tile.n) + " keys a tile"
-                   : std::string("fp32 SIMT, key tiles of 32")) +
-      ", head size padded to " + std::to_string(dPad) +
-      (dvPad != dPad ? ", value size to " + std::to_string(dvPad) : "") +
-      (tensorCores && vectorizable(a) ? ", 16-byte loads" : ""));
-  return launchAttention(ctx, a, grid, q.type, tile);
+  ctx.setImplementation(std::string("kiln flash attention, ") +
+                        (q.type == DataType::kFloat32 ? "fp32 SIMT, key tiles of 32"
+                                                      : "mma.sync m16n8k16, key tiles of 64") +
+                        ", head size padded to " + std::to_string(dPad) +
+                        (dvPad != dPad ? ", value size to " + std::to_string(dvPad) : "") +
+                        (q.type != DataType::kFloat32 && vectorizable(a) ? ", 16-byte loads" : ""));
+  return launchAttention(ctx, a, grid, q.type);
 }
 
 // "" for one float storage type across Q, K, V and the mask.
