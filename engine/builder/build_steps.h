@@ -42,9 +42,17 @@ class TimingInputs {
   bool lastWasSynthetic() const { return m_lastWasSynthetic; }
   bool ranReference() const { return m_reference.has_value(); }
 
+  // Synthetic inputs repeat one seeded random block of this many elements per type (an
+  // odd count, so rows of power-of-two widths do not all see the same values); their
+  // cache is dropped at the next forNode() once it holds more than kSyntheticCacheBytes.
+  static constexpr int64_t kRandomBlockElements = (int64_t{1} << 20) + 7;
+  static constexpr size_t kSyntheticCacheBytes = size_t{2} << 30;
+
  private:
   Status runReference();
   const Tensor& syntheticTensor(const ValueMeta& meta);
+  // A tensor of `shape` filled by repeating the type's random block.
+  Tensor repeatedRandom(DataType type, const Shape& shape);
 
   const Network& m_network;
   std::map<std::string, Shape> m_optShapes;
@@ -55,6 +63,8 @@ class TimingInputs {
   std::optional<std::map<std::string, Tensor>> m_reference;
   LayerInputs m_current;
   std::map<std::string, Tensor> m_synthetic;  // by type and shape
+  size_t m_syntheticBytes = 0;
+  std::map<DataType, Tensor> m_randomBlocks;  // kRandomBlockElements seeded values each
   bool m_lastWasSynthetic = false;
 };
 
