@@ -220,6 +220,7 @@ QVariant ConstraintsModel::data(const QModelIndex& index, int role) const {
   }
   if (role == Qt::ToolTipRole && index.row() == 0)
     return tr("A rule for every layer; a rule naming a layer wins over it.");
+  if (role == Qt::ToolTipRole && index.column() == kName) return row.name;  // elided in the cell
   if (role == Qt::FontRole && (row.precision || row.outputType)) {
     QFont font;
     font.setBold(true);
@@ -279,6 +280,8 @@ ConstraintsTable::ConstraintsTable(QWidget* parent)
   m_table->verticalHeader()->hide();
   m_table->verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 8);
   m_table->horizontalHeader()->setSectionResizeMode(ConstraintsModel::kName, QHeaderView::Stretch);
+  // Scoped names (/encoder/layer.6/attention/...) differ at their end: keep both ends.
+  m_table->setTextElideMode(Qt::ElideMiddle);
   m_filter->setPlaceholderText(tr("Filter nodes by name or op type"));
   m_filter->setClearButtonEnabled(true);
   m_showConstants->setObjectName("ruleShowConstants");

@@ -121,6 +121,27 @@ class TestConstantLayers : public QObject {
     QCOMPARE(model.rowCount(), 4);
   }
 
+  // Scoped exporter names share their start (jax2tf_get_logits_/pjit_.../Conv_0/Conv2D):
+  // the rule list elides them in the middle, and the tooltip holds the whole name.
+  void ruleListKeepsTheEndOfLongNames() {
+    Network network;
+    network.graph.inputs = {{"x", DataType::kFloat32, true, {DimExpr(1), DimExpr(8)}}};
+    const std::string name = "jax2tf_get_logits_/pjit_get_logits_/MagikaV2/Conv_0/Conv2D";
+    Node node;
+    node.opType = "Relu";
+    node.name = name;
+    node.inputs = {"x"};
+    node.outputs = {"y"};
+    network.graph.nodes.push_back(node);
+    ConstraintsTable table;
+    table.model()->setNetwork(&network);
+    auto* view = table.findChild<QTableView*>();
+    QVERIFY(view);
+    QCOMPARE(view->textElideMode(), Qt::ElideMiddle);
+    const QModelIndex cell = table.model()->index(1, ConstraintsModel::kName);
+    QCOMPARE(table.model()->data(cell, Qt::ToolTipRole).toString(), QString::fromStdString(name));
+  }
+
  private:
   // With KILN_SCREENSHOT_DIR set (under Xvfb), the table with its toggle for docs/.
   static void saveScreenshot(LayerTableView& view) {
