@@ -210,6 +210,8 @@ std::vector<Finding> adviseEngine(const EngineReport& report, const AdviseOption
   convNotOnTensorCores(report, &out);
   optShapeFar(report, options, &out);
   belowRoofline(report, options, &out);
+  precisionIslands(report, &out);
+  weightsWiderThanCompute(report, &out);
   std::stable_sort(out.begin(), out.end(), [](const Finding& a, const Finding& b) {
     if ((a.costMs >= 0) != (b.costMs >= 0)) return a.costMs >= 0;
     if (a.costMs != b.costMs) return a.costMs > b.costMs;

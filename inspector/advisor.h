@@ -27,6 +27,11 @@
 //                          run at by more than 2x in some dimension (needs both)
 //   below-roofline         layers under 10% of their roofline (roofline.h) that take more
 //                          than 5% of the time (needs times and the device's peaks)
+//   precision-island       a compute layer whose compute neighbours all run one other
+//                          precision, with reformat layers converting at its boundary
+//                          (cost: those reformats' time)
+//   weights-wider-than-compute  layers whose stored weights are wider than the precision
+//                          they compute in (e.g. FP32 weights of FP16 layers): engine size
 // docs/advisor.md describes each rule, its thresholds and its limits.
 #pragma once
 

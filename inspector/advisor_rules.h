@@ -33,5 +33,8 @@ void optShapeFar(const EngineReport& report, const AdviseOptions& options,
                  std::vector<Finding>* out);
 void belowRoofline(const EngineReport& report, const AdviseOptions& options,
                    std::vector<Finding>* out);
+// advisor_precision_rules.cpp
+void precisionIslands(const EngineReport& report, std::vector<Finding>* out);
+void weightsWiderThanCompute(const EngineReport& report, std::vector<Finding>* out);
 
 }  // namespace kiln::inspector::advice

@@ -105,6 +105,72 @@ TEST(Advisor, PlantedProblemsEachFindTheirRule) {
   EXPECT_EQ(findRule(findings, "int8-conv-wide-output", AdviceSeverity::kWarning), nullptr);
 }
 
+// An FP32 MatMul between FP16 convolutions, with a reformat each way: an island whose
+// cost is its reformats. The FP16 convolution after it sits between two FP32 layers: an
+// island too. The first and last layers have a neighbour on one side only: none.
+TEST(Advisor, PrecisionIslandCostsItsReformats) {
+  EngineReport r;
+  r.origin = "trtexec export";
+  const std::string h = "Row major linear FP16", f = "Row major linear FP32";
+  r.layers.push_back(layer("a", "Convolution", "FP16", tensor("x", {1, 16, 8, 8}, h),
+                           tensor("a", {1, 16, 8, 8}, h)));
+  r.layers.push_back(layer("r1", "Reformat", "FP32", tensor("a", {1, 16, 8, 8}, h),
+                           tensor("a32", {1, 16, 8, 8}, f)));
+  r.layers.push_back(layer("island", "MatrixMultiply", "FP32", tensor("a32", {1, 16, 8, 8}, f),
+                           tensor("b32", {1, 16, 8, 8}, f)));
+  r.layers.push_back(layer("r2", "Reformat", "FP16", tensor("b32", {1, 16, 8, 8}, f),
+                           tensor("b", {1, 16, 8, 8}, h)));
+  r.layers.push_back(layer("c", "Convolution", "FP16", tensor("b", {1, 16, 8, 8}, h),
+                           tensor("c", {1, 16, 8, 8}, h)));
+  r.layers.push_back(layer("r3", "Reformat", "FP32", tensor("c", {1, 16, 8, 8}, h),
+                           tensor("c32", {1, 16, 8, 8}, f)));
+  r.layers.push_back(layer("tail", "SoftMax", "FP32", tensor("c32", {1, 16, 8, 8}, f),
+                           tensor("y", {1, 16, 8, 8}, f)));
+  const double ms[] = {0.1, 0.02, 0.2, 0.03, 0.1, 0.01, 0.05};
+  for (size_t i = 0; i < r.layers.size(); ++i) r.layers[i].milliseconds = ms[i];
+  const std::vector<Finding> findings = adviseEngine(r);
+  std::vector<const Finding*> islands;
+  for (const Finding& x : findings)
+    if (x.rule == "precision-island") islands.push_back(&x);
+  ASSERT_EQ(islands.size(), 2u);
+  EXPECT_EQ(islands[0]->layers, (std::vector<std::string>{"island", "r1", "r2"}));
+  EXPECT_NEAR(islands[0]->costMs, 0.05, 1e-9);
+  EXPECT_NE(islands[0]->message.find("'island' computes in FP32 between FP16 layers"),
+            std::string::npos)
+      << islands[0]->message;
+  EXPECT_NE(islands[0]->fix.find("--layerPrecisions='island':fp16"), std::string::npos)
+      << islands[0]->fix;
+  EXPECT_EQ(islands[1]->layers, (std::vector<std::string>{"c", "r2", "r3"}));
+  EXPECT_NEAR(islands[1]->costMs, 0.04, 1e-9);
+}
+
+// TensorRT's "Weights" entries and Kiln plans' "weights NAME" parameters: FP32 weights of
+// FP16 layers are reported with the bytes they add; INT8 weights of an INT8 layer and FP32
+// weights of an FP32 layer are not.
+TEST(Advisor, WeightsWiderThanTheLayerComputesIn) {
+  EngineReport r;
+  const std::string h = "Row major linear FP16";
+  r.layers.push_back(layer("trt_conv", "Convolution", "FP16", tensor("x", {1, 8, 8, 8}, h),
+                           tensor("a", {1, 8, 8, 8}, h)));
+  r.layers.back().parameters["Weights"] = R"({"Count":1048576,"Type":"Float"})";
+  r.layers.push_back(layer("kiln_gemm", "MatMul", "FP16", tensor("a", {1, 8, 8, 8}, h),
+                           tensor("b", {1, 8, 8, 8}, h)));
+  r.layers.back().parameters["weights w"] = "float32 x 524288";
+  r.layers.push_back(layer("int8_conv", "Convolution", "INT8", tensor("b", {1, 8, 8, 8}, h),
+                           tensor("c", {1, 8, 8, 8}, h)));
+  r.layers.back().parameters["Weights"] = R"({"Count":4096,"Type":"Int8"})";
+  r.layers.push_back(layer("fp32_gemm", "MatMul", "FP32", tensor("c", {1, 8, 8, 8}, h),
+                           tensor("d", {1, 8, 8, 8}, h)));
+  r.layers.back().parameters["weights v"] = "float32 x 4096";
+  const std::vector<Finding> findings = adviseEngine(r);
+  const Finding* wide = findRule(findings, "weights-wider-than-compute", AdviceSeverity::kInfo);
+  ASSERT_NE(wide, nullptr);
+  EXPECT_EQ(wide->layers, (std::vector<std::string>{"trt_conv", "kiln_gemm"}));
+  EXPECT_NE(wide->message.find("2 FP32 weights, FP16 layer"), std::string::npos) << wide->message;
+  EXPECT_NE(wide->message.find("3.00 MiB"), std::string::npos) << wide->message;
+  EXPECT_EQ(wide->costMs, -1);
+}
+
 TEST(Advisor, AnFp32EngineWithAlignedLayersHasNothingToSay) {
   EngineReport r;
   r.layers.push_back(layer("conv", "Convolution", "FP32",
