@@ -112,22 +112,24 @@ TEST(Advisor, PrecisionIslandCostsItsReformats) {
   EngineReport r;
   r.origin = "trtexec export";
   const std::string h = "Row major linear FP16", f = "Row major linear FP32";
-  r.layers.push_back(layer("a", "Convolution", "FP16", tensor("x", {1, 16, 8, 8}, h),
-                           tensor("a", {1, 16, 8, 8}, h)));
-  r.layers.push_back(layer("r1", "Reformat", "FP32", tensor("a", {1, 16, 8, 8}, h),
-                           tensor("a32", {1, 16, 8, 8}, f)));
-  r.layers.push_back(layer("island", "MatrixMultiply", "FP32", tensor("a32", {1, 16, 8, 8}, f),
-                           tensor("b32", {1, 16, 8, 8}, f)));
-  r.layers.push_back(layer("r2", "Reformat", "FP16", tensor("b32", {1, 16, 8, 8}, f),
-                           tensor("b", {1, 16, 8, 8}, h)));
-  r.layers.push_back(layer("c", "Convolution", "FP16", tensor("b", {1, 16, 8, 8}, h),
-                           tensor("c", {1, 16, 8, 8}, h)));
-  r.layers.push_back(layer("r3", "Reformat", "FP32", tensor("c", {1, 16, 8, 8}, h),
-                           tensor("c32", {1, 16, 8, 8}, f)));
-  r.layers.push_back(layer("tail", "SoftMax", "FP32", tensor("c32", {1, 16, 8, 8}, f),
-                           tensor("y", {1, 16, 8, 8}, f)));
-  const double ms[] = {0.1, 0.02, 0.2, 0.03, 0.1, 0.01, 0.05};
-  for (size_t i = 0; i < r.layers.size(); ++i) r.layers[i].milliseconds = ms[i];
+  struct Row {
+    const char *name, *type, *precision, *in, *out;
+    const std::string &inFormat, &outFormat;
+    double ms;
+  };
+  const Row rows[] = {{"a", "Convolution", "FP16", "x", "a", h, h, 0.1},
+                      {"r1", "Reformat", "FP32", "a", "a32", h, f, 0.02},
+                      {"island", "MatrixMultiply", "FP32", "a32", "b32", f, f, 0.2},
+                      {"r2", "Reformat", "FP16", "b32", "b", f, h, 0.03},
+                      {"c", "Convolution", "FP16", "b", "c", h, h, 0.1},
+                      {"r3", "Reformat", "FP32", "c", "c32", h, f, 0.01},
+                      {"tail", "SoftMax", "FP32", "c32", "y", f, f, 0.05}};
+  for (const Row& row : rows) {
+    r.layers.push_back(layer(row.name, row.type, row.precision,
+                             tensor(row.in, {1, 16, 8, 8}, row.inFormat),
+                             tensor(row.out, {1, 16, 8, 8}, row.outFormat)));
+    r.layers.back().milliseconds = row.ms;
+  }
   const std::vector<Finding> findings = adviseEngine(r);
   std::vector<const Finding*> islands;
   for (const Finding& x : findings)
