@@ -15,6 +15,12 @@ bool isQuantized(DataType t) {
   return t == DataType::kInt8 || t == DataType::kFp8E4M3;
 }
 
+// An output type as the export stores it: a reduced type becomes `reduced` when one is
+// forced (kUndefined keeps it).
+DataType storedType(DataType outputType, DataType reduced) {
+  return isReduced(outputType) && reduced != DataType::kUndefined ? reduced : outputType;
+}
+
 std::set<std::string> nodeNames(const Network& network) {
   std::set<std::string> names;
   for (const Node& node : network.graph.nodes) names.insert(node.displayName());
@@ -60,6 +66,10 @@ Result<NodePrecisions> nodePrecisionsFromPlan(const BuildRecord& record, const N
       out.byNode[node] = type;
       out.reasons[node] = reason;
     }
+    if (layer.outputType != layer.precision && !isQuantized(layer.precision) &&
+        isFloatingPoint(layer.outputType) && !isQuantized(layer.outputType))
+      for (const TensorRecord& output : layer.outputs)
+        out.storedTypes[output.name] = storedType(layer.outputType, reduced);
   }
   if (matched == 0)
     return invalidArgument(planName + ": none of the plan's layers comes from a node of '" +
@@ -100,6 +110,13 @@ NodePrecisions nodePrecisionsFromConstraints(const PrecisionConstraints& constra
     }
     out.byNode[name] = type;
     out.reasons[name] = reason;
+    const LayerPrecisionRule* outputRule =
+        rulesApply ? findLayerRule(constraints.layerOutputTypes, name) : nullptr;
+    if (outputRule && isFloatingPoint(outputRule->precision) && !isQuantized(outputRule->precision))
+      for (const std::string& output : node.outputs)
+        if (!output.empty())
+          out.storedTypes[output] =
+              storedType(outputRule->precision, explicitReduced ? reduced : DataType::kUndefined);
   }
   return out;
 }

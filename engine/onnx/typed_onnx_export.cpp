@@ -86,8 +86,10 @@ bool parseModelProto(const std::string& bytes, onnx::ModelProto* model) {
 // One value of the main graph as the export holds it.
 struct Value {
   DataType original = DataType::kUndefined;
-  DataType stored = DataType::kUndefined;  // the type its producer writes in the export
-  std::map<DataType, std::string> names;   // the name holding it in each available type
+  DataType stored = DataType::kUndefined;   // the type its readers find it in
+  DataType written = DataType::kUndefined;  // the type its node computes it in (a Cast
+                                            // to `stored` follows when they differ)
+  std::map<DataType, std::string> names;    // the name holding it in each available type
 };
 
 // What a reader wants of a value: a type, or anything (kUndefined).
@@ -202,7 +204,14 @@ class Rewriter {
     for (size_t j = 0; j < node.outputs.size(); ++j) {
       if (!isFloat32(node.outputs[j])) continue;
       const bool reduced = isReduced(type) && !typed_export::outputKeepsType(node, j);
-      m_values[node.outputs[j]].stored = reduced ? type : DataType::kFloat32;
+      Value& value = m_values[node.outputs[j]];
+      value.stored = reduced ? type : DataType::kFloat32;
+      value.written = value.stored;
+      // An output type of its own (--layer-output-types): stored so after a Cast.
+      auto storedAs = m_precisions.storedTypes.find(node.outputs[j]);
+      if (storedAs != m_precisions.storedTypes.end() && m_typing[key] != OpTyping::kReadsAnyType &&
+          (storedAs->second == DataType::kFloat32 || isReduced(storedAs->second)))
+        value.stored = storedAs->second;
     }
   }
 
@@ -289,27 +298,46 @@ class Rewriter {
   // A reduced output that must keep float32 under its own name (a graph output under
   // keep-io-types, or a value a subgraph reads): the node writes a renamed value and a
   // Cast after it writes the original name.
+  // An output stored in another type than its node writes (an output type of its own):
+  // the node writes a renamed value and a Cast stores it, under the original name unless
+  // that name must hold float32 (then the pinned Cast below writes it).
   void emitOutputs(const Node& node, onnx::NodeProto* proto, NodeList* out) {
-    std::vector<std::pair<std::string, std::string>> castsAfter;
+    struct CastAfter {
+      std::string value, from, to;  // the original value, and the Cast's input and output
+      DataType type;
+    };
+    std::vector<CastAfter> castsAfter;
     for (size_t j = 0; j < node.outputs.size(); ++j) {
       const std::string& name = node.outputs[j];
       if (!isFloat32(name)) continue;
       Value& v = m_values[name];
       const bool pinned =
           m_implicitReads.count(name) || (m_options.keepIoTypes && m_graphOutputs.count(name));
-      if (v.stored == DataType::kFloat32 || !pinned) {
+      const bool recast = v.written != DataType::kUndefined && v.written != v.stored;
+      if (!recast && (v.stored == DataType::kFloat32 || !pinned)) {
         v.names[v.stored] = name;
         continue;
       }
-      const std::string renamed = uniqueName(name + "_" + suffixOf(v.stored));
-      proto->set_output(static_cast<int>(j), renamed);
-      v.names[v.stored] = renamed;
-      castsAfter.emplace_back(renamed, name);
+      std::string held = name;  // what the node writes, then each Cast after it
+      if (recast) {
+        held = uniqueName(name + "_" + suffixOf(v.written));
+        proto->set_output(static_cast<int>(j), held);
+        const std::string storedName = v.stored == DataType::kFloat32 || !pinned
+                                           ? name
+                                           : uniqueName(name + "_" + suffixOf(v.stored));
+        castsAfter.push_back({name, held, storedName, v.stored});
+        held = storedName;
+      } else {
+        held = uniqueName(name + "_" + suffixOf(v.stored));
+        proto->set_output(static_cast<int>(j), held);
+      }
+      v.names[v.stored] = held;
+      if (held != name) castsAfter.push_back({name, held, name, DataType::kFloat32});
     }
     *out->Add() = *proto;
-    for (const auto& [from, name] : castsAfter) {
-      addCast(out, from, name, DataType::kFloat32, name);
-      m_values[name].names[DataType::kFloat32] = name;
+    for (const CastAfter& cast : castsAfter) {
+      addCast(out, cast.from, cast.to, cast.type, cast.value);
+      m_values[cast.value].names[cast.type] = cast.to;
     }
   }
 

@@ -28,6 +28,11 @@ struct CalibrationTable;  // kiln/calibration.h
 struct NodePrecisions {
   std::map<std::string, DataType> byNode;
   std::map<std::string, std::string> reasons;  // why a node is what it is, by name
+  // By value name: the type a float output is stored in where a layer stores its output
+  // in another type than it computes in (--layer-output-types): the node writes its
+  // compute type and a Cast after it stores the value in this type, which every reader
+  // then reads (through a further Cast where it computes in another type).
+  std::map<std::string, DataType> storedTypes;
   std::string source;  // in words, for the metadata: "plan 'a.kiln'", "constraints 'c.json'"
   std::vector<std::string> warnings;  // decisions that could not be carried over
 };
@@ -36,7 +41,8 @@ struct NodePrecisions {
 // it came from (LayerRecord::sourceNodes). `reduced` (fp16 or bf16) replaces every
 // reduced precision when given; kUndefined keeps each layer's own. An INT8/FP8 layer
 // counts as the build's float precision (fp16/bf16 when the build enabled one, else
-// fp32) with a warning: Q/DQ export is not written from a plan. Errors: a record
+// fp32) with a warning: Q/DQ export is not written from a plan. A layer whose output type
+// differs from its precision gives its outputs' storedTypes. Errors: a record
 // without layers (profiling verbosity none), a plan none of whose source nodes is a
 // node of `network` (built from another model).
 Result<NodePrecisions> nodePrecisionsFromPlan(const BuildRecord& record, const Network& network,
@@ -46,7 +52,8 @@ Result<NodePrecisions> nodePrecisionsFromPlan(const BuildRecord& record, const N
 // precision of the rule that names it (kiln/builder_config.h's findLayerRule: its own
 // name wins over "*"); a node no rule names is free and takes `reduced` (fp16 or bf16;
 // kUndefined: the type the file's rules name, else fp16). INT8/FP8 rules count as
-// `reduced`. A file whose mode is "none" has its rules ignored (every node free).
+// `reduced`. A layer_output_types rule naming a node gives its float outputs'
+// storedTypes. A file whose mode is "none" has its rules ignored (every node free).
 NodePrecisions nodePrecisionsFromConstraints(const PrecisionConstraints& constraints,
                                              const Network& network,
                                              const std::string& constraintsName, DataType reduced);

@@ -213,6 +213,62 @@ TEST_F(TypedExportTest, PlanLayersGiveTheirPrecisionToEveryFusedNode) {
   EXPECT_NE(foreign.status().message().find("another model"), std::string::npos);
 }
 
+// --layer-output-types: Relu computes in fp32 and stores its output in fp16 (a Cast after
+// it, under the value's own name); the fp16 Add reads that directly, the fp32 Mul through
+// a Cast back. From a constraints file's rule and from a plan layer's output type alike.
+TEST_F(TypedExportTest, OutputTypeOfItsOwnIsACastAfterTheNode) {
+  Network net = chain();
+  const std::string path = save(net);
+  PrecisionConstraints c;
+  c.layerPrecisions = {{"*", DataType::kFloat16}, {"Relu_1", DataType::kFloat32},
+                       {"y", DataType::kFloat32}};
+  c.layerOutputTypes = {{"Relu_1", DataType::kFloat16}};
+  NodePrecisions p = nodePrecisionsFromConstraints(c, net, "c.json", DataType::kUndefined);
+  ASSERT_EQ(p.storedTypes.size(), 1u);
+  EXPECT_EQ(p.storedTypes.at("r"), DataType::kFloat16);
+  TypedExportResult r;
+  Network back = roundTrip(path, p, &r);
+  const Node& relu = nodeNamed(back, "Relu_1");
+  EXPECT_EQ(m_types[relu.inputs[0]], DataType::kFloat32);
+  ASSERT_NE(relu.outputs[0], "r");  // the node writes a renamed float32 value
+  EXPECT_EQ(m_types[relu.outputs[0]], DataType::kFloat32);
+  EXPECT_EQ(m_types["r"], DataType::kFloat16);  // stored fp16 by the Cast after it
+  const Node& add = nodeNamed(back, "s");
+  EXPECT_EQ(add.inputs[0], "r");
+  const Node& mul = nodeNamed(back, "y");
+  EXPECT_EQ(m_types[mul.inputs[0]], DataType::kFloat32);
+  int castsOfRelu = 0;
+  for (const Node& n : back.graph.nodes)
+    if (n.opType == "Cast" && n.inputs[0] == relu.outputs[0]) ++castsOfRelu;
+  EXPECT_EQ(castsOfRelu, 1);
+  // Without the output type, Relu writes "r" in float32 itself.
+  p.storedTypes.clear();
+  Network plain = roundTrip(path, p, &r);
+  EXPECT_EQ(nodeNamed(plain, "Relu_1").outputs[0], "r");
+  EXPECT_EQ(m_types["r"], DataType::kFloat32);
+
+  BuildRecord record;
+  record.config.fp16 = true;
+  LayerRecord relu32;
+  relu32.name = "Relu_1";
+  relu32.sourceNodes = {"Relu_1"};
+  relu32.precision = DataType::kFloat32;
+  relu32.outputType = DataType::kFloat16;
+  TensorRecord out;
+  out.name = "r";
+  relu32.outputs = {out};
+  LayerRecord add16 = relu32;
+  add16.name = add16.sourceNodes[0] = "s";
+  add16.precision = add16.outputType = DataType::kFloat16;
+  record.layers = {relu32, add16};
+  auto fromPlan = nodePrecisionsFromPlan(record, net, "p.kiln", DataType::kUndefined);
+  ASSERT_TRUE(fromPlan.isOk()) << fromPlan.status().message();
+  EXPECT_EQ(fromPlan->storedTypes, (std::map<std::string, DataType>{{"r", DataType::kFloat16}}));
+  auto asBf16 = nodePrecisionsFromPlan(record, net, "p.kiln", DataType::kBFloat16);
+  ASSERT_TRUE(asBf16.isOk());
+  EXPECT_EQ(asBf16->storedTypes.at("r"), DataType::kBFloat16);
+}
+
 TEST_F(TypedExportTest, ValuesASubgraphReadsKeepFloat32UnderTheirName) {
   Network net;
   net.opsets[""] = 17;
