@@ -1,5 +1,7 @@
 #include "layer_table_model.h"
 
+#include <map>
+
 namespace kiln::studio {
 namespace {
 
@@ -152,10 +154,14 @@ QVariant LayerTableModel::data(const QModelIndex& index, int role) const {
 
 QVariant LayerTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
-  static const char* const kHeaders[kColumnCount] = {
-      "#",      "Name",      "Type",   "Precision", "Time (ms)", "%",      "Tactic",
-      "Source", "Workspace", "Output", "GFLOP",     "FLOP/B",    "% roof", "Source nodes"};
-  return section >= 0 && section < kColumnCount ? tr(kHeaders[section]) : QVariant();
+  static const std::map<int, const char*> kHeaders = {
+      {kIndex, "#"},          {kName, "Name"},          {kPrecision, "Precision"},
+      {kTime, "Time (ms)"},   {kPercent, "%"},          {kType, "Type"},
+      {kTactic, "Tactic"},    {kSource, "Source"},      {kWorkspace, "Workspace"},
+      {kOutputBytes, "Output"}, {kGflops, "GFLOP"},     {kIntensity, "FLOP/B"},
+      {kRoof, "% roof"},      {kSourceNodes, "Source nodes"}};
+  auto header = kHeaders.find(section);
+  return header != kHeaders.end() ? tr(header->second) : QVariant();
 }
 
 LayerFilterProxy::LayerFilterProxy(QObject* parent) : QSortFilterProxyModel(parent) {

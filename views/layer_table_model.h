@@ -21,10 +21,10 @@ class LayerTableModel : public QAbstractTableModel {
   enum Column {
     kIndex,
     kName,
-    kType,
     kPrecision,
-    kTime,  // the numbers first: long tactic names must not push them off screen
-    kPercent,
+    kTime,  // the numbers first: long layer types and tactic names must not push them
+    kPercent,  // off screen (at 1366 x 768 the table is ~610 px wide)
+    kType,
     kTactic,
     kSource,
     kWorkspace,
