@@ -18,6 +18,7 @@
 #include <set>
 #include <sstream>
 
+#include "cli/args.h"
 #include "kiln/version.h"
 
 namespace kiln::cli {
@@ -326,8 +327,15 @@ std::string jobId() {
 
 }  // namespace
 
-int runRemote(const std::string& target, const std::vector<std::string>& args) {
+int runRemote(const std::string& target, std::vector<std::string> args) {
   Remote remote(target);
+  // The global options that name local files travel too: plugin libraries (uploaded,
+  // then loaded by the target's kiln) and trusted public keys.
+  std::vector<std::pair<std::string, std::vector<std::string>>> globals = {{"plugins", {}},
+                                                                           {"trust", {}}};
+  for (auto& [name, lists] : globals)
+    if (Status s = takeGlobalOption(&args, name, &lists); !s.isOk())
+      return remote.fail(s.message());
   const std::set<std::string> commands = {"build", "run", "compare", "calibrate"};
   if (args.empty() || !commands.count(args[0]))
     return remote.fail("runs build, run, compare or calibrate, not '" +
@@ -336,7 +344,15 @@ int runRemote(const std::string& target, const std::vector<std::string>& args) {
 
   const std::string job = std::string(kCacheDir) + "/jobs/" + jobId();
   std::vector<std::pair<std::string, std::string>> outputs;  // remote, local
-  std::string line = shellQuote(remote.kiln()) + " " + shellQuote(args[0]);
+  std::string line = shellQuote(remote.kiln());
+  for (const auto& [name, lists] : globals) {
+    for (const std::string& list : lists) {
+      std::string rewritten;
+      if (!rewriteInputs(remote, list, &rewritten)) return 1;
+      line += " --" + name + " " + shellQuote(rewritten);
+    }
+  }
+  line += " " + shellQuote(args[0]);
   for (size_t i = 1; i < args.size(); ++i) {
     std::string arg = args[i], option;
     const size_t equals = arg.find('=');

@@ -12,9 +12,11 @@ namespace kiln::cli {
 // Checks the remote release equals this one first; uploads the input files and folders
 // named in ARGS to ~/.cache/kiln-remote/<sha256>/ unless already there; rewrites output
 // options (-o, --export-output, ...) to a remote job folder and fetches those files back
-// atomically after a successful run. Output streams live. Returns the remote exit status,
+// atomically after a successful run. The global options --plugins and --trust in ARGS
+// (before or after COMMAND) travel too: their libraries and keys are uploaded the same
+// way and passed to the remote kiln. Output streams live. Returns the remote exit status,
 // 130 after SIGINT/SIGTERM (the remote process is killed), 1 with one line naming the
 // host when the connection or the remote side fails; local files are then untouched.
-int runRemote(const std::string& target, const std::vector<std::string>& args);
+int runRemote(const std::string& target, std::vector<std::string> args);
 
 }  // namespace kiln::cli

@@ -6,10 +6,12 @@
 # folder up, its cache back) feeds a remote INT8 build; the second build finds the
 # model in the target's hash cache (not uploaded twice); a remote run's --export-output
 # comes back; Ctrl-C stops the remote kiln (exit 130); a wrong host key and a remote kiln
-# of another release are each refused with one line naming the host.
-# Usage: sshd_remote.sh KILN TESTDATA      (exit 77: openssh-server missing or sshd fails)
+# of another release are each refused with one line naming the host; --plugins travels
+# (the library uploaded, the remote kiln loads it for a model with a plugin op).
+# Usage: sshd_remote.sh KILN TESTDATA PLUGINS.so PLUGIN_MODEL.onnx
+#        (exit 77: openssh-server missing or sshd fails)
 set -u
-kiln=$(realpath "$1"); data=$(realpath "$2")
+kiln=$(realpath "$1"); data=$(realpath "$2"); plugins=$(realpath "$3"); plugin_model=$(realpath "$4")
 source "$(dirname "$0")/../cli/cli_test_support.sh"
 
 sshd_bin=$(command -v sshd || echo /usr/sbin/sshd)
@@ -98,6 +100,20 @@ check_rc "a remote run succeeds" $? "$(cat "$work/run.out")"
 check "its output streamed back" grep -q "latency over 2 iterations" "$work/run.out"
 check "its --export-output came back" python3 -c \
   'import json, sys; assert json.load(open(sys.argv[1]))' "$work/outputs.json"
+
+# --- --plugins travels: without it the remote run of a plugin model fails naming the op;
+# with it (given before the command) the library is uploaded and loaded there
+timeout 60 "$kiln" --remote "$target" run "$plugin_model" --backend cpu --iterations 1 \
+  --shapes A:3x4,B:2x4 > "$work/noplugin.out" 2>&1
+check_rc "a plugin model fails remotely without --plugins" $(($? != 0 ? 0 : 1)) \
+  "$(cat "$work/noplugin.out")"
+timeout 60 "$kiln" --remote "$target" --plugins "$plugins" run "$plugin_model" --backend cpu \
+  --iterations 1 --shapes A:3x4,B:2x4 --export-output "$work/plugin_out.json" \
+  > "$work/plugin.out" 2>&1
+check_rc "with --plugins it runs remotely" $? "$(cat "$work/plugin.out")"
+check "the plugin library was uploaded" grep -q "uploading $plugins" "$work/plugin.out"
+check "its outputs came back" python3 -c \
+  'import json, sys; assert json.load(open(sys.argv[1]))' "$work/plugin_out.json"
 
 # --- a remote calibration: a data folder travels (as a tar), its cache comes back and a
 # remote INT8 build reads it given as --calib-cache=PATH
