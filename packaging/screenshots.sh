@@ -2,8 +2,10 @@
 # Screenshots of kiln-studio for the README, on a real display server (Xvfb):
 # the PP-OCR text classifier built on the CPU backend and profiled, Magika (node names
 # with jax2tf scopes: the graphs' collapsible blocks), then a real TensorRT engine
-# (trtexec export of a QAT MobileNet), at 1920x1080 and 1366x768; the Calibration view
-# and the Shapes dialog (silero_vad's sample rate) from their Qt tests.
+# (trtexec export of a QAT MobileNet), at 1920x1080 and 1366x768, each view (the Roofline
+# tab included); from their Qt tests: the Calibration view, the Shapes dialog (silero_vad's
+# sample rate), the Sweep view over a real CPU sweep and the Roofline tab of the MobileNet
+# export with an H100's roofs (both sizes), the Remote Targets dialog.
 # PNGs go to docs/screenshots/.
 # Usage: packaging/screenshots.sh [BUILD_DIR]
 set -euo pipefail
@@ -35,7 +37,8 @@ for size in 1920x1080 1366x768; do
   shoot trtexec "$size" tests/data/trtexec/mobilenet.qat.onnx.engine.graph.json
 done
 # Views that need a data folder or a dialog: their Qt tests write the pictures.
-for test in "test_calibration_view fitsA1366x768Screen" "test_dynamic_shapes dialogScreenshot"; do
+for test in "test_calibration_view fitsA1366x768Screen" "test_dynamic_shapes dialogScreenshot" \
+  "test_sweep_view screenshots" "test_roofline_chart screenshots" "test_targets screenshots"; do
   set -- $test
   QT_QPA_PLATFORM=xcb KILN_SCREENSHOT_DIR="$PWD/$out" KILN_TEST_DATA_DIR="$PWD/tests/data" \
     xvfb-run -a -s "-screen 0 1920x1080x24" "$build/tests/views/$1" "$2"

@@ -107,7 +107,7 @@ void AutoRun::takeScreenshots() {
     m_window->document()->selectLayer(slowest);
     if (auto* tactics = m_window->findChild<QDockWidget*>("dock_tactics")) tactics->raise();
   }
-  for (const QString id : {"graph", "engine", "layers", "charts"}) {
+  for (const QString id : {"graph", "engine", "layers", "charts", "roofline"}) {
     m_window->showView(id);
     m_window->jobs()->waitForIdle(kLayoutWaitMs);
     const QString path = QDir(m_options.screenshotDir).filePath("studio-" + id + ".png");

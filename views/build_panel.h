@@ -39,6 +39,7 @@ class JobRunner;
 class ProfilesEditor;
 class ShapesDialog;
 class StudioDocument;
+class TargetList;
 struct BuildOutcome;
 struct BuildRequest;
 
@@ -74,6 +75,11 @@ class BuildPanel : public QWidget {
   ShapesDialog* shapesDialog() const;
   void cancelBuild();
   bool isBuilding() const { return m_buildJob >= 0; }
+  // With a remote target chosen in `targets` (null: always local), startBuild runs this
+  // panel's `kiln build` line on it through `kiln --remote` (build_panel_remote.cpp):
+  // the same progress bar, status-bar job and Cancel, and the fetched plan opens as a
+  // local build's would. A failure is one line naming the host.
+  void setTargets(TargetList* targets);
 
   ConstraintsTable* constraintsTable() const { return m_constraints; }
   // The status line under the Build button (progress, outcome, refusals).
@@ -102,6 +108,7 @@ class BuildPanel : public QWidget {
   void finishBuild(const BuildRequest& request, const BuildOutcome& outcome, bool cancelled);
   void refuse(const QString& why);
   void askForShapes();
+  void startRemoteBuild();
   QString browseFile(const QString& title, const QString& filter, bool save);
 
   StudioDocument* m_document;
@@ -121,6 +128,7 @@ class BuildPanel : public QWidget {
   QLabel* m_rulesIgnored;
   std::shared_ptr<const Plan> m_builtPlan;  // the document's engine while it is ours
   int m_buildJob = -1;
+  TargetList* m_targets = nullptr;
   ShapeProposal m_proposal;        // for the open model's dynamic inputs
   bool m_shapesConfirmed = false;  // by an edit, the Shapes dialog or a script
   bool m_valuesConfirmed = false;  // by the Shapes dialog or a script

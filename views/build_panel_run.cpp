@@ -16,6 +16,7 @@
 #include "job_runner.h"
 #include "kiln/cuda_runtime.h"
 #include "profiles_editor.h"
+#include "remote_targets.h"
 #include "shapes_dialog.h"
 #include "studio_document.h"
 
@@ -68,6 +69,7 @@ void BuildPanel::startBuild() {
   if ((m_profiles->hasDynamicInputs() && !m_shapesConfirmed) ||
       (!m_proposal.values.empty() && !m_valuesConfirmed))
     return askForShapes();
+  if (m_targets && m_targets->current()) return startRemoteBuild();
   m_document->clearIssues("build");
   const BuildRequest request = makeRequest();
   auto outcome = std::make_shared<BuildOutcome>();

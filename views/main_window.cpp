@@ -38,6 +38,8 @@
 #include "plugins_panel.h"
 #include "profile_panel.h"
 #include "properties_panel.h"
+#include "roofline_chart.h"
+#include "sweep_view.h"
 #include "tactics_panel.h"
 
 namespace kiln::studio {
@@ -61,6 +63,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   registerViews();
   createDocks();
   createMenus();
+  createScaleOut();
   m_jobsWidget = new JobsWidget(&m_jobs, this);
   m_trustLabel = new QLabel(this);
   m_trustLabel->setObjectName("planTrustLabel");
@@ -101,7 +104,9 @@ void MainWindow::registerViews() {
   auto* charts = new ChartsView(&m_document, m_tabs);
   auto* compare = new CompareView(&m_document, &m_jobs, m_tabs);
   auto* calibration = new CalibrationView(&m_document, &m_jobs, m_tabs);
-  m_views = {graph, engine, layers, charts, compare, calibration};
+  auto* roofline = new RooflineChart(&m_document, m_tabs);
+  auto* sweep = new SweepView(m_tabs);
+  m_views = {graph, engine, layers, charts, roofline, compare, calibration, sweep};
   for (View* view : m_views) {
     QWidget* page = new QWidget(m_tabs);
     auto* layout = new QVBoxLayout(page);

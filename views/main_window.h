@@ -15,6 +15,7 @@
 #include "studio_document.h"
 #include "view.h"
 
+class QComboBox;
 class QTabWidget;
 class QLabel;
 class QMenu;
@@ -23,6 +24,7 @@ namespace kiln::studio {
 
 class IssuesDock;
 class JobsWidget;
+class TargetList;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -58,6 +60,11 @@ class MainWindow : public QMainWindow {
   // The Plan Trust dialog; once accepted its list is applied and saved, or the error
   // is shown and the policy in force kept.
   void editPlanTrust();
+  // Where Build, Profile, Calibration and Compare run: Local (the default) or a saved SSH
+  // target (remote_targets.h), chosen in the Target toolbar; Tools > Remote Targets...
+  // edits the list (editTargets). main_window_targets.cpp.
+  TargetList* targets() const { return m_targets; }
+  void editTargets();
 
  protected:
   void dragEnterEvent(QDragEnterEvent* event) override;
@@ -69,6 +76,10 @@ class MainWindow : public QMainWindow {
   std::vector<ReportFigure> reportFigures();
   void createDocks();
   void createMenus();
+  // The Target toolbar, Tools > Remote Targets..., Build > New Sweep... / Open Sweep Log...,
+  // and the Sweep view's "open this plan" (main_window_targets.cpp).
+  void createScaleOut();
+  void updateTargetBox();
   void updateRecentMenu();
   void addRecent(const QString& path);
   void restoreSettings();
@@ -94,6 +105,8 @@ class MainWindow : public QMainWindow {
   IssuesDock* m_issues = nullptr;
   JobsWidget* m_jobsWidget = nullptr;
   QLabel* m_trustLabel = nullptr;
+  TargetList* m_targets = nullptr;
+  QComboBox* m_targetBox = nullptr;
   QStringList m_trustedKeys;  // in force
   QStringList m_sessionKeys;  // from --trust, not saved; empty otherwise
 };

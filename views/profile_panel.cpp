@@ -108,6 +108,7 @@ void ProfilePanel::startProfile() {
   const auto plan = m_document->plan();
   const auto report = m_document->report();
   if (!plan || !report || m_running) return;
+  if (runRemotely()) return;
   const bool standIn = plan->identity.backend == "cuda" && !cudaUsable();
   std::shared_ptr<const Plan> target = plan;
   const int iterations = m_iterations->value();

@@ -16,12 +16,18 @@ namespace kiln::studio {
 
 class JobRunner;
 class StudioDocument;
+class TargetList;
 
 class ProfilePanel : public QWidget {
   Q_OBJECT
  public:
   ProfilePanel(StudioDocument* document, JobRunner* jobs, QWidget* parent = nullptr);
   void startProfile();
+  // With a remote target chosen in `targets` (null: always local), startProfile runs
+  // `kiln run PLAN --iterations N --export-profile` on it through `kiln --remote`
+  // (profile_panel_remote.cpp) and puts the fetched profile on the report as a local
+  // profile's; the open engine must be a .kiln file. Failures: one line naming the host.
+  void setTargets(TargetList* targets) { m_targets = targets; }
   void setIterations(int iterations);
   QString bannerText() const;  // empty when hidden
   QString summaryText() const;
@@ -33,6 +39,7 @@ class ProfilePanel : public QWidget {
  private:
   void updateState();
   void showResult();
+  bool runRemotely();  // starts a remote profile when a target is chosen
   StudioDocument* m_document;
   JobRunner* m_jobs;
   QLabel* m_banner;
@@ -41,6 +48,7 @@ class ProfilePanel : public QWidget {
   QPushButton* m_run;
   QTableWidget* m_table;
   bool m_running = false;
+  TargetList* m_targets = nullptr;
 };
 
 }  // namespace kiln::studio
