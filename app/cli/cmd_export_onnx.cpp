@@ -17,7 +17,7 @@ namespace kiln::cli {
 const char kExportOnnxUsage[] =
     "usage: kiln export-onnx MODEL.onnx -o OUT.onnx (--from PLAN.kiln | --constraints FILE)\n"
     "                        [--precision fp16|bf16] [--keep-io-types] [--json]\n"
-    "       kiln export-onnx MODEL.onnx -o OUT.onnx --calib-cache CACHE [--json]\n"
+    "       kiln export-onnx MODEL.onnx -o OUT.onnx --calib-cache CACHE [--fp8] [--json]\n"
     "  writes MODEL.onnx strongly typed: the nodes the plan ran in fp16/bf16 (or the\n"
     "  constraints file leaves free) compute in that type, the rest in float32, with\n"
     "  Cast nodes at the boundaries; weights read only by reduced nodes are stored\n"
@@ -29,7 +29,9 @@ const char kExportOnnxUsage[] =
     "  --keep-io-types         graph inputs and outputs stay float32\n"
     "  --calib-cache CACHE     INT8 instead: `kiln calibrate`'s ranges as Q/DQ pairs on the\n"
     "                          inputs of Conv/MatMul/Gemm (and residual Adds), their\n"
-    "                          weights int8 with per-channel scales\n";
+    "                          weights int8 with per-channel scales\n"
+    "  --fp8                   with --calib-cache: FP8 E4M3 Q/DQ for MatMul/Gemm layers\n"
+    "                          (per-tensor scales amax/448; opset 19), other layers float\n";
 
 namespace {
 
@@ -83,7 +85,8 @@ int exportQdq(const Args& args) {
   const std::string cache = args.value("calib-cache");
   auto table = loadCalibrationCache(cache);
   if (!table.isOk()) return fail("export-onnx", table.status().message());
-  auto exported = exportQdqOnnx(model, *table, cache);
+  const bool fp8 = args.flag("fp8");
+  auto exported = exportQdqOnnx(model, *table, cache, fp8 ? QdqFormat::kFp8 : QdqFormat::kInt8);
   if (!exported.isOk()) return fail("export-onnx", exported.status().message());
   if (Status s = writeFileAtomically(output, exported->bytes, "the ONNX export"); !s.isOk())
     return fail("export-onnx", s.message());
@@ -91,15 +94,19 @@ int exportQdq(const Args& args) {
     const nlohmann::json summary = {{"output", output},
                                     {"source", "calibration cache '" + cache + "'"},
                                     {"activation_pairs", exported->activationPairs},
-                                    {"int8_weight_layers", exported->weightDequantizers},
+                                    {"format", fp8 ? "fp8e4m3" : "int8"},
+                                    {fp8 ? "fp8_weight_layers" : "int8_weight_layers",
+                                     exported->weightDequantizers},
                                     {"float_layers", exported->floatLayers}};
     std::printf("%s\n",
                 summary.dump(1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
-  std::string text = "INT8 Q/DQ export of calibration cache '" + cache +
+  std::string text = std::string(fp8 ? "FP8 E4M3" : "INT8") +
+                     " Q/DQ export of calibration cache '" + cache +
                      "': " + std::to_string(exported->weightDequantizers) +
-                     " layers with per-channel int8 weights, " +
+                     (fp8 ? " GEMMs with per-tensor fp8 weights, "
+                          : " layers with per-channel int8 weights, ") +
                      std::to_string(exported->activationPairs) + " activation Q/DQ pairs\n";
   for (const std::string& f : exported->floatLayers) text += "left float: " + f + "\n";
   text += "written: " + output + "\nTensorRT 11: trtexec --onnx=" + output + " --stronglyTyped\n";
@@ -114,7 +121,7 @@ int runExportOnnx(const std::vector<std::string>& rawArgs) {
   for (std::string& a : argv)
     if (a == "-o") a = "--output";
   Args args({"output", "from", "constraints", "precision", "calib-cache"},
-            {"keep-io-types", "json"});
+            {"keep-io-types", "json", "fp8"});
   if (Status s = args.parse(argv); !s.isOk()) return fail("export-onnx", s.message(), 2);
   if (args.positional().size() != 1 || !args.has("output")) return printUsage(kExportOnnxUsage, 2);
   const int sources = args.has("from") + args.has("constraints") + args.has("calib-cache");
@@ -122,6 +129,8 @@ int runExportOnnx(const std::vector<std::string>& rawArgs) {
     return fail("export-onnx",
                 "give exactly one of --from PLAN.kiln, --constraints FILE and --calib-cache FILE",
                 2);
+  if (args.flag("fp8") && !args.has("calib-cache"))
+    return fail("export-onnx", "--fp8 needs --calib-cache (the ranges its scales come from)", 2);
   if (args.has("calib-cache")) {
     if (args.has("precision") || args.flag("keep-io-types"))
       return fail("export-onnx",

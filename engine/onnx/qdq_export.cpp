@@ -93,6 +93,96 @@ Node weightDequantizer(Graph& g, Node& layer) {
   return dq;
 }
 
+constexpr float kFp8Max = 448.0f;  // the largest finite E4M3FN value
+
+Tensor fp8Zero() {
+  Tensor zero(DataType::kFp8E4M3, {});
+  zero.data<uint8_t>()[0] = 0;
+  return zero;
+}
+
+// A float8e4m3fn DequantizeLinear with one per-tensor scale (max |w| / 448) in front
+// of the GEMM's float weight; returns the node to insert.
+Node fp8WeightDequantizer(Graph& g, Node& layer) {
+  const std::string w = layer.inputs[1];
+  const Tensor& weight = g.initializers.at(w);
+  float amax = 0;
+  for (int64_t i = 0; i < weight.numel(); ++i)
+    amax = std::max(amax, std::fabs(weight.data<float>()[i]));
+  const float scale = amax > 0 ? amax / kFp8Max : 1.0f;
+  Tensor scaled(DataType::kFloat32, weight.shape());
+  for (int64_t i = 0; i < weight.numel(); ++i)
+    scaled.data<float>()[i] = weight.data<float>()[i] / scale;
+  Node dq;
+  dq.opType = "DequantizeLinear";
+  dq.name = layer.name + "_weight_DQ";
+  dq.inputs = {passes::addInitializer(g, w + "_fp8", castTensor(scaled, DataType::kFp8E4M3)),
+               passes::addInitializer(g, w + "_fp8_scale", Tensor::scalarFloat(scale)),
+               passes::addInitializer(g, w + "_fp8_zero", fp8Zero())};
+  dq.outputs = {freshValueName(g, w + "_dequantized")};
+  dq.index = layer.index;
+  layer.inputs[1] = dq.outputs[0];
+  return dq;
+}
+
+bool isGemmWithConstantWeights(const Graph& g, const Node& node) {
+  return (node.opType == "MatMul" || node.opType == "Gemm") && node.inputs.size() >= 2 &&
+         g.initializers.count(node.inputs[1]);
+}
+
+// The activation pairs the INT8 rules inserted, made FP8 where every reader of the DQ is
+// a GEMM with constant weights (scale amax/448 from the int8 scale amax/127), and taken
+// out elsewhere (their readers read the float value again, and are listed).
+void convertPairsToFp8(Graph& g, QdqExportResult* result) {
+  std::set<size_t> removed;
+  for (size_t qi = 0; qi < g.nodes.size(); ++qi) {
+    Node& q = g.nodes[qi];
+    if (!passes::isQuantize(q)) continue;
+    std::vector<size_t> dqs;
+    for (size_t i = 0; i < g.nodes.size(); ++i)
+      if (passes::isDequantize(g.nodes[i]) && g.nodes[i].inputs[0] == q.outputs[0]) dqs.push_back(i);
+    std::vector<Node*> readers;
+    for (size_t d : dqs)
+      for (Node& node : g.nodes)
+        if (std::find(node.inputs.begin(), node.inputs.end(), g.nodes[d].outputs[0]) !=
+            node.inputs.end())
+          readers.push_back(&node);
+    const bool gemmsOnly =
+        !dqs.empty() && !readers.empty() &&
+        std::all_of(readers.begin(), readers.end(), [&](const Node* n) {
+          return isGemmWithConstantWeights(g, *n) && !passes::isDequantize(*n);
+        });
+    if (gemmsOnly) {
+      const float int8Scale = g.initializers.at(q.inputs[1]).data<float>()[0];
+      const std::string scale = passes::addInitializer(
+          g, q.inputs[0] + "_fp8_scale", Tensor::scalarFloat(int8Scale * 127.0f / kFp8Max));
+      const std::string zero = passes::addInitializer(g, q.inputs[0] + "_fp8_zero", fp8Zero());
+      q.inputs = {q.inputs[0], scale, zero};
+      for (size_t d : dqs) g.nodes[d].inputs = {g.nodes[d].inputs[0], scale, zero};
+      ++result->activationPairs;
+      continue;
+    }
+    for (size_t d : dqs) {
+      for (Node& node : g.nodes)
+        for (std::string& in : node.inputs)
+          if (in == g.nodes[d].outputs[0]) in = g.nodes[qi].inputs[0];
+      removed.insert(d);
+    }
+    for (const Node* reader : readers) {
+      const std::string line =
+          reader->displayName() + ": FP8 Q/DQ is written for MatMul/Gemm layers only";
+      if (std::find(result->floatLayers.begin(), result->floatLayers.end(), line) ==
+          result->floatLayers.end())
+        result->floatLayers.push_back(line);
+    }
+    removed.insert(qi);
+  }
+  std::vector<Node> kept;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (!removed.count(i)) kept.push_back(std::move(g.nodes[i]));
+  g.nodes = std::move(kept);
+}
+
 // The float weights every reader now takes through an int8 DequantizeLinear.
 void dropUnreadInitializers(Graph& g) {
   std::set<std::string> read;
@@ -123,10 +213,15 @@ Result<std::string> withMetadata(const std::string& bytes, const std::string& so
 }  // namespace
 
 Result<QdqExportResult> exportQdqOnnx(const std::string& modelPath, const CalibrationTable& table,
-                                      const std::string& cacheName) {
+                                      const std::string& cacheName, QdqFormat format) {
+  const bool fp8 = format == QdqFormat::kFp8;
   ImportOptions importOptions;
   importOptions.checkSupport = false;
   KILN_ASSIGN_OR_RETURN(Network network, importOnnxFile(modelPath, importOptions));
+  if (fp8 && network.defaultOpset() < 19)
+    return unsupported(modelPath + ": float8 QuantizeLinear/DequantizeLinear need ai.onnx " +
+                       "opset 19; the model has " + std::to_string(network.defaultOpset()) +
+                       " (export it again with opset_version=19)");
   if (network.defaultOpset() < 13)
     return unsupported(modelPath + ": per-channel DequantizeLinear needs ai.onnx opset 13; " +
                        "the model has " + std::to_string(network.defaultOpset()));
@@ -141,15 +236,16 @@ Result<QdqExportResult> exportQdqOnnx(const std::string& modelPath, const Calibr
   QdqExportResult result;
   for (Node& node : g.nodes) {
     node.attributes.erase(passes::kCalibratedQuantizeAttribute);  // Kiln's mark, not ONNX's
-    if (passes::isQuantize(node)) ++result.activationPairs;
+    if (!fp8 && passes::isQuantize(node)) ++result.activationPairs;
   }
+  if (fp8) convertPairsToFp8(g, &result);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     Node& node = g.nodes[i];
     const bool layer =
         (node.opType == "Conv" || node.opType == "MatMul" || node.opType == "Gemm") &&
         node.inputs.size() >= 2 && g.initializers.count(node.inputs[1]);
     if (!layer || !readsDequantized(g, node)) continue;
-    Node dq = weightDequantizer(g, node);
+    Node dq = fp8 ? fp8WeightDequantizer(g, node) : weightDequantizer(g, node);
     g.nodes.insert(g.nodes.begin() + static_cast<std::ptrdiff_t>(i), std::move(dq));
     ++i;
     ++result.weightDequantizers;
@@ -158,8 +254,10 @@ Result<QdqExportResult> exportQdqOnnx(const std::string& modelPath, const Calibr
   for (const auto& [name, why] : decisions.fallbacks)
     result.floatLayers.push_back(name + ": " + why);
   KILN_ASSIGN_OR_RETURN(std::string bytes, exportOnnxBytes(network));
-  const std::string summary = "int8 Q/DQ: " + std::to_string(result.weightDequantizers) +
-                              " layers with per-channel int8 weights, " +
+  const std::string summary = std::string(fp8 ? "fp8 e4m3 Q/DQ: " : "int8 Q/DQ: ") +
+                              std::to_string(result.weightDequantizers) +
+                              (fp8 ? " GEMMs with per-tensor fp8 weights, "
+                                   : " layers with per-channel int8 weights, ") +
                               std::to_string(result.activationPairs) + " activation pairs, " +
                               std::to_string(result.floatLayers.size()) + " layers left float";
   KILN_ASSIGN_OR_RETURN(result.bytes,

@@ -107,7 +107,16 @@ struct QdqExportResult {
 // pins, stay float (listed with why). Unnamed nodes get their display names; the
 // metadata names the cache. Errors name the file: ai.onnx opset below 13 (per-channel
 // DequantizeLinear), an unreadable model.
+//
+// kFp8 writes FP8 E4M3 instead, for GEMMs only (as TensorRT's and Kiln's FP8 layers):
+// the pairs in front of MatMul/Gemm layers with constant weights become float8e4m3fn
+// Q/DQ (per-tensor scale amax/448, zero point a float8 0), those weights float8e4m3fn
+// with one per-tensor scale (max |w| / 448) behind a DequantizeLinear; every other pair
+// (convolutions, residual Adds) is left out and its layer listed as float. Needs
+// ai.onnx opset 19 (float8 Q/DQ); an older model is refused naming its opset.
+enum class QdqFormat { kInt8, kFp8 };
 Result<QdqExportResult> exportQdqOnnx(const std::string& modelPath, const CalibrationTable& table,
-                                      const std::string& cacheName);
+                                      const std::string& cacheName,
+                                      QdqFormat format = QdqFormat::kInt8);
 
 }  // namespace kiln

@@ -6,11 +6,13 @@
 // run on exports in tests/cli/test_typed_export.sh.)
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 
 #include "kiln/calibration.h"
 #include "kiln/onnx_export.h"
 #include "kiln/onnx_import.h"
+#include "kiln/reference_backend.h"
 #include "kiln/shape_inference.h"
 #include "kiln/typed_onnx_export.h"
 #include "support/test_graph.h"
@@ -352,6 +354,84 @@ TEST_F(TypedExportTest, QdqExportQuantizesWeightsPerOutputChannel) {
   const Node& dq = nodeNamed(*back, "y_weight_DQ");
   EXPECT_EQ(dq.attrInt("axis", -1), 1);  // MatMul's output channels are columns
   EXPECT_EQ(nodeNamed(*back, "y").inputs[1], dq.outputs[0]);
+}
+
+// FP8 E4M3 from the same calibration cache: the MatMul's input pair and its weights in
+// float8e4m3fn with per-tensor scales (amax/448), the convolution left float (listed);
+// the export runs on the CPU reference within FP8's error of the float model. Models
+// below opset 19 are refused.
+TEST_F(TypedExportTest, Fp8QdqExportForGemmsOnly) {
+  Network net;
+  net.opsets[""] = 19;
+  Graph& g = net.graph;
+  g.inputs = {floatValue("x", {2, 4}), floatValue("c", {1, 4, 5, 5})};
+  g.initializers["w"] = filled({4, 3}, -1.0f);  // -1 .. 1.75: max |w| 1.75
+  g.initializers["wc"] = filled({2, 4, 3, 3}, -4.0f);
+  g.nodes.push_back(makeNode("MatMul", {"x", "w"}, {"y"}));
+  g.nodes.push_back(makeNode("Relu", {"y"}, {"z"}));
+  g.nodes.push_back(makeNode("Conv", {"c", "wc"}, {"co"}));
+  g.outputs = {floatValue("z", {2, 3}), floatValue("co", {1, 2, 3, 3})};
+  for (size_t i = 0; i < g.nodes.size(); ++i) g.nodes[i].index = static_cast<int>(i);
+  const std::string path = save(net);
+  CalibrationTable table;
+  table.method = "minmax";
+  table.tensors["x"].amax = 2.24;
+  table.tensors["c"].amax = 3.0;
+  auto exported = exportQdqOnnx(path, table, "c.cache", QdqFormat::kFp8);
+  ASSERT_TRUE(exported.isOk()) << exported.status().message();
+  EXPECT_EQ(exported->activationPairs, 1);
+  EXPECT_EQ(exported->weightDequantizers, 1);
+  ASSERT_EQ(exported->floatLayers.size(), 1u);
+  EXPECT_NE(exported->floatLayers[0].find("co: FP8 Q/DQ is written for MatMul/Gemm"),
+            std::string::npos)
+      << exported->floatLayers[0];
+  ImportOptions options;
+  options.checkSupport = false;
+  auto back = importOnnxBytes(exported->bytes, "", "export", options);
+  ASSERT_TRUE(back.isOk()) << back.status().message();
+  const Graph& b = back->graph;
+  int quantizers = 0;
+  for (const Node& n : b.nodes) {
+    if (n.opType != "QuantizeLinear" && n.opType != "DequantizeLinear") continue;
+    quantizers += n.opType == "QuantizeLinear";
+    ASSERT_EQ(n.inputs.size(), 3u) << n.describe();
+    EXPECT_EQ(b.initializers.at(n.inputs[2]).type(), DataType::kFp8E4M3) << n.describe();
+    if (n.inputs[0] == "x")
+      EXPECT_FLOAT_EQ(b.initializers.at(n.inputs[1]).data<float>()[0], 2.24f / 448);
+  }
+  EXPECT_EQ(quantizers, 1);  // x's; the convolution reads c in float
+  EXPECT_EQ(nodeNamed(*back, "co").inputs[0], "c");
+  const Tensor& wq = b.initializers.at("w_fp8");
+  ASSERT_EQ(wq.type(), DataType::kFp8E4M3);
+  EXPECT_FLOAT_EQ(b.initializers.at("w_fp8_scale").data<float>()[0], 1.75f / 448);
+  const Tensor decoded = castTensor(wq, DataType::kFloat32);
+  EXPECT_FLOAT_EQ(decoded.data<float>()[0], -256.0f);  // -1 / (1.75/448), exact in E4M3
+  EXPECT_FLOAT_EQ(decoded.data<float>()[11], 448.0f);  // 1.75: the tensor's max
+  // The export computes what the float model does, within FP8's error.
+  std::map<std::string, Tensor> inputs = {{"x", filled({2, 4}, -1.1f)},
+                                          {"c", filled({1, 4, 5, 5}, -3.0f)}};
+  for (int64_t i = 0; i < inputs["c"].numel(); ++i) inputs["c"].data<float>()[i] *= 0.03f;
+  std::vector<NamedTensor> want, got;
+  ASSERT_TRUE(ReferenceBackend(net).run(inputs, &want).isOk());
+  Status ran = ReferenceBackend(*back).run(inputs, &got);
+  ASSERT_TRUE(ran.isOk()) << ran.message();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t o = 0; o < want.size(); ++o) {
+    float maxRef = 0, maxErr = 0;
+    for (int64_t i = 0; i < want[o].tensor.numel(); ++i) {
+      const float r = want[o].tensor.data<float>()[i], v = got[o].tensor.data<float>()[i];
+      maxRef = std::max(maxRef, std::fabs(r));
+      maxErr = std::max(maxErr, std::fabs(r - v));
+    }
+    EXPECT_GT(maxRef, 0.1f) << want[o].name;
+    EXPECT_LT(maxErr, 0.08f * maxRef) << want[o].name;  // E4M3: 3 mantissa bits
+    if (want[o].name == "co") EXPECT_EQ(maxErr, 0.f);  // left float
+  }
+  net.opsets[""] = 17;
+  const std::string old = save(net);
+  auto refused = exportQdqOnnx(old, table, "c.cache", QdqFormat::kFp8);
+  ASSERT_FALSE(refused.isOk());
+  EXPECT_NE(refused.status().message().find("opset 19"), std::string::npos);
 }
 
 }  // namespace
