@@ -96,6 +96,11 @@ void ExportActions::addTo(QMenu* menu) {
         runExport(tr("Export Q/DQ ONNX"), tr("ONNX (*.onnx)"), ".qdq.onnx",
                   &ExportActions::exportQdqFromCalibration);
       }));
+  m_modelActions.push_back(
+      typed->addAction(tr("FP8 Q/DQ for &GEMMs from the calibration cache..."), this, [this] {
+        runExport(tr("Export FP8 Q/DQ ONNX"), tr("ONNX (*.onnx)"), ".fp8.onnx",
+                  &ExportActions::exportFp8FromCalibration);
+      }));
   typed->addSeparator();
   m_keepIoTypes = typed->addAction(tr("Keep float32 &inputs and outputs"));
   m_keepIoTypes->setCheckable(true);
@@ -182,6 +187,12 @@ Status ExportActions::exportTypedFromRules(const QString& path) {
 Status ExportActions::exportQdqFromCalibration(const QString& path) {
   QString summary;
   return reportTyped(exportQdqOnnxFromCalibration(*m_document, path, &summary), summary);
+}
+
+Status ExportActions::exportFp8FromCalibration(const QString& path) {
+  QString summary;
+  return reportTyped(
+      exportQdqOnnxFromCalibration(*m_document, path, &summary, QdqFormat::kFp8), summary);
 }
 
 Status ExportActions::exportCsv(const QString& path) {

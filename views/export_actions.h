@@ -43,6 +43,7 @@ class ExportActions : public QObject {
   Status exportTypedFromEngine(const QString& path);
   Status exportTypedFromRules(const QString& path);
   Status exportQdqFromCalibration(const QString& path);
+  Status exportFp8FromCalibration(const QString& path);  // FP8 E4M3 for the GEMMs
   void setKeepIoTypes(bool keep);
 
  private:

@@ -76,7 +76,7 @@ Status exportTypedOnnxFromRules(const StudioDocument& document, const QString& p
 }
 
 Status exportQdqOnnxFromCalibration(const StudioDocument& document, const QString& path,
-                                    QString* summary) {
+                                    QString* summary, QdqFormat format) {
   KILN_RETURN_IF_ERROR(needsModelFile(document));
   const std::string cache = document.buildConfig().calibrationCachePath;
   if (cache.empty())
@@ -87,15 +87,16 @@ Status exportQdqOnnxFromCalibration(const StudioDocument& document, const QStrin
   KILN_ASSIGN_OR_RETURN(
       QdqExportResult result,
       exportQdqOnnx(document.modelPath().toStdString(), table,
-                    QFileInfo(QString::fromStdString(cache)).fileName().toStdString()));
+                    QFileInfo(QString::fromStdString(cache)).fileName().toStdString(), format));
   KILN_RETURN_IF_ERROR(writeFileAtomically(path.toStdString(), result.bytes, "the export"));
   *summary = QStringLiteral(
-                 "%1: %2 Q/DQ pairs on activations, %3 int8 weights, %4 layers "
+                 "%1: %2 Q/DQ pairs on activations, %3 %5 weights, %4 layers "
                  "left in float; build with trtexec --onnx=%1 --stronglyTyped")
                  .arg(QFileInfo(path).fileName())
                  .arg(result.activationPairs)
                  .arg(result.weightDequantizers)
-                 .arg(result.floatLayers.size());
+                 .arg(result.floatLayers.size())
+                 .arg(format == QdqFormat::kFp8 ? "fp8 e4m3" : "int8");
   return Status::ok();
 }
 

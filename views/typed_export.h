@@ -14,6 +14,7 @@
 #include <QString>
 
 #include "kiln/status.h"
+#include "kiln/typed_onnx_export.h"
 
 namespace kiln::studio {
 
@@ -23,7 +24,9 @@ Status exportTypedOnnxFromEngine(const StudioDocument& document, const QString& 
                                  bool keepIoTypes, QString* summary);
 Status exportTypedOnnxFromRules(const StudioDocument& document, const QString& path,
                                 bool keepIoTypes, QString* summary);
+// The Build dock's calibration cache as INT8 Q/DQ, or with kFp8 as FP8 E4M3 Q/DQ for
+// the GEMMs (kiln/typed_onnx_export.h's exportQdqOnnx); one-line errors.
 Status exportQdqOnnxFromCalibration(const StudioDocument& document, const QString& path,
-                                    QString* summary);
+                                    QString* summary, QdqFormat format = QdqFormat::kInt8);
 
 }  // namespace kiln::studio

@@ -182,6 +182,27 @@ class TestTypedExport : public QObject {
     QVERIFY2(QString::fromStdString(refused.message()).contains("no calibration cache"),
              refused.message().c_str());
   }
+  // The FP8 action reaches the engine's export: small_cnn is opset 17, refused by name.
+  void fp8OfAnOpset17ModelIsRefusedNamingTheOpset() {
+    StudioDocument document;
+    JobRunner jobs;
+    ExportActions actions(&document, &jobs, nullptr, nullptr);
+    document.setModel(modelPath(), load());
+    QTemporaryDir dir;
+    CalibrationTable table;
+    table.method = "minmax";
+    table.tensors["input"].amax = 1.0;
+    const std::string cache = dir.filePath("c.cache").toStdString();
+    QVERIFY(saveCalibrationCache(table, cache).isOk());
+    BuilderConfig config = document.buildConfig();
+    config.calibrationCachePath = cache;
+    document.setBuildConfig(config);
+    Status refused = actions.exportFp8FromCalibration(dir.filePath("f.onnx"));
+    QVERIFY(!refused.isOk());
+    QVERIFY2(QString::fromStdString(refused.message()).contains("opset 19"),
+             refused.message().c_str());
+    QVERIFY(!QFileInfo::exists(dir.filePath("f.onnx")));
+  }
 };
 
 QTEST_MAIN(TestTypedExport)
