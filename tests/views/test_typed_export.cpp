@@ -31,6 +31,14 @@ std::shared_ptr<const Network> load() {
   return imported.isOk() ? std::make_shared<const Network>(std::move(imported.value())) : nullptr;
 }
 
+// The export actions over a document holding small_cnn (no engine).
+struct ModelExport {
+  StudioDocument document;
+  JobRunner jobs;
+  ExportActions actions{&document, &jobs, nullptr, nullptr};
+  ModelExport() { document.setModel(modelPath(), load()); }
+};
+
 int countOps(const Network& network, const std::string& opType) {
   int n = 0;
   for (const Node& node : network.graph.nodes) n += node.opType == opType;
@@ -172,22 +180,18 @@ class TestTypedExport : public QObject {
   }
 
   void int8NeedsACalibrationCache() {
-    StudioDocument document;
-    JobRunner jobs;
-    ExportActions actions(&document, &jobs, nullptr, nullptr);
-    document.setModel(modelPath(), load());
+    ModelExport on;
     QTemporaryDir dir;
-    Status refused = actions.exportQdqFromCalibration(dir.filePath("q.onnx"));
+    Status refused = on.actions.exportQdqFromCalibration(dir.filePath("q.onnx"));
     QVERIFY(!refused.isOk());
     QVERIFY2(QString::fromStdString(refused.message()).contains("no calibration cache"),
              refused.message().c_str());
   }
+
   // The FP8 action reaches the engine's export: small_cnn is opset 17, refused by name.
   void fp8OfAnOpset17ModelIsRefusedNamingTheOpset() {
-    StudioDocument document;
-    JobRunner jobs;
-    ExportActions actions(&document, &jobs, nullptr, nullptr);
-    document.setModel(modelPath(), load());
+    ModelExport on;
+    StudioDocument& document = on.document;
     QTemporaryDir dir;
     CalibrationTable table;
     table.method = "minmax";
@@ -197,7 +201,7 @@ class TestTypedExport : public QObject {
     BuilderConfig config = document.buildConfig();
     config.calibrationCachePath = cache;
     document.setBuildConfig(config);
-    Status refused = actions.exportFp8FromCalibration(dir.filePath("f.onnx"));
+    Status refused = on.actions.exportFp8FromCalibration(dir.filePath("f.onnx"));
     QVERIFY(!refused.isOk());
     QVERIFY2(QString::fromStdString(refused.message()).contains("opset 19"),
              refused.message().c_str());
