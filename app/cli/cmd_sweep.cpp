@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "cli/sweep_process.h"
 #include "cli/sweep_runner.h"
+#include "cli/sweep_shapes.h"
 #include "kiln/file_io.h"
 
 namespace kiln::cli {
@@ -40,6 +41,12 @@ const char kSweepUsage[] =
     "          [--max-wait S]  one Slurm job array, tracked with squeue/sacct; Ctrl-C\n"
     "                        cancels it (scancel). docs/sweep.md, docs/scale-out.md\n"
     "  --task K DIR          run configuration K of the sweep in DIR (what each task runs)\n"
+    "usage: kiln sweep MODEL.onnx --shape-sweep INPUT:LO..HI [--opt-shapes S] [options]\n"
+    "  times a dynamic dimension (INPUT's first symbolic one, and every dimension of that\n"
+    "  symbol) across LO..HI: a plan per point (opt = the point, min LO, max HI), each run\n"
+    "  at every point; proposes the fewest profiles that keep every point within\n"
+    "  --tolerance F (0.10) of its own-opt time. --backend, --precision fp32|fp16|bf16,\n"
+    "  --iterations, --dir (MODEL.shape-sweep), --json as above\n"
     "exit: 0 done, 1 error, 2 usage, 3 no configuration passed the gate, 130 interrupted\n";
 
 namespace {
@@ -136,12 +143,6 @@ json configurationJson(const Args& args, const kiln::sweep::Configuration& c,
           {"build_json", build}, {"compare", compare}, {"run", run}};
 }
 
-std::string selfPath() {
-  std::error_code error;
-  const fs::path self = fs::read_symlink("/proc/self/exe", error);
-  return error ? "kiln" : self.string();
-}
-
 // Calibrates once for every int8 configuration when only a data folder was given.
 Status calibrateOnce(const Args& args, const std::string& kiln, const std::string& cache) {
   if (fs::exists(cache)) return Status::ok();
@@ -193,7 +194,7 @@ Result<json> prepareTasks(const Args& args, const std::string& dir,
   if (calibCache.empty()) calibCache = dir + "/calib.cache";
   json tasks = {{"version", 1},
                 {"model", absolute(args.positional()[0])},
-                {"kiln", selfPath()},
+                {"kiln", sweep::selfExecutable()},
                 {"gate", args.value("max-error")},
                 {"configurations", json::array()}};
   double delay;
@@ -372,7 +373,8 @@ int runSweep(const std::vector<std::string>& argv) {
              "max-shapes", "accuracy-data", "preprocess", "load-inputs", "shapes",
              "seed",       "calib-cache",   "calib-data", "iterations",  "dir",
              "log",        "jobs",          "task",       "task-delay",  "partition",
-             "gres",       "time",          "array-max",  "poll",        "max-wait"},
+             "gres",       "time",          "array-max",  "poll",        "max-wait",
+             "shape-sweep", "tolerance",    "precision"},
             {"continue", "retry-failed", "slurm", "json"});
   Status parsed = args.parse(argv);
   if (!parsed.isOk()) return fail("sweep", parsed.message(), 2);
@@ -384,6 +386,7 @@ int runSweep(const std::vector<std::string>& argv) {
     return sweep::runTask(absolute(args.positional()[0]), static_cast<int>(index));
   }
   if (args.positional().size() != 1) return printUsage(kSweepUsage, 2);
+  if (args.has("shape-sweep")) return runShapeSweep(args);
   return runSweep(args);
 }
 

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <filesystem>
 #include <thread>
 
 namespace kiln::cli::sweep {
@@ -200,6 +201,12 @@ std::string lastLine(const std::string& text) {
   const size_t start = text.rfind('\n', end);
   return text.substr(start == std::string::npos ? 0 : start + 1,
                      end + 1 - (start == std::string::npos ? 0 : start + 1));
+}
+
+std::string selfExecutable() {
+  std::error_code error;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
+  return error ? "kiln" : self.string();
 }
 
 }  // namespace kiln::cli::sweep

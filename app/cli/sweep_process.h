@@ -41,6 +41,9 @@ struct Captured {
 };
 Result<Captured> capture(const std::vector<std::string>& argv, double timeoutSeconds);
 
+// This program's own path (/proc/self/exe), or "kiln" when it cannot be read: what the
+// sweep's child steps run.
+std::string selfExecutable();
 // The full path of `name` in PATH, or "" when it is not there.
 std::string findProgram(const std::string& name);
 // The last non-empty line of `text` (a failed step's one-line error).

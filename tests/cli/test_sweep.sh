@@ -114,4 +114,27 @@ r = json.load(open(sys.argv[1]))
 assert len(r["configurations"]) == 4 and r["pareto"] and r["best"]["accepted"], r
 ' "$work/report.json"
 
+# --- --shape-sweep: tiny_bert's batch across 4..16 (plans with opt 4, 8, 16, each run at
+# every point); profiles cover the range without gaps; bad inputs are one-line errors.
+bert="$data/builder/tiny_bert.onnx"
+"$kiln" sweep "$bert" --shape-sweep input_ids:4..16 --opt-shapes input_ids:2x4 --iterations 3 \
+  --dir "$work/shapes" --json > "$work/shapes.json" 2> "$work/shapes.err"
+check_rc "a shape sweep runs" $? "$(cat "$work/shapes.err")"
+check "it times three plans at three points and proposes covering profiles" python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["points"] == [4, 8, 16] and r["symbol"] == "batch", r
+assert all(len(row) == 3 and all(ms > 0 for ms in row) for row in r["ms"]), r["ms"]
+p = r["profiles"]
+assert p[0]["min"] == "input_ids:4x4" and p[-1]["max"] == "input_ids:16x4", p
+assert "--opt-shapes input_ids:" in r["build_options"], r
+' "$work/shapes.json"
+check "the result is kept in the sweep folder" test -s "$work/shapes/shape_sweep.json"
+expect_error "an unknown input" "no input 'ids'" \
+  "$kiln" sweep "$bert" --shape-sweep ids:1..4 --dir "$work/shapes2"
+expect_error "a malformed range" "write INPUT:LO..HI" \
+  "$kiln" sweep "$bert" --shape-sweep input_ids:4-16 --dir "$work/shapes2"
+expect_error "a static input" "has no dynamic dimension" \
+  "$kiln" sweep "$data/compare/fp16_overflow.onnx" --shape-sweep x:1..4 --dir "$work/shapes2"
+
 finish
