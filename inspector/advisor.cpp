@@ -280,13 +280,16 @@ std::string formatAdvice(const std::vector<Finding>& findings) {
 
 nlohmann::json adviceJson(const std::vector<Finding>& findings) {
   nlohmann::json list = nlohmann::json::array();
-  for (const Finding& f : findings)
+  for (const Finding& f : findings) {
     list.push_back({{"rule", f.rule},
                     {"severity", adviceSeverityName(f.severity)},
                     {"message", f.message},
                     {"layers", f.layers},
                     {"cost_ms", f.costMs >= 0 ? nlohmann::json(f.costMs) : nlohmann::json()},
                     {"fix", f.fix}});
+    if (!f.applyLayerPrecisions.empty())
+      list.back()["apply"] = {{"layer_precisions", f.applyLayerPrecisions}};
+  }
   return {{"findings", list}};
 }
 

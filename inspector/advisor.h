@@ -57,6 +57,10 @@ struct Finding {
   std::vector<std::string> layers;  // the engine layers it hits, in engine order
   double costMs = -1;               // the layers' summed time; -1 when untimed
   std::string fix;                  // what to do: a command or a setting
+  // What the studio's "Apply fix" adds to a Kiln build's configuration: per-layer
+  // precision rules (ONNX node name -> "fp16", "fp32", ...). Empty when the fix is not
+  // a rule (or the engine is not Kiln's).
+  std::map<std::string, std::string> applyLayerPrecisions;
 };
 
 // What some rules need beyond the report.

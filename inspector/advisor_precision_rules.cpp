@@ -136,6 +136,10 @@ void precisionIslands(const EngineReport& report, std::vector<Finding>* out) {
                                   " (kiln debug precision MODEL.onnx tells): "
                                   "--layer-precisions '" + l.name + ":" + lower(around) + "'");
     f.layers.insert(f.layers.begin(), l.name);  // the island first, then its reformats
+    if (report.backend != "tensorrt" && report.origin != "trtexec export")
+      for (const std::string& node : l.sourceNodes.empty() ? std::vector<std::string>{l.name}
+                                                            : l.sourceNodes)
+        f.applyLayerPrecisions[node] = lower(around);
     out->push_back(std::move(f));
   }
 }

@@ -1,10 +1,14 @@
 #include "advisor_panel.h"
 
+#include <algorithm>
+
 #include <QHeaderView>
 #include <QLabel>
+#include <QPushButton>
 #include <QStyle>
 #include <QTabWidget>
 #include <QTableWidget>
+#include <QHBoxLayout>
 #include <QVBoxLayout>
 
 #include "memory_timeline_chart.h"
@@ -71,7 +75,12 @@ AdvisorPanel::AdvisorPanel(StudioDocument* document, QWidget* parent)
       m_tabs(new QTabWidget(this)),
       m_summary(new QLabel(this)),
       m_table(new QTableWidget(0, kColumnCount, this)),
+      m_apply(new QPushButton(tr("Apply fix"), this)),
       m_memory(new MemoryTimelineChart(document, this)) {
+  m_apply->setObjectName("advisorApplyFix");
+  m_apply->setToolTip(
+      tr("Add the finding's precision rules to the Build dock (then Build again); "
+         "for Kiln engines of an open model, where the fix is a rule"));
   m_summary->setObjectName("advisorSummary");
   m_summary->setWordWrap(true);
   m_summary->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -96,6 +105,10 @@ AdvisorPanel::AdvisorPanel(StudioDocument* document, QWidget* parent)
   findingsLayout->setContentsMargins(2, 2, 2, 2);
   findingsLayout->addWidget(m_summary);
   findingsLayout->addWidget(m_table, 1);
+  auto* buttons = new QHBoxLayout;
+  buttons->addStretch(1);
+  buttons->addWidget(m_apply);
+  findingsLayout->addLayout(buttons);
   m_tabs->addTab(findingsPage, tr("Findings"));
   m_tabs->addTab(m_memory, tr("Memory"));
   m_tabs->setDocumentMode(true);
@@ -109,6 +122,7 @@ AdvisorPanel::AdvisorPanel(StudioDocument* document, QWidget* parent)
           [this](int row, int) { activateFinding(row); });
   connect(m_table, &QTableWidget::currentCellChanged, this,
           [this](int row, int, int, int) { activateFinding(row); });
+  connect(m_apply, &QPushButton::clicked, this, [this] { applyFix(m_table->currentRow()); });
   // engineChanged also comes when a profile adds times to the report.
   connect(m_document, &StudioDocument::engineChanged, this, &AdvisorPanel::refresh);
   refresh();
@@ -126,6 +140,7 @@ void AdvisorPanel::refresh() {
     m_table->setRowCount(static_cast<int>(m_findings.size()));
     for (size_t i = 0; i < m_findings.size(); ++i) fillRow(static_cast<int>(i), m_findings[i]);
   }
+  m_apply->setEnabled(canApply(m_table->currentRow()));
   m_memory->showPlan(m_document->plan(),
                      report ? tr("A trtexec export records no memory plan: the memory timeline "
                                  "needs a Kiln plan (build the model, or open a .kiln file).")
@@ -179,7 +194,43 @@ void AdvisorPanel::fillRow(int row, const inspector::Finding& f) {
 // The document selects one layer at a time (StudioDocument::selectLayer): a finding
 // selects its first layer, which the layer table scrolls to and the engine graph
 // centres on; the layers column's tooltip lists the others.
+bool AdvisorPanel::canApply(int row) const {
+  return row >= 0 && row < static_cast<int>(m_findings.size()) &&
+         !m_findings[row].applyLayerPrecisions.empty() && m_document->network() &&
+         !m_document->modelPath().isEmpty();
+}
+
+bool AdvisorPanel::applyFix(int row) {
+  if (!canApply(row)) return false;
+  BuilderConfig config = m_document->buildConfig();
+  QStringList added;
+  for (const auto& [node, precision] : m_findings[row].applyLayerPrecisions) {
+    auto rules = parseLayerPrecisionSpec(node + ":" + precision);
+    if (!rules.isOk() || rules->size() != 1) continue;
+    auto same = std::find_if(config.layerPrecisions.begin(), config.layerPrecisions.end(),
+                             [&](const LayerPrecisionRule& r) { return r.pattern == node; });
+    if (same != config.layerPrecisions.end())
+      *same = rules->front();
+    else
+      config.layerPrecisions.push_back(rules->front());
+    added << QString::fromStdString(node + ":" + precision);
+  }
+  if (added.isEmpty()) return false;
+  QString summary = tr("Applied %1: rule %2").arg(QString::fromStdString(m_findings[row].rule),
+                                                  added.join(", "));
+  if (config.precisionConstraints == ConstraintMode::kNone) {
+    config.precisionConstraints = ConstraintMode::kPrefer;
+    summary += tr("; constraints none -> prefer (rules apply)");
+  }
+  m_document->setBuildConfig(config);
+  summary += tr(". Build again to see its effect.");
+  m_summary->setText(summary);
+  emit fixApplied(summary);
+  return true;
+}
+
 void AdvisorPanel::activateFinding(int row) {
+  m_apply->setEnabled(canApply(row));
   const auto report = m_document->report();
   if (!report || row < 0 || row >= static_cast<int>(m_findings.size())) return;
   for (const std::string& name : m_findings[row].layers) {

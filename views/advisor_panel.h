@@ -16,6 +16,7 @@
 
 class QLabel;
 class QTabWidget;
+class QPushButton;
 class QTableWidget;
 
 namespace kiln::studio {
@@ -36,17 +37,29 @@ class AdvisorPanel : public QWidget {
   QString summaryText() const;  // the line above the table: placeholder, "No findings", counts
   // Selects the finding's first layer, as a click on its row does.
   void activateFinding(int row);
+  // "Apply fix": adds the finding's layer precision rules to the Build dock's
+  // configuration (a rule for the same node is replaced; constraints "none", which
+  // ignores rules, becomes "prefer") and emits fixApplied with a line saying what
+  // changed. False (nothing changed) when the finding has no such fix or no model is
+  // open to rebuild. The button is enabled exactly when this would succeed.
+  bool applyFix(int row);
+  QPushButton* applyButton() const { return m_apply; }
   MemoryTimelineChart* memoryChart() const { return m_memory; }
   QTabWidget* tabs() const { return m_tabs; }
+
+ signals:
+  void fixApplied(const QString& summary);
 
  private:
   void refresh();
   void fillRow(int row, const inspector::Finding& finding);
+  bool canApply(int row) const;
 
   StudioDocument* m_document;
   QTabWidget* m_tabs;
   QLabel* m_summary;
   QTableWidget* m_table;
+  QPushButton* m_apply;
   MemoryTimelineChart* m_memory;
   std::vector<inspector::Finding> m_findings;
 };

@@ -5,6 +5,7 @@
 #include <QDockWidget>
 #include <QMenuBar>
 #include <QSettings>
+#include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTabWidget>
 #include <QTableWidget>
@@ -17,6 +18,7 @@
 #include "kiln/onnx_export.h"
 #include "main_window.h"
 #include "memory_timeline_chart.h"
+#include "studio_document.h"
 
 using namespace kiln;
 using namespace kiln::studio;
@@ -63,6 +65,36 @@ Network chainNetwork() {
   }
   g.outputs.push_back(ValueInfo{previous, DataType::kFloat32, true, {DimExpr(1), DimExpr(256)}});
   return network;
+}
+
+// A Kiln engine report with an FP32 layer (Floor_1's) between FP16 layers and a
+// reformat on each side: the advisor's precision-island, whose fix is a rule.
+std::shared_ptr<inspector::EngineReport> islandReport(const std::string& origin) {
+  auto report = std::make_shared<inspector::EngineReport>();
+  report->origin = origin;
+  report->backend = origin == "trtexec export" ? "tensorrt" : "cpu";
+  const std::string h = "Row major linear FP16", f = "Row major linear FP32";
+  struct Row {
+    const char *name, *type, *precision, *source, *in, *out;
+    const std::string &inFormat, &outFormat;
+  };
+  const Row rows[] = {{"Relu_0", "Relu", "FP16", "Relu_0", "x", "t0", h, h},
+                      {"to32", "Reformat", "FP32", "", "t0", "t0f", h, f},
+                      {"Floor_1", "Floor", "FP32", "Floor_1", "t0f", "t1f", f, f},
+                      {"to16", "Reformat", "FP16", "", "t1f", "t1", f, h},
+                      {"Softsign_2", "Softsign", "FP16", "Softsign_2", "t1", "t2", h, h}};
+  for (const Row& row : rows) {
+    inspector::ReportLayer l;
+    l.name = row.name;
+    l.layerType = row.type;
+    l.precision = row.precision;
+    if (*row.source) l.sourceNodes = {row.source};
+    l.inputs = {{row.in, {1, 256}, row.inFormat}};
+    l.outputs = {{row.out, {1, 256}, row.outFormat}};
+    l.milliseconds = 0.01;
+    report->layers.push_back(l);
+  }
+  return report;
 }
 
 }  // namespace
@@ -141,6 +173,38 @@ class TestAdvisorPanel : public QObject {
              qPrintable(panel->memoryChart()->summaryText()));
     QCOMPARE(panel->memoryChart()->barCount(), 0);
     test::saveDockScreenshot(window, "advisor", {1400, 330}, "advisor-dock");
+  }
+
+  // "Apply fix" on a precision island of a Kiln engine adds the rule (once, however
+  // often it is applied) and lets rules apply; a TensorRT engine's island has no button.
+  void applyFixAddsThePrecisionRule() {
+    StudioDocument document;
+    document.setModel("chain.onnx", std::make_shared<const Network>(chainNetwork()));
+    document.setEngine("chain.kiln", nullptr, islandReport("kiln plan"));
+    AdvisorPanel panel(&document);
+    const int row = rowOfRule(panel, "precision-island");
+    QVERIFY(row >= 0);
+    QVERIFY(!panel.applyButton()->isEnabled());  // no finding chosen yet
+    panel.table()->setCurrentCell(row, 0);
+    QVERIFY(panel.applyButton()->isEnabled());
+    QSignalSpy applied(&panel, &AdvisorPanel::fixApplied);
+    QVERIFY(panel.applyFix(row));
+    QVERIFY(panel.applyFix(row));
+    QCOMPARE(applied.count(), 2);
+    const BuilderConfig& config = document.buildConfig();
+    QCOMPARE(config.layerPrecisions.size(), size_t{1});
+    QCOMPARE(config.layerPrecisions[0].pattern, std::string("Floor_1"));
+    QCOMPARE(config.layerPrecisions[0].precision, DataType::kFloat16);
+    QVERIFY(config.precisionConstraints != ConstraintMode::kNone);
+    QVERIFY2(applied.first().first().toString().contains("Floor_1:fp16"),
+             qPrintable(applied.first().first().toString()));
+
+    document.setEngine("chain.engine.graph.json", nullptr, islandReport("trtexec export"));
+    const int trtRow = rowOfRule(panel, "precision-island");
+    QVERIFY(trtRow >= 0);
+    panel.table()->setCurrentCell(trtRow, 0);
+    QVERIFY(!panel.applyButton()->isEnabled());
+    QVERIFY(!panel.applyFix(trtRow));
   }
 
   void cpuPlanShowsItsMemoryTimeline() {
