@@ -20,7 +20,7 @@
 #include "engine_report.h"
 #include "kiln/builder.h"
 #include "kiln/calibration.h"
-#include "kiln/cuda_build_backend.h"
+#include "kiln/backends.h"
 #include "kiln/cuda_calibration.h"
 #include "kiln/onnx_import.h"
 #include "kiln/passes.h"
@@ -43,14 +43,28 @@ void registerErrors(py::module_& m) {
   static py::exception<Error> error(m, "Error", PyExc_RuntimeError);
   error.attr("__doc__") =
       "A Kiln error: the one-line message `kiln` prints (naming the file, node or tensor at "
-      "fault), with the status code name in `code` ('invalid argument', 'not found', ...).";
-  error.attr("code") = py::none();
+      "fault), with the status code name in `code` ('invalid argument', 'not found', ...); "
+      "when it is about a node, `node_name`, `node_index` and `node_op_type` name it (else "
+      "None), and `tensor` the tensor it is about (else None).";
+  for (const char* name : {"code", "node_name", "node_index", "node_op_type", "tensor"})
+    error.attr(name) = py::none();
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const Error& e) {
       py::object instance = py::reinterpret_borrow<py::object>(error.ptr())(e.what());
       instance.attr("code") = e.code();
+      // Model text, not always UTF-8: undecodable bytes become U+FFFD.
+      auto text = [](const std::string& s) {
+        return py::reinterpret_steal<py::object>(
+            PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "replace"));
+      };
+      if (e.node()) {
+        instance.attr("node_name") = text(e.node()->name);
+        instance.attr("node_index") = e.node()->index;
+        instance.attr("node_op_type") = text(e.node()->opType);
+      }
+      if (!e.tensor().empty()) instance.attr("tensor") = text(e.tensor());
       PyErr_SetObject(error.ptr(), instance.ptr());
     } catch (const TensorSizeError& e) {
       py::object instance = py::reinterpret_borrow<py::object>(error.ptr())(e.what());
@@ -405,13 +419,6 @@ void appendOption(const std::string& option, const py::handle& value, bool isFla
   }
 }
 
-Result<std::unique_ptr<BuildBackend>> makeBackend(const std::string& name, int64_t device,
-                                                  const BuilderConfig& config) {
-  if (name == "cpu") return cpuBuildBackend();
-  if (name == "cuda") return cuda::createCudaBuildBackend(static_cast<int>(device), config);
-  return invalidArgument("unknown backend '" + name + "' (use cpu or cuda)");
-}
-
 PlanHandle build(const py::object& model, const py::kwargs& kwargs) {
   const ModelHandle source = modelOf(model);
   const std::set<std::string> valued = cli::buildValuedOptions(), flags = cli::buildFlagOptions();
@@ -493,7 +500,7 @@ PlanHandle build(const py::object& model, const py::kwargs& kwargs) {
       }
     };
   }
-  auto backend = take(makeBackend(backendName, device, config));
+  auto backend = take(createBuildBackend(backendName, static_cast<int>(device), config));
   std::optional<Result<Plan>> plan;
   runInterruptible([&] { plan.emplace(buildPlan(source.network, config, *backend)); }, &cancel);
   if (callbackError) throw std::move(*callbackError);
@@ -528,8 +535,11 @@ CacheHandle calibrate(const py::object& model, const py::iterable& batches,
     throw Error(invalidArgument("method takes entropy, minmax or percentile"));
   options.percentile = percentile;
   cuda::CalibrationBackend where = cuda::CalibrationBackend::kDefault;
-  if (!backend.empty() && !cuda::parseCalibrationBackend(backend, &where))
-    throw Error(invalidArgument("unknown backend '" + backend + "' (use cpu or cuda)"));
+  if (!backend.empty()) {
+    take(findBackend(backend));
+    if (!cuda::parseCalibrationBackend(backend, &where))
+      throw Error(invalidArgument("calibration does not run on backend '" + backend + "'"));
+  }
   std::vector<std::map<std::string, Tensor>> data;
   for (const auto& item : batches)
     data.push_back(batchOf(item, source.network->graph, data.size()));

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <stdexcept>
+#include <optional>
 #include <string>
 
 #include "kiln/graph.h"
@@ -23,15 +24,23 @@ namespace kiln::python {
 namespace py = pybind11;
 
 // Thrown by the bindings, translated to kiln.Error (a RuntimeError) with the Status's
-// one-line message and its code name as the exception's `code` attribute.
+// one-line message, its code name as the exception's `code` attribute and its node
+// and tensor fields as `node_name`, `node_index`, `node_op_type` and `tensor`.
 class Error : public std::runtime_error {
  public:
   explicit Error(const Status& status)
-      : std::runtime_error(status.message()), m_code(statusCodeName(status.code())) {}
+      : std::runtime_error(status.message()),
+        m_code(statusCodeName(status.code())),
+        m_node(status.node() ? std::optional<StatusNode>(*status.node()) : std::nullopt),
+        m_tensor(status.tensor()) {}
   const std::string& code() const { return m_code; }
+  const std::optional<StatusNode>& node() const { return m_node; }
+  const std::string& tensor() const { return m_tensor; }
 
  private:
   std::string m_code;
+  std::optional<StatusNode> m_node;
+  std::string m_tensor;
 };
 
 // Registers kiln.Error and the translator of Error into it.

@@ -4,18 +4,11 @@
 
 #include "job_runner.h"
 #include "kiln/builder.h"
-#include "kiln/cuda_build_backend.h"
+#include "kiln/backends.h"
 #include "kiln/timing_cache.h"
 
 namespace kiln::studio {
 namespace {
-
-Result<std::unique_ptr<BuildBackend>> makeBackend(const std::string& name,
-                                                  const BuilderConfig& config) {
-  if (name == "cpu") return cpuBuildBackend();
-  if (name == "cuda") return cuda::createCudaBuildBackend(0, config);
-  return invalidArgument("unknown backend '" + name + "' (use cpu or cuda)");
-}
 
 QString progressText(const BuildProgress& p) {
   if (p.phase == "timing" && !p.item.empty())
@@ -65,7 +58,7 @@ BuildOutcome runBuildJob(const BuildRequest& request, JobContext& context) {
   config.callbacks.onWarning = [&outcome](const std::string& w) { outcome.warnings.push_back(w); };
   config.callbacks.cancel = context.cancelFlag();
 
-  auto backend = makeBackend(request.backend, config);
+  auto backend = createBuildBackend(request.backend, 0, config);
   if (!backend.isOk()) {
     outcome.status = backend.status();
     return outcome;
@@ -97,7 +90,7 @@ BuildOutcome runBuildJob(const BuildRequest& request, JobContext& context) {
   return outcome;
 }
 
-QString nodeNamedIn(const std::string& message, const Network* network) {
+QString nodeNamedInText(const std::string& message, const Network* network) {
   if (!network) return QString();
   for (const std::string& prefix : {std::string("layer '"), std::string("node '")}) {
     const size_t start = message.find(prefix);

@@ -48,8 +48,12 @@ BuildOutcome runBuildJob(const BuildRequest& request, JobContext& context);
 // 5-90 % by layers done, memory 90-95 %, plan 95-100 %.
 double buildFraction(const BuildProgress& progress);
 
-// The ONNX node a build message is about ("layer 'q_matmul + q_bias': ..." names
-// q_matmul), checked against `network`; "" when the message names none of its nodes.
-QString nodeNamedIn(const std::string& message, const Network* network);
+// The text fallback, for messages that are text only: the builder's warnings
+// (BuildRecord::warnings, which plan files carry as recorded) have no node fields.
+// Errors are Statuses and go through issueNodeName (studio_document.h), never here.
+// The ONNX node the text names first ("layer 'q_matmul + q_bias': ..." names
+// q_matmul), checked against `network`; "" when it names none of its nodes (or a name
+// holds a quote, which this reading cannot tell from the closing one).
+QString nodeNamedInText(const std::string& message, const Network* network);
 
 }  // namespace kiln::studio

@@ -24,6 +24,7 @@
 
 #include "constraints_table.h"
 #include "job_runner.h"
+#include "kiln/backends.h"
 #include "kiln/builder.h"
 #include "kiln/passes.h"
 #include "profiles_editor.h"
@@ -149,7 +150,7 @@ QWidget* BuildPanel::createOptionsPage() {
   for (ProfilingVerbosity v : kVerbosities) m_verbosity->addItem(profilingVerbosityName(v));
   m_backend = new QComboBox(page);
   m_backend->setObjectName("backend");
-  m_backend->addItem("cpu");
+  m_backend->addItem(QString::fromStdString(backends().front().name));  // probeCuda adds the rest
   m_cachePath = new QLineEdit(page);
   m_cachePath->setObjectName("timingCache");
   m_cachePath->setPlaceholderText(tr("none (read when present, then updated)"));

@@ -7,6 +7,7 @@
 #include <QPointer>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QStringList>
 #include <algorithm>
 #include <memory>
 
@@ -14,7 +15,7 @@
 #include "build_panel.h"
 #include "input_values.h"
 #include "job_runner.h"
-#include "kiln/cuda_runtime.h"
+#include "kiln/backends.h"
 #include "profiles_editor.h"
 #include "remote_targets.h"
 #include "shapes_dialog.h"
@@ -23,20 +24,30 @@
 namespace kiln::studio {
 
 void BuildPanel::probeCuda() {
-  // Probing initializes the driver, which can take a while: off the GUI thread.
-  auto device = std::make_shared<cuda::DeviceInfo>();
+  // Probing initializes a driver, which can take a while: off the GUI thread. Every
+  // backend of the registry but the first (the CPU, always usable and listed from the
+  // start) is offered when its device 0 is usable; the tooltip says why one is not.
+  auto probed = std::make_shared<std::vector<std::pair<std::string, BackendDevice>>>();
   QPointer<BuildPanel> self(this);
   m_jobs->start(
-      tr("Looking for a CUDA device"), [device](JobContext&) { *device = cuda::probeCudaDevice(); },
-      [self, device](const JobContext&) {
+      tr("Looking for a CUDA device"),
+      [probed](JobContext&) {
+        for (size_t i = 1; i < backends().size(); ++i)
+          probed->push_back({backends()[i].name, backends()[i].probe(0)});
+      },
+      [self, probed](const JobContext&) {
         if (!self) return;
-        if (device->available) {
-          self->m_backend->addItem("cuda");
-          self->m_backend->setToolTip(tr("cuda: %1").arg(QString::fromStdString(device->name)));
-        } else {
-          self->m_backend->setToolTip(
-              tr("cuda is not offered: %1").arg(QString::fromStdString(device->reason)));
+        QStringList tips;
+        for (const auto& [name, device] : *probed) {
+          const QString backend = QString::fromStdString(name);
+          if (device.available) {
+            self->m_backend->addItem(backend);
+            tips << tr("%1: %2").arg(backend, QString::fromStdString(device.name));
+          } else {
+            tips << tr("%1 is not offered: %2").arg(backend, QString::fromStdString(device.reason));
+          }
         }
+        self->m_backend->setToolTip(tips.join(QStringLiteral("\n")));
       });
 }
 
@@ -192,14 +203,15 @@ void BuildPanel::finishBuild(const BuildRequest& request, const BuildOutcome& ou
     const QString message = model + ": " + QString::fromStdString(why);
     m_progress->setValue(0);
     m_document->addIssue({IssueSeverity::kError, "build", message,
-                          nodeNamedIn(outcome.status.message(), request.network.get())});
+                          issueNodeName(outcome.status, request.network.get())});
     m_status->setText(message);
     emit buildFinished(false, message);
     return;
   }
+  // The builder's warnings are text (BuildRecord::warnings, kept in the plan file).
   for (const std::string& warning : outcome.warnings)
     m_document->addIssue({IssueSeverity::kWarning, "build", QString::fromStdString(warning),
-                          nodeNamedIn(warning, request.network.get())});
+                          nodeNamedInText(warning, request.network.get())});
   const QString path = outcome.saved ? QString::fromStdString(request.planPath) : QString();
   m_builtPlan = outcome.plan;
   m_document->setEngine(path, outcome.plan, outcome.report);

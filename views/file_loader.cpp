@@ -2,7 +2,6 @@
 
 #include <QFile>
 #include <QFileInfo>
-#include <QRegularExpression>
 #include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -40,12 +39,6 @@ QString findTrtexecProfile(const QString& graphPath) {
   return QFileInfo::exists(candidate) ? candidate : QString();
 }
 
-QString nodeNameInMessage(const QString& message) {
-  static const QRegularExpression pattern("(?:node|layer) '([^']+)'");
-  QRegularExpressionMatch match = pattern.match(message);
-  return match.hasMatch() ? match.captured(1) : QString();
-}
-
 Result<LoadedModel> loadModel(const std::string& path) {
   ImportOptions options;
   options.checkSupport = false;  // show the graph; unsupported nodes become warnings
@@ -53,8 +46,8 @@ Result<LoadedModel> loadModel(const std::string& path) {
   if (!imported.isOk()) return imported.status();
   auto network = std::make_shared<Network>(std::move(imported.value()));
   LoadedModel loaded;
-  for (const std::string& unsupported : findUnsupportedNodes(*network))
-    loaded.warnings.push_back("unsupported: " + unsupported);
+  for (const Status& unsupported : findUnsupportedNodeStatuses(*network))
+    loaded.warnings.push_back(unsupported.withContext("unsupported"));
   auto inferred = inferShapes(*network);
   if (inferred.isOk()) {
     // Every inferred value (type-only ones too) goes into the value infos, so the
@@ -66,10 +59,14 @@ Result<LoadedModel> loadModel(const std::string& path) {
         continue;
       network->graph.valueInfo[name] = ValueInfo{name, value.type, value.hasShape, value.shape};
     }
-    for (const std::string& node : inferred->unresolved)
-      loaded.warnings.push_back("shape not inferred: " + node);
+    for (size_t i = 0; i < inferred->unresolved.size(); ++i) {
+      Status warning(StatusCode::kUnsupported, "shape not inferred: " + inferred->unresolved[i]);
+      if (i < inferred->unresolvedNodes.size())
+        warning = warning.withNode(inferred->unresolvedNodes[i]);
+      loaded.warnings.push_back(warning);
+    }
   } else {
-    loaded.warnings.push_back("shape inference: " + inferred.status().message());
+    loaded.warnings.push_back(inferred.status().withContext("shape inference"));
   }
   loaded.network = std::move(network);
   return loaded;

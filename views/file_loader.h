@@ -23,12 +23,12 @@ enum class FileKind { kOnnx, kPlan, kTrtexecGraph, kTrtexecProfile, kUnknown };
 FileKind detectFileKind(const QString& path);
 // "x.graph.json" -> "x.profile.json" when that file exists; else empty.
 QString findTrtexecProfile(const QString& graphPath);
-// The node a message names ("node 'Conv_3' (#3, Conv): ..." or "layer 'X'"); empty if none.
-QString nodeNameInMessage(const QString& message);
 
 struct LoadedModel {
   std::shared_ptr<const Network> network;
-  std::vector<std::string> warnings;  // unsupported nodes, unresolved shapes
+  // Unsupported nodes and unresolved shapes: messages with the node as fields
+  // (issueNodeName), though the load went on.
+  std::vector<Status> warnings;
 };
 // Imports without refusing unsupported ops (they become warnings), then infers
 // shapes so the graph can show them; inferred shapes fill missing value infos.

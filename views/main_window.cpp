@@ -21,6 +21,7 @@
 #include <algorithm>
 
 #include "advisor_panel.h"
+#include "build_job.h"
 #include "build_panel.h"
 #include "calibration_view.h"
 #include "charts_view.h"
@@ -321,16 +322,16 @@ void MainWindow::openModel(const QString& path) {
         if (!result->isOk()) {
           const QString message = QString::fromStdString(result->status().message());
           m_document.addIssue(
-              {IssueSeverity::kError, "import", message, nodeNameInMessage(message)});
+              {IssueSeverity::kError, "import", message, issueNodeName(result->status())});
           statusBar()->showMessage(tr("Could not open %1").arg(path), 10000);
           return;
         }
         m_document.setEngine({}, nullptr, nullptr);
         m_document.setModel(path, result->value().network);
-        for (const std::string& warning : result->value().warnings) {
-          const QString message = QString::fromStdString(warning);
-          m_document.addIssue(
-              {IssueSeverity::kWarning, "import", message, nodeNameInMessage(message)});
+        for (const Status& warning : result->value().warnings) {
+          m_document.addIssue({IssueSeverity::kWarning, "import",
+                               QString::fromStdString(warning.message()),
+                               issueNodeName(warning, result->value().network.get())});
         }
         addRecent(path);
         showView("graph");
@@ -365,9 +366,10 @@ void MainWindow::openPlan(const QString& path) {
         const LoadedEngine& engine = result->value();
         m_document.setModel(path, engine.plan->network);
         m_document.setEngine(path, engine.plan, engine.report, engine.trust);
+        // Text from the plan file: the builder recorded its warnings as text.
         for (const std::string& warning : result->value().report->warnings)
           m_document.addIssue({IssueSeverity::kWarning, "build", QString::fromStdString(warning),
-                               nodeNameInMessage(QString::fromStdString(warning))});
+                               nodeNamedInText(warning, engine.plan->network.get())});
         addRecent(path);
         showView("layers");
         statusBar()->showMessage(

@@ -8,10 +8,11 @@
 #include <QTableWidget>
 #include <QVBoxLayout>
 #include <algorithm>
+#include <map>
 
 #include "engine_report.h"
 #include "job_runner.h"
-#include "kiln/cuda_runtime.h"
+#include "kiln/backends.h"
 #include "plan_profiler.h"
 #include "studio_document.h"
 
@@ -21,9 +22,13 @@ namespace {
 
 constexpr int kTopRows = 15;
 
-bool cudaUsable() {
-  static const bool usable = cuda::probeCudaDevice().available;
-  return usable;
+// Whether backend `name` is in this build and its device 0 is usable (probed once).
+bool backendUsable(const std::string& name) {
+  static std::map<std::string, bool> usable;  // GUI thread only
+  auto it = usable.find(name);
+  if (it != usable.end()) return it->second;
+  auto found = findBackend(name);
+  return usable[name] = found.isOk() && found.value()->probe(0).available;
 }
 
 }  // namespace
@@ -90,11 +95,11 @@ void ProfilePanel::updateState() {
     banner =
         tr("This engine was built by TensorRT; Kiln cannot run it. The times shown are the "
            "ones trtexec measured (--exportProfile).");
-  } else if (plan && plan->identity.backend == "cuda" && !cudaUsable()) {
+  } else if (plan && !backendUsable(plan->identity.backend)) {
     banner =
         tr("No usable CUDA device: this CUDA plan's network is timed on the CPU reference "
            "backend instead (float32, reference kernels). GPU times need a GPU.");
-  } else if (plan && plan->identity.backend == "cpu" && !cudaUsable()) {
+  } else if (plan && !backendUsable("cuda")) {
     banner =
         tr("No GPU: profiling on the CPU backend. Build for CUDA on a machine with a GPU "
            "for GPU timings.");
@@ -109,7 +114,7 @@ void ProfilePanel::startProfile() {
   const auto report = m_document->report();
   if (!plan || !report || m_running) return;
   if (runRemotely()) return;
-  const bool standIn = plan->identity.backend == "cuda" && !cudaUsable();
+  const bool standIn = !backendUsable(plan->identity.backend);
   std::shared_ptr<const Plan> target = plan;
   const int iterations = m_iterations->value();
   auto result = std::make_shared<Result<nlohmann::json>>(Status::ok());

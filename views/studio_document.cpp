@@ -4,6 +4,24 @@
 
 namespace kiln::studio {
 
+QString issueNodeName(const Status& status, const Network* network) {
+  const StatusNode* node = status.node();
+  if (!node) return {};
+  // Node::displayName() of the node the fields describe.
+  const std::string display = !node->name.empty() || node->index < 0
+                                  ? node->name
+                                  : node->opType + "_" + std::to_string(node->index);
+  if (display.empty()) return {};
+  if (!network) return QString::fromStdString(display);
+  bool named = false;
+  for (const Node& candidate : network->graph.nodes) {
+    if (candidate.displayName() != display) continue;
+    if (candidate.index == node->index) return QString::fromStdString(display);
+    named = true;
+  }
+  return named ? QString::fromStdString(display) : QString();
+}
+
 StudioDocument::StudioDocument(QObject* parent) : QObject(parent) {}
 
 void StudioDocument::setModel(const QString& path, std::shared_ptr<const Network> network) {

@@ -29,6 +29,12 @@ struct Issue {
   QString nodeName;
 };
 
+// The node an Issue about `status` jumps to, read from its node fields (never from the
+// message): the node's display name, checked against `network` when one is given (the
+// node with that name and index, else that name); empty when the status names no node
+// or `network` lacks it.
+QString issueNodeName(const Status& status, const Network* network = nullptr);
+
 class StudioDocument : public QObject {
   Q_OBJECT
  public:

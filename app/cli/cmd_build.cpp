@@ -11,10 +11,11 @@
 #include "cli/build_options.h"
 #include "cli/calibration_inputs.h"
 #include "cli/commands.h"
+#include "cli/status_json.h"
 #include "engine_inspector.h"
 #include "kiln/builder.h"
 #include "kiln/calibration.h"
-#include "kiln/cuda_build_backend.h"
+#include "kiln/backends.h"
 #include "kiln/onnx_import.h"
 #include "kiln/passes.h"
 #include "kiln/plan_signature.h"
@@ -63,13 +64,6 @@ const char kBuildUsage[] =
     "                                   when stderr is no terminal\n";
 
 namespace {
-
-Result<std::unique_ptr<BuildBackend>> makeBackend(const std::string& name, int64_t device,
-                                                  const BuilderConfig& config) {
-  if (name == "cpu") return cpuBuildBackend();
-  if (name == "cuda") return cuda::createCudaBuildBackend(static_cast<int>(device), config);
-  return invalidArgument("unknown backend '" + name + "' (use cpu or cuda)");
-}
 
 nlohmann::json summaryJson(const Plan& plan, const std::string& output, bool cacheLoaded) {
   const BuildRecord& r = plan.record;
@@ -199,13 +193,14 @@ int runBuild(const std::vector<std::string>& rawArgs) {
       std::fprintf(stderr, "kiln build: warning: %s\n", escapeControlCharacters(w).c_str());
   };
 
-  auto backend = makeBackend(backendName, device, config);
+  auto backend = createBuildBackend(backendName, static_cast<int>(device), config);
   if (!backend.isOk()) return fail("build", backend.status().message());
+  const bool json = args.flag("json");
   auto network = importOnnxFile(model);
-  if (!network.isOk()) return fail("build", network.status().message());
+  if (!network.isOk()) return failStatus("build", network.status(), json);
   auto plan = buildPlan(std::make_shared<Network>(std::move(network.value())), config, **backend);
   if (!quiet && terminal) std::fprintf(stderr, "\n");
-  if (!plan.isOk()) return fail("build", model + ": " + plan.status().message());
+  if (!plan.isOk()) return failStatus("build", plan.status().withContext(model), json);
   if (Status s = savePlan(*plan, output); !s.isOk()) return fail("build", s.message());
   if (args.has("sign")) {
     if (Status s = signPlanFile(output, args.value("sign")); !s.isOk())

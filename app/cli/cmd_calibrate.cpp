@@ -13,6 +13,7 @@
 #include "cli/args.h"
 #include "cli/calibration_inputs.h"
 #include "cli/commands.h"
+#include "kiln/backends.h"
 #include "kiln/calibration.h"
 #include "kiln/file_io.h"
 #include "kiln/calibration_data.h"
@@ -127,8 +128,12 @@ int runCalibrate(const std::vector<std::string>& rawArgs) {
     return fail("calibrate", s.message(), 2);
   if (batch < 1 || batch > 65536) return fail("calibrate", "--batch must be in 1..65536", 2);
   cuda::CalibrationBackend backend;
+  if (args.has("backend")) {
+    if (auto found = findBackend(args.value("backend")); !found.isOk())
+      return fail("calibrate", found.status().message(), 2);
+  }
   if (!parseBackend(args.value("backend"), &backend))
-    return fail("calibrate", "unknown backend '" + args.value("backend") + "' (use cpu or cuda)",
+    return fail("calibrate", "calibration does not run on backend '" + args.value("backend") + "'",
                 2);
 
   const std::string model = args.positional()[0];

@@ -5,13 +5,16 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/status_json.h"
 #include "cli/tensor_compare.h"
 #include "kiln/onnx_import.h"
+#include "kiln/backends.h"
 #include "kiln/cuda_runtime.h"
 #include "kiln/file_io.h"
 #include "kiln/reference_backend.h"
@@ -47,6 +50,7 @@ struct TestResult {
   Outcome outcome = Outcome::kPass;
   std::string detail;
   double maxAbs = 0, maxRel = 0;
+  std::optional<StatusNode> node;  // the node a failed run names (--json "node")
 };
 
 // Test directories: each DIR that holds model.onnx, or its subfolders that do.
@@ -148,7 +152,9 @@ TestResult runDataSet(const Network& network, const fs::path& dataDir, TestResul
       g_useCuda ? runOnCuda(network, inputs, &outputs) : runOnCpu(network, inputs, &outputs);
   if (!status.isOk()) {
     Outcome o = status.code() == StatusCode::kUnsupported ? Outcome::kUnsupported : Outcome::kFail;
-    return {result.name, o, status.message()};
+    TestResult failed{result.name, o, status.message()};
+    if (status.node()) failed.node = *status.node();
+    return failed;
   }
   // Shape inference must agree with what the kernels produced wherever it claims a
   // concrete shape; this checks the symbolic rules on every test.
@@ -263,13 +269,11 @@ int runConformance(const std::vector<std::string>& argv) {
   if (!parsed.isOk()) return fail("conformance", parsed.message(), 2);
   if (args.positional().empty()) return printUsage(kConformanceUsage, 2);
   const std::string backend = args.value("backend", "cpu");
-  if (backend != "cpu" && backend != "cuda")
-    return fail("conformance", "unknown backend '" + backend + "'", 2);
-  if (backend == "cuda") {
-    cuda::DeviceInfo device = cuda::probeCudaDevice();
-    if (!device.available) return fail("conformance", "CUDA backend unavailable: " + device.reason);
-    g_useCuda = true;
-  }
+  auto registered = findBackend(backend);
+  if (!registered.isOk()) return fail("conformance", registered.status().message(), 2);
+  if (const BackendDevice device = registered.value()->probe(0); !device.available)
+    return fail("conformance", backend + " backend unavailable: " + device.reason);
+  g_useCuda = backend != "cpu";
   if (args.has("atol") || args.has("rtol")) {
     g_override.set = true;
     for (Status s : {args.doubleValue("atol", 1e-5, &g_override.value.atol),
@@ -302,6 +306,7 @@ int runConformance(const std::vector<std::string>& argv) {
                         {"detail", r.detail},
                         {"max_abs_error", r.maxAbs},
                         {"max_rel_error", r.maxRel}});
+      if (r.node) report.back()["node"] = statusNodeJson(*r.node);
     } else if (!args.flag("quiet") ||
                (r.outcome != Outcome::kPass && r.outcome != Outcome::kExpectedFail)) {
       if (r.outcome == Outcome::kPass)

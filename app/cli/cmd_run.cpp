@@ -11,8 +11,10 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/status_json.h"
 #include "cli/run_report.h"
 #include "cli/tensor_args.h"
+#include "kiln/backends.h"
 #include "kiln/cuda_runtime.h"
 #include "kiln/file_io.h"
 #include "kiln/onnx_import.h"
@@ -126,9 +128,8 @@ int runRun(const std::vector<std::string>& argv) {
     backendName = device.available ? "cuda" : "cpu";
     if (!device.available) fallbackNotice = device.reason;
   }
-  if (backendName != "cpu" && backendName != "cuda") {
-    return fail("run", "unknown backend '" + backendName + "' (use cpu or cuda)", 2);
-  }
+  if (auto found = findBackend(backendName); !found.isOk())
+    return fail("run", found.status().message(), 2);
   int64_t iterations, warmup, seed;
   std::map<std::string, Shape> shapes;
   std::map<std::string, std::string> files;
@@ -141,7 +142,7 @@ int runRun(const std::vector<std::string>& argv) {
   if (iterations < 1 || warmup < 0)
     return fail("run", "--iterations must be >= 1 and --warmup >= 0", 2);
   auto network = plan ? Result<Network>(*plan->network) : importOnnxFile(path);
-  if (!network.isOk()) return fail("run", network.status().message());
+  if (!network.isOk()) return failStatus("run", network.status(), args.flag("json"));
   std::map<std::string, Tensor> inputs;
   Status prepared =
       prepareInputs(network->graph, shapes, files, static_cast<uint32_t>(seed), &inputs);
@@ -159,7 +160,8 @@ int runRun(const std::vector<std::string>& argv) {
   }
   ReferenceBackend backend(network.value());
   Status valid = backend.validateInputs(inputs);
-  if (!valid.isOk()) return fail("run", args.positional()[0] + ": " + valid.message());
+  if (!valid.isOk())
+    return failStatus("run", valid.withContext(args.positional()[0]), args.flag("json"));
   if (!fallbackNotice.empty() && !args.flag("json")) {
     std::fprintf(stderr,
                  "kiln run: no usable CUDA device (%s); running on the CPU reference backend\n",
@@ -191,7 +193,8 @@ int runRun(const std::vector<std::string>& argv) {
     auto start = std::chrono::steady_clock::now();
     Status ran = backend.run(inputs, &outputs, options);
     std::chrono::duration<double, std::milli> ms = std::chrono::steady_clock::now() - start;
-    if (!ran.isOk()) return fail("run", args.positional()[0] + ": " + ran.message());
+    if (!ran.isOk())
+      return failStatus("run", ran.withContext(args.positional()[0]), args.flag("json"));
     if (i >= warmup) times.push_back(ms.count());
   }
   LatencyStats s = summarize(times);

@@ -8,6 +8,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/status_json.h"
 #include "cli/run_report.h"
 #include "kiln/cuda_benchmark.h"
 #include "kiln/cuda_generated_kernels.h"
@@ -108,7 +109,8 @@ int runOnCuda(const Args& args, std::shared_ptr<Network> network,
   // instead of compiling (checkPlanCompatible already matched the device).
   if (plan) cuda::preloadGeneratedKernels(plan->generatedKernels);
   auto engine = cuda::Engine::create(network, engineOptions);
-  if (!engine.isOk()) return fail("run", model + ": " + engine.status().message());
+  if (!engine.isOk())
+    return failStatus("run", engine.status().withContext(model), args.flag("json"));
 
   cuda::BenchmarkOptions options;
   options.warmupMs = warmupMs;
@@ -120,7 +122,7 @@ int runOnCuda(const Args& args, std::shared_ptr<Network> network,
   const bool wantProfile = args.flag("profile") || args.has("export-profile");
   options.profileIterations = wantProfile ? std::max<int64_t>(iterations, 10) : 0;
   auto ran = cuda::runBenchmark(*engine.value(), inputs, options);
-  if (!ran.isOk()) return fail("run", model + ": " + ran.status().message());
+  if (!ran.isOk()) return failStatus("run", ran.status().withContext(model), args.flag("json"));
   const cuda::BenchmarkResult& r = ran.value();
 
   std::vector<double> latency, enqueue, h2d, compute, d2h;

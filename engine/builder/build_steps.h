@@ -181,6 +181,11 @@ Status unifyPrecision(const BuilderConfig& config, const std::vector<UniformLaye
 // characters with "..." (std::string::npos: whole, for cache keys).
 std::string attributeText(const Attribute& attribute, size_t maxLength);
 
+// `status` about the layer `node` builds: the layer's name, and as node the node itself
+// or, for a fused node, the first ONNX node it replaced (by name; its index and op type
+// are not known here). Fields already set stay.
+Status aboutLayer(const Status& status, const Node& node);
+
 // The report side of a layer: TensorRT-style type, tensors and parameters.
 void describeLayer(const Network& network, const Node& node, const ValueMetas& values,
                    LayerRecord* layer);

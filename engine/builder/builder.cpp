@@ -285,8 +285,9 @@ Result<Plan> buildPlan(std::shared_ptr<const Network> source, const BuilderConfi
     if (cancelled()) return Status(StatusCode::kCancelled, "build cancelled");
     const Node& node = network->graph.nodes[i];
     progress("timing", i, layerCount, node.displayName());
-    KILN_RETURN_IF_ERROR(
-        buildLayer(*network, node, session, timingInputs, int8, &plan, &uniformInfo));
+    if (Status s = buildLayer(*network, node, session, timingInputs, int8, &plan, &uniformInfo);
+        !s.isOk())
+      return build::aboutLayer(s, node);
   }
   noteMissingReplays(*network, config, &record);
   progress("timing", layerCount, layerCount, "");

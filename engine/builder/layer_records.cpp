@@ -179,6 +179,14 @@ TensorRecord tensorRecord(const std::string& name, const ValueMetas& values,
 
 }  // namespace
 
+Status aboutLayer(const Status& status, const Node& node) {
+  const Attribute* sources = findAttribute(node, kSourceNodesAttribute);
+  if (!sources || sources->strings.empty())
+    return status.withNodeOf(node).withLayer(node.displayName());
+  return status.withNode(StatusNode{sources->strings.front(), -1, "", ""})
+      .withLayer(node.displayName());
+}
+
 void describeLayer(const Network& network, const Node& node, const ValueMetas& values,
                    LayerRecord* layer) {
   layer->name = node.displayName();

@@ -59,7 +59,47 @@ const char* statusCodeName(StatusCode code) {
 
 Status Status::withContext(const std::string& context) const {
   if (isOk()) return *this;
-  return Status(m_code, context + ": " + m_message);
+  Status out(m_code, context + ": " + m_message);
+  out.m_detail = m_detail;
+  return out;
+}
+
+const StatusNode* Status::node() const {
+  return m_detail && m_detail->node ? &*m_detail->node : nullptr;
+}
+
+const std::string& Status::tensor() const {
+  static const std::string kNone;
+  return m_detail ? m_detail->tensor : kNone;
+}
+
+const std::string& Status::layer() const {
+  static const std::string kNone;
+  return m_detail ? m_detail->layer : kNone;
+}
+
+// Fills the fields this status lacks from `extra`; the ones it has stay.
+Status Status::withDetail(const Detail& extra) const {
+  if (isOk()) return *this;
+  Detail merged = m_detail ? *m_detail : Detail{};
+  if (!merged.node) merged.node = extra.node;
+  if (merged.tensor.empty()) merged.tensor = extra.tensor;
+  if (merged.layer.empty()) merged.layer = extra.layer;
+  Status out = *this;
+  out.m_detail = std::make_shared<const Detail>(std::move(merged));
+  return out;
+}
+
+Status Status::withNode(StatusNode node) const {
+  return withDetail(Detail{std::move(node), {}, {}});
+}
+
+Status Status::withTensor(const std::string& tensor) const {
+  return withDetail(Detail{{}, tensor, {}});
+}
+
+Status Status::withLayer(const std::string& layer) const {
+  return withDetail(Detail{{}, {}, layer});
 }
 
 std::string Status::toString() const {

@@ -123,7 +123,9 @@ Status Graph::sortTopologically(const std::vector<std::string>& outerScope) {
       if (o.empty()) continue;
       if (producer.count(o) || available.count(o)) {
         if (!outerScope.empty() && available.count(o) && !producer.count(o)) continue;  // shadowing
-        return invalidArgument(nodes[i].describe() + ": output '" + o + "' is defined twice");
+        return invalidArgument(nodes[i].describe() + ": output '" + o + "' is defined twice")
+            .withNodeOf(nodes[i])
+            .withTensor(o);
       }
       producer[o] = i;
     }
@@ -149,7 +151,9 @@ Status Graph::sortTopologically(const std::vector<std::string>& outerScope) {
       if (available.count(name)) continue;
       if (!producer.count(name))
         return invalidArgument(nodes[i].describe() + ": input '" + name +
-                               "' is not produced by any node, input or initializer");
+                               "' is not produced by any node, input or initializer")
+            .withNodeOf(nodes[i])
+            .withTensor(name);
       ++pending[i];
       consumers[name].push_back(i);
     }
@@ -171,7 +175,8 @@ Status Graph::sortTopologically(const std::vector<std::string>& outerScope) {
   if (sorted.size() != nodes.size()) {
     for (size_t i = 0; i < nodes.size(); ++i)
       if (pending[i] > 0)
-        return invalidArgument(nodes[i].describe() + ": part of a cycle in the graph");
+        return invalidArgument(nodes[i].describe() + ": part of a cycle in the graph")
+            .withNodeOf(nodes[i]);
   }
   nodes = std::move(sorted);
   return Status::ok();

@@ -86,6 +86,13 @@ Status convertValueInfo(const onnx::ValueInfoProto& proto, ValueInfo* out) {
   return Status::ok();
 }
 
+// A subgraph's error, reported about the node holding the subgraph (convertGraph
+// attaches it): node fields name a main-graph node, whose index the studio and the
+// CLI can use; the message still names the inner node.
+Status bodyError(const Status& inner, const std::string& what) {
+  return Status(inner.code(), what + ": " + inner.message()).withTensor(inner.tensor());
+}
+
 Status convertAttribute(const onnx::AttributeProto& proto, const ImportContext& ctx,
                         const std::vector<std::string>& scope, const std::string& where,
                         Attribute* out) {
@@ -134,7 +141,7 @@ Status convertAttribute(const onnx::AttributeProto& proto, const ImportContext& 
     case A::GRAPH: {
       out->kind = Attribute::Kind::kGraph;
       auto g = convertGraph(proto.g(), ctx, scope);
-      if (!g.isOk()) return g.status().withContext(what);
+      if (!g.isOk()) return bodyError(g.status(), what);
       out->g = std::make_shared<Graph>(std::move(g).value());
       break;
     }
@@ -142,7 +149,7 @@ Status convertAttribute(const onnx::AttributeProto& proto, const ImportContext& 
       out->kind = Attribute::Kind::kGraphs;
       for (const auto& gp : proto.graphs()) {
         auto g = convertGraph(gp, ctx, scope);
-        if (!g.isOk()) return g.status().withContext(what);
+        if (!g.isOk()) return bodyError(g.status(), what);
         out->graphs.push_back(std::make_shared<Graph>(std::move(g).value()));
       }
       break;
@@ -236,7 +243,7 @@ Result<Graph> convertGraph(const onnx::GraphProto& proto, const ImportContext& c
   KILN_RETURN_IF_ERROR(checkInterfaceNames(proto, scope));
   for (int i = 0; i < proto.node_size(); ++i) {
     Node node;
-    KILN_RETURN_IF_ERROR(convertNode(proto.node(i), i, ctx, scope, &node));
+    KILN_RETURN_IF_ERROR_NODE(convertNode(proto.node(i), i, ctx, scope, &node), node);
     graph.nodes.push_back(std::move(node));
   }
   KILN_RETURN_IF_ERROR(graph.sortTopologically(outerScope));
@@ -352,13 +359,15 @@ Result<Network> importOnnxBytes(const std::string& bytes, const std::string& mod
                onnx_import::pluginMayProvide(opType);
       };
     }
-    std::vector<std::string> problems =
-        onnx_import::listUnsupportedNodes(model, network.opsets, query);
+    std::vector<Status> problems = onnx_import::listUnsupportedNodes(model, network.opsets, query);
     if (!problems.empty()) {
       std::string message = displayName + ": " + std::to_string(problems.size()) +
                             " unsupported node" + (problems.size() == 1 ? "" : "s") + ": ";
-      for (size_t i = 0; i < problems.size(); ++i) message += (i ? "; " : "") + problems[i];
-      return Status(StatusCode::kUnsupported, message + "; " + describeLoadedPlugins());
+      for (size_t i = 0; i < problems.size(); ++i)
+        message += (i ? "; " : "") + problems[i].message();
+      // The fields name the first node listed, the one the message starts with.
+      return Status(StatusCode::kUnsupported, message + "; " + describeLoadedPlugins())
+          .withNode(*problems[0].node());
     }
   }
   ImportContext ctx{modelDir, network.opsets, options.externalData};

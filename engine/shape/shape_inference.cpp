@@ -160,6 +160,7 @@ struct State {
     if (!inferred) {
       result.unresolved.push_back(node.describe() +
                                   (rule ? ": inputs not known well enough" : ": no shape rule"));
+      result.unresolvedNodes.push_back({node.name, node.index, node.opType, node.domain});
     }
   }
 
@@ -193,12 +194,14 @@ Status checkOutputSizes(const Node& node, const ShapeInferenceResult& result) {
     const std::string what = node.describe() + ": output '" + name + "'";
     if (static_cast<int64_t>(value.shape.size()) > maxRank)
       return invalidArgument(what + ": rank " + std::to_string(value.shape.size()) +
-                             " exceeds the limit of " + std::to_string(maxRank));
+                             " exceeds the limit of " + std::to_string(maxRank))
+          .withTensor(name);
     Shape known;
     for (const DimExpr& d : value.shape) known.push_back(d.isConst() ? d.constValue() : 1);
     // Symbolic dims count as 1 here: the known ones must fit already.
     const DataType type = value.type == DataType::kUndefined ? DataType::kUInt8 : value.type;
-    KILN_RETURN_IF_ERROR(checkTensorSize(type, known, what));
+    if (Status size = checkTensorSize(type, known, what); !size.isOk())
+      return size.withTensor(name);
   }
   return Status::ok();
 }
@@ -213,7 +216,8 @@ Result<ShapeInferenceResult> inferShapes(const Network& network,
   for (const auto& [name, shape] : inputShapes) {
     bool found = false;
     for (const ValueInfo& in : graph.inputs) found = found || in.name == name;
-    if (!found) return invalidArgument("'" + name + "' is not an input of the model");
+    if (!found)
+      return invalidArgument("'" + name + "' is not an input of the model").withTensor(name);
   }
   for (const ValueInfo& in : graph.inputs) {
     InferredValue v;
@@ -224,17 +228,20 @@ Result<ShapeInferenceResult> inferShapes(const Network& network,
     if (bound != inputShapes.end()) {
       KILN_RETURN_IF_ERROR(
           checkTensorSize(in.type == DataType::kUndefined ? DataType::kUInt8 : in.type,
-                          bound->second, "input '" + in.name + "'"));
+                          bound->second, "input '" + in.name + "'")
+              .withTensor(in.name));
       if (in.hasShape && in.shape.size() != bound->second.size()) {
         return invalidArgument("input '" + in.name + "': shape " + shapeToString(bound->second) +
-                               " does not match the declared " + symbolicShapeToString(in.shape));
+                               " does not match the declared " + symbolicShapeToString(in.shape))
+            .withTensor(in.name);
       }
       v.hasShape = true;
       v.shape.clear();
       for (size_t d = 0; d < bound->second.size(); ++d) {
         if (in.hasShape && in.shape[d].isConst() && in.shape[d].constValue() != bound->second[d]) {
           return invalidArgument("input '" + in.name + "': shape " + shapeToString(bound->second) +
-                                 " does not match the declared " + symbolicShapeToString(in.shape));
+                                 " does not match the declared " + symbolicShapeToString(in.shape))
+              .withTensor(in.name);
         }
         v.shape.push_back(bound->second[d]);
       }
@@ -243,7 +250,7 @@ Result<ShapeInferenceResult> inferShapes(const Network& network,
   }
   for (const Node& node : graph.nodes) {
     if (!state.tryFold(node)) state.applyRule(node, graph);
-    KILN_RETURN_IF_ERROR(checkOutputSizes(node, state.result));
+    KILN_RETURN_IF_ERROR_NODE(checkOutputSizes(node, state.result), node);
   }
   return std::move(state.result);
 }

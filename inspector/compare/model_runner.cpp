@@ -4,6 +4,7 @@
 
 #include <set>
 
+#include "kiln/backends.h"
 #include "kiln/cuda_runtime.h"
 #include "kiln/onnx_import.h"
 #include "kiln/passes.h"
@@ -195,8 +196,7 @@ std::map<std::string, Shape> optShapesOf(const std::vector<OptimizationProfile>&
 
 Result<std::unique_ptr<ModelRunner>> openSide(const SideSpec& spec,
                                               std::shared_ptr<const Plan>* planOut) {
-  if (spec.backend != "" && spec.backend != "cpu" && spec.backend != "cuda")
-    return invalidArgument("unknown backend '" + spec.backend + "' (use cpu or cuda)");
+  if (!spec.backend.empty()) KILN_RETURN_IF_ERROR(findBackend(spec.backend).status());
   if (looksLikePlanFile(spec.path)) return openPlanSide(spec, planOut);
   KILN_ASSIGN_OR_RETURN(Network imported, importOnnxFile(spec.path));
   auto network = std::make_shared<const Network>(std::move(imported));

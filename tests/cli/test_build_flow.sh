@@ -50,6 +50,12 @@ expect_error "plan on another backend" "built for the cpu backend" \
   "$kiln" run "$work/bert.kiln" --backend cuda --shapes input_ids:2x8
 expect_error "obeyed impossible constraint" "layer 'embed'" "$kiln" build "$bert" -o "$work/x.kiln" \
   "${profiles[@]}" --layer-precisions embed:int8 --precision-constraints obey --quiet
+# With --json the failure is also a JSON object on stdout, the node as fields.
+refused=$("$kiln" build "$bert" -o "$work/x.kiln" "${profiles[@]}" --layer-precisions embed:int8 \
+  --precision-constraints obey --json 2>/dev/null)
+[[ "$refused" == *'"error": {'* && "$refused" == *'"node": {'* && "$refused" == *'"name": "embed"'* \
+   && "$refused" == *'"layer": "embed"'* ]]
+check_rc "a failed build's --json names its node" $? "$refused"
 expect_error "dynamic input without a profile" "give an optimization profile" \
   "$kiln" build "$bert" -o "$work/x.kiln" --quiet
 expect_error "bad precision spec" "unknown precision" "$kiln" build "$bert" -o "$work/x.kiln" \

@@ -157,6 +157,16 @@ def test_errors_name_the_file_and_the_tensor(cnn_plan, tmp_path):
         kiln.load_plan(tmp_path / "bad.kiln")
 
 
+def test_errors_carry_the_node_they_are_about():
+    with pytest.raises(kiln.Error, match="conv0") as refused:
+        kiln.build(CNN, layer_precisions={"conv0": "int8"}, precision_constraints="obey",
+                   **CNN_PROFILE)
+    assert refused.value.node_name == "conv0"
+    with pytest.raises(kiln.Error) as missing:
+        kiln.load_onnx("no/such.onnx")
+    assert missing.value.node_name is None and missing.value.node_index is None
+
+
 def test_progress_callback_and_cancel():
     steps = []
     kiln.build(CNN, optimization_level=1, progress=steps.append, **CNN_PROFILE)

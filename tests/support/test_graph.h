@@ -22,6 +22,13 @@ inline Node makeNode(const std::string& op, std::vector<std::string> inputs,
   return n;
 }
 
+// `node` named `name` at position `index` of its graph (Node::index).
+inline Node withName(Node node, const std::string& name, int index) {
+  node.name = name;
+  node.index = index;
+  return node;
+}
+
 // `node` with attribute `key` set, so a node builds in one expression.
 inline Node withInts(Node node, const std::string& key, std::vector<int64_t> values) {
   node.attributes[key].kind = Attribute::Kind::kInts;

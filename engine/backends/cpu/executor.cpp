@@ -58,17 +58,23 @@ struct CachedOutputs {
   std::vector<Tensor> outputs;
 };
 
-void collectUnsupported(const Graph& graph, const Network& network, std::vector<std::string>* out) {
+// Appends a status per node of `graph` (subgraphs included) without a CPU kernel;
+// `holder` is the main-graph node whose subgraph this is (null for the main graph).
+void collectUnsupported(const Graph& graph, const Network& network, const Node* holder,
+                        std::vector<Status>* out) {
   for (const Node& node : graph.nodes) {
     int opset = opsetFor(network, node);
     if (!cpu::findNodeKernel(node, opset)) {
-      out->push_back(node.describe() + " domain '" +
-                     (node.domain.empty() ? "ai.onnx" : node.domain) + "' opset " +
-                     std::to_string(opset));
+      out->push_back(
+          Status(StatusCode::kUnsupported, node.describe() + " domain '" +
+                                               (node.domain.empty() ? "ai.onnx" : node.domain) +
+                                               "' opset " + std::to_string(opset))
+              .withNodeOf(holder ? *holder : node));
     }
     for (const auto& [key, attr] : node.attributes) {
-      if (attr.g) collectUnsupported(*attr.g, network, out);
-      for (const auto& sub : attr.graphs) collectUnsupported(*sub, network, out);
+      if (attr.g) collectUnsupported(*attr.g, network, holder ? holder : &node, out);
+      for (const auto& sub : attr.graphs)
+        collectUnsupported(*sub, network, holder ? holder : &node, out);
     }
   }
 }
@@ -83,9 +89,15 @@ std::vector<OperatorRange> referenceOperators() {
   return out;
 }
 
+std::vector<Status> findUnsupportedNodeStatuses(const Network& network) {
+  std::vector<Status> out;
+  collectUnsupported(network.graph, network, nullptr, &out);
+  return out;
+}
+
 std::vector<std::string> findUnsupportedNodes(const Network& network) {
   std::vector<std::string> out;
-  collectUnsupported(network.graph, network, &out);
+  for (const Status& status : findUnsupportedNodeStatuses(network)) out.push_back(status.message());
   return out;
 }
 
@@ -110,12 +122,12 @@ struct ReferenceBackend::Impl {
       const Node& node = graph.nodes[i];
       const cpu::KernelEntry* entry = cpu::findNodeKernel(node, opsetFor(network, node));
       if (!entry) {
-        return unsupported(node.describe() + ": no CPU kernel for opset " +
-                           std::to_string(opsetFor(network, node)));
+        return nodeStatus(StatusCode::kUnsupported, node,
+                          "no CPU kernel for opset " + std::to_string(opsetFor(network, node)));
       }
       plan.kernels.push_back(entry->fn);
       if (topLevel && !options->layerImplementations.empty()) {
-        KILN_RETURN_IF_ERROR(choosePlannedKernel(node, i, &plan));
+        KILN_RETURN_IF_ERROR_NODE(choosePlannedKernel(node, i, &plan), node);
       }
       for (const std::string& in : node.inputs)
         if (!in.empty()) lastUse[in] = i;
@@ -162,7 +174,9 @@ struct ReferenceBackend::Impl {
         continue;
       }
       const Tensor* t = scope.find(name);
-      if (!t) return invalidArgument(node.describe() + ": input '" + name + "' has no value");
+      if (!t)
+        return invalidArgument(node.describe() + ": input '" + name + "' has no value")
+            .withTensor(name);
       inputs.push_back(t);
     }
     // Channels-last layers run the channels-first kernel between two permutations.
@@ -211,7 +225,8 @@ struct ReferenceBackend::Impl {
       if (node.outputs[i].empty()) continue;
       if (i >= results.size() || !results[i].defined()) {
         return internalError(node.describe() + ": kernel did not produce output '" +
-                             node.outputs[i] + "'");
+                             node.outputs[i] + "'")
+            .withTensor(node.outputs[i]);
       }
       scope.values[node.outputs[i]] = std::move(results[i]);
     }
@@ -245,7 +260,12 @@ struct ReferenceBackend::Impl {
     scope.parent = &parent;
     for (const auto& [name, t] : graph.initializers) scope.values[name] = t;
     for (size_t i = 0; i < inputs.size(); ++i) scope.values[graph.inputs[i].name] = inputs[i];
-    KILN_RETURN_IF_ERROR(execute(graph, scope, {}, false));
+    if (Status s = execute(graph, scope, {}, false); !s.isOk()) {
+      // Reported about the control-flow node that runs this body (its caller attaches
+      // it): node fields name a node of the main graph, the one the studio shows and
+      // the index counts in; the message still names the inner node.
+      return Status(s.code(), s.message()).withTensor(s.tensor());
+    }
     outputs->clear();
     for (const ValueInfo& v : graph.outputs) {
       const Tensor* t = scope.find(v.name);
@@ -268,7 +288,8 @@ struct ReferenceBackend::Impl {
       auto start = std::chrono::steady_clock::now();
       const LayerImplementation* implementation =
           plan->implementations.empty() ? nullptr : &plan->implementations[i];
-      KILN_RETURN_IF_ERROR(runNode(graph.nodes[i], plan->kernels[i], scope, implementation));
+      KILN_RETURN_IF_ERROR_NODE(runNode(graph.nodes[i], plan->kernels[i], scope, implementation),
+                                graph.nodes[i]);
       if (topLevel && options->onNodeTimed) {
         std::chrono::duration<double, std::milli> ms = std::chrono::steady_clock::now() - start;
         options->onNodeTimed(graph.nodes[i], ms.count());
@@ -288,12 +309,12 @@ Status runReferenceNode(const Node& node, const std::map<std::string, Tensor>& v
   impl.options = &options;
   const cpu::KernelEntry* entry = cpu::findNodeKernel(node, opsetFor(network, node));
   if (!entry) {
-    return unsupported(node.describe() + ": no CPU kernel for opset " +
-                       std::to_string(opsetFor(network, node)));
+    return nodeStatus(StatusCode::kUnsupported, node,
+                      "no CPU kernel for opset " + std::to_string(opsetFor(network, node)));
   }
   Scope scope;
   for (const auto& [name, t] : values) scope.values[name] = t;
-  KILN_RETURN_IF_ERROR(impl.runNode(node, entry->fn, scope));
+  KILN_RETURN_IF_ERROR_NODE(impl.runNode(node, entry->fn, scope), node);
   outputs->clear();
   for (const std::string& name : node.outputs) {
     outputs->push_back(name.empty() ? Tensor() : scope.values[name]);

@@ -31,11 +31,11 @@ Status invokeKernel(KernelFn fn, KernelContext& context) {
 }
 
 Status KernelContext::error(const std::string& message) const {
-  return invalidArgument(m_node.describe() + ": " + message);
+  return nodeStatus(StatusCode::kInvalidArgument, m_node, message);
 }
 
 Status KernelContext::unsupported(const std::string& message) const {
-  return Status(StatusCode::kUnsupported, m_node.describe() + ": " + message);
+  return nodeStatus(StatusCode::kUnsupported, m_node, message);
 }
 
 void KernelRegistry::add(const std::string& opType, int sinceVersion, int untilVersion, KernelFn fn,

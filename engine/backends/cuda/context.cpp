@@ -688,7 +688,8 @@ Status ContextImpl::releaseAfter(size_t step) {
 Status ContextImpl::runHostFallback(size_t index, const Node& node) {
   if (m_capturing) {
     return unsupported(node.describe() + " runs on the host (" + m_plan.steps[index].note +
-                       "), which a CUDA graph cannot capture; run without --cuda-graph");
+                       "), which a CUDA graph cannot capture; run without --cuda-graph")
+        .withNodeOf(node);
   }
   std::map<std::string, Tensor> values;
   std::vector<std::string> reads(node.inputs.begin(), node.inputs.end());
@@ -796,7 +797,8 @@ Status ContextImpl::runSteps() {
   if (timed) KILN_RETURN_IF_ERROR(enqueueGpuWait(m_headStartMs * 1000.0, m_stream));
   for (size_t i = 0; i < m_plan.steps.size(); ++i) {
     if (timed) KILN_CUDA_CHECK(cudaEventRecord(m_events[i].first, m_stream));
-    KILN_RETURN_IF_ERROR(runStep(i));
+    KILN_RETURN_IF_ERROR_NODE(runStep(i),
+                              m_engine->network().graph.nodes[m_plan.steps[i].nodeIndex]);
     if (timed) KILN_CUDA_CHECK(cudaEventRecord(m_events[i].second, m_stream));
     KILN_RETURN_IF_ERROR(releaseAfter(i));
   }
@@ -834,7 +836,8 @@ Status ContextImpl::enqueue(void* stream) {
     if (step.placement == LayerPlacement::kHostFallback || step.hostRoundTrip) {
       const Node& node = m_engine->network().graph.nodes[step.nodeIndex];
       return unsupported(node.describe() + " needs the host (" + step.note +
-                         "), which a CUDA graph cannot capture; run without --cuda-graph");
+                         "), which a CUDA graph cannot capture; run without --cuda-graph")
+          .withNodeOf(node);
     }
   }
   cudaStream_t captureStream = m_stream;

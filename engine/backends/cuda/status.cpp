@@ -32,11 +32,11 @@ Status cudnnStatus(cudnnStatus_t status, const char* what) {
 }
 
 Status GpuKernelContext::error(const std::string& message) const {
-  return invalidArgument(node().describe() + ": " + message);
+  return nodeStatus(StatusCode::kInvalidArgument, node(), message);
 }
 
 Status GpuKernelContext::unsupported(const std::string& message) const {
-  return kiln::unsupported(node().describe() + ": " + message + " (CUDA backend)");
+  return nodeStatus(StatusCode::kUnsupported, node(), message + " (CUDA backend)");
 }
 
 }  // namespace kiln::cuda

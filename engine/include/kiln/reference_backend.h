@@ -70,6 +70,9 @@ Status runReferenceNode(const Node& node, const std::map<std::string, Tensor>& v
 // its domain, op type and opset, as one message per node: "node 'x' (#3, Foo) domain
 // 'ai.onnx' opset 17". Empty when everything is supported.
 std::vector<std::string> findUnsupportedNodes(const Network& network);
+// The same list as statuses (kUnsupported, the same messages) carrying the node as
+// fields; a node inside a subgraph is reported about the main-graph node holding it.
+std::vector<Status> findUnsupportedNodeStatuses(const Network& network);
 
 // One operator implementation of the reference backend: domain ("" = ai.onnx),
 // op type and the inclusive opset range whose semantics it implements.

@@ -25,6 +25,8 @@ struct ShapeInferenceResult {
   std::map<std::string, InferredValue> values;
   // Nodes whose output shapes could not be derived ("node 'x' (#3, NonZero): data-dependent").
   std::vector<std::string> unresolved;
+  // The main-graph node of each entry of `unresolved`, in the same order.
+  std::vector<StatusNode> unresolvedNodes;
   // Values computed at inference time from constants and shapes (small int tensors mostly).
   std::map<std::string, Tensor> folded;
 };

@@ -2,6 +2,8 @@
 // public API; every fallible function returns one of these, [[nodiscard]].
 #pragma once
 
+#include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -30,9 +32,25 @@ const char* statusCodeName(StatusCode code);
 // drive the terminal. Idempotent (backslashes are left alone).
 std::string escapeControlCharacters(const std::string& text);
 
+// The ONNX node a status is about, as data: the studio selects it and the CLI's
+// --json prints it, so neither parses the message (which says the same in words).
+// The fields are raw model text (any character, quotes and spaces included); unlike
+// the message they are not escaped, so whoever prints them escapes them.
+struct StatusNode {
+  std::string name;    // as the model names it; "" for an unnamed node
+  int64_t index = -1;  // Node::index: position in its graph's node list; -1 if unknown
+  std::string opType;  // as ONNX spells it: "Conv"
+  std::string domain;  // "" for ai.onnx
+  bool operator==(const StatusNode&) const = default;
+};
+
 // A status is ok, or a code with a one-line message. Context is prepended by
 // each layer it passes through ("model.onnx: node 'Conv_3' (#4, Conv): ...").
 // The message is stored with its control characters escaped, whoever built it.
+// Beside the message a status may name, as fields, the node it is about, the
+// tensor (value) and the engine layer: set where the error is made, or attached by
+// the layer that knows the node (the executor around a kernel). The first one set
+// stays: the innermost layer knows best. Context and copies keep them.
 class [[nodiscard]] Status {
  public:
   Status() = default;
@@ -47,10 +65,42 @@ class [[nodiscard]] Status {
   Status withContext(const std::string& context) const;
   std::string toString() const;
 
+  // The node this status is about; null when none is known.
+  const StatusNode* node() const;
+  // The tensor (value) name it is about; "" when none.
+  const std::string& tensor() const;
+  // The engine layer it is about (a fused layer's name, "a + b"); "" when none.
+  const std::string& layer() const;
+  // Return this status with the field set, unless it already has one (ok stays ok;
+  // the message is unchanged).
+  Status withNode(StatusNode node) const;
+  Status withTensor(const std::string& tensor) const;
+  Status withLayer(const std::string& layer) const;
+  // withNode for anything with name, index, opType and domain members (kiln::Node).
+  template <class N>
+  Status withNodeOf(const N& node) const {
+    return withNode(
+        StatusNode{node.name, static_cast<int64_t>(node.index), node.opType, node.domain});
+  }
+
  private:
+  struct Detail {
+    std::optional<StatusNode> node;
+    std::string tensor;
+    std::string layer;
+  };
+  Status withDetail(const Detail& extra) const;
+
   StatusCode m_code = StatusCode::kOk;
   std::string m_message;
+  std::shared_ptr<const Detail> m_detail;  // null for most statuses; shared by copies
 };
+
+// A status about `node` (kiln::Node): "node 'x' (#3, Conv): message", with its fields.
+template <class N>
+Status nodeStatus(StatusCode code, const N& node, const std::string& message) {
+  return Status(code, node.describe() + ": " + message).withNodeOf(node);
+}
 
 Status invalidArgument(std::string message);
 Status unsupported(std::string message);
@@ -95,6 +145,13 @@ class [[nodiscard]] Result {
   do {                                                                  \
     ::kiln::Status kiln_status_ = (expr);                               \
     if (!kiln_status_.isOk()) return kiln_status_.withContext(context); \
+  } while (0)
+
+// As KILN_RETURN_IF_ERROR, attaching `node` (a kiln::Node) unless the status names one.
+#define KILN_RETURN_IF_ERROR_NODE(expr, node)                       \
+  do {                                                              \
+    ::kiln::Status kiln_status_ = (expr);                           \
+    if (!kiln_status_.isOk()) return kiln_status_.withNodeOf(node); \
   } while (0)
 
 // Declares `lhs` from a Result<T> expression or returns its status.
