@@ -123,6 +123,10 @@ void RooflineChart::rebuild() {
     yMax = std::max(yMax, gflops);
   }
   if (m_points.isEmpty()) xMin = 0.1, xMax = 100, yMax = 1;
+  // Room for every roof's ridge point (where the slope meets the flat compute roof).
+  if (m_peaks && m_peaks->dramBytesPerSecond > 0)
+    for (double peak : {m_peaks->fp32Flops, m_peaks->fp16Flops, m_peaks->int8Ops})
+      xMax = std::max(xMax, peak / m_peaks->dramBytesPerSecond);
   if (m_peaks) drawRoofs(xMin / 4, xMax * 4);
   double yMin = yMax;
   for (const QPointF& p : m_points) yMin = std::min(yMin, p.y());
@@ -165,7 +169,8 @@ void RooflineChart::drawRoofs(double xMin, double xMax) {
     const double ridge = peak / bandwidth;
     QCPGraph* line = m_plot->addGraph();
     line->setName(tr("%1 roof (%2)").arg(roof.name, rate(peak)));
-    line->setPen(QPen(kRoofColor, 1.5, m_roofPeaks.empty() ? Qt::SolidLine : Qt::DashLine));
+    static const Qt::PenStyle kStyles[] = {Qt::SolidLine, Qt::DashLine, Qt::DotLine};
+    line->setPen(QPen(kRoofColor, 1.5, kStyles[std::min<size_t>(m_roofPeaks.size(), 2)]));
     const double left = std::min(xMin, ridge / 10);
     line->setData(QVector<double>{left, ridge, std::max(xMax, ridge * 10)},
                   QVector<double>{left * bandwidth, peak, peak});

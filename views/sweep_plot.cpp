@@ -43,17 +43,47 @@ SweepPlot::SweepPlot(QWidget* parent) : QWidget(parent), m_plot(new QCustomPlot(
   m_selected->removeFromLegend();
   m_frontLine->removeFromLegend();
   m_plot->xAxis->setLabel(tr("median latency (ms)"));
+  // The legend in a row under the axes: inside them it hid points (a sweep's points go
+  // anywhere).
   m_plot->legend->setVisible(true);
   m_plot->legend->setFont(font());
-  m_plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
+  m_plot->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+  m_plot->legend->setBorderPen(Qt::NoPen);
+  m_plot->plotLayout()->addElement(1, 0, m_plot->legend);
+  m_plot->plotLayout()->setRowStretchFactor(1, 0.001);
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addWidget(m_plot);
   connect(m_plot, &QCustomPlot::mousePress, this, &SweepPlot::onClick);
 }
 
+// Errors of a sweep span orders of magnitude (FP32 0, FP16 1e-6, INT8 1e-3): past 100x the
+// error axis is logarithmic, with 0 drawn at a tenth of the smallest non-zero error.
+void SweepPlot::chooseScale(const std::vector<SweepRow>& rows) {
+  double low = 0, high = 0;
+  for (const SweepRow& row : rows) {
+    if (row.state != SweepState::kDone || row.medianMs < 0 || row.paretoError <= 0) continue;
+    low = low == 0 ? row.paretoError : std::min(low, row.paretoError);
+    high = std::max(high, row.paretoError);
+  }
+  m_zeroAt = low > 0 && high / low > 100 ? low / 10 : 0;
+  const bool log = m_zeroAt > 0;
+  m_plot->yAxis->setScaleType(log ? QCPAxis::stLogarithmic : QCPAxis::stLinear);
+  if (log)
+    m_plot->yAxis->setTicker(QSharedPointer<QCPAxisTickerLog>::create());
+  else
+    m_plot->yAxis->setTicker(QSharedPointer<QCPAxisTicker>::create());
+  m_plot->yAxis->setNumberFormat(log ? "eb" : "gb");
+  m_plot->yAxis->setNumberPrecision(log ? 0 : 6);
+}
+
+double SweepPlot::drawnError(double error) const {
+  return m_zeroAt > 0 ? std::max(error, m_zeroAt) : error;
+}
+
 void SweepPlot::setRows(const std::vector<SweepRow>& rows, const QString& errorLabel) {
   m_points.clear();
+  chooseScale(rows);
   QVector<double> x[kSeriesCount], y[kSeriesCount];
   for (QStringList& keys : m_keys) keys.clear();
   std::vector<std::pair<double, double>> front;
@@ -61,21 +91,27 @@ void SweepPlot::setRows(const std::vector<SweepRow>& rows, const QString& errorL
     if (row.state != SweepState::kDone || row.medianMs < 0 || row.paretoError < 0) continue;
     const Series series = row.onFront ? kFront : row.gatePassed ? kAccepted : kRejected;
     x[series] << row.medianMs;
-    y[series] << row.paretoError;
+    y[series] << drawnError(row.paretoError);
     m_keys[series] << row.key;
     m_points.insert(row.key, QPointF(row.medianMs, row.paretoError));
-    if (row.onFront) front.emplace_back(row.medianMs, row.paretoError);
+    if (row.onFront) front.emplace_back(row.medianMs, drawnError(row.paretoError));
   }
   for (int s = 0; s < kSeriesCount; ++s) m_graphs[s]->setData(x[s], y[s]);
   std::sort(front.begin(), front.end());
   QVector<double> fx, fy;
   for (const auto& [latency, error] : front) fx << latency, fy << error;
   m_frontLine->setData(fx, fy, true);
-  m_plot->yAxis->setLabel(tr("error (%1)").arg(errorLabel));
+  // Short enough for a 1366 x 768 screen, where the scatter sits under the table.
+  m_plot->yAxis->setLabel(m_zeroAt > 0 ? tr("%1 (0 at %2)").arg(errorLabel).arg(m_zeroAt, 0, 'g', 2)
+                                       : tr("error (%1)").arg(errorLabel));
   m_plot->rescaleAxes();
   // Room around the points so none sits on a border; an axis of one value gets a span.
   for (QCPAxis* axis : {m_plot->xAxis, m_plot->yAxis}) {
-    QCPRange range = axis->range();
+    const QCPRange range = axis->range();
+    if (axis->scaleType() == QCPAxis::stLogarithmic) {
+      axis->setRange(range.lower / 3, range.upper * 3);
+      continue;
+    }
     const double pad =
         range.size() > 0 ? range.size() * 0.08 : std::max(std::abs(range.lower) * 0.1, 1e-6);
     axis->setRange(range.lower - pad, range.upper + pad);
@@ -86,7 +122,7 @@ void SweepPlot::setRows(const std::vector<SweepRow>& rows, const QString& errorL
 void SweepPlot::setSelectedKey(const QString& key) {
   double latency, error;
   if (pointOf(key, &latency, &error))
-    m_selected->setData(QVector<double>{latency}, QVector<double>{error});
+    m_selected->setData(QVector<double>{latency}, QVector<double>{drawnError(error)});
   else
     m_selected->data()->clear();
   m_plot->replot(QCustomPlot::rpQueuedReplot);
@@ -104,7 +140,7 @@ QPoint SweepPlot::pixelOf(const QString& key) const {
   double latency, error;
   if (!pointOf(key, &latency, &error)) return QPoint(-1, -1);
   return QPoint(int(std::lround(m_plot->xAxis->coordToPixel(latency))),
-                int(std::lround(m_plot->yAxis->coordToPixel(error))));
+                int(std::lround(m_plot->yAxis->coordToPixel(drawnError(error)))));
 }
 
 // The nearest drawn point within 12 px of the click.

@@ -1,7 +1,8 @@
 // SweepPlot: the Sweep view's latency-vs-error scatter (QCustomPlot). Accepted
 // configurations are blue dots, rejected ones grey crosses, the Pareto front orange and
 // joined by a step line; failed configurations have no latency and are not drawn. The
-// error axis is the gate's first metric (1 - cosine for a cosine gate). Clicking a point
+// error axis is the gate's first metric (1 - cosine for a cosine gate), logarithmic when the
+// errors span more than 100x (0 then drawn at a tenth of the smallest). Clicking a point
 // reports its configuration's key; setSelectedKey rings the selected one.
 #pragma once
 
@@ -42,12 +43,15 @@ class SweepPlot : public QWidget {
  private:
   enum Series { kAccepted, kRejected, kFront, kSeriesCount };
   void onClick(QMouseEvent* event);
+  void chooseScale(const std::vector<SweepRow>& rows);
+  double drawnError(double error) const;  // where an error is drawn (0 at m_zeroAt on a log axis)
 
   QCustomPlot* m_plot;
   QCPGraph* m_graphs[kSeriesCount];
   QCPGraph* m_frontLine;
   QCPGraph* m_selected;
   QStringList m_keys[kSeriesCount];
+  double m_zeroAt = 0;               // > 0: the error axis is logarithmic and 0 is drawn there
   QHash<QString, QPointF> m_points;  // drawn points by key, in data coordinates
 };
 

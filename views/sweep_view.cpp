@@ -28,6 +28,7 @@ SweepView::SweepView(QWidget* parent)
       m_model(new SweepModel(this)),
       m_plot(new SweepPlot(this)),
       m_table(new QTableView(this)),
+      m_splitter(new QSplitter(Qt::Horizontal, this)),
       m_toolBar(new QToolBar(tr("Sweep"), this)),
       m_summary(new QLabel(this)),
       m_processLine(new QLabel(this)),
@@ -57,9 +58,8 @@ SweepView::SweepView(QWidget* parent)
   // Column widths from the first rows only: measuring every row's text of a sweep of
   // hundreds of configurations took ~250 ms of the GUI thread per update.
   header->setResizeContentsPrecision(24);
-  header->setSectionResizeMode(SweepModel::kKey, QHeaderView::Stretch);
-  header->setSectionResizeMode(SweepModel::kLog, QHeaderView::Interactive);
-  header->resizeSection(SweepModel::kLog, 140);
+  // The configuration is what a row is: shown whole; the log path takes what is left.
+  header->setStretchLastSection(true);
   m_summary->setObjectName("sweepSummary");
   m_summary->setWordWrap(true);
   m_summary->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -68,17 +68,16 @@ SweepView::SweepView(QWidget* parent)
   m_processLine->setTextInteractionFlags(Qt::TextSelectableByMouse);
   m_processLine->setVisible(false);
 
-  auto* splitter = new QSplitter(Qt::Horizontal, this);
-  splitter->addWidget(m_table);
-  splitter->addWidget(m_plot);
-  splitter->setStretchFactor(0, 3);
-  splitter->setStretchFactor(1, 2);
-  splitter->setChildrenCollapsible(false);
+  m_splitter->addWidget(m_table);
+  m_splitter->addWidget(m_plot);
+  m_splitter->setStretchFactor(0, 2);
+  m_splitter->setStretchFactor(1, 1);
+  m_splitter->setChildrenCollapsible(false);
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(4, 4, 4, 4);
   layout->addWidget(m_summary);
   layout->addWidget(m_processLine);
-  layout->addWidget(splitter, 1);
+  layout->addWidget(m_splitter, 1);
 
   m_poll->setInterval(kPollMs);
   connect(m_poll, &QTimer::timeout, this, &SweepView::scanNow);
@@ -97,6 +96,19 @@ SweepView::~SweepView() {
     m_process->terminate();
     m_process->waitForFinished(3000);
   }
+}
+
+void SweepView::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  const Qt::Orientation wanted = width() < 1000 ? Qt::Vertical : Qt::Horizontal;
+  if (m_splitter->orientation() == wanted && m_splitterPlaced) return;
+  m_splitterPlaced = true;
+  m_splitter->setOrientation(wanted);
+  const int room = wanted == Qt::Vertical ? m_splitter->height() : m_splitter->width();
+  // Side by side the table comes first (its columns need ~530 px); one above the other,
+  // the scatter gets the height (a few rows are enough to pick from).
+  m_splitter->setSizes(wanted == Qt::Vertical ? QList<int>{room * 2 / 5, room * 3 / 5}
+                                              : QList<int>{room * 2 / 3, room / 3});
 }
 
 void SweepView::follow(const QString& logPath) {

@@ -20,6 +20,7 @@
 class QAction;
 class QLabel;
 class QProcess;
+class QSplitter;
 class QTableView;
 class QTimer;
 
@@ -60,6 +61,10 @@ class SweepView : public QWidget, public View {
   QString statusText() const;
   int scansDone() const { return m_scans; }  // snapshots applied since follow()
 
+ protected:
+  // Narrow (a 1366 x 768 screen with the docks open): the scatter goes under the table.
+  void resizeEvent(QResizeEvent* event) override;
+
  signals:
   // The user asked to open configuration `key`'s plan.
   void openPlanRequested(const QString& planPath, const QString& key);
@@ -74,6 +79,7 @@ class SweepView : public QWidget, public View {
   SweepModel* m_model;
   SweepPlot* m_plot;
   QTableView* m_table;
+  QSplitter* m_splitter;
   QToolBar* m_toolBar;
   QLabel* m_summary;
   QLabel* m_processLine;
@@ -81,6 +87,7 @@ class SweepView : public QWidget, public View {
   QTimer* m_poll;
   std::shared_ptr<SweepScanState> m_state;
   bool m_scanning = false;
+  bool m_splitterPlaced = false;  // the table's share set once the view has a size
   int m_generation = 0;
   int m_scans = 0;
   SweepSnapshot m_last;

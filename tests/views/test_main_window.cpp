@@ -315,7 +315,9 @@ class TestMainWindow : public QObject {
     script.start();
     QVERIFY(finished.wait(kJobTimeoutMs));
     QVERIFY2(finished.front().at(0).toBool(), qPrintable(finished.front().at(1).toString()));
-    QCOMPARE(script.screenshots().size(), 4);
+    // Model graph, engine graph, layer table, charts and the roofline.
+    QCOMPARE(script.screenshots().size(), 5);
+    QVERIFY(script.screenshots().back().endsWith("studio-roofline.png"));
     for (const QString& png : script.screenshots()) QVERIFY(QImage(png).width() > 100);
     QVERIFY(QFileInfo(options.reportPath).size() > 1000);
     // The slowest layer is selected for the pictures.
