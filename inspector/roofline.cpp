@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "flops.h"
+#include "measured_peaks.h"
 
 namespace kiln::inspector {
 namespace {
@@ -252,8 +253,11 @@ std::string fixed(double value, int decimals) {
 }  // namespace
 
 double DevicePeaks::computePeak(const std::string& precision) const {
-  if (precision == "FP16" || precision == "BF16" || precision == "TF32") return fp16Flops;
-  if (precision == "INT8" || precision == "FP8" || precision == "INT4" || precision == "FP4")
+  // A peak left at 0 (a CPU calibration measures FP32 only) falls back to FP32's.
+  if ((precision == "FP16" || precision == "BF16" || precision == "TF32") && fp16Flops > 0)
+    return fp16Flops;
+  if ((precision == "INT8" || precision == "FP8" || precision == "INT4" || precision == "FP4") &&
+      int8Ops > 0)
     return int8Ops;
   return fp32Flops;
 }
@@ -268,6 +272,7 @@ const std::vector<DevicePeaks>& knownDevicePeaks() {
 }
 
 std::optional<DevicePeaks> peaksForDevice(const std::string& deviceName) {
+  if (auto measured = measuredPeaksFor(deviceName)) return measured->peaks;
   const std::string name = lower(deviceName);
   for (const PeakEntry& e : peakEntries()) {
     if (lower(e.peaks.name) == name) return e.peaks;

@@ -44,14 +44,15 @@ struct DevicePeaks {
   double int8Ops = 0;    // INT8 (and FP8) tensor-core OP/s
   double dramBytesPerSecond = 0;
   // The compute peak for a layer precision ("FP32", "FP16", "BF16", "INT8", "FP8", "TF32";
-  // anything else: FP32's).
+  // anything else, or a peak left at 0: FP32's).
   double computePeak(const std::string& precision) const;
 };
 
 // The table of known GPUs (H100 SXM, H100 PCIe, H200, A100 80GB and 40GB, L4, RTX 4090).
 const std::vector<DevicePeaks>& knownDevicePeaks();
-// The entry whose name a device name ("NVIDIA H100 80GB HBM3", "h200", "NVIDIA GeForce RTX
-// 4090") names; nullopt for a CPU or an unknown GPU.
+// The peaks `kiln device --calibrate` measured for this device name (measured_peaks.h),
+// else the table's entry whose name a device name ("NVIDIA H100 80GB HBM3", "h200",
+// "NVIDIA GeForce RTX 4090") names; nullopt for an unmeasured CPU or an unknown GPU.
 std::optional<DevicePeaks> peaksForDevice(const std::string& deviceName);
 
 struct LayerRoofline {

@@ -69,6 +69,8 @@ const std::vector<Command>& commandTable() {
        kAdviseUsage, runAdvise},
       {"sweep", {}, "build, check and time every configuration of --vary lists: Pareto front",
        kSweepUsage, runSweep},
+      {"device", {}, "this machine's devices and the roofline's peaks; --calibrate measures the CPU",
+       kDeviceUsage, runDevice},
       {"conformance", {}, "run ONNX backend tests: pass, fail or unsupported per test",
        kConformanceUsage, runConformance},
       {"ops", {}, "the operators the CPU reference runs, and which have a CUDA kernel",

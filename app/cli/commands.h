@@ -29,6 +29,7 @@ int runDebug(const std::vector<std::string>& args);
 int runCalibrate(const std::vector<std::string>& args);
 int runKeygen(const std::vector<std::string>& args);
 int runAdvise(const std::vector<std::string>& args);
+int runDevice(const std::vector<std::string>& args);
 int runExportOnnx(const std::vector<std::string>& args);
 int runSweep(const std::vector<std::string>& args);
 
@@ -45,6 +46,7 @@ extern const char kDebugUsage[];
 extern const char kCalibrateUsage[];
 extern const char kKeygenUsage[];
 extern const char kAdviseUsage[];
+extern const char kDeviceUsage[];
 extern const char kExportOnnxUsage[];
 extern const char kSweepUsage[];
 
