@@ -7,11 +7,13 @@
 # model in the target's hash cache (not uploaded twice); a remote run's --export-output
 # comes back; Ctrl-C stops the remote kiln (exit 130); a wrong host key and a remote kiln
 # of another release are each refused with one line naming the host; --plugins travels
-# (the library uploaded, the remote kiln loads it for a model with a plugin op).
-# Usage: sshd_remote.sh KILN TESTDATA PLUGINS.so PLUGIN_MODEL.onnx
+# (the library uploaded, the remote kiln loads it for a model with a plugin op); with
+# TEST_TARGETS (the studio's Qt test), the Build panel builds over this sshd offscreen.
+# Usage: sshd_remote.sh KILN TESTDATA PLUGINS.so PLUGIN_MODEL.onnx [TEST_TARGETS]
 #        (exit 77: openssh-server missing or sshd fails)
 set -u
 kiln=$(realpath "$1"); data=$(realpath "$2"); plugins=$(realpath "$3"); plugin_model=$(realpath "$4")
+studio_test=${5:-}
 source "$(dirname "$0")/../cli/cli_test_support.sh"
 
 sshd_bin=$(command -v sshd || echo /usr/sbin/sshd)
@@ -164,8 +166,17 @@ KILN_REMOTE_KILN="$work/fake-kiln" expect_error "another release on the target i
   "runs kiln 9.9.9, this is kiln" \
   timeout 30 "$kiln" --remote "$target" build "$model" -o "$work/other.kiln"
 
+# --- the studio: the Build panel's build over this sshd, offscreen (test_targets)
+if [[ -n "$studio_test" && -x "$studio_test" ]]; then
+  KILN_TEST_SSH_TARGET="$target" QT_QPA_PLATFORM=offscreen KILN_TEST_DATA_DIR="$data" \
+    HOME="$HOME" KILN_TEST_WRONG_HOSTS_OPTIONS="$ssh_options -o UserKnownHostsFile=$ssh_dir/wrong_hosts" \
+    timeout 120 "$studio_test" buildThroughARealSshd > "$work/studio.out" 2>&1
+  check_rc "the studio builds on the target and opens the plan" $? "$(tail -20 "$work/studio.out")"
+  check "it ran, not skipped" grep -q "PASS   : TestTargets::buildThroughARealSshd" "$work/studio.out"
+fi
+
 # The plan and cache uploaded are new entries at every run of this test: not kept.
-for f in "$work/remote.kiln" "$work/cnn.cache"; do
+for f in "$work/remote.kiln" "$work/cnn.cache" "$data/add.onnx"; do
   rm -rf "$HOME/.cache/kiln-remote/$(sha256sum "$f" | cut -d' ' -f1)"
 done
 stop_sshd

@@ -98,6 +98,7 @@ class TestTargets : public QObject {
   void droppedConnectionIsOneLineNamingTheHost();
   void cancelInterruptsTheRemoteKiln();
   void toolbarAndMenu();
+  void buildThroughARealSshd();
   void screenshots();
 };
 
@@ -283,6 +284,37 @@ void TestTargets::toolbarAndMenu() {
       for (QAction* action : menu->menu()->actions()) tools << action->text();
   QVERIFY(tools.contains("&Remote Targets…"));
   qunsetenv("KILN_TARGETS_FILE");
+}
+
+// Run by tests/scaleout/sshd_remote.sh (ctest scaleout_sshd) with its sshd on 127.0.0.1:
+// KILN_TEST_SSH_TARGET is the address, KILN_REMOTE_SSH_OPTIONS and KILN_REMOTE_KILN are
+// set, the real kiln runs `kiln --remote`. The Build panel's build goes over ssh and its
+// plan opens as a local one; with the wrong host key it is one line naming the host.
+void TestTargets::buildThroughARealSshd() {
+  const QString address = qEnvironmentVariable("KILN_TEST_SSH_TARGET");
+  if (address.isEmpty())
+    QSKIP("KILN_TEST_SSH_TARGET is not set (tests/scaleout/sshd_remote.sh sets it)");
+  qputenv("KILN_PROGRAM", KILN_CLI_PATH);
+  RemoteStudio studio;
+  QString error;
+  QVERIFY(studio.targets.setTargets({{address, qEnvironmentVariable("KILN_REMOTE_KILN")}}, &error));
+  studio.targets.setCurrent(address);
+  QStringList progress;
+  QObject::connect(&studio.jobs, &JobRunner::jobProgress, &studio.jobs,
+                   [&progress](int, double, const QString& text) { progress << text; });
+  const auto [ok, message] = studio.build();
+  QVERIFY2(ok, qPrintable(message));
+  QCOMPARE(studio.document.enginePath(), studio.dir.path() + "/add.kiln");
+  QVERIFY(studio.document.plan() && !studio.document.report()->layers.empty());
+  QVERIFY2(!progress.filter("127.0.0.1: ").isEmpty(), qPrintable(progress.join('|')));
+  const QByteArray options = qgetenv("KILN_REMOTE_SSH_OPTIONS");
+  qputenv("KILN_REMOTE_SSH_OPTIONS", qgetenv("KILN_TEST_WRONG_HOSTS_OPTIONS"));
+  QFile::remove(studio.dir.path() + "/add.kiln");
+  const auto [refused, why] = studio.build();
+  qputenv("KILN_REMOTE_SSH_OPTIONS", options);
+  QVERIFY(!refused);
+  QVERIFY2(why.contains("remote 127.0.0.1") && !why.contains('\n'), qPrintable(why));
+  QVERIFY(!QFile::exists(studio.dir.path() + "/add.kiln"));
 }
 
 // Under Xvfb with KILN_SCREENSHOT_DIR: the Remote Targets dialog with two targets.
