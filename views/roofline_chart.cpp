@@ -144,10 +144,13 @@ void RooflineChart::rebuild() {
   if (noFlops) left << tr("%1 with no FLOPs (data movement)").arg(noFlops);
   if (unknown) left << tr("%1 of unknown FLOPs or bytes").arg(unknown);
   if (!left.isEmpty()) text += " (" + left.join(", ") + ")";
-  text += m_peaks ? tr(" · roofs: %1, %2 GB/s DRAM")
-                        .arg(QString::fromStdString(m_peaks->name))
-                        .arg(m_peaks->dramBytesPerSecond / kGiga, 0, 'f', 0)
-                  : tr(" · no roofs: the device is not in the peaks table (pick one under Roofs)");
+  text +=
+      m_peaks
+          ? tr(" · roofs: %1, %2 GB/s DRAM")
+                .arg(QString::fromStdString(m_peaks->name))
+                .arg(m_peaks->dramBytesPerSecond / kGiga, 0, 'f', 0)
+          : tr(" · no roofs: no peaks for this device (kiln device --calibrate measures a CPU's; "
+               "or pick a GPU under Roofs)");
   m_summary->setText(text);
   showSelection();
 }

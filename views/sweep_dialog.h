@@ -36,8 +36,9 @@ struct SweepOptions {
 
 // `kiln sweep ...` without the program name; empty fields are left out.
 QStringList sweepArguments(const SweepOptions& options);
-// The log the sweep writes: DIR/sweep.jsonl, DIR defaulting as kiln's (MODEL.sweep beside
-// the model, its extension dropped).
+// The log the sweep writes: DIR/sweep.jsonl, DIR defaulting to MODEL.sweep beside the model
+// (its extension dropped; SweepView passes that --dir, kiln's own default is the current
+// directory).
 QString sweepLogPath(const SweepOptions& options);
 
 class SweepDialog : public QDialog {

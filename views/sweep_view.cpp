@@ -193,15 +193,19 @@ bool SweepView::isRunning() const {
   return m_process && m_process->state() != QProcess::NotRunning;
 }
 
-bool SweepView::startSweep(const SweepOptions& options) {
+bool SweepView::startSweep(const SweepOptions& given) {
   auto refuse = [this](const QString& why) {
     m_processLine->setText(why);
     m_processLine->setVisible(true);
     return false;
   };
   if (isRunning()) return refuse(tr("a sweep started here is still running: Stop it first"));
-  if (options.model.isEmpty()) return refuse(tr("sweep: give the model"));
-  m_options = options;
+  if (given.model.isEmpty()) return refuse(tr("sweep: give the model"));
+  // kiln's own default folder is MODEL.sweep in the current directory, which for the
+  // studio is anywhere: the folder beside the model, always given.
+  SweepOptions options = given;
+  if (options.dir.trimmed().isEmpty()) options.dir = QFileInfo(sweepLogPath(options)).path();
+  m_options = given;
   auto* process = new QProcess(this);
   m_process = process;
   process->setProcessChannelMode(QProcess::MergedChannels);

@@ -43,8 +43,9 @@ class SweepView : public QWidget, public View {
   // Follows the log at `logPath` (its folder's tasks.json, when there, lists every
   // configuration). Replaces what was shown; a sweep this view started keeps running.
   void follow(const QString& logPath);
-  // Starts `kiln sweep` with `options` and follows its log. False (and the reason in the
-  // status line) when a sweep started here still runs or the model is not given.
+  // Starts `kiln sweep` with `options` and follows its log; without a folder it gives
+  // --dir MODEL.sweep beside the model. False (and the reason in the status line) when a
+  // sweep started here still runs or the model is not given.
   bool startSweep(const SweepOptions& options);
   // Ends the sweep started here (SIGTERM: it ends its tasks; a Slurm sweep cancels its
   // job); the log stays followed.
