@@ -1,4 +1,4 @@
-// What the two translation units of the Python module (kiln._kiln) share: the
+// What the translation units of the Python module (kiln._kiln) share: the
 // kiln.Error exception, NumPy <-> Tensor conversion, and long calls that release the
 // GIL and honour Ctrl-C. docs/python.md describes the API.
 #pragma once
