@@ -70,7 +70,9 @@ Status checkDeclaredShape(const Network& network, const Node& node, const ValueM
     if (!agrees) {
       return invalidArgument(node.describe() + ": " + label + " gives output " + std::to_string(i) +
                              " '" + node.outputs[i] + "' the shape " + shapeToString(actual) +
-                             ", the model declares " + symbolicShapeToString(declared->shape));
+                             ", the model declares " + symbolicShapeToString(declared->shape))
+          .withNodeOf(node)
+          .withTensor(node.outputs[i]);
     }
   }
   return Status::ok();
@@ -109,8 +111,8 @@ Result<int64_t> configureLayer(PluginLayer& layer, const Node& node,
     KILN_ASSIGN_OR_RETURN(std::string refused,
                           layer.refusedPosition(all, static_cast<int>(inputs.size())));
     if (!refused.empty())
-      return Status(StatusCode::kUnsupported,
-                    node.describe() + ": " + layer.label() + " does not take " + refused);
+      return nodeStatus(StatusCode::kUnsupported, node,
+                        layer.label() + " does not take " + refused);
     KILN_RETURN_IF_ERROR(layer.configure(inputs, outputs));
     workspace = std::max(workspace, static_cast<int64_t>(layer.workspaceSize(inputs, outputs)));
   }
@@ -143,7 +145,9 @@ Status finishPluginLayers(Network& network, const std::vector<OptimizationProfil
       auto meta = metas.find(name);
       if (name.empty() || meta == metas.end() || !meta->second.shapeKnown)
         return invalidArgument(node.describe() + ": " + layer->label() + ": input '" + name +
-                               "' has no known shape at the opt shapes");
+                               "' has no known shape at the opt shapes")
+            .withNodeOf(node)
+            .withTensor(name);
     }
     LayerRecord& layerRecord = record->layers.at(i);
     KILN_RETURN_IF_ERROR(checkDeclaredShape(network, node, metas, layer->label()));

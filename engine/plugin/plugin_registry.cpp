@@ -274,7 +274,8 @@ Result<ResolvedPlugin> resolvePlugin(const Node& node) {
     for (const std::string& n : namespaces) list += (list.empty() ? "'" : ", '") + n + "'";
     return invalidArgument(node.describe() + ": plugin '" + name +
                            "' is registered in several namespaces (" + list +
-                           "); set the node's domain or its plugin_namespace attribute");
+                           "); set the node's domain or its plugin_namespace attribute")
+        .withNodeOf(node);
   }
   if (!best) {
     std::string message = node.describe() + ": " + lookedFor(name, version, ns);
@@ -283,9 +284,10 @@ Result<ResolvedPlugin> resolvePlugin(const Node& node) {
       // choose: recommending it would have the user load whatever the plan says.
       return notFound(message +
                       ", which this plan was built with, is not loaded; load a library that "
-                      "provides it, one you trust, with --plugins");
+                      "provides it, one you trust, with --plugins")
+          .withNodeOf(node);
     }
-    return notFound(message + " is not registered; " + describeLoadedPlugins());
+    return notFound(message + " is not registered; " + describeLoadedPlugins()).withNodeOf(node);
   }
   resolved.creator = best->creator;
   resolved.info = best->info;

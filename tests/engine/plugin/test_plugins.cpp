@@ -197,6 +197,10 @@ TEST_F(PluginTest, VersionAndNamespaceAttributesSelectTheCreator) {
       std::string::npos)
       << missing.status().message();
   EXPECT_NE(missing.status().message().find("loaded plugins: "), std::string::npos);
+  // The node as fields too (issue 23 item 4), for the studio and --json.
+  ASSERT_NE(missing.status().node(), nullptr);
+  EXPECT_EQ(missing.status().node()->name, wrongVersion.graph.nodes[0].name);
+  EXPECT_EQ(missing.status().node()->opType, "CopyConcat");
 
   Network otherNamespace = pluginNetwork("CopyConcat", "kiln.examples", ins, {"c", "d"},
                                          {{"plugin_namespace", text("acme")}});
