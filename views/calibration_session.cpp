@@ -131,6 +131,7 @@ void CalibrationSession::loadFolder(const QString& directory, const PreprocessSp
 
 void CalibrationSession::calibrate() {
   if (running()) return;
+  if (calibrateRemotely()) return;
   auto input = calibratedInput(m_document->network().get());
   Result<std::vector<std::map<std::string, Tensor>>> batches =
       input.isOk() ? makeCalibrationBatches(m_samples, input->first, input->second, m_batchSize)

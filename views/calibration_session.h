@@ -23,6 +23,7 @@ namespace kiln::studio {
 
 class JobRunner;
 class StudioDocument;
+class TargetList;
 
 // One row of the range table.
 struct TensorRangeRow {
@@ -50,6 +51,10 @@ class CalibrationSession : public QObject {
   // Calibrates the open model on the loaded data in the background: on the GPU when
   // one is usable, else on the CPU reference (cuda::calibrateOnBackend's default).
   void calibrate();
+  // With a remote target chosen in `targets` (null: always here), calibrate() runs `kiln
+  // calibrate` on it through `kiln --remote` (calibration_session_remote.cpp): the cache
+  // comes back and fills the range table (no histograms); failures name the host.
+  void setTargets(TargetList* targets);
   bool running() const { return m_job >= 0; }
   void cancel();
 
@@ -86,6 +91,7 @@ class CalibrationSession : public QObject {
  private:
   void setRows(const CalibrationHistograms& histograms);
   void fail(const QString& source, const QString& message);
+  bool calibrateRemotely();  // starts a remote calibration when a target is chosen
 
   StudioDocument* m_document;
   JobRunner* m_jobs;
@@ -99,6 +105,7 @@ class CalibrationSession : public QObject {
   CalibrationMethod m_method = CalibrationMethod::kEntropy;
   double m_percentile = 99.99;
   int m_job = -1;
+  TargetList* m_targets = nullptr;
 };
 
 // Decodes an image file with QImage into the engine's RGB form (the studio's

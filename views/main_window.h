@@ -60,7 +60,7 @@ class MainWindow : public QMainWindow {
   // The Plan Trust dialog; once accepted its list is applied and saved, or the error
   // is shown and the policy in force kept.
   void editPlanTrust();
-  // Where Build and Profile run: Local (the default) or a saved SSH
+  // Where Build, Profile and Calibration run: Local (the default) or a saved SSH
   // target (remote_targets.h), chosen in the Target toolbar; Tools > Remote Targets...
   // edits the list (editTargets). main_window_targets.cpp.
   TargetList* targets() const { return m_targets; }

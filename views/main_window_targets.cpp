@@ -11,6 +11,8 @@
 #include <QToolBar>
 
 #include "build_panel.h"
+#include "calibration_session.h"
+#include "calibration_view.h"
 #include "main_window.h"
 #include "profile_panel.h"
 #include "remote_targets.h"
@@ -34,6 +36,8 @@ void MainWindow::createScaleOut() {
     m_document.addIssue({IssueSeverity::kWarning, "targets", problem, {}});
   if (auto* build = qobject_cast<BuildPanel*>(panel("build"))) build->setTargets(m_targets);
   if (auto* profile = qobject_cast<ProfilePanel*>(panel("profile"))) profile->setTargets(m_targets);
+  if (auto* calibration = dynamic_cast<CalibrationView*>(view("calibration")))
+    calibration->session()->setTargets(m_targets);
 
   auto* bar = addToolBar(tr("Target"));
   bar->setObjectName("toolbar_target");
@@ -42,7 +46,7 @@ void MainWindow::createScaleOut() {
   m_targetBox->setObjectName("targetBox");
   m_targetBox->setSizeAdjustPolicy(QComboBox::AdjustToContents);
   m_targetBox->setToolTip(
-      tr("Where Build and Profile run: this machine, or a GPU machine "
+      tr("Where Build, Profile and Calibration run: this machine, or a GPU machine "
          "reached over SSH (kiln --remote)"));
   bar->addWidget(m_targetBox);
   bar->addAction(tr("Targets…"), this, &MainWindow::editTargets)

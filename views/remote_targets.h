@@ -1,5 +1,5 @@
-// Remote targets (issue 29 item 1, the studio half): the saved SSH targets a Build or a
-// Profile can run on through `kiln --remote` (docs/scale-out.md),
+// Remote targets (issue 29 item 1, the studio half): the saved SSH targets a Build, a
+// Profile or a Calibration can run on through `kiln --remote` (docs/scale-out.md),
 // kept in a plain text file, one target a line:
 //
 //   # [user@]host[:port]  [the target's kiln, when not on its PATH]

@@ -15,7 +15,7 @@ TargetsDialog::TargetsDialog(const std::vector<RemoteTarget>& targets, const QSt
     : QDialog(parent), m_table(new QTableWidget(0, 2, this)), m_problem(new QLabel(this)) {
   setWindowTitle(tr("Remote Targets"));
   auto* note = new QLabel(
-      tr("Builds and profiles can run on a GPU machine through "
+      tr("Builds, profiles and calibrations can run on a GPU machine through "
          "<code>kiln --remote</code> (OpenSSH). Give <code>[user@]host[:port]</code> and, when "
          "kiln is not on the target's PATH, its path there. No password is stored: ssh uses "
          "your key or agent, and checks the host key against known_hosts.<br>Saved in %1")

@@ -17,6 +17,8 @@
 
 #include "build_panel.h"
 #include "build_panel_fixture.h"
+#include "calibration_session.h"
+#include "kiln/calibration.h"
 #include "file_loader.h"
 #include "job_runner.h"
 #include "main_window.h"
@@ -98,6 +100,7 @@ class TestTargets : public QObject {
   void droppedConnectionIsOneLineNamingTheHost();
   void cancelInterruptsTheRemoteKiln();
   void toolbarAndMenu();
+  void remoteCalibrationFillsTheRanges();
   void buildThroughARealSshd();
   void screenshots();
 };
@@ -284,6 +287,48 @@ void TestTargets::toolbarAndMenu() {
       for (QAction* action : menu->menu()->actions()) tools << action->text();
   QVERIFY(tools.contains("&Remote Targets…"));
   qunsetenv("KILN_TARGETS_FILE");
+}
+
+// Calibrate on a target: `kiln calibrate` with the session's data folder, method and
+// preprocessing runs through kiln --remote; the cache that comes back (a real one, made
+// here by the real kiln) fills the range table.
+void TestTargets::remoteCalibrationFillsTheRanges() {
+  QTemporaryDir dir;
+  const QString model = qEnvironmentVariable("KILN_TEST_DATA_DIR") + "/quant/small_cnn.onnx";
+  const QString data = qEnvironmentVariable("KILN_TEST_DATA_DIR") + "/quant/calib";
+  const QString built = dir.path() + "/made.cache";
+  QCOMPARE(QProcess::execute(KILN_CLI_PATH, {"calibrate", model, "--data", data, "-o", built,
+                                             "--backend", "cpu", "--quiet"}),
+           0);
+  writeStandIn(dir.path(), "echo '[1/2] calibrating'\ncp '" + built.toUtf8() + "' \"$out\"\n");
+  StudioDocument document;
+  JobRunner jobs;
+  document.setModel(model, loadModel(model.toStdString()).value().network);
+  TargetList targets(dir.path() + "/targets");
+  QString error;
+  QVERIFY(targets.setTargets({{"gpu@jetson:2222", ""}}, &error));
+  targets.setCurrent("gpu@jetson:2222");
+  CalibrationSession session(&document, &jobs);
+  session.setTargets(&targets);
+  QSignalSpy loaded(&session, &CalibrationSession::dataLoaded);
+  session.loadFolder(data, PreprocessSpec{}, 4);
+  QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 1, 30000);
+  QSignalSpy calibrated(&session, &CalibrationSession::calibrated);
+  session.calibrate();
+  QTRY_COMPARE_WITH_TIMEOUT(calibrated.count(), 1, 30000);
+  QVERIFY2(calibrated[0][0].toBool(), qPrintable(calibrated[0][1].toString()));
+  QVERIFY(calibrated[0][1].toString().startsWith("calibrated on gpu@jetson:2222"));
+  const Result<CalibrationTable> table = loadCalibrationCache(built.toStdString());
+  QVERIFY(table.isOk());
+  QCOMPARE(session.rows().size(), table.value().tensors.size());
+  QVERIFY(!session.rows().empty());
+  const QStringList args =
+      QString::fromUtf8(readAll(dir.path() + "/argv")).split('\n', Qt::SkipEmptyParts);
+  QCOMPARE(args.mid(0, 7),
+           QStringList({"--remote", "gpu@jetson:2222", "calibrate", model, "--data", data, "-o"}));
+  QVERIFY(args.contains("--preprocess"));
+  QCOMPARE(args.mid(args.indexOf("--method"), 4),
+           QStringList({"--method", "entropy", "--batch", "4"}));
 }
 
 // Run by tests/scaleout/sshd_remote.sh (ctest scaleout_sshd) with its sshd on 127.0.0.1:
