@@ -76,6 +76,7 @@ model="$data/compare/small_cnn.onnx"
 
 # Fresh cache entries for the model on the target (this same machine and user).
 rm -rf "$HOME/.cache/kiln-remote/$(sha256sum "$model" | cut -d' ' -f1)"
+rm -rf "$HOME/.cache/kiln-remote/$(sha256sum "$plugins" | cut -d' ' -f1)"  # and the plugins'
 for folder in "$HOME"/.cache/kiln-remote/*/calib; do  # and for the calibration folder
   [[ -d "$folder" ]] && diff -rq "$folder" "$data/quant/calib" >/dev/null && rm -rf "${folder%/calib}"
 done
