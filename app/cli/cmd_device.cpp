@@ -1,17 +1,12 @@
 // `kiln device [--calibrate] [--json]`: the devices of this machine and the peaks the
 // roofline uses for each; --calibrate measures the host CPU's (inspector/measured_peaks.h).
-#include <cblas.h>
-
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
-#include <cstring>
-#include <ctime>
 #include <nlohmann/json.hpp>
 #include <vector>
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/device_calibration.h"
 #include "kiln/cuda_runtime.h"
 #include "kiln/plan_identity.h"
 #include "measured_peaks.h"
@@ -19,63 +14,21 @@
 namespace kiln::cli {
 
 const char kDeviceUsage[] =
-    "usage: kiln device [--calibrate] [--json]\n"
+    "usage: kiln device [--calibrate [--backend cpu|cuda]] [--json]\n"
     "  the devices of this machine (the host CPU, the CUDA device when usable) and the\n"
     "  peaks `kiln inspect --roofline`, `kiln advise` and the studio use for each: measured\n"
     "  ones first, else the vendor table (GPUs), else none\n"
-    "  --calibrate   measure the host CPU: an FP32 GEMM through OpenBLAS (2048^3, best of\n"
-    "                5) and a 256 MiB memcpy (best of 5; read + write bytes), stored under\n"
-    "                its name in ~/.config/kiln/device_peaks.json (KILN_DEVICE_PEAKS: another\n"
-    "                file), where plans built on this CPU find them\n"
+    "  --calibrate   measure the device: cpu (the default): an FP32 GEMM through OpenBLAS\n"
+    "                (2048^3) and a 256 MiB memcpy, best of 5; cuda: Kiln's CUDA engine on\n"
+    "                MatMul 8192^3 FP16, 4096^3 FP32 (no TF32) and a Relu over 1 GiB,\n"
+    "                median of 10 profiled runs; stored under the device's name in\n"
+    "                ~/.config/kiln/device_peaks.json (KILN_DEVICE_PEAKS: another file),\n"
+    "                where plans built on that device find them\n"
     "  --json        the devices and their peaks as JSON\n";
 
 namespace {
 
 using nlohmann::json;
-using Clock = std::chrono::steady_clock;
-
-double seconds(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
-
-// Best of `runs` timings of `work` after one untimed run.
-template <class Work>
-double bestSeconds(int runs, Work work) {
-  work();
-  double best = 1e30;
-  for (int i = 0; i < runs; ++i) {
-    const auto start = Clock::now();
-    work();
-    best = std::min(best, seconds(start, Clock::now()));
-  }
-  return best;
-}
-
-inspector::MeasuredPeaks calibrateHostCpu(const std::string& name) {
-  constexpr int n = 2048;
-  std::vector<float> a(size_t{n} * n), b(size_t{n} * n), c(size_t{n} * n);
-  for (size_t i = 0; i < a.size(); ++i) {
-    a[i] = static_cast<float>(i % 17) * 0.01f - 0.08f;
-    b[i] = static_cast<float>(i % 13) * 0.02f - 0.12f;
-  }
-  const double gemm = bestSeconds(5, [&] {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n,
-                b.data(), n, 0.0f, c.data(), n);
-  });
-  constexpr size_t kBytes = size_t{256} << 20;
-  std::vector<char> from(kBytes, 1), to(kBytes, 0);
-  const double copy = bestSeconds(5, [&] { std::memcpy(to.data(), from.data(), kBytes); });
-  inspector::MeasuredPeaks m;
-  m.peaks.name = name;
-  m.peaks.fp32Flops = 2.0 * n * n * n / gemm;
-  m.peaks.dramBytesPerSecond = 2.0 * kBytes / copy;  // each byte read once and written once
-  char date[16];
-  const std::time_t now = std::time(nullptr);
-  std::strftime(date, sizeof date, "%Y-%m-%d", std::localtime(&now));
-  m.date = date;
-  m.method = "OpenBLAS sgemm 2048^3 and memcpy 256 MiB, best of 5 each";
-  return m;
-}
 
 // One device: its name, kind and the peaks the roofline would use.
 json deviceJson(const std::string& kind, const std::string& name) {
@@ -85,6 +38,7 @@ json deviceJson(const std::string& kind, const std::string& name) {
     d["fp32_tflops"] = measured->peaks.fp32Flops / 1e12;
     d["dram_gb_per_s"] = measured->peaks.dramBytesPerSecond / 1e9;
     if (measured->peaks.fp16Flops > 0) d["fp16_tflops"] = measured->peaks.fp16Flops / 1e12;
+    if (measured->peaks.int8Ops > 0) d["int8_tops"] = measured->peaks.int8Ops / 1e12;
   } else if (auto table = inspector::peaksForDevice(name)) {
     d["peaks_from"] = "vendor table (" + table->name + ")";
     d["fp32_tflops"] = table->fp32Flops / 1e12;
@@ -93,7 +47,7 @@ json deviceJson(const std::string& kind, const std::string& name) {
     d["dram_gb_per_s"] = table->dramBytesPerSecond / 1e9;
   } else {
     d["peaks_from"] = kind == "cpu" ? "none: kiln device --calibrate measures them"
-                                    : "none: a GPU the vendor table does not know";
+                                    : "none: kiln device --calibrate --backend cuda measures them";
   }
   return d;
 }
@@ -115,7 +69,7 @@ std::string deviceLine(const json& d) {
 }  // namespace
 
 int runDevice(const std::vector<std::string>& argv) {
-  Args args({}, {"calibrate", "json"});
+  Args args({"backend"}, {"calibrate", "json"});
   if (Status s = args.parse(argv); !s.isOk()) return fail("device", s.message(), 2);
   if (!args.positional().empty()) return printUsage(kDeviceUsage, 2);
   const std::string cpu = cpuPlanIdentity().deviceName;
@@ -124,13 +78,27 @@ int runDevice(const std::vector<std::string>& argv) {
     // A file that cannot take the result is refused before a second is spent measuring.
     if (auto existing = inspector::loadMeasuredPeaks(path); !existing.isOk())
       return fail("device", existing.status().message());
-    std::fprintf(stderr, "kiln device: calibrating %s (about a second)\n", cpu.c_str());
-    const inspector::MeasuredPeaks measured = calibrateHostCpu(cpu);
+    const std::string backend = args.value("backend", "cpu");
+    if (backend != "cpu" && backend != "cuda")
+      return fail("device", "--backend '" + backend + "': use cpu or cuda", 2);
+    inspector::MeasuredPeaks measured;
+    if (backend == "cuda") {
+      const cuda::DeviceInfo device = cuda::probeCudaDevice();
+      if (!device.available) return fail("device", "no usable CUDA device: " + device.reason);
+      std::fprintf(stderr, "kiln device: calibrating %s (a few seconds)\n", device.name.c_str());
+      auto gpu = calibrateCudaDevice(0);
+      if (!gpu.isOk()) return fail("device", gpu.status().message());
+      measured = *gpu;
+    } else {
+      std::fprintf(stderr, "kiln device: calibrating %s (about a second)\n", cpu.c_str());
+      measured = calibrateHostCpu(cpu);
+    }
     if (Status s = inspector::saveMeasuredPeaks(measured, path); !s.isOk())
       return fail("device", s.message());
-    std::fprintf(stderr, "kiln device: %.1f GFLOP/s FP32, %.1f GB/s, saved in %s\n",
-                 measured.peaks.fp32Flops / 1e9, measured.peaks.dramBytesPerSecond / 1e9,
-                 path.c_str());
+    std::fprintf(stderr,
+                 "kiln device: %.1f GFLOP/s FP32, %.1f GFLOP/s FP16, %.1f GB/s, saved in %s\n",
+                 measured.peaks.fp32Flops / 1e9, measured.peaks.fp16Flops / 1e9,
+                 measured.peaks.dramBytesPerSecond / 1e9, path.c_str());
   }
   json devices = json::array({deviceJson("cpu", cpu)});
   const cuda::DeviceInfo gpu = cuda::probeCudaDevice();

@@ -33,6 +33,11 @@ rows = list(csv.DictReader(open(sys.argv[1])))
 col = [k for k in rows[0] if "roof" in k.lower()][0]
 assert any(r[col] not in ("", None) for r in rows), (col, rows[:2])
 ' "$work/roof.csv"
+if ! "$kiln" device --json | grep -q '"kind": "cuda"'; then
+  expect_error "--backend cuda without a GPU is one line" "no usable CUDA device" \
+    "$kiln" device --calibrate --backend cuda
+fi
+expect_error "an unknown backend" "use cpu or cuda" "$kiln" device --calibrate --backend tpu
 echo '{"devices": 5}' > "$KILN_DEVICE_PEAKS"
 expect_error "a malformed peaks file is named" "not a measured peaks file" \
   "$kiln" device --calibrate
