@@ -73,7 +73,7 @@ std::shared_ptr<Network> oneNode(const std::string& op, const Shape& x, const Te
   return net;
 }
 
-// The median GPU milliseconds of the network's one layer at `precision`.
+// The median GPU milliseconds of the network's node at `precision`.
 Result<double> layerMilliseconds(const std::shared_ptr<Network>& net, const Tensor& x,
                                  cuda::Precision precision, bool tf32, int ordinal) {
   cuda::EngineOptions options;
@@ -87,12 +87,24 @@ Result<double> layerMilliseconds(const std::shared_ptr<Network>& net, const Tens
   context->setProfilingHeadStart(5.0);
   context->setProfiling(true);
   for (int i = 0; i < 10; ++i) KILN_RETURN_IF_ERROR(context->execute());
+  // The node's own layer: an FP16 engine also converts the float32 input and output.
   std::vector<float> times;
   for (const cuda::LayerTiming& layer : context->takeLayerTimings())
-    times.insert(times.end(), layer.milliseconds.begin(), layer.milliseconds.end());
-  if (times.empty()) return internalError(net->graph.name + ": the profiled runs timed no layer");
+    if (layer.name == net->graph.nodes[0].name) times = layer.milliseconds;
+  if (times.empty())
+    return internalError(net->graph.name + ": the profiled runs did not time layer '" +
+                         net->graph.nodes[0].name + "'");
   std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
   return static_cast<double>(times[times.size() / 2]);
+}
+
+// FLOP/s of an n^3 MatMul (x times a constant weight) on the CUDA engine.
+Result<double> gemmFlops(int64_t n, cuda::Precision precision, bool tf32, int ordinal) {
+  const Tensor w = filledTensor({n, n}, 0.01f);
+  KILN_ASSIGN_OR_RETURN(double ms, layerMilliseconds(oneNode("MatMul", {n, n}, &w),
+                                                     filledTensor({n, n}, 0.01f), precision,
+                                                     tf32, ordinal));
+  return 2.0 * static_cast<double>(n) * n * n / (ms * 1e-3);
 }
 
 }  // namespace
@@ -125,22 +137,10 @@ Result<inspector::MeasuredPeaks> calibrateCudaDevice(int ordinal) {
   if (!device.available) return unsupported("no usable CUDA device: " + device.reason);
   inspector::MeasuredPeaks m;
   m.peaks.name = device.name;
-  {
-    constexpr int64_t n = 8192;
-    const Tensor w = filledTensor({n, n}, 0.01f);
-    KILN_ASSIGN_OR_RETURN(double ms, layerMilliseconds(oneNode("MatMul", {n, n}, &w),
-                                                       filledTensor({n, n}, 0.01f),
-                                                       cuda::Precision::kFloat16, true, ordinal));
-    m.peaks.fp16Flops = 2.0 * n * n * n / (ms * 1e-3);
-  }
-  {
-    constexpr int64_t n = 4096;
-    const Tensor w = filledTensor({n, n}, 0.01f);
-    KILN_ASSIGN_OR_RETURN(double ms, layerMilliseconds(oneNode("MatMul", {n, n}, &w),
-                                                       filledTensor({n, n}, 0.01f),
-                                                       cuda::Precision::kFloat32, false, ordinal));
-    m.peaks.fp32Flops = 2.0 * n * n * n / (ms * 1e-3);
-  }
+  KILN_ASSIGN_OR_RETURN(m.peaks.fp16Flops,
+                        gemmFlops(8192, cuda::Precision::kFloat16, true, ordinal));
+  KILN_ASSIGN_OR_RETURN(m.peaks.fp32Flops,
+                        gemmFlops(4096, cuda::Precision::kFloat32, false, ordinal));
   {
     constexpr int64_t elements = int64_t{1} << 28;  // 1 GiB of float32
     KILN_ASSIGN_OR_RETURN(double ms, layerMilliseconds(oneNode("Relu", {elements}, nullptr),
