@@ -62,15 +62,9 @@ void neighbours(const EngineReport& report, const TensorEdges& edges, size_t lay
           for (size_t next : c->second) push(next, true);
     } else {
       for (const ReportTensor& t : l.inputs)
-        if (auto p = edges.producer.find(t.name); p != edges.producer.end())
-          push(p->second, false);
+        if (auto p = edges.producer.find(t.name); p != edges.producer.end()) push(p->second, false);
     }
   }
-}
-
-std::string lower(std::string text) {
-  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return text;
 }
 
 // The type a layer's weights are stored in, in TensorRT's capitals ("FP32"), and their
@@ -82,8 +76,8 @@ std::vector<std::pair<std::string, int64_t>> storedWeights(const ReportLayer& l)
     if (key == "Weights") {
       const auto doc = nlohmann::json::parse(value, nullptr, false);
       if (doc.is_object() && doc.contains("Type") && doc["Type"].is_string())
-        out.push_back({precisionOfFormat(doc["Type"].get<std::string>()),
-                       doc.value("Count", int64_t{0})});
+        out.push_back(
+            {precisionOfFormat(doc["Type"].get<std::string>()), doc.value("Count", int64_t{0})});
     } else if (key.rfind("weights ", 0) == 0) {
       const size_t x = value.find(" x ");
       const std::string type = value.substr(0, x);
@@ -115,31 +109,30 @@ void precisionIslands(const EngineReport& report, std::vector<Finding>* out) {
     compute.insert(downstream.begin(), downstream.end());
     const std::string around = report.layers[*compute.begin()].precision;
     const bool island = around != l.precision &&
-                        std::all_of(compute.begin(), compute.end(), [&](size_t n) {
-                          return report.layers[n].precision == around;
-                        });
+                        std::all_of(compute.begin(), compute.end(),
+                                    [&](size_t n) { return report.layers[n].precision == around; });
     if (!island) continue;
     std::vector<size_t> hit(reformats.begin(), reformats.end());
-    Finding f = finding(report, "precision-island", AdviceSeverity::kWarning,
-                        "'" + l.name + "' computes in " + l.precision + " between " + around +
-                            " layers: " +
-                            counted(reformats.size(), "reformat converts", "reformats convert") +
-                            " its tensors at the boundary",
-                        hit,
-                        report.backend == "tensorrt" || report.origin == "trtexec export"
-                            ? "if it need not stay " + l.precision +
-                                  ": trtexec --layerPrecisions='" + l.name + "':" +
-                                  lower(around) +
-                                  " (TensorRT 10), or the ONNX's Casts moved (TensorRT 11: "
-                                  "kiln export-onnx --constraints F)"
-                            : "if it need not stay " + l.precision +
-                                  " (kiln debug precision MODEL.onnx tells): "
-                                  "--layer-precisions '" + l.name + ":" + lower(around) + "'");
+    Finding f = finding(
+        report, "precision-island", AdviceSeverity::kWarning,
+        "'" + l.name + "' computes in " + l.precision + " between " + around +
+            " layers: " + counted(reformats.size(), "reformat converts", "reformats convert") +
+            " its tensors at the boundary",
+        hit,
+        report.backend == "tensorrt" || report.origin == "trtexec export"
+            ? "if it need not stay " + l.precision + ": trtexec --layerPrecisions='" + l.name +
+                  "':" + asciiLower(around) +
+                  " (TensorRT 10), or the ONNX's Casts moved (TensorRT 11: "
+                  "kiln export-onnx --constraints F)"
+            : "if it need not stay " + l.precision +
+                  " (kiln debug precision MODEL.onnx tells): "
+                  "--layer-precisions '" +
+                  l.name + ":" + asciiLower(around) + "'");
     f.layers.insert(f.layers.begin(), l.name);  // the island first, then its reformats
     if (report.backend != "tensorrt" && report.origin != "trtexec export")
-      for (const std::string& node : l.sourceNodes.empty() ? std::vector<std::string>{l.name}
-                                                            : l.sourceNodes)
-        f.applyLayerPrecisions[node] = lower(around);
+      for (const std::string& node :
+           l.sourceNodes.empty() ? std::vector<std::string>{l.name} : l.sourceNodes)
+        f.applyLayerPrecisions[node] = asciiLower(around);
     out->push_back(std::move(f));
   }
 }
@@ -168,13 +161,14 @@ void weightsWiderThanCompute(const EngineReport& report, std::vector<Finding>* o
     kinds += (kinds.empty() ? "" : ", ") + std::to_string(count) + " " + pair;
   char saved[64];
   std::snprintf(saved, sizeof(saved), "%.2f MiB", static_cast<double>(extraBytes) / (1 << 20));
-  Finding f = finding(report, "weights-wider-than-compute", AdviceSeverity::kInfo,
-                      counted(hits.size(), "layer stores", "layers store") +
-                          " weights in a wider type than it computes in (" + kinds +
-                          "): " + saved + " more in the engine, converted to the compute type when it loads or runs",
-                      hits,
-                      "store the initializers in the compute type: kiln export-onnx MODEL.onnx "
-                      "--from PLAN -o TYPED.onnx, then build TYPED.onnx --strongly-typed");
+  Finding f =
+      finding(report, "weights-wider-than-compute", AdviceSeverity::kInfo,
+              counted(hits.size(), "layer stores", "layers store") +
+                  " weights in a wider type than it computes in (" + kinds + "): " + saved +
+                  " more in the engine, converted to the compute type when it loads or runs",
+              hits,
+              "store the initializers in the compute type: kiln export-onnx MODEL.onnx "
+              "--from PLAN -o TYPED.onnx, then build TYPED.onnx --strongly-typed");
   f.costMs = -1;  // a size, not a time
   out->push_back(std::move(f));
 }

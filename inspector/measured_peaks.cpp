@@ -17,11 +17,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::string lower(std::string text) {
-  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return text;
-}
-
 double number(const json& entry, const char* key) {
   auto it = entry.find(key);
   return it != entry.end() && it->is_number() && it->get<double>() > 0 ? it->get<double>() : 0;
@@ -48,7 +43,8 @@ Result<std::map<std::string, MeasuredPeaks>> loadMeasuredPeaks(const std::string
   text << in.rdbuf();
   const json doc = json::parse(text.str(), nullptr, false);
   if (!doc.is_object() || !doc.contains("devices") || !doc["devices"].is_object())
-    return invalidArgument(path + ": not a measured peaks file (no \"devices\" object); "
+    return invalidArgument(path +
+                           ": not a measured peaks file (no \"devices\" object); "
                            "remove it and run kiln device --calibrate again");
   for (const auto& [name, entry] : doc["devices"].items()) {
     if (!entry.is_object()) return invalidArgument(path + ": device '" + name + "' is no object");
@@ -83,8 +79,7 @@ Status saveMeasuredPeaks(const MeasuredPeaks& measured, const std::string& path)
   const fs::path parent = fs::path(path).parent_path();
   if (!parent.empty()) fs::create_directories(parent, error);
   if (error) return invalidArgument(parent.string() + ": cannot create (" + error.message() + ")");
-  return writeFileAtomically(path, json{{"devices", devices}}.dump(1) + "\n",
-                             "the measured peaks");
+  return writeFileAtomically(path, json{{"devices", devices}}.dump(1) + "\n", "the measured peaks");
 }
 
 std::optional<MeasuredPeaks> measuredPeaksFor(const std::string& deviceName) {
@@ -105,9 +100,9 @@ std::optional<MeasuredPeaks> measuredPeaksFor(const std::string& deviceName) {
     cachedPath = path;
     cachedTime = time;
   }
-  const std::string wanted = lower(deviceName);
+  const std::string wanted = asciiLower(deviceName);
   for (const auto& [name, m] : cached)
-    if (lower(name) == wanted) return m;
+    if (asciiLower(name) == wanted) return m;
   return std::nullopt;
 }
 

@@ -48,11 +48,6 @@ const std::vector<PeakEntry>& peakEntries() {
   return kEntries;
 }
 
-std::string lower(std::string text) {
-  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return text;
-}
-
 // "l4" must be a word of the name ("NVIDIA L4"), not part of "L40S".
 bool namesKey(const std::string& name, const std::string& key) {
   for (size_t at = name.find(key); at != std::string::npos; at = name.find(key, at + 1)) {
@@ -271,11 +266,16 @@ const std::vector<DevicePeaks>& knownDevicePeaks() {
   return kPeaks;
 }
 
+std::string asciiLower(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
 std::optional<DevicePeaks> peaksForDevice(const std::string& deviceName) {
   if (auto measured = measuredPeaksFor(deviceName)) return measured->peaks;
-  const std::string name = lower(deviceName);
+  const std::string name = asciiLower(deviceName);
   for (const PeakEntry& e : peakEntries()) {
-    if (lower(e.peaks.name) == name) return e.peaks;
+    if (asciiLower(e.peaks.name) == name) return e.peaks;
     if (std::all_of(e.keys.begin(), e.keys.end(), [&](const char* k) { return namesKey(name, k); }))
       return e.peaks;
   }

@@ -54,6 +54,8 @@ const std::vector<DevicePeaks>& knownDevicePeaks();
 // else the table's entry whose name a device name ("NVIDIA H100 80GB HBM3", "h200",
 // "NVIDIA GeForce RTX 4090") names; nullopt for an unmeasured CPU or an unknown GPU.
 std::optional<DevicePeaks> peaksForDevice(const std::string& deviceName);
+// `text` with ASCII letters lowered (device names and precisions compare this way).
+std::string asciiLower(std::string text);
 
 struct LayerRoofline {
   double flops = -1;                   // -1: unknown

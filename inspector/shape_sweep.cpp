@@ -74,8 +74,8 @@ std::pair<size_t, double> bestOpt(const std::vector<std::vector<double>>& ms, si
 }  // namespace
 
 std::vector<ProfileProposal> proposeProfiles(const std::vector<int64_t>& points,
-                                             const std::vector<std::vector<double>>& ms,
-                                             int64_t lo, int64_t hi, double tolerance) {
+                                             const std::vector<std::vector<double>>& ms, int64_t lo,
+                                             int64_t hi, double tolerance) {
   std::vector<ProfileProposal> out;
   size_t a = 0;
   while (a < points.size()) {
@@ -126,12 +126,12 @@ std::string formatShapeSweep(const std::vector<int64_t>& points,
   }
   std::snprintf(cell, sizeof cell, "%.0f%%", tolerance * 100);
   text += std::to_string(proposals.size()) +
-          (proposals.size() == 1 ? " profile keeps" : " profiles keep") +
-          " every point within " + cell + " of its own opt:\n";
+          (proposals.size() == 1 ? " profile keeps" : " profiles keep") + " every point within " +
+          cell + " of its own opt:\n";
   for (const ProfileProposal& p : proposals) {
     std::snprintf(cell, sizeof cell, "%.2fx", p.worstSlowdown);
-    text += "  " + std::to_string(p.min) + ".." + std::to_string(p.max) +
-            ", opt " + std::to_string(p.opt) + " (worst " +
+    text += "  " + std::to_string(p.min) + ".." + std::to_string(p.max) + ", opt " +
+            std::to_string(p.opt) + " (worst " +
             (std::isfinite(p.worstSlowdown) ? std::string(cell) : std::string("unmeasured")) +
             ")\n";
   }

@@ -55,8 +55,7 @@ json deviceJson(const std::string& kind, const std::string& name) {
 std::string deviceLine(const json& d) {
   char line[512];
   std::snprintf(line, sizeof line, "%-5s %s\n      peaks: %s", d["kind"].get<std::string>().c_str(),
-                d["name"].get<std::string>().c_str(),
-                d["peaks_from"].get<std::string>().c_str());
+                d["name"].get<std::string>().c_str(), d["peaks_from"].get<std::string>().c_str());
   std::string text = line;
   for (const char* key : {"fp32_tflops", "fp16_tflops", "int8_tops", "dram_gb_per_s"}) {
     if (!d.contains(key)) continue;
@@ -104,9 +103,9 @@ int runDevice(const std::vector<std::string>& argv) {
   const cuda::DeviceInfo gpu = cuda::probeCudaDevice();
   if (gpu.available) devices.push_back(deviceJson("cuda", gpu.name));
   if (args.flag("json")) {
-    std::printf("%s\n", json{{"devices", devices}, {"peaks_file", inspector::measuredPeaksPath()}}
-                            .dump(1)
-                            .c_str());
+    std::printf(
+        "%s\n",
+        json{{"devices", devices}, {"peaks_file", inspector::measuredPeaksPath()}}.dump(1).c_str());
     return 0;
   }
   for (const json& d : devices) std::printf("%s", deviceLine(d).c_str());

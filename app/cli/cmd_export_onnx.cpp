@@ -91,23 +91,22 @@ int exportQdq(const Args& args) {
   if (Status s = writeFileAtomically(output, exported->bytes, "the ONNX export"); !s.isOk())
     return fail("export-onnx", s.message());
   if (args.flag("json")) {
-    const nlohmann::json summary = {{"output", output},
-                                    {"source", "calibration cache '" + cache + "'"},
-                                    {"activation_pairs", exported->activationPairs},
-                                    {"format", fp8 ? "fp8e4m3" : "int8"},
-                                    {fp8 ? "fp8_weight_layers" : "int8_weight_layers",
-                                     exported->weightDequantizers},
-                                    {"float_layers", exported->floatLayers}};
+    const nlohmann::json summary = {
+        {"output", output},
+        {"source", "calibration cache '" + cache + "'"},
+        {"activation_pairs", exported->activationPairs},
+        {"format", fp8 ? "fp8e4m3" : "int8"},
+        {fp8 ? "fp8_weight_layers" : "int8_weight_layers", exported->weightDequantizers},
+        {"float_layers", exported->floatLayers}};
     std::printf("%s\n",
                 summary.dump(1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
-  std::string text = std::string(fp8 ? "FP8 E4M3" : "INT8") +
-                     " Q/DQ export of calibration cache '" + cache +
-                     "': " + std::to_string(exported->weightDequantizers) +
-                     (fp8 ? " GEMMs with per-tensor fp8 weights, "
-                          : " layers with per-channel int8 weights, ") +
-                     std::to_string(exported->activationPairs) + " activation Q/DQ pairs\n";
+  std::string text =
+      std::string(fp8 ? "FP8 E4M3" : "INT8") + " Q/DQ export of calibration cache '" + cache +
+      "': " + std::to_string(exported->weightDequantizers) +
+      (fp8 ? " GEMMs with per-tensor fp8 weights, " : " layers with per-channel int8 weights, ") +
+      std::to_string(exported->activationPairs) + " activation Q/DQ pairs\n";
   for (const std::string& f : exported->floatLayers) text += "left float: " + f + "\n";
   text += "written: " + output + "\nTensorRT 11: trtexec --onnx=" + output + " --stronglyTyped\n";
   printReportText(text);

@@ -369,13 +369,13 @@ int runSweep(const Args& args) {
 }  // namespace
 
 int runSweep(const std::vector<std::string>& argv) {
-  Args args({"vary",       "max-error",     "backend",    "min-shapes",  "opt-shapes",
-             "max-shapes", "accuracy-data", "preprocess", "load-inputs", "shapes",
-             "seed",       "calib-cache",   "calib-data", "iterations",  "dir",
-             "log",        "jobs",          "task",       "task-delay",  "partition",
-             "gres",       "time",          "array-max",  "poll",        "max-wait",
-             "shape-sweep", "tolerance",    "precision"},
-            {"continue", "retry-failed", "slurm", "json"});
+  Args args(
+      {"vary",          "max-error",   "backend",     "min-shapes", "opt-shapes", "max-shapes",
+       "accuracy-data", "preprocess",  "load-inputs", "shapes",     "seed",       "calib-cache",
+       "calib-data",    "iterations",  "dir",         "log",        "jobs",       "task",
+       "task-delay",    "partition",   "gres",        "time",       "array-max",  "poll",
+       "max-wait",      "shape-sweep", "tolerance",   "precision"},
+      {"continue", "retry-failed", "slurm", "json"});
   Status parsed = args.parse(argv);
   if (!parsed.isOk()) return fail("sweep", parsed.message(), 2);
   if (args.has("task")) {

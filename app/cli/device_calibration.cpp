@@ -101,9 +101,9 @@ Result<double> layerMilliseconds(const std::shared_ptr<Network>& net, const Tens
 // FLOP/s of an n^3 MatMul (x times a constant weight) on the CUDA engine.
 Result<double> gemmFlops(int64_t n, cuda::Precision precision, bool tf32, int ordinal) {
   const Tensor w = filledTensor({n, n}, 0.01f);
-  KILN_ASSIGN_OR_RETURN(double ms, layerMilliseconds(oneNode("MatMul", {n, n}, &w),
-                                                     filledTensor({n, n}, 0.01f), precision,
-                                                     tf32, ordinal));
+  KILN_ASSIGN_OR_RETURN(
+      double ms, layerMilliseconds(oneNode("MatMul", {n, n}, &w), filledTensor({n, n}, 0.01f),
+                                   precision, tf32, ordinal));
   return 2.0 * static_cast<double>(n) * n * n / (ms * 1e-3);
 }
 
@@ -117,8 +117,8 @@ inspector::MeasuredPeaks calibrateHostCpu(const std::string& name) {
     b[i] = static_cast<float>(i % 13) * 0.02f - 0.12f;
   }
   const double gemm = bestSeconds(5, [&] {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n,
-                b.data(), n, 0.0f, c.data(), n);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n,
+                0.0f, c.data(), n);
   });
   constexpr size_t kBytes = size_t{256} << 20;
   std::vector<char> from(kBytes, 1), to(kBytes, 0);
@@ -149,8 +149,9 @@ Result<inspector::MeasuredPeaks> calibrateCudaDevice(int ordinal) {
     m.peaks.dramBytesPerSecond = 2.0 * elements * 4 / (ms * 1e-3);
   }
   m.date = today();
-  m.method = "Kiln's CUDA engine: MatMul 8192^3 FP16, 4096^3 FP32 (no TF32), Relu over 1 GiB; "
-             "median layer time of 10 profiled runs";
+  m.method =
+      "Kiln's CUDA engine: MatMul 8192^3 FP16, 4096^3 FP32 (no TF32), Relu over 1 GiB; "
+      "median layer time of 10 profiled runs";
   return m;
 }
 

@@ -30,7 +30,8 @@ class SweptShapes {
     const ValueInfo* swept = nullptr;
     for (const ValueInfo& in : network.graph.inputs)
       if (in.name == spec.input) swept = &in;
-    if (!swept) return invalidArgument("--shape-sweep: the model has no input '" + spec.input + "'");
+    if (!swept)
+      return invalidArgument("--shape-sweep: the model has no input '" + spec.input + "'");
     for (const DimExpr& d : swept->shape)
       if (d.isSymbol()) {
         out.m_symbol = d.symbolName();
@@ -88,9 +89,8 @@ class SweptShapes {
 // The median of `kiln run --json`'s latency; -1 (after one line) when the run failed.
 double timedRun(const std::string& kiln, const std::string& plan, const std::string& shapes,
                 const std::string& iterations) {
-  auto run = sweep::capture({kiln, "run", plan, "--shapes", shapes, "--iterations", iterations,
-                             "--json"},
-                            600);
+  auto run = sweep::capture(
+      {kiln, "run", plan, "--shapes", shapes, "--iterations", iterations, "--json"}, 600);
   if (run.isOk() && run->exitCode == 0) {
     const json doc = json::parse(run->out, nullptr, false);
     if (doc.is_object() && doc.contains("latency_ms") && doc["latency_ms"].is_object())
@@ -133,23 +133,28 @@ int runShapeSweep(const Args& args) {
   std::vector<std::vector<double>> ms(points.size(), std::vector<double>(points.size(), -1));
   for (size_t i = 0; i < points.size(); ++i) {
     const std::string plan = dir + "/opt_" + std::to_string(points[i]) + ".kiln";
-    std::vector<std::string> build = {kiln,          "build",
-                                      model,         "-o",
-                                      plan,          "--backend",
+    std::vector<std::string> build = {kiln,
+                                      "build",
+                                      model,
+                                      "-o",
+                                      plan,
+                                      "--backend",
                                       args.value("backend", kDefaultBuildBackend),
-                                      "--min-shapes", shapes->at(spec->lo),
-                                      "--opt-shapes", shapes->at(points[i]),
-                                      "--max-shapes", shapes->at(spec->hi),
+                                      "--min-shapes",
+                                      shapes->at(spec->lo),
+                                      "--opt-shapes",
+                                      shapes->at(points[i]),
+                                      "--max-shapes",
+                                      shapes->at(spec->hi),
                                       "--quiet"};
     const std::string precision = args.value("precision", "fp32");
     if (precision == "fp16" || precision == "bf16") build.push_back("--" + precision);
     auto built = sweep::capture(build, 1800);
     if (sweep::interrupted()) return 130;
     if (!built.isOk() || built->exitCode != 0) {
-      std::fprintf(stderr, "kiln sweep: build with opt %lld failed: %s\n",
-                   static_cast<long long>(points[i]),
-                   built.isOk() ? sweep::lastLine(built->err).c_str()
-                                : built.status().message().c_str());
+      std::fprintf(
+          stderr, "kiln sweep: build with opt %lld failed: %s\n", static_cast<long long>(points[i]),
+          built.isOk() ? sweep::lastLine(built->err).c_str() : built.status().message().c_str());
       continue;
     }
     for (size_t j = 0; j < points.size(); ++j) {
@@ -162,11 +167,10 @@ int runShapeSweep(const Args& args) {
   bool anyTimed = false;
   for (size_t i = 0; i < points.size(); ++i) anyTimed = anyTimed || ms[i][i] > 0;
   if (!anyTimed) return fail("sweep", "no plan of the shape sweep built and ran (see above)");
-  const auto proposals =
-      kiln::sweep::proposeProfiles(points, ms, spec->lo, spec->hi, tolerance);
-  json doc = {{"model", model},   {"input", spec->input}, {"symbol", shapes->symbol()},
-              {"points", points}, {"ms", ms},             {"tolerance", tolerance},
-              {"profiles", json::array()}};
+  const auto proposals = kiln::sweep::proposeProfiles(points, ms, spec->lo, spec->hi, tolerance);
+  json doc = {
+      {"model", model}, {"input", spec->input},   {"symbol", shapes->symbol()}, {"points", points},
+      {"ms", ms},       {"tolerance", tolerance}, {"profiles", json::array()}};
   std::string options;
   for (const auto& p : proposals) {
     doc["profiles"].push_back({{"min", shapes->at(p.min)},

@@ -140,18 +140,18 @@ void convertPairsToFp8(Graph& g, QdqExportResult* result) {
     if (!passes::isQuantize(q)) continue;
     std::vector<size_t> dqs;
     for (size_t i = 0; i < g.nodes.size(); ++i)
-      if (passes::isDequantize(g.nodes[i]) && g.nodes[i].inputs[0] == q.outputs[0]) dqs.push_back(i);
+      if (passes::isDequantize(g.nodes[i]) && g.nodes[i].inputs[0] == q.outputs[0])
+        dqs.push_back(i);
     std::vector<Node*> readers;
     for (size_t d : dqs)
       for (Node& node : g.nodes)
         if (std::find(node.inputs.begin(), node.inputs.end(), g.nodes[d].outputs[0]) !=
             node.inputs.end())
           readers.push_back(&node);
-    const bool gemmsOnly =
-        !dqs.empty() && !readers.empty() &&
-        std::all_of(readers.begin(), readers.end(), [&](const Node* n) {
-          return isGemmWithConstantWeights(g, *n) && !passes::isDequantize(*n);
-        });
+    const bool gemmsOnly = !dqs.empty() && !readers.empty() &&
+                           std::all_of(readers.begin(), readers.end(), [&](const Node* n) {
+                             return isGemmWithConstantWeights(g, *n) && !passes::isDequantize(*n);
+                           });
     if (gemmsOnly) {
       const float int8Scale = g.initializers.at(q.inputs[1]).data<float>()[0];
       const std::string scale = passes::addInitializer(
@@ -254,12 +254,12 @@ Result<QdqExportResult> exportQdqOnnx(const std::string& modelPath, const Calibr
   for (const auto& [name, why] : decisions.fallbacks)
     result.floatLayers.push_back(name + ": " + why);
   KILN_ASSIGN_OR_RETURN(std::string bytes, exportOnnxBytes(network));
-  const std::string summary = std::string(fp8 ? "fp8 e4m3 Q/DQ: " : "int8 Q/DQ: ") +
-                              std::to_string(result.weightDequantizers) +
-                              (fp8 ? " GEMMs with per-tensor fp8 weights, "
-                                   : " layers with per-channel int8 weights, ") +
-                              std::to_string(result.activationPairs) + " activation pairs, " +
-                              std::to_string(result.floatLayers.size()) + " layers left float";
+  const std::string summary =
+      std::string(fp8 ? "fp8 e4m3 Q/DQ: " : "int8 Q/DQ: ") +
+      std::to_string(result.weightDequantizers) +
+      (fp8 ? " GEMMs with per-tensor fp8 weights, " : " layers with per-channel int8 weights, ") +
+      std::to_string(result.activationPairs) + " activation pairs, " +
+      std::to_string(result.floatLayers.size()) + " layers left float";
   KILN_ASSIGN_OR_RETURN(result.bytes,
                         withMetadata(bytes, "calibration cache '" + cacheName + "'", summary));
   return result;

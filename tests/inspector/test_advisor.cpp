@@ -152,18 +152,20 @@ TEST(Advisor, PrecisionIslandCostsItsReformats) {
 TEST(Advisor, WeightsWiderThanTheLayerComputesIn) {
   EngineReport r;
   const std::string h = "Row major linear FP16";
-  r.layers.push_back(layer("trt_conv", "Convolution", "FP16", tensor("x", {1, 8, 8, 8}, h),
-                           tensor("a", {1, 8, 8, 8}, h)));
-  r.layers.back().parameters["Weights"] = R"({"Count":1048576,"Type":"Float"})";
-  r.layers.push_back(layer("kiln_gemm", "MatMul", "FP16", tensor("a", {1, 8, 8, 8}, h),
-                           tensor("b", {1, 8, 8, 8}, h)));
-  r.layers.back().parameters["weights w"] = "float32 x 524288";
-  r.layers.push_back(layer("int8_conv", "Convolution", "INT8", tensor("b", {1, 8, 8, 8}, h),
-                           tensor("c", {1, 8, 8, 8}, h)));
-  r.layers.back().parameters["Weights"] = R"({"Count":4096,"Type":"Int8"})";
-  r.layers.push_back(layer("fp32_gemm", "MatMul", "FP32", tensor("c", {1, 8, 8, 8}, h),
-                           tensor("d", {1, 8, 8, 8}, h)));
-  r.layers.back().parameters["weights v"] = "float32 x 4096";
+  struct Row {
+    const char *name, *type, *precision, *in, *out, *key, *value;
+  };
+  const Row rows[] = {
+      {"trt_conv", "Convolution", "FP16", "x", "a", "Weights",
+       R"({"Count":1048576,"Type":"Float"})"},
+      {"kiln_gemm", "MatMul", "FP16", "a", "b", "weights w", "float32 x 524288"},
+      {"int8_conv", "Convolution", "INT8", "b", "c", "Weights", R"({"Count":4096,"Type":"Int8"})"},
+      {"fp32_gemm", "MatMul", "FP32", "c", "d", "weights v", "float32 x 4096"}};
+  for (const Row& row : rows) {
+    r.layers.push_back(layer(row.name, row.type, row.precision, tensor(row.in, {1, 8, 8, 8}, h),
+                             tensor(row.out, {1, 8, 8, 8}, h)));
+    r.layers.back().parameters[row.key] = row.value;
+  }
   const std::vector<Finding> findings = adviseEngine(r);
   const Finding* wide = findRule(findings, "weights-wider-than-compute", AdviceSeverity::kInfo);
   ASSERT_NE(wide, nullptr);

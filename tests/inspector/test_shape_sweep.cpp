@@ -31,10 +31,8 @@ TEST(ShapeSweep, PointsArePowersOfTwoBetweenTheEnds) {
 // ms[i][j]: the plan built with opt = points[i], run at points[j].
 TEST(ShapeSweep, OneProfileWhenOneOptServesEveryPoint) {
   const std::vector<int64_t> points = {1, 2, 4, 8};
-  const std::vector<std::vector<double>> ms = {{1.0, 2.2, 4.6, 9.5},
-                                               {1.05, 2.0, 4.3, 8.9},
-                                               {1.04, 2.05, 4.0, 8.3},
-                                               {1.3, 2.4, 4.2, 8.0}};
+  const std::vector<std::vector<double>> ms = {
+      {1.0, 2.2, 4.6, 9.5}, {1.05, 2.0, 4.3, 8.9}, {1.04, 2.05, 4.0, 8.3}, {1.3, 2.4, 4.2, 8.0}};
   const auto p = proposeProfiles(points, ms, 1, 8, 0.10);
   ASSERT_EQ(p.size(), 1u);
   EXPECT_EQ(p[0].min, 1);
