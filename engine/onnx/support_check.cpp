@@ -15,7 +15,8 @@ void visitGraph(const onnx::GraphProto& graph, const std::map<std::string, int>&
     const std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
     auto it = opsets.find(domain);
     const int opset = it == opsets.end() ? 0 : it->second;
-    const std::string name = node.name().empty() ? node.op_type() + "_" + std::to_string(i) : node.name();
+    const std::string name =
+        node.name().empty() ? node.op_type() + "_" + std::to_string(i) : node.name();
     if (it == opsets.end()) {
       out->push_back(unsupported("node '" + name + "' (#" + std::to_string(i) + ", " +
                                  node.op_type() + ")" + path + " domain '" + domain +
