@@ -79,16 +79,21 @@ void compareWithUnfused(const Network& unfused, const Network& fused, const Feed
 }
 
 // `original` through the level-1 pipeline; the number of FusedAttention nodes in
-// qkv_layout `layout` ("" any).
+// qkv_layout `layout` ("" any). Each is pinned to Kiln's kernel (path kiln): these
+// shapes test that kernel, which cuDNN's graph might otherwise outrun
+// (test_cuda_attention_cudnn.cpp tests the race).
 Network fusedCopy(const Network& original, const std::string& layout, int* count) {
   Network fused = original;
   std::vector<PassApplication> applied;
   const Status s = runPasses(fused, 1, {}, &applied);
   EXPECT_TRUE(s.isOk()) << s.toString();
   *count = 0;
-  for (const Node& n : fused.graph.nodes)
-    *count += n.opType == "FusedAttention" &&
-              (layout.empty() || n.attrString("qkv_layout", "") == layout);
+  for (Node& n : fused.graph.nodes) {
+    if (n.opType != "FusedAttention") continue;
+    *count += layout.empty() || n.attrString("qkv_layout", "") == layout;
+    n.attributes["path"].kind = Attribute::Kind::kString;
+    n.attributes["path"].s = "kiln";
+  }
   return fused;
 }
 

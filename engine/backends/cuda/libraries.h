@@ -7,6 +7,8 @@
 #include <cudnn.h>
 #include <cuda_runtime_api.h>
 
+#include <string>
+
 #include "kiln/status.h"
 
 namespace kiln::cuda {
@@ -29,7 +31,12 @@ class Libraries {
 };
 
 Status cublasStatus(cublasStatus_t status, const char* what);
+// A failed cuDNN call as a Status: `what`, the status name and cuDNN's own last
+// message for this thread (cudnnGetLastErrorString), which names the attribute or
+// the graph pattern it refused.
 Status cudnnStatus(cudnnStatus_t status, const char* what);
+// cuDNN's last error message on this thread ("" when it has none).
+std::string cudnnLastError();
 
 }  // namespace kiln::cuda
 

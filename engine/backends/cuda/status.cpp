@@ -22,8 +22,17 @@ Status cublasStatus(cublasStatus_t status, const char* what) {
   return Status(StatusCode::kInternal, message);
 }
 
+std::string cudnnLastError() {
+  char message[1024] = {};
+  cudnnGetLastErrorString(message, sizeof(message));
+  message[sizeof(message) - 1] = '\0';
+  return message;
+}
+
 Status cudnnStatus(cudnnStatus_t status, const char* what) {
   std::string message = std::string(what) + ": " + cudnnGetErrorString(status);
+  if (const std::string detail = cudnnLastError(); !detail.empty())
+    message += " (cuDNN: " + detail + ")";
   if (status == CUDNN_STATUS_NOT_SUPPORTED || status == CUDNN_STATUS_NOT_SUPPORTED_SHAPE) {
     return Status(StatusCode::kUnsupported, message);
   }

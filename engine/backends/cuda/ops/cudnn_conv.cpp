@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/ops/cudnn_graph_ops.h"
 
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 
@@ -36,25 +37,10 @@ cudnnDataType_t cudnnTypeOf(DataType type) {
 Status makeCudnnTensor(CudnnDescriptor* desc, cudnnDataType_t type,
                        const std::vector<int64_t>& dims, int64_t uid, bool isVirtual,
                        bool channelsLast) {
-  std::vector<int64_t> strides(dims.size(), 1);
-  for (int i = static_cast<int>(dims.size()) - 2; i >= 0; --i)
-    strides[i] = strides[i + 1] * dims[i + 1];
-  if (channelsLast && dims.size() == 4) {  // [N, C, H, W] stored [N, H, W, C]
-    strides = {dims[1] * dims[2] * dims[3], 1, dims[3] * dims[1], dims[1]};
-  }
-  KILN_RETURN_IF_ERROR(desc->create(CUDNN_BACKEND_TENSOR_DESCRIPTOR));
-  int64_t alignment = 16;
-  KILN_CUDNN_SET(desc->get(), CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type);
-  KILN_CUDNN_SET(desc->get(), CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, dims.size(),
-                 dims.data());
-  KILN_CUDNN_SET(desc->get(), CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, strides.size(),
-                 strides.data());
-  KILN_CUDNN_SET(desc->get(), CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
-  KILN_CUDNN_SET(desc->get(), CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &alignment);
-  if (isVirtual)
-    KILN_CUDNN_SET(desc->get(), CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &isVirtual);
-  KILN_CUDNN_CHECK(cudnnBackendFinalize(desc->get()));
-  return Status::ok();
+  CudnnTensorSpec spec{type, dims, rowMajorStrides(dims), uid, isVirtual};
+  if (channelsLast && dims.size() == 4)  // [N, C, H, W] stored [N, H, W, C]
+    spec.strides = {dims[1] * dims[2] * dims[3], 1, dims[3] * dims[1], dims[1]};
+  return makeCudnnStridedTensor(desc, spec);
 }
 
 ConvAttributes readConvAttributes(const Node& node, size_t spatial, const Shape& w) {
@@ -378,6 +364,12 @@ Status heuristicPlans(cudnnHandle_t handle, cudnnBackendDescriptor_t graph,
     if (mode == CUDNN_HEUR_MODE_FALLBACK && !filter.fallbackList) break;
     std::vector<CudnnDescriptor> configs;
     KILN_RETURN_IF_ERROR(heuristicConfigs(graph, mode, &configs));
+    if (configs.empty()) {
+      const std::string detail = cudnnLastError();
+      rejected->push_back(
+          std::string(mode == CUDNN_HEUR_MODE_A ? "heuristics A" : "fallback list") +
+          ": no engine for the graph" + (detail.empty() ? "" : " (cuDNN: " + detail + ")"));
+    }
     int runtimeCompiled = 0;
     for (size_t i = 0; i < configs.size() && static_cast<int>(plans->size()) < filter.wanted; ++i) {
       const std::string engine = "engine " + std::to_string(engineIndex(configs[i].get()));
@@ -394,7 +386,9 @@ Status heuristicPlans(cudnnHandle_t handle, cudnnBackendDescriptor_t graph,
       }
       std::unique_ptr<CudnnPlan> plan = finalizePlan(handle, configs[i].get());
       if (!plan) {
-        rejected->push_back(engine + ": did not finalize");
+        const std::string detail = cudnnLastError();
+        rejected->push_back(engine + ": did not finalize" +
+                            (detail.empty() ? "" : " (cuDNN: " + detail + ")"));
         continue;
       }
       if (plan->workspace > filter.workspaceLimit) {

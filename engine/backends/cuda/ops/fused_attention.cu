@@ -23,6 +23,9 @@
 // (BERT's [B, 1, 1, S], transformers 5's [B, 1, S, S], a full one), read through its
 // broadcast strides, additive, in Q's storage type; -inf entries are exact. A row whose
 // every logit is -inf gives NaN, as the unfused Softmax does.
+// This kernel is one candidate of the layer: cuDNN's fused attention graph is the other
+// where it applies (fused_attention_race.h times both at the first run and keeps the
+// faster; the node attribute `path` pins one).
 //
 // Floor for BERT-base, batch 128, seq 128, 12 heads of 64, 12 layers (per layer:
 // Q, K, V, Y of 128 x 128 x 768 and the [128, 1, 128, 128] mask read once from DRAM):
@@ -41,6 +44,7 @@
 
 #include "backends/cuda/ops/async_copy.cuh"
 #include "backends/cuda/ops/fused_attention_limits.h"
+#include "backends/cuda/ops/fused_attention_race.h"
 #include "backends/cuda/ops/mma_f16.cuh"
 #include "backends/cuda/row_kernels.cuh"
 #include "ir/fused_attention.h"
@@ -547,13 +551,23 @@ Status fusedAttentionKernel(GpuKernelContext& ctx) {
   const dim3 grid(static_cast<unsigned>((g.seqQ + kRows - 1) / kRows),
                   static_cast<unsigned>(g.heads), static_cast<unsigned>(g.batch));
   const int dPad = paddedHeadSize(g.headDim), dvPad = paddedHeadSize(g.valueDim);
-  ctx.setImplementation(std::string("kiln flash attention, ") +
-                        (q.type == DataType::kFloat32 ? "fp32 SIMT, key tiles of 32"
-                                                      : "mma.sync m16n8k16, key tiles of 64") +
-                        ", head size padded to " + std::to_string(dPad) +
-                        (dvPad != dPad ? ", value size to " + std::to_string(dvPad) : "") +
-                        (q.type != DataType::kFloat32 && vectorizable(a) ? ", 16-byte loads" : ""));
-  return launchAttention(ctx, a, grid, q.type);
+  const std::string kilnText =
+      std::string("kiln flash attention, ") +
+      (q.type == DataType::kFloat32 ? "fp32 SIMT, key tiles of 32"
+                                    : "mma.sync m16n8k16, key tiles of 64") +
+      ", head size padded to " + std::to_string(dPad) +
+      (dvPad != dPad ? ", value size to " + std::to_string(dvPad) : "") +
+      (q.type != DataType::kFloat32 && vectorizable(a) ? ", 16-byte loads" : "");
+  AttentionOperands operands;
+  operands.type = q.type;
+  operands.geometry = g;
+  operands.q = a.q;
+  operands.k = a.k;
+  operands.v = a.v;
+  operands.mask = a.mask;
+  operands.y = a.y;
+  return runFusedAttention(ctx, operands, kilnText,
+                           [&] { return launchAttention(ctx, a, grid, q.type); });
 }
 
 // "" for one float storage type across Q, K, V and the mask.

@@ -1,0 +1,196 @@
+#include "backends/cuda/ops/fused_attention_race.h"
+
+#include <memory>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include "backends/cuda/libraries.h"
+#include "backends/cuda/ops/cudnn_attention.h"
+#include "backends/cuda/ops/cudnn_plan_cache.h"
+
+namespace kiln::cuda {
+namespace {
+
+// The race's outcome as a plan record keeps it (a token: no spaces).
+constexpr const char* kKilnWinner = "kiln";
+constexpr const char* kCudnnWinner = "cudnn";
+
+struct AttentionRaceState {
+  std::string graphText;            // the operands the choice was made for
+  std::shared_ptr<CudnnPlan> plan;  // set: cuDNN's graph runs the layer
+  std::string implementation;
+};
+
+// One choice being made: the layer, its operands and its candidates.
+struct Race {
+  GpuKernelContext& ctx;
+  cudnnHandle_t handle;
+  const AttentionOperands& operands;
+  const std::string& kilnDescription;
+  const std::function<Status()>& runKiln;
+  std::string path;  // "auto" or "cudnn"
+};
+
+std::string cudnnDescription(const CudnnPlan& plan) {
+  return "cudnn fused attention " + plan.description.substr(6);  // "engine N[ rtc]"
+}
+
+std::string origin(const CudnnPlanRecord& record) {
+  return record.fromPlanFile ? "from the plan file" : "chosen earlier";
+}
+
+// The graph's execution plans: the recorded engine built again, else the heuristics'
+// candidates; none (and `why`) when cuDNN refuses the graph.
+void cudnnPlans(const Race& r, cudnnBackendDescriptor_t graph, const CudnnPlanRecord* record,
+                std::vector<std::unique_ptr<CudnnPlan>>* plans, std::string* why) {
+  if (record) {
+    Result<std::unique_ptr<CudnnPlan>> plan = planFromRecord(r.handle, graph, *record);
+    if (plan.isOk()) {
+      plans->push_back(std::move(plan.value()));
+      return;
+    }
+  }
+  std::vector<std::string> rejected;
+  const Status found =
+      heuristicPlans(r.handle, graph, cudnnAttentionPlanFilter(r.ctx), plans, &rejected);
+  if (!found.isOk()) {
+    *why = found.message();
+  } else if (plans->empty()) {
+    for (const std::string& reason : rejected) *why += (why->empty() ? "" : "; ") + reason;
+    if (why->empty()) *why = "no engine for the graph";
+  }
+}
+
+// Times `plans` (each failing one is not a candidate); the fastest, or nullptr. A single
+// plan on path cudnn is taken untimed.
+std::shared_ptr<CudnnPlan> fastestPlan(const Race& r,
+                                       std::vector<std::unique_ptr<CudnnPlan>>* plans,
+                                       float* bestMs, std::ostringstream* timings) {
+  if (r.path == "cudnn" && plans->size() == 1) return std::move(plans->front());
+  std::shared_ptr<CudnnPlan> best;
+  for (std::unique_ptr<CudnnPlan>& plan : *plans) {
+    Result<float> ms = timeOnStream(
+        r.ctx.stream(), [&] { return runCudnnAttention(r.ctx, r.handle, *plan, r.operands); });
+    *timings << (timings->tellp() > 0 ? ", " : "") << "cudnn " << plan->description.substr(6);
+    if (!ms.isOk()) {
+      *timings << " failed: " << ms.status().message();
+      continue;
+    }
+    *timings << "=" << ms.value() << "ms";
+    if (ms.value() < *bestMs) {
+      *bestMs = ms.value();
+      best = std::move(plan);
+    }
+  }
+  return best;
+}
+
+// Kiln's kernel against cuDNN's plans; the outcome in `state` and the plan cache.
+Status timeCandidates(const Race& r, const std::string& key,
+                      std::vector<std::unique_ptr<CudnnPlan>> plans, AttentionRaceState* state) {
+  std::ostringstream timings;
+  float kilnMs = 1e30f, cudnnMs = 1e30f;
+  if (r.path == "auto") {
+    KILN_ASSIGN_OR_RETURN(kilnMs, timeOnStream(r.ctx.stream(), r.runKiln));
+    timings << "kiln=" << kilnMs << "ms";
+  }
+  std::shared_ptr<CudnnPlan> cudnn = fastestPlan(r, &plans, &cudnnMs, &timings);
+  if (!cudnn) {
+    if (r.path == "cudnn")
+      return r.ctx.unsupported("no cuDNN fused attention plan ran: " + timings.str());
+    state->implementation = r.kilnDescription + "; timed {" + timings.str() + "}";
+    return Status::ok();
+  }
+  CudnnPlanRecord record;
+  record.choice = cudnn->choice;
+  record.json = cudnn->choice.runtimeCompiled ? serializeCudnnPlan(*cudnn) : "";
+  record.timings = timings.str();
+  rememberCudnnPlanRecord(key, record, r.ctx.node().displayName());
+  const bool cudnnWins = r.path == "cudnn" || cudnnMs < kilnMs;
+  if (r.path == "auto")
+    rememberRaceWinner(key, cudnnWins ? kCudnnWinner : kKilnWinner, timings.str());
+  state->plan = cudnnWins ? cudnn : nullptr;
+  state->implementation = (cudnnWins ? cudnnDescription(*cudnn) : r.kilnDescription) +
+                          (r.path == "cudnn" ? " (path cudnn)" : "") +
+                          (timings.tellp() > 0 ? "; timed {" + timings.str() + "}" : "");
+  return Status::ok();
+}
+
+// Chooses the layer's implementation for `state->graphText`: an earlier race of the same
+// graph (this process's or the plan file's) is taken as it is, else the candidates are
+// timed.
+Status choose(const Race& r, AttentionRaceState* state) {
+  KILN_ASSIGN_OR_RETURN(const std::string key, cudnnPlanKey(state->graphText));
+  const std::string layer = r.ctx.node().displayName();
+  CudnnPlanRecord record;
+  const bool recorded = findCudnnPlanRecord(key, &record);
+  const bool adopt = recorded && r.path == "auto";
+  if (adopt && record.raceWinner == kKilnWinner) {  // cuDNN's plan is not needed
+    rememberCudnnPlanRecord(key, record, layer);
+    state->implementation =
+        r.kilnDescription + "; " + origin(record) + " (timed then {" + record.raceTimings + "})";
+    return Status::ok();
+  }
+  CudnnDescriptor graph;
+  std::vector<std::unique_ptr<CudnnPlan>> plans;
+  std::string why;
+  if (Status built = buildCudnnAttentionGraph(r.handle, r.operands, &graph); !built.isOk())
+    why = "cuDNN refuses the graph: " + built.message();
+  else
+    cudnnPlans(r, graph.get(), recorded ? &record : nullptr, &plans, &why);
+  if (plans.empty()) {
+    if (r.path == "cudnn") return r.ctx.unsupported("cuDNN's fused attention: " + why);
+    state->implementation = r.kilnDescription + "; cudnn attention: not a candidate (" + why + ")";
+    return Status::ok();
+  }
+  if (adopt && record.raceWinner == kCudnnWinner) {
+    rememberCudnnPlanRecord(key, record, layer);
+    state->plan = std::move(plans.front());
+    state->implementation = cudnnDescription(*state->plan) + "; " + origin(record) +
+                            " (timed then {" + record.raceTimings + "})";
+    return Status::ok();
+  }
+  return timeCandidates(r, key, std::move(plans), state);
+}
+
+}  // namespace
+
+Status runFusedAttention(GpuKernelContext& ctx, const AttentionOperands& operands,
+                         const std::string& kilnDescription,
+                         const std::function<Status()>& runKiln) {
+  const std::string path = ctx.node().attrString("path", "auto");
+  if (path != "auto" && path != "kiln" && path != "cudnn")
+    return ctx.error("unknown path '" + path + "' (auto, kiln, cudnn)");
+  if (path == "kiln") {
+    ctx.setImplementation(kilnDescription + " (path kiln)");
+    return runKiln();
+  }
+  // Checked at every run: the pointers' alignment is the run's.
+  const std::string whyNot = cudnnAttentionUnsupported(operands);
+  if (!whyNot.empty()) {
+    if (path == "cudnn")
+      return ctx.unsupported("cuDNN's fused attention does not apply: " + whyNot);
+    ctx.setImplementation(kilnDescription + "; cudnn attention: not a candidate (" + whyNot + ")");
+    return runKiln();
+  }
+  std::shared_ptr<void>& slot = ctx.layerState();
+  auto state = std::static_pointer_cast<AttentionRaceState>(slot);
+  const std::string graphText = cudnnAttentionGraphText(operands);
+  if (state && state->graphText == graphText && !state->plan) {
+    ctx.setImplementation(state->implementation);
+    return runKiln();
+  }
+  KILN_ASSIGN_OR_RETURN(cudnnHandle_t handle, ctx.libraries().cudnn(ctx.stream()));
+  if (!state || state->graphText != graphText) {
+    state = std::make_shared<AttentionRaceState>();
+    state->graphText = graphText;
+    KILN_RETURN_IF_ERROR(
+        choose(Race{ctx, handle, operands, kilnDescription, runKiln, path}, state.get()));
+    slot = state;
+  }
+  ctx.setImplementation(state->implementation);
+  return state->plan ? runCudnnAttention(ctx, handle, *state->plan, operands) : runKiln();
+}
+
+}  // namespace kiln::cuda
