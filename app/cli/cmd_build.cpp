@@ -164,11 +164,7 @@ int runBuild(const std::vector<std::string>& rawArgs) {
     calibration = std::move(loaded.value());
     config.calibration = &calibration;
   }
-  // The CUDA kernels have not been run on graphs typed fp16 by the model (no GPU run
-  // yet): refused rather than trusted.
   const std::string backendName = args.value("backend", kDefaultBuildBackend);
-  if (config.stronglyTyped && backendName != "cpu")
-    return fail("build", "--strongly-typed builds run on the CPU backend only so far", 2);
   if (args.has("accuracy-data") && backendName != "cpu")
     return fail("build", "--accuracy-data runs the plan on the CPU backend (--backend cpu)", 2);
   const bool quiet = args.flag("quiet") || args.flag("json");

@@ -62,6 +62,7 @@ std::shared_ptr<Network> oneNode(const std::string& op, const Shape& x, const Te
   node.opType = op;
   node.name = op + "_0";
   node.index = 0;
+  node.opset = 17;  // the engine's kernel lookup reads the node's own opset (importer-set)
   node.inputs = {"x"};
   if (w) {
     g.initializers["w"] = *w;

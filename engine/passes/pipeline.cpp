@@ -44,6 +44,9 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   // that is no constant stay Gelu nodes). A chain starts at its input x, so it
   // never takes the bias Add that writes x.
   list.push_back(passes::makeFuseGelu());
+  // A GEMM's output reshaped before its activation (GPT-2's Conv1D: addmm on rows,
+  // view, GELU): the activation moves above the Reshape, onto the GEMM's output.
+  list.push_back(passes::makeSinkReshapeBelowActivation());
   // Bias and activation into the GEMM (MatMul + bias, Gemm): before the other
   // pointwise fusions, which would otherwise swallow the bias Add and the activation.
   list.push_back(passes::makeFuseMatMulBiasActivation());

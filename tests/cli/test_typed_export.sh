@@ -117,8 +117,6 @@ expect_error "--strongly-typed refuses --int8" "--int8 does not apply to --stron
   "$kiln" build "$work/p.onnx" -o "$work/x.kiln" --strongly-typed --int8
 expect_error "--strongly-typed refuses --best" "--best does not apply to --strongly-typed" \
   "$kiln" build "$work/p.onnx" -o "$work/x.kiln" --strongly-typed --best
-expect_error "--strongly-typed is CPU-only so far" "CPU backend only" \
-  "$kiln" build "$work/p.onnx" -o "$work/x.kiln" --strongly-typed --backend cuda
 expect_error "export-onnx needs one source" "exactly one of --from" \
   "$kiln" export-onnx "$model" -o "$work/x.onnx"
 expect_error "export-onnx: a plan of another model" "none of the plan's layers" \

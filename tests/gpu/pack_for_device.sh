@@ -14,6 +14,10 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${BUILD_DIR:-$root/build}
 # Only what the device runs: the CLI and the GPU tests (not the studio); with
 # PACK_TESTS, only those test binaries are built.
+# The device runs machine code: a build dir configured here (no GPU) defaults to PTX
+# only (KILN_CUDA_CODE, CMakeLists.txt), which the driver would compile on every load.
+grep -q '^KILN_CUDA_CODE:STRING=sass$' "$build/CMakeCache.txt" 2>/dev/null ||
+  flock /tmp/kiln-build.lock cmake -S "$root" -B "$build" -DKILN_CUDA_CODE=sass >/dev/null
 flock /tmp/kiln-build.lock ninja -C "$build" -j2 kiln kiln_example_plugins kiln_cudnn_int8_probe \
   kiln_int8_mma_probe ${PACK_TESTS:-tests/gpu/all}
 stage=$(mktemp -d)

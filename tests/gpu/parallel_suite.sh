@@ -7,7 +7,9 @@
 # timing (58 ms of layer time under 8-way load against < 10 ms alone).
 # One line per binary or sanitizer run; logs in $OUT/logs.tgz.
 #   SANITIZE="memcheck:test_cuda_fused_attention racecheck:test_cuda_fused_attention"
-#   (the default) names the sanitizer runs; TEST_TIMEOUT (200 s) bounds each binary.
+#   (the default) names the sanitizer runs ("memcheck:*": every packed test binary);
+#   TEST_TIMEOUT (200 s) bounds each binary, SANITIZE_TIMEOUT (220 s) each sanitizer run;
+#   PARALLEL (8) runs at once; PLAIN=0 skips the plain (unsanitized) runs.
 set -u
 mkdir -p /tmp/kiln /tmp/logs; tar xJf .device/bundle.tar.xz -C /tmp/kiln
 export LD_LIBRARY_PATH=/tmp/kiln/lib:/usr/local/cuda/lib64:$(python3 -c "import nvidia.cudnn,os;print(os.path.join(nvidia.cudnn.__path__[0],'lib'))")
@@ -23,16 +25,18 @@ run_one() {  # binary [gtest filter]: one line with its gtest verdicts
 }
 sanitize_one() {  # tool binary (skipped when the bundle lacks it)
   [ -x $B/$2 ] || { echo "$1 $2 skipped: not in the bundle"; return; }
-  timeout 220 /usr/local/cuda/bin/compute-sanitizer --tool $1 --error-exitcode 9 \
+  timeout ${SANITIZE_TIMEOUT:-220} /usr/local/cuda/bin/compute-sanitizer --tool $1 --error-exitcode 9 \
     $B/$2 --gtest_brief=1 --gtest_filter="-$ALONE" > /tmp/logs/$1_$2.txt 2>&1
   echo "$1 $2 rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|^\[  (PASSED|FAILED) ' /tmp/logs/$1_$2.txt | tr '\n' ' ' | cut -c1-240)"
 }
 export -f run_one sanitize_one
 start=$(date +%s)  # sanitizers first: they take longest
 { for s in ${SANITIZE:-memcheck:test_cuda_fused_attention racecheck:test_cuda_fused_attention}; do
-    echo "sanitize_one ${s%%:*} ${s#*:}"; done
-  ls $B/test_cuda_* | sed 's/^/run_one /'; } |
-  xargs -P 8 -L 1 bash -c '"$@"' _ | sort | tee /tmp/logs/tests.txt
+    if [ "${s#*:}" = "*" ]; then
+      for t in $B/test_cuda_*; do echo "sanitize_one ${s%%:*} $(basename $t)"; done
+    else echo "sanitize_one ${s%%:*} ${s#*:}"; fi; done
+  [ "${PLAIN:-1}" = 0 ] || ls $B/test_cuda_* | sed 's/^/run_one /'; } |
+  xargs -P ${PARALLEL:-8} -L 1 bash -c '"$@"' _ | sort | tee /tmp/logs/tests.txt
 for t in $B/test_cuda_*; do
   $t --gtest_list_tests --gtest_filter="$ALONE" | grep -q "^  " && run_one $t "$ALONE"
 done | tee -a /tmp/logs/tests.txt

@@ -15,6 +15,7 @@
 #include "kiln/cuda_runtime.h"
 #include "kiln/onnx_import.h"
 #include "kiln/reference_backend.h"
+#include "kiln/typed_onnx_export.h"
 #include "support/op_test.h"
 
 namespace kiln::test {
@@ -142,6 +143,42 @@ TEST(CudaBuilder, ReplayAndLevelZeroKeepOneEnginePrecision) {
     if (layer.precisionReason.rfind("engine-wide", 0) == 0)
       EXPECT_EQ(layer.precision, DataType::kFloat16) << layer.name;
   }
+}
+
+// TensorRT 11's route (issue 24): an FP16 CUDA plan's decisions written into the ONNX
+// (export-onnx --from), that model built --strongly-typed on CUDA. The typed plan runs
+// the model's own types (fp16 regions, Casts at their edges) and gives the CPU
+// reference's outputs within fp16 error, with the source plan's per-layer precisions.
+TEST(CudaBuilder, StronglyTypedBuildOfATypedExportRunsAsThePlanDid) {
+  KILN_REQUIRE_GPU();
+  auto source = buildOnCuda(bertConfig(true));
+  ASSERT_TRUE(source.isOk()) << source.status().toString();
+  const std::string modelPath = testDataDir() + "/builder/tiny_bert.onnx";
+  auto decisions = nodePrecisionsFromPlan(source->record, *tinyBert(), "fp16.kiln",
+                                          DataType::kUndefined);
+  ASSERT_TRUE(decisions.isOk()) << decisions.status().toString();
+  TypedExportOptions options;
+  options.keepIoTypes = true;  // float32 output, compared with the reference as is
+  auto typed = exportStronglyTypedOnnx(modelPath, decisions.value(), options);
+  ASSERT_TRUE(typed.isOk()) << typed.status().toString();
+  EXPECT_GT(typed->reducedNodes, 0);
+  auto network = importOnnxBytes(typed->bytes, testDataDir() + "/builder", "tiny_bert.typed.onnx");
+  ASSERT_TRUE(network.isOk()) << network.status().toString();
+  BuilderConfig config = bertConfig(false);
+  config.stronglyTyped = true;
+  auto backend = cuda::createCudaBuildBackend(0, config);
+  ASSERT_TRUE(backend.isOk()) << backend.status().toString();
+  auto plan =
+      buildPlan(std::make_shared<const Network>(std::move(network.value())), config, **backend);
+  ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+  int fp16Layers = 0;
+  for (const LayerRecord& layer : plan->record.layers)
+    fp16Layers += layer.precision == DataType::kFloat16 ? 1 : 0;
+  EXPECT_GT(fp16Layers, 0) << "a typed FP16 export recorded no FP16 layer";
+  for (const LayerImplementation& l : plan->layers)  // the runtime runs the graph's types
+    EXPECT_EQ(l.precision, DataType::kFloat32);
+  const Tensor ids = randomInputTensor(DataType::kInt64, {2, 24}, 13);
+  expectTensorNear(runPlanOnCuda(plan.value(), ids), cpuReference(ids), 5e-2, 5e-2);
 }
 
 // The PP-OCR classifier: Conv + BatchNormalization folded by the builder, MatMul +

@@ -80,10 +80,13 @@ TEST(FoldMatMulBatchNorm, AReshapeToAnotherShapeStays) {
   net.graph.initializers["target"] = int64Tensor({4}, {2, 5, 2, 3});
   net.graph.nodes.back().opType = "Relu";  // an activation of the 4-D result
   Network fused;
-  // MatMul + Add (bias) as one FusedMatMul, the Reshape, the Relu.
-  auto applied = fuseAndCompareOutputs(kPass, runner({2, 5, 8}), net, 3, &fused);
+  // MatMul + Add (bias) + Relu as one FusedMatMul (sink_reshape_below_activation moves
+  // the Relu above the Reshape), then the Reshape.
+  auto applied = fuseAndCompareOutputs(kPass, runner({2, 5, 8}), net, 2, &fused);
   ASSERT_EQ(applied.size(), 1u);
   EXPECT_EQ(applied[0].nodes.size(), 2u);  // Flatten, BN
+  EXPECT_EQ(fused.graph.nodes[0].opType, "FusedMatMul");
+  EXPECT_EQ(fused.graph.nodes[1].opType, "Reshape");
 }
 
 TEST(FoldMatMulBatchNorm, RankTwoMatMul) {
