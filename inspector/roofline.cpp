@@ -271,8 +271,9 @@ std::string asciiLower(std::string text) {
   return text;
 }
 
-std::optional<DevicePeaks> peaksForDevice(const std::string& deviceName) {
-  if (auto measured = measuredPeaksFor(deviceName)) return measured->peaks;
+namespace {
+
+std::optional<DevicePeaks> vendorPeaks(const std::string& deviceName) {
   const std::string name = asciiLower(deviceName);
   for (const PeakEntry& e : peakEntries()) {
     if (asciiLower(e.peaks.name) == name) return e.peaks;
@@ -280,6 +281,38 @@ std::optional<DevicePeaks> peaksForDevice(const std::string& deviceName) {
       return e.peaks;
   }
   return std::nullopt;
+}
+
+// Measured peaks, each field the calibration left at 0 taken from the vendor table.
+DevicePeaks measuredOverVendor(const MeasuredPeaks& measured,
+                               const std::optional<DevicePeaks>& vendor) {
+  DevicePeaks peaks = measured.peaks;
+  peaks.source = "measured " + measured.date + " (" + measured.method + ")";
+  std::vector<std::string> fromVendor;
+  const std::pair<double DevicePeaks::*, const char*> fields[] = {
+      {&DevicePeaks::fp32Flops, "FP32"},
+      {&DevicePeaks::fp16Flops, "FP16"},
+      {&DevicePeaks::int8Ops, "INT8"},
+      {&DevicePeaks::dramBytesPerSecond, "DRAM"}};
+  for (const auto& [field, label] : fields) {
+    if (peaks.*field > 0 || !vendor || (*vendor).*field <= 0) continue;
+    peaks.*field = (*vendor).*field;
+    fromVendor.push_back(label);
+  }
+  if (!fromVendor.empty()) {
+    peaks.source += "; ";
+    for (size_t i = 0; i < fromVendor.size(); ++i) peaks.source += (i ? ", " : "") + fromVendor[i];
+    peaks.source += " from the vendor datasheet";
+  }
+  return peaks;
+}
+
+}  // namespace
+
+std::optional<DevicePeaks> peaksForDevice(const std::string& deviceName) {
+  std::optional<DevicePeaks> vendor = vendorPeaks(deviceName);
+  if (auto measured = measuredPeaksFor(deviceName)) return measuredOverVendor(*measured, vendor);
+  return vendor;
 }
 
 std::optional<double> layerNodeFlops(const Node& node, const ShapeInferenceResult& shapes) {
@@ -458,10 +491,10 @@ std::string formatRooflineTable(const EngineReport& report, const DevicePeaks* p
   if (unknown) s << " (" << unknown << " with unknown counts: '?')";
   s << "\n";
   if (peaks) {
-    s << "peaks: " << peaks->name << " (vendor datasheet, dense): FP32 "
-      << fixed(peaks->fp32Flops / 1e12, 1) << ", FP16/BF16 " << fixed(peaks->fp16Flops / 1e12, 1)
-      << ", INT8 " << fixed(peaks->int8Ops / 1e12, 1) << " TFLOP/s; DRAM "
-      << fixed(peaks->dramBytesPerSecond / 1e9, 0) << " GB/s; not measured on this device\n";
+    s << "peaks: " << peaks->name << ": FP32 " << fixed(peaks->fp32Flops / 1e12, 1)
+      << ", FP16/BF16 " << fixed(peaks->fp16Flops / 1e12, 1) << ", INT8 "
+      << fixed(peaks->int8Ops / 1e12, 1) << " TFLOP/s; DRAM "
+      << fixed(peaks->dramBytesPerSecond / 1e9, 0) << " GB/s; " << peaks->source << "\n";
   } else {
     s << "peaks: none for device '" << report.device
       << "' (no % of roofline; --device NAME picks a known GPU)\n";

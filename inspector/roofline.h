@@ -34,15 +34,18 @@
 
 namespace kiln::inspector {
 
-// A device's peaks: dense (no sparsity) vendor numbers, tensor cores for FP16/BF16 and
-// INT8/FP8, CUDA cores for FP32. Not measured: `kiln device --calibrate` will measure
-// them once per device; until then the table in roofline.cpp is what there is.
+// A device's peaks: tensor cores for FP16/BF16 and INT8/FP8, CUDA cores for FP32; from
+// the vendor table in roofline.cpp (dense, no sparsity) or measured on the device by
+// `kiln device --calibrate` (measured_peaks.h), as `source` says.
 struct DevicePeaks {
   std::string name;      // "H100 SXM"
   double fp32Flops = 0;  // FLOP/s
   double fp16Flops = 0;  // FP16 and BF16 tensor-core FLOP/s
   double int8Ops = 0;    // INT8 (and FP8) tensor-core OP/s
   double dramBytesPerSecond = 0;
+  // Where the numbers come from, in words: "vendor datasheet, dense", or "measured
+  // 2026-11-29 (METHOD)" with the fields it did not measure named as the vendor's.
+  std::string source = "vendor datasheet, dense";
   // The compute peak for a layer precision ("FP32", "FP16", "BF16", "INT8", "FP8", "TF32";
   // anything else, or a peak left at 0: FP32's).
   double computePeak(const std::string& precision) const;

@@ -146,9 +146,10 @@ void RooflineChart::rebuild() {
   if (!left.isEmpty()) text += " (" + left.join(", ") + ")";
   text +=
       m_peaks
-          ? tr(" · roofs: %1, %2 GB/s DRAM")
+          ? tr(" · roofs: %1, %2 GB/s DRAM (%3)")
                 .arg(QString::fromStdString(m_peaks->name))
                 .arg(m_peaks->dramBytesPerSecond / kGiga, 0, 'f', 0)
+                .arg(QString::fromStdString(m_peaks->source))
           : tr(" · no roofs: no peaks for this device (kiln device --calibrate measures a CPU's; "
                "or pick a GPU under Roofs)");
   m_summary->setText(text);

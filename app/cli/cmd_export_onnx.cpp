@@ -17,7 +17,8 @@ namespace kiln::cli {
 const char kExportOnnxUsage[] =
     "usage: kiln export-onnx MODEL.onnx -o OUT.onnx (--from PLAN.kiln | --constraints FILE)\n"
     "                        [--precision fp16|bf16] [--keep-io-types] [--json]\n"
-    "       kiln export-onnx MODEL.onnx -o OUT.onnx --calib-cache CACHE [--fp8] [--json]\n"
+    "       kiln export-onnx MODEL.onnx -o OUT.onnx --calib-cache CACHE [--fp8]\n"
+    "                        [--min-int8-conv-channels N] [--json]\n"
     "  writes MODEL.onnx strongly typed: the nodes the plan ran in fp16/bf16 (or the\n"
     "  constraints file leaves free) compute in that type, the rest in float32, with\n"
     "  Cast nodes at the boundaries; weights read only by reduced nodes are stored\n"
@@ -31,7 +32,10 @@ const char kExportOnnxUsage[] =
     "                          inputs of Conv/MatMul/Gemm (and residual Adds), their\n"
     "                          weights int8 with per-channel scales\n"
     "  --fp8                   with --calib-cache: FP8 E4M3 Q/DQ for MatMul/Gemm layers\n"
-    "                          (per-tensor scales amax/448; opset 19), other layers float\n";
+    "                          (per-tensor scales amax/448; opset 19), other layers float\n"
+    "  --min-int8-conv-channels N (8)  convolutions with fewer input channels stay float,\n"
+    "                          as in Kiln's CUDA builds (0: quantize them all, as a CPU\n"
+    "                          build does)\n";
 
 namespace {
 
@@ -86,7 +90,12 @@ int exportQdq(const Args& args) {
   auto table = loadCalibrationCache(cache);
   if (!table.isOk()) return fail("export-onnx", table.status().message());
   const bool fp8 = args.flag("fp8");
-  auto exported = exportQdqOnnx(model, *table, cache, fp8 ? QdqFormat::kFp8 : QdqFormat::kInt8);
+  int64_t minChannels = kQdqGpuMinConvChannels;
+  if (Status s = args.intValue("min-int8-conv-channels", kQdqGpuMinConvChannels, &minChannels);
+      !s.isOk() || minChannels < 0 || minChannels > 4096)
+    return fail("export-onnx", "--min-int8-conv-channels takes 0..4096", 2);
+  auto exported = exportQdqOnnx(model, *table, cache, fp8 ? QdqFormat::kFp8 : QdqFormat::kInt8,
+                                static_cast<int>(minChannels));
   if (!exported.isOk()) return fail("export-onnx", exported.status().message());
   if (Status s = writeFileAtomically(output, exported->bytes, "the ONNX export"); !s.isOk())
     return fail("export-onnx", s.message());
@@ -119,7 +128,7 @@ int runExportOnnx(const std::vector<std::string>& rawArgs) {
   std::vector<std::string> argv = rawArgs;
   for (std::string& a : argv)
     if (a == "-o") a = "--output";
-  Args args({"output", "from", "constraints", "precision", "calib-cache"},
+  Args args({"output", "from", "constraints", "precision", "calib-cache", "min-int8-conv-channels"},
             {"keep-io-types", "json", "fp8"});
   if (Status s = args.parse(argv); !s.isOk()) return fail("export-onnx", s.message(), 2);
   if (args.positional().size() != 1 || !args.has("output")) return printUsage(kExportOnnxUsage, 2);

@@ -213,7 +213,8 @@ Result<std::string> withMetadata(const std::string& bytes, const std::string& so
 }  // namespace
 
 Result<QdqExportResult> exportQdqOnnx(const std::string& modelPath, const CalibrationTable& table,
-                                      const std::string& cacheName, QdqFormat format) {
+                                      const std::string& cacheName, QdqFormat format,
+                                      int minConvChannels) {
   const bool fp8 = format == QdqFormat::kFp8;
   ImportOptions importOptions;
   importOptions.checkSupport = false;
@@ -232,7 +233,8 @@ Result<QdqExportResult> exportQdqOnnx(const std::string& modelPath, const Calibr
   config.int8 = true;
   config.calibration = &table;
   build::Int8Decisions decisions;
-  KILN_RETURN_IF_ERROR_CTX(build::insertCalibratedQdq(network, config, &decisions), modelPath);
+  KILN_RETURN_IF_ERROR_CTX(build::insertCalibratedQdq(network, config, &decisions, minConvChannels),
+                           modelPath);
   QdqExportResult result;
   for (Node& node : g.nodes) {
     node.attributes.erase(passes::kCalibratedQuantizeAttribute);  // Kiln's mark, not ONNX's

@@ -89,8 +89,13 @@ check "the all-fp16 export of it misses the tolerance (the island is needed)" ba
 quant="$data/quant"
 "$kiln" calibrate "$quant/small_cnn.onnx" --data "$quant/calib" -o "$work/cnn.cache" \
   > /dev/null 2>&1
+# --min-int8-conv-channels 0: every convolution quantized, as the CPU INT8 plan below has
+# them (the default, 8, leaves the 3-channel conv0 float, as a CUDA build does).
 check "export-onnx --calib-cache" "$kiln" export-onnx "$quant/small_cnn.onnx" \
-  -o "$work/cnn_qdq.onnx" --calib-cache "$work/cnn.cache"
+  -o "$work/cnn_qdq.onnx" --calib-cache "$work/cnn.cache" --min-int8-conv-channels 0
+check "export-onnx --calib-cache: a 3-channel convolution stays float by default" bash -c \
+  "'$kiln' export-onnx '$quant/small_cnn.onnx' -o '$work/cnn_qdq8.onnx' \
+     --calib-cache '$work/cnn.cache' --json | grep -q 'conv0: its input has 3 channel'"
 plan_error=$("$kiln" build "$quant/small_cnn.onnx" -o "$work/cnn8.kiln" --int8 \
   --calib-cache "$work/cnn.cache" --min-shapes input:1x3x16x16 --opt-shapes input:4x3x16x16 \
   --max-shapes input:8x3x16x16 --accuracy-data "$quant/calib" --json \

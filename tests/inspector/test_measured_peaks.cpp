@@ -1,6 +1,7 @@
 // Measured device peaks (inspector/measured_peaks.h): the file round trip, a malformed
 // file named in its error, and peaksForDevice() preferring a measurement to the vendor
-// table, with FP16/INT8 falling back to FP32 where a CPU calibration measured none.
+// table, with FP16/INT8 falling back to FP32 where a CPU calibration measured none and to
+// the vendor table where a GPU calibration did, the peaks' source saying which is which.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -79,6 +80,11 @@ TEST_F(MeasuredPeaksTest, PeaksForDevicePrefersTheMeasurement) {
   EXPECT_NE(gpu->fp32Flops, tableFp32);
   EXPECT_DOUBLE_EQ(gpu->computePeak("FP16"), 7.9e14);
   EXPECT_DOUBLE_EQ(gpu->dramBytesPerSecond, 4.3e12);
+  // The GPU calibration measures no INT8: the vendor table's, and the source says so.
+  EXPECT_DOUBLE_EQ(gpu->int8Ops, 1979e12);
+  EXPECT_EQ(gpu->source, "measured 2026-11-29 (test); INT8 from the vendor datasheet");
+  EXPECT_EQ(cpu->source, "measured 2026-11-29 (test)");  // no vendor entry to borrow from
+  EXPECT_EQ(peaksForDevice("H100 SXM")->source, "vendor datasheet, dense");
 }
 
 }  // namespace
