@@ -1,9 +1,11 @@
 // The descriptive half of a LayerRecord: TensorRT-style layer type, the tensors
 // at the opt shapes, and the layer's parameters in words; and what of it a
 // profiling verbosity keeps.
+#include <algorithm>
 #include <sstream>
 
 #include "builder/build_steps.h"
+#include "ir/channels_last.h"
 
 namespace kiln::build {
 namespace {
@@ -198,7 +200,15 @@ void describeLayer(const Network& network, const Node& node, const ValueMetas& v
     layer->sourceNodes = sources->strings;
     layer->fusion = node.attrString(kFusionPassAttribute, "");
   }
-  for (const std::string& in : node.inputs) {
+  // A channels-last layer's activations are stored NHWC and recorded with those dims:
+  // the format says so (the advisor and the studio read C from the last dim then).
+  const ChannelsLastRoles roles =
+      isChannelsLast(node) ? channelsLastRoles(node) : ChannelsLastRoles{};
+  auto inRole = [](const std::vector<size_t>& slots, size_t slot) {
+    return std::find(slots.begin(), slots.end(), slot) != slots.end();
+  };
+  for (size_t slot = 0; slot < node.inputs.size(); ++slot) {
+    const std::string& in = node.inputs[slot];
     if (in.empty()) continue;
     auto weight = network.graph.initializers.find(in);
     if (weight != network.graph.initializers.end()) {
@@ -206,9 +216,12 @@ void describeLayer(const Network& network, const Node& node, const ValueMetas& v
                                            " x " + std::to_string(weight->second.numel());
     }
     layer->inputs.push_back(tensorRecord(in, values, layer->precision));
+    if (inRole(roles.activationInputs, slot)) layer->inputs.back().format = kChannelsLastFormat;
   }
-  for (const std::string& out : node.outputs) {
-    if (!out.empty()) layer->outputs.push_back(tensorRecord(out, values, layer->outputType));
+  for (size_t slot = 0; slot < node.outputs.size(); ++slot) {
+    if (node.outputs[slot].empty()) continue;
+    layer->outputs.push_back(tensorRecord(node.outputs[slot], values, layer->outputType));
+    if (inRole(roles.activationOutputs, slot)) layer->outputs.back().format = kChannelsLastFormat;
   }
   for (const auto& [key, attr] : node.attributes) {
     if (key != kSourceNodesAttribute && key != kFusionPassAttribute)

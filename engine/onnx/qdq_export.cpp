@@ -233,8 +233,10 @@ Result<QdqExportResult> exportQdqOnnx(const std::string& modelPath, const Calibr
   config.int8 = true;
   config.calibration = &table;
   build::Int8Decisions decisions;
-  KILN_RETURN_IF_ERROR_CTX(build::insertCalibratedQdq(network, config, &decisions, minConvChannels),
-                           modelPath);
+  // FP8 leaves every convolution float anyway (convertPairsToFp8 says why).
+  KILN_RETURN_IF_ERROR_CTX(
+      build::insertCalibratedQdq(network, config, &decisions, fp8 ? 0 : minConvChannels),
+      modelPath);
   QdqExportResult result;
   for (Node& node : g.nodes) {
     node.attributes.erase(passes::kCalibratedQuantizeAttribute);  // Kiln's mark, not ONNX's

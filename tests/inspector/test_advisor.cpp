@@ -87,6 +87,11 @@ TEST(Advisor, PlantedProblemsEachFindTheirRule) {
   r.layers.push_back(layer("island", "MatrixMultiply", "FP32",
                            tensor("t", {1, 16, 16, 20}, "Row major linear FP32"),
                            tensor("y", {1, 16, 16, 8}, "Row major linear FP32")));
+  // A Kiln channels-last convolution records NHWC dims: 128 -> 256 channels, aligned
+  // (read as C = 7 from dims[1], ResNet-50's layer4 was flagged on the device).
+  r.layers.push_back(layer("nhwc", "Convolution", "FP16",
+                           tensor("y", {1, 7, 7, 128}, "Channels-last linear (NHWC) FP16"),
+                           tensor("z", {1, 7, 7, 256}, "Channels-last linear (NHWC) FP16")));
   const std::vector<Finding> findings = adviseEngine(r);
   const Finding* odd = findRule(findings, "channel-alignment", AdviceSeverity::kWarning);
   ASSERT_NE(odd, nullptr);

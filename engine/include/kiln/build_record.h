@@ -35,8 +35,10 @@ struct TensorRecord {
   Shape dimensions;
   DataType type = DataType::kFloat32;  // the storage type in the engine
   std::string location = "Device";     // "Device", "Host" (a host-resident shape value)
-  std::string format = "Row major linear";
+  std::string format = "Row major linear";  // or kChannelsLastFormat
 };
+// The format of a tensor a channels-last layer stores NHWC (its dimensions as stored).
+constexpr const char* kChannelsLastFormat = "Channels-last linear (NHWC)";
 
 struct LayerRecord {
   std::string name;       // the engine layer's name ("Conv_12", later "Conv_12 + Relu_13")

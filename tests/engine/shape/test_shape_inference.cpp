@@ -47,5 +47,32 @@ TEST(ShapeInference, RejectsBindingThatContradictsDeclaredShape) {
   EXPECT_FALSE(inferShapes(net.value(), {{"nope", {1}}}).isOk());
 }
 
+// An Expand to a shape only known at run time (a graph input): no shape, but its output
+// and the Add reading it keep the data's type (what the strongly typed export reads).
+TEST(ShapeInference, AnUnresolvedNodeKeepsItsDataType) {
+  Network net;
+  net.opsets[""] = 17;
+  Graph& g = net.graph;
+  g.inputs = {{"x", DataType::kFloat16, true, {DimExpr(1), DimExpr(4)}},
+              {"target", DataType::kInt64, true, {DimExpr(2)}}};
+  Node expand;
+  expand.opType = "Expand";
+  expand.opset = 17;
+  expand.inputs = {"x", "target"};
+  expand.outputs = {"wide"};
+  Node add = expand;
+  add.opType = "Add";
+  add.inputs = {"wide", "wide"};
+  add.outputs = {"y"};
+  g.nodes = {expand, add};
+  g.outputs = {{"y", DataType::kUndefined, false, {}}};
+  auto shapes = inferShapes(net);
+  ASSERT_TRUE(shapes.isOk()) << shapes.status().toString();
+  EXPECT_FALSE(shapes->values.at("wide").hasShape);
+  EXPECT_EQ(shapes->values.at("wide").type, DataType::kFloat16);
+  EXPECT_EQ(shapes->values.at("y").type, DataType::kFloat16);
+  EXPECT_FALSE(shapes->unresolved.empty());
+}
+
 }  // namespace
 }  // namespace kiln
