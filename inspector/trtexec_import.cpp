@@ -404,6 +404,9 @@ Result<EngineReport> reportFromTrtexecJson(const json& graph, const std::string&
     report.activationBytes = graph["ActivationBytes"].get<int64_t>();
   if (graph.contains("ProfileIterations") && graph["ProfileIterations"].is_number())
     report.profileIterations = graph["ProfileIterations"].get<int>();
+  // `kiln inspect PLAN --json` names the plan's device: its roofs (measured or vendor).
+  if (graph.contains("Device") && graph["Device"].is_string())
+    report.device = graph["Device"].get<std::string>();
   report.summary = graph.contains("Summary") ? text(graph["Summary"]) : summaryOf(report);
   updateShares(&report);
   return report;

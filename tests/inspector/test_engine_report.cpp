@@ -143,6 +143,21 @@ TEST(TrtexecReport, PrecisionIsWhatALayerComputesIn) {
     EXPECT_EQ(r->layers[i].precision, r->layers[i].name) << "layer #" << i;
 }
 
+// `kiln inspect PLAN --json` names the plan's device: a report read back has its roofs.
+TEST(TrtexecReport, KilnsOwnExportNamesItsDevice) {
+  const json kiln = json::parse(R"({"Backend": "cuda", "Device": "NVIDIA H200", "Layers": [
+    {"Name": "mm", "LayerType": "MatrixMultiply",
+     "Inputs": [{"Name": "a", "Dimensions": [64, 64], "Format/Datatype": "Row major linear FP16"}],
+     "Outputs": [{"Name": "b", "Dimensions": [64, 64], "Format/Datatype": "Row major linear FP16"}]}
+  ]})");
+  auto r = reportFromTrtexecJson(kiln, "plan.graph.json");
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  EXPECT_EQ(r->device, "NVIDIA H200");
+  auto trt = reportFromTrtexecJson(json::parse(R"({"Layers": []})"), "trt.json");
+  ASSERT_TRUE(trt.isOk());
+  EXPECT_EQ(trt->device, "");  // trtexec's exports name none
+}
+
 // TensorRT 11 replaced "Bindings" with "I/O Tensors" objects and split "Format/Datatype"
 // into "Format" and "DataType": the same engine reads into the same layer table.
 TEST(TrtexecReport, TensorRT11LayoutReadsLikeTheTensorRT10One) {
