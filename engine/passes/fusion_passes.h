@@ -30,6 +30,7 @@ std::unique_ptr<Pass> makeMergeReshapes();
 std::unique_ptr<Pass> makeFoldPadIntoConvPool();
 std::unique_ptr<Pass> makeFuseGelu();
 std::unique_ptr<Pass> makeSinkReshapeBelowActivation();
+std::unique_ptr<Pass> makeFoldScaleIntoMatMul();
 std::unique_ptr<Pass> makeFuseLayerNorm();
 std::unique_ptr<Pass> makeFuseRmsNorm();
 std::unique_ptr<Pass> makeFuseConvMaxPool();

@@ -34,6 +34,8 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   // The same algebra for a BN over a MatMul's output features (through the Flatten and
   // Reshape of timm's LinearNorm): before fuse_matmul_bias_activation takes the Add.
   list.push_back(passes::makeFoldMatMulBatchNorm());
+  // A scalar scale after a GEMM (attention's query scaling) into its weights and bias.
+  list.push_back(passes::makeFoldScaleIntoMatMul());
   // Bias, residual Add and activation into the Conv: after the BN fold, which turns
   // Conv -> BN -> Relu into Conv(bias) -> Relu; before fuse_add_layer_norm, so an Add
   // right after a Conv rides the convolution's epilogue instead of a row kernel.

@@ -84,13 +84,16 @@ std::shared_ptr<const Network> fp16OverflowNetwork() {
   g.initializers["fc5.w"] = randomTensor(DataType::kFloat32, {16, 8}, 5, -0.5, 0.5);
   g.initializers["wide_proj.w"] = wideWeights();
   g.initializers["milli"] = floatTensor({}, {1e-3f});
+  // Per feature, not a scalar: fold_scale_into_matmul would fold a scalar into
+  // wide_proj's weights and so remove the overflow this network is for.
+  g.initializers["milli16"] = floatTensor({16}, std::vector<float>(16, 1e-3f));
   g.nodes = {makeNode("MatMul", {"x", "fc1.w"}, {"fc1"}),
              makeNode("Relu", {"fc1"}, {"relu1"}),
              makeNode("MatMul", {"relu1", "fc2.w"}, {"fc2"}),
              makeNode("Tanh", {"fc2"}, {"tanh2"}),
              makeNode("Mul", {"tanh2", "milli"}, {"shrink"}),
              makeNode("MatMul", {"shrink", "wide_proj.w"}, {"wide_proj"}),
-             makeNode("Mul", {"wide_proj", "milli"}, {"rescale"}),
+             makeNode("Mul", {"wide_proj", "milli16"}, {"rescale"}),
              makeNode("Tanh", {"rescale"}, {"tanh3"}),
              makeNode("MatMul", {"tanh3", "fc4.w"}, {"fc4"}),
              makeNode("Sigmoid", {"fc4"}, {"sigmoid4"}),
