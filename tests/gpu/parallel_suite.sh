@@ -8,7 +8,9 @@
 # One line per binary or sanitizer run; logs in $OUT/logs.tgz.
 #   SANITIZE="memcheck:test_cuda_fused_attention racecheck:test_cuda_fused_attention"
 #   (the default) names the sanitizer runs ("memcheck:*": every packed test binary);
-#   TEST_TIMEOUT (200 s) bounds each binary, SANITIZE_TIMEOUT (220 s) each sanitizer run;
+#   TEST_TIMEOUT (200 s) bounds each binary, SANITIZE_TIMEOUT (220 s) each sanitizer run
+#   (SANITIZE_TIMEOUT_racecheck etc.: one tool's; racecheck ran test_cuda_fused_conv and
+#   test_cuda_int8 past 230 s on the H200);
 #   PARALLEL (8) runs at once; PLAIN=0 skips the plain (unsanitized) runs.
 set -u
 mkdir -p /tmp/kiln /tmp/logs; tar xJf .device/bundle.tar.xz -C /tmp/kiln
@@ -25,7 +27,8 @@ run_one() {  # binary [gtest filter]: one line with its gtest verdicts
 }
 sanitize_one() {  # tool binary (skipped when the bundle lacks it)
   [ -x $B/$2 ] || { echo "$1 $2 skipped: not in the bundle"; return; }
-  timeout ${SANITIZE_TIMEOUT:-220} /usr/local/cuda/bin/compute-sanitizer --tool $1 --error-exitcode 9 \
+  local bound=SANITIZE_TIMEOUT_$1  # e.g. SANITIZE_TIMEOUT_racecheck=500: per tool
+  timeout ${!bound:-${SANITIZE_TIMEOUT:-220}} /usr/local/cuda/bin/compute-sanitizer --tool $1 --error-exitcode 9 \
     $B/$2 --gtest_brief=1 --gtest_filter="-$ALONE" > /tmp/logs/$1_$2.txt 2>&1
   echo "$1 $2 rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|^\[  (PASSED|FAILED) ' /tmp/logs/$1_$2.txt | tr '\n' ' ' | cut -c1-240)"
 }
