@@ -221,8 +221,6 @@ PlanHandle build(const py::object& model, const py::kwargs& kwargs) {
   int64_t device;
   check(args.intValue("device", 0, &device));
   const std::string backendName = args.value("backend", cli::kDefaultBuildBackend);
-  if (config.stronglyTyped && backendName != "cpu")
-    throw Error(invalidArgument("strongly_typed builds run on the CPU backend only so far"));
 
   TimingCache cache;
   if (args.has("timing-cache")) {
