@@ -242,7 +242,8 @@ void belowRoofline(const EngineReport& report, const AdviseOptions& options,
   out->push_back(finding(
       report, "below-roofline", AdviceSeverity::kWarning,
       counted(hits.size(), "costly layer reaches", "costly layers reach") +
-          " under 10% of the roofline on " + peaks->name + " (peaks: " + peaks->source + ")" + share,
+          " under 10% of the roofline on " + peaks->name + " (peaks: " + peaks->source + ")" +
+          share,
       hits,
       "look at the layers' tactics and candidates (kiln inspect PLAN --candidates; --roofline "
       "for the numbers), their precision and channel alignment; TensorRT: rebuild with "

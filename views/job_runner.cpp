@@ -111,8 +111,8 @@ bool JobRunner::waitForIdle(int timeoutMs) {
   if (!m_jobs.empty()) {  // say which job kept it waiting
     QStringList titles;
     for (const auto& [id, job] : m_jobs)
-      titles << QStringLiteral("%1 (%2)").arg(job->title, job->future.isFinished() ? "finished"
-                                                                                  : "running");
+      titles << QStringLiteral("%1 (%2)").arg(job->title,
+                                              job->future.isFinished() ? "finished" : "running");
     qWarning("JobRunner: still busy after %d ms: %s", timeoutMs, qPrintable(titles.join(", ")));
   }
   return m_jobs.empty();

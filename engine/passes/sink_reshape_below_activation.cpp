@@ -3,12 +3,13 @@
 //   act(Reshape(G, s)) = Reshape(act(G), s)
 // An activation is elementwise, so it commutes with any reshape. G is written by a
 // MatMul, a Gemm or an Add (a GEMM's bias), read by the Reshape alone; the Reshape's
-// output is read by the activation alone; act is one single-input activation node
-// (Gelu of either form after fuse_gelu, Relu, LeakyRelu, Sigmoid, Tanh, HardSigmoid,
-// HardSwish, Clip). The exporters write this for GPT-2's Conv1D (addmm on the rows,
-// then a view back to [batch, sequence, features], then the GELU). Runs after
-// fuse_gelu and before fuse_matmul_bias_activation. Both nodes keep their names,
-// attributes and other inputs; only their order and the value between them change.
+// output is read by the activation alone; act is one node of FusedMatMul's activation
+// set (activation_tail.h: Gelu of either form after fuse_gelu, Relu, LeakyRelu, Sigmoid,
+// Tanh, HardSigmoid, HardSwish, Clip with constant bounds). The exporters write this for GPT-2's
+// Conv1D (addmm on the rows, then a view back to [batch, sequence, features], then the GELU). Runs
+// after fuse_gelu and before fuse_matmul_bias_activation. Both nodes keep their names, attributes
+// and other inputs; only their order and the value between them change.
+#include "passes/activation_tail.h"
 #include "passes/fusion_passes.h"
 #include "passes/rewrite_helpers.h"
 
@@ -16,15 +17,6 @@ namespace kiln::passes {
 namespace {
 
 constexpr const char* kName = "sink_reshape_below_activation";
-
-bool isSingleActivation(const Node& node) {
-  if (node.outputs.size() != 1 || node.outputs[0].empty() || !node.hasInput(0)) return false;
-  if (node.opType == "Gelu" && (isDefaultDomain(node) || node.domain == kKilnDomain))
-    return node.inputs.size() == 1;
-  for (const char* op : {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish"})
-    if (isOnnxOp(node, op, 1)) return true;
-  return rewrite::isOnnxOpType(node, "Clip");  // min/max are inputs 1 and 2: any count
-}
 
 bool writtenByGemm(const Graph& g, const GraphIndex& index, const std::string& value) {
   const int producer = index.producer(value);
@@ -41,10 +33,13 @@ int activationAfter(const Graph& g, const GraphIndex& index, int at) {
       !reshape.hasInput(0) || index.soleReader(reshape.inputs[0]) != at ||
       !writtenByGemm(g, index, reshape.inputs[0]))
     return -1;
-  const int act = index.soleReader(reshape.outputs[0]);
-  if (act < 0 || !isSingleActivation(g.nodes[act]) || g.nodes[act].inputs[0] != reshape.outputs[0])
+  // The activations FusedMatMul takes (activation_tail.h), as one node: a chain such as
+  // SiLU reads its input twice and would not move as one node.
+  ActivationTail tail;
+  if (!matchActivationTail(g, index, reshape.outputs[0], ActivationSet::kMatMul, &tail) ||
+      tail.nodes.size() != 1 || g.nodes[tail.nodes[0]].inputs[0] != reshape.outputs[0])
     return -1;
-  return act;
+  return tail.nodes[0];
 }
 
 class SinkReshapeBelowActivation final : public Pass {

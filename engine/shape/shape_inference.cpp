@@ -106,17 +106,48 @@ struct State {
   // leave BERT's embeddings' Expand without a shape).
   static DataType typeFollowingData(const Node& node, const std::vector<shape::RuleInput>& in) {
     if (!node.domain.empty() && node.domain != "ai.onnx") return DataType::kUndefined;
-    static const std::set<std::string> kFirstInput = {
-        "Expand",    "Reshape", "Tile",  "Transpose", "Slice",     "Gather",    "GatherElements",
-        "Squeeze",   "Unsqueeze", "Flatten", "Identity", "Concat",  "Pad",       "Add",
-        "Sub",       "Mul",     "Div",   "Pow",       "Neg",       "Abs",       "Relu",
-        "Sigmoid",   "Tanh",    "Erf",   "Sqrt",      "Exp",       "Softmax",   "LayerNormalization",
-        "MatMul",    "Gemm",    "Max",   "Min",       "ReduceMean", "ReduceSum", "Clip"};
+    static const std::set<std::string> kFirstInput = {"Expand",
+                                                      "Reshape",
+                                                      "Tile",
+                                                      "Transpose",
+                                                      "Slice",
+                                                      "Gather",
+                                                      "GatherElements",
+                                                      "Squeeze",
+                                                      "Unsqueeze",
+                                                      "Flatten",
+                                                      "Identity",
+                                                      "Concat",
+                                                      "Pad",
+                                                      "Add",
+                                                      "Sub",
+                                                      "Mul",
+                                                      "Div",
+                                                      "Pow",
+                                                      "Neg",
+                                                      "Abs",
+                                                      "Relu",
+                                                      "Sigmoid",
+                                                      "Tanh",
+                                                      "Erf",
+                                                      "Sqrt",
+                                                      "Exp",
+                                                      "Softmax",
+                                                      "LayerNormalization",
+                                                      "MatMul",
+                                                      "Gemm",
+                                                      "Max",
+                                                      "Min",
+                                                      "ReduceMean",
+                                                      "ReduceSum",
+                                                      "Clip"};
     if (node.opType == "Cast") return static_cast<DataType>(node.attrInt("to", 1));  // ONNX's codes
     if (node.opType == "Shape" || node.opType == "Size") return DataType::kInt64;
     size_t data = 0;
-    if (node.opType == "Where") data = 1;
-    else if (!kFirstInput.count(node.opType)) return DataType::kUndefined;
+    if (node.opType == "Where")
+      data = 1;
+    else if (!kFirstInput.count(node.opType))
+      return DataType::kUndefined;
     if (data >= in.size() || !in[data].info) return DataType::kUndefined;
     return in[data].info->type;
   }
@@ -172,7 +203,8 @@ struct State {
       if (value.type == DataType::kUndefined) {
         if (const ValueInfo* declared = graph.findValueInfo(name)) value.type = declared->type;
       }
-      if (value.type == DataType::kUndefined && i == 0) value.type = typeFollowingData(node, inputs);
+      if (value.type == DataType::kUndefined && i == 0)
+        value.type = typeFollowingData(node, inputs);
       result.values[name] = value;
       if (inferred && i < outputs.size() && outputs[i].symbolicValue) {
         symbolic[name] = *outputs[i].symbolicValue;

@@ -154,8 +154,8 @@ TEST(CudaBuilder, StronglyTypedBuildOfATypedExportRunsAsThePlanDid) {
   auto source = buildOnCuda(bertConfig(true));
   ASSERT_TRUE(source.isOk()) << source.status().toString();
   const std::string modelPath = testDataDir() + "/builder/tiny_bert.onnx";
-  auto decisions = nodePrecisionsFromPlan(source->record, *tinyBert(), "fp16.kiln",
-                                          DataType::kUndefined);
+  auto decisions =
+      nodePrecisionsFromPlan(source->record, *tinyBert(), "fp16.kiln", DataType::kUndefined);
   ASSERT_TRUE(decisions.isOk()) << decisions.status().toString();
   TypedExportOptions options;
   options.keepIoTypes = true;  // float32 output, compared with the reference as is

@@ -33,8 +33,8 @@ struct TacticCandidate {
 struct TensorRecord {
   std::string name;
   Shape dimensions;
-  DataType type = DataType::kFloat32;  // the storage type in the engine
-  std::string location = "Device";     // "Device", "Host" (a host-resident shape value)
+  DataType type = DataType::kFloat32;       // the storage type in the engine
+  std::string location = "Device";          // "Device", "Host" (a host-resident shape value)
   std::string format = "Row major linear";  // or kChannelsLastFormat
 };
 // The format of a tensor a channels-last layer stores NHWC (its dimensions as stored).

@@ -58,8 +58,7 @@ TEST(FoldScaleIntoMatMul, OtherScalesAndSharedOutputsStay) {
   // A [1, 1, 1] scale broadcasts the rank up: left alone.
   EXPECT_TRUE(fuseAndCompareOutputs(kPass, run, scaledLinear("Mul", false, {1, 1, 1}), 2).empty());
   // The MatMul's output is also a graph output: nothing fuses.
-  EXPECT_TRUE(
-      fuseAndCompareOutputs(kPass, run, scaledLinear("Mul", true, {}, true), 3).empty());
+  EXPECT_TRUE(fuseAndCompareOutputs(kPass, run, scaledLinear("Mul", true, {}, true), 3).empty());
 }
 
 }  // namespace

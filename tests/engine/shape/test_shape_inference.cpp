@@ -6,7 +6,9 @@
 namespace kiln {
 namespace {
 
-std::string fixture(const std::string& name) { return std::string(KILN_TEST_DATA_DIR) + "/" + name; }
+std::string fixture(const std::string& name) {
+  return std::string(KILN_TEST_DATA_DIR) + "/" + name;
+}
 
 TEST(ShapeInference, FollowsShapeSubgraphSymbolically) {
   auto net = importOnnxFile(fixture("shape_subgraph.onnx"));
