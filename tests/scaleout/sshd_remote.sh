@@ -7,8 +7,12 @@
 # model in the target's hash cache (not uploaded twice); a remote run's --export-output
 # comes back; Ctrl-C stops the remote kiln (exit 130); a wrong host key and a remote kiln
 # of another release are each refused with one line naming the host; --plugins travels
-# (the library uploaded, the remote kiln loads it for a model with a plugin op); with
-# TEST_TARGETS (the studio's Qt test), the Build panel builds over this sshd offscreen.
+# (the library uploaded, the remote kiln loads it for a model with a plugin op); a remote
+# compare's report comes back, also when it is outside the tolerance (exit 3); one
+# remote build makes one SSH connection (a ControlMaster child of kiln; six without
+# it, KILN_REMOTE_REUSE=0), whose private socket folder and ssh are gone afterwards,
+# also after Ctrl-C; with TEST_TARGETS (the studio's Qt test), the Build panel builds
+# and the Compare view compares over this sshd offscreen.
 # Usage: sshd_remote.sh KILN TESTDATA PLUGINS.so PLUGIN_MODEL.onnx [TEST_TARGETS]
 #        (exit 77: openssh-server missing or sshd fails)
 set -u
@@ -73,6 +77,23 @@ export KILN_REMOTE_SSH_OPTIONS="$ssh_options -o UserKnownHostsFile=$ssh_dir/know
 export KILN_REMOTE_KILN="$kiln"  # the target is this machine: its kiln is the one built here
 target="127.0.0.1:$port"
 model="$data/compare/small_cnn.onnx"
+# kiln --remote puts its ControlMaster's socket in a private folder here: checked empty
+# (and no master ssh left) after every command.
+export XDG_RUNTIME_DIR="$work/run"
+mkdir -p "$XDG_RUNTIME_DIR"; chmod 0700 "$XDG_RUNTIME_DIR"
+logins() { grep -c "Accepted publickey" "$ssh_dir/sshd.log"; }
+elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }'; }
+nothing_left() {  # nothing_left DESCRIPTION
+  local masters
+  for _ in $(seq 1 20); do
+    masters=$(pgrep -f -- "ControlPath=$XDG_RUNTIME_DIR")
+    [[ -z "$masters" && -z "$(ls -A "$XDG_RUNTIME_DIR")" ]] && break
+    sleep 0.1
+  done
+  check_rc "$1: no master ssh and no socket folder left" \
+    $([[ -z "$masters" && -z "$(ls -A "$XDG_RUNTIME_DIR")" ]] && echo 0 || echo 1) \
+    "masters '$masters', folder: $(ls -A "$XDG_RUNTIME_DIR")"
+}
 
 # Fresh cache entries for the model on the target (this same machine and user).
 rm -rf "$HOME/.cache/kiln-remote/$(sha256sum "$model" | cut -d' ' -f1)"
@@ -81,10 +102,16 @@ for folder in "$HOME"/.cache/kiln-remote/*/calib; do  # and for the calibration 
   [[ -d "$folder" ]] && diff -rq "$folder" "$data/quant/calib" >/dev/null && rm -rf "${folder%/calib}"
 done
 
-# --- a remote build: the plan comes back, the model is uploaded once
+# --- a remote build: the plan comes back, the model is uploaded once, over one connection
+before=$(logins); started=$(date +%s.%N)
 timeout 60 "$kiln" --remote "$target" build "$model" -o "$work/remote.kiln" --backend cpu \
   > "$work/build1.out" 2>&1
 check_rc "a remote build succeeds" $? "$(cat "$work/build1.out")"
+shared_s=$(elapsed "$started")
+shared=$(($(logins) - before))
+check_rc "the whole build (version check, upload, build, fetch) logged in once" \
+  $((shared == 1 ? 0 : 1)) "$shared logins"
+nothing_left "after a remote build"
 check "it uploaded the model" grep -q "uploading $model" "$work/build1.out"
 check "the plan came back and kiln inspect reads it" "$kiln" inspect "$work/remote.kiln"
 timeout 60 "$kiln" --remote "$target" build "$model" -o "$work/remote2.kiln" --backend cpu \
@@ -95,6 +122,34 @@ check "the second build found the model in the hash cache" \
 check_rc "the model was not uploaded twice" \
   $(grep -q "uploading" "$work/build2.out" && echo 1 || echo 0) "$(cat "$work/build2.out")"
 check "the second plan came back too" test -s "$work/remote2.kiln"
+
+# --- the same build without connection sharing: a login per ssh call
+before=$(logins); started=$(date +%s.%N)
+KILN_REMOTE_REUSE=0 timeout 60 "$kiln" --remote "$target" build "$model" \
+  -o "$work/unshared.kiln" --backend cpu > "$work/unshared.out" 2>&1
+check_rc "a remote build without connection sharing succeeds" $? "$(cat "$work/unshared.out")"
+unshared=$(($(logins) - before))
+check_rc "without sharing it logs in once per ssh call" $((unshared >= 5 ? 0 : 1)) \
+  "$unshared logins"
+echo "remote build: ${shared} login, $shared_s s shared; ${unshared} logins," \
+  "$(elapsed "$started") s unshared"
+
+# --- a remote compare: its report comes back, also outside the tolerance (exit 3)
+timeout 60 "$kiln" --remote "$target" compare "$work/remote.kiln" "$model" --per-tensor \
+  --output "$work/accuracy.json" > "$work/compare.out" 2>&1
+check_rc "a remote compare of the plan with its model succeeds" $? "$(cat "$work/compare.out")"
+check "its report came back, within the tolerance" python3 -c \
+  'import json, sys; r = json.load(open(sys.argv[1])); assert r["pass"] and r["intermediates"]' \
+  "$work/accuracy.json"
+timeout 60 "$kiln" --remote "$target" compare "$work/remote.kiln" \
+  "$data/compare/small_cnn_perturbed.onnx" --output "$work/outside.json" > "$work/outside.out" 2>&1
+rc=$?
+check_rc "a remote compare outside the tolerance exits 3" $((rc == 3 ? 0 : 1)) \
+  "exit $rc: $(cat "$work/outside.out")"
+check "its report came back too, failing" python3 -c \
+  'import json, sys; assert not json.load(open(sys.argv[1]))["pass"]' "$work/outside.json"
+check_rc "it is no failure of kiln --remote" $(grep -q "^kiln: remote .*failed" "$work/outside.out" && echo 1 || echo 0) \
+  "$(cat "$work/outside.out")"
 
 # --- a remote run of the local plan: its --export-output comes back
 timeout 60 "$kiln" --remote "$target" run "$work/remote.kiln" --iterations 2 \
@@ -152,6 +207,7 @@ kill -INT "$remote_pid"
 wait "$remote_pid"; rc=$?
 check_rc "an interrupted remote run exits 130" $((rc == 130 ? 0 : 1)) "exit $rc: $(cat "$work/cancel.out")"
 check "it says it stopped the remote kiln" grep -q "remote kiln was stopped" "$work/cancel.out"
+nothing_left "after Ctrl-C"
 sleep 0.5
 left=$(pgrep -f -- "^$kiln run .*--iterations 100000000")
 check_rc "the remote kiln was stopped" $([[ -z "$left" ]] && echo 0 || echo 1) "left: $left"
@@ -161,6 +217,7 @@ KILN_REMOTE_SSH_OPTIONS="$ssh_options -o UserKnownHostsFile=$ssh_dir/wrong_hosts
   expect_error "a wrong host key is refused" "remote 127.0.0.1" \
   timeout 30 "$kiln" --remote "$target" build "$model" -o "$work/wrong.kiln"
 check "nothing was written for it" test ! -e "$work/wrong.kiln"
+nothing_left "after a refused host key"
 printf '#!/bin/sh\necho "kiln 9.9.9 (git 000000000000)"\n' > "$work/fake-kiln"
 chmod +x "$work/fake-kiln"
 KILN_REMOTE_KILN="$work/fake-kiln" expect_error "another release on the target is refused" \
@@ -174,6 +231,7 @@ if [[ -n "$studio_test" && -x "$studio_test" ]]; then
     timeout 120 "$studio_test" buildThroughARealSshd > "$work/studio.out" 2>&1
   check_rc "the studio builds on the target and opens the plan" $? "$(tail -20 "$work/studio.out")"
   check "it ran, not skipped" grep -q "PASS   : TestTargets::buildThroughARealSshd" "$work/studio.out"
+  nothing_left "after the studio's builds"
 fi
 
 # The plan and cache uploaded are new entries at every run of this test: not kept.
