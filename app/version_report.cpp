@@ -22,6 +22,19 @@ std::string libraryVersion(int v) {
          std::to_string(v % 100);
 }
 
+// "libraries at run time: cuBLASLt 13.1.0 (/usr/.../libcublasLt.so.13), cuDNN could not
+// be loaded (libcudnn.so.9: cannot open ...), ..." - what this process loaded, or why not.
+std::string runtimeLibraries() {
+  std::string text;
+  for (const cuda::CudaRuntimeLibrary& library : cuda::cudaRuntimeLibraries()) {
+    text += text.empty() ? "libraries at run time: " : ", ";
+    text += library.found
+                ? library.name + " " + libraryVersion(library.version) + " (" + library.path + ")"
+                : library.error;
+  }
+  return text.empty() ? text : text + "\n";
+}
+
 }  // namespace
 
 std::string versionReport(const std::string& program) {
@@ -30,6 +43,7 @@ std::string versionReport(const std::string& program) {
   const cuda::CudaBuildVersions built = cuda::cudaBuildVersions();
   text += "built with CUDA " + cudaVersion(built.runtime) + ", cuDNN " +
           libraryVersion(built.cudnn) + ", cuBLASLt " + libraryVersion(built.cublas) + "\n";
+  text += runtimeLibraries();
   const cuda::DeviceInfo device = cuda::probeCudaDevice(0);
   if (!device.available) return text + "at run time: no usable GPU: " + device.reason + "\n";
   return text + "at run time: " + device.name + " (sm_" + std::to_string(device.computeMajor) +

@@ -2,7 +2,8 @@
 #
 #   kiln         the CLI and kiln-studio, the desktop entry, the icon, MIME types for
 #                .kiln plans and .onnx models, man pages kiln(1) and kiln-studio(1),
-#                bash completion, the Python module (import kiln) where it is built
+#                bash completion, the Python module (import kiln) where it is built;
+#                in a CUDA build the CUDA backend, whose libraries it loads when present
 #   libkiln-dev  the public headers, the CMake package (find_package(Kiln):
 #                Kiln::plugin, Kiln::engine, Kiln::cuda), pkg-config files, the
 #                engine's static libraries
@@ -147,30 +148,27 @@ set(CPACK_DEBIAN_DEV_DESCRIPTION
  and kiln.")
 
 # Dependencies come from the binaries (dpkg-shlibdeps), plus what they load at run
-# time without linking it (the Qt platform plugins). dpkg-shlibdeps finds no package
-# for CUDA libraries installed from NVIDIA's tarballs (CPack passes
-# --ignore-missing-info), so those are declared by name: the packages of NVIDIA's
-# CUDA repository, or KILN_DEB_CUDA_DEPENDS (empty: none).
+# time without linking it (the Qt platform plugins). A CUDA build links no CUDA library
+# but cudart (static): cuBLASLt, cuDNN and NVRTC are loaded with dlopen when present
+# (docs/packaging.md, "CUDA at run time"), so the package installs and runs on the CPU
+# without them. They are recommended by name, as NVIDIA's CUDA repository calls its
+# packages (KILN_DEB_CUDA_RECOMMENDS; empty: none).
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(kiln_depends "")
 if(TARGET kiln-studio)
   list(APPEND kiln_depends qt6-qpa-plugins)
 endif()
 if(KILN_HAVE_CUDA_TOOLKIT)
-  get_filename_component(kiln_cudnn_dir ${KILN_CUDNN_LIBRARY} DIRECTORY)
-  set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${CUDAToolkit_LIBRARY_DIR} ${kiln_cudnn_dir})
   set(kiln_cuda_suffix ${CUDAToolkit_VERSION_MAJOR}-${CUDAToolkit_VERSION_MINOR})
-  set(KILN_DEB_CUDA_DEPENDS
+  set(KILN_DEB_CUDA_RECOMMENDS
     "libcublas-${kiln_cuda_suffix}, cuda-nvrtc-${kiln_cuda_suffix}, libcudnn9-cuda-${CUDAToolkit_VERSION_MAJOR}"
-    CACHE STRING "Debian packages of the CUDA libraries kiln links (cuBLASLt, NVRTC, cuDNN)")
-  if(KILN_DEB_CUDA_DEPENDS)
-    list(APPEND kiln_depends ${KILN_DEB_CUDA_DEPENDS})
-  endif()
+    CACHE STRING "Debian packages of the CUDA libraries kiln loads when present (cuBLASLt, NVRTC, cuDNN)")
+  set(CPACK_DEBIAN_KILN_PACKAGE_RECOMMENDS "${KILN_DEB_CUDA_RECOMMENDS}")
 endif()
 list(JOIN kiln_depends ", " CPACK_DEBIAN_KILN_PACKAGE_DEPENDS)
 set(CPACK_DEBIAN_KILN_PACKAGE_SUGGESTS "bash-completion")
 # Kiln::plugin needs nothing; Kiln::engine needs these (KilnConfig.cmake says so when
-# one is missing), Kiln::cuda also the CUDA toolkit and cuDNN.
+# one is missing), Kiln::cuda also the CUDA toolkit (its static cudart).
 set(CPACK_DEBIAN_DEV_PACKAGE_RECOMMENDS
   "libprotobuf-dev, libonnx-dev, nlohmann-json3-dev, libssl-dev, libopenblas-dev, cmake, pkg-config")
 set(CPACK_DEBIAN_DEV_PACKAGE_SUGGESTS "kiln")

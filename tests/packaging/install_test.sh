@@ -7,7 +7,12 @@
 # files in $KILN_TEST_DEBS), checks with dpkg-deb -c that they hold what they should,
 # extracts both with dpkg -x into a temporary root (no root rights needed) and uses
 # them from there only:
-#   - kiln --version and kiln inspect on a bundled model;
+#   - no installed binary NEEDs a CUDA library; run by the dynamic loader with its
+#     cache off (so the CUDA libraries are not found), kiln --version says which are
+#     missing, kiln build --backend cpu and kiln run work, and --backend cuda is
+#     refused in one line naming the missing library;
+#   - kiln --version (with the CUDA libraries: the versions it loaded) and kiln
+#     inspect on a bundled model;
 #   - where the Python API is built, `import kiln` from the extracted dist-packages:
 #     kiln.__version__, and a bundled model built for the CPU and run with NumPy
 #     against its reference outputs (skipped, saying so, without NumPy);
@@ -102,8 +107,15 @@ depends=$(dpkg-deb -f "$kiln_deb" Depends)
 for lib in libstdc++6 libprotobuf libssl3; do
   [[ $depends == *"$lib"* ]] || fail "kiln's Depends lacks $lib (dpkg-shlibdeps): $depends"
 done
-if [[ -n $cuda_lib_dir ]] && grep -q "^KILN_DEB_CUDA_DEPENDS:STRING=." "$build/CMakeCache.txt"; then
-  [[ $depends == *libcudnn* ]] || fail "a CUDA build's kiln must declare cuDNN: $depends"
+# The CUDA libraries are loaded when present, never required (docs/packaging.md, "CUDA
+# at run time"): a CUDA build recommends them, and depends on none.
+for lib in libcudnn libcublas cuda-nvrtc cuda-cudart; do
+  [[ $depends != *"$lib"* ]] || fail "kiln depends on $lib; the CUDA libraries must stay optional: $depends"
+done
+if [[ -n $cuda_lib_dir ]] && grep -q "^KILN_DEB_CUDA_RECOMMENDS:STRING=." "$build/CMakeCache.txt"; then
+  recommends=$(dpkg-deb -f "$kiln_deb" Recommends)
+  [[ $recommends == *libcudnn* ]] || fail "a CUDA build's kiln must recommend cuDNN: $recommends"
+  echo "Recommends: $recommends"
 fi
 
 step "dpkg -x"
@@ -121,6 +133,58 @@ if command -v readelf >/dev/null; then
     fi
   done
 fi
+# No installed binary needs a CUDA library to start: none is DT_NEEDED (cudart is
+# static; cuBLASLt, cuDNN and NVRTC are loaded with dlopen when present).
+if command -v readelf >/dev/null; then
+  for binary in "$kiln" "$root"/usr/bin/kiln-studio "$root"/usr/lib/python3/dist-packages/kiln/_kiln*.so; do
+    [[ -e $binary ]] || continue
+    needed=$(readelf -d "$binary" | grep NEEDED || true)
+    if grep -qiE 'lib(cuda|cudart|cublas|cublasLt|cudnn[a-z_]*|nvrtc)\.so' <<<"$needed"; then
+      fail "the installed $(basename "$binary") links a CUDA library: $(grep -iE 'cu|nvrtc' <<<"$needed")"
+    fi
+  done
+  echo "no CUDA library is NEEDED by the installed binaries"
+fi
+
+# --- without the CUDA libraries -------------------------------------------------------
+# The extracted programs run by the dynamic loader itself with its cache (ld.so.cache,
+# where the CUDA toolkit registers its folder) off and no LD_LIBRARY_PATH: only the
+# system's default folders are searched, so cuBLASLt, cuDNN and NVRTC (under
+# /usr/local/cuda, or a pip site folder) are not found, as on a machine without them.
+step "without the CUDA libraries (ld.so --inhibit-cache)"
+loader=$(readelf -l "$kiln" | sed -n 's/.*interpreter: \(.*\)]/\1/p')
+[[ -x $loader ]] || fail "no program interpreter in $kiln ($loader)"
+no_cuda() { env -u LD_LIBRARY_PATH "$loader" --inhibit-cache "$@"; }
+model=$src/resources/models/ppocr_mobile_v2_cls/model.onnx
+shape=x:1x3x48x192
+no_cuda "$kiln" --version | tee "$work/version_no_cuda.txt" || fail "kiln --version without CUDA"
+if [[ -n $cuda_lib_dir ]]; then
+  grep -q "^libraries at run time: cuBLASLt could not be loaded (libcublasLt.so" \
+    "$work/version_no_cuda.txt" || fail "kiln --version does not say cuBLASLt is missing"
+  grep -q "^at run time: no usable GPU: .*cuDNN.* not installed" "$work/version_no_cuda.txt" ||
+    fail "kiln --version does not say why the GPU is not usable"
+fi
+no_cuda "$kiln" build "$model" --backend cpu --min-shapes $shape --opt-shapes $shape \
+  --max-shapes $shape -o "$work/cpu.kiln" >"$work/build_no_cuda.txt" ||
+  { cat "$work/build_no_cuda.txt"; fail "kiln build --backend cpu without CUDA"; }
+no_cuda "$kiln" run "$work/cpu.kiln" --iterations 2 >"$work/run_no_cuda.txt" 2>&1 ||
+  { cat "$work/run_no_cuda.txt"; fail "kiln run without CUDA"; }
+grep -E "^  save_infer_model" "$work/run_no_cuda.txt" || fail "kiln run printed no output tensor"
+# Asked for, the CUDA backend is refused in one line that says why.
+if no_cuda "$kiln" build "$model" --backend cuda --min-shapes $shape --opt-shapes $shape \
+  --max-shapes $shape -o "$work/cuda.kiln" >"$work/cuda_no_cuda.txt" 2>&1; then
+  fail "kiln build --backend cuda succeeded without the CUDA libraries"
+fi
+cat "$work/cuda_no_cuda.txt"
+[[ $(wc -l <"$work/cuda_no_cuda.txt") -eq 1 ]] || fail "the refusal is not one line"
+if [[ -n $cuda_lib_dir ]]; then
+  grep -qE "^kiln build: CUDA backend unavailable: .*not installed \(.*libcudnn\.so" \
+    "$work/cuda_no_cuda.txt" || fail "the refusal does not name the missing library"
+else
+  grep -q "backend 'cuda' is not in this build" "$work/cuda_no_cuda.txt" ||
+    fail "a CPU-only build's refusal does not say so"
+fi
+
 # Where NVIDIA's packages would register their libraries with ld.so.
 if [[ -n $cuda_lib_dir ]]; then
   export LD_LIBRARY_PATH=$cuda_lib_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -131,7 +195,10 @@ step "kiln --version, kiln inspect"
 "$kiln" --version | tee "$work/version.txt"
 grep -q "$(dpkg-deb -f "$kiln_deb" Version | cut -d- -f1)" "$work/version.txt" ||
   fail "kiln --version does not name the package's version"
-model=$src/resources/models/ppocr_mobile_v2_cls/model.onnx
+if [[ -n $cuda_lib_dir ]]; then  # with the libraries: each found, with its version
+  grep -qE "^libraries at run time: cuBLASLt [0-9.]+ \(.*\), cuDNN [0-9.]+ \(.*\), NVRTC [0-9.]+ " \
+    "$work/version.txt" || fail "kiln --version does not report the CUDA libraries it loaded"
+fi
 "$kiln" inspect "$model" --shapes x:1x3x48x192 >"$work/inspect.txt"
 head -5 "$work/inspect.txt"
 grep -q "Conv" "$work/inspect.txt" || fail "kiln inspect printed no Conv: $(cat "$work/inspect.txt")"
@@ -153,7 +220,7 @@ print("kiln", kiln.__version__, "from", kiln.__file__)' "$site" | tee "$work/pyt
   if "$python" -c 'import numpy' 2>/dev/null; then
     # The model's reference set (ONNX backend-test layout: TensorProto files with dims,
     # name and raw_data), read without the onnx package; tolerances of tests/CMakeLists.txt.
-    PYTHONPATH=$site "$python" - "$model" <<'EOF'
+    cat >"$work/run_model.py" <<'EOF'
 import pathlib, sys
 import numpy as np
 import kiln
@@ -202,6 +269,18 @@ print(out_name, got.tolist())
 np.testing.assert_allclose(got, expected, atol=1e-4, rtol=1e-3)
 assert got.argmax(1).tolist() == [0, 1], "upright, then rotated 180 degrees"
 EOF
+    PYTHONPATH=$site "$python" "$work/run_model.py" "$model"
+    echo "-- the same without the CUDA libraries (ld.so --inhibit-cache)"
+    # The interpreter's own path (a venv's python3 is found from argv[0]), not a
+    # launcher script such as pyenv's shim, which the loader cannot run.
+    interpreter=$("$python" -c 'import sys; print(sys.executable)')
+    PYTHONPATH=$site no_cuda "$interpreter" "$work/run_model.py" "$model"
+    if [[ -n $cuda_lib_dir ]]; then
+      PYTHONPATH=$site no_cuda "$interpreter" -c 'import kiln; print(kiln.version_report())' |
+        tee "$work/python_no_cuda.txt"
+      grep -q "cuDNN could not be loaded" "$work/python_no_cuda.txt" ||
+        fail "import kiln without CUDA: the version report does not say cuDNN is missing"
+    fi
   else
     echo "SKIPPED: building and running a model from Python: $python has no NumPy (make venv)"
   fi

@@ -3,6 +3,7 @@
 #include <cudnn.h>
 #include <cuda_runtime_api.h>
 
+#include "backends/cuda/lazy_libraries.h"
 #include "kiln/cuda_build_versions.h"
 #include "kiln/cuda_runtime.h"
 
@@ -20,6 +21,12 @@ DeviceInfo probeCudaDevice(int ordinal) {
   DeviceInfo info;
   info.ordinal = ordinal;
   cudaRuntimeGetVersion(&info.runtimeVersion);
+  // The libraries first: the package installs without them (docs/packaging.md), and
+  // without them no GPU layer can be built or run whatever the driver says.
+  if (const std::string missing = missingCudaLibraries(); !missing.empty()) {
+    info.reason = missing;
+    return info;
+  }
   cudaError_t error = cudaDriverGetVersion(&info.driverVersion);
   if (error != cudaSuccess || info.driverVersion == 0) {
     info.reason = "no NVIDIA driver is installed (libcuda could not be loaded)";

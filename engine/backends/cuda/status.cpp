@@ -16,7 +16,9 @@ Status cudaErrorStatus(cudaError_t error, const char* what) {
 }
 
 Status cublasStatus(cublasStatus_t status, const char* what) {
-  std::string message = std::string(what) + ": cuBLAS status " + std::to_string(int(status));
+  // cublasLtGetStatusString names the status, or the missing library (lazy_libraries.h).
+  std::string message = std::string(what) + ": cuBLAS status " + std::to_string(int(status)) +
+                        " (" + cublasLtGetStatusString(status) + ")";
   if (status == CUBLAS_STATUS_ALLOC_FAILED) return Status(StatusCode::kOutOfMemory, message);
   if (status == CUBLAS_STATUS_NOT_SUPPORTED) return Status(StatusCode::kUnsupported, message);
   return Status(StatusCode::kInternal, message);

@@ -13,6 +13,10 @@ CudaBuildVersions cudaBuildVersions() {
   return {};
 }
 
+std::vector<CudaRuntimeLibrary> cudaRuntimeLibraries() {
+  return {};
+}
+
 std::vector<GpuOperator> gpuOperators() {
   return {};
 }
