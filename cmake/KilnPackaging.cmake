@@ -36,6 +36,9 @@ if(TARGET kiln_python)
   set(kiln_python_dir lib/python3/dist-packages/kiln)
   install(TARGETS kiln_python LIBRARY DESTINATION ${kiln_python_dir} COMPONENT kiln)
   install(FILES python/kiln/__init__.py DESTINATION ${kiln_python_dir} COMPONENT kiln)
+  # The wheel's (pyproject.toml, component "python"): the extension in the wheel's
+  # package folder, beside the __init__.py that scikit-build-core takes from python/kiln.
+  install(TARGETS kiln_python LIBRARY DESTINATION kiln COMPONENT python)
 endif()
 
 # kiln(1) and the bash completion are written from the built CLI's --help

@@ -218,63 +218,13 @@ print("kiln", kiln.__version__, "from", kiln.__file__)' "$site" | tee "$work/pyt
   grep -q "^kiln $(dpkg-deb -f "$kiln_deb" Version | cut -d- -f1)" "$work/python.txt" ||
     fail "kiln.__version__ does not name the package's version"
   if "$python" -c 'import numpy' 2>/dev/null; then
-    # The model's reference set (ONNX backend-test layout: TensorProto files with dims,
-    # name and raw_data), read without the onnx package; tolerances of tests/CMakeLists.txt.
-    cat >"$work/run_model.py" <<'EOF'
-import pathlib, sys
-import numpy as np
-import kiln
-
-def read_tensor(path):  # TensorProto: dims (1), data_type (2, FLOAT), name (8), raw_data (9)
-    data, i, dims, name, raw = path.read_bytes(), 0, [], "", b""
-    def varint():
-        nonlocal i
-        value = shift = 0
-        while True:
-            byte = data[i]
-            i += 1
-            value |= (byte & 0x7F) << shift
-            shift += 7
-            if byte < 0x80:
-                return value
-    while i < len(data):
-        key = varint()
-        field, wire = key >> 3, key & 7
-        if wire == 0:
-            value = varint()
-            if field == 1:
-                dims.append(value)
-            elif field == 2:
-                assert value == 1, f"{path}: data_type {value}, not FLOAT"
-        elif wire == 2:
-            size = varint()
-            chunk, i = data[i:i + size], i + size
-            if field == 8:
-                name = chunk.decode()
-            elif field == 9:
-                raw = chunk
-        else:
-            raise ValueError(f"{path}: unexpected wire type {wire}")
-    return name, np.frombuffer(raw, np.float32).reshape(dims)
-
-model_path = pathlib.Path(sys.argv[1])
-name, x = read_tensor(model_path.parent / "test_data_set_0/input_0.pb")
-out_name, expected = read_tensor(model_path.parent / "test_data_set_0/output_0.pb")
-model = kiln.load_onnx(str(model_path))
-shape = {name: x.shape}
-plan = kiln.build(model, backend="cpu", min_shapes=shape, opt_shapes=shape, max_shapes=shape)
-print(plan)
-got = plan.run({name: x})[out_name]
-print(out_name, got.tolist())
-np.testing.assert_allclose(got, expected, atol=1e-4, rtol=1e-3)
-assert got.argmax(1).tolist() == [0, 1], "upright, then rotated 180 degrees"
-EOF
-    PYTHONPATH=$site "$python" "$work/run_model.py" "$model"
+    # Built for the CPU and run with NumPy against the model's reference output.
+    PYTHONPATH=$site "$python" "$src/tests/python/run_bundled_model.py" "$model"
     echo "-- the same without the CUDA libraries (ld.so --inhibit-cache)"
     # The interpreter's own path (a venv's python3 is found from argv[0]), not a
     # launcher script such as pyenv's shim, which the loader cannot run.
     interpreter=$("$python" -c 'import sys; print(sys.executable)')
-    PYTHONPATH=$site no_cuda "$interpreter" "$work/run_model.py" "$model"
+    PYTHONPATH=$site no_cuda "$interpreter" "$src/tests/python/run_bundled_model.py" "$model"
     if [[ -n $cuda_lib_dir ]]; then
       PYTHONPATH=$site no_cuda "$interpreter" -c 'import kiln; print(kiln.version_report())' |
         tee "$work/python_no_cuda.txt"
