@@ -5,7 +5,8 @@
 # (trtexec export of a QAT MobileNet), at 1920x1080 and 1366x768, each view (the Roofline
 # tab included); from their Qt tests: the Calibration view, the Shapes dialog (silero_vad's
 # sample rate), the Sweep view over a real CPU sweep and the Roofline tab of the MobileNet
-# export with an H100's roofs (both sizes), the Remote Targets dialog.
+# export with an H100's roofs (both sizes), the Remote Targets dialog; the Sweep view on a
+# real single-node Slurm cluster (sweep-view-slurm*.png) where slurm-wlm is installed.
 # PNGs go to docs/screenshots/.
 # Usage: packaging/screenshots.sh [BUILD_DIR]
 set -euo pipefail
@@ -43,4 +44,9 @@ for test in "test_calibration_view fitsA1366x768Screen" "test_dynamic_shapes dia
   QT_QPA_PLATFORM=xcb KILN_SCREENSHOT_DIR="$PWD/$out" KILN_TEST_DATA_DIR="$PWD/tests/data" \
     xvfb-run -a -s "-screen 0 1920x1080x24" "$build/tests/views/$1" "$2"
 done
+# The Sweep view following a real Slurm sweep (the single-node cluster of scaleout_slurm).
+if command -v slurmctld >/dev/null && [[ -x "$build/tests/views/test_sweep_view" ]]; then
+  QT_QPA_PLATFORM=xcb KILN_SCREENSHOT_DIR="$PWD/$out" xvfb-run -a -s "-screen 0 1920x1080x24" \
+    tests/scaleout/slurm_cluster.sh "$build/app/kiln" tests/data "$build/tests/views/test_sweep_view"
+fi
 ls -l "$out"

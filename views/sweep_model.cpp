@@ -18,6 +18,8 @@ QColor stateColor(const SweepRow& row) {
       return QColor(120, 120, 120);
     case SweepState::kRunning:
       return QColor(33, 102, 172);
+    case SweepState::kCompleted:
+      return QColor(0, 128, 128);
     case SweepState::kDone:
       return row.gatePassed ? QColor(26, 128, 58) : QColor(176, 96, 0);
     case SweepState::kFailed:
@@ -110,8 +112,15 @@ QString SweepModel::toolTip(const SweepRow& row, int column) const {
     case kKey:
       return row.command.isEmpty() ? row.key : row.key + "\n" + row.command;
     case kState:
-    case kGate:
-      return row.reason.isEmpty() ? stateText(row) : stateText(row) + ": " + row.reason;
+    case kGate: {
+      QString tip = row.reason.isEmpty() ? stateText(row) : stateText(row) + ": " + row.reason;
+      if (row.slurmPolled)
+        tip += tr("\n(Slurm's state from squeue/sacct, at the sweep's last poll)");
+      else if (!row.slurmJob.isEmpty() &&
+               (row.state == SweepState::kQueued || row.state == SweepState::kRunning))
+        tip += tr("\n(guessed from the task's output file: the sweep is not polling Slurm)");
+      return tip;
+    }
     case kFront:
       return row.onFront ? tr("on the Pareto front (latency vs error)") : QString();
     case kLog:

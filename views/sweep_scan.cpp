@@ -2,12 +2,14 @@
 
 #include <QObject>
 #include <cmath>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sys/stat.h>
 
 #include "sweep.h"
+#include "sweep_slurm_states.h"
 
 namespace kiln::studio {
 namespace {
@@ -108,9 +110,36 @@ SweepRow loggedRow(const json& entry) {
   return row;
 }
 
-// A configuration the log does not hold yet: queued or running, from its task log's
-// (or Slurm output's) time against tasks.json's, which every sweep run rewrites.
-SweepRow pendingRow(const SweepScanState& state, const json& configuration, const json& job) {
+// The row state of a task Slurm reports in `state` and the sweep has not logged yet.
+SweepState stateOfSlurm(const std::string& state) {
+  switch (kiln::sweep::slurmPhase(state)) {
+    case kiln::sweep::TaskPhase::kQueued:
+      return SweepState::kQueued;
+    case kiln::sweep::TaskPhase::kRunning:
+      return SweepState::kRunning;
+    case kiln::sweep::TaskPhase::kCompleted:
+      return SweepState::kCompleted;
+    case kiln::sweep::TaskPhase::kCancelled:
+      return SweepState::kCancelled;
+    case kiln::sweep::TaskPhase::kFailed:
+      return SweepState::kFailed;
+  }
+  return SweepState::kQueued;
+}
+
+// DIR/slurm/states.json when the sweep that writes it is still polling; else empty.
+kiln::sweep::SlurmStates currentSlurmStates(const std::string& dir) {
+  auto states = kiln::sweep::slurmStatesFromJson(readJsonFile(dir + "/slurm/states.json"));
+  if (!states.isOk() || !kiln::sweep::slurmStatesCurrent(*states, double(std::time(nullptr))))
+    return {};
+  return states.value();
+}
+
+// A configuration the log does not hold yet: for a task of the Slurm job, the state the
+// tracking sweep last read from squeue/sacct (`polled`), else queued or running from its
+// task log's (or Slurm output's) time against tasks.json's, which every sweep run rewrites.
+SweepRow pendingRow(const SweepScanState& state, const json& configuration, const json& job,
+                    const kiln::sweep::SlurmStates& polled) {
   SweepRow row;
   row.index = configuration.value("index", -1);
   row.key = text(configuration, "key");
@@ -125,10 +154,17 @@ SweepRow pendingRow(const SweepScanState& state, const json& configuration, cons
       mtimeMs(dir + "/slurm/job.json") >= state.tasksMtime) {
     row.slurmJob = QString::fromStdString(jobId + "_" + std::to_string(row.index));
     const std::string out = dir + "/slurm/" + jobId + "_" + std::to_string(row.index) + ".out";
+    row.logPath = QString::fromStdString(out);
+    if (const auto it = polled.tasks.find(row.index);
+        polled.job == jobId && it != polled.tasks.end()) {
+      row.state = stateOfSlurm(it->second);
+      row.slurmState = QString::fromStdString(it->second);
+      row.slurmPolled = true;
+      return row;
+    }
     const bool started = mtimeMs(out) >= 0;
     row.state = started ? SweepState::kRunning : SweepState::kQueued;
     row.slurmState = started ? "RUNNING" : "PENDING";
-    row.logPath = QString::fromStdString(out);
     return row;
   }
   const std::string log = dir + "/configs/" + configuration.value("folder", "") + "/task.log";
@@ -154,6 +190,8 @@ QString sweepStateName(SweepState state) {
       return QObject::tr("failed");
     case SweepState::kCancelled:
       return QObject::tr("cancelled");
+    case SweepState::kCompleted:
+      return QObject::tr("completed");
   }
   return QString();
 }
@@ -207,6 +245,8 @@ SweepSnapshot scanSweep(SweepScanState* state, int64_t maxBytes, bool* pending) 
   };
   std::set<std::string> listed;
   const json job = dir.empty() ? json() : readJsonFile(dir + "/slurm/job.json");
+  const kiln::sweep::SlurmStates polled =
+      dir.empty() ? kiln::sweep::SlurmStates{} : currentSlurmStates(dir);
   for (const json& c : state->tasks.value("configurations", json::array())) {
     const std::string key = c.value("key", "");
     listed.insert(key);
@@ -214,7 +254,7 @@ SweepSnapshot scanSweep(SweepScanState* state, int64_t maxBytes, bool* pending) 
     if (it != state->latest.end())
       finish(loggedRow(it->second), &it->second);
     else
-      finish(pendingRow(*state, c, job.is_object() ? job : json::object()), nullptr);
+      finish(pendingRow(*state, c, job.is_object() ? job : json::object(), polled), nullptr);
   }
   for (const std::string& key : state->order)
     if (!listed.count(key)) finish(loggedRow(state->latest.at(key)), &state->latest.at(key));

@@ -2,7 +2,9 @@
 // with its state, latency, error, gate and Pareto membership. Qt-free apart from
 // QString and safe to run on a worker thread: scanSweep reads only what was appended to
 // the JSONL log since the last scan (the state it carries), DIR/tasks.json, the Slurm
-// job record and the folders' timestamps. Layout of a sweep folder: docs/sweep.md.
+// job record, the Slurm states the tracking sweep writes (slurm/states.json: squeue's
+// and sacct's word, while it is current) and else the folders' timestamps. Layout of a
+// sweep folder: docs/sweep.md.
 #pragma once
 
 #include <QString>
@@ -14,8 +16,9 @@
 
 namespace kiln::studio {
 
-// A configuration's state. Done = judged (accepted or rejected by the gate).
-enum class SweepState { kQueued, kRunning, kDone, kFailed, kCancelled };
+// A configuration's state. Done = judged (accepted or rejected by the gate); completed =
+// Slurm says the task completed, and the sweep has not logged its result yet.
+enum class SweepState { kQueued, kRunning, kDone, kFailed, kCancelled, kCompleted };
 QString sweepStateName(SweepState state);  // "queued", "running", "done", ...
 
 struct SweepRow {
@@ -26,13 +29,14 @@ struct SweepRow {
   QString reason;                   // why rejected or failed ("" otherwise)
   double medianMs = -1;             // -1: not timed
   double maxAbs = -1, cosine = -1;  // -1: unknown
-  double paretoError = -1;  // the gate's first metric (1 - cosine for a cosine gate); -1 none
-  bool onFront = false;     // on the Pareto front (accepted, not beaten on both axes)
-  QString plan;             // the configuration's plan file
-  QString command;          // its `kiln build` command line
-  QString slurmJob;         // "JOB_K" for a Slurm task, else ""
-  QString slurmState;       // Slurm's state (PENDING, RUNNING, COMPLETED, FAILED, ...) or ""
-  QString logPath;          // the task's log (task.log, or Slurm's JOB_K.out)
+  double paretoError = -1;   // the gate's first metric (1 - cosine for a cosine gate); -1 none
+  bool onFront = false;      // on the Pareto front (accepted, not beaten on both axes)
+  QString plan;              // the configuration's plan file
+  QString command;           // its `kiln build` command line
+  QString slurmJob;          // "JOB_K" for a Slurm task, else ""
+  QString slurmState;        // Slurm's state (PENDING, RUNNING, COMPLETED, FAILED, ...) or ""
+  bool slurmPolled = false;  // slurmState is squeue's/sacct's, not guessed from files
+  QString logPath;           // the task's log (task.log, or Slurm's JOB_K.out)
   bool operator==(const SweepRow&) const = default;
 };
 

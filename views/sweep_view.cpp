@@ -160,7 +160,7 @@ void SweepView::applySnapshot(const SweepSnapshot& snapshot, bool pending) {
 
 void SweepView::updateSummary() {
   if (!m_state) return;
-  int counts[5] = {0, 0, 0, 0, 0}, passed = 0, front = 0;
+  int counts[6] = {0, 0, 0, 0, 0, 0}, passed = 0, front = 0;
   for (const SweepRow& row : m_last.rows) {
     ++counts[int(row.state)];
     passed += row.state == SweepState::kDone && row.gatePassed;
@@ -176,6 +176,8 @@ void SweepView::updateSummary() {
                      .arg(counts[int(SweepState::kQueued)])
                      .arg(counts[int(SweepState::kFailed)])
                      .arg(counts[int(SweepState::kCancelled)]);
+  if (const int completed = counts[int(SweepState::kCompleted)]; completed > 0)
+    text += tr(", %1 completed (result not logged yet)").arg(completed);
   if (!m_last.gate.isEmpty()) text += tr(" · gate %1").arg(m_last.gate);
   text += tr(" · following %1").arg(m_state->logPath);
   if (m_last.skippedLines > 0)

@@ -3,6 +3,7 @@
 // forgotten a task), cancelled with scancel. Only Slurm's own commands: no scheduler
 // or transport of Kiln's.
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -11,6 +12,7 @@
 
 #include "cli/sweep_process.h"
 #include "cli/sweep_runner.h"
+#include "sweep_slurm_states.h"
 #include "kiln/file_io.h"
 
 namespace kiln::cli::sweep {
@@ -19,13 +21,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 constexpr double kCommandTimeout = 60;  // seconds for one sbatch/squeue/sacct/scancel call
-
-// States in which a task may still write its result (squeue's %T).
-bool active(const std::string& state) {
-  return state == "PENDING" || state == "RUNNING" || state == "CONFIGURING" ||
-         state == "COMPLETING" || state == "SUSPENDED" || state == "REQUEUED" ||
-         state == "RESIZING" || state == "SIGNALING" || state == "STAGE_OUT";
-}
 
 std::string joinIndices(const std::vector<int>& indices) {
   std::string out;
@@ -37,37 +32,18 @@ std::string slurmLog(const SweepContext& sweep, const std::string& job, int inde
   return sweep.dir + "/slurm/" + job + "_" + std::to_string(index) + ".out";
 }
 
-// Index -> state of the job's array tasks, from "INDEX|STATE" lines (squeue -o '%K|%T',
-// sacct -P -o JobID,State). A job id "123_4" counts as index 4; "CANCELLED by 0" as
-// CANCELLED.
-std::map<int, std::string> parseStates(const std::string& text) {
-  std::map<int, std::string> states;
-  std::istringstream lines(text);
-  std::string line;
-  while (std::getline(lines, line)) {
-    const size_t bar = line.find('|');
-    if (bar == std::string::npos) continue;
-    std::string id = line.substr(0, bar), state = line.substr(bar + 1);
-    if (const size_t u = id.rfind('_'); u != std::string::npos) id = id.substr(u + 1);
-    if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos) continue;
-    state = state.substr(0, state.find(' '));
-    if (const size_t end = state.find_last_not_of(" \r\n"); end != std::string::npos)
-      states[std::stoi(id)] = state.substr(0, end + 1);
-  }
-  return states;
-}
-
 // False when squeue did not answer (then nothing is concluded from this poll).
 bool squeueStates(const std::string& job, std::map<int, std::string>* states) {
   auto r = capture({"squeue", "-h", "-r", "-t", "all", "-j", job, "-o", "%K|%T"}, kCommandTimeout);
   if (!r.isOk() || r->exitCode != 0) return false;
-  *states = parseStates(r->out);
+  *states = kiln::sweep::parseSlurmStates(r->out);
   return true;
 }
 
 std::map<int, std::string> sacctStates(const std::string& job) {
   auto r = capture({"sacct", "-n", "-P", "-X", "-j", job, "-o", "JobID,State"}, kCommandTimeout);
-  return r.isOk() && r->exitCode == 0 ? parseStates(r->out) : std::map<int, std::string>{};
+  return r.isOk() && r->exitCode == 0 ? kiln::sweep::parseSlurmStates(r->out)
+                                      : std::map<int, std::string>{};
 }
 
 Result<std::string> submit(const SweepContext& sweep, const std::vector<int>& indices,
@@ -103,6 +79,18 @@ Result<std::string> submit(const SweepContext& sweep, const std::vector<int>& in
   return job;
 }
 
+// Rewrites DIR/slurm/states.json (the Sweep view's live states) when they changed.
+void publishStates(const SweepContext& sweep, const std::string& job,
+                   const std::map<int, std::string>& states, const SlurmOptions& options,
+                   std::map<int, std::string>* published) {
+  if (states == *published) return;
+  const kiln::sweep::SlurmStates file{job, double(std::time(nullptr)), options.pollSeconds, states};
+  const Status s = writeFileAtomically(sweep.dir + "/slurm/states.json",
+                                       kiln::sweep::slurmStatesJson(file).dump(1) + "\n",
+                                       "the Slurm states file");
+  if (s.isOk()) *published = states;  // else tried again at the next poll; the log still holds
+}
+
 // Records a finished task: its result file (with its Slurm state), or its state alone
 // (`why` says how it is known).
 Status recordTask(const SweepContext& sweep, const std::string& job, int index,
@@ -125,6 +113,7 @@ std::vector<int> track(const SweepContext& sweep, const std::string& job, std::s
   const auto started = std::chrono::steady_clock::now();
   std::map<int, int> unseen;  // polls in a row in which neither squeue nor sacct knew a task
   std::map<int, std::string> lastSeen;
+  std::map<int, std::string> published;  // what states.json holds
   std::vector<int> lost;
   while (!left.empty()) {
     if (interrupted()) {
@@ -148,7 +137,7 @@ std::vector<int> track(const SweepContext& sweep, const std::string& job, std::s
       const auto state = states.find(index);
       const bool resultWritten = fs::exists(sweep.resultPath(index));
       if (state != states.end()) lastSeen[index] = state->second;
-      if (state != states.end() && active(state->second)) {
+      if (state != states.end() && kiln::sweep::slurmActive(state->second)) {
         ++it;
         continue;
       }
@@ -161,9 +150,10 @@ std::vector<int> track(const SweepContext& sweep, const std::string& job, std::s
         continue;
       }
       Status s;
-      if (cancelledPending)
+      if (cancelledPending) {
+        lastSeen[index] = "CANCELLED";
         s = recordTask(sweep, job, index, "CANCELLED", ", removed from the queue while pending");
-      else if (vanished)
+      } else if (vanished)
         lost.push_back(index);
       else
         s = recordTask(sweep, job, index, state == states.end() ? "UNKNOWN" : state->second);
@@ -174,6 +164,7 @@ std::vector<int> track(const SweepContext& sweep, const std::string& job, std::s
       }
       it = left.erase(it);
     }
+    publishStates(sweep, job, lastSeen, options, &published);
     const std::chrono::duration<double> waited = std::chrono::steady_clock::now() - started;
     if (left.empty()) break;
     if (options.maxWaitSeconds > 0 && waited.count() > options.maxWaitSeconds) {
@@ -219,7 +210,8 @@ int runSlurm(const SweepContext& sweep, std::vector<int> pending, const SlurmOpt
     // submitted again.
     std::map<int, std::string> states;
     if (!job.empty() && squeueStates(job, &states))
-      std::erase_if(owned, [&](int i) { return !states.count(i) || !active(states[i]); });
+      std::erase_if(
+          owned, [&](int i) { return !states.count(i) || !kiln::sweep::slurmActive(states[i]); });
     else
       owned.clear();
     if (!owned.empty()) {

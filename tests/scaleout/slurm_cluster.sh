@@ -6,10 +6,12 @@
 # run one task at a time: level 0 completes, level 9 is refused by kiln build (the task
 # FAILS), level 1 is cancelled with scancel while it waits; then --continue
 # --retry-failed runs the failed and cancelled ones again, and Ctrl-C on a sweep
-# cancels its job. Nothing of the cluster is left running.
-# Usage: slurm_cluster.sh KILN TESTDATA      (exit 77: slurm-wlm or munge missing)
+# cancels its job. The sweep's slurm/states.json carries squeue's states while it runs;
+# with TEST_SWEEP_VIEW (the studio's Qt test), the Sweep view follows the first sweep
+# offscreen and must see those states live. Nothing of the cluster is left running.
+# Usage: slurm_cluster.sh KILN TESTDATA [TEST_SWEEP_VIEW]   (exit 77: slurm-wlm or munge missing)
 set -u
-kiln="$1"; data="$2"
+kiln="$1"; data="$2"; studio_test=${3:-}
 source "$(dirname "$0")/../cli/cli_test_support.sh"
 
 for tool in slurmctld slurmd munged sbatch squeue scancel sinfo; do
@@ -123,12 +125,42 @@ sweep_pid=$!
 for _ in $(seq 1 100); do [[ -f "$dir/slurm/job.json" ]] && break; sleep 0.1; done
 job=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["job"])' "$dir/slurm/job.json" 2>/dev/null)
 check_rc "the sweep submitted one job array" $([[ -n "$job" ]] && echo 0 || echo 1) "$(cat "$work/run1.out")"
+view_pid=""
+if [[ -n "$studio_test" && -x "$studio_test" ]]; then
+  # QT_QPA_PLATFORM=xcb and KILN_SCREENSHOT_DIR under xvfb-run: docs/screenshots' pictures.
+  KILN_TEST_SLURM_SWEEP="$log" QT_QPA_PLATFORM=${QT_QPA_PLATFORM:-offscreen} timeout 130 "$studio_test" \
+    followsARealSlurmSweep > "$work/view.out" 2>&1 &
+  view_pid=$!
+  for _ in $(seq 1 200); do [[ -f "$log.following" ]] && break; sleep 0.1; done
+fi
 state2=$(squeue -h -r -j "$job" -o '%K %T' | awk '$1 == 2 {print $2}')
 check_rc "task 2 waits behind --array-max 1" $([[ "$state2" == PENDING ]] && echo 0 || echo 1) \
   "state '$state2'"
+states_of() {  # states_of INDEX: task INDEX's state in the sweep's states file
+  python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["tasks"].get(sys.argv[2], ""))' \
+    "$dir/slurm/states.json" "$1" 2>/dev/null
+}
+for _ in $(seq 1 100); do  # the sweep polls every 0.5 s; task 0 runs for 3 s or more
+  [[ "$(states_of 2)" == PENDING && "$(states_of 0)" == RUNNING ]] && break
+  sleep 0.1
+done
+check_rc "the sweep's states file says task 2 is PENDING" \
+  $([[ "$(states_of 2)" == PENDING ]] && echo 0 || echo 1) "$(cat "$dir/slurm/states.json" 2>&1)"
+check_rc "and task 0 RUNNING" $([[ "$(states_of 0)" == RUNNING ]] && echo 0 || echo 1) \
+  "$(cat "$dir/slurm/states.json" 2>&1)"
+[[ -n "$view_pid" ]] && sleep 1  # two of the view's polls while task 2 is pending
 scancel "${job}_2"
 wait "$sweep_pid"; rc=$?
 check_rc "the Slurm sweep ends" "$rc" "exit $rc: $(cat "$work/run1.out")"
+check_rc "the states file ends COMPLETED, FAILED, CANCELLED" \
+  $([[ "$(states_of 0) $(states_of 1) $(states_of 2)" == "COMPLETED FAILED CANCELLED" ]] \
+    && echo 0 || echo 1) "$(cat "$dir/slurm/states.json" 2>&1)"
+if [[ -n "$view_pid" ]]; then
+  wait "$view_pid"; rc=$?
+  check_rc "the studio's Sweep view showed the Slurm states live" "$rc" "$(tail -20 "$work/view.out")"
+  check "it ran, not skipped" grep -q "PASS   : TestSweepView::followsARealSlurmSweep" "$work/view.out"
+  grep "row [0-9]:" "$work/view.out" | sed 's/^/  | /'
+fi
 
 entry() {  # entry KEY FIELD... : a field of KEY's latest log line
   python3 -c '

@@ -6,6 +6,8 @@
 // log is read, the New Sweep dialog's kiln arguments, and a real `kiln sweep` of a small
 // CPU model started from the view. KILN_SCREENSHOT_DIR (under Xvfb, QT_QPA_PLATFORM=xcb):
 // screenshots() saves the main window on a real sweep as sweep-view[-1366x768].png.
+#include <QDateTime>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QMenuBar>
 #include <QSignalSpy>
@@ -81,6 +83,10 @@ void appendLine(const QString& log, const json& e) {
   writeFile(log, QByteArray::fromStdString(e.dump() + "\n"), QIODevice::Append);
 }
 
+QString cellText(const SweepView& view, int row, int column) {
+  return view.model()->data(view.model()->index(row, column), Qt::DisplayRole).toString();
+}
+
 SweepState stateOf(const SweepView& view, int row) {
   const SweepRow* r = view.model()->rowAt(row);
   return r ? r->state : SweepState::kQueued;
@@ -96,6 +102,8 @@ class TestSweepView : public QObject {
   void followsAGrowingLog();
   void paretoFrontInTableAndScatter();
   void slurmTasksShowTheirStateAndLog();
+  void slurmStatesFromTheTrackingSweep();
+  void followsARealSlurmSweep();
   void clicksSelectAndActivationOpensThePlan();
   void largeLogKeepsTheGuiResponsive();
   void reachableFromTheMenus();
@@ -242,6 +250,138 @@ void TestSweepView::slurmTasksShowTheirStateAndLog() {
       model->data(model->index(2, SweepModel::kLog), Qt::ToolTipRole).toString().contains("77_2"));
   QCOMPARE(stateOf(view, 3), SweepState::kQueued);  // not in the array: not Slurm's
   QVERIFY(model->rowAt(3)->slurmState.isEmpty());
+}
+
+// The tracking sweep's slurm/states.json (squeue's and sacct's word at its last poll)
+// gives the states of the tasks it has not logged; the log still wins, and states a
+// sweep stopped updating give way to the output files again.
+void TestSweepView::slurmStatesFromTheTrackingSweep() {
+  QTemporaryDir dir;
+  writeTasks(dir.path(), "cosine>=0.999");
+  QTest::qWait(1100);
+  QDir().mkpath(dir.path() + "/slurm");
+  writeFile(dir.path() + "/slurm/job.json", R"({"job": "91", "indices": [0, 1, 2, 3, 4, 5]})");
+  auto writeStates = [&](double updated, const json& tasks) {
+    const json states = {{"job", "91"}, {"updated", updated}, {"poll", 10}, {"tasks", tasks}};
+    writeFile(dir.path() + "/slurm/states.json", QByteArray::fromStdString(states.dump()));
+  };
+  const double now = double(QDateTime::currentSecsSinceEpoch());
+  writeStates(now, {{"0", "COMPLETED"},
+                    {"1", "RUNNING"},
+                    {"2", "PENDING"},
+                    {"3", "TIMEOUT"},
+                    {"4", "CANCELLED"},
+                    {"5", "COMPLETED"}});
+  const QString log = dir.path() + "/sweep.jsonl";
+  json logged = entry(5, "accepted", 0.3, 1.0, 0.0);
+  logged["runner"] = "slurm";
+  logged["slurm"] = {{"job", "91_5"}, {"state", "COMPLETED"}, {"log", "91_5.out"}};
+  appendLine(log, logged);
+  SweepView view;
+  view.follow(log);
+  QTRY_COMPARE_WITH_TIMEOUT(stateOf(view, 5), SweepState::kDone, kTimeoutMs);
+  const SweepModel* model = view.model();
+  auto cell = [&view](int row, int column) { return cellText(view, row, column); };
+  QCOMPARE(cell(0, SweepModel::kState), QString("completed (Slurm COMPLETED)"));
+  QCOMPARE(cell(1, SweepModel::kState), QString("running (Slurm RUNNING)"));
+  QCOMPARE(cell(2, SweepModel::kState), QString("queued (Slurm PENDING)"));
+  QCOMPARE(cell(3, SweepModel::kState), QString("failed (Slurm TIMEOUT)"));
+  QCOMPARE(cell(4, SweepModel::kState), QString("cancelled (Slurm CANCELLED)"));
+  QCOMPARE(cell(5, SweepModel::kState), QString("done (Slurm COMPLETED)"));  // the log's
+  QCOMPARE(cell(5, SweepModel::kGate), QString("pass"));
+  QCOMPARE(cell(0, SweepModel::kGate), QString());  // not judged yet
+  QVERIFY(model->rowAt(1)->slurmPolled);
+  QVERIFY(!model->rowAt(5)->slurmPolled);
+  QVERIFY(model->data(model->index(1, SweepModel::kState), Qt::ToolTipRole)
+              .toString()
+              .contains("squeue/sacct"));
+  QCOMPARE(model->rowAt(3)->logPath, dir.path() + "/slurm/91_3.out");
+  QVERIFY(view.statusText().contains("1 running, 1 queued, 1 failed, 1 cancelled, 1 completed"));
+  // Task 2 starts: the next poll says so.
+  writeStates(now + 1, {{"0", "COMPLETED"}, {"1", "RUNNING"}, {"2", "RUNNING"}});
+  QTRY_COMPARE_WITH_TIMEOUT(stateOf(view, 2), SweepState::kRunning, kTimeoutMs);
+  QCOMPARE(stateOf(view, 3), SweepState::kQueued);  // no longer reported, no output file
+  QCOMPARE(cell(3, SweepModel::kState), QString("queued (Slurm PENDING)"));
+  QVERIFY(!model->rowAt(3)->slurmPolled);
+  // A sweep that stopped polling ten minutes ago: its states are not shown as current.
+  writeStates(now - 600, {{"0", "COMPLETED"}, {"1", "RUNNING"}, {"2", "RUNNING"}});
+  QTRY_COMPARE_WITH_TIMEOUT(stateOf(view, 0), SweepState::kQueued, kTimeoutMs);
+  QVERIFY(!model->rowAt(0)->slurmPolled);
+  QVERIFY(model->data(model->index(0, SweepModel::kState), Qt::ToolTipRole)
+              .toString()
+              .contains("guessed from the task's output file"));
+}
+
+// Run by tests/scaleout/slurm_cluster.sh (ctest scaleout_slurm) while its first sweep runs
+// on the real single-node cluster: KILN_TEST_SLURM_SWEEP is that sweep's log. The view
+// follows it and must see, live, task 0 running then done, task 1 failed (FAILED), and
+// task 2 queued (PENDING, behind --array-max 1) then cancelled (scancel), each state from
+// squeue/sacct through the sweep's states file before the log holds the task.
+void TestSweepView::followsARealSlurmSweep() {
+  const QString log = qEnvironmentVariable("KILN_TEST_SLURM_SWEEP");
+  if (log.isEmpty())
+    QSKIP("KILN_TEST_SLURM_SWEEP is not set (tests/scaleout/slurm_cluster.sh sets it)");
+  // With KILN_SCREENSHOT_DIR, in the main window (1366 x 768): as task 0 runs (1 and 2
+  // queued), and as task 1 runs (0 done, 2 cancelled).
+  const QString shots = qEnvironmentVariable("KILN_SCREENSHOT_DIR");
+  std::unique_ptr<MainWindow> window;
+  std::unique_ptr<SweepView> own;
+  if (!shots.isEmpty()) {
+    window = std::make_unique<MainWindow>();
+    window->showView("sweep");
+    window->resize(1366, 768);
+    window->show();
+  } else {
+    own = std::make_unique<SweepView>();
+  }
+  SweepView& view = window ? *dynamic_cast<SweepView*>(window->view("sweep")) : *own;
+  view.follow(log);
+  std::map<int, QStringList> seen;  // row -> the state texts it went through
+  auto record = [&] {
+    for (int i = 0; i < view.model()->rowCount(); ++i) {
+      const SweepRow* row = view.model()->rowAt(i);
+      const QString text = SweepModel::stateText(*row) + (row->slurmPolled ? "*" : "");
+      if (seen[i].isEmpty() || seen[i].back() != text) seen[i] << text;
+    }
+  };
+  auto finished = [&] {
+    if (view.model()->rowCount() != 3) return false;
+    for (int i = 0; i < 3; ++i) {
+      const SweepState s = stateOf(view, i);
+      if (s != SweepState::kDone && s != SweepState::kFailed && s != SweepState::kCancelled)
+        return false;
+    }
+    return true;
+  };
+  QTRY_VERIFY_WITH_TIMEOUT(view.scansDone() > 0, kTimeoutMs);
+  QFile marker(log + ".following");  // the script cancels task 2 only once the view follows
+  QVERIFY(marker.open(QIODevice::WriteOnly));
+  marker.close();
+  auto shoot = [&](const QString& name, std::initializer_list<const char*> states) {
+    if (shots.isEmpty() || QFile::exists(shots + "/" + name)) return;
+    int i = 0;
+    for (const char* state : states)
+      if (seen[i].isEmpty() || seen[i++].back() != state) return;
+    QVERIFY(window->grab().save(shots + "/" + name));
+  };
+  QElapsedTimer timer;
+  timer.start();
+  while (!finished() && timer.elapsed() < 120000) {
+    QTest::qWait(100);
+    record();
+    shoot("sweep-view-slurm-queued.png",
+          {"running (Slurm RUNNING)*", "queued (Slurm PENDING)*", "queued (Slurm PENDING)*"});
+    shoot("sweep-view-slurm.png",
+          {"done (Slurm COMPLETED)", "running (Slurm RUNNING)*", "cancelled (Slurm CANCELLED)"});
+  }
+  record();
+  for (const auto& [row, states] : seen) qInfo("row %d: %s", row, qPrintable(states.join(" -> ")));
+  QVERIFY2(finished(), "the sweep did not end within 120 s");
+  QVERIFY(seen[0].contains("running (Slurm RUNNING)*"));
+  QCOMPARE(seen[0].back(), QString("done (Slurm COMPLETED)"));
+  QCOMPARE(seen[1].back(), QString("failed (Slurm FAILED)"));
+  QVERIFY(seen[2].contains("queued (Slurm PENDING)*"));
+  QCOMPARE(seen[2].back(), QString("cancelled (Slurm CANCELLED)"));
 }
 
 void TestSweepView::clicksSelectAndActivationOpensThePlan() {
