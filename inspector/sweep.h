@@ -96,5 +96,10 @@ std::string formatPareto(const std::vector<nlohmann::json>& front, const Gate& g
 
 // `argv` as one shell line, each word quoted where the shell would split or expand it.
 std::string shellJoin(const std::vector<std::string>& argv);
+// The words a POSIX shell makes of `line` without expanding anything: blanks separate,
+// '...' is literal, "..." honours \" \\ \$ \`, a backslash outside quotes escapes one
+// character. The inverse of shellJoin and of kilnBuildCommandLine's quoting (what the
+// studio shows as a command line is what it runs remotely).
+std::vector<std::string> shellSplit(const std::string& line);
 
 }  // namespace kiln::sweep

@@ -183,4 +183,38 @@ std::string shellJoin(const std::vector<std::string>& argv) {
   return out;
 }
 
+std::vector<std::string> shellSplit(const std::string& line) {
+  std::vector<std::string> words;
+  std::string word;
+  bool inWord = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (c == ' ' || c == '\t' || c == '\n') {
+      if (inWord) words.push_back(std::move(word));
+      word.clear();
+      inWord = false;
+      continue;
+    }
+    inWord = true;
+    if (c == '\'') {  // literal up to the next quote
+      const size_t end = std::min(line.find('\'', i + 1), line.size());
+      word += line.substr(i + 1, end - i - 1);
+      i = end;
+    } else if (c == '"') {  // backslash escapes only " \ $ ` inside double quotes
+      for (++i; i < line.size() && line[i] != '"'; ++i) {
+        if (line[i] == '\\' && i + 1 < line.size() &&
+            std::string("\"\\$`").find(line[i + 1]) != std::string::npos)
+          ++i;
+        word += line[i];
+      }
+    } else if (c == '\\' && i + 1 < line.size()) {
+      word += line[++i];
+    } else {
+      word += c;
+    }
+  }
+  if (inWord) words.push_back(std::move(word));
+  return words;
+}
+
 }  // namespace kiln::sweep

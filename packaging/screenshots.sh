@@ -6,7 +6,8 @@
 # tab included); from their Qt tests: the Calibration view, the Shapes dialog (silero_vad's
 # sample rate), the Sweep view over a real CPU sweep and the Roofline tab of the MobileNet
 # export with an H100's roofs (both sizes), the Remote Targets dialog; the Sweep view on a
-# real single-node Slurm cluster (sweep-view-slurm*.png) where slurm-wlm is installed.
+# real single-node Slurm cluster (sweep-view-slurm*.png) where slurm-wlm is installed, the
+# Compare view on a local sshd target (compare-remote.png).
 # PNGs go to docs/screenshots/.
 # Usage: packaging/screenshots.sh [BUILD_DIR]
 set -euo pipefail
@@ -44,6 +45,13 @@ for test in "test_calibration_view fitsA1366x768Screen" "test_dynamic_shapes dia
   QT_QPA_PLATFORM=xcb KILN_SCREENSHOT_DIR="$PWD/$out" KILN_TEST_DATA_DIR="$PWD/tests/data" \
     xvfb-run -a -s "-screen 0 1920x1080x24" "$build/tests/views/$1" "$2"
 done
+# The Compare view building and comparing on a target: the local sshd of scaleout_sshd.
+if command -v sshd >/dev/null && [[ -x "$build/tests/views/test_targets" ]]; then
+  QT_QPA_PLATFORM=xcb KILN_SCREENSHOT_DIR="$PWD/$out" xvfb-run -a -s "-screen 0 1920x1080x24" \
+    tests/scaleout/sshd_remote.sh "$build/app/kiln" tests/data \
+    "$(find "$build" -name 'libkiln_example_plugins*.so' | head -1)" \
+    examples/plugins/models/copy_concat/model.onnx "$build/tests/views/test_targets"
+fi
 # The Sweep view following a real Slurm sweep (the single-node cluster of scaleout_slurm).
 if command -v slurmctld >/dev/null && [[ -x "$build/tests/views/test_sweep_view" ]]; then
   QT_QPA_PLATFORM=xcb KILN_SCREENSHOT_DIR="$PWD/$out" xvfb-run -a -s "-screen 0 1920x1080x24" \

@@ -6,7 +6,6 @@
 #include <QFileInfo>
 #include <QLabel>
 #include <QPointer>
-#include <QProcess>
 #include <QProgressBar>
 #include <QPushButton>
 #include <memory>
@@ -36,8 +35,7 @@ void BuildPanel::startRemoteBuild() {
   const RemoteTarget target = *m_targets->current();
   m_document->clearIssues("build");
   BuildRequest request = makeRequest();
-  QStringList args = QProcess::splitCommand(commandLine());
-  if (!args.isEmpty()) args.removeFirst();  // "kiln"
+  QStringList args = kilnArgumentsOf(commandLine());
   const qsizetype output = args.indexOf("-o");
   const QString plan = output >= 0 && output + 1 < args.size() ? args[output + 1] : QString();
   if (plan.isEmpty()) return refuse(tr("build: the command line names no plan file (-o)"));

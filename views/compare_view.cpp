@@ -129,6 +129,9 @@ CompareView::CompareView(StudioDocument* document, JobRunner* jobs, QWidget* par
   connect(m_document, &StudioDocument::engineChanged, this, &CompareView::refreshDiff);
   connect(m_document, &StudioDocument::selectionChanged, this, &CompareView::onDocumentSelection);
   connect(m_variant, &VariantForm::buildRequested, this, &CompareView::buildVariantFromForm);
+  connect(m_jobs, &JobRunner::jobProgress, this, [this](int id, double, const QString& text) {
+    if (id == m_job) m_status->setText(text);
+  });
   connect(m_debug, &PrecisionDebugPanel::rebuildRequested, this,
           [this](const BuilderConfig& config) { buildVariant(config, tr("precision-debugged")); });
   refreshDiff();
@@ -138,6 +141,9 @@ QToolBar* CompareView::createToolBar() {
   auto* bar = new QToolBar(tr("Compare"), this);
   bar->addAction(tr("Open B…"), this, &CompareView::openBInteractive);
   bar->addAction(tr("Compare accuracy"), this, &CompareView::compareAccuracy);
+  m_cancel = bar->addAction(tr("Cancel"), this, &CompareView::cancel);
+  m_cancel->setEnabled(false);
+  m_cancel->setToolTip(tr("Stop the build of B or the accuracy comparison (also on a target)"));
   bar->addSeparator();
   bar->addWidget(new QLabel(tr(" Colour by "), bar));
   m_colouring = new QComboBox(bar);
@@ -208,12 +214,22 @@ void CompareView::refreshDiff() {
   emit comparisonChanged();
 }
 
+void CompareView::setJob(int job) {
+  m_job = job;
+  m_cancel->setEnabled(job >= 0);
+}
+
+void CompareView::cancel() {
+  if (m_job >= 0) m_jobs->cancel(m_job);
+}
+
 void CompareView::buildVariant(const BuilderConfig& config, const QString& title) {
   if (!m_document->network()) {
     m_status->setText(tr("build B: no model is open"));
     emit variantFinished(false);
     return;
   }
+  if (buildVariantRemotely(config, title)) return;
   BuildRequest request;
   request.network = m_document->network();
   request.config = config;
@@ -224,11 +240,12 @@ void CompareView::buildVariant(const BuilderConfig& config, const QString& title
   auto outcome = std::make_shared<BuildOutcome>();
   QPointer<CompareView> self(this);
   m_status->setText(tr("building B (%1)…").arg(title));
-  m_jobs->start(
+  setJob(m_jobs->start(
       tr("Build B: %1").arg(title),
       [request, outcome](JobContext& context) { *outcome = runBuildJob(request, context); },
       [self, title, outcome](const JobContext& context) {
         if (!self) return;
+        self->setJob(-1);
         if (context.failed()) outcome->status = internalError(context.failure().toStdString());
         const bool ok = !context.cancelled() && outcome->status.isOk() && outcome->plan;
         if (ok)
@@ -237,7 +254,7 @@ void CompareView::buildVariant(const BuilderConfig& config, const QString& title
           self->m_status->setText(
               tr("build B failed: %1").arg(QString::fromStdString(outcome->status.message())));
         emit self->variantFinished(ok);
-      });
+      }));
 }
 
 void CompareView::buildVariantFromForm() {
@@ -256,32 +273,40 @@ void CompareView::compareAccuracy() {
     emit accuracyFinished(false);
     return;
   }
+  if (compareAccuracyRemotely(planA, m_planB)) return;
   auto outcome = std::make_shared<AccuracyOutcome>();
   QPointer<CompareView> self(this);
   auto planB = m_planB;
-  m_jobs->start(
+  setJob(m_jobs->start(
       tr("Compare accuracy"),
       [planA, planB, outcome](JobContext& context) {
         *outcome = runAccuracyJob(planA, planB, {1e-2, 1e-2}, context);
       },
       [self, outcome](const JobContext& context) {
         if (!self) return;
+        self->setJob(-1);
         if (context.failed()) outcome->status = internalError(context.failure().toStdString());
         const bool ok = !context.cancelled() && outcome->status.isOk() && outcome->report;
-        if (ok) {
-          self->m_accuracy = outcome->report;
-          self->m_model->setAccuracy(outcome->report);
-          self->m_plots->setReport(outcome->report);
-          self->m_lanes->update();
+        if (ok)
+          self->showAccuracy(outcome->report, QString());
+        else
           self->m_status->setText(
-              tr("accuracy of B against A: %1")
-                  .arg(outcome->report->pass ? tr("within tolerance") : tr("outside tolerance")));
-        } else {
-          self->m_status->setText(
-              tr("accuracy failed: %1").arg(QString::fromStdString(outcome->status.message())));
-        }
+              context.cancelled() ? tr("accuracy cancelled")
+                                  : tr("accuracy failed: %1")
+                                        .arg(QString::fromStdString(outcome->status.message())));
         emit self->accuracyFinished(ok);
-      });
+      }));
+}
+
+void CompareView::showAccuracy(std::shared_ptr<const compare::AccuracyReport> report,
+                               const QString& where) {
+  m_accuracy = report;
+  m_model->setAccuracy(report);
+  m_plots->setReport(report);
+  m_lanes->update();
+  const QString verdict = report->pass ? tr("within tolerance") : tr("outside tolerance");
+  m_status->setText(where.isEmpty() ? tr("accuracy of B against A: %1").arg(verdict)
+                                    : tr("accuracy of B against A on %1: %2").arg(where, verdict));
 }
 
 void CompareView::selectRow(int row) {

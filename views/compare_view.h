@@ -5,7 +5,9 @@
 // per-layer colouring by time delta, precision or error; a diff table sortable by
 // delta or error; after "Compare accuracy" (B against A, per tensor) per-output
 // error histograms and heatmaps; and the precision-debugging run. Selecting a row
-// (lanes or table) selects its ONNX nodes in the document, and the reverse.
+// (lanes or table) selects its ONNX nodes in the document, and the reverse. With a
+// remote target chosen (setTargets), a variant builds and the accuracy runs on the
+// target through `kiln --remote` (compare_view_remote.cpp).
 #pragma once
 
 #include <QWidget>
@@ -18,6 +20,7 @@
 #include "kiln/plan.h"
 #include "view.h"
 
+class QAction;
 class QComboBox;
 class QLabel;
 class QSortFilterProxyModel;
@@ -31,6 +34,7 @@ class ErrorPlots;
 class JobRunner;
 class PrecisionDebugPanel;
 class StudioDocument;
+class TargetList;
 class VariantForm;
 
 class CompareView : public QWidget, public View {
@@ -43,12 +47,21 @@ class CompareView : public QWidget, public View {
   QWidget* widget() override { return this; }
   QToolBar* toolBar() override { return m_toolBar; }
 
+  // Where variants build and accuracy runs: the current target of `targets` (Local
+  // when none); must outlive this view.
+  void setTargets(TargetList* targets);
+  // Cancels the running build of B or accuracy comparison (also a remote one).
+  void cancel();
+  bool isBusy() const { return m_job >= 0; }
+
   // Build B. The diff against A follows; an accuracy result is dropped.
   void setBuildB(const QString& title, std::shared_ptr<const Plan> plan);
   Status openB(const QString& path);  // a .kiln plan
-  // Builds `config` on the CPU backend as a job; the plan becomes B.
+  // Builds `config` on the CPU backend as a job (on the target, for A's backend, when
+  // one is chosen); the plan becomes B.
   void buildVariant(const BuilderConfig& config, const QString& title);
-  // B against A on the same inputs, per tensor (a job).
+  // B against A on the same inputs, per tensor (a job; `kiln compare B A` on the target
+  // when one is chosen).
   void compareAccuracy();
   void setColouring(CompareColouring colouring);
 
@@ -76,10 +89,20 @@ class CompareView : public QWidget, public View {
   void onDocumentSelection();
   void openBInteractive();
   void buildVariantFromForm();
+  // The job now running (its progress goes to the status line, Cancel to it); -1 none.
+  void setJob(int job);
+  void showAccuracy(std::shared_ptr<const compare::AccuracyReport> report, const QString& where);
+  // compare_view_remote.cpp: false when no target is chosen (then the work runs here).
+  bool buildVariantRemotely(const BuilderConfig& config, const QString& title);
+  bool compareAccuracyRemotely(std::shared_ptr<const Plan> planA,
+                               std::shared_ptr<const Plan> planB);
 
   StudioDocument* m_document;
   JobRunner* m_jobs;
+  TargetList* m_targets = nullptr;
+  int m_job = -1;
   QToolBar* m_toolBar;
+  QAction* m_cancel = nullptr;
   QComboBox* m_colouring;
   QLabel* m_status;
   VariantForm* m_variant;

@@ -13,6 +13,7 @@
 #include "build_panel.h"
 #include "calibration_session.h"
 #include "calibration_view.h"
+#include "compare_view.h"
 #include "main_window.h"
 #include "profile_panel.h"
 #include "remote_targets.h"
@@ -38,6 +39,7 @@ void MainWindow::createScaleOut() {
   if (auto* profile = qobject_cast<ProfilePanel*>(panel("profile"))) profile->setTargets(m_targets);
   if (auto* calibration = dynamic_cast<CalibrationView*>(view("calibration")))
     calibration->session()->setTargets(m_targets);
+  if (auto* compare = dynamic_cast<CompareView*>(view("compare"))) compare->setTargets(m_targets);
 
   auto* bar = addToolBar(tr("Target"));
   bar->setObjectName("toolbar_target");
@@ -46,7 +48,7 @@ void MainWindow::createScaleOut() {
   m_targetBox->setObjectName("targetBox");
   m_targetBox->setSizeAdjustPolicy(QComboBox::AdjustToContents);
   m_targetBox->setToolTip(
-      tr("Where Build, Profile and Calibration run: this machine, or a GPU machine "
+      tr("Where Build, Profile, Calibration and Compare run: this machine, or a GPU machine "
          "reached over SSH (kiln --remote)"));
   bar->addWidget(m_targetBox);
   bar->addAction(tr("Targets…"), this, &MainWindow::editTargets)

@@ -41,6 +41,14 @@ QString remoteCommandLine(const RemoteTarget& target, const QStringList& kilnArg
   return QString::fromStdString(kiln::sweep::shellJoin(argv));
 }
 
+QStringList kilnArgumentsOf(const QString& commandLine) {
+  QStringList args;
+  for (const std::string& word : kiln::sweep::shellSplit(commandLine.toStdString()))
+    args << QString::fromStdString(word);
+  if (!args.isEmpty()) args.removeFirst();  // "kiln"
+  return args;
+}
+
 double remoteProgressFraction(const QString& line) {
   static const QRegularExpression kStep("^\\[(\\d+)/(\\d+)\\]");
   const QRegularExpressionMatch match = kStep.match(line);

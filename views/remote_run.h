@@ -25,6 +25,10 @@ struct RemoteRun {
 // one shell-quoted string: what the studio shows and the tests check.
 QString remoteCommandLine(const RemoteTarget& target, const QStringList& kilnArgs);
 
+// The arguments of a `kiln ...` line as the studio shows it (shell-quoted, as
+// kilnBuildCommandLine writes it): its words after the program, unquoted.
+QStringList kilnArgumentsOf(const QString& commandLine);
+
 // Runs on the calling thread until the process ends (or the job is cancelled). Each
 // output line becomes context.progress(fraction, line); `[k/n]` build lines give the
 // fraction (0..0.95), others keep it unknown.

@@ -64,6 +64,9 @@ Result<AccuracyReport> compareAccuracy(ModelRunner& a, ModelRunner& b,
 // "intermediates": [...], "first_divergence", "fused_away": [...]}; `withPlots` adds
 // each output's histogram and heatmap.
 nlohmann::json accuracyReportJson(const AccuracyReport& report, bool withPlots);
+// The inverse, for a report `kiln compare --output` wrote (the studio reads back a
+// comparison run on a remote target); an error names what is malformed.
+Result<AccuracyReport> accuracyReportFromJson(const nlohmann::json& json);
 // The report for the terminal.
 std::string formatAccuracyReport(const AccuracyReport& report);
 

@@ -108,6 +108,9 @@ Result<std::vector<ErrorStats>> compareOutputRuns(
 
 // JSON form (snake_case keys); `withPlots` adds the histogram and heatmap arrays.
 nlohmann::json errorStatsJson(const ErrorStats& stats, bool withPlots);
+// The inverse (accuracy_json.cpp), for reports read back from a file; an error names the
+// tensor and the field of the wrong type.
+Result<ErrorStats> errorStatsFromJson(const nlohmann::json& json);
 // One aligned text line: name, verdict, max/mean/median abs, max rel, cosine, NaN/Inf.
 std::string formatErrorStatsLine(const ErrorStats& stats, size_t nameWidth);
 // One line per tensor, for reports without a verdict (the INT8 build against FP32):

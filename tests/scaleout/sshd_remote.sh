@@ -226,11 +226,17 @@ KILN_REMOTE_KILN="$work/fake-kiln" expect_error "another release on the target i
 
 # --- the studio: the Build panel's build over this sshd, offscreen (test_targets)
 if [[ -n "$studio_test" && -x "$studio_test" ]]; then
-  KILN_TEST_SSH_TARGET="$target" QT_QPA_PLATFORM=offscreen KILN_TEST_DATA_DIR="$data" \
-    HOME="$HOME" KILN_TEST_WRONG_HOSTS_OPTIONS="$ssh_options -o UserKnownHostsFile=$ssh_dir/wrong_hosts" \
-    timeout 120 "$studio_test" buildThroughARealSshd > "$work/studio.out" 2>&1
-  check_rc "the studio builds on the target and opens the plan" $? "$(tail -20 "$work/studio.out")"
-  check "it ran, not skipped" grep -q "PASS   : TestTargets::buildThroughARealSshd" "$work/studio.out"
+  # QT_QPA_PLATFORM=xcb and KILN_SCREENSHOT_DIR under xvfb-run: docs/screenshots' picture.
+  KILN_TEST_SSH_TARGET="$target" QT_QPA_PLATFORM=${QT_QPA_PLATFORM:-offscreen} \
+    KILN_TEST_DATA_DIR="$data" HOME="$HOME" \
+    KILN_TEST_WRONG_HOSTS_OPTIONS="$ssh_options -o UserKnownHostsFile=$ssh_dir/wrong_hosts" \
+    timeout 120 "$studio_test" buildThroughARealSshd compareThroughARealSshd \
+    > "$work/studio.out" 2>&1
+  check_rc "the studio builds and compares on the target" $? "$(tail -40 "$work/studio.out")"
+  check "its build ran, not skipped" \
+    grep -q "PASS   : TestTargets::buildThroughARealSshd" "$work/studio.out"
+  check "its comparison ran, not skipped" \
+    grep -q "PASS   : TestTargets::compareThroughARealSshd" "$work/studio.out"
   nothing_left "after the studio's builds"
 fi
 

@@ -13,11 +13,17 @@
 #include <QSettings>
 #include <QSignalSpy>
 #include <QTemporaryDir>
+#include <QVBoxLayout>
 #include <QtTest>
 
 #include "build_panel.h"
 #include "build_panel_fixture.h"
 #include "calibration_session.h"
+#include "compare/accuracy_compare.h"
+#include "compare_view.h"
+#include "error_plots.h"
+#include "kiln/plan.h"
+#include "variant_form.h"
 #include "kiln/calibration.h"
 #include "file_loader.h"
 #include "job_runner.h"
@@ -85,6 +91,48 @@ struct RemoteStudio : test::BuildPanelStudio {
   }
 };
 
+// The Compare view over the small CNN: A (fp32) the document's engine, B (all fp16) a plan
+// file, both built here by the real kiln; the target is gpu@jetson:2222 (a stand-in
+// kiln answers for it) or, with `address`, a real one.
+struct RemoteCompare {
+  QTemporaryDir dir;
+  StudioDocument document;
+  JobRunner jobs;
+  TargetList targets{dir.path() + "/targets"};
+  std::unique_ptr<CompareView> view;
+  QString model = qEnvironmentVariable("KILN_TEST_DATA_DIR") + "/compare/small_cnn.onnx";
+  explicit RemoteCompare(const RemoteTarget& target = {"gpu@jetson:2222", ""}) {
+    const QString a = dir.path() + "/a.kiln", b = dir.path() + "/b.kiln";
+    for (const auto& [plan, extra] : {std::pair{a, QString()}, {b, QString("--fp16")}}) {
+      QStringList args = {"build", model, "-o", plan, "--backend", "cpu", "--quiet"};
+      if (!extra.isEmpty())  // every layer fp16: B differs from A
+        args << extra << "--layer-precisions"
+             << "*:fp16"
+             << "--precision-constraints"
+             << "obey";
+      if (QProcess::execute(KILN_CLI_PATH, args) != 0) qFatal("kiln build failed");
+    }
+    document.setModel(model, loadModel(model.toStdString()).value().network);
+    auto plan = std::make_shared<const Plan>(loadPlanFile(a.toStdString()).value());
+    document.setEngine(a, plan,
+                       std::make_shared<const inspector::EngineReport>(
+                           inspector::reportFromPlan(*plan, "a.kiln")));
+    QString error;
+    if (!targets.setTargets({target}, &error)) qFatal("%s", qPrintable(error));
+    targets.setCurrent(target.address);
+    view = std::make_unique<CompareView>(&document, &jobs);
+    view->setTargets(&targets);
+    if (!view->openB(b).isOk()) qFatal("cannot open B");
+  }
+  // Runs Compare accuracy; whether it succeeded.
+  bool compare() {
+    QSignalSpy done(view.get(), &CompareView::accuracyFinished);
+    view->compareAccuracy();
+    jobs.waitForIdle(60000);
+    return done.count() == 1 && done[0][0].toBool();
+  }
+};
+
 }  // namespace
 
 class TestTargets : public QObject {
@@ -101,7 +149,10 @@ class TestTargets : public QObject {
   void cancelInterruptsTheRemoteKiln();
   void toolbarAndMenu();
   void remoteCalibrationFillsTheRanges();
+  void remoteCompareShowsTheTargetsReport();
+  void remoteCompareFailuresAndCancel();
   void buildThroughARealSshd();
+  void compareThroughARealSshd();
   void screenshots();
 };
 
@@ -174,6 +225,9 @@ void TestTargets::exactCommandLine() {
   QVERIFY(!remoteEnvironment({"lab", ""}, QProcessEnvironment()).contains("KILN_REMOTE_KILN"));
   QCOMPARE(targetHost("gpu@jetson:2222"), QString("jetson"));
   QCOMPARE(targetHost("root@[::1]:22"), QString("::1"));
+  // The shown line's words, unquoted as a shell would (QProcess::splitCommand keeps '...').
+  QCOMPARE(kilnArgumentsOf("kiln build '/m/my model.onnx' --layer-precisions '*:fp16'"),
+           QStringList({"build", "/m/my model.onnx", "--layer-precisions", "*:fp16"}));
   QCOMPARE(remoteProgressFraction("[3/10] 0.4 s timing conv1"), 0.05 + 0.9 * 0.3);
   QVERIFY(remoteProgressFraction("kiln build: warning") < 0);
 }
@@ -331,6 +385,103 @@ void TestTargets::remoteCalibrationFillsTheRanges() {
            QStringList({"--method", "entropy", "--batch", "4"}));
 }
 
+// Compare accuracy on a target: `kiln compare B A --per-tensor` with the local tolerance
+// and seed, both plans saved for the upload; the report that comes back (a real one, made
+// here by the real kiln from the same plans) fills the plots and the diff table. Exit 3
+// (outside the tolerance) is a result too.
+void TestTargets::remoteCompareShowsTheTargetsReport() {
+  RemoteCompare studio;
+  const QString made = studio.dir.path() + "/made.json";
+  QCOMPARE(QProcess::execute(KILN_CLI_PATH, {"compare", studio.dir.path() + "/b.kiln",
+                                             studio.dir.path() + "/a.kiln", "--per-tensor",
+                                             "--atol", "0.01", "--rtol", "0.01", "--output", made}),
+           0);
+  writeStandIn(studio.dir.path(),
+               "echo 'kiln: remote jetson: uploading B.kiln'\n"
+               "out=; prev=; for a in \"$@\"; do [ \"$prev\" = --output ] && "
+               "out=$a; prev=$a; done\ncp '" +
+                   made.toUtf8() + "' \"$out\"\n");
+  QStringList progress;
+  QObject::connect(&studio.jobs, &JobRunner::jobProgress, &studio.jobs,
+                   [&progress](int, double, const QString& text) { progress << text; });
+  QVERIFY2(studio.compare(), qPrintable(studio.view->statusText()));
+  QCOMPARE(studio.view->statusText(),
+           QString("accuracy of B against A on gpu@jetson:2222: within tolerance"));
+  QVERIFY2(progress.contains("jetson: kiln: remote jetson: uploading B.kiln"),
+           qPrintable(progress.join('|')));
+  const auto report = studio.view->accuracy();
+  QVERIFY(report && report->perTensor && !report->intermediates.empty());
+  const auto expected =
+      compare::accuracyReportFromJson(nlohmann::json::parse(readAll(made).toStdString()));
+  QVERIFY(expected.isOk());
+  QCOMPARE(report->outputs.size(), expected->outputs.size());
+  QCOMPARE(report->outputs[0].maxAbs, expected->outputs[0].maxAbs);
+  QVERIFY(report->outputs[0].maxAbs > 0);  // fp16 against fp32: not zeros against zeros
+  QCOMPARE(studio.view->errorPlots()->currentOutput(), 0);  // the plots show it
+  QVERIFY(!studio.view->errorPlots()->heatmapImage().isNull());
+  const QStringList args =
+      QString::fromUtf8(readAll(studio.dir.path() + "/argv")).split('\n', Qt::SkipEmptyParts);
+  QCOMPARE(args.mid(0, 3), QStringList({"--remote", "gpu@jetson:2222", "compare"}));
+  QVERIFY(args[3].endsWith("/B.kiln") && args[4].endsWith("/A.kiln"));
+  QCOMPARE(args.mid(5, 8), QStringList({"--per-tensor", "--atol", "0.01", "--rtol", "0.01",
+                                        "--seed", "1", "--output"}));
+  // Outside the tolerance, kiln compare exits 3: still a result.
+  auto outside = nlohmann::json::parse(readAll(made).toStdString());
+  outside["pass"] = false;
+  QFile file(made);
+  QVERIFY(file.open(QIODevice::WriteOnly));
+  file.write(QByteArray::fromStdString(outside.dump()));
+  file.close();
+  writeStandIn(studio.dir.path(),
+               "out=; prev=; for a in \"$@\"; do [ \"$prev\" = --output ] && "
+               "out=$a; prev=$a; done\ncp '" +
+                   made.toUtf8() + "' \"$out\"\nexit 3\n");
+  QVERIFY2(studio.compare(), qPrintable(studio.view->statusText()));
+  QCOMPARE(studio.view->statusText(),
+           QString("accuracy of B against A on gpu@jetson:2222: outside tolerance"));
+}
+
+void TestTargets::remoteCompareFailuresAndCancel() {
+  RemoteCompare studio;
+  writeStandIn(studio.dir.path(),
+               "echo 'kiln: remote jetson: connection lost or ssh failed (exit 255); nothing "
+               "fetched' >&2\nexit 1\n");
+  QVERIFY(!studio.compare());
+  QCOMPARE(studio.view->statusText(),
+           QString("accuracy failed: remote jetson: connection lost or ssh failed (exit 255); "
+                   "nothing fetched"));
+  QVERIFY(!studio.view->accuracy());
+  // A variant build on the target that drops: one line too, and B stays as it was.
+  const auto planB = studio.view->planB();
+  QSignalSpy built(studio.view.get(), &CompareView::variantFinished);
+  studio.view->buildVariant(BuilderConfig{}, "variant");
+  studio.jobs.waitForIdle(30000);
+  QCOMPARE(built.count(), 1);
+  QVERIFY(!built[0][0].toBool());
+  QVERIFY2(studio.view->statusText().startsWith("build B failed: remote jetson: connection lost"),
+           qPrintable(studio.view->statusText()));
+  QCOMPARE(studio.view->planB(), planB);
+  QVERIFY(readAll(studio.dir.path() + "/argv").contains("--progress"));
+  // Cancel: the remote kiln gets SIGINT, the view says cancelled.
+  const QByteArray marker = studio.dir.path().toUtf8() + "/interrupted";
+  writeStandIn(studio.dir.path(), "trap 'echo yes > \"" + marker +
+                                      "\"; exit 130' INT\necho 'comparing'\n"
+                                      "while :; do sleep 0.05; done\n");
+  QSignalSpy done(studio.view.get(), &CompareView::accuracyFinished);
+  QSignalSpy progress(&studio.jobs, &JobRunner::jobProgress);
+  studio.view->compareAccuracy();
+  QVERIFY(studio.view->isBusy());
+  QTRY_VERIFY_WITH_TIMEOUT(
+      !progress.isEmpty() && progress.back()[2].toString().contains("comparing"), 15000);
+  QCOMPARE(studio.view->statusText(), QString("jetson: comparing"));
+  studio.view->cancel();
+  QTRY_COMPARE_WITH_TIMEOUT(done.count(), 1, 15000);
+  QVERIFY(!done[0][0].toBool());
+  QCOMPARE(studio.view->statusText(), QString("accuracy cancelled"));
+  QCOMPARE(readAll(QString::fromUtf8(marker)), QByteArray("yes\n"));
+  QVERIFY(!studio.view->isBusy());
+}
+
 // Run by tests/scaleout/sshd_remote.sh (ctest scaleout_sshd) with its sshd on 127.0.0.1:
 // KILN_TEST_SSH_TARGET is the address, KILN_REMOTE_SSH_OPTIONS and KILN_REMOTE_KILN are
 // set, the real kiln runs `kiln --remote`. The Build panel's build goes over ssh and its
@@ -360,6 +511,65 @@ void TestTargets::buildThroughARealSshd() {
   QVERIFY(!refused);
   QVERIFY2(why.contains("remote 127.0.0.1") && !why.contains('\n'), qPrintable(why));
   QVERIFY(!QFile::exists(studio.dir.path() + "/add.kiln"));
+}
+
+// Run by tests/scaleout/sshd_remote.sh as buildThroughARealSshd is: the Compare view builds
+// B (every layer fp16) on the target through the real kiln --remote and sshd, then
+// compares B with A there; the plan and the report come back. With the wrong host key,
+// one line naming the host. With KILN_SCREENSHOT_DIR (under Xvfb), a picture of the view.
+void TestTargets::compareThroughARealSshd() {
+  const QString address = qEnvironmentVariable("KILN_TEST_SSH_TARGET");
+  if (address.isEmpty())
+    QSKIP("KILN_TEST_SSH_TARGET is not set (tests/scaleout/sshd_remote.sh sets it)");
+  qputenv("KILN_PROGRAM", KILN_CLI_PATH);
+  RemoteCompare studio({address, qEnvironmentVariable("KILN_REMOTE_KILN")});
+  QStringList progress;
+  QObject::connect(&studio.jobs, &JobRunner::jobProgress, &studio.jobs,
+                   [&progress](int, double, const QString& text) { progress << text; });
+  studio.view->variantForm()->setLayerPrecisions("*:fp16");
+  studio.view->variantForm()->setConstraintMode(ConstraintMode::kObey);
+  QSignalSpy built(studio.view.get(), &CompareView::variantFinished);
+  emit studio.view->variantForm()->buildRequested();
+  studio.jobs.waitForIdle(60000);
+  QCOMPARE(built.count(), 1);
+  QVERIFY2(built[0][0].toBool(), qPrintable(progress.join('\n')));
+  QVERIFY(studio.view->planB());
+  QVERIFY2(!progress.filter(QRegularExpression("^127.0.0.1: \\[\\d+/\\d+\\]")).isEmpty(),
+           qPrintable(progress.join('|')));  // the build's per-layer progress, live
+  int fp16 = 0;
+  for (const LayerImplementation& layer : studio.view->planB()->layers)
+    fp16 += layer.precision == DataType::kFloat16;
+  QVERIFY(fp16 > 0);
+  QVERIFY(studio.compare());
+  QVERIFY2(studio.view->statusText().startsWith("accuracy of B against A on " + address),
+           qPrintable(studio.view->statusText()));
+  const auto report = studio.view->accuracy();
+  QVERIFY(report && !report->outputs.empty() && report->outputs[0].maxAbs > 0);
+  QVERIFY(!report->intermediates.empty());
+  const QByteArray options = qgetenv("KILN_REMOTE_SSH_OPTIONS");
+  qputenv("KILN_REMOTE_SSH_OPTIONS", qgetenv("KILN_TEST_WRONG_HOSTS_OPTIONS"));
+  const bool refused = !studio.compare();
+  qputenv("KILN_REMOTE_SSH_OPTIONS", options);
+  QVERIFY(refused);
+  QVERIFY2(studio.view->statusText().contains("remote 127.0.0.1: cannot connect") &&
+               !studio.view->statusText().contains('\n'),
+           qPrintable(studio.view->statusText()));
+  if (const QString out = qEnvironmentVariable("KILN_SCREENSHOT_DIR"); !out.isEmpty()) {
+    // The view under its toolbar (the main window's place for it), as the comparison ended.
+    QVERIFY(studio.compare());
+    QWidget frame;
+    auto* layout = new QVBoxLayout(&frame);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addWidget(studio.view->toolBar());
+    layout->addWidget(studio.view.get());
+    frame.resize(1366, 740);
+    frame.show();
+    QTest::qWait(500);
+    const bool saved = frame.grab().save(out + "/compare-remote.png");
+    studio.view->toolBar()->setParent(studio.view.get());  // back to their owner
+    studio.view->setParent(nullptr);
+    QVERIFY(saved);
+  }
 }
 
 // Under Xvfb with KILN_SCREENSHOT_DIR: the Remote Targets dialog with two targets.
