@@ -204,6 +204,13 @@ def print_profile(kiln, plan, shapes, files):
             "--no-data-transfers", "--warmup", "20", "--iterations", "20", "--duration", "0",
             "--load-inputs", ",".join(f"{n}:{f}" for n, f in files.items())]
     p = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    # The whole per-layer profile travels back too ($OUT of the device call), for the
+    # layer-by-layer reading the summary leaves out.
+    keep = os.environ.get("OUT")
+    if keep:
+        name = os.path.basename(plan).replace(".kiln", "") + ".profile.json"
+        with open(os.path.join(keep, name), "w") as f:
+            f.write(p.stdout)
     summary = os.path.join(os.path.dirname(os.path.abspath(__file__)), "profile_summary.py")
     s = subprocess.run([sys.executable, summary], input=p.stdout, capture_output=True, text=True)
     print(f"--- profile of {os.path.basename(plan)}\n{s.stdout}{s.stderr[-300:]}", flush=True)

@@ -28,7 +28,10 @@
 // W ([N, C, 1, 1], [C, 1, 1], scalars: stored [N, 1, 1, C] by a Reshape, which moves no
 // bytes) computes the same values on NHWC storage: op(T^-1(a), b) = T^-1(op(a, T(b))).
 // EfficientNet's squeeze-excitation scale Mul(x, s) and ConvNeXt's layer-scale Mul and
-// residual Add then stay in the region instead of paying a reformat each way.
+// residual Add then stay in the region instead of paying a reformat each way. A Concat
+// of region values follows too, along the permuted axis (NCHW axis a is NHWC axis
+// j with kToChannelsLast[j] = a: channels 1 -> 3), so DenseNet's blocks (Concat, then
+// BN -> ReLU as one PointwiseChain: batch_norm_as_scale_shift) run NHWC throughout.
 // Runs only when the builder asks for it (the backend prefers
 // channels-last for the engine's precision) and after the fusions, which match channels-first
 // patterns.
@@ -140,6 +143,32 @@ bool followsRegion(const Node& node, const GraphIndex& index, const std::vector<
     plan->broadcastSlots.push_back(slot);
   }
   return full;
+}
+
+// True when `node` is a Concat of 4-D values that all come from the region: on NHWC
+// storage it is the same Concat along the permuted axis (channels: axis 3), so a
+// DenseNet block's concatenations stay in the region. Sets `axis` to the NHWC axis.
+bool concatFollowsRegion(const Node& node, const GraphIndex& index, const std::vector<bool>& chosen,
+                         const InferredShapes& shapes, FollowPlan* plan, int64_t* axis) {
+  if (!isDefaultDomain(node) || node.opType != "Concat" || node.outputs.size() != 1 ||
+      node.outputs[0].empty() || node.inputs.empty() || !node.hasAttr("axis"))
+    return false;
+  const SymbolicShape* out = shapeOf(shapes, node.outputs[0]);
+  if (!out || out->size() != 4) return false;
+  *plan = {};
+  for (size_t slot = 0; slot < node.inputs.size(); ++slot) {
+    const std::string& value = node.inputs[slot];
+    const int producer = value.empty() ? -1 : index.producer(value);
+    const SymbolicShape* s = shapeOf(shapes, value);
+    if (producer < 0 || !chosen[producer] || !s || s->size() != 4) return false;
+    plan->regionSlots.push_back(slot);
+  }
+  int64_t a = node.attrInt("axis", 1);
+  if (a < 0) a += 4;
+  if (a < 0 || a > 3) return false;
+  for (int j = 0; j < 4; ++j)
+    if (kToChannelsLast[j] == a) *axis = j;
+  return true;
 }
 
 // True when `node` has a channels-last form this pass may give it.
@@ -260,6 +289,7 @@ class ChannelsLastLayout final : public Pass {
     std::vector<bool> chosen(g.nodes.size()), layoutFree(g.nodes.size());
     std::vector<FollowPlan> follows(g.nodes.size());
     std::vector<bool> follower(g.nodes.size());
+    std::vector<int64_t> concatAxis(g.nodes.size(), -1);  // a following Concat's NHWC axis
     bool any = false;
     const GraphIndex index(g);
     // In order, so a layout-free op sees whether its input's producer went NHWC.
@@ -271,6 +301,9 @@ class ChannelsLastLayout final : public Pass {
         chosen[i] = layoutFree[i] = producer >= 0 && chosen[producer];
       }
       if (!chosen[i] && followsRegion(node, index, chosen, shapes, &follows[i]))
+        chosen[i] = layoutFree[i] = follower[i] = true;
+      if (!chosen[i] &&
+          concatFollowsRegion(node, index, chosen, shapes, &follows[i], &concatAxis[i]))
         chosen[i] = layoutFree[i] = follower[i] = true;
       any |= chosen[i];
     }
@@ -291,6 +324,7 @@ class ChannelsLastLayout final : public Pass {
       }
       const std::string serves = node.displayName();
       if (node.opType == "Conv") asFusedConv(&node);
+      if (concatAxis[i] >= 0) node.attributes["axis"] = intAttribute(concatAxis[i]);
       // A layout-free op keeps its meaning on NHWC storage: no attribute, no filter.
       if (!layoutFree[i]) node.attributes[kChannelsLastAttribute] = intAttribute(1);
       const ChannelsLastRoles roles = follower[i]

@@ -13,7 +13,8 @@
 // operands; every value involved of one of those three types. Where is not taken
 // (its condition is bool). Groups are maximal: roots are found from the graph's end
 // and grow backwards (a producer joins once every reader of its output is in the
-// group, so diamonds fuse whole); a group needs two ops and takes 128 at most.
+// group, so diamonds fuse whole); a group needs two ops, or one binary op broadcasting
+// one computed value over another (squeeze-excitation's scale), and takes 128 at most.
 // Numerics: the chain computes in float32 and rounds to 16 bits only at Cast steps
 // and the output, where the unfused graph rounds after every op (identical at float32).
 #include <algorithm>
@@ -153,6 +154,19 @@ std::vector<int> growGroup(int root, const GraphIndex& index, const std::map<int
   return std::vector<int>(group.begin(), group.end());
 }
 
+// A lone binary step between two computed values of different shapes (squeeze-
+// excitation's x * s, s [N, C, 1, 1]): a chain of one, whose generated kernel reads the
+// broadcast operand in packs where the unfused op's kernel cannot (both are timed).
+bool broadcastsBetweenValues(const Node& n, const NodeStep& s, const GraphIndex& index,
+                             const Shapes& shapes) {
+  if (s.values.size() != 2 || s.values[0].empty() || s.values[1].empty() ||
+      index.constant(s.values[0]) || index.constant(s.values[1]) || n.inputs.size() != 2)
+    return false;
+  const SymbolicShape* a = shapeOf(shapes, s.values[0]);
+  const SymbolicShape* b = shapeOf(shapes, s.values[1]);
+  return a && b && !(*a == *b);
+}
+
 // The PointwiseChain node computing `members` (ascending; the last is the root).
 Node chainNode(const Graph& g, const std::vector<int>& members,
                const std::map<int, NodeStep>& steps) {
@@ -228,7 +242,9 @@ class FusePointwiseChain final : public Pass {
       for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
         if (claimed.count(it->first)) continue;
         const std::vector<int> members = growGroup(it->first, index, steps, claimed);
-        if (members.size() < 2) continue;
+        if (members.size() < 2 &&
+            !broadcastsBetweenValues(g.nodes[members[0]], steps.at(members[0]), index, shapes))
+          continue;
         Node node = chainNode(g, members, steps);
         if (node.inputs.size() > kMaxInputs) continue;
         claimed.insert(members.begin(), members.end());

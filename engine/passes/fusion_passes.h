@@ -34,6 +34,7 @@ std::unique_ptr<Pass> makeFoldScaleIntoMatMul();
 std::unique_ptr<Pass> makeFuseLayerNorm();
 std::unique_ptr<Pass> makeFuseRmsNorm();
 std::unique_ptr<Pass> makeFuseConvMaxPool();
+std::unique_ptr<Pass> makeBatchNormAsScaleShift();
 
 // The chain fuse_softmax_scale_mask rewrites, matched at the Softmax node `at`:
 // Softmax(last axis) of X * c [+ M] or X + M, every intermediate read by the next

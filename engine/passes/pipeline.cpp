@@ -83,6 +83,11 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   // conv's Z, the DQ no obstacle) its int8 Z; before remove_dead_nodes, which drops the
   // Q/DQ nodes and float weights the folds leave without readers.
   list.push_back(passes::makeFoldQdq());
+  // A BatchNormalization no convolution or GEMM took, as the Mul and Add it is: after
+  // every fusion that matches BN (the folds above) or could misread its Mul and Add as
+  // a bias or a scale, right before the pointwise grouping that joins them with the
+  // activation after them (level 2, as that grouping).
+  list.push_back(passes::makeBatchNormAsScaleShift());
   // Whatever elementwise ops remain, grouped into generated kernels (PointwiseChain,
   // level 2+): after every specific fusion, which must keep priority (a bias Add and
   // an activation ride a GEMM's or a convolution's epilogue for free, and a residual

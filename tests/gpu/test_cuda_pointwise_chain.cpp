@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "backends/cuda/ops/nvrtc_module.h"
+#include "backends/cuda/ops/pointwise_access.h"
 #include "backends/cuda/ops/pointwise_codegen.h"
 #include "gpu/gpu_op_test.h"
 #include "kiln/builder.h"
@@ -95,6 +96,67 @@ TEST(PointwiseCodegen, EveryOpCompilesForSm90InEveryAccessAndType) {
     auto cubin = cuda::compileCudaToCubin(source, "the test kernel", "sm_90");
     ASSERT_TRUE(cubin.isOk()) << cubin.status().toString() << "\n" << source;
     EXPECT_GT(cubin.value().size(), 1000u);
+  }
+}
+
+// The access plan of `shapes` (fp16 storage, fp16 output) over their broadcast shape.
+struct AccessPlan {
+  cuda::PointwiseKernelSpec spec;
+  cuda::PointwiseArgs args{};
+};
+
+AccessPlan planFp16(const std::vector<Shape>& shapes) {
+  AccessPlan plan;
+  plan.spec.outputType = DataType::kFloat16;
+  const std::vector<DataType> types(shapes.size(), DataType::kFloat16);
+  auto out = cuda::pointwiseOutputShape(shapes);
+  EXPECT_TRUE(out.isOk());
+  cuda::planPointwiseAccess(types, shapes, out.value(), &plan.spec, &plan.args);
+  return plan;
+}
+
+TEST(PointwiseCodegen, BroadcastDimsCollapseAndChannelVectorsReadInPacks) {
+  // A channel vector over NHWC (ConvNeXt's layer scale): [N*H*W, C], strides [0, 1].
+  AccessPlan channel = planFp16({{2, 5, 6, 16}, {16}, {2, 5, 6, 16}});
+  ASSERT_EQ(channel.spec.rank, 2);
+  EXPECT_EQ(channel.args.dims[0], 60);
+  EXPECT_EQ(channel.args.dims[1], 16);
+  EXPECT_EQ(channel.args.strides[1][0], 0);
+  EXPECT_EQ(channel.args.strides[1][1], 1);
+  EXPECT_TRUE(channel.spec.innerContiguous[1]);
+  EXPECT_FALSE(channel.spec.innerContiguous[0]);  // full-shape: read in packs as before
+  EXPECT_EQ(channel.spec.vectorWidth(), 8);
+  // Squeeze-excitation's per-image channel scale over NHWC: [N, H*W, C], strides [C, 0, 1].
+  AccessPlan se = planFp16({{2, 5, 6, 16}, {2, 1, 1, 16}});
+  ASSERT_EQ(se.spec.rank, 3);
+  EXPECT_EQ(se.args.dims[1], 30);
+  EXPECT_EQ(se.args.strides[1][0], 16);
+  EXPECT_EQ(se.args.strides[1][1], 0);
+  EXPECT_EQ(se.spec.vectorWidth(), 8);
+  // A per-channel scale over NCHW broadcasts along the innermost dim: one element a pack
+  // when the pack divides H*W (4 * 8), none when it does not (5 * 6).
+  AccessPlan nchw = planFp16({{2, 16, 4, 8}, {16, 1, 1}});
+  ASSERT_EQ(nchw.spec.rank, 3);
+  EXPECT_EQ(nchw.args.dims[2], 32);
+  EXPECT_FALSE(nchw.spec.innerContiguous[1]);
+  EXPECT_EQ(nchw.spec.vectorWidth(), 8);
+  EXPECT_EQ(planFp16({{2, 16, 5, 6}, {16, 1, 1}}).spec.vectorWidth(), 0);
+  EXPECT_EQ(planFp16({{3, 7}, {7}}).spec.vectorWidth(), 0);  // rows of 7: packs would straddle
+  // Dims of 1 drop out; a float32 input halves the pack.
+  AccessPlan ones = planFp16({{1, 4, 1, 8}, {1, 1, 1, 8}});
+  EXPECT_EQ(ones.spec.rank, 2);
+  for (const AccessPlan* plan : {&channel, &se, &nchw}) {
+    PointwiseProgram mul;
+    mul.inputCount = static_cast<int>(plan->spec.access.size());
+    PointwiseStep step;
+    step.op = PointwiseOp::kMul;
+    step.operands = {0, 1};
+    step.type = DataType::kFloat16;
+    mul.steps.push_back(step);
+    const std::string source = cuda::generatePointwiseSource(mul, plan->spec);
+    EXPECT_NE(source.find(cuda::kPointwiseVecKernelName), std::string::npos);
+    auto cubin = cuda::compileCudaToCubin(source, "the test kernel", "sm_90");
+    ASSERT_TRUE(cubin.isOk()) << cubin.status().toString() << "\n" << source;
   }
 }
 
@@ -240,6 +302,24 @@ TEST(CudaPointwiseChain, BroadcastsEveryWay) {
   opset6.graph.nodes.back().opset = 6;  // Clip with attribute bounds
   checkChain(opset6, 6, "generated", "strided");
   checkChain(opset6, 6, "unfused", "unfused: 6");
+}
+
+TEST(CudaPointwiseChain, ChannelBroadcastsRunInPacks) {
+  KILN_REQUIRE_GPU();
+  // ConvNeXt's layer scale and residual over NHWC, squeeze-excitation's per-image scale,
+  // and a per-channel scale over NCHW whose plane the pack divides.
+  const Network layerScale =
+      chainNetwork({makeNode("Mul", {"x", "y"}, {"m"}), makeNode("Add", {"m", "z"}, {"out"})},
+                   {{2, 5, 6, 16}, {16}, {2, 5, 6, 16}});
+  checkChain(layerScale, 2, "generated", "packs of ");
+  const Network squeeze =
+      chainNetwork({makeNode("Mul", {"x", "y"}, {"m"}), makeNode("Relu", {"m"}, {"out"})},
+                   {{2, 5, 6, 16}, {2, 1, 1, 16}});
+  checkChain(squeeze, 2, "generated", "packs of ");
+  const Network channelsFirst =
+      chainNetwork({makeNode("Mul", {"x", "y"}, {"m"}), makeNode("Add", {"m", "z"}, {"out"})},
+                   {{2, 16, 4, 8}, {16, 1, 1}, {1, 16, 1, 1}});
+  checkChain(channelsFirst, 2, "generated", "packs of ");
 }
 
 TEST(CudaPointwiseChain, CastsRoundAtTheirStep) {

@@ -11,6 +11,7 @@
 
 #include "engine/passes/pass_test_support.h"
 #include "ir/channels_last.h"
+#include "ir/pointwise_program.h"
 #include "ir/quantized_layers.h"
 #include "kiln/passes.h"
 #include "kiln/shape_inference.h"
@@ -144,6 +145,51 @@ TEST(ChannelsLastLayout, SqueezeExcitationScaleStaysInTheRegion) {
     ASSERT_EQ(actual.size(), 1u);
     expectTensorNear(actual[0].tensor, expected[0].tensor, 1e-5, 1e-5);
   }
+}
+
+// A DenseNet block: c0 = Relu(Conv(x)); d1 = Conv1x1(Relu(BN(c0))); cat = Concat(c0, d1)
+// along channels; y = Conv1x1(Relu(BN(cat))). The BNs become PointwiseChains
+// (batch_norm_as_scale_shift) that follow the region, the Concat follows along NHWC
+// axis 3: Transposes only for x and y, no BN left, outputs unchanged.
+TEST(ChannelsLastLayout, DenseBlockConcatAndPreActivationBnStayInTheRegion) {
+  Network net;
+  net.opsets[""] = 17;
+  Graph& g = net.graph;
+  g.inputs = {{"x", DataType::kFloat32, true, {DimExpr(2), DimExpr(8), DimExpr(9), DimExpr(9)}}};
+  g.initializers["w0"] = randomTensor(DataType::kFloat32, {16, 8, 3, 3}, 1);
+  g.initializers["w1"] = randomTensor(DataType::kFloat32, {8, 16, 1, 1}, 2);
+  g.initializers["w2"] = randomTensor(DataType::kFloat32, {4, 24, 1, 1}, 3);
+  for (const auto& [name, c] : {std::pair<std::string, int64_t>{"n1", 16}, {"n2", 24}}) {
+    g.initializers[name + "_g"] = randomTensor(DataType::kFloat32, {c}, 4, 0.5, 1.5);
+    g.initializers[name + "_b"] = randomTensor(DataType::kFloat32, {c}, 5);
+    g.initializers[name + "_m"] = randomTensor(DataType::kFloat32, {c}, 6);
+    g.initializers[name + "_v"] = randomTensor(DataType::kFloat32, {c}, 7, 0.2, 2.0);
+  }
+  auto bn = [](const std::string& in, const std::string& n, const std::string& out) {
+    return makeNode("BatchNormalization", {in, n + "_g", n + "_b", n + "_m", n + "_v"}, {out});
+  };
+  g.nodes.push_back(withInts(makeNode("Conv", {"x", "w0"}, {"c"}), "pads", {1, 1, 1, 1}));
+  g.nodes.push_back(makeNode("Relu", {"c"}, {"c0"}));
+  g.nodes.push_back(bn("c0", "n1", "b1"));
+  g.nodes.push_back(makeNode("Relu", {"b1"}, {"r1"}));
+  g.nodes.push_back(makeNode("Conv", {"r1", "w1"}, {"d1"}));
+  g.nodes.push_back(withInt(makeNode("Concat", {"c0", "d1"}, {"cat"}), "axis", 1));
+  g.nodes.push_back(bn("cat", "n2", "b2"));
+  g.nodes.push_back(makeNode("Relu", {"b2"}, {"r2"}));
+  g.nodes.push_back(makeNode("Conv", {"r2", "w2"}, {"y"}));
+  g.outputs = {{"y", DataType::kFloat32, false, {}}};
+  Network nhwc = net;
+  std::vector<PassApplication> applied;
+  ASSERT_TRUE(runPasses(nhwc, 2, {}, &applied, /*channelsLast=*/true).isOk());
+  EXPECT_EQ(count(nhwc, "Transpose"), 2);
+  EXPECT_EQ(count(nhwc, "BatchNormalization"), 0);
+  EXPECT_EQ(count(nhwc, kPointwiseChainOp), 2);
+  for (const Node& n : nhwc.graph.nodes)
+    if (n.opType == "Concat") EXPECT_EQ(n.attrInt("axis", -1), 3);
+  const auto expected = run(net);
+  const auto actual = run(nhwc);
+  ASSERT_EQ(actual.size(), 1u);
+  expectTensorNear(actual[0].tensor, expected[0].tensor, 1e-5, 1e-5);
 }
 
 TEST(ChannelsLastLayout, RunsOnlyWhenAskedAndCanBeDisabled) {

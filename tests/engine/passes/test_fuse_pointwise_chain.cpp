@@ -187,14 +187,16 @@ TEST(FusePointwiseChain, AValueReadOutsideEndsTheGroup) {
                            {"out", "r"}));
   EXPECT_EQ(count(f.network, kPointwiseChainOp), 2);
   EXPECT_EQ(f.network.graph.nodes.size(), 2u);
-  // A Softmax reading "a" keeps Add out of the chain; Relu + Mul + Tanh still fuse.
+  // A Softmax reading "a" keeps Add out of the chain (alone it is a chain of one: x [2, 3, 8]
+  // + y [8] broadcasts between two inputs); Relu + Mul + Tanh still fuse.
   const Fused g =
       fuseAndCompare(graph({makeNode("Add", {"x", "y"}, {"a"}), makeNode("Softmax", {"a"}, {"sm"}),
                             makeNode("Relu", {"a"}, {"r"}), makeNode("Mul", {"r", "sm"}, {"m"}),
                             makeNode("Tanh", {"m"}, {"out"})}));
   EXPECT_EQ(g.network.graph.nodes.size(), 3u);
-  ASSERT_EQ(g.applied.size(), 1u);
+  ASSERT_EQ(g.applied.size(), 2u);
   EXPECT_EQ(g.applied[0].layer, "PWN(r, m, out)");
+  EXPECT_EQ(g.applied[1].layer, "PWN(a)");
 }
 
 TEST(FusePointwiseChain, CastsBetweenFloatTypesRoundWhereTheGraphDoes) {
@@ -277,6 +279,17 @@ TEST(FusePointwiseChain, LoneOpsOtherOpsAndOtherTypesStayAsTheyAre) {
   std::vector<PassApplication> applied;
   ASSERT_TRUE(runPasses(ints, 3, {}, &applied).isOk());
   EXPECT_EQ(ints.graph.nodes.size(), 2u);
+}
+
+TEST(FusePointwiseChain, ALoneBroadcastBetweenTwoComputedValuesIsAChainOfOne) {
+  // x * z, z [2, 1, 8] over x [2, 3, 8] (squeeze-excitation's scale): one op, fused.
+  const Fused se = fuseAndCompare(graph({makeNode("Mul", {"x", "z"}, {"out"})}));
+  ASSERT_EQ(se.applied.size(), 1u);
+  EXPECT_EQ(se.network.graph.nodes[0].opType, kPointwiseChainOp);
+  EXPECT_EQ(se.network.graph.nodes[0].name, "PWN(" + se.applied[0].nodes[0] + ")");
+  // The same shapes, or a constant operand: nothing a chain of one would gain.
+  EXPECT_TRUE(fuseAndCompare(graph({makeNode("Mul", {"x", "x"}, {"out"})})).applied.empty());
+  EXPECT_TRUE(fuseAndCompare(graph({makeNode("Add", {"x", "bias"}, {"out"})})).applied.empty());
 }
 
 TEST(FusePointwiseChain, ABadProgramIsAnErrorNamingTheNode) {

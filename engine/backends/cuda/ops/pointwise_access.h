@@ -21,8 +21,10 @@ namespace kiln::cuda {
 Result<Shape> pointwiseOutputShape(const std::vector<Shape>& inputs);
 
 // How each input (storage type and shape) is read for an output of shape `out`:
-// appends to spec's inputTypes and access, sets its rank and index32, fills args'
-// dims and the strided inputs' strides. `out` has at most kPointwiseMaxRank dims.
+// appends to spec's inputTypes, access and innerContiguous, sets its rank, index32 and
+// stridedPacks, fills args' dims and the strided inputs' strides, both collapsed
+// (pointwise_codegen.h). Set spec's outputType first. `out` has at most
+// kPointwiseMaxRank dims.
 void planPointwiseAccess(const std::vector<DataType>& types, const std::vector<Shape>& shapes,
                          const Shape& out, PointwiseKernelSpec* spec, PointwiseArgs* args);
 

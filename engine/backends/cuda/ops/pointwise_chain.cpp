@@ -3,8 +3,10 @@
 // the layer state keeps the faster and the implementation text names both times:
 //   generated: one kernel for the whole program, CUDA C from pointwise_codegen.cpp
 //     compiled by NVRTC for this device's exact sm_XY (nvrtc_module.cpp), one thread
-//     per element, or per 16-byte pack when every input is full-shape or one element
-//     and the pointers are aligned; broadcast inputs through precomputed strides.
+//     per element, or per 16-byte pack when the pointers are aligned and every input is
+//     full-shape or one element, or broadcasts so that packs stay whole (a channel
+//     vector whose length the pack divides); broadcast inputs through precomputed
+//     strides over the collapsed dims.
 //   unfused: each step by its own op's CUDA kernel (pointwise_unfused.cpp).
 // The node attribute `path` ("auto", "generated", "unfused") restricts the candidates,
 // for tests and tactic pinning.
@@ -66,8 +68,9 @@ Status launchGenerated(GpuKernelContext& ctx, const PointwiseChainState& st,
   bool packs = width > 0 && args.n % width == 0 && aligned(y.data, width * dataTypeSize(y.type));
   for (size_t k = 0; k < ctx.inputCount(); ++k) {
     args.in[k] = ctx.input(k).data;
-    if (st.spec.access[k] == InputAccess::kFull)
-      packs = packs && aligned(args.in[k], width * dataTypeSize(st.spec.inputTypes[k]));
+    const bool packed = st.spec.access[k] == InputAccess::kFull ||
+                        (st.spec.access[k] == InputAccess::kStrided && st.spec.innerContiguous[k]);
+    if (packed) packs = packs && aligned(args.in[k], width * dataTypeSize(st.spec.inputTypes[k]));
   }
   const cudaKernel_t kernel =
       st.library->kernel(packs ? kPointwiseVecKernelName : kPointwiseKernelName);

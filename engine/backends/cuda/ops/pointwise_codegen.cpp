@@ -163,34 +163,43 @@ std::string inputPointer(const PointwiseKernelSpec& spec, size_t k) {
          "])";
 }
 
+// Statements defining o<k>, the element offset of every strided input k at output
+// element `first` (a long long expression), from the collapsed dims and strides.
+void emitStridedOffsets(std::ostringstream& s, const PointwiseKernelSpec& spec,
+                        const std::string& first) {
+  if (std::count(spec.access.begin(), spec.access.end(), InputAccess::kStrided) == 0) return;
+  // 64-bit division is several times slower than 32-bit on the GPU.
+  const char* index = spec.index32 ? "unsigned int" : "long long";
+  s << "    " << index << " rest = (" << index << ")(" << first << ");\n";
+  for (size_t k = 0; k < spec.access.size(); ++k)
+    if (spec.access[k] == InputAccess::kStrided) s << "    long long o" << k << " = 0;\n";
+  for (int d = spec.rank - 1; d >= 0; --d) {
+    // The outermost index is what remains.
+    s << "    { const " << index << " c = ";
+    if (d > 0)
+      s << "rest % (" << index << ")a.dims[" << d << "]; rest /= (" << index << ")a.dims[" << d
+        << "];";
+    else
+      s << "rest;";
+    for (size_t k = 0; k < spec.access.size(); ++k)
+      if (spec.access[k] == InputAccess::kStrided)
+        s << " o" << k << " += (long long)c * a.strides[" << k << "][" << d << "];";
+    s << " }\n";
+  }
+}
+
+bool innerContiguous(const PointwiseKernelSpec& spec, size_t k) {
+  return spec.access[k] == InputAccess::kStrided && k < spec.innerContiguous.size() &&
+         spec.innerContiguous[k];
+}
+
 void emitScalarKernel(std::ostringstream& s, const PointwiseProgram& p,
                       const PointwiseKernelSpec& spec) {
   s << "extern \"C\" __global__ void " << kPointwiseKernelName << "(const PointwiseArgs a) {\n"
     << "  const long long step = (long long)gridDim.x * blockDim.x;\n"
     << "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < a.n; i += "
        "step) {\n";
-  const bool strided =
-      std::count(spec.access.begin(), spec.access.end(), InputAccess::kStrided) > 0;
-  if (strided) {
-    // 64-bit division is several times slower than 32-bit on the GPU.
-    const char* index = spec.index32 ? "unsigned int" : "long long";
-    s << "    " << index << " rest = (" << index << ")i;\n";
-    for (size_t k = 0; k < spec.access.size(); ++k)
-      if (spec.access[k] == InputAccess::kStrided) s << "    long long o" << k << " = 0;\n";
-    for (int d = spec.rank - 1; d >= 0; --d) {
-      // The outermost index is what remains.
-      s << "    { const " << index << " c = ";
-      if (d > 0)
-        s << "rest % (" << index << ")a.dims[" << d << "]; rest /= (" << index << ")a.dims[" << d
-          << "];";
-      else
-        s << "rest;";
-      for (size_t k = 0; k < spec.access.size(); ++k)
-        if (spec.access[k] == InputAccess::kStrided)
-          s << " o" << k << " += (long long)c * a.strides[" << k << "][" << d << "];";
-      s << " }\n";
-    }
-  }
+  emitStridedOffsets(s, spec, "i");
   for (size_t k = 0; k < spec.access.size(); ++k) {
     const char* index = spec.access[k] == InputAccess::kFull ? "i" : nullptr;
     const std::string offset = index                                    ? index
@@ -216,15 +225,26 @@ void emitVectorKernel(std::ostringstream& s, const PointwiseProgram& p,
         << inputPointer(spec, k) << "[0]);\n";
   s << "  for (long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x; p < packs; p += "
        "step) {\n";
+  // A strided input's pack starts at the offset of the pack's first element: the next
+  // width elements are contiguous in it (innerContiguous) or one element (broadcast
+  // along the innermost dim), since width divides the innermost dim (stridedPacks).
+  emitStridedOffsets(s, spec, "p * " + w);
   for (size_t k = 0; k < spec.access.size(); ++k) {
-    if (spec.access[k] != InputAccess::kFull) continue;
     const std::string pack = "KilnPack<" + w + ", " + storageName(spec.inputTypes[k]) + ">";
-    s << "    const " << pack << " x" << k << " = ((const " << pack << "*)a.in[" << k << "])[p];\n";
+    if (spec.access[k] == InputAccess::kFull)
+      s << "    const " << pack << " x" << k << " = ((const " << pack << "*)a.in[" << k
+        << "])[p];\n";
+    else if (innerContiguous(spec, k))
+      s << "    const " << pack << " x" << k << " = *(const " << pack << "*)("
+        << inputPointer(spec, k) << " + o" << k << ");\n";
+    else if (spec.access[k] == InputAccess::kStrided)
+      s << "    const float in" << k << " = kiln_load_" << typeSuffix(spec.inputTypes[k]) << "("
+        << inputPointer(spec, k) << "[o" << k << "]);\n";
   }
   const std::string outPack = "KilnPack<" + w + ", " + storageName(spec.outputType) + ">";
   s << "    " << outPack << " y;\n#pragma unroll\n    for (int j = 0; j < " << w << "; ++j) {\n";
   for (size_t k = 0; k < spec.access.size(); ++k)
-    if (spec.access[k] == InputAccess::kFull)
+    if (spec.access[k] == InputAccess::kFull || innerContiguous(spec, k))
       s << "      const float in" << k << " = kiln_load_" << typeSuffix(spec.inputTypes[k]) << "(x"
         << k << ".v[j]);\n";
   emitProgram(s, p, "      ");
@@ -234,13 +254,17 @@ void emitVectorKernel(std::ostringstream& s, const PointwiseProgram& p,
 
 }  // namespace
 
-int PointwiseKernelSpec::vectorWidth() const {
+int PointwiseKernelSpec::packWidth() const {
   size_t widest = dataTypeSize(outputType);
-  for (size_t k = 0; k < access.size(); ++k) {
-    if (access[k] == InputAccess::kStrided) return 0;
-    if (access[k] == InputAccess::kFull) widest = std::max(widest, dataTypeSize(inputTypes[k]));
-  }
+  for (size_t k = 0; k < access.size(); ++k)
+    if (access[k] != InputAccess::kScalar) widest = std::max(widest, dataTypeSize(inputTypes[k]));
   return static_cast<int>(16 / widest);
+}
+
+int PointwiseKernelSpec::vectorWidth() const {
+  for (InputAccess a : access)
+    if (a == InputAccess::kStrided && !stridedPacks) return 0;
+  return packWidth();
 }
 
 std::string generatePointwiseSource(const PointwiseProgram& program,
