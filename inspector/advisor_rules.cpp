@@ -20,12 +20,19 @@ std::string parameter(const ReportLayer& l, const std::string& key) {
 }
 
 // The layer runs on the host: `kiln run --json` placed it there, or the build detail of
-// its winning tactic (what the CUDA build backend saw when it timed it) says so.
+// its winning tactic (what the CUDA build backend saw when it timed it) says so. Several
+// candidates can share the layer's tactic id (a kernel and its host fallback, timed
+// side by side): the winner is the fastest valid one of them.
 bool runsOnHost(const ReportLayer& l) {
   if (parameter(l, "placement") == "host-fallback") return true;
-  return std::any_of(l.candidates.begin(), l.candidates.end(), [&](const ReportCandidate& c) {
-    return c.tactic == l.tactic && c.rejected.empty() && startsWith(c.detail, "host-fallback");
-  });
+  const ReportCandidate* winner = nullptr;
+  for (const ReportCandidate& c : l.candidates) {
+    if (c.tactic != l.tactic || !c.rejected.empty()) continue;
+    const bool faster = c.milliseconds >= 0 && (!winner || winner->milliseconds < 0 ||
+                                                c.milliseconds < winner->milliseconds);
+    if (!winner || faster) winner = &c;
+  }
+  return winner && startsWith(winner->detail, "host-fallback");
 }
 
 bool isQdqLayer(const ReportLayer& l) {

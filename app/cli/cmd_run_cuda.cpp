@@ -179,6 +179,14 @@ int runOnCuda(const Args& args, std::shared_ptr<Network> network,
                                    {"D2H Latency", statsArray(sD2h)},
                                    {"Total Host Walltime", r.hostWalltimeMs / 1000.0},
                                    {"Total GPU Compute Time", totalCompute / 1000.0}};
+  // The same latency object a CPU run writes (kiln sweep and the shape sweep read its
+  // median); GPU compute beside it, the number a --no-data-transfers run is about.
+  auto statsObject = [](const LatencyStats& s) {
+    return nlohmann::json{{"min", s.min}, {"mean", s.mean}, {"median", s.median},
+                          {"p90", s.p90}, {"p99", s.p99},   {"max", s.max}};
+  };
+  result["latency_ms"] = statsObject(sLatency);
+  result["gpu_compute_ms"] = statsObject(sCompute);
   result["inferences"] = r.inferences.size();
   result["memory"] = {{"weight_bytes", r.weightBytes},
                       {"activation_bytes", r.activationBytes},

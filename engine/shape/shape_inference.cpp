@@ -140,9 +140,22 @@ struct State {
                                                       "Min",
                                                       "ReduceMean",
                                                       "ReduceSum",
-                                                      "Clip"};
+                                                      "Clip",
+                                                      "Range",
+                                                      "Trilu",
+                                                      "CumSum"};
+    static const std::set<std::string> kBoolResult = {
+        "And",   "Or",   "Xor", "Not", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual",
+        "IsNaN", "IsInf"};
     if (node.opType == "Cast") return static_cast<DataType>(node.attrInt("to", 1));  // ONNX's codes
     if (node.opType == "Shape" || node.opType == "Size") return DataType::kInt64;
+    if (kBoolResult.count(node.opType)) return DataType::kBool;
+    if (node.opType == "ConstantOfShape") {  // the value's type; float32 0 without one
+      auto value = node.attributes.find("value");
+      return value != node.attributes.end() && value->second.kind == Attribute::Kind::kTensor
+                 ? value->second.t.type()
+                 : DataType::kFloat32;
+    }
     size_t data = 0;
     if (node.opType == "Where")
       data = 1;

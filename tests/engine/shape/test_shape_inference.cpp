@@ -76,5 +76,49 @@ TEST(ShapeInference, AnUnresolvedNodeKeepsItsDataType) {
   EXPECT_FALSE(shapes->unresolved.empty());
 }
 
+// BERT's SDPA mask (transformers' export): ConstantOfShape(bool) And Cast(to bool), Expanded
+// to a run-time shape, selects in a Where; IsNaN of the scores. Every type is known
+// without the shapes: the strongly typed export then keeps none of them float32.
+TEST(ShapeInference, MaskTypesAreKnownWithoutShapes) {
+  Network net;
+  net.opsets[""] = 17;
+  Graph& g = net.graph;
+  g.inputs = {{"mask", DataType::kInt64, true, {DimExpr(2), DimExpr(4)}},
+              {"target", DataType::kInt64, true, {DimExpr(4)}},
+              {"scores", DataType::kFloat16, true, {DimExpr(2), DimExpr(4)}}};
+  g.initializers["dims"] = Tensor::int64Vector({2, 4});
+  auto node = [](const char* op, std::vector<std::string> in, const char* out) {
+    Node n;
+    n.opType = op;
+    n.opset = 17;
+    n.inputs = std::move(in);
+    n.outputs = {out};
+    n.name = out;
+    return n;
+  };
+  Node ones = node("ConstantOfShape", {"dims"}, "ones");
+  Attribute value;
+  value.kind = Attribute::Kind::kTensor;
+  value.t = Tensor(DataType::kBool, {1});
+  ones.attributes["value"] = value;
+  Node cast = node("Cast", {"mask"}, "maskBool");
+  Attribute to;
+  to.i = 9;
+  cast.attributes["to"] = to;
+  g.nodes = {ones,
+             cast,
+             node("And", {"ones", "maskBool"}, "both"),
+             node("Expand", {"both", "target"}, "wide"),
+             node("IsNaN", {"scores"}, "nan"),
+             node("Where", {"wide", "scores", "scores"}, "y")};
+  g.outputs = {{"y", DataType::kUndefined, false, {}}, {"nan", DataType::kUndefined, false, {}}};
+  auto shapes = inferShapes(net);
+  ASSERT_TRUE(shapes.isOk()) << shapes.status().toString();
+  EXPECT_FALSE(shapes->values.at("wide").hasShape);
+  EXPECT_EQ(shapes->values.at("wide").type, DataType::kBool);
+  EXPECT_EQ(shapes->values.at("nan").type, DataType::kBool);
+  EXPECT_EQ(shapes->values.at("y").type, DataType::kFloat16);
+}
+
 }  // namespace
 }  // namespace kiln
