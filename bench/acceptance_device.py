@@ -252,8 +252,8 @@ class Steps:
         shapes = shapes_of("resnet50", 32)
         cache = self.path("resnet50.cache")
         sweep_dir = self.path("sweep")
-        argv = [self.args.kiln, "sweep", onnx, "--backend", "cuda", "--vary", "precision=fp32,fp16,int8",
-                "--vary", "optimization-level=0,3", "--max-error", "cosine>=0.99",
+        argv = [self.args.kiln, "sweep", onnx, "--backend", "cuda", "--vary", "precision=" + self.args.sweep_precisions,
+                "--vary", "optimization-level=" + self.args.sweep_levels, "--max-error", "cosine>=0.99",
                 "--min-shapes", shapes, "--opt-shapes", shapes, "--max-shapes", shapes,
                 "--iterations", "20", "--dir", sweep_dir, "--continue", "--json"]
         if os.path.exists(cache):
@@ -276,6 +276,10 @@ def main():
     p.add_argument("--out", required=True)
     p.add_argument("--models", default="resnet50,bert_base_sdpa")
     p.add_argument("--steps", default="peaks,typed,int8,advise,roofline,sweep")
+    p.add_argument("--sweep-precisions", default="fp32,fp16,int8",
+                   help="the sweep's precisions (int8 reads the int8 step's calibration cache)")
+    p.add_argument("--sweep-levels", default="0,3",
+                   help="the sweep's optimization levels (precision x these)")
     p.add_argument("--budget", type=float, default=400)
     args = p.parse_args()
     os.makedirs(args.out, exist_ok=True)
