@@ -9,6 +9,7 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -108,12 +109,14 @@ class Rewriter {
     for (const auto& [name, value] : types.values) m_values[name].original = value.type;
     collectNames(model.graph(), &m_taken);
     for (const ValueInfo& out : network.graph.outputs) m_graphOutputs.insert(out.name);
+    for (const ValueInfo& in : network.graph.inputs) m_graphInputs.insert(in.name);
     for (const Node& node : network.graph.nodes)
       for (const std::string& name : node.implicitInputs()) m_implicitReads.insert(name);
   }
 
   Status run() {
     decideNodes();
+    retypePlumbing();
     decideSources();
     KILN_RETURN_IF_ERROR(emit());
     retypeInterface();
@@ -155,17 +158,37 @@ class Rewriter {
     return anyFloat;
   }
 
-  // The type a node without a decision follows: its first float input a node writes.
+  // The type a node without a decision follows: its first float input a node writes,
+  // preferring one computed from the graph's inputs over weight plumbing (a value made
+  // from initializers and constants alone, such as the TorchScript exporter's Identity
+  // copies of identical initializers, which a build folds and a plan never types): a
+  // bias Add(Identity(b), MatMul(x, W)) follows the MatMul, not the copy of b.
   DataType followed(const Node& node) const {
+    DataType plumbing = DataType::kUndefined;
     for (const std::string& in : node.inputs) {
       if (!isFloat32(in)) continue;
       auto it = m_values.find(in);
-      if (it->second.stored != DataType::kUndefined) return it->second.stored;
+      if (it->second.stored == DataType::kUndefined) continue;
+      if (!m_constantValues.count(in)) return it->second.stored;
+      if (plumbing == DataType::kUndefined) plumbing = it->second.stored;
     }
-    return DataType::kFloat32;
+    return plumbing == DataType::kUndefined ? DataType::kFloat32 : plumbing;
+  }
+
+  // Records `node`'s outputs as constant when every input is an initializer (not a graph
+  // input) or a constant value already; a node without inputs (Constant) counts too.
+  void noteConstantOutputs(const Node& node) {
+    for (const std::string& in : node.inputs) {
+      if (in.empty()) continue;
+      const bool initializer = m_network.graph.initializers.count(in) && !m_graphInputs.count(in);
+      if (!initializer && !m_constantValues.count(in)) return;
+    }
+    for (const std::string& out : node.outputs)
+      if (!out.empty()) m_constantValues.insert(out);
   }
 
   void decideNode(const Node& node) {
+    noteConstantOutputs(node);
     const std::string name = node.displayName();
     const int key = node.index;
     std::string why;
@@ -217,6 +240,42 @@ class Rewriter {
 
   void decideNodes() {
     for (const Node& node : m_network.graph.nodes) decideNode(node);
+  }
+
+  // Weight plumbing without a decision (a node computing a float32 value from constants
+  // alone: an Identity copy of an initializer) takes the reduced type every reader wants
+  // of its output, so the weight is stored reduced and no Cast follows it. From the
+  // graph's end, so a chain of such nodes settles from its readers back.
+  void retypePlumbing() {
+    std::map<std::string, std::vector<std::pair<const Node*, size_t>>> readers;
+    for (const Node& n : m_network.graph.nodes)
+      for (size_t slot = 0; slot < n.inputs.size(); ++slot)
+        if (!n.inputs[slot].empty()) readers[n.inputs[slot]].push_back({&n, slot});
+    const auto& nodes = m_network.graph.nodes;
+    for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
+      const Node& node = *it;
+      const int key = node.index;
+      if (node.outputs.size() != 1 || m_precisions.byNode.count(node.displayName()) ||
+          m_typing[key] != OpTyping::kFollowsData || m_nodeType[key] != DataType::kFloat32)
+        continue;
+      const std::string& out = node.outputs[0];
+      if (!isFloat32(out) || !m_constantValues.count(out) || m_graphOutputs.count(out) ||
+          m_implicitReads.count(out) || typed_export::outputKeepsType(node, 0))
+        continue;
+      std::set<DataType> wants;
+      for (const auto& [reader, slot] : readers[out]) wants.insert(wanted(*reader, slot));
+      wants.erase(kAnyType);
+      std::string why;
+      if (wants.size() != 1 || !isReduced(*wants.begin()) || !valuesAllowReduction(node, &why))
+        continue;
+      const DataType type = *wants.begin();
+      m_nodeType[key] = type;
+      m_values[out].stored = m_values[out].written = type;
+      ++m_result->reducedNodes;
+      --m_result->float32Nodes;
+      auto& names = m_result->float32NodeNames;
+      names.erase(std::remove(names.begin(), names.end(), node.displayName()), names.end());
+    }
   }
 
   // The type `node` wants of its input `slot` (kAnyType: whatever it is stored in).
@@ -427,6 +486,8 @@ class Rewriter {
   std::map<int, OpTyping> m_typing;
   std::set<std::string> m_taken;
   std::set<std::string> m_graphOutputs;
+  std::set<std::string> m_graphInputs;
+  std::set<std::string> m_constantValues;  // computed from initializers and constants alone
   std::set<std::string> m_implicitReads;
 };
 

@@ -35,15 +35,22 @@ ValueInfo floatValue(const std::string& name, Shape shape) {
   return v;
 }
 
-// x -> MatMul(w) -> a -> Relu (unnamed) -> r -> Add(bias) -> s -> Cast(int32) -> y_int
-//                                                               \-> Mul(k) -> y
-Network chain() {
+// Input x [2, 4], initializers w [4, 3] and bias [3]; no nodes yet.
+Network linearInputs() {
   Network net;
   net.opsets[""] = 17;
   Graph& g = net.graph;
   g.inputs = {floatValue("x", {2, 4})};
   g.initializers["w"] = filled({4, 3}, 0.5f);
   g.initializers["bias"] = filled({3}, 1.0f);
+  return net;
+}
+
+// x -> MatMul(w) -> a -> Relu (unnamed) -> r -> Add(bias) -> s -> Cast(int32) -> y_int
+//                                                               \-> Mul(k) -> y
+Network chain() {
+  Network net = linearInputs();
+  Graph& g = net.graph;
   g.initializers["k"] = filled({3}, 1e6f);  // past fp16's range: clamped when stored fp16
   g.nodes.push_back(makeNode("MatMul", {"x", "w"}, {"a"}));
   g.nodes.push_back(makeNode("Relu", {"a"}, {"r"}));
@@ -165,6 +172,32 @@ TEST_F(TypedExportTest, UndecidedNodesFollowTheirInputs) {
   EXPECT_EQ(r.clampedWeights, 0);  // bf16 holds 1e6
 }
 
+// The TorchScript exporter's weight plumbing: b_copy = Identity(bias) read by the bias Add
+// in front of the MatMul's output, Add(b_copy, a), as BERT's dense layers are written. Only
+// the MatMul has a decision (a plan folds the Identity and records no precision for it):
+// the Add follows the MatMul, not the copy of the weight, and the Identity takes the type
+// its reader wants, so bias is stored fp16 and no Cast is written.
+TEST_F(TypedExportTest, WeightPlumbingFollowsItsReadersAndTheAddFollowsTheMatMul) {
+  Network net = linearInputs();
+  Graph& g = net.graph;
+  g.nodes.push_back(makeNode("Identity", {"bias"}, {"b_copy"}));
+  g.nodes.push_back(makeNode("MatMul", {"x", "w"}, {"a"}));
+  g.nodes.push_back(makeNode("Add", {"b_copy", "a"}, {"y"}));
+  g.outputs = {floatValue("y", {2, 3})};
+  for (size_t i = 0; i < g.nodes.size(); ++i) g.nodes[i].index = static_cast<int>(i);
+  const std::string path = save(net);
+  NodePrecisions p;
+  p.byNode["a"] = DataType::kFloat16;
+  TypedExportResult r;
+  Network back = roundTrip(path, p, &r);
+  EXPECT_EQ(r.castsInserted, 0);
+  EXPECT_EQ(r.float32Nodes, 0);
+  EXPECT_EQ(r.reducedNodes, 3);
+  EXPECT_EQ(back.graph.initializers.at("bias").type(), DataType::kFloat16);
+  EXPECT_EQ(m_types["b_copy"], DataType::kFloat16);
+  EXPECT_EQ(m_types["y"], DataType::kFloat16);
+}
+
 TEST_F(TypedExportTest, ConstraintsRulesBindNodesAndFreeNodesTakeTheReducedType) {
   Network net = chain();
   PrecisionConstraints c;
@@ -222,8 +255,8 @@ TEST_F(TypedExportTest, OutputTypeOfItsOwnIsACastAfterTheNode) {
   Network net = chain();
   const std::string path = save(net);
   PrecisionConstraints c;
-  c.layerPrecisions = {{"*", DataType::kFloat16}, {"Relu_1", DataType::kFloat32},
-                       {"y", DataType::kFloat32}};
+  c.layerPrecisions = {
+      {"*", DataType::kFloat16}, {"Relu_1", DataType::kFloat32}, {"y", DataType::kFloat32}};
   c.layerOutputTypes = {{"Relu_1", DataType::kFloat16}};
   NodePrecisions p = nodePrecisionsFromConstraints(c, net, "c.json", DataType::kUndefined);
   ASSERT_EQ(p.storedTypes.size(), 1u);
@@ -425,7 +458,7 @@ TEST_F(TypedExportTest, Fp8QdqExportForGemmsOnly) {
     }
     EXPECT_GT(maxRef, 0.1f) << want[o].name;
     EXPECT_LT(maxErr, 0.08f * maxRef) << want[o].name;  // E4M3: 3 mantissa bits
-    if (want[o].name == "co") EXPECT_EQ(maxErr, 0.f);  // left float
+    if (want[o].name == "co") EXPECT_EQ(maxErr, 0.f);   // left float
   }
   net.opsets[""] = 17;
   const std::string old = save(net);
