@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ops/resize_params.h"
 #include "shape/rule_helpers.h"
 
 namespace kiln::shape {
@@ -77,9 +78,40 @@ bool globalPoolRule(const Node&, const Ins& in, Outs* outs) {
   return true;
 }
 
-// Resize/Upsample: from `sizes` when known, else floor(dim * scale) for known scales.
+// A static X with constant scales or sizes: the kernels' own geometry (ops/resize_params.h,
+// keep_aspect_ratio_policy and axes included); false when some of it is not a number.
+bool staticResize(const Node& node, const Ins& in, size_t scalesAt, size_t sizesAt, Outs* outs) {
+  Shape x;
+  for (const DimExpr& d : shapeOf(in, 0)) {
+    if (!d.isConst()) return false;
+    x.push_back(d.constValue());
+  }
+  ops::ResizeInputs inputs;
+  if (scalesAt < in.size() && in[scalesAt].constant)
+    for (int64_t k = 0; k < in[scalesAt].constant->numel(); ++k)
+      inputs.scales.push_back(in[scalesAt].constant->valueAsDouble(k));
+  if (sizesAt < in.size() && in[sizesAt].symbolicValue)
+    for (const DimExpr& d : *in[sizesAt].symbolicValue) {
+      if (!d.isConst()) return false;
+      inputs.sizes.push_back(d.constValue());
+    }
+  if (node.opType == "Upsample" && node.opset < 9)
+    for (float scale : node.attrFloats("scales")) inputs.scales.push_back(scale);
+  ops::ResizeParams p = ops::resizeAttributes(node, node.opset);
+  p.coordMode = "half_pixel";  // the roi matters to the values only, not to the shape
+  if (!ops::resolveResize(node, x, inputs, &p).isOk()) return false;
+  SymbolicShape out;
+  for (int64_t d : p.outShape) out.push_back(DimExpr(d));
+  setOut(outs, 0, typeOf(in, 0), out);
+  return true;
+}
+
+// Resize/Upsample: the kernels' geometry for a static X; else from `sizes` when known,
+// else floor(dim * scale) for known scales.
 bool resizeRule(const Node& node, const Ins& in, Outs* outs) {
   if (!known(in, 0)) return false;
+  const size_t scalesAtFirst = node.opType == "Upsample" ? 1 : node.opset >= 11 ? 2 : 1;
+  if (staticResize(node, in, scalesAtFirst, node.opType == "Upsample" ? 99 : 3, outs)) return true;
   const SymbolicShape& x = shapeOf(in, 0);
   const int64_t rank = static_cast<int64_t>(x.size());
   std::vector<int64_t> axes = node.attrInts("axes");

@@ -12,23 +12,13 @@
 
 #include "backends/cpu/ops/data_movement.h"
 #include "kiln/tensor_size.h"
+#include "ops/resize_params.h"
 
 namespace kiln::cpu {
 namespace {
 
-struct ResizeParams {
-  std::string mode = "nearest";          // nearest, linear, cubic
-  std::string coordMode = "half_pixel";  // coordinate_transformation_mode
-  std::string nearestMode = "round_prefer_floor";
-  double cubicA = -0.75;
-  bool excludeOutside = false;
-  bool antialias = false;
-  double extrapolation = 0.0;
-  std::vector<double> scales;  // per input axis
-  Shape outShape;
-  std::vector<double> roi;  // [starts..., ends...] per input axis
-  bool fromSizes = false;
-};
+// Parsed and validated once for both backends (ops/resize_params.h).
+using ResizeParams = ops::ResizeParams;
 
 // The taps of one axis: output position y reads weight[y * taps + t] * in[index[...]],
 // or the extrapolation value when `outside[y]` (tf_crop_and_resize).
@@ -272,131 +262,34 @@ Status readFloats(const KernelContext& ctx, size_t i, const char* what, std::vec
   return Status::ok();
 }
 
-// Output shape and per-axis scales from scales or sizes given for `axes`.
-Status resolveScales(const KernelContext& ctx, const std::vector<double>& scales,
-                     const std::vector<int64_t>& sizes, const std::vector<int64_t>& axes,
-                     ResizeParams* p) {
-  const Shape& in = ctx.input(0).shape();
-  const size_t rank = in.size();
-  if (scales.empty() == sizes.empty()) return ctx.error("needs exactly one of scales and sizes");
-  const size_t given = scales.empty() ? sizes.size() : scales.size();
-  if (given != axes.size()) {
-    return ctx.error((scales.empty() ? "sizes" : "scales") + std::string(" has ") +
-                     std::to_string(given) + " entries for " + std::to_string(axes.size()) +
-                     " axes");
-  }
-  p->scales.assign(rank, 1.0);
-  p->outShape = in;
-  p->fromSizes = !sizes.empty();
-  if (!p->fromSizes) {
-    for (size_t i = 0; i < axes.size(); ++i) {
-      const double length = std::floor(scales[i] * in[axes[i]]);
-      if (!(scales[i] > 0) || !(length < static_cast<double>(kMaxOutputElements))) {
-        return ctx.error("scales[" + std::to_string(i) + "] = " + std::to_string(scales[i]) +
-                         " is not a usable positive scale");
-      }
-      p->scales[axes[i]] = scales[i];
-      p->outShape[axes[i]] = static_cast<int64_t>(length);
-    }
-    return checkElementCount(ctx, p->outShape, "output");
-  }
-  for (size_t i = 0; i < axes.size(); ++i) {
-    if (sizes[i] < 0) return ctx.error("sizes must not be negative");
-    if (in[axes[i]] == 0) return ctx.error("cannot resize an empty axis");
-    p->scales[axes[i]] = static_cast<double>(sizes[i]) / in[axes[i]];
-    p->outShape[axes[i]] = sizes[i];
-  }
-  KILN_RETURN_IF_ERROR(checkElementCount(ctx, p->outShape, "output"));
-  const std::string policy = ctx.node().attrString("keep_aspect_ratio_policy", "stretch");
-  if (policy == "stretch") return Status::ok();
-  if (policy != "not_larger" && policy != "not_smaller") {
-    return ctx.error("unknown keep_aspect_ratio_policy '" + policy + "'");
-  }
-  double scale = p->scales[axes[0]];
-  for (int64_t axis : axes) {
-    scale = policy == "not_larger" ? std::min(scale, p->scales[axis])
-                                   : std::max(scale, p->scales[axis]);
-  }
-  p->fromSizes = false;  // the kept ratio's scale, not out/in, drives the coordinates
-  for (int64_t axis : axes) {
-    // Checked before the cast: one axis's large scale times another's long dim passed int64.
-    const double length = std::floor(scale * in[axis] + 0.5);
-    if (!(length <= static_cast<double>(tensorLimits().maxDim)))
-      return ctx.error("keep_aspect_ratio_policy '" + policy + "' makes axis " +
-                       std::to_string(axis) + " too long");
-    p->scales[axis] = scale;
-    p->outShape[axis] = static_cast<int64_t>(length);
-  }
-  return checkElementCount(ctx, p->outShape, "output");
-}
-
 Status resizeKernel(KernelContext& ctx) {
-  KILN_RETURN_IF_ERROR(ctx.requireInputs(1));
-  const Tensor& in = ctx.input(0);
-  const Node& node = ctx.node();
-  const int rank = in.rank();
-  ResizeParams p;
-  p.mode = node.attrString("mode", "nearest");
-  std::vector<double> scales, roi;
-  std::vector<int64_t> sizes, axes = node.attrInts("axes");
-  if (ctx.opset() < 11) {  // Resize-10: (X, scales), asymmetric coordinates
-    KILN_RETURN_IF_ERROR(ctx.requireInputs(2));
-    p.coordMode = "asymmetric";
-    p.nearestMode = "simple";
-    KILN_RETURN_IF_ERROR(readFloats(ctx, 1, "scales", &scales));
+  KILN_RETURN_IF_ERROR(ctx.requireInputs(ctx.opset() < 11 ? 2 : 1));
+  ResizeParams p = ops::resizeAttributes(ctx.node(), ctx.opset());
+  ops::ResizeInputs inputs;
+  if (ctx.opset() < 11) {  // Resize-10: (X, scales)
+    KILN_RETURN_IF_ERROR(readFloats(ctx, 1, "scales", &inputs.scales));
   } else {
-    p.coordMode = node.attrString("coordinate_transformation_mode", "half_pixel");
-    p.nearestMode = node.attrString("nearest_mode", "round_prefer_floor");
-    p.cubicA = node.attrFloat("cubic_coeff_a", -0.75f);
-    p.excludeOutside = node.attrInt("exclude_outside", 0) != 0;
-    p.extrapolation = node.attrFloat("extrapolation_value", 0.f);
-    p.antialias = node.attrInt("antialias", 0) != 0;
-    KILN_RETURN_IF_ERROR(readFloats(ctx, 1, "roi", &roi));
-    KILN_RETURN_IF_ERROR(readFloats(ctx, 2, "scales", &scales));
-    KILN_RETURN_IF_ERROR(readIntInput(ctx, 3, "sizes", &sizes));
+    KILN_RETURN_IF_ERROR(readFloats(ctx, 1, "roi", &inputs.roi));
+    KILN_RETURN_IF_ERROR(readFloats(ctx, 2, "scales", &inputs.scales));
+    KILN_RETURN_IF_ERROR(readIntInput(ctx, 3, "sizes", &inputs.sizes));
   }
-  if (axes.empty()) {
-    for (int d = 0; d < rank; ++d) axes.push_back(d);
-  }
-  std::vector<bool> seen(rank, false);
-  for (int64_t& axis : axes) {
-    KILN_RETURN_IF_ERROR_CTX(normalizeAxis(axis, rank, &axis), node.describe());
-    if (seen[axis]) return ctx.error("axes repeats axis " + std::to_string(axis));
-    seen[axis] = true;
-  }
-  KILN_RETURN_IF_ERROR(resolveScales(ctx, scales, sizes, axes, &p));
-  // roi is given for `axes` and only read by tf_crop_and_resize; others see [0..., 1...].
-  p.roi.assign(rank, 0.0);
-  p.roi.resize(2 * rank, 1.0);
-  if (p.coordMode == "tf_crop_and_resize") {
-    if (roi.size() != 2 * axes.size()) return ctx.error("roi needs 2 entries per resized axis");
-    for (size_t i = 0; i < axes.size(); ++i) {
-      p.roi[axes[i]] = roi[i];
-      p.roi[axes[i] + rank] = roi[i + axes.size()];
-    }
-  }
+  Status resolved = ops::resolveResize(ctx.node(), ctx.input(0).shape(), inputs, &p);
+  if (!resolved.isOk()) return ctx.error(resolved.message());
   return runResize(ctx, p);
 }
 
 // Upsample-7 reads scales from an attribute, 9-10 from input 1; coordinates are asymmetric.
 Status upsampleKernel(KernelContext& ctx) {
   KILN_RETURN_IF_ERROR(ctx.requireInputs(ctx.opset() < 9 ? 1 : 2));
-  ResizeParams p;
-  p.mode = ctx.node().attrString("mode", "nearest");
-  if (p.mode == "bilinear") p.mode = "linear";
-  p.coordMode = "asymmetric";
-  p.nearestMode = "simple";
-  std::vector<double> scales;
+  ResizeParams p = ops::resizeAttributes(ctx.node(), ctx.opset());
+  ops::ResizeInputs inputs;
   if (ctx.opset() < 9) {
-    for (float s : ctx.node().attrFloats("scales")) scales.push_back(s);
+    for (float s : ctx.node().attrFloats("scales")) inputs.scales.push_back(s);
   } else {
-    KILN_RETURN_IF_ERROR(readFloats(ctx, 1, "scales", &scales));
+    KILN_RETURN_IF_ERROR(readFloats(ctx, 1, "scales", &inputs.scales));
   }
-  std::vector<int64_t> axes;
-  for (int d = 0; d < ctx.input(0).rank(); ++d) axes.push_back(d);
-  KILN_RETURN_IF_ERROR(resolveScales(ctx, scales, {}, axes, &p));
-  p.roi.assign(ctx.input(0).rank(), 0.0);
-  p.roi.resize(2 * ctx.input(0).rank(), 1.0);
+  Status resolved = ops::resolveResize(ctx.node(), ctx.input(0).shape(), inputs, &p);
+  if (!resolved.isOk()) return ctx.error(resolved.message());
   return runResize(ctx, p);
 }
 
