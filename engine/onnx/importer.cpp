@@ -11,13 +11,13 @@
 #include <fstream>
 #include <sstream>
 
-#include "backends/cpu/kernel.h"
 #include "kiln/file_io.h"
 #include "kiln/onnx_import.h"
 #include "kiln/tensor_size.h"
 #include "onnx/support_check.h"
 #include "onnx/tensor_proto.h"
 #include "kiln/plugin_registry.h"
+#include "ops/reference_ops.h"
 #include "plugin/plugin_hooks.h"
 
 namespace kiln {
@@ -355,8 +355,7 @@ Result<Network> importOnnxBytes(const std::string& bytes, const std::string& mod
     OpSupportQuery query = options.isSupported;
     if (!query) {
       query = [](const std::string& domain, const std::string& opType, int opset) {
-        return cpu::builtinKernels().find(domain, opType, opset) != nullptr ||
-               onnx_import::pluginMayProvide(opType);
+        return ops::isKnownOp(domain, opType, opset) || onnx_import::pluginMayProvide(opType);
       };
     }
     std::vector<Status> problems = onnx_import::listUnsupportedNodes(model, network.opsets, query);

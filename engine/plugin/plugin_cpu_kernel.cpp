@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "kiln/plugin_registry.h"
-#include "plugin/plugin_hooks.h"
+#include "plugin/plugin_cpu_hooks.h"
 #include "plugin/plugin_layer.h"
 
 namespace kiln::cpu {

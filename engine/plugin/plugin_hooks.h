@@ -1,30 +1,17 @@
-// Where plugins enter the engine's seams, each through one function: the CPU
-// kernel lookup (executor, tactics, shape folding), the shape rule, the ONNX
-// importer's support check and mapping, and the builder's plugin step.
-// Internal to kiln_engine.
+// Where plugins enter the engine's backend-free seams, each through one function: the
+// shape rule, the ONNX importer's support check and mapping. The CPU kernel lookup
+// (executor, tactics) is in plugin_cpu_hooks.h, so the importer and shape inference,
+// which include this, include no backend. Internal to kiln_engine.
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "backends/cpu/kernel.h"
 #include "kiln/graph.h"
 #include "kiln/status.h"
 #include "shape/shape_rules.h"
 
 namespace kiln {
-
-// The CPU tactic of a plugin layer (its executeCpu()).
-constexpr const char* kPluginCpuTactic = "cpu.plugin";
-
-namespace cpu {
-// Runs a plugin layer on the host through its CPU implementation: output types and
-// shapes from the plugin, the format check, configure, onShapeChange, executeCpu.
-Status runPluginKernel(KernelContext& context);
-// The kernel of `node` at `opset`: its built-in kernel, the plugin kernel when the
-// node is a plugin layer (isPluginNode), else nullptr.
-const KernelEntry* findNodeKernel(const Node& node, int opset);
-}  // namespace cpu
 
 namespace shape {
 // The shape rule of every plugin layer: the plugin's output types and symbolic

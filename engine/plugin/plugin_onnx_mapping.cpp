@@ -4,6 +4,7 @@
 #include <map>
 
 #include "kiln/plugin_registry.h"
+#include "ops/reference_ops.h"
 #include "plugin/plugin_hooks.h"
 #include "plugin/plugin_layer.h"
 
@@ -64,7 +65,7 @@ std::vector<float> neighbourScales(const Graph& graph, const Node& node,
 }
 
 bool hasBuiltinKernel(const Node& node) {
-  return cpu::builtinKernels().find(node.domain, node.opType, node.opset) != nullptr;
+  return ops::isKnownOp(node.domain, node.opType, node.opset);
 }
 
 void checkGraph(const Graph& graph, std::vector<std::string>* problems) {

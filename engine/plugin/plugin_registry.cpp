@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <mutex>
 
-#include "backends/cpu/kernel.h"
+#include "ops/reference_ops.h"
 #include "plugin/plugin_fields.h"
 
 namespace kiln {
@@ -132,7 +132,7 @@ std::string lookedFor(const std::string& name, const std::string& version, const
 
 bool hasBuiltinKernel(const Node& node) {
   const std::string domain = node.domain == "ai.onnx" ? "" : node.domain;
-  return cpu::builtinKernels().find(domain, node.opType, node.opset) != nullptr;
+  return ops::isKnownOp(domain, node.opType, node.opset);
 }
 
 std::string stringAttr(const Node& node, const char* key) {

@@ -3,10 +3,9 @@
 // apply the op's symbolic rule, else fall back to the model's declared value_info.
 #include <set>
 
-#include "backends/cpu/invoke_kernel.h"
-#include "backends/cpu/kernel.h"
 #include "ir/channels_last.h"
 #include "kiln/plugin_registry.h"
+#include "ops/reference_ops.h"
 #include "kiln/shape_inference.h"
 #include "kiln/tensor_size.h"
 #include "plugin/plugin_hooks.h"
@@ -82,20 +81,13 @@ struct State {
       inputs.push_back(&it->second);
     }
     if (total > kMaxFoldElements) return false;
-    const cpu::KernelEntry* entry =
-        cpu::builtinKernels().find(node.domain, node.opType, node.opset);
-    if (!entry) return false;
-    cpu::SubgraphRunner none = [](const Graph&, const std::vector<Tensor>&, std::vector<Tensor>*) {
-      return unsupported("no subgraphs during shape inference");
-    };
-    cpu::KernelContext ctx(node, inputs, none);
-    if (!cpu::invokeKernel(entry->fn, ctx).isOk()) return false;
+    if (!ops::isKnownOp(node.domain, node.opType, node.opset)) return false;
+    auto outputs = ops::evaluateOnHost(node, inputs);
+    if (!outputs.isOk()) return false;
+    for (size_t i = 0; i < node.outputs.size(); ++i)
+      if (!node.outputs[i].empty() && !(*outputs)[i].defined()) return false;
     for (size_t i = 0; i < node.outputs.size(); ++i) {
-      if (node.outputs[i].empty()) continue;
-      if (i >= ctx.outputs().size() || !ctx.outputs()[i].defined()) return false;
-    }
-    for (size_t i = 0; i < node.outputs.size(); ++i) {
-      if (!node.outputs[i].empty()) setTensor(node.outputs[i], ctx.outputs()[i]);
+      if (!node.outputs[i].empty()) setTensor(node.outputs[i], (*outputs)[i]);
     }
     return true;
   }

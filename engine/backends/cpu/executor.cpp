@@ -7,7 +7,7 @@
 #include "backends/cpu/tactics/cpu_tactics.h"
 #include "ir/channels_last.h"
 #include "kiln/reference_backend.h"
-#include "plugin/plugin_hooks.h"
+#include "plugin/plugin_cpu_hooks.h"
 
 namespace kiln {
 namespace {

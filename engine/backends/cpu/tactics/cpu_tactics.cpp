@@ -8,7 +8,7 @@
 #include "ir/quantized_layers.h"
 #include "kiln/builder_config.h"
 #include "kiln/plugin_registry.h"
-#include "plugin/plugin_hooks.h"
+#include "plugin/plugin_cpu_hooks.h"
 
 namespace kiln::cpu {
 namespace {
