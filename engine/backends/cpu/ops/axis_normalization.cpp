@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backends/cpu/ops/op_utils.h"
+#include "ops/normalization_params.h"
 
 namespace kiln::cpu {
 namespace {
@@ -96,24 +97,10 @@ Status mvnKernel(KernelContext& ctx) {
   KILN_RETURN_IF_ERROR(ctx.requireInputs(1));
   const Tensor& x = ctx.input(0);
   const int rank = x.rank();
-  std::vector<int64_t> axes;
-  bool normalizeVariance = true;
-  if (ctx.opset() >= 9) {
-    axes = ctx.node().attrInts("axes", {0, 2, 3});
-  } else {
-    // Opset 1: statistics per (n, c), or per n with across_channels.
-    normalizeVariance = ctx.node().attrInt("normalize_variance", 1) != 0;
-    const bool acrossChannels = ctx.node().attrInt("across_channels", 0) != 0;
-    for (int d = acrossChannels ? 1 : 2; d < rank; ++d) axes.push_back(d);
-  }
-  std::vector<bool> reduced(rank, false);
-  for (int64_t axis : axes) {
-    if (axis < -rank || axis >= rank) {
-      return ctx.error("axis " + std::to_string(axis) + " in 'axes' is out of range for rank " +
-                       std::to_string(rank));
-    }
-    reduced[axis < 0 ? axis + rank : axis] = true;
-  }
+  auto params = ops::mvnParams(ctx.node(), ctx.opset(), rank);
+  if (!params.isOk()) return ctx.error(params.status().message());
+  const std::vector<bool>& reduced = params->reduced;
+  const bool normalizeVariance = params->normalizeVariance;
   Tensor& y = ctx.allocateOutput(0, x.type(), x.shape());
   if (x.numel() == 0) return Status::ok();
   Status status = dispatchFloatTypes(x.type(), [&](auto tag) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backends/cpu/ops/op_utils.h"
+#include "ops/normalization_params.h"
 
 namespace kiln::cpu {
 
@@ -259,18 +260,9 @@ Status groupNormKernel(KernelContext& ctx) {
 // (X.shape[axis:]) into one value per normalized element.
 Status expandParam(const KernelContext& ctx, const Tensor& t, const char* name,
                    const Shape& normShape, std::vector<double>* out) {
-  Shape shape = t.shape();
-  while (!shape.empty() && shape.front() == 1 && shape.size() > normShape.size())
-    shape.erase(shape.begin());
-  bool ok = shape.size() <= normShape.size();
-  for (size_t i = 0; ok && i < shape.size(); ++i) {
-    const int64_t want = normShape[normShape.size() - shape.size() + i];
-    ok = shape[i] == want || shape[i] == 1;
-  }
-  if (!ok) {
-    return ctx.error(std::string("input '") + name + "' of shape " + shapeToString(t.shape()) +
-                     " does not broadcast to the normalized shape " + shapeToString(normShape));
-  }
+  auto broadcast = ops::paramBroadcastShape(name, t.shape(), normShape, "normalized shape");
+  if (!broadcast.isOk()) return ctx.error(broadcast.status().message());
+  const Shape& shape = *broadcast;
   std::vector<double> values;
   KILN_RETURN_IF_ERROR(readDoubles(ctx, t, name, &values));
   out->resize(shapeNumel(normShape));

@@ -18,6 +18,7 @@
 #include "backends/cuda/device_common.cuh"
 #include "backends/cuda/ops/layer_norm_packed.h"
 #include "backends/cuda/row_kernels.cuh"
+#include "ops/normalization_params.h"
 
 namespace kiln::cuda {
 namespace {
@@ -352,18 +353,9 @@ __global__ void __launch_bounds__(kMaxRowBlock)
 // leading 1s beyond its rank) and maps its elements. The CPU's error message.
 Status broadcastParam(const GpuKernelContext& ctx, const DeviceTensor& t, const char* name,
                       const Shape& target, const std::string& targetName, ParamMap* map) {
-  Shape shape = t.shape;
-  while (!shape.empty() && shape.front() == 1 && shape.size() > target.size())
-    shape.erase(shape.begin());
-  bool ok = shape.size() <= target.size();
-  for (size_t i = 0; ok && i < shape.size(); ++i) {
-    const int64_t want = target[target.size() - shape.size() + i];
-    ok = shape[i] == want || shape[i] == 1;
-  }
-  if (!ok) {
-    return ctx.error(std::string("input '") + name + "' of shape " + shapeToString(t.shape) +
-                     " does not broadcast to the " + targetName + " " + shapeToString(target));
-  }
+  auto broadcast = ops::paramBroadcastShape(name, t.shape, target, targetName);
+  if (!broadcast.isOk()) return ctx.error(broadcast.status().message());
+  const Shape& shape = *broadcast;
   map->direct = shapeNumel(shape) == shapeNumel(target);
   if (!map->direct) {
     if (target.size() > static_cast<size_t>(kMaxRank))
@@ -639,24 +631,10 @@ Status mvnKernel(GpuKernelContext& ctx) {
   KILN_RETURN_IF_ERROR(requireInputs(ctx, 1));
   const DeviceTensor& x = ctx.input(0);
   const int rank = x.rank();
-  std::vector<int64_t> axes;
-  bool normalizeVariance = true;
-  if (ctx.opset() >= 9) {
-    axes = ctx.node().attrInts("axes", {0, 2, 3});
-  } else {
-    // Opset 1: statistics per (n, c), or per n with across_channels.
-    normalizeVariance = ctx.node().attrInt("normalize_variance", 1) != 0;
-    const bool acrossChannels = ctx.node().attrInt("across_channels", 0) != 0;
-    for (int d = acrossChannels ? 1 : 2; d < rank; ++d) axes.push_back(d);
-  }
-  std::vector<bool> reduced(rank, false);
-  for (int64_t axis : axes) {
-    if (axis < -rank || axis >= rank) {
-      return ctx.error("axis " + std::to_string(axis) + " in 'axes' is out of range for rank " +
-                       std::to_string(rank));
-    }
-    reduced[axis < 0 ? axis + rank : axis] = true;
-  }
+  auto params = ops::mvnParams(ctx.node(), ctx.opset(), rank);
+  if (!params.isOk()) return ctx.error(params.status().message());
+  const std::vector<bool>& reduced = params->reduced;
+  const bool normalizeVariance = params->normalizeVariance;
   KILN_ASSIGN_OR_RETURN(DeviceTensor y, ctx.allocateOutput(0, x.type, x.shape));
   if (x.numel() == 0) return Status::ok();
   // Kept and reduced axes as runs (size-1 axes dropped) with the input's strides.

@@ -1,0 +1,43 @@
+// Normalization parameters shared by the backends (contract: normalization_params.h).
+#include "ops/normalization_params.h"
+
+namespace kiln::ops {
+
+Result<MvnParams> mvnParams(const Node& node, int opset, int rank) {
+  MvnParams p;
+  std::vector<int64_t> axes;
+  if (opset >= 9) {
+    axes = node.attrInts("axes", {0, 2, 3});
+  } else {
+    // Opset 1: statistics per (n, c), or per n with across_channels.
+    p.normalizeVariance = node.attrInt("normalize_variance", 1) != 0;
+    const bool acrossChannels = node.attrInt("across_channels", 0) != 0;
+    for (int d = acrossChannels ? 1 : 2; d < rank; ++d) axes.push_back(d);
+  }
+  p.reduced.assign(rank, false);
+  for (int64_t axis : axes) {
+    if (axis < -rank || axis >= rank)
+      return invalidArgument("axis " + std::to_string(axis) +
+                             " in 'axes' is out of range for rank " + std::to_string(rank));
+    p.reduced[axis < 0 ? axis + rank : axis] = true;
+  }
+  return p;
+}
+
+Result<Shape> paramBroadcastShape(const char* name, const Shape& shape, const Shape& target,
+                                  const std::string& targetName) {
+  Shape s = shape;
+  while (!s.empty() && s.front() == 1 && s.size() > target.size()) s.erase(s.begin());
+  bool ok = s.size() <= target.size();
+  for (size_t i = 0; ok && i < s.size(); ++i) {
+    const int64_t want = target[target.size() - s.size() + i];
+    ok = s[i] == want || s[i] == 1;
+  }
+  if (!ok)
+    return invalidArgument(std::string("input '") + name + "' of shape " + shapeToString(shape) +
+                           " does not broadcast to the " + targetName + " " +
+                           shapeToString(target));
+  return s;
+}
+
+}  // namespace kiln::ops

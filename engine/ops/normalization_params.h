@@ -1,0 +1,33 @@
+// Normalization parameters both backends run, parsed once (issue 23's op table):
+// MeanVarianceNormalization's reduced axes, and the unidirectional broadcast of a
+// LayerNormalization-style Scale / B onto the normalized shape. Host-only, no backend
+// header; errors are messages without the node's name (the kernels add it).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kiln/graph.h"
+#include "kiln/status.h"
+#include "kiln/tensor.h"
+
+namespace kiln::ops {
+
+struct MvnParams {
+  std::vector<bool> reduced;  // per input axis: statistics are taken over it
+  bool normalizeVariance = true;
+};
+
+// MeanVarianceNormalization at `opset` over an input of `rank`: opset 9+ `axes` (default
+// [0, 2, 3]); opset 1 per (n, c), or per n with across_channels, and normalize_variance.
+// Error: "axis 5 in 'axes' is out of range for rank 4".
+Result<MvnParams> mvnParams(const Node& node, int opset, int rank);
+
+// The shape of parameter `name` (of shape `shape`) as it broadcasts unidirectionally onto
+// `target`: leading 1s beyond target's rank dropped, then each dim equal to target's or 1.
+// Error: "input 'Scale' of shape 3x5 does not broadcast to the normalized shape 4x5"
+// (`targetName` names `target`: "normalized shape").
+Result<Shape> paramBroadcastShape(const char* name, const Shape& shape, const Shape& target,
+                                  const std::string& targetName);
+
+}  // namespace kiln::ops
