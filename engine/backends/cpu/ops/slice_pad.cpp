@@ -7,15 +7,13 @@
 
 #include "backends/cpu/ops/data_movement.h"
 #include "backends/cpu/ops/slice_pad.h"
+#include "ops/slice_params.h"
 
 namespace kiln::cpu {
 namespace {
 
-struct SliceArgs {
-  std::vector<int64_t> starts, ends, axes, steps;
-};
+using ops::SliceArgs;
 
-// Opsets 1-9 carry starts/ends/axes as attributes; 10 moved them to inputs and added steps.
 Status readSliceArgs(const KernelContext& ctx, SliceArgs* args) {
   if (ctx.opset() < 10) {
     KILN_RETURN_IF_ERROR(ctx.requireInputs(1));
@@ -29,39 +27,9 @@ Status readSliceArgs(const KernelContext& ctx, SliceArgs* args) {
     KILN_RETURN_IF_ERROR(readIntInput(ctx, 3, "axes", &args->axes));
     KILN_RETURN_IF_ERROR(readIntInput(ctx, 4, "steps", &args->steps));
   }
-  const size_t n = args->starts.size();
-  if (args->ends.size() != n) return ctx.error("starts and ends differ in length");
-  if (args->axes.empty() && !(ctx.hasInput(3) || ctx.node().hasAttr("axes"))) {
-    for (size_t i = 0; i < n; ++i) args->axes.push_back(static_cast<int64_t>(i));
-  }
-  if (args->steps.empty() && !ctx.hasInput(4)) args->steps.assign(n, 1);
-  if (args->axes.size() != n || args->steps.size() != n) {
-    return ctx.error("starts, ends, axes and steps differ in length");
-  }
-  return Status::ok();
-}
-
-// Clamps one axis's slice the way the ONNX spec does (numpy semantics) and returns the
-// first index and the element count. `step` is non-zero and held to [-max(dim, 1), max(dim, 1)].
-void clampSlice(int64_t dim, int64_t start, int64_t end, int64_t step, int64_t* first,
-                int64_t* count) {
-  if (start < 0) start += dim;
-  if (end < 0) end += dim;
-  if (dim == 0) {
-    *first = 0;
-    *count = 0;
-  } else if (step > 0) {
-    start = std::clamp<int64_t>(start, 0, dim);
-    end = std::clamp<int64_t>(end, 0, dim);
-    *first = start;
-    *count = end > start ? (end - start - 1) / step + 1 : 0;
-  } else {
-    start = std::clamp<int64_t>(start, 0, dim - 1);
-    end = std::clamp<int64_t>(end, -1, dim - 1);
-    const int64_t stride = -step;  // the caller holds |step| to the dim
-    *first = start;
-    *count = start > end ? (start - end - 1) / stride + 1 : 0;
-  }
+  Status complete =
+      ops::completeSliceArgs(ctx.hasInput(3) || ctx.node().hasAttr("axes"), ctx.hasInput(4), args);
+  return complete.isOk() ? complete : ctx.error(complete.message());
 }
 
 Status sliceKernel(KernelContext& ctx) {
@@ -72,23 +40,14 @@ Status sliceKernel(KernelContext& ctx) {
   const std::vector<int64_t> strides = contiguousStrides(in.shape());
   Shape outShape = in.shape();
   std::vector<int64_t> readStrides = strides;
-  std::vector<bool> seen(rank, false);
+  auto plan = ops::planSlice(in.shape(), args);
+  if (!plan.isOk()) return ctx.error(plan.status().message());
   int64_t offset = 0;
-  for (size_t i = 0; i < args.axes.size(); ++i) {
-    int64_t axis = 0;
-    KILN_RETURN_IF_ERROR_CTX(normalizeAxis(args.axes[i], rank, &axis), ctx.node().describe());
-    if (seen[axis]) return ctx.error("axis " + std::to_string(axis) + " is repeated");
-    seen[axis] = true;
-    if (args.steps[i] == 0) return ctx.error("steps must not be 0");
-    // A step past the dim takes one element at most, as a step of the dim does; held there
-    // so the read stride stays in int64 (a step of INT64_MAX overflowed it, and the count's
-    // `step - 1`, which clampSlice no longer adds).
-    const int64_t dim = in.shape()[axis], most = std::max<int64_t>(dim, 1);
-    const int64_t step = std::clamp(args.steps[i], -most, most);
-    int64_t first = 0;
-    clampSlice(dim, args.starts[i], args.ends[i], step, &first, &outShape[axis]);
-    offset += first * strides[axis];
-    readStrides[axis] = strides[axis] * step;
+  for (int axis = 0; axis < rank; ++axis) {
+    const ops::SliceAxis& a = (*plan)[axis];
+    outShape[axis] = a.count;
+    offset += a.first * strides[axis];
+    readStrides[axis] = strides[axis] * a.step;
   }
   Tensor& out = ctx.allocateOutput(0, in.type(), outShape);
   return dispatchByElementSize(in.type(), [&](auto tag) {

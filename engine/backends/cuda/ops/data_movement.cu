@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "backends/cuda/device_common.cuh"
+#include "ops/slice_params.h"
 
 // Binds `V` to the unsigned word of WIDTH bytes (1, 2, 4, 8 or 16) and runs the body.
 #define KILN_DM_DISPATCH_WIDTH(WIDTH, ...) \
@@ -917,11 +918,8 @@ Status splitKernel(GpuKernelContext& ctx) {
 
 // ============================ Slice, Pad, Tile, Expand ============================
 
-struct SliceArgs {
-  std::vector<int64_t> starts, ends, axes, steps;
-};
+using ops::SliceArgs;
 
-// Opsets 1-9 carry starts/ends/axes as attributes; 10 moved them to inputs and added steps.
 Status readSliceArgs(GpuKernelContext& ctx, SliceArgs* args) {
   if (ctx.opset() < 10) {
     KILN_RETURN_IF_ERROR(requireInputs(ctx, 1));
@@ -935,38 +933,9 @@ Status readSliceArgs(GpuKernelContext& ctx, SliceArgs* args) {
     KILN_RETURN_IF_ERROR(readInts(ctx, 3, "axes", &args->axes));
     KILN_RETURN_IF_ERROR(readInts(ctx, 4, "steps", &args->steps));
   }
-  const size_t n = args->starts.size();
-  if (args->ends.size() != n) return ctx.error("starts and ends differ in length");
-  if (args->axes.empty() && !(hasInput(ctx, 3) || ctx.node().hasAttr("axes"))) {
-    for (size_t i = 0; i < n; ++i) args->axes.push_back(static_cast<int64_t>(i));
-  }
-  if (args->steps.empty() && !hasInput(ctx, 4)) args->steps.assign(n, 1);
-  if (args->axes.size() != n || args->steps.size() != n) {
-    return ctx.error("starts, ends, axes and steps differ in length");
-  }
-  return Status::ok();
-}
-
-// The CPU's clampSlice (numpy semantics): the first index and the element count.
-void clampSlice(int64_t dim, int64_t start, int64_t end, int64_t step, int64_t* first,
-                int64_t* count) {
-  if (start < 0) start += dim;
-  if (end < 0) end += dim;
-  if (dim == 0) {
-    *first = 0;
-    *count = 0;
-  } else if (step > 0) {
-    start = std::clamp<int64_t>(start, 0, dim);
-    end = std::clamp<int64_t>(end, 0, dim);
-    *first = start;
-    *count = end > start ? (end - start + step - 1) / step : 0;
-  } else {
-    start = std::clamp<int64_t>(start, 0, dim - 1);
-    end = std::clamp<int64_t>(end, -1, dim - 1);
-    const int64_t stride = step == std::numeric_limits<int64_t>::min() ? dim : -step;
-    *first = start;
-    *count = start > end ? (start - end + stride - 1) / stride : 0;
-  }
+  Status complete = ops::completeSliceArgs(hasInput(ctx, 3) || ctx.node().hasAttr("axes"),
+                                           hasInput(ctx, 4), args);
+  return complete.isOk() ? complete : ctx.error(complete.message());
 }
 
 Status sliceKernel(GpuKernelContext& ctx) {
@@ -978,19 +947,14 @@ Status sliceKernel(GpuKernelContext& ctx) {
   StridedCopy copy;
   copy.outDims = in.shape;
   copy.inStrides = strides;
-  std::vector<bool> seen(rank, false);
-  for (size_t i = 0; i < args.axes.size(); ++i) {
-    int64_t axis = 0;
-    KILN_RETURN_IF_ERROR(normalizeAxis(ctx, args.axes[i], rank, &axis));
-    if (seen[axis]) return ctx.error("axis " + std::to_string(axis) + " is repeated");
-    seen[axis] = true;
-    if (args.steps[i] == 0) return ctx.error("steps must not be 0");
-    int64_t first = 0;
-    clampSlice(in.shape[axis], args.starts[i], args.ends[i], args.steps[i], &first,
-               &copy.outDims[axis]);
-    copy.base += first * strides[axis];
-    // A single element never steps (and INT64_MIN * stride would overflow).
-    copy.inStrides[axis] = copy.outDims[axis] <= 1 ? 0 : strides[axis] * args.steps[i];
+  auto plan = ops::planSlice(in.shape, args);
+  if (!plan.isOk()) return ctx.error(plan.status().message());
+  for (int axis = 0; axis < rank; ++axis) {
+    const ops::SliceAxis& a = (*plan)[axis];
+    copy.outDims[axis] = a.count;
+    copy.base += a.first * strides[axis];
+    // A single element never steps.
+    copy.inStrides[axis] = a.count <= 1 ? 0 : strides[axis] * a.step;
   }
   copy.inDims = copy.outDims;
   KILN_ASSIGN_OR_RETURN(DeviceTensor out, ctx.allocateOutput(0, in.type, copy.outDims));
