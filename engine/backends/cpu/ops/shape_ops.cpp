@@ -10,6 +10,7 @@
 #include "backends/cpu/ops/data_movement.h"
 #include "backends/cpu/ops/slice_pad.h"
 #include "kiln/tensor_size.h"
+#include "ops/split_params.h"
 
 namespace kiln::cpu {
 namespace {
@@ -251,53 +252,17 @@ Status concatKernel(KernelContext& ctx) {
   });
 }
 
-// The sizes Split cuts along its axis: given explicitly, or equal parts (the last
-// part smaller when opset 18's num_outputs does not divide the dim).
+// The sizes Split cuts along its axis (ops/split_params.h), the explicit ones read here.
 Status splitSizes(const KernelContext& ctx, int64_t dim, std::vector<int64_t>* sizes) {
-  const bool fromInput = ctx.hasInput(1) && (ctx.opset() >= 13 || ctx.opset() == 1);
-  if (fromInput) {
-    KILN_RETURN_IF_ERROR(readIntInput(ctx, 1, "split", sizes));
+  std::vector<int64_t> given;
+  if (ctx.hasInput(1) && ops::splitSizesFromInput(ctx.opset())) {
+    KILN_RETURN_IF_ERROR(readIntInput(ctx, 1, "split", &given));
   } else if (ctx.opset() < 13 && ctx.node().hasAttr("split")) {
-    *sizes = ctx.node().attrInts("split");
+    given = ctx.node().attrInts("split");
   }
-  if (!sizes->empty()) {
-    if (sizes->size() != ctx.outputCount()) {
-      return ctx.error("split has " + std::to_string(sizes->size()) + " entries for " +
-                       std::to_string(ctx.outputCount()) + " outputs");
-    }
-    int64_t sum = 0;
-    for (int64_t s : *sizes) {
-      if (s < 0) return ctx.error("split has a negative size");
-      // Compared before adding: sizes near INT64_MAX overflowed the sum.
-      if (s > dim - sum) {
-        return ctx.error("split sizes " + shapeToString(*sizes) + " add up to more than the dim " +
-                         std::to_string(dim));
-      }
-      sum += s;
-    }
-    if (sum != dim) {
-      return ctx.error("split sizes add up to " + std::to_string(sum) + ", not the dim " +
-                       std::to_string(dim));
-    }
-    return Status::ok();
-  }
-  int64_t parts = static_cast<int64_t>(ctx.outputCount());
-  if (ctx.opset() >= 18) {
-    if (!ctx.node().hasAttr("num_outputs")) return ctx.error("needs split or num_outputs");
-    parts = ctx.node().attrInt("num_outputs", parts);
-    if (parts != static_cast<int64_t>(ctx.outputCount()) || parts <= 0) {
-      return ctx.error("num_outputs " + std::to_string(parts) + " does not match the " +
-                       std::to_string(ctx.outputCount()) + " outputs");
-    }
-  }
-  if (parts <= 0) return ctx.error("has no outputs");
-  if (ctx.opset() < 18 && dim % parts != 0) {
-    return ctx.error("dim " + std::to_string(dim) + " does not split into " +
-                     std::to_string(parts) + " equal parts");
-  }
-  const int64_t chunk = (dim + parts - 1) / parts;
-  for (int64_t i = 0; i < parts; ++i)
-    sizes->push_back(std::clamp(dim - i * chunk, int64_t{0}, chunk));
+  auto parts = ops::splitSizes(ctx.node(), ctx.opset(), dim, ctx.outputCount(), given);
+  if (!parts.isOk()) return ctx.error(parts.status().message());
+  *sizes = std::move(parts.value());
   return Status::ok();
 }
 
