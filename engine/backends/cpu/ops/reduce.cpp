@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backends/cpu/ops/op_utils.h"
+#include "ops/reduce_params.h"
 
 namespace kiln::cpu {
 namespace {
@@ -49,38 +50,13 @@ struct ReducePlan {
   int64_t count = 1;  // input elements folded into each output element
 };
 
-// Reads the axes to reduce: the `axes` attribute before the opset that moved it to
-// input 1. Empty axes mean "all axes", or "none" under noop_with_empty_axes.
+// The axes to reduce (ops/reduce_params.h).
 Status resolveReducedAxes(const KernelContext& ctx, bool axesFromInput, int rank,
                           std::vector<bool>* reduced) {
-  std::vector<int64_t> axes;
-  bool noop = false;
-  if (axesFromInput) {
-    if (ctx.hasInput(1)) {
-      const Tensor& t = ctx.input(1);
-      if (t.type() != DataType::kInt64 && t.type() != DataType::kInt32) {
-        return ctx.error("input 'axes' must be int64, got " + std::string(dataTypeName(t.type())));
-      }
-      if (t.rank() > 1) return ctx.error("input 'axes' must be 1-D");
-      axes = readInt64s(t);
-    }
-    noop = ctx.node().attrInt("noop_with_empty_axes", 0) != 0;
-    // Some converters keep the pre-18 'axes' attribute; honour it rather than
-    // silently reducing everything.
-    if (!ctx.hasInput(1)) axes = ctx.node().attrInts("axes");
-  } else {
-    axes = ctx.node().attrInts("axes");
-  }
-  reduced->assign(rank, axes.empty() && !noop);
-  for (int64_t axis : axes) {
-    if (axis < -rank || axis >= rank) {
-      return ctx.error("axis " + std::to_string(axis) + " is out of range for rank " +
-                       std::to_string(rank));
-    }
-    const int64_t a = axis < 0 ? axis + rank : axis;
-    if ((*reduced)[a]) return ctx.error("axis " + std::to_string(axis) + " is repeated in 'axes'");
-    (*reduced)[a] = true;
-  }
+  auto axes = ops::reducedAxes(ctx.node(), axesFromInput, rank,
+                               axesFromInput && ctx.hasInput(1) ? &ctx.input(1) : nullptr);
+  if (!axes.isOk()) return ctx.error(axes.status().message());
+  *reduced = std::move(axes.value());
   return Status::ok();
 }
 

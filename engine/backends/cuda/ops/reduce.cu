@@ -19,6 +19,7 @@
 
 #include "backends/cuda/device_common.cuh"
 #include "backends/cuda/row_kernels.cuh"
+#include "ops/reduce_params.h"
 
 namespace kiln::cuda {
 namespace {
@@ -348,37 +349,17 @@ ReducePlan makePlan(const Shape& in, const std::vector<bool>& reduced, bool keep
   return plan;
 }
 
-// Reads the axes to reduce (attribute before the opset that moved them to input 1).
+// The axes to reduce (ops/reduce_params.h); input 1 copied to the host when given.
 Status resolveReducedAxes(GpuKernelContext& ctx, bool axesFromInput, int rank,
                           std::vector<bool>* reduced) {
-  std::vector<int64_t> axes;
-  bool noop = false;
-  if (axesFromInput) {
-    if (ctx.hasInput(1)) {
-      KILN_ASSIGN_OR_RETURN(Tensor t, ctx.hostInput(1));
-      if (t.type() != DataType::kInt64 && t.type() != DataType::kInt32) {
-        return ctx.error("input 'axes' must be int64, got " + std::string(dataTypeName(t.type())));
-      }
-      if (t.rank() > 1) return ctx.error("input 'axes' must be 1-D");
-      axes = t.toInt64Vector();
-    } else {
-      // Some converters keep the pre-18 'axes' attribute; the CPU honours it too.
-      axes = ctx.node().attrInts("axes");
-    }
-    noop = ctx.node().attrInt("noop_with_empty_axes", 0) != 0;
-  } else {
-    axes = ctx.node().attrInts("axes");
+  Tensor axesInput;
+  const bool given = axesFromInput && ctx.hasInput(1);
+  if (given) {
+    KILN_ASSIGN_OR_RETURN(axesInput, ctx.hostInput(1));
   }
-  reduced->assign(rank, axes.empty() && !noop);
-  for (int64_t axis : axes) {
-    if (axis < -rank || axis >= rank) {
-      return ctx.error("axis " + std::to_string(axis) + " is out of range for rank " +
-                       std::to_string(rank));
-    }
-    const int64_t a = axis < 0 ? axis + rank : axis;
-    if ((*reduced)[a]) return ctx.error("axis " + std::to_string(axis) + " is repeated in 'axes'");
-    (*reduced)[a] = true;
-  }
+  auto axes = ops::reducedAxes(ctx.node(), axesFromInput, rank, given ? &axesInput : nullptr);
+  if (!axes.isOk()) return ctx.error(axes.status().message());
+  *reduced = std::move(axes.value());
   return Status::ok();
 }
 
