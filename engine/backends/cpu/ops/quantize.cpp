@@ -12,19 +12,17 @@
 #include <vector>
 
 #include "backends/cpu/ops/nn_common.h"
+#include "ops/quantize_params.h"
 
 namespace kiln::cpu {
 namespace {
 
-// Maps an element of x to the index of its scale / zero point.
-struct QuantLayout {
-  enum class Kind { kTensor, kAxis, kBlocked } kind = Kind::kTensor;
-  int64_t axisDim = 1, inner = 1, blockSize = 0, scaleAxisDim = 1;
-
+// Maps an element of x to the index of its scale / zero point (the layout: ops/quantize_params.h).
+struct QuantLayout : ops::QuantLayout {
   int64_t index(int64_t i) const {
-    if (kind == Kind::kTensor) return 0;
+    if (kind == kTensor) return 0;
     const int64_t a = (i / inner) % axisDim;
-    if (kind == Kind::kAxis) return a;
+    if (kind == kAxis) return a;
     const int64_t outer = i / (inner * axisDim);
     return (outer * scaleAxisDim + a / blockSize) * inner + i % inner;
   }
@@ -32,37 +30,10 @@ struct QuantLayout {
 
 Status makeLayout(const KernelContext& ctx, const Tensor& x, const Tensor& scale,
                   const Tensor* zeroPoint, QuantLayout* layout) {
-  const bool bothSingle = zeroPoint && zeroPoint->numel() == 1 && scale.numel() == 1;
-  if (zeroPoint && !bothSingle && zeroPoint->shape() != scale.shape()) {
-    return ctx.error("zero point shape " + shapeToString(zeroPoint->shape()) +
-                     " differs from scale shape " + shapeToString(scale.shape()));
-  }
-  const int64_t blockSize = ctx.node().attrInt("block_size", 0);
-  if (scale.numel() == 1 && scale.rank() <= 1 && blockSize == 0) return Status::ok();
-  int64_t axis = 0;
-  KILN_RETURN_IF_ERROR_CTX(normalizeAxis(ctx.node().attrInt("axis", 1), x.rank(), &axis),
-                           ctx.node().describe() + ": attribute 'axis'");
-  layout->axisDim = x.dim(static_cast<int>(axis));
-  for (int d = static_cast<int>(axis) + 1; d < x.rank(); ++d) layout->inner *= x.dim(d);
-  if (blockSize <= 0) {
-    if (scale.rank() != 1 || scale.dim(0) != layout->axisDim) {
-      return ctx.error("scale " + shapeToString(scale.shape()) +
-                       " must be a scalar or 1-D of size " + std::to_string(layout->axisDim) +
-                       " (x dim " + std::to_string(axis) + ")");
-    }
-    layout->kind = QuantLayout::Kind::kAxis;
-    return Status::ok();
-  }
-  Shape expected = x.shape();
-  // ceil(axisDim / blockSize) without adding: a block_size of INT64_MAX overflowed the sum.
-  expected[axis] = layout->axisDim / blockSize + (layout->axisDim % blockSize != 0);
-  if (scale.shape() != expected) {
-    return ctx.error("blocked scale must have shape " + shapeToString(expected) + ", got " +
-                     shapeToString(scale.shape()));
-  }
-  layout->kind = QuantLayout::Kind::kBlocked;
-  layout->blockSize = blockSize;
-  layout->scaleAxisDim = expected[axis];
+  auto made = ops::quantLayout(ctx.node(), x.shape(), scale.shape(),
+                               zeroPoint ? &zeroPoint->shape() : nullptr);
+  if (!made.isOk()) return ctx.error(made.status().message());
+  static_cast<ops::QuantLayout&>(*layout) = made.value();
   return Status::ok();
 }
 
@@ -102,45 +73,7 @@ void quantizeInts(const std::vector<float>& x, const std::vector<float>& scale,
   }
 }
 
-// Integer output ranges (int4/uint4 held in a byte).
-bool integerRange(DataType type, double* lo, double* hi) {
-  switch (type) {
-    case DataType::kUInt8:
-      *lo = 0;
-      *hi = 255;
-      return true;
-    case DataType::kInt8:
-      *lo = -128;
-      *hi = 127;
-      return true;
-    case DataType::kUInt16:
-      *lo = 0;
-      *hi = 65535;
-      return true;
-    case DataType::kInt16:
-      *lo = -32768;
-      *hi = 32767;
-      return true;
-    case DataType::kUInt4:
-      *lo = 0;
-      *hi = 15;
-      return true;
-    case DataType::kInt4:
-      *lo = -8;
-      *hi = 7;
-      return true;
-    case DataType::kUInt2:
-      *lo = 0;
-      *hi = 3;
-      return true;
-    case DataType::kInt2:
-      *lo = -2;
-      *hi = 1;
-      return true;
-    default:
-      return false;
-  }
-}
+using ops::integerRange;
 
 Status quantizeLinearKernel(KernelContext& ctx) {
   KILN_RETURN_IF_ERROR(ctx.requireInputs(2));

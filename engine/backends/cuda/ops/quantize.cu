@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "backends/cuda/device_common.cuh"
+#include "ops/quantize_params.h"
 
 namespace kiln::cuda {
 namespace {
@@ -206,45 +207,7 @@ __device__ void storeInteger(void* p, DataType type, int64_t i, double q) {
   }
 }
 
-// Integer output ranges (int4/uint4/int2/uint2 held in a byte), as the CPU's.
-bool integerRange(DataType type, double* lo, double* hi) {
-  switch (type) {
-    case DataType::kUInt8:
-      *lo = 0;
-      *hi = 255;
-      return true;
-    case DataType::kInt8:
-      *lo = -128;
-      *hi = 127;
-      return true;
-    case DataType::kUInt16:
-      *lo = 0;
-      *hi = 65535;
-      return true;
-    case DataType::kInt16:
-      *lo = -32768;
-      *hi = 32767;
-      return true;
-    case DataType::kUInt4:
-      *lo = 0;
-      *hi = 15;
-      return true;
-    case DataType::kInt4:
-      *lo = -8;
-      *hi = 7;
-      return true;
-    case DataType::kUInt2:
-      *lo = 0;
-      *hi = 3;
-      return true;
-    case DataType::kInt2:
-      *lo = -2;
-      *hi = 1;
-      return true;
-    default:
-      return false;
-  }
-}
+using ops::integerRange;
 
 __host__ __device__ bool isFloatCode(DataType t) {
   return t == DataType::kFp8E4M3 || t == DataType::kFp8E5M2 || t == DataType::kFloat4E2M1;
@@ -252,15 +215,13 @@ __host__ __device__ bool isFloatCode(DataType t) {
 
 // ---- Scale layout -------------------------------------------------------------------
 
-// Maps an element of x to the index of its scale / zero point (the CPU's QuantLayout).
-struct QuantLayout {
-  int kind = 0;  // 0 per tensor, 1 per axis, 2 blocked
-  int64_t axisDim = 1, inner = 1, blockSize = 0, scaleAxisDim = 1;
-
+// Maps an element of x to the index of its scale / zero point (the layout:
+// ops/quantize_params.h, as the CPU's).
+struct QuantLayout : ops::QuantLayout {
   __device__ int64_t index(int64_t i) const {
-    if (kind == 0) return 0;
+    if (kind == kTensor) return 0;
     const int64_t a = (i / inner) % axisDim;
-    if (kind == 1) return a;
+    if (kind == kAxis) return a;
     const int64_t outer = i / (inner * axisDim);
     return (outer * scaleAxisDim + a / blockSize) * inner + i % inner;
   }
@@ -268,40 +229,10 @@ struct QuantLayout {
 
 Status makeLayout(const GpuKernelContext& ctx, const DeviceTensor& x, const DeviceTensor& scale,
                   const DeviceTensor* zeroPoint, QuantLayout* layout) {
-  const bool bothSingle = zeroPoint && zeroPoint->numel() == 1 && scale.numel() == 1;
-  if (zeroPoint && !bothSingle && zeroPoint->shape != scale.shape) {
-    return ctx.error("zero point shape " + shapeToString(zeroPoint->shape) +
-                     " differs from scale shape " + shapeToString(scale.shape));
-  }
-  const int64_t blockSize = ctx.node().attrInt("block_size", 0);
-  if (scale.numel() == 1 && scale.rank() <= 1 && blockSize == 0) return Status::ok();
-  const int64_t rank = x.rank();
-  int64_t axis = ctx.node().attrInt("axis", 1);
-  if (axis < -rank || axis >= std::max<int64_t>(rank, 1)) {
-    return ctx.error("attribute 'axis': axis " + std::to_string(axis) +
-                     " is out of range for rank " + std::to_string(rank));
-  }
-  if (axis < 0) axis += rank;
-  if (rank == 0) return ctx.error("a per-axis scale needs x of rank >= 1");
-  layout->axisDim = x.shape[axis];
-  for (int64_t d = axis + 1; d < rank; ++d) layout->inner *= x.shape[d];
-  if (blockSize <= 0) {
-    if (scale.rank() != 1 || scale.shape[0] != layout->axisDim) {
-      return ctx.error("scale " + shapeToString(scale.shape) + " must be a scalar or 1-D of size " +
-                       std::to_string(layout->axisDim) + " (x dim " + std::to_string(axis) + ")");
-    }
-    layout->kind = 1;
-    return Status::ok();
-  }
-  Shape expected = x.shape;
-  expected[axis] = (layout->axisDim + blockSize - 1) / blockSize;
-  if (scale.shape != expected) {
-    return ctx.error("blocked scale must have shape " + shapeToString(expected) + ", got " +
-                     shapeToString(scale.shape));
-  }
-  layout->kind = 2;
-  layout->blockSize = blockSize;
-  layout->scaleAxisDim = expected[axis];
+  auto made =
+      ops::quantLayout(ctx.node(), x.shape, scale.shape, zeroPoint ? &zeroPoint->shape : nullptr);
+  if (!made.isOk()) return ctx.error(made.status().message());
+  static_cast<ops::QuantLayout&>(*layout) = made.value();
   return Status::ok();
 }
 
