@@ -58,19 +58,9 @@ Status maxUnpoolKernel(KernelContext& ctx) {
   }
   SpatialGeometry g;
   KILN_RETURN_IF_ERROR(readSpatialAttributes(ctx, x.shape(), {}, &g));
-  Shape inferred = {x.dim(0), x.dim(1)};
-  for (int d = 0; d < g.rank(); ++d) {
-    // (in - 1) * stride + kernel - pads, in checked arithmetic: the attributes are the
-    // model's (fuzz_onnx_import: kernel_shape INT64_MAX overflowed here).
-    int64_t extent = 0;
-    if (__builtin_mul_overflow(g.input[d] - 1, g.strides[d], &extent) ||
-        __builtin_add_overflow(extent, g.kernel[d], &extent) ||
-        __builtin_sub_overflow(extent, g.padsBegin[d], &extent) ||
-        __builtin_sub_overflow(extent, g.padsEnd[d], &extent))
-      return ctx.error("MaxUnpool output extent of axis " + std::to_string(d + 2) +
-                       " overflows (kernel_shape, strides or pads too large)");
-    inferred.push_back(extent);
-  }
+  auto unpooled = ops::unpoolShape(x.dim(0), x.dim(1), g);
+  if (!unpooled.isOk()) return ctx.error(unpooled.status().message());
+  const Shape inferred = *unpooled;
   Shape outShape = inferred;
   if (const Tensor* shapeTensor = ctx.inputOrNull(2)) {
     outShape = readInt64s(*shapeTensor);

@@ -7,29 +7,14 @@
 #include <vector>
 
 #include "backends/cpu/ops/op_utils.h"
+#include "ops/spatial_params.h"
 
 namespace kiln::cpu {
 
-enum class AutoPad { kNotSet, kSameUpper, kSameLower, kValid };
-
-// One entry per spatial axis (the axes after N and C).
-struct SpatialGeometry {
-  std::vector<int64_t> input;
-  std::vector<int64_t> kernel;
-  std::vector<int64_t> strides;
-  std::vector<int64_t> dilations;
-  std::vector<int64_t> padsBegin;
-  std::vector<int64_t> padsEnd;
-  std::vector<int64_t> output;
-
-  int rank() const { return static_cast<int>(input.size()); }
-  int64_t inputSize() const { return product(input); }
-  int64_t kernelSize() const { return product(kernel); }
-  int64_t outputSize() const { return product(output); }
-  // Extent of the dilated window on axis d: (k - 1) * dilation + 1.
-  int64_t window(int d) const { return (kernel[d] - 1) * dilations[d] + 1; }
-  static int64_t product(const std::vector<int64_t>& v);
-};
+// The geometry and its parsing are shared with the CUDA kernels (ops/spatial_params.h);
+// these wrappers add the node to an error.
+using ops::AutoPad;
+using ops::SpatialGeometry;
 
 // Reads the auto_pad attribute (NOTSET when absent); error on an unknown value.
 Status readAutoPad(const KernelContext& ctx, AutoPad* out);

@@ -19,6 +19,7 @@
 #include "backends/cuda/ops/op_common.cuh"
 #include "backends/cuda/ops/pool_channels_last.h"
 #include "ir/channels_last.h"
+#include "ops/spatial_params.h"
 
 namespace kiln::cuda {
 namespace {
@@ -62,93 +63,15 @@ std::string supportsMaxPoolTypes(const Node& node, const std::vector<DataType>& 
 
 enum PoolKind : int { kPoolMax = 0, kPoolAverage = 1, kPoolLp = 2 };
 
-// One entry per spatial axis, as the CPU's SpatialGeometry.
-struct SpatialGeometry {
-  std::vector<int64_t> input, kernel, strides, dilations, padsBegin, padsEnd, output;
-  int rank() const { return static_cast<int>(input.size()); }
-  int64_t window(int d) const { return (kernel[d] - 1) * dilations[d] + 1; }
-};
+// The geometry is the CPU's, parsed and checked once (ops/spatial_params.h).
+using ops::SpatialGeometry;
 
-int64_t product(const std::vector<int64_t>& v) {
-  int64_t p = 1;
-  for (int64_t x : v) p *= x;
-  return p;
-}
-
-// Reads an ints attribute of exactly `count` entries (or `fallback` repeated when
-// absent), each at least `minValue`.
-Status readAxisList(const GpuKernelContext& ctx, const char* name, size_t count, int64_t fallback,
-                    int64_t minValue, std::vector<int64_t>* out) {
-  if (!ctx.node().hasAttr(name)) {
-    out->assign(count, fallback);
-    return Status::ok();
-  }
-  *out = ctx.node().attrInts(name);
-  if (out->size() != count) {
-    return ctx.error(std::string("attribute '") + name + "' has " + std::to_string(out->size()) +
-                     " entries, expected " + std::to_string(count));
-  }
-  for (int64_t v : *out) {
-    if (v < minValue) {
-      return ctx.error(std::string("attribute '") + name + "' has invalid value " +
-                       std::to_string(v));
-    }
-  }
-  return Status::ok();
-}
-
-// The CPU's readSpatialAttributes + computeForwardGeometry for pooling.
 Status poolGeometry(const GpuKernelContext& ctx, const Shape& x, bool ceilMode,
                     SpatialGeometry* g) {
-  if (x.size() < 3) {
-    return ctx.error("input X must have rank >= 3 (N, C, spatial...), got shape " +
-                     shapeToString(x));
-  }
-  const size_t rank = x.size() - 2;
-  g->input.assign(x.begin() + 2, x.end());
-  if (!ctx.node().hasAttr("kernel_shape"))
-    return ctx.error("attribute 'kernel_shape' is missing or does not match the input rank");
-  KILN_RETURN_IF_ERROR(readAxisList(ctx, "kernel_shape", rank, 1, 1, &g->kernel));
-  KILN_RETURN_IF_ERROR(readAxisList(ctx, "strides", rank, 1, 1, &g->strides));
-  KILN_RETURN_IF_ERROR(readAxisList(ctx, "dilations", rank, 1, 1, &g->dilations));
-  std::vector<int64_t> pads;
-  KILN_RETURN_IF_ERROR(readAxisList(ctx, "pads", rank * 2, 0, 0, &pads));
-  g->padsBegin.assign(pads.begin(), pads.begin() + rank);
-  g->padsEnd.assign(pads.begin() + rank, pads.end());
-
-  const std::string autoPad = ctx.node().attrString("auto_pad", "NOTSET");
-  const bool sameUpper = autoPad == "SAME_UPPER", sameLower = autoPad == "SAME_LOWER";
-  const bool valid = autoPad == "VALID";
-  if (!sameUpper && !sameLower && !valid && autoPad != "NOTSET" && !autoPad.empty())
-    return ctx.error("attribute 'auto_pad' has unknown value '" + autoPad + "'");
-  g->output.assign(rank, 0);
-  for (size_t d = 0; d < rank; ++d) {
-    const int64_t in = g->input[d], stride = g->strides[d], window = g->window(d);
-    if (sameUpper || sameLower) {
-      const int64_t out = (in + stride - 1) / stride;
-      const int64_t total = std::max<int64_t>(0, (out - 1) * stride + window - in);
-      const int64_t small = total / 2;
-      g->padsBegin[d] = sameUpper ? small : total - small;
-      g->padsEnd[d] = total - g->padsBegin[d];
-      g->output[d] = out;
-      continue;
-    }
-    if (valid) g->padsBegin[d] = g->padsEnd[d] = 0;
-    const int64_t span = in + g->padsBegin[d] + g->padsEnd[d] - window;
-    if (span < 0) {
-      return ctx.error("kernel window " + std::to_string(window) + " is larger than padded input " +
-                       std::to_string(in + g->padsBegin[d] + g->padsEnd[d]) + " on spatial axis " +
-                       std::to_string(d));
-    }
-    int64_t out = span / stride + 1;
-    if (ceilMode) {
-      out = (span + stride - 1) / stride + 1;
-      // The last window must start inside the input or its leading pad.
-      if ((out - 1) * stride >= in + g->padsBegin[d]) --out;
-    }
-    g->output[d] = out;
-  }
-  return Status::ok();
+  // No kernel fallback: pooling needs kernel_shape.
+  Status s = ops::readSpatialAttributes(ctx.node(), x, {}, g);
+  if (s.isOk()) s = ops::computeForwardGeometry(ctx.node(), ceilMode, g);
+  return s.isOk() ? s : ctx.error(s.message());
 }
 
 // The geometry as three axes (leading unit axes for spatial ranks 1 and 2).
@@ -175,8 +98,8 @@ PoolParams makePoolParams(const SpatialGeometry& g) {
     pp.padBegin[a] = unit ? 0 : g.padsBegin[d];
     pp.padEnd[a] = unit ? 0 : g.padsEnd[d];
   }
-  pp.inSize = product(g.input);
-  pp.outSize = product(g.output);
+  pp.inSize = g.inputSize();
+  pp.outSize = g.outputSize();
   return pp;
 }
 

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "backends/cuda/device_common.cuh"
+#include "ops/spatial_params.h"
 
 namespace kiln::cuda {
 namespace {
@@ -721,44 +722,20 @@ __global__ void maxUnpoolDevice(const W* __restrict__ x, const void* __restrict_
   }
 }
 
-Status readAxisList(const GpuKernelContext& ctx, const char* name, size_t count, int64_t fallback,
-                    int64_t minValue, std::vector<int64_t>* out) {
-  if (!ctx.node().hasAttr(name)) {
-    out->assign(count, fallback);
-    return Status::ok();
-  }
-  *out = ctx.node().attrInts(name);
-  if (out->size() != count)
-    return ctx.error(std::string("attribute '") + name + "' has " + std::to_string(out->size()) +
-                     " entries, expected " + std::to_string(count));
-  for (int64_t v : *out) {
-    if (v < minValue)
-      return ctx.error(std::string("attribute '") + name + "' has invalid value " +
-                       std::to_string(v));
-  }
-  return Status::ok();
-}
-
 Status maxUnpoolKernel(GpuKernelContext& ctx) {
   KILN_RETURN_IF_ERROR(requireInputs(ctx, 2));
   const DeviceTensor& x = ctx.input(0);
   const DeviceTensor& indices = ctx.input(1);
   if (indices.shape != x.shape || !isInteger(indices.type))
     return ctx.error("input I must be an integer tensor of X's shape " + dims(x));
-  // The CPU's readSpatialAttributes (no kernel fallback).
-  if (x.rank() < 3)
-    return ctx.error("input X must have rank >= 3 (N, C, spatial...), got shape " + dims(x));
-  const size_t spatial = static_cast<size_t>(x.rank()) - 2;
-  if (!ctx.node().hasAttr("kernel_shape"))
-    return ctx.error("attribute 'kernel_shape' is missing or does not match the input rank");
-  std::vector<int64_t> kernel, strides, dilations, pads;
-  KILN_RETURN_IF_ERROR(readAxisList(ctx, "kernel_shape", spatial, 1, 1, &kernel));
-  KILN_RETURN_IF_ERROR(readAxisList(ctx, "strides", spatial, 1, 1, &strides));
-  KILN_RETURN_IF_ERROR(readAxisList(ctx, "dilations", spatial, 1, 1, &dilations));
-  KILN_RETURN_IF_ERROR(readAxisList(ctx, "pads", spatial * 2, 0, 0, &pads));
-  Shape inferred = {x.shape[0], x.shape[1]};
-  for (size_t d = 0; d < spatial; ++d)
-    inferred.push_back((x.shape[d + 2] - 1) * strides[d] + kernel[d] - pads[d] - pads[d + spatial]);
+  // The CPU's geometry and extent (ops/spatial_params.h: attributes held to the dim limit,
+  // the extent in checked arithmetic).
+  ops::SpatialGeometry g;
+  Status read = ops::readSpatialAttributes(ctx.node(), x.shape, {}, &g);
+  if (!read.isOk()) return ctx.error(read.message());
+  auto unpooled = ops::unpoolShape(x.shape[0], x.shape[1], g);
+  if (!unpooled.isOk()) return ctx.error(unpooled.status().message());
+  const Shape inferred = *unpooled;
   Shape outShape = inferred;
   if (hasInput(ctx, 2)) {
     KILN_ASSIGN_OR_RETURN(Tensor shapeTensor, ctx.hostInput(2));
