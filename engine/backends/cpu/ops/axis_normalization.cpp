@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backends/cpu/ops/op_utils.h"
+#include "ops/axis_params.h"
 #include "ops/normalization_params.h"
 
 namespace kiln::cpu {
@@ -39,18 +40,14 @@ Status lpNormKernel(KernelContext& ctx) {
   KILN_RETURN_IF_ERROR(ctx.requireInputs(1));
   const Tensor& x = ctx.input(0);
   const int64_t rank = x.rank();
-  const int64_t axisAttr = ctx.node().attrInt("axis", -1);
-  if (axisAttr < -rank || axisAttr >= rank) {
-    return ctx.error("attribute 'axis' " + std::to_string(axisAttr) + " is out of range for rank " +
-                     std::to_string(rank));
-  }
-  const int64_t axis = axisAttr < 0 ? axisAttr + rank : axisAttr;
+  auto axisOr = ops::axisAttribute(ctx.node(), -1, rank, rank - 1);
+  if (!axisOr.isOk()) return ctx.error(axisOr.status().message());
+  const int64_t axis = *axisOr;
   const int64_t p = ctx.node().attrInt("p", 2);
   if (p != 1 && p != 2)
     return ctx.unsupported("attribute 'p' must be 1 or 2, got " + std::to_string(p));
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < axis; ++d) outer *= x.dim(d);
-  for (int64_t d = axis + 1; d < rank; ++d) inner *= x.dim(d);
+  const ops::AxisSplit split = ops::splitAround(x.shape(), axis);
+  const int64_t outer = split.outer, inner = split.inner;
   Tensor& y = ctx.allocateOutput(0, x.type(), x.shape());
   Status status = dispatchFloatTypes(x.type(), [&](auto tag) {
     using T = typename decltype(tag)::type;

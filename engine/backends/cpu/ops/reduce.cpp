@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backends/cpu/ops/op_utils.h"
+#include "ops/axis_params.h"
 #include "ops/reduce_params.h"
 
 namespace kiln::cpu {
@@ -330,26 +331,15 @@ Status argKernel(KernelContext& ctx) {
   KILN_RETURN_IF_ERROR(ctx.requireInputs(1));
   const Tensor& input = ctx.input(0);
   const int64_t rank = input.rank();
-  const int64_t axisAttr = ctx.node().attrInt("axis", 0);
-  if (axisAttr < -rank || axisAttr >= std::max<int64_t>(rank, 1)) {
-    return ctx.error("attribute 'axis' " + std::to_string(axisAttr) + " is out of range for rank " +
-                     std::to_string(rank));
-  }
-  const int64_t axis = axisAttr < 0 ? axisAttr + rank : axisAttr;
+  auto axisOr = ops::axisAttribute(ctx.node(), 0, rank, std::max<int64_t>(rank - 1, 0));
+  if (!axisOr.isOk()) return ctx.error(axisOr.status().message());
+  const int64_t axis = *axisOr;
   const bool keepDims = ctx.node().attrInt("keepdims", 1) != 0;
   const bool lastIndex = ctx.node().attrInt("select_last_index", 0) != 0;
   const Shape& shape = input.shape();
-  int64_t outer = 1, inner = 1;
-  const int64_t n = rank == 0 ? 1 : shape[axis];
-  for (int64_t d = 0; d < axis; ++d) outer *= shape[d];
-  for (int64_t d = axis + 1; d < rank; ++d) inner *= shape[d];
-  Shape outShape;
-  for (int64_t d = 0; d < rank; ++d) {
-    if (d != axis)
-      outShape.push_back(shape[d]);
-    else if (keepDims)
-      outShape.push_back(1);
-  }
+  const ops::AxisSplit split = ops::splitAround(shape, axis);
+  const int64_t outer = split.outer, n = split.n, inner = split.inner;
+  const Shape outShape = ops::shapeWithoutAxis(shape, axis, keepDims);
   if (n == 0 && outer * inner > 0) return ctx.error("cannot take the arg of an empty axis");
   Tensor& out = ctx.allocateOutput(0, DataType::kInt64, outShape);
   if (outer * inner == 0) return Status::ok();

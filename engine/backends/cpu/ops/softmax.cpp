@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backends/cpu/ops/op_utils.h"
+#include "ops/axis_params.h"
 
 namespace kiln::cpu {
 namespace {
@@ -77,24 +78,13 @@ Status softmaxKernel(KernelContext& ctx) {
   const Tensor& input = ctx.input(0);
   const int64_t rank = input.rank();
   const bool coerce2d = ctx.opset() < 13;
-  const int64_t axisAttr = ctx.node().attrInt("axis", coerce2d ? 1 : -1);
   // Opset < 13 allows axis == rank (the 2-D form's column count is then 1).
-  const int64_t limit = coerce2d ? rank : rank - 1;
-  if (axisAttr < -rank || axisAttr > std::max<int64_t>(limit, 0)) {
-    return ctx.error("attribute 'axis' " + std::to_string(axisAttr) + " is out of range for rank " +
-                     std::to_string(rank));
-  }
-  const int64_t axis = axisAttr < 0 ? axisAttr + rank : axisAttr;
+  auto axisOr = ops::axisAttribute(ctx.node(), coerce2d ? 1 : -1, rank,
+                                   std::max<int64_t>(coerce2d ? rank : rank - 1, 0));
+  if (!axisOr.isOk()) return ctx.error(axisOr.status().message());
   const Shape& shape = input.shape();
-  int64_t outer = 1, n = 1, inner = 1;
-  for (int64_t d = 0; d < rank; ++d) {
-    if (d < axis)
-      outer *= shape[d];
-    else if (d == axis || coerce2d)
-      n *= shape[d];
-    else
-      inner *= shape[d];
-  }
+  const ops::AxisSplit split = ops::splitAround(shape, *axisOr, coerce2d);
+  const int64_t outer = split.outer, n = split.n, inner = split.inner;
   Tensor& out = ctx.allocateOutput(0, input.type(), shape);
   if (input.numel() == 0) return Status::ok();
   Status status = dispatchFloatTypes(input.type(), [&](auto tag) {

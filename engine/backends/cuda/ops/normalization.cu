@@ -18,6 +18,7 @@
 #include "backends/cuda/device_common.cuh"
 #include "backends/cuda/ops/layer_norm_packed.h"
 #include "backends/cuda/row_kernels.cuh"
+#include "ops/axis_params.h"
 #include "ops/normalization_params.h"
 
 namespace kiln::cuda {
@@ -565,19 +566,13 @@ Status lpNormKernel(GpuKernelContext& ctx) {
   KILN_RETURN_IF_ERROR(requireInputs(ctx, 1));
   const DeviceTensor& x = ctx.input(0);
   const int64_t rank = x.rank();
-  const int64_t axisAttr = ctx.node().attrInt("axis", -1);
-  if (axisAttr < -rank || axisAttr >= rank) {
-    return ctx.error("attribute 'axis' " + std::to_string(axisAttr) + " is out of range for rank " +
-                     std::to_string(rank));
-  }
-  const int64_t axis = axisAttr < 0 ? axisAttr + rank : axisAttr;
+  auto axisOr = ops::axisAttribute(ctx.node(), -1, rank, rank - 1);
+  if (!axisOr.isOk()) return ctx.error(axisOr.status().message());
   const int64_t p = ctx.node().attrInt("p", 2);
   if (p != 1 && p != 2)
     return ctx.unsupported("attribute 'p' must be 1 or 2, got " + std::to_string(p));
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < axis; ++d) outer *= x.shape[d];
-  for (int64_t d = axis + 1; d < rank; ++d) inner *= x.shape[d];
-  const int64_t n = x.shape[axis];
+  const ops::AxisSplit split = ops::splitAround(x.shape, *axisOr);
+  const int64_t outer = split.outer, inner = split.inner, n = split.n;
   KILN_ASSIGN_OR_RETURN(DeviceTensor y, ctx.allocateOutput(0, x.type, x.shape));
   if (x.numel() == 0) return Status::ok();
   KILN_DISPATCH_FLOAT(x.type, ctx, {

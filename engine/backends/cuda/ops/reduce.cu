@@ -19,6 +19,7 @@
 
 #include "backends/cuda/device_common.cuh"
 #include "backends/cuda/row_kernels.cuh"
+#include "ops/axis_params.h"
 #include "ops/reduce_params.h"
 
 namespace kiln::cuda {
@@ -621,26 +622,15 @@ Status argKernel(GpuKernelContext& ctx) {
   KILN_RETURN_IF_ERROR(requireInputs(ctx, 1));
   const DeviceTensor& input = ctx.input(0);
   const int64_t rank = input.rank();
-  const int64_t axisAttr = ctx.node().attrInt("axis", 0);
-  if (axisAttr < -rank || axisAttr >= std::max<int64_t>(rank, 1)) {
-    return ctx.error("attribute 'axis' " + std::to_string(axisAttr) + " is out of range for rank " +
-                     std::to_string(rank));
-  }
-  const int64_t axis = axisAttr < 0 ? axisAttr + rank : axisAttr;
+  auto axisOr = ops::axisAttribute(ctx.node(), 0, rank, std::max<int64_t>(rank - 1, 0));
+  if (!axisOr.isOk()) return ctx.error(axisOr.status().message());
+  const int64_t axis = *axisOr;
   const bool keepDims = ctx.node().attrInt("keepdims", 1) != 0;
   const bool last = ctx.node().attrInt("select_last_index", 0) != 0;
   const Shape& shape = input.shape;
-  int64_t outer = 1, inner = 1;
-  const int64_t n = rank == 0 ? 1 : shape[axis];
-  for (int64_t d = 0; d < axis; ++d) outer *= shape[d];
-  for (int64_t d = axis + 1; d < rank; ++d) inner *= shape[d];
-  Shape outShape;
-  for (int64_t d = 0; d < rank; ++d) {
-    if (d != axis)
-      outShape.push_back(shape[d]);
-    else if (keepDims)
-      outShape.push_back(1);
-  }
+  const ops::AxisSplit split = ops::splitAround(shape, axis);
+  const int64_t outer = split.outer, n = split.n, inner = split.inner;
+  const Shape outShape = ops::shapeWithoutAxis(shape, axis, keepDims);
   if (n == 0 && outer * inner > 0) return ctx.error("cannot take the arg of an empty axis");
   KILN_ASSIGN_OR_RETURN(DeviceTensor out, ctx.allocateOutput(0, DataType::kInt64, outShape));
   if (outer * inner == 0) return Status::ok();
@@ -759,24 +749,13 @@ Status softmaxKernel(GpuKernelContext& ctx) {
   const DeviceTensor& input = ctx.input(0);
   const int64_t rank = input.rank();
   const bool coerce2d = ctx.opset() < 13;
-  const int64_t axisAttr = ctx.node().attrInt("axis", coerce2d ? 1 : -1);
   // Opset < 13 allows axis == rank (the 2-D form's column count is then 1).
-  const int64_t limit = coerce2d ? rank : rank - 1;
-  if (axisAttr < -rank || axisAttr > std::max<int64_t>(limit, 0)) {
-    return ctx.error("attribute 'axis' " + std::to_string(axisAttr) + " is out of range for rank " +
-                     std::to_string(rank));
-  }
-  const int64_t axis = axisAttr < 0 ? axisAttr + rank : axisAttr;
+  auto axisOr = ops::axisAttribute(ctx.node(), coerce2d ? 1 : -1, rank,
+                                   std::max<int64_t>(coerce2d ? rank : rank - 1, 0));
+  if (!axisOr.isOk()) return ctx.error(axisOr.status().message());
   const Shape& shape = input.shape;
-  int64_t outer = 1, n = 1, inner = 1;
-  for (int64_t d = 0; d < rank; ++d) {
-    if (d < axis)
-      outer *= shape[d];
-    else if (d == axis || coerce2d)
-      n *= shape[d];
-    else
-      inner *= shape[d];
-  }
+  const ops::AxisSplit split = ops::splitAround(shape, *axisOr, coerce2d);
+  const int64_t outer = split.outer, n = split.n, inner = split.inner;
   KILN_ASSIGN_OR_RETURN(DeviceTensor out, ctx.allocateOutput(0, input.type, shape));
   if (input.numel() == 0) return Status::ok();
   cudaStream_t stream = ctx.stream();
