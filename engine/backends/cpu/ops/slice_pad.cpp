@@ -7,6 +7,7 @@
 
 #include "backends/cpu/ops/data_movement.h"
 #include "backends/cpu/ops/slice_pad.h"
+#include "ops/pad_params.h"
 #include "ops/slice_params.h"
 
 namespace kiln::cpu {
@@ -117,36 +118,13 @@ Status padKernel(KernelContext& ctx) {
   std::vector<int64_t> pads = ctx.node().attrInts(ctx.opset() < 2 ? "paddings" : "pads");
   std::vector<int64_t> axes;
   KILN_RETURN_IF_ERROR(readIntInput(ctx, 1, "pads", &pads));
-  if (ctx.opset() >= 18 && ctx.hasInput(3)) {
-    KILN_RETURN_IF_ERROR(readIntInput(ctx, 3, "axes", &axes));
-  } else {
-    for (int d = 0; d < rank; ++d) axes.push_back(d);
-  }
-  if (pads.size() != 2 * axes.size()) {
-    return ctx.error("pads has " + std::to_string(pads.size()) + " entries for " +
-                     std::to_string(axes.size()) + " axes");
-  }
-  const std::string mode = ctx.node().attrString("mode", "constant");
-  if (mode != "constant" && mode != "reflect" && mode != "edge" &&
-      !(mode == "wrap" && ctx.opset() >= 19)) {
-    return ctx.error("unsupported mode '" + mode + "'");
-  }
-  std::vector<int64_t> begins(rank, 0), ends(rank, 0);
-  for (size_t i = 0; i < axes.size(); ++i) {
-    int64_t axis = 0;
-    KILN_RETURN_IF_ERROR_CTX(normalizeAxis(axes[i], rank, &axis), ctx.node().describe());
-    begins[axis] = pads[i];
-    ends[axis] = pads[i + axes.size()];
-  }
-  Shape outShape(rank);
-  for (int d = 0; d < rank; ++d) {
-    const int64_t limit = kMaxOutputElements;
-    if (begins[d] < -limit || begins[d] > limit || ends[d] < -limit || ends[d] > limit) {
-      return ctx.error("pads are too large");
-    }
-    outShape[d] = in.shape()[d] + begins[d] + ends[d];
-  }
-  KILN_RETURN_IF_ERROR(checkElementCount(ctx, outShape, "output"));
+  const bool axesGiven = ctx.opset() >= 18 && ctx.hasInput(3);
+  if (axesGiven) KILN_RETURN_IF_ERROR(readIntInput(ctx, 3, "axes", &axes));
+  auto plan = ops::planPad(ctx.node(), ctx.opset(), in.shape(), pads, axes, axesGiven);
+  if (!plan.isOk()) return ctx.error(plan.status().message());
+  const std::string& mode = plan->mode;
+  const std::vector<int64_t>&begins = plan->begins, &ends = plan->ends;
+  const Shape& outShape = plan->outShape;
   std::vector<std::vector<int64_t>> maps(rank);
   for (int d = 0; d < rank; ++d) {
     KILN_RETURN_IF_ERROR(padAxisMap(ctx, in.shape()[d], begins[d], ends[d], mode, &maps[d]));

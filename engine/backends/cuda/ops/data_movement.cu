@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "backends/cuda/device_common.cuh"
+#include "ops/pad_params.h"
 #include "ops/slice_params.h"
 #include "ops/split_params.h"
 
@@ -954,44 +955,18 @@ Status padKernel(GpuKernelContext& ctx) {
   std::vector<int64_t> pads = ctx.node().attrInts(ctx.opset() < 2 ? "paddings" : "pads");
   std::vector<int64_t> axes;
   KILN_RETURN_IF_ERROR(readInts(ctx, 1, "pads", &pads));
-  if (ctx.opset() >= 18 && hasInput(ctx, 3)) {
-    KILN_RETURN_IF_ERROR(readInts(ctx, 3, "axes", &axes));
-  } else {
-    for (int d = 0; d < rank; ++d) axes.push_back(d);
-  }
-  if (pads.size() != 2 * axes.size()) {
-    return ctx.error("pads has " + std::to_string(pads.size()) + " entries for " +
-                     std::to_string(axes.size()) + " axes");
-  }
-  const std::string mode = ctx.node().attrString("mode", "constant");
+  const bool axesGiven = ctx.opset() >= 18 && hasInput(ctx, 3);
+  if (axesGiven) KILN_RETURN_IF_ERROR(readInts(ctx, 3, "axes", &axes));
+  auto plan = ops::planPad(ctx.node(), ctx.opset(), in.shape, pads, axes, axesGiven);
+  if (!plan.isOk()) return ctx.error(plan.status().message());
+  const std::string& mode = plan->mode;
+  const std::vector<int64_t>&begins = plan->begins, &ends = plan->ends;
+  const Shape& outShape = plan->outShape;
   PadParams p;
-  if (mode == "constant") {
-    p.mode = kPadConstant;
-  } else if (mode == "reflect") {
-    p.mode = kPadReflect;
-  } else if (mode == "edge") {
-    p.mode = kPadEdge;
-  } else if (mode == "wrap" && ctx.opset() >= 19) {
-    p.mode = kPadWrap;
-  } else {
-    return ctx.error("unsupported mode '" + mode + "'");
-  }
-  std::vector<int64_t> begins(rank, 0), ends(rank, 0);
-  for (size_t i = 0; i < axes.size(); ++i) {
-    int64_t axis = 0;
-    KILN_RETURN_IF_ERROR(normalizeAxis(ctx, axes[i], rank, &axis));
-    begins[axis] = pads[i];
-    ends[axis] = pads[i + axes.size()];
-  }
-  Shape outShape(rank);
-  for (int d = 0; d < rank; ++d) {
-    const int64_t limit = kMaxOutputElements;
-    if (begins[d] < -limit || begins[d] > limit || ends[d] < -limit || ends[d] > limit) {
-      return ctx.error("pads are too large");
-    }
-    outShape[d] = in.shape[d] + begins[d] + ends[d];
-  }
-  KILN_RETURN_IF_ERROR(checkElementCount(ctx, outShape, "output"));
+  p.mode = plan->mode == "reflect" ? kPadReflect
+           : plan->mode == "edge"  ? kPadEdge
+           : plan->mode == "wrap"  ? kPadWrap
+                                   : kPadConstant;
   KILN_RETURN_IF_ERROR(checkRank(ctx, rank, "Pad input"));
   const std::vector<int64_t> strides = contiguousStrides(in.shape);
   p.rank = rank;
