@@ -3,12 +3,9 @@
 
 #include <string>
 
+#include "ops/output_size.h"
+
 namespace kiln::ops {
-namespace {
-
-constexpr int64_t kMaxPadOutputElements = int64_t{1} << 32;
-
-}  // namespace
 
 Result<PadPlan> planPad(const Node& node, int opset, const Shape& in,
                         const std::vector<int64_t>& pads, std::vector<int64_t> axes,
@@ -37,20 +34,13 @@ Result<PadPlan> planPad(const Node& node, int opset, const Shape& in,
   }
   plan.outShape.resize(rank);
   for (int64_t d = 0; d < rank; ++d) {
-    const int64_t limit = kMaxPadOutputElements;
+    const int64_t limit = kMaxOutputElements;
     if (plan.begins[d] < -limit || plan.begins[d] > limit || plan.ends[d] < -limit ||
         plan.ends[d] > limit)
       return invalidArgument("pads are too large");
     plan.outShape[d] = in[d] + plan.begins[d] + plan.ends[d];
   }
-  int64_t total = 1;  // the element count, checked without overflow
-  for (int64_t dim : plan.outShape) {
-    if (dim < 0)
-      return invalidArgument("output has a negative dim: " + shapeToString(plan.outShape));
-    if (dim != 0 && total > kMaxPadOutputElements / dim)
-      return invalidArgument("output " + shapeToString(plan.outShape) + " is too large");
-    total *= dim;
-  }
+  KILN_RETURN_IF_ERROR(checkOutputElements(plan.outShape, "output"));
   return plan;
 }
 

@@ -5,21 +5,13 @@
 #include <cmath>
 
 #include "kiln/tensor_size.h"
+#include "ops/output_size.h"
 
 namespace kiln::ops {
 namespace {
 
-// `shape` with no negative dim and at most kResizeMaxOutputElements elements (checked
-// without overflow).
 Status checkOutputSize(const Shape& shape) {
-  int64_t total = 1;
-  for (int64_t d : shape) {
-    if (d < 0) return invalidArgument("output has a negative dim: " + shapeToString(shape));
-    if (d != 0 && total > kResizeMaxOutputElements / d)
-      return invalidArgument("output " + shapeToString(shape) + " is too large");
-    total *= d;
-  }
-  return Status::ok();
+  return checkOutputElements(shape, "output");
 }
 
 // The resized axes: the `axes` attribute (Resize-18+) or every axis, in [0, rank), once each.
@@ -82,7 +74,7 @@ Status resolveScales(const Node& node, const Shape& in, const ResizeInputs& inpu
   if (!p->fromSizes) {
     for (size_t i = 0; i < axes.size(); ++i) {
       const double length = std::floor(scales[i] * in[axes[i]]);
-      if (!(scales[i] > 0) || !(length < static_cast<double>(kResizeMaxOutputElements)))
+      if (!(scales[i] > 0) || !(length < static_cast<double>(kMaxOutputElements)))
         return invalidArgument("scales[" + std::to_string(i) + "] = " + std::to_string(scales[i]) +
                                " is not a usable positive scale");
       p->scales[axes[i]] = scales[i];

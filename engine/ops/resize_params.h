@@ -28,9 +28,6 @@ struct ResizeParams {
   bool fromSizes = false;   // the coordinates use out / in (sizes given, stretched)
 };
 
-// Output sizes past this are refused: allocating them would be a crash, not an error.
-constexpr int64_t kResizeMaxOutputElements = int64_t{1} << 32;
-
 // The attributes of a Resize at `opset` (Resize-10: asymmetric coordinates, "simple"
 // nearest rounding) or an Upsample ("bilinear" is "linear"; asymmetric, simple).
 ResizeParams resizeAttributes(const Node& node, int opset);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backends/cpu/ops/op_utils.h"
+#include "ops/output_size.h"
 
 namespace kiln::cpu {
 
@@ -86,21 +87,13 @@ void stridedCopy(const T* in, const std::vector<int64_t>& inStrides, T* out,
   }
 }
 
-// Output sizes past this are refused: allocating them would be a crash, not an error.
-constexpr int64_t kMaxOutputElements = int64_t{1} << 32;
+// Output sizes past this are refused (ops/output_size.h, the same bound on every backend).
+using ops::kMaxOutputElements;
 
-// Error naming `what` when `shape` has a negative dim or more than kMaxOutputElements
-// elements (checked without overflow).
+// ops::checkOutputElements with the node named in the error.
 inline Status checkElementCount(const KernelContext& ctx, const Shape& shape, const char* what) {
-  int64_t total = 1;
-  for (int64_t d : shape) {
-    if (d < 0) return ctx.error(std::string(what) + " has a negative dim: " + shapeToString(shape));
-    if (d != 0 && total > kMaxOutputElements / d) {
-      return ctx.error(std::string(what) + " " + shapeToString(shape) + " is too large");
-    }
-    total *= d;
-  }
-  return Status::ok();
+  Status s = ops::checkOutputElements(shape, what);
+  return s.isOk() ? s : ctx.error(s.message());
 }
 
 // Gather along one axis: src is [outer, dim, inner], dst is [outer, indices.size(), inner]

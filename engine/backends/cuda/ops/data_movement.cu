@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "backends/cuda/device_common.cuh"
+#include "ops/output_size.h"
 #include "ops/pad_params.h"
 #include "ops/slice_params.h"
 #include "ops/split_params.h"
@@ -77,7 +78,7 @@ namespace kiln::cuda {
 namespace {
 
 // Output sizes past this are refused, as on the CPU.
-constexpr int64_t kMaxOutputElements = int64_t{1} << 32;
+using ops::kMaxOutputElements;  // ops/output_size.h
 
 enum ReduceOp : int { kReduceNone = 0, kReduceAdd, kReduceMul, kReduceMax, kReduceMin };
 
@@ -571,15 +572,8 @@ Status readInts(GpuKernelContext& ctx, size_t i, const char* what, std::vector<i
 }
 
 Status checkElementCount(const GpuKernelContext& ctx, const Shape& shape, const char* what) {
-  int64_t total = 1;
-  for (int64_t d : shape) {
-    if (d < 0) return ctx.error(std::string(what) + " has a negative dim: " + shapeToString(shape));
-    if (d != 0 && total > kMaxOutputElements / d) {
-      return ctx.error(std::string(what) + " " + shapeToString(shape) + " is too large");
-    }
-    total *= d;
-  }
-  return Status::ok();
+  Status s = ops::checkOutputElements(shape, what);
+  return s.isOk() ? s : ctx.error(s.message());
 }
 
 Status checkIndexType(const GpuKernelContext& ctx, DataType type, const char* what) {

@@ -12,6 +12,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "ops/output_size.h"
 #include "backends/cuda/device_common.cuh"
 
 namespace kiln::cuda {
@@ -20,7 +21,7 @@ namespace kiln::cuda {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n); \
        i += int64_t(gridDim.x) * blockDim.x)
 
-constexpr int64_t kMaxOutputElements = int64_t{1} << 32;  // as the CPU kernels
+using ops::kMaxOutputElements;  // the CPU kernels' bound (ops/output_size.h)
 
 // int8 / uint8 (MaxPool only: fold_qdq pools quantized values) compare in float,
 // exactly.
@@ -72,15 +73,8 @@ inline Status requireInputs(const GpuKernelContext& ctx, size_t count) {
 
 // Error naming `what` when `shape` has a negative dim or more than kMaxOutputElements.
 inline Status checkElementCount(const GpuKernelContext& ctx, const Shape& shape, const char* what) {
-  int64_t total = 1;
-  for (int64_t d : shape) {
-    if (d < 0) return ctx.error(std::string(what) + " has a negative dim: " + shapeToString(shape));
-    if (d != 0 && total > kMaxOutputElements / d) {
-      return ctx.error(std::string(what) + " " + shapeToString(shape) + " is too large");
-    }
-    total *= d;
-  }
-  return Status::ok();
+  Status s = ops::checkOutputElements(shape, what);
+  return s.isOk() ? s : ctx.error(s.message());
 }
 
 inline Status normalizeAxis(const GpuKernelContext& ctx, int64_t axis, int64_t rank, int64_t* out) {
