@@ -10,6 +10,7 @@
 #include "backends/cpu/ops/data_movement.h"
 #include "backends/cpu/ops/slice_pad.h"
 #include "kiln/tensor_size.h"
+#include "ops/block_rearrange_params.h"
 #include "ops/split_params.h"
 
 namespace kiln::cpu {
@@ -319,53 +320,21 @@ Status blockRearrange(KernelContext& ctx, const Shape& split, const std::vector<
   return Status::ok();
 }
 
-Status blockSizeAndInput(const KernelContext& ctx, int64_t* block) {
+// DepthToSpace / SpaceToDepth: the 6-D view and permutation of ops/block_rearrange_params.h.
+Status blockRearrangeKernel(KernelContext& ctx, bool toSpace) {
   KILN_RETURN_IF_ERROR(ctx.requireInputs(1));
-  if (ctx.input(0).rank() != 4) {
-    return ctx.error("input must be 4-D NCHW, got " + shapeToString(ctx.input(0).shape()));
-  }
-  *block = ctx.node().attrInt("blocksize", 0);
-  if (*block <= 0) return ctx.error("blocksize must be positive");
-  // blocksize^2 is a channel count, so it is held to the dim limit: a blocksize of 2^32
-  // overflowed `b * b` and the output dims (UB before any size check).
-  if (*block > tensorLimits().maxDim / *block) {
-    return ctx.error("attribute 'blocksize' " + std::to_string(*block) +
-                     " squared passes the dim limit " + std::to_string(tensorLimits().maxDim));
-  }
-  return Status::ok();
+  auto r = ops::blockRearrangeOf(ctx.node(), ctx.input(0).shape(), toSpace);
+  if (!r.isOk()) return ctx.error(r.status().message());
+  return blockRearrange(ctx, r->split, std::vector<int64_t>(r->perm.begin(), r->perm.end()),
+                        r->outShape);
 }
 
 Status depthToSpaceKernel(KernelContext& ctx) {
-  int64_t b = 0;
-  KILN_RETURN_IF_ERROR(blockSizeAndInput(ctx, &b));
-  const Shape& s = ctx.input(0).shape();
-  if (s[1] % (b * b) != 0) return ctx.error("channels are not a multiple of blocksize^2");
-  const int64_t c = s[1] / (b * b);
-  const Shape outShape = {s[0], c, s[2] * b, s[3] * b};
-  const std::string mode = ctx.node().attrString("mode", "DCR");
-  if (mode == "DCR")
-    return blockRearrange(ctx, {s[0], b, b, c, s[2], s[3]}, {0, 3, 4, 1, 5, 2}, outShape);
-  if (mode == "CRD")
-    return blockRearrange(ctx, {s[0], c, b, b, s[2], s[3]}, {0, 1, 4, 2, 5, 3}, outShape);
-  return ctx.error("unknown mode '" + mode + "'");
+  return blockRearrangeKernel(ctx, true);
 }
 
 Status spaceToDepthKernel(KernelContext& ctx) {
-  int64_t b = 0;
-  KILN_RETURN_IF_ERROR(blockSizeAndInput(ctx, &b));
-  const Shape& s = ctx.input(0).shape();
-  if (s[2] % b != 0 || s[3] % b != 0)
-    return ctx.error("height and width must be multiples of blocksize");
-  if (s[1] > tensorLimits().maxDim / (b * b))  // s[1] * b * b below must fit int64
-    return ctx.error("channels times blocksize^2 pass the dim limit");
-  const Shape split = {s[0], s[1], s[2] / b, b, s[3] / b, b};
-  const Shape outShape = {s[0], s[1] * b * b, s[2] / b, s[3] / b};
-  // `mode` arrived in opset 28; before it the layout was always DCR (depth is the slowest
-  // of block-row, block-column, channel), CRD keeps channel slowest.
-  const std::string mode = ctx.node().attrString("mode", "DCR");
-  if (mode == "DCR") return blockRearrange(ctx, split, {0, 3, 5, 1, 2, 4}, outShape);
-  if (mode == "CRD") return blockRearrange(ctx, split, {0, 1, 3, 5, 2, 4}, outShape);
-  return ctx.error("unknown mode '" + mode + "'");
+  return blockRearrangeKernel(ctx, false);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backends/cuda/ops/op_common.cuh"
+#include "ops/block_rearrange_params.h"
 
 namespace kiln::cuda {
 namespace {
@@ -47,43 +48,20 @@ Status blockRearrange(GpuKernelContext& ctx, const Shape& split, const std::vect
   return Status::ok();
 }
 
-Status blockSizeAndInput(const GpuKernelContext& ctx, int64_t* block) {
+// DepthToSpace / SpaceToDepth: the 6-D view and permutation of ops/block_rearrange_params.h.
+Status blockRearrangeOp(GpuKernelContext& ctx, bool toSpace) {
   KILN_RETURN_IF_ERROR(requireInputs(ctx, 1));
-  if (ctx.input(0).rank() != 4) {
-    return ctx.error("input must be 4-D NCHW, got " + shapeToString(ctx.input(0).shape));
-  }
-  *block = ctx.node().attrInt("blocksize", 0);
-  if (*block <= 0) return ctx.error("blocksize must be positive");
-  return Status::ok();
+  auto r = ops::blockRearrangeOf(ctx.node(), ctx.input(0).shape, toSpace);
+  if (!r.isOk()) return ctx.error(r.status().message());
+  return blockRearrange(ctx, r->split, r->perm, r->outShape);
 }
 
 Status depthToSpaceOp(GpuKernelContext& ctx) {
-  int64_t b = 0;
-  KILN_RETURN_IF_ERROR(blockSizeAndInput(ctx, &b));
-  const Shape& s = ctx.input(0).shape;
-  if (s[1] % (b * b) != 0) return ctx.error("channels are not a multiple of blocksize^2");
-  const int64_t c = s[1] / (b * b);
-  const Shape outShape = {s[0], c, s[2] * b, s[3] * b};
-  const std::string mode = ctx.node().attrString("mode", "DCR");
-  if (mode == "DCR")
-    return blockRearrange(ctx, {s[0], b, b, c, s[2], s[3]}, {0, 3, 4, 1, 5, 2}, outShape);
-  if (mode == "CRD")
-    return blockRearrange(ctx, {s[0], c, b, b, s[2], s[3]}, {0, 1, 4, 2, 5, 3}, outShape);
-  return ctx.error("unknown mode '" + mode + "'");
+  return blockRearrangeOp(ctx, true);
 }
 
 Status spaceToDepthOp(GpuKernelContext& ctx) {
-  int64_t b = 0;
-  KILN_RETURN_IF_ERROR(blockSizeAndInput(ctx, &b));
-  const Shape& s = ctx.input(0).shape;
-  if (s[2] % b != 0 || s[3] % b != 0)
-    return ctx.error("height and width must be multiples of blocksize");
-  const Shape split = {s[0], s[1], s[2] / b, b, s[3] / b, b};
-  const Shape outShape = {s[0], s[1] * b * b, s[2] / b, s[3] / b};
-  const std::string mode = ctx.node().attrString("mode", "DCR");
-  if (mode == "DCR") return blockRearrange(ctx, split, {0, 3, 5, 1, 2, 4}, outShape);
-  if (mode == "CRD") return blockRearrange(ctx, split, {0, 1, 3, 5, 2, 4}, outShape);
-  return ctx.error("unknown mode '" + mode + "'");
+  return blockRearrangeOp(ctx, false);
 }
 
 }  // namespace
