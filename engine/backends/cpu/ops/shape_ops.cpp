@@ -11,6 +11,7 @@
 #include "backends/cpu/ops/slice_pad.h"
 #include "kiln/tensor_size.h"
 #include "ops/block_rearrange_params.h"
+#include "ops/reshape_params.h"
 #include "ops/split_params.h"
 
 namespace kiln::cpu {
@@ -36,58 +37,14 @@ Status sizeKernel(KernelContext& ctx) {
   return Status::ok();
 }
 
-// Resolves Reshape's requested shape: 0 copies the input dim (unless allowzero), and
-// at most one -1 takes whatever element count is left.
-Status resolveReshape(const KernelContext& ctx, const Shape& in, std::vector<int64_t> dims,
-                      bool allowZero, Shape* out) {
-  int inferAxis = -1;
-  int64_t known = 1;
-  for (size_t i = 0; i < dims.size(); ++i) {
-    if (dims[i] == -1) {
-      if (inferAxis >= 0) return ctx.error("shape has more than one -1");
-      inferAxis = static_cast<int>(i);
-      continue;
-    }
-    if (dims[i] == 0 && !allowZero) {
-      if (i >= in.size()) {
-        return ctx.error("shape[" + std::to_string(i) + "] is 0 but the input has rank " +
-                         std::to_string(in.size()));
-      }
-      dims[i] = in[i];
-    }
-    if (dims[i] < 0) return ctx.error("shape has invalid dim " + std::to_string(dims[i]));
-    // 3 x 6148914691236517206 wraps to 2: a "match" for a 2-element input.
-    if (__builtin_mul_overflow(known, dims[i], &known))
-      return ctx.error("shape " + shapeToString(dims) +
-                       " has more elements than a 64-bit count holds");
-  }
-  const int64_t total = shapeNumel(in);
-  if (inferAxis >= 0) {
-    if (known == 0 || total % known != 0) {
-      return ctx.error("cannot infer the -1 dim reshaping " + shapeToString(in));
-    }
-    dims[inferAxis] = total / known;
-  } else if (known != total) {
-    return ctx.error("cannot reshape " + shapeToString(in) + " (" + std::to_string(total) +
-                     " elements) to " + shapeToString(dims));
-  }
-  *out = std::move(dims);
-  return Status::ok();
-}
-
 Status reshapeKernel(KernelContext& ctx) {
   KILN_RETURN_IF_ERROR(ctx.requireInputs(ctx.opset() < 5 ? 1 : 2));
   std::vector<int64_t> dims = ctx.node().attrInts("shape");
   if (ctx.opset() >= 5) KILN_RETURN_IF_ERROR(readIntInput(ctx, 1, "shape", &dims));
   const bool allowZero = ctx.node().attrInt("allowzero", 0) != 0;
-  if (allowZero && std::count(dims.begin(), dims.end(), 0) &&
-      std::count(dims.begin(), dims.end(), -1)) {
-    return ctx.error("allowzero=1 with both 0 and -1 in shape");
-  }
-  Shape shape;
-  KILN_RETURN_IF_ERROR(
-      resolveReshape(ctx, ctx.input(0).shape(), std::move(dims), allowZero, &shape));
-  ctx.setOutput(0, ctx.input(0).reshaped(std::move(shape)));
+  auto shape = ops::resolveReshape(ctx.input(0).shape(), std::move(dims), allowZero);
+  if (!shape.isOk()) return ctx.error(shape.status().message());
+  ctx.setOutput(0, ctx.input(0).reshaped(std::move(shape.value())));
   return Status::ok();
 }
 

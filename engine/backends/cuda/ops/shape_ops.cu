@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "backends/cuda/device_common.cuh"
+#include "ops/reshape_params.h"
 
 namespace kiln::cuda {
 namespace {
@@ -68,32 +69,9 @@ Status reshapeKernel(GpuKernelContext& ctx) {
     KILN_RETURN_IF_ERROR(intsFromInput(ctx, 1, &dims));
   }
   const bool allowZero = ctx.node().attrInt("allowzero", 0) != 0;
-  int inferAxis = -1;
-  int64_t known = 1;
-  for (size_t i = 0; i < dims.size(); ++i) {
-    if (dims[i] == -1) {
-      if (inferAxis >= 0) return ctx.error("shape has more than one -1");
-      inferAxis = static_cast<int>(i);
-      continue;
-    }
-    if (dims[i] == 0 && !allowZero) {
-      if (i >= in.size())
-        return ctx.error("shape[" + std::to_string(i) + "] is 0 beyond the input rank");
-      dims[i] = in[i];
-    }
-    if (dims[i] < 0) return ctx.error("shape has invalid dim " + std::to_string(dims[i]));
-    known *= dims[i];
-  }
-  const int64_t total = shapeNumel(in);
-  if (inferAxis >= 0) {
-    if (known == 0 || total % known != 0) {
-      return ctx.error("cannot infer the -1 dim reshaping " + shapeToString(in));
-    }
-    dims[inferAxis] = total / known;
-  } else if (known != total) {
-    return ctx.error("cannot reshape " + shapeToString(in) + " to " + shapeToString(dims));
-  }
-  return viewAs(ctx, dims);
+  auto shape = ops::resolveReshape(in, std::move(dims), allowZero);
+  if (!shape.isOk()) return ctx.error(shape.status().message());
+  return viewAs(ctx, *shape);
 }
 
 Status flattenKernel(GpuKernelContext& ctx) {
