@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "backends/cpu/ops/signal.h"
+#include "ops/scalar_inputs.h"
 
 namespace kiln::cpu {
 
@@ -28,15 +29,9 @@ Status readScalarInt(const KernelContext& ctx, size_t index, const char* name, i
 
 Status readScalarDouble(const KernelContext& ctx, size_t index, const char* name, double* out) {
   if (!ctx.hasInput(index)) return ctx.error(std::string("input '") + name + "' is missing");
-  const Tensor& t = ctx.input(index);
-  if (t.type() == DataType::kString || !isSupportedDataType(t.type())) {
-    return ctx.error(std::string("input '") + name + "' must be numeric");
-  }
-  if (t.numel() != 1) {
-    return ctx.error(std::string("input '") + name + "' must hold one value, got shape " +
-                     shapeToString(t.shape()));
-  }
-  *out = t.valueAsDouble(0);
+  auto value = ops::scalarNumber(ctx.input(index), name);
+  if (!value.isOk()) return ctx.error(value.status().message());
+  *out = *value;
   return Status::ok();
 }
 

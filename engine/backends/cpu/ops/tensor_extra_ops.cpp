@@ -7,6 +7,7 @@
 
 #include "backends/cpu/ops/data_movement.h"
 #include "backends/cpu/ops/elementwise.h"
+#include "ops/scalar_inputs.h"
 
 namespace kiln::cpu {
 namespace {
@@ -200,13 +201,9 @@ Status cumProdKernel(KernelContext& ctx) {
   KILN_RETURN_IF_ERROR(ctx.requireInputs(2));
   const Tensor& x = ctx.input(0);
   const Tensor& axisIn = ctx.input(1);
-  if ((axisIn.type() != DataType::kInt32 && axisIn.type() != DataType::kInt64) ||
-      axisIn.numel() != 1 || axisIn.rank() > 1) {
-    return ctx.error("axis must be a scalar int32 or int64 tensor");
-  }
-  int64_t axis = 0;
-  KILN_RETURN_IF_ERROR(
-      resolveAxis(ctx, axisIn.valueAsInt64(0), std::max(x.rank(), 1), "axis", &axis));
+  auto axisOr = ops::scalarAxisInput(axisIn, x.rank());
+  if (!axisOr.isOk()) return ctx.error(axisOr.status().message());
+  const int64_t axis = *axisOr;
   const bool exclusive = ctx.node().attrInt("exclusive", 0) != 0;
   const bool reverse = ctx.node().attrInt("reverse", 0) != 0;
   const int64_t outer = dimProduct(x.shape(), 0, std::min<int64_t>(axis, x.rank()));

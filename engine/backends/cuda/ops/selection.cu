@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "backends/cuda/device_common.cuh"
+#include "ops/scalar_inputs.h"
 
 namespace kiln::cuda {
 namespace {
@@ -334,13 +335,9 @@ Status cumProdGpuKernel(GpuKernelContext& ctx) {
   KILN_RETURN_IF_ERROR(requireInputs(ctx, 2));
   const DeviceTensor& x = ctx.input(0);
   KILN_ASSIGN_OR_RETURN(Tensor axisIn, ctx.hostInput(1));
-  if ((axisIn.type() != DataType::kInt32 && axisIn.type() != DataType::kInt64) ||
-      axisIn.numel() != 1 || axisIn.rank() > 1) {
-    return ctx.error("axis must be a scalar int32 or int64 tensor");
-  }
-  int64_t axis = 0;
-  KILN_RETURN_IF_ERROR(
-      resolveAxis(ctx, axisIn.valueAsInt64(0), std::max(x.rank(), 1), "axis", &axis));
+  auto axisOr = ops::scalarAxisInput(axisIn, x.rank());
+  if (!axisOr.isOk()) return ctx.error(axisOr.status().message());
+  const int64_t axis = *axisOr;
   const bool exclusive = ctx.node().attrInt("exclusive", 0) != 0;
   const bool reverse = ctx.node().attrInt("reverse", 0) != 0;
   int64_t outer = 1, inner = 1, n = 1;
@@ -380,14 +377,9 @@ __global__ void fillOnesKernel(T* y, int64_t n) {
 // A one-element numeric input as double (the CPU's readScalarDouble).
 Status readScalarDouble(GpuKernelContext& ctx, size_t index, const char* name, double* out) {
   KILN_ASSIGN_OR_RETURN(Tensor t, ctx.hostInput(index));
-  if (t.type() == DataType::kString || !isSupportedDataType(t.type())) {
-    return ctx.error(std::string("input '") + name + "' must be numeric");
-  }
-  if (t.numel() != 1) {
-    return ctx.error(std::string("input '") + name + "' must hold one value, got shape " +
-                     shapeToString(t.shape()));
-  }
-  *out = t.valueAsDouble(0);
+  auto value = ops::scalarNumber(t, name);
+  if (!value.isOk()) return ctx.error(value.status().message());
+  *out = *value;
   return Status::ok();
 }
 
