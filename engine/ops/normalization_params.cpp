@@ -24,6 +24,22 @@ Result<MvnParams> mvnParams(const Node& node, int opset, int rank) {
   return p;
 }
 
+Result<LayerNormGeometry> layerNormGeometry(const Node& node, const Shape& x) {
+  const int64_t rank = static_cast<int64_t>(x.size());
+  const int64_t axisAttr = node.attrInt("axis", -1);
+  if (axisAttr < -rank || axisAttr >= rank)
+    return invalidArgument("attribute 'axis' " + std::to_string(axisAttr) +
+                           " is out of range for rank " + std::to_string(rank));
+  LayerNormGeometry g;
+  g.axis = axisAttr < 0 ? axisAttr + rank : axisAttr;
+  g.normShape.assign(x.begin() + g.axis, x.end());
+  g.statShape.assign(x.begin(), x.begin() + g.axis);
+  g.statShape.resize(rank, 1);
+  g.cols = shapeNumel(g.normShape);
+  g.rows = g.cols == 0 ? shapeNumel(g.statShape) : shapeNumel(x) / g.cols;
+  return g;
+}
+
 Result<Shape> paramBroadcastShape(const char* name, const Shape& shape, const Shape& target,
                                   const std::string& targetName) {
   Shape s = shape;

@@ -23,6 +23,16 @@ struct MvnParams {
 // Error: "axis 5 in 'axes' is out of range for rank 4".
 Result<MvnParams> mvnParams(const Node& node, int opset, int rank);
 
+// LayerNormalization's view of X: the normalized shape X.shape[axis:] (`cols` elements a
+// row), the statistics' shape (X.shape[:axis] then 1s) and the row count. Error:
+// "attribute 'axis' 3 is out of range for rank 3".
+struct LayerNormGeometry {
+  int64_t axis = 0;
+  Shape normShape, statShape;
+  int64_t rows = 0, cols = 0;
+};
+Result<LayerNormGeometry> layerNormGeometry(const Node& node, const Shape& x);
+
 // The shape of parameter `name` (of shape `shape`) as it broadcasts unidirectionally onto
 // `target`: leading 1s beyond target's rank dropped, then each dim equal to target's or 1.
 // Error: "input 'Scale' of shape 3x5 does not broadcast to the normalized shape 4x5"

@@ -40,3 +40,27 @@ TEST(NormalizationParams, ScaleBroadcastsOntoTheNormalizedShape) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+TEST(NormalizationParams, LayerNormGeometry) {
+  const Node ln =
+      test::withInt(test::makeNode("LayerNormalization", {"x", "s"}, {"y"}, 17), "axis", -2);
+  auto g = ops::layerNormGeometry(ln, {2, 3, 4, 5});
+  ASSERT_TRUE(g.isOk());
+  EXPECT_EQ(g->axis, 2);
+  EXPECT_EQ(g->normShape, (Shape{4, 5}));
+  EXPECT_EQ(g->statShape, (Shape{2, 3, 1, 1}));
+  EXPECT_EQ(g->rows, 6);
+  EXPECT_EQ(g->cols, 20);
+  g = ops::layerNormGeometry(ln, {2, 3, 0});  // no elements a row: one stat per row still
+  ASSERT_TRUE(g.isOk());
+  EXPECT_EQ(g->cols, 0);
+  EXPECT_EQ(g->rows, 2);
+  EXPECT_EQ(ops::layerNormGeometry(test::withInt(ln, "axis", 3), {2, 3, 4}).status().message(),
+            "attribute 'axis' 3 is out of range for rank 3");
+}
+
+}  // namespace
+}  // namespace kiln

@@ -295,18 +295,11 @@ void layerNorm(const T* x, T* y, int64_t rows, int64_t cols, double epsilon,
 Status layerNormKernel(KernelContext& ctx) {
   KILN_RETURN_IF_ERROR(ctx.requireInputs(2));
   const Tensor& x = ctx.input(0);
-  const int64_t rank = x.rank();
-  const int64_t axisAttr = ctx.node().attrInt("axis", -1);
-  if (axisAttr < -rank || axisAttr >= rank) {
-    return ctx.error("attribute 'axis' " + std::to_string(axisAttr) + " is out of range for rank " +
-                     std::to_string(rank));
-  }
-  const int64_t axis = axisAttr < 0 ? axisAttr + rank : axisAttr;
-  const Shape normShape(x.shape().begin() + axis, x.shape().end());
-  Shape statShape(x.shape().begin(), x.shape().begin() + axis);
-  statShape.resize(rank, 1);
-  const int64_t cols = shapeNumel(normShape);
-  const int64_t rows = cols == 0 ? shapeNumel(statShape) : x.numel() / cols;
+  auto geometry = ops::layerNormGeometry(ctx.node(), x.shape());
+  if (!geometry.isOk()) return ctx.error(geometry.status().message());
+  const Shape& normShape = geometry->normShape;
+  const Shape& statShape = geometry->statShape;
+  const int64_t cols = geometry->cols, rows = geometry->rows;
   std::vector<double> scale, bias;
   KILN_RETURN_IF_ERROR(expandParam(ctx, ctx.input(1), "Scale", normShape, &scale));
   if (ctx.hasInput(2)) KILN_RETURN_IF_ERROR(expandParam(ctx, ctx.input(2), "B", normShape, &bias));

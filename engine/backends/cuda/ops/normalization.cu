@@ -369,19 +369,13 @@ Status broadcastParam(const GpuKernelContext& ctx, const DeviceTensor& t, const 
 Status layerNormKernel(GpuKernelContext& ctx) {
   KILN_RETURN_IF_ERROR(requireInputs(ctx, 2));
   const DeviceTensor& x = ctx.input(0);
-  const int64_t rank = x.rank();
-  const int64_t axisAttr = ctx.node().attrInt("axis", -1);
-  if (axisAttr < -rank || axisAttr >= rank) {
-    return ctx.error("attribute 'axis' " + std::to_string(axisAttr) + " is out of range for rank " +
-                     std::to_string(rank));
-  }
-  const int64_t axis = axisAttr < 0 ? axisAttr + rank : axisAttr;
-  const Shape normShape(x.shape.begin() + axis, x.shape.end());
-  Shape statShape(x.shape.begin(), x.shape.begin() + axis);
-  statShape.resize(rank, 1);
+  auto geometry = ops::layerNormGeometry(ctx.node(), x.shape);
+  if (!geometry.isOk()) return ctx.error(geometry.status().message());
+  const Shape& normShape = geometry->normShape;
+  const Shape& statShape = geometry->statShape;
   LayerNormArgs args;
-  args.cols = shapeNumel(normShape);
-  args.rows = args.cols == 0 ? shapeNumel(statShape) : x.numel() / args.cols;
+  args.cols = geometry->cols;
+  args.rows = geometry->rows;
   args.epsilon = ctx.node().attrFloat("epsilon", 1e-5f);
   const std::string target = "normalized shape";
   KILN_RETURN_IF_ERROR(
