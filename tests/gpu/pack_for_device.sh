@@ -8,7 +8,11 @@
 # The device tool carries at most 64 MiB (this bundle and the tracked tree, ~39 MB):
 #   PACK_TESTS="test_cuda_int8 ..."  only these GPU test binaries (default: all);
 #   PACK_NODE_DATA=0                 without the ONNX node tests (only run_on_device.sh's
-#                                    conformance suites read them).
+#                                    conformance suites read them);
+#   PACK_PYTHON=build-py312          also the Python module of that build folder, as
+#                                    python/kiln (the device's Python is 3.12: configure
+#                                    one with -DPython3_EXECUTABLE=<a python3.12>, docs/python.md),
+#                                    for tests/python's GPU DLPack test on the device.
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${BUILD_DIR:-$root/build}
@@ -34,6 +38,11 @@ for lib in libonnx_proto.so.1 libprotobuf.so.32 libopenblas.so.0 libgfortran.so.
 done
 if [ "${PACK_NODE_DATA:-1}" != 0 ]; then
   tar cf - -C /usr/share/libonnx-testdata/data node | (cd "$stage/data" && tar xf -)
+fi
+if [ -n "${PACK_PYTHON:-}" ]; then
+  flock /tmp/kiln-build.lock ninja -C "$root/$PACK_PYTHON" -j2 kiln_python
+  mkdir -p "$stage/python" && cp -r "$root/$PACK_PYTHON/python/kiln" "$stage/python/"
+  strip "$stage"/python/kiln/*.so 2>/dev/null || true
 fi
 strip "$stage"/bin/* 2>/dev/null || true
 mkdir -p "$root/.device"
