@@ -21,17 +21,23 @@ std::string parameter(const ReportLayer& l, const std::string& key) {
 
 // The layer runs on the host: `kiln run --json` placed it there, or the build detail of
 // its winning tactic (what the CUDA build backend saw when it timed it) says so. Several
-// candidates can share the layer's tactic id (a kernel and its host fallback, timed
-// side by side): the winner is the fastest valid one of them.
+// candidates share the layer's tactic id (one per precision the build timed; the stem
+// kernel's fp16 and its fp32 host fallback): the one that runs is of the layer's own
+// precision, the fastest valid one where several (or none) are.
 bool runsOnHost(const ReportLayer& l) {
   if (parameter(l, "placement") == "host-fallback") return true;
+  const std::string precision = asciiLower(l.precision);
   const ReportCandidate* winner = nullptr;
-  for (const ReportCandidate& c : l.candidates) {
-    if (c.tactic != l.tactic || !c.rejected.empty()) continue;
-    const bool faster = c.milliseconds >= 0 && (!winner || winner->milliseconds < 0 ||
-                                                c.milliseconds < winner->milliseconds);
-    if (!winner || faster) winner = &c;
-  }
+  auto better = [&](const ReportCandidate& c) {
+    if (!winner) return true;
+    const bool mine = asciiLower(c.precision) == precision;
+    const bool theirs = asciiLower(winner->precision) == precision;
+    if (mine != theirs) return mine;
+    return c.milliseconds >= 0 &&
+           (winner->milliseconds < 0 || c.milliseconds < winner->milliseconds);
+  };
+  for (const ReportCandidate& c : l.candidates)
+    if (c.tactic == l.tactic && c.rejected.empty() && better(c)) winner = &c;
   return winner && startsWith(winner->detail, "host-fallback");
 }
 

@@ -235,7 +235,7 @@ TEST(AdvisorRules, HostFallbackFromTheBuildDetailAndFromKilnRun) {
 
 TEST(AdvisorRules, AHostFallbackCandidateThatLostIsNoFinding) {
   // The stem kernel and its host fallback are timed under one tactic id (ResNet-50's
-  // INT8 plan: 0.095 ms against 1,562 ms): the fastest valid one won, on the GPU.
+  // INT8 plan: 0.095 ms against 1,562 ms): of the layer's precision, the fastest won.
   EngineReport r = fixture("host_fallback.graph.json");
   auto it = std::find_if(r.layers.begin(), r.layers.end(),
                          [](const ReportLayer& l) { return l.name == "nonzero"; });
@@ -250,6 +250,13 @@ TEST(AdvisorRules, AHostFallbackCandidateThatLostIsNoFinding) {
   nonzero.candidates.push_back(gpu);
   const Finding* host = ruleFinding(adviseEngine(r), "host-fallback", AdviceSeverity::kError);
   EXPECT_EQ(host, nullptr);
+  // The layer runs in its own precision: an FP16 layer whose fp16 candidate is the host
+  // fallback runs on the host, however fast its fp32 GPU candidate timed.
+  nonzero.precision = "FP16";
+  for (ReportCandidate& c : nonzero.candidates)
+    c.precision = c.detail.rfind("host-fallback", 0) == 0 ? "fp16" : "fp32";
+  host = ruleFinding(adviseEngine(r), "host-fallback", AdviceSeverity::kError);
+  ASSERT_NE(host, nullptr);
 }
 
 TEST(AdvisorRules, SliceThatChangesType) {
