@@ -10,10 +10,6 @@
 namespace kiln::ops {
 namespace {
 
-Status checkOutputSize(const Shape& shape) {
-  return checkOutputElements(shape, "output");
-}
-
 // The resized axes: the `axes` attribute (Resize-18+) or every axis, in [0, rank), once each.
 Status resizedAxes(const Node& node, size_t rank, std::vector<int64_t>* axes) {
   *axes = node.opType == "Resize" ? node.attrInts("axes") : std::vector<int64_t>{};
@@ -53,7 +49,7 @@ Status keepAspectRatio(const Node& node, const Shape& in, const std::vector<int6
     p->scales[axis] = scale;
     p->outShape[axis] = static_cast<int64_t>(length);
   }
-  return checkOutputSize(p->outShape);
+  return checkOutputElements(p->outShape, "output");
 }
 
 // Output shape and per-axis scales from scales or sizes given for `axes`.
@@ -80,7 +76,7 @@ Status resolveScales(const Node& node, const Shape& in, const ResizeInputs& inpu
       p->scales[axes[i]] = scales[i];
       p->outShape[axes[i]] = static_cast<int64_t>(length);
     }
-    return checkOutputSize(p->outShape);
+    return checkOutputElements(p->outShape, "output");
   }
   for (size_t i = 0; i < axes.size(); ++i) {
     if (sizes[i] < 0) return invalidArgument("sizes must not be negative");
@@ -88,7 +84,7 @@ Status resolveScales(const Node& node, const Shape& in, const ResizeInputs& inpu
     p->scales[axes[i]] = static_cast<double>(sizes[i]) / in[axes[i]];
     p->outShape[axes[i]] = sizes[i];
   }
-  KILN_RETURN_IF_ERROR(checkOutputSize(p->outShape));
+  KILN_RETURN_IF_ERROR(checkOutputElements(p->outShape, "output"));
   return keepAspectRatio(node, in, axes, p);
 }
 
