@@ -306,3 +306,53 @@ TEST(CudaFusedMatMul, GemmAndItsActivationFuseThroughThePipeline) {
 
 }  // namespace
 }  // namespace kiln::test
+
+namespace kiln::test {
+namespace {
+
+// The activation inside the product: cuDNN's fused graph (matmul_epilogue_graph.h), forced
+// with path cudnn_graph, at fp16 and bf16 against the reference (ConvNeXt's and ViT's erf
+// GELU, which cuBLASLt's epilogues lack, and SiLU); then the auto path's text names both
+// candidates' times. Shapes with K and N multiples of 8 (the graph's tensor-core kernels).
+TEST(CudaFusedMatMul, CudnnFusedGraphAgainstTheReference) {
+  KILN_REQUIRE_GPU();
+  uint32_t seed = 130;
+  for (const char* activation : {"gelu_erf", "silu"}) {
+    SCOPED_TRACE(activation);
+    MatMulActivation act{activation};
+    GpuOpTest op = fusedMatMul(act);
+    op.attr("path", std::string("cudnn_graph"))
+        .input(randomFloats({3, 64, 64}, seed))
+        .constant(randomFloats({64, 48}, seed + 1))
+        .constant(randomFloats({48}, seed + 2));
+    op.check({{cuda::Precision::kFloat16, 1e-2, 1e-2}, {cuda::Precision::kBFloat16, 6e-2, 6e-2}});
+    std::vector<cuda::LayerInfo> layers;
+    op.attr("path", std::string("auto"));
+    auto out = runCudaPoisoned(op.network(), roundTo(op.feeds(), cuda::Precision::kFloat16),
+                               cuda::Precision::kFloat16, "out0", &layers);
+    ASSERT_TRUE(out.isOk()) << out.status().toString();
+    ASSERT_EQ(layers.size(), 1u);
+    const std::string& text = layers[0].implementation;
+    std::cout << "  " << activation << " auto: " << text << "\n";
+    EXPECT_NE(text.find("timed {cublasLt + epilogue="), std::string::npos) << text;
+    EXPECT_NE(text.find("fused engine"), std::string::npos) << text;
+    seed += 3;
+  }
+}
+
+TEST(CudaFusedMatMul, UnknownPathIsAnError) {
+  KILN_REQUIRE_GPU();
+  MatMulActivation act{"gelu_erf"};
+  GpuOpTest op = fusedMatMul(act);
+  op.attr("path", std::string("fastest"))
+      .input(randomFloats({4, 16}, 140))
+      .constant(randomFloats({16, 8}, 141))
+      .constant(randomFloats({8}, 142));
+  auto out = op.runCuda(cuda::Precision::kFloat16);
+  ASSERT_FALSE(out.isOk());
+  EXPECT_NE(out.status().message().find("unknown path 'fastest'"), std::string::npos)
+      << out.status().message();
+}
+
+}  // namespace
+}  // namespace kiln::test

@@ -411,3 +411,40 @@ TEST(CudaFusedConv, GroupedDenseFormIsTimedAndNamed) {
 
 }  // namespace
 }  // namespace kiln::test
+
+namespace kiln::test {
+namespace {
+
+// SiLU and both GELU forms inside cuDNN's fused graph of an ungrouped channels-last
+// convolution (EfficientNet's expansions and projections): only runtime-compiled engines
+// take them, one of which the layer now tries (fused_conv.cpp). Forced with path
+// cudnn_graph, against the reference; the text names a runtime-compiled engine.
+TEST(CudaFusedConv, RuntimeFusedSiluAndGeluAgainstTheReference) {
+  KILN_REQUIRE_GPU();
+  uint32_t seed = 120;
+  for (const char* activation : {"silu", "sigmoid"}) {
+    SCOPED_TRACE(activation);
+    GpuOpTest op = fusedConv(activation);
+    op.attr("kiln_channels_last", int64_t{1})
+        .attr("path", std::string("cudnn_graph"))
+        .attr("pads", std::vector<int64_t>{0, 0, 0, 0})
+        .input(randomFloats({2, 9, 11, 32}, seed))
+        .constant(randomFloats({48, 1, 1, 32}, seed + 1))
+        .constant(randomFloats({48}, seed + 2));
+    op.check({{cuda::Precision::kFloat16, 1e-2, 1e-2}, {cuda::Precision::kBFloat16, 6e-2, 6e-2}});
+    std::vector<cuda::LayerInfo> layers;
+    auto out = runCudaPoisoned(op.network(), roundTo(op.feeds(), cuda::Precision::kFloat16),
+                               cuda::Precision::kFloat16, "out0", &layers);
+    ASSERT_TRUE(out.isOk()) << out.status().toString();
+    ASSERT_EQ(layers.size(), 1u);
+    std::cout << "  " << activation << ": " << layers[0].implementation << "\n";
+    EXPECT_NE(layers[0].implementation.find("cudnn fused graph"), std::string::npos);
+    if (std::string(activation) == "silu")
+      EXPECT_NE(layers[0].implementation.find(" rtc"), std::string::npos)
+          << layers[0].implementation;
+    seed += 3;
+  }
+}
+
+}  // namespace
+}  // namespace kiln::test

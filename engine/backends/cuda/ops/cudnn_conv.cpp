@@ -194,6 +194,10 @@ Status makePointwiseOp(cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t x,
   cudnnDataType_t precision = CUDNN_DATA_FLOAT;
   KILN_CUDNN_SET(pw.get(), CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode);
   KILN_CUDNN_SET(pw.get(), CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &precision);
+  if (mode == CUDNN_POINTWISE_SWISH_FWD) {
+    const double beta = 1.0;  // SiLU
+    KILN_CUDNN_SET(pw.get(), CUDNN_ATTR_POINTWISE_SWISH_BETA, CUDNN_TYPE_DOUBLE, 1, &beta);
+  }
   KILN_CUDNN_CHECK(cudnnBackendFinalize(pw.get()));
   cudnnBackendDescriptor_t pwd = pw.get();
   constexpr auto kDesc = CUDNN_TYPE_BACKEND_DESCRIPTOR;
@@ -204,6 +208,36 @@ Status makePointwiseOp(cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t x,
   KILN_CUDNN_SET(op->get(), CUDNN_ATTR_OPERATION_POINTWISE_YDESC, kDesc, 1, &y);
   KILN_CUDNN_CHECK(cudnnBackendFinalize(op->get()));
   return Status::ok();
+}
+
+bool cudnnActivationMode(EpilogueActivation activation, cudnnPointwiseMode_t* mode) {
+  switch (activation) {
+    case EpilogueActivation::kRelu:
+      *mode = CUDNN_POINTWISE_RELU_FWD;
+      return true;
+    case EpilogueActivation::kSigmoid:
+      *mode = CUDNN_POINTWISE_SIGMOID_FWD;
+      return true;
+    case EpilogueActivation::kTanh:
+      *mode = CUDNN_POINTWISE_TANH_FWD;
+      return true;
+    case EpilogueActivation::kSilu:
+      *mode = CUDNN_POINTWISE_SWISH_FWD;
+      return true;
+    case EpilogueActivation::kGeluErf:
+      *mode = CUDNN_POINTWISE_GELU_FWD;
+      return true;
+    case EpilogueActivation::kGeluTanh:
+      *mode = CUDNN_POINTWISE_GELU_APPROX_TANH_FWD;
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool activationNeedsRuntimeFusion(EpilogueActivation activation) {
+  cudnnPointwiseMode_t mode;
+  return activation != EpilogueActivation::kRelu && cudnnActivationMode(activation, &mode);
 }
 
 Status makeOperationGraph(cudnnHandle_t handle, const std::vector<cudnnBackendDescriptor_t>& ops,

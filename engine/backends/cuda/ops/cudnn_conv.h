@@ -14,6 +14,7 @@
 
 #include "backends/cuda/gpu_kernel.h"
 #include "backends/cuda/libraries.h"
+#include "backends/cuda/ops/conv_epilogue.h"
 
 namespace kiln::cuda {
 
@@ -86,9 +87,18 @@ Status makeConvolutionOp(const ConvGeometry& g, cudnnBackendDescriptor_t x,
                          CudnnDescriptor* op);
 
 // The pointwise operation y = mode(x[, b]) with float math (b may be null), for the
-// epilogues of fused graphs.
+// epilogues of fused graphs (SWISH_FWD with beta 1: x * sigmoid(x)).
 Status makePointwiseOp(cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t x,
                        cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t y, CudnnDescriptor* op);
+
+// An epilogue activation as a cuDNN pointwise mode: ReLU, sigmoid, tanh, SiLU (SWISH_FWD,
+// beta 1), GELU (GELU_FWD is the erf form, GELU_APPROX_TANH_FWD the tanh form); false
+// for the activations cuDNN's graphs do not have (the clamps, leaky ReLU, hard swish).
+bool cudnnActivationMode(EpilogueActivation activation, cudnnPointwiseMode_t* mode);
+// Whether only cuDNN's runtime-compiled (NVRTC) engines fuse `activation` into a
+// convolution or matrix product: every mode above but ReLU (measured: cuDNN 9.19 on an
+// H200 offers no precompiled engine for a SiLU or GELU epilogue).
+bool activationNeedsRuntimeFusion(EpilogueActivation activation);
 
 // A finalized operation graph of `ops` on `handle`.
 Status makeOperationGraph(cudnnHandle_t handle, const std::vector<cudnnBackendDescriptor_t>& ops,

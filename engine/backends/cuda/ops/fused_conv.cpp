@@ -137,23 +137,6 @@ Result<FusedConvProblem> padInputs(GpuKernelContext& ctx, const FusedConvProblem
   return paddedProblem(p, channels, buffers);
 }
 
-// The activation as a cuDNN pointwise mode; false when the graph has no such mode.
-bool pointwiseMode(EpilogueActivation a, cudnnPointwiseMode_t* mode) {
-  switch (a) {
-    case EpilogueActivation::kRelu:
-      *mode = CUDNN_POINTWISE_RELU_FWD;
-      return true;
-    case EpilogueActivation::kSigmoid:
-      *mode = CUDNN_POINTWISE_SIGMOID_FWD;
-      return true;
-    case EpilogueActivation::kTanh:
-      *mode = CUDNN_POINTWISE_TANH_FWD;
-      return true;
-    default:
-      return false;
-  }
-}
-
 // The fused operation graph: conv, [+ Z], [+ B], [act]; each stage but the last
 // writes a virtual float tensor, the last writes Y.
 Status buildFusedGraph(cudnnHandle_t handle, const FusedConvProblem& p, CudnnDescriptor* graph) {
@@ -170,7 +153,7 @@ Status buildFusedGraph(cudnnHandle_t handle, const FusedConvProblem& p, CudnnDes
   if (p.z) KILN_RETURN_IF_ERROR(makeCudnnTensor(&z, io, g.y, kUidZ, false, nhwc));
   cudnnPointwiseMode_t actMode = CUDNN_POINTWISE_ADD;
   const bool act = p.epilogue.activation != EpilogueActivation::kNone;
-  if (act && !pointwiseMode(p.epilogue.activation, &actMode))
+  if (act && !cudnnActivationMode(p.epilogue.activation, &actMode))
     return unsupported("the activation has no cuDNN pointwise mode");
   const int stages = 1 + (p.z ? 1 : 0) + (p.bias ? 1 : 0) + (act ? 1 : 0);
   std::vector<CudnnDescriptor> outs(static_cast<size_t>(stages - 1));
@@ -253,9 +236,20 @@ std::vector<std::unique_ptr<CudnnPlan>> fusedGraphPlans(GpuKernelContext& ctx, c
   // second each): every layer of every timing engine would pay it at build and at
   // load. Precompiled fused engines only, the heuristics' first three: the fallback
   // list's generic engines lose to conv + epilogue and would only lengthen timing.
-  // KILN_CUDNN_RUNTIME_FUSION=1 lets channels-last layers try them too (an experiment
-  // knob: docs/benchmarks.md weighs their run time against their compile time).
-  filter.runtimeCompilation = p.geometry.channelsLast && std::getenv("KILN_CUDNN_RUNTIME_FUSION");
+  // Exception: an ungrouped channels-last convolution whose activation only runtime
+  // fusion takes (SiLU, GELU: activationNeedsRuntimeFusion) tries one such engine, as
+  // the conv + epilogue form pays a whole extra pass over Y for it (EfficientNet-B0 b256 on
+  // an H200: 8.26 -> 6.67 ms, 36 of its convolutions won by such an engine; cold build
+  // 16 -> 58 s). KILN_CUDNN_RUNTIME_FUSION is an experiment knob: "0" never, "1" for every
+  // channels-last layer (depthwise too: no layer got faster, EfficientNet's build 90 s;
+  // docs/benchmarks.md, 2026-11-29 evening).
+  const char* knob = std::getenv("KILN_CUDNN_RUNTIME_FUSION");
+  const ConvGeometry& g = p.geometry;
+  const bool ungrouped = !g.transpose && g.w.size() > 1 && g.w[1] == g.x[1];
+  filter.runtimeCompilation =
+      g.channelsLast && (knob ? std::string(knob) == "1"
+                              : ungrouped && activationNeedsRuntimeFusion(p.epilogue.activation));
+  if (filter.runtimeCompilation && !knob) filter.runtimeCompiledLimit = 1;
   filter.fallbackList = false;
   filter.wanted = std::min(filter.wanted, 3);
   Status found = heuristicPlans(handle, graph.get(), filter, &plans, &rejected);

@@ -4,7 +4,10 @@
 // where they are exact; every other activation (cuBLASLt's GELU epilogue is the tanh
 // form only, and an erf GELU is not that) runs as one vectorized Kiln pass over the
 // output (applyConvEpilogue), which also adds the bias of a one-column output (cuBLASLt's
-// bias epilogue wants N > 1).
+// bias epilogue wants N > 1). For such an activation on a float16/bfloat16 product, cuDNN's
+// fused graph (matmul_epilogue_graph.h: the activation inside the product, no extra pass)
+// is timed against that at the first run of a shape and the faster kept; the
+// implementation text names the winner and both times.
 //
 // Tried and measured, not kept (H200, 2026-11-28, docs/benchmarks.md): running M in
 // L2-sized chunks (GEMM then epilogue per chunk, so the pass would read what the GEMM
@@ -12,12 +15,15 @@
 // projection 0.216 ms whole against 0.266 ms in 7 chunks, ConvNeXt-T's stage-1
 // [401408, 384] 0.445 against 0.643 ms in 20: the extra launches and smaller GEMMs cost
 // more than the DRAM traffic saved.
+#include <cstdlib>
+#include <sstream>
 #include <string>
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/gpu_kernel.h"
 #include "backends/cuda/ops/conv_epilogue.h"
 #include "backends/cuda/ops/gemm.h"
+#include "backends/cuda/ops/matmul_epilogue_graph.h"
 #include "kiln/passes.h"
 
 namespace kiln::cuda {
@@ -48,34 +54,145 @@ Status checkFusedMatMulInputs(const GpuKernelContext& ctx) {
   return Status::ok();
 }
 
+// The layer's choice for one problem: cuBLASLt (its plan in `gemm`) with the bias and
+// ReLU in its epilogue and any other activation as Kiln's pass, or cuDNN's graph with
+// the whole epilogue inside the product (matmul_epilogue_graph.h).
+struct FusedMatMulState {
+  GemmProblem problem;
+  EpilogueActivation activation = EpilogueActivation::kNone;
+  std::shared_ptr<void> gemm;
+  std::shared_ptr<CudnnPlan> cudnn;  // null: cuBLASLt (+ Kiln's pass)
+};
+
+struct FusedMatMulRun {
+  GemmProblem problem;
+  ConvEpilogue epilogue;
+  const void* a = nullptr;
+  const void* b = nullptr;
+  const void* bias = nullptr;
+  void* out = nullptr;
+};
+
+// Whether Kiln's pass runs after cuBLASLt: an activation its epilogue lacks, or the bias
+// of a one-column product.
+bool needsEpiloguePass(const FusedMatMulRun& r) {
+  return !r.problem.bias || (r.epilogue.activation != EpilogueActivation::kNone && !r.problem.relu);
+}
+
+Status runCublasLt(GpuKernelContext& ctx, const FusedMatMulRun& r, FusedMatMulState* state) {
+  const GemmProblem& p = r.problem;
+  KILN_RETURN_IF_ERROR(
+      runGemm(ctx, p, r.a, r.b, r.out, p.bias ? r.bias : nullptr, &state->gemm));
+  if (!needsEpiloguePass(r)) return Status::ok();
+  return applyConvEpilogue(r.out, p.type, p.bias ? nullptr : r.bias, nullptr, p.m, p.n, 1,
+                           r.epilogue, ctx.stream());
+}
+
+Status runCudnn(GpuKernelContext& ctx, const FusedMatMulRun& r, const CudnnPlan& plan) {
+  KILN_ASSIGN_OR_RETURN(cudnnHandle_t handle, ctx.libraries().cudnn(ctx.stream()));
+  KILN_ASSIGN_OR_RETURN(void* workspace, convWorkspace(ctx, plan.workspace));
+  return executeCudnnPlan(handle, plan, matMulEpilogueBindings(r.a, r.b, r.bias, r.out), workspace);
+}
+
+// Why cuDNN's fused graph is not a candidate ("" when it is): it is one when Kiln's pass
+// would run after cuBLASLt, the product is float16/bfloat16 and KILN_CUDNN_RUNTIME_FUSION
+// is not "0".
+std::string cudnnWhyNot(const FusedMatMulRun& r) {
+  const char* knob = std::getenv("KILN_CUDNN_RUNTIME_FUSION");
+  if (knob && std::string(knob) == "0") return "KILN_CUDNN_RUNTIME_FUSION=0";
+  if (!needsEpiloguePass(r) || !r.problem.bias) return "cuBLASLt's epilogue takes the activation";
+  return matMulEpilogueUnsupported(
+      {r.problem.type, r.problem.m, r.problem.n, r.problem.k, r.epilogue.activation});
+}
+
+// Chooses for a new problem: cuBLASLt (+ pass) timed against cuDNN's plans when cuDNN's
+// graph is a candidate; the implementation text names the winner and every time. The
+// node attribute `path` ("auto", "cublaslt", "cudnn_graph") restricts the candidates, for
+// tests and tactic pinning.
+Status choose(GpuKernelContext& ctx, const FusedMatMulRun& r, FusedMatMulState* state) {
+  state->problem = r.problem;
+  state->activation = r.epilogue.activation;
+  const std::string activation = ctx.node().attrString("activation", "none");
+  const std::string path = ctx.node().attrString("path", "auto");
+  if (path != "auto" && path != "cublaslt" && path != "cudnn_graph")
+    return ctx.error("unknown path '" + path + "' (auto, cublaslt, cudnn_graph)");
+  std::string lt = gemmImplementation(r.problem);
+  if (needsEpiloguePass(r))
+    lt += " + kiln epilogue (" + activation + ", " +
+          convEpilogueVariant(r.problem.type, r.problem.m * r.problem.n, r.out, nullptr) + ")";
+  std::string why = path == "cublaslt" ? "not tried (path cublaslt)" : cudnnWhyNot(r);
+  std::vector<std::unique_ptr<CudnnPlan>> plans;
+  if (why.empty()) {
+    KILN_ASSIGN_OR_RETURN(cudnnHandle_t handle, ctx.libraries().cudnn(ctx.stream()));
+    plans = matMulEpiloguePlans(
+        handle, {r.problem.type, r.problem.m, r.problem.n, r.problem.k, r.epilogue.activation}, 2,
+        ctx.options().workspaceLimitBytes, &why);
+  }
+  if (path == "cudnn_graph" && plans.empty())
+    return ctx.unsupported("cuDNN has no fused graph engine: " + why);
+  if (plans.empty()) {
+    KILN_RETURN_IF_ERROR(runCublasLt(ctx, r, state));  // builds the cuBLASLt plan
+    ctx.setImplementation(lt + (path == "auto" ? "; cudnn fused graph: " + why : ""));
+    return Status::ok();
+  }
+  float bestMs = 1e30f;
+  std::ostringstream timings;
+  if (path == "auto") {
+    KILN_ASSIGN_OR_RETURN(bestMs,
+                          timeOnStream(ctx.stream(), [&] { return runCublasLt(ctx, r, state); }));
+    timings << "cublasLt" << (needsEpiloguePass(r) ? " + epilogue" : "") << "=" << bestMs << "ms";
+  }
+  for (auto& plan : plans) {
+    Result<float> ms = timeOnStream(ctx.stream(), [&] { return runCudnn(ctx, r, *plan); });
+    if (!ms.isOk()) {  // fails on these shapes: not a candidate
+      timings << (timings.tellp() > 0 ? ", " : "") << plan->description.substr(6) << " failed";
+      continue;
+    }
+    timings << (timings.tellp() > 0 ? ", " : "") << "fused " << plan->description.substr(6) << "="
+            << ms.value() << "ms";
+    if (ms.value() < bestMs) {
+      bestMs = ms.value();
+      state->cudnn = std::shared_ptr<CudnnPlan>(std::move(plan));
+    }
+  }
+  if (path == "cudnn_graph" && !state->cudnn)
+    return ctx.unsupported("no cuDNN fused graph plan ran: " + timings.str());
+  const std::string winner =
+      state->cudnn ? "cudnn fused graph " + state->cudnn->description.substr(6) + " (matmul + bias + " +
+                         activation + ")"
+                   : lt;
+  ctx.setImplementation(winner + "; timed {" + timings.str() + "}");
+  return Status::ok();
+}
+
 Status fusedMatMulKernel(GpuKernelContext& ctx) {
   KILN_RETURN_IF_ERROR(checkFusedMatMulInputs(ctx));
   const DeviceTensor& a = ctx.input(0);
-  const DeviceTensor& bias = ctx.input(2);
-  ConvEpilogue epilogue;
-  KILN_RETURN_IF_ERROR(parseMatMulEpilogue(ctx, &epilogue));
-  GemmProblem p;
+  FusedMatMulRun r;
+  KILN_RETURN_IF_ERROR(parseMatMulEpilogue(ctx, &r.epilogue));
+  GemmProblem& p = r.problem;
   p.type = a.type;
   p.k = a.shape.back();
   p.n = ctx.input(1).shape[1];
   p.m = a.numel() / p.k;
   p.tf32 = useTf32(ctx, a.type);
   p.bias = p.n > 1;
-  p.relu = p.bias && epilogue.activation == EpilogueActivation::kRelu;
+  p.relu = p.bias && r.epilogue.activation == EpilogueActivation::kRelu;
   Shape outShape = a.shape;
   outShape.back() = p.n;
   KILN_ASSIGN_OR_RETURN(DeviceTensor out, ctx.allocateOutput(0, a.type, outShape));
-  const std::shared_ptr<void> plan = ctx.layerState();
-  KILN_RETURN_IF_ERROR(
-      runGemm(ctx, p, a.data, ctx.input(1).data, out.data, p.bias ? bias.data : nullptr));
-  const bool pass = !p.bias || (epilogue.activation != EpilogueActivation::kNone && !p.relu);
-  if (pass && ctx.layerState() != plan)  // a new GEMM plan: say what runs after it
-    ctx.setImplementation(gemmImplementation(p) + " + kiln epilogue (" +
-                          ctx.node().attrString("activation", "none") + ", " +
-                          convEpilogueVariant(a.type, out.numel(), out.data, nullptr) + ")");
-  if (!pass) return Status::ok();
-  return applyConvEpilogue(out.data, a.type, p.bias ? nullptr : bias.data, nullptr, p.m, p.n, 1,
-                           epilogue, ctx.stream());
+  r.a = a.data;
+  r.b = ctx.input(1).data;
+  r.bias = ctx.input(2).data;
+  r.out = out.data;
+  auto& slot = ctx.layerState();
+  auto state = std::static_pointer_cast<FusedMatMulState>(slot);
+  if (!state || !(state->problem == p) || state->activation != r.epilogue.activation) {
+    state = std::make_shared<FusedMatMulState>();
+    KILN_RETURN_IF_ERROR(choose(ctx, r, state.get()));
+    slot = state;
+  }
+  return state->cudnn ? runCudnn(ctx, r, *state->cudnn) : runCublasLt(ctx, r, state.get());
 }
 
 }  // namespace
