@@ -11,8 +11,8 @@ inputs and FP16 plans in WORK):
             --strongly-typed` at the same shapes; both timed in one run (alternating), the
             per-ONNX-node precision tables compared (tests/cli/typed_export_check.py)
 - int8:     ResNet-50 at batch 64: `kiln calibrate --backend cuda` on 32 random samples,
-            `kiln build --int8 --fp16` and `kiln export-onnx --calib-cache` -> `kiln build
-            --strongly-typed`; both timed, Conv/Gemm precisions compared
+            `kiln build --int8 --fp16` and `kiln export-onnx --from PLAN --calib-cache` ->
+            `kiln build --strongly-typed`; both timed, per-node precisions compared
 - advise:   `kiln advise` (with a profile) on every plan in WORK/plans
 - roofline: ResNet-50's plan as engine-inspector JSON + profile (small files the studio
             opens with the measured peaks) and `kiln inspect --roofline`
@@ -190,8 +190,10 @@ class Steps:
             row["error"] = "INT8 build failed"
             return
         row["int8_build_s"] = json.loads(out).get("build_seconds")
-        rc, out, _ = self.sh([self.args.kiln, "export-onnx", onnx, "-o", qdq, "--calib-cache", cache,
-                              "--json"], 120)
+        # --from the INT8 + FP16 plan too: its FP16 layers (stem, pools, head) stay FP16 in
+        # the export, so the two tables can agree on every node.
+        rc, out, _ = self.sh([self.args.kiln, "export-onnx", onnx, "-o", qdq, "--from", plan,
+                              "--calib-cache", cache, "--keep-io-types", "--json"], 120)
         if rc:
             row["error"] = "Q/DQ export failed"
             return

@@ -96,6 +96,12 @@ void ExportActions::addTo(QMenu* menu) {
         runExport(tr("Export Q/DQ ONNX"), tr("ONNX (*.onnx)"), ".qdq.onnx",
                   &ExportActions::exportQdqFromCalibration);
       }));
+  m_qdqWithEngine = typed->addAction(
+      tr("INT8 Q/DQ with the engine's &FP16 layers (calibration cache + engine)..."), this,
+      [this] {
+        runExport(tr("Export INT8 + FP16 ONNX"), tr("ONNX (*.onnx)"), ".int8_fp16.onnx",
+                  &ExportActions::exportQdqWithEngine);
+      });
   m_modelActions.push_back(
       typed->addAction(tr("FP8 Q/DQ for &GEMMs from the calibration cache..."), this, [this] {
         runExport(tr("Export FP8 Q/DQ ONNX"), tr("ONNX (*.onnx)"), ".fp8.onnx",
@@ -117,6 +123,7 @@ void ExportActions::updateEnabled() {
   const bool model = m_document->network() && !m_document->modelPath().isEmpty();
   for (QAction* action : m_modelActions) action->setEnabled(model);
   if (m_typedFromEngine) m_typedFromEngine->setEnabled(model && m_document->plan());
+  if (m_qdqWithEngine) m_qdqWithEngine->setEnabled(model && m_document->plan());
 }
 
 void ExportActions::setKeepIoTypes(bool keep) {
@@ -187,6 +194,11 @@ Status ExportActions::exportTypedFromRules(const QString& path) {
 Status ExportActions::exportQdqFromCalibration(const QString& path) {
   QString summary;
   return reportTyped(exportQdqOnnxFromCalibration(*m_document, path, &summary), summary);
+}
+
+Status ExportActions::exportQdqWithEngine(const QString& path) {
+  QString summary;
+  return reportTyped(exportQdqOnnxWithEngine(*m_document, path, m_keepIo, &summary), summary);
 }
 
 Status ExportActions::exportFp8FromCalibration(const QString& path) {

@@ -44,6 +44,7 @@ class ExportActions : public QObject {
   Status exportTypedFromRules(const QString& path);
   Status exportQdqFromCalibration(const QString& path);
   Status exportFp8FromCalibration(const QString& path);  // FP8 E4M3 for the GEMMs
+  Status exportQdqWithEngine(const QString& path);  // INT8 Q/DQ + the engine's FP16 layers
   void setKeepIoTypes(bool keep);
 
  private:
@@ -59,6 +60,7 @@ class ExportActions : public QObject {
   std::vector<QAction*> m_reportActions;
   QAction* m_profile = nullptr;
   QAction* m_typedFromEngine = nullptr;
+  QAction* m_qdqWithEngine = nullptr;
   QAction* m_keepIoTypes = nullptr;
   std::vector<QAction*> m_modelActions;  // need an open model file
   bool m_keepIo = false;

@@ -1,6 +1,7 @@
-// `kiln export-onnx MODEL.onnx -o OUT.onnx --from PLAN.kiln | --constraints FILE`: the
-// precision decisions of a plan or a constraints file written into the ONNX model as a
-// strongly typed graph (TensorRT 11's `trtexec --stronglyTyped` input).
+// `kiln export-onnx MODEL.onnx -o OUT.onnx --from PLAN.kiln | --constraints FILE |
+// --calib-cache CACHE | --from PLAN.kiln --calib-cache CACHE`: the precision decisions of
+// a plan or a constraints file, and INT8 ranges as Q/DQ pairs, written into the ONNX model
+// as a strongly typed graph (TensorRT 11's `trtexec --stronglyTyped` input).
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -19,6 +20,9 @@ const char kExportOnnxUsage[] =
     "                        [--precision fp16|bf16] [--keep-io-types] [--json]\n"
     "       kiln export-onnx MODEL.onnx -o OUT.onnx --calib-cache CACHE [--fp8]\n"
     "                        [--min-int8-conv-channels N] [--json]\n"
+    "       kiln export-onnx MODEL.onnx -o OUT.onnx --from PLAN.kiln --calib-cache CACHE\n"
+    "                        [--fp8] [--min-int8-conv-channels N] [--precision fp16|bf16]\n"
+    "                        [--keep-io-types] [--json]\n"
     "  writes MODEL.onnx strongly typed: the nodes the plan ran in fp16/bf16 (or the\n"
     "  constraints file leaves free) compute in that type, the rest in float32, with\n"
     "  Cast nodes at the boundaries; weights read only by reduced nodes are stored\n"
@@ -30,7 +34,9 @@ const char kExportOnnxUsage[] =
     "  --keep-io-types         graph inputs and outputs stay float32\n"
     "  --calib-cache CACHE     INT8 instead: `kiln calibrate`'s ranges as Q/DQ pairs on the\n"
     "                          inputs of Conv/MatMul/Gemm (and residual Adds), their\n"
-    "                          weights int8 with per-channel scales\n"
+    "                          weights int8 with per-channel scales; with --from, the\n"
+    "                          plan's INT8 layers float32 between those pairs and its\n"
+    "                          fp16/bf16 layers in that type (an `--int8 --fp16` plan)\n"
     "  --fp8                   with --calib-cache: FP8 E4M3 Q/DQ for MatMul/Gemm layers\n"
     "                          (per-tensor scales amax/448; opset 19), other layers float\n"
     "  --min-int8-conv-channels N (8)  convolutions with fewer input channels stay float,\n"
@@ -82,43 +88,101 @@ void printSummary(const TypedExportResult& r, const NodePrecisions& p, const std
   printReportText(text);
 }
 
-// --calib-cache: explicit INT8 (Q/DQ) from a `kiln calibrate` cache.
-int exportQdq(const Args& args) {
-  const std::string model = args.positional()[0];
-  const std::string output = args.value("output");
+// --calib-cache's Q/DQ export of the model (exit code in `code` when it fails).
+Result<QdqExportResult> qdqExport(const Args& args, int* code) {
+  *code = 1;
   const std::string cache = args.value("calib-cache");
-  auto table = loadCalibrationCache(cache);
-  if (!table.isOk()) return fail("export-onnx", table.status().message());
-  const bool fp8 = args.flag("fp8");
+  KILN_ASSIGN_OR_RETURN(CalibrationTable table, loadCalibrationCache(cache));
   int64_t minChannels = kQdqGpuMinConvChannels;
   if (Status s = args.intValue("min-int8-conv-channels", kQdqGpuMinConvChannels, &minChannels);
-      !s.isOk() || minChannels < 0 || minChannels > 4096)
-    return fail("export-onnx", "--min-int8-conv-channels takes 0..4096", 2);
-  auto exported = exportQdqOnnx(model, *table, cache, fp8 ? QdqFormat::kFp8 : QdqFormat::kInt8,
-                                static_cast<int>(minChannels));
-  if (!exported.isOk()) return fail("export-onnx", exported.status().message());
+      !s.isOk() || minChannels < 0 || minChannels > 4096) {
+    *code = 2;
+    return invalidArgument("--min-int8-conv-channels takes 0..4096");
+  }
+  return exportQdqOnnx(args.positional()[0], table, cache,
+                       args.flag("fp8") ? QdqFormat::kFp8 : QdqFormat::kInt8,
+                       static_cast<int>(minChannels));
+}
+
+nlohmann::json qdqJson(const QdqExportResult& r, bool fp8) {
+  return {{"activation_pairs", r.activationPairs},
+          {"format", fp8 ? "fp8e4m3" : "int8"},
+          {fp8 ? "fp8_weight_layers" : "int8_weight_layers", r.weightDequantizers},
+          {"folded_batch_norms", r.foldedBatchNorms},
+          {"float_layers", r.floatLayers}};
+}
+
+std::string qdqText(const QdqExportResult& r, bool fp8, const std::string& cache) {
+  std::string text =
+      std::string(fp8 ? "FP8 E4M3" : "INT8") + " Q/DQ export of calibration cache '" + cache +
+      "': " + std::to_string(r.weightDequantizers) +
+      (fp8 ? " GEMMs with per-tensor fp8 weights, " : " layers with per-channel int8 weights, ") +
+      std::to_string(r.activationPairs) + " activation Q/DQ pairs" +
+      (r.foldedBatchNorms > 0
+           ? ", " + std::to_string(r.foldedBatchNorms) + " BatchNormalizations folded into them"
+           : std::string()) +
+      "\n";
+  for (const std::string& f : r.floatLayers) text += "left float: " + f + "\n";
+  return text;
+}
+
+// --calib-cache: explicit INT8 (Q/DQ) from a `kiln calibrate` cache.
+int exportQdq(const Args& args) {
+  const std::string output = args.value("output");
+  const std::string cache = args.value("calib-cache");
+  const bool fp8 = args.flag("fp8");
+  int code = 1;
+  auto exported = qdqExport(args, &code);
+  if (!exported.isOk()) return fail("export-onnx", exported.status().message(), code);
   if (Status s = writeFileAtomically(output, exported->bytes, "the ONNX export"); !s.isOk())
     return fail("export-onnx", s.message());
   if (args.flag("json")) {
-    const nlohmann::json summary = {
-        {"output", output},
-        {"source", "calibration cache '" + cache + "'"},
-        {"activation_pairs", exported->activationPairs},
-        {"format", fp8 ? "fp8e4m3" : "int8"},
-        {fp8 ? "fp8_weight_layers" : "int8_weight_layers", exported->weightDequantizers},
-        {"float_layers", exported->floatLayers}};
+    nlohmann::json summary = qdqJson(*exported, fp8);
+    summary["output"] = output;
+    summary["source"] = "calibration cache '" + cache + "'";
     std::printf("%s\n",
                 summary.dump(1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
-  std::string text =
-      std::string(fp8 ? "FP8 E4M3" : "INT8") + " Q/DQ export of calibration cache '" + cache +
-      "': " + std::to_string(exported->weightDequantizers) +
-      (fp8 ? " GEMMs with per-tensor fp8 weights, " : " layers with per-channel int8 weights, ") +
-      std::to_string(exported->activationPairs) + " activation Q/DQ pairs\n";
-  for (const std::string& f : exported->floatLayers) text += "left float: " + f + "\n";
-  text += "written: " + output + "\nTensorRT 11: trtexec --onnx=" + output + " --stronglyTyped\n";
-  printReportText(text);
+  printReportText(qdqText(*exported, fp8, cache) + "written: " + output +
+                  "\nTensorRT 11: trtexec --onnx=" + output + " --stronglyTyped\n");
+  return 0;
+}
+
+// --from PLAN --calib-cache CACHE: the cache's Q/DQ pairs, the plan's INT8 layers float32
+// between them and its other layers in the precisions they ran in (Casts at the
+// boundaries), for an `--int8 --fp16` plan in one strongly typed model.
+int exportQdqWithPlan(const Args& args, DataType reduced) {
+  const std::string model = args.positional()[0];
+  const std::string output = args.value("output");
+  const bool fp8 = args.flag("fp8");
+  ImportOptions importOptions;
+  importOptions.checkSupport = false;
+  auto network = importOnnxFile(model, importOptions);
+  if (!network.isOk()) return fail("export-onnx", network.status().message());
+  auto plan = loadPlanFile(args.value("from"));
+  if (!plan.isOk()) return fail("export-onnx", plan.status().message());
+  auto precisions = nodePrecisionsFromPlan(plan->record, *network, args.value("from"), reduced,
+                                           QuantizedLayers::kAsQdqFloat32);
+  if (!precisions.isOk()) return fail("export-onnx", precisions.status().message());
+  int code = 1;
+  auto qdq = qdqExport(args, &code);
+  if (!qdq.isOk()) return fail("export-onnx", qdq.status().message(), code);
+  TypedExportOptions options;
+  options.keepIoTypes = args.flag("keep-io-types");
+  auto exported = exportStronglyTypedOnnxBytes(qdq->bytes, model, *precisions, options);
+  if (!exported.isOk()) return fail("export-onnx", exported.status().message());
+  if (Status s = writeFileAtomically(output, exported->bytes, "the ONNX export"); !s.isOk())
+    return fail("export-onnx", s.message());
+  if (args.flag("json")) {
+    nlohmann::json summary = summaryJson(*exported, *precisions, output);
+    summary.update(qdqJson(*qdq, fp8));
+    std::printf("%s\n",
+                summary.dump(1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    return 0;
+  }
+  printReportText(qdqText(*qdq, fp8, args.value("calib-cache")));
+  printSummary(*exported, *precisions, output);
   return 0;
 }
 
@@ -133,20 +197,20 @@ int runExportOnnx(const std::vector<std::string>& rawArgs) {
   if (Status s = args.parse(argv); !s.isOk()) return fail("export-onnx", s.message(), 2);
   if (args.positional().size() != 1 || !args.has("output")) return printUsage(kExportOnnxUsage, 2);
   const int sources = args.has("from") + args.has("constraints") + args.has("calib-cache");
-  if (sources != 1)
+  const bool combined = args.has("from") && args.has("calib-cache") && !args.has("constraints");
+  if (sources != 1 && !combined)
     return fail("export-onnx",
-                "give exactly one of --from PLAN.kiln, --constraints FILE and --calib-cache FILE",
+                "give exactly one of --from PLAN.kiln, --constraints FILE and --calib-cache FILE "
+                "(--calib-cache also combines with --from)",
                 2);
   if (args.flag("fp8") && !args.has("calib-cache"))
     return fail("export-onnx", "--fp8 needs --calib-cache (the ranges its scales come from)", 2);
-  if (args.has("calib-cache")) {
-    if (args.has("precision") || args.flag("keep-io-types"))
-      return fail("export-onnx",
-                  "--precision and --keep-io-types do not apply to --calib-cache (INT8 Q/DQ "
-                  "keeps float32 between the pairs and at the interface)",
-                  2);
-    return exportQdq(args);
-  }
+  if (args.has("calib-cache") && !combined && (args.has("precision") || args.flag("keep-io-types")))
+    return fail("export-onnx",
+                "--precision and --keep-io-types do not apply to --calib-cache alone (INT8 Q/DQ "
+                "keeps float32 between the pairs and at the interface; add --from PLAN for an "
+                "INT8 + FP16 model)",
+                2);
   DataType reduced = DataType::kUndefined;
   if (args.has("precision")) {
     const std::string p = args.value("precision");
@@ -154,6 +218,8 @@ int runExportOnnx(const std::vector<std::string>& rawArgs) {
       return fail("export-onnx", "--precision '" + p + "': use fp16 or bf16", 2);
     reduced = p == "fp16" ? DataType::kFloat16 : DataType::kBFloat16;
   }
+  if (combined) return exportQdqWithPlan(args, reduced);
+  if (args.has("calib-cache")) return exportQdq(args);
   const std::string model = args.positional()[0];
   const std::string output = args.value("output");
   ImportOptions importOptions;

@@ -38,7 +38,8 @@ DataType buildFloatPrecision(const BuildRecord& record, DataType reduced) {
 }  // namespace
 
 Result<NodePrecisions> nodePrecisionsFromPlan(const BuildRecord& record, const Network& network,
-                                              const std::string& planName, DataType reduced) {
+                                              const std::string& planName, DataType reduced,
+                                              QuantizedLayers quantized) {
   if (record.layers.empty())
     return invalidArgument(planName +
                            ": the plan records no layers (built with --profiling-verbosity "
@@ -51,7 +52,10 @@ Result<NodePrecisions> nodePrecisionsFromPlan(const BuildRecord& record, const N
   for (const LayerRecord& layer : record.layers) {
     DataType type = layer.precision;
     std::string reason = "layer '" + layer.name + "' runs in " + precisionSpelling(type);
-    if (isQuantized(type)) {
+    if (isQuantized(type) && quantized == QuantizedLayers::kAsQdqFloat32) {
+      type = DataType::kFloat32;
+      reason += ", written as float32 between the calibration cache's Q/DQ pairs";
+    } else if (isQuantized(type)) {
       quantizedLayers.insert(layer.name);
       type = buildFloatPrecision(record, reduced);
       reason += ", written as " + precisionSpelling(type) + " (no Q/DQ export from a plan)";
@@ -77,7 +81,8 @@ Result<NodePrecisions> nodePrecisionsFromPlan(const BuildRecord& record, const N
   if (!quantizedLayers.empty())
     out.warnings.push_back(std::to_string(quantizedLayers.size()) +
                            " INT8/FP8 layers are written in float (e.g. '" +
-                           *quantizedLayers.begin() + "'); Q/DQ export is not built yet");
+                           *quantizedLayers.begin() +
+                           "'); give --calib-cache too for them as Q/DQ pairs");
   return out;
 }
 

@@ -12,6 +12,8 @@
 #include "kiln/onnx_export.h"
 #include "kiln/onnx_import.h"
 #include "kiln/typed_onnx_export.h"
+#include "passes/fusion_passes.h"
+#include "passes/pass.h"
 #include "passes/qdq_rules.h"
 
 namespace kiln {
@@ -71,6 +73,43 @@ bool readsDequantized(const Graph& g, const Node& node) {
   for (const Node& other : g.nodes)
     if (passes::isDequantize(other) && other.outputs[0] == node.inputs[0]) return true;
   return false;
+}
+
+// Each INT8 convolution followed by an inference-mode BatchNormalization that reads its
+// output alone becomes one convolution with the BN folded into its float weights and bias
+// (fold_batch_norm's arithmetic), before the weights are quantized: as an implicit INT8
+// build folds them, so the export's layers are the plan's; quantized weights could not
+// take a BN any more. The convolution keeps its name and takes the BN's output name.
+int foldBatchNormsIntoQuantizedConvs(Graph& g) {
+  const passes::GraphIndex index(g);
+  std::vector<int> removed;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    Node& conv = g.nodes[i];
+    if (conv.opType != "Conv" || !conv.domain.empty() || conv.inputs.size() < 2 ||
+        conv.outputs.size() != 1 || !g.initializers.count(conv.inputs[1]) ||
+        !readsDequantized(g, conv))
+      continue;
+    const int at = index.soleReader(conv.outputs[0]);
+    if (at < 0 || g.nodes[at].opType != "BatchNormalization" || !g.nodes[at].domain.empty())
+      continue;
+    const Node& bn = g.nodes[at];
+    Tensor w, b;
+    if (bn.inputs.empty() || bn.inputs[0] != conv.outputs[0] ||
+        !passes::foldBatchNormWeights(conv, bn, index, &w, &b))
+      continue;
+    const std::string wName = freshValueName(g, conv.inputs[1] + "_bnfolded");
+    g.initializers[wName] = std::move(w);
+    const std::string bName = freshValueName(g, conv.inputs[1] + "_bnfolded_bias");
+    g.initializers[bName] = std::move(b);
+    conv.inputs.resize(3);
+    conv.inputs[1] = wName;
+    conv.inputs[2] = bName;
+    conv.outputs = {bn.outputs[0]};
+    removed.push_back(at);
+  }
+  std::sort(removed.rbegin(), removed.rend());
+  for (int at : removed) g.nodes.erase(g.nodes.begin() + at);
+  return static_cast<int>(removed.size());
 }
 
 // A DequantizeLinear in front of the layer's float weight; returns the node to insert.
@@ -243,6 +282,7 @@ Result<QdqExportResult> exportQdqOnnx(const std::string& modelPath, const Calibr
     if (!fp8 && passes::isQuantize(node)) ++result.activationPairs;
   }
   if (fp8) convertPairsToFp8(g, &result);
+  result.foldedBatchNorms = foldBatchNormsIntoQuantizedConvs(g);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     Node& node = g.nodes[i];
     const bool layer =

@@ -533,6 +533,13 @@ Result<TypedExportResult> exportStronglyTypedOnnx(const std::string& modelPath,
                                                   const NodePrecisions& precisions,
                                                   const TypedExportOptions& options) {
   KILN_ASSIGN_OR_RETURN(std::string bytes, readRegularFile(modelPath, kMaxModelFileBytes));
+  return exportStronglyTypedOnnxBytes(bytes, modelPath, precisions, options);
+}
+
+Result<TypedExportResult> exportStronglyTypedOnnxBytes(const std::string& bytes,
+                                                       const std::string& modelPath,
+                                                       const NodePrecisions& precisions,
+                                                       const TypedExportOptions& options) {
   ImportOptions importOptions;
   importOptions.checkSupport = false;  // the export runs nothing
   std::string dir = std::filesystem::path(modelPath).parent_path().string();

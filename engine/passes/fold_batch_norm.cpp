@@ -39,7 +39,10 @@ std::vector<int64_t> rowChannels(const Node& conv, const Tensor& weights, int64_
   return rows;
 }
 
-bool fold(const Node& conv, const Node& bn, const GraphIndex& index, Tensor* w, Tensor* b) {
+}  // namespace
+
+bool foldBatchNormWeights(const Node& conv, const Node& bn, const GraphIndex& index, Tensor* w,
+                          Tensor* b) {
   if (bn.inputs.size() != 5 || bn.outputs.size() != 1 || bn.attrInt("training_mode", 0) != 0)
     return false;
   const Tensor* weights = float32Constant(index, conv.inputs[1], -1);
@@ -76,6 +79,8 @@ bool fold(const Node& conv, const Node& bn, const GraphIndex& index, Tensor* w, 
   return true;
 }
 
+namespace {
+
 // A fresh initializer name derived from `base`.
 std::string freshName(const Graph& g, const std::string& base) {
   std::string name = base + "_bnfolded";
@@ -95,7 +100,7 @@ std::optional<Fusion> foldAt(Graph& g, const GraphIndex& index, int at) {
   Tensor w, b;
   if (bnIndex < 0 || g.nodes[bnIndex].opType != "BatchNormalization" ||
       !isDefaultDomain(g.nodes[bnIndex]) || g.nodes[bnIndex].inputs[0] != conv.outputs[0] ||
-      !fold(conv, g.nodes[bnIndex], index, &w, &b))
+      !foldBatchNormWeights(conv, g.nodes[bnIndex], index, &w, &b))
     return std::nullopt;
   Node fused = conv;
   fused.name = conv.displayName() + " + " + g.nodes[bnIndex].displayName();

@@ -8,6 +8,13 @@
 namespace kiln::passes {
 
 std::unique_ptr<Pass> makeFoldBatchNorm();
+// fold_batch_norm's arithmetic: the weights `w` and bias `b` of Conv/ConvTranspose `conv`
+// with the inference-mode BatchNormalization `bn` that reads its output folded in; false
+// when the pair does not qualify (non-constant or non-float32 parameters, training mode,
+// a group that does not divide W). The Q/DQ export (onnx/qdq_export.cpp) folds before it
+// quantizes weights, as an implicit INT8 build does.
+bool foldBatchNormWeights(const Node& conv, const Node& bn, const GraphIndex& index, Tensor* w,
+                          Tensor* b);
 std::unique_ptr<Pass> makeFoldMatMulBatchNorm();
 std::unique_ptr<Pass> makeFuseConvBiasActivation();
 std::unique_ptr<Pass> makeFuseMatMulBiasActivation();

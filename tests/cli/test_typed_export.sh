@@ -111,6 +111,30 @@ check "--strongly-typed build of the Q/DQ export: the INT8 plan's INT8 layers" b
    '$kiln' inspect '$work/qdq.kiln' --json > '$work/qdq.json' && \
    '$python' '$helper' tables '$work/cnn8.json' '$work/qdq.json' conv0 conv1 conv2 conv3 \
      dwconv4 fc6"
+# INT8 + FP16 in one model: an `--int8 --fp16` plan exported with --from and --calib-cache
+# (its INT8 layers float32 between the cache's pairs, its FP16 layers fp16 behind Casts);
+# checker, ONNX Runtime within that plan's own error, and the strongly typed rebuild has
+# the plan's precision for every ONNX node both tables hold.
+int8_shapes=(--min-shapes input:1x3x16x16 --opt-shapes input:4x3x16x16 --max-shapes input:8x3x16x16)
+mixed_error=$("$kiln" build "$quant/small_cnn.onnx" -o "$work/cnn816.kiln" --int8 --fp16 \
+  --calib-cache "$work/cnn.cache" "${int8_shapes[@]}" --accuracy-data "$quant/calib" --json \
+  | "$python" -c "import json,re,sys; \
+    print(re.search(r'max abs ([0-9.e-]+)', json.load(sys.stdin)['accuracy']).group(1))")
+check "export-onnx --from an --int8 --fp16 plan --calib-cache" "$kiln" export-onnx \
+  "$quant/small_cnn.onnx" -o "$work/cnn816.onnx" --from "$work/cnn816.kiln" \
+  --calib-cache "$work/cnn.cache" --min-int8-conv-channels 0 --keep-io-types
+check "INT8 + FP16 export: checker, Q/DQ, ORT within the mixed plan's error" \
+  py qdq "$quant/small_cnn.onnx" "$work/cnn816.onnx" "$quant/calib" "${mixed_error:-0}"
+check "INT8 + FP16 export: its --strongly-typed rebuild has the plan's per-node precisions" bash -c \
+  "'$kiln' build '$work/cnn816.onnx' -o '$work/cnn816_typed.kiln' --strongly-typed --quiet \
+     ${int8_shapes[*]} && \
+   '$kiln' inspect '$work/cnn816.kiln' --json > '$work/cnn816.json' && \
+   '$kiln' inspect '$work/cnn816_typed.kiln' --json > '$work/cnn816_typed.json' && \
+   '$python' '$helper' tables '$work/cnn816.json' '$work/cnn816_typed.json'"
+"$python" "$helper" tables "$work/cnn816.json" "$work/cnn816_typed.json"
+expect_error "--calib-cache with --constraints" "exactly one of --from" \
+  "$kiln" export-onnx "$quant/small_cnn.onnx" -o "$work/x.onnx" --calib-cache "$work/cnn.cache" \
+  --constraints "$island"
 expect_error "--calib-cache with --keep-io-types" "do not apply to --calib-cache" \
   "$kiln" export-onnx "$quant/small_cnn.onnx" -o "$work/x.onnx" --calib-cache "$work/cnn.cache" \
   --keep-io-types

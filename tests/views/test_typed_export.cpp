@@ -179,6 +179,59 @@ class TestTypedExport : public QObject {
     typed->hide();
   }
 
+  // INT8 + FP16 from the engine and the cache: refused without an engine; with an INT8
+  // CPU build of small_cnn (every value's range in the cache) the export holds the cache's
+  // Q/DQ pairs, each quantized Conv reading a DequantizeLinear directly (no Cast between),
+  // and the summary names the engine and the cache.
+  void int8WithTheEnginesOtherLayers() {
+    ModelExport on;
+    StudioDocument& document = on.document;
+    QTemporaryDir dir;
+    const QString out = dir.filePath("small_cnn.int8_fp16.onnx");
+    Status refused = on.actions.exportQdqWithEngine(out);
+    QVERIFY(!refused.isOk());
+    QVERIFY2(QString::fromStdString(refused.message()).contains("no Kiln engine"),
+             refused.message().c_str());
+    auto network = load();
+    CalibrationTable table;
+    table.method = "minmax";
+    for (const ValueInfo& input : network->graph.inputs) table.tensors[input.name].amax = 4.0;
+    for (const Node& node : network->graph.nodes)
+      for (const std::string& output : node.outputs) table.tensors[output].amax = 4.0;
+    const std::string cache = dir.filePath("c.cache").toStdString();
+    QVERIFY(saveCalibrationCache(table, cache).isOk());
+    BuilderConfig config;
+    config.int8 = true;
+    config.fp16 = true;
+    config.calibration = &table;
+    config.calibrationCachePath = cache;
+    auto backend = cpuBuildBackend();
+    auto plan = buildPlan(network, config, *backend);
+    QVERIFY2(plan.isOk(), plan.status().message().c_str());
+    auto shared = std::make_shared<const Plan>(std::move(plan.value()));
+    document.setEngine("small_cnn_int8.kiln", shared,
+                       std::make_shared<const inspector::EngineReport>(
+                           inspector::reportFromPlan(*shared, "small_cnn_int8.kiln")));
+    BuilderConfig dock = document.buildConfig();
+    dock.calibrationCachePath = cache;
+    document.setBuildConfig(dock);
+    Status ok = on.actions.exportQdqWithEngine(out);
+    QVERIFY2(ok.isOk(), ok.message().c_str());
+    auto typed = reimport(out);
+    QVERIFY(typed);
+    QVERIFY(countOps(*typed, "QuantizeLinear") > 0);
+    int quantizedConvs = 0;
+    for (const Node& node : typed->graph.nodes) {
+      if (node.opType != "Conv") continue;
+      for (const Node& producer : typed->graph.nodes)
+        if (producer.opType == "DequantizeLinear" && producer.outputs[0] == node.inputs[0])
+          ++quantizedConvs;
+    }
+    QVERIFY(quantizedConvs > 0);
+    QVERIFY(hasInfoIssue(document, "c.cache"));
+    QVERIFY(hasInfoIssue(document, "Q/DQ pairs on activations"));
+  }
+
   void int8NeedsACalibrationCache() {
     ModelExport on;
     QTemporaryDir dir;

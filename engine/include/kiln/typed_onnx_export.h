@@ -45,8 +45,16 @@ struct NodePrecisions {
 // differs from its precision gives its outputs' storedTypes. Errors: a record
 // without layers (profiling verbosity none), a plan none of whose source nodes is a
 // node of `network` (built from another model).
+// With `quantized` kAsQdqFloat32 (an export that writes the calibration cache's Q/DQ
+// pairs beside, `kiln export-onnx --from PLAN --calib-cache C`) an INT8/FP8 layer's nodes
+// are float32 instead, no warning: between their DequantizeLinear and QuantizeLinear
+// nodes, as TensorRT's explicit quantization wants them (a Cast there would keep it
+// from fusing the pairs into the layer).
+enum class QuantizedLayers { kAsBuildFloat, kAsQdqFloat32 };
 Result<NodePrecisions> nodePrecisionsFromPlan(const BuildRecord& record, const Network& network,
-                                              const std::string& planName, DataType reduced);
+                                              const std::string& planName, DataType reduced,
+                                              QuantizedLayers quantized =
+                                                  QuantizedLayers::kAsBuildFloat);
 
 // The decisions of a constraints file (`kiln debug precision`): a node takes the
 // precision of the rule that names it (kiln/builder_config.h's findLayerRule: its own
@@ -89,11 +97,19 @@ struct TypedExportResult {
 Result<TypedExportResult> exportStronglyTypedOnnx(const std::string& modelPath,
                                                   const NodePrecisions& precisions,
                                                   const TypedExportOptions& options = {});
+// The same rewrite of a serialized model already in memory (exportQdqOnnx's bytes, for
+// the combined INT8 + FP16 export); `modelPath` names it in errors and is where external
+// data would be read from.
+Result<TypedExportResult> exportStronglyTypedOnnxBytes(const std::string& bytes,
+                                                       const std::string& modelPath,
+                                                       const NodePrecisions& precisions,
+                                                       const TypedExportOptions& options = {});
 
 struct QdqExportResult {
   std::string bytes;                     // the serialized ModelProto
   int activationPairs = 0;               // QuantizeLinear/DequantizeLinear pairs on activations
   int weightDequantizers = 0;            // per-channel DequantizeLinear nodes on int8 weights
+  int foldedBatchNorms = 0;  // BatchNormalizations folded into the INT8 Conv before them
   std::vector<std::string> floatLayers;  // "node: why" for Conv/MatMul/Gemm left in float
 };
 
@@ -103,7 +119,10 @@ struct QdqExportResult {
 // usable range, and on the residual input of an Add an INT8 Conv's epilogue takes
 // (the pairs an implicit INT8 build inserts); each such layer's weights stored int8
 // with per-output-channel symmetric scales (max |w| / 127, in [-127, 127]) behind a
-// DequantizeLinear with its axis. Layers without a range, or whose input the cache
+// DequantizeLinear with its axis; a BatchNormalization reading such a Conv's output alone
+// is folded into the Conv's float weights and bias first (the Conv keeps its name, the
+// BN's output name), as an implicit INT8 build folds it. Layers without a range, or whose
+// input the cache
 // pins, stay float (listed with why). Unnamed nodes get their display names; the
 // metadata names the cache. Errors name the file: ai.onnx opset below 13 (per-channel
 // DequantizeLinear), an unreadable model.

@@ -467,5 +467,88 @@ TEST_F(TypedExportTest, Fp8QdqExportForGemmsOnly) {
   EXPECT_NE(refused.status().message().find("opset 19"), std::string::npos);
 }
 
+
+// --from PLAN --calib-cache C: an `--int8 --fp16` plan in one strongly typed model. The
+// INT8 layer (MatMul + Relu) stays float32 between its Q/DQ pairs (no Cast between the
+// DequantizeLinear and the MatMul, where it would keep TensorRT from fusing them), the
+// FP16 layer (the second MatMul, which the cache left float: its input has no range)
+// computes in fp16 behind a Cast, and no INT8 warning is given.
+TEST_F(TypedExportTest, QdqPairsWithThePlansFp16Layers) {
+  Network net = linearInputs();
+  Graph& g = net.graph;
+  g.initializers["w2"] = filled({3, 2}, -0.5f);
+  g.nodes.push_back(makeNode("MatMul", {"x", "w"}, {"y"}));
+  g.nodes.push_back(makeNode("Relu", {"y"}, {"z"}));
+  g.nodes.push_back(makeNode("MatMul", {"z", "w2"}, {"u"}));
+  g.outputs = {floatValue("u", {2, 2})};
+  for (size_t i = 0; i < g.nodes.size(); ++i) g.nodes[i].index = static_cast<int>(i);
+  const std::string path = save(net);
+  BuildRecord record;
+  record.config.fp16 = true;
+  record.config.int8 = true;
+  LayerRecord int8Layer;
+  int8Layer.name = "y + z";
+  int8Layer.sourceNodes = {"y", "z"};
+  int8Layer.precision = DataType::kInt8;
+  LayerRecord fp16Layer;
+  fp16Layer.name = "u";
+  fp16Layer.sourceNodes = {"u"};
+  fp16Layer.precision = DataType::kFloat16;
+  record.layers = {int8Layer, fp16Layer};
+  auto p = nodePrecisionsFromPlan(record, net, "p.kiln", DataType::kUndefined,
+                                  QuantizedLayers::kAsQdqFloat32);
+  ASSERT_TRUE(p.isOk()) << p.status().message();
+  EXPECT_TRUE(p->warnings.empty());
+  EXPECT_EQ(p->byNode.at("y"), DataType::kFloat32);
+  EXPECT_EQ(p->byNode.at("z"), DataType::kFloat32);
+  EXPECT_EQ(p->byNode.at("u"), DataType::kFloat16);
+  CalibrationTable table;
+  table.method = "minmax";
+  table.tensors["x"].amax = 2.54;
+  auto qdq = exportQdqOnnx(path, table, "c.cache");
+  ASSERT_TRUE(qdq.isOk()) << qdq.status().message();
+  EXPECT_EQ(qdq->activationPairs, 1);
+  auto typed = exportStronglyTypedOnnxBytes(qdq->bytes, path, *p);
+  ASSERT_TRUE(typed.isOk()) << typed.status().message();
+  EXPECT_EQ(typed->reducedNodes, 1);
+  ImportOptions options;
+  options.checkSupport = false;
+  auto back = importOnnxBytes(typed->bytes, "", "export", options);
+  ASSERT_TRUE(back.isOk()) << back.status().message();
+  auto types = inferShapes(*back);
+  ASSERT_TRUE(types.isOk()) << types.status().message();
+  auto typeOf = [&](const std::string& value) { return types->values.at(value).type; };
+  auto producer = [&](const std::string& value) -> std::string {
+    for (const Node& n : back->graph.nodes)
+      for (const std::string& o : n.outputs)
+        if (o == value) return n.opType;
+    return "";
+  };
+  const Node& y = nodeNamed(*back, "y");
+  EXPECT_EQ(producer(y.inputs[0]), "DequantizeLinear");
+  EXPECT_EQ(producer(y.inputs[1]), "DequantizeLinear");
+  EXPECT_EQ(typeOf(y.outputs[0]), DataType::kFloat32);
+  EXPECT_EQ(typeOf(nodeNamed(*back, "z").outputs[0]), DataType::kFloat32);
+  const Node& u = nodeNamed(*back, "u");
+  EXPECT_EQ(producer(u.inputs[0]), "Cast");
+  EXPECT_EQ(typeOf(u.inputs[0]), DataType::kFloat16);
+  EXPECT_EQ(typeOf(u.inputs[1]), DataType::kFloat16);  // w2 stored fp16
+  // The export still computes the model within INT8's and FP16's error.
+  std::map<std::string, Tensor> inputs = {{"x", filled({2, 4}, -1.0f)}};
+  std::vector<NamedTensor> want, got;
+  ASSERT_TRUE(ReferenceBackend(net).run(inputs, &want).isOk());
+  Status ran = ReferenceBackend(*back).run(inputs, &got);
+  ASSERT_TRUE(ran.isOk()) << ran.message();
+  const Tensor out = castTensor(got[0].tensor, DataType::kFloat32);
+  float maxRef = 0, maxErr = 0;
+  for (int64_t i = 0; i < want[0].tensor.numel(); ++i) {
+    const float r = want[0].tensor.data<float>()[i], v = out.data<float>()[i];
+    maxRef = std::max(maxRef, std::fabs(r));
+    maxErr = std::max(maxErr, std::fabs(r - v));
+  }
+  EXPECT_GT(maxRef, 0.1f);
+  EXPECT_LT(maxErr, 0.05f * maxRef);
+}
+
 }  // namespace
 }  // namespace kiln
