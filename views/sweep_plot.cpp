@@ -1,5 +1,6 @@
 #include "sweep_plot.h"
 
+#include <QResizeEvent>
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
@@ -55,6 +56,33 @@ SweepPlot::SweepPlot(QWidget* parent) : QWidget(parent), m_plot(new QCustomPlot(
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addWidget(m_plot);
   connect(m_plot, &QCustomPlot::mousePress, this, &SweepPlot::onClick);
+}
+
+void SweepPlot::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  QCPLegend* legend = m_plot->legend;
+  int widest = 0, total = 0, n = 0;
+  for (int i = 0; i < legend->itemCount(); ++i) {
+    const QCPAbstractLegendItem* item = legend->item(i);  // null: an empty cell of a wrap
+    if (!item) continue;
+    const int w = item->minimumOuterSizeHint().width();
+    widest = std::max(widest, w);
+    total += w;
+    ++n;
+  }
+  // What a row needs besides the items: the legend's margins and the spacing between its
+  // columns, and the plot's own outer margins.
+  const int extra = legend->margins().left() + legend->margins().right() +
+                    m_plot->plotLayout()->margins().left() +
+                    m_plot->plotLayout()->margins().right() + 12;
+  const int width = event->size().width();
+  const int perRow = total + (n - 1) * legend->columnSpacing() + extra <= width ? 0
+                     : 2 * widest + legend->columnSpacing() + extra <= width ? 2
+                                                                             : 1;  // 0: no wrap
+  if (legend->wrap() == perRow) return;
+  legend->setWrap(perRow);
+  legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, true);
+  m_plot->replot(QCustomPlot::rpQueuedReplot);
 }
 
 // Errors of a sweep span orders of magnitude (FP32 0, FP16 1e-6, INT8 1e-3): past 100x the

@@ -40,6 +40,11 @@ class SweepPlot : public QWidget {
  signals:
   void pointClicked(const QString& key);
 
+ protected:
+  // The legend's three entries in one row when they fit the plot's width, else wrapped
+  // (two per row, or one), so no label is cut on a narrow plot beside the table.
+  void resizeEvent(QResizeEvent* event) override;
+
  private:
   enum Series { kAccepted, kRejected, kFront, kSeriesCount };
   void onClick(QMouseEvent* event);

@@ -109,6 +109,7 @@ class TestSweepView : public QObject {
   void reachableFromTheMenus();
   void runsARealSweep();
   void screenshots();
+  void deviceSweepShownFromItsLog();
 };
 
 void TestSweepView::argumentsAreKilnSweeps() {
@@ -522,6 +523,37 @@ void TestSweepView::screenshots() {
     if (view->model()->rowAt(i)->onFront && fastest < 0) fastest = i;
   if (fastest >= 0) view->table()->setCurrentIndex(view->model()->index(fastest, 1));
   kiln::test::saveWindowAtScreenSizes(window, "sweep-view");
+}
+
+// The log `kiln sweep` wrote on the lent H200 (ResNet-50 b32, precision x optimization
+// level, 2026-11-29 evening; tests/data/sweep/resnet50_h200.jsonl): followed from the file,
+// six rows with their latencies, the two INT8 rows rejected by the gate, fp16 level 3 and
+// fp32 level 3 on the front. Under Xvfb with KILN_SCREENSHOT_DIR also saved as
+// sweep-resnet50-h200[-1366x768].png (docs/benchmarks.md).
+void TestSweepView::deviceSweepShownFromItsLog() {
+  const QString log = qEnvironmentVariable("KILN_TEST_DATA_DIR") + "/sweep/resnet50_h200.jsonl";
+  MainWindow window;
+  window.setSourceModelPrompt(nullptr);
+  auto* view = dynamic_cast<SweepView*>(window.view("sweep"));
+  QVERIFY(view);
+  window.showView("sweep");
+  view->follow(log);
+  QTRY_COMPARE_WITH_TIMEOUT(view->model()->rowCount(), 6, kTimeoutMs);
+  int onFront = 0, rejected = 0, fastest = -1;
+  for (int i = 0; i < view->model()->rowCount(); ++i) {
+    const auto* row = view->model()->rowAt(i);
+    onFront += row->onFront;
+    rejected += row->state == SweepState::kDone && !row->gatePassed;
+    QVERIFY2(row->medianMs > 0, qPrintable(row->key));
+    if (row->onFront && row->key == "precision=fp16 optimization-level=3") fastest = i;
+  }
+  QCOMPARE(onFront, 2);
+  QCOMPARE(rejected, 2);
+  QVERIFY(fastest >= 0);
+  if (qEnvironmentVariable("KILN_SCREENSHOT_DIR").isEmpty()) return;
+  view->table()->setCurrentIndex(view->model()->index(fastest, 1));
+  QTest::qWait(800);
+  kiln::test::saveWindowAtScreenSizes(window, "sweep-resnet50-h200");
 }
 
 QTEST_MAIN(TestSweepView)
