@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "backends/cpu/ops/attention_common.h"
+#include "ops/attention_params.h"
 
 namespace kiln::cpu {
 
@@ -49,70 +50,11 @@ std::string dims(const Tensor& t) {
   return shapeToString(t.shape());
 }
 
-Status readPackedLayouts(const KernelContext& ctx, AttentionSpec* s) {
-  const Tensor &q = ctx.input(0), &k = ctx.input(1), &v = ctx.input(2);
-  const int64_t qHeads = ctx.node().attrInt("q_num_heads", 0);
-  const int64_t kvHeads = ctx.node().attrInt("kv_num_heads", 0);
-  if (qHeads <= 0 || kvHeads <= 0)
-    return ctx.error("3-D Q, K, V need positive q_num_heads and kv_num_heads attributes");
-  // More heads than features only divides an empty hidden size: q_num_heads 2^62 over
-  // [B, S, 0] overflowed batch * heads and looped over every head.
-  if (qHeads > std::max<int64_t>(q.dim(2), 1) ||
-      kvHeads > std::max<int64_t>(std::min(k.dim(2), v.dim(2)), 1))
-    return ctx.error("q_num_heads " + std::to_string(qHeads) + " / kv_num_heads " +
-                     std::to_string(kvHeads) + " exceed the hidden sizes of Q " + dims(q) + ", K " +
-                     dims(k) + ", V " + dims(v));
-  if (q.dim(2) % qHeads != 0 || k.dim(2) % kvHeads != 0 || v.dim(2) % kvHeads != 0)
-    return ctx.error("hidden sizes of Q " + dims(q) + ", K " + dims(k) + ", V " + dims(v) +
-                     " are not multiples of q_num_heads " + std::to_string(qHeads) +
-                     " / kv_num_heads " + std::to_string(kvHeads));
-  s->q = {q.dim(0), qHeads, q.dim(1), q.dim(2) / qHeads, true};
-  s->k = {k.dim(0), kvHeads, k.dim(1), k.dim(2) / kvHeads, true};
-  s->v = {v.dim(0), kvHeads, v.dim(1), v.dim(2) / kvHeads, true};
-  return Status::ok();
-}
-
 Status readLayouts(const KernelContext& ctx, AttentionSpec* s) {
-  const Tensor &q = ctx.input(0), &k = ctx.input(1), &v = ctx.input(2);
-  if (q.rank() != k.rank() || q.rank() != v.rank() || (q.rank() != 3 && q.rank() != 4))
-    return ctx.error("Q, K, V must all be 3-D or all 4-D, got " + dims(q) + ", " + dims(k) + ", " +
-                     dims(v));
-  if (q.rank() == 3) {
-    KILN_RETURN_IF_ERROR(readPackedLayouts(ctx, s));
-  } else {
-    s->q = {q.dim(0), q.dim(1), q.dim(2), q.dim(3), false};
-    s->k = {k.dim(0), k.dim(1), k.dim(2), k.dim(3), false};
-    s->v = {v.dim(0), v.dim(1), v.dim(2), v.dim(3), false};
-    const Node& node = ctx.node();
-    const bool named = node.hasAttr("q_num_heads") || node.hasAttr("kv_num_heads");
-    if (named && ctx.opset() >= 25)
-      return ctx.error("q_num_heads / kv_num_heads must not be set for 4-D inputs");
-    if (named && (node.attrInt("q_num_heads", s->q.heads) != s->q.heads ||
-                  node.attrInt("kv_num_heads", s->k.heads) != s->k.heads))
-      return ctx.error("q_num_heads / kv_num_heads disagree with the 4-D input shapes");
-  }
-  if (s->k.batch != s->q.batch || s->v.batch != s->q.batch)
-    return ctx.error("Q, K, V batch sizes differ: " + dims(q) + ", " + dims(k) + ", " + dims(v));
-  if (s->k.seq != s->v.seq || s->k.heads != s->v.heads)
-    return ctx.error("K " + dims(k) + " and V " + dims(v) + " differ in heads or sequence length");
-  if (s->k.headSize != s->q.headSize)
-    return ctx.error("Q " + dims(q) + " and K " + dims(k) + " head sizes differ");
-  if (s->k.heads <= 0 || s->q.heads % s->k.heads != 0)
-    return ctx.error("query heads (" + std::to_string(s->q.heads) +
-                     ") must be a multiple of key/value heads (" + std::to_string(s->k.heads) +
-                     ")");
-  s->group = s->q.heads / s->k.heads;
-  return Status::ok();
-}
-
-Status checkPast(const KernelContext& ctx, const Tensor& past, const Tensor& cur,
-                 const HeadLayout& l, int64_t pastLen, const char* name) {
-  const Shape want{l.batch, l.heads, pastLen, l.headSize};
-  if (past.shape() != want)
-    return ctx.error(std::string("input '") + name + "' has shape " + dims(past) + ", expected " +
-                     shapeToString(want));
-  if (past.type() != cur.type())
-    return ctx.error(std::string("input '") + name + "' type differs from the current one");
+  auto layouts = ops::attentionLayouts(ctx.node(), ctx.opset(), ctx.input(0).shape(),
+                                       ctx.input(1).shape(), ctx.input(2).shape());
+  if (!layouts.isOk()) return ctx.error(layouts.status().message());
+  s->q = layouts->q, s->k = layouts->k, s->v = layouts->v, s->group = layouts->group;
   return Status::ok();
 }
 
@@ -121,10 +63,14 @@ Status readCache(const KernelContext& ctx, AttentionSpec* s) {
   const Tensor* pastValue = ctx.inputOrNull(5);
   if (!pastKey != !pastValue) return ctx.error("past_key and past_value must be given together");
   if (pastKey) {
-    if (pastKey->rank() != 4) return ctx.error("past_key must be 4-D, got " + dims(*pastKey));
-    s->pastLen = pastKey->dim(2);
-    KILN_RETURN_IF_ERROR(checkPast(ctx, *pastKey, ctx.input(1), s->k, s->pastLen, "past_key"));
-    KILN_RETURN_IF_ERROR(checkPast(ctx, *pastValue, ctx.input(2), s->v, s->pastLen, "past_value"));
+    auto keyLength = ops::attentionPastLength("past_key", pastKey->shape(), pastKey->type(), s->k,
+                                              ctx.input(1).type());
+    if (!keyLength.isOk()) return ctx.error(keyLength.status().message());
+    s->pastLen = keyLength.value();
+    auto valueLength = ops::attentionPastLength("past_value", pastValue->shape(),
+                                                pastValue->type(), s->v, ctx.input(2).type(),
+                                                s->pastLen);
+    if (!valueLength.isOk()) return ctx.error(valueLength.status().message());
   }
   s->totalLen = s->pastLen + s->k.seq;
   const Tensor* nonpad = ctx.opset() >= 24 ? ctx.inputOrNull(6) : nullptr;
@@ -145,31 +91,15 @@ Status readCache(const KernelContext& ctx, AttentionSpec* s) {
 }
 
 Status readAttributes(const KernelContext& ctx, AttentionSpec* s) {
-  const Node& node = ctx.node();
-  const double scale = node.hasAttr("scale") ? static_cast<double>(node.attrFloat("scale", 1.f))
-                                             : 1.0 / std::sqrt(static_cast<double>(s->q.headSize));
-  // Q and K are each scaled by sqrt(scale), so a negative scale has no meaning here.
-  if (!(scale >= 0.0)) return ctx.error("attribute 'scale' must be non-negative");
-  s->sqrtScale = std::sqrt(scale);
-  s->softcap = node.attrFloat("softcap", 0.f);
-  s->causal = node.attrInt("is_causal", 0) != 0;
-  s->qkMode = node.attrInt("qk_matmul_output_mode", 0);
-  if (s->qkMode < 0 || s->qkMode > 3)
-    return ctx.error("attribute 'qk_matmul_output_mode' must be 0..3, got " +
-                     std::to_string(s->qkMode));
-  if (node.hasAttr("softmax_precision")) {
-    const int64_t p = node.attrInt("softmax_precision", 1);
-    if (p != 1 && p != 10 && p != 11 && p != 16)
-      return ctx.error("attribute 'softmax_precision' must be 1, 10, 11 or 16, got " +
-                       std::to_string(p));
-    s->softmaxType = static_cast<DataType>(p);
-  }
-  if (ctx.opset() >= 25) {
-    s->leftWindow = node.attrInt("left_window_size", -1);
-    s->rightWindow = node.attrInt("right_window_size", -1);
-    if (s->leftWindow < -1 || s->rightWindow < -1)
-      return ctx.error("window sizes must be -1 or non-negative");
-  }
+  auto a = ops::attentionAttributes(ctx.node(), ctx.opset(), s->q.headSize);
+  if (!a.isOk()) return ctx.error(a.status().message());
+  s->sqrtScale = std::sqrt(a->scale);
+  s->softcap = a->softcap;
+  s->causal = a->causal;
+  s->qkMode = a->qkMode;
+  if (a->softmaxPrecision != 0) s->softmaxType = static_cast<DataType>(a->softmaxPrecision);
+  s->leftWindow = a->leftWindow;
+  s->rightWindow = a->rightWindow;
   return Status::ok();
 }
 

@@ -15,18 +15,18 @@
 #include <type_traits>
 #include <vector>
 
+#include "ops/attention_params.h"
 #include "backends/cpu/ops/nn_common.h"
 
 namespace kiln::cpu::attention {
 
 // A tensor read as (batch, heads, seq, headSize): a 4-D tensor in that order, or a
 // packed 3-D (batch, seq, heads * headSize) tensor.
-struct HeadLayout {
-  int64_t batch = 0;
-  int64_t heads = 0;
-  int64_t seq = 0;
-  int64_t headSize = 0;
-  bool packed = false;
+struct HeadLayout : ops::AttentionHeadLayout {
+  HeadLayout() = default;
+  HeadLayout(int64_t b, int64_t h, int64_t s, int64_t d, bool isPacked)
+      : ops::AttentionHeadLayout{b, h, s, d, isPacked} {}
+  HeadLayout(const ops::AttentionHeadLayout& l) : ops::AttentionHeadLayout(l) {}  // NOLINT
 
   // Element offset of (b, h, s, 0).
   int64_t offset(int64_t b, int64_t h, int64_t s) const {

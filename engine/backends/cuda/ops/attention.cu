@@ -39,6 +39,7 @@
 
 #include "backends/cuda/device_common.cuh"
 #include "backends/cuda/ops/gemm.h"
+#include "ops/attention_params.h"
 
 namespace kiln::cuda {
 namespace {
@@ -251,9 +252,9 @@ __global__ void softmaxRowsKernel(T* scores, T* qk, SoftmaxParams p) {
 
 // ============================ Attention (host) ============================
 
-struct HeadLayout {
-  int64_t batch = 0, heads = 0, seq = 0, headSize = 0;
-  bool packed = false;
+struct HeadLayout : ops::AttentionHeadLayout {
+  HeadLayout() = default;
+  HeadLayout(const ops::AttentionHeadLayout& l) : ops::AttentionHeadLayout(l) {}  // NOLINT
   int64_t numel() const { return batch * heads * seq * headSize; }
 };
 
@@ -273,63 +274,11 @@ std::string dims(const DeviceTensor& t) {
   return shapeToString(t.shape);
 }
 
-Status readPackedLayouts(const GpuKernelContext& ctx, AttentionSpec* s) {
-  const DeviceTensor &q = ctx.input(0), &k = ctx.input(1), &v = ctx.input(2);
-  const int64_t qHeads = ctx.node().attrInt("q_num_heads", 0);
-  const int64_t kvHeads = ctx.node().attrInt("kv_num_heads", 0);
-  if (qHeads <= 0 || kvHeads <= 0)
-    return ctx.error("3-D Q, K, V need positive q_num_heads and kv_num_heads attributes");
-  if (q.shape[2] % qHeads != 0 || k.shape[2] % kvHeads != 0 || v.shape[2] % kvHeads != 0)
-    return ctx.error("hidden sizes of Q " + dims(q) + ", K " + dims(k) + ", V " + dims(v) +
-                     " are not multiples of q_num_heads " + std::to_string(qHeads) +
-                     " / kv_num_heads " + std::to_string(kvHeads));
-  s->q = {q.shape[0], qHeads, q.shape[1], q.shape[2] / qHeads, true};
-  s->k = {k.shape[0], kvHeads, k.shape[1], k.shape[2] / kvHeads, true};
-  s->v = {v.shape[0], kvHeads, v.shape[1], v.shape[2] / kvHeads, true};
-  return Status::ok();
-}
-
 Status readLayouts(const GpuKernelContext& ctx, AttentionSpec* s) {
-  const DeviceTensor &q = ctx.input(0), &k = ctx.input(1), &v = ctx.input(2);
-  if (q.rank() != k.rank() || q.rank() != v.rank() || (q.rank() != 3 && q.rank() != 4))
-    return ctx.error("Q, K, V must all be 3-D or all 4-D, got " + dims(q) + ", " + dims(k) + ", " +
-                     dims(v));
-  if (q.rank() == 3) {
-    KILN_RETURN_IF_ERROR(readPackedLayouts(ctx, s));
-  } else {
-    s->q = {q.shape[0], q.shape[1], q.shape[2], q.shape[3], false};
-    s->k = {k.shape[0], k.shape[1], k.shape[2], k.shape[3], false};
-    s->v = {v.shape[0], v.shape[1], v.shape[2], v.shape[3], false};
-    const Node& node = ctx.node();
-    const bool named = node.hasAttr("q_num_heads") || node.hasAttr("kv_num_heads");
-    if (named && ctx.opset() >= 25)
-      return ctx.error("q_num_heads / kv_num_heads must not be set for 4-D inputs");
-    if (named && (node.attrInt("q_num_heads", s->q.heads) != s->q.heads ||
-                  node.attrInt("kv_num_heads", s->k.heads) != s->k.heads))
-      return ctx.error("q_num_heads / kv_num_heads disagree with the 4-D input shapes");
-  }
-  if (s->k.batch != s->q.batch || s->v.batch != s->q.batch)
-    return ctx.error("Q, K, V batch sizes differ: " + dims(q) + ", " + dims(k) + ", " + dims(v));
-  if (s->k.seq != s->v.seq || s->k.heads != s->v.heads)
-    return ctx.error("K " + dims(k) + " and V " + dims(v) + " differ in heads or sequence length");
-  if (s->k.headSize != s->q.headSize)
-    return ctx.error("Q " + dims(q) + " and K " + dims(k) + " head sizes differ");
-  if (s->k.heads <= 0 || s->q.heads % s->k.heads != 0)
-    return ctx.error("query heads (" + std::to_string(s->q.heads) +
-                     ") must be a multiple of key/value heads (" + std::to_string(s->k.heads) +
-                     ")");
-  s->group = s->q.heads / s->k.heads;
-  return Status::ok();
-}
-
-Status checkPast(const GpuKernelContext& ctx, const DeviceTensor& past, const DeviceTensor& cur,
-                 const HeadLayout& l, int64_t pastLen, const char* name) {
-  const Shape want{l.batch, l.heads, pastLen, l.headSize};
-  if (past.shape != want)
-    return ctx.error(std::string("input '") + name + "' has shape " + dims(past) + ", expected " +
-                     shapeToString(want));
-  if (past.type != cur.type)
-    return ctx.error(std::string("input '") + name + "' type differs from the current one");
+  auto layouts = ops::attentionLayouts(ctx.node(), ctx.opset(), ctx.input(0).shape,
+                                       ctx.input(1).shape, ctx.input(2).shape);
+  if (!layouts.isOk()) return ctx.error(layouts.status().message());
+  s->q = layouts->q, s->k = layouts->k, s->v = layouts->v, s->group = layouts->group;
   return Status::ok();
 }
 
@@ -337,12 +286,14 @@ Status readCache(const GpuKernelContext& ctx, AttentionSpec* s) {
   const bool pastKey = hasInput(ctx, 4), pastValue = hasInput(ctx, 5);
   if (pastKey != pastValue) return ctx.error("past_key and past_value must be given together");
   if (pastKey) {
-    const DeviceTensor& pk = ctx.input(4);
-    if (pk.rank() != 4) return ctx.error("past_key must be 4-D, got " + dims(pk));
-    s->pastLen = pk.shape[2];
-    KILN_RETURN_IF_ERROR(checkPast(ctx, pk, ctx.input(1), s->k, s->pastLen, "past_key"));
-    KILN_RETURN_IF_ERROR(
-        checkPast(ctx, ctx.input(5), ctx.input(2), s->v, s->pastLen, "past_value"));
+    auto keyLength = ops::attentionPastLength("past_key", ctx.input(4).shape, ctx.input(4).type,
+                                              s->k, ctx.input(1).type);
+    if (!keyLength.isOk()) return ctx.error(keyLength.status().message());
+    s->pastLen = keyLength.value();
+    auto valueLength = ops::attentionPastLength("past_value", ctx.input(5).shape,
+                                                ctx.input(5).type, s->v, ctx.input(2).type,
+                                                s->pastLen);
+    if (!valueLength.isOk()) return ctx.error(valueLength.status().message());
   }
   s->totalLen = s->pastLen + s->k.seq;
   if (ctx.opset() < 24 || !hasInput(ctx, 6)) return Status::ok();
@@ -355,33 +306,20 @@ Status readCache(const GpuKernelContext& ctx, AttentionSpec* s) {
 }
 
 Status readAttributes(const GpuKernelContext& ctx, AttentionSpec* s) {
-  const Node& node = ctx.node();
-  const double scale = node.hasAttr("scale") ? static_cast<double>(node.attrFloat("scale", 1.f))
-                                             : 1.0 / std::sqrt(static_cast<double>(s->q.headSize));
-  if (!(scale >= 0.0)) return ctx.error("attribute 'scale' must be non-negative");
+  auto a = ops::attentionAttributes(ctx.node(), ctx.opset(), s->q.headSize);
+  if (!a.isOk()) return ctx.error(a.status().message());
   // The CPU scales Q and K each by sqrt(scale); one GEMM alpha is the same product.
-  const double root = std::sqrt(scale);
+  const double root = std::sqrt(a->scale);
   s->scale = root * root;
-  s->softcap = node.attrFloat("softcap", 0.f);
-  s->causal = node.attrInt("is_causal", 0) != 0;
-  s->qkMode = node.attrInt("qk_matmul_output_mode", 0);
-  if (s->qkMode < 0 || s->qkMode > 3)
-    return ctx.error("attribute 'qk_matmul_output_mode' must be 0..3, got " +
-                     std::to_string(s->qkMode));
-  if (node.hasAttr("softmax_precision")) {
-    const int64_t p = node.attrInt("softmax_precision", 1);
-    if (p != 1 && p != 10 && p != 11 && p != 16)
-      return ctx.error("attribute 'softmax_precision' must be 1, 10, 11 or 16, got " +
-                       std::to_string(p));
-    // float32 / float64 softmax: computed in float here (no rounding step).
-    s->round = p == 10 ? kRoundHalf : p == 16 ? kRoundBFloat16 : kRoundNone;
-  }
-  if (ctx.opset() >= 25) {
-    s->leftWindow = node.attrInt("left_window_size", -1);
-    s->rightWindow = node.attrInt("right_window_size", -1);
-    if (s->leftWindow < -1 || s->rightWindow < -1)
-      return ctx.error("window sizes must be -1 or non-negative");
-  }
+  s->softcap = a->softcap;
+  s->causal = a->causal;
+  s->qkMode = a->qkMode;
+  // float32 / float64 softmax: computed in float here (no rounding step).
+  s->round = a->softmaxPrecision == 10   ? kRoundHalf
+             : a->softmaxPrecision == 16 ? kRoundBFloat16
+                                         : kRoundNone;
+  s->leftWindow = a->leftWindow;
+  s->rightWindow = a->rightWindow;
   return Status::ok();
 }
 
