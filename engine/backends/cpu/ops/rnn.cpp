@@ -319,7 +319,12 @@ Status recurrentKernel(KernelContext& ctx) {
                                        ctx.node().describe() + " input projection"));
   KILN_RETURN_IF_ERROR(checkTensorSize(in.x->type(), {cfg.seq, cfg.dirs, cfg.batch, cfg.hidden},
                                        ctx.node().describe() + " output Y"));
-  KILN_RETURN_IF_ERROR(parseActivations(ctx, kKind, cfg.dirs, &cfg.activations));
+  auto activations = ops::rnnActivations(ctx.node(), kKind, cfg.dirs);
+  if (!activations.isOk())
+    return activations.status().code() == StatusCode::kUnsupported
+               ? ctx.unsupported(activations.status().message())
+               : ctx.error(activations.status().message());
+  cfg.activations = std::move(activations.value());
   cfg.clip = ctx.node().attrFloat("clip", 0.f);
   cfg.linearBeforeReset = ctx.node().attrInt("linear_before_reset", 0) != 0;
   cfg.inputForget = ctx.node().attrInt("input_forget", 0) != 0;

@@ -1,5 +1,5 @@
-// Types shared by the recurrent kernels (rnn.cpp) and their activation parsing
-// (rnn_activations.cpp).
+// Types shared by the recurrent kernels (rnn.cpp); the activation lists are parsed by
+// ops/rnn_params.h, shared with the CUDA kernels.
 #pragma once
 
 #include <cmath>
@@ -7,30 +7,13 @@
 #include <vector>
 
 #include "backends/cpu/kernel.h"
+#include "ops/rnn_params.h"
 
 namespace kiln::cpu {
 
-enum class CellKind { kRnn, kGru, kLstm };
-
-// One entry of the `activations` attribute with its alpha/beta.
-struct Activation {
-  enum class Kind {
-    kRelu,
-    kTanh,
-    kSigmoid,
-    kAffine,
-    kLeakyRelu,
-    kThresholdedRelu,
-    kScaledTanh,
-    kHardSigmoid,
-    kElu,
-    kSoftsign,
-    kSoftplus,
-  };
-  Kind kind = Kind::kTanh;
-  float alpha = 0.f;
-  float beta = 0.f;
-};
+using CellKind = ops::RnnCell;
+// One entry of the `activations` attribute with its alpha/beta (ops/rnn_params.h).
+using Activation = ops::RnnActivation;
 
 template <class C>
 C applyActivation(const Activation& a, C x) {
@@ -76,12 +59,8 @@ struct RnnConfig {
 };
 
 // Activations each direction uses: RNN f; GRU f, g; LSTM f, g, h.
-int cellActivationCount(CellKind kind);
-
-// Reads activations / activation_alpha / activation_beta (defaults Tanh for
-// RNN, Sigmoid+Tanh for GRU, Sigmoid+Tanh+Tanh for LSTM); alphas and betas are
-// consumed in order by the activations that take them.
-Status parseActivations(const KernelContext& ctx, CellKind kind, int64_t dirs,
-                        std::vector<Activation>* out);
+inline int cellActivationCount(CellKind kind) {
+  return ops::rnnActivationsPerDirection(kind);
+}
 
 }  // namespace kiln::cpu

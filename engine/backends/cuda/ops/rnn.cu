@@ -31,7 +31,6 @@
 // Host fallback (support predicate): float64 data (no cuBLASLt path), sequence_lens of
 // other than int32/int64, unknown activation names (the CPU reports those).
 #include <algorithm>
-#include <cctype>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -39,6 +38,7 @@
 
 #include "backends/cuda/device_common.cuh"
 #include "backends/cuda/ops/gemm.h"
+#include "ops/rnn_params.h"
 
 namespace kiln::cuda {
 namespace {
@@ -47,27 +47,9 @@ namespace {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n); \
        i += int64_t(gridDim.x) * blockDim.x)
 
-enum class Cell : int { kRnn, kGru, kLstm };
-
-enum class ActKind : int {
-  kRelu,
-  kTanh,
-  kSigmoid,
-  kAffine,
-  kLeakyRelu,
-  kThresholdedRelu,
-  kScaledTanh,
-  kHardSigmoid,
-  kElu,
-  kSoftsign,
-  kSoftplus,
-};
-
-struct ActParams {
-  ActKind kind = ActKind::kTanh;
-  float alpha = 0.f;
-  float beta = 0.f;
-};
+using Cell = ops::RnnCell;
+using ActKind = ops::RnnActivation::Kind;
+using ActParams = ops::RnnActivation;
 
 constexpr int kMaxActivations = 6;  // two directions of LSTM's f, g, h
 // runGemm's cap on the cuBLASLt workspace it requests (its heuristic preference in
@@ -320,76 +302,17 @@ __global__ void cellStepKernel(CellParams p, StepBuffers<T> buf, int64_t s) {
 
 // ------------------------------------------------------------------ host side
 
-struct ActivationInfo {
-  const char* name;
-  ActKind kind;
-  bool takesAlpha, takesBeta;
-  float alpha, beta;  // the defaults of the matching ONNX operators
-};
-
-constexpr ActivationInfo kActivations[] = {
-    {"relu", ActKind::kRelu, false, false, 0.f, 0.f},
-    {"tanh", ActKind::kTanh, false, false, 0.f, 0.f},
-    {"sigmoid", ActKind::kSigmoid, false, false, 0.f, 0.f},
-    {"affine", ActKind::kAffine, true, true, 1.f, 0.f},
-    {"leakyrelu", ActKind::kLeakyRelu, true, false, 0.01f, 0.f},
-    {"thresholdedrelu", ActKind::kThresholdedRelu, true, false, 1.f, 0.f},
-    {"scaledtanh", ActKind::kScaledTanh, true, true, 1.f, 1.f},
-    {"hardsigmoid", ActKind::kHardSigmoid, true, true, 0.2f, 0.5f},
-    {"elu", ActKind::kElu, true, false, 1.f, 0.f},
-    {"softsign", ActKind::kSoftsign, false, false, 0.f, 0.f},
-    {"softplus", ActKind::kSoftplus, false, false, 0.f, 0.f},
-};
-
-const ActivationInfo* findActivation(std::string name) {
-  std::transform(name.begin(), name.end(), name.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  for (const ActivationInfo& info : kActivations) {
-    if (name == info.name) return &info;
-  }
-  return nullptr;
-}
-
-std::vector<std::string> defaultActivations(Cell cell) {
-  switch (cell) {
-    case Cell::kRnn:
-      return {"Tanh"};
-    case Cell::kGru:
-      return {"Sigmoid", "Tanh"};
-    case Cell::kLstm:
-      return {"Sigmoid", "Tanh", "Tanh"};
-  }
-  return {};
-}
-
-// The CPU's parseActivations: defaults per cell, one direction's list shared by both
-// directions, alphas and betas consumed in order by the activations that take them.
+// The activations (ops/rnn_params.h, the CPU's list), at most kMaxActivations.
 Status parseActivations(const GpuKernelContext& ctx, Cell cell, CellParams* p) {
-  const size_t perDirection = defaultActivations(cell).size();
-  std::vector<std::string> names = ctx.node().attrStrings("activations");
-  if (names.empty()) names = defaultActivations(cell);
-  if (names.size() == perDirection && p->dirs == 2) {
-    const std::vector<std::string> forward = names;
-    names.insert(names.end(), forward.begin(), forward.end());
-  }
-  if (names.size() != perDirection * static_cast<size_t>(p->dirs)) {
-    return ctx.error("attribute 'activations' needs " + std::to_string(perDirection * p->dirs) +
-                     " entries, got " + std::to_string(names.size()));
-  }
-  const std::vector<float> alphas = ctx.node().attrFloats("activation_alpha");
-  const std::vector<float> betas = ctx.node().attrFloats("activation_beta");
-  size_t nextAlpha = 0, nextBeta = 0;
-  for (size_t k = 0; k < names.size(); ++k) {
-    const ActivationInfo* info = findActivation(names[k]);
-    if (!info) return ctx.unsupported("activation '" + names[k] + "'");
-    ActParams& a = p->acts[k];
-    a.kind = info->kind;
-    a.alpha = info->alpha;
-    a.beta = info->beta;
-    if (info->takesAlpha && nextAlpha < alphas.size()) a.alpha = alphas[nextAlpha++];
-    if (info->takesBeta && nextBeta < betas.size()) a.beta = betas[nextBeta++];
-  }
-  p->actsPerDirection = static_cast<int>(perDirection);
+  auto acts = ops::rnnActivations(ctx.node(), cell, p->dirs);
+  if (!acts.isOk())
+    return acts.status().code() == StatusCode::kUnsupported
+               ? ctx.unsupported(acts.status().message())
+               : ctx.error(acts.status().message());
+  if (acts->size() > static_cast<size_t>(kMaxActivations))
+    return ctx.error("more activations than two directions take");
+  std::copy(acts->begin(), acts->end(), p->acts);
+  p->actsPerDirection = ops::rnnActivationsPerDirection(cell);
   return Status::ok();
 }
 
@@ -704,7 +627,7 @@ std::string supportsRecurrent(const Node& node, const std::vector<DataType>& typ
       return std::string("no GPU kernel for ") + dataTypeName(t) + " inputs";
   }
   for (const std::string& name : node.attrStrings("activations")) {
-    if (!findActivation(name)) return "activation '" + name + "' has no GPU kernel";
+    if (!ops::isRnnActivationName(name)) return "activation '" + name + "' has no GPU kernel";
   }
   return "";
 }
