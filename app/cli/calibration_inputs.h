@@ -15,8 +15,11 @@
 namespace kiln::cli {
 
 // Batches of `directory`'s samples for `network`'s input `inputName` ("" picks the only
-// input; a model with several needs the name). `preprocessPath` ("" for none) is the
-// spec images need. Errors name the folder, file, spec or input.
+// input). A model of several inputs without a name is fed from one subfolder per input
+// named after it (DIR/input_ids/, DIR/attention_mask/ ...): the k-th sample of each, in
+// name order, belong together, and every input gets as many samples (BERT-style INT8
+// calibration); otherwise it needs the name. `preprocessPath` ("" for none) is the spec
+// images need. Errors name the folder, file, spec or input.
 Result<std::vector<std::map<std::string, Tensor>>> loadDataBatches(
     const Network& network, const std::string& directory, const std::string& preprocessPath,
     const std::string& inputName, int batchSize);
