@@ -29,7 +29,8 @@ Result<std::pair<std::string, int>> calibratedInput(const Network* network) {
     if (!network->graph.initializers.count(in.name)) inputs.push_back(&in);
   if (inputs.size() != 1 || !inputs.front()->hasShape)
     return invalidArgument("calibration data feeds one input of known rank; the model has " +
-                           std::to_string(inputs.size()) + " inputs");
+                           std::to_string(inputs.size()) +
+                           " inputs: load a folder with one subfolder per input, named after it");
   return std::pair{inputs.front()->name, static_cast<int>(inputs.front()->shape.size())};
 }
 
@@ -93,19 +94,42 @@ void CalibrationSession::loadFolder(const QString& directory, const PreprocessSp
   m_document->clearIssues("calibration");
   struct Loaded {
     Result<std::vector<CalibrationSample>> samples = Status();
+    std::vector<InputSamples> inputs;  // one subfolder per input
     QVector<QImage> previews;
   };
   auto loaded = std::make_shared<Loaded>();
   const std::string dir = directory.toStdString();
+  // A model of several inputs reads one subfolder per input when the folder has them.
+  std::vector<std::pair<std::string, int>> inputs;
+  if (const auto network = m_document->network())
+    for (const ValueInfo& in : network->graph.inputs)
+      if (!network->graph.initializers.count(in.name))
+        inputs.emplace_back(in.name, static_cast<int>(in.shape.size()));
+  std::vector<std::string> names;
+  for (const auto& in : inputs) names.push_back(in.first);
+  const bool perInput = hasSubfolderPerInput(names, dir);
   QPointer<CalibrationSession> self(this);
   m_job = m_jobs->start(
       tr("Load calibration data %1").arg(QFileInfo(directory).fileName()),
-      [loaded, dir, spec](JobContext&) {
+      [loaded, dir, spec, inputs, perInput](JobContext&) {
         CalibrationDataOptions options;
         options.preprocess = &spec;
         options.decodeImage = &decodeImageWithQt;
         options.imageExtensions = qtImageExtensions();
-        loaded->samples = loadCalibrationFolder(dir, options);
+        if (perInput) {
+          for (const auto& [name, rank] : inputs) {
+            const std::string folder = dir + "/" + name;
+            auto samples = loadCalibrationFolder(folder, options);
+            if (!samples.isOk()) {
+              loaded->samples = samples.status();
+              return;
+            }
+            loaded->inputs.push_back({name, rank, folder, std::move(samples.value())});
+          }
+          loaded->samples = loaded->inputs.front().samples;  // previews and counts
+        } else {
+          loaded->samples = loadCalibrationFolder(dir, options);
+        }
         if (!loaded->samples.isOk()) return;
         for (size_t i = 0; i < loaded->samples->size() && i < kPreviewCount; ++i)
           loaded->previews.push_back(previewOfTensor(loaded->samples->at(i).tensor));
@@ -123,8 +147,13 @@ void CalibrationSession::loadFolder(const QString& directory, const PreprocessSp
         }
         self->m_folder = directory;
         self->m_samples = std::move(loaded->samples.value());
+        self->m_inputSamples = std::move(loaded->inputs);
         self->m_previews = loaded->previews;
-        emit self->dataLoaded(true, tr("%1 samples").arg(self->m_samples.size()));
+        emit self->dataLoaded(true, self->m_inputSamples.empty()
+                                        ? tr("%1 samples").arg(self->m_samples.size())
+                                        : tr("%1 samples for each of %2 inputs")
+                                              .arg(self->m_samples.size())
+                                              .arg(self->m_inputSamples.size()));
       });
   emit busyChanged(true);
 }
@@ -134,8 +163,10 @@ void CalibrationSession::calibrate() {
   if (calibrateRemotely()) return;
   auto input = calibratedInput(m_document->network().get());
   Result<std::vector<std::map<std::string, Tensor>>> batches =
-      input.isOk() ? makeCalibrationBatches(m_samples, input->first, input->second, m_batchSize)
-                   : Result<std::vector<std::map<std::string, Tensor>>>(input.status());
+      !m_inputSamples.empty()
+          ? makeMultiInputCalibrationBatches(m_inputSamples, m_batchSize)
+      : input.isOk() ? makeCalibrationBatches(m_samples, input->first, input->second, m_batchSize)
+                     : Result<std::vector<std::map<std::string, Tensor>>>(input.status());
   if (!batches.isOk() || m_samples.empty()) {
     const QString message = m_samples.empty() ? tr("calibration: load a data folder first")
                                               : QString::fromStdString(batches.status().message());

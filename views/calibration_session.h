@@ -44,7 +44,10 @@ class CalibrationSession : public QObject {
   void loadFolder(const QString& directory, const PreprocessSpec& spec, int batchSize);
   QString folder() const { return m_folder; }
   const PreprocessSpec& preprocess() const { return m_spec; }
-  int sampleCount() const { return static_cast<int>(m_samples.size()); }
+  int sampleCount() const {
+    return static_cast<int>(m_inputSamples.empty() ? m_samples.size()
+                                                   : m_inputSamples.front().samples.size());
+  }
   // Up to 6 samples as images (a tensor sample shows its first three channels).
   const QVector<QImage>& previews() const { return m_previews; }
 
@@ -99,6 +102,9 @@ class CalibrationSession : public QObject {
   PreprocessSpec m_spec;
   int m_batchSize = 8;
   std::vector<CalibrationSample> m_samples;
+  // A model of several inputs: one subfolder per input (kiln/calibration_data.h's
+  // hasSubfolderPerInput), each input's samples; empty otherwise.
+  std::vector<InputSamples> m_inputSamples;
   QVector<QImage> m_previews;
   CalibrationHistograms m_histograms;
   std::vector<TensorRangeRow> m_rows;

@@ -251,6 +251,7 @@ void CalibrationView::showPreviews() {
     delete item;
   }
   for (const QImage& image : m_session->previews()) {
+    if (image.isNull()) continue;  // a sample that is not an image (token ids, a vector)
     auto* label = new QLabel(this);
     label->setPixmap(QPixmap::fromImage(image.scaled(40, 40, Qt::KeepAspectRatio)));
     label->setToolTip(tr("%1 x %2").arg(image.width()).arg(image.height()));

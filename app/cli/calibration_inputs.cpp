@@ -48,45 +48,6 @@ Result<std::vector<std::map<std::string, Tensor>>> batchesOf(const ValueInfo& in
                                 batchSize);
 }
 
-// A model of several inputs fed from DIR/<input name>/ each: the k-th sample of every
-// folder (name order) belongs together; equal sample counts and batch rows required.
-Result<std::vector<std::map<std::string, Tensor>>> multiInputBatches(
-    const std::vector<const ValueInfo*>& inputs, const std::string& directory,
-    const CalibrationDataOptions& options, int batchSize) {
-  std::vector<std::map<std::string, Tensor>> merged;
-  for (const ValueInfo* input : inputs) {
-    const std::string folder = (std::filesystem::path(directory) / input->name).string();
-    KILN_ASSIGN_OR_RETURN(auto batches, batchesOf(*input, folder, options, batchSize));
-    if (merged.empty()) {
-      merged = std::move(batches);
-      continue;
-    }
-    if (batches.size() != merged.size())
-      return invalidArgument(folder + ": " + std::to_string(batches.size()) +
-                             " batches of samples, unlike the first input's " +
-                             std::to_string(merged.size()) + " (give each input as many samples)");
-    for (size_t b = 0; b < batches.size(); ++b) {
-      Tensor& t = batches[b].begin()->second;
-      const Tensor& first = merged[b].begin()->second;
-      if (t.dim(0) != first.dim(0))
-        return invalidArgument(folder + ": batch " + std::to_string(b) + " has " +
-                               std::to_string(t.dim(0)) + " rows, unlike the first input's " +
-                               std::to_string(first.dim(0)));
-      merged[b].emplace(input->name, std::move(t));
-    }
-  }
-  return merged;
-}
-
-bool hasSubfolderPerInput(const std::vector<const ValueInfo*>& inputs,
-                          const std::string& directory) {
-  std::error_code ec;
-  for (const ValueInfo* input : inputs)
-    if (!std::filesystem::is_directory(std::filesystem::path(directory) / input->name, ec))
-      return false;
-  return !inputs.empty();
-}
-
 }  // namespace
 
 Result<std::vector<std::map<std::string, Tensor>>> loadDataBatches(
@@ -99,8 +60,18 @@ Result<std::vector<std::map<std::string, Tensor>>> loadDataBatches(
     options.preprocess = &spec;
   }
   const std::vector<const ValueInfo*> inputs = runtimeInputs(network);
-  if (inputName.empty() && inputs.size() > 1 && hasSubfolderPerInput(inputs, directory))
-    return multiInputBatches(inputs, directory, options, batchSize);
+  std::vector<std::string> names;
+  for (const ValueInfo* in : inputs) names.push_back(in->name);
+  if (inputName.empty() && hasSubfolderPerInput(names, directory)) {
+    std::vector<InputSamples> all;
+    for (const ValueInfo* in : inputs) {
+      if (!in->hasShape) return invalidArgument("input '" + in->name + "' has no declared rank");
+      const std::string folder = (std::filesystem::path(directory) / in->name).string();
+      KILN_ASSIGN_OR_RETURN(auto samples, loadCalibrationFolder(folder, options));
+      all.push_back({in->name, static_cast<int>(in->shape.size()), folder, std::move(samples)});
+    }
+    return makeMultiInputCalibrationBatches(all, batchSize);
+  }
   KILN_ASSIGN_OR_RETURN(const ValueInfo* input, chooseInput(network, inputName));
   return batchesOf(*input, directory, options, batchSize);
 }

@@ -127,4 +127,42 @@ Result<std::vector<std::map<std::string, Tensor>>> makeCalibrationBatches(
   return batches;
 }
 
+bool hasSubfolderPerInput(const std::vector<std::string>& inputNames,
+                          const std::string& directory) {
+  if (inputNames.size() < 2) return false;
+  std::error_code ec;
+  for (const std::string& name : inputNames)
+    if (name.empty() || name.find('/') != std::string::npos || name == "." || name == ".." ||
+        !std::filesystem::is_directory(std::filesystem::path(directory) / name, ec))
+      return false;
+  return true;
+}
+
+Result<std::vector<std::map<std::string, Tensor>>> makeMultiInputCalibrationBatches(
+    const std::vector<InputSamples>& inputs, int batchSize) {
+  std::vector<std::map<std::string, Tensor>> merged;
+  for (const InputSamples& in : inputs) {
+    KILN_ASSIGN_OR_RETURN(auto batches,
+                          makeCalibrationBatches(in.samples, in.input, in.rank, batchSize));
+    if (&in == &inputs.front()) {
+      merged = std::move(batches);
+      continue;
+    }
+    if (batches.size() != merged.size())
+      return invalidArgument(in.folder + ": " + std::to_string(batches.size()) +
+                             " batches of samples, unlike the first input's " +
+                             std::to_string(merged.size()) + " (give each input as many samples)");
+    for (size_t b = 0; b < batches.size(); ++b) {
+      Tensor& t = batches[b].begin()->second;
+      const Tensor& first = merged[b].begin()->second;
+      if (t.dim(0) != first.dim(0))
+        return invalidArgument(in.folder + ": batch " + std::to_string(b) + " has " +
+                               std::to_string(t.dim(0)) + " rows, unlike the first input's " +
+                               std::to_string(first.dim(0)));
+      merged[b].emplace(in.input, std::move(t));
+    }
+  }
+  return merged;
+}
+
 }  // namespace kiln

@@ -20,7 +20,9 @@
 #include "ir/quantized_layers.h"
 #include "job_runner.h"
 #include "main_window.h"
+#include "kiln/onnx_export.h"
 #include "kiln/onnx_import.h"
+#include "kiln/tensor_io.h"
 #include "kiln/passes.h"
 #include "studio_document.h"
 
@@ -86,6 +88,7 @@ class TestCalibrationView : public QObject {
   void badFolderBecomesAnIssue();
   void fitsA1366x768Screen();
   void histogramLegendWrapsInsteadOfOverlapping();
+  void severalInputsFromOneSubfolderEach();
 };
 
 namespace {
@@ -280,6 +283,86 @@ void TestCalibrationView::badFolderBecomesAnIssue() {
   w.view->startCalibration();
   QCOMPARE(calibrated.count(), 1);
   QVERIFY(calibrated.at(0).at(1).toString().contains("load a data folder"));
+}
+
+// A model of two inputs (x + m, then MatMul): the folder holds x/ and m/ with the same
+// number of samples; the view loads both, calibrates, and both inputs get their own
+// range (x's values span 1, m's 0.01). Without the subfolders it says what to give.
+void TestCalibrationView::severalInputsFromOneSubfolderEach() {
+  QTemporaryDir dir;
+  auto net = std::make_shared<Network>();
+  net->opsets[""] = 17;
+  Graph& g = net->graph;
+  for (const char* name : {"x", "m"})
+    g.inputs.push_back({name, DataType::kFloat32, true, {DimExpr::symbol("n"), DimExpr(8)}});
+  Tensor w(DataType::kFloat32, {8, 4});
+  for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = 0.1f * static_cast<float>(i % 7) - 0.3f;
+  g.initializers["w"] = w;
+  Node add;
+  add.name = "add";
+  add.opType = "Add";
+  add.inputs = {"x", "m"};
+  add.outputs = {"s"};
+  Node mm;
+  mm.name = "proj";
+  mm.opType = "MatMul";
+  mm.inputs = {"s", "w"};
+  mm.outputs = {"y"};
+  g.nodes = {add, mm};
+  g.outputs.push_back({"y", DataType::kFloat32, false, {}});
+  const QString model = dir.filePath("two.onnx");
+  QVERIFY(exportOnnxFile(*net, model.toStdString()).isOk());
+  auto imported = importOnnxFile(model.toStdString());
+  QVERIFY2(imported.isOk(), imported.status().message().c_str());
+  for (const auto& [name, scale] : {std::pair{"x", 1.f}, std::pair{"m", 0.01f}}) {
+    QVERIFY(QDir(dir.path()).mkpath(name));
+    for (int k = 0; k < 4; ++k) {
+      Tensor t(DataType::kFloat32, {8});
+      for (int64_t i = 0; i < 8; ++i)
+        t.data<float>()[i] = scale * (static_cast<float>((i + k) % 5) / 4.f - 0.5f) * 2.f;
+      const QString file = dir.filePath(QString("%1/s%2.npy").arg(name).arg(k));
+      QVERIFY(writeNpyFile(file.toStdString(), t).isOk());
+    }
+  }
+  StudioDocument document;
+  JobRunner jobs;
+  document.setModel(model, std::make_shared<const Network>(std::move(imported.value())));
+  CalibrationView view(&document, &jobs);
+  QSignalSpy loaded(view.session(), &CalibrationSession::dataLoaded);
+  view.setFolder(dir.path());
+  view.loadData();
+  QVERIFY(jobs.waitForIdle(60000));
+  QCOMPARE(loaded.count(), 1);
+  QVERIFY2(loaded.at(0).at(0).toBool(), qPrintable(loaded.at(0).at(1).toString()));
+  QCOMPARE(loaded.at(0).at(1).toString(), QString("4 samples for each of 2 inputs"));
+  QSignalSpy calibrated(view.session(), &CalibrationSession::calibrated);
+  view.startCalibration();
+  QVERIFY(jobs.waitForIdle(60000));
+  QCOMPARE(calibrated.count(), 1);
+  QVERIFY2(calibrated.at(0).at(0).toBool(), qPrintable(calibrated.at(0).at(1).toString()));
+  double x = -1, m = -1;
+  for (const TensorRangeRow& row : view.session()->rows()) {
+    if (row.tensor == "x") x = row.minmax;
+    if (row.tensor == "m") m = row.minmax;
+  }
+  QVERIFY2(x > 0.5 && x <= 1.0, qPrintable(QString::number(x)));
+  QVERIFY2(m > 0 && m <= 0.01 + 1e-6, qPrintable(QString::number(m)));
+  if (const QString shots = qEnvironmentVariable("KILN_SCREENSHOT_DIR"); !shots.isEmpty()) {
+    view.resize(1200, 700);
+    view.show();
+    QTest::qWait(200);
+    QVERIFY(view.grab().save(shots + "/calibration-two-inputs.png"));
+  }
+  // The x folder alone is one input's data: calibrating names what is missing.
+  view.setFolder(dir.filePath("x"));
+  view.loadData();
+  QVERIFY(jobs.waitForIdle(60000));
+  view.startCalibration();
+  QVERIFY(jobs.waitForIdle(60000));
+  QCOMPARE(calibrated.count(), 2);
+  QVERIFY(!calibrated.at(1).at(0).toBool());
+  QVERIFY2(calibrated.at(1).at(1).toString().contains("one subfolder per input"),
+           qPrintable(calibrated.at(1).at(1).toString()));
 }
 
 QTEST_MAIN(TestCalibrationView)

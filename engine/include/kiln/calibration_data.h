@@ -80,4 +80,23 @@ Result<std::vector<std::map<std::string, Tensor>>> makeCalibrationBatches(
     const std::vector<CalibrationSample>& samples, const std::string& inputName, int inputRank,
     int batchSize);
 
+// A model of several inputs calibrates from one subfolder per input, named after it
+// (DIR/input_ids/, DIR/attention_mask/ ...): the k-th sample of each (name order) belong
+// together. True when `directory` holds a subfolder for each of `inputNames` (two or more).
+bool hasSubfolderPerInput(const std::vector<std::string>& inputNames, const std::string& directory);
+
+// One input's samples, read from its subfolder.
+struct InputSamples {
+  std::string input;
+  int rank = 0;        // the input's rank (samples may omit the batch dim)
+  std::string folder;  // where they came from, for errors
+  std::vector<CalibrationSample> samples;
+};
+
+// Each input's samples batched as makeCalibrationBatches does, then merged into one map
+// per batch. Errors name the folder: an input with a different number of batches or
+// rows per batch than the first (give each input as many samples of as many rows).
+Result<std::vector<std::map<std::string, Tensor>>> makeMultiInputCalibrationBatches(
+    const std::vector<InputSamples>& inputs, int batchSize);
+
 }  // namespace kiln
