@@ -10,7 +10,8 @@ inputs and FP16 plans in WORK):
 - typed:    per model, the zoo's FP16 plan -> `kiln export-onnx --from` -> `kiln build
             --strongly-typed` at the same shapes; both timed in one run (alternating), the
             per-ONNX-node precision tables compared (tests/cli/typed_export_check.py)
-- int8:     ResNet-50 at batch 64: `kiln calibrate --backend cuda` on 32 random samples,
+- int8:     per model (ResNet-50 at batch 64, BERT-base SDPA at 128): `kiln calibrate
+            --backend cuda` on 32 random samples (BERT: one subfolder per input),
             `kiln build --int8 --fp16` and `kiln export-onnx --from PLAN --calib-cache` ->
             `kiln build --strongly-typed`; both timed, per-node precisions compared
 - advise:   `kiln advise` (with a profile) on every plan in WORK/plans
@@ -162,27 +163,54 @@ class Steps:
             print(f"  {name}: plan {row['plan_ms']} ms, strongly typed {row['typed_ms']} ms; {row['tables']}",
                   flush=True)
 
+    INT8_BATCH = {"resnet50": 64, "bert_base_sdpa": 128}
+
+    def calibration_data(self, name):
+        """32 random samples: N(0, 1) images for a CNN; for BERT one subfolder per input
+        (kiln calibrate's layout for several inputs): random token ids, a full mask."""
+        data = self.path(f"calib_{name}")
+        if os.path.isdir(data):
+            return data
+        rng = np.random.default_rng(7)
+        if name.startswith("bert"):
+            for sub in ("input_ids", "attention_mask"):
+                os.makedirs(os.path.join(data, sub))
+            for k in range(32):
+                np.save(os.path.join(data, "input_ids", f"s{k:02d}.npy"),
+                        rng.integers(1000, 30000, (128,), dtype=np.int64))
+                np.save(os.path.join(data, "attention_mask", f"s{k:02d}.npy"),
+                        np.ones((128,), dtype=np.int64))
+        else:
+            os.makedirs(data)
+            np.save(os.path.join(data, "samples.npy"),
+                    rng.standard_normal((32, 3, 224, 224), dtype=np.float32))
+        return data
+
     def int8(self):
-        name, batch = "resnet50", 64
+        for name in self.args.models.split(","):
+            if name in self.INT8_BATCH:
+                self.int8_model(name, self.INT8_BATCH[name])
+
+    def int8_model(self, name, batch):
         shapes = shapes_of(name, batch)
         onnx = os.path.join(self.args.work, "onnx", f"{name}.onnx")
         row = {"batch": batch}
-        self.summary["int8_resnet50"] = row
-        data = self.path("calib")
-        os.makedirs(data, exist_ok=True)
-        rng = np.random.default_rng(7)
-        np.save(os.path.join(data, "samples.npy"), rng.standard_normal((32, 3, 224, 224), dtype=np.float32))
-        cache = self.path("resnet50.cache")
-        rc, _, _ = self.sh([self.args.kiln, "calibrate", onnx, "--data", data, "-o", cache,
-                            "--backend", "cuda", "--quiet"], 120)
+        self.summary[f"int8_{name}"] = row
+        cache = self.path(f"{name}.cache")
+        rc, _, _ = self.sh([self.args.kiln, "calibrate", onnx, "--data", self.calibration_data(name),
+                            "-o", cache, "--backend", "cuda", "--quiet"], 180)
         if rc:
             row["error"] = "calibration failed"
             return
         self.keep.append(cache)
-        sample = self.path("int8_input.npy")
-        np.save(sample, rng.standard_normal((batch, 3, 224, 224), dtype=np.float32))
-        files = {"input": sample}
-        plan, qdq, qdq_plan = self.path("r50_int8.kiln"), self.path("r50_qdq.onnx"), self.path("r50_qdq.kiln")
+        files = input_files(self.args.work, name, batch)
+        if not files:
+            sample = self.path("int8_input.npy")
+            np.save(sample, np.random.default_rng(8).standard_normal((batch, 3, 224, 224),
+                                                                       dtype=np.float32))
+            files = {"input": sample}
+        plan, qdq, qdq_plan = (self.path(f"{name}_int8.kiln"), self.path(f"{name}_qdq.onnx"),
+                               self.path(f"{name}_qdq.kiln"))
         fixed = ["--min-shapes", shapes, "--opt-shapes", shapes, "--max-shapes", shapes]
         rc, out, _ = self.sh([self.args.kiln, "build", onnx, "-o", plan, "--backend", "cuda", "--int8",
                               "--fp16", "--calib-cache", cache, *fixed, "--json", "--quiet"], 240)
@@ -190,8 +218,8 @@ class Steps:
             row["error"] = "INT8 build failed"
             return
         row["int8_build_s"] = json.loads(out).get("build_seconds")
-        # --from the INT8 + FP16 plan too: its FP16 layers (stem, pools, head) stay FP16 in
-        # the export, so the two tables can agree on every node.
+        # --from the INT8 + FP16 plan too: its FP16 layers (a stem, pools, a head, the
+        # attention) stay FP16 in the export, so the two tables can agree on every node.
         rc, out, _ = self.sh([self.args.kiln, "export-onnx", onnx, "-o", qdq, "--from", plan,
                               "--calib-cache", cache, "--keep-io-types", "--json"], 120)
         if rc:
@@ -199,16 +227,19 @@ class Steps:
             return
         if not self.typed_against(plan, qdq, qdq_plan, shapes, files, row):
             return
-        print(f"  resnet50 INT8 b{batch}: plan {row['plan_ms']} ms, Q/DQ strongly typed {row['typed_ms']} ms;"
+        print(f"  {name} INT8 b{batch}: plan {row['plan_ms']} ms, Q/DQ strongly typed {row['typed_ms']} ms;"
               f" {row['tables']}", flush=True)
 
     def advise(self):
         rows = {}
         for plan in sorted(glob.glob(os.path.join(self.args.work, "plans", "*.kiln")) +
-                           glob.glob(self.path("r50_int8.kiln"))):
+                           glob.glob(self.path("*_int8.kiln"))):
             base = os.path.basename(plan)[:-5]
             name, _, b = base.rpartition("_b")
-            if not b.isdigit():
+            if base.endswith("_int8"):  # the int8 step's plans: MODEL_int8 at INT8_BATCH
+                name = base[:-len("_int8")]
+                b = str(self.INT8_BATCH.get(name, 64))
+            elif not b.isdigit():
                 name, b = base, "64"
             files = input_files(self.args.work, name, int(b)) or (
                 {"input": self.path("int8_input.npy")} if "int8" in base else {})
