@@ -2,10 +2,10 @@
 // small, a CPU reference run of its network with the plan's layer choices.
 //
 // A plan carries an FNV-1a checksum of everything after its header, so nearly every
-// mutation would stop at the checksum test. The harness recomputes it first (as a
-// hostile plan's author would), which lets the mutations reach the metadata JSON,
-// the model and the kernel sections; the checksum test itself is a comparison the
-// unit tests cover.
+// byte mutation would stop at the checksum test. The harness recomputes it first (as a
+// hostile plan's author would), and the custom mutator (plan_mutator.h) changes the
+// metadata's values and the model's structure and re-lays the sections, so the loader's
+// field checks are reached; the checksum test itself is a comparison the unit tests cover.
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -13,6 +13,7 @@
 
 #include "common/fnv1a.h"
 #include "fuzz_support.h"
+#include "plan_mutator.h"
 #include "kiln/plan.h"
 #include "kiln/reference_backend.h"
 #include "kiln/tensor_size.h"
@@ -49,6 +50,13 @@ bool makeInputs(const kiln::Plan& plan, std::map<std::string, kiln::Tensor>* inp
 }
 
 }  // namespace
+
+// Structure-aware (plan_mutator.h): metadata values, the model, the weights and kernels,
+// re-laid with a correct header.
+extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t maxSize,
+                                          unsigned int seed) {
+  return kiln::fuzz::mutatePlan(data, size, maxSize, seed);
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string bytes(reinterpret_cast<const char*>(data), size);
