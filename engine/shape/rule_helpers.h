@@ -1,4 +1,5 @@
-// Helpers the shape rule files share (shape_rules.cpp, shape_rules_spatial.cpp).
+// Helpers the shape rule files share (shape_rules.cpp, shape_rules_tensor.cpp,
+// shape_rules_spatial.cpp, ...).
 // Internal to shape inference.
 #pragma once
 
@@ -46,6 +47,8 @@ inline std::optional<std::vector<int64_t>> constInts(const Ins& in, size_t i) {
   return v;
 }
 
+// Registers the rules of the ops that move or index tensors (shape_rules_tensor.cpp).
+void addTensorShapeRules(std::map<std::string, ShapeRule>& table);
 // Registers the convolution, pooling, resize, pad and depth/space rules.
 void addSpatialShapeRules(std::map<std::string, ShapeRule>& table);
 // Registers the rules of the ai.kiln fused ops (shape_rules_fused.cpp).
