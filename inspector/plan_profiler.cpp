@@ -41,9 +41,8 @@ Result<nlohmann::json> profileOnCuda(const Plan& plan, int iterations,
   if (!device.available)
     return unsupported("cannot profile a CUDA plan here: no usable CUDA device (" + device.reason +
                        ")");
-  cuda::preloadGeneratedKernels(plan.generatedKernels);  // loaded, not compiled, at opt
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<cuda::Engine> engine,
-                        cuda::Engine::create(plan.network, options));
+                        cuda::createEngineForPlan(plan, options.device));
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<cuda::ExecutionContext> context, engine->createContext());
   for (const auto& [name, tensor] : inputs) {
     KILN_RETURN_IF_ERROR(context->setInputShape(name, tensor.shape()));

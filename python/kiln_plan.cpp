@@ -172,10 +172,8 @@ cuda::ExecutionContext& cudaContext(PlanHandle& h, int device) {
         h.title);
   const cuda::DeviceInfo info = cuda::probeCudaDevice(device);
   if (!info.available) throw Error(unsupported("CUDA backend unavailable: " + info.reason));
-  cuda::preloadGeneratedKernels(plan.generatedKernels);
   PlanHandle::CudaState& state = *h.cuda;  // runCuda holds its mutex
-  state.engine =
-      take(cuda::Engine::create(plan.network, cuda::engineOptionsForPlan(plan, device)), h.title);
+  state.engine = take(cuda::createEngineForPlan(plan, device), h.title);
   state.context = take(state.engine->createContext(), h.title);
   return *state.context;
 }

@@ -86,10 +86,8 @@ Result<std::unique_ptr<PlanRunner>> createCudaRunner(std::shared_ptr<const Plan>
   const cuda::DeviceInfo info = cuda::probeCudaDevice(device);
   if (!info.available) return unsupported("CUDA unavailable: " + info.reason);
   KILN_RETURN_IF_ERROR(checkPlanCompatible(plan->identity, cuda::cudaPlanIdentity(info)));
-  cuda::preloadGeneratedKernels(plan->generatedKernels);  // loaded, not compiled
-  KILN_ASSIGN_OR_RETURN(
-      std::shared_ptr<cuda::Engine> engine,
-      cuda::Engine::create(plan->network, cuda::engineOptionsForPlan(*plan, device)));
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<cuda::Engine> engine,
+                        cuda::createEngineForPlan(*plan, device));
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<cuda::ExecutionContext> context, engine->createContext());
   return std::unique_ptr<PlanRunner>(
       std::make_unique<CudaPlanRunner>(std::move(plan), std::move(engine), std::move(context)));

@@ -1,5 +1,7 @@
 #include "kiln/cuda_plan_options.h"
 
+#include "kiln/cuda_generated_kernels.h"
+
 namespace kiln::cuda {
 
 EngineOptions engineOptionsForPlan(const Plan& plan, int device) {
@@ -12,6 +14,11 @@ EngineOptions engineOptionsForPlan(const Plan& plan, int device) {
     if (layer.precision == DataType::kBFloat16) options.precision = Precision::kBFloat16;
   }
   return options;
+}
+
+Result<std::shared_ptr<Engine>> createEngineForPlan(const Plan& plan, int device) {
+  preloadGeneratedKernels(plan.generatedKernels);
+  return Engine::create(plan.network, engineOptionsForPlan(plan, device));
 }
 
 }  // namespace kiln::cuda

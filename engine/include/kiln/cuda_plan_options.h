@@ -1,5 +1,5 @@
-// The CUDA engine options a built plan runs under: what `kiln run PLAN`, `kiln compare`
-// and the profiler (CLI and studio) give a CUDA plan, in one place.
+// The CUDA engine a built plan runs under, and its options: what `kiln run PLAN`,
+// `kiln compare`, the profiler (CLI and studio) and Python give a CUDA plan, in one place.
 #pragma once
 
 #include "kiln/cuda_runtime.h"
@@ -11,5 +11,12 @@ namespace kiln::cuda {
 // float storage precision a CUDA plan's layers share (float16 or bfloat16 when any layer
 // was built in it, else float32). `device` is the ordinal to run on.
 EngineOptions engineOptionsForPlan(const Plan& plan, int device = 0);
+
+// The engine of a built plan, as every runtime of a plan starts it (`kiln run PLAN`,
+// `kiln compare`, the profiler, the studio, the Python API): the plan's generated
+// kernels and cuDNN plan records preloaded (loaded, not compiled or timed again), then
+// its network under engineOptionsForPlan. The callers check the device and the plan's
+// compatibility first; errors are Engine::create's.
+Result<std::shared_ptr<Engine>> createEngineForPlan(const Plan& plan, int device = 0);
 
 }  // namespace kiln::cuda
