@@ -97,8 +97,10 @@ Status exportQdqOnnxWithEngine(const StudioDocument& document, const QString& pa
       NodePrecisions precisions,
       nodePrecisionsFromPlan(plan->record, *document.network(), engineName(document),
                              DataType::kUndefined, QuantizedLayers::kAsQdqFloat32));
-  KILN_ASSIGN_OR_RETURN(QdqExportResult qdq,
-                        exportQdqOnnx(document.modelPath().toStdString(), table, cacheName));
+  KILN_ASSIGN_OR_RETURN(
+      QdqExportResult qdq,
+      exportQdqOnnx(document.modelPath().toStdString(),
+                    calibrationFollowingPlan(table, plan->record, *document.network()), cacheName));
   precisions.source += " and calibration cache '" + cacheName + "'";
   KILN_RETURN_IF_ERROR(writeTyped(document, precisions, path, keepIoTypes, summary, qdq.bytes));
   *summary += QStringLiteral("; %1 Q/DQ pairs on activations, %2 int8 weights")

@@ -88,11 +88,14 @@ void printSummary(const TypedExportResult& r, const NodePrecisions& p, const std
   printReportText(text);
 }
 
-// --calib-cache's Q/DQ export of the model (exit code in `code` when it fails).
-Result<QdqExportResult> qdqExport(const Args& args, int* code) {
+// --calib-cache's Q/DQ export of the model (exit code in `code` when it fails); with a
+// plan, only the layers it ran quantized get pairs (calibrationFollowingPlan).
+Result<QdqExportResult> qdqExport(const Args& args, int* code, const Plan* plan = nullptr,
+                                  const Network* network = nullptr) {
   *code = 1;
   const std::string cache = args.value("calib-cache");
   KILN_ASSIGN_OR_RETURN(CalibrationTable table, loadCalibrationCache(cache));
+  if (plan && network) table = calibrationFollowingPlan(table, plan->record, *network);
   int64_t minChannels = kQdqGpuMinConvChannels;
   if (Status s = args.intValue("min-int8-conv-channels", kQdqGpuMinConvChannels, &minChannels);
       !s.isOk() || minChannels < 0 || minChannels > 4096) {
@@ -166,7 +169,7 @@ int exportQdqWithPlan(const Args& args, DataType reduced) {
                                            QuantizedLayers::kAsQdqFloat32);
   if (!precisions.isOk()) return fail("export-onnx", precisions.status().message());
   int code = 1;
-  auto qdq = qdqExport(args, &code);
+  auto qdq = qdqExport(args, &code, &plan.value(), &network.value());
   if (!qdq.isOk()) return fail("export-onnx", qdq.status().message(), code);
   TypedExportOptions options;
   options.keepIoTypes = args.flag("keep-io-types");

@@ -251,6 +251,29 @@ Result<std::string> withMetadata(const std::string& bytes, const std::string& so
 
 }  // namespace
 
+CalibrationTable calibrationFollowingPlan(const CalibrationTable& table, const BuildRecord& record,
+                                          const Network& network) {
+  std::set<std::string> quantizedNodes;
+  for (const LayerRecord& layer : record.layers)
+    if (layer.precision == DataType::kInt8 || layer.precision == DataType::kFp8E4M3)
+      quantizedNodes.insert(layer.sourceNodes.begin(), layer.sourceNodes.end());
+  std::set<std::string> keep, pin;  // input tensors of quantized / float layers
+  for (const Node& node : network.graph.nodes) {
+    if ((node.opType != "Conv" && node.opType != "MatMul" && node.opType != "Gemm") ||
+        node.inputs.empty())
+      continue;
+    (quantizedNodes.count(node.displayName()) ? keep : pin).insert(node.inputs[0]);
+  }
+  CalibrationTable out = table;
+  for (const std::string& tensor : pin) {
+    if (keep.count(tensor)) continue;
+    auto it = out.tensors.find(tensor);
+    if (it != out.tensors.end() && it->second.pinned == DataType::kUndefined)
+      it->second.pinned = DataType::kFloat32;
+  }
+  return out;
+}
+
 Result<QdqExportResult> exportQdqOnnx(const std::string& modelPath, const CalibrationTable& table,
                                       const std::string& cacheName, QdqFormat format,
                                       int minConvChannels) {

@@ -139,6 +139,15 @@ struct QdqExportResult {
 // default, since the export is for GPU deployment; 0: every convolution, as a CPU
 // build quantizes). ResNet-50's 3-channel stem in INT8 measured 2.9 ms against the
 // FP16 stem's 0.15 ms at batch 64 on an H200.
+// `table` for a Q/DQ export that follows a built plan (`export-onnx --from PLAN
+// --calib-cache C`): the input of every Conv, MatMul and Gemm of `network` that no INT8
+// (or FP8) layer of `record` came from is pinned to float32, so the export quantizes what
+// the plan ran quantized and nothing else (a layer the build left float, e.g. a GEMM
+// whose fused activation has no INT8 kernel, gets no pair). A tensor another, quantized
+// reader shares stays calibrated.
+CalibrationTable calibrationFollowingPlan(const CalibrationTable& table, const BuildRecord& record,
+                                          const Network& network);
+
 enum class QdqFormat { kInt8, kFp8 };
 constexpr int kQdqGpuMinConvChannels = 8;
 Result<QdqExportResult> exportQdqOnnx(const std::string& modelPath, const CalibrationTable& table,

@@ -471,8 +471,9 @@ TEST_F(TypedExportTest, Fp8QdqExportForGemmsOnly) {
 // --from PLAN --calib-cache C: an `--int8 --fp16` plan in one strongly typed model. The
 // INT8 layer (MatMul + Relu) stays float32 between its Q/DQ pairs (no Cast between the
 // DequantizeLinear and the MatMul, where it would keep TensorRT from fusing them), the
-// FP16 layer (the second MatMul, which the cache left float: its input has no range)
-// computes in fp16 behind a Cast, and no INT8 warning is given.
+// FP16 layer (the second MatMul: the cache has a range for its input, but the plan ran it
+// in fp16, so calibrationFollowingPlan pins it) computes in fp16 behind a Cast, and no
+// INT8 warning is given.
 TEST_F(TypedExportTest, QdqPairsWithThePlansFp16Layers) {
   Network net = linearInputs();
   Graph& g = net.graph;
@@ -505,9 +506,14 @@ TEST_F(TypedExportTest, QdqPairsWithThePlansFp16Layers) {
   CalibrationTable table;
   table.method = "minmax";
   table.tensors["x"].amax = 2.54;
-  auto qdq = exportQdqOnnx(path, table, "c.cache");
+  table.tensors["z"].amax = 3.0;  // a range for u's input too: the plan ran u in fp16
+  EXPECT_EQ(exportQdqOnnx(path, table, "c.cache")->activationPairs, 2);
+  const CalibrationTable followed = calibrationFollowingPlan(table, record, net);
+  EXPECT_EQ(followed.tensors.at("z").pinned, DataType::kFloat32);
+  EXPECT_EQ(followed.tensors.at("x").pinned, DataType::kUndefined);
+  auto qdq = exportQdqOnnx(path, followed, "c.cache");
   ASSERT_TRUE(qdq.isOk()) << qdq.status().message();
-  EXPECT_EQ(qdq->activationPairs, 1);
+  EXPECT_EQ(qdq->activationPairs, 1);  // x's only: the pair on z would make u INT8
   auto typed = exportStronglyTypedOnnxBytes(qdq->bytes, path, *p);
   ASSERT_TRUE(typed.isOk()) << typed.status().message();
   EXPECT_EQ(typed->reducedNodes, 1);
