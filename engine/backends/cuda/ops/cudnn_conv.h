@@ -95,9 +95,11 @@ Status makePointwiseOp(cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t x,
 // beta 1), GELU (GELU_FWD is the erf form, GELU_APPROX_TANH_FWD the tanh form); false
 // for the activations cuDNN's graphs do not have (the clamps, leaky ReLU, hard swish).
 bool cudnnActivationMode(EpilogueActivation activation, cudnnPointwiseMode_t* mode);
-// Whether only cuDNN's runtime-compiled (NVRTC) engines fuse `activation` into a
-// convolution or matrix product: every mode above but ReLU (measured: cuDNN 9.19 on an
-// H200 offers no precompiled engine for a SiLU or GELU epilogue).
+// Whether a layer with `activation` also tries one of cuDNN's runtime-compiled (NVRTC)
+// engines for its fused graph: every mode above but ReLU. Measured on an H200 with cuDNN
+// 9.19: no precompiled engine takes a SiLU or GELU epilogue (EfficientNet-B0's convolutions
+// with SiLU won 36 of 81 races that way); sigmoid and tanh try one as well (EfficientNet's
+// squeeze-excitation expansions), which was part of that measured configuration.
 bool activationNeedsRuntimeFusion(EpilogueActivation activation);
 
 // A finalized operation graph of `ops` on `handle`.
