@@ -79,10 +79,9 @@ Result<NodePrecisions> nodePrecisionsFromPlan(const BuildRecord& record, const N
     return invalidArgument(planName + ": none of the plan's layers comes from a node of '" +
                            network.sourcePath + "' (was the plan built from another model?)");
   if (!quantizedLayers.empty())
-    out.warnings.push_back(std::to_string(quantizedLayers.size()) +
-                           " INT8/FP8 layers are written in float (e.g. '" +
-                           *quantizedLayers.begin() +
-                           "'); give --calib-cache too for them as Q/DQ pairs");
+    out.warnings.push_back(
+        std::to_string(quantizedLayers.size()) + " INT8/FP8 layers are written in float (e.g. '" +
+        *quantizedLayers.begin() + "'); give --calib-cache too for them as Q/DQ pairs");
   return out;
 }
 

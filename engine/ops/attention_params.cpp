@@ -63,8 +63,8 @@ Result<AttentionLayouts> attentionLayouts(const Node& node, int opset, const Sha
     return invalidArgument("Q " + dims(q) + " and K " + dims(k) + " head sizes differ");
   if (s.k.heads <= 0 || s.q.heads % s.k.heads != 0)
     return invalidArgument("query heads (" + std::to_string(s.q.heads) +
-                           ") must be a multiple of key/value heads (" +
-                           std::to_string(s.k.heads) + ")");
+                           ") must be a multiple of key/value heads (" + std::to_string(s.k.heads) +
+                           ")");
   s.group = s.q.heads / s.k.heads;
   return s;
 }

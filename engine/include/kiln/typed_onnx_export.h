@@ -51,10 +51,9 @@ struct NodePrecisions {
 // nodes, as TensorRT's explicit quantization wants them (a Cast there would keep it
 // from fusing the pairs into the layer).
 enum class QuantizedLayers { kAsBuildFloat, kAsQdqFloat32 };
-Result<NodePrecisions> nodePrecisionsFromPlan(const BuildRecord& record, const Network& network,
-                                              const std::string& planName, DataType reduced,
-                                              QuantizedLayers quantized =
-                                                  QuantizedLayers::kAsBuildFloat);
+Result<NodePrecisions> nodePrecisionsFromPlan(
+    const BuildRecord& record, const Network& network, const std::string& planName,
+    DataType reduced, QuantizedLayers quantized = QuantizedLayers::kAsBuildFloat);
 
 // The decisions of a constraints file (`kiln debug precision`): a node takes the
 // precision of the rule that names it (kiln/builder_config.h's findLayerRule: its own
@@ -106,10 +105,10 @@ Result<TypedExportResult> exportStronglyTypedOnnxBytes(const std::string& bytes,
                                                        const TypedExportOptions& options = {});
 
 struct QdqExportResult {
-  std::string bytes;                     // the serialized ModelProto
-  int activationPairs = 0;               // QuantizeLinear/DequantizeLinear pairs on activations
-  int weightDequantizers = 0;            // per-channel DequantizeLinear nodes on int8 weights
-  int foldedBatchNorms = 0;  // BatchNormalizations folded into the INT8 Conv before them
+  std::string bytes;           // the serialized ModelProto
+  int activationPairs = 0;     // QuantizeLinear/DequantizeLinear pairs on activations
+  int weightDequantizers = 0;  // per-channel DequantizeLinear nodes on int8 weights
+  int foldedBatchNorms = 0;    // BatchNormalizations folded into the INT8 Conv before them
   std::vector<std::string> floatLayers;  // "node: why" for Conv/MatMul/Gemm left in float
 };
 

@@ -290,9 +290,8 @@ Status readCache(const GpuKernelContext& ctx, AttentionSpec* s) {
                                               s->k, ctx.input(1).type);
     if (!keyLength.isOk()) return ctx.error(keyLength.status().message());
     s->pastLen = keyLength.value();
-    auto valueLength = ops::attentionPastLength("past_value", ctx.input(5).shape,
-                                                ctx.input(5).type, s->v, ctx.input(2).type,
-                                                s->pastLen);
+    auto valueLength = ops::attentionPastLength("past_value", ctx.input(5).shape, ctx.input(5).type,
+                                                s->v, ctx.input(2).type, s->pastLen);
     if (!valueLength.isOk()) return ctx.error(valueLength.status().message());
   }
   s->totalLen = s->pastLen + s->k.seq;

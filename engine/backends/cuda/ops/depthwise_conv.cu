@@ -5,10 +5,10 @@
 // idles on C = 96 or 72; kTileRows = 32 / G keeps 128 threads busy). Its threads first copy
 // the tile's input window (zero outside the image: the padding; cp.async, every copy in
 // flight at once) and the slice's filters (float, transposed from W's [C, R, S] to
-// [R, S, C], loaded while the copies run) into shared memory; then each thread computes 4 consecutive outputs of one row for
-// one pack of 8 channels from shared memory, in float, the epilogue applied before its
-// 16-byte stores. (A first form read the window through L1 from each thread's registers:
-// ~15x its floor, every filter row one global-memory latency.)
+// [R, S, C], loaded while the copies run) into shared memory; then each thread computes 4
+// consecutive outputs of one row for one pack of 8 channels from shared memory, in float, the
+// epilogue applied before its 16-byte stores. (A first form read the window through L1 from each
+// thread's registers: ~15x its floor, every filter row one global-memory latency.)
 //
 // Floor (ConvNeXt-T stage 1 at batch 128: X and Y of 128 x 56 x 56 x 96 fp16, 77 MB
 // each): 154 MB of DRAM traffic, ~0.045 ms at 3.4 TB/s; 49 FMAs per output, 1.9 G FMA,

@@ -5,8 +5,7 @@
 namespace kiln::cuda {
 namespace {
 
-constexpr int64_t kUidA = 1, kUidB = 2, kUidD = 3, kUidBias = 4, kUidProduct = 10,
-                  kUidBiased = 11;
+constexpr int64_t kUidA = 1, kUidB = 2, kUidD = 3, kUidBias = 4, kUidProduct = 10, kUidBiased = 11;
 
 // A packed row-major [1, rows, cols] tensor (cuDNN's matmul wants a batch dim).
 Status makeMatrix(CudnnDescriptor* desc, cudnnDataType_t type, int64_t rows, int64_t cols,
