@@ -81,8 +81,7 @@ bool needsEpiloguePass(const FusedMatMulRun& r) {
 
 Status runCublasLt(GpuKernelContext& ctx, const FusedMatMulRun& r, FusedMatMulState* state) {
   const GemmProblem& p = r.problem;
-  KILN_RETURN_IF_ERROR(
-      runGemm(ctx, p, r.a, r.b, r.out, p.bias ? r.bias : nullptr, &state->gemm));
+  KILN_RETURN_IF_ERROR(runGemm(ctx, p, r.a, r.b, r.out, p.bias ? r.bias : nullptr, &state->gemm));
   if (!needsEpiloguePass(r)) return Status::ok();
   return applyConvEpilogue(r.out, p.type, p.bias ? nullptr : r.bias, nullptr, p.m, p.n, 1,
                            r.epilogue, ctx.stream());
@@ -132,7 +131,9 @@ Status choose(GpuKernelContext& ctx, const FusedMatMulRun& r, FusedMatMulState* 
     return ctx.unsupported("cuDNN has no fused graph engine: " + why);
   if (plans.empty()) {
     KILN_RETURN_IF_ERROR(runCublasLt(ctx, r, state));  // builds the cuBLASLt plan
-    ctx.setImplementation(lt + (path == "auto" ? "; cudnn fused graph: " + why : ""));
+    // Why cuDNN's graph was not tried, where it could have taken a pass away.
+    const bool relevant = path == "auto" && needsEpiloguePass(r) && r.problem.bias;
+    ctx.setImplementation(lt + (relevant ? "; cudnn fused graph: " + why : ""));
     return Status::ok();
   }
   float bestMs = 1e30f;
@@ -157,10 +158,10 @@ Status choose(GpuKernelContext& ctx, const FusedMatMulRun& r, FusedMatMulState* 
   }
   if (path == "cudnn_graph" && !state->cudnn)
     return ctx.unsupported("no cuDNN fused graph plan ran: " + timings.str());
-  const std::string winner =
-      state->cudnn ? "cudnn fused graph " + state->cudnn->description.substr(6) + " (matmul + bias + " +
-                         activation + ")"
-                   : lt;
+  const std::string winner = state->cudnn
+                                 ? "cudnn fused graph " + state->cudnn->description.substr(6) +
+                                       " (matmul + bias + " + activation + ")"
+                                 : lt;
   ctx.setImplementation(winner + "; timed {" + timings.str() + "}");
   return Status::ok();
 }
