@@ -35,6 +35,7 @@
 #include "backends/cuda/ops/channel_pad.h"
 #include "backends/cuda/ops/conv_epilogue.h"
 #include "backends/cuda/ops/cudnn_conv.h"
+#include "backends/cuda/ops/cudnn_plan_cache.h"
 #include "backends/cuda/ops/depthwise_conv.h"
 #include "backends/cuda/ops/grouped_filter.h"
 #include "ir/channels_last.h"
@@ -219,7 +220,33 @@ Status runChosen(GpuKernelContext& ctx, cudnnHandle_t handle, const FusedConvSta
                            p.epilogue, ctx.stream());
 }
 
-// The fused graph's plans, or why there are none.
+// The fused graph of `p` as text: the key of its plan record (cudnn_plan_cache.h).
+std::string fusedGraphText(const FusedConvProblem& p) {
+  const ConvGeometry& g = p.geometry;
+  std::ostringstream out;
+  auto dims = [&](const char* name, const std::vector<int64_t>& v) {
+    out << name;
+    for (int64_t d : v) out << ' ' << d;
+    out << ';';
+  };
+  out << "fused conv graph " << dataTypeName(g.type) << (g.channelsLast ? " nhwc" : " nchw")
+      << (g.transpose ? " transpose" : "") << (g.tf32 ? " tf32;" : ";");
+  dims("x", g.x);
+  dims("w", g.w);
+  dims("y", g.y);
+  dims("pre", g.pre);
+  dims("post", g.post);
+  dims("strides", g.strides);
+  dims("dilations", g.dilations);
+  out << "bias " << (p.bias != nullptr) << "; z " << (p.z != nullptr) << "; act "
+      << static_cast<int>(p.epilogue.activation);
+  return out.str();
+}
+
+// The fused graph's plans, or why there are none. A runtime-compiled (NVRTC) plan this
+// process or the plan file already has for the same graph is built again from its
+// record (serialized: no compile), the heuristics not asked; one compiled here is
+// recorded, so that later layers of the same shape, and a plan file's runtime, reuse it.
 std::vector<std::unique_ptr<CudnnPlan>> fusedGraphPlans(GpuKernelContext& ctx, cudnnHandle_t handle,
                                                         const FusedConvProblem& p,
                                                         std::string* why) {
@@ -229,6 +256,16 @@ std::vector<std::unique_ptr<CudnnPlan>> fusedGraphPlans(GpuKernelContext& ctx, c
   if (!built.isOk()) {
     *why = built.message();
     return plans;
+  }
+  Result<std::string> key = cudnnPlanKey(fusedGraphText(p));
+  CudnnPlanRecord record;
+  if (key.isOk() && findCudnnPlanRecord(key.value(), &record)) {
+    Result<std::unique_ptr<CudnnPlan>> plan = planFromRecord(handle, graph.get(), record);
+    if (plan.isOk()) {
+      rememberCudnnPlanRecord(key.value(), record, ctx.node().displayName());
+      plans.push_back(std::move(plan.value()));
+      return plans;
+    }
   }
   std::vector<std::string> rejected;
   PlanFilter filter = convPlanFilter(ctx, p.geometry);
@@ -257,6 +294,14 @@ std::vector<std::unique_ptr<CudnnPlan>> fusedGraphPlans(GpuKernelContext& ctx, c
     *why = found.message();
   else if (plans.empty())
     *why = rejected.empty() ? "no engine for the graph" : rejected.front();
+  for (const auto& plan : plans) {
+    if (!key.isOk() || !plan->choice.runtimeCompiled) continue;
+    CudnnPlanRecord compiled;
+    compiled.choice = plan->choice;
+    compiled.json = serializeCudnnPlan(*plan);
+    rememberCudnnPlanRecord(key.value(), compiled, ctx.node().displayName());
+    break;  // one runtime-compiled candidate per layer (fusedGraphPlans' filter)
+  }
   return plans;
 }
 

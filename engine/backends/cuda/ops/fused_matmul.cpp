@@ -125,7 +125,7 @@ Status choose(GpuKernelContext& ctx, const FusedMatMulRun& r, FusedMatMulState* 
     KILN_ASSIGN_OR_RETURN(cudnnHandle_t handle, ctx.libraries().cudnn(ctx.stream()));
     plans = matMulEpiloguePlans(
         handle, {r.problem.type, r.problem.m, r.problem.n, r.problem.k, r.epilogue.activation}, 2,
-        ctx.options().workspaceLimitBytes, &why);
+        ctx.options().workspaceLimitBytes, ctx.node().displayName(), &why);
   }
   if (path == "cudnn_graph" && plans.empty())
     return ctx.unsupported("cuDNN has no fused graph engine: " + why);

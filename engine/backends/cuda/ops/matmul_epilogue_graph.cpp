@@ -1,6 +1,7 @@
 #include "backends/cuda/ops/matmul_epilogue_graph.h"
 
 #include "backends/cuda/ops/cudnn_graph_ops.h"
+#include "backends/cuda/ops/cudnn_plan_cache.h"
 
 namespace kiln::cuda {
 namespace {
@@ -36,6 +37,12 @@ Status buildGraph(cudnnHandle_t handle, const MatMulEpilogueProblem& p, CudnnDes
 
 }  // namespace
 
+std::string matMulEpilogueGraphText(const MatMulEpilogueProblem& p) {
+  return "matmul epilogue graph " + std::string(dataTypeName(p.type)) + "; m " +
+         std::to_string(p.m) + "; n " + std::to_string(p.n) + "; k " + std::to_string(p.k) +
+         "; act " + std::to_string(static_cast<int>(p.activation));
+}
+
 std::string matMulEpilogueUnsupported(const MatMulEpilogueProblem& p) {
   if (p.type != DataType::kFloat16 && p.type != DataType::kBFloat16)
     return std::string("a ") + dataTypeName(p.type) + " product (float16 and bfloat16 only)";
@@ -48,6 +55,7 @@ std::string matMulEpilogueUnsupported(const MatMulEpilogueProblem& p) {
 std::vector<std::unique_ptr<CudnnPlan>> matMulEpiloguePlans(cudnnHandle_t handle,
                                                             const MatMulEpilogueProblem& p,
                                                             int wanted, int64_t workspaceLimit,
+                                                            const std::string& layer,
                                                             std::string* why) {
   std::vector<std::unique_ptr<CudnnPlan>> plans;
   if (std::string no = matMulEpilogueUnsupported(p); !no.empty()) {
@@ -58,6 +66,18 @@ std::vector<std::unique_ptr<CudnnPlan>> matMulEpiloguePlans(cudnnHandle_t handle
   if (Status built = buildGraph(handle, p, &graph); !built.isOk()) {
     *why = built.message();
     return plans;
+  }
+  // A runtime-compiled plan this process or the plan file already has for the same graph
+  // is restored from its record (serialized: no compile), the heuristics not asked.
+  Result<std::string> key = cudnnPlanKey(matMulEpilogueGraphText(p));
+  CudnnPlanRecord record;
+  if (key.isOk() && findCudnnPlanRecord(key.value(), &record)) {
+    Result<std::unique_ptr<CudnnPlan>> plan = planFromRecord(handle, graph.get(), record);
+    if (plan.isOk()) {
+      rememberCudnnPlanRecord(key.value(), record, layer);
+      plans.push_back(std::move(plan.value()));
+      return plans;
+    }
   }
   PlanFilter filter;
   filter.wanted = wanted;
@@ -71,6 +91,14 @@ std::vector<std::unique_ptr<CudnnPlan>> matMulEpiloguePlans(cudnnHandle_t handle
     *why = found.message();
   else if (plans.empty())
     *why = rejected.empty() ? "no engine for the graph" : rejected.front();
+  for (const auto& plan : plans) {
+    if (!key.isOk() || !plan->choice.runtimeCompiled) continue;
+    CudnnPlanRecord compiled;
+    compiled.choice = plan->choice;
+    compiled.json = serializeCudnnPlan(*plan);
+    rememberCudnnPlanRecord(key.value(), compiled, layer);
+    break;  // at most one runtime-compiled candidate (the filter's limit)
+  }
   return plans;
 }
 

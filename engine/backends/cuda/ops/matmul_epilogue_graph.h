@@ -27,11 +27,17 @@ std::string matMulEpilogueUnsupported(const MatMulEpilogueProblem& p);
 
 // Up to `wanted` finalized plans of the graph of `p` (at most one runtime-compiled, at
 // most `workspaceLimit` bytes of workspace); empty with the reason in `why` when cuDNN has
-// none.
+// none. The runtime-compiled plan is recorded for `layer` by the graph's text
+// (cudnn_plan_cache.h): the same graph later, in this process or from a plan file, is
+// restored serialized instead of compiled again.
 std::vector<std::unique_ptr<CudnnPlan>> matMulEpiloguePlans(cudnnHandle_t handle,
                                                             const MatMulEpilogueProblem& p,
                                                             int wanted, int64_t workspaceLimit,
+                                                            const std::string& layer,
                                                             std::string* why);
+
+// The graph of `p` as text: its plan record's key.
+std::string matMulEpilogueGraphText(const MatMulEpilogueProblem& p);
 
 // The variant pack of the graph: A, B, bias and D device pointers.
 CudnnBindings matMulEpilogueBindings(const void* a, const void* b, const void* bias, void* d);
