@@ -3,6 +3,9 @@
 // summation order (1e-4); 16-bit storage rounds inputs and outputs. Then ai.kiln
 // FusedMatMul: every activation at each precision, a one-column output, the layer's
 // implementation text, and Gemm + activation fused through the pipeline.
+#include <cstdlib>
+#include <iostream>
+
 #include "gpu/gpu_op_test.h"
 #include "kiln/passes.h"
 #include "kiln/reference_backend.h"
@@ -266,10 +269,12 @@ TEST(CudaFusedMatMul, ImplementationSaysWhereTheActivationRuns) {
     expectTensorNear(y.value(), referenceOutput(net, feeds), 1e-4, 1e-4);
     ASSERT_EQ(layers.size(), 1u);
     const std::string& text = layers[0].implementation;
-    const bool pass = std::string(act) == "silu" || std::string(act) == "gelu_tanh";
-    EXPECT_NE(text.find(std::string(act) == "relu" ? "relu+bias epilogue" : "bias epilogue"),
-              std::string::npos)
-        << text;
+    // ReLU and the tanh GELU ride cuBLASLt's epilogue; SiLU needs Kiln's pass.
+    const bool pass = std::string(act) == "silu";
+    const std::string epilogue = std::string(act) == "relu"        ? "relu+bias epilogue"
+                                 : std::string(act) == "gelu_tanh" ? "gelu(tanh form)+bias epilogue"
+                                                                   : "bias epilogue";
+    EXPECT_NE(text.find(epilogue), std::string::npos) << text;
     EXPECT_EQ(
         text.find("kiln epilogue (" + std::string(act) + ", packs of 4)") != std::string::npos,
         pass)
@@ -352,6 +357,62 @@ TEST(CudaFusedMatMul, UnknownPathIsAnError) {
   ASSERT_FALSE(out.isOk());
   EXPECT_NE(out.status().message().find("unknown path 'fastest'"), std::string::npos)
       << out.status().message();
+}
+
+}  // namespace
+}  // namespace kiln::test
+
+namespace kiln::test {
+namespace {
+
+// The implementation text of a one-layer FusedMatMul network run at fp16.
+std::string fusedMatMulText(GpuOpTest& op) {
+  std::vector<cuda::LayerInfo> layers;
+  auto out = runCudaPoisoned(op.network(), roundTo(op.feeds(), cuda::Precision::kFloat16),
+                             cuda::Precision::kFloat16, "out0", &layers);
+  EXPECT_TRUE(out.isOk()) << out.status().toString();
+  return layers.size() == 1 ? layers[0].implementation : std::string();
+}
+
+// An erf GELU through cuBLASLt's GELU epilogue (the tanh form, within 4.7e-4 of erf):
+// forced with path cublaslt_gelu_tanh it matches the erf reference at fp16 and bf16; a
+// float32 product refuses it (the layer then runs on the host, its note says why); on the
+// auto path it is one of the timed candidates
+// unless KILN_EXACT_GELU=1; the tanh GELU itself rides the epilogue with no Kiln pass.
+TEST(CudaFusedMatMul, ErfGeluThroughCublasLtTanhEpilogue) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest forced = fusedMatMul(MatMulActivation{"gelu_erf"});
+  forced.attr("path", std::string("cublaslt_gelu_tanh"))
+      .input(randomFloats({2, 96, 64}, 150))
+      .constant(randomFloats({64, 40}, 151))
+      .constant(randomFloats({40}, 152));
+  forced.check({{cuda::Precision::kFloat16, 1e-2, 1e-2}, {cuda::Precision::kBFloat16, 6e-2, 6e-2}});
+  std::vector<cuda::LayerInfo> fp32Layers;
+  auto fp32 = runCudaPoisoned(forced.network(), forced.feeds(), cuda::Precision::kFloat32, "out0",
+                              &fp32Layers);
+  ASSERT_TRUE(fp32.isOk()) << fp32.status().toString();
+  ASSERT_EQ(fp32Layers.size(), 1u);
+  EXPECT_NE(fp32Layers[0].placement, cuda::LayerPlacement::kGpu)
+      << "the tanh form was used for a float32 erf GELU: " << fp32Layers[0].implementation;
+  EXPECT_NE(fp32Layers[0].note.find("not a 16-bit product"), std::string::npos)
+      << fp32Layers[0].note;
+
+  forced.attr("path", std::string("auto"));
+  const std::string raced = fusedMatMulText(forced);
+  std::cout << "  gelu_erf auto: " << raced << "\n";
+  EXPECT_NE(raced.find("cublasLt gelu epilogue (tanh form)="), std::string::npos) << raced;
+  ASSERT_EQ(setenv("KILN_EXACT_GELU", "1", 1), 0);
+  const std::string exact = fusedMatMulText(forced);
+  unsetenv("KILN_EXACT_GELU");
+  EXPECT_EQ(exact.find("tanh form"), std::string::npos) << exact;
+
+  GpuOpTest tanhGelu = fusedMatMul(MatMulActivation{"gelu_tanh"});
+  tanhGelu.input(randomFloats({2, 96, 64}, 153))
+      .constant(randomFloats({64, 40}, 154))
+      .constant(randomFloats({40}, 155));
+  const std::string text = fusedMatMulText(tanhGelu);
+  EXPECT_NE(text.find("gelu(tanh form)+bias epilogue"), std::string::npos) << text;
+  EXPECT_EQ(text.find("kiln epilogue"), std::string::npos) << text;
 }
 
 }  // namespace

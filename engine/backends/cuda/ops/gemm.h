@@ -23,6 +23,9 @@ struct GemmProblem {
   float alpha = 1.f, beta = 0.f;
   bool bias = false;  // bias vector of length n added to every row
   bool relu = false;  // with bias: max(0, .) after it (cuBLASLt's RELU_BIAS epilogue)
+  // With bias and not relu: GELU after it, cuBLASLt's GELU_BIAS epilogue, which computes
+  // the tanh form 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+  bool geluTanh = false;
   bool tf32 = false;
   // Byte alignment of the A, B, D (and bias) pointers, up to 256: the algorithm must
   // accept them. Filled in by runGemm from the actual pointers.
@@ -32,8 +35,8 @@ struct GemmProblem {
     return type == o.type && m == o.m && n == o.n && k == o.k && transA == o.transA &&
            transB == o.transB && batch == o.batch && strideA == o.strideA && strideB == o.strideB &&
            strideD == o.strideD && alpha == o.alpha && beta == o.beta && bias == o.bias &&
-           relu == o.relu && tf32 == o.tf32 && alignA == o.alignA && alignB == o.alignB &&
-           alignD == o.alignD;
+           relu == o.relu && geluTanh == o.geluTanh && tf32 == o.tf32 && alignA == o.alignA &&
+           alignB == o.alignB && alignD == o.alignD;
   }
 };
 

@@ -62,7 +62,9 @@ Status buildPlan(GpuKernelContext& ctx, const GemmProblem& p, GemmPlan* plan) {
   KILN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSB, &opSecond,
                                                    sizeof(opSecond)));
   if (p.bias) {
-    cublasLtEpilogue_t epilogue = p.relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
+    const cublasLtEpilogue_t epilogue = p.relu       ? CUBLASLT_EPILOGUE_RELU_BIAS
+                                        : p.geluTanh ? CUBLASLT_EPILOGUE_GELU_BIAS
+                                                     : CUBLASLT_EPILOGUE_BIAS;
     KILN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE,
                                                      &epilogue, sizeof(epilogue)));
   }
@@ -91,7 +93,11 @@ Status buildPlan(GpuKernelContext& ctx, const GemmProblem& p, GemmPlan* plan) {
 
 std::string gemmImplementation(const GemmProblem& p) {
   return "cublasLt heuristic algorithm (" + std::string(p.tf32 ? "tf32" : "fp32 accumulate") +
-         (p.bias ? (p.relu ? ", relu+bias epilogue" : ", bias epilogue") : "") + ")";
+         (p.bias ? (p.relu       ? ", relu+bias epilogue"
+                    : p.geluTanh ? ", gelu(tanh form)+bias epilogue"
+                                 : ", bias epilogue")
+                 : "") +
+         ")";
 }
 
 Status runGemm(GpuKernelContext& ctx, const GemmProblem& problem, const void* a, const void* b,
