@@ -56,13 +56,16 @@ struct ReportLayer {
   std::string precision;  // "FP32", "FP16", "INT8", ... ("" when unknown)
   std::string precisionReason;
   std::string tactic;
-  std::string tacticValue;      // "0x..." as trtexec prints it
-  std::string tacticSource;     // "" when unknown
-  double milliseconds = -1;     // per-inference time: the profile's median, else the build timing
-  double averageMs = -1;        // from a profile; -1 when none
-  double percentage = -1;       // share of the total layer time, 0..100; -1 when untimed
-  int64_t workspaceBytes = -1;  // -1 when unknown
-  int64_t outputBytes = 0;      // bytes of its outputs at the reported dimensions
+  std::string tacticValue;   // "0x..." as trtexec prints it
+  std::string tacticSource;  // "" when unknown
+  double milliseconds = -1;  // per-inference time: the profile's median, else the build timing
+  double averageMs = -1;     // from a profile; -1 when none
+  // What the profiled engine said it ran for the layer (a Kiln profile's
+  // "implementation": the CUDA runtime's text, or a CPU plan's tactic); "" when unknown.
+  std::string profiledImplementation;
+  double percentage = -1;                // share of the total layer time, 0..100; -1 when untimed
+  int64_t workspaceBytes = -1;           // -1 when unknown
+  int64_t outputBytes = 0;               // bytes of its outputs at the reported dimensions
   std::vector<std::string> sourceNodes;  // ONNX nodes it implements (provenance)
   std::string fusion;                    // the pass that fused them
   std::vector<ReportTensor> inputs, outputs;

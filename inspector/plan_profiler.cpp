@@ -58,6 +58,9 @@ Result<nlohmann::json> profileOnCuda(const Plan& plan, int iterations,
   LayerTimes times(*plan.network);
   for (const cuda::LayerTiming& timing : context->takeLayerTimings())
     times.append(timing.name, {timing.milliseconds.begin(), timing.milliseconds.end()});
+  // In the words of the build's candidate detail, so the two compare as they are.
+  for (const cuda::LayerInfo& layer : context->layers())
+    times.describe(layer.name, cuda::layerDescription(layer));
   return times.profileJson();
 }
 
@@ -70,6 +73,12 @@ LayerTimes::LayerTimes(const Network& network) {
     m_names.push_back(node.displayName());
   }
   m_samples.resize(m_names.size());
+  m_implementations.resize(m_names.size());
+}
+
+void LayerTimes::describe(const std::string& name, const std::string& implementation) {
+  auto found = m_byName.find(name);
+  if (found != m_byName.end()) m_implementations[found->second] = implementation;
 }
 
 void LayerTimes::record(const Node& node, double milliseconds) {
@@ -83,6 +92,7 @@ void LayerTimes::append(const std::string& name, const std::vector<double>& mill
     found = m_byName.emplace(name, m_names.size()).first;
     m_names.push_back(name);
     m_samples.emplace_back();
+    m_implementations.emplace_back();
   }
   std::vector<double>& samples = m_samples[found->second];
   samples.insert(samples.end(), milliseconds.begin(), milliseconds.end());
@@ -101,11 +111,13 @@ nlohmann::json LayerTimes::profileJson() const {
   out.push_back({{"count", count}});
   for (size_t i = 0; i < m_samples.size(); ++i) {
     if (m_samples[i].empty()) continue;
-    out.push_back({{"name", m_names[i]},
-                   {"timeMs", sums[i]},
-                   {"averageMs", sums[i] / static_cast<double>(m_samples[i].size())},
-                   {"medianMs", median(m_samples[i])},
-                   {"percentage", total > 0 ? 100.0 * sums[i] / total : 0.0}});
+    nlohmann::json layer = {{"name", m_names[i]},
+                            {"timeMs", sums[i]},
+                            {"averageMs", sums[i] / static_cast<double>(m_samples[i].size())},
+                            {"medianMs", median(m_samples[i])},
+                            {"percentage", total > 0 ? 100.0 * sums[i] / total : 0.0}};
+    if (!m_implementations[i].empty()) layer["implementation"] = m_implementations[i];
+    out.push_back(std::move(layer));
   }
   return out;
 }
@@ -148,7 +160,11 @@ Result<nlohmann::json> profilePlanOnCpu(const Plan& plan, int iterations, uint64
   ReferenceRunOptions options;
   options.cancel = cancel;
   // A CUDA plan's tactics are GPU kernels the reference backend does not know.
-  if (plan.identity.backend == "cpu") options.layerImplementations = plan.layers;
+  if (plan.identity.backend == "cpu") {
+    options.layerImplementations = plan.layers;
+    for (size_t i = 0; i < plan.layers.size() && i < network.graph.nodes.size(); ++i)
+      times.describe(network.graph.nodes[i].displayName(), plan.layers[i].tactic);
+  }
   options.onNodeTimed = [&](const Node& node, double ms) {
     if (measuring) times.record(node, ms);
   };

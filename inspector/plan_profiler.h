@@ -22,7 +22,9 @@ namespace kiln::inspector {
 
 // Per-layer samples of repeated runs, in execution order: the one place Kiln writes
 // the --exportProfile shape from (the profiler and `kiln run --export-profile` on
-// the CPU both fill one).
+// the CPU both fill one). Beside trtexec's keys a layer may carry "implementation":
+// what the engine that was timed ran for it (the profiler sets it), so a profile says
+// whether a plan's runtime reproduced the build's choices.
 class LayerTimes {
  public:
   // One layer per top-level node of `network`, named by its display name. The
@@ -33,6 +35,8 @@ class LayerTimes {
   void record(const Node& node, double milliseconds);
   // Appends samples to the layer called `name` (a new layer at the end when unknown).
   void append(const std::string& name, const std::vector<double>& milliseconds);
+  // What ran for the layer called `name` (ignored for a name without a layer).
+  void describe(const std::string& name, const std::string& implementation);
 
   // The profile: count = the most samples any layer has; per layer with samples,
   // timeMs = their sum, averageMs, medianMs, and percentage = its share of the summed
@@ -42,6 +46,7 @@ class LayerTimes {
  private:
   std::vector<std::string> m_names;
   std::vector<std::vector<double>> m_samples;
+  std::vector<std::string> m_implementations;
   std::map<const Node*, size_t> m_byNode;
   std::map<std::string, size_t> m_byName;
 };
@@ -56,8 +61,10 @@ using ProfileProgress = std::function<void(int done, int total)>;
 
 // Runs the plan once to warm up, then `iterations` (>= 1) measured times on
 // planInputs(plan, seed), and returns the per-layer profile. A CPU plan runs on the
-// reference backend with its tactics and precisions (wall clock per layer); a CUDA
-// plan on the CUDA runtime at its precision (CUDA events per layer), and without a
+// reference backend with its tactics and precisions (wall clock per layer; each layer's
+// "implementation" is its tactic); a CUDA plan on the CUDA runtime at its precision and
+// with its layers' recorded choices (CUDA events per layer; "implementation" is the
+// runtime's own text, placement first as the BuildRecord's detail has it), and without a
 // usable CUDA device that is an error saying so: the caller decides whether to fall
 // back to profilePlanOnCpu. `cancel` (may be null) is polled between runs and
 // layers and gives kCancelled; `progress` may be empty.

@@ -418,7 +418,10 @@ Status applyProfile(const json& profile, EngineReport* report) {
   std::map<std::string, size_t> byName;
   for (size_t i = 0; i < report->layers.size(); ++i) byName.emplace(report->layers[i].name, i);
   // A layer the profile does not time is untimed: build timings never mix with profile times.
-  for (ReportLayer& l : report->layers) l.milliseconds = l.averageMs = -1;
+  for (ReportLayer& l : report->layers) {
+    l.milliseconds = l.averageMs = -1;
+    l.profiledImplementation.clear();
+  }
   int count = 0;
   for (size_t i = 0; i < profile.size(); ++i) {
     const json& entry = profile[i];
@@ -441,6 +444,8 @@ Status applyProfile(const json& profile, EngineReport* report) {
                         : total >= 0 && count > 0 ? total / count
                                                   : -1;
     layer.milliseconds = numberOr(entry, "medianMs", mean);
+    if (entry.contains("implementation") && entry["implementation"].is_string())
+      layer.profiledImplementation = entry["implementation"].get<std::string>();
   }
   report->profileIterations = count;
   // Shares are recomputed from the medians (the profile's own percentages are shares

@@ -32,11 +32,14 @@ nlohmann::json profileJson(const inspector::EngineReport& report) {
   doc.push_back({{"count", report.profileIterations}});
   for (const auto& layer : report.layers) {
     const double average = layer.averageMs >= 0 ? layer.averageMs : layer.milliseconds;
-    doc.push_back({{"name", layer.name},
-                   {"timeMs", average * report.profileIterations},
-                   {"averageMs", average},
-                   {"medianMs", layer.milliseconds},
-                   {"percentage", layer.percentage}});
+    nlohmann::json entry = {{"name", layer.name},
+                            {"timeMs", average * report.profileIterations},
+                            {"averageMs", average},
+                            {"medianMs", layer.milliseconds},
+                            {"percentage", layer.percentage}};
+    if (!layer.profiledImplementation.empty())
+      entry["implementation"] = layer.profiledImplementation;
+    doc.push_back(std::move(entry));
   }
   return doc;
 }
@@ -97,8 +100,7 @@ void ExportActions::addTo(QMenu* menu) {
                   &ExportActions::exportQdqFromCalibration);
       }));
   m_qdqWithEngine = typed->addAction(
-      tr("INT8 Q/DQ with the engine's &FP16 layers (calibration cache + engine)..."), this,
-      [this] {
+      tr("INT8 Q/DQ with the engine's &FP16 layers (calibration cache + engine)..."), this, [this] {
         runExport(tr("Export INT8 + FP16 ONNX"), tr("ONNX (*.onnx)"), ".int8_fp16.onnx",
                   &ExportActions::exportQdqWithEngine);
       });
@@ -203,8 +205,8 @@ Status ExportActions::exportQdqWithEngine(const QString& path) {
 
 Status ExportActions::exportFp8FromCalibration(const QString& path) {
   QString summary;
-  return reportTyped(
-      exportQdqOnnxFromCalibration(*m_document, path, &summary, QdqFormat::kFp8), summary);
+  return reportTyped(exportQdqOnnxFromCalibration(*m_document, path, &summary, QdqFormat::kFp8),
+                     summary);
 }
 
 Status ExportActions::exportCsv(const QString& path) {

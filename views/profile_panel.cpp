@@ -49,9 +49,14 @@ ProfilePanel::ProfilePanel(StudioDocument* document, JobRunner* jobs, QWidget* p
   m_iterations->setRange(1, 100000);
   m_iterations->setValue(20);
   m_iterations->setSuffix(tr(" iterations"));
-  m_table->setColumnCount(4);
-  m_table->setHorizontalHeaderLabels({tr("Layer"), tr("Median ms"), tr("Average ms"), tr("%")});
-  m_table->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
+  m_table->setColumnCount(5);
+  // "Ran as": what the profiled engine said it ran (the CPU plan's tactic, the CUDA
+  // runtime's text), to set beside the build's choice in the Properties dock.
+  m_table->setHorizontalHeaderLabels(
+      {tr("Layer"), tr("Median ms"), tr("Average ms"), tr("%"), tr("Ran as")});
+  // The layer name sized to its text, "Ran as" (CUDA texts run long) takes the rest.
+  m_table->horizontalHeader()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
+  m_table->horizontalHeader()->setSectionResizeMode(4, QHeaderView::Stretch);
   m_table->verticalHeader()->hide();
   m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
   m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
@@ -190,6 +195,9 @@ void ProfilePanel::showResult() {
         row, 2,
         new QTableWidgetItem(layer.averageMs < 0 ? "-" : QString::number(layer.averageMs, 'f', 4)));
     m_table->setItem(row, 3, new QTableWidgetItem(QString::number(layer.percentage, 'f', 1)));
+    auto* ran = new QTableWidgetItem(QString::fromStdString(layer.profiledImplementation));
+    ran->setToolTip(ran->text());
+    m_table->setItem(row, 4, ran);
   }
 }
 

@@ -247,6 +247,9 @@ void PropertiesPanel::showLayer(const ReportLayer& layer, const QString& title) 
   add(tr("Tactic source"), layer.tacticSource);
   if (layer.milliseconds >= 0) row(s, tr("Time (ms)"), number(layer.milliseconds));
   if (layer.averageMs >= 0) row(s, tr("Average (ms)"), number(layer.averageMs));
+  // What the profiled engine ran, beside the build's choice above (tactics as data: a
+  // plan's runtime takes back the choices its build recorded).
+  add(tr("Ran as (profile)"), layer.profiledImplementation);
   if (layer.percentage >= 0)
     row(s, tr("Share of time"), QStringLiteral("%1 %").arg(layer.percentage, 0, 'f', 2));
   if (layer.workspaceBytes >= 0) row(s, tr("Workspace"), bytesText(layer.workspaceBytes));

@@ -29,8 +29,13 @@ void printStats(const char* label, const LatencyStats& s) {
       label, s.min, s.max, s.mean, s.median, s.p90, s.p99);
 }
 
-// trtexec --exportProfile: [{"count": N}, {"name","timeMs","averageMs","medianMs","percentage"}...]
-nlohmann::json profileJson(const std::vector<cuda::LayerTiming>& layers) {
+// trtexec --exportProfile: [{"count": N},
+// {"name","timeMs","averageMs","medianMs","percentage"}...], each layer with what it ran
+// ("implementation", cuda::layerDescription) where `ran` has it.
+nlohmann::json profileJson(const std::vector<cuda::LayerTiming>& layers,
+                           const std::vector<cuda::LayerInfo>& ran) {
+  std::map<std::string, std::string> implementations;
+  for (const cuda::LayerInfo& l : ran) implementations[l.name] = cuda::layerDescription(l);
   nlohmann::json out = nlohmann::json::array();
   size_t count = 0;
   double total = 0;
@@ -44,11 +49,14 @@ nlohmann::json profileJson(const std::vector<cuda::LayerTiming>& layers) {
     double sum = 0;
     for (double v : ms) sum += v;
     LatencyStats s = summarize(ms);
-    out.push_back({{"name", l.name},
-                   {"timeMs", sum},
-                   {"averageMs", ms.empty() ? 0.0 : sum / ms.size()},
-                   {"medianMs", s.median},
-                   {"percentage", total > 0 ? 100.0 * sum / total : 0.0}});
+    nlohmann::json layer = {{"name", l.name},
+                            {"timeMs", sum},
+                            {"averageMs", ms.empty() ? 0.0 : sum / ms.size()},
+                            {"medianMs", s.median},
+                            {"percentage", total > 0 ? 100.0 * sum / total : 0.0}};
+    if (auto found = implementations.find(l.name); found != implementations.end())
+      layer["implementation"] = found->second;
+    out.push_back(std::move(layer));
   }
   return out;
 }
@@ -149,7 +157,7 @@ int runOnCuda(const Args& args, std::shared_ptr<Network> network,
   }
 
   if (args.has("export-profile")) {
-    Status s = writeJson(args.value("export-profile"), profileJson(r.layerTimings));
+    Status s = writeJson(args.value("export-profile"), profileJson(r.layerTimings, r.layers));
     if (!s.isOk()) return fail("run", s.message());
   }
   if (args.has("export-times")) {
@@ -206,7 +214,7 @@ int runOnCuda(const Args& args, std::shared_ptr<Network> network,
                       {"workspace_bytes", l.workspaceBytes}});
   }
   result["layers"] = layers;
-  if (wantProfile) result["profile"] = profileJson(r.layerTimings);
+  if (wantProfile) result["profile"] = profileJson(r.layerTimings, r.layers);
   if (args.flag("json")) {
     std::printf("%s\n",
                 result.dump(1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());

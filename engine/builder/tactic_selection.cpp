@@ -113,11 +113,13 @@ Result<TacticSelection> selectTactic(TimingSession& session, const Node& node,
     if (ms.isOk()) {
       c.milliseconds = *ms;
       c.detail = session.backend.lastTimingDetail();
+      c.choice = session.backend.lastTimingChoice();
     } else {
       c.rejected = ms.status().message();
     }
     if (config.timingCache && (ms.isOk() || exact))
-      config.timingCache->insert(key, {c.milliseconds, c.rejected, node.displayName(), c.detail});
+      config.timingCache->insert(
+          key, {c.milliseconds, c.rejected, node.displayName(), c.detail, c.choice});
     return Status::ok();
   };
   std::vector<std::pair<size_t, std::string>> retry;  // rejected on synthetic inputs
@@ -135,6 +137,7 @@ Result<TacticSelection> selectTactic(TimingSession& session, const Node& node,
       c.milliseconds = cached->rejected.empty() ? cached->milliseconds : -1;
       c.rejected = cached->rejected;
       c.detail = cached->detail;
+      c.choice = cached->choice;
     } else {
       KILN_RETURN_IF_ERROR(time(c, key, false));
       if (!c.rejected.empty()) retry.push_back({i, key});

@@ -47,6 +47,7 @@ Result<TimingCache> TimingCache::load(const std::string& path) {
     KILN_ASSIGN_OR_RETURN(entry.rejected, jsonMemberOr<std::string>(value, "rejected", "", where));
     KILN_ASSIGN_OR_RETURN(entry.layer, jsonMemberOr<std::string>(value, "layer", "", where));
     KILN_ASSIGN_OR_RETURN(entry.detail, jsonMemberOr<std::string>(value, "detail", "", where));
+    KILN_ASSIGN_OR_RETURN(entry.choice, jsonMemberOr<std::string>(value, "choice", "", where));
     cache.insert(key, entry);
   }
   return cache;
@@ -58,6 +59,7 @@ Status TimingCache::save(const std::string& path) const {
     nlohmann::json value = {{"ms", entry.milliseconds}, {"layer", entry.layer}};
     if (!entry.rejected.empty()) value["rejected"] = entry.rejected;
     if (!entry.detail.empty()) value["detail"] = entry.detail;
+    if (!entry.choice.empty()) value["choice"] = entry.choice;
     entries[key] = value;
   }
   nlohmann::json doc = {{"format", kFormat}, {"version", kVersion}, {"entries", entries}};

@@ -50,13 +50,21 @@ T integerAs(const json& value, const char* key) {
 }
 
 template <>
-int as<int>(const json& value, const char* key) { return integerAs<int>(value, key); }
+int as<int>(const json& value, const char* key) {
+  return integerAs<int>(value, key);
+}
 template <>
-int64_t as<int64_t>(const json& value, const char* key) { return integerAs<int64_t>(value, key); }
+int64_t as<int64_t>(const json& value, const char* key) {
+  return integerAs<int64_t>(value, key);
+}
 template <>
-uint32_t as<uint32_t>(const json& value, const char* key) { return integerAs<uint32_t>(value, key); }
+uint32_t as<uint32_t>(const json& value, const char* key) {
+  return integerAs<uint32_t>(value, key);
+}
 template <>
-uint64_t as<uint64_t>(const json& value, const char* key) { return integerAs<uint64_t>(value, key); }
+uint64_t as<uint64_t>(const json& value, const char* key) {
+  return integerAs<uint64_t>(value, key);
+}
 template <>
 double as<double>(const json& value, const char* key) {
   if (!value.is_number()) wrongType(key, "a number", value);
@@ -190,18 +198,19 @@ json tensorsToJson(const std::vector<TensorRecord>& tensors) {
 std::vector<TensorRecord> tensorsFromJson(const json& in) {
   std::vector<TensorRecord> out;
   for (const json& t : in) {
-    out.push_back({field<std::string>(t, "name"), field<Shape>(t, "dims"),
-                   typeFrom(t.at("type")), field<std::string>(t, "location"),
-                   field<std::string>(t, "format")});
+    out.push_back({field<std::string>(t, "name"), field<Shape>(t, "dims"), typeFrom(t.at("type")),
+                   field<std::string>(t, "location"), field<std::string>(t, "format")});
   }
   return out;
 }
 
 json candidateToJson(const TacticCandidate& c) {
-  return {{"tactic", c.tactic},     {"value", c.tacticValue},
-          {"source", c.source},     {"precision", static_cast<int>(c.precision)},
-          {"ms", c.milliseconds},   {"from_cache", c.fromCache},
-          {"rejected", c.rejected}, {"detail", c.detail}};
+  json out = {{"tactic", c.tactic},     {"value", c.tacticValue},
+              {"source", c.source},     {"precision", static_cast<int>(c.precision)},
+              {"ms", c.milliseconds},   {"from_cache", c.fromCache},
+              {"rejected", c.rejected}, {"detail", c.detail}};
+  if (!c.choice.empty()) out["choice"] = c.choice;  // added with the replayed choices
+  return out;
 }
 
 TacticCandidate candidateFromJson(const json& in) {
@@ -214,6 +223,7 @@ TacticCandidate candidateFromJson(const json& in) {
   c.fromCache = field<bool>(in, "from_cache");
   c.rejected = field<std::string>(in, "rejected");
   c.detail = field<std::string>(in, "detail");
+  if (in.contains("choice")) c.choice = field<std::string>(in, "choice");
   return c;
 }
 
@@ -299,8 +309,7 @@ void recordFromJson(const json& in, BuildRecord* r) {
   configFromJson(in.at("config"), &r->config);
   for (const json& l : in.at("layers")) r->layers.push_back(layerFromJson(l));
   for (const json& p : in.at("passes")) {
-    r->passes.push_back({field<std::string>(p, "pass"),
-                         field<std::vector<std::string>>(p, "nodes"),
+    r->passes.push_back({field<std::string>(p, "pass"), field<std::vector<std::string>>(p, "nodes"),
                          field<std::string>(p, "layer")});
   }
   r->warnings = field<std::vector<std::string>>(in, "warnings");

@@ -6,16 +6,20 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdlib>
+#include <iostream>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "gpu/gpu_op_test.h"
 #include "kiln/builder.h"
+#include "kiln/cuda_plan_options.h"
 #include "kiln/cuda_build_backend.h"
 #include "kiln/cuda_runtime.h"
 #include "kiln/onnx_import.h"
 #include "kiln/reference_backend.h"
 #include "kiln/typed_onnx_export.h"
+#include "plan_profiler.h"
 #include "support/op_test.h"
 
 namespace kiln::test {
@@ -285,6 +289,56 @@ TEST(CudaBuilder, OutOfMemoryDuringBuildFailsCleanlyAndTheProcessBuildsAgain) {
   ASSERT_EQ(cudaMemGetInfo(&freeAfter, &total), cudaSuccess);
   // cuBLAS/cuDNN handles and plan caches the second build made stay for the process.
   EXPECT_GE(freeAfter + (size_t{512} << 20), freeBefore) << "device memory leaked";
+}
+
+}  // namespace
+}  // namespace kiln::test
+
+namespace kiln::test {
+namespace {
+
+// Tactics as data (issue 23): a layer's choice inside its tactic (FusedMatMul's cuBLASLt,
+// tanh-form GELU epilogue or cuDNN graph) is recorded with the winning candidate, and the
+// plan's runtime (the profiler's engine, as `kiln run PLAN`'s) takes it back instead of
+// timing again: every layer runs where the build placed it, and every recorded choice is
+// the one the profiled engine says it ran.
+TEST(CudaBuilder, ProfiledEngineRunsTheChoicesItsBuildRecorded) {
+  KILN_REQUIRE_GPU();
+  auto plan = buildOnCuda(bertConfig(true));
+  ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+  const std::map<std::string, std::string> choices = cuda::layerChoicesOfRecord(plan->record);
+  int raced = 0;  // layers whose build timed candidates inside the tactic
+  for (const LayerRecord& layer : plan->record.layers) {
+    for (const TacticCandidate& c : layer.candidates) {
+      if (c.tactic != layer.tactic || !c.rejected.empty() || c.precision != layer.precision ||
+          layer.opType != "FusedMatMul" || c.detail.find("timed {") == std::string::npos)
+        continue;
+      ++raced;
+      EXPECT_FALSE(c.choice.empty()) << layer.name << " recorded no choice: " << c.detail;
+    }
+  }
+  auto profile = inspector::profilePlan(plan.value(), 2, 5, nullptr, {});
+  ASSERT_TRUE(profile.isOk()) << profile.status().toString();
+  std::map<std::string, std::string> ran;
+  for (size_t i = 1; i < profile->size(); ++i)
+    ran[(*profile)[i]["name"]] = (*profile)[i].value("implementation", "");
+  for (const LayerRecord& layer : plan->record.layers) {
+    const TacticCandidate* winner = nullptr;
+    for (const TacticCandidate& c : layer.candidates)
+      if (c.tactic == layer.tactic && c.rejected.empty() && !winner) winner = &c;
+    if (!winner || !ran.count(layer.name)) continue;  // folded or a view: no time
+    const std::string& implementation = ran[layer.name];
+    // Placement first in both: "gpu: ...", "host fallback: ...".
+    EXPECT_EQ(implementation.substr(0, implementation.find(':')),
+              winner->detail.substr(0, winner->detail.find(':')))
+        << layer.name << ": built " << winner->detail << ", ran " << implementation;
+    auto choice = choices.find(layer.name);
+    if (choice != choices.end())
+      EXPECT_NE(implementation.find("the plan's choice: " + choice->second), std::string::npos)
+          << layer.name << ": built " << winner->detail << ", ran " << implementation;
+  }
+  std::cout << "  " << raced << " raced FusedMatMul candidates, " << choices.size()
+            << " recorded choices\n";
 }
 
 }  // namespace

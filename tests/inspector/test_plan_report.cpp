@@ -5,6 +5,7 @@
 
 #include "engine/builder/builder_fixture.h"
 #include "engine_report.h"
+#include "kiln/cuda_plan_options.h"
 #include "kiln/cuda_runtime.h"
 #include "plan_profiler.h"
 
@@ -100,6 +101,65 @@ TEST(PlanProfiler, ProfileCountsIterationsAndTimesEveryLayer) {
   EXPECT_EQ(r.profileIterations, 3);
   for (size_t i = 0; i < r.layers.size(); ++i)
     EXPECT_EQ(r.layers[i].milliseconds, p[i + 1]["medianMs"].get<double>());
+}
+
+// Tactics as data (issue 23): the profiler says what ran for each layer, and for a CPU
+// plan that is the tactic its BuildRecord chose, layer by layer.
+TEST(PlanProfiler, EachLayerRunsTheTacticItsBuildRecordChose) {
+  const Plan& plan = bertPlan();
+  auto profile = profilePlan(plan, 1, 3, nullptr, {});
+  ASSERT_TRUE(profile.isOk()) << profile.status().toString();
+  const nlohmann::json& p = profile.value();
+  ASSERT_EQ(p.size(), plan.record.layers.size() + 1);
+  for (size_t i = 1; i < p.size(); ++i) {
+    const LayerRecord& built = plan.record.layers[i - 1];
+    ASSERT_TRUE(p[i].contains("implementation")) << p[i].dump();
+    EXPECT_EQ(p[i]["implementation"], built.tactic) << built.name;
+    EXPECT_FALSE(built.tactic.empty()) << built.name;
+  }
+}
+
+// The choices a CUDA plan's runtime takes back: per layer, its winning candidate's (the
+// layer's tactic, not rejected, at the layer's precision where one is).
+TEST(PlanProfiler, LayerChoicesComeFromEachLayersWinningCandidate) {
+  BuildRecord record;
+  auto candidate = [](const std::string& tactic, DataType precision, const std::string& choice,
+                      const std::string& rejected = "") {
+    TacticCandidate c;
+    c.tactic = tactic;
+    c.precision = precision;
+    c.choice = choice;
+    c.rejected = rejected;
+    return c;
+  };
+  LayerRecord gemm;
+  gemm.name = "fc1";
+  gemm.tactic = "cuda.runtime";
+  gemm.precision = DataType::kFloat16;
+  gemm.candidates = {candidate("cuda.runtime", DataType::kFloat32, "cublaslt"),
+                     candidate("cuda.runtime", DataType::kFloat16, "cublaslt_gelu_tanh")};
+  LayerRecord rejected;
+  rejected.name = "fc2";
+  rejected.tactic = "cuda.runtime";
+  rejected.precision = DataType::kFloat16;
+  rejected.candidates = {candidate("cuda.other", DataType::kFloat16, "x"),
+                         candidate("cuda.runtime", DataType::kFloat16, "y", "unsupported: no")};
+  LayerRecord typed;  // strongly typed: records its inputs' type, timed in float32
+  typed.name = "fc3";
+  typed.tactic = "cuda.runtime";
+  typed.precision = DataType::kFloat16;
+  typed.candidates = {candidate("cuda.runtime", DataType::kFloat32, "cudnn_graph:cudnn engine 7")};
+  LayerRecord none;
+  none.name = "relu";
+  none.tactic = "cuda.runtime";
+  none.candidates = {candidate("cuda.runtime", DataType::kFloat32, "")};
+  record.layers = {gemm, rejected, typed, none};
+  const std::map<std::string, std::string> choices = cuda::layerChoicesOfRecord(record);
+  EXPECT_EQ(choices, (std::map<std::string, std::string>{{"fc1", "cublaslt_gelu_tanh"},
+                                                         {"fc3", "cudnn_graph:cudnn engine 7"}}));
+  Plan plan;
+  plan.record = record;
+  EXPECT_EQ(cuda::engineOptionsForPlan(plan).layerChoices, choices);
 }
 
 TEST(PlanProfiler, CancelStopsTheRun) {

@@ -21,6 +21,7 @@
 #include "kiln/onnx_import.h"
 #include "kiln/plan.h"
 #include "main_window.h"
+#include "window_screenshots.h"
 #include "model_graph_view.h"
 #include "profile_panel.h"
 #include "tactics_panel.h"
@@ -257,6 +258,21 @@ class TestMainWindow : public QObject {
     QVERIFY2(profiled.front().at(0).toBool(), qPrintable(profiled.front().at(1).toString()));
     QCOMPARE(window.document()->report()->profileIterations, 3);
     QVERIFY(profile->rowCount() > 0);
+    // Each layer ran the tactic its build chose, and the report says so (tactics as data).
+    for (const auto& layer : window.document()->report()->layers) {
+      QVERIFY2(!layer.profiledImplementation.empty(), layer.name.c_str());
+      QCOMPARE(QString::fromStdString(layer.profiledImplementation),
+               QString::fromStdString(layer.tactic));
+    }
+    // With KILN_SCREENSHOT_DIR set: the Profile dock with its "Ran as" column, and the
+    // first layer's properties with "Ran as (profile)".
+    if (!qEnvironmentVariable("KILN_SCREENSHOT_DIR").isEmpty()) {
+      QWidget* dock = profile;
+      while (dock && !qobject_cast<QDockWidget*>(dock)) dock = dock->parentWidget();
+      if (dock) dock->raise();
+      window.document()->selectLayer(0);
+      test::saveWindowAtScreenSizes(window, "profile-ran-as");
+    }
 
     auto* exports = window.findChild<ExportActions*>();
     QVERIFY(exports);
@@ -290,6 +306,8 @@ class TestMainWindow : public QObject {
     QCOMPARE(profileDoc[0]["count"].get<int>(), 3);
     QCOMPARE(static_cast<int>(profileDoc.size()), 41);
     QVERIFY(profileDoc[1]["medianMs"].get<double>() > 0);
+    QCOMPARE(QString::fromStdString(profileDoc[1].value("implementation", "")),
+             QString::fromStdString(window.document()->report()->layers[0].tactic));
     QCOMPARE(readAll(csv).count('\n'), 41);  // header + one row per layer
     const QByteArray page = readAll(html);
     QVERIFY(page.contains("<svg"));

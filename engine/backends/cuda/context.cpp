@@ -49,6 +49,8 @@ class StepContext final : public GpuKernelContext {
   DataType floatType() const override;
   std::shared_ptr<void>& layerState() override;
   void setImplementation(const std::string& text) override;
+  void setChoice(const std::string& choice) override;
+  std::string plannedChoice() const override;
 
   // Output i as a view of input 0 (alias kernels).
   bool aliasMode = false;
@@ -247,6 +249,7 @@ class ContextImpl final : public ExecutionContext {
       info.opType = node.opType;
       info.placement = step.placement;
       info.implementation = step.implementation;
+      info.choice = step.choice;
       info.note = step.note;
       info.workspaceBytes = step.workspaceBytes;
       out.push_back(std::move(info));
@@ -407,6 +410,14 @@ std::shared_ptr<void>& StepContext::layerState() {
 }
 void StepContext::setImplementation(const std::string& text) {
   m_context.step(m_step).implementation = text;
+}
+void StepContext::setChoice(const std::string& choice) {
+  m_context.step(m_step).choice = choice;
+}
+std::string StepContext::plannedChoice() const {
+  const auto& choices = options().layerChoices;
+  const auto found = choices.find(node().displayName());
+  return found == choices.end() ? std::string() : found->second;
 }
 
 // ---- ContextImpl

@@ -118,6 +118,7 @@ class CudaBuildBackend final : public BuildBackend {
   }
 
   std::string lastTimingDetail() const override { return m_detail; }
+  std::string lastTimingChoice() const override { return m_choice; }
 
   std::string fusedNodeSupport(const Node& fused, const std::vector<DataType>& inputTypes,
                                const std::vector<Shape>& inputShapes) const override {
@@ -195,10 +196,10 @@ class CudaBuildBackend final : public BuildBackend {
     for (const LayerTiming& timing : context->takeLayerTimings())
       times.insert(times.end(), timing.milliseconds.begin(), timing.milliseconds.end());
     m_detail.clear();
+    m_choice.clear();
     for (const LayerInfo& layer : context->layers()) {
-      m_detail = std::string(layerPlacementName(layer.placement)) +
-                 (layer.implementation.empty() ? "" : ": " + layer.implementation) +
-                 (layer.note.empty() ? "" : " (" + layer.note + ")");
+      m_detail = layerDescription(layer);
+      m_choice = layer.choice;
     }
     if (times.empty()) return 0.0;  // folded or a view: nothing runs
     std::sort(times.begin(), times.end());
@@ -210,6 +211,7 @@ class CudaBuildBackend final : public BuildBackend {
   bool m_tf32;
   int64_t m_workspace;
   std::string m_detail;
+  std::string m_choice;
 };
 
 }  // namespace

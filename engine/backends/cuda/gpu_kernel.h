@@ -85,6 +85,13 @@ class GpuKernelContext {
   virtual std::shared_ptr<void>& layerState() = 0;
   // Describes what ran, for the inspector ("cudnn engine 3", "cublasLt algo 21").
   virtual void setImplementation(const std::string& text) = 0;
+  // The choice this layer made among its own candidates, in words a later engine takes
+  // back (FusedMatMul: "cublaslt", "cublaslt_gelu_tanh", "cudnn_graph"): the builder
+  // stores it in the plan (TacticCandidate::choice). A step inside another layer keeps none.
+  virtual void setChoice(const std::string&) {}
+  // The choice the plan recorded for this layer (EngineOptions::layerChoices); "" without
+  // one, and the kernel chooses.
+  virtual std::string plannedChoice() const { return ""; }
 
   // Errors with the node's description prepended.
   Status error(const std::string& message) const;

@@ -29,4 +29,10 @@ const char* layerPlacementName(LayerPlacement placement) {
   return "?";
 }
 
+std::string layerDescription(const LayerInfo& layer) {
+  return std::string(layerPlacementName(layer.placement)) +
+         (layer.implementation.empty() ? "" : ": " + layer.implementation) +
+         (layer.note.empty() ? "" : " (" + layer.note + ")");
+}
+
 }  // namespace kiln::cuda

@@ -4,6 +4,22 @@
 
 namespace kiln::cuda {
 
+std::map<std::string, std::string> layerChoicesOfRecord(const BuildRecord& record) {
+  std::map<std::string, std::string> choices;
+  for (const LayerRecord& layer : record.layers) {
+    // The winner: the layer's tactic among the valid candidates, at its precision when
+    // one is (a strongly typed layer records the type of its inputs, not the one timed).
+    const TacticCandidate* winner = nullptr;
+    for (const TacticCandidate& c : layer.candidates) {
+      if (c.tactic != layer.tactic || !c.rejected.empty()) continue;
+      if (!winner || (c.precision == layer.precision && winner->precision != layer.precision))
+        winner = &c;
+    }
+    if (winner && !winner->choice.empty()) choices[layer.name] = winner->choice;
+  }
+  return choices;
+}
+
 EngineOptions engineOptionsForPlan(const Plan& plan, int device) {
   EngineOptions options;
   options.device = device;
@@ -13,6 +29,7 @@ EngineOptions engineOptionsForPlan(const Plan& plan, int device) {
     if (layer.precision == DataType::kFloat16) options.precision = Precision::kFloat16;
     if (layer.precision == DataType::kBFloat16) options.precision = Precision::kBFloat16;
   }
+  options.layerChoices = layerChoicesOfRecord(plan.record);
   return options;
 }
 

@@ -88,6 +88,9 @@ class BuildBackend {
   // What the backend says about the last successful timeTactic() (the library
   // algorithm it picked inside, a host fallback, ...); "" when nothing.
   virtual std::string lastTimingDetail() const { return ""; }
+  // The choice the layer made inside the tactic in the last successful timeTactic(), in
+  // words the backend's runtime takes back (TacticCandidate::choice); "" when none.
+  virtual std::string lastTimingChoice() const { return ""; }
   // The kernels the backend generates for the finished build's layers, for the plan
   // to store so that the runtime loads them instead of compiling (CUDA: the NVRTC
   // cubins of PointwiseChain layers for this device, at these shapes and the plan's

@@ -27,6 +27,10 @@ struct TacticCandidate {
   bool fromCache = false;    // the time came from the timing cache
   std::string rejected;      // empty when the candidate is valid; else why it is not
   std::string detail;        // what the backend says about it ("cudnn engine 12, 3 rivals")
+  // The backend's own choice inside the tactic, in words its runtime takes back
+  // ("cublaslt_gelu_tanh"): a plan's engine replays the winner's instead of choosing
+  // again. "" when the layer made none.
+  std::string choice;
 };
 
 // A tensor a layer reads or writes, at the first profile's opt shapes.

@@ -7,10 +7,15 @@
 
 namespace kiln::cuda {
 
-// The plan's build settings decide: its TF32 setting and workspace limit, and the one
-// float storage precision a CUDA plan's layers share (float16 or bfloat16 when any layer
-// was built in it, else float32). `device` is the ordinal to run on.
+// The plan's build settings decide: its TF32 setting and workspace limit, the one float
+// storage precision a CUDA plan's layers share (float16 or bfloat16 when any layer was
+// built in it, else float32) and the choices its layers made inside their tactics
+// (layerChoicesOfRecord). `device` is the ordinal to run on.
 EngineOptions engineOptionsForPlan(const Plan& plan, int device = 0);
+
+// Per layer of `record` whose winning candidate (its tactic, not rejected, at its
+// precision where one is) carries a choice: layer name -> that choice. No CUDA needed.
+std::map<std::string, std::string> layerChoicesOfRecord(const BuildRecord& record);
 
 // The engine of a built plan, as every runtime of a plan starts it (`kiln run PLAN`,
 // `kiln compare`, the profiler, the studio, the Python API): the plan's generated

@@ -69,6 +69,11 @@ struct EngineOptions {
   // Number of heuristic candidates each cuDNN convolution times before picking the
   // fastest (1: take the heuristic's first choice untimed).
   int convolutionCandidates = 6;
+  // Choices a plan recorded, by node display name (TacticCandidate::choice): such a
+  // layer takes its choice back instead of timing its candidates again; one it cannot
+  // take (a choice this build does not know, or one that no longer applies) chooses as
+  // without a plan and says so in its implementation text.
+  std::map<std::string, std::string> layerChoices;
 };
 
 // How one node of the network runs on this engine.
@@ -87,7 +92,13 @@ struct LayerInfo {
   std::string implementation;  // "cudnn engine 12 (timed 0.041 ms)", "kiln:elementwise", ...
   std::string note;            // why a fallback or host round trip happens
   int64_t workspaceBytes = 0;
+  std::string choice;  // the kernel's choice inside its tactic, for a plan to replay ("" none)
 };
+
+// "gpu: cudnn engine 12 ...", "host-fallback (why)": placement, implementation and note in
+// one line, as the BuildRecord's candidate detail, the profiler and `kiln run
+// --export-profile` write what a layer ran (so they compare as text).
+std::string layerDescription(const LayerInfo& layer);
 
 // Per-layer timing of one profiled run (milliseconds of GPU time between events).
 struct LayerTiming {

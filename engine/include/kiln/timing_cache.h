@@ -17,6 +17,7 @@ struct TimingCacheEntry {
   std::string rejected;  // a cached rejection ("unsupported: ...") is also a hit
   std::string layer;     // the layer it was measured for (for people reading the file)
   std::string detail;    // what the backend said about the run (its library algorithm, ...)
+  std::string choice;    // the backend's choice inside the tactic (TacticCandidate::choice)
 };
 
 class TimingCache {

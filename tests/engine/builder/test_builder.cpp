@@ -86,6 +86,22 @@ TEST(Builder, TimingCacheMergeKeepsExistingEntries) {
   EXPECT_DOUBLE_EQ(a.lookup("k2")->milliseconds, 2.0);
 }
 
+// A timed candidate's choice inside its tactic is cached with its time, and a cache file
+// keeps it (one without the key, as written before it existed, reads "").
+TEST(Builder, TimingCacheKeepsTheChoiceInsideATactic) {
+  TimingCache cache;
+  cache.insert("k1", {1.5, "", "L1", "gpu: cublasLt", "cublaslt_gelu_tanh"});
+  cache.insert("k2", {2.5, "", "L2"});
+  const std::string path = tempPath(".json");
+  ASSERT_TRUE(cache.save(path).isOk());
+  auto loaded = TimingCache::load(path);
+  ASSERT_TRUE(loaded.isOk()) << loaded.status().toString();
+  ASSERT_TRUE(loaded->lookup("k1").has_value());
+  EXPECT_EQ(loaded->lookup("k1")->choice, "cublaslt_gelu_tanh");
+  EXPECT_EQ(loaded->lookup("k1")->detail, "gpu: cublasLt");
+  EXPECT_EQ(loaded->lookup("k2")->choice, "");
+}
+
 TEST(Builder, LoadTacticsReproducesEveryLayer) {
   BuilderConfig config = classifierConfig();
   config.fp16 = true;

@@ -53,6 +53,21 @@ TEST(PlanFile, SaveLoadRunGivesTheModelsOutputs) {
   expectTensorNear(actual[0].tensor, expected[0].tensor, 1e-5, 1e-4);
 }
 
+// A candidate's choice inside its tactic (what a CUDA runtime replays) survives the file;
+// a record without one (every CPU candidate, plans written before the field) reads "".
+TEST(PlanFile, CandidateChoicesSurviveTheFile) {
+  Plan plan = builtClassifier();
+  ASSERT_FALSE(plan.record.layers.empty());
+  ASSERT_FALSE(plan.record.layers[0].candidates.empty());
+  plan.record.layers[0].candidates[0].choice = "cublaslt_gelu_tanh";
+  auto loaded = deserializePlan(savedBytes(plan), "choices.kiln");
+  ASSERT_TRUE(loaded.isOk()) << loaded.status().toString();
+  EXPECT_EQ(loaded->record.layers[0].candidates[0].choice, "cublaslt_gelu_tanh");
+  for (size_t i = 1; i < loaded->record.layers.size(); ++i)
+    for (const TacticCandidate& c : loaded->record.layers[i].candidates)
+      EXPECT_EQ(c.choice, "") << loaded->record.layers[i].name;
+}
+
 // Unnamed nodes are known as OpType_index by their place in the source model; a loaded
 // plan's layers keep those names (passes removed nodes before them, so a re-import
 // numbering them anew would rename them, and profiles would not match the record).

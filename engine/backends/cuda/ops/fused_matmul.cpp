@@ -79,6 +79,13 @@ struct FusedMatMulRun {
   void* out = nullptr;
 };
 
+// The layer's choice as a plan records it (GpuKernelContext::setChoice): cuBLASLt (+ Kiln's
+// pass), cuBLASLt's tanh-form GELU epilogue, or cuDNN's fused graph plan of that
+// description ("cudnn_graph:cudnn engine 7 rtc").
+constexpr const char* kChoiceCublasLt = "cublaslt";
+constexpr const char* kChoiceGeluTanh = "cublaslt_gelu_tanh";
+constexpr const char* kChoiceCudnnPrefix = "cudnn_graph:";
+
 // Whether Kiln's pass runs after cuBLASLt: an activation its epilogue does not take, or
 // the bias of a one-column product.
 bool needsEpiloguePass(const FusedMatMulRun& r) {
@@ -170,11 +177,39 @@ Status choose(GpuKernelContext& ctx, const FusedMatMulRun& r, FusedMatMulState* 
   }
   if (path == "cudnn_graph" && plans.empty())
     return ctx.unsupported("cuDNN has no fused graph engine: " + why);
+  // The plan's choice, taken back without timing where it still applies.
+  std::string replayNote;
+  if (const std::string planned = ctx.plannedChoice(); !planned.empty() && path == "auto") {
+    if (planned == kChoiceCublasLt) {
+      KILN_RETURN_IF_ERROR(runCublasLt(ctx, r, state));
+      ctx.setImplementation(lt + " (the plan's choice: " + planned + ")");
+      ctx.setChoice(planned);
+      return Status::ok();
+    }
+    if (planned == kChoiceGeluTanh && tryTanh) {
+      KILN_RETURN_IF_ERROR(runTanh());
+      state->gemm = std::move(tanhGemm);
+      state->erfGeluAsTanh = true;
+      ctx.setImplementation(tanhText + " (the plan's choice: " + planned + ")");
+      ctx.setChoice(planned);
+      return Status::ok();
+    }
+    for (auto& plan : plans) {
+      if (planned != std::string(kChoiceCudnnPrefix) + plan->description) continue;
+      state->cudnn = std::shared_ptr<CudnnPlan>(std::move(plan));
+      ctx.setImplementation("cudnn fused graph " + state->cudnn->description.substr(6) +
+                            " (matmul + bias + " + activation + "; the plan's choice: " + planned +
+                            ")");
+      ctx.setChoice(planned);
+      return Status::ok();
+    }
+    replayNote = "; the plan's choice '" + planned + "' does not apply here: timed again";
+  }
   if (plans.empty() && !tryTanh) {
     KILN_RETURN_IF_ERROR(runCublasLt(ctx, r, state));  // builds the cuBLASLt plan
     // Why cuDNN's graph was not tried, where it could have taken a pass away.
     const bool relevant = path == "auto" && needsEpiloguePass(r) && r.problem.bias;
-    ctx.setImplementation(lt + (relevant ? "; cudnn fused graph: " + why : ""));
+    ctx.setImplementation(lt + (relevant ? "; cudnn fused graph: " + why : "") + replayNote);
     return Status::ok();
   }
   float bestMs = 1e30f;
@@ -218,12 +253,15 @@ Status choose(GpuKernelContext& ctx, const FusedMatMulRun& r, FusedMatMulState* 
     state->gemm = std::move(tanhGemm);
     state->erfGeluAsTanh = true;
   }
+  ctx.setChoice(state->cudnn ? kChoiceCudnnPrefix + state->cudnn->description
+                : tanhWins   ? std::string(kChoiceGeluTanh)
+                             : std::string(kChoiceCublasLt));
   const std::string winner = state->cudnn
                                  ? "cudnn fused graph " + state->cudnn->description.substr(6) +
                                        " (matmul + bias + " + activation + ")"
                              : tanhWins ? tanhText
                                         : lt;
-  ctx.setImplementation(winner + "; timed {" + timings.str() + "}");
+  ctx.setImplementation(winner + "; timed {" + timings.str() + "}" + replayNote);
   return Status::ok();
 }
 
