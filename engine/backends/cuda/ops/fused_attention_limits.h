@@ -5,6 +5,9 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
+
+#include "kiln/graph.h"
 
 namespace kiln::cuda {
 
@@ -26,5 +29,11 @@ inline std::string fusedAttentionGpuLimits(int64_t batch, int64_t heads, int64_t
     return "more than 65535 heads or batches, or a sequence over 2^30";
   return "";
 }
+
+// The GPU kernel entry's predicates (fused_attention_support.cpp): "" for one float storage
+// type across Q, K, V and the mask; "" when the head sizes and grid the build knows fit
+// fusedAttentionGpuLimits (a dim not known yet, below 0, passes: checked at run time).
+std::string supportsAttentionTypes(const Node& node, const std::vector<DataType>& types);
+std::string supportsAttentionShapes(const Node& node, const std::vector<Shape>& shapes);
 
 }  // namespace kiln::cuda
