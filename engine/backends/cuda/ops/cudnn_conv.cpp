@@ -440,6 +440,23 @@ Status heuristicPlans(cudnnHandle_t handle, cudnnBackendDescriptor_t graph,
   return Status::ok();
 }
 
+std::string convGeometryDimsText(const ConvGeometry& g) {
+  std::ostringstream out;
+  auto dims = [&](const char* name, const std::vector<int64_t>& v) {
+    out << name;
+    for (int64_t d : v) out << ' ' << d;
+    out << ';';
+  };
+  dims("x", g.x);
+  dims("w", g.w);
+  dims("y", g.y);
+  dims("pre", g.pre);
+  dims("post", g.post);
+  dims("strides", g.strides);
+  dims("dilations", g.dilations);
+  return out.str();
+}
+
 std::string describeCudnnChoice(const CudnnEngineChoice& choice) {
   return "cudnn engine " + std::to_string(choice.engine) + (choice.runtimeCompiled ? " rtc" : "");
 }

@@ -114,6 +114,10 @@ struct CudnnEngineChoice {
   bool runtimeCompiled = false;  // the engine compiles its kernel (NVRTC) at finalize
 };
 
+// "x 128 56 56 96;w ...;y ...;pre ...;post ...;strides ...;dilations ...;": the dims of `g`
+// as the texts that key cuDNN plan records (cudnn_plan_cache.h) write them.
+std::string convGeometryDimsText(const ConvGeometry& g);
+
 // "cudnn engine 12", "cudnn engine 4 rtc" (runtime-compiled): how a plan of `choice`
 // names itself.
 std::string describeCudnnChoice(const CudnnEngineChoice& choice);

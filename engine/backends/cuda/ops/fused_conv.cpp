@@ -197,21 +197,9 @@ Status runChosen(GpuKernelContext& ctx, cudnnHandle_t handle, const FusedConvSta
 std::string fusedGraphText(const FusedConvProblem& p) {
   const ConvGeometry& g = p.geometry;
   std::ostringstream out;
-  auto dims = [&](const char* name, const std::vector<int64_t>& v) {
-    out << name;
-    for (int64_t d : v) out << ' ' << d;
-    out << ';';
-  };
   out << "fused conv graph " << dataTypeName(g.type) << (g.channelsLast ? " nhwc" : " nchw")
-      << (g.transpose ? " transpose" : "") << (g.tf32 ? " tf32;" : ";");
-  dims("x", g.x);
-  dims("w", g.w);
-  dims("y", g.y);
-  dims("pre", g.pre);
-  dims("post", g.post);
-  dims("strides", g.strides);
-  dims("dilations", g.dilations);
-  out << "bias " << (p.bias != nullptr) << "; z " << (p.z != nullptr) << "; act "
+      << (g.transpose ? " transpose" : "") << (g.tf32 ? " tf32;" : ";") << convGeometryDimsText(g)
+      << "bias " << (p.bias != nullptr) << "; z " << (p.z != nullptr) << "; act "
       << static_cast<int>(p.epilogue.activation);
   return out.str();
 }

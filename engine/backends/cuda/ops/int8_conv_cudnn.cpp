@@ -157,21 +157,9 @@ CudnnBindings bindingsOf(const CudnnInt8State& s, const DeviceTensor& x, const D
 std::string graphText(const CudnnInt8State& s) {
   const ConvGeometry& g = s.geometry;
   std::ostringstream out;
-  auto dims = [&](const char* name, const std::vector<int64_t>& v) {
-    out << name;
-    for (int64_t d : v) out << ' ' << d;
-    out << ';';
-  };
-  out << "int8 conv nhwc;";
-  dims("x", g.x);
-  dims("w", g.w);
-  dims("y", g.y);
-  dims("pre", g.pre);
-  dims("post", g.post);
-  dims("strides", g.strides);
-  dims("dilations", g.dilations);
-  out << "y " << dataTypeName(s.yType) << "; z " << (s.residual ? dataTypeName(s.zType) : "none")
-      << "; relu " << s.relu << "; scaled " << s.scaledOutput;
+  out << "int8 conv nhwc;" << convGeometryDimsText(g) << "y " << dataTypeName(s.yType) << "; z "
+      << (s.residual ? dataTypeName(s.zType) : "none") << "; relu " << s.relu << "; scaled "
+      << s.scaledOutput;
   return out.str();
 }
 
