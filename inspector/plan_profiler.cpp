@@ -55,13 +55,7 @@ Result<nlohmann::json> profileOnCuda(const Plan& plan, int iterations,
     KILN_RETURN_IF_ERROR(context->execute());
     if (progress) progress(i + 1, iterations);
   }
-  LayerTimes times(*plan.network);
-  for (const cuda::LayerTiming& timing : context->takeLayerTimings())
-    times.append(timing.name, {timing.milliseconds.begin(), timing.milliseconds.end()});
-  // In the words of the build's candidate detail, so the two compare as they are.
-  for (const cuda::LayerInfo& layer : context->layers())
-    times.describe(layer.name, cuda::layerDescription(layer));
-  return times.profileJson();
+  return cudaProfileJson(*plan.network, context->takeLayerTimings(), context->layers());
 }
 
 }  // namespace
@@ -120,6 +114,18 @@ nlohmann::json LayerTimes::profileJson() const {
     out.push_back(std::move(layer));
   }
   return out;
+}
+
+nlohmann::json cudaProfileJson(const Network& network,
+                               const std::vector<cuda::LayerTiming>& timings,
+                               const std::vector<cuda::LayerInfo>& layers) {
+  LayerTimes times(network);
+  for (const cuda::LayerTiming& timing : timings)
+    times.append(timing.name, {timing.milliseconds.begin(), timing.milliseconds.end()});
+  // In the words of the build's candidate detail, so the two compare as they are.
+  for (const cuda::LayerInfo& layer : layers)
+    times.describe(layer.name, cuda::layerDescription(layer));
+  return times.profileJson();
 }
 
 Result<std::map<std::string, Tensor>> planInputs(const Plan& plan, uint64_t seed) {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/cuda_runtime.h"
 #include "kiln/graph.h"
 #include "kiln/plan.h"
 #include "kiln/status.h"
@@ -50,6 +51,13 @@ class LayerTimes {
   std::map<const Node*, size_t> m_byNode;
   std::map<std::string, size_t> m_byName;
 };
+
+// The --exportProfile document of a profiled CUDA engine running `network`: its layers'
+// timings in network order, each with what it ran (cuda::layerDescription). The profiler
+// and `kiln run --backend cuda --export-profile` both write it from here.
+nlohmann::json cudaProfileJson(const Network& network,
+                               const std::vector<cuda::LayerTiming>& timings,
+                               const std::vector<cuda::LayerInfo>& layers);
 
 // Seeded random non-zero inputs, one per graph input of the plan's network, at its
 // first optimization profile's opt shapes, or the declared shapes when the plan has

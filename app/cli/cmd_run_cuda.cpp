@@ -13,6 +13,7 @@
 #include "kiln/cuda_benchmark.h"
 #include "kiln/cuda_generated_kernels.h"
 #include "kiln/cuda_plan_options.h"
+#include "plan_profiler.h"
 
 namespace kiln::cli {
 namespace {
@@ -27,38 +28,6 @@ void printStats(const char* label, const LatencyStats& s) {
       "%-17s min = %.5f ms, max = %.5f ms, mean = %.5f ms, median = %.5f ms, "
       "percentile(90%%) = %.5f ms, percentile(99%%) = %.5f ms\n",
       label, s.min, s.max, s.mean, s.median, s.p90, s.p99);
-}
-
-// trtexec --exportProfile: [{"count": N},
-// {"name","timeMs","averageMs","medianMs","percentage"}...], each layer with what it ran
-// ("implementation", cuda::layerDescription) where `ran` has it.
-nlohmann::json profileJson(const std::vector<cuda::LayerTiming>& layers,
-                           const std::vector<cuda::LayerInfo>& ran) {
-  std::map<std::string, std::string> implementations;
-  for (const cuda::LayerInfo& l : ran) implementations[l.name] = cuda::layerDescription(l);
-  nlohmann::json out = nlohmann::json::array();
-  size_t count = 0;
-  double total = 0;
-  for (const auto& l : layers) {
-    count = std::max(count, l.milliseconds.size());
-    for (float ms : l.milliseconds) total += ms;
-  }
-  out.push_back({{"count", count}});
-  for (const auto& l : layers) {
-    std::vector<double> ms(l.milliseconds.begin(), l.milliseconds.end());
-    double sum = 0;
-    for (double v : ms) sum += v;
-    LatencyStats s = summarize(ms);
-    nlohmann::json layer = {{"name", l.name},
-                            {"timeMs", sum},
-                            {"averageMs", ms.empty() ? 0.0 : sum / ms.size()},
-                            {"medianMs", s.median},
-                            {"percentage", total > 0 ? 100.0 * sum / total : 0.0}};
-    if (auto found = implementations.find(l.name); found != implementations.end())
-      layer["implementation"] = found->second;
-    out.push_back(std::move(layer));
-  }
-  return out;
 }
 
 nlohmann::json timesJson(const std::vector<cuda::InferenceTiming>& inferences) {
@@ -157,7 +126,8 @@ int runOnCuda(const Args& args, std::shared_ptr<Network> network,
   }
 
   if (args.has("export-profile")) {
-    Status s = writeJson(args.value("export-profile"), profileJson(r.layerTimings, r.layers));
+    Status s = writeJson(args.value("export-profile"),
+                         inspector::cudaProfileJson(*network, r.layerTimings, r.layers));
     if (!s.isOk()) return fail("run", s.message());
   }
   if (args.has("export-times")) {
@@ -214,7 +184,8 @@ int runOnCuda(const Args& args, std::shared_ptr<Network> network,
                       {"workspace_bytes", l.workspaceBytes}});
   }
   result["layers"] = layers;
-  if (wantProfile) result["profile"] = profileJson(r.layerTimings, r.layers);
+  if (wantProfile)
+    result["profile"] = inspector::cudaProfileJson(*network, r.layerTimings, r.layers);
   if (args.flag("json")) {
     std::printf("%s\n",
                 result.dump(1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
