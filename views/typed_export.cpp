@@ -127,8 +127,8 @@ Status exportQdqOnnxFromCalibration(const StudioDocument& document, const QStrin
   KILN_RETURN_IF_ERROR(needsModelFile(document));
   std::string cacheName;
   KILN_ASSIGN_OR_RETURN(CalibrationTable table, configuredCache(document, &cacheName));
-  KILN_ASSIGN_OR_RETURN(QdqExportResult result,
-                        exportQdqOnnx(document.modelPath().toStdString(), table, cacheName, format));
+  KILN_ASSIGN_OR_RETURN(QdqExportResult result, exportQdqOnnx(document.modelPath().toStdString(),
+                                                              table, cacheName, format));
   KILN_RETURN_IF_ERROR(writeFileAtomically(path.toStdString(), result.bytes, "the export"));
   *summary = QStringLiteral(
                  "%1: %2 Q/DQ pairs on activations, %3 %5 weights, %4 layers "

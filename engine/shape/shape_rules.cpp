@@ -70,15 +70,6 @@ bool castRule(const Node& node, const Ins& in, Outs* outs) {
   return true;
 }
 
-
-
-
-
-
-
-
-
-
 bool matmulRule(const Node&, const Ins& in, Outs* outs) {
   if (!known(in, 0) || !known(in, 1)) return false;
   SymbolicShape a = shapeOf(in, 0), b = shapeOf(in, 1);
@@ -141,9 +132,6 @@ bool argReduceRule(const Node& node, const Ins& in, Outs* outs) {
   return true;
 }
 
-
-
-
 bool layerNormRule(const Node& node, const Ins& in, Outs* outs) {
   if (!known(in, 0)) return false;
   setOut(outs, 0, typeOf(in, 0), shapeOf(in, 0));
@@ -153,8 +141,6 @@ bool layerNormRule(const Node& node, const Ins& in, Outs* outs) {
   for (size_t i = 1; i < outs->size(); ++i) setOut(outs, i, DataType::kFloat32, stat);
   return true;
 }
-
-
 
 bool firstIsIndexAndData(const Node& node, const Ins& in, Outs* outs) {
   if (!sameShape(node, in, outs)) return false;
@@ -170,7 +156,6 @@ bool batchNormRule(const Node& node, const Ins& in, Outs* outs) {
   for (size_t i = 1; i < outs->size(); ++i) setOut(outs, i, typeOf(in, 0), {shapeOf(in, 0)[1]});
   return true;
 }
-
 
 bool topKRule(const Node& node, const Ins& in, Outs* outs) {
   if (!known(in, 0)) return false;
@@ -193,8 +178,6 @@ bool topKRule(const Node& node, const Ins& in, Outs* outs) {
 bool kilnFusedMatmulRule(const Node& node, const Ins& in, Outs* outs) {
   return node.domain == "ai.kiln" && matmulRule(node, in, outs);
 }
-
-
 
 const std::map<std::string, ShapeRule>& ruleTable() {
   static const std::map<std::string, ShapeRule> table = [] {

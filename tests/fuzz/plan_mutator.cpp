@@ -69,7 +69,8 @@ void collectPointers(const nlohmann::json& doc, const nlohmann::json::json_point
                      std::vector<nlohmann::json::json_pointer>* out) {
   out->push_back(at);
   if (doc.is_object()) {
-    for (auto it = doc.begin(); it != doc.end(); ++it) collectPointers(it.value(), at / it.key(), out);
+    for (auto it = doc.begin(); it != doc.end(); ++it)
+      collectPointers(it.value(), at / it.key(), out);
   } else if (doc.is_array()) {
     for (size_t i = 0; i < doc.size(); ++i) collectPointers(doc[i], at / i, out);
   }
@@ -77,8 +78,9 @@ void collectPointers(const nlohmann::json& doc, const nlohmann::json::json_point
 
 // A string drawn from the document itself (a name, a precision, a type), or a hostile one.
 std::string someString(const nlohmann::json& doc, Rng& rng) {
-  static const char* kValues[] = {"", "fp16", "int8", "float32", "cuda", "cpu", "nan", "-1",
-                                  "../../etc/passwd", "\x1b[31mred", "Conv", "FusedConv"};
+  static const char* kValues[] = {"",     "fp16",     "int8", "float32",          "cuda",
+                                  "cpu",  "nan",      "-1",   "../../etc/passwd", "\x1b[31mred",
+                                  "Conv", "FusedConv"};
   if (rng() % 4 == 0) return std::string(1 + rng() % 5000, 'A');
   if (rng() % 2 == 0) {
     std::vector<nlohmann::json::json_pointer> all;
@@ -165,7 +167,8 @@ size_t mutatePlan(uint8_t* data, size_t size, size_t maxSize, unsigned int seed)
   Rng rng(seed);
   const std::string original(reinterpret_cast<const char*>(data), size);
   std::vector<std::string> sections;
-  if (rng() % 8 == 0 || !splitPlan(original, &sections)) return LLVMFuzzerMutate(data, size, maxSize);
+  if (rng() % 8 == 0 || !splitPlan(original, &sections))
+    return LLVMFuzzerMutate(data, size, maxSize);
   const unsigned pick = rng() % 10;
   bool changed = false;
   if (pick < 6) {

@@ -467,7 +467,6 @@ TEST_F(TypedExportTest, Fp8QdqExportForGemmsOnly) {
   EXPECT_NE(refused.status().message().find("opset 19"), std::string::npos);
 }
 
-
 // --from PLAN --calib-cache C: an `--int8 --fp16` plan in one strongly typed model. The
 // INT8 layer (MatMul + Relu) stays float32 between its Q/DQ pairs (no Cast between the
 // DequantizeLinear and the MatMul, where it would keep TensorRT from fusing them), the

@@ -172,8 +172,7 @@ __global__ void __launch_bounds__(kThreads) depthwiseNhwc(DepthwiseArgs a) {
     float4 tap[kS][2];
 #pragma unroll
     for (int s = 0; s < kS; ++s) {
-      const float4* src =
-          reinterpret_cast<const float4*>(sW + (r * kS + s) * fStride + 8 * pack);
+      const float4* src = reinterpret_cast<const float4*>(sW + (r * kS + s) * fStride + 8 * pack);
       tap[s][0] = src[0];
       tap[s][1] = src[1];
     }
