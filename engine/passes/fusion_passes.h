@@ -28,6 +28,7 @@ std::unique_ptr<Pass> makeChannelsLastLayout();
 std::unique_ptr<Pass> makeFoldQdq();
 std::unique_ptr<Pass> makeFusePointwiseChain();
 std::unique_ptr<Pass> makeRemoveNoOpNodes();
+std::unique_ptr<Pass> makeMergeDuplicateNodes();
 std::unique_ptr<Pass> makeFoldReshapeTranspose();
 std::unique_ptr<Pass> makeMergeTransposes();
 // The same rewrite under its own name, run after channels_last_layout.
@@ -38,6 +39,8 @@ std::unique_ptr<Pass> makeFoldPadIntoConvPool();
 std::unique_ptr<Pass> makeFuseGelu();
 std::unique_ptr<Pass> makeSinkReshapeBelowActivation();
 std::unique_ptr<Pass> makeFoldScaleIntoMatMul();
+std::unique_ptr<Pass> makePatchConvAsMatMul();
+std::unique_ptr<Pass> makeMergeParallelMatMuls();
 std::unique_ptr<Pass> makeFuseLayerNorm();
 std::unique_ptr<Pass> makeFuseRmsNorm();
 std::unique_ptr<Pass> makeFuseConvMaxPool();

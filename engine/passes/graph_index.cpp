@@ -110,12 +110,13 @@ Attribute stringsAttribute(std::vector<std::string> values) {
 
 std::vector<std::string> sourceNodesOf(const Graph& graph, const std::vector<int>& indices) {
   std::vector<std::string> sources;
+  auto add = [&](const std::string& name) {  // once each: a rewrite may split one node in two
+    if (std::find(sources.begin(), sources.end(), name) == sources.end()) sources.push_back(name);
+  };
   for (int i : indices) {
     const std::vector<std::string> inner = graph.nodes[i].attrStrings(kSourceNodesAttribute);
-    if (inner.empty())
-      sources.push_back(graph.nodes[i].displayName());
-    else
-      sources.insert(sources.end(), inner.begin(), inner.end());
+    if (inner.empty()) add(graph.nodes[i].displayName());
+    for (const std::string& name : inner) add(name);
   }
   return sources;
 }

@@ -74,7 +74,7 @@ Attribute stringAttribute(const std::string& value);
 Attribute stringsAttribute(std::vector<std::string> values);
 
 // The ONNX nodes behind the nodes at `indices`: a node an earlier pass fused stands
-// for its source-nodes attribute, any other node for its display name.
+// for its source-nodes attribute, any other node for its display name; each name once.
 std::vector<std::string> sourceNodesOf(const Graph& graph, const std::vector<int>& indices);
 
 // Replaces the nodes at `indices` (ascending) with `fused`, placed where the last

@@ -17,6 +17,10 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   // No-op nodes out first: an Identity, an inference Dropout or a same-type Cast that
   // an exporter left between two ops of a pattern hides it from every pass below.
   list.push_back(passes::makeRemoveNoOpNodes());
+  // Common subexpressions once (the per-layer copies of the attention mask's Where):
+  // after the constant fold, which leaves only values computed from inputs, and before
+  // every fusion, whose patterns then read one value where the exporter wrote several.
+  list.push_back(passes::makeMergeDuplicateNodes());
   // Transpose and reshape chains next, for the same reason (a Transpose pair may
   // compose to nothing); fuse_attention accepts the merged key transpose. A transpose
   // spelled Reshape -> Transpose -> Reshape (the dynamo exporter's K^T) first becomes the
@@ -31,11 +35,21 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   // BatchNormalization into the Conv before it: weight algebra only, and it must
   // come before any pass that would fuse the Conv with what follows the BN.
   list.push_back(passes::makeFoldBatchNorm());
+  // A patch embedding (a Conv whose stride is its kernel, read into tokens) as the GEMM it
+  // is: after the BN fold (a BN after it is then in its weights), before the conv fusion,
+  // which would take the Conv and its bias, and the GEMM fusion, which gives the new
+  // MatMul its bias.
+  list.push_back(passes::makePatchConvAsMatMul());
   // The same algebra for a BN over a MatMul's output features (through the Flatten and
   // Reshape of timm's LinearNorm): before fuse_matmul_bias_activation takes the Add.
   list.push_back(passes::makeFoldMatMulBatchNorm());
   // A scalar scale after a GEMM (attention's query scaling) into its weights and bias.
   list.push_back(passes::makeFoldScaleIntoMatMul());
+  // Q, K and V projections of one input as one GEMM and a Split: after the scale fold
+  // (Whisper's query scale is then in its weights, not a Mul between the GEMM and the head
+  // split), before the GEMM fusion, which gives the merged GEMM its bias, and before
+  // fuse_attention and fold_attention_views, which turn the Split into strided reads.
+  list.push_back(passes::makeMergeParallelMatMuls());
   // Bias, residual Add and activation into the Conv: after the BN fold, which turns
   // Conv -> BN -> Relu into Conv(bias) -> Relu; before fuse_add_layer_norm, so an Add
   // right after a Conv rides the convolution's epilogue instead of a row kernel.

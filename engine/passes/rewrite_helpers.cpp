@@ -107,6 +107,21 @@ bool bypassNode(Graph& g, const GraphIndex& index, int at, const std::string& so
   return true;
 }
 
+Node madeNode(const Graph& g, const Node& like, const std::string& name, const char* op,
+              std::vector<std::string> inputs, const std::vector<std::string>& sources,
+              const char* pass) {
+  Node n;
+  n.name = name;
+  n.opType = op;
+  n.opset = like.opset;
+  n.index = like.index;
+  n.inputs = std::move(inputs);
+  n.outputs = {freshName(g, name + "_output")};
+  n.attributes[kSourceNodesAttribute] = stringsAttribute(sources);
+  n.attributes[kFusionPassAttribute] = stringAttribute(pass);
+  return n;
+}
+
 std::string freshName(const Graph& g, const std::string& base) {
   auto used = [&g](const std::string& name) {
     if (g.initializers.count(name)) return true;

@@ -51,6 +51,14 @@ bool bypassNode(Graph& g, const GraphIndex& index, int at, const std::string& so
 
 // A name no initializer and no node output of `g` uses yet, derived from `base`.
 std::string freshName(const Graph& g, const std::string& base);
+// A default-domain `op` node named `name`, at `like`'s opset and ONNX index, reading
+// `inputs` and writing one fresh value named after it; its provenance attributes say it
+// stands for the ONNX nodes `sources` and that `pass` made it. For rewrites into several
+// standard nodes (a patch embedding's copy and GEMM, a merged GEMM and its Split).
+Node madeNode(const Graph& g, const Node& like, const std::string& name, const char* op,
+              std::vector<std::string> inputs, const std::vector<std::string>& sources,
+              const char* pass);
+
 // `values` as a new int64 [n] initializer named after `base`; returns its name.
 std::string addInt64Initializer(Graph& g, const std::string& base,
                                 const std::vector<int64_t>& values);
