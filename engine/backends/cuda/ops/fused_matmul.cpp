@@ -81,7 +81,8 @@ struct FusedMatMulRun {
 
 // The layer's choice as a plan records it (GpuKernelContext::setChoice): cuBLASLt (+ Kiln's
 // pass), cuBLASLt's tanh-form GELU epilogue, or cuDNN's fused graph plan of that
-// description ("cudnn_graph:cudnn engine 7 rtc").
+// description ("cudnn_graph:cudnn engine 7 rtc"); a cuBLASLt choice ends in "#N", the
+// heuristic's algorithm the race kept ("cublaslt#2").
 constexpr const char* kChoiceCublasLt = "cublaslt";
 constexpr const char* kChoiceGeluTanh = "cublaslt_gelu_tanh";
 constexpr const char* kChoiceCudnnPrefix = "cudnn_graph:";
@@ -179,37 +180,51 @@ Status choose(GpuKernelContext& ctx, const FusedMatMulRun& r, FusedMatMulState* 
     return ctx.unsupported("cuDNN has no fused graph engine: " + why);
   // The plan's choice, taken back without timing where it still applies.
   std::string replayNote;
-  if (const std::string planned = ctx.plannedChoice(); !planned.empty() && path == "auto") {
+  auto withAlgorithm = [](const char* choice, const std::shared_ptr<void>& gemm) {
+    return std::string(choice) + "#" + std::to_string(gemmAlgorithmIndex(gemm));
+  };
+  if (const std::string recorded = ctx.plannedChoice(); !recorded.empty() && path == "auto") {
+    const size_t hash = recorded.find('#');
+    const std::string planned = recorded.substr(0, hash);
+    const int algorithm =
+        hash == std::string::npos ? -1 : gemmAlgorithmOfChoice(recorded.substr(hash), "#");
     if (planned == kChoiceCublasLt) {
-      KILN_RETURN_IF_ERROR(runCublasLt(ctx, r, state));
-      ctx.setImplementation(lt + " (the plan's choice: " + planned + ")");
-      ctx.setChoice(planned);
+      FusedMatMulRun replay = r;
+      replay.problem.algorithm = algorithm;
+      KILN_RETURN_IF_ERROR(runCublasLt(ctx, replay, state));
+      ctx.setImplementation(lt + gemmAlgorithmNote(state->gemm) +
+                            " (the plan's choice: " + recorded + ")");
+      ctx.setChoice(withAlgorithm(kChoiceCublasLt, state->gemm));
       return Status::ok();
     }
     if (planned == kChoiceGeluTanh && tryTanh) {
+      tanhRun.problem.algorithm = algorithm;
       KILN_RETURN_IF_ERROR(runTanh());
       state->gemm = std::move(tanhGemm);
       state->erfGeluAsTanh = true;
-      ctx.setImplementation(tanhText + " (the plan's choice: " + planned + ")");
-      ctx.setChoice(planned);
+      ctx.setImplementation(tanhText + gemmAlgorithmNote(state->gemm) +
+                            " (the plan's choice: " + recorded + ")");
+      ctx.setChoice(withAlgorithm(kChoiceGeluTanh, state->gemm));
       return Status::ok();
     }
     for (auto& plan : plans) {
-      if (planned != std::string(kChoiceCudnnPrefix) + plan->description) continue;
+      if (recorded != std::string(kChoiceCudnnPrefix) + plan->description) continue;
       state->cudnn = std::shared_ptr<CudnnPlan>(std::move(plan));
       ctx.setImplementation("cudnn fused graph " + state->cudnn->description.substr(6) +
-                            " (matmul + bias + " + activation + "; the plan's choice: " + planned +
+                            " (matmul + bias + " + activation + "; the plan's choice: " + recorded +
                             ")");
-      ctx.setChoice(planned);
+      ctx.setChoice(recorded);
       return Status::ok();
     }
-    replayNote = "; the plan's choice '" + planned + "' does not apply here: timed again";
+    replayNote = "; the plan's choice '" + recorded + "' does not apply here: timed again";
   }
   if (plans.empty() && !tryTanh) {
     KILN_RETURN_IF_ERROR(runCublasLt(ctx, r, state));  // builds the cuBLASLt plan
     // Why cuDNN's graph was not tried, where it could have taken a pass away.
     const bool relevant = path == "auto" && needsEpiloguePass(r) && r.problem.bias;
-    ctx.setImplementation(lt + (relevant ? "; cudnn fused graph: " + why : "") + replayNote);
+    ctx.setImplementation(lt + gemmAlgorithmNote(state->gemm) +
+                          (relevant ? "; cudnn fused graph: " + why : "") + replayNote);
+    ctx.setChoice(withAlgorithm(kChoiceCublasLt, state->gemm));
     return Status::ok();
   }
   float bestMs = 1e30f;
@@ -253,14 +268,13 @@ Status choose(GpuKernelContext& ctx, const FusedMatMulRun& r, FusedMatMulState* 
     state->gemm = std::move(tanhGemm);
     state->erfGeluAsTanh = true;
   }
-  ctx.setChoice(state->cudnn ? kChoiceCudnnPrefix + state->cudnn->description
-                : tanhWins   ? std::string(kChoiceGeluTanh)
-                             : std::string(kChoiceCublasLt));
+  ctx.setChoice(state->cudnn
+                    ? kChoiceCudnnPrefix + state->cudnn->description
+                    : withAlgorithm(tanhWins ? kChoiceGeluTanh : kChoiceCublasLt, state->gemm));
   const std::string winner = state->cudnn
                                  ? "cudnn fused graph " + state->cudnn->description.substr(6) +
                                        " (matmul + bias + " + activation + ")"
-                             : tanhWins ? tanhText
-                                        : lt;
+                                 : (tanhWins ? tanhText : lt) + gemmAlgorithmNote(state->gemm);
   ctx.setImplementation(winner + "; timed {" + timings.str() + "}" + replayNote);
   return Status::ok();
 }
@@ -276,6 +290,7 @@ Status fusedMatMulKernel(GpuKernelContext& ctx) {
   p.n = ctx.input(1).shape[1];
   p.m = a.numel() / p.k;
   p.tf32 = useTf32(ctx, a.type);
+  p.raceAlgorithms = true;
   p.bias = p.n > 1;
   p.relu = p.bias && r.epilogue.activation == EpilogueActivation::kRelu;
   p.geluTanh = p.bias && r.epilogue.activation == EpilogueActivation::kGeluTanh;

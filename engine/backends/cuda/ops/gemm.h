@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backends/cuda/gpu_kernel.h"
 
@@ -27,6 +28,14 @@ struct GemmProblem {
   // the tanh form 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
   bool geluTanh = false;
   bool tf32 = false;
+  // Algorithm choice (set by the layer kernels, not by steps inside other kernels):
+  // `raceAlgorithms` times up to kGemmRaceCandidates of the heuristic's algorithms on the
+  // first run of a GEMM of at least kGemmRaceMinFlops with beta = 0 and keeps the
+  // fastest; `algorithm` >= 0 takes the heuristic's algorithm of that index without
+  // timing (a plan's recorded choice; the first one when the heuristic has fewer). Not
+  // part of the problem's identity: a plan chosen either way serves the later runs.
+  bool raceAlgorithms = false;
+  int algorithm = -1;
   // Byte alignment of the A, B, D (and bias) pointers, up to 256: the algorithm must
   // accept them. Filled in by runGemm from the actual pointers.
   int alignA = 256, alignB = 256, alignD = 256;
@@ -36,7 +45,7 @@ struct GemmProblem {
            transB == o.transB && batch == o.batch && strideA == o.strideA && strideB == o.strideB &&
            strideD == o.strideD && alpha == o.alpha && beta == o.beta && bias == o.bias &&
            relu == o.relu && geluTanh == o.geluTanh && tf32 == o.tf32 && alignA == o.alignA &&
-           alignB == o.alignB && alignD == o.alignD;
+           alignB == o.alignB && alignD == o.alignD;  // not how the algorithm is chosen
   }
 };
 
@@ -68,10 +77,28 @@ struct LtAlgorithm {
   bool found = false;
   cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
 };
+// Up to `count` of the heuristic's algorithms, best guess first (only those it says run);
+// a cuBLASLt error comes back as an error, none found as an empty list.
+Result<std::vector<LtAlgorithm>> ltAlgorithms(GpuKernelContext& ctx, cublasLtMatmulDesc_t op,
+                                              cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
+                                              cublasLtMatrixLayout_t d, const uint32_t* alignments,
+                                              int count);
 Result<LtAlgorithm> firstLtAlgorithm(GpuKernelContext& ctx, cublasLtMatmulDesc_t op,
                                      cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
                                      cublasLtMatrixLayout_t d,
                                      const uint32_t* alignments = nullptr);
+
+constexpr int kGemmRaceCandidates = 8;
+constexpr double kGemmRaceMinFlops = 268435456.0;  // 2^28: smaller GEMMs take the first
+
+// The heuristic's algorithm index the GEMM plan in `state` (runGemm's cache) runs, and
+// the race's words for the inspector ("algorithm 2 of 8 by time {0=0.035ms, ...}"; "" when
+// it ran the first without a race); -1 and "" without a plan.
+int gemmAlgorithmIndex(const std::shared_ptr<void>& state);
+// The algorithm index a recorded choice names after `prefix` ("algorithm:3" -> 3), or -1
+// (another choice, no number).
+int gemmAlgorithmOfChoice(const std::string& choice, const std::string& prefix);
+std::string gemmAlgorithmNote(const std::shared_ptr<void>& state);
 
 // What runs for `p`, for the inspector ("cublasLt heuristic algorithm (fp32 accumulate,
 // bias epilogue)").

@@ -2,17 +2,21 @@
 // column-major library as their transposes (C^T = B^T A^T), batches as strided
 // batches (stride 0 for a broadcast operand), a 2-D right operand folds the left
 // operand's batch into M, and Gemm's bias row becomes the BIAS epilogue. The
-// heuristic's first algorithm for each shape is cached in the layer's state.
+// heuristic's first algorithm for each shape, or for the layer kernels the fastest of its
+// first kGemmRaceCandidates timed on the layer's buffers, is cached in the layer's state.
 #include <cublasLt.h>
 
 #include <algorithm>
 #include <cstring>
+#include <sstream>
+#include <vector>
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device_common_host.h"
 #include "backends/cuda/gpu_kernel.h"
 #include "backends/cuda/libraries.h"
 #include "backends/cuda/ops/conv_epilogue.h"
+#include "backends/cuda/ops/cudnn_conv.h"
 #include "backends/cuda/ops/gemm.h"
 #include "kiln/passes.h"
 
@@ -30,11 +34,15 @@ cudaDataType_t cudaTypeOf(DataType type) {
   }
 }
 
-// Descriptors and the chosen algorithm for one problem.
+// Descriptors and the chosen algorithm for one problem; `candidates` the heuristic's
+// algorithms a race may still time (emptied once it has), `index` the chosen one's.
 struct GemmPlan : LtMatmulDescriptors {
   GemmProblem problem;
   cublasLtMatmulAlgo_t algo{};
   size_t workspace = 0;
+  std::vector<cublasLtMatmulHeuristicResult_t> candidates;
+  int index = 0;
+  std::string note;  // the race's words
 };
 
 Status makeLayout(cublasLtMatrixLayout_t* layout, DataType type, int64_t rows, int64_t cols,
@@ -77,15 +85,71 @@ Status buildPlan(GpuKernelContext& ctx, const GemmProblem& p, GemmPlan* plan) {
   // Column-major A is our B, column-major B is our A.
   const uint32_t alignments[4] = {uint32_t(p.alignB), uint32_t(p.alignA), uint32_t(p.alignD),
                                   uint32_t(p.alignD)};
-  KILN_ASSIGN_OR_RETURN(const LtAlgorithm result,
-                        firstLtAlgorithm(ctx, plan->op, plan->a, plan->b, plan->d, alignments));
-  KILN_CUBLAS_CHECK(result.status);
-  if (!result.found) {
+  const double flops = 2.0 * double(p.m) * double(p.n) * double(p.k) * double(p.batch);
+  const bool race = p.raceAlgorithms && p.beta == 0.f && flops >= kGemmRaceMinFlops;
+  const int wanted = p.algorithm >= 0 ? p.algorithm + 1 : race ? kGemmRaceCandidates : 1;
+  KILN_ASSIGN_OR_RETURN(std::vector<LtAlgorithm> results,
+                        ltAlgorithms(ctx, plan->op, plan->a, plan->b, plan->d, alignments, wanted));
+  if (results.empty()) {
     return ctx.unsupported("cuBLASLt has no algorithm for " + std::to_string(p.m) + "x" +
                            std::to_string(p.n) + "x" + std::to_string(p.k));
   }
-  plan->algo = result.algo;
-  plan->workspace = result.workspace;
+  plan->index = p.algorithm >= 0 && p.algorithm < int(results.size()) ? p.algorithm : 0;
+  plan->algo = results[plan->index].algo;
+  plan->workspace = results[plan->index].workspace;
+  if (p.algorithm >= 0 && plan->index != p.algorithm)
+    plan->note = "; the plan's algorithm " + std::to_string(p.algorithm) +
+                 " is not offered here (" + std::to_string(results.size()) + "): the first";
+  if (race && results.size() > 1)
+    for (const LtAlgorithm& r : results) {
+      cublasLtMatmulHeuristicResult_t h{};
+      h.algo = r.algo;
+      h.workspaceSize = r.workspace;
+      plan->candidates.push_back(h);
+    }
+  return Status::ok();
+}
+
+Status launch(GpuKernelContext& ctx, const GemmPlan& plan, const void* a, const void* b, void* d) {
+  const GemmProblem& p = plan.problem;
+  void* workspace = nullptr;
+  if (plan.workspace > 0) {
+    KILN_ASSIGN_OR_RETURN(workspace, ctx.libraryWorkspace(plan.workspace));
+  }
+  KILN_ASSIGN_OR_RETURN(cublasLtHandle_t handle, ctx.libraries().cublasLt());
+  KILN_CUBLAS_CHECK(cublasLtMatmul(handle, plan.op, &p.alpha, b, plan.a, a, plan.b, &p.beta, d,
+                                   plan.d, d, plan.d, &plan.algo, workspace, plan.workspace,
+                                   ctx.stream()));
+  return Status::ok();
+}
+
+// Times each candidate algorithm on the layer's own buffers (beta = 0: every run writes
+// the same D) and keeps the fastest; one that fails is no candidate.
+Status raceAlgorithms(GpuKernelContext& ctx, GemmPlan* plan, const void* a, const void* b,
+                      void* d) {
+  const std::vector<cublasLtMatmulHeuristicResult_t> candidates = std::move(plan->candidates);
+  plan->candidates.clear();
+  float best = 1e30f;
+  int bestIndex = -1;
+  std::ostringstream times;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    plan->algo = candidates[i].algo;
+    plan->workspace = candidates[i].workspaceSize;
+    const Result<float> ms =
+        timeOnStream(ctx.stream(), [&] { return launch(ctx, *plan, a, b, d); });
+    times << (i ? ", " : "") << i << "="
+          << (ms.isOk() ? std::to_string(ms.value()) + "ms" : "failed");
+    if (ms.isOk() && ms.value() < best) {
+      best = ms.value();
+      bestIndex = static_cast<int>(i);
+    }
+  }
+  if (bestIndex < 0) return ctx.unsupported("no cuBLASLt algorithm ran: " + times.str());
+  plan->index = bestIndex;
+  plan->algo = candidates[bestIndex].algo;
+  plan->workspace = candidates[bestIndex].workspaceSize;
+  plan->note = "; algorithm " + std::to_string(bestIndex) + " of " +
+               std::to_string(candidates.size()) + " by time {" + times.str() + "}";
   return Status::ok();
 }
 
@@ -114,31 +178,42 @@ Status runGemm(GpuKernelContext& ctx, const GemmProblem& problem, const void* a,
   p.alignD = std::min(alignment(d), bias ? alignment(bias) : 256);
   auto& state = cache ? *cache : ctx.layerState();
   auto plan = std::static_pointer_cast<GemmPlan>(state);
-  if (!plan || !(plan->problem == p)) {
+  if (p.k == 0) {  // empty reduction: D = beta * D (bias ignored only when absent)
+    return ctx.unsupported("GEMM with an empty reduction dim");
+  }
+  const bool fresh = !plan || !(plan->problem == p);
+  if (fresh) {
     plan = std::make_shared<GemmPlan>();
     KILN_RETURN_IF_ERROR(buildPlan(ctx, p, plan.get()));
     state = plan;
-    ctx.setImplementation(gemmImplementation(p));
   }
   if (p.bias) {
     KILN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                                      &bias, sizeof(bias)));
   }
-  void* workspace = nullptr;
-  if (plan->workspace > 0) {
-    auto ws = ctx.libraryWorkspace(plan->workspace);
-    if (!ws.isOk()) return ws.status();
-    workspace = ws.value();
+  if (!plan->candidates.empty()) KILN_RETURN_IF_ERROR(raceAlgorithms(ctx, plan.get(), a, b, d));
+  if (fresh) ctx.setImplementation(gemmImplementation(p) + plan->note);
+  return launch(ctx, *plan, a, b, d);
+}
+
+int gemmAlgorithmOfChoice(const std::string& choice, const std::string& prefix) {
+  if (choice.size() <= prefix.size() || choice.compare(0, prefix.size(), prefix) != 0) return -1;
+  int index = 0;
+  for (size_t i = prefix.size(); i < choice.size(); ++i) {
+    if (choice[i] < '0' || choice[i] > '9' || index > 1000) return -1;
+    index = index * 10 + (choice[i] - '0');
   }
-  auto handle = ctx.libraries().cublasLt();
-  if (!handle.isOk()) return handle.status();
-  if (p.k == 0) {  // empty reduction: D = beta * D (bias ignored only when absent)
-    return ctx.unsupported("GEMM with an empty reduction dim");
-  }
-  KILN_CUBLAS_CHECK(cublasLtMatmul(handle.value(), plan->op, &p.alpha, b, plan->a, a, plan->b,
-                                   &p.beta, d, plan->d, d, plan->d, &plan->algo, workspace,
-                                   plan->workspace, ctx.stream()));
-  return Status::ok();
+  return index;
+}
+
+int gemmAlgorithmIndex(const std::shared_ptr<void>& state) {
+  const auto plan = std::static_pointer_cast<GemmPlan>(state);
+  return plan ? plan->index : -1;
+}
+
+std::string gemmAlgorithmNote(const std::shared_ptr<void>& state) {
+  const auto plan = std::static_pointer_cast<GemmPlan>(state);
+  return plan ? plan->note : "";
 }
 
 bool useTf32(const GpuKernelContext& ctx, DataType type) {
@@ -149,6 +224,33 @@ namespace {
 
 bool allOnes(const Shape& s) {
   return std::all_of(s.begin(), s.end(), [](int64_t d) { return d == 1; });
+}
+
+constexpr const char* kChoiceAlgorithm = "algorithm:";
+
+// A MatMul or Gemm layer's GEMM: raced, or the plan's recorded algorithm
+// ("algorithm:N", GpuKernelContext::plannedChoice).
+GemmProblem layerGemmProblem(const GpuKernelContext& ctx) {
+  GemmProblem p;
+  p.raceAlgorithms = true;
+  p.algorithm = gemmAlgorithmOfChoice(ctx.plannedChoice(), kChoiceAlgorithm);
+  return p;
+}
+
+// runGemm; when it made a new plan, its algorithm becomes the layer's choice for the plan,
+// and a plan's choice taken back says so.
+Status runLayerGemm(GpuKernelContext& ctx, const GemmProblem& p, const void* a, const void* b,
+                    void* d, const void* bias) {
+  const std::shared_ptr<void> before = ctx.layerState();
+  KILN_RETURN_IF_ERROR(runGemm(ctx, p, a, b, d, bias));
+  const std::shared_ptr<void>& after = ctx.layerState();
+  if (after == before) return Status::ok();  // the same plan as the last run
+  const int index = gemmAlgorithmIndex(after);
+  const std::string choice = kChoiceAlgorithm + std::to_string(index);
+  ctx.setChoice(choice);
+  if (p.algorithm >= 0 && index == p.algorithm)
+    ctx.setImplementation(gemmImplementation(p) + " (the plan's choice: " + choice + ")");
+  return Status::ok();
 }
 
 Status matMulKernel(GpuKernelContext& ctx) {
@@ -189,7 +291,7 @@ Status matMulKernel(GpuKernelContext& ctx) {
   auto out = ctx.allocateOutput(0, a.type, outShape);
   if (!out.isOk()) return out.status();
   const int64_t batchCount = shapeNumel(batch);
-  GemmProblem p;
+  GemmProblem p = layerGemmProblem(ctx);
   p.type = a.type;
   p.k = k;
   p.n = n;
@@ -198,7 +300,7 @@ Status matMulKernel(GpuKernelContext& ctx) {
     // Right operand shared by every batch: fold the left batch into M.
     p.m = m * (allOnes(batchA) ? 1 : batchCount);
     if (!allOnes(batchA) && batchA != batch) return ctx.unsupported("broadcast left batch");
-    return runGemm(ctx, p, a.data, b.data, out.value().data, nullptr);
+    return runLayerGemm(ctx, p, a.data, b.data, out.value().data, nullptr);
   }
   p.m = m;
   p.batch = batchCount;
@@ -206,7 +308,7 @@ Status matMulKernel(GpuKernelContext& ctx) {
   if ((batchA == batch || allOnes(batchA)) && (batchB == batch || allOnes(batchB))) {
     p.strideA = allOnes(batchA) ? 0 : m * k;
     p.strideB = allOnes(batchB) ? 0 : k * n;
-    return runGemm(ctx, p, a.data, b.data, out.value().data, nullptr);
+    return runLayerGemm(ctx, p, a.data, b.data, out.value().data, nullptr);
   }
   return ctx.unsupported("MatMul with partially broadcast batch dims " + shapeToString(a.shape) +
                          " x " + shapeToString(b.shape));
@@ -216,7 +318,7 @@ Status gemmKernel(GpuKernelContext& ctx) {
   const DeviceTensor& a = ctx.input(0);
   const DeviceTensor& b = ctx.input(1);
   if (a.rank() != 2 || b.rank() != 2) return ctx.error("Gemm needs 2-D A and B");
-  GemmProblem p;
+  GemmProblem p = layerGemmProblem(ctx);
   p.type = a.type;
   p.transA = ctx.node().attrInt("transA", 0) != 0;
   p.transB = ctx.node().attrInt("transB", 0) != 0;
@@ -246,7 +348,7 @@ Status gemmKernel(GpuKernelContext& ctx) {
       p.beta = beta;
     }
   }
-  return runGemm(ctx, p, a.data, b.data, out.value().data, bias);
+  return runLayerGemm(ctx, p, a.data, b.data, out.value().data, bias);
 }
 
 }  // namespace
@@ -278,32 +380,68 @@ Status describeInt8TnGemm(LtMatmulDescriptors* g, cudaDataType_t scaleType, cuda
   return Status::ok();
 }
 
-Result<LtAlgorithm> firstLtAlgorithm(GpuKernelContext& ctx, cublasLtMatmulDesc_t op,
-                                     cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
-                                     cublasLtMatrixLayout_t d, const uint32_t* alignments) {
+namespace {
+
+// The heuristic's algorithms that run (at most `count`), with cuBLASLt's status in `status`.
+Result<std::vector<LtAlgorithm>> heuristicAlgorithms(GpuKernelContext& ctx, cublasLtMatmulDesc_t op,
+                                                     cublasLtMatrixLayout_t a,
+                                                     cublasLtMatrixLayout_t b,
+                                                     cublasLtMatrixLayout_t d,
+                                                     const uint32_t* alignments, int count,
+                                                     cublasStatus_t* status) {
   KILN_ASSIGN_OR_RETURN(cublasLtHandle_t handle, ctx.libraries().cublasLt());
   cublasLtMatmulPreference_t preference = nullptr;
   KILN_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
   const uint64_t maxWorkspace =
       static_cast<uint64_t>(std::min<int64_t>(ctx.options().workspaceLimitBytes, 64LL << 20));
-  LtAlgorithm out;
-  out.status = cublasLtMatmulPreferenceSetAttribute(
+  *status = cublasLtMatmulPreferenceSetAttribute(
       preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &maxWorkspace, sizeof(maxWorkspace));
   static const cublasLtMatmulPreferenceAttributes_t kAlignment[4] = {
       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
-  for (int i = 0; alignments && i < 4 && out.status == CUBLAS_STATUS_SUCCESS; ++i)
-    out.status = cublasLtMatmulPreferenceSetAttribute(preference, kAlignment[i], &alignments[i],
-                                                      sizeof(uint32_t));
-  cublasLtMatmulHeuristicResult_t result{};
+  for (int i = 0; alignments && i < 4 && *status == CUBLAS_STATUS_SUCCESS; ++i)
+    *status = cublasLtMatmulPreferenceSetAttribute(preference, kAlignment[i], &alignments[i],
+                                                   sizeof(uint32_t));
+  std::vector<cublasLtMatmulHeuristicResult_t> results(static_cast<size_t>(std::max(count, 1)));
   int found = 0;
-  if (out.status == CUBLAS_STATUS_SUCCESS)
-    out.status =
-        cublasLtMatmulAlgoGetHeuristic(handle, op, a, b, d, d, preference, 1, &result, &found);
+  if (*status == CUBLAS_STATUS_SUCCESS)
+    *status =
+        cublasLtMatmulAlgoGetHeuristic(handle, op, a, b, d, d, preference,
+                                       static_cast<int>(results.size()), results.data(), &found);
   cublasLtMatmulPreferenceDestroy(preference);
-  out.found = out.status == CUBLAS_STATUS_SUCCESS && found > 0;
-  out.algo = result.algo;
-  out.workspace = result.workspaceSize;
+  std::vector<LtAlgorithm> out;
+  for (int i = 0; *status == CUBLAS_STATUS_SUCCESS && i < found; ++i) {
+    if (results[i].state != CUBLAS_STATUS_SUCCESS) continue;
+    LtAlgorithm one;
+    one.algo = results[i].algo;
+    one.workspace = results[i].workspaceSize;
+    one.found = true;
+    out.push_back(one);
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<std::vector<LtAlgorithm>> ltAlgorithms(GpuKernelContext& ctx, cublasLtMatmulDesc_t op,
+                                              cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
+                                              cublasLtMatrixLayout_t d, const uint32_t* alignments,
+                                              int count) {
+  cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
+  KILN_ASSIGN_OR_RETURN(std::vector<LtAlgorithm> found,
+                        heuristicAlgorithms(ctx, op, a, b, d, alignments, count, &status));
+  KILN_CUBLAS_CHECK(status);
+  return found;
+}
+
+Result<LtAlgorithm> firstLtAlgorithm(GpuKernelContext& ctx, cublasLtMatmulDesc_t op,
+                                     cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
+                                     cublasLtMatrixLayout_t d, const uint32_t* alignments) {
+  cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
+  KILN_ASSIGN_OR_RETURN(std::vector<LtAlgorithm> found,
+                        heuristicAlgorithms(ctx, op, a, b, d, alignments, 1, &status));
+  LtAlgorithm out = found.empty() ? LtAlgorithm{} : found.front();
+  out.status = status;
   return out;
 }
 
