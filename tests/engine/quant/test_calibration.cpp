@@ -20,13 +20,27 @@ namespace fs = std::filesystem;
 
 const std::string kQuantDir = std::string(KILN_TEST_DATA_DIR) + "/quant";
 
-std::string tempDir(const std::string& name) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("kiln_quant_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir.string();
-}
+// A fresh folder under the temp directory, removed with everything in it when the test's
+// scope ends (a failed assertion included), so no run leaves one behind.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& name)
+      : m_path(fs::temp_directory_path() /
+               ("kiln_quant_" + name + "_" + std::to_string(::getpid()))) {
+    fs::remove_all(m_path);
+    fs::create_directories(m_path);
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    fs::remove_all(m_path, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  operator std::string() const { return m_path.string(); }  // NOLINT: used as a path string
+
+ private:
+  fs::path m_path;
+};
 
 void writeFile(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
@@ -199,7 +213,8 @@ TEST(PreprocessSpec, RoundTripsAndRejectsBadEntries) {
 }
 
 TEST(CalibrationImages, PpmIsResizedNormalizedAndLaidOut) {
-  const std::string dir = tempDir("images");
+  const TempDir dirFolder("images");
+  const std::string dir = dirFolder;
   // 2x2 RGB: red, green / blue, white.
   const std::string ppm = std::string("P6\n# test\n2 2\n255\n") +
                           std::string("\xff\x00\x00\x00\xff\x00\x00\x00\xff\xff\xff\xff", 12);
@@ -247,31 +262,36 @@ TEST(CalibrationData, BadFoldersGiveClearErrors) {
   ASSERT_FALSE(missing.isOk());
   EXPECT_NE(missing.status().message().find("is not a folder"), std::string::npos);
 
-  const std::string empty = tempDir("empty");
+  const TempDir emptyFolder("empty");
+  const std::string empty = emptyFolder;
   writeFile(empty + "/notes.txt", "hello");
   auto none = loadCalibrationFolder(empty, {});
   ASSERT_FALSE(none.isOk());
   EXPECT_NE(none.status().message().find("holds no samples"), std::string::npos);
 
-  const std::string corrupt = tempDir("corrupt");
+  const TempDir corruptFolder("corrupt");
+  const std::string corrupt = corruptFolder;
   writeFile(corrupt + "/x.npy", "\x93NUMPY garbage");
   auto bad = loadCalibrationFolder(corrupt, {});
   ASSERT_FALSE(bad.isOk());
   EXPECT_NE(bad.status().message().find("x.npy"), std::string::npos) << bad.status().message();
 
-  const std::string unknown = tempDir("unknown");
+  const TempDir unknownFolder("unknown");
+  const std::string unknown = unknownFolder;
   writeFile(unknown + "/x.jpg", "jpeg");
   auto jpg = loadCalibrationFolder(unknown, {});
   ASSERT_FALSE(jpg.isOk());
   EXPECT_NE(jpg.status().message().find("unsupported type '.jpg'"), std::string::npos);
 
-  const std::string images = tempDir("needspec");
+  const TempDir imagesFolder("needspec");
+  const std::string images = imagesFolder;
   writeFile(images + "/x.ppm", "P6\n1 1\n255\nabc");
   auto noSpec = loadCalibrationFolder(images, {});
   ASSERT_FALSE(noSpec.isOk());
   EXPECT_NE(noSpec.status().message().find("preprocessing spec"), std::string::npos);
 
-  const std::string mixed = tempDir("mixed");
+  const TempDir mixedFolder("mixed");
+  const std::string mixed = mixedFolder;
   ASSERT_TRUE(writeNpyFile(mixed + "/a.npy", Tensor(DataType::kFloat32, {3, 16, 16})).isOk());
   ASSERT_TRUE(writeNpyFile(mixed + "/b.npy", Tensor(DataType::kFloat32, {3, 8, 8})).isOk());
   auto samples = loadCalibrationFolder(mixed, {});
