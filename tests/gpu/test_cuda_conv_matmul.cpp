@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "backends/cuda/ops/gemm.h"
 #include "gpu/gpu_op_test.h"
 #include "kiln/passes.h"
 #include "kiln/reference_backend.h"
@@ -413,6 +414,41 @@ TEST(CudaFusedMatMul, ErfGeluThroughCublasLtTanhEpilogue) {
   const std::string text = fusedMatMulText(tanhGelu);
   EXPECT_NE(text.find("gelu(tanh form)+bias epilogue"), std::string::npos) << text;
   EXPECT_EQ(text.find("kiln epilogue"), std::string::npos) << text;
+}
+
+// The algorithm race's rule (no device needed): a layer GEMM large enough races
+// kGemmRaceCandidates algorithms; a plan's recorded algorithm is taken back untimed (a
+// replay that timed again could keep another one and lose the plan's choice); a GEMM that
+// accumulates into D (beta != 0) or a step inside another kernel takes the first.
+TEST(CudaGemm, RecordedAlgorithmIsTakenBackWithoutARace) {
+  cuda::GemmProblem p;
+  p.type = DataType::kFloat16;
+  p.m = 16384;
+  p.n = 768;
+  p.k = 768;
+  p.raceAlgorithms = true;
+  cuda::GemmAlgorithmRequest r = cuda::gemmAlgorithmRequest(p);
+  EXPECT_TRUE(r.race);
+  EXPECT_EQ(r.count, cuda::kGemmRaceCandidates);
+  p.algorithm = 5;  // the plan's choice "algorithm:5"
+  r = cuda::gemmAlgorithmRequest(p);
+  EXPECT_FALSE(r.race);
+  EXPECT_EQ(r.count, 6);
+  p.algorithm = -1;
+  p.beta = 1.f;
+  EXPECT_FALSE(cuda::gemmAlgorithmRequest(p).race);
+  p.beta = 0.f;
+  p.m = 8;  // 2 * 8 * 768 * 768 FLOP: below kGemmRaceMinFlops
+  EXPECT_FALSE(cuda::gemmAlgorithmRequest(p).race);
+  EXPECT_EQ(cuda::gemmAlgorithmRequest(p).count, 1);
+  p.m = 16384;
+  p.raceAlgorithms = false;
+  EXPECT_FALSE(cuda::gemmAlgorithmRequest(p).race);
+  EXPECT_EQ(cuda::gemmAlgorithmOfChoice("algorithm:12", "algorithm:"), 12);
+  EXPECT_EQ(cuda::gemmAlgorithmOfChoice("#3", "#"), 3);
+  EXPECT_EQ(cuda::gemmAlgorithmOfChoice("algorithm:", "algorithm:"), -1);
+  EXPECT_EQ(cuda::gemmAlgorithmOfChoice("algorithm:x1", "algorithm:"), -1);
+  EXPECT_EQ(cuda::gemmAlgorithmOfChoice("cudnn_graph:engine 7", "algorithm:"), -1);
 }
 
 }  // namespace

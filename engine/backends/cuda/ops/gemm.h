@@ -91,6 +91,15 @@ Result<LtAlgorithm> firstLtAlgorithm(GpuKernelContext& ctx, cublasLtMatmulDesc_t
 constexpr int kGemmRaceCandidates = 8;
 constexpr double kGemmRaceMinFlops = 268435456.0;  // 2^28: smaller GEMMs take the first
 
+// How many of the heuristic's algorithms a new plan for `p` asks for, and whether it times
+// them: a recorded algorithm's index + 1 without timing; kGemmRaceCandidates timed for a
+// race (raceAlgorithms, beta 0, at least kGemmRaceMinFlops); else the first, untimed.
+struct GemmAlgorithmRequest {
+  int count = 1;
+  bool race = false;
+};
+GemmAlgorithmRequest gemmAlgorithmRequest(const GemmProblem& p);
+
 // The heuristic's algorithm index the GEMM plan in `state` (runGemm's cache) runs, and
 // the race's words for the inspector ("algorithm 2 of 8 by time {0=0.035ms, ...}"; "" when
 // it ran the first without a race); -1 and "" without a plan.

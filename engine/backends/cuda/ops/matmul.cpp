@@ -85,11 +85,11 @@ Status buildPlan(GpuKernelContext& ctx, const GemmProblem& p, GemmPlan* plan) {
   // Column-major A is our B, column-major B is our A.
   const uint32_t alignments[4] = {uint32_t(p.alignB), uint32_t(p.alignA), uint32_t(p.alignD),
                                   uint32_t(p.alignD)};
-  const double flops = 2.0 * double(p.m) * double(p.n) * double(p.k) * double(p.batch);
-  const bool race = p.raceAlgorithms && p.beta == 0.f && flops >= kGemmRaceMinFlops;
-  const int wanted = p.algorithm >= 0 ? p.algorithm + 1 : race ? kGemmRaceCandidates : 1;
-  KILN_ASSIGN_OR_RETURN(std::vector<LtAlgorithm> results,
-                        ltAlgorithms(ctx, plan->op, plan->a, plan->b, plan->d, alignments, wanted));
+  const GemmAlgorithmRequest request = gemmAlgorithmRequest(p);
+  const bool race = request.race;
+  KILN_ASSIGN_OR_RETURN(
+      std::vector<LtAlgorithm> results,
+      ltAlgorithms(ctx, plan->op, plan->a, plan->b, plan->d, alignments, request.count));
   if (results.empty()) {
     return ctx.unsupported("cuBLASLt has no algorithm for " + std::to_string(p.m) + "x" +
                            std::to_string(p.n) + "x" + std::to_string(p.k));
@@ -194,6 +194,14 @@ Status runGemm(GpuKernelContext& ctx, const GemmProblem& problem, const void* a,
   if (!plan->candidates.empty()) KILN_RETURN_IF_ERROR(raceAlgorithms(ctx, plan.get(), a, b, d));
   if (fresh) ctx.setImplementation(gemmImplementation(p) + plan->note);
   return launch(ctx, *plan, a, b, d);
+}
+
+GemmAlgorithmRequest gemmAlgorithmRequest(const GemmProblem& p) {
+  if (p.algorithm >= 0) return {p.algorithm + 1, false};  // the recorded one: no timing
+  const double flops = 2.0 * double(p.m) * double(p.n) * double(p.k) * double(p.batch);
+  if (p.raceAlgorithms && p.beta == 0.f && flops >= kGemmRaceMinFlops)
+    return {kGemmRaceCandidates, true};
+  return {1, false};
 }
 
 int gemmAlgorithmOfChoice(const std::string& choice, const std::string& prefix) {
