@@ -36,7 +36,9 @@ run: build
 
 test: build venv
 	@$(VENV)/bin/python tests/conformance/generate_node_tests.py $(NODE_TESTS_NEW)
-	@cd $(BUILD_DIR) && ctest --output-on-failure -j 2
+	@# The tests' temporary files go to one folder, removed after the run (nothing left in /tmp).
+	@tmp=$$(mktemp -d /tmp/kiln-test.XXXXXX) && cd $(BUILD_DIR) && \
+	  TMPDIR=$$tmp ctest --output-on-failure -j 2; rc=$$?; rm -rf $$tmp; exit $$rc
 
 # The Debian packages kiln and libkiln-dev (docs/packaging.md), into $(BUILD_DIR)/packages.
 package: build
