@@ -105,6 +105,7 @@ class MergeDuplicateNodes final : public Pass {
     // Value -> the value that stands for it (an equal small constant, the output of the
     // node it duplicates).
     std::map<std::string, std::string> same;
+    std::set<std::string> duplicateConstants, recordedConstants;
     {
       const GraphIndex index(g);
       std::map<std::string, std::string> firstOfKey;
@@ -112,7 +113,10 @@ class MergeDuplicateNodes final : public Pass {
         const std::string key = constantKey(index.constant(name));
         if (key.empty() || readByName.count(name)) return;
         auto [it, inserted] = firstOfKey.emplace(key, name);
-        if (!inserted && it->second != name) same[name] = it->second;
+        if (!inserted && it->second != name) {
+          same[name] = it->second;
+          duplicateConstants.insert(name);
+        }
       };
       for (const auto& [name, tensor] : g.initializers) note(name);
       for (const Node& node : g.nodes)
@@ -123,7 +127,10 @@ class MergeDuplicateNodes final : public Pass {
       Node& node = g.nodes[at];
       for (std::string& in : node.inputs) {
         auto it = same.find(in);
-        if (it != same.end()) in = it->second;
+        if (it == same.end()) continue;
+        if (duplicateConstants.count(in) && recordedConstants.insert(in).second)
+          applied->push_back({kName, {in}, it->second});  // an equal constant read instead
+        in = it->second;
       }
       const std::string key = nodeKey(node, graphOutputs);
       bool readBySubgraph = false;

@@ -13,6 +13,17 @@ namespace {
 
 constexpr const char* kPass = "merge_duplicate_nodes";
 
+// The pass's records of merged nodes (not of constants read in place of equal ones: those
+// name a value, not a node of `network`'s source).
+std::vector<PassApplication> nodeMerges(const std::vector<PassApplication>& records,
+                                        const Network& source) {
+  std::vector<PassApplication> out;
+  for (const PassApplication& r : records)
+    for (const Node& node : source.graph.nodes)
+      if (node.opType != "Constant" && node.displayName() == r.nodes[0]) out.push_back(r);
+  return out;
+}
+
 Tensor scalar(float v) {
   return Tensor::scalarFloat(v);
 }
@@ -61,8 +72,12 @@ TEST(MergeDuplicateNodes, PerLayerMaskWhereRunsOnce) {
   Network fused;
   // Greater, one Where, the Constant node of its low, and each layer's Add and Mul (the
   // other Constant nodes, now unread, go).
-  auto applied = fuseAndCompareOutputs(kPass, run, maskedLayers(3), 9, &fused);
+  const Network source = maskedLayers(3);
+  const auto records = fuseAndCompareOutputs(kPass, run, source, 9, &fused);
+  const auto applied = nodeMerges(records, source);
   ASSERT_EQ(applied.size(), 2u);
+  // The per-layer zero, low and half scalars read in place of the first ones: recorded too.
+  EXPECT_EQ(records.size(), 2u + 7u);
   EXPECT_EQ(applied[0].nodes, std::vector<std::string>{"bias1"});
   EXPECT_EQ(applied[0].layer, "bias0");
   EXPECT_EQ(applied[1].nodes, std::vector<std::string>{"bias2"});
@@ -77,7 +92,8 @@ TEST(MergeDuplicateNodes, PerLayerMaskWhereRunsOnce) {
 TEST(MergeDuplicateNodes, DifferentConstantsAttributesAndOutputsStay) {
   // The last layer's Where reads another low: it stays with its Constant node (layers 0
   // and 1 still merge).
-  auto applied = fuseAndCompareOutputs(kPass, run, maskedLayers(3, true), 11);
+  const Network source = maskedLayers(3, true);
+  const auto applied = nodeMerges(fuseAndCompareOutputs(kPass, run, source, 11), source);
   ASSERT_EQ(applied.size(), 1u);
   EXPECT_EQ(applied[0].nodes, std::vector<std::string>{"bias1"});
 
