@@ -163,11 +163,12 @@ void registerGeneratorGpuKernels(GpuKernelRegistry& registry);
 void registerConvGpuKernels(GpuKernelRegistry& registry);
 void registerMatMulGpuKernels(GpuKernelRegistry& registry);
 void registerShapeGpuKernels(GpuKernelRegistry& registry);
-void registerQuantizeGpuKernels(GpuKernelRegistry& registry);     // Q/DQ, integer GEMM/conv
-void registerSelectionGpuKernels(GpuKernelRegistry& registry);    // TopK, CumProd, NonZero, ...
-void registerAttentionGpuKernels(GpuKernelRegistry& registry);    // Attention, RotaryEmbedding
-void registerSpatialMiscGpuKernels(GpuKernelRegistry& registry);  // GridSample, RoiAlign, ...
-void registerRnnGpuKernels(GpuKernelRegistry& registry);          // LSTM, GRU, RNN
+void registerQuantizeGpuKernels(GpuKernelRegistry& registry);        // Q/DQ, integer GEMM/conv
+void registerSelectionGpuKernels(GpuKernelRegistry& registry);       // TopK, CumProd, NonZero, ...
+void registerAttentionGpuKernels(GpuKernelRegistry& registry);       // Attention
+void registerRotaryEmbeddingGpuKernel(GpuKernelRegistry& registry);  // RotaryEmbedding
+void registerSpatialMiscGpuKernels(GpuKernelRegistry& registry);     // GridSample, RoiAlign, ...
+void registerRnnGpuKernels(GpuKernelRegistry& registry);             // LSTM, GRU, RNN
 // ai.kiln ScaledMaskedSoftmax and AddLayerNorm (the fusion passes' row kernels).
 void registerFusedNormalizationGpuKernels(GpuKernelRegistry& registry);
 void registerFusedConvGpuKernels(GpuKernelRegistry& registry);    // ai.kiln FusedConv

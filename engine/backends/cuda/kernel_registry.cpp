@@ -57,6 +57,7 @@ const GpuKernelRegistry& builtinGpuKernels() {
     registerQuantizeGpuKernels(r);
     registerSelectionGpuKernels(r);
     registerAttentionGpuKernels(r);
+    registerRotaryEmbeddingGpuKernel(r);
     registerSpatialMiscGpuKernels(r);
     registerRnnGpuKernels(r);
     registerFusedNormalizationGpuKernels(r);

@@ -1,9 +1,10 @@
-// Helpers shared by the CUDA kernels of pool.cu, resize.cu, block_rearrange.cu and
-// generators.cu: the grid-stride loop, input checks with the CPU kernels' error messages
-// (requireInputs, checkElementCount, normalizeAxis, readInts), the compute type of a
-// storage type (PoolCompute: float, double for float64, float for int8 / uint8) with its
-// loads and stores, and the data-type tests their support predicates share. Included by
-// .cu files only.
+// Helpers shared by the CUDA kernels of pool.cu, resize.cu, block_rearrange.cu,
+// generators.cu, spatial_misc.cu, attention.cu and rotary_embedding.cu: the grid-stride
+// loop, input checks with the CPU kernels' error messages (requireInputs,
+// checkElementCount, normalizeAxis, readInts), a tensor's dims for messages, the compute
+// type of a storage type (PoolCompute: float, double for float64, float for int8 / uint8)
+// with its loads and stores, and the data-type tests their support predicates share.
+// Included by .cu files only.
 #pragma once
 
 #include <algorithm>
@@ -17,9 +18,10 @@
 
 namespace kiln::cuda {
 
-#define KILN_POOL_GRID_LOOP(i, n)                                           \
+#define KILN_GRID_LOOP(i, n)                                                \
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n); \
        i += int64_t(gridDim.x) * blockDim.x)
+#define KILN_POOL_GRID_LOOP(i, n) KILN_GRID_LOOP(i, n)
 
 using ops::kMaxOutputElements;  // the CPU kernels' bound (ops/output_size.h)
 
@@ -57,6 +59,25 @@ __device__ __forceinline__ T fromAcc(AccOf<T> v) {
   } else {
     return fromFloatSaturating<T>(v);  // int8 / uint8 MaxPool: exact, saturated
   }
+}
+
+// float32, float16 or bfloat16: the float storage types of the float kernels.
+inline bool isFloatStorage(DataType t) {
+  return t == DataType::kFloat32 || t == DataType::kFloat16 || t == DataType::kBFloat16;
+}
+
+inline bool isIndexType(DataType t) {
+  return t == DataType::kInt64 || t == DataType::kInt32;
+}
+
+// Slot `i` of a support predicate's input types (kUndefined past the end).
+inline DataType typeAt(const std::vector<DataType>& types, size_t i) {
+  return i < types.size() ? types[i] : DataType::kUndefined;
+}
+
+// A tensor's dims for messages ("2x3x4").
+inline std::string dims(const DeviceTensor& t) {
+  return shapeToString(t.shape);
 }
 
 inline bool isFloatData(DataType t) {

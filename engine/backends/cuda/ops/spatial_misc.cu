@@ -31,38 +31,16 @@
 #include <vector>
 
 #include "backends/cuda/device_common.cuh"
+#include "backends/cuda/ops/op_common.cuh"
 #include "ops/spatial_params.h"
 
 namespace kiln::cuda {
 namespace {
 
-#define KILN_SM_GRID_LOOP(i, n)                                             \
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n); \
-       i += int64_t(gridDim.x) * blockDim.x)
-
 // ============================ host helpers ============================
 
 bool hasInput(const GpuKernelContext& ctx, size_t i) {
   return i < ctx.inputCount() && ctx.hasInput(i);
-}
-
-Status requireInputs(const GpuKernelContext& ctx, size_t count) {
-  for (size_t i = 0; i < count; ++i) {
-    if (!hasInput(ctx, i)) return ctx.error("required input " + std::to_string(i) + " is missing");
-  }
-  return Status::ok();
-}
-
-bool isFloatStorage(DataType t) {
-  return t == DataType::kFloat32 || t == DataType::kFloat16 || t == DataType::kBFloat16;
-}
-
-bool isIndexType(DataType t) {
-  return t == DataType::kInt64 || t == DataType::kInt32;
-}
-
-std::string dims(const DeviceTensor& t) {
-  return shapeToString(t.shape);
 }
 
 // Float storage types as a small code for kernels reading a second float operand.
@@ -204,7 +182,7 @@ __device__ int axisTaps(double x, int d, const GridParams& p, int64_t* index, do
 template <class T>
 __global__ void gridSampleDevice(const T* __restrict__ x, const void* __restrict__ grid,
                                  T* __restrict__ y, GridParams p, int64_t n) {
-  KILN_SM_GRID_LOOP(idx, n) {
+  KILN_GRID_LOOP(idx, n) {
     const int64_t loc = idx % p.locations;
     const int64_t nc = idx / p.locations;
     const int64_t batch = nc / p.channels;
@@ -344,7 +322,7 @@ template <class T>
 __global__ void roiAlignDevice(const T* __restrict__ x, const void* __restrict__ rois,
                                const void* __restrict__ batchIndices, T* __restrict__ y,
                                RoiParams p, int64_t n) {
-  KILN_SM_GRID_LOOP(idx, n) {
+  KILN_GRID_LOOP(idx, n) {
     const int64_t pw = idx % p.outW;
     const int64_t ph = (idx / p.outW) % p.outH;
     const int64_t c = (idx / (p.outW * p.outH)) % p.channels;
@@ -500,7 +478,7 @@ __device__ __forceinline__ double baseCoordinate(int64_t i, int64_t count, bool 
 template <class T>
 __global__ void affineGridDevice(const T* __restrict__ theta, T* __restrict__ out, AffineParams p,
                                  int64_t points) {
-  KILN_SM_GRID_LOOP(idx, points) {
+  KILN_GRID_LOOP(idx, points) {
     const int64_t xi = idx % p.width;
     const int64_t yi = (idx / p.width) % p.height;
     const int64_t zi = (idx / (p.width * p.height)) % p.depth;
@@ -580,7 +558,7 @@ struct Col2ImParams {
 template <class T>
 __global__ void col2ImDevice(const T* __restrict__ columns, T* __restrict__ out, Col2ImParams p,
                              int64_t n) {
-  KILN_SM_GRID_LOOP(idx, n) {
+  KILN_GRID_LOOP(idx, n) {
     const int64_t nc = idx / p.imageSize;
     int64_t rest = idx % p.imageSize;
     int64_t pos[kMaxRank];
@@ -710,7 +688,7 @@ struct UnpoolParams {
 template <class W>
 __global__ void maxUnpoolDevice(const W* __restrict__ x, const void* __restrict__ indices,
                                 W* __restrict__ y, UnpoolParams p, int64_t n) {
-  KILN_SM_GRID_LOOP(i, n) {
+  KILN_GRID_LOOP(i, n) {
     int64_t flat = loadIndex(indices, p.indices64, i);
     if (flat < 0 || flat >= p.total) continue;  // the CPU raises an error here
     int64_t offset = 0;
@@ -788,7 +766,7 @@ struct CropPadParams {
 template <class W>
 __global__ void cropPadDevice(const W* __restrict__ in, W* __restrict__ out, CropPadParams p,
                               int64_t n) {
-  KILN_SM_GRID_LOOP(idx, n) {
+  KILN_GRID_LOOP(idx, n) {
     int64_t rest = idx, offset = 0;
     bool inside = true;
     for (int d = p.rank - 1; d >= 0; --d) {
@@ -868,7 +846,7 @@ struct ScatterParams {
 template <class W>
 __global__ void tensorScatterDevice(const W* __restrict__ update, W* __restrict__ out,
                                     ScatterParams p, int64_t n) {
-  KILN_SM_GRID_LOOP(idx, n) {
+  KILN_GRID_LOOP(idx, n) {
     const int64_t i = idx % p.inner;
     const int64_t s = (idx / p.inner) % p.seqLen;
     const int64_t row = idx / (p.inner * p.seqLen);
