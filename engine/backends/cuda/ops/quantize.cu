@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "backends/cuda/device_common.cuh"
+#include "backends/cuda/ops/op_common.cuh"
 #include "ops/quantize_params.h"
 
 namespace kiln::cuda {
@@ -28,22 +29,6 @@ constexpr size_t kAlign = 256;
 
 size_t alignUp(size_t bytes) {
   return (bytes + kAlign - 1) / kAlign * kAlign;
-}
-
-DataType typeAt(const std::vector<DataType>& types, size_t i) {
-  return i < types.size() ? types[i] : DataType::kUndefined;
-}
-
-Status requireInputs(const GpuKernelContext& ctx, size_t count) {
-  for (size_t i = 0; i < count; ++i) {
-    if (!ctx.hasInput(i)) return ctx.error("required input " + std::to_string(i) + " is missing");
-  }
-  return Status::ok();
-}
-
-bool isFloatStorage(DataType t) {
-  return t == DataType::kFloat32 || t == DataType::kFloat16 || t == DataType::kBFloat16 ||
-         t == DataType::kFloat64;
 }
 
 // ---- Element codecs (device ports of common/data_type.cpp) -------------------------
@@ -384,10 +369,10 @@ Status quantizeLinearKernel(GpuKernelContext& ctx) {
   } else if (outputDtype != 0) {
     outType = static_cast<DataType>(outputDtype);
   }
-  if (!isFloatStorage(x.type) && x.type != DataType::kInt32) {
+  if (!isFloatData(x.type) && x.type != DataType::kInt32) {
     return ctx.unsupported(std::string("input x of type ") + dataTypeName(x.type));
   }
-  if (!isFloatStorage(scale.type)) {
+  if (!isFloatData(scale.type)) {
     return ctx.unsupported(std::string("scale of type ") + dataTypeName(scale.type));
   }
   QuantParams p;
@@ -427,7 +412,7 @@ Status dequantizeLinearKernel(GpuKernelContext& ctx) {
   if (zeroPoint && zeroPoint->type != x.type) {
     return ctx.error("x_zero_point must have the type of x");
   }
-  if (!isFloatStorage(scale.type)) {
+  if (!isFloatData(scale.type)) {
     return ctx.unsupported(std::string("scale of type ") + dataTypeName(scale.type));
   }
   QuantParams p;
@@ -435,7 +420,7 @@ Status dequantizeLinearKernel(GpuKernelContext& ctx) {
   const int64_t outputDtype = ctx.node().attrInt("output_dtype", 0);
   const DataType outType =
       outputDtype != 0 ? ctx.storageType(static_cast<DataType>(outputDtype)) : scale.type;
-  if (!isFloatStorage(outType)) {
+  if (!isFloatData(outType)) {
     return ctx.unsupported("DequantizeLinear output must be a float type");
   }
   KILN_ASSIGN_OR_RETURN(DeviceTensor y, ctx.allocateOutput(0, outType, x.shape));
@@ -463,9 +448,9 @@ bool isQuantizedCode(DataType t) {
 
 std::string supportsQuantize(const Node& node, const std::vector<DataType>& types) {
   const DataType x = typeAt(types, 0), scale = typeAt(types, 1), zero = typeAt(types, 2);
-  if (!isFloatStorage(x) && x != DataType::kInt32)
+  if (!isFloatData(x) && x != DataType::kInt32)
     return std::string("no GPU kernel for QuantizeLinear of ") + dataTypeName(x);
-  if (!isFloatStorage(scale))
+  if (!isFloatData(scale))
     return std::string("no GPU kernel for a scale of ") + dataTypeName(scale);
   const int64_t outputDtype = node.attrInt("output_dtype", 0);
   const DataType out = zero != DataType::kUndefined ? zero
@@ -480,10 +465,10 @@ std::string supportsDequantize(const Node& node, const std::vector<DataType>& ty
   const DataType x = typeAt(types, 0), scale = typeAt(types, 1);
   if (!isQuantizedCode(x) && x != DataType::kInt32)
     return std::string("no GPU kernel for dequantizing ") + dataTypeName(x);
-  if (!isFloatStorage(scale))
+  if (!isFloatData(scale))
     return std::string("no GPU kernel for a scale of ") + dataTypeName(scale);
   const int64_t outputDtype = node.attrInt("output_dtype", 0);
-  if (outputDtype != 0 && !isFloatStorage(static_cast<DataType>(outputDtype)))
+  if (outputDtype != 0 && !isFloatData(static_cast<DataType>(outputDtype)))
     return "DequantizeLinear output must be a float type";
   return "";
 }
@@ -824,7 +809,7 @@ Status qlinearMatmulKernel(GpuKernelContext& ctx) {
     return ctx.error("scales must be scalars, or one per row of A / column of B");
   }
   for (const DeviceTensor* s : {&aScale, &bScale, &yScale}) {
-    if (!isFloatStorage(s->type))
+    if (!isFloatData(s->type))
       return ctx.unsupported(std::string("scale of type ") + dataTypeName(s->type));
   }
   if (p.k > kMaxExactK) return ctx.unsupported("K above the int32-exact range of the GPU GEMM");
@@ -855,7 +840,7 @@ std::string supportsQLinearMatMul(const Node&, const std::vector<DataType>& type
     return "QLinearMatMul on the GPU needs int8/uint8 A and B";
   for (size_t i : {1, 4, 6}) {
     const DataType t = typeAt(types, i);
-    if (t != DataType::kUndefined && !isFloatStorage(t))
+    if (t != DataType::kUndefined && !isFloatData(t))
       return std::string("no GPU kernel for a scale of ") + dataTypeName(t);
   }
   return "";

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "backends/cuda/device_common.cuh"
+#include "backends/cuda/ops/op_common.cuh"
 #include "backends/cuda/row_kernels.cuh"
 #include "ops/axis_params.h"
 #include "ops/reduce_params.h"
@@ -454,14 +455,6 @@ bool reduceAcceptsIntegers(const std::string& opType) {
          opType == "ReduceMin" || opType == "ReduceProd";
 }
 
-bool isFloatType(DataType t) {
-  return t == DataType::kFloat32 || t == DataType::kFloat16 || t == DataType::kBFloat16 ||
-         t == DataType::kFloat64;
-}
-bool isIndexType(DataType t) {
-  return t == DataType::kInt32 || t == DataType::kInt64;
-}
-
 // Calls fn(T{}) for the float types and, when `integers`, int32/int64.
 template <class Fn>
 Status dispatchNumeric(GpuKernelContext& ctx, DataType type, bool integers, Fn&& fn) {
@@ -484,13 +477,6 @@ Status dispatchNumeric(GpuKernelContext& ctx, DataType type, bool integers, Fn&&
       break;
   }
   return ctx.unsupported(std::string("data type ") + dataTypeName(type));
-}
-
-Status requireInputs(const GpuKernelContext& ctx, size_t count) {
-  for (size_t i = 0; i < count; ++i) {
-    if (!ctx.hasInput(i)) return ctx.error("required input " + std::to_string(i) + " is missing");
-  }
-  return Status::ok();
 }
 
 Status runReduce(GpuKernelContext& ctx, ReduceOp op) {
@@ -519,7 +505,7 @@ Status reduceKernel(GpuKernelContext& ctx) {
 std::string supportsReduce(const Node& node, const std::vector<DataType>& types) {
   const DataType x = types.empty() ? DataType::kUndefined : types[0];
   const bool integers = reduceAcceptsIntegers(node.opType);
-  if (x != DataType::kUndefined && !isFloatType(x) && !(integers && isIndexType(x)))
+  if (x != DataType::kUndefined && !isFloatData(x) && !(integers && isIndexType(x)))
     return std::string("no GPU kernel for ") + node.opType + " on " + dataTypeName(x);
   if (types.size() > 1 && types[1] != DataType::kUndefined && !isIndexType(types[1]))
     return std::string("input 'axes' of type ") + dataTypeName(types[1]);
@@ -654,7 +640,7 @@ Status argKernel(GpuKernelContext& ctx) {
 
 std::string supportsFloatOrIndex(const Node& node, const std::vector<DataType>& types) {
   for (DataType t : types) {
-    if (t != DataType::kUndefined && !isFloatType(t) && !isIndexType(t))
+    if (t != DataType::kUndefined && !isFloatData(t) && !isIndexType(t))
       return std::string("no GPU kernel for ") + node.opType + " on " + dataTypeName(t);
   }
   return "";
@@ -777,7 +763,7 @@ Status softmaxKernel(GpuKernelContext& ctx) {
 
 std::string supportsFloatData(const Node& node, const std::vector<DataType>& types) {
   for (DataType t : types) {
-    if (t != DataType::kUndefined && !isFloatType(t))
+    if (t != DataType::kUndefined && !isFloatData(t))
       return std::string("no GPU kernel for ") + node.opType + " on " + dataTypeName(t);
   }
   return "";

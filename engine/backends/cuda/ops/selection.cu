@@ -21,21 +21,11 @@
 #include <vector>
 
 #include "backends/cuda/device_common.cuh"
+#include "backends/cuda/ops/op_common.cuh"
 #include "ops/scalar_inputs.h"
 
 namespace kiln::cuda {
 namespace {
-
-DataType typeAt(const std::vector<DataType>& types, size_t i) {
-  return i < types.size() ? types[i] : DataType::kUndefined;
-}
-
-Status requireInputs(const GpuKernelContext& ctx, size_t count) {
-  for (size_t i = 0; i < count; ++i) {
-    if (!ctx.hasInput(i)) return ctx.error("required input " + std::to_string(i) + " is missing");
-  }
-  return Status::ok();
-}
 
 Status resolveAxis(const GpuKernelContext& ctx, int64_t axis, int64_t rank, const char* what,
                    int64_t* out) {
@@ -45,11 +35,6 @@ Status resolveAxis(const GpuKernelContext& ctx, int64_t axis, int64_t rank, cons
   }
   *out = axis < 0 ? axis + rank : axis;
   return Status::ok();
-}
-
-bool isFloatStorage(DataType t) {
-  return t == DataType::kFloat32 || t == DataType::kFloat16 || t == DataType::kBFloat16 ||
-         t == DataType::kFloat64;
 }
 
 template <class T>
@@ -103,8 +88,8 @@ Status dispatchTyped(GpuKernelContext& ctx, DataType type, bool allIntegers, Fn&
 }
 
 bool isTopKType(DataType t) {
-  return isFloatStorage(t) || t == DataType::kInt8 || t == DataType::kUInt8 ||
-         t == DataType::kInt32 || t == DataType::kInt64;
+  return isFloatData(t) || t == DataType::kInt8 || t == DataType::kUInt8 || t == DataType::kInt32 ||
+         t == DataType::kInt64;
 }
 
 // ---- TopK -----------------------------------------------------------------------------
@@ -360,7 +345,7 @@ Status cumProdGpuKernel(GpuKernelContext& ctx) {
 
 std::string supportsCumProd(const Node& node, const std::vector<DataType>& types) {
   const DataType x = typeAt(types, 0);
-  const bool ok = isFloatStorage(x) || (isInteger(x) && packedElementBits(x) == 0);
+  const bool ok = isFloatData(x) || (isInteger(x) && packedElementBits(x) == 0);
   if (!ok) return std::string("no GPU kernel for ") + node.opType + " on " + dataTypeName(x);
   return "";
 }
@@ -403,7 +388,7 @@ Status dropoutKernel(GpuKernelContext& ctx) {
     return ctx.error("ratio must be in [0, 1], got " + std::to_string(ratio));
   }
   if (training && ratio > 0.0) return ctx.unsupported("Dropout in training mode");
-  if (!isFloatStorage(x.type)) {
+  if (!isFloatData(x.type)) {
     return ctx.unsupported(std::string("data type ") + dataTypeName(x.type));
   }
   cudaStream_t stream = ctx.stream();
@@ -431,7 +416,7 @@ Status dropoutKernel(GpuKernelContext& ctx) {
 
 std::string supportsDropout(const Node& node, const std::vector<DataType>& types) {
   const DataType x = typeAt(types, 0);
-  if (!isFloatStorage(x)) return std::string("no GPU kernel for Dropout on ") + dataTypeName(x);
+  if (!isFloatData(x)) return std::string("no GPU kernel for Dropout on ") + dataTypeName(x);
   if (node.opset >= 12 && node.inputs.size() > 2 && !node.inputs[2].empty())
     return "Dropout with a training_mode input runs on the host";
   return "";
@@ -534,7 +519,7 @@ Status nonZeroKernel(GpuKernelContext& ctx) {
   }
   const int64_t n = in.numel();
   const DataType type = in.type;
-  if (!(isFloatStorage(type) || type == DataType::kBool ||
+  if (!(isFloatData(type) || type == DataType::kBool ||
         (isInteger(type) && packedElementBits(type) == 0))) {
     return ctx.unsupported(std::string("data type ") + dataTypeName(type));
   }
@@ -548,7 +533,7 @@ Status nonZeroKernel(GpuKernelContext& ctx) {
     counts = static_cast<int64_t*>(workspace);
   }
   // Floats: the sign bit does not make a value non-zero (-0 == 0); NaN bits stay.
-  const bool isFloat = isFloatStorage(type);
+  const bool isFloat = isFloatData(type);
   auto launchCount = [&](auto tag) -> Status {
     using T = decltype(tag);
     const T mask = nonZeroMask<T>(isFloat);
