@@ -3,10 +3,11 @@
 //   MatMul(X, W_i) [+ b_i], i = 1..n  ->  Split(MatMul(X, [W_1 ... W_n]) + [b_1 ... b_n],
 //                                               axis -1, [N_1 ... N_n])
 // Column blocks of one product are the products of the column blocks. One [M, K] x [K,
-// 3N] GEMM keeps the tensor cores busier than three [M, K] x [K, N] ones (BERT-base: N =
-// 768 ran at ~560 TFLOP/s, the [K, 3072] FFN GEMM at ~730 on an H200) and reads X once.
-// fold_attention_views then reads Q, K and V through strides from the merged product, so
-// the Split never copies. Conditions: two or more MatMuls read X as their first input,
+// 3N] GEMM reads X once and launches once (BERT-base on an H200: three N = 768 GEMMs took
+// 0.1035 ms a layer, the merged one 0.0945). fold_attention_views then reads Q, K and V
+// through strides from the merged product, so the Split never copies; cuDNN's attention
+// reading a row stride of 3N instead of N was as much slower (0.063 -> 0.074 ms a layer),
+// so the pass measured +0.2-0.8% end to end (docs/benchmarks.md, 2026-11-29 late). Conditions: two or more MatMuls read X as their first input,
 // X's shape static (fixed-shape profiles: the fold needs static shapes too) and of rank >= 2;
 // each W a float32 constant [K, N_i] of the same K; a bias, where one follows, a float32
 // constant [N_i] added on either side to a MatMul output read by the Add alone (a missing
