@@ -169,21 +169,13 @@ Status choose(GpuKernelContext& ctx, const FusedMatMulRun& r, FusedMatMulState* 
   std::string why = path == "cublaslt" ? "not tried (path cublaslt)" : cudnnWhyNot(r);
   if (path == "cublaslt" && erfAsTanhWhyNot(r).empty())
     lt += "; cublasLt gelu epilogue (tanh form): not tried (path cublaslt)";
-  std::vector<std::unique_ptr<CudnnPlan>> plans;
-  if (why.empty()) {
-    KILN_ASSIGN_OR_RETURN(cudnnHandle_t handle, ctx.libraries().cudnn(ctx.stream()));
-    plans = matMulEpiloguePlans(
-        handle, {r.problem.type, r.problem.m, r.problem.n, r.problem.k, r.epilogue.activation}, 2,
-        ctx.options().workspaceLimitBytes, ctx.node().displayName(), &why);
-  }
-  if (path == "cudnn_graph" && plans.empty())
-    return ctx.unsupported("cuDNN has no fused graph engine: " + why);
   // The plan's choice, taken back without timing where it still applies.
   std::string replayNote;
   auto withAlgorithm = [](const char* choice, const std::shared_ptr<void>& gemm) {
     return std::string(choice) + "#" + std::to_string(gemmAlgorithmIndex(gemm));
   };
-  if (const std::string recorded = ctx.plannedChoice(); !recorded.empty() && path == "auto") {
+  const std::string recorded = path == "auto" ? ctx.plannedChoice() : std::string();
+  if (!recorded.empty()) {
     const size_t hash = recorded.find('#');
     const std::string planned = recorded.substr(0, hash);
     const int algorithm =
@@ -207,6 +199,19 @@ Status choose(GpuKernelContext& ctx, const FusedMatMulRun& r, FusedMatMulState* 
       ctx.setChoice(withAlgorithm(kChoiceGeluTanh, state->gemm));
       return Status::ok();
     }
+  }
+  // cuDNN's candidates: only once no cuBLASLt choice was taken back (a plan's runtime
+  // builds none for a layer that runs cuBLASLt).
+  std::vector<std::unique_ptr<CudnnPlan>> plans;
+  if (why.empty()) {
+    KILN_ASSIGN_OR_RETURN(cudnnHandle_t handle, ctx.libraries().cudnn(ctx.stream()));
+    plans = matMulEpiloguePlans(
+        handle, {r.problem.type, r.problem.m, r.problem.n, r.problem.k, r.epilogue.activation}, 2,
+        ctx.options().workspaceLimitBytes, ctx.node().displayName(), &why);
+  }
+  if (path == "cudnn_graph" && plans.empty())
+    return ctx.unsupported("cuDNN has no fused graph engine: " + why);
+  if (!recorded.empty()) {
     for (auto& plan : plans) {
       if (recorded != std::string(kChoiceCudnnPrefix) + plan->description) continue;
       state->cudnn = std::shared_ptr<CudnnPlan>(std::move(plan));

@@ -40,7 +40,7 @@ struct GemmPlan : LtMatmulDescriptors {
   GemmProblem problem;
   cublasLtMatmulAlgo_t algo{};
   size_t workspace = 0;
-  std::vector<cublasLtMatmulHeuristicResult_t> candidates;
+  std::vector<LtAlgorithm> candidates;
   int index = 0;
   std::string note;  // the race's words
 };
@@ -86,7 +86,6 @@ Status buildPlan(GpuKernelContext& ctx, const GemmProblem& p, GemmPlan* plan) {
   const uint32_t alignments[4] = {uint32_t(p.alignB), uint32_t(p.alignA), uint32_t(p.alignD),
                                   uint32_t(p.alignD)};
   const GemmAlgorithmRequest request = gemmAlgorithmRequest(p);
-  const bool race = request.race;
   KILN_ASSIGN_OR_RETURN(
       std::vector<LtAlgorithm> results,
       ltAlgorithms(ctx, plan->op, plan->a, plan->b, plan->d, alignments, request.count));
@@ -100,13 +99,7 @@ Status buildPlan(GpuKernelContext& ctx, const GemmProblem& p, GemmPlan* plan) {
   if (p.algorithm >= 0 && plan->index != p.algorithm)
     plan->note = "; the plan's algorithm " + std::to_string(p.algorithm) +
                  " is not offered here (" + std::to_string(results.size()) + "): the first";
-  if (race && results.size() > 1)
-    for (const LtAlgorithm& r : results) {
-      cublasLtMatmulHeuristicResult_t h{};
-      h.algo = r.algo;
-      h.workspaceSize = r.workspace;
-      plan->candidates.push_back(h);
-    }
+  if (request.race && results.size() > 1) plan->candidates = std::move(results);
   return Status::ok();
 }
 
@@ -127,14 +120,14 @@ Status launch(GpuKernelContext& ctx, const GemmPlan& plan, const void* a, const 
 // the same D) and keeps the fastest; one that fails is no candidate.
 Status raceAlgorithms(GpuKernelContext& ctx, GemmPlan* plan, const void* a, const void* b,
                       void* d) {
-  const std::vector<cublasLtMatmulHeuristicResult_t> candidates = std::move(plan->candidates);
+  const std::vector<LtAlgorithm> candidates = std::move(plan->candidates);
   plan->candidates.clear();
   float best = 1e30f;
   int bestIndex = -1;
   std::ostringstream times;
   for (size_t i = 0; i < candidates.size(); ++i) {
     plan->algo = candidates[i].algo;
-    plan->workspace = candidates[i].workspaceSize;
+    plan->workspace = candidates[i].workspace;
     const Result<float> ms =
         timeOnStream(ctx.stream(), [&] { return launch(ctx, *plan, a, b, d); });
     times << (i ? ", " : "") << i << "="
@@ -147,7 +140,7 @@ Status raceAlgorithms(GpuKernelContext& ctx, GemmPlan* plan, const void* a, cons
   if (bestIndex < 0) return ctx.unsupported("no cuBLASLt algorithm ran: " + times.str());
   plan->index = bestIndex;
   plan->algo = candidates[bestIndex].algo;
-  plan->workspace = candidates[bestIndex].workspaceSize;
+  plan->workspace = candidates[bestIndex].workspace;
   plan->note = "; algorithm " + std::to_string(bestIndex) + " of " +
                std::to_string(candidates.size()) + " by time {" + times.str() + "}";
   return Status::ok();
@@ -165,7 +158,7 @@ std::string gemmImplementation(const GemmProblem& p) {
 }
 
 Status runGemm(GpuKernelContext& ctx, const GemmProblem& problem, const void* a, const void* b,
-               void* d, const void* bias, std::shared_ptr<void>* cache) {
+               void* d, const void* bias, std::shared_ptr<void>* cache, bool* madePlan) {
   if (problem.m == 0 || problem.n == 0 || problem.batch == 0) return Status::ok();
   auto alignment = [](const void* pointer) {
     int align = 256;
@@ -182,6 +175,7 @@ Status runGemm(GpuKernelContext& ctx, const GemmProblem& problem, const void* a,
     return ctx.unsupported("GEMM with an empty reduction dim");
   }
   const bool fresh = !plan || !(plan->problem == p);
+  if (madePlan) *madePlan = fresh;
   if (fresh) {
     plan = std::make_shared<GemmPlan>();
     KILN_RETURN_IF_ERROR(buildPlan(ctx, p, plan.get()));
@@ -237,11 +231,14 @@ bool allOnes(const Shape& s) {
 constexpr const char* kChoiceAlgorithm = "algorithm:";
 
 // A MatMul or Gemm layer's GEMM: raced, or the plan's recorded algorithm
-// ("algorithm:N", GpuKernelContext::plannedChoice).
-GemmProblem layerGemmProblem(const GpuKernelContext& ctx) {
+// ("algorithm:N", GpuKernelContext::plannedChoice), looked up at the layer's first run only;
+// a later plan of the layer (new pointer alignments) keeps the algorithm the last one ran.
+GemmProblem layerGemmProblem(GpuKernelContext& ctx) {
   GemmProblem p;
   p.raceAlgorithms = true;
-  p.algorithm = gemmAlgorithmOfChoice(ctx.plannedChoice(), kChoiceAlgorithm);
+  const std::shared_ptr<void>& state = ctx.layerState();
+  p.algorithm = state ? gemmAlgorithmIndex(state)
+                      : gemmAlgorithmOfChoice(ctx.plannedChoice(), kChoiceAlgorithm);
   return p;
 }
 
@@ -249,14 +246,14 @@ GemmProblem layerGemmProblem(const GpuKernelContext& ctx) {
 // and a plan's choice taken back says so.
 Status runLayerGemm(GpuKernelContext& ctx, const GemmProblem& p, const void* a, const void* b,
                     void* d, const void* bias) {
-  const std::shared_ptr<void> before = ctx.layerState();
-  KILN_RETURN_IF_ERROR(runGemm(ctx, p, a, b, d, bias));
-  const std::shared_ptr<void>& after = ctx.layerState();
-  if (after == before) return Status::ok();  // the same plan as the last run
-  const int index = gemmAlgorithmIndex(after);
+  const bool firstPlan = !ctx.layerState();  // p.algorithm >= 0 then is the plan's choice
+  bool madePlan = false;
+  KILN_RETURN_IF_ERROR(runGemm(ctx, p, a, b, d, bias, nullptr, &madePlan));
+  if (!madePlan) return Status::ok();  // the same plan as the last run
+  const int index = gemmAlgorithmIndex(ctx.layerState());
   const std::string choice = kChoiceAlgorithm + std::to_string(index);
   ctx.setChoice(choice);
-  if (p.algorithm >= 0 && index == p.algorithm)
+  if (firstPlan && p.algorithm >= 0 && index == p.algorithm)
     ctx.setImplementation(gemmImplementation(p) + " (the plan's choice: " + choice + ")");
   return Status::ok();
 }
