@@ -73,13 +73,15 @@ bool attributeKey(const Node& node, std::string* key) {
   return true;
 }
 
-// The node's identity (op, opset, attributes, inputs), or "" when it must stay.
-std::string nodeKey(const Node& node, const std::set<std::string>& graphOutputs) {
+// The node's identity (op, opset, attributes, inputs), or "" when it must stay (one of its
+// outputs a graph output or read by a subgraph by name).
+std::string nodeKey(const Node& node, const std::set<std::string>& graphOutputs,
+                    const std::set<std::string>& readByName) {
   if (!isDefaultDomain(node) || node.opType == "Constant" || randomOps().count(node.opType) ||
       node.outputs.empty())
     return "";
   for (const std::string& out : node.outputs)
-    if (graphOutputs.count(out)) return "";
+    if (graphOutputs.count(out) || readByName.count(out)) return "";
   std::string key = node.opType + "/" + std::to_string(node.opset) + "/" +
                     std::to_string(node.outputs.size()) + "/";
   if (!attributeKey(node, &key)) return "";
@@ -132,33 +134,23 @@ class MergeDuplicateNodes final : public Pass {
           applied->push_back({kName, {in}, it->second});  // an equal constant read instead
         in = it->second;
       }
-      const std::string key = nodeKey(node, graphOutputs);
-      bool readBySubgraph = false;
-      for (const std::string& out : node.outputs) readBySubgraph |= readByName.count(out) > 0;
-      if (key.empty() || readBySubgraph) {
+      const std::string key = nodeKey(node, graphOutputs, readByName);
+      if (key.empty()) {
         ++at;
         continue;
       }
       auto [it, inserted] = firstNode.emplace(key, at);
-      if (inserted) {
+      const Node* first = inserted ? nullptr : &g.nodes[it->second];
+      // An optional output this node writes and the first one does not: the node stays.
+      for (size_t i = 0; first && i < node.outputs.size(); ++i)
+        if (!node.outputs[i].empty() && first->outputs[i].empty()) first = nullptr;
+      if (!first) {
         ++at;
         continue;
       }
-      const Node& first = g.nodes[it->second];
       for (size_t i = 0; i < node.outputs.size(); ++i)
-        if (!node.outputs[i].empty() && !first.outputs[i].empty())
-          same[node.outputs[i]] = first.outputs[i];
-        else if (!node.outputs[i].empty())
-          same[node.outputs[i]] = node.outputs[i];  // written only here: the node stays
-      bool keep = false;
-      for (size_t i = 0; i < node.outputs.size(); ++i)
-        keep |= !node.outputs[i].empty() && same[node.outputs[i]] == node.outputs[i];
-      if (keep) {
-        for (const std::string& out : node.outputs) same.erase(out);
-        ++at;
-        continue;
-      }
-      applied->push_back({kName, {node.displayName()}, first.displayName()});
+        if (!node.outputs[i].empty()) same[node.outputs[i]] = first->outputs[i];
+      applied->push_back({kName, {node.displayName()}, first->displayName()});
       g.nodes.erase(g.nodes.begin() + static_cast<std::ptrdiff_t>(at));
     }
     return Status::ok();

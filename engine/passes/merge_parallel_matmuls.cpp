@@ -7,8 +7,9 @@
 // 0.1035 ms a layer, the merged one 0.0945). fold_attention_views then reads Q, K and V
 // through strides from the merged product, so the Split never copies; cuDNN's attention
 // reading a row stride of 3N instead of N was as much slower (0.063 -> 0.074 ms a layer),
-// so the pass measured +0.2-0.8% end to end (docs/benchmarks.md, 2026-11-29 late). Conditions: two or more MatMuls read X as their first input,
-// X's shape static (fixed-shape profiles: the fold needs static shapes too) and of rank >= 2;
+// so the pass measured +0.2-0.8% end to end (docs/benchmarks.md, 2026-11-29 late).
+// Conditions: two or more MatMuls read X as their first input, X's shape static
+// (fixed-shape profiles: the fold needs static shapes too) and of rank >= 2;
 // each W a float32 constant [K, N_i] of the same K; a bias, where one follows, a float32
 // constant [N_i] added on either side to a MatMul output read by the Add alone (a missing
 // bias in a merged group is zeros); each result read only by layout views (Reshape,
