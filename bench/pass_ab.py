@@ -11,41 +11,14 @@ Prints one line per model and pass (A ms, B ms, B/A, layers of each) and writes
 pass_ab.jsonl to --out.
 """
 import argparse
-import glob
 import json
 import os
 import statistics
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import zoo_kiln  # noqa: E402  (the zoo's timing arguments)
+import zoo_kiln  # noqa: E402  (the zoo's kiln build and run, as the zoo calls them)
 import zoo_models  # noqa: E402  (the entries' inputs and GPU-bound batches)
-
-
-def kiln(binary, args, timeout):
-    p = subprocess.run([binary, *args], capture_output=True, text=True, timeout=timeout)
-    if p.returncode != 0:
-        raise RuntimeError((p.stderr or p.stdout).strip().splitlines()[-1][:300])
-    return p.stdout
-
-
-def build(binary, onnx, plan, shapes, opt_level, disabled):
-    args = ["build", onnx, "-o", plan, "--backend", "cuda", "--fp16",
-            "--min-shapes", shapes, "--opt-shapes", shapes, "--max-shapes", shapes,
-            "--optimization-level", str(opt_level), "--json", "--quiet"]
-    for name in disabled:
-        args += ["--disable-pass", name]
-    summary = json.loads(kiln(binary, args, 300))
-    return summary.get("layers")
-
-
-def gpu_ms(binary, plan, shapes, inputs):
-    args = ["run", plan, "--shapes", shapes, "--json", "--no-data-transfers", *zoo_kiln.RUN_TIMING]
-    if inputs:
-        args += ["--load-inputs", ",".join(f"{n}:{f}" for n, f in inputs.items())]
-    out = kiln(binary, args, 120)
-    return json.loads(out)["performance_summary"]["GPU Compute Time"][3]  # the median
 
 
 def main():
@@ -67,24 +40,26 @@ def main():
             print(f"{entry.name}: no export in {a.work}/onnx (run the zoo first)", flush=True)
             continue
         shapes = zoo_models.shapes_arg(spec, spec.batch)
-        inputs = {}
-        for i in spec.inputs:  # the zoo's saved inputs at the GPU-bound batch, when present
-            found = glob.glob(os.path.join(a.work, "inputs", f"{spec.name}_b{spec.batch}_{i.name}.npy"))
-            if found:
-                inputs[i.name] = found[0]
+        # The zoo's inputs at the GPU-bound batch (zoo_kiln.save_inputs' names).
+        inputs = {i.name: os.path.join(a.work, "inputs", f"{spec.name}_b{spec.batch}_{i.name}.npy")
+                  for i in spec.inputs}
         plans = {"A": ([], os.path.join(a.work, "ab", entry.name + "_A.kiln"))}
         for name in a.disable.split(","):
             plans[name] = ([name], os.path.join(a.work, "ab", f"{entry.name}_no_{name}.kiln"))
         os.makedirs(os.path.join(a.work, "ab"), exist_ok=True)
-        layers, times = {}, {k: [] for k in plans}
-        try:
-            for key, (disabled, plan) in plans.items():
-                layers[key] = build(a.kiln, onnx, plan, shapes, a.opt_level, disabled)
-            for _ in range(a.rounds):
-                for key, (_, plan) in plans.items():
-                    times[key].append(gpu_ms(a.kiln, plan, shapes, inputs))
-        except (RuntimeError, subprocess.TimeoutExpired, ValueError, KeyError) as e:
-            print(f"{entry.name}: error: {e}", flush=True)
+        kiln = zoo_kiln.Kiln(a.kiln, opt_level=a.opt_level, build_timeout=300, run_timeout=120)
+        layers, times, error = {}, {k: [] for k in plans}, None
+        for key, (disabled, plan) in plans.items():
+            built = kiln.build(onnx, plan, shapes, disabled_passes=disabled)
+            error = error or built.get("error")
+            layers[key] = built.get("layers")
+        for _ in range(a.rounds if not error else 0):
+            for key, (_, plan) in plans.items():
+                ran = kiln.run(plan, shapes, inputs)
+                error = error or ran.get("error")
+                times[key].append(ran.get("median_ms"))
+        if error:
+            print(f"{entry.name}: error: {error}", flush=True)
             continue
         base = statistics.median(times["A"])
         for key in plans:

@@ -43,8 +43,9 @@ class Kiln:
         doc = json.loads(out)
         return {"flops": doc.get("flops", 0)}
 
-    def build(self, onnx_path, plan_path, shapes, fp16=True):
-        """A cold build (no timing cache) at one fixed shape: the build summary."""
+    def build(self, onnx_path, plan_path, shapes, fp16=True, disabled_passes=()):
+        """A cold build (no timing cache) at one fixed shape: the build summary (with
+        `disabled_passes`, those graph passes off: bench/pass_ab.py)."""
         if os.path.exists(plan_path):
             os.remove(plan_path)
         args = ["build", onnx_path, "-o", plan_path, "--backend", self.backend,
@@ -52,6 +53,8 @@ class Kiln:
                 "--optimization-level", str(self.opt_level), "--json", "--quiet"]
         if fp16 and self.backend == "cuda":
             args.append("--fp16")
+        for name in disabled_passes:
+            args += ["--disable-pass", name]
         rc, out, err, wall = self.call(args, self.build_timeout)
         if rc != 0:
             return {"error": _tail(err or out), "wall_s": round(wall, 1)}
