@@ -80,6 +80,12 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   // Gathers and head Transposes) into the FusedAttention's strided reads: right after
   // fuse_attention, which makes the node; before remove_dead_nodes.
   list.push_back(passes::makeFoldAttentionViews());
+  // nn.MultiheadAttention(batch_first=True)'s copies to and from sequence-first order: its
+  // in-projection GEMM reads the block's input as it is and the attention's strided views
+  // absorb the order (they exist only after fold_attention_views); the attention writes
+  // batch-first and the out-projection's rows follow. Before remove_dead_nodes, which drops
+  // the shape computation of the Reshape whose target it replaces.
+  list.push_back(passes::makeFoldSequenceFirstTransposes());
   // Decomposed LayerNormalization, then RMSNormalization: LayerNorm first, since its
   // tail (d / sqrt(mean(d^2) + eps) of d = x - mean(x)) is an RMSNorm of d; both
   // before fuse_add_layer_norm, which takes a residual Add into the LayerNormalization.

@@ -122,6 +122,19 @@ Node madeNode(const Graph& g, const Node& like, const std::string& name, const c
   return n;
 }
 
+void removeUnreadTransposes(Graph& g) {
+  for (bool removed = true; removed;) {
+    removed = false;
+    const GraphIndex index(g);
+    for (size_t i = 0; i < g.nodes.size() && !removed; ++i) {
+      if (!isOnnxOp(g.nodes[i], "Transpose", 1) || !index.readers(g.nodes[i].outputs[0]).empty())
+        continue;
+      g.nodes.erase(g.nodes.begin() + static_cast<std::ptrdiff_t>(i));
+      removed = true;
+    }
+  }
+}
+
 std::string freshName(const Graph& g, const std::string& base) {
   auto used = [&g](const std::string& name) {
     if (g.initializers.count(name)) return true;

@@ -49,6 +49,10 @@ bool readOnlyBy(const GraphIndex& index, const std::string& value, const std::se
 // unchanged, when neither works or a subgraph reads the output by name.
 bool bypassNode(Graph& g, const GraphIndex& index, int at, const std::string& source);
 
+// Removes the Transpose nodes whose output nothing reads (no node, no graph output), to a
+// fixpoint: the copies a layout rewrite left behind.
+void removeUnreadTransposes(Graph& g);
+
 // A name no initializer and no node output of `g` uses yet, derived from `base`.
 std::string freshName(const Graph& g, const std::string& base);
 // A default-domain `op` node named `name`, at `like`'s opset and ONNX index, reading

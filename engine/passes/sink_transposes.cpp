@@ -146,7 +146,7 @@ class SinkTransposes final : public Pass {
         break;  // indices moved: look again with a fresh index
       }
     }
-    removeUnreadTransposes(g);
+    rewrite::removeUnreadTransposes(g);
     return Status::ok();
   }
 
@@ -196,21 +196,6 @@ class SinkTransposes final : public Pass {
     g.nodes = std::move(nodes);
     record.layer = e.displayName();
     applied->push_back(std::move(record));
-  }
-
-  // Transposes the rewrites left without readers (the data inputs' permutes).
-  static void removeUnreadTransposes(Graph& g) {
-    for (bool removed = true; removed;) {
-      removed = false;
-      const GraphIndex index(g);
-      for (size_t i = 0; i < g.nodes.size(); ++i) {
-        const Node& n = g.nodes[i];
-        if (!isOnnxOp(n, "Transpose", 1) || !index.readers(n.outputs[0]).empty()) continue;
-        g.nodes.erase(g.nodes.begin() + static_cast<std::ptrdiff_t>(i));
-        removed = true;
-        break;
-      }
-    }
   }
 };
 

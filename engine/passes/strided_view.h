@@ -49,4 +49,13 @@ class StridedView {
   std::vector<std::vector<ViewAtom>> m_dims;  // each dim's atoms, outermost first
 };
 
+// A FusedAttention STRIDED view [offset, B, H, S, D, s_b, s_h, s_s] over a contiguous X of
+// shape `x`, re-expressed over X' where X = Transpose(X', perm) (fold_sequence_first_transposes:
+// a GEMM that computes X' without the Transpose). Each view dim must step inside one dim of X
+// and all the steps together must stay inside it, so every element's index in X, and through
+// perm in X', is known; the feature dim must stay the innermost. False (view unchanged)
+// otherwise.
+bool viewOverTransposedBase(const Shape& x, const std::vector<int64_t>& perm,
+                            std::vector<int64_t>* view);
+
 }  // namespace kiln::passes

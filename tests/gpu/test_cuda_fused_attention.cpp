@@ -306,5 +306,31 @@ TEST(CudaFusedAttention, StridedViewsOfAPackedQkv) {
   }
 }
 
+// nn.MultiheadAttention(batch_first=True) whole: fold_sequence_first_transposes drops the
+// copies to and from sequence-first order, so the GPU reads Q, K, V batch-first from the
+// in-projection and writes BSHD for the out-projection's rows.
+TEST(CudaFusedAttention, BatchFirstMultiheadAttentionWithoutItsTransposes) {
+  KILN_REQUIRE_GPU();
+  for (int64_t headDim : {64, 32}) {
+    SCOPED_TRACE("D = " + std::to_string(headDim));
+    PackedAttentionCase c;
+    c.batch = 3;
+    c.seq = 77;
+    c.heads = 4;
+    c.headDim = headDim;
+    c.sequenceFirst = true;
+    c.batchFirstProjections = true;
+    const Network unfused = packedAttentionNetwork(c);
+    int strided = 0;
+    const Network fused = fusedCopy(unfused, "STRIDED", &strided);
+    ASSERT_EQ(strided, 1) << "the views did not fold";
+    for (const Node& n : fused.graph.nodes) {
+      EXPECT_NE(n.opType, "Transpose") << n.name;
+      if (n.opType == "FusedAttention") EXPECT_EQ(n.attrString("output_layout", ""), "BSHD");
+    }
+    compareWithUnfused(unfused, fused, packedAttentionFeeds(c, 5), kAllPrecisions, true);
+  }
+}
+
 }  // namespace
 }  // namespace kiln::test

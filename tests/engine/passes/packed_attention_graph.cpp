@@ -13,6 +13,7 @@ Node transpose(const std::string& in, const std::string& out, std::vector<int64_
 }
 
 Shape inputShape(const PackedAttentionCase& c) {
+  if (c.batchFirstProjections) return {c.batch, c.seq, c.heads * c.headDim};
   const int64_t width = 3 * c.heads * c.headDim;
   return c.sequenceFirst ? Shape{c.seq, c.batch, width} : Shape{c.batch, c.seq, width};
 }
@@ -24,8 +25,8 @@ void batchFirstSplit(const PackedAttentionCase& c, Graph& g) {
   g.initializers["axis0"] = int64Tensor({1}, {0});
   g.nodes.push_back(makeNode("Reshape", {"qkv", "qkv_shape"}, {"qkv5"}));
   g.nodes.push_back(transpose("qkv5", "qkv_t", {2, 0, 3, 1, 4}));
-  g.nodes.push_back(withInt(makeNode("Split", {"qkv_t", "split_sizes"}, {"q1", "k1", "v1"}),
-                            "axis", 0));
+  g.nodes.push_back(
+      withInt(makeNode("Split", {"qkv_t", "split_sizes"}, {"q1", "k1", "v1"}), "axis", 0));
   for (const std::string x : {"q", "k", "v"})
     g.nodes.push_back(makeNode("Squeeze", {x + "1", "axis0"}, {x}));
 }
@@ -60,8 +61,21 @@ Network packedAttentionNetwork(const PackedAttentionCase& c) {
   Graph& g = net.graph;
   SymbolicShape in;
   for (int64_t d : inputShape(c)) in.push_back(DimExpr(d));
-  if (c.symbolicBatch) in[c.sequenceFirst ? 1 : 0] = DimExpr::symbol("batch");
-  g.inputs = {{"qkv", c.type, true, in}};
+  if (c.symbolicBatch)
+    in[c.sequenceFirst && !c.batchFirstProjections ? 1 : 0] = DimExpr::symbol("batch");
+  const int64_t e = c.heads * c.headDim;
+  if (c.batchFirstProjections) {
+    g.inputs = {{"x", c.type, true, in}};
+    g.initializers["w_in"] =
+        castTensor(randomTensor(DataType::kFloat32, {e, 3 * e}, 5, -0.3, 0.3), c.type);
+    g.initializers["b_in"] =
+        castTensor(randomTensor(DataType::kFloat32, {3 * e}, 6, -0.5, 0.5), c.type);
+    g.nodes.push_back(transpose("x", "x_sbe", {1, 0, 2}));
+    g.nodes.push_back(makeNode("MatMul", {"x_sbe", "w_in"}, {"qkv_mm"}));
+    g.nodes.push_back(makeNode("Add", {"qkv_mm", "b_in"}, {"qkv"}));
+  } else {
+    g.inputs = {{"qkv", c.type, true, in}};
+  }
   if (c.sequenceFirst)
     sequenceFirstSplit(c, g);
   else
@@ -73,7 +87,6 @@ Network packedAttentionNetwork(const PackedAttentionCase& c) {
   g.nodes.push_back(makeNode("Mul", {"scores", "scale"}, {"scaled"}));
   g.nodes.push_back(withInt(makeNode("Softmax", {"scaled"}, {"probs"}), "axis", -1));
   g.nodes.push_back(makeNode("MatMul", {"probs", "v"}, {"context"}));
-  const int64_t e = c.heads * c.headDim;
   if (c.sequenceFirst) {
     g.initializers["merge_shape"] = int64Tensor({2}, {c.seq * c.batch, e});
     g.nodes.push_back(transpose("context", "context_t", {2, 0, 1, 3}));
@@ -81,14 +94,28 @@ Network packedAttentionNetwork(const PackedAttentionCase& c) {
     g.initializers["merge_shape"] = int64Tensor({3}, {0, 0, e});
     g.nodes.push_back(transpose("context", "context_t", {0, 2, 1, 3}));
   }
-  g.nodes.push_back(makeNode("Reshape", {"context_t", "merge_shape"}, {"y"}));
+  if (c.batchFirstProjections) {
+    g.initializers["w_out"] =
+        castTensor(randomTensor(DataType::kFloat32, {e, e}, 7, -0.3, 0.3), c.type);
+    g.initializers["b_out"] =
+        castTensor(randomTensor(DataType::kFloat32, {e}, 8, -0.5, 0.5), c.type);
+    g.initializers["sbe_shape"] = int64Tensor({3}, {c.seq, c.batch, e});
+    g.nodes.push_back(makeNode("Reshape", {"context_t", "merge_shape"}, {"merged"}));
+    // The out-projection as torch exports it: Gemm with transB = 1 and its bias as C.
+    g.nodes.push_back(
+        withInt(makeNode("Gemm", {"merged", "w_out", "b_out"}, {"out_rows"}), "transB", 1));
+    g.nodes.push_back(makeNode("Reshape", {"out_rows", "sbe_shape"}, {"out_sbe"}));
+    g.nodes.push_back(transpose("out_sbe", "y", {1, 0, 2}));
+  } else {
+    g.nodes.push_back(makeNode("Reshape", {"context_t", "merge_shape"}, {"y"}));
+  }
   g.outputs = {{"y", c.type, false, {}}};
   return net;
 }
 
 std::map<std::string, Tensor> packedAttentionFeeds(const PackedAttentionCase& c, uint32_t seed) {
-  return {{"qkv", castTensor(randomTensor(DataType::kFloat32, inputShape(c), seed, -2.0, 2.0),
-                             c.type)}};
+  return {{c.batchFirstProjections ? "x" : "qkv",
+           castTensor(randomTensor(DataType::kFloat32, inputShape(c), seed, -2.0, 2.0), c.type)}};
 }
 
 Network windowAttentionNetwork(const WindowAttentionCase& c) {

@@ -22,12 +22,17 @@ struct PackedAttentionCase {
   int64_t batch = 2, seq = 37, heads = 3, headDim = 16;
   bool sequenceFirst = false;  // nn.MultiheadAttention's layout, else timm's
   bool symbolicBatch = false;  // the input's batch dim is the symbol "batch"
+  // nn.MultiheadAttention(batch_first=True) whole (with sequenceFirst): input "x" [B, N, E]
+  // -> Transpose (1,0,2) -> MatMul + bias (the packed in-projection) -> "qkv"; after the head
+  // merge Gemm (transB = 1, bias as C: the out-projection) -> Reshape [N, B, E] ->
+  // Transpose (1,0,2) -> "y".
+  bool batchFirstProjections = false;
   DataType type = DataType::kFloat32;
 };
 
-// The graph: input "qkv", output "y".
+// The graph: input "qkv" ("x" with batchFirstProjections), output "y".
 Network packedAttentionNetwork(const PackedAttentionCase& c);
-// Random "qkv" in [-2, 2), in c.type.
+// Random "qkv" ("x") in [-2, 2), in c.type.
 std::map<std::string, Tensor> packedAttentionFeeds(const PackedAttentionCase& c, uint32_t seed);
 
 // torchvision Swin's shifted-window attention: q, k, v [I * P, H, N, D] (P windows per
