@@ -200,10 +200,40 @@ std::vector<BuiltLayer> builtLayers(const Network& network, const build::ValueMe
 
 // True when a precision rule (prefer or obey) pins a FusedConvMaxPool, by any of the
 // layers it was made from, to float32.
+bool isHalfFloat(DataType t) {
+  return t == DataType::kFloat16 || t == DataType::kBFloat16;
+}
+
+// A strongly typed model computes in half precision where it holds float16/bfloat16 values:
+// an input, an initializer or a Cast to one. Such a build runs the passes as a --fp16 build
+// does (the stem fusion's kernel is a half-precision one).
+bool typedModelComputesInHalf(const Network& network) {
+  for (const ValueInfo& in : network.graph.inputs)
+    if (isHalfFloat(in.type)) return true;
+  for (const auto& [name, t] : network.graph.initializers)
+    if (isHalfFloat(t.type())) return true;
+  for (const Node& n : network.graph.nodes)
+    if (n.opType == "Cast" && isHalfFloat(static_cast<DataType>(n.attrInt("to", 0)))) return true;
+  return false;
+}
+
+// A fused stem (FusedConvMaxPool, half precision only) whose layer would run in float32: a
+// precision rule pins it, or (strongly typed) its input is float32.
 bool stemPinnedToFloat32(const Network& network, const BuilderConfig& config) {
-  if (config.precisionConstraints == ConstraintMode::kNone) return false;
+  std::optional<ShapeInferenceResult> types;
   for (const Node& node : network.graph.nodes) {
     if (!isFusedConvMaxPool(node)) continue;
+    if (config.stronglyTyped) {
+      if (!types) {
+        auto inferred = inferShapes(network);
+        if (!inferred.isOk()) return true;  // unknown types: keep the stem unfused
+        types = std::move(inferred.value());
+      }
+      auto it = types->values.find(node.inputs.empty() ? std::string() : node.inputs[0]);
+      if (it == types->values.end() || !isHalfFloat(it->second.type)) return true;
+      continue;
+    }
+    if (config.precisionConstraints == ConstraintMode::kNone) continue;
     const LayerPrecisionRule* rule =
         findLayerRule(config.layerPrecisions, build::layerNamesOf(node));
     if (rule && rule->precision == DataType::kFloat32) return true;
@@ -250,7 +280,9 @@ Result<Plan> buildPlan(std::shared_ptr<const Network> source, const BuilderConfi
     KILN_RETURN_IF_ERROR(
         runPasses(*network, config.optimizationLevel, disabledPasses, &applied,
                   backend.prefersChannelsLast(config.fp16 || config.bf16 || config.tf32),
-                  /*halfPrecision=*/config.fp16 || config.bf16, &target));
+                  /*halfPrecision=*/config.fp16 || config.bf16 ||
+                      (config.stronglyTyped && typedModelComputesInHalf(*source)),
+                  &target));
     // A fused stem computes in half precision only: when a precision rule pins one of
     // its layers to float32 the passes run again without fuse_conv_max_pool (the layer
     // would otherwise run on the host fallback).

@@ -36,16 +36,19 @@ bool convFits(const Graph& g, const InferredShapes& shapes, const Node& conv) {
       conv.inputs.size() > 4 || conv.hasInput(3) || conv.outputs.size() != 1 ||
       conv.outputs[0].empty() || isChannelsLast(conv))
     return false;
+  // Weights in float32, or stored in X's own 16-bit type (a strongly typed model's FP16
+  // region): the kernel packs them into X's type either way, exactly for the latter.
+  const DataType xType = typeOf(shapes, conv.inputs[0]);
+  auto weightType = [&](DataType t) { return t == DataType::kFloat32 || t == xType; };
   auto w = g.initializers.find(conv.inputs[1]);
-  if (w == g.initializers.end() || w->second.type() != DataType::kFloat32 ||
-      w->second.rank() != 4 || w->second.dim(0) != 64)
+  if (w == g.initializers.end() || !weightType(w->second.type()) || w->second.rank() != 4 ||
+      w->second.dim(0) != 64)
     return false;
   const Shape& ws = w->second.shape();
   if (ws[1] > 4 || ws[1] * ws[2] > 22 || ws[3] > 8) return false;
   if (conv.hasInput(2)) {
     auto b = g.initializers.find(conv.inputs[2]);
-    if (b == g.initializers.end() || b->second.type() != DataType::kFloat32 ||
-        b->second.numel() != ws[0])
+    if (b == g.initializers.end() || !weightType(b->second.type()) || b->second.numel() != ws[0])
       return false;
   }
   const std::string act = conv.attrString("activation", "none");
@@ -82,10 +85,10 @@ bool quantizeFits(const Node& q, const GraphIndex& index) {
 // Exactly the class the CUDA kernel takes (backends/cuda/ops/conv_max_pool.cu: an
 // fp16/bf16 tensor-core kernel for a small-channel stem such as ResNet-50's 7x7/2
 // 3->64 conv + 3x3/2 MaxPool), so that no layer this pass makes falls back to the host:
-//   FusedConv: no residual Z; W a float32 initializer [64, C, R, S] with
+//   FusedConv: no residual Z; W a float32 (or X's 16-bit type) initializer [64, C, R, S] with
 //     C <= 4, S <= 8 and C * R <= 22 (the kernel keeps the filter in shared memory as
 //     at most 22 rows of 8 taps; with C <= 4 every allowed geometry fits its
-//     shared-memory cap); B absent or a float32
+//     shared-memory cap); B absent or a float32 (or X's type)
 //     initializer [64]; group 1, dilations 1, strides exactly [2, 2], auto_pad
 //     NOTSET; activation none or relu; X a 4-D float value.
 //   MaxPool: 2-D, one output (no Indices), kernel_shape each <= 3, strides each 1 or 2,

@@ -29,6 +29,7 @@ std::unique_ptr<Pass> makeChannelsLastLayout();
 std::unique_ptr<Pass> makeFoldQdq();
 std::unique_ptr<Pass> makeFusePointwiseChain();
 std::unique_ptr<Pass> makeRemoveNoOpNodes();
+std::unique_ptr<Pass> makeFoldCastIntoQuantize();
 std::unique_ptr<Pass> makeMergeDuplicateNodes();
 std::unique_ptr<Pass> makeFoldReshapeTranspose();
 std::unique_ptr<Pass> makeMergeTransposes();

@@ -17,6 +17,10 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   // No-op nodes out first: an Identity, an inference Dropout or a same-type Cast that
   // an exporter left between two ops of a pattern hides it from every pass below.
   list.push_back(passes::makeRemoveNoOpNodes());
+  // A strongly typed export's Cast to float32 in front of a QuantizeLinear (opset < 19 Q
+  // takes no float16) goes next, for the same reason: the Cast sits between a layer and
+  // the Q that fold_qdq and fuse_conv_max_pool fold into it.
+  list.push_back(passes::makeFoldCastIntoQuantize());
   // Common subexpressions once (the per-layer copies of the attention mask's Where):
   // after the constant fold, which leaves only values computed from inputs, and before
   // every fusion, whose patterns then read one value where the exporter wrote several.

@@ -64,12 +64,15 @@ Network packedAttentionNetwork(const PackedAttentionCase& c) {
   if (c.symbolicBatch)
     in[c.sequenceFirst && !c.batchFirstProjections ? 1 : 0] = DimExpr::symbol("batch");
   const int64_t e = c.heads * c.headDim;
+  // Projection weights as nn.Linear initializes them, U(+-1/sqrt(E)): attention logits of
+  // order 1, so a 16-bit rounding of Q or K moves the softmax by a rounding, not by tens of %.
+  const double bound = 1.0 / std::sqrt(static_cast<double>(e));
   if (c.batchFirstProjections) {
     g.inputs = {{"x", c.type, true, in}};
     g.initializers["w_in"] =
-        castTensor(randomTensor(DataType::kFloat32, {e, 3 * e}, 5, -0.3, 0.3), c.type);
+        castTensor(randomTensor(DataType::kFloat32, {e, 3 * e}, 5, -bound, bound), c.type);
     g.initializers["b_in"] =
-        castTensor(randomTensor(DataType::kFloat32, {3 * e}, 6, -0.5, 0.5), c.type);
+        castTensor(randomTensor(DataType::kFloat32, {3 * e}, 6, -bound, bound), c.type);
     g.nodes.push_back(transpose("x", "x_sbe", {1, 0, 2}));
     g.nodes.push_back(makeNode("MatMul", {"x_sbe", "w_in"}, {"qkv_mm"}));
     g.nodes.push_back(makeNode("Add", {"qkv_mm", "b_in"}, {"qkv"}));
@@ -96,9 +99,9 @@ Network packedAttentionNetwork(const PackedAttentionCase& c) {
   }
   if (c.batchFirstProjections) {
     g.initializers["w_out"] =
-        castTensor(randomTensor(DataType::kFloat32, {e, e}, 7, -0.3, 0.3), c.type);
+        castTensor(randomTensor(DataType::kFloat32, {e, e}, 7, -bound, bound), c.type);
     g.initializers["b_out"] =
-        castTensor(randomTensor(DataType::kFloat32, {e}, 8, -0.5, 0.5), c.type);
+        castTensor(randomTensor(DataType::kFloat32, {e}, 8, -bound, bound), c.type);
     g.initializers["sbe_shape"] = int64Tensor({3}, {c.seq, c.batch, e});
     g.nodes.push_back(makeNode("Reshape", {"context_t", "merge_shape"}, {"merged"}));
     // The out-projection as torch exports it: Gemm with transB = 1 and its bias as C.

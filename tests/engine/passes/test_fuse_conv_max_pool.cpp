@@ -185,6 +185,46 @@ TEST(FuseConvMaxPool, StemBecomesOneChannelsLastLayerFeedingTheInt8Region) {
   expectSameOutputs(fused, original, 1e-4);
 }
 
+// A strongly typed export's stem (issue 24): X cast to float16, the filter and bias stored
+// float16, the pool's output cast back to float32 for an opset-17 QuantizeLinear. The Cast
+// before the Q folds into it and the stem is one layer, as in the plan it came from.
+TEST(FuseConvMaxPool, StronglyTypedStemWithHalfWeightsAndACastBeforeItsQ) {
+  Network typed;
+  typed.opsets[""] = 17;
+  Graph& g = typed.graph;
+  g.inputs = {{"x", DataType::kFloat32, true, {DimExpr(2), DimExpr(3), DimExpr(32), DimExpr(32)}}};
+  g.initializers["w"] =
+      castTensor(randomTensor(DataType::kFloat32, {64, 3, 7, 7}, 1, -0.2, 0.2), DataType::kFloat16);
+  g.initializers["b"] =
+      castTensor(randomTensor(DataType::kFloat32, {64}, 2, -0.5, 0.5), DataType::kFloat16);
+  g.initializers["s"] = floatTensor({}, {0.03f});
+  g.initializers["zp"] = castTensor(
+      Tensor::fromVector(DataType::kFloat64, {}, std::vector<double>{0.0}), DataType::kInt8);
+  g.initializers["wq"] = int8Tensor({16, 64, 3, 3}, 6);
+  g.initializers["sw"] = floatTensor({}, {0.002f});
+  Node conv = withInts(makeNode("Conv", {"x16", "w", "b"}, {"c"}), "kernel_shape", {7, 7});
+  conv = withInts(withInts(conv, "strides", {2, 2}), "pads", {3, 3, 3, 3});
+  Node pool = withInts(makeNode("MaxPool", {"r"}, {"p"}), "kernel_shape", {3, 3});
+  pool = withInts(withInts(pool, "strides", {2, 2}), "pads", {1, 1, 1, 1});
+  g.nodes = {withInt(makeNode("Cast", {"x"}, {"x16"}), "to", 10),
+             conv,
+             makeNode("Relu", {"c"}, {"r"}),
+             pool,
+             withInt(makeNode("Cast", {"p"}, {"p32"}), "to", 1),
+             makeNode("QuantizeLinear", {"p32", "s", "zp"}, {"q"}),
+             makeNode("DequantizeLinear", {"q", "s", "zp"}, {"dq"}),
+             makeNode("DequantizeLinear", {"wq", "sw"}, {"wd"}),
+             withInts(makeNode("Conv", {"dq", "wd"}, {"y"}), "pads", {1, 1, 1, 1})};
+  g.outputs = {{"y", DataType::kFloat32, false, {}}};
+  std::vector<PassApplication> applied;
+  const Network fused = optimized(typed, true, true, &applied);
+  const Node* layer = findOp(fused, kFusedConvMaxPoolOp);
+  ASSERT_NE(layer, nullptr);
+  EXPECT_EQ(layer->inputs[kConvPoolX], "x16");
+  EXPECT_EQ(count(fused, "Cast"), 1) << "only the input's cast to float16 stays";
+  expectSameOutputs(fused, typed, 1e-4);  // the INT8 conv after it sums in its own order
+}
+
 // The stem's X stays channels-first: when the node writing it goes channels-last (an
 // AveragePool here), X must come back through a Transpose (the layout pass once renamed
 // it to its NHWC twin and left the stem reading a value nobody wrote).
