@@ -144,6 +144,20 @@ TEST(CudaConcat, Int64FirstAxis) {
       .check(fp32Only(0, 0));
 }
 
+// DenseNet's concatenations: channels-last rows of 64 + 32 k channels, one launch per 32
+// inputs (37 here: two launches); fp16 rows of 32 channels are 64 bytes (16-byte words),
+// an odd channel count falls back to narrower words.
+TEST(CudaConcat, ManyInputsAlongTheLastAxisInOneLaunchPerChunk) {
+  KILN_REQUIRE_GPU();
+  for (int64_t growth : {32, 3}) {
+    SCOPED_TRACE("growth " + std::to_string(growth));
+    GpuOpTest test("Concat", 13);
+    test.attr("axis", int64_t{3}).input(floats({2, 5, 3, 64}, 40));
+    for (int i = 0; i < 36; ++i) test.input(floats({2, 5, 3, growth}, 41 + i));
+    test.check(kExact);
+  }
+}
+
 TEST(CudaConcat, EmptyInput) {
   KILN_REQUIRE_GPU();
   GpuOpTest("Concat", 13)
