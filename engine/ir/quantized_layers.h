@@ -27,6 +27,10 @@
 //                   z_scale that is not one positive float is an error.
 // QuantizedConv has Conv's attributes plus FusedConv's activation (activation,
 // activation_alpha, activation_beta); QuantizedMatMul has activation none or relu.
+// Both: float_output_type (optional int, an ONNX type code: float32, float16 or bfloat16)
+// is the type of a float Y (no y_scale), float32 when absent; the value is computed in
+// float and rounded once to that type (fold_cast_into_int8_output: a strongly typed
+// model's Cast to float16 after the layer).
 #pragma once
 
 #include <cstddef>
@@ -65,5 +69,17 @@ constexpr const char* kInt8OriginAttribute = "kiln_int8_origin";
 constexpr const char* kInt8FallbackAttribute = "kiln_int8_fallback";
 // On a float layer whose input a calibration cache pins: "fp16" or "fp32".
 constexpr const char* kInt8PinAttribute = "kiln_int8_pin";
+
+// The attribute naming a float Y's type (float32 when absent; see the contract above).
+constexpr const char* kFloatOutputTypeAttribute = "float_output_type";
+// The float type `node` (a QuantizedConv or QuantizedMatMul) writes when Y is not
+// quantized: float_output_type's float16 / bfloat16, else float32.
+inline DataType quantizedFloatOutputType(const Node& node) {
+  const int64_t t = node.attrInt(kFloatOutputTypeAttribute, 0);
+  return t == static_cast<int64_t>(DataType::kFloat16) ||
+                 t == static_cast<int64_t>(DataType::kBFloat16)
+             ? static_cast<DataType>(t)
+             : DataType::kFloat32;
+}
 
 }  // namespace kiln

@@ -118,6 +118,23 @@ bool foldWeights(const Graph& g, const GraphIndex& index, const Node& layer, Lay
   return true;
 }
 
+// The Add that alone reads MatMul `layerIndex`'s product and adds a float32 constant [N]
+// (N the int8 weights' columns) to it, or -1; its constant becomes `bias`.
+int matMulBiasAdd(const Graph& g, const GraphIndex& index, int layerIndex,
+                  const FoldedWeights& weights, FoldedInput* bias) {
+  const int add = index.soleReader(g.nodes[layerIndex].outputs[0]);
+  if (add < 0 || !isOnnxOp(g.nodes[add], "Add", 2)) return -1;
+  const std::string* b = otherInput(g.nodes[add], g.nodes[layerIndex].outputs[0]);
+  const Tensor* w = weights.weights.created.defined() ? &weights.weights.created
+                                                      : index.constant(weights.weights.name);
+  const Tensor* fb = b ? index.constant(*b) : nullptr;
+  if (!fb || !w || w->rank() != 2 || fb->type() != DataType::kFloat32 || fb->rank() != 1 ||
+      fb->numel() != w->dim(1) || *b == g.nodes[layerIndex].outputs[0])
+    return -1;
+  *bias = {*b, Tensor()};
+  return add;
+}
+
 // The bias as a float32 [C] initializer name ("" for none); DQ'd int32 biases
 // (ONNX Runtime's QDQ format) are dequantized here.
 bool foldBias(const Graph& g, const GraphIndex& index, const Node& layer, LayerKind kind,
@@ -216,8 +233,16 @@ bool matchOrFoldLayer(Network& network, const GraphIndex& index, int at, bool re
   if (!foldWeights(g, index, g.nodes[at], kind, calibrated, at, &weights, whyNot) ||
       !foldBias(g, index, g.nodes[at], kind, at, &bias, &replaced, whyNot))
     return false;
+  // A plain MatMul's bias (an export's Linear: MatMul, then Add of a float32 constant [N]
+  // that alone reads the product) rides the layer's epilogue like FusedMatMul's bias input.
+  std::string output = g.nodes[at].outputs[0];
+  const int biasAdd = kind == LayerKind::kMatMul && g.nodes[at].opType == "MatMul"
+                          ? matMulBiasAdd(g, index, at, weights, &bias)
+                          : -1;
+  if (biasAdd >= 0) output = g.nodes[biasAdd].outputs[0];
   if (!rewrite) return true;
   const Node& layer = g.nodes[at];
+  if (biasAdd >= 0) replaced.push_back(biasAdd);
   replaced.insert(replaced.end(), weights.dequantize.begin(), weights.dequantize.end());
   if (index.soleReader(layer.inputs[0]) == at) replaced.push_back(xdq);
   replaced.push_back(at);
@@ -249,9 +274,9 @@ bool matchOrFoldLayer(Network& network, const GraphIndex& index, int at, bool re
                      : addInitializer(g, dq.inputs[1] + "_zero",
                                       Tensor(xzp.type, Shape{}));  // zero of the input's type
   folded.inputs[kQuantWScale] = weights.scale.commit(g);
-  folded.outputs = {layer.outputs[0]};
+  folded.outputs = {output};
   // A sole per-tensor Q reader of the output folds in: the layer writes int8.
-  const int reader = index.soleReader(layer.outputs[0]);
+  const int reader = index.soleReader(output);
   if (reader >= 0 && isQuantize(g.nodes[reader]) && isPerTensor(g.nodes[reader], index)) {
     const Node& q = g.nodes[reader];
     const ZeroPoint yzp = zeroPointOf(q, index, DataType::kUndefined);

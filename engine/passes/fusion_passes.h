@@ -30,6 +30,7 @@ std::unique_ptr<Pass> makeFoldQdq();
 std::unique_ptr<Pass> makeFusePointwiseChain();
 std::unique_ptr<Pass> makeRemoveNoOpNodes();
 std::unique_ptr<Pass> makeFoldCastIntoQuantize();
+std::unique_ptr<Pass> makeFoldCastIntoInt8Output();
 std::unique_ptr<Pass> makeMergeDuplicateNodes();
 std::unique_ptr<Pass> makeFoldReshapeTranspose();
 std::unique_ptr<Pass> makeMergeTransposes();

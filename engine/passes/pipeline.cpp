@@ -107,6 +107,10 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   // conv's Z, the DQ no obstacle) its int8 Z; before remove_dead_nodes, which drops the
   // Q/DQ nodes and float weights the folds leave without readers.
   list.push_back(passes::makeFoldQdq());
+  // A Cast to float16 after an INT8 layer's float output (strongly typed exports) into the
+  // layer's output type: right after fold_qdq, which makes the layers, before the pointwise
+  // grouping, which would take the Cast into a chain.
+  list.push_back(passes::makeFoldCastIntoInt8Output());
   // A BatchNormalization no convolution or GEMM took, as the Mul and Add it is: after
   // every fusion that matches BN (the folds above) or could misread its Mul and Add as
   // a bias or a scale, right before the pointwise grouping that joins them with the

@@ -9,6 +9,13 @@ namespace {
 
 using rewrite::scalarValue;
 
+// The relative error a constant of `t`'s type may carry: half a unit in the last place of
+// a float16 / bfloat16 constant (a strongly typed FP16 region's 1.4140625 for sqrt(2)).
+double roundingOf(const Tensor* t) {
+  if (!t) return 0;
+  return t->type() == DataType::kFloat16 ? 0x1p-11 : t->type() == DataType::kBFloat16 ? 0x1p-8 : 0;
+}
+
 bool expandNode(const Graph& g, const GraphIndex& index, int at, Product* p);
 
 // Operand `value` of product node `consumer`.
@@ -17,6 +24,7 @@ void addTerm(const Graph& g, const GraphIndex& index, const std::string& value, 
   double c = 0;
   if (scalarValue(index.constant(value), &c)) {
     p->coefficient *= c;
+    p->constantRounding += roundingOf(index.constant(value));
     return;
   }
   const int writer = index.producer(value);
@@ -38,6 +46,7 @@ bool expandNode(const Graph& g, const GraphIndex& index, int at, Product* p) {
     if (!scalarValue(index.constant(n.inputs[1]), &c) || c == 0.0) return false;
     p->nodes.push_back(at);
     p->coefficient /= c;
+    p->constantRounding += roundingOf(index.constant(n.inputs[1]));
     addTerm(g, index, n.inputs[0], at, p);
     return true;
   }
@@ -65,8 +74,10 @@ Product productOf(const Graph& g, const GraphIndex& index, const std::string& va
 }
 
 bool isProduct(const Product& p, double coefficient, const std::map<std::string, int>& powers) {
-  return p.powers == powers &&
-         std::fabs(p.coefficient - coefficient) <= 1e-5 * std::max(1.0, std::fabs(coefficient));
+  if (p.powers != powers) return false;
+  const double error = std::fabs(p.coefficient - coefficient);
+  if (p.constantRounding > 0) return error <= p.constantRounding * std::fabs(coefficient);
+  return error <= 1e-5 * std::max(1.0, std::fabs(coefficient));
 }
 
 }  // namespace kiln::passes

@@ -19,6 +19,9 @@ struct Product {
   std::vector<int> nodes;             // the Mul / Div / Pow nodes it spans (unsorted)
   std::map<std::string, int> powers;  // leaf value -> exponent
   double coefficient = 1.0;
+  // The relative rounding the coefficient's 16-bit constants may carry (half a unit in the
+  // last place of each float16 / bfloat16 factor; 0 when every factor is float32).
+  double constantRounding = 0;
 };
 
 // The product node `root` computes: a Mul, a Div by a one-element constant or a Pow
@@ -34,7 +37,7 @@ bool flattenProduct(const Graph& g, const GraphIndex& index, int root, Product* 
 Product productOf(const Graph& g, const GraphIndex& index, const std::string& value, int consumer);
 
 // `p` is exactly coefficient * prod(leaf ^ power) of `powers`, coefficient within
-// relative 1e-5 of `coefficient`.
+// relative 1e-5 of `coefficient` (within the rounding of its 16-bit constants, when it has any).
 bool isProduct(const Product& p, double coefficient, const std::map<std::string, int>& powers);
 
 }  // namespace kiln::passes

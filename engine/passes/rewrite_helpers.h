@@ -32,7 +32,8 @@ const Tensor* float32Constant(const GraphIndex& index, const std::string& name, 
 // The one element of a floating-point constant, or false.
 bool scalarValue(const Tensor* t, double* value);
 // `t` is a one-element floating-point constant within relative 1e-5 of `expected`
-// (exporters write float32 roundings of sqrt(2), sqrt(2 / pi), ...).
+// (exporters write float32 roundings of sqrt(2), sqrt(2 / pi), ...); a float16 / bfloat16
+// constant within half a unit in its last place (its type's rounding of `expected`).
 bool isNearScalar(const Tensor* t, double expected);
 // `t` is a numeric constant (any count) whose every element equals `value` exactly.
 bool allElementsEqual(const Tensor* t, double value);

@@ -2,7 +2,8 @@
 //   QuantizedConv(X, W, ...)   -> Y: Conv's rule on X and W
 //   QuantizedMatMul(A, W, ...) -> Y: A's shape with the last dim W's N
 //   Fp8MatMul(X, W, ...)       -> Y: X's shape with the last dim W's N (ir/fp8_layers.h)
-// Y is float32, or int8/uint8 (y_zero_point's type) when y_scale is present;
+// Y is float32 (float_output_type's float16/bfloat16 where set), or int8/uint8
+// (y_zero_point's type) when y_scale is present;
 // float8e4m3fn for an Fp8MatMul with y_scale. A QuantizedConv's residual Z (float32,
 // or int8 with z_scale) changes neither; a Z whose type disagrees with z_scale leaves
 // Y unknown, and the kernels say what is wrong with it (one line naming the node).
@@ -13,8 +14,9 @@
 namespace kiln::shape {
 namespace {
 
-DataType quantizedOutputType(const Ins& in) {
-  if (in.size() <= kQuantYScale || !in[kQuantYScale].present()) return DataType::kFloat32;
+DataType quantizedOutputType(const Node& node, const Ins& in) {
+  if (in.size() <= kQuantYScale || !in[kQuantYScale].present())
+    return quantizedFloatOutputType(node);
   const DataType zp = typeOf(in, kQuantYZeroPoint);
   return zp == DataType::kUndefined ? DataType::kInt8 : zp;
 }
@@ -33,7 +35,7 @@ bool quantizedConvRule(const Node& node, const Ins& in, Outs* outs) {
   if (node.domain != "ai.kiln" || !conv || in.size() < 2 || !residualConsistent(in)) return false;
   const Ins convInputs = {in[kQuantX], in[kQuantW]};
   if (!conv(node, convInputs, outs) || outs->empty()) return false;
-  (*outs)[0].info.type = quantizedOutputType(in);
+  (*outs)[0].info.type = quantizedOutputType(node, in);
   return true;
 }
 
@@ -43,7 +45,7 @@ bool quantizedMatMulRule(const Node& node, const Ins& in, Outs* outs) {
   const SymbolicShape& w = shapeOf(in, kQuantW);
   if (y.empty() || w.size() != 2) return false;
   y.back() = w[1];
-  setOut(outs, 0, quantizedOutputType(in), y);
+  setOut(outs, 0, quantizedOutputType(node, in), y);
   return true;
 }
 

@@ -150,6 +150,35 @@ TEST(CudaInt8, ChannelsLastConvRunsOnCudnn) {
   }
 }
 
+// float_output_type (a strongly typed model's Cast to float16 / bfloat16 folded into the
+// layer): in an fp32 engine the float Y is stored in that type on every CUDA path (the
+// GEMM epilogue of MatMul and NCHW Conv, cuDNN's channels-last graph), rounded once, as
+// the CPU reference rounds it.
+TEST(CudaInt8, FloatOutputTypeOfItsOwnOnEveryPath) {
+  KILN_REQUIRE_GPU();
+  for (DataType type : {DataType::kFloat16, DataType::kBFloat16}) {
+    SCOPED_TRACE(dataTypeName(type));
+    const int64_t code = static_cast<int64_t>(type);
+    const double tolerance = type == DataType::kFloat16 ? 4e-3 : 2e-2;
+    GpuOpTest(kQuantizedMatMulOp, 1, kKilnDomain)
+        .attr(kFloatOutputTypeAttribute, code)
+        .input(randomTensor(DataType::kFloat32, {3, 5, 20}, 7))
+        .constant(int8Weights({20, 12}, 8))
+        .constant(randomTensor(DataType::kFloat32, {12}, 9))
+        .missingInput()
+        .constant(scalar(DataType::kFloat32, 0.01))
+        .constant(scalar(DataType::kInt8, 4))
+        .constant(channelScales(12, 10))
+        .check({{cuda::Precision::kFloat32, tolerance, tolerance}});
+    quantizedConv(randomTensor(DataType::kFloat32, {2, 8, 9, 9}, 1), 1, scalar(DataType::kInt8, -3))
+        .attr(kFloatOutputTypeAttribute, code)
+        .check({{cuda::Precision::kFloat32, tolerance, tolerance}});
+    channelsLastInt8Conv(false, Residual::kFloat)
+        .attr(kFloatOutputTypeAttribute, code)
+        .check({{cuda::Precision::kFloat32, tolerance, tolerance}});
+  }
+}
+
 // A channels-last QuantizedConv with an int8 Y (scales that keep most values inside
 // (0, 127)), ReLU, and an int8 residual when `residual`: X [N, H, W, C], W [K, R, S, C].
 GpuOpTest int8EpilogueConv(const Shape& x, const Shape& w, int64_t stride, int64_t pad,

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "engine/passes/pass_test_support.h"
+#include "passes/rewrite_helpers.h"
 #include "support/op_test.h"
 #include "support/test_graph.h"
 
@@ -157,6 +158,47 @@ TEST(FuseGelu, WrongConstantsStay) {
   Network divisor = gelu(with(erfTerm(), halve(Halving::kHalfThenProduct)));
   divisor.graph.initializers["sqrt2"] = floatTensor({}, {1.5f});
   EXPECT_TRUE(fuseAndCompareOutputs(kPass, run, divisor, divisor.graph.nodes.size()).empty());
+}
+
+// A strongly typed FP16 region stores the GELU's constants in float16: sqrt(2) is
+// 1.4140625 there. Such a constant matches within half a unit in its type's last place,
+// a float32 one within 1e-5 relative; other numbers still do not.
+TEST(FuseGelu, SixteenBitConstantsMatchTheirRounding) {
+  auto as = [](DataType type, float v) { return castTensor(floatTensor({}, {v}), type); };
+  using passes::rewrite::isNearScalar;
+  for (DataType type : {DataType::kFloat16, DataType::kBFloat16}) {
+    SCOPED_TRACE(dataTypeName(type));
+    const Tensor sqrt2 = as(type, 1.4142135f), cubic = as(type, 0.044715f);
+    EXPECT_TRUE(isNearScalar(&sqrt2, std::sqrt(2.0)));
+    EXPECT_TRUE(isNearScalar(&cubic, 0.044715));
+    const Tensor other = as(type, 1.5f), wrongCubic = as(type, 0.05f);
+    EXPECT_FALSE(isNearScalar(&other, std::sqrt(2.0)));
+    EXPECT_FALSE(isNearScalar(&wrongCubic, 0.044715));
+  }
+  const Tensor rounded = floatTensor({}, {1.4140625f});  // float32 holding the fp16 value
+  EXPECT_FALSE(isNearScalar(&rounded, std::sqrt(2.0)));
+}
+
+// The erf GELU of a strongly typed FP16 region: x, the chain and its constants in float16
+// (sqrt(2) as 1.4140625, which a float32 1e-5 rule would refuse) is one Gelu.
+TEST(FuseGelu, Float16ChainWithFloat16Constants) {
+  Network net = gelu(with(erfTerm(), halve(Halving::kProductThenHalf)));
+  net.graph.inputs[0].type = DataType::kFloat16;
+  net.graph.outputs[0].type = DataType::kFloat16;
+  for (const char* c : {"half", "one", "sqrt2"})
+    net.graph.initializers[c] = castTensor(net.graph.initializers[c], DataType::kFloat16);
+  Network fused = net;
+  std::vector<PassApplication> applied;
+  ASSERT_TRUE(runPasses(fused, 1, {}, &applied).isOk());
+  ASSERT_EQ(fused.graph.nodes.size(), 1u);
+  EXPECT_EQ(fused.graph.nodes[0].opType, "Gelu");
+  const std::map<std::string, Tensor> feeds = {
+      {"x",
+       castTensor(randomTensor(DataType::kFloat32, {2, 5, 8}, 1, -3.0, 3.0), DataType::kFloat16)}};
+  const auto expected = runOnReference(net, feeds), actual = runOnReference(fused, feeds);
+  ASSERT_EQ(actual.size(), 1u);
+  expectTensorNear(castTensor(actual[0].tensor, DataType::kFloat32),
+                   castTensor(expected[0].tensor, DataType::kFloat32), 4e-3, 4e-3);
 }
 
 TEST(FuseGelu, IntermediatesReadElsewhereStay) {

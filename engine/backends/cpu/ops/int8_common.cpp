@@ -87,7 +87,13 @@ Status readBias(const KernelContext& ctx, int64_t channels, std::vector<double>*
 
 void OutputWriter::write(int64_t i, double v) const {
   if (!quantized) {
-    out->data<float>()[i] = static_cast<float>(v);
+    const float f = static_cast<float>(v);
+    if (out->type() == DataType::kFloat16)
+      out->data<uint16_t>()[i] = floatToHalf(f);
+    else if (out->type() == DataType::kBFloat16)
+      out->data<uint16_t>()[i] = floatToBFloat16(f);
+    else
+      out->data<float>()[i] = f;
     return;
   }
   const int32_t q = params.quantize(static_cast<float>(v));
@@ -101,8 +107,8 @@ Status allocateQuantizedOutput(KernelContext& ctx, const Shape& shape, OutputWri
   writer->quantized = ctx.hasInput(kQuantYScale);
   if (writer->quantized)
     KILN_RETURN_IF_ERROR(readQuantParams(ctx, kQuantYScale, kQuantYZeroPoint, &writer->params));
-  writer->out =
-      &ctx.allocateOutput(0, writer->quantized ? writer->params.type : DataType::kFloat32, shape);
+  writer->out = &ctx.allocateOutput(
+      0, writer->quantized ? writer->params.type : quantizedFloatOutputType(ctx.node()), shape);
   return Status::ok();
 }
 

@@ -41,15 +41,17 @@ Status dequantizeMultipliers(const KernelContext& ctx, float xScale, int64_t cha
 // The optional float32 bias at kQuantBias as `channels` doubles (zeros when absent).
 Status readBias(const KernelContext& ctx, int64_t channels, std::vector<double>* out);
 
-// Writes float value v to element i of the output: float32 as is, or requantized
-// with `outParams` when the layer has an INT8 output.
+// Writes float value v to element i of the output: float32 as is, rounded once to a
+// float16/bfloat16 output (float_output_type), or requantized with `outParams` when the
+// layer has an INT8 output.
 struct OutputWriter {
   Tensor* out = nullptr;
   bool quantized = false;
   QuantParams params;
   void write(int64_t i, double v) const;
 };
-// Allocates output 0 of `shape`: int8/uint8 when y_scale is present, else float32.
+// Allocates output 0 of `shape`: int8/uint8 when y_scale is present, else the node's
+// float output type (float32 unless float_output_type says float16 / bfloat16).
 Status allocateQuantizedOutput(KernelContext& ctx, const Shape& shape, OutputWriter* writer);
 
 // acc[rows x cols] (+)= a[rows x depth] * b[depth x cols], int32 accumulation; a

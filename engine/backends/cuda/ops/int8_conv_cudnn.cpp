@@ -341,7 +341,7 @@ Status quantizedConvChannelsLast(GpuKernelContext& ctx) {
     if (!state->relu && ctx.node().attrString("activation", "none") != "none")
       return ctx.unsupported("cuDNN's INT8 path takes no activation but ReLU");
     KILN_RETURN_IF_ERROR(prepareScales(ctx, g.y[1], state.get()));
-    state->yType = state->quantizedOutput ? DataType::kInt8 : ctx.floatType();
+    state->yType = state->quantizedOutput ? DataType::kInt8 : int8FloatOutputType(ctx);
   }
   const Shape yShape = toChannelsLastShape(g.y);
   if (z && (z->shape != yShape || z->type != state->zType))

@@ -221,7 +221,7 @@ Status quantizedConvKernel(GpuKernelContext& ctx) {
                       g.y[1],   g.y[2],         g.y[3],         g.w[2],
                       g.w[3],   g.strides[0],   g.strides[1],   g.pre[0],
                       g.pre[1], g.dilations[0], g.dilations[1], group};
-  const DataType yType = s->quantizedOutput ? s->yQuantizedType : ctx.floatType();
+  const DataType yType = s->quantizedOutput ? s->yQuantizedType : int8FloatOutputType(ctx);
   KILN_ASSIGN_OR_RETURN(DeviceTensor y, ctx.allocateOutput(0, yType, promoteDims(g.y, x.rank())));
   const int64_t rows = shape.batch * shape.outHeight * shape.outWidth;
   const int64_t perGroup = outChannels / group;
@@ -286,7 +286,7 @@ Status quantizedMatMulKernel(GpuKernelContext& ctx) {
   s->input.type = x.type;
   Shape yShape = x.shape;
   yShape.back() = cols;
-  const DataType yType = s->quantizedOutput ? s->yQuantizedType : ctx.floatType();
+  const DataType yType = s->quantizedOutput ? s->yQuantizedType : int8FloatOutputType(ctx);
   KILN_ASSIGN_OR_RETURN(DeviceTensor y, ctx.allocateOutput(0, yType, yShape));
   const int64_t rows = depth == 0 ? 0 : x.numel() / depth;
   const size_t aBytes = static_cast<size_t>(rows * s->kPadded + 255) / 256 * 256;
