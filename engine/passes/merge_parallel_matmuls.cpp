@@ -10,11 +10,17 @@
 // so the pass measured +0.2-0.8% end to end (docs/benchmarks.md, 2026-11-29 late).
 // Conditions: two or more MatMuls read X as their first input, X's shape static
 // (fixed-shape profiles: the fold needs static shapes too) and of rank >= 2;
-// each W a float32 constant [K, N_i] of the same K; a bias, where one follows, a float32
-// constant [N_i] added on either side to a MatMul output read by the Add alone (a missing
-// bias in a merged group is zeros); each result read only by layout views (Reshape,
-// Transpose, Squeeze, Unsqueeze, Flatten): a head split, which the fold turns into strides.
-// A result read by an activation stays its own GEMM, whose epilogue takes the activation.
+// each W a float32 constant [K, N_i] of the same K, or (a strongly typed INT8 export) all
+// DequantizeLinear of int8 constants [K, N_i] with float32 scales per tensor or per column
+// and zero points 0, merged as one DequantizeLinear of the concatenated columns with a scale
+// per column; a bias, where one follows, a float32 constant [N_i] added on either side to a
+// MatMul output read by the Add alone (a missing bias in a merged group is zeros); each
+// result read only by layout views (Reshape, Transpose, Squeeze, Unsqueeze, Flatten): a head
+// split, which the fold turns into strides; or, in every projection alike, read by one Cast
+// to float16/bfloat16 read only by such views (the typed export's Cast into its FP16 region:
+// one Cast then goes before the Split, which fold_cast_into_int8_output then folds into the
+// INT8 GEMM). A result read by an activation stays its own GEMM, whose epilogue takes the
+// activation.
 #include <algorithm>
 #include <cstring>
 #include <set>
@@ -29,12 +35,57 @@ using namespace rewrite;
 
 constexpr const char* kName = "merge_parallel_matmuls";
 
+// A projection's weights: a float32 constant [K, N], or DequantizeLinear of an int8
+// constant [K, N] with a float32 scale per tensor or per column (axis 1) and zero points 0
+// (a strongly typed INT8 export's weights).
+struct Weights {
+  const Tensor* matrix = nullptr;  // float32 or int8 [K, N]
+  const Tensor* scale = nullptr;   // int8: [] or [N]
+  bool zeroPoint = false;          // int8: the DQ has a (zero) zero point input
+};
+
 struct Projection {
   int matmul = -1, add = -1;  // add -1: no bias
+  int cast = -1;              // the Cast to 16 bits that alone reads the result, or -1
   std::string bias;           // the bias constant's name
   std::string result;         // the value the projection's readers read
   int64_t n = 0;
+  Weights weights;
 };
+
+bool allZero(const Tensor* t) {
+  if (!t) return false;
+  for (int64_t i = 0; i < t->numel(); ++i)
+    if (t->valueAsDouble(i) != 0) return false;
+  return true;
+}
+
+// The weights MatMul `mm` reads as input 1, or false.
+bool weightsOf(const Graph& g, const GraphIndex& index, const Node& mm, Weights* w) {
+  if (const Tensor* f = float32Constant(index, mm.inputs[1], -1)) {
+    *w = {f, nullptr, false};
+    return f->rank() == 2;
+  }
+  const int dq = index.producer(mm.inputs[1]);
+  if (dq < 0 || !isDefaultDomain(g.nodes[dq]) || g.nodes[dq].opType != "DequantizeLinear" ||
+      g.nodes[dq].inputs.size() < 2 || g.nodes[dq].outputs.size() != 1)
+    return false;
+  const Node& d = g.nodes[dq];
+  const Tensor* q = index.constant(d.inputs[0]);
+  const Tensor* scale = index.constant(d.inputs[1]);
+  if (!q || q->type() != DataType::kInt8 || q->rank() != 2 || !scale ||
+      scale->type() != DataType::kFloat32)
+    return false;
+  const int64_t axis = d.attrInt("axis", 1);
+  const bool perTensor = scale->numel() == 1 && scale->rank() <= 1;
+  if (!perTensor &&
+      !(scale->rank() == 1 && scale->numel() == q->dim(1) && (axis == 1 || axis == -1)))
+    return false;
+  const bool zeroPoint = d.hasInput(2);
+  if (zeroPoint && !allZero(index.constant(d.inputs[2]))) return false;
+  *w = {q, scale, zeroPoint};  // the old DQ, unread after a merge, goes with remove_dead_nodes
+  return true;
+}
 
 bool readOnlyByViews(const Graph& g, const GraphIndex& index, const std::string& value) {
   static const std::set<std::string> kViews = {"Reshape", "Transpose", "Squeeze", "Unsqueeze",
@@ -53,10 +104,9 @@ bool projectionAt(const Graph& g, const GraphIndex& index, int at, const std::st
                   Projection* p) {
   const Node& mm = g.nodes[at];
   if (!isOnnxOp(mm, "MatMul", 2) || mm.inputs[0] != x || mm.inputs[1] == x) return false;
-  const Tensor* w = float32Constant(index, mm.inputs[1], -1);
-  if (!w || w->rank() != 2 || w->dim(0) != k) return false;
+  if (!weightsOf(g, index, mm, &p->weights) || p->weights.matrix->dim(0) != k) return false;
   p->matmul = at;
-  p->n = w->dim(1);
+  p->n = p->weights.matrix->dim(1);
   p->result = mm.outputs[0];
   const int add = index.soleReader(mm.outputs[0]);
   if (add >= 0 && isOnnxOp(g.nodes[add], "Add", 2)) {
@@ -68,23 +118,59 @@ bool projectionAt(const Graph& g, const GraphIndex& index, int at, const std::st
       p->result = g.nodes[add].outputs[0];
     }
   }
+  // A strongly typed model's Cast to its 16-bit region before the head split: the merged
+  // GEMM's result is cast once, before the Split.
+  const int cast = index.soleReader(p->result);
+  if (cast >= 0 && isOnnxOp(g.nodes[cast], "Cast", 1)) {
+    const int64_t to = g.nodes[cast].attrInt("to", 0);
+    if (to != static_cast<int64_t>(DataType::kFloat16) &&
+        to != static_cast<int64_t>(DataType::kBFloat16))
+      return false;
+    p->cast = cast;
+    return readOnlyByViews(g, index, g.nodes[cast].outputs[0]);
+  }
   return readOnlyByViews(g, index, p->result);
 }
 
-// [K, N_1] ... [K, N_n] side by side as [K, sum N_i].
+// The projections of `group` can be one GEMM: one kind of weights (float32, or int8 with
+// zero points alike), and every result cast to the same type or none.
+bool mergeable(const Graph& g, const std::vector<Projection>& group) {
+  const Projection& first = group.front();
+  for (const Projection& p : group) {
+    if ((p.weights.matrix->type() != first.weights.matrix->type()) ||
+        (p.weights.zeroPoint != first.weights.zeroPoint) || ((p.cast < 0) != (first.cast < 0)))
+      return false;
+    if (p.cast >= 0 && g.nodes[p.cast].attrInt("to", 0) != g.nodes[first.cast].attrInt("to", 0))
+      return false;
+  }
+  return true;
+}
+
+// [K, N_1] ... [K, N_n] side by side as [K, sum N_i] (float32 or int8).
 Tensor concatenatedColumns(const std::vector<const Tensor*>& parts, int64_t k) {
   int64_t total = 0;
   for (const Tensor* t : parts) total += t->dim(1);
-  Tensor out(DataType::kFloat32, {k, total});
-  float* dst = out.data<float>();
+  const DataType type = parts.front()->type();
+  const size_t element = dataTypeSize(type);
+  Tensor out(type, {k, total});
+  char* dst = static_cast<char*>(out.rawData());
   for (int64_t row = 0; row < k; ++row) {
     for (const Tensor* t : parts) {
-      const int64_t n = t->dim(1);
-      std::memcpy(dst, t->data<float>() + row * n, static_cast<size_t>(n) * sizeof(float));
-      dst += n;
+      const size_t bytes = static_cast<size_t>(t->dim(1)) * element;
+      std::memcpy(dst, static_cast<const char*>(t->rawData()) + row * bytes, bytes);
+      dst += bytes;
     }
   }
   return out;
+}
+
+// The merged int8 weights' scales, one per column ([N_i] each, a per-tensor scale repeated).
+Tensor concatenatedScales(const std::vector<Projection>& group) {
+  std::vector<float> scales;
+  for (const Projection& p : group)
+    for (int64_t c = 0; c < p.n; ++c)
+      scales.push_back(p.weights.scale->data<float>()[p.weights.scale->numel() == 1 ? 0 : c]);
+  return Tensor::fromVector(DataType::kFloat32, {static_cast<int64_t>(scales.size())}, scales);
 }
 
 class MergeParallelMatMuls final : public Pass {
@@ -104,14 +190,17 @@ class MergeParallelMatMuls final : public Pass {
       if (!isOnnxOp(g.nodes[at], "MatMul", 2)) continue;
       const std::string x = g.nodes[at].inputs[0];
       Shape xShape;
-      const Tensor* w0 = float32Constant(*index, g.nodes[at].inputs[1], -1);
-      if (!w0 || w0->rank() != 2 || !staticShape(shapes, x, &xShape) || xShape.size() < 2) continue;
+      Weights w0;
+      if (!weightsOf(g, *index, g.nodes[at], &w0) || !staticShape(shapes, x, &xShape) ||
+          xShape.size() < 2)
+        continue;
       std::vector<Projection> group;
       for (int r : index->readers(x)) {
         Projection p;
-        if (r >= 0 && projectionAt(g, *index, r, x, w0->dim(0), &p)) group.push_back(p);
+        if (r >= 0 && projectionAt(g, *index, r, x, w0.matrix->dim(0), &p)) group.push_back(p);
       }
-      if (group.size() < 2 || group.front().matmul != static_cast<int>(at)) continue;
+      if (group.size() < 2 || group.front().matmul != static_cast<int>(at) || !mergeable(g, group))
+        continue;
       merge(g, *index, group, static_cast<int>(xShape.size()), applied);
       index = std::make_unique<GraphIndex>(g);
     }
@@ -122,18 +211,20 @@ class MergeParallelMatMuls final : public Pass {
   static void merge(Graph& g, const GraphIndex& index, const std::vector<Projection>& group,
                     int rank, std::vector<PassApplication>* applied) {
     const Node& first = g.nodes[group.front().matmul];
-    const int64_t k = index.constant(first.inputs[1])->dim(0);
+    const Weights& w0 = group.front().weights;
+    const int64_t k = w0.matrix->dim(0);
     std::vector<const Tensor*> weights;
     std::vector<int64_t> widths;
     bool anyBias = false;
     std::vector<int> removed;
     std::vector<std::string> names, sources;
     for (const Projection& p : group) {
-      weights.push_back(index.constant(g.nodes[p.matmul].inputs[1]));
+      weights.push_back(p.weights.matrix);
       widths.push_back(p.n);
       anyBias = anyBias || p.add >= 0;
       removed.push_back(p.matmul);
       if (p.add >= 0) removed.push_back(p.add);
+      if (p.cast >= 0) removed.push_back(p.cast);
       names.push_back(g.nodes[p.matmul].displayName());
     }
     std::sort(removed.begin(), removed.end());
@@ -145,7 +236,23 @@ class MergeParallelMatMuls final : public Pass {
     std::vector<Node> chain;
     const std::string w = freshName(g, first.inputs[1] + "_merged");
     g.initializers[w] = concatenatedColumns(weights, k);
-    chain.push_back(node("MatMul", "", {first.inputs[0], w}));
+    std::string matrix = w;
+    if (w0.scale) {  // int8: one DequantizeLinear of the merged columns, a scale per column
+      const std::string scale = freshName(g, w + "_scale");
+      g.initializers[scale] = concatenatedScales(group);
+      std::vector<std::string> dqInputs = {w, scale};
+      if (w0.zeroPoint) {
+        const std::string zero = freshName(g, w + "_zero");
+        g.initializers[zero] = Tensor(DataType::kInt8, {g.initializers[w].dim(1)});
+        dqInputs.push_back(zero);
+      }
+      Node dq = node("DequantizeLinear", " weights", dqInputs);
+      dq.attributes["axis"] = intAttribute(1);
+      dq.attributes.erase(kSourceNodesAttribute);
+      matrix = dq.outputs[0];
+      chain.push_back(std::move(dq));
+    }
+    chain.push_back(node("MatMul", "", {first.inputs[0], matrix}));
     if (anyBias) {
       std::vector<float> bias;
       for (const Projection& p : group) {
@@ -161,6 +268,11 @@ class MergeParallelMatMuls final : public Pass {
           Tensor::fromVector(DataType::kFloat32, {static_cast<int64_t>(bias.size())}, bias);
       chain.push_back(node("Add", " bias", {chain.back().outputs[0], b}));
     }
+    if (group.front().cast >= 0) {  // one Cast of the merged result
+      Node cast = node("Cast", " cast", {chain.back().outputs[0]});
+      cast.attributes["to"] = intAttribute(g.nodes[group.front().cast].attrInt("to", 0));
+      chain.push_back(std::move(cast));
+    }
     Node split = node("Split", " split", {chain.back().outputs[0]});
     split.attributes["axis"] = intAttribute(rank - 1);
     if (first.opset >= 13)
@@ -171,7 +283,8 @@ class MergeParallelMatMuls final : public Pass {
     // the projections the GEMM layer stands for.
     split.attributes.erase(kSourceNodesAttribute);
     split.outputs.clear();
-    for (const Projection& p : group) split.outputs.push_back(p.result);
+    for (const Projection& p : group)
+      split.outputs.push_back(p.cast >= 0 ? g.nodes[p.cast].outputs[0] : p.result);
     chain.push_back(std::move(split));
     // In the first removed node's place: X and the constants exist by then, and every
     // reader of a result comes after its projection.

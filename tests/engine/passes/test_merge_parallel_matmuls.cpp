@@ -98,3 +98,70 @@ TEST(MergeParallelMatMuls, ActivationsDynamicShapesAndLoneGemmsStay) {
 
 }  // namespace
 }  // namespace kiln::test
+
+namespace kiln::test {
+namespace {
+
+// A strongly typed INT8 export's projections: x float16 -> Cast float32 -> Q -> DQ read by
+// three MatMuls of DequantizeLinear'd int8 weights (per column for q and v, per tensor for
+// k, zero points 0), biases, and a Cast back to float16 before each head split.
+Network typedInt8Projections() {
+  Network net;
+  net.opsets[""] = 17;
+  Graph& g = net.graph;
+  g.inputs = {{"x", DataType::kFloat16, true, {DimExpr(2), DimExpr(5), DimExpr(8)}}};
+  g.initializers["s"] = Tensor::scalarFloat(0.05f);
+  g.initializers["z"] = Tensor(DataType::kInt8, {});
+  g.nodes = {withInt(makeNode("Cast", {"x"}, {"x32"}), "to", 1),
+             makeNode("QuantizeLinear", {"x32", "s", "z"}, {"xq"}),
+             makeNode("DequantizeLinear", {"xq", "s", "z"}, {"xd"})};
+  const char* names[] = {"q", "k", "v"};
+  for (int i = 0; i < 3; ++i) {
+    const std::string p = names[i];
+    g.initializers["wq" + p] =
+        castTensor(randomTensor(DataType::kInt64, {8, 6}, 1 + i, -100, 100), DataType::kInt8);
+    g.initializers["ws" + p] = p == "k" ? Tensor::scalarFloat(0.01f)
+                                        : randomTensor(DataType::kFloat32, {6}, 4 + i, 0.005, 0.02);
+    g.initializers["wz" + p] = Tensor(DataType::kInt8, p == "k" ? Shape{} : Shape{6});
+    g.initializers["b" + p] = randomTensor(DataType::kFloat32, {6}, 7 + i);
+    g.initializers["heads" + p] = Tensor::int64Vector({0, 5, 2, 3});
+    g.nodes.push_back(makeNode("DequantizeLinear", {"wq" + p, "ws" + p, "wz" + p}, {"w" + p}));
+    g.nodes.push_back(makeNode("MatMul", {"xd", "w" + p}, {p + "_mm"}));
+    g.nodes.push_back(makeNode("Add", {p + "_mm", "b" + p}, {p + "_biased"}));
+    g.nodes.push_back(withInt(makeNode("Cast", {p + "_biased"}, {p + "_16"}), "to", 10));
+    g.nodes.push_back(makeNode("Reshape", {p + "_16", "heads" + p}, {p + "_heads"}));
+    g.nodes.push_back(
+        withInts(makeNode("Transpose", {p + "_heads"}, {p + "_out"}), "perm", {0, 2, 1, 3}));
+    g.outputs.push_back({p + "_out", DataType::kFloat16, false, {}});
+  }
+  return net;
+}
+
+TEST(MergeParallelMatMuls, Int8WeightsOfATypedExportMergeIntoOneInt8Gemm) {
+  const Network net = typedInt8Projections();
+  Network fused = net;
+  std::vector<PassApplication> applied;
+  ASSERT_TRUE(runPasses(fused, 2, {}, &applied).isOk());
+  int gemms = 0, casts = 0, splits = 0;
+  for (const Node& n : fused.graph.nodes) {
+    gemms += n.opType == "QuantizedMatMul";
+    casts += n.opType == "Cast";
+    splits += n.opType == "Split";
+    if (n.opType == "QuantizedMatMul")
+      EXPECT_EQ(n.attrInt("float_output_type", 0), static_cast<int64_t>(DataType::kFloat16));
+  }
+  EXPECT_EQ(gemms, 1) << "Q, K and V as one INT8 GEMM";
+  EXPECT_EQ(casts, 0) << "the Cast to float16 folded into the GEMM";
+  EXPECT_EQ(splits, 1);
+  const std::map<std::string, Tensor> feeds = {
+      {"x",
+       castTensor(randomTensor(DataType::kFloat32, {2, 5, 8}, 9, -2.0, 2.0), DataType::kFloat16)}};
+  const auto expected = runOnReference(net, feeds), actual = runOnReference(fused, feeds);
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < actual.size(); ++i)
+    expectTensorNear(castTensor(actual[i].tensor, DataType::kFloat32),
+                     castTensor(expected[i].tensor, DataType::kFloat32), 4e-3, 4e-3);
+}
+
+}  // namespace
+}  // namespace kiln::test
