@@ -10,10 +10,12 @@
 // so the pass measured +0.2-0.8% end to end (docs/benchmarks.md, 2026-11-29 late).
 // Conditions: two or more MatMuls read X as their first input, X's shape static
 // (fixed-shape profiles: the fold needs static shapes too) and of rank >= 2;
-// each W a float32 constant [K, N_i] of the same K, or (a strongly typed INT8 export) all
+// each W a float constant [K, N_i] of the same K and type (float32, or a strongly typed
+// model's float16/bfloat16), or (a strongly typed INT8 export) all
 // DequantizeLinear of int8 constants [K, N_i] with float32 scales per tensor or per column
 // and zero points 0, merged as one DequantizeLinear of the concatenated columns with a scale
-// per column; a bias, where one follows, a float32 constant [N_i] added on either side to a
+// per column; a bias, where one follows, a constant [N_i] of the GEMM's type (float32 for
+// int8 weights) added on either side to a
 // MatMul output read by the Add alone (a missing bias in a merged group is zeros); each
 // result read only by layout views (Reshape, Transpose, Squeeze, Unsqueeze, Flatten): a head
 // split, which the fold turns into strides; or, in every projection alike, read by one Cast
@@ -39,9 +41,11 @@ constexpr const char* kName = "merge_parallel_matmuls";
 // constant [K, N] with a float32 scale per tensor or per column (axis 1) and zero points 0
 // (a strongly typed INT8 export's weights).
 struct Weights {
-  const Tensor* matrix = nullptr;  // float32 or int8 [K, N]
+  const Tensor* matrix = nullptr;  // float32, float16, bfloat16 or int8 [K, N]
   const Tensor* scale = nullptr;   // int8: [] or [N]
   bool zeroPoint = false;          // int8: the DQ has a (zero) zero point input
+  // The type the GEMM computes in, and its bias's: the weights' float type; float32 for int8.
+  DataType computeType() const { return scale ? DataType::kFloat32 : matrix->type(); }
 };
 
 struct Projection {
@@ -62,7 +66,9 @@ bool allZero(const Tensor* t) {
 
 // The weights MatMul `mm` reads as input 1, or false.
 bool weightsOf(const Graph& g, const GraphIndex& index, const Node& mm, Weights* w) {
-  if (const Tensor* f = float32Constant(index, mm.inputs[1], -1)) {
+  if (const Tensor* f = index.constant(mm.inputs[1]);
+      f && (f->type() == DataType::kFloat32 || f->type() == DataType::kFloat16 ||
+            f->type() == DataType::kBFloat16)) {
     *w = {f, nullptr, false};
     return f->rank() == 2;
   }
@@ -111,8 +117,9 @@ bool projectionAt(const Graph& g, const GraphIndex& index, int at, const std::st
   const int add = index.soleReader(mm.outputs[0]);
   if (add >= 0 && isOnnxOp(g.nodes[add], "Add", 2)) {
     const std::string* b = otherInput(g.nodes[add], mm.outputs[0]);
-    if (b && *b != mm.outputs[0] && float32Constant(index, *b, p->n) &&
-        index.constant(*b)->rank() == 1) {
+    const Tensor* bias = b ? index.constant(*b) : nullptr;
+    if (b && *b != mm.outputs[0] && bias && bias->type() == p->weights.computeType() &&
+        bias->rank() == 1 && bias->numel() == p->n) {
       p->add = add;
       p->bias = *b;
       p->result = g.nodes[add].outputs[0];
@@ -253,19 +260,20 @@ class MergeParallelMatMuls final : public Pass {
       chain.push_back(std::move(dq));
     }
     chain.push_back(node("MatMul", "", {first.inputs[0], matrix}));
-    if (anyBias) {
-      std::vector<float> bias;
+    if (anyBias) {  // in the GEMM's type; zeros for a projection without one
+      int64_t total = 0;
+      for (const Projection& p : group) total += p.n;
+      const DataType type = w0.computeType();
+      const size_t element = dataTypeSize(type);
+      Tensor bias(type, {total});
+      char* dst = static_cast<char*>(bias.rawData());
       for (const Projection& p : group) {
-        if (p.add < 0) {
-          bias.insert(bias.end(), static_cast<size_t>(p.n), 0.0f);
-          continue;
-        }
-        const Tensor* b = index.constant(p.bias);
-        bias.insert(bias.end(), b->data<float>(), b->data<float>() + p.n);
+        if (p.add >= 0)
+          std::memcpy(dst, index.constant(p.bias)->rawData(), static_cast<size_t>(p.n) * element);
+        dst += static_cast<size_t>(p.n) * element;
       }
       const std::string b = freshName(g, first.inputs[1] + "_merged_bias");
-      g.initializers[b] =
-          Tensor::fromVector(DataType::kFloat32, {static_cast<int64_t>(bias.size())}, bias);
+      g.initializers[b] = std::move(bias);
       chain.push_back(node("Add", " bias", {chain.back().outputs[0], b}));
     }
     if (group.front().cast >= 0) {  // one Cast of the merged result

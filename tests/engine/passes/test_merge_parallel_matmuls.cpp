@@ -137,6 +137,31 @@ Network typedInt8Projections() {
   return net;
 }
 
+// A strongly typed FP16 export: x, the weights and the biases in float16.
+TEST(MergeParallelMatMuls, Float16WeightsMergeWithAFloat16Bias) {
+  Network net = projections({});
+  net.graph.inputs[0].type = DataType::kFloat16;
+  for (auto& [name, t] : net.graph.initializers)
+    if (t.type() == DataType::kFloat32) t = castTensor(t, DataType::kFloat16);
+  for (ValueInfo& out : net.graph.outputs) out.type = DataType::kFloat16;
+  Network fused = net;
+  std::vector<PassApplication> applied;
+  ASSERT_TRUE(runPasses(fused, 1, {}, &applied).isOk());
+  ASSERT_FALSE(fused.graph.nodes.empty());
+  const Node& gemm = fused.graph.nodes[0];
+  ASSERT_EQ(gemm.opType, "FusedMatMul");
+  EXPECT_EQ(fused.graph.initializers.at(gemm.inputs[1]).type(), DataType::kFloat16);
+  EXPECT_EQ(fused.graph.initializers.at(gemm.inputs[1]).shape(), (Shape{8, 16}));
+  EXPECT_EQ(fused.graph.initializers.at(gemm.inputs[2]).type(), DataType::kFloat16);
+  const std::map<std::string, Tensor> feeds = {
+      {"x", castTensor(randomTensor(DataType::kFloat32, {2, 5, 8}, 9), DataType::kFloat16)}};
+  const auto expected = runOnReference(net, feeds), actual = runOnReference(fused, feeds);
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < actual.size(); ++i)
+    expectTensorNear(castTensor(actual[i].tensor, DataType::kFloat32),
+                     castTensor(expected[i].tensor, DataType::kFloat32), 2e-3, 2e-3);
+}
+
 TEST(MergeParallelMatMuls, Int8WeightsOfATypedExportMergeIntoOneInt8Gemm) {
   const Network net = typedInt8Projections();
   Network fused = net;
