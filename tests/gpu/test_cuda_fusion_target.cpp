@@ -103,3 +103,33 @@ TEST(CudaFusionTarget, LeViTsValueHeadSizeIsAccepted) {
 
 }  // namespace
 }  // namespace kiln::test
+
+namespace kiln::test {
+namespace {
+
+// The data-movement families live in three files (data_movement.cu, slice_pad_tile.cu,
+// gather_scatter.cu) that register through registerDataMovementGpuKernels: every op is
+// found at the opsets it serves (no GPU needed to ask).
+TEST(CudaKernelRegistry, EveryDataMovementOpHasItsKernel) {
+  const std::pair<const char*, int> ops[] = {{"Transpose", 13},
+                                             {"Concat", 13},
+                                             {"Split", 18},
+                                             {"Slice", 13},
+                                             {"Pad", 19},
+                                             {"Tile", 13},
+                                             {"Expand", 13},
+                                             {"Gather", 13},
+                                             {"GatherElements", 13},
+                                             {"GatherND", 13},
+                                             {"Scatter", 9},
+                                             {"ScatterElements", 18},
+                                             {"ScatterND", 18},
+                                             {"ReverseSequence", 10}};
+  for (const auto& [op, opset] : ops)
+    EXPECT_NE(cuda::builtinGpuKernels().find("", op, opset), nullptr)
+        << op << " at opset " << opset;
+  EXPECT_EQ(cuda::builtinGpuKernels().find("", "Scatter", 11), nullptr) << "Scatter ends at 10";
+}
+
+}  // namespace
+}  // namespace kiln::test
