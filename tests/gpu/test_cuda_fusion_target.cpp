@@ -133,3 +133,55 @@ TEST(CudaKernelRegistry, EveryDataMovementOpHasItsKernel) {
 
 }  // namespace
 }  // namespace kiln::test
+
+namespace kiln::test {
+namespace {
+
+// The elementwise family lives in three files (elementwise.cu, elementwise_binary.cu,
+// elementwise_nary_cast.cu) registered through registerElementwiseGpuKernels: each of its
+// 71 registrations is found at its first opset.
+TEST(CudaKernelRegistry, EveryElementwiseOpHasItsKernel) {
+  const std::pair<const char*, int> ops[] = {{"Abs", 1},         {"Neg", 1},
+                                             {"Sign", 9},        {"Exp", 1},
+                                             {"Log", 1},         {"Sqrt", 1},
+                                             {"Reciprocal", 1},  {"Floor", 1},
+                                             {"Ceil", 1},        {"Round", 11},
+                                             {"Sin", 7},         {"Cos", 7},
+                                             {"Tan", 7},         {"Asin", 7},
+                                             {"Acos", 7},        {"Atan", 7},
+                                             {"Sinh", 9},        {"Cosh", 9},
+                                             {"Asinh", 9},       {"Acosh", 9},
+                                             {"Atanh", 9},       {"Erf", 9},
+                                             {"Not", 1},         {"BitwiseNot", 18},
+                                             {"IsNaN", 9},       {"IsInf", 10},
+                                             {"Relu", 1},        {"LeakyRelu", 1},
+                                             {"Elu", 1},         {"Selu", 1},
+                                             {"Celu", 12},       {"Sigmoid", 1},
+                                             {"HardSigmoid", 1}, {"HardSwish", 14},
+                                             {"Tanh", 1},        {"Softplus", 1},
+                                             {"Softsign", 1},    {"ThresholdedRelu", 10},
+                                             {"Gelu", 20},       {"Mish", 18},
+                                             {"Shrink", 9},      {"Swish", 24},
+                                             {"SwiGLU", 28},     {"Clip", 1},
+                                             {"Clip", 11},       {"PRelu", 7},
+                                             {"Add", 7},         {"Sub", 7},
+                                             {"Mul", 7},         {"Div", 7},
+                                             {"Pow", 7},         {"Mod", 10},
+                                             {"BitShift", 11},   {"And", 7},
+                                             {"Or", 7},          {"Xor", 7},
+                                             {"BitwiseAnd", 18}, {"BitwiseOr", 18},
+                                             {"BitwiseXor", 18}, {"Equal", 7},
+                                             {"Less", 7},        {"LessOrEqual", 12},
+                                             {"Greater", 7},     {"GreaterOrEqual", 12},
+                                             {"Max", 1},         {"Min", 1},
+                                             {"Sum", 1},         {"Mean", 1},
+                                             {"Where", 9},       {"Cast", 6},
+                                             {"CastLike", 15}};
+  EXPECT_EQ(std::size(ops), 71u);
+  for (const auto& [op, opset] : ops)
+    EXPECT_NE(cuda::builtinGpuKernels().find("", op, opset), nullptr)
+        << op << " at opset " << opset;
+}
+
+}  // namespace
+}  // namespace kiln::test
