@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backends/cuda/device_common.cuh"
+#include "ops/broadcast_params.h"
 
 namespace kiln::cuda {
 
@@ -126,23 +127,11 @@ struct Operand {
   int innerStride = 0;
 };
 
+// The ops row's broadcast (ops/broadcast_params.h), its error named after the node.
 inline Status broadcastPair(const GpuKernelContext& ctx, const Shape& a, const Shape& b,
                             Shape* out) {
-  const size_t rank = std::max(a.size(), b.size());
-  out->assign(rank, 1);
-  for (size_t i = 0; i < rank; ++i) {
-    const int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
-    const int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
-    if (da == db || db == 1) {
-      (*out)[i] = da;
-    } else if (da == 1) {
-      (*out)[i] = db;
-    } else {
-      return ctx.error("shapes " + shapeToString(a) + " and " + shapeToString(b) +
-                       " do not broadcast");
-    }
-  }
-  return Status::ok();
+  const Status s = ops::broadcastShapes(a, b, out);
+  return s.isOk() ? s : ctx.error(s.message());
 }
 
 // Element strides of `in` read as if broadcast to `out` (0 on broadcast dims).

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backends/cuda/ops/data_movement_common.cuh"
+#include "ops/broadcast_params.h"
 #include "ops/output_size.h"
 #include "ops/pad_params.h"
 #include "ops/slice_params.h"
@@ -205,21 +206,8 @@ Status tileKernel(GpuKernelContext& ctx) {
 }
 
 Status broadcastShapes(const GpuKernelContext& ctx, const Shape& a, const Shape& b, Shape* out) {
-  const size_t rank = std::max(a.size(), b.size());
-  out->assign(rank, 1);
-  for (size_t i = 0; i < rank; ++i) {
-    const int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
-    const int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
-    if (da == db || db == 1) {
-      (*out)[i] = da;
-    } else if (da == 1) {
-      (*out)[i] = db;
-    } else {
-      return ctx.error("shapes " + shapeToString(a) + " and " + shapeToString(b) +
-                       " cannot broadcast");
-    }
-  }
-  return Status::ok();
+  const Status s = ops::broadcastShapes(a, b, out);  // ops/broadcast_params.h
+  return s.isOk() ? s : ctx.error(s.message());
 }
 
 Status expandKernel(GpuKernelContext& ctx) {
