@@ -185,3 +185,19 @@ TEST(CudaKernelRegistry, EveryElementwiseOpHasItsKernel) {
 
 }  // namespace
 }  // namespace kiln::test
+
+namespace kiln::test {
+namespace {
+
+// spatial_misc.cu and col2im_unpool.cu, registered through registerSpatialMiscGpuKernels.
+TEST(CudaKernelRegistry, EverySpatialMiscOpHasItsKernel) {
+  const std::pair<const char*, int> ops[] = {
+      {"GridSample", 16}, {"RoiAlign", 10},      {"AffineGrid", 20},   {"Col2Im", 18},
+      {"MaxUnpool", 9},   {"CenterCropPad", 18}, {"TensorScatter", 24}};
+  for (const auto& [op, opset] : ops)
+    EXPECT_NE(cuda::builtinGpuKernels().find("", op, opset), nullptr)
+        << op << " at opset " << opset;
+}
+
+}  // namespace
+}  // namespace kiln::test
