@@ -201,3 +201,21 @@ TEST(CudaKernelRegistry, EverySpatialMiscOpHasItsKernel) {
 
 }  // namespace
 }  // namespace kiln::test
+
+namespace kiln::test {
+namespace {
+
+// quantize.cu and matmul_integer.cu, registered through registerQuantizeGpuKernels.
+TEST(CudaKernelRegistry, EveryQuantizationOpHasItsKernel) {
+  const std::pair<const char*, int> ops[] = {{"QuantizeLinear", 10},
+                                             {"DequantizeLinear", 10},
+                                             {"DynamicQuantizeLinear", 11},
+                                             {"MatMulInteger", 10},
+                                             {"QLinearMatMul", 10}};
+  for (const auto& [op, opset] : ops)
+    EXPECT_NE(cuda::builtinGpuKernels().find("", op, opset), nullptr)
+        << op << " at opset " << opset;
+}
+
+}  // namespace
+}  // namespace kiln::test
