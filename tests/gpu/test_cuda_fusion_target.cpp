@@ -219,3 +219,19 @@ TEST(CudaKernelRegistry, EveryQuantizationOpHasItsKernel) {
 
 }  // namespace
 }  // namespace kiln::test
+
+namespace kiln::test {
+namespace {
+
+// reduce.cu and arg_cumsum.cu, registered through registerReduceGpuKernels.
+TEST(CudaKernelRegistry, EveryReductionOpHasItsKernel) {
+  const char* ops[] = {"ReduceSum",       "ReduceMean",      "ReduceMax", "ReduceMin",
+                       "ReduceProd",      "ReduceL1",        "ReduceL2",  "ReduceLogSum",
+                       "ReduceLogSumExp", "ReduceSumSquare", "ArgMax",    "ArgMin",
+                       "Softmax",         "LogSoftmax",      "Hardmax"};
+  for (const char* op : ops) EXPECT_NE(cuda::builtinGpuKernels().find("", op, 13), nullptr) << op;
+  EXPECT_NE(cuda::builtinGpuKernels().find("", "CumSum", 14), nullptr);
+}
+
+}  // namespace
+}  // namespace kiln::test
