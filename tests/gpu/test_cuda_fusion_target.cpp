@@ -235,3 +235,21 @@ TEST(CudaKernelRegistry, EveryReductionOpHasItsKernel) {
 
 }  // namespace
 }  // namespace kiln::test
+
+namespace kiln::test {
+namespace {
+
+// normalization.cu and lp_mvn_lrn.cu, registered through registerNormalizationGpuKernels.
+TEST(CudaKernelRegistry, EveryNormalizationOpHasItsKernel) {
+  const std::pair<const char*, int> ops[] = {
+      {"BatchNormalization", 15},        {"InstanceNormalization", 6},
+      {"GroupNormalization", 21},        {"LayerNormalization", 17},
+      {"RMSNormalization", 23},          {"LpNormalization", 1},
+      {"MeanVarianceNormalization", 13}, {"LRN", 13}};
+  for (const auto& [op, opset] : ops)
+    EXPECT_NE(cuda::builtinGpuKernels().find("", op, opset), nullptr)
+        << op << " at opset " << opset;
+}
+
+}  // namespace
+}  // namespace kiln::test

@@ -1,6 +1,7 @@
 // CUDA kernels for normalization: BatchNormalization (inference),
-// InstanceNormalization, GroupNormalization, LayerNormalization, RMSNormalization,
-// LpNormalization, MeanVarianceNormalization and LRN.
+// InstanceNormalization, GroupNormalization, LayerNormalization and RMSNormalization here;
+// LpNormalization, MeanVarianceNormalization and LRN in lp_mvn_lrn.cu (helpers of both:
+// normalization_common.cuh).
 //
 // Contract: the same opset ranges, attributes, defaults and error messages as the
 // CPU kernels (cpu/ops/normalization.cpp, rms_norm.cpp, axis_normalization.cpp).
@@ -8,135 +9,18 @@
 // the mean squared deviation). Row-wise norms give each normalized row a warp (rows
 // up to kWarpRowLimit elements) or a whole block. Parameters (scale, bias, mean,
 // var) must have X's storage type; the support predicates send other combinations,
-// and BatchNormalization in training mode, to the host fallback.
-#include <algorithm>
+// and BatchNormalization in training mode, to the host fallback.#include <algorithm>
 #include <cmath>
 #include <string>
 #include <type_traits>
 #include <vector>
 
-#include "backends/cuda/device_common.cuh"
-#include "backends/cuda/ops/layer_norm_packed.h"
-#include "backends/cuda/row_kernels.cuh"
-#include "ops/axis_params.h"
-#include "ops/normalization_params.h"
+#include "backends/cuda/ops/normalization_common.cuh"
 
 namespace kiln::cuda {
 namespace {
 
-// ---- Shared device helpers -----------------------------------------------------
-
-// Compute type: double for double, float otherwise.
-template <class T>
-using Compute = std::conditional_t<std::is_same_v<T, double>, double, float>;
-
-template <class C>
-__device__ __forceinline__ C mathPow(C base, C exponent) {
-  if constexpr (std::is_same_v<C, float>)
-    return powf(base, exponent);
-  else
-    return pow(base, exponent);
-}
-
-// Sums `v` across the row group; every thread gets the result. `partial` holds one
-// value per warp (block mode only).
-template <class C>
-__device__ __forceinline__ C groupSum(C v, bool warpMode, C* partial) {
-#pragma unroll
-  for (int mask = 16; mask >= 1; mask >>= 1) v += __shfl_xor_sync(kFullMask, v, mask);
-  if (warpMode) return v;
-  const int warp = threadIdx.x / 32, warps = blockDim.x / 32;
-  if (threadIdx.x % 32 == 0) partial[warp] = v;
-  __syncthreads();
-  v = partial[0];
-  for (int w = 1; w < warps; ++w) v += partial[w];
-  __syncthreads();  // `partial` is reused by the next call
-  return v;
-}
-
-// Mean and population variance of a row of n elements `stride` apart, two-pass.
-template <class C, class T>
-__device__ __forceinline__ void rowMoments(const T* x, int64_t n, const RowGroup& g, bool warpMode,
-                                           C* partial, C* mean, C* var) {
-  C sum = C(0);
-  for (int64_t k = g.lane; k < n; k += g.size) sum += loadAs<C>(x, k);
-  sum = groupSum(sum, warpMode, partial);
-  const C m = n > 0 ? sum / C(n) : C(0);
-  C squares = C(0);
-  for (int64_t k = g.lane; k < n; k += g.size) {
-    const C d = loadAs<C>(x, k) - m;
-    squares += d * d;
-  }
-  squares = groupSum(squares, warpMode, partial);
-  *mean = m;
-  *var = n > 0 ? squares / C(n) : C(0);
-}
-
-// ---- Host helpers ----------------------------------------------------------------
-
-bool isFloatType(DataType t) {
-  return t == DataType::kFloat32 || t == DataType::kFloat16 || t == DataType::kBFloat16 ||
-         t == DataType::kFloat64;
-}
-
-Status requireInputs(const GpuKernelContext& ctx, size_t count) {
-  for (size_t i = 0; i < count; ++i) {
-    if (!ctx.hasInput(i)) return ctx.error("required input " + std::to_string(i) + " is missing");
-  }
-  return Status::ok();
-}
-
-Status requireNumel(const GpuKernelContext& ctx, const DeviceTensor& t, const char* name,
-                    int64_t n) {
-  if (t.numel() == n) return Status::ok();
-  return ctx.error(std::string("input '") + name + "' has shape " + shapeToString(t.shape) +
-                   ", expected " + std::to_string(n) + " elements");
-}
-
-// Parameters are read in X's storage type (the predicates make sure of it).
-Status requireSameType(const GpuKernelContext& ctx, const DeviceTensor& x, const DeviceTensor& t,
-                       const char* name) {
-  if (t.type == x.type) return Status::ok();
-  return ctx.unsupported(std::string("input '") + name + "' of type " + dataTypeName(t.type) +
-                         " with X of type " + dataTypeName(x.type));
-}
-
-// (N, C, spatial...) split into N, C and the spatial element count S.
-struct NcsShape {
-  int64_t n = 1, c = 1, s = 1;
-};
-Status splitNcs(const GpuKernelContext& ctx, const DeviceTensor& x, NcsShape* out) {
-  if (x.rank() < 2)
-    return ctx.error("input 'X' must have rank >= 2, got " + shapeToString(x.shape));
-  out->n = x.shape[0];
-  out->c = x.shape[1];
-  out->s = 1;
-  for (int d = 2; d < x.rank(); ++d) out->s *= x.shape[d];
-  return Status::ok();
-}
-
-// "" when every present input is a float type and all share one type.
-std::string supportsSameFloatType(const Node& node, const std::vector<DataType>& types) {
-  DataType first = DataType::kUndefined;
-  for (DataType t : types) {
-    if (t == DataType::kUndefined) continue;
-    if (!isFloatType(t))
-      return std::string("no GPU kernel for ") + node.opType + " on " + dataTypeName(t);
-    if (first == DataType::kUndefined) first = t;
-    if (t != first) return "inputs of mixed float types";
-  }
-  return "";
-}
-
-// Where a parameter element sits: `direct` when it is laid out like the elements it
-// scales (offset = index), else broadcast through `info`.
-struct ParamMap {
-  ShapeInfo info;
-  bool direct = true;
-};
-__device__ __forceinline__ int64_t paramOffset(const ParamMap& map, int64_t i) {
-  return map.direct ? i : stridedOffset(map.info, i);
-}
+using namespace nm;
 
 // ---- BatchNormalization --------------------------------------------------------
 
@@ -502,221 +386,6 @@ Status rmsNormKernel(GpuKernelContext& ctx) {
   return Status::ok();
 }
 
-// ---- LpNormalization -----------------------------------------------------------
-
-template <class C>
-__device__ __forceinline__ C lpTerm(C v, int p) {
-  return p == 1 ? (v < C(0) ? -v : v) : v * v;
-}
-
-// A zero vector stays zero rather than becoming 0/0 = NaN.
-template <class C>
-__device__ __forceinline__ C lpScale(C accumulated, int p) {
-  const C norm = p == 2 ? mathSqrt(accumulated) : accumulated;
-  return norm == C(0) ? C(0) : C(1) / norm;
-}
-
-// [rows, n] contiguous rows.
-template <class T>
-__global__ void __launch_bounds__(kMaxRowBlock)
-    lpNormRowsKernel(const T* x, T* y, int64_t rows, int64_t n, int p, bool warpMode) {
-  using C = Compute<T>;
-  __shared__ C partial[32];
-  const RowGroup g = rowGroup(warpMode);
-  for (int64_t row = g.first; row < rows; row += g.step) {
-    const T* xr = x + row * n;
-    T* yr = y + row * n;
-    C sum = C(0);
-    for (int64_t k = g.lane; k < n; k += g.size) sum += lpTerm(loadAs<C>(xr, k), p);
-    const C scale = lpScale(groupSum(sum, warpMode, partial), p);
-    for (int64_t k = g.lane; k < n; k += g.size) yr[k] = storeAs<T>(loadAs<C>(xr, k) * scale);
-  }
-}
-
-// [outer, n, inner], inner > 1: one thread per column of n elements `inner` apart.
-template <class T>
-__global__ void lpNormColumnsKernel(const T* x, T* y, int64_t outer, int64_t n, int64_t inner,
-                                    int p) {
-  using C = Compute<T>;
-  for (int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; idx < outer * inner;
-       idx += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t o = idx / inner, i = idx - o * inner;
-    const int64_t base = o * n * inner + i;
-    C sum = C(0);
-    for (int64_t k = 0; k < n; ++k) sum += lpTerm(loadAs<C>(x, base + k * inner), p);
-    const C scale = lpScale(sum, p);
-    for (int64_t k = 0; k < n; ++k)
-      y[base + k * inner] = storeAs<T>(loadAs<C>(x, base + k * inner) * scale);
-  }
-}
-
-std::string supportsLpNorm(const Node& node, const std::vector<DataType>& types) {
-  const int64_t p = node.attrInt("p", 2);
-  if (p != 1 && p != 2) return "attribute 'p' must be 1 or 2";
-  return supportsSameFloatType(node, types);
-}
-
-Status lpNormKernel(GpuKernelContext& ctx) {
-  KILN_RETURN_IF_ERROR(requireInputs(ctx, 1));
-  const DeviceTensor& x = ctx.input(0);
-  const int64_t rank = x.rank();
-  auto axisOr = ops::axisAttribute(ctx.node(), -1, rank, rank - 1);
-  if (!axisOr.isOk()) return ctx.error(axisOr.status().message());
-  const int64_t p = ctx.node().attrInt("p", 2);
-  if (p != 1 && p != 2)
-    return ctx.unsupported("attribute 'p' must be 1 or 2, got " + std::to_string(p));
-  const ops::AxisSplit split = ops::splitAround(x.shape, *axisOr);
-  const int64_t outer = split.outer, inner = split.inner, n = split.n;
-  KILN_ASSIGN_OR_RETURN(DeviceTensor y, ctx.allocateOutput(0, x.type, x.shape));
-  if (x.numel() == 0) return Status::ok();
-  KILN_DISPATCH_FLOAT(x.type, ctx, {
-    if (inner == 1) {
-      const RowGeometry geo = rowGeometry(outer, n);
-      lpNormRowsKernel<T><<<geo.grid, geo.block, 0, ctx.stream()>>>(
-          x.as<const T>(), y.as<T>(), outer, n, static_cast<int>(p), geo.warpMode);
-      KILN_CUDA_CHECK_LAUNCH("lpNormRowsKernel");
-    } else {
-      lpNormColumnsKernel<T><<<gridFor(outer * inner), kBlockSize, 0, ctx.stream()>>>(
-          x.as<const T>(), y.as<T>(), outer, n, inner, static_cast<int>(p));
-      KILN_CUDA_CHECK_LAUNCH("lpNormColumnsKernel");
-    }
-  });
-  return Status::ok();
-}
-
-// ---- MeanVarianceNormalization -------------------------------------------------
-
-// One row group per statistics element: its `count` elements sit at
-// stridedOffset(kept, row) + stridedOffset(reduced, r). Y = (X - mean) /
-// (sqrt(variance) + 1e-9), or X - mean without normalizeVariance.
-template <class T>
-__global__ void __launch_bounds__(kMaxRowBlock)
-    mvnRows(const T* x, T* y, ShapeInfo kept, ShapeInfo reduced, int64_t rows, int64_t count,
-            bool normalizeVariance, bool warpMode) {
-  using C = Compute<T>;
-  __shared__ C partial[32];
-  const RowGroup g = rowGroup(warpMode);
-  for (int64_t row = g.first; row < rows; row += g.step) {
-    const int64_t base = stridedOffset(kept, row);
-    C sum = C(0);
-    for (int64_t r = g.lane; r < count; r += g.size)
-      sum += loadAs<C>(x, base + stridedOffset(reduced, r));
-    const C mean = groupSum(sum, warpMode, partial) / C(count);
-    C squares = C(0);
-    for (int64_t r = g.lane; r < count; r += g.size) {
-      const C d = loadAs<C>(x, base + stridedOffset(reduced, r)) - mean;
-      squares += d * d;
-    }
-    squares = groupSum(squares, warpMode, partial);
-    const C scale = normalizeVariance ? C(1) / (mathSqrt(squares / C(count)) + C(1e-9)) : C(1);
-    for (int64_t r = g.lane; r < count; r += g.size) {
-      const int64_t offset = base + stridedOffset(reduced, r);
-      y[offset] = storeAs<T>((loadAs<C>(x, offset) - mean) * scale);
-    }
-  }
-}
-
-Status mvnKernel(GpuKernelContext& ctx) {
-  KILN_RETURN_IF_ERROR(requireInputs(ctx, 1));
-  const DeviceTensor& x = ctx.input(0);
-  const int rank = x.rank();
-  auto params = ops::mvnParams(ctx.node(), ctx.opset(), rank);
-  if (!params.isOk()) return ctx.error(params.status().message());
-  const std::vector<bool>& reduced = params->reduced;
-  const bool normalizeVariance = params->normalizeVariance;
-  KILN_ASSIGN_OR_RETURN(DeviceTensor y, ctx.allocateOutput(0, x.type, x.shape));
-  if (x.numel() == 0) return Status::ok();
-  // Kept and reduced axes as runs (size-1 axes dropped) with the input's strides.
-  ShapeInfo kept, red;
-  int64_t rows = 1, count = 1, stride = 1;
-  bool lastReduced = false;
-  for (int d = rank - 1; d >= 0; --d) {
-    const int64_t size = x.shape[d];
-    const bool r = reduced[d];
-    (r ? count : rows) *= size;
-    if (size != 1) {
-      ShapeInfo& info = r ? red : kept;
-      if (info.rank > 0 && lastReduced == r && info.strides[0] * info.dims[0] == stride) {
-        info.dims[0] *= size;  // extends the run just added (same kind, adjacent)
-      } else {
-        if (info.rank == kMaxRank) return ctx.unsupported("too many alternating reduced axes");
-        for (int i = info.rank; i > 0; --i) {  // runs are prepended: outermost first
-          info.dims[i] = info.dims[i - 1];
-          info.strides[i] = info.strides[i - 1];
-        }
-        info.dims[0] = size;
-        info.strides[0] = stride;
-        ++info.rank;
-      }
-      lastReduced = r;
-    }
-    stride *= size;
-  }
-  const RowGeometry geo = rowGeometry(rows, count);
-  KILN_DISPATCH_FLOAT(x.type, ctx, {
-    mvnRows<T><<<geo.grid, geo.block, 0, ctx.stream()>>>(
-        x.as<const T>(), y.as<T>(), kept, red, rows, count, normalizeVariance, geo.warpMode);
-    KILN_CUDA_CHECK_LAUNCH("mvnRows");
-  });
-  return Status::ok();
-}
-
-// ---- LRN -----------------------------------------------------------------------
-
-// y = x / (bias + alpha / size * sum of x^2 over channels [c - lo, c + hi])^beta
-// with lo = floor((size - 1) / 2), hi = ceil((size - 1) / 2), clipped to [0, C).
-struct LrnArgs {
-  int64_t numel = 0, channels = 1, spatial = 1, size = 1;
-  double alpha = 1e-4, beta = 0.75, bias = 1.0;
-};
-
-template <class T>
-__global__ void lrnApply(const T* x, T* y, LrnArgs args) {
-  using C = Compute<T>;
-  const int64_t lo = (args.size - 1) / 2;
-  const int64_t hi = args.size - 1 - lo;
-  const C alphaOverSize = C(args.alpha / static_cast<double>(args.size));
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < args.numel;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t s = i % args.spatial;
-    const int64_t c = (i / args.spatial) % args.channels;
-    const int64_t batchBase = i - s - c * args.spatial;
-    const int64_t first = c - lo < 0 ? 0 : c - lo;
-    const int64_t last = c + hi > args.channels - 1 ? args.channels - 1 : c + hi;
-    C sum = C(0);
-    for (int64_t k = first; k <= last; ++k) {
-      const C v = loadAs<C>(x, batchBase + k * args.spatial + s);
-      sum += v * v;
-    }
-    y[i] = storeAs<T>(loadAs<C>(x, i) / mathPow(C(args.bias) + alphaOverSize * sum, C(args.beta)));
-  }
-}
-
-Status lrnKernel(GpuKernelContext& ctx) {
-  KILN_RETURN_IF_ERROR(requireInputs(ctx, 1));
-  const DeviceTensor& x = ctx.input(0);
-  if (x.rank() < 2)
-    return ctx.error("input 'X' must have rank >= 2, got " + shapeToString(x.shape));
-  LrnArgs args;
-  args.size = ctx.node().attrInt("size", 0);
-  if (args.size <= 0)
-    return ctx.error("attribute 'size' must be positive, got " + std::to_string(args.size));
-  args.alpha = ctx.node().attrFloat("alpha", 1e-4f);
-  args.beta = ctx.node().attrFloat("beta", 0.75f);
-  args.bias = ctx.node().attrFloat("bias", 1.0f);
-  args.channels = x.shape[1];
-  for (int d = 2; d < x.rank(); ++d) args.spatial *= x.shape[d];
-  args.numel = x.numel();
-  KILN_ASSIGN_OR_RETURN(DeviceTensor y, ctx.allocateOutput(0, x.type, x.shape));
-  if (args.numel == 0) return Status::ok();
-  KILN_DISPATCH_FLOAT(x.type, ctx, {
-    lrnApply<T>
-        <<<gridFor(args.numel), kBlockSize, 0, ctx.stream()>>>(x.as<const T>(), y.as<T>(), args);
-    KILN_CUDA_CHECK_LAUNCH("lrnApply");
-  });
-  return Status::ok();
-}
-
 }  // namespace
 
 void registerNormalizationGpuKernels(GpuKernelRegistry& registry) {
@@ -725,9 +394,7 @@ void registerNormalizationGpuKernels(GpuKernelRegistry& registry) {
   registry.add("GroupNormalization", 18, 1000, &groupNormKernel, supportsSameFloatType);
   registry.add("LayerNormalization", 17, 1000, &layerNormKernel, supportsSameFloatType);
   registry.add("RMSNormalization", 23, 1000, &rmsNormKernel, supportsSameFloatType);
-  registry.add("LpNormalization", 1, 1000, &lpNormKernel, supportsLpNorm);
-  registry.add("MeanVarianceNormalization", 1, 1000, &mvnKernel, supportsSameFloatType);
-  registry.add("LRN", 1, 1000, &lrnKernel, supportsSameFloatType);
+  registerLpMvnLrnGpuKernels(registry);
 }
 
 }  // namespace kiln::cuda
