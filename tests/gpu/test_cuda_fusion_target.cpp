@@ -107,6 +107,14 @@ TEST(CudaFusionTarget, LeViTsValueHeadSizeIsAccepted) {
 namespace kiln::test {
 namespace {
 
+// Every (op, opset) of `ops` finds its ai.onnx GPU kernel (no GPU needed to ask).
+template <size_t N>
+void expectGpuKernels(const std::pair<const char*, int> (&ops)[N]) {
+  for (const auto& [op, opset] : ops)
+    EXPECT_NE(cuda::builtinGpuKernels().find("", op, opset), nullptr)
+        << op << " at opset " << opset;
+}
+
 // The data-movement families live in three files (data_movement.cu, slice_pad_tile.cu,
 // gather_scatter.cu) that register through registerDataMovementGpuKernels: every op is
 // found at the opsets it serves (no GPU needed to ask).
@@ -125,17 +133,9 @@ TEST(CudaKernelRegistry, EveryDataMovementOpHasItsKernel) {
                                              {"ScatterElements", 18},
                                              {"ScatterND", 18},
                                              {"ReverseSequence", 10}};
-  for (const auto& [op, opset] : ops)
-    EXPECT_NE(cuda::builtinGpuKernels().find("", op, opset), nullptr)
-        << op << " at opset " << opset;
+  expectGpuKernels(ops);
   EXPECT_EQ(cuda::builtinGpuKernels().find("", "Scatter", 11), nullptr) << "Scatter ends at 10";
 }
-
-}  // namespace
-}  // namespace kiln::test
-
-namespace kiln::test {
-namespace {
 
 // The elementwise family lives in three files (elementwise.cu, elementwise_binary.cu,
 // elementwise_nary_cast.cu) registered through registerElementwiseGpuKernels: each of its
@@ -178,32 +178,16 @@ TEST(CudaKernelRegistry, EveryElementwiseOpHasItsKernel) {
                                              {"Where", 9},       {"Cast", 6},
                                              {"CastLike", 15}};
   EXPECT_EQ(std::size(ops), 71u);
-  for (const auto& [op, opset] : ops)
-    EXPECT_NE(cuda::builtinGpuKernels().find("", op, opset), nullptr)
-        << op << " at opset " << opset;
+  expectGpuKernels(ops);
 }
-
-}  // namespace
-}  // namespace kiln::test
-
-namespace kiln::test {
-namespace {
 
 // spatial_misc.cu and col2im_unpool.cu, registered through registerSpatialMiscGpuKernels.
 TEST(CudaKernelRegistry, EverySpatialMiscOpHasItsKernel) {
   const std::pair<const char*, int> ops[] = {
       {"GridSample", 16}, {"RoiAlign", 10},      {"AffineGrid", 20},   {"Col2Im", 18},
       {"MaxUnpool", 9},   {"CenterCropPad", 18}, {"TensorScatter", 24}};
-  for (const auto& [op, opset] : ops)
-    EXPECT_NE(cuda::builtinGpuKernels().find("", op, opset), nullptr)
-        << op << " at opset " << opset;
+  expectGpuKernels(ops);
 }
-
-}  // namespace
-}  // namespace kiln::test
-
-namespace kiln::test {
-namespace {
 
 // quantize.cu and matmul_integer.cu, registered through registerQuantizeGpuKernels.
 TEST(CudaKernelRegistry, EveryQuantizationOpHasItsKernel) {
@@ -212,16 +196,8 @@ TEST(CudaKernelRegistry, EveryQuantizationOpHasItsKernel) {
                                              {"DynamicQuantizeLinear", 11},
                                              {"MatMulInteger", 10},
                                              {"QLinearMatMul", 10}};
-  for (const auto& [op, opset] : ops)
-    EXPECT_NE(cuda::builtinGpuKernels().find("", op, opset), nullptr)
-        << op << " at opset " << opset;
+  expectGpuKernels(ops);
 }
-
-}  // namespace
-}  // namespace kiln::test
-
-namespace kiln::test {
-namespace {
 
 // reduce.cu and arg_cumsum.cu, registered through registerReduceGpuKernels.
 TEST(CudaKernelRegistry, EveryReductionOpHasItsKernel) {
@@ -233,12 +209,6 @@ TEST(CudaKernelRegistry, EveryReductionOpHasItsKernel) {
   EXPECT_NE(cuda::builtinGpuKernels().find("", "CumSum", 14), nullptr);
 }
 
-}  // namespace
-}  // namespace kiln::test
-
-namespace kiln::test {
-namespace {
-
 // normalization.cu and lp_mvn_lrn.cu, registered through registerNormalizationGpuKernels.
 TEST(CudaKernelRegistry, EveryNormalizationOpHasItsKernel) {
   const std::pair<const char*, int> ops[] = {
@@ -246,9 +216,7 @@ TEST(CudaKernelRegistry, EveryNormalizationOpHasItsKernel) {
       {"GroupNormalization", 21},        {"LayerNormalization", 17},
       {"RMSNormalization", 23},          {"LpNormalization", 1},
       {"MeanVarianceNormalization", 13}, {"LRN", 13}};
-  for (const auto& [op, opset] : ops)
-    EXPECT_NE(cuda::builtinGpuKernels().find("", op, opset), nullptr)
-        << op << " at opset " << opset;
+  expectGpuKernels(ops);
 }
 
 }  // namespace
