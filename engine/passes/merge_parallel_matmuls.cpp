@@ -57,13 +57,6 @@ struct Projection {
   Weights weights;
 };
 
-bool allZero(const Tensor* t) {
-  if (!t) return false;
-  for (int64_t i = 0; i < t->numel(); ++i)
-    if (t->valueAsDouble(i) != 0) return false;
-  return true;
-}
-
 // The weights MatMul `mm` reads as input 1, or false.
 bool weightsOf(const Graph& g, const GraphIndex& index, const Node& mm, Weights* w) {
   if (const Tensor* f = index.constant(mm.inputs[1]);
@@ -88,7 +81,7 @@ bool weightsOf(const Graph& g, const GraphIndex& index, const Node& mm, Weights*
       !(scale->rank() == 1 && scale->numel() == q->dim(1) && (axis == 1 || axis == -1)))
     return false;
   const bool zeroPoint = d.hasInput(2);
-  if (zeroPoint && !allZero(index.constant(d.inputs[2]))) return false;
+  if (zeroPoint && !allElementsEqual(index.constant(d.inputs[2]), 0.0)) return false;
   *w = {q, scale, zeroPoint};  // the old DQ, unread after a merge, goes with remove_dead_nodes
   return true;
 }

@@ -9,13 +9,6 @@ namespace {
 
 using rewrite::scalarValue;
 
-// The relative error a constant of `t`'s type may carry: half a unit in the last place of
-// a float16 / bfloat16 constant (a strongly typed FP16 region's 1.4140625 for sqrt(2)).
-double roundingOf(const Tensor* t) {
-  if (!t) return 0;
-  return t->type() == DataType::kFloat16 ? 0x1p-11 : t->type() == DataType::kBFloat16 ? 0x1p-8 : 0;
-}
-
 bool expandNode(const Graph& g, const GraphIndex& index, int at, Product* p);
 
 // Operand `value` of product node `consumer`.
@@ -24,7 +17,7 @@ void addTerm(const Graph& g, const GraphIndex& index, const std::string& value, 
   double c = 0;
   if (scalarValue(index.constant(value), &c)) {
     p->coefficient *= c;
-    p->constantRounding += roundingOf(index.constant(value));
+    p->constantRounding += rewrite::halfUlpOf(index.constant(value));
     return;
   }
   const int writer = index.producer(value);
@@ -46,7 +39,7 @@ bool expandNode(const Graph& g, const GraphIndex& index, int at, Product* p) {
     if (!scalarValue(index.constant(n.inputs[1]), &c) || c == 0.0) return false;
     p->nodes.push_back(at);
     p->coefficient /= c;
-    p->constantRounding += roundingOf(index.constant(n.inputs[1]));
+    p->constantRounding += rewrite::halfUlpOf(index.constant(n.inputs[1]));
     addTerm(g, index, n.inputs[0], at, p);
     return true;
   }

@@ -41,16 +41,19 @@ bool scalarValue(const Tensor* t, double* value) {
   return true;
 }
 
+double halfUlpOf(const Tensor* t) {
+  if (!t) return 0;
+  return t->type() == DataType::kFloat16 ? 0x1p-11 : t->type() == DataType::kBFloat16 ? 0x1p-8 : 0;
+}
+
 bool isNearScalar(const Tensor* t, double expected) {
   double v = 0;
   if (!scalarValue(t, &v)) return false;
   // A 16-bit constant holds `expected` rounded to its type: within half a unit in the last
   // place (float16 2^-11, bfloat16 2^-8 relative), e.g. sqrt(2) as the float16 1.4140625 of
   // a strongly typed export's FP16 GELU.
-  if (t->type() == DataType::kFloat16 || t->type() == DataType::kBFloat16) {
-    const double halfUlp = t->type() == DataType::kFloat16 ? 0x1p-11 : 0x1p-8;
+  if (const double halfUlp = halfUlpOf(t); halfUlp > 0)
     return std::fabs(v - expected) <= halfUlp * std::max(std::fabs(expected), 0x1p-14);
-  }
   return std::fabs(v - expected) <= 1e-5 * std::max(1.0, std::fabs(expected));
 }
 

@@ -35,6 +35,9 @@ bool scalarValue(const Tensor* t, double* value);
 // (exporters write float32 roundings of sqrt(2), sqrt(2 / pi), ...); a float16 / bfloat16
 // constant within half a unit in its last place (its type's rounding of `expected`).
 bool isNearScalar(const Tensor* t, double expected);
+// The relative rounding a constant of `t`'s type carries: half a unit in the last place of a
+// float16 (2^-11) or bfloat16 (2^-8) constant, 0 for wider types (and for no tensor).
+double halfUlpOf(const Tensor* t);
 // `t` is a numeric constant (any count) whose every element equals `value` exactly.
 bool allElementsEqual(const Tensor* t, double value);
 // The elements of an integer constant, or false.
