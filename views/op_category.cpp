@@ -1,61 +1,10 @@
 #include "op_category.h"
 
 #include <algorithm>
-#include <unordered_map>
-#include <utility>
-#include <vector>
 
 namespace kiln::studio {
 
 namespace {
-
-// One explicit table: category -> op types. Ops not listed fall to the name rules in
-// opCategory (Fused*, Reduce*, *Attention*, ...), then to kOther.
-const std::unordered_map<std::string, OpCategory>& categoryTable() {
-  using C = OpCategory;
-  // clang-format off
-  static const std::vector<std::pair<OpCategory, std::vector<const char*>>> lists = {
-      {C::kConvolution, {"Conv", "ConvTranspose", "ConvInteger", "QLinearConv", "DeformConv"}},
-      {C::kMatMul, {"MatMul", "Gemm", "MatMulInteger", "QLinearMatMul", "Einsum"}},
-      {C::kActivation,
-       {"Relu", "LeakyRelu", "PRelu", "Sigmoid", "HardSigmoid", "Tanh", "Elu", "Selu", "Celu",
-        "Gelu", "FastGelu", "BiasGelu", "Erf", "Softplus", "Softsign", "HardSwish", "Mish", "Clip",
-        "Softmax", "LogSoftmax", "Hardmax", "ThresholdedRelu", "Shrink"}},
-      {C::kNormalization,
-       {"BatchNormalization", "LayerNormalization", "InstanceNormalization", "GroupNormalization",
-        "RMSNormalization", "SimplifiedLayerNormalization", "SkipLayerNormalization",
-        "LpNormalization", "MeanVarianceNormalization", "LRN"}},
-      {C::kPooling,
-       {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "LpPool", "GlobalLpPool",
-        "MaxUnpool", "MaxRoiPool", "RoiAlign"}},
-      {C::kElementwise,
-       {"Add", "Sub", "Mul", "Div", "Pow", "Sqrt", "Exp", "Log", "Abs", "Neg", "Reciprocal",
-        "Floor", "Ceil", "Round", "Sign", "Min", "Max", "Mean", "Sum", "Mod", "Where", "Equal",
-        "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Not", "Cast",
-        "CastLike", "Sin", "Cos", "IsNaN", "IsInf", "BitShift", "QuantizeLinear",
-        "DequantizeLinear", "DynamicQuantizeLinear"}},
-      {C::kShape,
-       {"Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze", "Concat", "Split", "Slice",
-        "Gather", "GatherElements", "GatherND", "Scatter", "ScatterElements", "ScatterND",
-        "Expand", "Tile", "Pad", "Shape", "Size", "Identity", "DepthToSpace", "SpaceToDepth",
-        "Resize", "Upsample", "NonZero", "OneHot", "Range", "ConstantOfShape", "Trilu",
-        "Compress", "ReverseSequence", "TopK", "Unique", "EyeLike"}},
-      {C::kReduction,
-       {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ArgMax", "ArgMin",
-        "CumSum"}},
-      {C::kAttention,
-       {"Attention", "MultiHeadAttention", "GroupQueryAttention", "ScaledDotProductAttention",
-        "RotaryEmbedding", "PackedAttention"}},
-  };
-  // clang-format on
-  static const std::unordered_map<std::string, OpCategory> table = [] {
-    std::unordered_map<std::string, OpCategory> map;
-    for (const auto& [category, ops] : lists)
-      for (const char* op : ops) map.emplace(op, category);
-    return map;
-  }();
-  return table;
-}
 
 bool startsWith(const std::string& text, const char* prefix) {
   return text.rfind(prefix, 0) == 0;
@@ -64,9 +13,8 @@ bool startsWith(const std::string& text, const char* prefix) {
 }  // namespace
 
 OpCategory opCategory(const std::string& opType) {
-  const auto& table = categoryTable();
-  auto it = table.find(opType);
-  if (it != table.end()) return it->second;
+  // The op table's row first; ops without one (other contrib ops, plugins) by name.
+  if (const ops::OpRow* row = ops::findOp(opType)) return row->kind;
   if (startsWith(opType, "Fused") || startsWith(opType, "QOrdered")) return OpCategory::kFused;
   if (startsWith(opType, "Reduce")) return OpCategory::kReduction;
   if (opType.find("Attention") != std::string::npos) return OpCategory::kAttention;

@@ -9,21 +9,12 @@
 #include <QStringList>
 #include <string>
 
+#include "kiln/op_table.h"
+
 namespace kiln::studio {
 
-enum class OpCategory {
-  kConvolution,
-  kMatMul,
-  kActivation,
-  kNormalization,
-  kPooling,
-  kElementwise,
-  kShape,  // shape computation and data movement (Reshape, Transpose, Gather, Concat...)
-  kReduction,
-  kAttention,
-  kOther,  // constants, control flow, anything unlisted
-  kFused,  // fused ops (com.microsoft Fused*, multi-op kernels)
-};
+// The op table's kinds (kiln/op_table.h), kFused last.
+using OpCategory = ops::OpKind;
 constexpr int kOpCategoryCount = static_cast<int>(OpCategory::kFused) + 1;
 
 // The category of an ONNX op type as ONNX (or the contrib domains) spell it.

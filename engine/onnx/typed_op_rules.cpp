@@ -1,4 +1,5 @@
-// The op table of the strongly typed export. An op belongs to kKeepsOwnTypes when its
+// The typing rules of the strongly typed export. An op belongs to kKeepsOwnTypes (its op
+// table row's keepsOwnTypes, kiln/op_table.h) when its
 // schema fixes an output type by attribute (Cast's `to`, ConstantOfShape's `value`,
 // a generator's `dtype`), when its float inputs must be tensor(float) (NonMaxSuppression,
 // DynamicQuantizeLinear), when its types are a quantization contract (Q/DQ), or when it
@@ -7,48 +8,12 @@
 // most ops) bfloat16 satisfy.
 #include "onnx/typed_op_rules.h"
 
+#include "kiln/op_table.h"
+
 #include <set>
 
 namespace kiln::typed_export {
 namespace {
-
-const std::set<std::string>& fixedTypeOps() {
-  static const std::set<std::string> ops = {"Cast",
-                                            "CastLike",
-                                            "Constant",
-                                            "ConstantOfShape",
-                                            "RandomNormal",
-                                            "RandomUniform",
-                                            "RandomNormalLike",
-                                            "RandomUniformLike",
-                                            "Bernoulli",
-                                            "Multinomial",
-                                            "EyeLike",
-                                            "Range",
-                                            "HannWindow",
-                                            "HammingWindow",
-                                            "BlackmanWindow",
-                                            "MelWeightMatrix",
-                                            "QuantizeLinear",
-                                            "DequantizeLinear",
-                                            "DynamicQuantizeLinear",
-                                            "NonMaxSuppression",
-                                            "TfIdfVectorizer",
-                                            "SplitToSequence",
-                                            "ConcatFromSequence",
-                                            "Optional",
-                                            "OptionalGetElement",
-                                            "OptionalHasElement",
-                                            "StringNormalizer",
-                                            "RegexFullMatch",
-                                            "StringConcat",
-                                            "StringSplit",
-                                            "MatMulInteger",
-                                            "ConvInteger",
-                                            "QLinearConv",
-                                            "QLinearMatMul"};
-  return ops;
-}
 
 // Ops whose type constraint gained tensor(bfloat16) in opset 22 (ONNX 1.17).
 const std::set<std::string>& bfloat16InOpset22() {
@@ -112,7 +77,8 @@ OpTyping opTyping(const Node& node, std::string* why) {
     return OpTyping::kKeepsOwnTypes;
   }
   if (node.opType == "Shape" || node.opType == "Size") return OpTyping::kReadsAnyType;
-  if (fixedTypeOps().count(node.opType) || startsWith(node.opType, "Sequence")) {
+  const ops::OpRow* row = ops::findOp(node.opType);
+  if ((row && row->keepsOwnTypes) || startsWith(node.opType, "Sequence")) {
     *why = "its output types are fixed by its attributes or its inputs must be float32";
     return OpTyping::kKeepsOwnTypes;
   }

@@ -39,6 +39,7 @@
 #include <set>
 
 #include "ir/channels_last.h"
+#include "kiln/op_table.h"
 #include "ir/conv_max_pool.h"
 #include "ir/pointwise_program.h"
 #include "ir/quantized_layers.h"
@@ -94,15 +95,12 @@ bool isLayoutFree(const Node& node, const Graph& g) {
 }
 
 // Ops that compute each output element from the inputs' elements at the same
-// (broadcast) position alone.
+// (broadcast) position alone (the op table's positionwise rows).
 bool isElementwise(const Node& node) {
   if (node.domain == kKilnDomain) return node.opType == kPointwiseChainOp;
-  static const std::set<std::string> kOps = {
-      "Add",  "Sub",       "Mul",         "Div",        "Relu",     "Sigmoid", "Tanh",
-      "Clip", "HardSwish", "HardSigmoid", "LeakyRelu",  "Elu",      "Erf",     "Gelu",
-      "Neg",  "Abs",       "Sqrt",        "Exp",        "Log",      "Max",     "Min",
-      "Mish", "Softplus",  "Selu",        "Reciprocal", "Identity", "Cast"};
-  return isDefaultDomain(node) && kOps.count(node.opType) > 0;
+  const ops::OpRow* row = ops::findOp(node.opType);
+  if (!row || !row->positionwise) return false;
+  return row->domain.empty() ? isDefaultDomain(node) : node.domain == row->domain;
 }
 
 // How an elementwise node reads its inputs on NHWC storage: the slots whose values are

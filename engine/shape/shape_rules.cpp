@@ -1,5 +1,6 @@
 #include "shape/rule_helpers.h"
 #include "shape/shape_rules.h"
+#include "kiln/op_table.h"
 
 #include <algorithm>
 #include <cmath>
@@ -182,63 +183,13 @@ bool kilnFusedMatmulRule(const Node& node, const Ins& in, Outs* outs) {
 const std::map<std::string, ShapeRule>& ruleTable() {
   static const std::map<std::string, ShapeRule> table = [] {
     std::map<std::string, ShapeRule> t;
-    for (const char* op : {"Add", "Sub", "Mul", "Div", "Pow", "Mod", "Max", "Min", "Sum", "Mean",
-                           "PRelu", "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor"})
-      t[op] = &arithmetic;
-    for (const char* op :
-         {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor"})
-      t[op] = &comparison;
-    for (const char* op : {"Relu",
-                           "LeakyRelu",
-                           "Elu",
-                           "Selu",
-                           "Celu",
-                           "Sigmoid",
-                           "HardSigmoid",
-                           "HardSwish",
-                           "Tanh",
-                           "Softplus",
-                           "Softsign",
-                           "ThresholdedRelu",
-                           "Gelu",
-                           "Mish",
-                           "Shrink",
-                           "Clip",
-                           "Abs",
-                           "Neg",
-                           "Exp",
-                           "Log",
-                           "Sqrt",
-                           "Reciprocal",
-                           "Floor",
-                           "Ceil",
-                           "Round",
-                           "Sign",
-                           "Sin",
-                           "Cos",
-                           "Tan",
-                           "Asin",
-                           "Acos",
-                           "Atan",
-                           "Sinh",
-                           "Cosh",
-                           "Asinh",
-                           "Acosh",
-                           "Atanh",
-                           "Erf",
-                           "Not",
-                           "BitwiseNot",
-                           "Identity",
-                           "Softmax",
-                           "LogSoftmax",
-                           "Hardmax",
-                           "InstanceNormalization",
-                           "GroupNormalization",
-                           "LpNormalization",
-                           "MeanVarianceNormalization",
-                           "LRN",
-                           "CumSum"})
-      t[op] = &sameShape;
+    // The op table's generic forms (kiln/op_table.h); op-specific rules below.
+    for (const ops::OpRow& row : ops::opTable()) {
+      const std::string op(row.opType);
+      if (row.shape == ops::OpShapeForm::kBroadcast) t[op] = &arithmetic;
+      if (row.shape == ops::OpShapeForm::kBroadcastToBool) t[op] = &comparison;
+      if (row.shape == ops::OpShapeForm::kSameAsInput) t[op] = &sameShape;
+    }
     // Q: the zero point's type, else output_dtype, else uint8; DQ: the scale's type.
     t["QuantizeLinear"] = [](const Node& n, const Ins& in, Outs* o) {
       if (!known(in, 0)) return false;
@@ -257,9 +208,6 @@ const std::map<std::string, ShapeRule>& ruleTable() {
     };
     t["Dropout"] = &firstIsIndexAndData;
     t["TopK"] = &topKRule;
-    for (const char* op :
-         {"Trilu", "ScatterElements", "ScatterND", "Scatter", "Celu", "Swish", "RMSNormalization"})
-      t[op] = &sameShape;
     t["BatchNormalization"] = &batchNormRule;
     t["IsNaN"] = t["IsInf"] = [](const Node& n, const Ins& in, Outs* o) {
       return broadcastRule(n, in, o, DataType::kBool);

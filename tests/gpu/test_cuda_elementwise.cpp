@@ -21,7 +21,9 @@ using cuda::Precision;
 // layer on the device.
 class EwTest {
  public:
-  EwTest(const std::string& opType, int opset) : m_test(opType, opset) {
+  EwTest(const std::string& opType, int opset, const std::string& domain = "")
+      : m_test(opType, opset, domain) {
+    m_node.domain = domain;
     m_node.opType = opType;
     m_node.opset = opset;
     m_node.name = opType + "_under_test";
@@ -79,7 +81,8 @@ class EwTest {
   void expectOnGpu() {
     Network network;
     network.irVersion = 8;
-    network.opsets[""] = m_node.opset;
+    network.opsets[m_node.domain] = m_node.opset;
+    if (!m_node.domain.empty()) network.opsets[""] = 17;
     Node node = m_node;
     for (size_t i = 0; i < m_inputs.size(); ++i) {
       const std::string name = "in" + std::to_string(i);
@@ -271,6 +274,14 @@ TEST(CudaElementwise, ActivationAttributes) {
   EwTest("HardSigmoid", 6).attr("alpha", 0.3f).attr("beta", 0.4f).input(x).check();
   EwTest("ThresholdedRelu", 10).attr("alpha", 0.4f).input(x).check();
   EwTest("Swish", 24).attr("alpha", 1.702f).input(x).check();
+}
+
+// The op table's demo op (tests/engine/ops/test_op_table.cpp): a row and two kernels.
+TEST(CudaElementwise, QuickGeluOfTheMicrosoftDomain) {
+  KILN_REQUIRE_GPU();
+  Tensor x = randomFloats({4, 33}, 24, -5, 5);
+  EwTest("QuickGelu", 1, "com.microsoft").input(x).check();
+  EwTest("QuickGelu", 1, "com.microsoft").attr("alpha", 1.2f).input(x).check();
 }
 
 TEST(CudaElementwise, Gelu) {

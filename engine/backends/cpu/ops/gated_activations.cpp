@@ -1,5 +1,7 @@
 // Swish (opset 24): x * sigmoid(alpha * x), and SwiGLU (opset 28): Swish(A) * B, the gated
-// unit of LLaMA-style feed-forward blocks. Both default alpha to 1 (SiLU).
+// unit of LLaMA-style feed-forward blocks. Both default alpha to 1 (SiLU). com.microsoft
+// QuickGelu (ONNX Runtime's contrib op, which its transformer optimizer writes for CLIP's
+// QuickGELU) is Swish with alpha 1.702 by default.
 #include <cmath>
 
 #include "backends/cpu/ops/elementwise.h"
@@ -12,12 +14,20 @@ C swish(C x, C alpha) {
   return x / (C(1) + std::exp(-alpha * x));
 }
 
-Status swishKernel(KernelContext& ctx) {
-  const float alpha = ctx.node().attrFloat("alpha", 1.0f);
+Status swishWithDefault(KernelContext& ctx, float defaultAlpha) {
+  const float alpha = ctx.node().attrFloat("alpha", defaultAlpha);
   return unaryKernel<TypeSet::kFloat>(ctx, [alpha](auto x) {
     using C = decltype(x);
     return swish(x, static_cast<C>(alpha));
   });
+}
+
+Status swishKernel(KernelContext& ctx) {
+  return swishWithDefault(ctx, 1.0f);
+}
+
+Status quickGeluKernel(KernelContext& ctx) {
+  return swishWithDefault(ctx, 1.702f);
 }
 
 // A and B have one shape and type; SwiGLU does not broadcast.
@@ -51,6 +61,7 @@ Status swiGluKernel(KernelContext& ctx) {
 void registerGatedActivationKernels(KernelRegistry& registry) {
   registry.add("Swish", 24, 1000, &swishKernel);
   registry.add("SwiGLU", 28, 1000, &swiGluKernel);
+  registry.add("QuickGelu", 1, 1000, &quickGeluKernel, "com.microsoft");
 }
 
 }  // namespace kiln::cpu

@@ -393,6 +393,10 @@ Status thresholdedReluKernel(GpuKernelContext& ctx) {
 Status swishKernel(GpuKernelContext& ctx) {
   return alphaUnary(ctx, UnaryOp::kSwish, 1.0f);
 }
+// com.microsoft QuickGelu: Swish with alpha 1.702 by default.
+Status quickGeluKernel(GpuKernelContext& ctx) {
+  return alphaUnary(ctx, UnaryOp::kSwish, 1.702f);
+}
 
 Status celuKernel(GpuKernelContext& ctx) {
   if (attr(ctx, "alpha", 1.0f) == 0.0f) return ctx.error("attribute alpha must not be 0");
@@ -518,6 +522,12 @@ void registerElementwiseGpuKernels(GpuKernelRegistry& registry) {
   registry.add("Mish", 18, 1000, mishKernel, kFloat);
   registry.add("Shrink", 9, 1000, shrinkKernel, kNumeric);
   registry.add("Swish", 24, 1000, swishKernel, kFloat);
+  GpuKernelEntry quickGelu;
+  quickGelu.domain = "com.microsoft";
+  quickGelu.opType = "QuickGelu";
+  quickGelu.fn = quickGeluKernel;
+  quickGelu.supports = kFloat;
+  registry.add(quickGelu);
   registry.add("Clip", 1, 10, clipAttributeKernel, kFloat);
   registry.add("Clip", 11, 1000, clipInputKernel, kNumeric);
   registerBinaryElementwiseGpuKernels(registry);
