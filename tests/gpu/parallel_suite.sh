@@ -11,6 +11,9 @@
 #   TEST_TIMEOUT (200 s) bounds each binary, SANITIZE_TIMEOUT (220 s) each sanitizer run
 #   (SANITIZE_TIMEOUT_racecheck etc.: one tool's; racecheck ran test_cuda_fused_conv and
 #   test_cuda_int8 past 230 s on the H200);
+#   SANITIZE_FLAGS_racecheck etc.: one tool's extra options, e.g. "--kernel-name kns=kiln"
+#   (only Kiln's kernels: racecheck does not model the wgmma/TMA protocol of cuDNN's and
+#   cuBLASLt's sm90 kernels, reports hazards inside them and runs them for minutes);
 #   PARALLEL (8) runs at once; PLAIN=0 skips the plain (unsanitized) runs.
 set -u
 mkdir -p /tmp/kiln /tmp/logs; tar xJf .device/bundle.tar.xz -C /tmp/kiln
@@ -27,8 +30,8 @@ run_one() {  # binary [gtest filter]: one line with its gtest verdicts
 }
 sanitize_one() {  # tool binary (skipped when the bundle lacks it)
   [ -x $B/$2 ] || { echo "$1 $2 skipped: not in the bundle"; return; }
-  local bound=SANITIZE_TIMEOUT_$1  # e.g. SANITIZE_TIMEOUT_racecheck=500: per tool
-  timeout ${!bound:-${SANITIZE_TIMEOUT:-220}} /usr/local/cuda/bin/compute-sanitizer --tool $1 --error-exitcode 9 \
+  local bound=SANITIZE_TIMEOUT_$1 flags=SANITIZE_FLAGS_$1  # per tool
+  timeout ${!bound:-${SANITIZE_TIMEOUT:-220}} /usr/local/cuda/bin/compute-sanitizer --tool $1 --error-exitcode 9 ${!flags:-} \
     $B/$2 --gtest_brief=1 --gtest_filter="-$ALONE" > /tmp/logs/$1_$2.txt 2>&1
   echo "$1 $2 rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|^\[  (PASSED|FAILED) ' /tmp/logs/$1_$2.txt | tr '\n' ' ' | cut -c1-240)"
 }
