@@ -43,11 +43,12 @@ import subprocess
 import sys
 import time
 
+import int8_bench_summary
+from int8_bench_summary import TARGETS, TRT_INT8_IMG_S
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 SEED = 20261124
-TRT_INT8_IMG_S = (88500.0, 91800.0)  # MLPerf offline, one H100 SXM, batch 2048
-TARGETS = {"int8_over_fp16": 1.6, "int8_over_eager_fp16": 4.0, "top1": 0.95}
 
 
 def option(name, default):
@@ -420,111 +421,10 @@ def cpu_int8_fallback():
 
 # ---------------------------------------------------------------- QDQ MobileNet -------
 
-def prepare_qdq(work):
-    """Runs in a child process (started at the beginning, in parallel with the rest):
-    the float model, quantize_static, ONNX Runtime's reference. Writes work/qdq_meta.json."""
-    import numpy as np
-    import onnx
-    from onnxruntime import InferenceSession, SessionOptions
-    from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,
-                                          quantize_static)
-    os.makedirs(work, exist_ok=True)
-    meta = {}
-    t0 = time.time()
-    given = option("qdq-model", "")
-    if given or DRY:  # a float model to quantize instead of the MobileNetV2 export
-        float_path = given or os.path.join(ROOT, "tests", "data", "quant", "small_cnn.onnx")
-        m = onnx.load(float_path)
-        inits = {i.name for i in m.graph.initializer}
-        dims = next(i for i in m.graph.input if i.name not in inits).type.tensor_type.shape.dim
-        shape = tuple(d.dim_value for d in dims[1:])
-        name = os.path.splitext(os.path.basename(float_path))[0]
-    else:
-        import torch
-        import torchvision
-        torch.set_num_threads(4)
-        torch.manual_seed(0)
-        model = torchvision.models.mobilenet_v2(weights=None).eval()
-        float_path = os.path.join(work, "mobilenet_v2.onnx")
-        sys.path.insert(0, HERE)
-        import export_models
-        export_models.export(model, (torch.randn(1, 3, 224, 224),), float_path, ["input"],
-                             ["logits"], {"input": {0: "batch"}, "logits": {0: "batch"}}, opset=17)
-        shape, name = (3, 224, 224), "mobilenet_v2"
-    meta["export_s"] = round(time.time() - t0, 1)
-    meta["model"] = name
-    m = onnx.load(float_path)
-    inits = {i.name for i in m.graph.initializer}
-    inp = next(i.name for i in m.graph.input if i.name not in inits)
-    prepared = os.path.join(work, name + "_prepared.onnx")
-    try:
-        from onnxruntime.quantization.shape_inference import quant_pre_process
-        quant_pre_process(float_path, prepared, skip_symbolic_shape=True)
-        meta["pre_process"] = "quant_pre_process"
-    except Exception as error:  # optional: quantize the exported model as it is
-        shutil.copy(float_path, prepared)
-        meta["pre_process"] = f"skipped ({type(error).__name__}: {str(error)[:120]})"
-    rng = np.random.default_rng(SEED + 1)
-    calib = [rng.standard_normal((1, *shape)).astype(np.float32) for _ in range(16)]
-
-    class Reader(CalibrationDataReader):
-        def __init__(self):
-            self.items = iter([{inp: c} for c in calib])
-
-        def get_next(self):
-            return next(self.items, None)
-
-    qdq = os.path.join(work, name + "_qdq.onnx")
-    t1 = time.time()
-    quantize_static(prepared, qdq, Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
-                    activation_type=QuantType.QInt8, weight_type=QuantType.QInt8)
-    meta["quantize_s"] = round(time.time() - t1, 1)
-    x = np.random.default_rng(SEED + 2).standard_normal((8 if not DRY else 4, *shape)).astype(np.float32)
-    x_path = os.path.join(work, "qdq_input.npy")
-    np.save(x_path, x)
-    options = SessionOptions()
-    options.intra_op_num_threads = 4
-    expected = InferenceSession(qdq, options, providers=["CPUExecutionProvider"]).run(None, {inp: x})[0]
-    np.save(os.path.join(work, "qdq_expected.npy"), expected.astype(np.float32))
-    float_out = InferenceSession(prepared, options, providers=["CPUExecutionProvider"]).run(None, {inp: x})[0]
-    np.save(os.path.join(work, "float_expected.npy"), float_out.astype(np.float32))
-    # ONNX Runtime without graph optimizations runs the Q/DQ nodes one by one (the float
-    # simulation); with them (the reference) it fuses them into QLinearConv etc. Their
-    # difference is how far two valid executions of the same QDQ model drift apart.
-    from onnxruntime import GraphOptimizationLevel
-    plain = SessionOptions()
-    plain.intra_op_num_threads = 4
-    plain.graph_optimization_level = GraphOptimizationLevel.ORT_DISABLE_ALL
-    simulated = InferenceSession(qdq, plain, providers=["CPUExecutionProvider"]).run(None, {inp: x})[0]
-    np.save(os.path.join(work, "qdq_simulated.npy"), simulated.astype(np.float32))
-    # The output's quantization step: the scale of the DequantizeLinear writing it.
-    q = onnx.load(qdq)
-    values = {i.name: onnx.numpy_helper.to_array(i) for i in q.graph.initializer}
-    out_name = q.graph.output[0].name
-    step_size = None
-    for node in q.graph.node:
-        if out_name in node.output and node.op_type == "DequantizeLinear":
-            scale = values.get(node.input[1])
-            step_size = float(np.max(scale)) if scale is not None else None
-    counts = {}
-    for node in q.graph.node:
-        if node.op_type in ("QuantizeLinear", "DequantizeLinear"):
-            counts[node.op_type] = counts.get(node.op_type, 0) + 1
-    meta.update({"qdq": qdq, "float": prepared, "input": inp, "input_npy": x_path,
-                 "batch": int(x.shape[0]), "output": out_name, "output_step": step_size,
-                 "qdq_nodes": counts, "shape": list(shape),
-                 "ort_float_vs_qdq_top1": float((float_out.argmax(1) == expected.argmax(1)).mean()),
-                 "ort_simulated_vs_reference_max_abs": float(np.abs(simulated - expected).max()),
-                 "logits_range": float(expected.max() - expected.min())})
-    with open(os.path.join(work, "qdq_meta.json"), "w") as f:
-        json.dump(meta, f, indent=1)
-    print(json.dumps(meta), flush=True)
-
-
 def start_qdq_prepare():
     log = open(os.path.join(OUT_DIR, "int8_qdq_prepare.log"), "w")
-    args = [sys.executable, os.path.abspath(__file__), KILN, MODEL_DIR, OUT_DIR,
-            "--prepare-qdq=" + QDQ_WORK] + (["--dry-cpu"] if DRY else [])
+    args = [sys.executable, os.path.join(HERE, "int8_qdq_prepare.py"), QDQ_WORK,
+            f"--seed={SEED}"] + (["--dry-cpu"] if DRY else [])
     if option("qdq-model", ""):
         args.append("--qdq-model=" + os.path.abspath(option("qdq-model", "")))
     env = dict(os.environ, OMP_NUM_THREADS="4", OPENBLAS_NUM_THREADS="4")
@@ -608,94 +508,6 @@ def qdq_variant(meta, backend, planned):
 
 # ---------------------------------------------------------------- report --------------
 
-def fmt(v, spec=".2f", unit=""):
-    return "n/a" if v is None else format(v, spec) + unit
-
-
-def summarize():
-    st = RESULTS["steps"]
-    i8, f16, eager = st.get("int8 run"), st.get("fp16 run"), st.get("pytorch eager fp16")
-    ratios = {}
-    if i8 and f16:
-        ratios["int8_over_fp16"] = i8["img_s"] / f16["img_s"]
-    if i8 and eager:
-        ratios["int8_over_eager_fp16"] = i8["img_s"] / eager["img_s"]
-    if i8 and not DRY:
-        ratios["int8_over_tensorrt"] = [i8["img_s"] / t for t in TRT_INT8_IMG_S]
-    RESULTS["ratios"] = ratios
-    acc = st.get("top-1 vs FP32 (kiln compare)") or st.get("top-1 vs FP32 (plan batch)") \
-        or st.get("top-1 vs FP32 (CPU INT8 fallback)")
-    checks = {}
-    if "int8_over_fp16" in ratios:
-        checks["int8_over_fp16 >= 1.6"] = ratios["int8_over_fp16"] >= TARGETS["int8_over_fp16"]
-    if "int8_over_eager_fp16" in ratios:
-        checks["int8_over_eager_fp16 >= 4"] = ratios["int8_over_eager_fp16"] >= TARGETS["int8_over_eager_fp16"]
-    if acc:
-        checks["top1 >= 95%"] = acc["top1_agreement"] >= TARGETS["top1"]
-    RESULTS["checks"] = checks
-
-    rows = []
-    cal = st.get("calibrate")
-    errors = RESULTS["errors"]
-    for key in ("model", "samples", "cpu probe"):
-        if key in errors:
-            rows.append((key, "ERROR: " + errors[key]))
-    if cal:
-        rows.append(("calibration (CPU reference)", f"{cal['samples']} samples, entropy, {cal['wall_s']:.1f} s wall, {cal['tensors']} tensors"))
-    elif "calibrate" in errors:
-        rows.append(("calibration (CPU reference)", "ERROR: " + errors["calibrate"]))
-    for key, label in (("int8 build", "INT8+FP16 build b%d" % BATCH), ("fp16 build", "FP16 build b%d" % BATCH)):
-        b = st.get(key)
-        if b:
-            rows.append((label, "reused (build_bench)" if b.get("reused") else f"{b['build_s']} s, {b['layer_precisions']}"))
-        elif key in errors:
-            rows.append((label, "ERROR: " + errors[key]))
-    for key, label in (("int8 run", "Kiln INT8"), ("fp16 run", "Kiln FP16"), ("pytorch eager fp16", "PyTorch eager FP16")):
-        r = st.get(key)
-        rows.append((label + f" b{BATCH}", f"{r['median_ms']:.3f} ms, {r['img_s']:.0f} img/s" if r
-                     else ("ERROR: " + errors[key] if key in errors else "not run")))
-    if "int8_over_fp16" in ratios:
-        rows.append(("INT8 / our FP16", f"{ratios['int8_over_fp16']:.2f}x (target >= 1.6x: {'met' if checks['int8_over_fp16 >= 1.6'] else 'NOT met'})"))
-    if "int8_over_eager_fp16" in ratios:
-        rows.append(("INT8 / eager FP16", f"{ratios['int8_over_eager_fp16']:.2f}x (target >= 4x: {'met' if checks['int8_over_eager_fp16 >= 4'] else 'NOT met'})"))
-    if "int8_over_tensorrt" in ratios:
-        lo, hi = ratios["int8_over_tensorrt"]
-        rows.append(("vs TensorRT INT8 88.5-91.8k", f"{100 * hi:.1f}-{100 * lo:.1f}% of it (MLPerf batch 2048 vs our b{BATCH})"))
-    for key in ("top-1 vs FP32 (kiln compare)", "top-1 vs FP32 (plan batch)", "top-1 vs FP32 (CPU INT8 fallback)", "fp16 top-1 vs FP32 (context)"):
-        a = st.get(key)
-        if a:
-            extra = ""
-            if "fp32_distinct_top1_classes" in a:
-                extra = (f"; FP32 top-1 spans {a['fp32_distinct_top1_classes']} classes; mean-centered "
-                         f"top-1 {a['top1_centered_agree_rows']}/{a['rows']}")
-            rows.append((key, f"{a['top1_agree_rows']}/{a['rows']} ({100 * a['top1_agreement']:.1f}%), cos {a['cosine']:.5f}, max abs {a['max_abs']:.3g}{extra}"))
-        elif key in RESULTS["errors"]:
-            rows.append((key, "ERROR: " + RESULTS["errors"][key]))
-    meta = st.get("qdq prepare")
-    if meta and meta.get("output_step"):
-        rows.append((f"QDQ {meta['model']} ORT unopt. vs opt.", f"max abs {meta['ort_simulated_vs_reference_max_abs'] / meta['output_step']:.2f} steps (step {meta['output_step']:.4g}; the reference's own spread)"))
-    elif "qdq prepare" in RESULTS["errors"]:
-        rows.append(("QDQ prepare", "ERROR: " + RESULTS["errors"]["qdq prepare"]))
-    for backend in ("cuda", "cpu"):
-        for kind in ("direct", "plan"):
-            key = f"qdq {backend} {kind}"
-            q = st.get(key)
-            if q:
-                steps = f"{q['max_abs_steps']:.2f} steps (mean {q['mean_abs_steps']:.2f}), " if "max_abs_steps" in q else ""
-                sim = f"; vs ORT unoptimized {q['max_abs_steps_vs_ort_simulated']:.2f} steps" if "max_abs_steps" in q else ""
-                rows.append((f"QDQ {st.get('qdq prepare', {}).get('model', '')} {backend} {kind}",
-                             f"max abs {steps}{100 * q['max_abs_over_range']:.2f}% of range, top-1 {q['top1_agree_rows']}/{q['rows']}{sim}"))
-            elif key in RESULTS["errors"]:
-                rows.append((f"QDQ {st.get('qdq prepare', {}).get('model', '')} {backend} {kind}",
-                             "ERROR: " + RESULTS["errors"][key]))
-    width = max(len(r[0]) for r in rows) if rows else 10
-    print("\n=== INT8 summary" + (" (--dry-cpu: CPU backend, small model)" if DRY else "")
-          + f", {time.time() - START:.0f} s")
-    for name, value in rows:
-        print(f"{name:<{width}}  {value}")
-    RESULTS["table"] = [list(r) for r in rows]
-
-
 def main():
     global KILN, MODEL_DIR, OUT_DIR, WORK, QDQ_WORK, MODEL, INPUT, CALIB, CACHE, BATCH
     global N_SAMPLES, SAMPLE_SHAPE, BACKEND, INT8_PLAN, FP16_PLAN
@@ -774,7 +586,7 @@ def main():
         else:
             print("--- fp16 top-1 vs FP32 (context): skipped, under 40 s of the budget left")
 
-    summarize()
+    int8_bench_summary.summarize(RESULTS, BATCH, DRY, time.time() - START)
     RESULTS["wall_s"] = round(time.time() - START, 1)
     path = os.path.join(OUT_DIR, "int8_bench.json")
     with open(path, "w") as f:
@@ -783,9 +595,5 @@ def main():
 
 
 if __name__ == "__main__":
-    prep = option("prepare-qdq", "")
-    if prep:
-        prepare_qdq(prep)
-    else:
-        sys.path.insert(0, HERE)
-        main()
+    sys.path.insert(0, HERE)
+    main()

@@ -219,5 +219,30 @@ TEST(CudaKernelRegistry, EveryNormalizationOpHasItsKernel) {
   expectGpuKernels(ops);
 }
 
+// rnn.cu with its host half rnn_host.cpp, conv_max_pool.cu with conv_max_pool.cpp: the
+// registrations and the support predicates that moved to the host halves.
+TEST(CudaKernelRegistry, RecurrentAndStemOpsHaveTheirKernels) {
+  const std::pair<const char*, int> ops[] = {{"RNN", 14}, {"GRU", 14}, {"LSTM", 14}};
+  expectGpuKernels(ops);
+  EXPECT_NE(cuda::builtinGpuKernels().find("ai.kiln", "FusedConvMaxPool", 1), nullptr);
+  Node lstm;
+  lstm.opType = "LSTM";
+  lstm.opset = 14;
+  const Shape x = {5, 2, 3};
+  EXPECT_EQ(cuda::builtinGpuKernelSupport(lstm, {DataType::kFloat16}, {x}), "");
+  EXPECT_EQ(cuda::builtinGpuKernelSupport(lstm, {DataType::kFloat64}, {x}),
+            "no GPU kernel for float64 inputs");
+  lstm.attributes["activations"].kind = Attribute::Kind::kStrings;
+  lstm.attributes["activations"].strings = {"Sigmoid", "NoSuchActivation", "Tanh"};
+  EXPECT_EQ(cuda::builtinGpuKernelSupport(lstm, {DataType::kFloat16}, {x}),
+            "activation 'NoSuchActivation' has no GPU kernel");
+  Node stem;
+  stem.domain = "ai.kiln";
+  stem.opType = "FusedConvMaxPool";
+  stem.opset = 1;
+  EXPECT_EQ(cuda::builtinGpuKernelSupport(stem, {DataType::kFloat32}, {{1, 3, 8, 8}}),
+            "Kiln's stem kernel computes in fp16 or bf16");
+}
+
 }  // namespace
 }  // namespace kiln::test

@@ -25,63 +25,22 @@
 // group 1, activation none or ReLU; pool window <= 3x3, strides 1-2, dilation 1; Y
 // channels-last, int8 (zero point 0) or X's type. Anything else returns kUnsupported
 // (host fallback).
+//
+// This file: the device code and its launch; the host half (geometry, packed filter,
+// the op and its registration) is conv_max_pool.cpp, their contract conv_max_pool_stem.h.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
-#include <memory>
 #include <string>
-#include <vector>
 
 #include "backends/cuda/device_common.cuh"
-#include "backends/cuda/engine_impl.h"
+#include "backends/cuda/ops/conv_max_pool_stem.h"
 #include "backends/cuda/ops/mma_f16.cuh"
-#include "ir/channels_last.h"
-#include "ir/conv_max_pool.h"
-#include "kiln/data_type.h"
 
-namespace kiln::cuda {
+namespace kiln::cuda::stem {
 namespace {
-
-constexpr int kStemFilters = 64;
-constexpr int kStemSteps = 11;                   // k16 steps of depth
-constexpr int kStemFilterRows = 2 * kStemSteps;  // (c, r) rows of 8 taps
-constexpr int kStemTaps = 8;                     // a filter row's taps (S padded)
-constexpr int kStemDepth = kStemSteps * 16;
-constexpr int kPoolTile = 8;                  // pooled outputs per tile side
-constexpr int kStemThreads = 128;             // 4 warps
-constexpr int kConvPitch = kStemFilters + 8;  // a conv pixel's row in shared memory (halves)
-constexpr int kMaxPoolWindow = 3, kMaxPoolStride = 2;
-constexpr int kStemMaxChannels = 4;
-constexpr int kRowBatch = 8;  // region rows a warp has in flight
-// Shared memory of the largest geometry the class allows (C <= 4, C * R <= 22, a
-// 17 x 17 conv tile) is under 80 KiB: every launch sets this one limit, so no layer
-// lowers another's.
-constexpr int kStemSharedCap = 96 * 1024;
-
-struct StemArgs {
-  const void* x = nullptr;
-  const uint32_t* w = nullptr;  // [64][kStemDepth] half pairs, k fastest
-  const float* bias = nullptr;  // [64]
-  void* y = nullptr;
-  float yScale = 1.f, yInverseScale = 1.f;  // the latter rounded to nearest on the host
-  int c = 0, h = 0, w_ = 0;
-  int r = 0;
-  int padTop = 0, padLeft = 0, convH = 0, convW = 0;
-  int poolKH = 1, poolKW = 1, poolSH = 1, poolSW = 1, poolPadTop = 0, poolPadLeft = 0;
-  int outH = 0, outW = 0;
-  int tileRows = 0, tileCols = 0;  // conv pixels one pooled tile reads
-  int tileColsMagic = 0;           // ceil(2^16 / tileCols): m / tileCols = m * it >> 16 (m < 512)
-  int inRows = 0, inPitch = 0;     // the input region (rows, columns = pitch, even)
-  int tilesH = 0, tilesW = 0, tiles = 0, mTiles = 0;
-  bool relu = false;
-  bool wordLoads = false;  // W even and X 4-byte aligned: the region in 32-bit loads
-  // Byte offset in the region of filter row j = c * R + r (its first tap at a window's
-  // start); 0 for the padding rows past C * R (zero weights).
-  int rowOffset[kStemFilterRows] = {};
-};
 
 __device__ __forceinline__ uint32_t loadShared32(uint32_t address) {
   uint32_t v;
@@ -100,13 +59,6 @@ __device__ __forceinline__ uint32_t pairMax(uint32_t a, uint32_t b, __nv_bfloat1
                                    *reinterpret_cast<const __nv_bfloat162*>(&b));
   return *reinterpret_cast<const uint32_t*>(&m);
 }
-
-// Shared memory: the input region [c][inRows][inPitch], the filter [64][kFilterPitch]
-// (ldmatrix rows 368 bytes apart: conflict-free), the conv tile [pixels + 1][kConvPitch]
-// (the extra row takes the stores of the last m-tile's rows past the tile), the bias
-// [64] floats.
-constexpr int kFilterPitch = kStemDepth + 8;
-constexpr int kStemWarps = kStemThreads / 32;
 
 // Where tile `tile` (8x8 pooled outputs of one image) sits: its pooled origin, the conv
 // tile's origin (pool padding before it) and the input region's (conv padding before it).
@@ -420,128 +372,15 @@ __global__ void __launch_bounds__(kStemThreads, 3) convMaxPoolKernel(StemArgs a)
   }
 }
 
-// The filter packed for the kernel (T bits, [64][kStemDepth], zero in the padding taps)
-// and the bias, uploaded once per layer state.
-// Everything but the tensors' addresses, worked out at the first enqueue of a shape
-// (the layer state is cleared when the input shapes change).
-struct StemState {
-  DeviceBuffer w, bias;
-  StemArgs args;  // geometry, y_scale, filter and bias pointers
-  bool quantized = false;
-  int blocks = 0;  // the persistent grid, set at the first launch
-};
-
-Status readPair(GpuKernelContext& ctx, const char* name, std::vector<int64_t> fallback,
-                std::vector<int64_t>* out) {
-  *out = ctx.node().attrInts(name, fallback);
-  if (out->size() != fallback.size())
-    return ctx.error(std::string("attribute '") + name + "' must have " +
-                     std::to_string(fallback.size()) + " values");
-  return Status::ok();
-}
-
-// Fills the geometry of `a` from the node, X's shape and W's; "" or why not this kernel.
-Status stemGeometry(GpuKernelContext& ctx, const Shape& x, const Shape& w, StemArgs* a,
-                    std::string* unsupported) {
-  const Node& node = ctx.node();
-  std::vector<int64_t> strides, dilations, pads, poolKernel, poolStrides, poolPads, poolDil;
-  KILN_RETURN_IF_ERROR(readPair(ctx, "strides", {1, 1}, &strides));
-  KILN_RETURN_IF_ERROR(readPair(ctx, "dilations", {1, 1}, &dilations));
-  KILN_RETURN_IF_ERROR(readPair(ctx, "pads", {0, 0, 0, 0}, &pads));
-  KILN_RETURN_IF_ERROR(readPair(ctx, "pool_kernel_shape", {0, 0}, &poolKernel));
-  KILN_RETURN_IF_ERROR(readPair(ctx, "pool_strides", {1, 1}, &poolStrides));
-  KILN_RETURN_IF_ERROR(readPair(ctx, "pool_pads", {0, 0, 0, 0}, &poolPads));
-  KILN_RETURN_IF_ERROR(readPair(ctx, "pool_dilations", {1, 1}, &poolDil));
-  const std::string autoPad = node.attrString("auto_pad", "NOTSET");
-  if (w[1] != x[1])
-    return ctx.error("W has " + std::to_string(w[1]) + " input channels, X " +
-                     std::to_string(x[1]));
-  for (int64_t v : pads)
-    if (v < 0) return ctx.error("attribute 'pads' has a negative value");
-  for (int64_t v : poolPads)
-    if (v < 0) return ctx.error("attribute 'pool_pads' has a negative value");
-  for (int d = 0; d < 2; ++d)
-    if (poolKernel[d] < 1 || poolStrides[d] < 1)
-      return ctx.error("the pool needs pool_kernel_shape and pool_strides >= 1");
-  const std::string poolAutoPad = node.attrString("pool_auto_pad", "NOTSET");
-  const std::vector<int64_t> kernelShape = node.attrInts("kernel_shape", {w[2], w[3]});
-  if (node.attrInt("group", 1) != 1 || (autoPad != "NOTSET" && !autoPad.empty()) ||
-      (poolAutoPad != "NOTSET" && !poolAutoPad.empty()) ||
-      node.attrInt("pool_storage_order", 0) != 0 ||
-      kernelShape != std::vector<int64_t>{w[2], w[3]} || strides != std::vector<int64_t>{2, 2} ||
-      dilations != std::vector<int64_t>{1, 1} || poolDil != std::vector<int64_t>{1, 1} ||
-      w[0] != kStemFilters || x[1] > kStemMaxChannels || x[1] * w[2] > kStemFilterRows ||
-      w[3] > 8 || poolKernel[0] > kMaxPoolWindow || poolKernel[1] > kMaxPoolWindow ||
-      poolStrides[0] > kMaxPoolStride || poolStrides[1] > kMaxPoolStride) {
-    *unsupported =
-        "Kiln's stem kernel needs 64 filters, C <= 4, C * R <= 22, S <= 8, conv "
-        "strides 2x2, dilation 1, group 1, no auto_pad, a pool window <= 3x3 with strides <= 2";
-    return Status::ok();
-  }
-  a->c = static_cast<int>(x[1]);
-  a->h = static_cast<int>(x[2]);
-  a->w_ = static_cast<int>(x[3]);
-  a->r = static_cast<int>(w[2]);
-  a->padTop = static_cast<int>(pads[0]);
-  a->padLeft = static_cast<int>(pads[1]);
-  const int64_t spanH = x[2] + pads[0] + pads[2] - w[2], spanW = x[3] + pads[1] + pads[3] - w[3];
-  if (spanH < 0 || spanW < 0) return ctx.error("the filter is larger than the padded input");
-  a->convH = static_cast<int>(spanH / 2 + 1);
-  a->convW = static_cast<int>(spanW / 2 + 1);
-  const bool ceilMode = node.attrInt("pool_ceil_mode", 0) != 0;
-  int64_t out[2];
-  const int64_t convSize[2] = {a->convH, a->convW};
-  for (int d = 0; d < 2; ++d) {
-    const int64_t span = convSize[d] + poolPads[d] + poolPads[d + 2] - poolKernel[d];
-    if (span < 0) return ctx.error("the pool window is larger than the padded conv output");
-    out[d] = span / poolStrides[d] + 1;
-    if (ceilMode) {
-      out[d] = (span + poolStrides[d] - 1) / poolStrides[d] + 1;
-      if ((out[d] - 1) * poolStrides[d] >= convSize[d] + poolPads[d]) --out[d];
-    }
-  }
-  a->poolKH = static_cast<int>(poolKernel[0]);
-  a->poolKW = static_cast<int>(poolKernel[1]);
-  a->poolSH = static_cast<int>(poolStrides[0]);
-  a->poolSW = static_cast<int>(poolStrides[1]);
-  a->poolPadTop = static_cast<int>(poolPads[0]);
-  a->poolPadLeft = static_cast<int>(poolPads[1]);
-  a->outH = static_cast<int>(out[0]);
-  a->outW = static_cast<int>(out[1]);
-  a->tileRows = (kPoolTile - 1) * a->poolSH + a->poolKH;
-  a->tileCols = (kPoolTile - 1) * a->poolSW + a->poolKW;
-  a->tileColsMagic = ((1 << 16) + a->tileCols - 1) / a->tileCols;
-  a->inRows = 2 * (a->tileRows - 1) + a->r;
-  a->inPitch = 2 * (a->tileCols - 1) + kStemTaps;
-  for (int j = 0; j < kStemFilterRows; ++j)
-    a->rowOffset[j] = j < a->c * a->r ? 2 * ((j / a->r) * a->inRows + j % a->r) * a->inPitch : 0;
-  a->mTiles = (a->tileRows * a->tileCols + 15) / 16;
-  a->tilesH = (a->outH + kPoolTile - 1) / kPoolTile;
-  a->tilesW = (a->outW + kPoolTile - 1) / kPoolTile;
-  const std::string act = node.attrString("activation", "none");
-  a->relu = act == "relu";
-  if (act != "none" && act != "relu")
-    *unsupported = "Kiln's stem kernel applies ReLU or no activation, not " + act;
-  return Status::ok();
-}
-
-size_t stemSharedBytes(const StemArgs& a) {
-  const size_t xsHalves = (static_cast<size_t>(a.c) * a.inRows * a.inPitch + 7) / 8 * 8;
-  return (xsHalves + static_cast<size_t>(kStemFilters) * kFilterPitch +
-          (static_cast<size_t>(a.tileRows) * a.tileCols + 1) * kConvPitch) *
-             2 +
-         kStemFilters * sizeof(float);
-}
-
 // Persistent blocks: as many as the SMs hold at once (found once per layer state).
 template <class T, class Out>
-Status launchStem(GpuKernelContext& ctx, const StemArgs& a, StemState* state) {
+Status launchStem(GpuKernelContext& ctx, const StemArgs& a, int* persistentBlocks) {
   auto kernel = convMaxPoolKernel<T, Out>;
   const size_t shared = stemSharedBytes(a);
   if (shared > kStemSharedCap)
     return ctx.unsupported("Kiln's stem kernel would need " + std::to_string(shared) +
                            " bytes of shared memory");
-  if (state->blocks == 0) {
+  if (*persistentBlocks == 0) {
     KILN_CUDA_CHECK(
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kStemSharedCap));
     int device = 0, sms = 0, perSm = 0;
@@ -552,132 +391,23 @@ Status launchStem(GpuKernelContext& ctx, const StemArgs& a, StemState* state) {
     if (perSm < 1)
       return ctx.unsupported("Kiln's stem kernel does not fit an SM (" + std::to_string(shared) +
                              " bytes of shared memory)");
-    state->blocks = sms * perSm;
+    *persistentBlocks = sms * perSm;
   }
-  const int blocks = std::min(a.tiles, state->blocks);
+  const int blocks = std::min(a.tiles, *persistentBlocks);
   kernel<<<blocks, kStemThreads, shared, ctx.stream()>>>(a);
   KILN_CUDA_CHECK_LAUNCH("convMaxPoolKernel");
   return Status::ok();
 }
 
-// `type`: float16 or bfloat16, the engine's storage (a zero is all-zero bits in both).
-Status packStemWeights(const Tensor& w, const Tensor* b, DataType type, const StemArgs& a,
-                       StemState* s) {
-  std::vector<uint16_t> packed(static_cast<size_t>(kStemFilters) * kStemDepth, 0);
-  const int64_t perFilter = static_cast<int64_t>(a.c) * a.r * (w.dim(3));
-  const int64_t sWidth = w.dim(3);
-  for (int n = 0; n < kStemFilters; ++n)
-    for (int c = 0; c < a.c; ++c)
-      for (int r = 0; r < a.r; ++r)
-        for (int64_t x = 0; x < sWidth; ++x) {
-          const int k = (c * a.r + r) * kStemTaps + static_cast<int>(x);
-          const float v =
-              static_cast<float>(w.valueAsDouble(n * perFilter + (c * a.r + r) * sWidth + x));
-          packed[static_cast<size_t>(n) * kStemDepth + k] =
-              type == DataType::kFloat16 ? floatToHalf(v) : floatToBFloat16(v);
-        }
-  std::vector<float> bias(kStemFilters, 0.f);
-  if (b)
-    for (int n = 0; n < kStemFilters; ++n) bias[n] = static_cast<float>(b->valueAsDouble(n));
-  KILN_RETURN_IF_ERROR(s->w.allocate(static_cast<int64_t>(packed.size() * 2), "the stem filter"));
-  KILN_RETURN_IF_ERROR(s->bias.allocate(kStemFilters * sizeof(float), "the stem bias"));
-  // Once per layer state, at the first enqueue: synchronous copies of host vectors.
-  KILN_CUDA_CHECK(
-      cudaMemcpy(s->w.data(), packed.data(), packed.size() * 2, cudaMemcpyHostToDevice));
-  KILN_CUDA_CHECK(
-      cudaMemcpy(s->bias.data(), bias.data(), bias.size() * sizeof(float), cudaMemcpyHostToDevice));
-  return Status::ok();
-}
-
-// Checks the node against the kernel's class and builds the layer's state: geometry,
-// quantization, the packed filter and bias on the device, the implementation text.
-Status prepareStem(GpuKernelContext& ctx, const DeviceTensor& x, StemState* state) {
-  KILN_ASSIGN_OR_RETURN(Tensor w, ctx.hostInput(kConvPoolW));
-  if (w.rank() != 4)
-    return ctx.error("input W must be 4-D [M, C, R, S], got " + shapeToString(w.shape()));
-  StemArgs& a = state->args;
-  std::string why;
-  KILN_RETURN_IF_ERROR(stemGeometry(ctx, x.shape, w.shape(), &a, &why));
-  if (!why.empty()) return ctx.unsupported(why);
-  state->quantized = ctx.inputCount() > kConvPoolYScale && ctx.hasInput(kConvPoolYScale);
-  if (state->quantized) {
-    KILN_ASSIGN_OR_RETURN(Tensor scale, ctx.hostInput(kConvPoolYScale));
-    if (scale.numel() != 1 || !(scale.valueAsDouble(0) > 0))
-      return ctx.error("input y_scale must be one positive float");
-    a.yScale = static_cast<float>(scale.valueAsDouble(0));
-    a.yInverseScale = 1.f / a.yScale;
-    if (ctx.inputCount() > kConvPoolYZeroPoint && ctx.hasInput(kConvPoolYZeroPoint)) {
-      KILN_ASSIGN_OR_RETURN(Tensor zero, ctx.hostInput(kConvPoolYZeroPoint));
-      if (zero.type() != DataType::kInt8 || zero.numel() != 1 || zero.valueAsDouble(0) != 0)
-        return ctx.unsupported("Kiln's stem kernel writes int8 with zero point 0 only");
-    }
-  }
-  a.tiles = static_cast<int>(x.shape[0]) * a.tilesH * a.tilesW;
-  std::unique_ptr<Tensor> bias;
-  if (ctx.inputCount() > kConvPoolBias && ctx.hasInput(kConvPoolBias)) {
-    KILN_ASSIGN_OR_RETURN(Tensor b, ctx.hostInput(kConvPoolBias));
-    if (b.numel() != kStemFilters) return ctx.error("input B must have 64 values");
-    bias = std::make_unique<Tensor>(std::move(b));
-  }
-  KILN_RETURN_IF_ERROR(packStemWeights(w, bias.get(), x.type, a, state));
-  a.w = static_cast<const uint32_t*>(state->w.data());
-  a.bias = static_cast<const float*>(state->bias.data());
-  ctx.setImplementation(
-      std::string("kiln stem kernel: conv ") + std::to_string(a.r) + "x" +
-      std::to_string(w.dim(3)) + "/2 + " + (a.relu ? "relu + " : "") + "maxpool " +
-      std::to_string(a.poolKH) + "x" + std::to_string(a.poolKW) + "/" + std::to_string(a.poolSH) +
-      (state->quantized ? " + int8 quantize" : "") + " in one pass (" +
-      (x.type == DataType::kFloat16 ? "fp16" : "bf16") + " tensor cores, float accumulation)");
-  return Status::ok();
-}
-
-Status fusedConvMaxPoolOp(GpuKernelContext& ctx) {
-  if (ctx.inputCount() < 2 || !ctx.hasInput(kConvPoolX) || !ctx.hasInput(kConvPoolW))
-    return ctx.error("needs inputs X and W");
-  const DeviceTensor& x = ctx.input(kConvPoolX);
-  if (x.rank() != 4)
-    return ctx.error("input X must be 4-D [N, C, H, W], got " + shapeToString(x.shape));
-  if (x.type != DataType::kFloat16 && x.type != DataType::kBFloat16)
-    return ctx.unsupported("Kiln's stem kernel computes in fp16 or bf16");
-  if (!isChannelsLast(ctx.node()))
-    return ctx.unsupported("Kiln's stem kernel writes channels-last output only");
-  std::shared_ptr<void>& slot = ctx.layerState();
-  if (!slot) {
-    auto state = std::make_shared<StemState>();
-    KILN_RETURN_IF_ERROR(prepareStem(ctx, x, state.get()));
-    slot = state;
-  }
-  auto* state = static_cast<StemState*>(slot.get());
-  StemArgs a = state->args;
-  const Shape outShape = {x.shape[0], a.outH, a.outW, kStemFilters};
-  KILN_ASSIGN_OR_RETURN(
-      DeviceTensor y, ctx.allocateOutput(0, state->quantized ? DataType::kInt8 : x.type, outShape));
-  if (y.numel() == 0) return Status::ok();
-  a.x = x.data;
-  a.y = y.data;
-  a.wordLoads = a.w_ % 2 == 0 && reinterpret_cast<uintptr_t>(x.data) % 4 == 0;
-  if (x.type == DataType::kFloat16)
-    return state->quantized ? launchStem<__half, int8_t>(ctx, a, state)
-                            : launchStem<__half, __half>(ctx, a, state);
-  return state->quantized ? launchStem<__nv_bfloat16, int8_t>(ctx, a, state)
-                          : launchStem<__nv_bfloat16, __nv_bfloat16>(ctx, a, state);
-}
-
-std::string supportsStemTypes(const Node&, const std::vector<DataType>& types) {
-  if (types.empty() || (types[0] != DataType::kFloat16 && types[0] != DataType::kBFloat16))
-    return "Kiln's stem kernel computes in fp16 or bf16";
-  return "";
-}
-
 }  // namespace
 
-void registerConvMaxPoolGpuKernels(GpuKernelRegistry& registry) {
-  GpuKernelEntry entry;
-  entry.domain = "ai.kiln";
-  entry.opType = kFusedConvMaxPoolOp;
-  entry.fn = &fusedConvMaxPoolOp;
-  entry.supports = &supportsStemTypes;
-  registry.add(std::move(entry));
+Status launchStemKernel(GpuKernelContext& ctx, DataType x, bool quantized, const StemArgs& a,
+                        int* blocks) {
+  if (x == DataType::kFloat16)
+    return quantized ? launchStem<__half, int8_t>(ctx, a, blocks)
+                     : launchStem<__half, __half>(ctx, a, blocks);
+  return quantized ? launchStem<__nv_bfloat16, int8_t>(ctx, a, blocks)
+                   : launchStem<__nv_bfloat16, __nv_bfloat16>(ctx, a, blocks);
 }
 
-}  // namespace kiln::cuda
+}  // namespace kiln::cuda::stem
