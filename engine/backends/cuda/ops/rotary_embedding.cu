@@ -11,18 +11,15 @@
 
 #include "backends/cuda/device_common.cuh"
 #include "backends/cuda/ops/op_common.cuh"
+#include "ops/rotary_params.h"
 
 namespace kiln::cuda {
 namespace {
 
-struct RotaryParams {
-  int64_t batch = 0, heads = 0, seq = 0, headSize = 0, half = 0;
-  bool packed = false, interleaved = false;
+// The node's geometry (ops/rotary_params.h) and the position ids on the device.
+struct RotaryParams : ops::RotaryGeometry {
   const void* ids = nullptr;  // position_ids or nullptr
   bool ids64 = true;
-  int64_t idsBatchStride = 0;    // 0 when position_ids has batch 1
-  int64_t cacheBatchStride = 0;  // rows; without position_ids
-  int64_t positions = 0;         // cache rows with position_ids
 };
 
 template <class T>
@@ -89,61 +86,20 @@ Status launchRotary(GpuKernelContext& ctx, const DeviceTensor& x, const DeviceTe
 Status rotaryEmbeddingKernel(GpuKernelContext& ctx) {
   KILN_RETURN_IF_ERROR(requireInputs(ctx, 3));
   const DeviceTensor& x = ctx.input(0);
-  RotaryParams p;
-  if (x.rank() == 4) {
-    p.batch = x.shape[0];
-    p.heads = x.shape[1];
-    p.seq = x.shape[2];
-    p.headSize = x.shape[3];
-  } else if (x.rank() == 3) {
-    p.batch = x.shape[0];
-    const int64_t heads = ctx.node().attrInt("num_heads", 0);
-    if (heads <= 0 || x.shape[2] % heads != 0)
-      return ctx.error("3-D input needs a num_heads attribute dividing its hidden size " +
-                       std::to_string(x.shape[2]));
-    p.heads = heads;
-    p.seq = x.shape[1];
-    p.headSize = x.shape[2] / heads;
-    p.packed = true;
-  } else {
-    return ctx.error("input 'X' must be 3-D or 4-D, got " + dims(x));
-  }
-  const int64_t dim = ctx.node().attrInt("rotary_embedding_dim", 0);
-  const int64_t rotary = dim == 0 ? p.headSize : dim;
-  if (rotary < 0 || rotary > p.headSize || rotary % 2 != 0)
-    return ctx.error("rotary_embedding_dim " + std::to_string(rotary) +
-                     " must be even and at most the head size " + std::to_string(p.headSize));
-  p.half = rotary / 2;
-  p.interleaved = ctx.node().attrInt("interleaved", 0) != 0;
   const DeviceTensor& cosCache = ctx.input(1);
   const DeviceTensor& sinCache = ctx.input(2);
-  if (cosCache.type != x.type || sinCache.type != x.type)
-    return ctx.error("cos_cache and sin_cache must have X's data type");
-  if (cosCache.shape != sinCache.shape)
-    return ctx.error("cos_cache " + dims(cosCache) + " and sin_cache " + dims(sinCache) +
-                     " differ");
-  if (cosCache.rank() < 2 || cosCache.shape.back() != p.half)
-    return ctx.error("cache shape " + dims(cosCache) + " must end in " + std::to_string(p.half) +
-                     " (rotary_embedding_dim / 2)");
-  if (!ctx.hasInput(3)) {
-    if (cosCache.rank() != 3 || (cosCache.shape[0] != p.batch && cosCache.shape[0] != 1) ||
-        cosCache.shape[1] != p.seq)
-      return ctx.error("without position_ids the caches must be (batch, seq, dim/2), got " +
-                       dims(cosCache));
-    p.cacheBatchStride = cosCache.shape[0] == 1 ? 0 : p.seq;
-  } else {
-    const DeviceTensor& ids = ctx.input(3);
-    if (cosCache.rank() != 2)
-      return ctx.error("with position_ids the caches must be 2-D, got " + dims(cosCache));
-    if (ids.rank() != 2 || (ids.shape[0] != p.batch && ids.shape[0] != 1) || ids.shape[1] != p.seq)
-      return ctx.error("position_ids must be (batch, seq), got " + dims(ids));
-    if (!isInteger(ids.type)) return ctx.error("position_ids must be an integer tensor");
-    if (!isIndexType(ids.type))
-      return ctx.unsupported(std::string("position_ids of type ") + dataTypeName(ids.type));
-    p.ids = ids.data;
-    p.ids64 = ids.type == DataType::kInt64;
-    p.idsBatchStride = ids.shape[0] == 1 ? 0 : p.seq;
-    p.positions = cosCache.shape[0];
+  const DeviceTensor* ids = ctx.hasInput(3) ? &ctx.input(3) : nullptr;
+  auto geometry = ops::rotaryGeometry(ctx.node(), x.shape, x.type, cosCache.shape, cosCache.type,
+                                      sinCache.shape, sinCache.type, ids ? &ids->shape : nullptr,
+                                      ids ? ids->type : DataType::kUndefined);
+  if (!geometry.isOk()) return ctx.error(geometry.status().message());
+  RotaryParams p;
+  static_cast<ops::RotaryGeometry&>(p) = geometry.value();
+  if (ids) {
+    if (!isIndexType(ids->type))
+      return ctx.unsupported(std::string("position_ids of type ") + dataTypeName(ids->type));
+    p.ids = ids->data;
+    p.ids64 = ids->type == DataType::kInt64;
   }
   KILN_ASSIGN_OR_RETURN(DeviceTensor y, ctx.allocateOutput(0, x.type, x.shape));
   if (x.numel() == 0) return Status::ok();
