@@ -56,4 +56,26 @@ Result<Shape> paramBroadcastShape(const char* name, const Shape& shape, const Sh
   return s;
 }
 
+Result<GroupNormParams> groupNormParams(const Node& node, int opset, int64_t channels,
+                                        int64_t scaleCount, int64_t biasCount) {
+  GroupNormParams p;
+  p.groups = node.attrInt("num_groups", 0);
+  if (p.groups <= 0 || channels % p.groups != 0)
+    return invalidArgument("attribute 'num_groups' (" + std::to_string(p.groups) +
+                           ") must be positive and divide the channel count " +
+                           std::to_string(channels));
+  if (scaleCount != biasCount) return invalidArgument("inputs 'scale' and 'bias' differ in size");
+  // Opset 18 has one scale/bias per group, opset 21 one per channel. Exporters targeting
+  // 18 often emit per-channel parameters anyway; that size is unambiguous when groups !=
+  // channels, so both are accepted before 21.
+  if (opset < 21 && scaleCount == p.groups && scaleCount != channels) {
+    p.perGroupParams = true;
+  } else if (scaleCount != channels) {
+    return invalidArgument("input 'scale' has " + std::to_string(scaleCount) +
+                           " elements, expected " +
+                           std::to_string(opset < 21 ? p.groups : channels));
+  }
+  return p;
+}
+
 }  // namespace kiln::ops

@@ -1,5 +1,6 @@
 // Normalization parameters both backends run, parsed once (issue 23's op table):
-// MeanVarianceNormalization's reduced axes, and the unidirectional broadcast of a
+// MeanVarianceNormalization's reduced axes, GroupNormalization's groups and parameter
+// layout, and the unidirectional broadcast of a
 // LayerNormalization-style Scale / B onto the normalized shape. Host-only, no backend
 // header; errors are messages without the node's name (the kernels add it).
 #pragma once
@@ -39,5 +40,18 @@ Result<LayerNormGeometry> layerNormGeometry(const Node& node, const Shape& x);
 // (`targetName` names `target`: "normalized shape").
 Result<Shape> paramBroadcastShape(const char* name, const Shape& shape, const Shape& target,
                                   const std::string& targetName);
+
+// GroupNormalization over `channels` with `scaleCount` / `biasCount` parameter values:
+// num_groups (positive, dividing the channels) and whether the parameters hold one value
+// per group (opset 18's layout, taken before opset 21 when their size is the group count and
+// not the channel count) or one per channel. Errors: "attribute 'num_groups' (3) must be
+// positive and divide the channel count 8", "inputs 'scale' and 'bias' differ in size",
+// "input 'scale' has 5 elements, expected 8".
+struct GroupNormParams {
+  int64_t groups = 0;
+  bool perGroupParams = false;
+};
+Result<GroupNormParams> groupNormParams(const Node& node, int opset, int64_t channels,
+                                        int64_t scaleCount, int64_t biasCount);
 
 }  // namespace kiln::ops

@@ -64,3 +64,29 @@ TEST(NormalizationParams, LayerNormGeometry) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+TEST(GroupNormParams, GroupsAndParameterLayout) {
+  const Node node = test::withInt(
+      test::makeNode("GroupNormalization", {"x", "scale", "bias"}, {"y"}, 18), "num_groups", 4);
+  auto perChannel = ops::groupNormParams(node, 18, 8, 8, 8);
+  ASSERT_TRUE(perChannel.isOk());
+  EXPECT_EQ(perChannel->groups, 4);
+  EXPECT_FALSE(perChannel->perGroupParams);
+  auto perGroup = ops::groupNormParams(node, 18, 8, 4, 4);
+  ASSERT_TRUE(perGroup.isOk());
+  EXPECT_TRUE(perGroup->perGroupParams);  // opset 18's layout
+  EXPECT_EQ(ops::groupNormParams(node, 21, 8, 4, 4).status().message(),
+            "input 'scale' has 4 elements, expected 8");  // opset 21: per channel only
+  EXPECT_EQ(ops::groupNormParams(node, 18, 8, 5, 5).status().message(),
+            "input 'scale' has 5 elements, expected 4");
+  EXPECT_EQ(ops::groupNormParams(node, 18, 8, 8, 4).status().message(),
+            "inputs 'scale' and 'bias' differ in size");
+  EXPECT_EQ(ops::groupNormParams(node, 18, 6, 6, 6).status().message(),
+            "attribute 'num_groups' (4) must be positive and divide the channel count 6");
+}
+
+}  // namespace
+}  // namespace kiln

@@ -225,20 +225,14 @@ Status groupNormKernel(KernelContext& ctx) {
   KILN_RETURN_IF_ERROR(ctx.requireInputs(3));
   NcsShape sh;
   KILN_RETURN_IF_ERROR(splitNcs(ctx, ctx.input(0), &sh));
-  const int64_t groups = ctx.node().attrInt("num_groups", 0);
-  if (groups <= 0 || sh.c % groups != 0) {
-    return ctx.error("attribute 'num_groups' (" + std::to_string(groups) +
-                     ") must be positive and divide the channel count " + std::to_string(sh.c));
-  }
+  auto params = ops::groupNormParams(ctx.node(), ctx.opset(), sh.c, ctx.input(1).numel(),
+                                     ctx.input(2).numel());
+  if (!params.isOk()) return ctx.error(params.status().message());
+  const int64_t groups = params->groups;
   std::vector<double> scale, bias;
   KILN_RETURN_IF_ERROR(readDoubles(ctx, ctx.input(1), "scale", &scale));
   KILN_RETURN_IF_ERROR(readDoubles(ctx, ctx.input(2), "bias", &bias));
-  if (scale.size() != bias.size()) return ctx.error("inputs 'scale' and 'bias' differ in size");
-  // Opset 18 has one scale/bias per group, opset 21 one per channel. Exporters
-  // targeting 18 often emit per-channel parameters anyway; that size is unambiguous
-  // when groups != channels, so both are accepted before 21.
-  const int64_t count = static_cast<int64_t>(scale.size());
-  if (ctx.opset() < 21 && count == groups && count != sh.c) {
+  if (params->perGroupParams) {  // one value per channel, from its group's
     const int64_t perGroup = sh.c / groups;
     std::vector<double> s(sh.c), b(sh.c);
     for (int64_t c = 0; c < sh.c; ++c) {
@@ -247,9 +241,6 @@ Status groupNormKernel(KernelContext& ctx) {
     }
     scale.swap(s);
     bias.swap(b);
-  } else if (count != sh.c) {
-    return ctx.error("input 'scale' has " + std::to_string(count) + " elements, expected " +
-                     std::to_string(ctx.opset() < 21 ? groups : sh.c));
   }
   return runGroupNorm(ctx, sh, groups, scale, bias);
 }

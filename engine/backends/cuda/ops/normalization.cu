@@ -160,23 +160,10 @@ Status groupNormKernel(GpuKernelContext& ctx) {
   KILN_RETURN_IF_ERROR(requireInputs(ctx, 3));
   NcsShape sh;
   KILN_RETURN_IF_ERROR(splitNcs(ctx, ctx.input(0), &sh));
-  const int64_t groups = ctx.node().attrInt("num_groups", 0);
-  if (groups <= 0 || sh.c % groups != 0) {
-    return ctx.error("attribute 'num_groups' (" + std::to_string(groups) +
-                     ") must be positive and divide the channel count " + std::to_string(sh.c));
-  }
-  const int64_t count = ctx.input(1).numel();
-  if (count != ctx.input(2).numel()) return ctx.error("inputs 'scale' and 'bias' differ in size");
-  // Opset 18 has one scale/bias per group, opset 21 one per channel. Per-channel
-  // parameters are accepted before 21 too when that size is unambiguous.
-  bool perGroupParams = false;
-  if (ctx.opset() < 21 && count == groups && count != sh.c) {
-    perGroupParams = true;
-  } else if (count != sh.c) {
-    return ctx.error("input 'scale' has " + std::to_string(count) + " elements, expected " +
-                     std::to_string(ctx.opset() < 21 ? groups : sh.c));
-  }
-  return runGroupNorm(ctx, sh, groups, perGroupParams);
+  auto params = ops::groupNormParams(ctx.node(), ctx.opset(), sh.c, ctx.input(1).numel(),
+                                     ctx.input(2).numel());
+  if (!params.isOk()) return ctx.error(params.status().message());
+  return runGroupNorm(ctx, sh, params->groups, params->perGroupParams);
 }
 
 // ---- LayerNormalization --------------------------------------------------------
