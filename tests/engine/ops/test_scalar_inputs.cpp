@@ -2,6 +2,8 @@
 // and one-value numeric inputs, with their refusals.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "ops/scalar_inputs.h"
 
 namespace kiln {
@@ -28,6 +30,25 @@ TEST(ScalarInputs, Numbers) {
   EXPECT_DOUBLE_EQ(*v, 0.25);
   EXPECT_EQ(ops::scalarNumber(Tensor::int64Vector({1, 2}), "ratio").status().message(),
             "input 'ratio' must hold one value, got shape 2");
+}
+
+}  // namespace
+}  // namespace kiln
+
+namespace kiln {
+namespace {
+
+TEST(RangeCount, CeilingOfTheSpanAndItsRefusals) {
+  EXPECT_EQ(ops::rangeCount<double>(0.0, 1.0, 0.3).value(), 4);
+  EXPECT_EQ(ops::rangeCount<int64_t>(10, 0, -3).value(), 4);
+  EXPECT_EQ(ops::rangeCount<int64_t>(5, 1, 1).value(), 0);  // empty, never negative
+  EXPECT_EQ(ops::rangeCount<int64_t>(0, 1, 0).status().message(), "delta must not be 0");
+  // limit - start overflows int64; in 128 bits it is 2^63 elements: too large, no wrap.
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(ops::rangeCount<int64_t>(-1, max, 1).status().message(), "range is too large");
+  EXPECT_EQ(
+      ops::rangeCount<int64_t>(std::numeric_limits<int64_t>::min(), max, int64_t{1} << 62).value(),
+      4);
 }
 
 }  // namespace

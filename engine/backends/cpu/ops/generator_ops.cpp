@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backends/cpu/ops/data_movement.h"
+#include "ops/scalar_inputs.h"
 #include "backends/cpu/ops/slice_pad.h"
 
 namespace kiln::cpu {
@@ -54,25 +55,6 @@ Status constantOfShapeKernel(KernelContext& ctx) {
   });
 }
 
-// Element count of Range: ceil((limit - start) / delta), at least 0.
-template <class C>
-Status rangeCount(const KernelContext& ctx, C start, C limit, C delta, int64_t* count) {
-  if (delta == C(0)) return ctx.error("delta must not be 0");
-  double n = 0;
-  if constexpr (std::is_floating_point_v<C>) {
-    n = std::ceil((static_cast<double>(limit) - start) / delta);
-  } else {
-    // In 128 bits: limit - start of two int64 (or uint64) values overflowed int64
-    // (Range(-1, INT64_MAX, 1)).
-    const __int128 span = static_cast<__int128>(limit) - static_cast<__int128>(start);
-    const __int128 step = static_cast<__int128>(delta);
-    n = static_cast<double>(span / step + ((span % step != 0) && ((span > 0) == (step > 0))));
-  }
-  if (!(n < static_cast<double>(kMaxOutputElements))) return ctx.error("range is too large");
-  *count = n > 0 ? static_cast<int64_t>(n) : 0;
-  return Status::ok();
-}
-
 Status rangeKernel(KernelContext& ctx) {
   KILN_RETURN_IF_ERROR(ctx.requireInputs(3));
   const DataType type = ctx.input(0).type();
@@ -87,8 +69,9 @@ Status rangeKernel(KernelContext& ctx) {
     const C start = static_cast<C>(ctx.input(0).data<T>()[0]);
     const C limit = static_cast<C>(ctx.input(1).data<T>()[0]);
     const C delta = static_cast<C>(ctx.input(2).data<T>()[0]);
-    int64_t count = 0;
-    KILN_RETURN_IF_ERROR(rangeCount(ctx, start, limit, delta, &count));
+    auto counted = ops::rangeCount(start, limit, delta);
+    if (!counted.isOk()) return ctx.error(counted.status().message());
+    const int64_t count = counted.value();
     T* out = ctx.allocateOutput(0, type, {count}).template data<T>();
     if constexpr (std::is_integral_v<C>) {
       // Every value lies in [start, limit), but i * delta alone may not fit C

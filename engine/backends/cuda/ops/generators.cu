@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backends/cuda/ops/op_common.cuh"
+#include "ops/scalar_inputs.h"
 
 namespace kiln::cuda {
 namespace {
@@ -211,23 +212,6 @@ C scalarAs(const Tensor& t) {
   }
 }
 
-// Element count of Range: ceil((limit - start) / delta), at least 0 (the CPU's rangeCount).
-template <class C>
-Status rangeCount(const GpuKernelContext& ctx, C start, C limit, C delta, int64_t* count) {
-  if (delta == C(0)) return ctx.error("delta must not be 0");
-  double n = 0;
-  if constexpr (std::is_floating_point_v<C>) {
-    n = std::ceil((static_cast<double>(limit) - start) / delta);
-  } else {
-    const int64_t span = static_cast<int64_t>(limit) - static_cast<int64_t>(start);
-    const int64_t step = static_cast<int64_t>(delta);
-    n = static_cast<double>(span / step + ((span % step != 0) && ((span > 0) == (step > 0))));
-  }
-  if (!(n < static_cast<double>(kMaxOutputElements))) return ctx.error("range is too large");
-  *count = n > 0 ? static_cast<int64_t>(n) : 0;
-  return Status::ok();
-}
-
 template <class T>
 Status rangeTyped(GpuKernelContext& ctx, DataType type, const Tensor& startT, const Tensor& limitT,
                   const Tensor& deltaT) {
@@ -236,8 +220,9 @@ Status rangeTyped(GpuKernelContext& ctx, DataType type, const Tensor& startT, co
   } else {
     using C = AccOf<T>;
     const C start = scalarAs<C>(startT), limit = scalarAs<C>(limitT), delta = scalarAs<C>(deltaT);
-    int64_t count = 0;
-    KILN_RETURN_IF_ERROR(rangeCount(ctx, start, limit, delta, &count));
+    auto counted = ops::rangeCount(start, limit, delta);
+    if (!counted.isOk()) return ctx.error(counted.status().message());
+    const int64_t count = counted.value();
     KILN_ASSIGN_OR_RETURN(DeviceTensor out, ctx.allocateOutput(0, type, {count}));
     if (count == 0) return Status::ok();
     rangeKernel<T>
