@@ -26,4 +26,14 @@ Result<double> scalarNumber(const Tensor& t, const char* name) {
   return t.valueAsDouble(0);
 }
 
+Result<std::vector<int64_t>> intListInput(const Tensor& t, const char* what) {
+  if (!isInteger(t.type()))
+    return invalidArgument(std::string(what) + " must be an integer tensor, got " +
+                           dataTypeName(t.type()));
+  if (t.rank() > 1)
+    return invalidArgument(std::string(what) + " must be 1-D, got rank " +
+                           std::to_string(t.rank()));
+  return t.toInt64Vector();
+}
+
 }  // namespace kiln::ops

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
 #include "kiln/status.h"
 #include "kiln/tensor.h"
@@ -22,6 +23,11 @@ Result<int64_t> scalarAxisInput(const Tensor& axis, int64_t rank);
 // A one-element numeric tensor as a double. Errors: "input 'ratio' must be numeric",
 // "input 'ratio' must hold one value, got shape 2".
 Result<double> scalarNumber(const Tensor& t, const char* name);
+
+// An integer tensor of rank <= 1 (Slice's starts, Pad's pads, Split's split, ...) as int64
+// values. Errors: "starts must be an integer tensor, got float32", "starts must be 1-D, got
+// rank 2" (`what` names the input).
+Result<std::vector<int64_t>> intListInput(const Tensor& t, const char* what);
 
 // Range's element count, ceil((limit - start) / delta) and at least 0, for its compute type
 // C (double / float or an integer type): integer spans in 128 bits (limit - start of two

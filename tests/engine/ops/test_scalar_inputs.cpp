@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "ops/scalar_inputs.h"
+#include "support/op_test.h"
 
 namespace kiln {
 namespace {
@@ -49,6 +50,21 @@ TEST(RangeCount, CeilingOfTheSpanAndItsRefusals) {
   EXPECT_EQ(
       ops::rangeCount<int64_t>(std::numeric_limits<int64_t>::min(), max, int64_t{1} << 62).value(),
       4);
+}
+
+}  // namespace
+}  // namespace kiln
+
+namespace kiln {
+namespace {
+
+TEST(IntListInput, IntegerTensorsOfRankAtMostOne) {
+  EXPECT_EQ(ops::intListInput(test::int64Tensor({3}, {1, -2, 3}), "starts").value(),
+            (std::vector<int64_t>{1, -2, 3}));
+  EXPECT_EQ(ops::intListInput(test::floatTensor({1}, {1}), "starts").status().message(),
+            "starts must be an integer tensor, got float32");
+  EXPECT_EQ(ops::intListInput(test::int64Tensor({1, 2}, {1, 2}), "pads").status().message(),
+            "pads must be 1-D, got rank 2");
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include "backends/cpu/ops/op_utils.h"
 #include "ops/output_size.h"
+#include "ops/scalar_inputs.h"
 
 namespace kiln::cpu {
 
@@ -149,14 +150,9 @@ void gatherByAxisMaps(const T* in, const Shape& inShape, T* out, const Shape& ou
 inline Status readIntInput(const KernelContext& ctx, size_t i, const char* what,
                            std::vector<int64_t>* out) {
   if (!ctx.hasInput(i)) return Status::ok();
-  const Tensor& t = ctx.input(i);
-  if (!isInteger(t.type())) {
-    return ctx.error(std::string(what) + " must be an integer tensor, got " +
-                     dataTypeName(t.type()));
-  }
-  if (t.rank() > 1)
-    return ctx.error(std::string(what) + " must be 1-D, got rank " + std::to_string(t.rank()));
-  *out = t.toInt64Vector();
+  auto values = ops::intListInput(ctx.input(i), what);
+  if (!values.isOk()) return ctx.error(values.status().message());
+  *out = std::move(values).value();
   return Status::ok();
 }
 

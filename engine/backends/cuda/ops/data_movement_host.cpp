@@ -11,6 +11,7 @@
 #include "backends/cuda/device_common_host.h"
 #include "backends/cuda/gpu_kernel.h"
 #include "ops/output_size.h"
+#include "ops/scalar_inputs.h"
 
 namespace kiln::cuda::dm {
 
@@ -39,13 +40,9 @@ Status normalizeAxis(const GpuKernelContext& ctx, int64_t axis, int64_t rank, in
 Status readInts(GpuKernelContext& ctx, size_t i, const char* what, std::vector<int64_t>* out) {
   if (!hasInput(ctx, i)) return Status::ok();
   KILN_ASSIGN_OR_RETURN(Tensor t, ctx.hostInput(i));
-  if (!isInteger(t.type())) {
-    return ctx.error(std::string(what) + " must be an integer tensor, got " +
-                     dataTypeName(t.type()));
-  }
-  if (t.rank() > 1)
-    return ctx.error(std::string(what) + " must be 1-D, got rank " + std::to_string(t.rank()));
-  *out = t.toInt64Vector();
+  auto values = ops::intListInput(t, what);
+  if (!values.isOk()) return ctx.error(values.status().message());
+  *out = std::move(values).value();
   return Status::ok();
 }
 
