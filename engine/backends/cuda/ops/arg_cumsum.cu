@@ -77,21 +77,23 @@ Status argKernel(GpuKernelContext& ctx) {
   KILN_ASSIGN_OR_RETURN(DeviceTensor out, ctx.allocateOutput(0, DataType::kInt64, outShape));
   if (outer * inner == 0) return Status::ok();
   cudaStream_t stream = ctx.stream();
-  return dispatchNumeric(ctx, input.type, true, [&](auto tag) -> Status {
-    using T = decltype(tag);
-    const T* x = input.as<const T>();
-    if (inner == 1) {
-      const RowGeometry g = rowGeometry(outer, n);
-      argRowsKernel<T>
-          <<<g.grid, g.block, 0, stream>>>(x, out.as<int64_t>(), outer, n, kMax, last, g.warpMode);
-      KILN_CUDA_CHECK_LAUNCH("argRowsKernel");
-    } else {
-      argColumnsKernel<T><<<gridFor(outer * inner), kBlockSize, 0, stream>>>(
-          x, out.as<int64_t>(), outer, n, inner, kMax, last);
-      KILN_CUDA_CHECK_LAUNCH("argColumnsKernel");
-    }
-    return Status::ok();
-  });
+  return dispatchDeviceType(ctx, input.type, device_types::kFloats | device_types::kIndexIntegers,
+                            [&](auto tag) -> Status {
+                              using T = decltype(tag);
+                              const T* x = input.as<const T>();
+                              if (inner == 1) {
+                                const RowGeometry g = rowGeometry(outer, n);
+                                argRowsKernel<T><<<g.grid, g.block, 0, stream>>>(
+                                    x, out.as<int64_t>(), outer, n, kMax, last, g.warpMode);
+                                KILN_CUDA_CHECK_LAUNCH("argRowsKernel");
+                              } else {
+                                argColumnsKernel<T>
+                                    <<<gridFor(outer * inner), kBlockSize, 0, stream>>>(
+                                        x, out.as<int64_t>(), outer, n, inner, kMax, last);
+                                KILN_CUDA_CHECK_LAUNCH("argColumnsKernel");
+                              }
+                              return Status::ok();
+                            });
 }
 
 std::string supportsFloatOrIndex(const Node& node, const std::vector<DataType>& types) {
@@ -194,20 +196,22 @@ Status cumSumKernel(GpuKernelContext& ctx) {
   KILN_ASSIGN_OR_RETURN(DeviceTensor out, ctx.allocateOutput(0, input.type, input.shape));
   if (input.numel() == 0) return Status::ok();
   cudaStream_t stream = ctx.stream();
-  return dispatchNumeric(ctx, input.type, true, [&](auto tag) -> Status {
-    using T = decltype(tag);
-    const T* x = input.as<const T>();
-    if (inner == 1 && n > 32) {
-      cumSumRowsKernel<T><<<gridFor(outer, 1), kBlockSize, 0, stream>>>(x, out.as<T>(), outer, n,
-                                                                        exclusive, reverse);
-      KILN_CUDA_CHECK_LAUNCH("cumSumRowsKernel");
-    } else {
-      cumSumColumnsKernel<T><<<gridFor(outer * inner), kBlockSize, 0, stream>>>(
-          x, out.as<T>(), outer, n, inner, exclusive, reverse);
-      KILN_CUDA_CHECK_LAUNCH("cumSumColumnsKernel");
-    }
-    return Status::ok();
-  });
+  return dispatchDeviceType(ctx, input.type, device_types::kFloats | device_types::kIndexIntegers,
+                            [&](auto tag) -> Status {
+                              using T = decltype(tag);
+                              const T* x = input.as<const T>();
+                              if (inner == 1 && n > 32) {
+                                cumSumRowsKernel<T><<<gridFor(outer, 1), kBlockSize, 0, stream>>>(
+                                    x, out.as<T>(), outer, n, exclusive, reverse);
+                                KILN_CUDA_CHECK_LAUNCH("cumSumRowsKernel");
+                              } else {
+                                cumSumColumnsKernel<T>
+                                    <<<gridFor(outer * inner), kBlockSize, 0, stream>>>(
+                                        x, out.as<T>(), outer, n, inner, exclusive, reverse);
+                                KILN_CUDA_CHECK_LAUNCH("cumSumColumnsKernel");
+                              }
+                              return Status::ok();
+                            });
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "backends/cuda/device_common.cuh"
+#include "backends/cuda/type_dispatch.cuh"
 #include "backends/cuda/row_kernels.cuh"
 #include "kiln/passes.h"
 
@@ -294,21 +295,6 @@ std::string supportsOneFloatStorage(const Node& node, const std::vector<DataType
   return "";
 }
 
-// Calls f(T{}) for the storage type; other types are unsupported.
-template <class F>
-Status dispatchStorage(const GpuKernelContext& ctx, DataType type, F&& f) {
-  switch (type) {
-    case DataType::kFloat32:
-      return f(float{});
-    case DataType::kFloat16:
-      return f(__half{});
-    case DataType::kBFloat16:
-      return f(__nv_bfloat16{});
-    default:
-      return ctx.unsupported(std::string("data type ") + dataTypeName(type));
-  }
-}
-
 // Numpy broadcasting of two shapes, with the node's error when they do not fit.
 Status broadcastShape(const GpuKernelContext& ctx, const Shape& a, const Shape& b,
                       const char* names, Shape* out) {
@@ -418,7 +404,7 @@ Status scaledMaskedSoftmaxKernel(GpuKernelContext& ctx) {
   if (mask) KILN_RETURN_IF_ERROR(rowMap(ctx, mask->shape, shape, &args.mask));
   KILN_ASSIGN_OR_RETURN(DeviceTensor y, ctx.allocateOutput(0, x.type, shape));
   if (args.rows == 0) return Status::ok();
-  return dispatchStorage(ctx, x.type, [&](auto tag) -> Status {
+  return dispatchDeviceType(ctx, x.type, device_types::kStorageFloats, [&](auto tag) -> Status {
     using T = decltype(tag);
     const T* m = mask ? mask->as<const T>() : nullptr;
     if (args.n > kWarpRowLimit) {
@@ -478,7 +464,7 @@ Status addLayerNormKernel(GpuKernelContext& ctx) {
     sum = s.data;
   }
   if (args.rows == 0) return Status::ok();
-  return dispatchStorage(ctx, a.type, [&](auto tag) -> Status {
+  return dispatchDeviceType(ctx, a.type, device_types::kStorageFloats, [&](auto tag) -> Status {
     using T = decltype(tag);
     const T* gamma = ctx.input(2).as<const T>();
     const T* beta = hasBeta ? ctx.input(3).as<const T>() : nullptr;

@@ -403,10 +403,12 @@ Status runReduce(GpuKernelContext& ctx, ReduceOp op) {
   KILN_ASSIGN_OR_RETURN(DeviceTensor out, ctx.allocateOutput(0, input.type, plan.outShape));
   if (plan.outNumel == 0) return Status::ok();
   const bool integers = reduceAcceptsIntegers(reduceName(op));
-  return dispatchNumeric(ctx, input.type, integers, [&](auto tag) {
-    using T = decltype(tag);
-    return reduceTyped<T>(ctx, op, input, plan, out);
-  });
+  return dispatchDeviceType(ctx, input.type,
+                            device_types::kFloats | (integers ? device_types::kIndexIntegers : 0u),
+                            [&](auto tag) {
+                              using T = decltype(tag);
+                              return reduceTyped<T>(ctx, op, input, plan, out);
+                            });
 }
 
 template <ReduceOp kOp>

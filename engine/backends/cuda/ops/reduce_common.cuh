@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backends/cuda/device_common.cuh"
+#include "backends/cuda/type_dispatch.cuh"
 #include "backends/cuda/ops/op_common.cuh"
 #include "backends/cuda/row_kernels.cuh"
 #include "ops/axis_params.h"
@@ -85,30 +86,6 @@ __device__ __forceinline__ A accMul(A a, A b) {
     return static_cast<A>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
   else
     return a * b;
-}
-
-// Calls fn(T{}) for the float types and, when `integers`, int32/int64.
-template <class Fn>
-Status dispatchNumeric(GpuKernelContext& ctx, DataType type, bool integers, Fn&& fn) {
-  switch (type) {
-    case DataType::kFloat32:
-      return fn(float{});
-    case DataType::kFloat16:
-      return fn(__half{});
-    case DataType::kBFloat16:
-      return fn(__nv_bfloat16{});
-    case DataType::kFloat64:
-      return fn(double{});
-    case DataType::kInt32:
-      if (integers) return fn(int32_t{});
-      break;
-    case DataType::kInt64:
-      if (integers) return fn(int64_t{});
-      break;
-    default:
-      break;
-  }
-  return ctx.unsupported(std::string("data type ") + dataTypeName(type));
 }
 
 // ---- ArgMax / ArgMin's candidates (Hardmax picks its one with them too).

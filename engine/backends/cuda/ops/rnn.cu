@@ -39,6 +39,7 @@
 
 #include "backends/cuda/device_common.cuh"
 #include "backends/cuda/ops/gemm.h"
+#include "backends/cuda/type_dispatch.cuh"
 #include "backends/cuda/ops/rnn_common.h"
 
 namespace kiln::cuda {
@@ -487,16 +488,8 @@ Status recurrentKernel(GpuKernelContext& ctx) {
   RnnInputs in;
   CellParams p;
   KILN_RETURN_IF_ERROR(configure(ctx, kCell, &in, &p));
-  switch (in.x->type) {
-    case DataType::kFloat32:
-      return runTyped<float>(ctx, in, p);
-    case DataType::kFloat16:
-      return runTyped<__half>(ctx, in, p);
-    case DataType::kBFloat16:
-      return runTyped<__nv_bfloat16>(ctx, in, p);
-    default:
-      return ctx.unsupported(std::string("data type ") + dataTypeName(in.x->type));
-  }
+  return dispatchDeviceType(ctx, in.x->type, device_types::kStorageFloats,
+                            [&](auto tag) { return runTyped<decltype(tag)>(ctx, in, p); });
 }
 
 }  // namespace

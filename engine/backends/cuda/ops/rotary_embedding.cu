@@ -11,6 +11,7 @@
 
 #include "backends/cuda/device_common.cuh"
 #include "backends/cuda/ops/op_common.cuh"
+#include "backends/cuda/type_dispatch.cuh"
 #include "ops/rotary_params.h"
 
 namespace kiln::cuda {
@@ -103,16 +104,9 @@ Status rotaryEmbeddingKernel(GpuKernelContext& ctx) {
   }
   KILN_ASSIGN_OR_RETURN(DeviceTensor y, ctx.allocateOutput(0, x.type, x.shape));
   if (x.numel() == 0) return Status::ok();
-  switch (x.type) {
-    case DataType::kFloat32:
-      return launchRotary<float>(ctx, x, cosCache, sinCache, y, p);
-    case DataType::kFloat16:
-      return launchRotary<__half>(ctx, x, cosCache, sinCache, y, p);
-    case DataType::kBFloat16:
-      return launchRotary<__nv_bfloat16>(ctx, x, cosCache, sinCache, y, p);
-    default:
-      return ctx.unsupported(std::string("X data type ") + dataTypeName(x.type));
-  }
+  return dispatchDeviceType(ctx, x.type, device_types::kStorageFloats, [&](auto tag) {
+    return launchRotary<decltype(tag)>(ctx, x, cosCache, sinCache, y, p);
+  });
 }
 
 std::string supportsRotary(const Node&, const std::vector<DataType>& types) {

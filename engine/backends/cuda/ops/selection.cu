@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "backends/cuda/device_common.cuh"
+#include "backends/cuda/type_dispatch.cuh"
 #include "backends/cuda/ops/op_common.cuh"
 #include "ops/scalar_inputs.h"
 
@@ -47,44 +48,6 @@ __device__ __forceinline__ typename ComputeType<T>::type loadCompute(const T* p,
     return toFloat(p[i]);
   else
     return p[i];
-}
-
-// Calls fn(T{}) for the float storage types and the integer types of `integers`.
-template <class Fn>
-Status dispatchTyped(GpuKernelContext& ctx, DataType type, bool allIntegers, Fn&& fn) {
-  switch (type) {
-    case DataType::kFloat32:
-      return fn(float{});
-    case DataType::kFloat16:
-      return fn(__half{});
-    case DataType::kBFloat16:
-      return fn(__nv_bfloat16{});
-    case DataType::kFloat64:
-      return fn(double{});
-    case DataType::kInt8:
-      return fn(int8_t{});
-    case DataType::kUInt8:
-      return fn(uint8_t{});
-    case DataType::kInt32:
-      return fn(int32_t{});
-    case DataType::kInt64:
-      return fn(int64_t{});
-    case DataType::kInt16:
-      if (allIntegers) return fn(int16_t{});
-      break;
-    case DataType::kUInt16:
-      if (allIntegers) return fn(uint16_t{});
-      break;
-    case DataType::kUInt32:
-      if (allIntegers) return fn(uint32_t{});
-      break;
-    case DataType::kUInt64:
-      if (allIntegers) return fn(uint64_t{});
-      break;
-    default:
-      break;
-  }
-  return ctx.unsupported(std::string("data type ") + dataTypeName(type));
 }
 
 bool isTopKType(DataType t) {
@@ -263,24 +226,26 @@ Status topKKernel(GpuKernelContext& ctx) {
   const int64_t rows = outer * inner;
   if (rows == 0 || k == 0) return Status::ok();
   cudaStream_t stream = ctx.stream();
-  return dispatchTyped(ctx, x.type, false, [&](auto tag) -> Status {
-    using T = decltype(tag);
-    using C = typename ComputeType<T>::type;
-    const T* src = x.as<const T>();
-    if (n <= kBitonicMax) {
-      const int pad = nextPowerOfTwo(n);
-      const int threads = std::min(kBlockSize, std::max(32, pad / 2));
-      const size_t shared = keyBytes(pad, sizeof(C)) + static_cast<size_t>(pad) * sizeof(int);
-      topKBitonicKernel<T><<<gridFor(rows, 1), threads, shared, stream>>>(
-          src, values.as<T>(), indices.as<int64_t>(), rows, n, inner, k, pad, largest);
-      KILN_CUDA_CHECK_LAUNCH("topKBitonicKernel");
-    } else {
-      topKSelectKernel<T><<<gridFor(rows, 1), kSelectBlock, 0, stream>>>(
-          src, values.as<T>(), indices.as<int64_t>(), rows, n, inner, k, largest);
-      KILN_CUDA_CHECK_LAUNCH("topKSelectKernel");
-    }
-    return Status::ok();
-  });
+  return dispatchDeviceType(
+      ctx, x.type, device_types::kFloats | device_types::kByteAndIndexIntegers,
+      [&](auto tag) -> Status {
+        using T = decltype(tag);
+        using C = typename ComputeType<T>::type;
+        const T* src = x.as<const T>();
+        if (n <= kBitonicMax) {
+          const int pad = nextPowerOfTwo(n);
+          const int threads = std::min(kBlockSize, std::max(32, pad / 2));
+          const size_t shared = keyBytes(pad, sizeof(C)) + static_cast<size_t>(pad) * sizeof(int);
+          topKBitonicKernel<T><<<gridFor(rows, 1), threads, shared, stream>>>(
+              src, values.as<T>(), indices.as<int64_t>(), rows, n, inner, k, pad, largest);
+          KILN_CUDA_CHECK_LAUNCH("topKBitonicKernel");
+        } else {
+          topKSelectKernel<T><<<gridFor(rows, 1), kSelectBlock, 0, stream>>>(
+              src, values.as<T>(), indices.as<int64_t>(), rows, n, inner, k, largest);
+          KILN_CUDA_CHECK_LAUNCH("topKSelectKernel");
+        }
+        return Status::ok();
+      });
 }
 
 std::string supportsTopK(const Node& node, const std::vector<DataType>& types) {
@@ -334,13 +299,14 @@ Status cumProdGpuKernel(GpuKernelContext& ctx) {
   KILN_ASSIGN_OR_RETURN(DeviceTensor y, ctx.allocateOutput(0, x.type, x.shape));
   if (x.numel() == 0) return Status::ok();
   cudaStream_t stream = ctx.stream();
-  return dispatchTyped(ctx, x.type, true, [&](auto tag) -> Status {
-    using T = decltype(tag);
-    cumProdKernel<T><<<gridFor(outer * inner), kBlockSize, 0, stream>>>(
-        x.as<const T>(), y.as<T>(), outer, n, inner, exclusive, reverse);
-    KILN_CUDA_CHECK_LAUNCH("cumProdKernel");
-    return Status::ok();
-  });
+  return dispatchDeviceType(ctx, x.type, device_types::kFloats | device_types::kIntegers,
+                            [&](auto tag) -> Status {
+                              using T = decltype(tag);
+                              cumProdKernel<T><<<gridFor(outer * inner), kBlockSize, 0, stream>>>(
+                                  x.as<const T>(), y.as<T>(), outer, n, inner, exclusive, reverse);
+                              KILN_CUDA_CHECK_LAUNCH("cumProdKernel");
+                              return Status::ok();
+                            });
 }
 
 std::string supportsCumProd(const Node& node, const std::vector<DataType>& types) {
