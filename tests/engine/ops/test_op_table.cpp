@@ -55,6 +55,9 @@ TEST(OpTable, RowsSayWhatTheReadersUsedToList) {
   ASSERT_NE(cast, nullptr);
   EXPECT_TRUE(cast->keepsOwnTypes);
   EXPECT_EQ(cast->shape, ops::OpShapeForm::kOwnRule);
+  EXPECT_EQ(ops::findOp("RandomNormal")->kind, ops::OpKind::kOther);  // not a normalization
+  EXPECT_EQ(ops::findOp("Softsign")->tensorrtLayer, "Activation");
+  EXPECT_EQ(ops::findOp("Atanh")->tensorrtLayer, "Unary");
   const ops::OpRow* chain = ops::findOp("PointwiseChain");
   ASSERT_NE(chain, nullptr);
   EXPECT_EQ(chain->domain, "ai.kiln");
