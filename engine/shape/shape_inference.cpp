@@ -4,6 +4,7 @@
 #include <set>
 
 #include "ir/channels_last.h"
+#include "kiln/op_table.h"
 #include "kiln/plugin_registry.h"
 #include "ops/reference_ops.h"
 #include "kiln/shape_inference.h"
@@ -97,50 +98,20 @@ struct State {
   // leave BERT's embeddings' Expand without a shape).
   static DataType typeFollowingData(const Node& node, const std::vector<shape::RuleInput>& in) {
     if (!node.domain.empty() && node.domain != "ai.onnx") return DataType::kUndefined;
-    static const std::set<std::string> kFirstInput = {"Expand",
-                                                      "Reshape",
-                                                      "Tile",
-                                                      "Transpose",
-                                                      "Slice",
-                                                      "Gather",
-                                                      "GatherElements",
-                                                      "Squeeze",
-                                                      "Unsqueeze",
-                                                      "Flatten",
-                                                      "Identity",
-                                                      "Concat",
-                                                      "Pad",
-                                                      "Add",
-                                                      "Sub",
-                                                      "Mul",
-                                                      "Div",
-                                                      "Pow",
-                                                      "Neg",
-                                                      "Abs",
-                                                      "Relu",
-                                                      "Sigmoid",
-                                                      "Tanh",
-                                                      "Erf",
-                                                      "Sqrt",
-                                                      "Exp",
-                                                      "Softmax",
-                                                      "LayerNormalization",
-                                                      "MatMul",
-                                                      "Gemm",
-                                                      "Max",
-                                                      "Min",
-                                                      "ReduceMean",
-                                                      "ReduceSum",
-                                                      "Clip",
-                                                      "Range",
-                                                      "Trilu",
-                                                      "CumSum"};
-    static const std::set<std::string> kBoolResult = {
-        "And",   "Or",   "Xor", "Not", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual",
-        "IsNaN", "IsInf"};
+    // The op table's generic forms: output 0 in input 0's type, or bool.
+    if (const ops::OpRow* row = ops::findOp(node.opType)) {
+      if (row->shape == ops::OpShapeForm::kBroadcastToBool) return DataType::kBool;
+      if (row->shape == ops::OpShapeForm::kSameAsInput ||
+          row->shape == ops::OpShapeForm::kBroadcast)
+        return !in.empty() && in[0].info ? in[0].info->type : DataType::kUndefined;
+    }
+    // Ops with rules of their own whose output 0 still has input 0's type.
+    static const std::set<std::string> kFirstInput = {
+        "Expand",  "Reshape",   "Tile",    "Transpose",  "Slice",     "Gather", "GatherElements",
+        "Squeeze", "Unsqueeze", "Flatten", "ReduceMean", "ReduceSum", "Range"};
     if (node.opType == "Cast") return static_cast<DataType>(node.attrInt("to", 1));  // ONNX's codes
     if (node.opType == "Shape" || node.opType == "Size") return DataType::kInt64;
-    if (kBoolResult.count(node.opType)) return DataType::kBool;
+    if (node.opType == "IsNaN" || node.opType == "IsInf") return DataType::kBool;
     if (node.opType == "ConstantOfShape") {  // the value's type; float32 0 without one
       auto value = node.attributes.find("value");
       return value != node.attributes.end() && value->second.kind == Attribute::Kind::kTensor

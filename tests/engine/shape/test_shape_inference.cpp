@@ -76,6 +76,32 @@ TEST(ShapeInference, AnUnresolvedNodeKeepsItsDataType) {
   EXPECT_FALSE(shapes->unresolved.empty());
 }
 
+// Past an unresolved node, every op whose op-table row has a generic form keeps a type:
+// Softmax (same as its input) and Less (bool) as well as the Add above.
+TEST(ShapeInference, TypesFollowTheOpTableWithoutShapes) {
+  Network net;
+  net.opsets[""] = 17;
+  Graph& g = net.graph;
+  g.inputs = {{"x", DataType::kFloat16, true, {DimExpr(1), DimExpr(4)}},
+              {"target", DataType::kInt64, true, {DimExpr(2)}}};
+  auto node = [](const char* op, std::vector<std::string> in, const char* out) {
+    Node n;
+    n.opType = op;
+    n.opset = 17;
+    n.inputs = std::move(in);
+    n.outputs = {out};
+    return n;
+  };
+  g.nodes = {node("Expand", {"x", "target"}, "wide"), node("Softmax", {"wide"}, "soft"),
+             node("Less", {"soft", "wide"}, "lt")};
+  g.outputs = {{"lt", DataType::kUndefined, false, {}}};
+  auto shapes = inferShapes(net);
+  ASSERT_TRUE(shapes.isOk()) << shapes.status().toString();
+  EXPECT_FALSE(shapes->values.at("soft").hasShape);
+  EXPECT_EQ(shapes->values.at("soft").type, DataType::kFloat16);
+  EXPECT_EQ(shapes->values.at("lt").type, DataType::kBool);
+}
+
 // BERT's SDPA mask (transformers' export): ConstantOfShape(bool) And Cast(to bool), Expanded
 // to a run-time shape, selects in a Where; IsNaN of the scores. Every type is known
 // without the shapes: the strongly typed export then keeps none of them float32.
