@@ -66,40 +66,27 @@ TEST(ShapeInference, AnUnresolvedNodeKeepsItsDataType) {
   add.opType = "Add";
   add.inputs = {"wide", "wide"};
   add.outputs = {"y"};
-  g.nodes = {expand, add};
-  g.outputs = {{"y", DataType::kUndefined, false, {}}};
+  // Past it, ops whose op-table row has a generic form keep a type too: Softmax (its
+  // input's) and Less (bool).
+  Node softmax = expand;
+  softmax.opType = "Softmax";
+  softmax.inputs = {"y"};
+  softmax.outputs = {"soft"};
+  Node less = expand;
+  less.opType = "Less";
+  less.inputs = {"soft", "y"};
+  less.outputs = {"lt"};
+  g.nodes = {expand, add, softmax, less};
+  g.outputs = {{"lt", DataType::kUndefined, false, {}}};
   auto shapes = inferShapes(net);
   ASSERT_TRUE(shapes.isOk()) << shapes.status().toString();
   EXPECT_FALSE(shapes->values.at("wide").hasShape);
   EXPECT_EQ(shapes->values.at("wide").type, DataType::kFloat16);
   EXPECT_EQ(shapes->values.at("y").type, DataType::kFloat16);
-  EXPECT_FALSE(shapes->unresolved.empty());
-}
-
-// Past an unresolved node, every op whose op-table row has a generic form keeps a type:
-// Softmax (same as its input) and Less (bool) as well as the Add above.
-TEST(ShapeInference, TypesFollowTheOpTableWithoutShapes) {
-  Network net;
-  net.opsets[""] = 17;
-  Graph& g = net.graph;
-  g.inputs = {{"x", DataType::kFloat16, true, {DimExpr(1), DimExpr(4)}},
-              {"target", DataType::kInt64, true, {DimExpr(2)}}};
-  auto node = [](const char* op, std::vector<std::string> in, const char* out) {
-    Node n;
-    n.opType = op;
-    n.opset = 17;
-    n.inputs = std::move(in);
-    n.outputs = {out};
-    return n;
-  };
-  g.nodes = {node("Expand", {"x", "target"}, "wide"), node("Softmax", {"wide"}, "soft"),
-             node("Less", {"soft", "wide"}, "lt")};
-  g.outputs = {{"lt", DataType::kUndefined, false, {}}};
-  auto shapes = inferShapes(net);
-  ASSERT_TRUE(shapes.isOk()) << shapes.status().toString();
   EXPECT_FALSE(shapes->values.at("soft").hasShape);
   EXPECT_EQ(shapes->values.at("soft").type, DataType::kFloat16);
   EXPECT_EQ(shapes->values.at("lt").type, DataType::kBool);
+  EXPECT_FALSE(shapes->unresolved.empty());
 }
 
 // BERT's SDPA mask (transformers' export): ConstantOfShape(bool) And Cast(to bool), Expanded
