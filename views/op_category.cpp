@@ -24,31 +24,8 @@ OpCategory opCategory(const std::string& opType) {
 }
 
 QString opCategoryName(OpCategory category) {
-  switch (category) {
-    case OpCategory::kConvolution:
-      return QStringLiteral("Convolution");
-    case OpCategory::kMatMul:
-      return QStringLiteral("Matrix multiply");
-    case OpCategory::kActivation:
-      return QStringLiteral("Activation");
-    case OpCategory::kNormalization:
-      return QStringLiteral("Normalization");
-    case OpCategory::kPooling:
-      return QStringLiteral("Pooling");
-    case OpCategory::kElementwise:
-      return QStringLiteral("Elementwise");
-    case OpCategory::kShape:
-      return QStringLiteral("Shape / data movement");
-    case OpCategory::kReduction:
-      return QStringLiteral("Reduction");
-    case OpCategory::kAttention:
-      return QStringLiteral("Attention");
-    case OpCategory::kOther:
-      return QStringLiteral("Constants / other");
-    case OpCategory::kFused:
-      return QStringLiteral("Fused");
-  }
-  return QStringLiteral("Other");
+  const std::string_view name = ops::opKindName(category);
+  return QString::fromUtf8(name.data(), static_cast<qsizetype>(name.size()));
 }
 
 QColor opCategoryColor(OpCategory category) {

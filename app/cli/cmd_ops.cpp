@@ -7,6 +7,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "kiln/cuda_runtime.h"
+#include "kiln/op_table.h"
 #include "kiln/reference_backend.h"
 
 namespace kiln::cli {
@@ -14,8 +15,8 @@ namespace kiln::cli {
 const char kOpsUsage[] =
     "usage: kiln ops [--json]\n"
     "  Lists every operator the CPU reference backend runs, by domain, with opset ranges,\n"
-    "  and whether the CUDA backend has a kernel for it (others run on the GPU engine\n"
-    "  through the host fallback).\n";
+    "  whether the CUDA backend has a kernel for it (others run on the GPU engine through\n"
+    "  the host fallback), and from the op table its kind and TensorRT's layer type.\n";
 
 int runOps(const std::vector<std::string>& argv) {
   Args args({}, {"json"});
@@ -38,9 +39,15 @@ int runOps(const std::vector<std::string>& argv) {
     nlohmann::json j;
     for (const auto& [domain, ops] : byDomain)
       for (const auto& [op, ranges] : ops)
-        for (const auto& [since, until] : ranges)
-          j[domain][op].push_back(
-              {{"since", since}, {"until", until}, {"cuda", hasGpu(domain, op)}});
+        for (const auto& [since, until] : ranges) {
+          nlohmann::json entry = {{"since", since}, {"until", until}, {"cuda", hasGpu(domain, op)}};
+          if (const ops::OpRow* row = ops::findOp(op)) {
+            entry["kind"] = std::string(ops::opKindName(row->kind));
+            entry["tensorrt_layer"] = std::string(row->tensorrtLayer);
+            entry["positionwise"] = row->positionwise;
+          }
+          j[domain][op].push_back(entry);
+        }
     std::printf("%s\n", j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
@@ -55,7 +62,12 @@ int runOps(const std::vector<std::string>& argv) {
                 (until >= 1000 ? "+" : "-" + std::to_string(until));
       const bool cuda = hasGpu(domain, op);
       gpu += cuda;
-      std::printf("  %-32s opset %-12s %s\n", op.c_str(), text.c_str(), cuda ? "cuda" : "");
+      const ops::OpRow* row = ops::findOp(op);
+      std::string kind = row ? std::string(ops::opKindName(row->kind)) : "";
+      if (row && !row->tensorrtLayer.empty())
+        kind += " (TensorRT " + std::string(row->tensorrtLayer) + ")";
+      std::printf("  %-32s opset %-12s %-5s %s\n", op.c_str(), text.c_str(), cuda ? "cuda" : "",
+                  kind.c_str());
     }
   }
   std::printf("%zu operators, %zu with a CUDA kernel%s\n", total, gpu,

@@ -220,6 +220,34 @@ const std::vector<OpRow>& opTable() {
   return rows;
 }
 
+std::string_view opKindName(OpKind kind) {
+  switch (kind) {
+    case OpKind::kConvolution:
+      return "Convolution";
+    case OpKind::kMatMul:
+      return "Matrix multiply";
+    case OpKind::kActivation:
+      return "Activation";
+    case OpKind::kNormalization:
+      return "Normalization";
+    case OpKind::kPooling:
+      return "Pooling";
+    case OpKind::kElementwise:
+      return "Elementwise";
+    case OpKind::kShape:
+      return "Shape / data movement";
+    case OpKind::kReduction:
+      return "Reduction";
+    case OpKind::kAttention:
+      return "Attention";
+    case OpKind::kOther:
+      return "Constants / other";
+    case OpKind::kFused:
+      return "Fused";
+  }
+  return "Constants / other";
+}
+
 const OpRow* findOp(std::string_view opType) {
   static const std::unordered_map<std::string_view, const OpRow*> byType = [] {
     std::unordered_map<std::string_view, const OpRow*> map;

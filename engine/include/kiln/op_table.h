@@ -55,6 +55,10 @@ struct OpRow {
   bool keepsOwnTypes = false;
 };
 
+// The kind's name as the studio's legend and `kiln ops` show it ("Matrix multiply",
+// "Shape / data movement", "Constants / other", ...).
+std::string_view opKindName(OpKind kind);
+
 // Every row, grouped by kind.
 const std::vector<OpRow>& opTable();
 // The row of `opType`, or nullptr.
