@@ -107,11 +107,16 @@ struct State {
     }
     // Ops with rules of their own whose output 0 still has input 0's type.
     static const std::set<std::string> kFirstInput = {
-        "Expand",  "Reshape",   "Tile",    "Transpose",  "Slice",     "Gather", "GatherElements",
-        "Squeeze", "Unsqueeze", "Flatten", "ReduceMean", "ReduceSum", "Range"};
+        "Expand",         "Reshape",   "Tile",
+        "Transpose",      "Slice",     "Gather",
+        "GatherElements", "Squeeze",   "Unsqueeze",
+        "Flatten",        "Concat",    "Pad",
+        "MatMul",         "Gemm",      "LayerNormalization",
+        "ReduceMean",     "ReduceSum", "Range"};
     if (node.opType == "Cast") return static_cast<DataType>(node.attrInt("to", 1));  // ONNX's codes
     if (node.opType == "Shape" || node.opType == "Size") return DataType::kInt64;
-    if (node.opType == "IsNaN" || node.opType == "IsInf") return DataType::kBool;
+    if (node.opType == "Not" || node.opType == "IsNaN" || node.opType == "IsInf")
+      return DataType::kBool;
     if (node.opType == "ConstantOfShape") {  // the value's type; float32 0 without one
       auto value = node.attributes.find("value");
       return value != node.attributes.end() && value->second.kind == Attribute::Kind::kTensor

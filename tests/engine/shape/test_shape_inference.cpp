@@ -76,8 +76,14 @@ TEST(ShapeInference, AnUnresolvedNodeKeepsItsDataType) {
   less.opType = "Less";
   less.inputs = {"soft", "y"};
   less.outputs = {"lt"};
-  g.nodes = {expand, add, softmax, less};
-  g.outputs = {{"lt", DataType::kUndefined, false, {}}};
+  // And ops with rules of their own whose output keeps input 0's type: MatMul.
+  Node matmul = expand;
+  matmul.opType = "MatMul";
+  matmul.inputs = {"soft", "w"};
+  matmul.outputs = {"proj"};
+  g.initializers["w"] = Tensor(DataType::kFloat16, {4, 4});
+  g.nodes = {expand, add, softmax, less, matmul};
+  g.outputs = {{"lt", DataType::kUndefined, false, {}}, {"proj", DataType::kUndefined, false, {}}};
   auto shapes = inferShapes(net);
   ASSERT_TRUE(shapes.isOk()) << shapes.status().toString();
   EXPECT_FALSE(shapes->values.at("wide").hasShape);
@@ -86,6 +92,7 @@ TEST(ShapeInference, AnUnresolvedNodeKeepsItsDataType) {
   EXPECT_FALSE(shapes->values.at("soft").hasShape);
   EXPECT_EQ(shapes->values.at("soft").type, DataType::kFloat16);
   EXPECT_EQ(shapes->values.at("lt").type, DataType::kBool);
+  EXPECT_EQ(shapes->values.at("proj").type, DataType::kFloat16);
   EXPECT_FALSE(shapes->unresolved.empty());
 }
 
