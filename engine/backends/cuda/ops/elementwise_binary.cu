@@ -473,31 +473,26 @@ Status powKernelFn(GpuKernelContext& ctx) {
 
 void registerBinaryElementwiseGpuKernels(GpuKernelRegistry& registry) {
   using namespace ew;
-  constexpr auto kFloat = &supportsSet<TypeSet::kFloat>;
-  constexpr auto kNumeric = &supportsSet<TypeSet::kNumeric>;
-  constexpr auto kInteger = &supportsSet<TypeSet::kInteger>;
-  constexpr auto kBool = &supportsSet<TypeSet::kBool>;
-  constexpr auto kAll = &supportsSet<TypeSet::kAll>;
-  registry.add("SwiGLU", 28, 1000, swiGluKernel, kFloat);
-  registry.add("PRelu", 7, 1000, preluKernel, kNumeric);
-  registry.add("Add", 7, 1000, addKernel, kNumeric);
-  registry.add("Sub", 7, 1000, subKernel, kNumeric);
-  registry.add("Mul", 7, 1000, mulKernel, kNumeric);
-  registry.add("Div", 7, 1000, divKernel, kNumeric);
-  registry.add("Pow", 7, 1000, powKernelFn, kNumeric);
-  registry.add("Mod", 10, 1000, modKernel, kNumeric);
-  registry.add("BitShift", 11, 1000, bitShiftKernel, kInteger);
-  registry.add("And", 7, 1000, andKernel, kBool);
-  registry.add("Or", 7, 1000, orKernel, kBool);
-  registry.add("Xor", 7, 1000, xorKernel, kBool);
-  registry.add("BitwiseAnd", 18, 1000, bitwiseAndKernel, kInteger);
-  registry.add("BitwiseOr", 18, 1000, bitwiseOrKernel, kInteger);
-  registry.add("BitwiseXor", 18, 1000, bitwiseXorKernel, kInteger);
-  registry.add("Equal", 7, 1000, equalKernel, kAll);
-  registry.add("Less", 7, 1000, lessKernel, kNumeric);
-  registry.add("LessOrEqual", 12, 1000, lessOrEqualKernel, kNumeric);
-  registry.add("Greater", 7, 1000, greaterKernel, kNumeric);
-  registry.add("GreaterOrEqual", 12, 1000, greaterOrEqualKernel, kNumeric);
+  registry.add("SwiGLU", 28, 1000, swiGluKernel, kSupportsFloat);
+  registry.add("PRelu", 7, 1000, preluKernel, kSupportsNumeric);
+  registry.add("Add", 7, 1000, addKernel, kSupportsNumeric);
+  registry.add("Sub", 7, 1000, subKernel, kSupportsNumeric);
+  registry.add("Mul", 7, 1000, mulKernel, kSupportsNumeric);
+  registry.add("Div", 7, 1000, divKernel, kSupportsNumeric);
+  registry.add("Pow", 7, 1000, powKernelFn, kSupportsNumeric);
+  registry.add("Mod", 10, 1000, modKernel, kSupportsNumeric);
+  registry.add("BitShift", 11, 1000, bitShiftKernel, kSupportsInteger);
+  registry.add("And", 7, 1000, andKernel, kSupportsBool);
+  registry.add("Or", 7, 1000, orKernel, kSupportsBool);
+  registry.add("Xor", 7, 1000, xorKernel, kSupportsBool);
+  registry.add("BitwiseAnd", 18, 1000, bitwiseAndKernel, kSupportsInteger);
+  registry.add("BitwiseOr", 18, 1000, bitwiseOrKernel, kSupportsInteger);
+  registry.add("BitwiseXor", 18, 1000, bitwiseXorKernel, kSupportsInteger);
+  registry.add("Equal", 7, 1000, equalKernel, kSupportsAll);
+  registry.add("Less", 7, 1000, lessKernel, kSupportsNumeric);
+  registry.add("LessOrEqual", 12, 1000, lessOrEqualKernel, kSupportsNumeric);
+  registry.add("Greater", 7, 1000, greaterKernel, kSupportsNumeric);
+  registry.add("GreaterOrEqual", 12, 1000, greaterOrEqualKernel, kSupportsNumeric);
 }
 
 }  // namespace kiln::cuda

@@ -72,6 +72,14 @@ std::string supportsSet(const Node&, const std::vector<DataType>& types) {
   return "";
 }
 
+// The support predicates the family's registrations name.
+inline constexpr GpuSupportFn kSupportsAll = &supportsSet<TypeSet::kAll>;
+inline constexpr GpuSupportFn kSupportsNumeric = &supportsSet<TypeSet::kNumeric>;
+inline constexpr GpuSupportFn kSupportsFloat = &supportsSet<TypeSet::kFloat>;
+inline constexpr GpuSupportFn kSupportsInteger = &supportsSet<TypeSet::kInteger>;
+inline constexpr GpuSupportFn kSupportsSigned = &supportsSet<TypeSet::kSigned>;
+inline constexpr GpuSupportFn kSupportsBool = &supportsSet<TypeSet::kBool>;
+
 // Where: a bool condition and X, Y of any GPU type.
 inline std::string supportsWhere(const Node&, const std::vector<DataType>& types) {
   for (size_t i = 0; i < types.size(); ++i) {

@@ -306,12 +306,10 @@ Status castLikeKernel(GpuKernelContext& ctx) {
 
 void registerNaryAndCastGpuKernels(GpuKernelRegistry& registry) {
   using namespace ew;
-  constexpr auto kFloat = &supportsSet<TypeSet::kFloat>;
-  constexpr auto kNumeric = &supportsSet<TypeSet::kNumeric>;
-  registry.add("Max", 1, 1000, maxKernel, kNumeric);
-  registry.add("Min", 1, 1000, minKernel, kNumeric);
-  registry.add("Sum", 1, 1000, sumKernel, kFloat);
-  registry.add("Mean", 1, 1000, meanKernel, kFloat);
+  registry.add("Max", 1, 1000, maxKernel, kSupportsNumeric);
+  registry.add("Min", 1, 1000, minKernel, kSupportsNumeric);
+  registry.add("Sum", 1, 1000, sumKernel, kSupportsFloat);
+  registry.add("Mean", 1, 1000, meanKernel, kSupportsFloat);
   registry.add("Where", 9, 1000, whereKernelFn, supportsWhere);
   registry.add("Cast", 6, 1000, castKernelFn, supportsCast);
   registry.add("CastLike", 15, 1000, castLikeKernel, supportsCastLike);

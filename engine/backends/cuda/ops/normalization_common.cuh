@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backends/cuda/device_common.cuh"
+#include "backends/cuda/ops/op_common.cuh"
 #include "backends/cuda/ops/layer_norm_packed.h"
 #include "backends/cuda/row_kernels.cuh"
 #include "ops/axis_params.h"
@@ -74,18 +75,6 @@ __device__ __forceinline__ void rowMoments(const T* x, int64_t n, const RowGroup
 
 // ---- Host helpers ----------------------------------------------------------------
 
-inline bool isFloatType(DataType t) {
-  return t == DataType::kFloat32 || t == DataType::kFloat16 || t == DataType::kBFloat16 ||
-         t == DataType::kFloat64;
-}
-
-inline Status requireInputs(const GpuKernelContext& ctx, size_t count) {
-  for (size_t i = 0; i < count; ++i) {
-    if (!ctx.hasInput(i)) return ctx.error("required input " + std::to_string(i) + " is missing");
-  }
-  return Status::ok();
-}
-
 inline Status requireNumel(const GpuKernelContext& ctx, const DeviceTensor& t, const char* name,
                            int64_t n) {
   if (t.numel() == n) return Status::ok();
@@ -120,7 +109,7 @@ inline std::string supportsSameFloatType(const Node& node, const std::vector<Dat
   DataType first = DataType::kUndefined;
   for (DataType t : types) {
     if (t == DataType::kUndefined) continue;
-    if (!isFloatType(t))
+    if (!isFloatData(t))
       return std::string("no GPU kernel for ") + node.opType + " on " + dataTypeName(t);
     if (first == DataType::kUndefined) first = t;
     if (t != first) return "inputs of mixed float types";
