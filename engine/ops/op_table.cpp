@@ -184,7 +184,7 @@ const std::vector<OpRow>& opTable() {
     {"FusedConv", "ai.kiln", K::kFused, S::kOwnRule, "Convolution", false, false},
     {"FusedConvMaxPool", "ai.kiln", K::kFused, S::kOwnRule, "Convolution", false, false},
     {"FusedMatMul", "ai.kiln", K::kFused, S::kOwnRule, "MatrixMultiply", false, false},
-    {"PointwiseChain", "ai.kiln", K::kFused, S::kOwnRule, "PointWiseV2", false, false},
+    {"PointwiseChain", "ai.kiln", K::kFused, S::kOwnRule, "PointWiseV2", true, false},
     {"ScaledMaskedSoftmax", "ai.kiln", K::kFused, S::kOwnRule, "SoftMax", false, false},
     // Other
     {"Bernoulli", "", K::kOther, S::kOwnRule, "", false, true},

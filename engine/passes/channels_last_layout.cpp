@@ -97,7 +97,6 @@ bool isLayoutFree(const Node& node, const Graph& g) {
 // Ops that compute each output element from the inputs' elements at the same
 // (broadcast) position alone (the op table's positionwise rows).
 bool isElementwise(const Node& node) {
-  if (node.domain == kKilnDomain) return node.opType == kPointwiseChainOp;
   const ops::OpRow* row = ops::findOp(node.opType);
   if (!row || !row->positionwise) return false;
   return row->domain.empty() ? isDefaultDomain(node) : node.domain == row->domain;
