@@ -36,6 +36,7 @@
 #include "backends/cuda/device_common.cuh"
 #include "backends/cuda/ops/gemm.h"
 #include "backends/cuda/ops/op_common.cuh"
+#include "backends/cuda/type_dispatch.cuh"
 #include "ops/attention_params.h"
 
 namespace kiln::cuda {
@@ -532,16 +533,8 @@ Status attentionKernel(GpuKernelContext& ctx) {
     p.nonpad = ctx.input(6).data;
     p.nonpad64 = ctx.input(6).type == DataType::kInt64;
   }
-  switch (type) {
-    case DataType::kFloat32:
-      return runAttention<float>(ctx, spec, p);
-    case DataType::kFloat16:
-      return runAttention<__half>(ctx, spec, p);
-    case DataType::kBFloat16:
-      return runAttention<__nv_bfloat16>(ctx, spec, p);
-    default:
-      return ctx.unsupported(std::string("Q data type ") + dataTypeName(type));
-  }
+  return dispatchDeviceType(ctx, type, device_types::kStorageFloats,
+                            [&](auto tag) { return runAttention<decltype(tag)>(ctx, spec, p); });
 }
 
 // Q, K, V, past and an additive mask in one float storage type; a bool mask; integer

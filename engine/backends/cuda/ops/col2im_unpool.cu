@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backends/cuda/ops/spatial_misc_common.cuh"
+#include "backends/cuda/type_dispatch.cuh"
 #include "ops/spatial_params.h"
 
 namespace kiln::cuda {
@@ -133,16 +134,8 @@ Status col2ImKernel(GpuKernelContext& ctx) {
     return ctx.error("image_shape " + shapeToString(image) + " is too large");
   KILN_ASSIGN_OR_RETURN(DeviceTensor out, ctx.allocateOutput(0, in.type, outShape));
   if (out.numel() == 0) return Status::ok();
-  switch (in.type) {
-    case DataType::kFloat32:
-      return launchCol2Im<float>(ctx, in, out, p);
-    case DataType::kFloat16:
-      return launchCol2Im<__half>(ctx, in, out, p);
-    case DataType::kBFloat16:
-      return launchCol2Im<__nv_bfloat16>(ctx, in, out, p);
-    default:
-      return ctx.unsupported(std::string("data type ") + dataTypeName(in.type));
-  }
+  return dispatchDeviceType(ctx, in.type, device_types::kStorageFloats,
+                            [&](auto tag) { return launchCol2Im<decltype(tag)>(ctx, in, out, p); });
 }
 
 // ============================ MaxUnpool ============================

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "backends/cuda/ops/spatial_misc_common.cuh"
+#include "backends/cuda/type_dispatch.cuh"
 #include "ops/spatial_params.h"
 
 namespace kiln::cuda {
@@ -232,16 +233,9 @@ Status gridSampleKernel(GpuKernelContext& ctx) {
     return ctx.error("X has an empty spatial dimension");
   KILN_ASSIGN_OR_RETURN(DeviceTensor y, ctx.allocateOutput(0, x.type, outShape));
   if (y.numel() == 0) return Status::ok();
-  switch (x.type) {
-    case DataType::kFloat32:
-      return launchGridSample<float>(ctx, x, grid, y, p);
-    case DataType::kFloat16:
-      return launchGridSample<__half>(ctx, x, grid, y, p);
-    case DataType::kBFloat16:
-      return launchGridSample<__nv_bfloat16>(ctx, x, grid, y, p);
-    default:
-      return ctx.unsupported(std::string("data type ") + dataTypeName(x.type));
-  }
+  return dispatchDeviceType(ctx, x.type, device_types::kStorageFloats, [&](auto tag) {
+    return launchGridSample<decltype(tag)>(ctx, x, grid, y, p);
+  });
 }
 
 // ============================ RoiAlign ============================
@@ -388,16 +382,9 @@ Status roiAlignKernel(GpuKernelContext& ctx) {
   const Shape outShape{numRois, p.channels, p.outH, p.outW};
   KILN_ASSIGN_OR_RETURN(DeviceTensor y, ctx.allocateOutput(0, x.type, outShape));
   if (y.numel() == 0) return Status::ok();
-  switch (x.type) {
-    case DataType::kFloat32:
-      return launchRoiAlign<float>(ctx, x, rois, indices, y, p);
-    case DataType::kFloat16:
-      return launchRoiAlign<__half>(ctx, x, rois, indices, y, p);
-    case DataType::kBFloat16:
-      return launchRoiAlign<__nv_bfloat16>(ctx, x, rois, indices, y, p);
-    default:
-      return ctx.unsupported(std::string("data type ") + dataTypeName(x.type));
-  }
+  return dispatchDeviceType(ctx, x.type, device_types::kStorageFloats, [&](auto tag) {
+    return launchRoiAlign<decltype(tag)>(ctx, x, rois, indices, y, p);
+  });
 }
 
 // ============================ AffineGrid ============================
@@ -472,16 +459,9 @@ Status affineGridKernel(GpuKernelContext& ctx) {
   KILN_ASSIGN_OR_RETURN(DeviceTensor out, ctx.allocateOutput(0, theta.type, outShape));
   const int64_t points = p.batch * p.depth * p.height * p.width;
   if (points == 0) return Status::ok();
-  switch (theta.type) {
-    case DataType::kFloat32:
-      return launchAffineGrid<float>(ctx, theta, out, p, points);
-    case DataType::kFloat16:
-      return launchAffineGrid<__half>(ctx, theta, out, p, points);
-    case DataType::kBFloat16:
-      return launchAffineGrid<__nv_bfloat16>(ctx, theta, out, p, points);
-    default:
-      return ctx.unsupported(std::string("data type ") + dataTypeName(theta.type));
-  }
+  return dispatchDeviceType(ctx, theta.type, device_types::kStorageFloats, [&](auto tag) {
+    return launchAffineGrid<decltype(tag)>(ctx, theta, out, p, points);
+  });
 }
 
 // ============================ support predicates ============================
