@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 
+#include "gpu/crash_backtrace.h"
 #include "kiln/reference_backend.h"
 
 namespace kiln::test {
@@ -45,6 +46,7 @@ std::map<std::string, Tensor> roundTo(const std::map<std::string, Tensor>& feeds
 }
 
 bool gpuAvailable() {
+  installCrashBacktrace();
   static const bool available = [] {
     cuda::DeviceInfo info = cuda::probeCudaDevice();
     if (!info.available) {
@@ -269,10 +271,12 @@ Status cudaStatus(cudaError_t e, const char* what) {
 
 Result<Tensor> runCudaPoisoned(const Network& net, const std::map<std::string, Tensor>& feeds,
                                cuda::Precision precision, const std::string& output,
-                               std::vector<cuda::LayerInfo>* layers, bool runAgain) {
+                               std::vector<cuda::LayerInfo>* layers, bool runAgain,
+                               const std::map<std::string, std::string>& layerChoices) {
   cuda::EngineOptions options;
   options.precision = precision;
   options.allowTf32 = false;
+  options.layerChoices = layerChoices;
   KILN_ASSIGN_OR_RETURN(auto engine, cuda::Engine::create(std::make_shared<Network>(net), options));
   KILN_ASSIGN_OR_RETURN(auto ctx, engine->createContext());
   for (const auto& [name, t] : feeds) {

@@ -91,11 +91,13 @@ bool gpuAvailable();
 // layers that time their candidate kernels in place on the first run (the
 // channels-last INT8 convolution runs cuDNN on its output before racing Kiln's
 // kernels) leave a correct answer there that would hide the elements the chosen
-// kernel never writes.
+// kernel never writes. `layerChoices`: recorded choices by layer name, as an engine made
+// from a plan gets them (EngineOptions::layerChoices).
 Result<Tensor> runCudaPoisoned(const Network& net, const std::map<std::string, Tensor>& feeds,
                                cuda::Precision precision, const std::string& output,
                                std::vector<cuda::LayerInfo>* layers = nullptr,
-                               bool runAgain = false);
+                               bool runAgain = false,
+                               const std::map<std::string, std::string>& layerChoices = {});
 
 }  // namespace kiln::test
 

@@ -18,9 +18,11 @@
 #include <vector>
 
 #include "backends/cuda/ops/cudnn_plan_cache.h"
+#include "backends/cuda/ops/layer_choice.h"
 #include "engine/passes/attention_graph.h"
 #include "engine/passes/packed_attention_graph.h"
 #include "gpu/gpu_op_test.h"
+#include "kiln/cuda_generated_kernels.h"
 #include "kiln/passes.h"
 #include "kiln/reference_backend.h"
 
@@ -109,6 +111,58 @@ AttentionCase bertLike(int64_t seq, const Shape& mask, bool sdpaExport = true) {
   c.mask = mask;
   c.sdpaExport = sdpaExport;
   return c;
+}
+
+// Tactics as data (issue 23): the race's outcome is the layer's choice ("kiln", or "cudnn
+// engine=..." with cuDNN's engine configuration); an engine given it, as one made from a
+// plan is, runs it with no record in the process and without timing, and matches the
+// reference; both outcomes given in turn run.
+TEST(CudaAttentionCudnn, PlannedChoiceRunsWithoutTiming) {
+  KILN_REQUIRE_GPU();
+  const AttentionCase c = bertLike(128, {2, 1, 1, 128});
+  const Network unfused = attentionNetwork(c);
+  const Network fused = fusedWithPath(unfused, "auto");
+  const Feeds feeds = roundTo(attentionFeeds(c, 13), cuda::Precision::kFloat16);
+  std::vector<NamedTensor> expected;
+  ASSERT_TRUE(ReferenceBackend(unfused).run(feeds, &expected).isOk());
+  cuda::resetCudnnPlansForTesting();
+  std::vector<cuda::LayerInfo> layers;
+  auto first = runCudaPoisoned(fused, feeds, cuda::Precision::kFloat16, "y", &layers, true);
+  ASSERT_TRUE(first.isOk()) << first.status().toString();
+  cuda::LayerInfo raced;
+  for (const cuda::LayerInfo& layer : layers)
+    if (layer.opType == "FusedAttention") raced = layer;
+  std::cout << "  " << raced.implementation << "\n    choice '" << raced.choice << "'\n";
+  ASSERT_NE(raced.implementation.find("timed {kiln="), std::string::npos) << raced.implementation;
+  ASSERT_FALSE(raced.choice.empty());
+  // cuDNN's engine as the race found it, from the record this process keeps.
+  const std::vector<GeneratedKernelBinary> entries = cuda::cudnnPlanRecordsForLayers({raced.name});
+  ASSERT_EQ(entries.size(), 1u);
+  cuda::CudnnPlanRecord record;
+  ASSERT_TRUE(cuda::decodeCudnnPlanRecord(entries[0].cubin, &record));
+  cuda::LayerChoice cudnn;
+  cudnn.form = "cudnn";
+  cudnn.hasEngine = true;
+  cudnn.engine = record.choice;
+  for (const std::string& choice : {std::string("kiln"), cuda::encodeLayerChoice(cudnn)}) {
+    SCOPED_TRACE(choice);
+    cuda::resetCudnnPlansForTesting();
+    auto out = runCudaPoisoned(fused, feeds, cuda::Precision::kFloat16, "y", &layers, false,
+                               {{raced.name, choice}});
+    ASSERT_TRUE(out.isOk()) << out.status().toString();
+    const std::string text = attentionImplementation(layers);
+    EXPECT_NE(text.find("(the plan's choice: " + choice + ")"), std::string::npos) << text;
+    EXPECT_EQ(text.find("timed"), std::string::npos) << text;
+    expectTensorNear(out.value(), expected[0].tensor, 2e-2, 2e-2);
+  }
+  cuda::resetCudnnPlansForTesting();
+  auto refused = runCudaPoisoned(fused, feeds, cuda::Precision::kFloat16, "y", &layers, false,
+                                 {{raced.name, "mma:128x128"}});
+  ASSERT_TRUE(refused.isOk()) << refused.status().toString();
+  const std::string text = attentionImplementation(layers);
+  EXPECT_NE(text.find("; the plan's choice 'mma:128x128' does not apply here: "), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("timed {kiln="), std::string::npos) << text;
 }
 
 TEST(CudaAttentionCudnn, VitPackedQkvThroughStridedViews) {

@@ -297,32 +297,73 @@ TEST(CudaBuilder, OutOfMemoryDuringBuildFailsCleanlyAndTheProcessBuildsAgain) {
 namespace kiln::test {
 namespace {
 
-// Tactics as data (issue 23): a layer's choice inside its tactic (FusedMatMul's cuBLASLt,
-// tanh-form GELU epilogue or cuDNN graph) is recorded with the winning candidate, and the
-// plan's runtime (the profiler's engine, as `kiln run PLAN`'s) takes it back instead of
-// timing again: every layer runs where the build placed it, and every recorded choice is
-// the one the profiled engine says it ran.
-TEST(CudaBuilder, ProfiledEngineRunsTheChoicesItsBuildRecorded) {
-  KILN_REQUIRE_GPU();
-  auto plan = buildOnCuda(bertConfig(true));
-  ASSERT_TRUE(plan.isOk()) << plan.status().toString();
-  const std::map<std::string, std::string> choices = cuda::layerChoicesOfRecord(plan->record);
-  int raced = 0;  // layers whose build timed candidates inside the tactic
-  for (const LayerRecord& layer : plan->record.layers) {
+// A small CNN (channels 16 -> 32): a 3x3 convolution with bias and ReLU, a 1x1 one whose
+// output adds the first's (a residual), a ReLU, a depthwise 3x3: FusedConv layers of
+// every epilogue kind in an FP16 build.
+std::shared_ptr<const Network> smallCnn() {
+  auto net = std::make_shared<Network>();
+  net->irVersion = 8;
+  net->opsets[""] = 17;
+  Graph& g = net->graph;
+  ValueInfo x{"x", DataType::kFloat32, true, {}};
+  for (int64_t d : {2, 16, 24, 24}) x.shape.push_back(DimExpr(d));
+  g.inputs.push_back(x);
+  g.initializers["w1"] = randomFloats({32, 16, 3, 3}, 71, -0.3, 0.3);
+  g.initializers["b1"] = randomFloats({32}, 72);
+  g.initializers["w2"] = randomFloats({32, 32, 1, 1}, 73, -0.3, 0.3);
+  g.initializers["b2"] = randomFloats({32}, 74);
+  g.initializers["w3"] = randomFloats({32, 1, 3, 3}, 75, -0.3, 0.3);
+  auto node = [&](const std::string& name, const std::string& op, std::vector<std::string> in,
+                  const std::string& out) -> Node& {
+    Node n;
+    n.name = name;
+    n.opType = op;
+    n.opset = 17;
+    n.inputs = std::move(in);
+    n.outputs = {out};
+    g.nodes.push_back(n);
+    return g.nodes.back();
+  };
+  auto ints = [](std::vector<int64_t> v) {
+    Attribute a;
+    a.kind = Attribute::Kind::kInts;
+    a.ints = std::move(v);
+    return a;
+  };
+  node("conv1", "Conv", {"x", "w1", "b1"}, "c1").attributes["pads"] = ints({1, 1, 1, 1});
+  node("relu1", "Relu", {"c1"}, "r1");
+  node("conv2", "Conv", {"r1", "w2", "b2"}, "c2");
+  node("add", "Add", {"c2", "r1"}, "s");
+  node("relu2", "Relu", {"s"}, "r2");
+  Node& dw = node("depthwise", "Conv", {"r2", "w3"}, "y");
+  dw.attributes["pads"] = ints({1, 1, 1, 1});
+  dw.attributes["group"].kind = Attribute::Kind::kInt;
+  dw.attributes["group"].i = 32;
+  g.outputs.push_back({"y", DataType::kFloat32, false, {}});
+  return net;
+}
+
+// Every recorded choice of `plan` is the one the profiler's engine (made from the plan, as
+// `kiln run PLAN`'s is) says it ran, and every layer runs where the build placed it.
+// `raced`: the op type whose layers time candidates inside their tactic; each of those
+// must record a choice. Returns how many choices the plan records.
+size_t expectEngineRunsRecordedChoices(const Plan& plan, const std::string& raced) {
+  const std::map<std::string, std::string> choices = cuda::layerChoicesOfRecord(plan.record);
+  for (const LayerRecord& layer : plan.record.layers) {
     for (const TacticCandidate& c : layer.candidates) {
       if (c.tactic != layer.tactic || !c.rejected.empty() || c.precision != layer.precision ||
-          layer.opType != "FusedMatMul" || c.detail.find("timed {") == std::string::npos)
+          layer.opType != raced || c.detail.find("ms") == std::string::npos)
         continue;
-      ++raced;
       EXPECT_FALSE(c.choice.empty()) << layer.name << " recorded no choice: " << c.detail;
     }
   }
-  auto profile = inspector::profilePlan(plan.value(), 2, 5, nullptr, {});
-  ASSERT_TRUE(profile.isOk()) << profile.status().toString();
+  auto profile = inspector::profilePlan(plan, 2, 5, nullptr, {});
+  EXPECT_TRUE(profile.isOk()) << profile.status().toString();
+  if (!profile.isOk()) return choices.size();
   std::map<std::string, std::string> ran;
   for (size_t i = 1; i < profile->size(); ++i)
     ran[(*profile)[i]["name"]] = (*profile)[i].value("implementation", "");
-  for (const LayerRecord& layer : plan->record.layers) {
+  for (const LayerRecord& layer : plan.record.layers) {
     const TacticCandidate* winner = nullptr;
     for (const TacticCandidate& c : layer.candidates)
       if (c.tactic == layer.tactic && c.rejected.empty() && !winner) winner = &c;
@@ -337,8 +378,61 @@ TEST(CudaBuilder, ProfiledEngineRunsTheChoicesItsBuildRecorded) {
       EXPECT_NE(implementation.find("the plan's choice: " + choice->second), std::string::npos)
           << layer.name << ": built " << winner->detail << ", ran " << implementation;
   }
-  std::cout << "  " << raced << " raced FusedMatMul candidates, " << choices.size()
+  return choices.size();
+}
+
+// Tactics as data (issue 23): a layer's choice inside its tactic (FusedMatMul's cuBLASLt,
+// tanh-form GELU epilogue or cuDNN graph) is recorded with the winning candidate, and the
+// plan's runtime (the profiler's engine, as `kiln run PLAN`'s) takes it back instead of
+// timing again: every layer runs where the build placed it, and every recorded choice is
+// the one the profiled engine says it ran.
+TEST(CudaBuilder, ProfiledEngineRunsTheChoicesItsBuildRecorded) {
+  KILN_REQUIRE_GPU();
+  auto plan = buildOnCuda(bertConfig(true));
+  ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+  std::cout << "  " << expectEngineRunsRecordedChoices(plan.value(), "FusedMatMul")
             << " recorded choices\n";
+}
+
+// The same for convolutions: FusedConv's implementation (cuDNN's fused graph or conv +
+// Kiln's epilogue with the engine configuration, Kiln's depthwise kernel, channel
+// padding) is the layer's recorded choice, and the plan's engine builds it again without
+// timing; its output matches the CPU reference.
+TEST(CudaBuilder, ProfiledConvEngineRunsTheChoicesItsBuildRecorded) {
+  KILN_REQUIRE_GPU();
+  BuilderConfig config;
+  config.fp16 = true;
+  config.tf32 = false;
+  config.optimizationLevel = 2;
+  auto backend = cuda::createCudaBuildBackend(0, config);
+  ASSERT_TRUE(backend.isOk()) << backend.status().toString();
+  auto plan = buildPlan(smallCnn(), config, *backend.value());
+  ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+  size_t convChoices = 0;
+  for (const auto& [name, choice] : cuda::layerChoicesOfRecord(plan->record)) {
+    std::cout << "  " << name << ": " << choice << "\n";
+    convChoices += choice.find("engine=") != std::string::npos ||
+                   choice.find("kiln_depthwise") != std::string::npos;
+  }
+  EXPECT_GE(convChoices, 3u) << "every convolution records its choice";
+  expectEngineRunsRecordedChoices(plan.value(), "FusedConv");
+  // The plan's engine computes what the CPU reference does.
+  auto engine = cuda::createEngineForPlan(plan.value(), 0);
+  ASSERT_TRUE(engine.isOk()) << engine.status().toString();
+  auto context = (*engine)->createContext();
+  ASSERT_TRUE(context.isOk()) << context.status().toString();
+  const Tensor x = randomFloats({2, 16, 24, 24}, 76);
+  ASSERT_TRUE((*context)->setInputShape("x", x.shape()).isOk());
+  ASSERT_TRUE((*context)->setInput("x", x).isOk());
+  Status ran = (*context)->execute();
+  ASSERT_TRUE(ran.isOk()) << ran.toString();
+  auto out = (*context)->getOutput("y");
+  ASSERT_TRUE(out.isOk()) << out.status().toString();
+  const std::shared_ptr<const Network> cnn = smallCnn();  // the backend keeps a reference
+  ReferenceBackend reference(*cnn);
+  std::vector<NamedTensor> expected;
+  ASSERT_TRUE(reference.run({{"x", x}}, &expected).isOk());
+  expectTensorNear(out.value(), expected[0].tensor, 3e-2, 3e-2);
 }
 
 }  // namespace

@@ -18,6 +18,8 @@
 #include <tuple>
 #include <vector>
 
+#include "backends/cuda/ops/layer_choice.h"
+#include "backends/cuda/ops/nvrtc_module.h"
 #include "gpu/gpu_op_test.h"
 #include "kiln/passes.h"
 #include "kiln/reference_backend.h"
@@ -65,11 +67,14 @@ struct CudaRun {
   cuda::LayerInfo layer;
 };
 
+// `choices`: the layers' recorded choices, as an engine made from a plan gets them.
 Result<CudaRun> runOnCuda(const Network& net, const std::map<std::string, Tensor>& feeds,
-                          cuda::Precision precision) {
+                          cuda::Precision precision,
+                          const std::map<std::string, std::string>& choices = {}) {
   cuda::EngineOptions options;
   options.precision = precision;
   options.allowTf32 = false;
+  options.layerChoices = choices;
   KILN_ASSIGN_OR_RETURN(auto engine, cuda::Engine::create(std::make_shared<Network>(net), options));
   KILN_ASSIGN_OR_RETURN(auto context, engine->createContext());
   for (const auto& [name, t] : feeds) {
@@ -446,6 +451,120 @@ TEST(CudaFusedConv, RuntimeFusedSiluAndGeluAgainstTheReference) {
       EXPECT_NE(layers[0].implementation.find(" rtc"), std::string::npos)
           << layers[0].implementation;
     seed += 3;
+  }
+}
+
+}  // namespace
+}  // namespace kiln::test
+
+namespace kiln::test {
+namespace {
+
+// A layer's choice as words (layer_choice.h): what it writes reads back; a plan is
+// untrusted, so anything outside the grammar is refused.
+TEST(LayerChoiceText, RoundTripsAndRefusesWhatIsNotAChoice) {
+  cuda::LayerChoice c;
+  c.form = "fused_graph";
+  c.paddedChannels = 8;
+  c.hasEngine = true;
+  c.engine.engine = 12;
+  c.engine.runtimeCompiled = true;
+  c.engine.knobs = {{3, 1}, {17, -2}};
+  const std::string text = cuda::encodeLayerChoice(c);
+  EXPECT_EQ(text, "fused_graph pad=8 engine=12 rtc knobs=3:1,17:-2");
+  cuda::LayerChoice back;
+  ASSERT_TRUE(cuda::parseLayerChoice(text, &back));
+  EXPECT_EQ(back.form, c.form);
+  EXPECT_EQ(back.paddedChannels, 8);
+  EXPECT_TRUE(back.hasEngine);
+  EXPECT_TRUE(cuda::sameEngineChoice(back.engine, c.engine));
+  c.form = "dense_block_diagonal";
+  c.paddedChannels = 0;
+  c.groups = 4;
+  c.engine.knobs.clear();
+  c.engine.runtimeCompiled = false;
+  ASSERT_TRUE(cuda::parseLayerChoice(cuda::encodeLayerChoice(c), &back));
+  EXPECT_EQ(back.groups, 4);
+  EXPECT_TRUE(back.engine.knobs.empty());
+  ASSERT_TRUE(cuda::parseLayerChoice("mma:128x128", &back));
+  EXPECT_EQ(back.form, "mma:128x128");
+  EXPECT_FALSE(back.hasEngine);
+  for (const char* bad :
+       {"", " ", "Fused", "fused_graph pad=0", "fused_graph pad=5000", "fused_graph knobs=1:2",
+        "fused_graph rtc", "cudnn engine=1 engine=2", "cudnn engine=1 knobs=1:2,",
+        "cudnn engine=1 knobs=1", "cudnn engine=-1", "cudnn engine=99999999999",
+        "cudnn engine=1 knobs=2000:1", "cudnn groups=1", "cudnn pad=8 pad=8", "cudnn colour=red",
+        "cudnn engine=1 knobs=1:99999999999999999999"}) {
+    SCOPED_TRACE(bad);
+    cuda::LayerChoice untouched;
+    untouched.form = "kept";
+    EXPECT_FALSE(cuda::parseLayerChoice(bad, &untouched));
+    EXPECT_EQ(untouched.form, "kept");
+  }
+}
+
+// Tactics as data (issue 23): a FusedConv layer names the implementation it chose, and an
+// engine given that choice (as one made from a plan is) runs it without timing, with a
+// fresh process-wide plan cache, and computes the same; a choice that does not apply to
+// the layer is said so and the layer times its candidates again.
+TEST(CudaFusedConv, PlannedChoiceRunsWithoutTiming) {
+  KILN_REQUIRE_GPU();
+  struct Case {
+    const char* what;
+    Network net;
+    std::map<std::string, Tensor> feeds;
+  };
+  std::vector<Case> cases;
+  {
+    Network net = residualConv("auto", cuda::Precision::kFloat16);
+    cases.push_back(
+        {"residual 3x3 nchw",
+         net,
+         {{"x", roundTo(randomFloats({4, 64, 14, 14}, 1), cuda::Precision::kFloat16)},
+          {"z", roundTo(randomFloats({4, 64, 14, 14}, 4), cuda::Precision::kFloat16)}}});
+  }
+  {
+    GpuOpTest stem = channelsLastStem(-1);
+    cases.push_back({"channels-last stem of 3 channels", stem.network(), stem.feeds()});
+  }
+  {
+    GpuOpTest dw = channelsLastDepthwise("auto", "silu", 96, 7, 1, 14, 13, false, 90);
+    cases.push_back({"channels-last depthwise 7x7", dw.network(), dw.feeds()});
+  }
+  for (Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    std::vector<NamedTensor> expected;
+    ASSERT_TRUE(ReferenceBackend(c.net).run(c.feeds, &expected).isOk());
+    auto first = runOnCuda(c.net, c.feeds, cuda::Precision::kFloat16);
+    ASSERT_TRUE(first.isOk()) << first.status().toString();
+    const cuda::LayerInfo& built = first->layer;
+    std::cout << "  " << c.what << ": " << built.implementation << "\n    choice '" << built.choice
+              << "'\n";
+    ASSERT_FALSE(built.choice.empty()) << built.implementation;
+    EXPECT_NE(built.implementation.find("ms"), std::string::npos)
+        << "not timed: " << built.implementation;
+    expectTensorNear(first->output, expected[0].tensor, 1e-2, 1e-2);
+
+    cuda::resetGeneratedKernelsForTesting();  // no record of this process helps
+    auto replayed =
+        runOnCuda(c.net, c.feeds, cuda::Precision::kFloat16, {{built.name, built.choice}});
+    ASSERT_TRUE(replayed.isOk()) << replayed.status().toString();
+    const std::string& text = replayed->layer.implementation;
+    EXPECT_NE(text.find("(the plan's choice: " + built.choice + ")"), std::string::npos) << text;
+    EXPECT_EQ(text.find("timed"), std::string::npos) << text;
+    EXPECT_EQ(replayed->layer.choice, built.choice);
+    expectTensorNear(replayed->output, first->output, 1e-3, 1e-3);
+
+    auto refused = runOnCuda(c.net, c.feeds, cuda::Precision::kFloat16,
+                             {{built.name, "dense_block_diagonal groups=3 engine=0 knobs="}});
+    ASSERT_TRUE(refused.isOk()) << refused.status().toString();
+    const std::string& again = refused->layer.implementation;
+    EXPECT_NE(again.find("; the plan's choice 'dense_block_diagonal groups=3 engine=0 knobs=' "
+                         "does not apply here: "),
+              std::string::npos)
+        << again;
+    EXPECT_NE(again.find("ms"), std::string::npos) << "not timed: " << again;
+    expectTensorNear(refused->output, expected[0].tensor, 1e-2, 1e-2);
   }
 }
 

@@ -12,13 +12,11 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "backends/cuda/ops/cudnn_plan_cache.h"
-#include "backends/cuda/ops/nvrtc_module.h"
 #include "gpu/gpu_op_test.h"
+#include "gpu/int8_conv_test.h"
 #include "ir/quantized_layers.h"
 #include "kiln/builder.h"
 #include "kiln/cuda_build_backend.h"
-#include "kiln/cuda_generated_kernels.h"
 #include "kiln/cuda_runtime.h"
 #include "kiln/onnx_import.h"
 #include "kiln/reference_backend.h"
@@ -30,18 +28,6 @@ namespace {
 std::string testDataDir() {
   const char* dir = std::getenv("KILN_TEST_DATA_DIR");
   return dir ? dir : KILN_TEST_DATA_DIR;
-}
-
-Tensor scalar(DataType type, double v) {
-  return castTensor(Tensor::fromVector(DataType::kFloat64, {}, std::vector<double>{v}), type);
-}
-
-Tensor int8Weights(const Shape& shape, uint32_t seed) {
-  return castTensor(randomTensor(DataType::kInt64, shape, seed, -127, 127), DataType::kInt8);
-}
-
-Tensor channelScales(int64_t channels, uint32_t seed) {
-  return randomTensor(DataType::kFloat32, {channels}, seed, 0.002, 0.02);
 }
 
 // Float outputs differ by the epilogue's float (GPU) vs double (CPU) arithmetic and,
@@ -106,36 +92,6 @@ TEST(CudaInt8, MatMulPaddedDepthPerChannelRelu) {
   }
 }
 
-// What a QuantizedConv adds as its residual Z.
-enum class Residual { kNone, kFloat, kInt8 };
-
-// A channels-last QuantizedConv (NHWC int8 X, KRSC int8 W, symmetric) as the
-// channels_last_layout pass leaves it: one cuDNN fused graph (int8_conv_cudnn.cpp).
-GpuOpTest channelsLastInt8Conv(bool int8Out, Residual residual) {
-  GpuOpTest t(kQuantizedConvOp, 1, kKilnDomain);
-  t.attr("pads", std::vector<int64_t>{1, 1, 1, 1})
-      .attr("activation", std::string("relu"))
-      .attr("kiln_channels_last", int64_t{1})
-      .input(int8Weights({2, 7, 7, 16}, 11))  // X [N, H, W, C] int8 values
-      .constant(int8Weights({32, 3, 3, 16}, 12))
-      .constant(randomTensor(DataType::kFloat32, {32}, 13));
-  if (residual == Residual::kFloat)
-    t.input(randomTensor(DataType::kFloat32, {2, 7, 7, 32}, 14));
-  else if (residual == Residual::kInt8)
-    t.input(int8Weights({2, 7, 7, 32}, 14));
-  else
-    t.missingInput();
-  t.constant(scalar(DataType::kFloat32, 0.02))
-      .constant(scalar(DataType::kInt8, 0))
-      .constant(channelScales(32, 15));
-  if (int8Out)
-    t.constant(scalar(DataType::kFloat32, 0.05)).constant(scalar(DataType::kInt8, 0));
-  else if (residual == Residual::kInt8)
-    t.missingInput().missingInput();
-  if (residual == Residual::kInt8) t.constant(scalar(DataType::kFloat32, 0.03));  // z_scale
-  return t;
-}
-
 TEST(CudaInt8, ChannelsLastConvRunsOnCudnn) {
   KILN_REQUIRE_GPU();
   for (Residual residual : {Residual::kNone, Residual::kFloat, Residual::kInt8}) {
@@ -177,33 +133,6 @@ TEST(CudaInt8, FloatOutputTypeOfItsOwnOnEveryPath) {
         .attr(kFloatOutputTypeAttribute, code)
         .check({{cuda::Precision::kFloat32, tolerance, tolerance}});
   }
-}
-
-// A channels-last QuantizedConv with an int8 Y (scales that keep most values inside
-// (0, 127)), ReLU, and an int8 residual when `residual`: X [N, H, W, C], W [K, R, S, C].
-GpuOpTest int8EpilogueConv(const Shape& x, const Shape& w, int64_t stride, int64_t pad,
-                           bool residual, const Shape& y) {
-  GpuOpTest t(kQuantizedConvOp, 1, kKilnDomain);
-  const int64_t k = w[0];
-  t.attr("activation", std::string("relu"))
-      .attr("kiln_channels_last", int64_t{1})
-      .attr("strides", std::vector<int64_t>{stride, stride})
-      .attr("pads", std::vector<int64_t>{pad, pad, pad, pad})
-      .input(int8Weights(x, 28))
-      .constant(int8Weights(w, 29))
-      .constant(randomTensor(DataType::kFloat32, {k}, 30));
-  if (residual)
-    t.input(int8Weights(y, 31));
-  else
-    t.missingInput();
-  const double depth = static_cast<double>(w[1] * w[2] * w[3]);
-  t.constant(scalar(DataType::kFloat32, 0.02))
-      .constant(scalar(DataType::kInt8, 0))
-      .constant(channelScales(k, 32))
-      .constant(scalar(DataType::kFloat32, 0.4 * std::sqrt(depth / 128.0)))
-      .constant(scalar(DataType::kInt8, 0));
-  if (residual) t.constant(scalar(DataType::kFloat32, 0.3));
-  return t;
 }
 
 // Runs `t` with KILN_INT8_CONV=`which` and checks that the layer took `expect` and
@@ -349,118 +278,6 @@ TEST(CudaInt8, ConvInt8ResidualOnTheGemmPath) {
     t.constant(scalar(DataType::kFloat32, 0.03));
     t.check(int8Out ? int8Output() : floatOutput());
   }
-}
-
-// Runs the one-layer `net` of `t` on the GPU (FP16 engine, poisoned output) and checks
-// that the layer ran there with `expected` in its implementation text; its output.
-Tensor runOneGpuLayer(const GpuOpTest& t, const Network& net, const char* expected) {
-  std::vector<cuda::LayerInfo> layers;
-  auto out = runCudaPoisoned(net, t.feeds(), cuda::Precision::kFloat16, "out0", &layers);
-  EXPECT_TRUE(out.isOk()) << out.status().toString();
-  EXPECT_EQ(layers.size(), 1u);
-  if (!out.isOk() || layers.size() != 1) return Tensor();
-  EXPECT_NE(layers[0].implementation.find(expected), std::string::npos) << layers[0].implementation;
-  EXPECT_EQ(layers[0].placement, cuda::LayerPlacement::kGpu) << layers[0].note;
-  return out.value();
-}
-
-// The cuDNN plan a channels-last INT8 layer chose is reused: another engine builds it
-// again without timing ("chosen earlier"); the records, handed to a fresh registry as
-// a plan's entries, give "from the plan file"; the outputs keep their bits. A damaged
-// record is dropped and the layer times its candidates again.
-TEST(CudaInt8, ChosenCudnnPlansAreReusedAndTravelInThePlan) {
-  KILN_REQUIRE_GPU();
-  cuda::resetGeneratedKernelsForTesting();
-  const GpuOpTest t = channelsLastInt8Conv(true, Residual::kInt8);
-  const Network net = t.network();
-  auto run = [&](const char* expected) { return runOneGpuLayer(t, net, expected); };
-  const Tensor first = run("; timed {");
-  const std::string layer = net.graph.nodes[0].displayName();
-  expectTensorNear(run("; chosen earlier"), first, 0, 0);
-  std::vector<GeneratedKernelBinary> entries = cuda::cudnnPlanRecordsForLayers({layer});
-  ASSERT_EQ(entries.size(), 1u);
-  EXPECT_NE(entries[0].key.find(":cudnn-plan:"), std::string::npos) << entries[0].key;
-  EXPECT_EQ(entries[0].layers, std::vector<std::string>{layer});
-  EXPECT_TRUE(cuda::cudnnPlanRecordsForLayers({"another layer"}).empty());
-
-  cuda::resetGeneratedKernelsForTesting();  // as in a new process, then what `kiln run` does
-  cuda::preloadGeneratedKernels(entries);
-  expectTensorNear(run("; from the plan file"), first, 0, 0);
-
-  cuda::resetGeneratedKernelsForTesting();
-  GeneratedKernelBinary damaged = entries[0];
-  damaged.cubin.resize(damaged.cubin.size() / 2);
-  cuda::preloadGeneratedKernels({damaged});
-  expectTensorNear(run("; timed {"), first, 0, 0);
-}
-
-// The race of a 1x1 layer's cuDNN plan against Kiln's kernel and cuBLASLt's GEMM runs
-// once: a second engine, and a fresh registry given the plan's entries, take the
-// recorded winner without timing, with the same output bits. A record whose race
-// Kiln's kernel won loads without cuDNN's plan; one that cuDNN won restores it.
-TEST(CudaInt8, RaceWinnerIsRecordedAndTravelsInThePlan) {
-  KILN_REQUIRE_GPU();
-  cuda::resetGeneratedKernelsForTesting();
-  const GpuOpTest t =
-      int8EpilogueConv({2, 5, 7, 128}, {256, 1, 1, 128}, 1, 0, true, {2, 5, 7, 256});
-  const Network net = t.network();
-  auto run = [&](const char* expected) { return runOneGpuLayer(t, net, expected); };
-  const Tensor first = run("; vs cudnn ");
-  expectTensorNear(run(" won the race"), first, 0, 0);
-  const std::vector<GeneratedKernelBinary> entries =
-      cuda::cudnnPlanRecordsForLayers({net.graph.nodes[0].displayName()});
-  ASSERT_EQ(entries.size(), 1u);
-  cuda::resetGeneratedKernelsForTesting();
-  cuda::preloadGeneratedKernels(entries);
-  expectTensorNear(run(" won the race"), first, 0, 0);
-
-  // The same record with each winner in turn (the kernels' float epilogues may round a
-  // value a step apart from the first run's winner).
-  cuda::CudnnPlanRecord record;
-  ASSERT_TRUE(cuda::decodeCudnnPlanRecord(entries[0].cubin, &record));
-  for (const char* winner : {"mma:128x128", "cudnn"}) {
-    SCOPED_TRACE(winner);
-    record.raceWinner = winner;
-    std::vector<GeneratedKernelBinary> edited = entries;
-    edited[0].cubin = cuda::encodeCudnnPlanRecord(record);
-    cuda::resetGeneratedKernelsForTesting();
-    cuda::preloadGeneratedKernels(edited);
-    const bool kiln = std::string(winner) != "cudnn";
-    const Tensor out = run(kiln ? "; from the plan file, cuDNN's plan not restored (timed then {"
-                                : "; from the plan file, serialized (timed then {");
-    expectTensorNear(out, first, 1, 0);
-    std::vector<GeneratedKernelBinary> again =
-        cuda::cudnnPlanRecordsForLayers({net.graph.nodes[0].displayName()});
-    ASSERT_EQ(again.size(), 1u);  // the record stays for the next save of the plan
-    EXPECT_EQ(again[0].cubin, edited[0].cubin);
-  }
-}
-
-// A plan record's bytes keep the race's winner and times; a record written before
-// the race was recorded (no "race" line) still reads.
-TEST(CudaInt8, PlanRecordBytesKeepTheRace) {
-  cuda::CudnnPlanRecord record;
-  record.choice.engine = 4;
-  record.choice.runtimeCompiled = true;
-  record.choice.knobs = {{3, 1}, {7, 2}};
-  record.timings = "engine 4 rtc=0.1ms";
-  record.raceWinner = "mma:128x128";
-  record.raceTimings = "vs cudnn 0.3ms, kiln MMA 128x128 0.2ms";
-  record.json = "{\"plan\": 1}\nsecond line";
-  cuda::CudnnPlanRecord back;
-  ASSERT_TRUE(cuda::decodeCudnnPlanRecord(cuda::encodeCudnnPlanRecord(record), &back));
-  EXPECT_EQ(back.raceWinner, record.raceWinner);
-  EXPECT_EQ(back.raceTimings, record.raceTimings);
-  EXPECT_EQ(back.json, record.json);
-  EXPECT_EQ(back.timings, record.timings);
-  EXPECT_EQ(back.choice.knobs, record.choice.knobs);
-  record.raceWinner.clear();
-  ASSERT_TRUE(cuda::decodeCudnnPlanRecord(cuda::encodeCudnnPlanRecord(record), &back));
-  EXPECT_TRUE(back.raceWinner.empty());
-  EXPECT_EQ(back.json, record.json);
-  std::vector<char> cut = cuda::encodeCudnnPlanRecord(record);
-  cut.resize(cut.size() - 3);
-  EXPECT_FALSE(cuda::decodeCudnnPlanRecord(cut, &back));
 }
 
 // A 3-channel stem: X and W padded to 4 channels inside the layer.

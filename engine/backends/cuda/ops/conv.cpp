@@ -3,8 +3,9 @@
 // ConvTranspose) for its exact shapes, asks the heuristics for engine configurations,
 // drops those that break the precision contract (TF32 / down-converted inputs when
 // TF32 is off), times the first few that finalize, and keeps the fastest plan in the
-// layer state. Bias is added after the convolution by FusedConv's vectorized
-// epilogue pass (conv_epilogue.h; the fuse_conv_bias_activation pass moves bias and
+// layer state; the winner is the layer's choice (layer_choice.h), which an engine made
+// from the plan builds again without timing. Bias is added after the convolution by FusedConv's
+// vectorized epilogue pass (conv_epilogue.h; the fuse_conv_bias_activation pass moves bias and
 // activation into FusedConv itself where it can). 1-D
 // convolutions run as 2-D with a unit height.
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda/ops/layer_choice.h"
 #include "backends/cuda/ops/conv_epilogue.h"
 #include "backends/cuda/ops/cudnn_conv.h"
 
@@ -23,6 +25,21 @@ struct ConvState {
   std::shared_ptr<CudnnPlan> plan;
 };
 
+// The plan `planned` (a plan's recorded choice) names for `g`; kUnsupported with the
+// reason when there is none or it does not apply here.
+Result<std::shared_ptr<CudnnPlan>> plannedConvPlan(const GpuKernelContext& ctx,
+                                                   cudnnHandle_t handle, const ConvGeometry& g,
+                                                   const std::string& planned) {
+  if (planned.empty()) return unsupported("no recorded choice");
+  LayerChoice c;
+  if (!parseLayerChoice(planned, &c) || c.form != "cudnn" || !c.hasEngine || c.paddedChannels > 0 ||
+      c.groups > 0)
+    return unsupported("not a convolution's cuDNN engine");
+  CudnnDescriptor graph;
+  KILN_RETURN_IF_ERROR(buildConvGraph(handle, g, &graph));
+  return plannedPlan(ctx, handle, graph.get(), g, c.engine);
+}
+
 Status runConvolution(GpuKernelContext& ctx, ConvGeometry g, void* x, const void* w, void* y) {
   g = promoteTo2d(std::move(g));
   auto handle = ctx.libraries().cudnn(ctx.stream());
@@ -30,9 +47,27 @@ Status runConvolution(GpuKernelContext& ctx, ConvGeometry g, void* x, const void
   auto& state = ctx.layerState();
   auto conv = std::static_pointer_cast<ConvState>(state);
   if (!conv || !(conv->geometry == g)) {
+    // The plan's recorded engine (layer_choice.h: "cudnn engine=..."), else the heuristics'
+    // candidates timed.
+    const std::string planned = ctx.plannedChoice();
+    Result<std::shared_ptr<CudnnPlan>> replayed = plannedConvPlan(ctx, handle.value(), g, planned);
     ChosenConvPlan chosen;
-    KILN_RETURN_IF_ERROR(chooseConvPlan(ctx, handle.value(), g, x, w, y, &chosen));
-    ctx.setImplementation(chosen.summary);
+    if (replayed.isOk()) {
+      chosen.plan = replayed.value();
+      ctx.setImplementation(chosen.plan->description + " (the plan's choice: " + planned + ")");
+    } else {
+      KILN_RETURN_IF_ERROR(chooseConvPlan(ctx, handle.value(), g, x, w, y, &chosen));
+      ctx.setImplementation(chosen.summary +
+                            (planned.empty()
+                                 ? ""
+                                 : "; the plan's choice '" + planned + "' does not apply here: " +
+                                       replayed.status().message() + ": timed again"));
+    }
+    LayerChoice choice;
+    choice.form = "cudnn";
+    choice.hasEngine = true;
+    choice.engine = chosen.plan->choice;
+    ctx.setChoice(encodeLayerChoice(choice));
     conv = std::make_shared<ConvState>(ConvState{g, chosen.plan});
     state = conv;
   }

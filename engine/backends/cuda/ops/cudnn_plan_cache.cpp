@@ -60,6 +60,15 @@ void rememberCudnnPlanRecord(const std::string& key, const CudnnPlanRecord& reco
   it->second.layers.insert(layer);
 }
 
+void rememberCudnnPlan(const std::string& key, const CudnnPlan& plan, const std::string& layer,
+                       const std::string& timings) {
+  CudnnPlanRecord record;
+  record.choice = plan.choice;
+  record.json = plan.choice.runtimeCompiled ? serializeCudnnPlan(plan) : "";
+  record.timings = timings;
+  rememberCudnnPlanRecord(key, record, layer);
+}
+
 std::string serializeCudnnPlan(const CudnnPlan& plan) {
   int64_t size = 0;
   if (cudnnBackendGetAttribute(plan.plan.get(), CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION,

@@ -39,6 +39,12 @@ bool findCudnnPlanRecord(const std::string& key, CudnnPlanRecord* record);
 void rememberCudnnPlanRecord(const std::string& key, const CudnnPlanRecord& record,
                              const std::string& layer);
 
+// Keeps `plan` as the record of `key` for `layer` (its serialized form when it is
+// runtime-compiled, so that neither a later layer nor the plan file's runtime compiles it
+// again); `timings` says how it was chosen.
+void rememberCudnnPlan(const std::string& key, const CudnnPlan& plan, const std::string& layer,
+                       const std::string& timings = "");
+
 // Adds the race's winner and times to the record of `key` (nothing without a record).
 void rememberRaceWinner(const std::string& key, const std::string& winner,
                         const std::string& timings);

@@ -327,15 +327,35 @@ PlanFilter convPlanFilter(const GpuKernelContext& ctx, const ConvGeometry& g) {
   return filter;
 }
 
-Status chooseConvPlan(GpuKernelContext& ctx, cudnnHandle_t handle, const ConvGeometry& g, void* x,
-                      const void* w, void* y, ChosenConvPlan* chosen) {
-  CudnnDescriptor xd, wd, yd, op, graph;
+Status buildConvGraph(cudnnHandle_t handle, const ConvGeometry& g, CudnnDescriptor* graph) {
+  CudnnDescriptor xd, wd, yd, op;
   const cudnnDataType_t type = cudnnTypeOf(g.type);
   KILN_RETURN_IF_ERROR(makeCudnnTensor(&xd, type, g.x, kConvUidX, false, g.channelsLast));
   KILN_RETURN_IF_ERROR(makeCudnnTensor(&wd, type, g.w, kConvUidW, false, g.channelsLast));
   KILN_RETURN_IF_ERROR(makeCudnnTensor(&yd, type, g.y, kConvUidY, false, g.channelsLast));
   KILN_RETURN_IF_ERROR(makeConvolutionOp(g, xd.get(), wd.get(), yd.get(), &op));
-  KILN_RETURN_IF_ERROR(makeOperationGraph(handle, {op.get()}, &graph));
+  return makeOperationGraph(handle, {op.get()}, graph);
+}
+
+Result<std::shared_ptr<CudnnPlan>> plannedPlan(const GpuKernelContext& ctx, cudnnHandle_t handle,
+                                               cudnnBackendDescriptor_t graph,
+                                               const ConvGeometry& g,
+                                               const CudnnEngineChoice& choice) {
+  const PlanFilter filter = convPlanFilter(ctx, g);
+  // A recorded engine's math is not checked against the float32 rule: such layers time.
+  if (filter.strictFloat32)
+    return unsupported("a float32 layer without TF32 times its engines (math not checked)");
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<CudnnPlan> plan, planFromChoice(handle, graph, choice));
+  if (plan->workspace > filter.workspaceLimit)
+    return unsupported("cuDNN engine " + std::to_string(choice.engine) + " needs " +
+                       std::to_string(plan->workspace) + " bytes of workspace, over the limit");
+  return std::shared_ptr<CudnnPlan>(std::move(plan));
+}
+
+Status chooseConvPlan(GpuKernelContext& ctx, cudnnHandle_t handle, const ConvGeometry& g, void* x,
+                      const void* w, void* y, ChosenConvPlan* chosen) {
+  CudnnDescriptor graph;
+  KILN_RETURN_IF_ERROR(buildConvGraph(handle, g, &graph));
   std::vector<std::unique_ptr<CudnnPlan>> plans;
   std::vector<std::string> rejected;
   KILN_RETURN_IF_ERROR(

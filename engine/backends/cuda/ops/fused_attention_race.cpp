@@ -8,6 +8,7 @@
 #include "backends/cuda/libraries.h"
 #include "backends/cuda/ops/cudnn_attention.h"
 #include "backends/cuda/ops/cudnn_plan_cache.h"
+#include "backends/cuda/ops/layer_choice.h"
 
 namespace kiln::cuda {
 namespace {
@@ -20,7 +21,18 @@ struct AttentionRaceState {
   std::string graphText;            // the operands the choice was made for
   std::shared_ptr<CudnnPlan> plan;  // set: cuDNN's graph runs the layer
   std::string implementation;
+  std::string choice;  // the race's outcome as a plan records it (layer_choice.h); "" none
 };
+
+// "kiln", or "cudnn engine=..." for `plan`.
+std::string choiceText(const CudnnPlan* plan) {
+  if (!plan) return kKilnWinner;
+  LayerChoice c;
+  c.form = kCudnnWinner;
+  c.hasEngine = true;
+  c.engine = plan->choice;
+  return encodeLayerChoice(c);
+}
 
 // One choice being made: the layer, its operands and its candidates.
 struct Race {
@@ -100,29 +112,62 @@ Status timeCandidates(const Race& r, const std::string& key,
     if (r.path == "cudnn")
       return r.ctx.unsupported("no cuDNN fused attention plan ran: " + timings.str());
     state->implementation = r.kilnDescription + "; timed {" + timings.str() + "}";
+    if (r.path == "auto") state->choice = kKilnWinner;
     return Status::ok();
   }
-  CudnnPlanRecord record;
-  record.choice = cudnn->choice;
-  record.json = cudnn->choice.runtimeCompiled ? serializeCudnnPlan(*cudnn) : "";
-  record.timings = timings.str();
-  rememberCudnnPlanRecord(key, record, r.ctx.node().displayName());
+  rememberCudnnPlan(key, *cudnn, r.ctx.node().displayName(), timings.str());
   const bool cudnnWins = r.path == "cudnn" || cudnnMs < kilnMs;
   if (r.path == "auto")
     rememberRaceWinner(key, cudnnWins ? kCudnnWinner : kKilnWinner, timings.str());
   state->plan = cudnnWins ? cudnn : nullptr;
+  if (r.path == "auto") state->choice = choiceText(state->plan.get());
   state->implementation = (cudnnWins ? cudnnDescription(*cudnn) : r.kilnDescription) +
                           (r.path == "cudnn" ? " (path cudnn)" : "") +
                           (timings.tellp() > 0 ? "; timed {" + timings.str() + "}" : "");
   return Status::ok();
 }
 
-// Chooses the layer's implementation for `state->graphText`: an earlier race of the same
-// graph (this process's or the plan file's) is taken as it is, else the candidates are
-// timed.
-Status choose(const Race& r, AttentionRaceState* state) {
-  KILN_ASSIGN_OR_RETURN(const std::string key, cudnnPlanKey(state->graphText));
-  const std::string layer = r.ctx.node().displayName();
+// `state` set up as a plan's recorded outcome `planned` says, without timing: Kiln's
+// kernel, or cuDNN's engine configuration (its serialized plan when the record of `key`
+// holds that engine). kUnsupported with the reason when it does not apply here.
+Status adoptPlannedChoice(const Race& r, const std::string& key, const std::string& planned,
+                          AttentionRaceState* state) {
+  LayerChoice c;
+  if (!parseLayerChoice(planned, &c) || c.paddedChannels > 0 || c.groups > 0)
+    return unsupported("not an attention choice");
+  if (c.form == kKilnWinner && !c.hasEngine) {
+    state->implementation = r.kilnDescription + " (the plan's choice: " + planned + ")";
+    return Status::ok();
+  }
+  if (c.form != kCudnnWinner || !c.hasEngine) return unsupported("not an attention choice");
+  CudnnDescriptor graph;
+  KILN_RETURN_IF_ERROR(buildCudnnAttentionGraph(r.handle, r.operands, &graph));
+  CudnnPlanRecord record;
+  std::unique_ptr<CudnnPlan> plan;
+  if (findCudnnPlanRecord(key, &record) && sameEngineChoice(record.choice, c.engine)) {
+    Result<std::unique_ptr<CudnnPlan>> restored = planFromRecord(r.handle, graph.get(), record);
+    if (restored.isOk()) {
+      plan = std::move(restored.value());
+      rememberCudnnPlanRecord(key, record, r.ctx.node().displayName());
+    }
+  }
+  if (!plan) {
+    KILN_ASSIGN_OR_RETURN(plan, planFromChoice(r.handle, graph.get(), c.engine));
+    if (plan->workspace > cudnnAttentionPlanFilter(r.ctx).workspaceLimit)
+      return unsupported("cuDNN engine " + std::to_string(c.engine.engine) +
+                         " needs more workspace than the limit");
+    if (plan->choice.runtimeCompiled)  // so that the plan file saved next carries it
+      rememberCudnnPlan(key, *plan, r.ctx.node().displayName(), "the plan's choice");
+  }
+  state->plan = std::move(plan);
+  state->implementation = cudnnDescription(*state->plan) + " (the plan's choice: " + planned + ")";
+  return Status::ok();
+}
+
+// An earlier race of the same graph (this process's or the plan file's) taken as it is,
+// else the candidates timed.
+Status chooseByRecordOrTiming(const Race& r, const std::string& key, const std::string& layer,
+                              AttentionRaceState* state) {
   CudnnPlanRecord record;
   const bool recorded = findCudnnPlanRecord(key, &record);
   const bool adopt = recorded && r.path == "auto";
@@ -130,6 +175,7 @@ Status choose(const Race& r, AttentionRaceState* state) {
     rememberCudnnPlanRecord(key, record, layer);
     state->implementation =
         r.kilnDescription + "; " + origin(record) + " (timed then {" + record.raceTimings + "})";
+    state->choice = kKilnWinner;
     return Status::ok();
   }
   CudnnDescriptor graph;
@@ -149,9 +195,32 @@ Status choose(const Race& r, AttentionRaceState* state) {
     state->plan = std::move(plans.front());
     state->implementation = cudnnDescription(*state->plan) + "; " + origin(record) +
                             " (timed then {" + record.raceTimings + "})";
+    state->choice = choiceText(state->plan.get());
     return Status::ok();
   }
   return timeCandidates(r, key, std::move(plans), state);
+}
+
+// Chooses the layer's implementation for `state->graphText`: the plan's recorded choice,
+// else an earlier race of the same graph (this process's or the plan file's) as it is,
+// else the candidates timed.
+Status choose(const Race& r, AttentionRaceState* state) {
+  KILN_ASSIGN_OR_RETURN(const std::string key, cudnnPlanKey(state->graphText));
+  const std::string layer = r.ctx.node().displayName();
+  std::string replayNote;
+  if (const std::string planned = r.path == "auto" ? r.ctx.plannedChoice() : ""; !planned.empty()) {
+    const Status adopted = adoptPlannedChoice(r, key, planned, state);
+    if (adopted.isOk()) {
+      state->choice = planned;
+      return Status::ok();
+    }
+    *state = AttentionRaceState{state->graphText, nullptr, "", ""};
+    replayNote = "; the plan's choice '" + planned + "' does not apply here: " + adopted.message() +
+                 ": timed again";
+  }
+  Status chosen = chooseByRecordOrTiming(r, key, layer, state);
+  state->implementation += replayNote;
+  return chosen;
 }
 
 }  // namespace
@@ -187,6 +256,7 @@ Status runFusedAttention(GpuKernelContext& ctx, const AttentionOperands& operand
     state->graphText = graphText;
     KILN_RETURN_IF_ERROR(
         choose(Race{ctx, handle, operands, kilnDescription, runKiln, path}, state.get()));
+    if (!state->choice.empty()) ctx.setChoice(state->choice);
     slot = state;
   }
   ctx.setImplementation(state->implementation);

@@ -33,10 +33,12 @@
 #include <sstream>
 
 #include "backends/cuda/ops/channel_pad.h"
+#include "backends/cuda/ops/layer_choice.h"
 #include "backends/cuda/ops/conv_epilogue.h"
 #include "backends/cuda/ops/cudnn_conv.h"
 #include "backends/cuda/ops/cudnn_plan_cache.h"
 #include "backends/cuda/ops/depthwise_conv.h"
+#include "backends/cuda/ops/fused_conv_plans.h"
 #include "backends/cuda/ops/grouped_filter.h"
 #include "ir/channels_last.h"
 #include "kiln/passes.h"
@@ -44,47 +46,10 @@
 namespace kiln::cuda {
 namespace {
 
-constexpr int64_t kUidB = 4, kUidZ = 5, kUidStage = 10;
-
-struct FusedConvProblem {
-  ConvGeometry geometry;  // promoted to 2-D
-  void* x = nullptr;
-  const void* w = nullptr;
-  const void* bias = nullptr;
-  const void* z = nullptr;
-  void* y = nullptr;
-  ConvEpilogue epilogue;
-  int64_t outer = 0, channels = 0, inner = 0;
-};
-
-struct FusedConvState {
-  ConvGeometry geometry;  // the layer's, before any channel padding
-  bool fusedGraph = false;
-  std::shared_ptr<CudnnPlan> plan;  // the fused graph's, or the plain convolution's
-  int paddedChannels = 0;           // > 0: the plan runs on X and W padded to this many
-  bool kilnDepthwise = false;       // Kiln's depthwise kernel (depthwise_conv.h), no plan
-  int64_t denseGroups = 0;  // > 1: `plan` is the dense block-diagonal form (grouped_filter.h)
-};
-
-// Where the padded copies of X and W go: one workspace buffer, W after X.
-struct PaddedBuffers {
-  void* x = nullptr;
-  void* w = nullptr;
-};
+using namespace fusedconv;
 
 int64_t alignUp(int64_t v, int64_t a) {
   return (v + a - 1) / a * a;
-}
-
-// `p` with X and W padded to `channels` (the geometry's C) in `buffers`.
-FusedConvProblem paddedProblem(const FusedConvProblem& p, int channels,
-                               const PaddedBuffers& buffers) {
-  FusedConvProblem padded = p;
-  padded.geometry.x[1] = channels;
-  padded.geometry.w[1] = channels;
-  padded.x = buffers.x;
-  padded.w = buffers.w;
-  return padded;
 }
 
 // Rows (all dims but C) of X and W in a channels-last problem.
@@ -109,50 +74,6 @@ Result<FusedConvProblem> padInputs(GpuKernelContext& ctx, const FusedConvProblem
   KILN_RETURN_IF_ERROR(
       padInnermostChannels(p.w, buffers.w, rowsOf(g.w), c, channels, g.type, ctx.stream()));
   return paddedProblem(p, channels, buffers);
-}
-
-// The fused operation graph: conv, [+ Z], [+ B], [act]; each stage but the last
-// writes a virtual float tensor, the last writes Y.
-Status buildFusedGraph(cudnnHandle_t handle, const FusedConvProblem& p, CudnnDescriptor* graph) {
-  const ConvGeometry& g = p.geometry;
-  const cudnnDataType_t io = cudnnTypeOf(g.type);
-  std::vector<int64_t> biasDims(g.y.size(), 1);
-  biasDims[1] = g.y[1];
-  CudnnDescriptor x, w, y, b, z;
-  const bool nhwc = g.channelsLast;
-  KILN_RETURN_IF_ERROR(makeCudnnTensor(&x, io, g.x, kConvUidX, false, nhwc));
-  KILN_RETURN_IF_ERROR(makeCudnnTensor(&w, io, g.w, kConvUidW, false, nhwc));
-  KILN_RETURN_IF_ERROR(makeCudnnTensor(&y, io, g.y, kConvUidY, false, nhwc));
-  if (p.bias) KILN_RETURN_IF_ERROR(makeCudnnTensor(&b, io, biasDims, kUidB, false, nhwc));
-  if (p.z) KILN_RETURN_IF_ERROR(makeCudnnTensor(&z, io, g.y, kUidZ, false, nhwc));
-  cudnnPointwiseMode_t actMode = CUDNN_POINTWISE_ADD;
-  const bool act = p.epilogue.activation != EpilogueActivation::kNone;
-  if (act && !cudnnActivationMode(p.epilogue.activation, &actMode))
-    return unsupported("the activation has no cuDNN pointwise mode");
-  const int stages = 1 + (p.z ? 1 : 0) + (p.bias ? 1 : 0) + (act ? 1 : 0);
-  std::vector<CudnnDescriptor> outs(static_cast<size_t>(stages - 1));
-  for (int s = 0; s + 1 < stages; ++s)
-    KILN_RETURN_IF_ERROR(makeCudnnTensor(&outs[s], CUDNN_DATA_FLOAT, g.y, kUidStage + s,
-                                         /*isVirtual=*/true, nhwc));
-  auto output = [&](int s) { return s + 1 == stages ? y.get() : outs[s].get(); };
-  std::vector<CudnnDescriptor> ops(static_cast<size_t>(stages));
-  KILN_RETURN_IF_ERROR(makeConvolutionOp(g, x.get(), w.get(), output(0), &ops[0]));
-  int s = 1;
-  if (p.z) {
-    KILN_RETURN_IF_ERROR(
-        makePointwiseOp(CUDNN_POINTWISE_ADD, output(s - 1), z.get(), output(s), &ops[s]));
-    ++s;
-  }
-  if (p.bias) {
-    KILN_RETURN_IF_ERROR(
-        makePointwiseOp(CUDNN_POINTWISE_ADD, output(s - 1), b.get(), output(s), &ops[s]));
-    ++s;
-  }
-  if (act)
-    KILN_RETURN_IF_ERROR(makePointwiseOp(actMode, output(s - 1), nullptr, output(s), &ops[s]));
-  std::vector<cudnnBackendDescriptor_t> raw;
-  for (const CudnnDescriptor& op : ops) raw.push_back(op.get());
-  return makeOperationGraph(handle, raw, graph);
 }
 
 CudnnBindings fusedBindings(const FusedConvProblem& p) {
@@ -191,79 +112,6 @@ Status runChosen(GpuKernelContext& ctx, cudnnHandle_t handle, const FusedConvSta
       {{kConvUidX, p.x}, {kConvUidW, const_cast<void*>(p.w)}, {kConvUidY, p.y}}, workspace));
   return applyConvEpilogue(p.y, p.geometry.type, p.bias, p.z, p.outer, p.channels, p.inner,
                            p.epilogue, ctx.stream());
-}
-
-// The fused graph of `p` as text: the key of its plan record (cudnn_plan_cache.h).
-std::string fusedGraphText(const FusedConvProblem& p) {
-  const ConvGeometry& g = p.geometry;
-  std::ostringstream out;
-  out << "fused conv graph " << dataTypeName(g.type) << (g.channelsLast ? " nhwc" : " nchw")
-      << (g.transpose ? " transpose" : "") << (g.tf32 ? " tf32;" : ";") << convGeometryDimsText(g)
-      << "bias " << (p.bias != nullptr) << "; z " << (p.z != nullptr) << "; act "
-      << static_cast<int>(p.epilogue.activation);
-  return out.str();
-}
-
-// The fused graph's plans, or why there are none. A runtime-compiled (NVRTC) plan this
-// process or the plan file already has for the same graph is built again from its
-// record (serialized: no compile), the heuristics not asked; one compiled here is
-// recorded, so that later layers of the same shape, and a plan file's runtime, reuse it.
-std::vector<std::unique_ptr<CudnnPlan>> fusedGraphPlans(GpuKernelContext& ctx, cudnnHandle_t handle,
-                                                        const FusedConvProblem& p,
-                                                        std::string* why) {
-  std::vector<std::unique_ptr<CudnnPlan>> plans;
-  CudnnDescriptor graph;
-  Status built = buildFusedGraph(handle, p, &graph);
-  if (!built.isOk()) {
-    *why = built.message();
-    return plans;
-  }
-  Result<std::string> key = cudnnPlanKey(fusedGraphText(p));
-  CudnnPlanRecord record;
-  if (key.isOk() && findCudnnPlanRecord(key.value(), &record)) {
-    Result<std::unique_ptr<CudnnPlan>> plan = planFromRecord(handle, graph.get(), record);
-    if (plan.isOk()) {
-      rememberCudnnPlanRecord(key.value(), record, ctx.node().displayName());
-      plans.push_back(std::move(plan.value()));
-      return plans;
-    }
-  }
-  std::vector<std::string> rejected;
-  PlanFilter filter = convPlanFilter(ctx, p.geometry);
-  // Runtime fusion engines compile a kernel per shape at finalize (NVRTC, often a
-  // second each): every layer of every timing engine would pay it at build and at
-  // load. Precompiled fused engines only, the heuristics' first three: the fallback
-  // list's generic engines lose to conv + epilogue and would only lengthen timing.
-  // Exception: an ungrouped channels-last convolution whose activation only runtime
-  // fusion takes (SiLU, GELU: activationNeedsRuntimeFusion) tries one such engine, as
-  // the conv + epilogue form pays a whole extra pass over Y for it (EfficientNet-B0 b256 on
-  // an H200: 8.26 -> 6.67 ms, 36 of its convolutions won by such an engine; cold build
-  // 16 -> 58 s). KILN_CUDNN_RUNTIME_FUSION is an experiment knob: "0" never, "1" for every
-  // channels-last layer (depthwise too: no layer got faster, EfficientNet's build 90 s;
-  // docs/benchmarks.md, 2026-11-29 evening).
-  const char* knob = std::getenv("KILN_CUDNN_RUNTIME_FUSION");
-  const ConvGeometry& g = p.geometry;
-  const bool ungrouped = !g.transpose && g.w.size() > 1 && g.w[1] == g.x[1];
-  filter.runtimeCompilation =
-      g.channelsLast && (knob ? std::string(knob) == "1"
-                              : ungrouped && activationNeedsRuntimeFusion(p.epilogue.activation));
-  if (filter.runtimeCompilation && !knob) filter.runtimeCompiledLimit = 1;
-  filter.fallbackList = false;
-  filter.wanted = std::min(filter.wanted, 3);
-  Status found = heuristicPlans(handle, graph.get(), filter, &plans, &rejected);
-  if (!found.isOk())
-    *why = found.message();
-  else if (plans.empty())
-    *why = rejected.empty() ? "no engine for the graph" : rejected.front();
-  for (const auto& plan : plans) {
-    if (!key.isOk() || !plan->choice.runtimeCompiled) continue;
-    CudnnPlanRecord compiled;
-    compiled.choice = plan->choice;
-    compiled.json = serializeCudnnPlan(*plan);
-    rememberCudnnPlanRecord(key.value(), compiled, ctx.node().displayName());
-    break;  // one runtime-compiled candidate per layer (fusedGraphPlans' filter)
-  }
-  return plans;
 }
 
 // Times both implementations on `p` and keeps the faster in `state`; `summary` says
@@ -408,13 +256,15 @@ std::vector<int> paddingCandidates(const FusedConvProblem& p, int64_t requested)
 // Chooses among the implementations on X as it is and on X padded per
 // paddingCandidates(), each timed whole (pad pass included); names every time.
 Status choose(GpuKernelContext& ctx, cudnnHandle_t handle, const FusedConvProblem& p,
-              const std::string& path, int64_t padChannels, FusedConvState* state) {
+              const std::string& path, int64_t padChannels, const std::string& replayNote,
+              FusedConvState* state) {
   const std::vector<int> widths = paddingCandidates(p, padChannels);
   std::string summary;
   if (padChannels <= 0) {
     KILN_RETURN_IF_ERROR(chooseImplementation(ctx, handle, p, path, state, &summary));
     if (widths.empty()) {
-      ctx.setImplementation(summary);
+      ctx.setImplementation(summary + replayNote);
+      ctx.setChoice(encodeLayerChoice(choiceOfState(*state)));
       return Status::ok();
     }
   } else if (widths.empty() || widths[0] <= p.geometry.x[1] || widths[0] > 4096) {
@@ -448,7 +298,8 @@ Status choose(GpuKernelContext& ctx, cudnnHandle_t handle, const FusedConvProble
     }
   }
   if (!state->plan) return ctx.unsupported("no convolution engine ran on the padded shapes");
-  ctx.setImplementation(summary + "; channel padding timed {" + timings.str() + "}");
+  ctx.setImplementation(summary + "; channel padding timed {" + timings.str() + "}" + replayNote);
+  ctx.setChoice(encodeLayerChoice(choiceOfState(*state)));
   return Status::ok();
 }
 
@@ -513,7 +364,24 @@ Status fusedConvKernel(GpuKernelContext& ctx) {
   const int64_t padChannels = ctx.node().attrInt("pad_channels", -1);
   if (!state || !(state->geometry == p.geometry)) {
     state = std::make_shared<FusedConvState>();
-    KILN_RETURN_IF_ERROR(choose(ctx, handle, p, path, padChannels, state.get()));
+    // The plan's recorded choice (an engine made from a plan) runs without timing; the
+    // path and pad_channels attributes, which restrict the candidates, keep their timing.
+    const std::string planned = path == "auto" && padChannels < 0 ? ctx.plannedChoice() : "";
+    LayerChoice choice;
+    std::string summary, replayNote;
+    Status adopted = unsupported("not a convolution choice");
+    if (!planned.empty() && parseLayerChoice(planned, &choice))
+      adopted = adoptPlannedChoice(ctx, handle, p, choice, state.get(), &summary);
+    if (adopted.isOk()) {
+      ctx.setImplementation(summary + " (the plan's choice: " + planned + ")");
+      ctx.setChoice(planned);
+    } else {
+      if (!planned.empty())
+        replayNote = "; the plan's choice '" + planned +
+                     "' does not apply here: " + adopted.message() + ": timed again";
+      *state = FusedConvState();
+      KILN_RETURN_IF_ERROR(choose(ctx, handle, p, path, padChannels, replayNote, state.get()));
+    }
     slot = state;
   }
   return runChosen(ctx, handle, *state, p);

@@ -29,6 +29,7 @@
 #include "backends/cuda/ops/cudnn_plan_cache.h"
 #include "backends/cuda/ops/int8_conv_cudnn.h"
 #include "backends/cuda/ops/int8_conv_mma.h"
+#include "backends/cuda/ops/layer_choice.h"
 #include "backends/cuda/ops/int8_conv_state.h"
 #include "backends/cuda/ops/int8_pointwise_gemm.h"
 #include "ir/channels_last.h"
@@ -212,12 +213,8 @@ Status timePlans(GpuKernelContext& ctx, cudnnHandle_t handle, cudnnBackendDescri
     }
   }
   if (!s->plan) return ctx.unsupported("no cuDNN INT8 engine ran on these shapes");
-  CudnnPlanRecord record;
-  record.choice = s->plan->choice;
-  record.json = s->plan->choice.runtimeCompiled ? serializeCudnnPlan(*s->plan) : "";
-  record.timings = timings.str();
-  rememberCudnnPlanRecord(key, record, ctx.node().displayName());
-  *timingText = "timed {" + record.timings + "}";
+  rememberCudnnPlan(key, *s->plan, ctx.node().displayName(), timings.str());
+  *timingText = "timed {" + timings.str() + "}";
   s->planMs = bestMs;
   return Status::ok();
 }
@@ -234,6 +231,50 @@ std::string implementationText(const CudnnInt8State& s, const std::string& note,
          (s.zType == DataType::kInt8 && s.residual ? ", int8 residual)" : ")") + note + "; " + how;
 }
 
+// The layer's choice as a plan records it (layer_choice.h): the race's winner, with
+// cuDNN's engine configuration when the plan won.
+std::string choiceText(const CudnnInt8State& s) {
+  LayerChoice c;
+  c.form = s.kilnTile >= 0 ? "mma:" + int8ConvMmaTileName(s.kilnTile) : s.gemm ? "gemm" : "cudnn";
+  if (c.form == "cudnn" && s.plan) {
+    c.hasEngine = true;
+    c.engine = s.plan->choice;
+  }
+  return encodeLayerChoice(c);
+}
+
+// `s` set up as a plan's recorded choice says, without timing: cuBLASLt's GEMM or a tile
+// of Kiln's kernel without cuDNN's plan, or cuDNN's engine configuration (its serialized
+// plan when this process or the plan file holds the record of `key` for that engine).
+// kUnsupported with the reason when the choice does not apply to this layer here.
+Status adoptPlannedChoice(GpuKernelContext& ctx, cudnnHandle_t handle, const std::string& key,
+                          const std::string& planned, CudnnInt8State* s) {
+  LayerChoice c;
+  if (!parseLayerChoice(planned, &c) || c.paddedChannels > 0 || c.groups > 0)
+    return unsupported("not an INT8 convolution choice");
+  if (c.form != "cudnn") {
+    if (c.hasEngine) return unsupported("not an INT8 convolution choice");
+    KILN_ASSIGN_OR_RETURN(const bool adopted, adoptPlannedWinner(ctx, c.form, s));
+    return adopted ? Status::ok() : unsupported(c.form + " does not run this layer");
+  }
+  if (!c.hasEngine) return unsupported("no cuDNN engine recorded");
+  CudnnDescriptor graph;
+  KILN_RETURN_IF_ERROR(buildGraph(handle, *s, &graph));
+  CudnnPlanRecord record;
+  if (findCudnnPlanRecord(key, &record) && sameEngineChoice(record.choice, c.engine)) {
+    Result<std::unique_ptr<CudnnPlan>> plan = planFromRecord(handle, graph.get(), record);
+    if (plan.isOk()) {
+      s->plan = std::shared_ptr<CudnnPlan>(std::move(plan.value()));
+      rememberCudnnPlanRecord(key, record, ctx.node().displayName());
+      return Status::ok();
+    }
+  }
+  KILN_ASSIGN_OR_RETURN(s->plan, plannedPlan(ctx, handle, graph.get(), s->geometry, c.engine));
+  // So that the plan file saved next carries it.
+  rememberCudnnPlan(key, *s->plan, ctx.node().displayName(), "the plan's choice");
+  return Status::ok();
+}
+
 // The plan of the graph of `s`: an earlier choice for the same graph (this process's,
 // or the plan file's) built again, else timePlans(). When that earlier choice holds a
 // race another kernel won, the winner is taken and cuDNN's plan is neither built nor
@@ -242,13 +283,27 @@ Status choosePlan(GpuKernelContext& ctx, cudnnHandle_t handle, const CudnnBindin
                   const DeviceTensor& x, const DeviceTensor& w, const void* z, void* y,
                   const std::string& note, CudnnInt8State* s) {
   KILN_ASSIGN_OR_RETURN(const std::string key, cudnnPlanKey(graphText(*s)));
-  CudnnPlanRecord record;
-  const bool recorded = findCudnnPlanRecord(key, &record);
   // KILN_INT8_CONV=cudnn keeps layers on cuDNN, =gemm takes cuBLASLt whenever it
   // has an algorithm, =mma Kiln's kernel whenever it fits and =mma:<tile> that tile
   // of it (tests, A/B runs); unset, the fastest wins.
   const char* force = std::getenv("KILN_INT8_CONV");
   const std::string forced = force ? force : "";
+  std::string replayNote;
+  if (const std::string planned = forced.empty() ? ctx.plannedChoice() : ""; !planned.empty()) {
+    Status adopted = adoptPlannedChoice(ctx, handle, key, planned, s);
+    if (adopted.isOk()) {
+      ctx.setImplementation(implementationText(*s, note, "the plan's choice: " + planned));
+      ctx.setChoice(planned);
+      return Status::ok();
+    }
+    replayNote = "; the plan's choice '" + planned + "' does not apply here: " + adopted.message() +
+                 ": timed again";
+    s->plan.reset();
+    s->gemm.reset();
+    s->kilnTile = -1;
+  }
+  CudnnPlanRecord record;
+  const bool recorded = findCudnnPlanRecord(key, &record);
   const std::string origin = record.fromPlanFile ? "from the plan file" : "chosen earlier";
   if (recorded && forced.empty() && int8EpilogueLayer(*s)) {
     // Another kernel won this graph's recorded race: cuDNN's plan is not needed.
@@ -257,7 +312,8 @@ Status choosePlan(GpuKernelContext& ctx, cudnnHandle_t handle, const CudnnBindin
     KILN_ASSIGN_OR_RETURN(const bool adopted, adoptRecordedWinner(ctx, record, s, &taken));
     if (adopted) {
       rememberCudnnPlanRecord(key, record, ctx.node().displayName());
-      ctx.setImplementation(implementationText(*s, note, taken));
+      ctx.setImplementation(implementationText(*s, note, taken + replayNote));
+      ctx.setChoice(choiceText(*s));
       return Status::ok();
     }
   }
@@ -281,7 +337,8 @@ Status choosePlan(GpuKernelContext& ctx, cudnnHandle_t handle, const CudnnBindin
         raceTheOtherKernels(ctx, handle, bindings, x, w, z, y,
                             forced == "gemm" || forced.rfind("mma", 0) == 0 ? forced : "", key,
                             reused ? &record : nullptr, s, &how));
-  ctx.setImplementation(implementationText(*s, note, how));
+  ctx.setImplementation(implementationText(*s, note, how + replayNote));
+  ctx.setChoice(choiceText(*s));
   return Status::ok();
 }
 

@@ -111,6 +111,14 @@ Result<bool> adoptRecordedWinner(GpuKernelContext& ctx, const CudnnPlanRecord& r
   return adoptRecord(ctx, record, s, how);
 }
 
+Result<bool> adoptPlannedWinner(GpuKernelContext& ctx, const std::string& winner,
+                                CudnnInt8State* s) {
+  if (winner == "cudnn" || !int8EpilogueLayer(*s)) return false;
+  KILN_RETURN_IF_ERROR(prepareOtherKernels(s));
+  const ConvGeometry& g = s->geometry;
+  return adoptWinner(ctx, winner, g.y[0] * g.y[2] * g.y[3], g.x[1], g.y[1], s);
+}
+
 // cuBLASLt's GEMM (1x1 layers) and the tiles of Kiln's MMA kernel timed against the
 // chosen plan; the fastest runs (`forced`: "gemm" or "mma" takes the fastest of that
 // kind when it exists). `how` gains every time.

@@ -81,4 +81,11 @@ Status raceTheOtherKernels(GpuKernelContext& ctx, cudnnHandle_t handle,
 Result<bool> adoptRecordedWinner(GpuKernelContext& ctx, const CudnnPlanRecord& record,
                                  CudnnInt8State* s, std::string* how);
 
+// A plan's recorded race winner ("gemm", "mma:<tile>": layer_choice.h) set up for `s`
+// without timing and without cuDNN's plan; false when it is "cudnn" or does not apply to
+// this layer (not an int8-epilogue layer, no cuBLASLt algorithm, no such tile). Needs the
+// host scales, as raceTheOtherKernels.
+Result<bool> adoptPlannedWinner(GpuKernelContext& ctx, const std::string& winner,
+                                CudnnInt8State* s);
+
 }  // namespace kiln::cuda::int8conv

@@ -93,10 +93,7 @@ std::vector<std::unique_ptr<CudnnPlan>> matMulEpiloguePlans(cudnnHandle_t handle
     *why = rejected.empty() ? "no engine for the graph" : rejected.front();
   for (const auto& plan : plans) {
     if (!key.isOk() || !plan->choice.runtimeCompiled) continue;
-    CudnnPlanRecord compiled;
-    compiled.choice = plan->choice;
-    compiled.json = serializeCudnnPlan(*plan);
-    rememberCudnnPlanRecord(key.value(), compiled, layer);
+    rememberCudnnPlan(key.value(), *plan, layer);
     break;  // at most one runtime-compiled candidate (the filter's limit)
   }
   return plans;
