@@ -58,6 +58,7 @@ json candidatesJson(const std::vector<TacticCandidate>& candidates) {
     if (c.fromCache) item["FromTimingCache"] = true;
     if (!c.rejected.empty()) item["Rejected"] = c.rejected;
     if (!c.detail.empty()) item["Detail"] = c.detail;
+    if (!c.choice.empty()) item["Choice"] = c.choice;  // replayed by the plan's engine
     out.push_back(item);
   }
   return out;
@@ -268,6 +269,7 @@ std::string formatLayerTable(const Plan& plan, bool candidates) {
                     c.tactic == l.tactic && c.precision == l.precision ? "*" : " ",
                     c.tactic.c_str(), trtTypeName(c.precision).c_str(), what.c_str());
       out << line;
+      if (!c.choice.empty()) out << "        choice: " << c.choice << "\n";
     }
     if (!l.precisionReason.empty()) out << "    precision: " << l.precisionReason << "\n";
   }

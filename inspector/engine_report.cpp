@@ -34,8 +34,9 @@ int64_t tensorBytes(const TensorRecord& t) {
 }
 
 ReportCandidate reportCandidate(const TacticCandidate& c) {
-  return {c.tactic,   c.source, precisionSpelling(c.precision), c.milliseconds, c.fromCache,
-          c.rejected, c.detail};
+  return {c.tactic,       c.source,    precisionSpelling(c.precision),
+          c.milliseconds, c.fromCache, c.rejected,
+          c.detail,       c.choice};
 }
 
 ReportLayer layerFromRecord(const LayerRecord& r) {
@@ -169,6 +170,7 @@ json candidatesJson(const std::vector<ReportCandidate>& candidates) {
     if (c.fromCache) item["FromTimingCache"] = true;
     if (!c.rejected.empty()) item["Rejected"] = c.rejected;
     if (!c.detail.empty()) item["Detail"] = c.detail;
+    if (!c.choice.empty()) item["Choice"] = c.choice;
     out.push_back(item);
   }
   return out;

@@ -47,6 +47,10 @@ struct ReportCandidate {
   bool fromCache = false;
   std::string rejected;  // empty when valid
   std::string detail;
+  // What the layer chose inside the tactic (a cuBLASLt algorithm, a cuDNN engine
+  // configuration, Kiln's kernel: GpuKernelContext::setChoice), which an engine made from
+  // the plan runs without timing; "" when the tactic has no choice of its own.
+  std::string choice;
 };
 
 struct ReportLayer {

@@ -194,6 +194,7 @@ std::vector<ReportCandidate> candidatesFromJson(const json& list) {
     candidate.fromCache = c.value("FromTimingCache", false);
     candidate.rejected = text(c.value("Rejected", json("")));
     candidate.detail = text(c.value("Detail", json("")));
+    candidate.choice = text(c.value("Choice", json("")));
     out.push_back(std::move(candidate));
   }
   return out;

@@ -56,16 +56,18 @@ QString candidateTables(const inspector::EngineReport& report) {
   QString html;
   for (const auto& layer : report.layers) {
     if (layer.candidates.size() < 2) continue;
-    html +=
-        "<details><summary>" + esc(layer.name) + " &mdash; " +
-        QString::number(layer.candidates.size()) +
-        " candidates</summary><table>"
-        "<tr><th>Tactic</th><th>Source</th><th>Precision</th><th>Time (ms)</th><th>Note</th></tr>";
+    html += "<details><summary>" + esc(layer.name) + " &mdash; " +
+            QString::number(layer.candidates.size()) +
+            " candidates</summary><table>"
+            "<tr><th>Tactic</th><th>Source</th><th>Precision</th><th>Time (ms)</th><th>Choice</th>"
+            "<th>Note</th></tr>";
     for (const auto& c : layer.candidates) {
       const bool winner = c.tactic == layer.tactic && c.rejected.empty();
-      html += QString("<tr%1><td>%2</td><td>%3</td><td>%4</td><td class=n>%5</td><td>%6</td></tr>")
+      html += QString(
+                  "<tr%1><td>%2</td><td>%3</td><td>%4</td><td class=n>%5</td><td>%6</td>"
+                  "<td>%7</td></tr>")
                   .arg(winner ? " class=win" : "", esc(c.tactic), esc(c.source), esc(c.precision),
-                       milliseconds(c.milliseconds),
+                       milliseconds(c.milliseconds), esc(c.choice),
                        c.rejected.empty() ? esc(c.detail) : "rejected: " + esc(c.rejected));
     }
     html += "</table></details>\n";
@@ -78,8 +80,9 @@ QString adviceSection(const inspector::EngineReport& report) {
   const std::vector<inspector::Finding> findings = inspector::adviseEngine(report);
   QString html = "<h2>Advisor</h2>\n";
   if (findings.empty()) return html + "<p>No findings.</p>\n";
-  html += "<table><tr><th>severity</th><th>rule</th><th>finding</th><th>cost ms</th>"
-          "<th>layers</th><th>fix</th></tr>\n";
+  html +=
+      "<table><tr><th>severity</th><th>rule</th><th>finding</th><th>cost ms</th>"
+      "<th>layers</th><th>fix</th></tr>\n";
   for (const inspector::Finding& f : findings) {
     QString layers;
     for (size_t i = 0; i < f.layers.size() && i < 8; ++i)

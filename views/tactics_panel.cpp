@@ -66,7 +66,7 @@ TacticsPanel::TacticsPanel(StudioDocument* document, QWidget* parent)
   m_header->setTextInteractionFlags(Qt::TextSelectableByMouse);
   m_table->setHorizontalHeaderLabels({QString(), tr("Tactic"), tr("Source"), tr("Precision"),
                                       tr("Time (ms)"), tr("Cached"), tr("Rejected because"),
-                                      tr("Detail")});
+                                      tr("Choice (replayed)"), tr("Detail")});
   m_table->verticalHeader()->hide();
   m_table->verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 6);
   m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
@@ -119,6 +119,7 @@ void TacticsPanel::showLayer(const inspector::ReportLayer& layer, bool trtexecEx
         row, kTime, item(c.milliseconds < 0 ? QString() : QString::number(c.milliseconds, 'f', 4)));
     m_table->setItem(row, kFromCache, item(c.fromCache ? tr("yes") : QString()));
     m_table->setItem(row, kRejected, item(QString::fromStdString(c.rejected)));
+    m_table->setItem(row, kChoice, item(QString::fromStdString(c.choice)));
     m_table->setItem(row, kDetail, item(QString::fromStdString(c.detail)));
     if (i == winner) {
       for (int col = 0; col < kColumnCount; ++col) {
@@ -165,6 +166,9 @@ void TacticsPanel::showLayer(const inspector::ReportLayer& layer, bool trtexecEx
   } else if (runnerUp < 0) {
     text += tr(", no timed runner-up");
   }
+  if (winner >= 0 && !candidates[winner].choice.empty())
+    text += tr("; inside it: %1 (an engine made from the plan runs this without timing)")
+                .arg(QString::fromStdString(candidates[winner].choice));
   m_header->setText(text);
 }
 

@@ -29,6 +29,7 @@ class TacticsPanel : public QWidget {
     kTime,
     kFromCache,
     kRejected,
+    kChoice,  // the choice inside the tactic that the plan's engine runs untimed
     kDetail,
     kColumnCount
   };

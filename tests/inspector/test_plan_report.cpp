@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/builder/builder_fixture.h"
+#include "engine_inspector.h"
 #include "engine_report.h"
 #include "kiln/cuda_plan_options.h"
 #include "kiln/cuda_runtime.h"
@@ -51,6 +52,31 @@ TEST(PlanReport, OneLayerPerPlanLayerWithItsOnnxNodes) {
   EXPECT_EQ(r.bindings.front(), "input_ids");
   EXPECT_NE(r.summary.find("plan: " + std::to_string(plan.layers.size()) + " layers"),
             std::string::npos);
+}
+
+// A layer's choice inside its tactic (a CUDA kernel's cuDNN engine or cuBLASLt algorithm,
+// which the plan's engine runs untimed) is data wherever the plan is shown: the report,
+// the engine-inspector JSON and the report JSON (and back), `kiln inspect --candidates`.
+TEST(PlanReport, ALayersChoiceTravelsToEveryView) {
+  Plan plan = bertPlan();
+  ASSERT_FALSE(plan.record.layers.empty());
+  LayerRecord& layer = plan.record.layers.front();
+  ASSERT_FALSE(layer.candidates.empty());
+  const std::string choice = "fused_graph engine=10 knobs=2:5,13:1";
+  layer.candidates.front().choice = choice;
+  const EngineReport r = reportFromPlan(plan, "bert.kiln");
+  EXPECT_EQ(r.layers.front().candidates.front().choice, choice);
+  const nlohmann::json inspectorJson = engineInspectorJson(plan);
+  EXPECT_NE(inspectorJson.dump().find("\"Choice\":\"" + choice + "\""), std::string::npos);
+  auto back = reportFromTrtexecJson(reportJson(r), "back");
+  ASSERT_TRUE(back.isOk()) << back.status().toString();
+  EXPECT_EQ(back->layers.front().candidates.front().choice, choice);
+  auto fromInspector = reportFromTrtexecJson(inspectorJson, "inspector");
+  ASSERT_TRUE(fromInspector.isOk()) << fromInspector.status().toString();
+  EXPECT_EQ(fromInspector->layers.front().candidates.front().choice, choice);
+  EXPECT_NE(formatLayerTable(plan, true).find("        choice: " + choice + "\n"),
+            std::string::npos);
+  EXPECT_EQ(formatLayerTable(bertPlan(), true).find("choice:"), std::string::npos);
 }
 
 TEST(PlanReport, NamesOnlyPlanStillNamesNodesAndTactics) {

@@ -275,6 +275,41 @@ class TestPanels : public QObject {
     QCOMPARE(charts.series().series[0].values, (std::vector<double>{4, 8, 12}));  // KiB
   }
 
+  // A CUDA layer's choice inside its tactic: its own column, and the header names it.
+  void tacticsShowTheChoiceThePlanReplays() {
+    auto report = std::make_shared<inspector::EngineReport>();
+    inspector::ReportLayer layer;
+    layer.name = "conv1 + relu1";
+    layer.opType = "FusedConv";
+    layer.tactic = "cuda.runtime";
+    layer.precision = "FP16";
+    inspector::ReportCandidate winner;
+    winner.tactic = "cuda.runtime";
+    winner.source = "kiln";
+    winner.precision = "fp16";
+    winner.milliseconds = 0.0125;
+    winner.detail = "gpu: cudnn fused graph engine 10; timed {...}";
+    winner.choice = "fused_graph engine=10 knobs=2:5,13:1";
+    inspector::ReportCandidate fp32 = winner;
+    fp32.precision = "fp32";
+    fp32.milliseconds = 0.031;
+    fp32.choice = "conv_epilogue engine=0 knobs=";
+    layer.candidates = {winner, fp32};
+    report->layers = {layer};
+    StudioDocument document;
+    TacticsPanel panel(&document);
+    document.setReport(report);
+    document.selectLayer(0);
+    QCOMPARE(panel.table()->rowCount(), 2);
+    QVERIFY(panel.winnerRow() >= 0);
+    QCOMPARE(panel.table()->item(panel.winnerRow(), TacticsPanel::kChoice)->text(),
+             QString::fromStdString(winner.choice));
+    QCOMPARE(panel.table()->horizontalHeaderItem(TacticsPanel::kChoice)->text(),
+             QString("Choice (replayed)"));
+    QVERIFY2(panel.header().contains("inside it: " + QString::fromStdString(winner.choice)),
+             qPrintable(panel.header()));
+  }
+
  private:
   void checkLayerTable(LayerTableView& view, const inspector::EngineReport& report) {
     const int count = static_cast<int>(report.layers.size());
