@@ -95,6 +95,25 @@ TEST_F(PlanValidation, RecordNumbersABuildNeverWritesAreRefused) {
       << loaded(plan).message();
 }
 
+// A candidate's choice (what a CUDA plan's engine takes back and writes into its
+// implementation text): printable and bounded, or the plan is refused.
+TEST_F(PlanValidation, ChoicesThatAreNotPrintableWordsAreRefused) {
+  Plan plan = built();
+  ASSERT_FALSE(plan.record.layers.empty());
+  ASSERT_FALSE(plan.record.layers[0].candidates.empty());
+  const std::string layer = plan.record.layers[0].name;
+  plan.record.layers[0].candidates[0].choice = "fused_graph engine=10 knobs=2:5";
+  Status fine = loaded(plan);
+  EXPECT_TRUE(fine.isOk()) << fine.toString();
+  for (const std::string& bad :
+       {std::string("cudnn\x1b[2J engine=1"), std::string("a\nb"), std::string(2000, 'x')}) {
+    plan.record.layers[0].candidates[0].choice = bad;
+    EXPECT_EQ(loaded(plan).message(),
+              "edited.kiln: plan record is damaged: layer '" + layer +
+                  "': a candidate's choice is not printable text of at most 1024 bytes");
+  }
+}
+
 TEST_F(PlanValidation, LayerListsThatDoNotMatchTheNetworkAreRefused) {
   Plan plan = built();
   plan.layers.pop_back();
@@ -134,7 +153,9 @@ TEST_F(PlanValidation, MistypedMetadataNamesTheMember) {
        "'fp16' must be true or false"},
       {[](nlohmann::json& j) { j["record"]["config"]["optimization_level"] = 4294967298.0; },
        "'optimization_level' must be an integer"},
-      {[](nlohmann::json& j) { j["record"]["warnings"] = {"ok", 5}; },
+      {[](nlohmann::json& j) {
+         j["record"]["warnings"] = {"ok", 5};
+       },
        "'warnings' must be a string, not the number 5"},
       {[](nlohmann::json& j) { j["identity"].erase("device"); }, "'device' is missing"},
   };
