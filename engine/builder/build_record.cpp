@@ -14,6 +14,13 @@ uint64_t tacticValueOf(const std::string& tactic) {
   return hash;
 }
 
+bool isWellFormedChoice(const std::string& choice) {
+  if (choice.size() > kMaxChoiceBytes) return false;
+  for (char c : choice)
+    if (c < 0x20 || c > 0x7e) return false;
+  return true;
+}
+
 std::string tacticValueHex(uint64_t value) {
   char text[24];
   std::snprintf(text, sizeof(text), "0x%016llx", static_cast<unsigned long long>(value));

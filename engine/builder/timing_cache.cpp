@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kiln/build_record.h"
 #include "kiln/file_io.h"
 #include "kiln/json_reader.h"
 
@@ -48,6 +49,9 @@ Result<TimingCache> TimingCache::load(const std::string& path) {
     KILN_ASSIGN_OR_RETURN(entry.layer, jsonMemberOr<std::string>(value, "layer", "", where));
     KILN_ASSIGN_OR_RETURN(entry.detail, jsonMemberOr<std::string>(value, "detail", "", where));
     KILN_ASSIGN_OR_RETURN(entry.choice, jsonMemberOr<std::string>(value, "choice", "", where));
+    if (!isWellFormedChoice(entry.choice))
+      return parseError(where + ": 'choice' is not printable text of at most " +
+                        std::to_string(kMaxChoiceBytes) + " bytes");
     cache.insert(key, entry);
   }
   return cache;

@@ -1,8 +1,6 @@
 // Plan fields checked on load (plan/plan_validation.h).
 #include "plan/plan_validation.h"
 
-#include <algorithm>
-
 #include "builder/build_steps.h"
 
 namespace kiln::plan {
@@ -45,8 +43,6 @@ Status checkLayers(const Plan& plan) {
 // The build record is what the inspector and the studio show: its numbers must be
 // ones a build writes (a level 0..5, byte counts >= 0, offsets >= -1, precisions
 // a backend runs), whatever the file says.
-constexpr size_t kMaxChoiceBytes = 1024;
-
 Status checkRecord(const BuildRecord& r) {
   const auto damaged = [](const std::string& why) {
     return parseError("plan record is damaged: " + why);
@@ -68,9 +64,7 @@ Status checkRecord(const BuildRecord& r) {
     // A candidate's choice is what a plan's engine takes back and shows in its
     // implementation text: printable words of bounded length, as the kernels write them.
     for (const TacticCandidate& c : l.candidates) {
-      const bool printable = std::all_of(c.choice.begin(), c.choice.end(),
-                                         [](char ch) { return ch >= 0x20 && ch <= 0x7e; });
-      if (!printable || c.choice.size() > kMaxChoiceBytes)
+      if (!isWellFormedChoice(c.choice))
         return damaged(where + ": a candidate's choice is not printable text of at most " +
                        std::to_string(kMaxChoiceBytes) + " bytes");
     }

@@ -103,6 +103,12 @@ struct BuildRecord {
 
 // Stable 64-bit id of a tactic name (FNV-1a), shown as TacticValue.
 uint64_t tacticValueOf(const std::string& tactic);
+
+// Whether `choice` is one a backend writes (TacticCandidate::choice): printable ASCII of at
+// most kMaxChoiceBytes. Plans and timing caches holding any other are refused on load (a
+// plan's engine acts on the choice and writes it into its implementation text).
+constexpr size_t kMaxChoiceBytes = 1024;
+bool isWellFormedChoice(const std::string& choice);
 // "0x00000000deadbeef", as trtexec prints TacticValue.
 std::string tacticValueHex(uint64_t value);
 

@@ -100,6 +100,15 @@ TEST(Builder, TimingCacheKeepsTheChoiceInsideATactic) {
   EXPECT_EQ(loaded->lookup("k1")->choice, "cublaslt_gelu_tanh");
   EXPECT_EQ(loaded->lookup("k1")->detail, "gpu: cublasLt");
   EXPECT_EQ(loaded->lookup("k2")->choice, "");
+  // A choice no backend writes (a control character) is refused with the entry named:
+  // it would reach a plan, whose engine acts on it.
+  TimingCache hostile;
+  hostile.insert("k3", {1.0, "", "L3", "", "cudnn\x1b[2J"});
+  ASSERT_TRUE(hostile.save(path).isOk());
+  auto refused = TimingCache::load(path);
+  ASSERT_FALSE(refused.isOk());
+  EXPECT_EQ(refused.status().message(),
+            path + ": entry 'k3': 'choice' is not printable text of at most 1024 bytes");
 }
 
 TEST(Builder, LoadTacticsReproducesEveryLayer) {
