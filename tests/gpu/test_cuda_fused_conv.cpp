@@ -568,5 +568,25 @@ TEST(CudaFusedConv, PlannedChoiceRunsWithoutTiming) {
   }
 }
 
+// A float32 layer without TF32 records no choice and takes none: the math of a recorded
+// cuDNN engine is not checked against the float32 rule, so such layers time their engines
+// (which the heuristics' filter checks) at each engine's first run.
+TEST(CudaFusedConv, StrictFloat32LayersRecordAndTakeNoChoice) {
+  KILN_REQUIRE_GPU();
+  const Network net = residualConv("auto", cuda::Precision::kFloat32);
+  const std::map<std::string, Tensor> feeds = {{"x", randomFloats({4, 64, 14, 14}, 1)},
+                                               {"z", randomFloats({4, 64, 14, 14}, 4)}};
+  auto first = runOnCuda(net, feeds, cuda::Precision::kFloat32);
+  ASSERT_TRUE(first.isOk()) << first.status().toString();
+  EXPECT_TRUE(first->layer.choice.empty()) << first->layer.choice;
+  auto given = runOnCuda(net, feeds, cuda::Precision::kFloat32,
+                         {{first->layer.name, "conv_epilogue engine=0 knobs="}});
+  ASSERT_TRUE(given.isOk()) << given.status().toString();
+  EXPECT_EQ(given->layer.implementation.find("the plan's choice"), std::string::npos)
+      << given->layer.implementation;
+  EXPECT_TRUE(given->layer.choice.empty());
+  expectTensorNear(given->output, first->output, 1e-4, 1e-4);
+}
+
 }  // namespace
 }  // namespace kiln::test

@@ -49,7 +49,7 @@ Status runConvolution(GpuKernelContext& ctx, ConvGeometry g, void* x, const void
   if (!conv || !(conv->geometry == g)) {
     // The plan's recorded engine (layer_choice.h: "cudnn engine=..."), else the heuristics'
     // candidates timed.
-    const std::string planned = ctx.plannedChoice();
+    const std::string planned = recordsConvChoice(ctx, g) ? ctx.plannedChoice() : "";
     Result<std::shared_ptr<CudnnPlan>> replayed = plannedConvPlan(ctx, handle.value(), g, planned);
     ChosenConvPlan chosen;
     if (replayed.isOk()) {
@@ -63,11 +63,13 @@ Status runConvolution(GpuKernelContext& ctx, ConvGeometry g, void* x, const void
                                  : "; the plan's choice '" + planned + "' does not apply here: " +
                                        replayed.status().message() + ": timed again"));
     }
-    LayerChoice choice;
-    choice.form = "cudnn";
-    choice.hasEngine = true;
-    choice.engine = chosen.plan->choice;
-    ctx.setChoice(encodeLayerChoice(choice));
+    if (recordsConvChoice(ctx, g)) {
+      LayerChoice choice;
+      choice.form = "cudnn";
+      choice.hasEngine = true;
+      choice.engine = chosen.plan->choice;
+      ctx.setChoice(encodeLayerChoice(choice));
+    }
     conv = std::make_shared<ConvState>(ConvState{g, chosen.plan});
     state = conv;
   }

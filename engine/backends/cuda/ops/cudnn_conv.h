@@ -201,6 +201,11 @@ Result<std::shared_ptr<CudnnPlan>> plannedPlan(const GpuKernelContext& ctx, cudn
                                                const ConvGeometry& g,
                                                const CudnnEngineChoice& choice);
 
+// Whether a convolution of `g` records its choice for a plan to replay: every one but
+// float32 without TF32, whose recorded engine's math plannedPlan cannot check (such layers
+// time their engines at each engine's first run, as before plans carried choices).
+bool recordsConvChoice(const GpuKernelContext& ctx, const ConvGeometry& g);
+
 // Tensor uids of the convolution graphs.
 constexpr int64_t kConvUidX = 1, kConvUidW = 2, kConvUidY = 3;
 

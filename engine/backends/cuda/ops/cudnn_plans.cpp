@@ -352,6 +352,10 @@ Result<std::shared_ptr<CudnnPlan>> plannedPlan(const GpuKernelContext& ctx, cudn
   return std::shared_ptr<CudnnPlan>(std::move(plan));
 }
 
+bool recordsConvChoice(const GpuKernelContext& ctx, const ConvGeometry& g) {
+  return !convPlanFilter(ctx, g).strictFloat32;
+}
+
 Status chooseConvPlan(GpuKernelContext& ctx, cudnnHandle_t handle, const ConvGeometry& g, void* x,
                       const void* w, void* y, ChosenConvPlan* chosen) {
   CudnnDescriptor graph;

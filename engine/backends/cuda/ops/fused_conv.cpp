@@ -264,7 +264,8 @@ Status choose(GpuKernelContext& ctx, cudnnHandle_t handle, const FusedConvProble
     KILN_RETURN_IF_ERROR(chooseImplementation(ctx, handle, p, path, state, &summary));
     if (widths.empty()) {
       ctx.setImplementation(summary + replayNote);
-      ctx.setChoice(encodeLayerChoice(choiceOfState(*state)));
+      if (recordsConvChoice(ctx, p.geometry))
+        ctx.setChoice(encodeLayerChoice(choiceOfState(*state)));
       return Status::ok();
     }
   } else if (widths.empty() || widths[0] <= p.geometry.x[1] || widths[0] > 4096) {
@@ -299,7 +300,7 @@ Status choose(GpuKernelContext& ctx, cudnnHandle_t handle, const FusedConvProble
   }
   if (!state->plan) return ctx.unsupported("no convolution engine ran on the padded shapes");
   ctx.setImplementation(summary + "; channel padding timed {" + timings.str() + "}" + replayNote);
-  ctx.setChoice(encodeLayerChoice(choiceOfState(*state)));
+  if (recordsConvChoice(ctx, p.geometry)) ctx.setChoice(encodeLayerChoice(choiceOfState(*state)));
   return Status::ok();
 }
 
@@ -366,7 +367,10 @@ Status fusedConvKernel(GpuKernelContext& ctx) {
     state = std::make_shared<FusedConvState>();
     // The plan's recorded choice (an engine made from a plan) runs without timing; the
     // path and pad_channels attributes, which restrict the candidates, keep their timing.
-    const std::string planned = path == "auto" && padChannels < 0 ? ctx.plannedChoice() : "";
+    const std::string planned =
+        path == "auto" && padChannels < 0 && recordsConvChoice(ctx, p.geometry)
+            ? ctx.plannedChoice()
+            : "";
     LayerChoice choice;
     std::string summary, replayNote;
     Status adopted = unsupported("not a convolution choice");
