@@ -275,6 +275,49 @@ TEST(CudaPointwiseChain, GeluTanhChainWithABiasAlongTheLastDim) {
   checkChain(net, 2, "auto", "timed {generated=");
 }
 
+// Tactics as data (issue 23): the race of the generated kernel against the unfused kernels
+// is the layer's choice; an engine given it (as one made from a plan is) runs it without
+// timing and computes the same; a choice that is neither is said and timed again.
+TEST(CudaPointwiseChain, PlannedChoiceRunsWithoutTiming) {
+  KILN_REQUIRE_GPU();
+  Network fused = biasGeluTanh({4, 37, 96}, {96});
+  std::vector<PassApplication> applied;
+  ASSERT_TRUE(runPasses(fused, 2, {"fuse_gelu"}, &applied).isOk());  // the ten ops, one chain
+  ASSERT_EQ(fused.graph.nodes.size(), 1u);
+  ASSERT_EQ(fused.graph.nodes[0].opType, kPointwiseChainOp);
+  const Feeds feeds =
+      roundTo(chainFeeds(biasGeluTanh({4, 37, 96}, {96}), 11), cuda::Precision::kFloat16);
+  std::vector<cuda::LayerInfo> layers;
+  auto first = runCudaPoisoned(fused, feeds, cuda::Precision::kFloat16, "out", &layers);
+  ASSERT_TRUE(first.isOk()) << first.status().toString();
+  ASSERT_EQ(layers.size(), 1u);
+  const cuda::LayerInfo raced = layers[0];
+  EXPECT_NE(raced.implementation.find("timed {generated="), std::string::npos)
+      << raced.implementation;
+  ASSERT_TRUE(raced.choice == "generated" || raced.choice == "unfused") << raced.choice;
+  for (const char* choice : {"generated", "unfused"}) {
+    SCOPED_TRACE(choice);
+    auto out = runCudaPoisoned(fused, feeds, cuda::Precision::kFloat16, "out", &layers, false,
+                               {{raced.name, choice}});
+    ASSERT_TRUE(out.isOk()) << out.status().toString();
+    const std::string& text = layers[0].implementation;
+    EXPECT_NE(text.find(std::string("(the plan's choice: ") + choice + ")"), std::string::npos)
+        << text;
+    EXPECT_EQ(text.find("timed"), std::string::npos) << text;
+    EXPECT_EQ(layers[0].choice, choice);
+    expectTensorNear(out.value(), first.value(), 4e-3, 4e-3);
+  }
+  auto refused = runCudaPoisoned(fused, feeds, cuda::Precision::kFloat16, "out", &layers, false,
+                                 {{raced.name, "fused_graph engine=1 knobs="}});
+  ASSERT_TRUE(refused.isOk()) << refused.status().toString();
+  EXPECT_NE(layers[0].implementation.find(
+                "; the plan's choice 'fused_graph engine=1 knobs=' does not apply here: timed "
+                "again"),
+            std::string::npos)
+      << layers[0].implementation;
+  EXPECT_NE(layers[0].implementation.find("timed {generated="), std::string::npos);
+}
+
 TEST(CudaPointwiseChain, FullShapeInputsRunInPacksAndOddSizesElementwise) {
   KILN_REQUIRE_GPU();
   // swish(x) * y + z: every input full-shape; 4 * 1000 divides into packs, 3 * 7 * 11 not.

@@ -9,7 +9,8 @@
 //     strides over the collapsed dims.
 //   unfused: each step by its own op's CUDA kernel (pointwise_unfused.cpp).
 // The node attribute `path` ("auto", "generated", "unfused") restricts the candidates,
-// for tests and tactic pinning.
+// for tests and tactic pinning. The winner is the layer's choice, which an engine made
+// from the plan takes back without timing.
 //
 // Cubins in the plan: at the end of a CUDA build, generatedKernelsForLayer() (below)
 // compiles each PointwiseChain layer's source for the first profile's opt shapes and
@@ -107,10 +108,24 @@ void summarizeGenerated(const PointwiseChainState& st, size_t ops, std::ostrings
 }
 
 // Compiles the generated kernel (unless path is "unfused"), plans the unfused chain
-// (unless path is "generated"), times both when both exist, keeps the faster.
-Status choose(GpuKernelContext& ctx, const PointwiseProgram& storage, const std::string& path,
+// (unless path is "generated"), times both when both exist, keeps the faster. On path
+// "auto" the plan's recorded choice ("generated" or "unfused": GpuKernelContext::
+// plannedChoice) stands for the path and nothing is timed; the winner is the layer's
+// choice (setChoice).
+Status choose(GpuKernelContext& ctx, const PointwiseProgram& storage, std::string path,
               const DeviceTensor& y, PointwiseChainState* st) {
   std::ostringstream summary;
+  std::string planNote;
+  if (path == "auto") {
+    const std::string planned = ctx.plannedChoice();
+    if (planned == "generated" || planned == "unfused") {
+      path = planned;
+      planNote = " (the plan's choice: " + planned + ")";
+    } else if (!planned.empty()) {
+      planNote = "; the plan's choice '" + planned + "' does not apply here: timed again";
+    }
+  }
+  const bool recordChoice = path == "auto" || !planNote.empty();
   if (path != "unfused") {
     auto compiled = compileCudaSource(generatePointwiseSource(storage, st->spec),
                                       pointwiseKernelNames(st->spec), "the generated kernel");
@@ -144,15 +159,16 @@ Status choose(GpuKernelContext& ctx, const PointwiseProgram& storage, const std:
     summary << "; timed {generated=" << generatedMs << "ms, unfused " << st->unfused->kernelCount()
             << " kernels=" << unfusedMs << "ms}";
   }
+  if (recordChoice) ctx.setChoice(st->useUnfused ? "unfused" : "generated");
   if (st->useUnfused) {
     std::ostringstream text;
     text << "unfused: " << st->unfused->kernelCount() << " CUDA kernels";
     if (summary.tellp() > 0) text << "; " << summary.str();
-    ctx.setImplementation(text.str());
+    ctx.setImplementation(text.str() + planNote);
     return Status::ok();
   }
   if (!unfusedWhy.empty()) summary << "; unfused: " << unfusedWhy;
-  ctx.setImplementation(summary.str());
+  ctx.setImplementation(summary.str() + planNote);
   return Status::ok();
 }
 
