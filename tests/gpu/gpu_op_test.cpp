@@ -5,7 +5,10 @@
 #include <cstdio>
 #include <map>
 
+#include "backends/cuda/ops/cudnn_plan_cache.h"
+#include "backends/cuda/ops/layer_choice.h"
 #include "gpu/crash_backtrace.h"
+#include "kiln/cuda_generated_kernels.h"
 #include "kiln/reference_backend.h"
 
 namespace kiln::test {
@@ -304,6 +307,21 @@ Result<Tensor> runCudaPoisoned(const Network& net, const std::map<std::string, T
       cudaMemcpy(y.rawData(), out.data, y.byteSize(), cudaMemcpyDeviceToHost), "cudaMemcpy"));
   if (layers) *layers = ctx->layers();
   return type == DataType::kFloat32 ? y : castTensor(y, DataType::kFloat32);
+}
+
+std::string recordedCudnnChoice(const std::string& layer) {
+  const std::vector<GeneratedKernelBinary> entries = cuda::cudnnPlanRecordsForLayers({layer});
+  cuda::CudnnPlanRecord record;
+  if (entries.size() != 1 || !cuda::decodeCudnnPlanRecord(entries[0].cubin, &record)) {
+    ADD_FAILURE() << "no single cuDNN plan record for " << layer << " (" << entries.size()
+                  << " entries)";
+    return "";
+  }
+  cuda::LayerChoice cudnn;
+  cudnn.form = "cudnn";
+  cudnn.hasEngine = true;
+  cudnn.engine = record.choice;
+  return cuda::encodeLayerChoice(cudnn);
 }
 
 }  // namespace kiln::test

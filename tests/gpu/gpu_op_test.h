@@ -99,6 +99,11 @@ Result<Tensor> runCudaPoisoned(const Network& net, const std::map<std::string, T
                                bool runAgain = false,
                                const std::map<std::string, std::string>& layerChoices = {});
 
+// The cuDNN engine configuration this process's plan cache holds for layer `layer` (the one
+// its race found), as the layer's recorded choice would name it ("cudnn engine=N ...");
+// "" with a test failure when the cache holds no single record for it.
+std::string recordedCudnnChoice(const std::string& layer);
+
 }  // namespace kiln::test
 
 // Skips the test (loudly, with the reason) when no CUDA device is usable.

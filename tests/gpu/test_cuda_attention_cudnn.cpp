@@ -18,11 +18,9 @@
 #include <vector>
 
 #include "backends/cuda/ops/cudnn_plan_cache.h"
-#include "backends/cuda/ops/layer_choice.h"
 #include "engine/passes/attention_graph.h"
 #include "engine/passes/packed_attention_graph.h"
 #include "gpu/gpu_op_test.h"
-#include "kiln/cuda_generated_kernels.h"
 #include "kiln/passes.h"
 #include "kiln/reference_backend.h"
 
@@ -136,15 +134,9 @@ TEST(CudaAttentionCudnn, PlannedChoiceRunsWithoutTiming) {
   ASSERT_NE(raced.implementation.find("timed {kiln="), std::string::npos) << raced.implementation;
   ASSERT_FALSE(raced.choice.empty());
   // cuDNN's engine as the race found it, from the record this process keeps.
-  const std::vector<GeneratedKernelBinary> entries = cuda::cudnnPlanRecordsForLayers({raced.name});
-  ASSERT_EQ(entries.size(), 1u);
-  cuda::CudnnPlanRecord record;
-  ASSERT_TRUE(cuda::decodeCudnnPlanRecord(entries[0].cubin, &record));
-  cuda::LayerChoice cudnn;
-  cudnn.form = "cudnn";
-  cudnn.hasEngine = true;
-  cudnn.engine = record.choice;
-  for (const std::string& choice : {std::string("kiln"), cuda::encodeLayerChoice(cudnn)}) {
+  const std::string cudnn = recordedCudnnChoice(raced.name);
+  ASSERT_FALSE(cudnn.empty());
+  for (const std::string& choice : {std::string("kiln"), cudnn}) {
     SCOPED_TRACE(choice);
     cuda::resetCudnnPlansForTesting();
     auto out = runCudaPoisoned(fused, feeds, cuda::Precision::kFloat16, "y", &layers, false,

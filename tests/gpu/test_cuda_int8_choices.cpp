@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "backends/cuda/ops/cudnn_plan_cache.h"
-#include "backends/cuda/ops/layer_choice.h"
 #include "backends/cuda/ops/nvrtc_module.h"
 #include "gpu/int8_conv_test.h"
 #include "kiln/cuda_generated_kernels.h"
@@ -113,16 +112,9 @@ TEST(CudaInt8, PlannedChoiceRunsWithoutTiming) {
     ASSERT_FALSE(built.choice.empty()) << built.implementation;
     EXPECT_NE(built.implementation.find("; vs cudnn "), std::string::npos) << built.implementation;
     // cuDNN's engine as the race found it: from the record this process keeps.
-    const std::vector<GeneratedKernelBinary> entries =
-        cuda::cudnnPlanRecordsForLayers({built.name});
-    ASSERT_EQ(entries.size(), 1u);
-    cuda::CudnnPlanRecord record;
-    ASSERT_TRUE(cuda::decodeCudnnPlanRecord(entries[0].cubin, &record));
-    cuda::LayerChoice cudnn;
-    cudnn.form = "cudnn";
-    cudnn.hasEngine = true;
-    cudnn.engine = record.choice;
-    std::vector<std::string> planned = {built.choice, cuda::encodeLayerChoice(cudnn),
+    const std::string cudnn = recordedCudnnChoice(built.name);
+    ASSERT_FALSE(cudnn.empty());
+    std::vector<std::string> planned = {built.choice, cudnn,
                                         pointwise ? "mma:128x128" : "mma:128x64"};
     for (const std::string& choice : planned) {
       SCOPED_TRACE(choice);

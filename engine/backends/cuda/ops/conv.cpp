@@ -16,6 +16,7 @@
 #include "backends/cuda/ops/layer_choice.h"
 #include "backends/cuda/ops/conv_epilogue.h"
 #include "backends/cuda/ops/cudnn_conv.h"
+#include "backends/cuda/ops/cudnn_plan_cache.h"
 
 namespace kiln::cuda {
 namespace {
@@ -37,7 +38,8 @@ Result<std::shared_ptr<CudnnPlan>> plannedConvPlan(const GpuKernelContext& ctx,
     return unsupported("not a convolution's cuDNN engine");
   CudnnDescriptor graph;
   KILN_RETURN_IF_ERROR(buildConvGraph(handle, g, &graph));
-  return plannedPlan(ctx, handle, graph.get(), g, c.engine);
+  return planOfRecordedChoice(handle, graph.get(), "", c.engine, ctx.options().workspaceLimitBytes,
+                              ctx.node().displayName());
 }
 
 Status runConvolution(GpuKernelContext& ctx, ConvGeometry g, void* x, const void* w, void* y) {

@@ -190,20 +190,9 @@ Status chooseConvPlan(GpuKernelContext& ctx, cudnnHandle_t handle, const ConvGeo
 // The plain convolution graph of `g` (X, W, Y bound by kConvUidX/W/Y).
 Status buildConvGraph(cudnnHandle_t handle, const ConvGeometry& g, CudnnDescriptor* graph);
 
-// The plan of a recorded engine configuration (a plan's layer choice, layer_choice.h) for
-// `graph`, a convolution of `g` (the plain one or a fused graph), held to the rules
-// convPlanFilter states; kUnsupported with the reason when it does not finalize here,
-// needs more workspace than the limit, or the layer is float32 without TF32 (whose engines are
-// checked for reduced math only when the heuristics propose them: such layers time their
-// candidates).
-Result<std::shared_ptr<CudnnPlan>> plannedPlan(const GpuKernelContext& ctx, cudnnHandle_t handle,
-                                               cudnnBackendDescriptor_t graph,
-                                               const ConvGeometry& g,
-                                               const CudnnEngineChoice& choice);
-
 // Whether a convolution of `g` records its choice for a plan to replay: every one but
-// float32 without TF32, whose recorded engine's math plannedPlan cannot check (such layers
-// time their engines at each engine's first run, as before plans carried choices).
+// float32 without TF32, whose recorded engine's math planOfRecordedChoice does not check (such
+// layers time their engines at each engine's first run, as before plans carried choices).
 bool recordsConvChoice(const GpuKernelContext& ctx, const ConvGeometry& g);
 
 // Tensor uids of the convolution graphs.

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/ops/layer_choice.h"
 #include "backends/cuda/ops/nvrtc_module.h"
 #include "common/fnv1a.h"
 #include "kiln/cuda_generated_kernels.h"
@@ -192,6 +193,27 @@ void preloadCudnnPlanEntry(const GeneratedKernelBinary& entry) {
   Entry& e = r.entries[entry.key];
   if (e.layers.empty() && e.record.choice.engine < 0) e.record = record;
   for (const std::string& layer : entry.layers) e.layers.insert(layer);
+}
+
+Result<std::shared_ptr<CudnnPlan>> planOfRecordedChoice(
+    cudnnHandle_t handle, cudnnBackendDescriptor_t graph, const std::string& key,
+    const CudnnEngineChoice& choice, int64_t workspaceLimit, const std::string& layer) {
+  CudnnPlanRecord record;
+  if (!key.empty() && findCudnnPlanRecord(key, &record) &&
+      sameEngineChoice(record.choice, choice)) {
+    Result<std::unique_ptr<CudnnPlan>> plan = planFromRecord(handle, graph, record);
+    if (plan.isOk()) {
+      rememberCudnnPlanRecord(key, record, layer);
+      return std::shared_ptr<CudnnPlan>(std::move(plan.value()));
+    }
+  }
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<CudnnPlan> plan, planFromChoice(handle, graph, choice));
+  if (plan->workspace > workspaceLimit)
+    return unsupported("cuDNN engine " + std::to_string(choice.engine) + " needs " +
+                       std::to_string(plan->workspace) + " bytes of workspace, over the limit");
+  if (!key.empty() && plan->choice.runtimeCompiled)
+    rememberCudnnPlan(key, *plan, layer, "the plan's choice");
+  return std::shared_ptr<CudnnPlan>(std::move(plan));
 }
 
 void rememberRaceWinner(const std::string& key, const std::string& winner,

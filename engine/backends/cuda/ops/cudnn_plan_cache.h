@@ -45,6 +45,17 @@ void rememberCudnnPlanRecord(const std::string& key, const CudnnPlanRecord& reco
 void rememberCudnnPlan(const std::string& key, const CudnnPlan& plan, const std::string& layer,
                        const std::string& timings = "");
 
+// The plan of a layer's recorded engine configuration (a plan's choice, layer_choice.h) for
+// `graph`, built without timing: the serialized plan of the record of `key` when it holds
+// the same engine (no compile; the record then names `layer` too), else `choice` finalized
+// here; kUnsupported with the reason when cuDNN does not finalize it or it needs more than
+// `workspaceLimit` bytes. One finalized here that compiled at run time is recorded for `key`
+// and `layer`, so the plan file saved next carries it. `key` "": a graph without records
+// (the plain convolution).
+Result<std::shared_ptr<CudnnPlan>> planOfRecordedChoice(
+    cudnnHandle_t handle, cudnnBackendDescriptor_t graph, const std::string& key,
+    const CudnnEngineChoice& choice, int64_t workspaceLimit, const std::string& layer);
+
 // Adds the race's winner and times to the record of `key` (nothing without a record).
 void rememberRaceWinner(const std::string& key, const std::string& winner,
                         const std::string& timings);

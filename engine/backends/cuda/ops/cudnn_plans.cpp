@@ -337,21 +337,6 @@ Status buildConvGraph(cudnnHandle_t handle, const ConvGeometry& g, CudnnDescript
   return makeOperationGraph(handle, {op.get()}, graph);
 }
 
-Result<std::shared_ptr<CudnnPlan>> plannedPlan(const GpuKernelContext& ctx, cudnnHandle_t handle,
-                                               cudnnBackendDescriptor_t graph,
-                                               const ConvGeometry& g,
-                                               const CudnnEngineChoice& choice) {
-  const PlanFilter filter = convPlanFilter(ctx, g);
-  // A recorded engine's math is not checked against the float32 rule: such layers time.
-  if (filter.strictFloat32)
-    return unsupported("a float32 layer without TF32 times its engines (math not checked)");
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<CudnnPlan> plan, planFromChoice(handle, graph, choice));
-  if (plan->workspace > filter.workspaceLimit)
-    return unsupported("cuDNN engine " + std::to_string(choice.engine) + " needs " +
-                       std::to_string(plan->workspace) + " bytes of workspace, over the limit");
-  return std::shared_ptr<CudnnPlan>(std::move(plan));
-}
-
 bool recordsConvChoice(const GpuKernelContext& ctx, const ConvGeometry& g) {
   return !convPlanFilter(ctx, g).strictFloat32;
 }

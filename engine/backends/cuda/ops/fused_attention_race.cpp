@@ -142,24 +142,10 @@ Status adoptPlannedChoice(const Race& r, const std::string& key, const std::stri
   if (c.form != kCudnnWinner || !c.hasEngine) return unsupported("not an attention choice");
   CudnnDescriptor graph;
   KILN_RETURN_IF_ERROR(buildCudnnAttentionGraph(r.handle, r.operands, &graph));
-  CudnnPlanRecord record;
-  std::unique_ptr<CudnnPlan> plan;
-  if (findCudnnPlanRecord(key, &record) && sameEngineChoice(record.choice, c.engine)) {
-    Result<std::unique_ptr<CudnnPlan>> restored = planFromRecord(r.handle, graph.get(), record);
-    if (restored.isOk()) {
-      plan = std::move(restored.value());
-      rememberCudnnPlanRecord(key, record, r.ctx.node().displayName());
-    }
-  }
-  if (!plan) {
-    KILN_ASSIGN_OR_RETURN(plan, planFromChoice(r.handle, graph.get(), c.engine));
-    if (plan->workspace > cudnnAttentionPlanFilter(r.ctx).workspaceLimit)
-      return unsupported("cuDNN engine " + std::to_string(c.engine.engine) +
-                         " needs more workspace than the limit");
-    if (plan->choice.runtimeCompiled)  // so that the plan file saved next carries it
-      rememberCudnnPlan(key, *plan, r.ctx.node().displayName(), "the plan's choice");
-  }
-  state->plan = std::move(plan);
+  KILN_ASSIGN_OR_RETURN(state->plan,
+                        planOfRecordedChoice(r.handle, graph.get(), key, c.engine,
+                                             cudnnAttentionPlanFilter(r.ctx).workspaceLimit,
+                                             r.ctx.node().displayName()));
   state->implementation = cudnnDescription(*state->plan) + " (the plan's choice: " + planned + ")";
   return Status::ok();
 }

@@ -141,37 +141,6 @@ LayerChoice choiceOfState(const FusedConvState& state) {
   return c;
 }
 
-namespace {
-
-// The fused graph's plan for `choice`: the serialized plan of a record this process or
-// the plan file holds for the same graph and engine (a runtime-compiled engine then
-// does not compile again), else the engine configuration finalized here (recorded when
-// it compiled, so the plan file saved next carries it).
-Result<std::shared_ptr<CudnnPlan>> plannedFusedGraphPlan(GpuKernelContext& ctx,
-                                                         cudnnHandle_t handle,
-                                                         const FusedConvProblem& p,
-                                                         const CudnnEngineChoice& choice) {
-  CudnnDescriptor graph;
-  KILN_RETURN_IF_ERROR(buildFusedGraph(handle, p, &graph));
-  Result<std::string> key = cudnnPlanKey(fusedGraphText(p));
-  CudnnPlanRecord record;
-  if (key.isOk() && findCudnnPlanRecord(key.value(), &record) &&
-      sameEngineChoice(record.choice, choice)) {
-    Result<std::unique_ptr<CudnnPlan>> plan = planFromRecord(handle, graph.get(), record);
-    if (plan.isOk()) {
-      rememberCudnnPlanRecord(key.value(), record, ctx.node().displayName());
-      return std::shared_ptr<CudnnPlan>(std::move(plan.value()));
-    }
-  }
-  KILN_ASSIGN_OR_RETURN(std::shared_ptr<CudnnPlan> plan,
-                        plannedPlan(ctx, handle, graph.get(), p.geometry, choice));
-  if (key.isOk() && plan->choice.runtimeCompiled)
-    rememberCudnnPlan(key.value(), *plan, ctx.node().displayName(), "the plan's choice");
-  return plan;
-}
-
-}  // namespace
-
 Status adoptPlannedChoice(GpuKernelContext& ctx, cudnnHandle_t handle, const FusedConvProblem& p,
                           const LayerChoice& c, FusedConvState* state, std::string* summary) {
   const ConvGeometry& g = p.geometry;
@@ -196,7 +165,9 @@ Status adoptPlannedChoice(GpuKernelContext& ctx, cudnnHandle_t handle, const Fus
     dense.w[1] = g.x[1];
     CudnnDescriptor graph;
     KILN_RETURN_IF_ERROR(buildConvGraph(handle, dense, &graph));
-    KILN_ASSIGN_OR_RETURN(s.plan, plannedPlan(ctx, handle, graph.get(), dense, c.engine));
+    KILN_ASSIGN_OR_RETURN(
+        s.plan, planOfRecordedChoice(handle, graph.get(), "", c.engine,
+                                     ctx.options().workspaceLimitBytes, ctx.node().displayName()));
     s.denseGroups = groups;
     *summary = "dense block-diagonal (" + std::to_string(groups) +
                " groups as 1): " + s.plan->description + " + kiln epilogue";
@@ -212,13 +183,20 @@ Status adoptPlannedChoice(GpuKernelContext& ctx, cudnnHandle_t handle, const Fus
     s.paddedChannels = c.paddedChannels;
   }
   if (c.form == "fused_graph") {
-    KILN_ASSIGN_OR_RETURN(s.plan, plannedFusedGraphPlan(ctx, handle, q, c.engine));
+    CudnnDescriptor graph;
+    KILN_RETURN_IF_ERROR(buildFusedGraph(handle, q, &graph));
+    KILN_ASSIGN_OR_RETURN(const std::string key, cudnnPlanKey(fusedGraphText(q)));
+    KILN_ASSIGN_OR_RETURN(
+        s.plan, planOfRecordedChoice(handle, graph.get(), key, c.engine,
+                                     ctx.options().workspaceLimitBytes, ctx.node().displayName()));
     s.fusedGraph = true;
     *summary = "cudnn fused graph " + s.plan->description.substr(6);
   } else if (c.form == "conv_epilogue") {
     CudnnDescriptor graph;
     KILN_RETURN_IF_ERROR(buildConvGraph(handle, q.geometry, &graph));
-    KILN_ASSIGN_OR_RETURN(s.plan, plannedPlan(ctx, handle, graph.get(), q.geometry, c.engine));
+    KILN_ASSIGN_OR_RETURN(
+        s.plan, planOfRecordedChoice(handle, graph.get(), "", c.engine,
+                                     ctx.options().workspaceLimitBytes, ctx.node().displayName()));
     *summary = s.plan->description + " + kiln epilogue (" +
                convEpilogueVariant(g.type, p.outer * p.channels * p.inner, p.y, p.z) + ")";
   } else {

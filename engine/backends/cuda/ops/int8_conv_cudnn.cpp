@@ -260,18 +260,9 @@ Status adoptPlannedChoice(GpuKernelContext& ctx, cudnnHandle_t handle, const std
   if (!c.hasEngine) return unsupported("no cuDNN engine recorded");
   CudnnDescriptor graph;
   KILN_RETURN_IF_ERROR(buildGraph(handle, *s, &graph));
-  CudnnPlanRecord record;
-  if (findCudnnPlanRecord(key, &record) && sameEngineChoice(record.choice, c.engine)) {
-    Result<std::unique_ptr<CudnnPlan>> plan = planFromRecord(handle, graph.get(), record);
-    if (plan.isOk()) {
-      s->plan = std::shared_ptr<CudnnPlan>(std::move(plan.value()));
-      rememberCudnnPlanRecord(key, record, ctx.node().displayName());
-      return Status::ok();
-    }
-  }
-  KILN_ASSIGN_OR_RETURN(s->plan, plannedPlan(ctx, handle, graph.get(), s->geometry, c.engine));
-  // So that the plan file saved next carries it.
-  rememberCudnnPlan(key, *s->plan, ctx.node().displayName(), "the plan's choice");
+  KILN_ASSIGN_OR_RETURN(
+      s->plan, planOfRecordedChoice(handle, graph.get(), key, c.engine,
+                                    ctx.options().workspaceLimitBytes, ctx.node().displayName()));
   return Status::ok();
 }
 
