@@ -11,6 +11,7 @@
 
 #include "kiln/build_backend.h"
 #include "kiln/builder.h"
+#include "kiln/timing_cache.h"
 
 namespace kiln::build {
 
@@ -159,6 +160,9 @@ struct TimingSession {
   std::string deviceKey;  // identity part of every cache key
   TimingCacheStats stats;
   int timed = 0;
+  // Every time measured in this build, by the same keys as the timing cache: a layer
+  // identical to one already timed is not timed again (with or without a cache file).
+  TimingCache sameBuild;
 };
 // A layer's timing inputs, made only when a candidate must be timed (a warm timing
 // cache needs none); `exact` asks for the reference run's values.

@@ -309,7 +309,7 @@ Result<Plan> buildPlan(std::shared_ptr<const Network> source, const BuilderConfi
   KILN_RETURN_IF_ERROR(timingInputs.inferShapes());
   if (cancelled()) return Status(StatusCode::kCancelled, "build cancelled");
 
-  build::TimingSession session{backend, config, timingKeyPrefix(plan.identity, config), {}, 0};
+  build::TimingSession session{backend, config, timingKeyPrefix(plan.identity, config), {}, 0, {}};
   const Clock::time_point timingStart = Clock::now();
   std::vector<build::UniformLayer> uniformInfo;  // for backends of one precision per engine
   const int layerCount = static_cast<int>(network->graph.nodes.size());

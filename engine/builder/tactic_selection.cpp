@@ -117,9 +117,12 @@ Result<TacticSelection> selectTactic(TimingSession& session, const Node& node,
     } else {
       c.rejected = ms.status().message();
     }
-    if (config.timingCache && (ms.isOk() || exact))
-      config.timingCache->insert(
-          key, {c.milliseconds, c.rejected, node.displayName(), c.detail, c.choice});
+    if (ms.isOk() || exact) {
+      const TimingCacheEntry entry{c.milliseconds, c.rejected, node.displayName(), c.detail,
+                                   c.choice};
+      if (config.timingCache) config.timingCache->insert(key, entry);
+      session.sameBuild.insert(key, entry);
+    }
     return Status::ok();
   };
   std::vector<std::pair<size_t, std::string>> retry;  // rejected on synthetic inputs
@@ -131,6 +134,10 @@ Result<TacticSelection> selectTactic(TimingSession& session, const Node& node,
     ++session.stats.lookups;
     std::optional<TimingCacheEntry> cached;
     if (config.timingCache) cached = config.timingCache->lookup(key);
+    // A layer identical to one this build timed already (the same signature) takes its
+    // time and choice, as TensorRT's builder does; the detail names the layer timed.
+    std::optional<TimingCacheEntry> sameBuild;
+    if (!cached) sameBuild = session.sameBuild.lookup(key);
     if (cached) {
       ++session.stats.hits;
       c.fromCache = true;
@@ -138,6 +145,12 @@ Result<TacticSelection> selectTactic(TimingSession& session, const Node& node,
       c.rejected = cached->rejected;
       c.detail = cached->detail;
       c.choice = cached->choice;
+    } else if (sameBuild) {
+      c.milliseconds = sameBuild->rejected.empty() ? sameBuild->milliseconds : -1;
+      c.rejected = sameBuild->rejected;
+      c.detail = sameBuild->detail + (sameBuild->detail.empty() ? "" : "; ") + "timed on layer '" +
+                 sameBuild->layer + "' (same signature)";
+      c.choice = sameBuild->choice;
     } else {
       KILN_RETURN_IF_ERROR(time(c, key, false));
       if (!c.rejected.empty()) retry.push_back({i, key});

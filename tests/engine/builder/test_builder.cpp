@@ -1,5 +1,6 @@
 // The builder on the CPU backend: plans that run like the model, timing cache,
 // tactic replay, precision constraints, optimization levels, cancel.
+#include <map>
 #include <algorithm>
 #include <atomic>
 
@@ -236,7 +237,46 @@ TEST(Builder, LevelZeroTakesTheHeuristicsFirstPick) {
   for (const LayerRecord& layer : plan.record.layers) {
     EXPECT_EQ(layer.tactic, layer.candidates[0].tactic) << layer.name;
   }
-  EXPECT_EQ(plan.record.candidatesTimed, static_cast<int>(plan.layers.size()));
+  // One timing per layer, but a layer identical to one timed before takes that time.
+  int timedHere = 0, sameAsEarlier = 0;
+  for (const LayerRecord& layer : plan.record.layers) {
+    const bool shared = layer.candidates[0].detail.find("(same signature)") != std::string::npos;
+    (shared ? sameAsEarlier : timedHere) += 1;
+  }
+  EXPECT_EQ(plan.record.candidatesTimed, timedHere);
+  EXPECT_GT(sameAsEarlier, 0);
+}
+
+TEST(Builder, IdenticalLayersAreTimedOnceAndShareTheTime) {
+  Plan plan = buildOnCpu(classifierNetwork(), classifierConfig());
+  std::map<std::string, const LayerRecord*> byName;
+  for (const LayerRecord& layer : plan.record.layers) byName[layer.name] = &layer;
+  int shared = 0;
+  for (const LayerRecord& layer : plan.record.layers) {
+    for (const TacticCandidate& c : layer.candidates) {
+      const size_t at = c.detail.find("timed on layer '");
+      if (at == std::string::npos) continue;
+      ++shared;
+      EXPECT_FALSE(c.fromCache) << layer.name;  // no timing cache file in this build
+      const size_t from = at + std::string("timed on layer '").size();
+      const std::string first = c.detail.substr(from, c.detail.find('\'', from) - from);
+      ASSERT_TRUE(byName.count(first)) << layer.name << " names " << first;
+      ASSERT_NE(first, layer.name);
+      // The first layer's candidate of the same tactic and precision has the same time.
+      bool found = false;
+      for (const TacticCandidate& earlier : byName[first]->candidates)
+        if (earlier.tactic == c.tactic && earlier.precision == c.precision) {
+          found = true;
+          EXPECT_EQ(earlier.milliseconds, c.milliseconds) << layer.name;
+          EXPECT_EQ(earlier.rejected, c.rejected) << layer.name;
+        }
+      EXPECT_TRUE(found) << layer.name;
+    }
+  }
+  EXPECT_GT(shared, 0);
+  int candidates = 0;
+  for (const LayerRecord& layer : plan.record.layers) candidates += int(layer.candidates.size());
+  EXPECT_LT(plan.record.candidatesTimed, candidates);
 }
 
 TEST(Builder, DisabledSourcesAreRejectedWithAReason) {
