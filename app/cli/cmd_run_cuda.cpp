@@ -11,7 +11,6 @@
 #include "cli/status_json.h"
 #include "cli/run_report.h"
 #include "kiln/cuda_benchmark.h"
-#include "kiln/cuda_generated_kernels.h"
 #include "kiln/cuda_plan_options.h"
 #include "plan_profiler.h"
 
@@ -82,9 +81,6 @@ int runOnCuda(const Args& args, std::shared_ptr<Network> network,
   }
   cuda::DeviceInfo info = cuda::probeCudaDevice(engineOptions.device);
   if (!info.available) return fail("run", "CUDA backend unavailable: " + info.reason);
-  // The plan's NVRTC cubins: its PointwiseChain layers load them at the opt shapes
-  // instead of compiling (checkPlanCompatible already matched the device).
-  if (plan) cuda::preloadGeneratedKernels(plan->generatedKernels);
   auto engine = cuda::Engine::create(network, engineOptions);
   if (!engine.isOk())
     return failStatus("run", engine.status().withContext(model), args.flag("json"));

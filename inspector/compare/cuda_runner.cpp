@@ -3,7 +3,6 @@
 // inputs and outputs only, so this side exposes no intermediates (a comparison then
 // checks outputs and says so).
 #include "compare/model_runner.h"
-#include "kiln/cuda_generated_kernels.h"
 #include "kiln/cuda_plan_options.h"
 #include "kiln/cuda_runtime.h"
 
@@ -74,8 +73,8 @@ Result<std::unique_ptr<ModelRunner>> cudaRunner(std::shared_ptr<const Network> n
   options.precision = enginePrecision(side.precision);
   options.allowTf32 = side.allowTf32;
   if (plan) {  // as `kiln run` does with a plan: its build settings decide
+    // (its cubins and cuDNN records in the engine's own compiled code: loaded, not compiled)
     options = cuda::engineOptionsForPlan(*plan, side.device);
-    cuda::preloadGeneratedKernels(plan->generatedKernels);  // loaded, not compiled, at opt
   }
   auto engine = cuda::Engine::create(network, options);
   if (!engine.isOk()) return engine.status().withContext(label);

@@ -275,11 +275,13 @@ Status cudaStatus(cudaError_t e, const char* what) {
 Result<Tensor> runCudaPoisoned(const Network& net, const std::map<std::string, Tensor>& feeds,
                                cuda::Precision precision, const std::string& output,
                                std::vector<cuda::LayerInfo>* layers, bool runAgain,
-                               const std::map<std::string, std::string>& layerChoices) {
+                               const std::map<std::string, std::string>& layerChoices,
+                               std::shared_ptr<cuda::CompiledCode> code) {
   cuda::EngineOptions options;
   options.precision = precision;
   options.allowTf32 = false;
   options.layerChoices = layerChoices;
+  options.compiledCode = std::move(code);
   KILN_ASSIGN_OR_RETURN(auto engine, cuda::Engine::create(std::make_shared<Network>(net), options));
   KILN_ASSIGN_OR_RETURN(auto ctx, engine->createContext());
   for (const auto& [name, t] : feeds) {
@@ -309,8 +311,8 @@ Result<Tensor> runCudaPoisoned(const Network& net, const std::map<std::string, T
   return type == DataType::kFloat32 ? y : castTensor(y, DataType::kFloat32);
 }
 
-std::string recordedCudnnChoice(const std::string& layer) {
-  const std::vector<GeneratedKernelBinary> entries = cuda::cudnnPlanRecordsForLayers({layer});
+std::string recordedCudnnChoice(const cuda::CompiledCode& code, const std::string& layer) {
+  const std::vector<GeneratedKernelBinary> entries = code.cudnnRecordsForLayers({layer});
   cuda::CudnnPlanRecord record;
   if (entries.size() != 1 || !cuda::decodeCudnnPlanRecord(entries[0].cubin, &record)) {
     ADD_FAILURE() << "no single cuDNN plan record for " << layer << " (" << entries.size()

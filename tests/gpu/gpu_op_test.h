@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/cuda_generated_kernels.h"
 #include "kiln/cuda_runtime.h"
 #include "kiln/graph.h"
 #include "kiln/tensor.h"
@@ -92,17 +93,20 @@ bool gpuAvailable();
 // channels-last INT8 convolution runs cuDNN on its output before racing Kiln's
 // kernels) leave a correct answer there that would hide the elements the chosen
 // kernel never writes. `layerChoices`: recorded choices by layer name, as an engine made
-// from a plan gets them (EngineOptions::layerChoices).
+// from a plan gets them (EngineOptions::layerChoices). `code`: the compiled code to share
+// with other runs given the same object (EngineOptions::compiledCode); nullptr: the
+// engine's own, as in a new process.
 Result<Tensor> runCudaPoisoned(const Network& net, const std::map<std::string, Tensor>& feeds,
                                cuda::Precision precision, const std::string& output,
                                std::vector<cuda::LayerInfo>* layers = nullptr,
                                bool runAgain = false,
-                               const std::map<std::string, std::string>& layerChoices = {});
+                               const std::map<std::string, std::string>& layerChoices = {},
+                               std::shared_ptr<cuda::CompiledCode> code = nullptr);
 
-// The cuDNN engine configuration this process's plan cache holds for layer `layer` (the one
-// its race found), as the layer's recorded choice would name it ("cudnn engine=N ...");
-// "" with a test failure when the cache holds no single record for it.
-std::string recordedCudnnChoice(const std::string& layer);
+// The cuDNN engine configuration `code` holds for layer `layer` (the one its race found,
+// in an engine given `code`), as the layer's recorded choice would name it
+// ("cudnn engine=N ..."); "" with a test failure when it holds no single record for it.
+std::string recordedCudnnChoice(const cuda::CompiledCode& code, const std::string& layer);
 
 }  // namespace kiln::test
 

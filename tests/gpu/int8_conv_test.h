@@ -83,10 +83,13 @@ inline GpuOpTest int8EpilogueConv(const Shape& x, const Shape& w, int64_t stride
 }
 
 // Runs the one-layer `net` of `t` on the GPU (FP16 engine, poisoned output) and checks
-// that the layer ran there with `expected` in its implementation text; its output.
-inline Tensor runOneGpuLayer(const GpuOpTest& t, const Network& net, const char* expected) {
+// that the layer ran there with `expected` in its implementation text; its output. `code`:
+// the engine's compiled code (shared with the runs given the same object).
+inline Tensor runOneGpuLayer(const GpuOpTest& t, const Network& net, const char* expected,
+                             std::shared_ptr<cuda::CompiledCode> code) {
   std::vector<cuda::LayerInfo> layers;
-  auto out = runCudaPoisoned(net, t.feeds(), cuda::Precision::kFloat16, "out0", &layers);
+  auto out = runCudaPoisoned(net, t.feeds(), cuda::Precision::kFloat16, "out0", &layers, false, {},
+                             std::move(code));
   EXPECT_TRUE(out.isOk()) << out.status().toString();
   EXPECT_EQ(layers.size(), 1u);
   if (!out.isOk() || layers.size() != 1) return Tensor();

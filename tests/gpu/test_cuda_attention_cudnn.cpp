@@ -92,7 +92,7 @@ void checkPath(const Network& unfused, const Feeds& base, const std::string& pat
 void checkBothCandidates(const Network& unfused, const Feeds& base) {
   checkPath(unfused, base, "kiln", "kiln flash attention");
   checkPath(unfused, base, "cudnn", "cudnn fused attention");
-  cuda::resetCudnnPlansForTesting();  // the race times both instead of taking a record
+  // An engine of its own: the race times both instead of taking the paths' records.
   checkPath(unfused, base, "auto", "timed {kiln=");
 }
 
@@ -123,9 +123,10 @@ TEST(CudaAttentionCudnn, PlannedChoiceRunsWithoutTiming) {
   const Feeds feeds = roundTo(attentionFeeds(c, 13), cuda::Precision::kFloat16);
   std::vector<NamedTensor> expected;
   ASSERT_TRUE(ReferenceBackend(unfused).run(feeds, &expected).isOk());
-  cuda::resetCudnnPlansForTesting();
+  auto code = std::make_shared<cuda::CompiledCode>();
   std::vector<cuda::LayerInfo> layers;
-  auto first = runCudaPoisoned(fused, feeds, cuda::Precision::kFloat16, "y", &layers, true);
+  auto first =
+      runCudaPoisoned(fused, feeds, cuda::Precision::kFloat16, "y", &layers, true, {}, code);
   ASSERT_TRUE(first.isOk()) << first.status().toString();
   cuda::LayerInfo raced;
   for (const cuda::LayerInfo& layer : layers)
@@ -133,12 +134,11 @@ TEST(CudaAttentionCudnn, PlannedChoiceRunsWithoutTiming) {
   std::cout << "  " << raced.implementation << "\n    choice '" << raced.choice << "'\n";
   ASSERT_NE(raced.implementation.find("timed {kiln="), std::string::npos) << raced.implementation;
   ASSERT_FALSE(raced.choice.empty());
-  // cuDNN's engine as the race found it, from the record this process keeps.
-  const std::string cudnn = recordedCudnnChoice(raced.name);
+  // cuDNN's engine as the race found it, from the record the engine's code keeps.
+  const std::string cudnn = recordedCudnnChoice(*code, raced.name);
   ASSERT_FALSE(cudnn.empty());
   for (const std::string& choice : {std::string("kiln"), cudnn}) {
-    SCOPED_TRACE(choice);
-    cuda::resetCudnnPlansForTesting();
+    SCOPED_TRACE(choice);  // an engine with code of its own: no record
     auto out = runCudaPoisoned(fused, feeds, cuda::Precision::kFloat16, "y", &layers, false,
                                {{raced.name, choice}});
     ASSERT_TRUE(out.isOk()) << out.status().toString();
@@ -147,7 +147,6 @@ TEST(CudaAttentionCudnn, PlannedChoiceRunsWithoutTiming) {
     EXPECT_EQ(text.find("timed"), std::string::npos) << text;
     expectTensorNear(out.value(), expected[0].tensor, 2e-2, 2e-2);
   }
-  cuda::resetCudnnPlansForTesting();
   auto refused = runCudaPoisoned(fused, feeds, cuda::Precision::kFloat16, "y", &layers, false,
                                  {{raced.name, "mma:128x128"}});
   ASSERT_TRUE(refused.isOk()) << refused.status().toString();
@@ -272,8 +271,7 @@ TEST(CudaAttentionCudnn, DISABLED_RaceAtModelScale) {
       {"BERT-base B128 S128 SDPA mask", {attentionNetwork(bert), attentionFeeds(bert, 3)}}};
   for (const auto& [name, network] : cases) {
     for (cuda::Precision precision : {cuda::Precision::kFloat16, cuda::Precision::kBFloat16}) {
-      cuda::resetCudnnPlansForTesting();
-      std::vector<cuda::LayerInfo> layers;
+      std::vector<cuda::LayerInfo> layers;  // each engine races: code of its own
       auto y = runCudaPoisoned(fusedWithPath(network.first, "auto"),
                                roundTo(network.second, precision), precision, "y", &layers);
       ASSERT_TRUE(y.isOk()) << y.status().toString();

@@ -17,55 +17,61 @@
 namespace kiln::test {
 namespace {
 
-// The cuDNN plan a channels-last INT8 layer chose is reused: another engine builds it
-// again without timing ("chosen earlier"); the records, handed to a fresh registry as
-// a plan's entries, give "from the plan file"; the outputs keep their bits. A damaged
-// record is dropped and the layer times its candidates again.
+// The cuDNN plan a channels-last INT8 layer chose is reused: another engine sharing the
+// compiled code builds it again without timing ("chosen earlier"), one with code of its own
+// times again; the records, handed to fresh code as a plan's entries, give "from the plan
+// file"; the outputs keep their bits. A damaged record is dropped and the layer times its
+// candidates again.
 TEST(CudaInt8, ChosenCudnnPlansAreReusedAndTravelInThePlan) {
   KILN_REQUIRE_GPU();
-  cuda::resetGeneratedKernelsForTesting();
   const GpuOpTest t = channelsLastInt8Conv(true, Residual::kInt8);
   const Network net = t.network();
-  auto run = [&](const char* expected) { return runOneGpuLayer(t, net, expected); };
-  const Tensor first = run("; timed {");
+  auto code = std::make_shared<cuda::CompiledCode>();
+  auto run = [&](const char* expected, std::shared_ptr<cuda::CompiledCode> in) {
+    return runOneGpuLayer(t, net, expected, std::move(in));
+  };
+  const Tensor first = run("; timed {", code);
   const std::string layer = net.graph.nodes[0].displayName();
-  expectTensorNear(run("; chosen earlier"), first, 0, 0);
-  std::vector<GeneratedKernelBinary> entries = cuda::cudnnPlanRecordsForLayers({layer});
+  expectTensorNear(run("; chosen earlier", code), first, 0, 0);
+  expectTensorNear(run("; timed {", nullptr), first, 0, 0);  // nothing shared: no record
+  std::vector<GeneratedKernelBinary> entries = code->cudnnRecordsForLayers({layer});
   ASSERT_EQ(entries.size(), 1u);
   EXPECT_NE(entries[0].key.find(":cudnn-plan:"), std::string::npos) << entries[0].key;
   EXPECT_EQ(entries[0].layers, std::vector<std::string>{layer});
-  EXPECT_TRUE(cuda::cudnnPlanRecordsForLayers({"another layer"}).empty());
+  EXPECT_TRUE(code->cudnnRecordsForLayers({"another layer"}).empty());
 
-  cuda::resetGeneratedKernelsForTesting();  // as in a new process, then what `kiln run` does
-  cuda::preloadGeneratedKernels(entries);
-  expectTensorNear(run("; from the plan file"), first, 0, 0);
+  auto fromPlan = std::make_shared<cuda::CompiledCode>();  // what engineOptionsForPlan makes
+  fromPlan->preload(entries);
+  expectTensorNear(run("; from the plan file", fromPlan), first, 0, 0);
 
-  cuda::resetGeneratedKernelsForTesting();
   GeneratedKernelBinary damaged = entries[0];
   damaged.cubin.resize(damaged.cubin.size() / 2);
-  cuda::preloadGeneratedKernels({damaged});
-  expectTensorNear(run("; timed {"), first, 0, 0);
+  auto fromDamaged = std::make_shared<cuda::CompiledCode>();
+  fromDamaged->preload({damaged});
+  expectTensorNear(run("; timed {", fromDamaged), first, 0, 0);
 }
 
 // The race of a 1x1 layer's cuDNN plan against Kiln's kernel and cuBLASLt's GEMM runs
-// once: a second engine, and a fresh registry given the plan's entries, take the
+// once: a second engine sharing the code, and fresh code given the plan's entries, take the
 // recorded winner without timing, with the same output bits. A record whose race
 // Kiln's kernel won loads without cuDNN's plan; one that cuDNN won restores it.
 TEST(CudaInt8, RaceWinnerIsRecordedAndTravelsInThePlan) {
   KILN_REQUIRE_GPU();
-  cuda::resetGeneratedKernelsForTesting();
   const GpuOpTest t =
       int8EpilogueConv({2, 5, 7, 128}, {256, 1, 1, 128}, 1, 0, true, {2, 5, 7, 256});
   const Network net = t.network();
-  auto run = [&](const char* expected) { return runOneGpuLayer(t, net, expected); };
-  const Tensor first = run("; vs cudnn ");
-  expectTensorNear(run(" won the race"), first, 0, 0);
+  auto code = std::make_shared<cuda::CompiledCode>();
+  auto run = [&](const char* expected, std::shared_ptr<cuda::CompiledCode> in) {
+    return runOneGpuLayer(t, net, expected, std::move(in));
+  };
+  const Tensor first = run("; vs cudnn ", code);
+  expectTensorNear(run(" won the race", code), first, 0, 0);
   const std::vector<GeneratedKernelBinary> entries =
-      cuda::cudnnPlanRecordsForLayers({net.graph.nodes[0].displayName()});
+      code->cudnnRecordsForLayers({net.graph.nodes[0].displayName()});
   ASSERT_EQ(entries.size(), 1u);
-  cuda::resetGeneratedKernelsForTesting();
-  cuda::preloadGeneratedKernels(entries);
-  expectTensorNear(run(" won the race"), first, 0, 0);
+  auto fromPlan = std::make_shared<cuda::CompiledCode>();
+  fromPlan->preload(entries);
+  expectTensorNear(run(" won the race", fromPlan), first, 0, 0);
 
   // The same record with each winner in turn (the kernels' float epilogues may round a
   // value a step apart from the first run's winner).
@@ -76,14 +82,15 @@ TEST(CudaInt8, RaceWinnerIsRecordedAndTravelsInThePlan) {
     record.raceWinner = winner;
     std::vector<GeneratedKernelBinary> edited = entries;
     edited[0].cubin = cuda::encodeCudnnPlanRecord(record);
-    cuda::resetGeneratedKernelsForTesting();
-    cuda::preloadGeneratedKernels(edited);
+    auto editedCode = std::make_shared<cuda::CompiledCode>();
+    editedCode->preload(edited);
     const bool kiln = std::string(winner) != "cudnn";
     const Tensor out = run(kiln ? "; from the plan file, cuDNN's plan not restored (timed then {"
-                                : "; from the plan file, serialized (timed then {");
+                                : "; from the plan file, serialized (timed then {",
+                           editedCode);
     expectTensorNear(out, first, 1, 0);
     std::vector<GeneratedKernelBinary> again =
-        cuda::cudnnPlanRecordsForLayers({net.graph.nodes[0].displayName()});
+        editedCode->cudnnRecordsForLayers({net.graph.nodes[0].displayName()});
     ASSERT_EQ(again.size(), 1u);  // the record stays for the next save of the plan
     EXPECT_EQ(again[0].cubin, edited[0].cubin);
   }
@@ -102,23 +109,23 @@ TEST(CudaInt8, PlannedChoiceRunsWithoutTiming) {
         pointwise ? int8EpilogueConv({2, 5, 7, 128}, {256, 1, 1, 128}, 1, 0, true, {2, 5, 7, 256})
                   : int8EpilogueConv({2, 9, 9, 64}, {64, 3, 3, 64}, 1, 1, true, {2, 9, 9, 64});
     const Network net = t.network();
-    cuda::resetGeneratedKernelsForTesting();
+    auto code = std::make_shared<cuda::CompiledCode>();
     std::vector<cuda::LayerInfo> layers;
-    auto first = runCudaPoisoned(net, t.feeds(), cuda::Precision::kFloat16, "out0", &layers, true);
+    auto first =
+        runCudaPoisoned(net, t.feeds(), cuda::Precision::kFloat16, "out0", &layers, true, {}, code);
     ASSERT_TRUE(first.isOk()) << first.status().toString();
     ASSERT_EQ(layers.size(), 1u);
     const cuda::LayerInfo built = layers[0];
     std::cout << "  " << built.implementation << "\n    choice '" << built.choice << "'\n";
     ASSERT_FALSE(built.choice.empty()) << built.implementation;
     EXPECT_NE(built.implementation.find("; vs cudnn "), std::string::npos) << built.implementation;
-    // cuDNN's engine as the race found it: from the record this process keeps.
-    const std::string cudnn = recordedCudnnChoice(built.name);
+    // cuDNN's engine as the race found it: from the record the engine's code keeps.
+    const std::string cudnn = recordedCudnnChoice(*code, built.name);
     ASSERT_FALSE(cudnn.empty());
     std::vector<std::string> planned = {built.choice, cudnn,
                                         pointwise ? "mma:128x128" : "mma:128x64"};
     for (const std::string& choice : planned) {
-      SCOPED_TRACE(choice);
-      cuda::resetGeneratedKernelsForTesting();
+      SCOPED_TRACE(choice);  // each engine with code of its own: no record
       auto out = runCudaPoisoned(net, t.feeds(), cuda::Precision::kFloat16, "out0", &layers, false,
                                  {{built.name, choice}});
       ASSERT_TRUE(out.isOk()) << out.status().toString();

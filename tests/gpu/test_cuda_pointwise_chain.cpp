@@ -12,9 +12,9 @@
 // path rounds every intermediate to 16 bits as well: bf16 6e-2 for it.
 //
 // The last tests build a plan through the CUDA builder and check that its cubins
-// are what the runtime loads: after resetGeneratedKernelsForTesting() (as in a new
-// process) and preloadGeneratedKernels(), a run at the opt shapes makes no NVRTC
-// compile (nvrtcCompileCount) and says "from plan"; a shape whose source differs
+// are what the runtime loads: an engine made from the plan (its own CompiledCode, the
+// plan's entries preloaded) makes no NVRTC compile at the opt shapes (nvrtcCompileCount)
+// and says "from plan"; a shape whose source differs
 // compiles and says "compiled in"; a warm timing cache still ships the cubin.
 #include <cuda_runtime_api.h>
 
@@ -30,6 +30,7 @@
 #include "kiln/builder.h"
 #include "kiln/cuda_build_backend.h"
 #include "kiln/cuda_generated_kernels.h"
+#include "kiln/cuda_plan_options.h"
 #include "kiln/passes.h"
 #include "kiln/plan.h"
 #include "kiln/reference_backend.h"
@@ -418,7 +419,7 @@ cuda::Precision planPrecision(const Plan& plan) {
 
 // Runs the plan's network at batch `n` against the unfused graph on the CPU and
 // returns the chain's implementation text.
-std::string runSwishPlan(const Plan& plan, int64_t n) {
+std::string runSwishPlan(const Plan& plan, int64_t n, std::shared_ptr<cuda::CompiledCode> code) {
   const cuda::Precision precision = planPrecision(plan);
   const Feeds feeds =
       roundTo(Feeds{{"x", randomFloats({n, 96}, 31, -2, 2)}, {"y", randomFloats({96}, 32, -2, 2)}},
@@ -426,7 +427,8 @@ std::string runSwishPlan(const Plan& plan, int64_t n) {
   std::vector<NamedTensor> expected;
   EXPECT_TRUE(ReferenceBackend(biasSwish()).run(feeds, &expected).isOk());
   std::vector<cuda::LayerInfo> layers;
-  auto actual = runCudaPoisoned(*plan.network, feeds, precision, "out", &layers);
+  auto actual =
+      runCudaPoisoned(*plan.network, feeds, precision, "out", &layers, false, {}, std::move(code));
   EXPECT_TRUE(actual.isOk()) << actual.status().toString();
   if (!actual.isOk() || layers.size() != 1) return "";
   const double tolerance = precision == cuda::Precision::kFloat32 ? 1e-5 : 4e-3;
@@ -454,25 +456,30 @@ TEST(CudaPointwiseChainPlan, APlanLoadsItsCubinsAndCompilesNothingAtItsOptShapes
     ASSERT_TRUE(plan.isOk()) << plan.status().toString();
     ASSERT_EQ(plan->generatedKernels.size(), 1u);
 
-    // As in a new process: nothing loaded or remembered; then what `kiln run` does.
-    cuda::resetGeneratedKernelsForTesting();
-    ASSERT_TRUE(cuda::generatedKernelBinaries().empty());
-    cuda::preloadGeneratedKernels(plan->generatedKernels);
+    // What an engine made from the plan gets (engineOptionsForPlan): code of its own,
+    // holding the plan's cubin; nothing of the build's is shared.
+    const cuda::EngineOptions options = cuda::engineOptionsForPlan(plan.value());
+    ASSERT_TRUE(options.compiledCode);
+    const std::shared_ptr<cuda::CompiledCode> code = options.compiledCode;
+    ASSERT_TRUE(code->binaries().empty());  // preloaded, not loaded yet
     const int64_t before = cuda::nvrtcCompileCount();
-    std::string text = runSwishPlan(plan.value(), 4);  // the opt shape
+    std::string text = runSwishPlan(plan.value(), 4, code);  // the opt shape
     EXPECT_EQ(cuda::nvrtcCompileCount(), before) << text;
     EXPECT_NE(text.find("B from plan)"), std::string::npos) << text;
-    const auto loaded = cuda::generatedKernelBinaries();
+    const auto loaded = code->binaries();
     ASSERT_EQ(loaded.size(), 1u);
     EXPECT_EQ(loaded[0].key, kernel.key);
     // Another batch with the same access pattern is the same source: still no compile.
-    text = runSwishPlan(plan.value(), 7);
+    text = runSwishPlan(plan.value(), 7, code);
     EXPECT_EQ(cuda::nvrtcCompileCount(), before) << text;
     // Batch 1 reads the bias full-shape: another source, compiled once, and said so.
-    text = runSwishPlan(plan.value(), 1);
+    text = runSwishPlan(plan.value(), 1, code);
     EXPECT_EQ(cuda::nvrtcCompileCount(), before + 1) << text;
     EXPECT_NE(text.find(" compiled in "), std::string::npos) << text;
-    EXPECT_EQ(cuda::generatedKernelBinaries().size(), 2u);
+    EXPECT_EQ(code->binaries().size(), 2u);
+    // An engine without the plan's code compiles the opt shape's kernel itself.
+    text = runSwishPlan(plan.value(), 4, nullptr);
+    EXPECT_EQ(cuda::nvrtcCompileCount(), before + 2) << text;
   }
 }
 
@@ -482,7 +489,7 @@ TEST(CudaPointwiseChainPlan, AWarmTimingCacheBuildStillStoresTheCubin) {
   auto cold = buildSwishPlan(swishConfig(false, &cache));
   ASSERT_TRUE(cold.isOk()) << cold.status().toString();
   ASSERT_EQ(cold->generatedKernels.size(), 1u);
-  cuda::resetGeneratedKernelsForTesting();  // so the warm build must compile it itself
+  // The warm build's engines share nothing with the cold build's: it compiles the kernel.
   const int64_t before = cuda::nvrtcCompileCount();
   auto warm = buildSwishPlan(swishConfig(false, &cache));
   ASSERT_TRUE(warm.isOk()) << warm.status().toString();
@@ -499,10 +506,10 @@ TEST(CudaPointwiseChainPlan, ACubinTheDriverRefusesIsCompiledInstead) {
   ASSERT_EQ(plan->generatedKernels.size(), 1u);
   GeneratedKernelBinary damaged = plan->generatedKernels[0];
   std::fill(damaged.cubin.begin(), damaged.cubin.end(), char(0x5A));
-  cuda::resetGeneratedKernelsForTesting();
-  cuda::preloadGeneratedKernels({damaged});
+  auto code = std::make_shared<cuda::CompiledCode>();
+  code->preload({damaged});
   const int64_t before = cuda::nvrtcCompileCount();
-  const std::string text = runSwishPlan(plan.value(), 4);  // still right: compiled
+  const std::string text = runSwishPlan(plan.value(), 4, code);  // still right: compiled
   EXPECT_EQ(cuda::nvrtcCompileCount(), before + 1) << text;
   EXPECT_NE(text.find(" compiled in "), std::string::npos) << text;
   EXPECT_NE(text.find("the plan's cubin was not used"), std::string::npos) << text;

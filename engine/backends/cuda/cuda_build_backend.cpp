@@ -128,7 +128,7 @@ class CudaBuildBackend final : public BuildBackend {
   // The plan's NVRTC cubins: each layer's generated kernels at the opt shapes in the
   // engine's one float storage type, which the runtime takes from a plan's 16-bit
   // layers (as `kiln run` does). Kernels the timing engines compiled come from the
-  // process's registry; the rest (a warm timing cache times nothing) compile here.
+  // build's CompiledCode; the rest (a warm timing cache times nothing) compile here.
   // A cubin that layers share is stored once, naming them all.
   std::vector<GeneratedKernelBinary> generatedKernels(const std::vector<BuiltLayer>& layers,
                                                       std::vector<std::string>* warnings) override {
@@ -140,8 +140,8 @@ class CudaBuildBackend final : public BuildBackend {
     std::map<std::string, size_t> byKey;
     for (const BuiltLayer& layer : layers) {
       if (!layer.shapesKnown) continue;  // the runtime compiles it at the shape it meets
-      auto kernels = generatedKernelsForLayer(*layer.node, layer.inputTypes, layer.inputShapes,
-                                              floatType, m_device.ordinal);
+      auto kernels = generatedKernelsForLayer(*m_code, *layer.node, layer.inputTypes,
+                                              layer.inputShapes, floatType, m_device.ordinal);
       if (!kernels.isOk()) {
         warnings->push_back("generated kernel not stored in the plan (compiled at run instead): " +
                             kernels.status().message());
@@ -160,7 +160,7 @@ class CudaBuildBackend final : public BuildBackend {
     // compile at run time.
     std::vector<std::string> names;
     for (const BuiltLayer& layer : layers) names.push_back(layer.node->displayName());
-    for (GeneratedKernelBinary& entry : cudnnPlanRecordsForLayers(names))
+    for (GeneratedKernelBinary& entry : m_code->cudnnRecordsForLayers(names))
       out.push_back(std::move(entry));
     return out;
   }
@@ -174,6 +174,7 @@ class CudaBuildBackend final : public BuildBackend {
     KILN_ASSIGN_OR_RETURN(options.precision, enginePrecision(precision));
     options.allowTf32 = m_tf32;
     options.workspaceLimitBytes = m_workspace;
+    options.compiledCode = m_code;  // what one timing engine compiles, the next reuses
     std::shared_ptr<Network> net = singleNodeNetwork(node, inputs);
     KILN_ASSIGN_OR_RETURN(std::shared_ptr<Engine> engine, Engine::create(net, options));
     KILN_ASSIGN_OR_RETURN(std::unique_ptr<ExecutionContext> context, engine->createContext());
@@ -212,6 +213,9 @@ class CudaBuildBackend final : public BuildBackend {
   int64_t m_workspace;
   std::string m_detail;
   std::string m_choice;
+  // The code this build's timing engines compile or load (shared by all of them), which
+  // the plan stores (generatedKernels).
+  std::shared_ptr<CompiledCode> m_code = std::make_shared<CompiledCode>();
 };
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include <utility>
 
+#include "kiln/cuda_generated_kernels.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/engine_impl.h"
 #include "backends/cuda/ops/plugin_kernel.h"
@@ -71,6 +72,8 @@ Result<std::shared_ptr<Engine>> EngineImpl::build(std::shared_ptr<const Network>
   std::shared_ptr<EngineImpl> engine(new EngineImpl());
   engine->m_network = std::move(network);
   engine->m_options = options;
+  if (!engine->m_options.compiledCode)  // its own: nothing shared with another engine
+    engine->m_options.compiledCode = std::make_shared<CompiledCode>();
   engine->m_device = probeCudaDevice(options.device);
   if (!engine->m_device.available) {
     return unsupported("CUDA backend unavailable: " + engine->m_device.reason);

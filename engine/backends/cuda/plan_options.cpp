@@ -30,11 +30,13 @@ EngineOptions engineOptionsForPlan(const Plan& plan, int device) {
     if (layer.precision == DataType::kBFloat16) options.precision = Precision::kBFloat16;
   }
   options.layerChoices = layerChoicesOfRecord(plan.record);
+  // The plan's NVRTC cubins and cuDNN plan records, for this engine alone.
+  options.compiledCode = std::make_shared<CompiledCode>();
+  options.compiledCode->preload(plan.generatedKernels);
   return options;
 }
 
 Result<std::shared_ptr<Engine>> createEngineForPlan(const Plan& plan, int device) {
-  preloadGeneratedKernels(plan.generatedKernels);
   return Engine::create(plan.network, engineOptionsForPlan(plan, device));
 }
 

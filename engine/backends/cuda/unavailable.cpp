@@ -49,17 +49,22 @@ Result<BenchmarkResult> runBenchmark(Engine&, const std::map<std::string, Tensor
 #include "kiln/cuda_generated_kernels.h"
 
 namespace kiln::cuda {
-std::vector<GeneratedKernelBinary> generatedKernelBinaries() {
+// Without the toolkit nothing is compiled or loaded: the object holds nothing.
+struct CompiledCode::Stores {};
+CompiledCode::CompiledCode() : m_stores(std::make_unique<Stores>()) {}
+CompiledCode::~CompiledCode() = default;
+std::vector<GeneratedKernelBinary> CompiledCode::binaries() const {
   return {};
 }
-void preloadGeneratedKernels(const std::vector<GeneratedKernelBinary>&) {}
-std::vector<GeneratedKernelBinary> cudnnPlanRecordsForLayers(const std::vector<std::string>&) {
+void CompiledCode::preload(const std::vector<GeneratedKernelBinary>&) {}
+std::vector<GeneratedKernelBinary> CompiledCode::cudnnRecordsForLayers(
+    const std::vector<std::string>&) const {
   return {};
 }
 int64_t nvrtcCompileCount() {
   return 0;
 }
-Result<std::vector<GeneratedKernelBinary>> generatedKernelsForLayer(const Node&,
+Result<std::vector<GeneratedKernelBinary>> generatedKernelsForLayer(CompiledCode&, const Node&,
                                                                     const std::vector<DataType>&,
                                                                     const std::vector<Shape>&,
                                                                     DataType, int) {

@@ -59,6 +59,7 @@ std::vector<GpuOperator> gpuOperators();
 // weights once at upload and float32 inputs/outputs at the binding boundary;
 // reductions, norms and softmax accumulate in float32 whatever the storage type.
 enum class Precision { kFloat32, kFloat16, kBFloat16 };
+class CompiledCode;  // kiln/cuda_generated_kernels.h
 const char* precisionName(Precision precision);
 
 struct EngineOptions {
@@ -74,6 +75,11 @@ struct EngineOptions {
   // take (a choice this build does not know, or one that no longer applies) chooses as
   // without a plan and says so in its implementation text.
   std::map<std::string, std::string> layerChoices;
+  // Where the engine keeps the code it compiles or loads (NVRTC cubins, cuDNN execution
+  // plans; kiln/cuda_generated_kernels.h). nullptr: the engine makes its own. Engines
+  // given the same object share it (a build's timing engines; engineOptionsForPlan fills
+  // a new one with the plan's entries).
+  std::shared_ptr<CompiledCode> compiledCode;
 };
 
 // How one node of the network runs on this engine.

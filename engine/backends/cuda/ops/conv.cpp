@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda/compiled_code_stores.h"
 #include "backends/cuda/ops/layer_choice.h"
 #include "backends/cuda/ops/conv_epilogue.h"
 #include "backends/cuda/ops/cudnn_conv.h"
@@ -38,8 +39,8 @@ Result<std::shared_ptr<CudnnPlan>> plannedConvPlan(const GpuKernelContext& ctx,
     return unsupported("not a convolution's cuDNN engine");
   CudnnDescriptor graph;
   KILN_RETURN_IF_ERROR(buildConvGraph(handle, g, &graph));
-  return planOfRecordedChoice(handle, graph.get(), "", c.engine, ctx.options().workspaceLimitBytes,
-                              ctx.node().displayName());
+  return planOfRecordedChoice(cudnnPlanStoreOf(ctx), handle, graph.get(), "", c.engine,
+                              ctx.options().workspaceLimitBytes, ctx.node().displayName());
 }
 
 Status runConvolution(GpuKernelContext& ctx, ConvGeometry g, void* x, const void* w, void* y) {

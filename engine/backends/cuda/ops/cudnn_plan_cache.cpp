@@ -18,21 +18,6 @@ namespace {
 
 constexpr const char* kMagic = "kiln-cudnn-plan 1";
 
-struct Entry {
-  CudnnPlanRecord record;
-  std::set<std::string> layers;
-};
-
-struct PlanRegistry {
-  std::mutex mutex;
-  std::map<std::string, Entry> entries;
-};
-
-PlanRegistry& registry() {
-  static PlanRegistry* instance = new PlanRegistry();  // never destroyed: outlives contexts
-  return *instance;
-}
-
 }  // namespace
 
 Result<std::string> cudnnPlanKey(const std::string& graphText) {
@@ -44,8 +29,7 @@ Result<std::string> cudnnPlanKey(const std::string& graphText) {
   return architecture + kCudnnPlanKeyTag + hex;
 }
 
-bool findCudnnPlanRecord(const std::string& key, CudnnPlanRecord* record) {
-  PlanRegistry& r = registry();
+bool findCudnnPlanRecord(CudnnPlanStore& r, const std::string& key, CudnnPlanRecord* record) {
   std::lock_guard<std::mutex> lock(r.mutex);
   auto it = r.entries.find(key);
   if (it == r.entries.end()) return false;
@@ -53,21 +37,20 @@ bool findCudnnPlanRecord(const std::string& key, CudnnPlanRecord* record) {
   return true;
 }
 
-void rememberCudnnPlanRecord(const std::string& key, const CudnnPlanRecord& record,
-                             const std::string& layer) {
-  PlanRegistry& r = registry();
+void rememberCudnnPlanRecord(CudnnPlanStore& r, const std::string& key,
+                             const CudnnPlanRecord& record, const std::string& layer) {
   std::lock_guard<std::mutex> lock(r.mutex);
-  auto [it, added] = r.entries.emplace(key, Entry{record, {}});
+  auto [it, added] = r.entries.emplace(key, CudnnPlanStore::Entry{record, {}});
   it->second.layers.insert(layer);
 }
 
-void rememberCudnnPlan(const std::string& key, const CudnnPlan& plan, const std::string& layer,
-                       const std::string& timings) {
+void rememberCudnnPlan(CudnnPlanStore& store, const std::string& key, const CudnnPlan& plan,
+                       const std::string& layer, const std::string& timings) {
   CudnnPlanRecord record;
   record.choice = plan.choice;
   record.json = plan.choice.runtimeCompiled ? serializeCudnnPlan(plan) : "";
   record.timings = timings;
-  rememberCudnnPlanRecord(key, record, layer);
+  rememberCudnnPlanRecord(store, key, record, layer);
 }
 
 std::string serializeCudnnPlan(const CudnnPlan& plan) {
@@ -162,8 +145,8 @@ bool decodeCudnnPlanRecord(const std::vector<char>& bytes, CudnnPlanRecord* reco
   return true;
 }
 
-std::vector<GeneratedKernelBinary> cudnnPlanEntries(const std::set<std::string>& layers) {
-  PlanRegistry& r = registry();
+std::vector<GeneratedKernelBinary> cudnnPlanEntries(CudnnPlanStore& r,
+                                                    const std::set<std::string>& layers) {
   std::lock_guard<std::mutex> lock(r.mutex);
   std::vector<GeneratedKernelBinary> out;
   for (const auto& [key, entry] : r.entries) {
@@ -179,31 +162,28 @@ std::vector<GeneratedKernelBinary> cudnnPlanEntries(const std::set<std::string>&
   return out;
 }
 
-std::vector<GeneratedKernelBinary> cudnnPlanRecordsForLayers(
-    const std::vector<std::string>& layers) {
-  return cudnnPlanEntries(std::set<std::string>(layers.begin(), layers.end()));
-}
-
-void preloadCudnnPlanEntry(const GeneratedKernelBinary& entry) {
+void preloadCudnnPlanEntry(CudnnPlanStore& r, const GeneratedKernelBinary& entry) {
   CudnnPlanRecord record;
   if (!decodeCudnnPlanRecord(entry.cubin, &record)) return;
   record.fromPlanFile = true;
-  PlanRegistry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
-  Entry& e = r.entries[entry.key];
+  CudnnPlanStore::Entry& e = r.entries[entry.key];
   if (e.layers.empty() && e.record.choice.engine < 0) e.record = record;
   for (const std::string& layer : entry.layers) e.layers.insert(layer);
 }
 
-Result<std::shared_ptr<CudnnPlan>> planOfRecordedChoice(
-    cudnnHandle_t handle, cudnnBackendDescriptor_t graph, const std::string& key,
-    const CudnnEngineChoice& choice, int64_t workspaceLimit, const std::string& layer) {
+Result<std::shared_ptr<CudnnPlan>> planOfRecordedChoice(CudnnPlanStore& store, cudnnHandle_t handle,
+                                                        cudnnBackendDescriptor_t graph,
+                                                        const std::string& key,
+                                                        const CudnnEngineChoice& choice,
+                                                        int64_t workspaceLimit,
+                                                        const std::string& layer) {
   CudnnPlanRecord record;
-  if (!key.empty() && findCudnnPlanRecord(key, &record) &&
+  if (!key.empty() && findCudnnPlanRecord(store, key, &record) &&
       sameEngineChoice(record.choice, choice)) {
     Result<std::unique_ptr<CudnnPlan>> plan = planFromRecord(handle, graph, record);
     if (plan.isOk()) {
-      rememberCudnnPlanRecord(key, record, layer);
+      rememberCudnnPlanRecord(store, key, record, layer);
       return std::shared_ptr<CudnnPlan>(std::move(plan.value()));
     }
   }
@@ -212,24 +192,17 @@ Result<std::shared_ptr<CudnnPlan>> planOfRecordedChoice(
     return unsupported("cuDNN engine " + std::to_string(choice.engine) + " needs " +
                        std::to_string(plan->workspace) + " bytes of workspace, over the limit");
   if (!key.empty() && plan->choice.runtimeCompiled)
-    rememberCudnnPlan(key, *plan, layer, "the plan's choice");
+    rememberCudnnPlan(store, key, *plan, layer, "the plan's choice");
   return std::shared_ptr<CudnnPlan>(std::move(plan));
 }
 
-void rememberRaceWinner(const std::string& key, const std::string& winner,
+void rememberRaceWinner(CudnnPlanStore& r, const std::string& key, const std::string& winner,
                         const std::string& timings) {
-  PlanRegistry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   auto it = r.entries.find(key);
   if (it == r.entries.end() || it->second.record.choice.engine < 0) return;
   it->second.record.raceWinner = winner;
   it->second.record.raceTimings = timings;
-}
-
-void resetCudnnPlansForTesting() {
-  PlanRegistry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  r.entries.clear();
 }
 
 }  // namespace kiln::cuda

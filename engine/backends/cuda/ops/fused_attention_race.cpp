@@ -1,3 +1,4 @@
+#include "backends/cuda/compiled_code_stores.h"
 #include "backends/cuda/ops/fused_attention_race.h"
 
 #include <memory>
@@ -115,10 +116,12 @@ Status timeCandidates(const Race& r, const std::string& key,
     if (r.path == "auto") state->choice = kKilnWinner;
     return Status::ok();
   }
-  rememberCudnnPlan(key, *cudnn, r.ctx.node().displayName(), timings.str());
+  rememberCudnnPlan(cudnnPlanStoreOf(r.ctx), key, *cudnn, r.ctx.node().displayName(),
+                    timings.str());
   const bool cudnnWins = r.path == "cudnn" || cudnnMs < kilnMs;
   if (r.path == "auto")
-    rememberRaceWinner(key, cudnnWins ? kCudnnWinner : kKilnWinner, timings.str());
+    rememberRaceWinner(cudnnPlanStoreOf(r.ctx), key, cudnnWins ? kCudnnWinner : kKilnWinner,
+                       timings.str());
   state->plan = cudnnWins ? cudnn : nullptr;
   if (r.path == "auto") state->choice = choiceText(state->plan.get());
   state->implementation = (cudnnWins ? cudnnDescription(*cudnn) : r.kilnDescription) +
@@ -142,10 +145,10 @@ Status adoptPlannedChoice(const Race& r, const std::string& key, const std::stri
   if (c.form != kCudnnWinner || !c.hasEngine) return unsupported("not an attention choice");
   CudnnDescriptor graph;
   KILN_RETURN_IF_ERROR(buildCudnnAttentionGraph(r.handle, r.operands, &graph));
-  KILN_ASSIGN_OR_RETURN(state->plan,
-                        planOfRecordedChoice(r.handle, graph.get(), key, c.engine,
-                                             cudnnAttentionPlanFilter(r.ctx).workspaceLimit,
-                                             r.ctx.node().displayName()));
+  KILN_ASSIGN_OR_RETURN(
+      state->plan, planOfRecordedChoice(cudnnPlanStoreOf(r.ctx), r.handle, graph.get(), key,
+                                        c.engine, cudnnAttentionPlanFilter(r.ctx).workspaceLimit,
+                                        r.ctx.node().displayName()));
   state->implementation = cudnnDescription(*state->plan) + " (the plan's choice: " + planned + ")";
   return Status::ok();
 }
@@ -155,10 +158,10 @@ Status adoptPlannedChoice(const Race& r, const std::string& key, const std::stri
 Status chooseByRecordOrTiming(const Race& r, const std::string& key, const std::string& layer,
                               AttentionRaceState* state) {
   CudnnPlanRecord record;
-  const bool recorded = findCudnnPlanRecord(key, &record);
+  const bool recorded = findCudnnPlanRecord(cudnnPlanStoreOf(r.ctx), key, &record);
   const bool adopt = recorded && r.path == "auto";
   if (adopt && record.raceWinner == kKilnWinner) {  // cuDNN's plan is not needed
-    rememberCudnnPlanRecord(key, record, layer);
+    rememberCudnnPlanRecord(cudnnPlanStoreOf(r.ctx), key, record, layer);
     state->implementation =
         r.kilnDescription + "; " + origin(record) + " (timed then {" + record.raceTimings + "})";
     state->choice = kKilnWinner;
@@ -177,7 +180,7 @@ Status chooseByRecordOrTiming(const Race& r, const std::string& key, const std::
     return Status::ok();
   }
   if (adopt && record.raceWinner == kCudnnWinner) {
-    rememberCudnnPlanRecord(key, record, layer);
+    rememberCudnnPlanRecord(cudnnPlanStoreOf(r.ctx), key, record, layer);
     state->plan = std::move(plans.front());
     state->implementation = cudnnDescription(*state->plan) + "; " + origin(record) +
                             " (timed then {" + record.raceTimings + "})";

@@ -1,3 +1,4 @@
+#include "backends/cuda/compiled_code_stores.h"
 #include "backends/cuda/ops/fused_conv_plans.h"
 
 #include <cstdlib>
@@ -83,10 +84,10 @@ std::vector<std::unique_ptr<CudnnPlan>> fusedGraphPlans(GpuKernelContext& ctx, c
   }
   Result<std::string> key = cudnnPlanKey(fusedGraphText(p));
   CudnnPlanRecord record;
-  if (key.isOk() && findCudnnPlanRecord(key.value(), &record)) {
+  if (key.isOk() && findCudnnPlanRecord(cudnnPlanStoreOf(ctx), key.value(), &record)) {
     Result<std::unique_ptr<CudnnPlan>> plan = planFromRecord(handle, graph.get(), record);
     if (plan.isOk()) {
-      rememberCudnnPlanRecord(key.value(), record, ctx.node().displayName());
+      rememberCudnnPlanRecord(cudnnPlanStoreOf(ctx), key.value(), record, ctx.node().displayName());
       plans.push_back(std::move(plan.value()));
       return plans;
     }
@@ -120,7 +121,7 @@ std::vector<std::unique_ptr<CudnnPlan>> fusedGraphPlans(GpuKernelContext& ctx, c
     *why = rejected.empty() ? "no engine for the graph" : rejected.front();
   for (const auto& plan : plans) {
     if (!key.isOk() || !plan->choice.runtimeCompiled) continue;
-    rememberCudnnPlan(key.value(), *plan, ctx.node().displayName());
+    rememberCudnnPlan(cudnnPlanStoreOf(ctx), key.value(), *plan, ctx.node().displayName());
     break;  // one runtime-compiled candidate per layer (fusedGraphPlans' filter)
   }
   return plans;
@@ -166,7 +167,7 @@ Status adoptPlannedChoice(GpuKernelContext& ctx, cudnnHandle_t handle, const Fus
     CudnnDescriptor graph;
     KILN_RETURN_IF_ERROR(buildConvGraph(handle, dense, &graph));
     KILN_ASSIGN_OR_RETURN(
-        s.plan, planOfRecordedChoice(handle, graph.get(), "", c.engine,
+        s.plan, planOfRecordedChoice(cudnnPlanStoreOf(ctx), handle, graph.get(), "", c.engine,
                                      ctx.options().workspaceLimitBytes, ctx.node().displayName()));
     s.denseGroups = groups;
     *summary = "dense block-diagonal (" + std::to_string(groups) +
@@ -187,7 +188,7 @@ Status adoptPlannedChoice(GpuKernelContext& ctx, cudnnHandle_t handle, const Fus
     KILN_RETURN_IF_ERROR(buildFusedGraph(handle, q, &graph));
     KILN_ASSIGN_OR_RETURN(const std::string key, cudnnPlanKey(fusedGraphText(q)));
     KILN_ASSIGN_OR_RETURN(
-        s.plan, planOfRecordedChoice(handle, graph.get(), key, c.engine,
+        s.plan, planOfRecordedChoice(cudnnPlanStoreOf(ctx), handle, graph.get(), key, c.engine,
                                      ctx.options().workspaceLimitBytes, ctx.node().displayName()));
     s.fusedGraph = true;
     *summary = "cudnn fused graph " + s.plan->description.substr(6);
@@ -195,7 +196,7 @@ Status adoptPlannedChoice(GpuKernelContext& ctx, cudnnHandle_t handle, const Fus
     CudnnDescriptor graph;
     KILN_RETURN_IF_ERROR(buildConvGraph(handle, q.geometry, &graph));
     KILN_ASSIGN_OR_RETURN(
-        s.plan, planOfRecordedChoice(handle, graph.get(), "", c.engine,
+        s.plan, planOfRecordedChoice(cudnnPlanStoreOf(ctx), handle, graph.get(), "", c.engine,
                                      ctx.options().workspaceLimitBytes, ctx.node().displayName()));
     *summary = s.plan->description + " + kiln epilogue (" +
                convEpilogueVariant(g.type, p.outer * p.channels * p.inner, p.y, p.z) + ")";

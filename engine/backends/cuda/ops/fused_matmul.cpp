@@ -24,6 +24,7 @@
 #include <sstream>
 #include <string>
 
+#include "backends/cuda/compiled_code_stores.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/gpu_kernel.h"
 #include "backends/cuda/ops/conv_epilogue.h"
@@ -206,7 +207,8 @@ Status choose(GpuKernelContext& ctx, const FusedMatMulRun& r, FusedMatMulState* 
   if (why.empty()) {
     KILN_ASSIGN_OR_RETURN(cudnnHandle_t handle, ctx.libraries().cudnn(ctx.stream()));
     plans = matMulEpiloguePlans(
-        handle, {r.problem.type, r.problem.m, r.problem.n, r.problem.k, r.epilogue.activation}, 2,
+        cudnnPlanStoreOf(ctx), handle,
+        {r.problem.type, r.problem.m, r.problem.n, r.problem.k, r.epilogue.activation}, 2,
         ctx.options().workspaceLimitBytes, ctx.node().displayName(), &why);
   }
   if (path == "cudnn_graph" && plans.empty())

@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "backends/cuda/compiled_code_stores.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/engine_impl.h"
 #include "backends/cuda/ops/channel_pad.h"
@@ -213,7 +214,7 @@ Status timePlans(GpuKernelContext& ctx, cudnnHandle_t handle, cudnnBackendDescri
     }
   }
   if (!s->plan) return ctx.unsupported("no cuDNN INT8 engine ran on these shapes");
-  rememberCudnnPlan(key, *s->plan, ctx.node().displayName(), timings.str());
+  rememberCudnnPlan(cudnnPlanStoreOf(ctx), key, *s->plan, ctx.node().displayName(), timings.str());
   *timingText = "timed {" + timings.str() + "}";
   s->planMs = bestMs;
   return Status::ok();
@@ -261,7 +262,7 @@ Status adoptPlannedChoice(GpuKernelContext& ctx, cudnnHandle_t handle, const std
   CudnnDescriptor graph;
   KILN_RETURN_IF_ERROR(buildGraph(handle, *s, &graph));
   KILN_ASSIGN_OR_RETURN(
-      s->plan, planOfRecordedChoice(handle, graph.get(), key, c.engine,
+      s->plan, planOfRecordedChoice(cudnnPlanStoreOf(ctx), handle, graph.get(), key, c.engine,
                                     ctx.options().workspaceLimitBytes, ctx.node().displayName()));
   return Status::ok();
 }
@@ -294,7 +295,7 @@ Status choosePlan(GpuKernelContext& ctx, cudnnHandle_t handle, const CudnnBindin
     s->kilnTile = -1;
   }
   CudnnPlanRecord record;
-  const bool recorded = findCudnnPlanRecord(key, &record);
+  const bool recorded = findCudnnPlanRecord(cudnnPlanStoreOf(ctx), key, &record);
   const std::string origin = record.fromPlanFile ? "from the plan file" : "chosen earlier";
   if (recorded && forced.empty() && int8EpilogueLayer(*s)) {
     // Another kernel won this graph's recorded race: cuDNN's plan is not needed.
@@ -302,7 +303,7 @@ Status choosePlan(GpuKernelContext& ctx, cudnnHandle_t handle, const CudnnBindin
         origin + ", cuDNN's plan not restored (timed then {" + record.timings + "})";
     KILN_ASSIGN_OR_RETURN(const bool adopted, adoptRecordedWinner(ctx, record, s, &taken));
     if (adopted) {
-      rememberCudnnPlanRecord(key, record, ctx.node().displayName());
+      rememberCudnnPlanRecord(cudnnPlanStoreOf(ctx), key, record, ctx.node().displayName());
       ctx.setImplementation(implementationText(*s, note, taken + replayNote));
       ctx.setChoice(choiceText(*s));
       return Status::ok();
@@ -317,7 +318,7 @@ Status choosePlan(GpuKernelContext& ctx, cudnnHandle_t handle, const CudnnBindin
     if (plan.isOk()) {
       s->plan = std::shared_ptr<CudnnPlan>(std::move(plan.value()));
       reused = true;
-      rememberCudnnPlanRecord(key, record, ctx.node().displayName());
+      rememberCudnnPlanRecord(cudnnPlanStoreOf(ctx), key, record, ctx.node().displayName());
       how = origin + (record.json.empty() ? "" : ", serialized") + " (timed then {" +
             record.timings + "})";
     }

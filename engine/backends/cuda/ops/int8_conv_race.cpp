@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda/compiled_code_stores.h"
 #include "backends/cuda/ops/int8_conv_state.h"
 
 namespace kiln::cuda::int8conv {
@@ -190,7 +191,7 @@ Status raceTheOtherKernels(GpuKernelContext& ctx, cudnnHandle_t handle,
     const std::string winner = s->kilnTile >= 0 ? "mma:" + int8ConvMmaTileName(s->kilnTile)
                                : s->gemm        ? "gemm"
                                                 : "cudnn";
-    rememberRaceWinner(key, winner, text.str().substr(2));
+    rememberRaceWinner(cudnnPlanStoreOf(ctx), key, winner, text.str().substr(2));
   }
   return Status::ok();
 }

@@ -52,11 +52,9 @@ std::string matMulEpilogueUnsupported(const MatMulEpilogueProblem& p) {
   return "";
 }
 
-std::vector<std::unique_ptr<CudnnPlan>> matMulEpiloguePlans(cudnnHandle_t handle,
-                                                            const MatMulEpilogueProblem& p,
-                                                            int wanted, int64_t workspaceLimit,
-                                                            const std::string& layer,
-                                                            std::string* why) {
+std::vector<std::unique_ptr<CudnnPlan>> matMulEpiloguePlans(
+    CudnnPlanStore& store, cudnnHandle_t handle, const MatMulEpilogueProblem& p, int wanted,
+    int64_t workspaceLimit, const std::string& layer, std::string* why) {
   std::vector<std::unique_ptr<CudnnPlan>> plans;
   if (std::string no = matMulEpilogueUnsupported(p); !no.empty()) {
     *why = no;
@@ -71,10 +69,10 @@ std::vector<std::unique_ptr<CudnnPlan>> matMulEpiloguePlans(cudnnHandle_t handle
   // is restored from its record (serialized: no compile), the heuristics not asked.
   Result<std::string> key = cudnnPlanKey(matMulEpilogueGraphText(p));
   CudnnPlanRecord record;
-  if (key.isOk() && findCudnnPlanRecord(key.value(), &record)) {
+  if (key.isOk() && findCudnnPlanRecord(store, key.value(), &record)) {
     Result<std::unique_ptr<CudnnPlan>> plan = planFromRecord(handle, graph.get(), record);
     if (plan.isOk()) {
-      rememberCudnnPlanRecord(key.value(), record, layer);
+      rememberCudnnPlanRecord(store, key.value(), record, layer);
       plans.push_back(std::move(plan.value()));
       return plans;
     }
@@ -93,7 +91,7 @@ std::vector<std::unique_ptr<CudnnPlan>> matMulEpiloguePlans(cudnnHandle_t handle
     *why = rejected.empty() ? "no engine for the graph" : rejected.front();
   for (const auto& plan : plans) {
     if (!key.isOk() || !plan->choice.runtimeCompiled) continue;
-    rememberCudnnPlan(key.value(), *plan, layer);
+    rememberCudnnPlan(store, key.value(), *plan, layer);
     break;  // at most one runtime-compiled candidate (the filter's limit)
   }
   return plans;

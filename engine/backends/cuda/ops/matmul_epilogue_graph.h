@@ -12,6 +12,7 @@
 
 #include "backends/cuda/ops/conv_epilogue.h"
 #include "backends/cuda/ops/cudnn_conv.h"
+#include "backends/cuda/ops/cudnn_plan_cache.h"
 
 namespace kiln::cuda {
 
@@ -30,11 +31,9 @@ std::string matMulEpilogueUnsupported(const MatMulEpilogueProblem& p);
 // none. The runtime-compiled plan is recorded for `layer` by the graph's text
 // (cudnn_plan_cache.h): the same graph later, in this process or from a plan file, is
 // restored serialized instead of compiled again.
-std::vector<std::unique_ptr<CudnnPlan>> matMulEpiloguePlans(cudnnHandle_t handle,
-                                                            const MatMulEpilogueProblem& p,
-                                                            int wanted, int64_t workspaceLimit,
-                                                            const std::string& layer,
-                                                            std::string* why);
+std::vector<std::unique_ptr<CudnnPlan>> matMulEpiloguePlans(
+    CudnnPlanStore& store, cudnnHandle_t handle, const MatMulEpilogueProblem& p, int wanted,
+    int64_t workspaceLimit, const std::string& layer, std::string* why);
 
 // The graph of `p` as text: its plan record's key.
 std::string matMulEpilogueGraphText(const MatMulEpilogueProblem& p);

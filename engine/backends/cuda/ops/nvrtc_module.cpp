@@ -96,23 +96,11 @@ Result<std::vector<char>> compileCudaToCubin(const std::string& source, const st
 
 namespace {
 
-// Libraries stay loaded while the process runs: the builder times each layer in a
+// Libraries stay loaded while their store lives: the builder times each layer in a
 // one-node engine and then runs the whole engine, and a shape change clears the layer
 // state; neither should compile again. Past kCacheLimit entries, the ones no layer
 // holds any more are unloaded. The cubins stay remembered (a few KiB each).
 constexpr size_t kCacheLimit = 256;
-
-struct KernelRegistry {
-  std::mutex mutex;
-  std::map<std::string, std::shared_ptr<const NvrtcLibrary>> libraries;  // by key
-  std::map<std::string, GeneratedKernelBinary> binaries;   // compiled or loaded, by key
-  std::map<std::string, GeneratedKernelBinary> preloaded;  // from plans, not loaded yet
-};
-
-KernelRegistry& registry() {
-  static KernelRegistry* instance = new KernelRegistry();  // never destroyed: outlives contexts
-  return *instance;
-}
 
 }  // namespace
 
@@ -142,7 +130,7 @@ class NvrtcCompiler {
 
   // The preloaded cubin of `key`, loaded; nullptr when there is none or the driver
   // refuses it (it is dropped, `note` says why, and the caller compiles).
-  static std::shared_ptr<const NvrtcLibrary> fromPlan(KernelRegistry& r, const std::string& key,
+  static std::shared_ptr<const NvrtcLibrary> fromPlan(NvrtcStore& r, const std::string& key,
                                                       const std::vector<std::string>& kernels,
                                                       const std::string& what, std::string* note) {
     auto it = r.preloaded.find(key);
@@ -161,7 +149,7 @@ class NvrtcCompiler {
   }
 
   static Result<std::shared_ptr<const NvrtcLibrary>> compile(
-      KernelRegistry& r, const std::string& key, const std::string& source,
+      NvrtcStore& r, const std::string& key, const std::string& source,
       const std::vector<std::string>& kernels, const std::string& what,
       const std::string& architecture, const std::string& note) {
     const auto start = std::chrono::steady_clock::now();
@@ -194,10 +182,10 @@ Result<std::string> currentDeviceArchitecture() {
 }
 
 Result<std::shared_ptr<const NvrtcLibrary>> compileCudaSource(
-    const std::string& source, const std::vector<std::string>& kernels, const std::string& what) {
+    NvrtcStore& r, const std::string& source, const std::vector<std::string>& kernels,
+    const std::string& what) {
   KILN_ASSIGN_OR_RETURN(std::string architecture, currentDeviceArchitecture());
   const std::string key = generatedKernelKey(architecture, source);
-  KernelRegistry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);  // one compile per key, even across threads
   auto it = r.libraries.find(key);
   if (it != r.libraries.end()) return it->second;
@@ -216,41 +204,18 @@ Result<std::shared_ptr<const NvrtcLibrary>> compileCudaSource(
   return library;
 }
 
-std::vector<GeneratedKernelBinary> generatedKernelBinaries() {
-  KernelRegistry& r = registry();
+void preloadCubins(NvrtcStore& r, const std::vector<GeneratedKernelBinary>& cubins) {
   std::lock_guard<std::mutex> lock(r.mutex);
-  std::vector<GeneratedKernelBinary> out;
-  for (const auto& [key, binary] : r.binaries) out.push_back(binary);
-  return out;
+  for (const GeneratedKernelBinary& k : cubins)
+    if (!r.binaries.count(k.key) && !r.libraries.count(k.key)) r.preloaded.emplace(k.key, k);
 }
 
-void preloadGeneratedKernels(const std::vector<GeneratedKernelBinary>& kernels) {
-  KernelRegistry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  for (const GeneratedKernelBinary& k : kernels) {
-    if (isCudnnPlanKey(k.key))
-      preloadCudnnPlanEntry(k);  // a cuDNN execution plan record, not a cubin
-    else if (!r.binaries.count(k.key) && !r.libraries.count(k.key))
-      r.preloaded.emplace(k.key, k);
-  }
-}
-
-bool findGeneratedKernel(const std::string& key, GeneratedKernelBinary* kernel) {
-  KernelRegistry& r = registry();
+bool findGeneratedKernel(NvrtcStore& r, const std::string& key, GeneratedKernelBinary* kernel) {
   std::lock_guard<std::mutex> lock(r.mutex);
   auto it = r.binaries.find(key);
   if (it == r.binaries.end()) return false;
   *kernel = it->second;
   return true;
-}
-
-void resetGeneratedKernelsForTesting() {
-  KernelRegistry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  r.libraries.clear();
-  r.binaries.clear();
-  r.preloaded.clear();
-  resetCudnnPlansForTesting();
 }
 
 }  // namespace kiln::cuda

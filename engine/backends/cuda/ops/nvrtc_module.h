@@ -1,18 +1,19 @@
 // Kernels Kiln generates at build time: CUDA C compiled by NVRTC to a cubin for
 // the current device's exact compute capability (--gpu-architecture=sm_XY), loaded
 // with the CUDA runtime's library API (cudaLibraryLoadData / cudaLibraryGetKernel,
-// CUDA 12+; no driver API, no libcuda link). A process-wide registry, keyed by
-// generatedKernelKey(architecture, source), keeps one loaded library per key for
-// every layer and context (a shape change, a second context or the engine after
-// the builder's one-layer timing engines does not compile again), remembers every
-// cubin compiled or loaded (so a build can store it in its plan) and holds the
-// cubins preloaded from a plan, which are loaded instead of compiled.
-// The public side of the registry is kiln/cuda_generated_kernels.h.
+// CUDA 12+; no driver API, no libcuda link). An engine's NvrtcStore (its CompiledCode,
+// kiln/cuda_generated_kernels.h), keyed by generatedKernelKey(architecture, source),
+// keeps one loaded library per key for every layer and context of the engines that share
+// it (a shape change, a second context or the engine after the builder's one-layer
+// timing engines does not compile again), remembers every cubin compiled or loaded (so a
+// build can store it in its plan) and holds the cubins preloaded from a plan, which are
+// loaded instead of compiled.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <map>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,7 +36,7 @@ class NvrtcLibrary {
   size_t cubinBytes() const { return m_cubinBytes; }
   // NVRTC's compile and the load; 0 for a cubin preloaded from a plan.
   double compileMilliseconds() const { return m_compileMs; }
-  // True when the cubin came from a plan (preloadGeneratedKernels), not NVRTC.
+  // True when the cubin came from a plan (CompiledCode::preload), not NVRTC.
   bool fromPlan() const { return m_fromPlan; }
   // Why a preloaded cubin for this key was not used ("" when none was refused).
   const std::string& note() const { return m_note; }
@@ -53,6 +54,14 @@ class NvrtcLibrary {
   std::string m_note;
 };
 
+// The loaded libraries, cubins and preloaded cubins of one CompiledCode.
+struct NvrtcStore {
+  std::mutex mutex;
+  std::map<std::string, std::shared_ptr<const NvrtcLibrary>> libraries;  // by key
+  std::map<std::string, GeneratedKernelBinary> binaries;   // compiled or loaded, by key
+  std::map<std::string, GeneratedKernelBinary> preloaded;  // from plans, not loaded yet
+};
+
 // The library of `source` for the current device with `kernels` (extern "C" names)
 // looked up: the loaded one of the same key; else the cubin preloaded from a plan
 // under that key (not compiled; fromPlan()); else compiled now (self-contained
@@ -61,7 +70,8 @@ class NvrtcLibrary {
 // "NVRTC could not compile <what> for sm_XY: <first log line>", likewise for a
 // missing kernel, an architecture NVRTC lacks or a failed load.
 Result<std::shared_ptr<const NvrtcLibrary>> compileCudaSource(
-    const std::string& source, const std::vector<std::string>& kernels, const std::string& what);
+    NvrtcStore& store, const std::string& source, const std::vector<std::string>& kernels,
+    const std::string& what);
 
 // The compile step alone, for an explicit architecture ("sm_90"): no device needed
 // (tests check generated sources on machines without a GPU). Same options and
@@ -72,12 +82,10 @@ Result<std::vector<char>> compileCudaToCubin(const std::string& source, const st
 // "sm_XY" of the current device.
 Result<std::string> currentDeviceArchitecture();
 
-// The registry's cubin for `key` (compiled or loaded in this process), or false.
-bool findGeneratedKernel(const std::string& key, GeneratedKernelBinary* kernel);
+// The store's cubin for `key` (compiled or loaded through it), or false.
+bool findGeneratedKernel(NvrtcStore& store, const std::string& key, GeneratedKernelBinary* kernel);
 
-// Tests only: forgets every loaded library (layers that hold one keep it), every
-// remembered cubin and every preloaded one, as in a fresh process. The compile
-// count keeps counting.
-void resetGeneratedKernelsForTesting();
+// A plan's cubin entries kept in `store` (keys already there are skipped).
+void preloadCubins(NvrtcStore& store, const std::vector<GeneratedKernelBinary>& cubins);
 
 }  // namespace kiln::cuda

@@ -26,6 +26,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "backends/cuda/compiled_code_stores.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/ops/cudnn_conv.h"  // timeOnStream
 #include "backends/cuda/ops/nvrtc_module.h"
@@ -127,7 +128,7 @@ Status choose(GpuKernelContext& ctx, const PointwiseProgram& storage, std::strin
   }
   const bool recordChoice = path == "auto" || !planNote.empty();
   if (path != "unfused") {
-    auto compiled = compileCudaSource(generatePointwiseSource(storage, st->spec),
+    auto compiled = compileCudaSource(nvrtcStoreOf(ctx), generatePointwiseSource(storage, st->spec),
                                       pointwiseKernelNames(st->spec), "the generated kernel");
     if (!compiled.isOk())
       return Status(compiled.status().code(),
@@ -248,7 +249,7 @@ void registerPointwiseChainGpuKernel(GpuKernelRegistry& registry) {
 }
 
 Result<std::vector<GeneratedKernelBinary>> generatedKernelsForLayer(
-    const Node& node, const std::vector<DataType>& inputTypes,
+    CompiledCode& code, const Node& node, const std::vector<DataType>& inputTypes,
     const std::vector<Shape>& inputShapes, DataType floatType, int device) {
   std::vector<GeneratedKernelBinary> none;
   if (node.domain != kKilnDomain || node.opType != kPointwiseChainOp) return none;
@@ -266,11 +267,11 @@ Result<std::vector<GeneratedKernelBinary>> generatedKernelsForLayer(
   PointwiseArgs args{};
   planPointwiseAccess(types, inputShapes, *shape, &spec, &args);
   KILN_CUDA_CHECK(cudaSetDevice(device));
-  auto library = compileCudaSource(generatePointwiseSource(storage, spec),
+  auto library = compileCudaSource(code.stores().nvrtc, generatePointwiseSource(storage, spec),
                                    pointwiseKernelNames(spec), "the generated kernel");
   if (!library.isOk()) return library.status().withContext(node.describe());
   GeneratedKernelBinary binary;
-  if (!findGeneratedKernel(library.value()->key(), &binary))
+  if (!findGeneratedKernel(code.stores().nvrtc, library.value()->key(), &binary))
     return internalError(node.describe() + ": the generated kernel's cubin was not remembered");
   binary.layers = {node.displayName()};
   return std::vector<GeneratedKernelBinary>{std::move(binary)};
