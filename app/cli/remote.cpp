@@ -412,7 +412,12 @@ int runRemote(const std::string& target, std::vector<std::string> args) {
 
   const std::string cleanup = "rm -rf " + shellQuote(job);
   if (rc < 0 || g_signal) {
-    remote.run("kill -TERM $(cat " + shellQuote(job + "/pid") + ") 2>/dev/null; " + cleanup);
+    // The job's shell may not have written its pid yet (a loaded target starts the session
+    // late): wait up to 5 s for it, or the kiln it then starts would outlive the interrupt.
+    const std::string pid = shellQuote(job + "/pid");
+    remote.run("i=0; while [ ! -s " + pid +
+               " ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done; " + "kill -TERM $(cat " + pid +
+               ") 2>/dev/null; " + cleanup);
     remote.fail("interrupted; the remote kiln was stopped");
     return 130;
   }
