@@ -25,7 +25,8 @@
 //   are contiguous in the input first; a batched 2-D transpose then runs a shared-memory
 //   tiled kernel (or, with a side of at most 8, one thread per element of the long
 //   side), a contiguous one a cudaMemcpyAsync. Ranks above kMaxRank after merging are
-//   refused as unsupported.#include <algorithm>
+//   refused as unsupported.
+#include <algorithm>
 #include <cstring>
 #include <initializer_list>
 #include <limits>

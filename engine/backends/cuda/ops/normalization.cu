@@ -9,7 +9,8 @@
 // the mean squared deviation). Row-wise norms give each normalized row a warp (rows
 // up to kWarpRowLimit elements) or a whole block. Parameters (scale, bias, mean,
 // var) must have X's storage type; the support predicates send other combinations,
-// and BatchNormalization in training mode, to the host fallback.#include <algorithm>
+// and BatchNormalization in training mode, to the host fallback.
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <type_traits>

@@ -9,8 +9,8 @@
 // row when inner == 1, a 32-wide tile of columns per block otherwise), several
 // reduced runs go through a general kernel with one thread per output element.
 // ReduceLogSumExp runs twice: the largest finite value per output, then the shifted
-// sum of exponentials. Rows longer than kWarpRowLimit use a whole block per row.#include
-// <algorithm>
+// sum of exponentials. Rows longer than kWarpRowLimit use a whole block per row.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>

@@ -23,8 +23,8 @@
 // - CenterCropPad (18+): any fixed-size type, shape read with hostInput().
 // - TensorScatter (24+): any fixed-size type; write_indices stay on the device: a batch
 //   whose start the CPU would reject (negative, or past the cache in linear mode) is left
-//   unwritten. Circular writes longer than the cache keep the last update, as the CPU.#include
-//   <algorithm>
+//   unwritten. Circular writes longer than the cache keep the last update, as the CPU.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
