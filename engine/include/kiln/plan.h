@@ -64,8 +64,9 @@ Status savePlan(const Plan& plan, const std::string& path);
 // Checks the format (magic, version, offsets, checksum, metadata, model, kernels of the
 // identity's architecture, profiles, layer precisions) but not the identity against
 // this machine: the inspector may read a plan built elsewhere; a runtime calls
-// checkPlanCompatible() before running it, then hands plan.generatedKernels to
-// cuda::preloadGeneratedKernels() (kiln/cuda_generated_kernels.h).
+// checkPlanCompatible() before running it, then makes its engine with
+// cuda::engineOptionsForPlan() (kiln/cuda_plan_options.h), whose CompiledCode holds
+// plan.generatedKernels.
 Result<Plan> deserializePlan(const std::string& bytes, const std::string& displayName);
 // Reads, verifies (kiln/plan_signature.h) and deserializes a plan file; `trust`, when
 // given, receives how the plan stood with the signature policy.
