@@ -176,5 +176,46 @@ TEST(CudaInt8, PlanRecordBytesKeepTheRace) {
   EXPECT_FALSE(cuda::decodeCudnnPlanRecord(cut, &back));
 }
 
+// No process-wide registries (issue 23), without a GPU: the cuDNN records a plan carries
+// live in the CompiledCode they are given, one engine's apart from another's; an entry is
+// kept for the layers it names, a damaged one dropped, a cubin kept unloaded (binaries()
+// lists what was compiled or loaded only).
+TEST(CompiledCode, EachObjectKeepsTheEntriesItWasGiven) {
+  cuda::CudnnPlanRecord record;
+  record.choice.engine = 12;
+  record.choice.knobs = {{2, 5}, {13, 1}};
+  record.timings = "12=0.01ms";
+  GeneratedKernelBinary entry;
+  entry.architecture = "sm_90";
+  entry.key = std::string("sm_90") + cuda::kCudnnPlanKeyTag + "00000000000000aa";
+  entry.layers = {"conv_a"};
+  entry.cubin = cuda::encodeCudnnPlanRecord(record);
+  GeneratedKernelBinary damaged = entry;
+  damaged.key = std::string("sm_90") + cuda::kCudnnPlanKeyTag + "00000000000000bb";
+  damaged.layers = {"conv_b"};
+  damaged.cubin.resize(damaged.cubin.size() / 2);
+  GeneratedKernelBinary cubin;
+  cubin.architecture = "sm_90";
+  cubin.key = "sm_90:0123456789abcdef:100";
+  cubin.layers = {"PWN(x)"};
+  cubin.cubin = std::vector<char>(100, 'c');
+
+  cuda::CompiledCode plan, other;
+  plan.preload({entry, damaged, cubin});
+  const std::vector<GeneratedKernelBinary> kept = plan.cudnnRecordsForLayers({"conv_a", "conv_b"});
+  ASSERT_EQ(kept.size(), 1u);  // the damaged record is dropped
+  EXPECT_EQ(kept[0].key, entry.key);
+  EXPECT_EQ(kept[0].layers, std::vector<std::string>{"conv_a"});
+  cuda::CudnnPlanRecord back;
+  ASSERT_TRUE(cuda::decodeCudnnPlanRecord(kept[0].cubin, &back));
+  EXPECT_EQ(back.choice.engine, 12);
+  EXPECT_EQ(back.choice.knobs, record.choice.knobs);
+  EXPECT_TRUE(plan.cudnnRecordsForLayers({"another layer"}).empty());
+  EXPECT_TRUE(plan.binaries().empty()) << "a preloaded cubin is not loaded until a layer needs it";
+  // Another engine's code holds nothing of it.
+  EXPECT_TRUE(other.cudnnRecordsForLayers({"conv_a"}).empty());
+  EXPECT_TRUE(other.binaries().empty());
+}
+
 }  // namespace
 }  // namespace kiln::test
