@@ -1,9 +1,9 @@
 #include <utility>
 
-#include "kiln/cuda_generated_kernels.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/engine_impl.h"
 #include "backends/cuda/ops/plugin_kernel.h"
+#include "kiln/cuda_generated_kernels.h"
 #include "kiln/plugin_registry.h"
 #include "kiln/reference_backend.h"
 

@@ -1,4 +1,3 @@
-#include "backends/cuda/compiled_code_stores.h"
 #include "backends/cuda/ops/fused_attention_race.h"
 
 #include <memory>
@@ -6,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/cuda/compiled_code_stores.h"
 #include "backends/cuda/libraries.h"
 #include "backends/cuda/ops/cudnn_attention.h"
 #include "backends/cuda/ops/cudnn_plan_cache.h"

@@ -1,9 +1,9 @@
-#include "backends/cuda/compiled_code_stores.h"
 #include "backends/cuda/ops/fused_conv_plans.h"
 
 #include <cstdlib>
 #include <sstream>
 
+#include "backends/cuda/compiled_code_stores.h"
 #include "backends/cuda/ops/cudnn_plan_cache.h"
 #include "backends/cuda/ops/depthwise_conv.h"
 #include "backends/cuda/ops/grouped_filter.h"
