@@ -37,7 +37,9 @@ bool runsOnHost(const ReportLayer& l) {
            (winner->milliseconds < 0 || c.milliseconds < winner->milliseconds);
   };
   for (const ReportCandidate& c : l.candidates)
-    if (c.tactic == l.tactic && c.rejected.empty() && better(c)) winner = &c;
+    if (c.tactic == l.tactic && c.rejected.empty() && (l.choice.empty() || c.choice == l.choice) &&
+        better(c))
+      winner = &c;
   return winner && startsWith(winner->detail, "host-fallback");
 }
 

@@ -76,6 +76,7 @@ json layerJson(const LayerRecord& l) {
                 {"PrecisionReason", l.precisionReason},
                 {"OutputType", trtTypeName(l.outputType)},
                 {"TacticSource", l.tacticSource},
+                {"Choice", l.choice},
                 {"Candidates", candidatesJson(l.candidates)},
                 {"Fusion", l.fusion.empty() ? json(nullptr) : json(l.fusion)},
                 {"Workspace", l.workspaceBytes},
@@ -266,8 +267,8 @@ std::string formatLayerTable(const Plan& plan, bool candidates) {
                                                            (c.fromCache ? " (cache)" : "")
                                                      : "not timed";
       std::snprintf(line, sizeof(line), "    %s %-26s %-5s %s\n",
-                    c.tactic == l.tactic && c.precision == l.precision ? "*" : " ",
-                    c.tactic.c_str(), trtTypeName(c.precision).c_str(), what.c_str());
+                    &c == winningCandidate(l) ? "*" : " ", c.tactic.c_str(),
+                    trtTypeName(c.precision).c_str(), what.c_str());
       out << line;
       if (!c.choice.empty()) out << "        choice: " << c.choice << "\n";
     }

@@ -49,6 +49,7 @@ ReportLayer layerFromRecord(const LayerRecord& r) {
   l.tactic = r.tactic;
   if (!r.tactic.empty()) l.tacticValue = tacticValueHex(r.tacticValue);
   l.tacticSource = r.tacticSource;
+  l.choice = r.choice;
   l.milliseconds = r.milliseconds;
   l.workspaceBytes = r.workspaceBytes;
   l.sourceNodes = r.sourceNodes;
@@ -190,6 +191,7 @@ json layerJson(const ReportLayer& l) {
       {"TacticName", &l.tactic},
       {"TacticValue", &l.tacticValue},
       {"TacticSource", &l.tacticSource},
+      {"Choice", &l.choice},
       {"Fusion", &l.fusion}};
   for (const auto& [key, value] : texts)
     if (!value->empty()) j[key] = *value;

@@ -62,6 +62,9 @@ struct ReportLayer {
   std::string tactic;
   std::string tacticValue;   // "0x..." as trtexec prints it
   std::string tacticSource;  // "" when unknown
+  // The winning candidate's choice inside the tactic (LayerRecord::choice): with the
+  // tactic it names the winner when a tactic offered several choices; "" when unknown.
+  std::string choice;
   double milliseconds = -1;  // per-inference time: the profile's median, else the build timing
   double averageMs = -1;     // from a profile; -1 when none
   // What the profiled engine said it ran for the layer (a Kiln profile's

@@ -213,6 +213,8 @@ void readKnownKey(const std::string& key, const json& value, ReportLayer* l, boo
     l->tacticValue = tacticValueText(value);
   else if (key == "TacticSource")
     l->tacticSource = text(value);
+  else if (key == "Choice")
+    l->choice = text(value);
   else if (key == "Precision")
     l->precision = precisionOfFormat(text(value));
   else if (key == "PrecisionReason")

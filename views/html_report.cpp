@@ -62,7 +62,8 @@ QString candidateTables(const inspector::EngineReport& report) {
             "<tr><th>Tactic</th><th>Source</th><th>Precision</th><th>Time (ms)</th><th>Choice</th>"
             "<th>Note</th></tr>";
     for (const auto& c : layer.candidates) {
-      const bool winner = c.tactic == layer.tactic && c.rejected.empty();
+      const bool winner = c.tactic == layer.tactic && c.rejected.empty() &&
+                          (layer.choice.empty() || c.choice == layer.choice);
       html += QString(
                   "<tr%1><td>%2</td><td>%3</td><td>%4</td><td class=n>%5</td><td>%6</td>"
                   "<td>%7</td></tr>")

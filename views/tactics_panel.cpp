@@ -51,6 +51,7 @@ int winnerOf(const inspector::ReportLayer& layer) {
   for (size_t i = 0; i < layer.candidates.size(); ++i) {
     const auto& c = layer.candidates[i];
     if (c.tactic != layer.tactic || !c.rejected.empty()) continue;
+    if (!layer.choice.empty() && c.choice != layer.choice) continue;
     if (samePrecision(c.precision, layer.precision)) return static_cast<int>(i);
     if (byName < 0) byName = static_cast<int>(i);
   }

@@ -1,4 +1,4 @@
-// Tactic ids as TensorRT shows them.
+// Tactic ids as TensorRT shows them; which candidate won a layer.
 #include "kiln/build_record.h"
 
 #include <cstdio>
@@ -19,6 +19,17 @@ bool isWellFormedChoice(const std::string& choice) {
   for (char c : choice)
     if (c < 0x20 || c > 0x7e) return false;
   return true;
+}
+
+const TacticCandidate* winningCandidate(const LayerRecord& layer) {
+  const TacticCandidate* winner = nullptr;
+  for (const TacticCandidate& c : layer.candidates) {
+    if (c.tactic != layer.tactic || !c.rejected.empty()) continue;
+    if (!layer.choice.empty() && c.choice != layer.choice) continue;
+    if (!winner || (c.precision == layer.precision && winner->precision != layer.precision))
+      winner = &c;
+  }
+  return winner;
 }
 
 std::string tacticValueHex(uint64_t value) {

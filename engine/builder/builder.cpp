@@ -132,6 +132,7 @@ Status buildLayer(const Network& network, const Node& node, build::TimingSession
   layer.tacticValue = winner.tacticValue;
   layer.tacticSource = winner.source;
   layer.milliseconds = winner.milliseconds;
+  layer.choice = winner.choice;
   layer.candidates = selection.candidates;
   build::describeLayer(network, node, timingInputs.metas(), &layer);
   plan->layers.push_back({layer.tactic, layer.precision, layer.outputType});

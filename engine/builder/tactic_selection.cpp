@@ -98,61 +98,75 @@ Result<TacticSelection> selectTactic(TimingSession& session, const Node& node,
                              ? 1
                              : std::max(1, tacticTimingIterations(config.optimizationLevel));
   const LayerInputs* synthetic = nullptr;
-  // Times one candidate; a rejection on synthetic inputs is not cached (real
-  // values may run), so the caller can retry with exact ones.
-  auto time = [&](TacticCandidate& c, const std::string& key, bool exact) -> Status {
+  // The choices each candidate's tactic offered inside (BuildBackend::lastTimingChoices),
+  // by candidate index.
+  std::vector<std::vector<std::string>> offered(selection.candidates.size());
+  auto keyOf = [&](const TacticCandidate& c) {
+    return session.deviceKey + "|" + signature + "|" + precisionSpelling(c.precision) + "|" +
+           c.tactic + (c.choice.empty() ? "" : "|choice=" + c.choice);
+  };
+  // Times `c` (the tactic, or the choice it names when `holdChoice`) on synthetic inputs,
+  // or on the reference run's values when `exact`; a rejection on synthetic inputs is
+  // not cached (real values may run), so the caller can retry with exact ones.
+  auto time = [&](TacticCandidate& c, const std::string& key, bool exact, bool holdChoice,
+                  std::vector<std::string>* offers) -> Status {
     const LayerInputs* inputs = synthetic;
     if (exact || !inputs) {
       KILN_ASSIGN_OR_RETURN(inputs, inputsOnDemand(exact));
       if (!exact) synthetic = inputs;
     }
     Result<double> ms =
-        session.backend.timeTactic(node, c.tactic, c.precision, *inputs, iterations);
+        holdChoice
+            ? session.backend.timeChoice(node, c.tactic, c.precision, *inputs, iterations, c.choice)
+            : session.backend.timeTactic(node, c.tactic, c.precision, *inputs, iterations);
     ++session.timed;
     c.rejected.clear();
     if (ms.isOk()) {
       c.milliseconds = *ms;
       c.detail = session.backend.lastTimingDetail();
-      c.choice = session.backend.lastTimingChoice();
+      if (!holdChoice) c.choice = session.backend.lastTimingChoice();
+      if (offers && !holdChoice) *offers = session.backend.lastTimingChoices();
     } else {
       c.rejected = ms.status().message();
     }
-    if (ms.isOk() || exact) {
-      const TimingCacheEntry entry{c.milliseconds, c.rejected, node.displayName(), c.detail,
-                                   c.choice};
+    if (ms.isOk() || exact || holdChoice) {
+      TimingCacheEntry entry{c.milliseconds, c.rejected, node.displayName(), c.detail, c.choice};
+      if (offers) entry.choices = *offers;
       if (config.timingCache) config.timingCache->insert(key, entry);
       session.sameBuild.insert(key, entry);
     }
     return Status::ok();
   };
+  // Takes `key`'s entry from the timing cache, else from this build's times (a layer
+  // identical to one timed already, as TensorRT's builder does: the detail names the layer
+  // timed); false when neither has it.
+  auto lookUp = [&](TacticCandidate& c, const std::string& key,
+                    std::vector<std::string>* offers) -> bool {
+    ++session.stats.lookups;
+    std::optional<TimingCacheEntry> found;
+    if (config.timingCache) found = config.timingCache->lookup(key);
+    const bool fromFile = found.has_value();
+    if (fromFile) ++session.stats.hits;
+    if (!found) found = session.sameBuild.lookup(key);
+    if (!found) return false;
+    c.fromCache = fromFile;
+    c.milliseconds = found->rejected.empty() ? found->milliseconds : -1;
+    c.rejected = found->rejected;
+    c.detail = found->detail;
+    if (!fromFile)
+      c.detail += (c.detail.empty() ? "" : "; ") + std::string("timed on layer '") + found->layer +
+                  "' (same signature)";
+    if (c.choice.empty()) c.choice = found->choice;
+    if (offers) *offers = found->choices;
+    return true;
+  };
   std::vector<std::pair<size_t, std::string>> retry;  // rejected on synthetic inputs
   // Looks up or times candidate i; false when it is rejected.
   auto measure = [&](size_t i) -> Result<bool> {
     TacticCandidate& c = selection.candidates[i];
-    const std::string key =
-        session.deviceKey + "|" + signature + "|" + precisionSpelling(c.precision) + "|" + c.tactic;
-    ++session.stats.lookups;
-    std::optional<TimingCacheEntry> cached;
-    if (config.timingCache) cached = config.timingCache->lookup(key);
-    // A layer identical to one this build timed already (the same signature) takes its
-    // time and choice, as TensorRT's builder does; the detail names the layer timed.
-    std::optional<TimingCacheEntry> sameBuild;
-    if (!cached) sameBuild = session.sameBuild.lookup(key);
-    if (cached) {
-      ++session.stats.hits;
-      c.fromCache = true;
-      c.milliseconds = cached->rejected.empty() ? cached->milliseconds : -1;
-      c.rejected = cached->rejected;
-      c.detail = cached->detail;
-      c.choice = cached->choice;
-    } else if (sameBuild) {
-      c.milliseconds = sameBuild->rejected.empty() ? sameBuild->milliseconds : -1;
-      c.rejected = sameBuild->rejected;
-      c.detail = sameBuild->detail + (sameBuild->detail.empty() ? "" : "; ") + "timed on layer '" +
-                 sameBuild->layer + "' (same signature)";
-      c.choice = sameBuild->choice;
-    } else {
-      KILN_RETURN_IF_ERROR(time(c, key, false));
+    const std::string key = keyOf(c);
+    if (!lookUp(c, key, &offered[i])) {
+      KILN_RETURN_IF_ERROR(time(c, key, false, false, &offered[i]));
       if (!c.rejected.empty()) retry.push_back({i, key});
     }
     return c.rejected.empty();
@@ -180,11 +194,42 @@ Result<TacticSelection> selectTactic(TimingSession& session, const Node& node,
   for (const TacticCandidate& c : selection.candidates)
     anyValid = anyValid || (c.rejected.empty() && c.milliseconds >= 0);
   if (!anyValid) {
-    for (auto& [i, key] : retry) KILN_RETURN_IF_ERROR(time(selection.candidates[i], key, true));
+    for (auto& [i, key] : retry)
+      KILN_RETURN_IF_ERROR(time(selection.candidates[i], key, true, false, &offered[i]));
     if (config.optimizationLevel == 0)
       for (size_t i = 0; i < selection.candidates.size() && selection.winner < 0; ++i)
         if (selection.candidates[i].rejected.empty() && selection.candidates[i].milliseconds >= 0)
           selection.winner = static_cast<int>(i);
+  }
+  // Tactics as data (issue 23): a tactic whose kernel raced several complete choices
+  // inside (cuBLASLt's algorithms, Kiln's kernel against cuDNN's engines, ...) becomes one
+  // candidate per choice, each timed here with the layer held to it; the fastest of all
+  // wins. A choice the layer cannot take is a rejected candidate; a tactic none of whose
+  // choices runs keeps its own candidate (the kernel then chooses at its first run).
+  if (selection.winner < 0 && config.optimizationLevel > 0) {
+    std::vector<TacticCandidate> expanded;
+    for (size_t i = 0; i < selection.candidates.size(); ++i) {
+      const TacticCandidate& base = selection.candidates[i];
+      if (offered[i].size() < 2 || !base.rejected.empty() || base.milliseconds < 0) {
+        expanded.push_back(base);
+        continue;
+      }
+      bool anyRuns = false;
+      for (const std::string& choice : offered[i]) {
+        TacticCandidate c;
+        c.tactic = base.tactic;
+        c.tacticValue = base.tacticValue;
+        c.source = base.source;
+        c.precision = base.precision;
+        c.choice = choice;
+        const std::string key = keyOf(c);
+        if (!lookUp(c, key, nullptr)) KILN_RETURN_IF_ERROR(time(c, key, false, true, nullptr));
+        anyRuns = anyRuns || (c.rejected.empty() && c.milliseconds >= 0);
+        expanded.push_back(std::move(c));
+      }
+      if (!anyRuns) expanded.push_back(base);
+    }
+    selection.candidates = std::move(expanded);
   }
   if (selection.winner < 0) {
     for (size_t i = 0; i < selection.candidates.size(); ++i) {

@@ -52,6 +52,18 @@ Result<TimingCache> TimingCache::load(const std::string& path) {
     if (!isWellFormedChoice(entry.choice))
       return parseError(where + ": 'choice' is not printable text of at most " +
                         std::to_string(kMaxChoiceBytes) + " bytes");
+    KILN_ASSIGN_OR_RETURN(const nlohmann::json choices,
+                          jsonMemberOr(value, "choices", nlohmann::json::array(), where));
+    if (!choices.is_array() || choices.size() > kMaxOfferedChoices)
+      return parseError(where + ": 'choices' must be an array of at most " +
+                        std::to_string(kMaxOfferedChoices) + " choices");
+    for (const nlohmann::json& choice : choices) {
+      if (!choice.is_string() || choice.get<std::string>().empty() ||
+          !isWellFormedChoice(choice.get<std::string>()))
+        return parseError(where + ": an entry of 'choices' is not printable text of at most " +
+                          std::to_string(kMaxChoiceBytes) + " bytes");
+      entry.choices.push_back(choice.get<std::string>());
+    }
     cache.insert(key, entry);
   }
   return cache;
@@ -64,6 +76,7 @@ Status TimingCache::save(const std::string& path) const {
     if (!entry.rejected.empty()) value["rejected"] = entry.rejected;
     if (!entry.detail.empty()) value["detail"] = entry.detail;
     if (!entry.choice.empty()) value["choice"] = entry.choice;
+    if (!entry.choices.empty()) value["choices"] = entry.choices;
     entries[key] = value;
   }
   nlohmann::json doc = {{"format", kFormat}, {"version", kVersion}, {"entries", entries}};

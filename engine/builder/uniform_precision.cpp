@@ -85,6 +85,7 @@ Status unifyPrecision(const BuilderConfig& config, const std::vector<UniformLaye
     l.tacticValue = c.tacticValue;
     l.tacticSource = c.source;
     l.milliseconds = c.milliseconds;
+    l.choice = c.choice;
     l.precisionReason = std::string("engine-wide ") + dataTypeName(chosen) +
                         ": the fastest total of the allowed precisions (" + totals + ")";
     for (auto* tensors : {&l.inputs, &l.outputs}) {

@@ -245,6 +245,7 @@ json layerToJson(const LayerRecord& l) {
           {"tactic_value", l.tacticValue},
           {"tactic_source", l.tacticSource},
           {"ms", l.milliseconds},
+          {"choice", l.choice},
           {"candidates", candidates},
           {"workspace", l.workspaceBytes},
           {"memory_offset", l.memoryOffset}};
@@ -267,6 +268,7 @@ LayerRecord layerFromJson(const json& in) {
   l.tacticValue = field<uint64_t>(in, "tactic_value");
   l.tacticSource = field<std::string>(in, "tactic_source");
   l.milliseconds = field<double>(in, "ms");
+  if (in.contains("choice")) l.choice = field<std::string>(in, "choice");  // since 11-30
   for (const json& c : in.at("candidates")) l.candidates.push_back(candidateFromJson(c));
   l.workspaceBytes = field<int64_t>(in, "workspace");
   l.memoryOffset = field<int64_t>(in, "memory_offset");

@@ -63,6 +63,9 @@ Status checkRecord(const BuildRecord& r) {
                      " or memory offset " + std::to_string(l.memoryOffset) + " is negative");
     // A candidate's choice is what a plan's engine takes back and shows in its
     // implementation text: printable words of bounded length, as the kernels write them.
+    if (!isWellFormedChoice(l.choice))
+      return damaged(where + ": the layer's choice is not printable text of at most " +
+                     std::to_string(kMaxChoiceBytes) + " bytes");
     for (const TacticCandidate& c : l.candidates) {
       if (!isWellFormedChoice(c.choice))
         return damaged(where + ": a candidate's choice is not printable text of at most " +

@@ -364,9 +364,7 @@ size_t expectEngineRunsRecordedChoices(const Plan& plan, const std::string& race
   for (size_t i = 1; i < profile->size(); ++i)
     ran[(*profile)[i]["name"]] = (*profile)[i].value("implementation", "");
   for (const LayerRecord& layer : plan.record.layers) {
-    const TacticCandidate* winner = nullptr;
-    for (const TacticCandidate& c : layer.candidates)
-      if (c.tactic == layer.tactic && c.rejected.empty() && !winner) winner = &c;
+    const TacticCandidate* winner = winningCandidate(layer);
     if (!winner || !ran.count(layer.name)) continue;  // folded or a view: no time
     const std::string& implementation = ran[layer.name];
     // Placement first in both: "gpu: ...", "host fallback: ...".
@@ -381,6 +379,44 @@ size_t expectEngineRunsRecordedChoices(const Plan& plan, const std::string& race
   return choices.size();
 }
 
+// The builder timed the choices the kernels of `opType` offered (issue 23: tactics as
+// data): such a layer has one candidate per choice, each run held to its choice (the
+// detail says "the plan's choice"), and the layer's choice is the fastest's. Returns how
+// many layers had several.
+size_t expectBuilderTimedTheChoices(const Plan& plan, const std::string& opType) {
+  size_t layers = 0;
+  for (const LayerRecord& layer : plan.record.layers) {
+    if (layer.opType != opType) continue;
+    std::vector<const TacticCandidate*> rows;
+    for (const TacticCandidate& c : layer.candidates)
+      if (c.tactic == layer.tactic && c.precision == layer.precision && !c.choice.empty())
+        rows.push_back(&c);
+    if (rows.size() < 2) continue;
+    ++layers;
+    const TacticCandidate* fastest = nullptr;
+    for (const TacticCandidate* c : rows) {
+      if (!c->rejected.empty() || c->milliseconds < 0) continue;
+      if (c->detail.find("(same signature)") == std::string::npos)
+        EXPECT_NE(c->detail.find("the plan's choice: " + c->choice), std::string::npos)
+            << layer.name << ": " << c->detail;
+      if (!fastest || c->milliseconds < fastest->milliseconds) fastest = c;
+    }
+    if (!fastest) {
+      ADD_FAILURE() << layer.name << ": no choice ran";
+      continue;
+    }
+    EXPECT_EQ(layer.choice, fastest->choice) << layer.name;
+    EXPECT_EQ(winningCandidate(layer), fastest) << layer.name;
+    if (layers == 1) {
+      std::cout << "  " << layer.name << ": " << rows.size() << " choices timed by the builder:";
+      for (const TacticCandidate* c : rows)
+        std::cout << " {" << c->choice << " " << c->milliseconds << " ms}";
+      std::cout << "\n";
+    }
+  }
+  return layers;
+}
+
 // Tactics as data (issue 23): a layer's choice inside its tactic (FusedMatMul's cuBLASLt,
 // tanh-form GELU epilogue or cuDNN graph) is recorded with the winning candidate, and the
 // plan's runtime (the profiler's engine, as `kiln run PLAN`'s) takes it back instead of
@@ -392,6 +428,42 @@ TEST(CudaBuilder, ProfiledEngineRunsTheChoicesItsBuildRecorded) {
   ASSERT_TRUE(plan.isOk()) << plan.status().toString();
   std::cout << "  " << expectEngineRunsRecordedChoices(plan.value(), "FusedMatMul")
             << " recorded choices\n";
+  std::cout << "  " << expectBuilderTimedTheChoices(plan.value(), "FusedMatMul")
+            << " FusedMatMul layers with choices timed by the builder\n";
+}
+
+// A GEMM large enough for cuBLASLt's algorithms to be raced (1 GFLOP): the builder times
+// each algorithm the layer offered, keeps the fastest, and the plan's engine runs it.
+TEST(CudaBuilder, TheBuilderTimesEachCublasLtAlgorithmItself) {
+  KILN_REQUIRE_GPU();
+  auto net = std::make_shared<Network>();
+  net->irVersion = 8;
+  net->opsets[""] = 17;
+  Graph& g = net->graph;
+  ValueInfo a{"a", DataType::kFloat32, true, {DimExpr(512), DimExpr(1024)}};
+  g.inputs.push_back(a);
+  g.initializers["w"] = randomFloats({1024, 1024}, 81, -0.05, 0.05);
+  Node matmul;
+  matmul.name = "gemm";
+  matmul.opType = "MatMul";
+  matmul.opset = 17;
+  matmul.inputs = {"a", "w"};
+  matmul.outputs = {"y"};
+  g.nodes.push_back(matmul);
+  g.outputs.push_back({"y", DataType::kFloat32, false, {}});
+  BuilderConfig config;
+  config.fp16 = true;
+  config.optimizationLevel = 2;
+  auto backend = cuda::createCudaBuildBackend(0, config);
+  ASSERT_TRUE(backend.isOk()) << backend.status().toString();
+  auto plan = buildPlan(net, config, *backend.value());
+  ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+  ASSERT_EQ(plan->record.layers.size(), 1u);
+  const LayerRecord& layer = plan->record.layers[0];  // MatMul, or FusedMatMul after the passes
+  EXPECT_EQ(expectBuilderTimedTheChoices(plan.value(), layer.opType), 1u);
+  EXPECT_TRUE(layer.choice.rfind("algorithm:", 0) == 0 || layer.choice.rfind("cublaslt#", 0) == 0)
+      << layer.choice;
+  expectEngineRunsRecordedChoices(plan.value(), layer.opType);
 }
 
 // The same for convolutions: FusedConv's implementation (cuDNN's fused graph or conv +
@@ -416,6 +488,7 @@ TEST(CudaBuilder, ProfiledConvEngineRunsTheChoicesItsBuildRecorded) {
   }
   EXPECT_GE(convChoices, 3u) << "every convolution records its choice";
   expectEngineRunsRecordedChoices(plan.value(), "FusedConv");
+  EXPECT_GE(expectBuilderTimedTheChoices(plan.value(), "FusedConv"), 1u);
   // The plan's engine computes what the CPU reference does.
   auto engine = cuda::createEngineForPlan(plan.value(), 0);
   ASSERT_TRUE(engine.isOk()) << engine.status().toString();

@@ -74,6 +74,9 @@ void StepContext::setImplementation(const std::string& text) {
 void StepContext::setChoice(const std::string& choice) {
   m_context.step(m_step).choice = choice;
 }
+void StepContext::offerChoices(const std::vector<std::string>& choices) {
+  m_context.step(m_step).offers = choices;
+}
 std::string StepContext::plannedChoice() const {
   const auto& choices = options().layerChoices;
   const auto found = choices.find(node().displayName());

@@ -54,6 +54,7 @@ class StepContext final : public GpuKernelContext {
   std::shared_ptr<void>& layerState() override;
   void setImplementation(const std::string& text) override;
   void setChoice(const std::string& choice) override;
+  void offerChoices(const std::vector<std::string>& choices) override;
   std::string plannedChoice() const override;
 
   // Output i as a view of input 0 (alias kernels).
@@ -254,6 +255,7 @@ class ContextImpl final : public ExecutionContext {
       info.placement = step.placement;
       info.implementation = step.implementation;
       info.choice = step.choice;
+      info.offeredChoices = step.offers;
       info.note = step.note;
       info.workspaceBytes = step.workspaceBytes;
       out.push_back(std::move(info));

@@ -40,7 +40,8 @@ struct PlannedStep {
   const GpuKernelEntry* entry = nullptr;
   std::string note;
   std::string implementation;
-  std::string choice;  // GpuKernelContext::setChoice
+  std::string choice;               // GpuKernelContext::setChoice
+  std::vector<std::string> offers;  // GpuKernelContext::offerChoices
   int64_t workspaceBytes = 0;
   std::shared_ptr<void> state;
   std::vector<std::string> releaseAfter;  // values whose last reader is this step

@@ -119,6 +119,7 @@ class CudaBuildBackend final : public BuildBackend {
 
   std::string lastTimingDetail() const override { return m_detail; }
   std::string lastTimingChoice() const override { return m_choice; }
+  std::vector<std::string> lastTimingChoices() const override { return m_choices; }
 
   std::string fusedNodeSupport(const Node& fused, const std::vector<DataType>& inputTypes,
                                const std::vector<Shape>& inputShapes) const override {
@@ -167,6 +168,27 @@ class CudaBuildBackend final : public BuildBackend {
 
   Result<double> timeTactic(const Node& node, const std::string& tactic, DataType precision,
                             const LayerInputs& inputs, int iterations) override {
+    return timeLayer(node, tactic, precision, inputs, iterations, "");
+  }
+
+  // The layer held to `choice` (EngineOptions::layerChoices, as an engine made from a plan
+  // gets it): a candidate only when the kernel took it without choosing again.
+  Result<double> timeChoice(const Node& node, const std::string& tactic, DataType precision,
+                            const LayerInputs& inputs, int iterations,
+                            const std::string& choice) override {
+    KILN_ASSIGN_OR_RETURN(double ms,
+                          timeLayer(node, tactic, precision, inputs, iterations, choice));
+    if (m_choice != choice || m_detail.find("does not apply here") != std::string::npos)
+      return unsupported("the layer did not take the choice: " + m_detail);
+    return ms;
+  }
+
+ private:
+  // One timing engine of `node` alone (with `choice` planned when not ""): its GPU median
+  // over `iterations` profiled runs after a warm-up; what the layer said and chose (and
+  // the choices its race offered) kept for lastTiming*().
+  Result<double> timeLayer(const Node& node, const std::string& tactic, DataType precision,
+                           const LayerInputs& inputs, int iterations, const std::string& choice) {
     if (tactic != tacticFor(node).name)
       return unsupported("tactic '" + tactic + "' does not apply to " + node.describe());
     EngineOptions options;
@@ -175,6 +197,7 @@ class CudaBuildBackend final : public BuildBackend {
     options.allowTf32 = m_tf32;
     options.workspaceLimitBytes = m_workspace;
     options.compiledCode = m_code;  // what one timing engine compiles, the next reuses
+    if (!choice.empty()) options.layerChoices[node.displayName()] = choice;
     std::shared_ptr<Network> net = singleNodeNetwork(node, inputs);
     KILN_ASSIGN_OR_RETURN(std::shared_ptr<Engine> engine, Engine::create(net, options));
     KILN_ASSIGN_OR_RETURN(std::unique_ptr<ExecutionContext> context, engine->createContext());
@@ -198,9 +221,11 @@ class CudaBuildBackend final : public BuildBackend {
       times.insert(times.end(), timing.milliseconds.begin(), timing.milliseconds.end());
     m_detail.clear();
     m_choice.clear();
+    m_choices.clear();
     for (const LayerInfo& layer : context->layers()) {
       m_detail = layerDescription(layer);
       m_choice = layer.choice;
+      if (layer.offeredChoices.size() > 1) m_choices = layer.offeredChoices;
     }
     if (times.empty()) return 0.0;  // folded or a view: nothing runs
     std::sort(times.begin(), times.end());
@@ -213,6 +238,7 @@ class CudaBuildBackend final : public BuildBackend {
   int64_t m_workspace;
   std::string m_detail;
   std::string m_choice;
+  std::vector<std::string> m_choices;
   // The code this build's timing engines compile or load (shared by all of them), which
   // the plan stores (generatedKernels).
   std::shared_ptr<CompiledCode> m_code = std::make_shared<CompiledCode>();

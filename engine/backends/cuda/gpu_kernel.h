@@ -92,6 +92,11 @@ class GpuKernelContext {
   // The choice the plan recorded for this layer (EngineOptions::layerChoices); "" without
   // one, and the kernel chooses.
   virtual std::string plannedChoice() const { return ""; }
+  // The complete choices the layer's race considers, each in the words plannedChoice()
+  // takes back (so an engine given one runs it untimed), offered where the race runs: a
+  // builder times them one by one and keeps the fastest (issue 23: tactics as data). A
+  // step inside another layer offers none.
+  virtual void offerChoices(const std::vector<std::string>&) {}
 
   // Errors with the node's description prepended.
   Status error(const std::string& message) const;

@@ -7,14 +7,7 @@ namespace kiln::cuda {
 std::map<std::string, std::string> layerChoicesOfRecord(const BuildRecord& record) {
   std::map<std::string, std::string> choices;
   for (const LayerRecord& layer : record.layers) {
-    // The winner: the layer's tactic among the valid candidates, at its precision when
-    // one is (a strongly typed layer records the type of its inputs, not the one timed).
-    const TacticCandidate* winner = nullptr;
-    for (const TacticCandidate& c : layer.candidates) {
-      if (c.tactic != layer.tactic || !c.rejected.empty()) continue;
-      if (!winner || (c.precision == layer.precision && winner->precision != layer.precision))
-        winner = &c;
-    }
+    const TacticCandidate* winner = winningCandidate(layer);
     if (winner && !winner->choice.empty()) choices[layer.name] = winner->choice;
   }
   return choices;

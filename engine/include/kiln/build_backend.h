@@ -91,6 +91,25 @@ class BuildBackend {
   // The choice the layer made inside the tactic in the last successful timeTactic(), in
   // words the backend's runtime takes back (TacticCandidate::choice); "" when none.
   virtual std::string lastTimingChoice() const { return ""; }
+  // Every complete choice the tactic considered inside in the last successful
+  // timeTactic() (CUDA: the cuBLASLt algorithms, Kiln's kernel against cuDNN's engines,
+  // the generated kernel against the unfused one), each in words timeChoice() takes; the
+  // builder times them one by one and keeps the fastest. Empty when the tactic makes no
+  // choice of its own (or only one).
+  virtual std::vector<std::string> lastTimingChoices() const { return {}; }
+  // timeTactic() with the layer held to `choice` (one lastTimingChoices() named): the
+  // backend runs that choice without choosing again. kUnsupported with the reason when the
+  // layer cannot take it here (the tactic then stays a candidate with its other choices).
+  virtual Result<double> timeChoice(const Node& node, const std::string& tactic, DataType precision,
+                                    const LayerInputs& inputs, int iterations,
+                                    const std::string& choice) {
+    (void)node;
+    (void)tactic;
+    (void)precision;
+    (void)inputs;
+    (void)iterations;
+    return unsupported("this backend takes no choice '" + choice + "' inside a tactic");
+  }
   // The kernels the backend generates for the finished build's layers, for the plan
   // to store so that the runtime loads them instead of compiling (CUDA: the NVRTC
   // cubins of PointwiseChain layers for this device, at these shapes and the plan's

@@ -61,6 +61,9 @@ struct LayerRecord {
   uint64_t tacticValue = 0;
   std::string tacticSource;
   double milliseconds = -1;  // the winner's timed median (-1: untimed)
+  // The winner's choice inside its tactic (TacticCandidate::choice): with the tactic and
+  // precision it names the winning candidate when a tactic offered several choices.
+  std::string choice;
   std::vector<TacticCandidate> candidates;
   int64_t workspaceBytes = 0;
   int64_t memoryOffset = -1;  // arena offset of its first output; -1: not in the arena
@@ -101,6 +104,12 @@ struct BuildRecord {
   std::vector<std::string> outputNames;
 };
 
+// The candidate that won `layer`: its tactic, valid, with the layer's choice when the
+// layer records one (plans before 11-30 do not), at the layer's precision when one is (a
+// strongly typed layer records the type of its inputs, not the one timed); nullptr when
+// none matches.
+const TacticCandidate* winningCandidate(const LayerRecord& layer);
+
 // Stable 64-bit id of a tactic name (FNV-1a), shown as TacticValue.
 uint64_t tacticValueOf(const std::string& tactic);
 
@@ -108,6 +117,9 @@ uint64_t tacticValueOf(const std::string& tactic);
 // most kMaxChoiceBytes. Plans and timing caches holding any other are refused on load (a
 // plan's engine acts on the choice and writes it into its implementation text).
 constexpr size_t kMaxChoiceBytes = 1024;
+// The most choices one tactic offers a layer (BuildBackend::lastTimingChoices); a timing
+// cache entry listing more is refused on load.
+constexpr size_t kMaxOfferedChoices = 64;
 bool isWellFormedChoice(const std::string& choice);
 // "0x00000000deadbeef", as trtexec prints TacticValue.
 std::string tacticValueHex(uint64_t value);

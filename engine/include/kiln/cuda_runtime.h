@@ -99,6 +99,9 @@ struct LayerInfo {
   std::string note;            // why a fallback or host round trip happens
   int64_t workspaceBytes = 0;
   std::string choice;  // the kernel's choice inside its tactic, for a plan to replay ("" none)
+  // Every complete choice the kernel's race considered (GpuKernelContext::offerChoices), for
+  // a builder to time one by one; empty when the layer has no race.
+  std::vector<std::string> offeredChoices;
 };
 
 // "gpu: cudnn engine 12 ...", "host-fallback (why)": placement, implementation and note in

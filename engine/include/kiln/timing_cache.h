@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "kiln/status.h"
 
@@ -18,6 +19,9 @@ struct TimingCacheEntry {
   std::string layer;     // the layer it was measured for (for people reading the file)
   std::string detail;    // what the backend said about the run (its library algorithm, ...)
   std::string choice;    // the backend's choice inside the tactic (TacticCandidate::choice)
+  // Every choice the tactic offered (BuildBackend::lastTimingChoices), each timed under its
+  // own key (the tactic's key + "|choice=" + the choice); empty when it offered none.
+  std::vector<std::string> choices;
 };
 
 class TimingCache {

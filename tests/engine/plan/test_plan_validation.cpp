@@ -112,6 +112,12 @@ TEST_F(PlanValidation, ChoicesThatAreNotPrintableWordsAreRefused) {
               "edited.kiln: plan record is damaged: layer '" + layer +
                   "': a candidate's choice is not printable text of at most 1024 bytes");
   }
+  // The layer's own choice (the winner's, LayerRecord::choice) is held to the same rule.
+  plan.record.layers[0].candidates[0].choice = "fused_graph engine=10 knobs=2:5";
+  plan.record.layers[0].choice = "cudnn\x1b[2J engine=1";
+  EXPECT_EQ(loaded(plan).message(),
+            "edited.kiln: plan record is damaged: layer '" + layer +
+                "': the layer's choice is not printable text of at most 1024 bytes");
 }
 
 TEST_F(PlanValidation, LayerListsThatDoNotMatchTheNetworkAreRefused) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backends/cuda/compiled_code_stores.h"
+#include "backends/cuda/ops/choice_offers.h"
 #include "backends/cuda/ops/layer_choice.h"
 #include "backends/cuda/ops/conv_epilogue.h"
 #include "backends/cuda/ops/cudnn_conv.h"
@@ -72,6 +73,12 @@ Status runConvolution(GpuKernelContext& ctx, ConvGeometry g, void* x, const void
       choice.hasEngine = true;
       choice.engine = chosen.plan->choice;
       ctx.setChoice(encodeLayerChoice(choice));
+      std::vector<TimedChoice> offers;  // every engine the race ran, for a builder to time
+      for (const auto& [engine, ms] : chosen.ran) {
+        choice.engine = engine;
+        offers.push_back({encodeLayerChoice(choice), ms});
+      }
+      ctx.offerChoices(choicesWorthTiming(offers));
     }
     conv = std::make_shared<ConvState>(ConvState{g, chosen.plan});
     state = conv;

@@ -183,6 +183,9 @@ Result<void*> convWorkspace(GpuKernelContext& ctx, int64_t bytes);
 struct ChosenConvPlan {
   std::shared_ptr<CudnnPlan> plan;
   std::string summary;
+  // Every engine configuration that ran in the race, with its time (the one plan, untimed:
+  // 0, when the heuristics gave one): the choices a layer offers a builder.
+  std::vector<std::pair<CudnnEngineChoice, float>> ran;
 };
 Status chooseConvPlan(GpuKernelContext& ctx, cudnnHandle_t handle, const ConvGeometry& g, void* x,
                       const void* w, void* y, ChosenConvPlan* chosen);

@@ -366,6 +366,7 @@ Status chooseConvPlan(GpuKernelContext& ctx, cudnnHandle_t handle, const ConvGeo
       Result<float> ms = timeOnStream(
           ctx.stream(), [&] { return executeCudnnPlan(handle, *plans[i], bindings, workspace); });
       if (!ms.isOk()) continue;  // this engine fails on these shapes: not a candidate
+      chosen->ran.push_back({plans[i]->choice, ms.value()});
       timings << (timings.tellp() > 0 ? ", " : "") << plans[i]->description.substr(13) << "="
               << ms.value() << "ms";
       if (ms.value() < bestMs) {
@@ -374,6 +375,7 @@ Status chooseConvPlan(GpuKernelContext& ctx, cudnnHandle_t handle, const ConvGeo
       }
     }
   }
+  if (plans.size() == 1) chosen->ran.push_back({plans[0]->choice, 0.f});
   chosen->summary = plans[best]->description;
   if (plans.size() > 1) chosen->summary += " fastest of {" + timings.str() + "}";
   chosen->plan = std::shared_ptr<CudnnPlan>(std::move(plans[best]));

@@ -7,6 +7,7 @@
 
 #include "backends/cuda/compiled_code_stores.h"
 #include "backends/cuda/libraries.h"
+#include "backends/cuda/ops/choice_offers.h"
 #include "backends/cuda/ops/cudnn_attention.h"
 #include "backends/cuda/ops/cudnn_plan_cache.h"
 #include "backends/cuda/ops/layer_choice.h"
@@ -79,7 +80,8 @@ void cudnnPlans(const Race& r, cudnnBackendDescriptor_t graph, const CudnnPlanRe
 // plan on path cudnn is taken untimed.
 std::shared_ptr<CudnnPlan> fastestPlan(const Race& r,
                                        std::vector<std::unique_ptr<CudnnPlan>>* plans,
-                                       float* bestMs, std::ostringstream* timings) {
+                                       float* bestMs, std::ostringstream* timings,
+                                       std::vector<TimedChoice>* ran) {
   if (r.path == "cudnn" && plans->size() == 1) return std::move(plans->front());
   std::shared_ptr<CudnnPlan> best;
   for (std::unique_ptr<CudnnPlan>& plan : *plans) {
@@ -91,6 +93,7 @@ std::shared_ptr<CudnnPlan> fastestPlan(const Race& r,
       continue;
     }
     *timings << "=" << ms.value() << "ms";
+    ran->push_back({choiceText(plan.get()), ms.value()});
     if (ms.value() < *bestMs) {
       *bestMs = ms.value();
       best = std::move(plan);
@@ -104,11 +107,14 @@ Status timeCandidates(const Race& r, const std::string& key,
                       std::vector<std::unique_ptr<CudnnPlan>> plans, AttentionRaceState* state) {
   std::ostringstream timings;
   float kilnMs = 1e30f, cudnnMs = 1e30f;
+  std::vector<TimedChoice> ran;  // every complete choice that ran, for a builder to time
   if (r.path == "auto") {
     KILN_ASSIGN_OR_RETURN(kilnMs, timeOnStream(r.ctx.stream(), r.runKiln));
     timings << "kiln=" << kilnMs << "ms";
+    ran.push_back({kKilnWinner, kilnMs});
   }
-  std::shared_ptr<CudnnPlan> cudnn = fastestPlan(r, &plans, &cudnnMs, &timings);
+  std::shared_ptr<CudnnPlan> cudnn = fastestPlan(r, &plans, &cudnnMs, &timings, &ran);
+  if (r.path == "auto") r.ctx.offerChoices(choicesWorthTiming(ran));
   if (!cudnn) {
     if (r.path == "cudnn")
       return r.ctx.unsupported("no cuDNN fused attention plan ran: " + timings.str());

@@ -32,6 +32,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "backends/cuda/ops/choice_offers.h"
 #include "backends/cuda/ops/channel_pad.h"
 #include "backends/cuda/ops/layer_choice.h"
 #include "backends/cuda/ops/conv_epilogue.h"
@@ -115,9 +116,21 @@ Status runChosen(GpuKernelContext& ctx, cudnnHandle_t handle, const FusedConvSta
 }
 
 // Times both implementations on `p` and keeps the faster in `state`; `summary` says
-// what won and every candidate's time.
+// what won and every candidate's time; `offers` gets every complete choice that ran (for a
+// builder to time one by one).
 Status chooseImplementation(GpuKernelContext& ctx, cudnnHandle_t handle, const FusedConvProblem& p,
-                            const std::string& path, FusedConvState* state, std::string* summary) {
+                            const std::string& path, FusedConvState* state, std::string* summary,
+                            std::vector<std::pair<LayerChoice, float>>* offers) {
+  auto offer = [&](const char* form, const CudnnEngineChoice* engine, int64_t groups, float ms) {
+    LayerChoice c;
+    c.form = form;
+    if (groups > 1) c.groups = groups;
+    if (engine) {
+      c.hasEngine = true;
+      c.engine = *engine;
+    }
+    offers->push_back({c, ms});
+  };
   state->geometry = p.geometry;
   const std::string depthwiseWhyNot = depthwiseConvUnsupported(p.geometry, p.x, p.z, p.y);
   if (path == "kiln_depthwise") {
@@ -153,6 +166,7 @@ Status chooseImplementation(GpuKernelContext& ctx, cudnnHandle_t handle, const F
     KILN_RETURN_IF_ERROR(chooseConvPlan(ctx, handle, p.geometry, p.x, p.w, p.y, &conv));
     state->plan = conv.plan;
     state->fusedGraph = false;
+    for (const auto& [engine, ms] : conv.ran) offer("conv_epilogue", &engine, 0, ms);
   }
   std::ostringstream timings;
   float bestMs = 1e30f;
@@ -168,6 +182,7 @@ Status chooseImplementation(GpuKernelContext& ctx, cudnnHandle_t handle, const F
             ? Result<float>(0.f)
             : timeOnStream(ctx.stream(), [&] { return runChosen(ctx, handle, candidate, p); });
     if (!ms.isOk()) continue;  // fails on these shapes: not a candidate
+    offer("fused_graph", &candidate.plan->choice, 0, ms.value());
     timings << (timings.tellp() > 0 ? ", " : "") << "fused "
             << candidate.plan->description.substr(6) << "=" << ms.value() << "ms";
     if (ms.value() < bestMs) {
@@ -186,6 +201,7 @@ Status chooseImplementation(GpuKernelContext& ctx, cudnnHandle_t handle, const F
             << (state->fusedGraph ? "fused graph=" : "conv + epilogue=") << bestMs << "ms";
     return Status::ok();
   };
+  std::vector<std::pair<CudnnEngineChoice, float>> denseRan;  // the dense form's engines
   auto race = [&](const FusedConvState& candidate, const std::string& name) -> Status {
     KILN_RETURN_IF_ERROR(timeBestOnce());
     Result<float> ms =
@@ -195,6 +211,10 @@ Status chooseImplementation(GpuKernelContext& ctx, cudnnHandle_t handle, const F
       return Status::ok();
     }
     timings << ", " << name << "=" << ms.value() << "ms";
+    if (candidate.kilnDepthwise) offer("kiln_depthwise", nullptr, 0, ms.value());
+    if (candidate.denseGroups > 1)
+      for (const auto& [engine, denseMs] : denseRan)
+        offer("dense_block_diagonal", &engine, candidate.denseGroups, denseMs);
     if (ms.value() < bestMs) {
       bestMs = ms.value();
       *state = candidate;
@@ -221,6 +241,7 @@ Status chooseImplementation(GpuKernelContext& ctx, cudnnHandle_t handle, const F
       candidate.geometry = p.geometry;
       candidate.plan = densePlan.plan;
       candidate.denseGroups = groups;
+      denseRan = densePlan.ran;
       KILN_RETURN_IF_ERROR(race(candidate, "dense block-diagonal"));
       denseSummary = "dense block-diagonal (" + std::to_string(groups) +
                      " groups as 1): " + densePlan.summary + " + kiln epilogue";
@@ -260,12 +281,22 @@ Status choose(GpuKernelContext& ctx, cudnnHandle_t handle, const FusedConvProble
               FusedConvState* state) {
   const std::vector<int> widths = paddingCandidates(p, padChannels);
   std::string summary;
+  // Every complete choice that ran, offered for a builder to time (a path or pad_channels
+  // attribute restricts the candidates: then none).
+  std::vector<std::pair<LayerChoice, float>> offers;
+  auto offerAll = [&] {
+    if (path != "auto" || padChannels >= 0 || !recordsConvChoice(ctx, p.geometry)) return;
+    std::vector<TimedChoice> timed;
+    for (const auto& [c, ms] : offers) timed.push_back({encodeLayerChoice(c), ms});
+    ctx.offerChoices(choicesWorthTiming(timed));
+  };
   if (padChannels <= 0) {
-    KILN_RETURN_IF_ERROR(chooseImplementation(ctx, handle, p, path, state, &summary));
+    KILN_RETURN_IF_ERROR(chooseImplementation(ctx, handle, p, path, state, &summary, &offers));
     if (widths.empty()) {
       ctx.setImplementation(summary + replayNote);
       if (recordsConvChoice(ctx, p.geometry))
         ctx.setChoice(encodeLayerChoice(choiceOfState(*state)));
+      offerAll();
       return Status::ok();
     }
   } else if (widths.empty() || widths[0] <= p.geometry.x[1] || widths[0] > 4096) {
@@ -284,8 +315,15 @@ Status choose(GpuKernelContext& ctx, cudnnHandle_t handle, const FusedConvProble
     KILN_ASSIGN_OR_RETURN(FusedConvProblem padded, padInputs(ctx, p, width));
     FusedConvState candidate;
     std::string candidateSummary;
-    if (!chooseImplementation(ctx, handle, padded, path, &candidate, &candidateSummary).isOk())
+    std::vector<std::pair<LayerChoice, float>> paddedOffers;
+    if (!chooseImplementation(ctx, handle, padded, path, &candidate, &candidateSummary,
+                              &paddedOffers)
+             .isOk())
       continue;  // no engine for the padded shapes: not a candidate
+    for (auto& [c, ms] : paddedOffers) {
+      c.paddedChannels = width;
+      offers.push_back({c, ms});
+    }
     candidate.geometry = p.geometry;
     candidate.paddedChannels = width;
     KILN_ASSIGN_OR_RETURN(
@@ -301,6 +339,7 @@ Status choose(GpuKernelContext& ctx, cudnnHandle_t handle, const FusedConvProble
   if (!state->plan) return ctx.unsupported("no convolution engine ran on the padded shapes");
   ctx.setImplementation(summary + "; channel padding timed {" + timings.str() + "}" + replayNote);
   if (recordsConvChoice(ctx, p.geometry)) ctx.setChoice(encodeLayerChoice(choiceOfState(*state)));
+  offerAll();
   return Status::ok();
 }
 

@@ -27,6 +27,7 @@
 #include "backends/cuda/compiled_code_stores.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/gpu_kernel.h"
+#include "backends/cuda/ops/choice_offers.h"
 #include "backends/cuda/ops/conv_epilogue.h"
 #include "backends/cuda/ops/gemm.h"
 #include "backends/cuda/ops/matmul_epilogue_graph.h"
@@ -225,8 +226,21 @@ Status choose(GpuKernelContext& ctx, const FusedMatMulRun& r, FusedMatMulState* 
     }
     replayNote = "; the plan's choice '" + recorded + "' does not apply here: timed again";
   }
+  // Every complete choice the race below runs, for a builder to time one by one.
+  // `ms`: the time of the whole path with the race's winner (a raced algorithm's own time
+  // is its GEMM's alone, which the pass after it would add to).
+  auto algorithmChoices = [](const char* choice, const std::shared_ptr<void>& gemm, float ms) {
+    std::vector<TimedChoice> out;
+    for (const auto& [i, gemmMs] : gemmRacedAlgorithms(gemm))
+      out.push_back({choice + ("#" + std::to_string(i)), gemmMs});
+    if (out.empty() && gemm)
+      out.push_back({choice + ("#" + std::to_string(gemmAlgorithmIndex(gemm))), ms});
+    return out;
+  };
   if (plans.empty() && !tryTanh) {
     KILN_RETURN_IF_ERROR(runCublasLt(ctx, r, state));  // builds the cuBLASLt plan
+    if (path == "auto")
+      ctx.offerChoices(choicesWorthTiming(algorithmChoices(kChoiceCublasLt, state->gemm, 0)));
     // Why cuDNN's graph was not tried, where it could have taken a pass away.
     const bool relevant = path == "auto" && needsEpiloguePass(r) && r.problem.bias;
     ctx.setImplementation(lt + gemmAlgorithmNote(state->gemm) +
@@ -241,6 +255,8 @@ Status choose(GpuKernelContext& ctx, const FusedMatMulRun& r, FusedMatMulState* 
                           timeOnStream(ctx.stream(), [&] { return runCublasLt(ctx, r, state); }));
     timings << "cublasLt" << (needsEpiloguePass(r) ? " + epilogue" : "") << "=" << bestMs << "ms";
   }
+  std::vector<TimedChoice> offers;
+  if (path == "auto") offers = algorithmChoices(kChoiceCublasLt, state->gemm, bestMs);
   bool tanhWins = false;
   if (tryTanh) {  // cuBLASLt may have no algorithm with this epilogue: then not a candidate
     const Result<float> ms = timeOnStream(ctx.stream(), runTanh);
@@ -248,6 +264,9 @@ Status choose(GpuKernelContext& ctx, const FusedMatMulRun& r, FusedMatMulState* 
     if (!ms.isOk()) {
       timings << " failed";
     } else {
+      if (path == "auto")
+        for (TimedChoice& choice : algorithmChoices(kChoiceGeluTanh, tanhGemm, ms.value()))
+          offers.push_back(std::move(choice));
       timings << "=" << ms.value() << "ms";
       if (ms.value() < bestMs) {
         bestMs = ms.value();
@@ -263,6 +282,7 @@ Status choose(GpuKernelContext& ctx, const FusedMatMulRun& r, FusedMatMulState* 
     }
     timings << (timings.tellp() > 0 ? ", " : "") << "fused " << plan->description.substr(6) << "="
             << ms.value() << "ms";
+    if (path == "auto") offers.push_back({kChoiceCudnnPrefix + plan->description, ms.value()});
     if (ms.value() < bestMs) {
       bestMs = ms.value();
       state->cudnn = std::shared_ptr<CudnnPlan>(std::move(plan));
@@ -271,6 +291,7 @@ Status choose(GpuKernelContext& ctx, const FusedMatMulRun& r, FusedMatMulState* 
   }
   if (path == "cudnn_graph" && !state->cudnn)
     return ctx.unsupported("no cuDNN fused graph plan ran: " + timings.str());
+  ctx.offerChoices(choicesWorthTiming(offers));
   if (tanhWins) {
     state->gemm = std::move(tanhGemm);
     state->erfGeluAsTanh = true;

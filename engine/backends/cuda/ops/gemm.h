@@ -108,6 +108,9 @@ int gemmAlgorithmIndex(const std::shared_ptr<void>& state);
 // (another choice, no number).
 int gemmAlgorithmOfChoice(const std::string& choice, const std::string& prefix);
 std::string gemmAlgorithmNote(const std::shared_ptr<void>& state);
+// The heuristic's indices of the algorithms that ran in the plan's race, with their times
+// (empty without a race): the choices a layer offers a builder (offerChoices).
+std::vector<std::pair<int, float>> gemmRacedAlgorithms(const std::shared_ptr<void>& state);
 
 // What runs for `p`, for the inspector ("cublasLt heuristic algorithm (fp32 accumulate,
 // bias epilogue)").

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "backends/cuda/compiled_code_stores.h"
+#include "backends/cuda/ops/choice_offers.h"
+#include "backends/cuda/ops/layer_choice.h"
 #include "backends/cuda/ops/int8_conv_state.h"
 
 namespace kiln::cuda::int8conv {
@@ -146,6 +148,13 @@ Status raceTheOtherKernels(GpuKernelContext& ctx, cudnnHandle_t handle,
   std::ostringstream text;
   text << "; vs cudnn " << s->planMs << "ms";
   float best = forced.empty() ? s->planMs : 1e30f;
+  // Every complete choice that ran (cuDNN's plan as its engine configuration), for a
+  // builder to time one by one.
+  std::vector<std::pair<LayerChoice, float>> ran(1);
+  ran[0].first.form = "cudnn";
+  ran[0].first.hasEngine = true;
+  ran[0].first.engine = s->plan->choice;
+  ran[0].second = s->planMs;
   if (isPointwiseGemmLayer(*s) && forced.rfind("mma", 0) != 0) {
     std::string why;
     KILN_ASSIGN_OR_RETURN(
@@ -157,6 +166,8 @@ Status raceTheOtherKernels(GpuKernelContext& ctx, cudnnHandle_t handle,
         return runInt8PointwiseGemm(ctx, *gemm, x.data, w.data, alphaData, s->gemmBeta, z, y);
       });
       if (ms.isOk()) {
+        ran.push_back({LayerChoice{}, ms.value()});
+        ran.back().first.form = "gemm";
         text << ", cublasLt GEMM " << ms.value() << "ms";
         if (ms.value() < best) {
           best = ms.value();
@@ -176,6 +187,8 @@ Status raceTheOtherKernels(GpuKernelContext& ctx, cudnnHandle_t handle,
                             y, s->relu, ctx.stream());
     });
     if (ms.isOk()) {
+      ran.push_back({LayerChoice{}, ms.value()});
+      ran.back().first.form = "mma:" + int8ConvMmaTileName(tile);
       text << ", kiln MMA " << int8ConvMmaTileName(tile) << " " << ms.value() << "ms";
       if (ms.value() < best) {
         best = ms.value();
@@ -192,6 +205,9 @@ Status raceTheOtherKernels(GpuKernelContext& ctx, cudnnHandle_t handle,
                                : s->gemm        ? "gemm"
                                                 : "cudnn";
     rememberRaceWinner(cudnnPlanStoreOf(ctx), key, winner, text.str().substr(2));
+    std::vector<TimedChoice> offers;
+    for (const auto& [c, ms] : ran) offers.push_back({encodeLayerChoice(c), ms});
+    ctx.offerChoices(choicesWorthTiming(offers));
   }
   return Status::ok();
 }

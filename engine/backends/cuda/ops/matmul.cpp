@@ -15,6 +15,7 @@
 #include "backends/cuda/device_common_host.h"
 #include "backends/cuda/gpu_kernel.h"
 #include "backends/cuda/libraries.h"
+#include "backends/cuda/ops/choice_offers.h"
 #include "backends/cuda/ops/conv_epilogue.h"
 #include "backends/cuda/ops/cudnn_conv.h"
 #include "backends/cuda/ops/gemm.h"
@@ -42,7 +43,9 @@ struct GemmPlan : LtMatmulDescriptors {
   size_t workspace = 0;
   std::vector<LtAlgorithm> candidates;
   int index = 0;
-  std::string note;  // the race's words
+  std::string note;            // the race's words
+  std::vector<int> raced;      // the heuristic's indices that ran in the race
+  std::vector<float> racedMs;  // and their times
 };
 
 Status makeLayout(cublasLtMatrixLayout_t* layout, DataType type, int64_t rows, int64_t cols,
@@ -132,6 +135,10 @@ Status raceAlgorithms(GpuKernelContext& ctx, GemmPlan* plan, const void* a, cons
         timeOnStream(ctx.stream(), [&] { return launch(ctx, *plan, a, b, d); });
     times << (i ? ", " : "") << i << "="
           << (ms.isOk() ? std::to_string(ms.value()) + "ms" : "failed");
+    if (ms.isOk()) {
+      plan->raced.push_back(static_cast<int>(i));
+      plan->racedMs.push_back(ms.value());
+    }
     if (ms.isOk() && ms.value() < best) {
       best = ms.value();
       bestIndex = static_cast<int>(i);
@@ -213,6 +220,15 @@ int gemmAlgorithmIndex(const std::shared_ptr<void>& state) {
   return plan ? plan->index : -1;
 }
 
+std::vector<std::pair<int, float>> gemmRacedAlgorithms(const std::shared_ptr<void>& state) {
+  const auto plan = std::static_pointer_cast<GemmPlan>(state);
+  std::vector<std::pair<int, float>> out;
+  if (plan)
+    for (size_t i = 0; i < plan->raced.size(); ++i)
+      out.push_back({plan->raced[i], plan->racedMs[i]});
+  return out;
+}
+
 std::string gemmAlgorithmNote(const std::shared_ptr<void>& state) {
   const auto plan = std::static_pointer_cast<GemmPlan>(state);
   return plan ? plan->note : "";
@@ -253,6 +269,10 @@ Status runLayerGemm(GpuKernelContext& ctx, const GemmProblem& p, const void* a, 
   const int index = gemmAlgorithmIndex(ctx.layerState());
   const std::string choice = kChoiceAlgorithm + std::to_string(index);
   ctx.setChoice(choice);
+  std::vector<TimedChoice> raced;  // every algorithm the race ran, for a builder to time
+  for (const auto& [i, ms] : gemmRacedAlgorithms(ctx.layerState()))
+    raced.push_back({kChoiceAlgorithm + std::to_string(i), ms});
+  ctx.offerChoices(choicesWorthTiming(raced));
   if (firstPlan && p.algorithm >= 0 && index == p.algorithm)
     ctx.setImplementation(gemmImplementation(p) + " (the plan's choice: " + choice + ")");
   return Status::ok();

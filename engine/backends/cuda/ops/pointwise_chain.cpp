@@ -29,6 +29,7 @@
 #include "backends/cuda/compiled_code_stores.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/ops/cudnn_conv.h"  // timeOnStream
+#include "backends/cuda/ops/choice_offers.h"
 #include "backends/cuda/ops/nvrtc_module.h"
 #include "backends/cuda/ops/pointwise_access.h"
 #include "backends/cuda/ops/pointwise_codegen.h"
@@ -159,6 +160,8 @@ Status choose(GpuKernelContext& ctx, const PointwiseProgram& storage, std::strin
     st->useUnfused = unfusedMs < generatedMs;
     summary << "; timed {generated=" << generatedMs << "ms, unfused " << st->unfused->kernelCount()
             << " kernels=" << unfusedMs << "ms}";
+    if (path == "auto")  // for a builder to time
+      ctx.offerChoices(choicesWorthTiming({{"generated", generatedMs}, {"unfused", unfusedMs}}));
   }
   if (recordChoice) ctx.setChoice(st->useUnfused ? "unfused" : "generated");
   if (st->useUnfused) {
