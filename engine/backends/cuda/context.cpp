@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "backends/cuda/context_impl.h"
+#include "backends/cuda/layer_choice_hold.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device_common_host.h"
 #include "kiln/reference_backend.h"
@@ -78,6 +79,7 @@ void StepContext::offerChoices(const std::vector<std::string>& choices) {
   m_context.step(m_step).offers = choices;
 }
 std::string StepContext::plannedChoice() const {
+  if (const std::string* held = m_context.heldChoice(node().displayName())) return *held;
   const auto& choices = options().layerChoices;
   const auto found = choices.find(node().displayName());
   return found == choices.end() ? std::string() : found->second;
@@ -366,6 +368,14 @@ Result<std::unique_ptr<ExecutionContext>> makeExecutionContext(
   auto context = std::make_unique<context_detail::ContextImpl>(std::move(engine));
   KILN_RETURN_IF_ERROR(context->init());
   return std::unique_ptr<ExecutionContext>(std::move(context));
+}
+
+bool holdLayerChoice(ExecutionContext& context, const std::string& layer,
+                     const std::string& choice) {
+  auto* impl = dynamic_cast<context_detail::ContextImpl*>(&context);
+  if (!impl) return false;
+  impl->holdLayerChoice(layer, choice);
+  return true;
 }
 
 }  // namespace kiln::cuda

@@ -298,6 +298,26 @@ class ContextImpl final : public ExecutionContext {
   Libraries& libraries() { return m_libraries; }
   const EngineImpl& engine() const { return *m_engine; }
   PlannedStep& step(size_t i) { return m_plan.steps[i]; }
+  // For the builder's timing of one layer's choices in one engine (cuda_build_backend.cpp):
+  // from the next run on, the layer named `layer` takes `choice` as its planned choice
+  // (over EngineOptions::layerChoices) and sets itself up again (its state cleared), in
+  // this context only. heldChoice: that choice, or nullptr.
+  void holdLayerChoice(const std::string& layer, const std::string& choice) {
+    m_heldChoices[layer] = choice;
+    const Graph& graph = m_engine->network().graph;
+    for (PlannedStep& s : m_plan.steps) {
+      if (graph.nodes[s.nodeIndex].displayName() != layer) continue;
+      s.state.reset();
+      s.implementation.clear();
+      s.choice.clear();
+      s.offers.clear();
+    }
+    dropGraph();
+  }
+  const std::string* heldChoice(const std::string& layer) const {
+    auto it = m_heldChoices.find(layer);
+    return it == m_heldChoices.end() ? nullptr : &it->second;
+  }
   LiveValue* live(const std::string& name) {
     auto it = m_live.find(name);
     return it == m_live.end() ? nullptr : &it->second;
@@ -309,6 +329,8 @@ class ContextImpl final : public ExecutionContext {
     void* user = nullptr;
     DeviceBuffer own;
   };
+
+  std::map<std::string, std::string> m_heldChoices;  // holdLayerChoice
 
   void invalidate() {
     m_prepared = false;

@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <sstream>
 #include <string>
 
+#include "backends/cuda/layer_choice_hold.h"
 #include "backends/cuda/gpu_kernel.h"
 #include "ir/channels_last.h"
 #include "ir/fp8_layers.h"
@@ -186,28 +188,45 @@ class CudaBuildBackend final : public BuildBackend {
  private:
   // One timing engine of `node` alone (with `choice` planned when not ""): its GPU median
   // over `iterations` profiled runs after a warm-up; what the layer said and chose (and
-  // the choices its race offered) kept for lastTiming*().
+  // the choices its race offered) kept for lastTiming*(). The engine of a choice stays for
+  // the layer's next choice (same node, precision and inputs): the layer alone is set up
+  // again (ContextImpl::holdLayerChoice), without a new engine's weights and plans.
   Result<double> timeLayer(const Node& node, const std::string& tactic, DataType precision,
                            const LayerInputs& inputs, int iterations, const std::string& choice) {
     if (tactic != tacticFor(node).name)
       return unsupported("tactic '" + tactic + "' does not apply to " + node.describe());
-    EngineOptions options;
-    options.device = m_device.ordinal;
-    KILN_ASSIGN_OR_RETURN(options.precision, enginePrecision(precision));
-    options.allowTf32 = m_tf32;
-    options.workspaceLimitBytes = m_workspace;
-    options.compiledCode = m_code;  // what one timing engine compiles, the next reuses
-    if (!choice.empty()) options.layerChoices[node.displayName()] = choice;
-    std::shared_ptr<Network> net = singleNodeNetwork(node, inputs);
-    KILN_ASSIGN_OR_RETURN(std::shared_ptr<Engine> engine, Engine::create(net, options));
-    KILN_ASSIGN_OR_RETURN(std::unique_ptr<ExecutionContext> context, engine->createContext());
-    for (const ValueInfo& in : net->graph.inputs) {
-      const Tensor* t = nullptr;
-      for (size_t i = 0; i < node.inputs.size(); ++i)
-        if (node.inputs[i] == in.name) t = inputs.inputs[i];
-      KILN_RETURN_IF_ERROR(context->setInputShape(in.name, t->shape()));
-      KILN_RETURN_IF_ERROR(context->setInput(in.name, *t));
+    std::ostringstream key;
+    key << node.displayName() << '|' << dataTypeName(precision) << '|' << &inputs;
+    ExecutionContext* context = nullptr;
+    std::shared_ptr<Engine> engine;
+    std::unique_ptr<ExecutionContext> ownContext;
+    if (!choice.empty() && m_choiceEngine.context && m_choiceEngine.key == key.str() &&
+        holdLayerChoice(*m_choiceEngine.context, node.displayName(), choice)) {
+      context = m_choiceEngine.context.get();
+    } else {
+      m_choiceEngine = {};  // the previous layer's engine is not needed any more
+      EngineOptions options;
+      options.device = m_device.ordinal;
+      KILN_ASSIGN_OR_RETURN(options.precision, enginePrecision(precision));
+      options.allowTf32 = m_tf32;
+      options.workspaceLimitBytes = m_workspace;
+      options.compiledCode = m_code;  // what one timing engine compiles, the next reuses
+      if (!choice.empty()) options.layerChoices[node.displayName()] = choice;
+      std::shared_ptr<Network> net = singleNodeNetwork(node, inputs);
+      KILN_ASSIGN_OR_RETURN(engine, Engine::create(net, options));
+      KILN_ASSIGN_OR_RETURN(ownContext, engine->createContext());
+      for (const ValueInfo& in : net->graph.inputs) {
+        const Tensor* t = nullptr;
+        for (size_t i = 0; i < node.inputs.size(); ++i)
+          if (node.inputs[i] == in.name) t = inputs.inputs[i];
+        KILN_RETURN_IF_ERROR(ownContext->setInputShape(in.name, t->shape()));
+        KILN_RETURN_IF_ERROR(ownContext->setInput(in.name, *t));
+      }
+      context = ownContext.get();
+      if (!choice.empty()) m_choiceEngine = {key.str(), engine, std::move(ownContext)};
     }
+    context->setProfiling(false);  // a reused context's warm-up is not a timed run
+    context->takeLayerTimings();
     KILN_RETURN_IF_ERROR(context->execute());  // warm-up: plans, library algorithm timing
     // The layer's GPU time alone: without the head start a one-node engine's events
     // also hold the host's launch gaps, which at batch 1 are several times the work
@@ -239,6 +258,12 @@ class CudaBuildBackend final : public BuildBackend {
   std::string m_detail;
   std::string m_choice;
   std::vector<std::string> m_choices;
+  struct ChoiceEngine {  // timeLayer's engine of the last choice timed
+    std::string key;     // node, precision and inputs
+    std::shared_ptr<Engine> engine;
+    std::unique_ptr<ExecutionContext> context;
+  };
+  ChoiceEngine m_choiceEngine;
   // The code this build's timing engines compile or load (shared by all of them), which
   // the plan stores (generatedKernels).
   std::shared_ptr<CompiledCode> m_code = std::make_shared<CompiledCode>();

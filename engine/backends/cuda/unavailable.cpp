@@ -1,5 +1,6 @@
 // The CUDA runtime's entry points in a build without the CUDA toolkit: each says
 // so, and callers fall back to the CPU reference backend.
+#include "backends/cuda/layer_choice_hold.h"
 #include "kiln/cuda_build_versions.h"
 #include "kiln/cuda_runtime.h"
 
@@ -81,5 +82,8 @@ namespace kiln::cuda {
 std::string builtinGpuKernelSupport(const Node& node, const std::vector<DataType>&,
                                     const std::vector<Shape>&) {
   return "no GPU kernel for " + node.opType + ": this Kiln was built without the CUDA toolkit";
+}
+bool holdLayerChoice(ExecutionContext&, const std::string&, const std::string&) {
+  return false;
 }
 }  // namespace kiln::cuda
