@@ -4,7 +4,10 @@
 // Contract: dispatchDeviceType calls fn(T{}) with T the device type of `type` (float, __half,
 // __nv_bfloat16, double, int8_t .. uint64_t, bool) when `type` is in `types`, and returns
 // what fn returns; otherwise ctx.unsupported("data type NAME") (the layer then runs on the
-// host fallback with that note).
+// host fallback with that note). The form without a context is for a family's device half
+// (`<family>_impl.cu`, called from its host `.cpp`, which checks the set first with
+// device_type_sets.h's inDeviceTypes): outside the set it returns a kUnsupported status
+// "data type NAME", which the host half turns into ctx.unsupported.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -12,27 +15,16 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
+#include "backends/cuda/device_type_sets.h"
 #include "backends/cuda/gpu_kernel.h"
 #include "kiln/data_type.h"
 
 namespace kiln::cuda {
 
-// Bit sets of data types, as dispatchDeviceType takes them.
-namespace device_types {
-constexpr uint32_t kFloat32 = 1u << 0, kFloat16 = 1u << 1, kBFloat16 = 1u << 2, kFloat64 = 1u << 3,
-                   kInt8 = 1u << 4, kUInt8 = 1u << 5, kInt16 = 1u << 6, kUInt16 = 1u << 7,
-                   kInt32 = 1u << 8, kUInt32 = 1u << 9, kInt64 = 1u << 10, kUInt64 = 1u << 11,
-                   kBool = 1u << 12;
-constexpr uint32_t kStorageFloats = kFloat32 | kFloat16 | kBFloat16;  // what engines store
-constexpr uint32_t kFloats = kStorageFloats | kFloat64;
-constexpr uint32_t kIndexIntegers = kInt32 | kInt64;
-constexpr uint32_t kByteAndIndexIntegers = kInt8 | kUInt8 | kIndexIntegers;
-constexpr uint32_t kIntegers = kByteAndIndexIntegers | kInt16 | kUInt16 | kUInt32 | kUInt64;
-}  // namespace device_types
-
 template <class Fn>
-Status dispatchDeviceType(const GpuKernelContext& ctx, DataType type, uint32_t types, Fn&& fn) {
+Status dispatchDeviceType(DataType type, uint32_t types, Fn&& fn) {
   namespace t = device_types;
   auto in = [types](uint32_t bit) { return (types & bit) != 0; };
   switch (type) {
@@ -78,7 +70,14 @@ Status dispatchDeviceType(const GpuKernelContext& ctx, DataType type, uint32_t t
     default:
       break;
   }
-  return ctx.unsupported(std::string("data type ") + dataTypeName(type));
+  return Status(StatusCode::kUnsupported, std::string("data type ") + dataTypeName(type));
+}
+
+template <class Fn>
+Status dispatchDeviceType(const GpuKernelContext& ctx, DataType type, uint32_t types, Fn&& fn) {
+  if (!inDeviceTypes(type, types))
+    return ctx.unsupported(std::string("data type ") + dataTypeName(type));
+  return dispatchDeviceType(type, types, std::forward<Fn>(fn));
 }
 
 }  // namespace kiln::cuda
