@@ -13,11 +13,11 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device_common_host.h"
+#include "backends/cuda/device_shapes.h"
 #include "backends/cuda/gpu_kernel.h"
 
 namespace kiln::cuda {
 
-constexpr int kMaxRank = 8;
 constexpr int kBlockSize = 256;
 
 inline unsigned gridFor(int64_t n, int block = kBlockSize) {
@@ -78,18 +78,6 @@ template <>
 struct ComputeType<__nv_bfloat16> {
   using type = float;
 };
-
-// Index math for up to kMaxRank dims, passed by value to kernels.
-struct ShapeInfo {
-  int rank = 0;
-  int64_t dims[kMaxRank] = {};
-  int64_t strides[kMaxRank] = {};  // element strides of the tensor being read (0 = broadcast)
-};
-
-// Strides of `shape` read as if broadcast to `outShape` (right-aligned, 0 on size-1 dims).
-ShapeInfo broadcastStrides(const Shape& shape, const Shape& outShape);
-// Packed row-major strides of `shape`.
-ShapeInfo packedStrides(const Shape& shape);
 
 // Offset into a tensor with `info.strides` of the element at linear index `i` of
 // a packed tensor with `info.dims`.
