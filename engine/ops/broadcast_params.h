@@ -1,6 +1,6 @@
 // ONNX multidirectional (numpy) broadcasting of two shapes, the one rule both backends'
 // kernels follow (CPU: backends/cpu/ops/op_utils, elementwise; CUDA: elementwise_common.cuh,
-// slice_pad_tile.cu's Expand). Host-only, no backend header.
+// slice_pad_tile.cpp's Expand). Host-only, no backend header.
 #pragma once
 
 #include "kiln/status.h"

@@ -115,8 +115,8 @@ void expectGpuKernels(const std::pair<const char*, int> (&ops)[N]) {
         << op << " at opset " << opset;
 }
 
-// The data-movement families live in three files (data_movement.cu, slice_pad_tile.cu,
-// gather_scatter.cu) that register through registerDataMovementGpuKernels: every op is
+// The data-movement families live in three files (data_movement, slice_pad_tile,
+// gather_scatter: each a .cpp host half and an _impl.cu device half) that register through registerDataMovementGpuKernels: every op is
 // found at the opsets it serves (no GPU needed to ask).
 TEST(CudaKernelRegistry, EveryDataMovementOpHasItsKernel) {
   const std::pair<const char*, int> ops[] = {{"Transpose", 13},
@@ -137,8 +137,8 @@ TEST(CudaKernelRegistry, EveryDataMovementOpHasItsKernel) {
   EXPECT_EQ(cuda::builtinGpuKernels().find("", "Scatter", 11), nullptr) << "Scatter ends at 10";
 }
 
-// The elementwise family lives in three files (elementwise.cu, elementwise_binary.cu,
-// elementwise_nary_cast.cu) registered through registerElementwiseGpuKernels: each of its
+// The elementwise family lives in three files (elementwise, elementwise_binary,
+// elementwise_nary_cast: each a .cpp host half and an _impl.cu device half) registered through registerElementwiseGpuKernels: each of its
 // 71 registrations is found at its first opset.
 TEST(CudaKernelRegistry, EveryElementwiseOpHasItsKernel) {
   const std::pair<const char*, int> ops[] = {{"Abs", 1},         {"Neg", 1},
@@ -181,7 +181,7 @@ TEST(CudaKernelRegistry, EveryElementwiseOpHasItsKernel) {
   expectGpuKernels(ops);
 }
 
-// spatial_misc.cu and col2im_unpool.cu, registered through registerSpatialMiscGpuKernels.
+// spatial_misc.cpp and col2im_unpool.cpp, registered through registerSpatialMiscGpuKernels.
 TEST(CudaKernelRegistry, EverySpatialMiscOpHasItsKernel) {
   const std::pair<const char*, int> ops[] = {
       {"GridSample", 16}, {"RoiAlign", 10},      {"AffineGrid", 20},   {"Col2Im", 18},
@@ -189,7 +189,7 @@ TEST(CudaKernelRegistry, EverySpatialMiscOpHasItsKernel) {
   expectGpuKernels(ops);
 }
 
-// quantize.cu and matmul_integer.cu, registered through registerQuantizeGpuKernels.
+// quantize.cpp and matmul_integer.cpp, registered through registerQuantizeGpuKernels.
 TEST(CudaKernelRegistry, EveryQuantizationOpHasItsKernel) {
   const std::pair<const char*, int> ops[] = {{"QuantizeLinear", 10},
                                              {"DequantizeLinear", 10},
@@ -199,7 +199,7 @@ TEST(CudaKernelRegistry, EveryQuantizationOpHasItsKernel) {
   expectGpuKernels(ops);
 }
 
-// reduce.cu and arg_cumsum.cu, registered through registerReduceGpuKernels.
+// reduce.cpp and arg_cumsum.cpp, registered through registerReduceGpuKernels.
 TEST(CudaKernelRegistry, EveryReductionOpHasItsKernel) {
   const char* ops[] = {"ReduceSum",       "ReduceMean",      "ReduceMax", "ReduceMin",
                        "ReduceProd",      "ReduceL1",        "ReduceL2",  "ReduceLogSum",
@@ -209,7 +209,7 @@ TEST(CudaKernelRegistry, EveryReductionOpHasItsKernel) {
   EXPECT_NE(cuda::builtinGpuKernels().find("", "CumSum", 14), nullptr);
 }
 
-// normalization.cu and lp_mvn_lrn.cu, registered through registerNormalizationGpuKernels.
+// normalization.cpp and lp_mvn_lrn.cpp, registered through registerNormalizationGpuKernels.
 TEST(CudaKernelRegistry, EveryNormalizationOpHasItsKernel) {
   const std::pair<const char*, int> ops[] = {
       {"BatchNormalization", 15},        {"InstanceNormalization", 6},

@@ -5,6 +5,7 @@
 // `type` is in it. type_dispatch.cuh's dispatchDeviceType takes the same sets.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "kiln/data_type.h"
@@ -60,6 +61,12 @@ constexpr uint32_t deviceTypeBit(DataType type) {
 
 constexpr bool inDeviceTypes(DataType type, uint32_t types) {
   return (deviceTypeBit(type) & types) != 0;
+}
+
+// A type of 1, 2, 4 or 8 bytes: what type_dispatch.cuh's dispatchWord moves.
+inline bool isWordSized(DataType type) {
+  const size_t bytes = dataTypeSize(type);
+  return bytes == 1 || bytes == 2 || bytes == 4 || bytes == 8;
 }
 
 }  // namespace kiln::cuda

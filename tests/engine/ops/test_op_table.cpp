@@ -1,7 +1,7 @@
 // The op table (kiln/op_table.h): its rows are unique and found, every generic shape form
 // has its rule, and a new op made of a row and its kernels alone (com.microsoft QuickGelu:
 // engine/ops/op_table.cpp, backends/cpu/ops/gated_activations.cpp,
-// backends/cuda/ops/elementwise.cu) imports, infers its shape, runs on the reference
+// backends/cuda/ops/elementwise.cpp) imports, infers its shape, runs on the reference
 // backend and gets its TensorRT layer type in a build.
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>

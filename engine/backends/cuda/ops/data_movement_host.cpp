@@ -1,6 +1,6 @@
-// Host checks of the CUDA data-movement kernels (data_movement.cu, slice_pad_tile.cu,
-// gather_scatter.cu; declared in data_movement_common.cuh): inputs present, axes, integer
-// parameters read on the host, output sizes, index types, ranks, word widths.
+// Host checks of the CUDA data-movement kernels (data_movement.cpp, slice_pad_tile.cpp,
+// gather_scatter.cpp; declared in data_movement_common.h): inputs present, axes, integer
+// parameters read on the host, output sizes, index types, ranks, element sizes, word widths.
 #include <cuda_runtime_api.h>
 
 #include <initializer_list>
@@ -10,6 +10,8 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device_common_host.h"
 #include "backends/cuda/gpu_kernel.h"
+#include "backends/cuda/ops/data_movement_common.h"
+#include "backends/cuda/ops/data_movement_impl.h"
 #include "ops/output_size.h"
 #include "ops/scalar_inputs.h"
 
@@ -54,6 +56,21 @@ Status checkElementCount(const GpuKernelContext& ctx, const Shape& shape, const 
 Status checkIndexType(const GpuKernelContext& ctx, DataType type, const char* what) {
   if (type == DataType::kInt64 || type == DataType::kInt32) return Status::ok();
   return ctx.error(std::string(what) + " must be int32 or int64, got " + dataTypeName(type));
+}
+
+// Ranks above kMaxMovementRank (device_shapes.h's kMaxRank) are refused as unsupported.
+Status checkRank(const GpuKernelContext& ctx, int64_t rank, const char* what) {
+  if (rank <= kMaxMovementRank) return Status::ok();
+  return ctx.unsupported(std::string(what) + " of rank " + std::to_string(rank) + " (at most " +
+                         std::to_string(kMaxMovementRank) + ")");
+}
+
+// The element sizes the device halves' dispatchWordOfSize binds, refused otherwise with
+// the text KILN_DISPATCH_BYTES gave.
+Status checkElementBytes(const GpuKernelContext& ctx, DataType type) {
+  const size_t size = dataTypeSize(type);
+  if (size == 1 || size == 2 || size == 4 || size == 8) return Status::ok();
+  return ctx.unsupported(std::string("data type ") + dataTypeName(type));
 }
 
 std::vector<int64_t> contiguousStrides(const Shape& shape) {

@@ -1,212 +1,21 @@
-// What the elementwise kernels share (elementwise.cu: unary math and activations;
-// elementwise_binary.cu: binary arithmetic, comparisons, logic, PRelu, SwiGLU, Pow;
-// elementwise_nary_cast.cu: Sum/Mean/Max/Min, Where, Cast, CastLike): the type sets and
-// support predicates, broadcast planning on the host, and the device helpers (operand
-// indexing, packed accesses, loads and stores, math overloads). Internal to kiln_cuda.
+// The elementwise family's device helpers (elementwise_impl.cu: unary math and activations;
+// elementwise_binary_impl.cu: binary arithmetic, comparisons, logic, PRelu, SwiGLU, Pow;
+// elementwise_nary_cast_impl.cu: Sum/Mean/Max/Min, Where, Cast, CastLike): operand
+// indexing over the host's broadcast plan (elementwise_common.h), packed accesses, loads
+// and stores, math overloads. Included by the family's _impl.cu files only.
 #pragma once
 
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
 #include <limits>
-#include <string>
 #include <type_traits>
-#include <vector>
 
 #include "backends/cuda/device_common.cuh"
-#include "ops/broadcast_params.h"
+#include "backends/cuda/ops/elementwise_common.h"
 
 namespace kiln::cuda {
-
-// Registered by registerElementwiseGpuKernels (elementwise.cu) after its unary ops.
-void registerBinaryElementwiseGpuKernels(GpuKernelRegistry& registry);
-void registerNaryAndCastGpuKernels(GpuKernelRegistry& registry);
-
 namespace ew {
-
-// ---- Type sets (mirroring the CPU's TypeSet) and support predicates.
-
-enum class TypeSet {
-  kAll,      // every numeric type and bool
-  kNumeric,  // float32/16/bf16/64 and the integers
-  kFloat,    // float32/16/bf16/64
-  kInteger,  // int8..uint64
-  kSigned,   // floats and signed integers
-  kBool,
-};
-
-inline bool isGpuFloat(DataType t) {
-  return t == DataType::kFloat32 || t == DataType::kFloat16 || t == DataType::kBFloat16 ||
-         t == DataType::kFloat64;
-}
-inline bool isGpuSignedInt(DataType t) {
-  return t == DataType::kInt8 || t == DataType::kInt16 || t == DataType::kInt32 ||
-         t == DataType::kInt64;
-}
-inline bool isGpuUnsignedInt(DataType t) {
-  return t == DataType::kUInt8 || t == DataType::kUInt16 || t == DataType::kUInt32 ||
-         t == DataType::kUInt64;
-}
-
-inline bool inTypeSet(DataType t, TypeSet set) {
-  if (t == DataType::kBool) return set == TypeSet::kAll || set == TypeSet::kBool;
-  if (isGpuFloat(t)) return set != TypeSet::kInteger && set != TypeSet::kBool;
-  if (isGpuSignedInt(t)) return set != TypeSet::kFloat && set != TypeSet::kBool;
-  if (isGpuUnsignedInt(t)) {
-    return set == TypeSet::kAll || set == TypeSet::kNumeric || set == TypeSet::kInteger;
-  }
-  return false;
-}
-
-inline std::string typeReason(DataType t) {
-  return std::string("no GPU kernel for ") + dataTypeName(t) + " inputs";
-}
-
-// Every known input type in kSet.
-template <TypeSet kSet>
-std::string supportsSet(const Node&, const std::vector<DataType>& types) {
-  for (DataType t : types) {
-    if (t != DataType::kUndefined && !inTypeSet(t, kSet)) return typeReason(t);
-  }
-  return "";
-}
-
-// The support predicates the family's registrations name.
-inline constexpr GpuSupportFn kSupportsAll = &supportsSet<TypeSet::kAll>;
-inline constexpr GpuSupportFn kSupportsNumeric = &supportsSet<TypeSet::kNumeric>;
-inline constexpr GpuSupportFn kSupportsFloat = &supportsSet<TypeSet::kFloat>;
-inline constexpr GpuSupportFn kSupportsInteger = &supportsSet<TypeSet::kInteger>;
-inline constexpr GpuSupportFn kSupportsSigned = &supportsSet<TypeSet::kSigned>;
-inline constexpr GpuSupportFn kSupportsBool = &supportsSet<TypeSet::kBool>;
-
-// Where: a bool condition and X, Y of any GPU type.
-inline std::string supportsWhere(const Node&, const std::vector<DataType>& types) {
-  for (size_t i = 0; i < types.size(); ++i) {
-    DataType t = types[i];
-    if (t == DataType::kUndefined) continue;
-    if (i == 0 ? t != DataType::kBool : !inTypeSet(t, TypeSet::kAll)) return typeReason(t);
-  }
-  return "";
-}
-
-// Cast: numeric or bool on both sides; float8, int4/2, float4 and strings stay on the host.
-inline std::string supportsCast(const Node& node, const std::vector<DataType>& types) {
-  if (!types.empty() && types[0] != DataType::kUndefined && !inTypeSet(types[0], TypeSet::kAll))
-    return typeReason(types[0]);
-  const int64_t to = node.attrInt("to", 0);
-  if (to <= 0 || to > kLastDataTypeCode || !inTypeSet(static_cast<DataType>(to), TypeSet::kAll))
-    return "no GPU kernel for casts to data type code " + std::to_string(to);
-  return "";
-}
-
-// CastLike: the target type is input 1's.
-inline std::string supportsCastLike(const Node& node, const std::vector<DataType>& types) {
-  return supportsSet<TypeSet::kAll>(node, types);
-}
-
-inline Status checkType(const GpuKernelContext& ctx, const char* what, DataType type, TypeSet set) {
-  if (inTypeSet(type, set)) return Status::ok();
-  return ctx.unsupported(std::string(what) + " has data type " + dataTypeName(type) +
-                         ", which this operator does not take");
-}
-
-inline Status requireInputs(const GpuKernelContext& ctx, size_t count) {
-  for (size_t i = 0; i < count; ++i) {
-    if (i >= ctx.inputCount() || !ctx.hasInput(i))
-      return ctx.error("required input " + std::to_string(i) + " is missing");
-  }
-  return Status::ok();
-}
-
-// ---- Broadcast planning (host).
-
-// An operand read at output index i: i itself, element 0, or through strides.
-enum OperandMode : int { kContiguous = 0, kScalar = 1, kStrided = 2 };
-
-struct Operand {
-  ShapeInfo info;  // coalesced output dims and this operand's strides (kStrided only)
-  int mode = kContiguous;
-  bool small = false;  // every index fits 32 bits: cheaper division
-  // kStrided with an innermost output dim that is a multiple of 8: a pack of up to 8
-  // consecutive outputs stays in one row, so its operand elements are consecutive
-  // (innerStride 1) or all the same (innerStride 0) and one index computation serves it.
-  bool packRows = false;
-  int innerStride = 0;
-};
-
-// The ops row's broadcast (ops/broadcast_params.h), its error named after the node.
-inline Status broadcastPair(const GpuKernelContext& ctx, const Shape& a, const Shape& b,
-                            Shape* out) {
-  const Status s = ops::broadcastShapes(a, b, out);
-  return s.isOk() ? s : ctx.error(s.message());
-}
-
-// Element strides of `in` read as if broadcast to `out` (0 on broadcast dims).
-inline std::vector<int64_t> fullStrides(const Shape& in, const Shape& out) {
-  std::vector<int64_t> strides(out.size(), 0);
-  const size_t offset = out.size() - in.size();
-  int64_t stride = 1;
-  for (size_t k = in.size(); k-- > 0;) {
-    if (in[k] != 1) strides[k + offset] = stride;
-    stride *= in[k];
-  }
-  return strides;
-}
-
-// Plans how each of `inputs` is read at the indices of `out`. Size-1 output dims are
-// dropped and adjacent dims merge where every input is contiguous (or broadcast) across
-// both, so [N,C,H,W] + [1,C,1,1] reads through 3 dims: N, C and H*W.
-inline Status planOperands(const GpuKernelContext& ctx, const Shape& out,
-                           const std::vector<const Shape*>& inputs, Operand* operands) {
-  const int64_t n = shapeNumel(out);
-  const size_t count = inputs.size();
-  bool anyStrided = false;
-  for (size_t k = 0; k < count; ++k) {
-    const int64_t nk = shapeNumel(*inputs[k]);
-    operands[k] = Operand{};
-    operands[k].mode = nk == n ? kContiguous : (nk == 1 ? kScalar : kStrided);
-    anyStrided = anyStrided || operands[k].mode == kStrided;
-  }
-  if (!anyStrided) return Status::ok();
-  std::vector<std::vector<int64_t>> full(count);
-  for (size_t k = 0; k < count; ++k) full[k] = fullStrides(*inputs[k], out);
-  std::vector<int64_t> dims;
-  std::vector<std::vector<int64_t>> strides(count);
-  for (size_t d = 0; d < out.size(); ++d) {
-    if (out[d] == 1) continue;
-    bool merge = !dims.empty();
-    for (size_t k = 0; k < count && merge; ++k) merge = full[k][d] * out[d] == strides[k].back();
-    if (merge) {
-      dims.back() *= out[d];
-      for (size_t k = 0; k < count; ++k) strides[k].back() = full[k][d];
-    } else {
-      dims.push_back(out[d]);
-      for (size_t k = 0; k < count; ++k) strides[k].push_back(full[k][d]);
-    }
-  }
-  if (dims.size() > static_cast<size_t>(kMaxRank)) {
-    return ctx.unsupported("broadcast over " + std::to_string(dims.size()) +
-                           " dimensions that do not merge (at most " + std::to_string(kMaxRank) +
-                           ")");
-  }
-  const bool small = n <= static_cast<int64_t>(std::numeric_limits<uint32_t>::max());
-  for (size_t k = 0; k < count; ++k) {
-    if (operands[k].mode != kStrided) continue;
-    ShapeInfo& info = operands[k].info;
-    info.rank = static_cast<int>(dims.size());
-    for (size_t d = 0; d < dims.size(); ++d) {
-      info.dims[d] = dims[d];
-      info.strides[d] = strides[k][d];
-    }
-    operands[k].small = small;
-    const int64_t innerDim = dims.back();
-    const int64_t innerStride = strides[k].back();
-    operands[k].packRows = innerDim % 8 == 0 && (innerStride == 0 || innerStride == 1);
-    operands[k].innerStride = static_cast<int>(innerStride);
-  }
-  return Status::ok();
-}
 
 // ---- Device helpers.
 
@@ -361,11 +170,6 @@ __device__ __forceinline__ To truncateToInteger(double value) {
   if (value >= kTwo63) return static_cast<To>(std::numeric_limits<int64_t>::max());
   if (value < -kTwo63) return static_cast<To>(std::numeric_limits<int64_t>::min());
   return static_cast<To>(static_cast<int64_t>(value));
-}
-
-// A float attribute, or `fallback` when the node has none.
-inline float attr(const GpuKernelContext& ctx, const char* name, float fallback) {
-  return ctx.node().attrFloat(name, fallback);
 }
 
 }  // namespace ew

@@ -2,7 +2,7 @@
 // cpu/ops/fused_matmul.cpp) on the device, shared by the float epilogue
 // (conv_epilogue.cu: FusedConv, and FusedMatMul's activations after cuBLASLt) and the
 // INT8 layers (int8_layers.cu). Arithmetic in float; NaN reaches ReLU's output as 0 in
-// both forms (x > 0 is false). The GELU constants are the Gelu kernel's (elementwise.cu).
+// both forms (x > 0 is false). The GELU constants are the Gelu kernel's (elementwise_impl.cu).
 #pragma once
 
 #include "backends/cuda/ops/conv_epilogue.h"

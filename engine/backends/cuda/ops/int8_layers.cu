@@ -1,6 +1,6 @@
 // Kernels of the CUDA INT8 layers (contract: int8_layers.h). The element type of an
 // input is switched at run time inside each kernel (a uniform branch), as
-// quantize.cu does, to keep one kernel per step.
+// quantize_impl.cu does, to keep one kernel per step.
 #include <cmath>
 
 #include "backends/cuda/device_common.cuh"

@@ -1,4 +1,4 @@
-// LayerNormalization's packed form for 16-bit rows (normalization.cu's layerNormKernel takes
+// LayerNormalization's packed form for 16-bit rows (normalization_impl.cu's layerNormKernel takes
 // it when it applies): rows of up to 1024 columns, a multiple of 8, one scale (and bias)
 // value per column, no statistics outputs, 16-byte aligned buffers.
 #pragma once

@@ -1,28 +1,20 @@
-// What the normalization kernels share (normalization.cu: BatchNormalization,
-// Instance/GroupNormalization, LayerNormalization, RMSNormalization; lp_mvn_lrn.cu:
-// LpNormalization, MeanVarianceNormalization, LRN): row reductions and moments on the device,
-// input and shape checks and the support predicate on the host. Internal to kiln_cuda.
+// What the normalization kernels share on the device (normalization_impl.cu:
+// BatchNormalization, Instance/GroupNormalization, LayerNormalization, RMSNormalization;
+// lp_mvn_lrn_impl.cu: LpNormalization, MeanVarianceNormalization, LRN): row reductions and
+// moments, broadcast parameter offsets, and the host index's conversion to ShapeInfo. The
+// host checks and the support predicate are normalization_common.h's. Included by the
+// family's _impl.cu files only.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
-#include <string>
 #include <type_traits>
-#include <vector>
 
 #include "backends/cuda/device_common.cuh"
-#include "backends/cuda/ops/op_common.cuh"
-#include "backends/cuda/ops/layer_norm_packed.h"
+#include "backends/cuda/ops/normalization_common.h"
 #include "backends/cuda/row_kernels.cuh"
-#include "ops/axis_params.h"
-#include "ops/normalization_params.h"
 
 namespace kiln::cuda {
-
-// LpNormalization, MeanVarianceNormalization, LRN (lp_mvn_lrn.cu);
-// registerNormalizationGpuKernels calls it.
-void registerLpMvnLrnGpuKernels(GpuKernelRegistry& registry);
-
 namespace nm {
 
 // ---- Shared device helpers -----------------------------------------------------
@@ -71,50 +63,6 @@ __device__ __forceinline__ void rowMoments(const T* x, int64_t n, const RowGroup
   squares = groupSum(squares, warpMode, partial);
   *mean = m;
   *var = n > 0 ? squares / C(n) : C(0);
-}
-
-// ---- Host helpers ----------------------------------------------------------------
-
-inline Status requireNumel(const GpuKernelContext& ctx, const DeviceTensor& t, const char* name,
-                           int64_t n) {
-  if (t.numel() == n) return Status::ok();
-  return ctx.error(std::string("input '") + name + "' has shape " + shapeToString(t.shape) +
-                   ", expected " + std::to_string(n) + " elements");
-}
-
-// Parameters are read in X's storage type (the predicates make sure of it).
-inline Status requireSameType(const GpuKernelContext& ctx, const DeviceTensor& x,
-                              const DeviceTensor& t, const char* name) {
-  if (t.type == x.type) return Status::ok();
-  return ctx.unsupported(std::string("input '") + name + "' of type " + dataTypeName(t.type) +
-                         " with X of type " + dataTypeName(x.type));
-}
-
-// (N, C, spatial...) split into N, C and the spatial element count S.
-struct NcsShape {
-  int64_t n = 1, c = 1, s = 1;
-};
-inline Status splitNcs(const GpuKernelContext& ctx, const DeviceTensor& x, NcsShape* out) {
-  if (x.rank() < 2)
-    return ctx.error("input 'X' must have rank >= 2, got " + shapeToString(x.shape));
-  out->n = x.shape[0];
-  out->c = x.shape[1];
-  out->s = 1;
-  for (int d = 2; d < x.rank(); ++d) out->s *= x.shape[d];
-  return Status::ok();
-}
-
-// "" when every present input is a float type and all share one type.
-inline std::string supportsSameFloatType(const Node& node, const std::vector<DataType>& types) {
-  DataType first = DataType::kUndefined;
-  for (DataType t : types) {
-    if (t == DataType::kUndefined) continue;
-    if (!isFloatData(t))
-      return std::string("no GPU kernel for ") + node.opType + " on " + dataTypeName(t);
-    if (first == DataType::kUndefined) first = t;
-    if (t != first) return "inputs of mixed float types";
-  }
-  return "";
 }
 
 // Where a parameter element sits: `direct` when it is laid out like the elements it

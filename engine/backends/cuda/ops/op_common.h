@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda/device_type_sets.h"
 #include "backends/cuda/gpu_kernel.h"
 #include "ops/output_size.h"
 
@@ -87,6 +88,18 @@ T firstElementBits(const Tensor& t) {
   T v{};
   std::memcpy(&v, t.rawData(), sizeof(T));
   return v;
+}
+
+// What a kernel says of an element type it has no instance for ("data type X"; the layer
+// then runs on the host fallback with that note).
+inline Status unsupportedType(const GpuKernelContext& ctx, DataType type) {
+  return ctx.unsupported(std::string("data type ") + dataTypeName(type));
+}
+
+// OK when `type` is in the set `types` (device_type_sets.h), else unsupportedType: a host
+// half calls it before its device half, which takes only the types of its set.
+inline Status requireDeviceType(const GpuKernelContext& ctx, DataType type, uint32_t types) {
+  return inDeviceTypes(type, types) ? Status::ok() : unsupportedType(ctx, type);
 }
 
 // The first input's type of a support predicate (kUndefined when none is known).

@@ -1,5 +1,5 @@
 // Pooling of channels-last (NHWC) tensors, for layers the channels_last_layout pass
-// rewrote (ir/channels_last.h). pool.cu resolves the ONNX geometry and calls these.
+// rewrote (ir/channels_last.h). pool.cpp resolves the ONNX geometry and calls these.
 #pragma once
 
 #include <cuda_runtime_api.h>

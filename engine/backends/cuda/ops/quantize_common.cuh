@@ -1,5 +1,7 @@
-// What the quantization kernels share (quantize.cu: Q, DQ, DynamicQuantizeLinear;
-// matmul_integer.cu: MatMulInteger, QLinearMatMul). Internal to kiln_cuda.
+// What the quantization kernels' device code shares (quantize_impl.cu: Q, DQ,
+// DynamicQuantizeLinear; matmul_integer_impl.cu: MatMulInteger, QLinearMatMul): the float8 /
+// float4 decoders and loadAsFloat. The host halves share quantize_common.h. Included by the
+// _impl.cu files only; internal to kiln_cuda.
 #pragma once
 
 #include "backends/cuda/device_common.cuh"
@@ -40,8 +42,6 @@ __device__ inline float float4E2M1ToFloatDev(uint8_t code) {
   return (code & 0x8) ? -v : v;
 }
 
-// The nearest code to |value| among 0..maxCode (ties to the even code), with value's sign.
-
 // Element i of a tensor of `type` as float (the CPU's readFloats).
 __device__ inline float loadAsFloat(const void* p, DataType type, int64_t i) {
   switch (type) {
@@ -76,11 +76,6 @@ __device__ inline float loadAsFloat(const void* p, DataType type, int64_t i) {
     default:
       return 0.0f;
   }
-}
-
-// Input i, or nullptr when the node leaves it out.
-inline const DeviceTensor* inputOrNull(const GpuKernelContext& ctx, size_t i) {
-  return i < ctx.inputCount() && ctx.hasInput(i) ? &ctx.input(i) : nullptr;
 }
 
 }  // namespace kiln::cuda::qz

@@ -1,6 +1,7 @@
-// What the reduction kernels share (reduce.cu: Reduce*, Softmax / LogSoftmax / Hardmax;
-// arg_cumsum.cu: ArgMax / ArgMin, CumSum): accumulator types, warp shuffles, the math and
-// accumulation helpers, and the numeric type dispatch. Internal to kiln_cuda.
+// What the reduction kernels share (reduce_impl.cu: Reduce*, Softmax / LogSoftmax /
+// Hardmax; arg_cumsum_impl.cu: ArgMax / ArgMin, CumSum): accumulator types, warp shuffles,
+// the math and accumulation helpers, and the numeric type dispatch. Included by the device
+// halves only; what the host halves share is reduce_common.h. Internal to kiln_cuda.
 #pragma once
 
 #include <algorithm>
@@ -14,14 +15,8 @@
 #include "backends/cuda/type_dispatch.cuh"
 #include "backends/cuda/ops/op_common.cuh"
 #include "backends/cuda/row_kernels.cuh"
-#include "ops/axis_params.h"
-#include "ops/reduce_params.h"
 
 namespace kiln::cuda {
-
-// ArgMax, ArgMin and CumSum (arg_cumsum.cu); registerReduceGpuKernels calls it.
-void registerArgCumSumGpuKernels(GpuKernelRegistry& registry);
-
 namespace rd {
 
 // ---- Shared device helpers -----------------------------------------------------

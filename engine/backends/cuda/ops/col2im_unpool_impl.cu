@@ -1,0 +1,150 @@
+// The device half of Col2Im, MaxUnpool, CenterCropPad and TensorScatter: their kernels and
+// launchers (contract: col2im_unpool_impl.h; the ops' contract: spatial_misc.cpp's header
+// comment; the host checks: col2im_unpool.cpp).
+#include <cstdint>
+#include <string>
+
+#include "backends/cuda/ops/col2im_unpool_impl.h"
+#include "backends/cuda/ops/spatial_misc_common.cuh"
+#include "backends/cuda/type_dispatch.cuh"
+
+namespace kiln::cuda::sm {
+namespace {
+
+// ============================ Col2Im ============================
+
+// Gathers, for each image element, every (kernel offset, block) pair that covers it.
+template <class T>
+__global__ void col2ImDevice(const T* __restrict__ columns, T* __restrict__ out, Col2ImParams p,
+                             int64_t n) {
+  KILN_GRID_LOOP(idx, n) {
+    const int64_t nc = idx / p.imageSize;
+    int64_t rest = idx % p.imageSize;
+    int64_t pos[kMaxRank];
+    for (int d = p.dims - 1; d >= 0; --d) {
+      pos[d] = rest % p.image[d];
+      rest /= p.image[d];
+    }
+    const T* src = columns + nc * p.kernelSize * p.blockCount;
+    int64_t k[kMaxRank] = {};
+    double acc = 0.0;
+    for (int64_t kFlat = 0; kFlat < p.kernelSize; ++kFlat) {
+      int64_t bFlat = 0;
+      bool inside = true;
+      for (int d = 0; d < p.dims && inside; ++d) {
+        const int64_t t = pos[d] + p.padBegin[d] - k[d] * p.dilation[d];
+        inside = t >= 0 && t % p.stride[d] == 0 && t / p.stride[d] < p.blocks[d];
+        bFlat = bFlat * p.blocks[d] + t / p.stride[d];
+      }
+      if (inside) acc += static_cast<double>(toFloat(src[kFlat * p.blockCount + bFlat]));
+      for (int d = p.dims - 1; d >= 0; --d) {  // next kernel offset, row-major
+        if (++k[d] < p.block[d]) break;
+        k[d] = 0;
+      }
+    }
+    out[idx] = storeDouble<T>(acc);
+  }
+}
+
+// ============================ MaxUnpool ============================
+
+template <class W>
+__global__ void maxUnpoolDevice(const W* __restrict__ x, const void* __restrict__ indices,
+                                W* __restrict__ y, UnpoolParams p, int64_t n) {
+  KILN_GRID_LOOP(i, n) {
+    int64_t flat = loadIndex(indices, p.indices64, i);
+    if (flat < 0 || flat >= p.total) continue;  // the CPU raises an error here
+    int64_t offset = 0;
+    for (int d = p.rank - 1; d >= 0; --d) {
+      offset += (flat % p.inferred[d]) * p.outStride[d];
+      flat /= p.inferred[d];
+    }
+    y[offset] = x[i];
+  }
+}
+
+// ============================ CenterCropPad ============================
+
+template <class W>
+__global__ void cropPadDevice(const W* __restrict__ in, W* __restrict__ out, CropPadParams p,
+                              int64_t n) {
+  KILN_GRID_LOOP(idx, n) {
+    int64_t rest = idx, offset = 0;
+    bool inside = true;
+    for (int d = p.rank - 1; d >= 0; --d) {
+      const int64_t o = rest % p.outDims[d];
+      rest /= p.outDims[d];
+      const int64_t i = o - p.begin[d];
+      inside = inside && i >= 0 && i < p.inDims[d];
+      offset += i * p.inStrides[d];
+    }
+    out[idx] = inside ? in[offset] : W{};
+  }
+}
+
+// ============================ TensorScatter ============================
+
+template <class W>
+__global__ void tensorScatterDevice(const W* __restrict__ update, W* __restrict__ out,
+                                    ScatterParams p, int64_t n) {
+  KILN_GRID_LOOP(idx, n) {
+    const int64_t i = idx % p.inner;
+    const int64_t s = (idx / p.inner) % p.seqLen;
+    const int64_t row = idx / (p.inner * p.seqLen);
+    const int64_t b = row / p.perBatch;
+    const int64_t start = p.starts ? loadIndex(p.starts, p.starts64, b) : 0;
+    // The CPU raises an error for these starts; the batch is left unwritten.
+    if (start < 0 || (!p.circular && start + p.seqLen > p.maxLen) || p.maxLen == 0) continue;
+    if (p.circular && s + p.maxLen < p.seqLen) continue;  // a later update overwrites it
+    const int64_t pos = (start + s) % p.maxLen;
+    out[(row * p.maxLen + pos) * p.inner + i] = update[idx];
+  }
+}
+
+}  // namespace
+
+Status launchCol2Im(const Col2ImLaunch& args, cudaStream_t stream) {
+  return dispatchDeviceType<device_types::kStorageFloats>(args.type, [&](auto tag) {
+    using T = decltype(tag);
+    const int64_t n = args.count;
+    col2ImDevice<T><<<gridFor(n), kBlockSize, 0, stream>>>(
+        static_cast<const T*>(args.columns), static_cast<T*>(args.out), args.params, n);
+    KILN_CUDA_CHECK_LAUNCH("Col2Im");
+    return Status::ok();
+  });
+}
+
+Status launchMaxUnpool(const MaxUnpoolLaunch& args, cudaStream_t stream) {
+  return dispatchWord(args.type, [&](auto word) {
+    using T = decltype(word);
+    const int64_t n = args.count;
+    maxUnpoolDevice<T><<<gridFor(n), kBlockSize, 0, stream>>>(
+        static_cast<const T*>(args.x), args.indices, static_cast<T*>(args.y), args.params, n);
+    KILN_CUDA_CHECK_LAUNCH("MaxUnpool");
+    return Status::ok();
+  });
+}
+
+Status launchCenterCropPad(const CenterCropPadLaunch& args, cudaStream_t stream) {
+  return dispatchWord(args.type, [&](auto word) {
+    using T = decltype(word);
+    const int64_t n = args.count;
+    cropPadDevice<T><<<gridFor(n), kBlockSize, 0, stream>>>(
+        static_cast<const T*>(args.in), static_cast<T*>(args.out), args.params, n);
+    KILN_CUDA_CHECK_LAUNCH("CenterCropPad");
+    return Status::ok();
+  });
+}
+
+Status launchTensorScatter(const TensorScatterLaunch& args, cudaStream_t stream) {
+  return dispatchWord(args.type, [&](auto word) {
+    using T = decltype(word);
+    const int64_t n = args.count;
+    tensorScatterDevice<T><<<gridFor(n), kBlockSize, 0, stream>>>(
+        static_cast<const T*>(args.update), static_cast<T*>(args.out), args.params, n);
+    KILN_CUDA_CHECK_LAUNCH("TensorScatter");
+    return Status::ok();
+  });
+}
+
+}  // namespace kiln::cuda::sm

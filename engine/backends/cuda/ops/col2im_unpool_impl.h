@@ -1,0 +1,106 @@
+// The contract between the host half (col2im_unpool.cpp) and the device half
+// (col2im_unpool_impl.cu) of Col2Im, MaxUnpool, CenterCropPad and TensorScatter. Plain C++
+// (both compilers).
+//
+// Each launcher runs one grid-stride kernel on `stream` (gridFor(count) blocks of
+// kBlockSize, one thread per element named at `count`) and returns the launch's status.
+// It assumes the host half checked everything: count > 0, the params filled from validated
+// shapes and attributes (ranks <= kMaxTensorRank), index operands int64 or int32 as their
+// flag says. Col2Im takes `type` in device_types::kStorageFloats; the others move elements
+// as unsigned words and take any type of 1, 2, 4 or 8 bytes (isWordSized). Outside that a
+// launcher returns kUnsupported "data type X", which the host half reports as
+// ctx.unsupported before calling.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "backends/cuda/ops/spatial_misc_common.h"
+#include "kiln/data_type.h"
+#include "kiln/status.h"
+
+namespace kiln::cuda::sm {
+
+// ============================ Col2Im ============================
+
+struct Col2ImParams {
+  int dims = 0;
+  int64_t image[kMaxTensorRank] = {}, block[kMaxTensorRank] = {}, dilation[kMaxTensorRank] = {};
+  int64_t stride[kMaxTensorRank] = {}, padBegin[kMaxTensorRank] = {}, blocks[kMaxTensorRank] = {};
+  int64_t kernelSize = 0, blockCount = 0, imageSize = 0;
+};
+
+// out[n, c, image...] = the sum, in double, of every column entry whose block covers it.
+struct Col2ImLaunch {
+  const void* columns = nullptr;       // [N, C * kernelSize, blockCount] of `type`
+  void* out = nullptr;                 // [N, C, image...] of `type`
+  DataType type = DataType::kFloat32;  // both tensors'
+  int64_t count = 0;                   // out's elements, one thread each
+  Col2ImParams params;
+};
+Status launchCol2Im(const Col2ImLaunch& args, cudaStream_t stream);
+
+// ============================ MaxUnpool ============================
+
+struct UnpoolParams {
+  int rank = 0;
+  int64_t inferred[kMaxTensorRank] = {};   // the tensor MaxPool read
+  int64_t outStride[kMaxTensorRank] = {};  // packed strides of the (larger) output
+  int64_t total = 0;                       // elements of `inferred`
+  bool indices64 = true;
+};
+
+// y[position of indices[i] in `inferred`, within y's layout] = x[i]; an index outside
+// [0, total) is skipped. y must be zeroed first (the host half does).
+struct MaxUnpoolLaunch {
+  const void* x = nullptr;        // of `type`, `count` elements
+  const void* indices = nullptr;  // X's shape, int64 (params.indices64) or int32
+  void* y = nullptr;              // the output, of `type`
+  DataType type = DataType::kFloat32;
+  int64_t count = 0;  // X's elements, one thread each
+  UnpoolParams params;
+};
+Status launchMaxUnpool(const MaxUnpoolLaunch& args, cudaStream_t stream);
+
+// ============================ CenterCropPad ============================
+
+struct CropPadParams {
+  int rank = 0;
+  int64_t outDims[kMaxTensorRank] = {};
+  int64_t inDims[kMaxTensorRank] = {};
+  int64_t inStrides[kMaxTensorRank] = {};
+  int64_t begin[kMaxTensorRank] = {};  // output index - begin = input index
+};
+
+// out[o] = in[o - begin] where that is inside `in`, else zero bits.
+struct CenterCropPadLaunch {
+  const void* in = nullptr;  // of `type`
+  void* out = nullptr;       // of `type`
+  DataType type = DataType::kFloat32;
+  int64_t count = 0;  // out's elements, one thread each
+  CropPadParams params;
+};
+Status launchCenterCropPad(const CenterCropPadLaunch& args, cudaStream_t stream);
+
+// ============================ TensorScatter ============================
+
+struct ScatterParams {
+  int64_t perBatch = 0, seqLen = 0, maxLen = 0, inner = 0;
+  bool circular = false;
+  const void* starts = nullptr;  // write_indices or nullptr (all 0)
+  bool starts64 = true;
+};
+
+// Writes update into out (already a copy of past_cache) at each batch's start along the
+// sequence axis; a batch whose start the CPU would reject is left unwritten.
+struct TensorScatterLaunch {
+  const void* update = nullptr;  // [batch, perBatch.., seqLen, inner..] of `type`
+  void* out = nullptr;           // [batch, perBatch.., maxLen, inner..] of `type`
+  DataType type = DataType::kFloat32;
+  int64_t count = 0;  // update's elements, one thread each
+  ScatterParams params;
+};
+Status launchTensorScatter(const TensorScatterLaunch& args, cudaStream_t stream);
+
+}  // namespace kiln::cuda::sm

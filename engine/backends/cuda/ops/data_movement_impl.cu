@@ -1,0 +1,262 @@
+// The data-movement copies' device half (contract: data_movement_impl.h; host half and the
+// ops' contract: data_movement.cpp): the strided copy, the batched 2-D transposes, the
+// pitched row copy and Concat's many-input row copy, and their launches.
+#include <algorithm>
+
+#include "backends/cuda/ops/data_movement_common.cuh"
+#include "backends/cuda/ops/data_movement_impl.h"
+
+namespace kiln::cuda {
+namespace {
+
+using namespace dm;
+
+// ============================ strided copy ============================
+
+// out[i] = in[base + sum_d (coord_d(i) mod inDims[d]) * inStrides[d]].
+template <class V>
+__global__ void stridedCopyKernel(const V* in, V* out, StridedParams p, int64_t n) {
+  KILN_DM_GRID_LOOP(i, n) {
+    int64_t rest = i;
+    int64_t offset = p.base;
+#pragma unroll
+    for (int d = kMaxRank - 1; d >= 0; --d) {
+      if (d >= p.rank) continue;
+      int64_t c = 0;
+      rest = divMod(rest, p.outDims[d], &c);
+      if (p.modulo) divMod(c, p.inDims[d], &c);
+      offset += c * p.inStrides[d];
+    }
+    out[i] = in[offset];
+  }
+}
+
+constexpr int kTile = 32;
+constexpr int kTileRows = 8;
+
+// in [batch, rows, cols] -> out [batch, cols, rows] through a padded shared-memory tile.
+// The loops depend on the block index only, so every thread reaches each barrier.
+template <class T>
+__global__ void transposeTiledKernel(const T* in, T* out, int64_t batch, int64_t rows,
+                                     int64_t cols) {
+  __shared__ T tile[kTile][kTile + 1];
+  const int64_t tilesR = (rows + kTile - 1) / kTile;
+  const int64_t tilesC = (cols + kTile - 1) / kTile;
+  const int64_t plane = rows * cols;
+  for (int64_t b = blockIdx.z; b < batch; b += gridDim.z) {
+    const T* src = in + b * plane;
+    T* dst = out + b * plane;
+    for (int64_t tr = blockIdx.y; tr < tilesR; tr += gridDim.y) {
+      for (int64_t tc = blockIdx.x; tc < tilesC; tc += gridDim.x) {
+        const int64_t r0 = tr * kTile, c0 = tc * kTile;
+        for (int j = threadIdx.y; j < kTile; j += kTileRows) {
+          const int64_t r = r0 + j, c = c0 + threadIdx.x;
+          if (r < rows && c < cols) tile[j][threadIdx.x] = src[r * cols + c];
+        }
+        __syncthreads();
+        for (int j = threadIdx.y; j < kTile; j += kTileRows) {
+          const int64_t c = c0 + j, r = r0 + threadIdx.x;
+          if (c < cols && r < rows) dst[c * rows + r] = tile[threadIdx.x][j];
+        }
+        __syncthreads();
+      }
+    }
+  }
+}
+
+// A batched 2-D transpose with one short side (at most kNarrowTransposeSide), where a 32x32 tile
+// would leave most of its threads idle (an image's 3 channels to NHWC: 256x3x50176):
+// one thread per element of the long side moves its `narrow` values; neighbouring
+// threads touch neighbouring addresses on both sides.
+template <class T, bool kNarrowRows>
+__global__ void transposeNarrowKernel(const T* in, T* out, int64_t batch, int64_t rows,
+                                      int64_t cols) {
+  const int64_t longSide = kNarrowRows ? cols : rows;
+  const int64_t narrow = kNarrowRows ? rows : cols;
+  const int64_t total = batch * longSide, plane = rows * cols;
+  const int64_t step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < total; e += step) {
+    const int64_t b = e / longSide, i = e - b * longSide;
+    const T* src = in + b * plane;
+    T* dst = out + b * plane;
+    for (int64_t k = 0; k < narrow; ++k) {
+      const int64_t r = kNarrowRows ? k : i, c = kNarrowRows ? i : k;
+      dst[c * rows + r] = src[r * cols + c];
+    }
+  }
+}
+
+// The narrow-rows case of 2-byte elements (fp16 images to NHWC): each thread moves two
+// neighbouring columns, reading one 4-byte pair per row and writing its 2 * R outputs as
+// R 4-byte words (two bytes per thread per access was half the bandwidth).
+template <int R>
+__global__ void transposeNarrowPairsKernel(const uint16_t* in, uint16_t* out, int64_t batch,
+                                           int64_t cols) {
+  const int64_t pairs = cols / 2, total = batch * pairs, plane = R * cols;
+  const int64_t step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < total; e += step) {
+    const int64_t b = e / pairs, c = 2 * (e - b * pairs);
+    uint32_t column[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+      column[r] = *reinterpret_cast<const uint32_t*>(in + b * plane + r * cols + c);
+    uint32_t* dst = reinterpret_cast<uint32_t*>(out + b * plane + c * R);
+#pragma unroll
+    for (int w = 0; w < R; ++w) {  // outputs 2w and 2w + 1 of (c, r0), (c, r1), ..., (c + 1, r0)...
+      const int k0 = 2 * w, k1 = 2 * w + 1;
+      const uint32_t lo = (column[k0 % R] >> (16 * (k0 / R))) & 0xffffu;
+      const uint32_t hi = (column[k1 % R] >> (16 * (k1 / R))) & 0xffffu;
+      dst[w] = lo | (hi << 16);
+    }
+  }
+}
+
+template <int R>
+void launchNarrowPairs(const BatchedTranspose& t, cudaStream_t stream) {
+  transposeNarrowPairsKernel<R><<<gridFor(t.batch * t.cols / 2), kBlockSize, 0, stream>>>(
+      static_cast<const uint16_t*>(t.in), static_cast<uint16_t*>(t.out), t.batch, t.cols);
+}
+
+// dst[r * dstPitch + c] = src[r * srcPitch + c] for r < n / cols, c < cols.
+template <class V>
+__global__ void copyRowsKernel(const V* src, int64_t srcPitch, V* dst, int64_t dstPitch,
+                               int64_t cols, int64_t n) {
+  KILN_DM_GRID_LOOP(i, n) {
+    int64_t c = 0;
+    const int64_t r = divMod(i, cols, &c);
+    dst[r * dstPitch + c] = src[r * srcPitch + c];
+  }
+}
+
+// Concat of many inputs in one launch: output word i of a chunk (rows x chunkCols words,
+// chunkCols = columns [start[0], start[count])) reads the part whose column range holds it
+// (why one launch: data_movement_impl.h).
+template <typename V>
+struct ConcatChunk {
+  const V* src[kConcatParts];
+  int64_t start[kConcatParts + 1];  // output column (words) of each part, then the chunk's end
+  int count = 0;
+};
+
+template <typename V>
+__global__ void concatRowsKernel(ConcatChunk<V> chunk, V* dst, int64_t outCols, int64_t n) {
+  const int64_t first = chunk.start[0], chunkCols = chunk.start[chunk.count] - first;
+  KILN_DM_GRID_LOOP(i, n) {
+    int64_t c = 0;
+    const int64_t r = divMod(i, chunkCols, &c);
+    c += first;
+    int p = 0;
+    while (p + 1 < chunk.count && c >= chunk.start[p + 1]) ++p;
+    const int64_t cols = chunk.start[p + 1] - chunk.start[p];
+    dst[r * outCols + c] = chunk.src[p][r * cols + (c - chunk.start[p])];
+  }
+}
+
+}  // namespace
+
+namespace dm {
+
+Status launchStridedCopy(const void* in, void* out, const StridedParams& params, int64_t words,
+                         int width, cudaStream_t stream) {
+  KILN_DM_DISPATCH_WIDTH(width, {
+    stridedCopyKernel<<<gridFor(words), kBlockSize, 0, stream>>>(
+        static_cast<const V*>(in), static_cast<V*>(out), params, words);
+  });
+  KILN_CUDA_CHECK_LAUNCH("stridedCopyKernel");
+  return Status::ok();
+}
+
+Status launchTransposeNarrowPairs(const BatchedTranspose& t, cudaStream_t stream) {
+  switch (t.rows) {
+    case 1:
+      launchNarrowPairs<1>(t, stream);
+      break;
+    case 2:
+      launchNarrowPairs<2>(t, stream);
+      break;
+    case 3:
+      launchNarrowPairs<3>(t, stream);
+      break;
+    case 4:
+      launchNarrowPairs<4>(t, stream);
+      break;
+    case 5:
+      launchNarrowPairs<5>(t, stream);
+      break;
+    case 6:
+      launchNarrowPairs<6>(t, stream);
+      break;
+    case 7:
+      launchNarrowPairs<7>(t, stream);
+      break;
+    case 8:
+      launchNarrowPairs<8>(t, stream);
+      break;
+    default:
+      return Status(StatusCode::kInternal,
+                    "transposeNarrowPairsKernel: " + std::to_string(t.rows) + " rows");
+  }
+  KILN_CUDA_CHECK_LAUNCH("transposeNarrowPairsKernel");
+  return Status::ok();
+}
+
+Status launchTransposeNarrow(const BatchedTranspose& t, cudaStream_t stream) {
+  const bool narrowRows = t.rows <= kNarrowTransposeSide;
+  const unsigned grid = gridFor(t.batch * (narrowRows ? t.cols : t.rows));
+  KILN_RETURN_IF_ERROR(dispatchWordOfSize(t.elementBytes, [&](auto element) {
+    using T = decltype(element);
+    if (narrowRows)
+      transposeNarrowKernel<T, true><<<grid, kBlockSize, 0, stream>>>(
+          static_cast<const T*>(t.in), static_cast<T*>(t.out), t.batch, t.rows, t.cols);
+    else
+      transposeNarrowKernel<T, false><<<grid, kBlockSize, 0, stream>>>(
+          static_cast<const T*>(t.in), static_cast<T*>(t.out), t.batch, t.rows, t.cols);
+    return Status::ok();
+  }));
+  KILN_CUDA_CHECK_LAUNCH("transposeNarrowKernel");
+  return Status::ok();
+}
+
+Status launchTransposeTiled(const BatchedTranspose& t, cudaStream_t stream) {
+  const int64_t tilesR = (t.rows + kTile - 1) / kTile, tilesC = (t.cols + kTile - 1) / kTile;
+  const dim3 grid(static_cast<unsigned>(std::min<int64_t>(tilesC, 65535)),
+                  static_cast<unsigned>(std::min<int64_t>(tilesR, 65535)),
+                  static_cast<unsigned>(std::min<int64_t>(t.batch, 65535)));
+  const dim3 block(kTile, kTileRows);
+  KILN_RETURN_IF_ERROR(dispatchWordOfSize(t.elementBytes, [&](auto element) {
+    using T = decltype(element);
+    transposeTiledKernel<<<grid, block, 0, stream>>>(
+        static_cast<const T*>(t.in), static_cast<T*>(t.out), t.batch, t.rows, t.cols);
+    return Status::ok();
+  }));
+  KILN_CUDA_CHECK_LAUNCH("transposeTiledKernel");
+  return Status::ok();
+}
+
+Status launchCopyRows(const RowCopy& copy, cudaStream_t stream) {
+  KILN_DM_DISPATCH_WIDTH(copy.width, {
+    copyRowsKernel<<<gridFor(copy.n), kBlockSize, 0, stream>>>(
+        static_cast<const V*>(copy.src), copy.srcPitch, static_cast<V*>(copy.dst), copy.dstPitch,
+        copy.cols, copy.n);
+  });
+  KILN_CUDA_CHECK_LAUNCH("copyRowsKernel");
+  return Status::ok();
+}
+
+Status launchConcatRows(const ConcatRows& rows, cudaStream_t stream) {
+  if (rows.n > 0) {
+    KILN_DM_DISPATCH_WIDTH(rows.width, {
+      ConcatChunk<V> chunk;
+      for (int p = 0; p < rows.count; ++p) chunk.src[p] = static_cast<const V*>(rows.src[p]);
+      for (int p = 0; p <= rows.count; ++p) chunk.start[p] = rows.start[p];
+      chunk.count = rows.count;
+      concatRowsKernel<V><<<gridFor(rows.n), kBlockSize, 0, stream>>>(
+          chunk, static_cast<V*>(rows.dst), rows.outCols, rows.n);
+    });
+  }
+  KILN_CUDA_CHECK_LAUNCH("concatRowsKernel");
+  return Status::ok();
+}
+
+}  // namespace dm
+}  // namespace kiln::cuda

@@ -1,0 +1,93 @@
+// The host/device contract of the data-movement copies (host half: data_movement.cpp,
+// device half: data_movement_impl.cu): the strided copy, the batched 2-D transposes, the
+// pitched row copy and Concat's many-input row copy. slice_pad_tile_impl.h and
+// gather_scatter_impl.h build on it (kMaxMovementRank). Plain C++, for g++ and nvcc.
+//
+// Contract of every launcher here and in those two headers: the host half has worked out
+// every size, stride, word width and which kernel runs, and has checked the element size
+// (checkElementBytes) or the data type (inDeviceTypes) where a launcher takes one; a
+// launcher binds the word or element type, picks the grid (device_common.cuh's gridFor and
+// kBlockSize) and launches on `stream`, and returns the launch error named after its kernel
+// (KILN_CUDA_CHECK_LAUNCH). Words (`width`) are 1, 2, 4, 8 or 16 bytes (unsigned words of
+// those sizes move the data); whole elements (`elementBytes`) are 1, 2, 4 or 8 bytes.
+// Pointers are device memory unless a field says otherwise; counts are in words or elements
+// as named, never bytes unless named so.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "backends/cuda/device_shapes.h"
+#include "kiln/status.h"
+
+namespace kiln::cuda::dm {
+
+// The dims a parameter struct holds (device_shapes.h's kMaxRank); checkRank refuses more.
+constexpr int kMaxMovementRank = kMaxRank;
+
+// out[i] = in[base + sum_d (coord_d(i) mod inDims[d]) * inStrides[d]] in words, coord_d(i)
+// the coordinates of i in outDims; the mod only when `modulo`.
+struct StridedParams {
+  int rank = 0;
+  bool modulo = false;  // coordinates wrap at inDims (Tile)
+  int64_t base = 0;
+  int64_t outDims[kMaxMovementRank] = {};
+  int64_t inDims[kMaxMovementRank] = {};
+  int64_t inStrides[kMaxMovementRank] = {};
+};
+// `words` output words of `width` bytes through stridedCopyKernel.
+Status launchStridedCopy(const void* in, void* out, const StridedParams& params, int64_t words,
+                         int width, cudaStream_t stream);
+
+// A batched 2-D transpose: packed in [batch, rows, cols] -> out [batch, cols, rows], elements
+// of elementBytes.
+struct BatchedTranspose {
+  const void* in = nullptr;
+  void* out = nullptr;
+  int elementBytes = 0;
+  int64_t batch = 0, rows = 0, cols = 0;
+};
+// A side at most this long makes a transpose "narrow": one thread per element of the long
+// side moves the short side's values, where a 32x32 tile would leave most threads idle.
+constexpr int kNarrowTransposeSide = 8;
+// 2-byte elements, rows in [1, kNarrowTransposeSide], an even column count, `in` and `out`
+// 4-byte aligned: each thread moves two neighbouring columns (transposeNarrowPairsKernel).
+Status launchTransposeNarrowPairs(const BatchedTranspose& transpose, cudaStream_t stream);
+// rows or cols at most kNarrowTransposeSide (rows taken as the narrow side when both are):
+// transposeNarrowKernel.
+Status launchTransposeNarrow(const BatchedTranspose& transpose, cudaStream_t stream);
+// Any sides: 32x32 shared-memory tiles (transposeTiledKernel).
+Status launchTransposeTiled(const BatchedTranspose& transpose, cudaStream_t stream);
+
+// dst[r * dstPitch + c] = src[r * srcPitch + c] for r < n / cols, c < cols, in words of
+// `width` bytes (pitches and cols in words).
+struct RowCopy {
+  const void* src = nullptr;
+  int64_t srcPitch = 0;
+  void* dst = nullptr;
+  int64_t dstPitch = 0;
+  int64_t cols = 0;
+  int64_t n = 0;
+  int width = 1;
+};
+Status launchCopyRows(const RowCopy& copy, cudaStream_t stream);
+
+// Concat of up to kConcatParts inputs in one launch: output word i of the chunk (rows of
+// start[count] - start[0] words) reads the part whose column range holds it. One copyRows
+// launch per input made DenseNet-121's 58 Concats (up to 25 inputs of 64-byte rows each)
+// 5.2 ms of launch-bound copies on an H200.
+constexpr int kConcatParts = 32;
+struct ConcatRows {
+  const void* src[kConcatParts] = {};    // the parts, packed [rows, their columns]
+  int64_t start[kConcatParts + 1] = {};  // output column (words) of each part, then the chunk's end
+  int count = 0;                         // parts
+  void* dst = nullptr;
+  int64_t outCols = 0;  // an output row, in words
+  int64_t n = 0;        // words this chunk writes: rows * (start[count] - start[0])
+  int width = 1;
+};
+// Launches concatRowsKernel when n > 0; checks the last launch error either way.
+Status launchConcatRows(const ConcatRows& chunk, cudaStream_t stream);
+
+}  // namespace kiln::cuda::dm

@@ -1,0 +1,336 @@
+// The device half of the ai.kiln normalizations ScaledMaskedSoftmax and AddLayerNorm (the
+// host half and the ops' contract: fused_normalization.cpp; the launchers' contract:
+// fused_normalization_impl.h). Arithmetic in float. A row of up to kWarpRowLimit elements
+// belongs to one warp and stays in its registers between the passes (max/sum, then
+// mean/variance), so X, M, A and B are read once and Y written once; each lane moves packs
+// of 4 elements where the host found them contiguous and aligned. Longer rows get a block
+// each and re-read their inputs per pass. A broadcast input's row starts through its RowMap,
+// and a broadcast last dim is read with stride 0 (through single-element packs).
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include "backends/cuda/device_common.cuh"
+#include "backends/cuda/ops/fused_normalization_impl.h"
+#include "backends/cuda/row_kernels.cuh"
+#include "backends/cuda/type_dispatch.cuh"
+
+namespace kiln::cuda {
+namespace {
+
+using namespace fused_norm;
+
+static_assert(kFusedWarpRowLimit == kWarpRowLimit, "the host's warp row limit");
+
+constexpr int kPack = kFusedPack;  // elements per vector access
+constexpr int kWarpsPerBlock = 4;  // warp-per-row kernels: 128 threads
+
+__device__ __forceinline__ int64_t rowStart(const RowMap& map, int64_t row, int64_t n) {
+  if (map.direct) return row * n;
+  uint32_t r = static_cast<uint32_t>(row);
+  int64_t offset = 0;
+  for (int d = map.rank - 1; d > 0; --d) {
+    const uint32_t q = r / map.dims[d];
+    offset += static_cast<int64_t>(r - q * map.dims[d]) * map.strides[d];
+    r = q;
+  }
+  return offset + static_cast<int64_t>(r) * map.strides[0];
+}
+
+template <class T, int V>
+struct alignas(sizeof(T) * V) Pack {
+  T v[V];
+};
+
+// V elements of a row from element k on, as float (V == 1 honours a stride of 0).
+template <int V, class T>
+__device__ __forceinline__ void loadPack(const T* row, int64_t k, int64_t stride, float* out) {
+  if constexpr (V == 1) {
+    out[0] = toFloat(row[k * stride]);
+  } else {
+    const Pack<T, V> p = *reinterpret_cast<const Pack<T, V>*>(row + k);
+#pragma unroll
+    for (int j = 0; j < V; ++j) out[j] = toFloat(p.v[j]);
+  }
+}
+
+template <int V, class T>
+__device__ __forceinline__ void storePack(T* row, int64_t k, const float* in) {
+  Pack<T, V> p;
+#pragma unroll
+  for (int j = 0; j < V; ++j) p.v[j] = fromFloat<T>(in[j]);
+  *reinterpret_cast<Pack<T, V>*>(row + k) = p;
+}
+
+__device__ __forceinline__ float warpSum(float v) {
+#pragma unroll
+  for (int mask = 16; mask >= 1; mask >>= 1) v += __shfl_xor_sync(kFullMask, v, mask);
+  return v;
+}
+
+__device__ __forceinline__ float warpMax(float v) {
+#pragma unroll
+  for (int mask = 16; mask >= 1; mask >>= 1) v = fmaxf(v, __shfl_xor_sync(kFullMask, v, mask));
+  return v;
+}
+
+// Sum or maximum over the block; every thread gets it. `partial` holds one per warp.
+template <bool kMax>
+__device__ float blockReduce(float v, float* partial) {
+  v = kMax ? warpMax(v) : warpSum(v);
+  if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = v;
+  __syncthreads();
+  v = partial[0];
+  for (int w = 1; w < static_cast<int>(blockDim.x / 32); ++w)
+    v = kMax ? fmaxf(v, partial[w]) : v + partial[w];
+  __syncthreads();  // `partial` is reused by the next call
+  return v;
+}
+
+// ---- ScaledMaskedSoftmax -------------------------------------------------------
+
+// One warp per row; each lane holds kChunks packs of V values.
+template <class T, int V, int kChunks>
+__global__ void __launch_bounds__(kWarpsPerBlock * 32)
+    softmaxWarpRows(const T* x, const T* mask, T* y, SoftmaxArgs a) {
+  const RowGroup g = rowGroup(true);
+  for (int64_t row = g.first; row < a.rows; row += g.step) {
+    const T* xr = x + rowStart(a.x, row, a.n);
+    const T* mr = mask ? mask + rowStart(a.mask, row, a.n) : nullptr;
+    float v[kChunks * V];
+    float maxValue = -INFINITY;
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) {
+      const int64_t k = (int64_t(c) * 32 + g.lane) * V;
+      float* vc = v + c * V;
+      if (k >= a.n) continue;
+      loadPack<V>(xr, k, a.x.lastStride, vc);
+      float m[V] = {};
+      if (mr) loadPack<V>(mr, k, a.mask.lastStride, m);
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        vc[j] = vc[j] * a.scale + m[j];
+        maxValue = fmaxf(maxValue, vc[j]);
+      }
+    }
+    maxValue = warpMax(maxValue);
+    float sum = 0.f;
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) {
+      if ((int64_t(c) * 32 + g.lane) * V >= a.n) continue;
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        v[c * V + j] = expf(v[c * V + j] - maxValue);
+        sum += v[c * V + j];
+      }
+    }
+    const float inv = 1.f / warpSum(sum);
+    T* yr = y + row * a.n;
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) {
+      const int64_t k = (int64_t(c) * 32 + g.lane) * V;
+      if (k >= a.n) continue;
+#pragma unroll
+      for (int j = 0; j < V; ++j) v[c * V + j] *= inv;
+      storePack<V>(yr, k, v + c * V);
+    }
+  }
+}
+
+// One block per row (rows longer than a warp holds): max, sum and write passes,
+// each recomputing X * scale + M from memory.
+template <class T>
+__global__ void __launch_bounds__(kMaxRowBlock)
+    softmaxBlockRows(const T* x, const T* mask, T* y, SoftmaxArgs a) {
+  __shared__ float partial[32];
+  for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) {
+    const T* xr = x + rowStart(a.x, row, a.n);
+    const T* mr = mask ? mask + rowStart(a.mask, row, a.n) : nullptr;
+    auto value = [&](int64_t k) {
+      return toFloat(xr[k * a.x.lastStride]) * a.scale +
+             (mr ? toFloat(mr[k * a.mask.lastStride]) : 0.f);
+    };
+    float maxValue = -INFINITY;
+    for (int64_t k = threadIdx.x; k < a.n; k += blockDim.x) maxValue = fmaxf(maxValue, value(k));
+    maxValue = blockReduce<true>(maxValue, partial);
+    float sum = 0.f;
+    for (int64_t k = threadIdx.x; k < a.n; k += blockDim.x) sum += expf(value(k) - maxValue);
+    const float inv = 1.f / blockReduce<false>(sum, partial);
+    T* yr = y + row * a.n;
+    for (int64_t k = threadIdx.x; k < a.n; k += blockDim.x)
+      yr[k] = fromFloat<T>(expf(value(k) - maxValue) * inv);
+  }
+}
+
+// ---- AddLayerNorm --------------------------------------------------------------
+
+// One warp per row: S = A + B stays in registers for the mean, the variance and Y.
+template <class T, int V, int kChunks>
+__global__ void __launch_bounds__(kWarpsPerBlock * 32)
+    addNormWarpRows(const T* a, const T* b, const T* gamma, const T* beta, T* y, T* sumOut,
+                    AddNormArgs p) {
+  const RowGroup g = rowGroup(true);
+  for (int64_t row = g.first; row < p.rows; row += g.step) {
+    const T* ar = a + rowStart(p.a, row, p.n);
+    const T* br = b + rowStart(p.b, row, p.n);
+    float s[kChunks * V];
+    float sum = 0.f;
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) {
+      const int64_t k = (int64_t(c) * 32 + g.lane) * V;
+      float* sc = s + c * V;
+      if (k >= p.n) continue;
+      float bv[V];
+      loadPack<V>(ar, k, p.a.lastStride, sc);
+      loadPack<V>(br, k, p.b.lastStride, bv);
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        sc[j] += bv[j];
+        sum += sc[j];
+      }
+      if (sumOut) storePack<V>(sumOut + row * p.n, k, sc);
+    }
+    const float mean = warpSum(sum) / static_cast<float>(p.n);
+    float squares = 0.f;
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) {
+      if ((int64_t(c) * 32 + g.lane) * V >= p.n) continue;
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        const float d = s[c * V + j] - mean;
+        squares += d * d;
+      }
+    }
+    const float invStd = 1.f / sqrtf(warpSum(squares) / static_cast<float>(p.n) + p.epsilon);
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) {
+      const int64_t k = (int64_t(c) * 32 + g.lane) * V;
+      if (k >= p.n) continue;
+      float gv[V], bv[V] = {};
+      loadPack<V>(gamma, k, 1, gv);
+      if (beta) loadPack<V>(beta, k, 1, bv);
+#pragma unroll
+      for (int j = 0; j < V; ++j) s[c * V + j] = (s[c * V + j] - mean) * invStd * gv[j] + bv[j];
+      storePack<V>(y + row * p.n, k, s + c * V);
+    }
+  }
+}
+
+// One block per long row: sum, squared deviations and output passes over A + B.
+template <class T>
+__global__ void __launch_bounds__(kMaxRowBlock)
+    addNormBlockRows(const T* a, const T* b, const T* gamma, const T* beta, T* y, T* sumOut,
+                     AddNormArgs p) {
+  __shared__ float partial[32];
+  for (int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
+    const T* ar = a + rowStart(p.a, row, p.n);
+    const T* br = b + rowStart(p.b, row, p.n);
+    auto value = [&](int64_t k) {
+      return toFloat(ar[k * p.a.lastStride]) + toFloat(br[k * p.b.lastStride]);
+    };
+    float sum = 0.f;
+    for (int64_t k = threadIdx.x; k < p.n; k += blockDim.x) {
+      const float s = value(k);
+      sum += s;
+      if (sumOut) sumOut[row * p.n + k] = fromFloat<T>(s);
+    }
+    const float mean = blockReduce<false>(sum, partial) / static_cast<float>(p.n);
+    float squares = 0.f;
+    for (int64_t k = threadIdx.x; k < p.n; k += blockDim.x) {
+      const float d = value(k) - mean;
+      squares += d * d;
+    }
+    const float var = blockReduce<false>(squares, partial) / static_cast<float>(p.n);
+    const float invStd = 1.f / sqrtf(var + p.epsilon);
+    for (int64_t k = threadIdx.x; k < p.n; k += blockDim.x) {
+      const float v =
+          (value(k) - mean) * invStd * toFloat(gamma[k]) + (beta ? toFloat(beta[k]) : 0.f);
+      y[row * p.n + k] = fromFloat<T>(v);
+    }
+  }
+}
+
+// ---- Launch geometry -----------------------------------------------------------
+
+// Calls launch(integral_constant<int, V>, integral_constant<int, K>) with the pack
+// width V and the packs per lane K (a power of two) that cover a row of n <= 1024.
+template <class F>
+Status forWarpShape(int64_t n, bool pack, F&& launch) {
+  const int64_t packs = pack ? n / kPack : n;
+  const int64_t perLane = (packs + 31) / 32;
+  auto chunks = [&](auto v) -> Status {
+    if (perLane <= 1) return launch(v, std::integral_constant<int, 1>{});
+    if (perLane <= 2) return launch(v, std::integral_constant<int, 2>{});
+    if (perLane <= 4) return launch(v, std::integral_constant<int, 4>{});
+    if (perLane <= 8) return launch(v, std::integral_constant<int, 8>{});
+    if constexpr (decltype(v)::value == 1) {
+      if (perLane <= 16) return launch(v, std::integral_constant<int, 16>{});
+      return launch(v, std::integral_constant<int, 32>{});
+    }
+    return Status(StatusCode::kInternal, "row too long for one warp");
+  };
+  return pack ? chunks(std::integral_constant<int, kPack>{})
+              : chunks(std::integral_constant<int, 1>{});
+}
+
+unsigned warpGrid(int64_t rows) {
+  return gridFor(rows * 32, kWarpsPerBlock * 32);
+}
+
+unsigned blockGrid(int64_t rows) {
+  return static_cast<unsigned>(std::min<int64_t>(rows, 65535LL * 32));
+}
+
+}  // namespace
+
+namespace fused_norm {
+
+Status launchScaledMaskedSoftmax(const SoftmaxLaunch& l, cudaStream_t stream) {
+  const SoftmaxArgs& args = l.args;
+  return dispatchDeviceType<device_types::kStorageFloats>(l.type, [&](auto tag) -> Status {
+    using T = decltype(tag);
+    const T* x = static_cast<const T*>(l.x);
+    const T* m = static_cast<const T*>(l.mask);
+    T* y = static_cast<T*>(l.y);
+    if (args.n > kWarpRowLimit) {
+      softmaxBlockRows<T><<<blockGrid(args.rows), kBlockSize, 0, stream>>>(x, m, y, args);
+      KILN_CUDA_CHECK_LAUNCH("softmaxBlockRows");
+      return Status::ok();
+    }
+    return forWarpShape(args.n, l.pack, [&](auto v, auto k) -> Status {
+      softmaxWarpRows<T, decltype(v)::value, decltype(k)::value>
+          <<<warpGrid(args.rows), kWarpsPerBlock * 32, 0, stream>>>(x, m, y, args);
+      KILN_CUDA_CHECK_LAUNCH("softmaxWarpRows");
+      return Status::ok();
+    });
+  });
+}
+
+Status launchAddLayerNorm(const AddNormLaunch& l, cudaStream_t stream) {
+  const AddNormArgs& args = l.args;
+  return dispatchDeviceType<device_types::kStorageFloats>(l.type, [&](auto tag) -> Status {
+    using T = decltype(tag);
+    const T* a = static_cast<const T*>(l.a);
+    const T* b = static_cast<const T*>(l.b);
+    const T* gamma = static_cast<const T*>(l.gamma);
+    const T* beta = static_cast<const T*>(l.beta);
+    T* y = static_cast<T*>(l.y);
+    T* s = static_cast<T*>(l.sum);
+    if (args.n > kWarpRowLimit) {
+      addNormBlockRows<T>
+          <<<blockGrid(args.rows), kBlockSize, 0, stream>>>(a, b, gamma, beta, y, s, args);
+      KILN_CUDA_CHECK_LAUNCH("addNormBlockRows");
+      return Status::ok();
+    }
+    return forWarpShape(args.n, l.pack, [&](auto v, auto k) -> Status {
+      addNormWarpRows<T, decltype(v)::value, decltype(k)::value>
+          <<<warpGrid(args.rows), kWarpsPerBlock * 32, 0, stream>>>(a, b, gamma, beta, y, s, args);
+      KILN_CUDA_CHECK_LAUNCH("addNormWarpRows");
+      return Status::ok();
+    });
+  });
+}
+
+}  // namespace fused_norm
+}  // namespace kiln::cuda

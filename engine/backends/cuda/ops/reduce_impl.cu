@@ -1,0 +1,408 @@
+// The device half of the reductions (host half: reduce.cpp; contract: reduce_impl.h;
+// helpers shared with arg_cumsum_impl.cu: reduce_common.cuh): the Reduce* and
+// Softmax / LogSoftmax / Hardmax kernels and their launch geometry.
+//
+// One reduced run is read as [outer, n, inner] (a warp or block per row when inner == 1,
+// a 32-wide tile of columns per block otherwise), several reduced runs go through a
+// general kernel with one thread per output element. ReduceLogSumExp runs twice: the
+// largest finite value per output, then the shifted sum of exponentials. Rows longer than
+// kWarpRowLimit use a whole block per row.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "backends/cuda/ops/reduce_common.cuh"
+#include "backends/cuda/ops/reduce_impl.h"
+
+namespace kiln::cuda {
+namespace {
+
+using namespace rd;
+
+// ---- Reduce* ---------------------------------------------------------------------
+
+template <class T, class A>
+__device__ __forceinline__ A reduceInit(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kProd:
+      return A(1);
+    case ReduceOp::kMax:
+    case ReduceOp::kMaxFinite:
+      if constexpr (std::is_integral_v<T>)
+        return static_cast<A>(std::numeric_limits<T>::lowest());
+      else
+        return A(-INFINITY);
+    case ReduceOp::kMin:
+      if constexpr (std::is_integral_v<T>)
+        return static_cast<A>(std::numeric_limits<T>::max());
+      else
+        return A(INFINITY);
+    default:
+      return A(0);
+  }
+}
+
+// The value an input element contributes (|v|, v*v, ...).
+template <class A>
+__device__ __forceinline__ A reducePrepare(ReduceOp op, A v, A shift) {
+  switch (op) {
+    case ReduceOp::kL1:
+      return v < A(0) ? A(0) - v : v;
+    case ReduceOp::kL2:
+    case ReduceOp::kSumSquare:
+      return accMul(v, v);
+    case ReduceOp::kMaxFinite:
+      if constexpr (std::is_floating_point_v<A>)
+        return isFiniteValue(v) ? v : A(-INFINITY);
+      else
+        return v;
+    case ReduceOp::kSumExpShifted:
+      if constexpr (std::is_floating_point_v<A>)
+        return mathExp(v - shift);
+      else
+        return v;
+    default:
+      return v;
+  }
+}
+
+// Folds two partial results. Max/Min keep a NaN once seen, as the CPU kernel does.
+template <class A>
+__device__ __forceinline__ A reduceCombine(ReduceOp op, A a, A b) {
+  switch (op) {
+    case ReduceOp::kProd:
+      return accMul(a, b);
+    case ReduceOp::kMax:
+    case ReduceOp::kMaxFinite:
+      return (b > a || b != b) ? b : a;
+    case ReduceOp::kMin:
+      return (b < a || b != b) ? b : a;
+    default:
+      return accAdd(a, b);
+  }
+}
+
+template <class A>
+__device__ __forceinline__ A reduceFinish(ReduceOp op, A a, int64_t count, A shift) {
+  switch (op) {
+    case ReduceOp::kMean:
+      if constexpr (std::is_integral_v<A>)
+        return count == 0 ? A(0) : a / A(count);
+      else
+        return a / A(count);  // an empty reduction gives 0/0 = NaN, as on the CPU
+    case ReduceOp::kL2:
+      if constexpr (std::is_floating_point_v<A>)
+        return mathSqrt(a);
+      else
+        return a;
+    case ReduceOp::kLogSum:
+      if constexpr (std::is_floating_point_v<A>)
+        return mathLog(a);
+      else
+        return a;
+    case ReduceOp::kMaxFinite:
+      return isFiniteValue(a) ? a : A(0);
+    case ReduceOp::kSumExpShifted:
+      if constexpr (std::is_floating_point_v<A>)
+        return mathLog(a) + shift;
+      else
+        return a;
+    default:
+      return a;
+  }
+}
+
+// Combines `a` across the threads of a warp; every lane gets the result.
+template <class A>
+__device__ __forceinline__ A warpCombine(ReduceOp op, A a) {
+#pragma unroll
+  for (int mask = 16; mask >= 1; mask >>= 1) a = reduceCombine(op, a, shuffleXor(a, mask));
+  return a;
+}
+
+// Combines `a` across the row group; every thread gets the result. `partial`
+// holds one value per warp (block mode only).
+template <class A>
+__device__ __forceinline__ A groupCombine(ReduceOp op, A a, bool warpMode, A* partial) {
+  a = warpCombine(op, a);
+  if (warpMode) return a;
+  const int warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  if (threadIdx.x % 32 == 0) partial[warp] = a;
+  __syncthreads();
+  a = partial[0];
+  for (int w = 1; w < warps; ++w) a = reduceCombine(op, a, partial[w]);
+  __syncthreads();  // `partial` is reused by the next call
+  return a;
+}
+
+// What a reduction reads and writes. The result goes to `y`, or as an accumulator
+// to `accOut` (the first pass of LogSumExp). `shift` is per output (second pass).
+template <class T>
+struct ReduceIo {
+  const T* x = nullptr;
+  T* y = nullptr;
+  Acc<T>* accOut = nullptr;
+  const Acc<T>* shift = nullptr;
+  ReduceOp op = ReduceOp::kSum;
+  int64_t count = 1;  // input elements per output element
+};
+
+template <class T>
+__device__ __forceinline__ Acc<T> outputShift(const ReduceIo<T>& io, int64_t o) {
+  return io.shift ? io.shift[o] : Acc<T>(0);
+}
+
+template <class T>
+__device__ __forceinline__ void writeReduced(const ReduceIo<T>& io, int64_t o, Acc<T> a,
+                                             Acc<T> shift) {
+  const Acc<T> r = reduceFinish(io.op, a, io.count, shift);
+  if (io.accOut)
+    io.accOut[o] = r;
+  else
+    io.y[o] = storeAs<T>(r);
+}
+
+// [rows, n] contiguous rows, one output per row.
+template <class T>
+__global__ void __launch_bounds__(kMaxRowBlock)
+    reduceRowsKernel(ReduceIo<T> io, int64_t rows, int64_t n, bool warpMode) {
+  using A = Acc<T>;
+  __shared__ A partial[32];
+  const RowGroup g = rowGroup(warpMode);
+  for (int64_t row = g.first; row < rows; row += g.step) {
+    const A shift = outputShift(io, row);
+    const T* x = io.x + row * n;
+    A a = reduceInit<T, A>(io.op);
+    for (int64_t k = g.lane; k < n; k += g.size)
+      a = reduceCombine(io.op, a, reducePrepare(io.op, loadAs<A>(x, k), shift));
+    a = groupCombine(io.op, a, warpMode, partial);
+    if (g.lane == 0) writeReduced(io, row, a, shift);
+  }
+}
+
+// [outer, n, inner] with inner > 1: each block takes 32 adjacent columns of one
+// outer slice; blockDim.y threads split the n elements of each column.
+constexpr int kColumnTile = 32;
+constexpr int kMaxColumnSplit = 16;
+constexpr int kMaxColumnBlock = kColumnTile * kMaxColumnSplit;
+
+template <class T>
+__global__ void __launch_bounds__(kMaxColumnBlock)
+    reduceColumnsKernel(ReduceIo<T> io, int64_t outer, int64_t n, int64_t inner) {
+  using A = Acc<T>;
+  __shared__ A partial[kMaxColumnSplit][kColumnTile];
+  const int64_t tilesPerOuter = (inner + kColumnTile - 1) / kColumnTile;
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  for (int64_t tile = blockIdx.x; tile < outer * tilesPerOuter; tile += gridDim.x) {
+    const int64_t o = tile / tilesPerOuter;
+    const int64_t i = (tile - o * tilesPerOuter) * kColumnTile + tx;
+    const int64_t out = o * inner + i;
+    A a = reduceInit<T, A>(io.op);
+    A shift = A(0);
+    if (i < inner) {
+      shift = outputShift(io, out);
+      const T* x = io.x + o * n * inner + i;
+      for (int64_t k = ty; k < n; k += blockDim.y)
+        a = reduceCombine(io.op, a, reducePrepare(io.op, loadAs<A>(x, k * inner), shift));
+    }
+    partial[ty][tx] = a;
+    __syncthreads();
+    if (ty == 0 && i < inner) {
+      for (int r = 1; r < static_cast<int>(blockDim.y); ++r)
+        a = reduceCombine(io.op, a, partial[r][tx]);
+      writeReduced(io, out, a, shift);
+    }
+    __syncthreads();
+  }
+}
+
+// Any set of reduced axes: one thread per output element walks its reduced elements.
+template <class T>
+__global__ void reduceGeneralKernel(ReduceIo<T> io, ShapeInfo kept, ShapeInfo reduced,
+                                    int64_t outNumel) {
+  using A = Acc<T>;
+  for (int64_t o = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; o < outNumel;
+       o += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t base = stridedOffset(kept, o);
+    const A shift = outputShift(io, o);
+    A a = reduceInit<T, A>(io.op);
+    for (int64_t r = 0; r < io.count; ++r) {
+      const A v = loadAs<A>(io.x, base + stridedOffset(reduced, r));
+      a = reduceCombine(io.op, a, reducePrepare(io.op, v, shift));
+    }
+    writeReduced(io, o, a, shift);
+  }
+}
+
+// Launches one pass of a reduction over the collapsed plan's geometry.
+template <class T>
+Status launchReducePass(const ReduceLaunch& args, const ReduceIo<T>& io, cudaStream_t stream) {
+  if (args.general) {
+    reduceGeneralKernel<T><<<gridFor(args.outputs), kBlockSize, 0, stream>>>(
+        io, args.kept, args.reduced, args.outputs);
+    KILN_CUDA_CHECK_LAUNCH("reduceGeneralKernel");
+    return Status::ok();
+  }
+  const int64_t outer = args.outer, n = args.n, inner = args.inner;
+  if (inner == 1) {
+    const RowGeometry g = rowGeometry(outer, n);
+    reduceRowsKernel<T><<<g.grid, g.block, 0, stream>>>(io, outer, n, g.warpMode);
+    KILN_CUDA_CHECK_LAUNCH("reduceRowsKernel");
+    return Status::ok();
+  }
+  const int64_t tiles = outer * ((inner + kColumnTile - 1) / kColumnTile);
+  int split = n >= 64 ? 8 : 1;
+  if (n >= 1024 && tiles < 512) split = kMaxColumnSplit;
+  const dim3 block(kColumnTile, split);
+  reduceColumnsKernel<T><<<gridFor(tiles, 1), block, 0, stream>>>(io, outer, n, inner);
+  KILN_CUDA_CHECK_LAUNCH("reduceColumnsKernel");
+  return Status::ok();
+}
+
+template <class T>
+Status reduceTyped(const ReduceLaunch& args, cudaStream_t stream) {
+  ReduceIo<T> io;
+  io.x = static_cast<const T*>(args.x);
+  io.y = static_cast<T*>(args.y);
+  io.count = args.count;
+  if (args.op != ReduceOp::kLogSumExp) {
+    io.op = args.op;
+    return launchReducePass<T>(args, io, stream);
+  }
+  // log(sum(exp(x - shift))) + shift, shift = the largest finite value per output.
+  ReduceIo<T> first = io;
+  first.op = ReduceOp::kMaxFinite;
+  first.accOut = static_cast<Acc<T>*>(args.scratch);
+  KILN_RETURN_IF_ERROR(launchReducePass<T>(args, first, stream));
+  io.op = ReduceOp::kSumExpShifted;
+  io.shift = static_cast<const Acc<T>*>(args.scratch);
+  return launchReducePass<T>(args, io, stream);
+}
+
+// ---- Softmax / LogSoftmax / Hardmax -------------------------------------------------
+
+// One normalized row per group: max, then the sum of exp(x - max), then the output.
+template <class T>
+__global__ void __launch_bounds__(kMaxRowBlock)
+    softmaxRowsKernel(const T* x, T* y, int64_t rows, int64_t n, SoftmaxKind kind, bool warpMode) {
+  using C = Acc<T>;
+  __shared__ C partial[32];
+  __shared__ ArgBest<C> argPartial[32];
+  const RowGroup g = rowGroup(warpMode);
+  for (int64_t row = g.first; row < rows; row += g.step) {
+    const T* xr = x + row * n;
+    T* yr = y + row * n;
+    if (kind == SoftmaxKind::kHardmax) {  // the first maximum wins ties
+      ArgBest<C> best{C(0), -1};
+      for (int64_t k = g.lane; k < n; k += g.size)
+        best = argFold(best, loadAs<C>(xr, k), k, true, false);
+      best = groupArg(best, true, false, warpMode, argPartial);
+      for (int64_t k = g.lane; k < n; k += g.size) yr[k] = storeAs<T>(C(k == best.idx ? 1 : 0));
+      continue;
+    }
+    C maxValue = C(-INFINITY);
+    for (int64_t k = g.lane; k < n; k += g.size)
+      maxValue = reduceCombine(ReduceOp::kMax, maxValue, loadAs<C>(xr, k));
+    maxValue = groupCombine(ReduceOp::kMax, maxValue, warpMode, partial);
+    C sum = C(0);
+    for (int64_t k = g.lane; k < n; k += g.size) sum += mathExp(loadAs<C>(xr, k) - maxValue);
+    sum = groupCombine(ReduceOp::kSum, sum, warpMode, partial);
+    if (kind == SoftmaxKind::kSoftmax) {
+      const C scale = C(1) / sum;
+      for (int64_t k = g.lane; k < n; k += g.size)
+        yr[k] = storeAs<T>(mathExp(loadAs<C>(xr, k) - maxValue) * scale);
+    } else {
+      // (x - max) - log(sum): keeps the small log term when max is large.
+      const C logSum = mathLog(sum);
+      for (int64_t k = g.lane; k < n; k += g.size)
+        yr[k] = storeAs<T>((loadAs<C>(xr, k) - maxValue) - logSum);
+    }
+  }
+}
+
+// [outer, n, inner], inner > 1: one thread per column of n elements `inner` apart.
+template <class T>
+__global__ void softmaxColumnsKernel(const T* x, T* y, int64_t outer, int64_t n, int64_t inner,
+                                     SoftmaxKind kind) {
+  using C = Acc<T>;
+  for (int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; idx < outer * inner;
+       idx += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t o = idx / inner, i = idx - o * inner;
+    const T* xc = x + o * n * inner + i;
+    T* yc = y + o * n * inner + i;
+    if (kind == SoftmaxKind::kHardmax) {
+      int64_t best = 0;
+      C bestValue = loadAs<C>(xc, 0);
+      for (int64_t k = 1; k < n; ++k) {
+        const C v = loadAs<C>(xc, k * inner);
+        if (v > bestValue) {
+          bestValue = v;
+          best = k;
+        }
+      }
+      for (int64_t k = 0; k < n; ++k) yc[k * inner] = storeAs<T>(C(k == best ? 1 : 0));
+      continue;
+    }
+    C maxValue = C(-INFINITY);
+    for (int64_t k = 0; k < n; ++k)
+      maxValue = reduceCombine(ReduceOp::kMax, maxValue, loadAs<C>(xc, k * inner));
+    C sum = C(0);
+    for (int64_t k = 0; k < n; ++k) sum += mathExp(loadAs<C>(xc, k * inner) - maxValue);
+    if (kind == SoftmaxKind::kSoftmax) {
+      const C scale = C(1) / sum;
+      for (int64_t k = 0; k < n; ++k)
+        yc[k * inner] = storeAs<T>(mathExp(loadAs<C>(xc, k * inner) - maxValue) * scale);
+    } else {
+      const C logSum = mathLog(sum);
+      for (int64_t k = 0; k < n; ++k)
+        yc[k * inner] = storeAs<T>((loadAs<C>(xc, k * inner) - maxValue) - logSum);
+    }
+  }
+}
+
+}  // namespace
+
+Status reduceScratchBytes(DataType type, int64_t outputs, size_t* bytes) {
+  return dispatchDeviceType<kReduceDeviceTypes>(type, [&](auto tag) {
+    using T = decltype(tag);
+    *bytes = outputs * sizeof(Acc<T>);
+    return Status::ok();
+  });
+}
+
+Status launchReduce(const ReduceLaunch& args, cudaStream_t stream) {
+  return dispatchDeviceType<kReduceDeviceTypes>(args.type, [&](auto tag) {
+    using T = decltype(tag);
+    return reduceTyped<T>(args, stream);
+  });
+}
+
+Status launchSoftmax(const SoftmaxLaunch& args, cudaStream_t stream) {
+  return dispatchDeviceType<kSoftmaxDeviceTypes>(args.type, [&](auto tag) -> Status {
+    using T = decltype(tag);
+    // The dispatcher's switch names every type; kernels exist for the float ones only
+    // (kSoftmaxDeviceTypes), the others never reach here.
+    if constexpr (!std::is_floating_point_v<Acc<T>>) {
+      return Status(StatusCode::kUnsupported, std::string("data type ") + dataTypeName(args.type));
+    } else {
+      const T* x = static_cast<const T*>(args.x);
+      T* y = static_cast<T*>(args.y);
+      const int64_t outer = args.outer, n = args.n, inner = args.inner;
+      if (inner == 1) {
+        const RowGeometry g = rowGeometry(outer, n);
+        softmaxRowsKernel<T><<<g.grid, g.block, 0, stream>>>(x, y, outer, n, args.kind, g.warpMode);
+        KILN_CUDA_CHECK_LAUNCH("softmaxRowsKernel");
+      } else {
+        softmaxColumnsKernel<T>
+            <<<gridFor(outer * inner), kBlockSize, 0, stream>>>(x, y, outer, n, inner, args.kind);
+        KILN_CUDA_CHECK_LAUNCH("softmaxColumnsKernel");
+      }
+      return Status::ok();
+    }
+  });
+}
+
+}  // namespace kiln::cuda

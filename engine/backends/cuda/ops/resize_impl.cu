@@ -1,0 +1,227 @@
+// Kernels of Resize and Upsample (contract: resize_impl.h; host half: resize.cpp).
+// Coordinates, nearest indices and interpolation taps are computed on the device in
+// double exactly as the CPU does (no fused multiply-adds where they could move a
+// coordinate). Nearest gathers raw elements of any fixed-size type; linear / cubic run
+// one separable pass per resized axis in float (double for float64), like the CPU.
+#include <cstring>
+#include <type_traits>
+
+#include "backends/cuda/ops/op_common.cuh"
+#include "backends/cuda/ops/resize_impl.h"
+#include "backends/cuda/type_dispatch.cuh"
+
+namespace kiln::cuda::resize {
+namespace {
+
+__host__ __device__ __forceinline__ int64_t clampIndex(int64_t v, int64_t lo, int64_t hi) {
+  return v < lo ? lo : (v > hi ? hi : v);
+}
+
+// The CPU's sourceCoordinate, in double. No product here feeds an addition, so the
+// compiler cannot fuse a multiply-add and move a coordinate by an ulp.
+__device__ double sourceCoordinate(int mode, const ResizeAxis& a, int64_t y) {
+  const double yd = static_cast<double>(y);
+  switch (mode) {
+    case kAsymmetric:
+      return yd / a.scale;
+    case kAlignCorners:
+      return a.length == 1 ? 0.0 : static_cast<double>(y * (a.inDim - 1)) / (a.length - 1);
+    case kPytorchHalfPixel:
+      return a.length == 1 ? -0.5 : (yd + 0.5) / a.scale - 0.5;
+    case kTfHalfPixelForNn:
+      return (yd + 0.5) / a.scale;
+    case kHalfPixelSymmetric:
+      return a.symmetricOffset + (yd + 0.5) / a.scale - 0.5;
+    case kTfCropAndResize: {
+      const double span = a.roiEnd - a.roiStart;
+      const double x = a.length == 1
+                           ? span * static_cast<double>(a.inDim - 1) / 2
+                           : yd * span * static_cast<double>(a.inDim - 1) / (a.length - 1);
+      return x + a.cropOffset;
+    }
+    default:
+      return (yd + 0.5) / a.scale - 0.5;  // half_pixel
+  }
+}
+
+__device__ int64_t nearestIndex(int mode, double scale, double x) {
+  switch (mode) {
+    case kNearestFloor:
+      return static_cast<int64_t>(floor(x));
+    case kNearestCeil:
+      return static_cast<int64_t>(ceil(x));
+    case kRoundPreferCeil:
+      return static_cast<int64_t>(floor(x + 0.5));
+    case kSimple:
+      return static_cast<int64_t>(scale < 1 ? ceil(x) : trunc(x));
+    default:
+      return static_cast<int64_t>(ceil(x - 0.5));  // round_prefer_floor
+  }
+}
+
+__device__ __forceinline__ bool outsideCrop(int mode, double x, int64_t inDim) {
+  return mode == kTfCropAndResize && (x < 0 || x > static_cast<double>(inDim - 1));
+}
+
+// Nearest: the input index of every output position of every axis (-1: extrapolate).
+__global__ void nearestMapKernel(ResizeSetup s, int64_t* maps, int64_t total) {
+  KILN_POOL_GRID_LOOP(e, total) {
+    int d = 0;
+    while (d + 1 < s.rank && e >= s.axes[d + 1].mapOffset) ++d;
+    const ResizeAxis& a = s.axes[d];
+    const double x = sourceCoordinate(s.coordMode, a, e - a.mapOffset);
+    maps[e] = outsideCrop(s.coordMode, x, a.inDim)
+                  ? -1
+                  : clampIndex(nearestIndex(s.nearestMode, a.scale, x), 0, a.inDim - 1);
+  }
+}
+
+template <class T>
+__global__ void nearestGatherKernel(const T* in, T* out, ResizeSetup s, const int64_t* maps, T fill,
+                                    int64_t total) {
+  KILN_POOL_GRID_LOOP(e, total) {
+    int64_t rest = e, offset = 0;
+    bool border = false;
+    for (int d = s.rank - 1; d >= 0; --d) {
+      const ResizeAxis& a = s.axes[d];
+      const int64_t q = rest / a.outDim;
+      const int64_t m = maps[a.mapOffset + (rest - q * a.outDim)];
+      rest = q;
+      border = border || m < 0;
+      offset += m * a.inStride;
+    }
+    out[e] = border ? fill : in[offset];
+  }
+}
+
+// The CPU's interpolationWeight; __dmul_rn keeps each product rounded as on the host.
+__device__ double interpolationWeight(bool cubic, double a, double t) {
+  t = fabs(t);
+  if (!cubic) return fmax(0.0, 1 - t);
+  if (t <= 1) return __dmul_rn(__dmul_rn(__dmul_rn(a + 2, t) - (a + 3), t), t) + 1;
+  if (t < 2) {
+    const double inner = __dmul_rn(__dmul_rn(a, t) - __dmul_rn(5.0, a), t) + __dmul_rn(8.0, a);
+    return __dmul_rn(inner, t) - __dmul_rn(4.0, a);
+  }
+  return 0;
+}
+
+// The CPU's interpolationTaps: output position y reads weight[y * taps + t] *
+// in[index[y * taps + t]], or the extrapolation value when outside[y].
+__global__ void resizeTapsKernel(TapsParams tp, int64_t* index, double* weight, uint8_t* outside) {
+  const ResizeAxis& a = tp.axis;
+  KILN_POOL_GRID_LOOP(y, a.outDim) {
+    const double x = sourceCoordinate(tp.coordMode, a, y);
+    outside[y] = outsideCrop(tp.coordMode, x, a.inDim) ? 1 : 0;
+    double base = floor(x);
+    double ratio = x - base;
+    if (ratio == 0) {
+      base -= 1;
+      ratio = 1;
+    }
+    double sum = 0;
+    for (int64_t t = 0; t < tp.taps; ++t) {
+      const int64_t i = tp.first + t;
+      const int64_t src = static_cast<int64_t>(base) + i;
+      double w = interpolationWeight(tp.cubic, tp.cubicA, __dmul_rn(i - ratio, tp.kernelScale));
+      if (tp.excludeOutside && (src < 0 || src >= a.inDim)) w = 0;
+      sum += w;
+      index[y * tp.taps + t] = clampIndex(src, 0, a.inDim - 1);
+      weight[y * tp.taps + t] = w;
+    }
+    if (tp.normalize && sum != 0) {
+      for (int64_t t = 0; t < tp.taps; ++t) weight[y * tp.taps + t] /= sum;
+    }
+  }
+}
+
+// One weighted pass along an axis: src [outer, inDim, inner] -> dst [outer, outDim,
+// inner]. src / dst are T (the tensors) or the compute type (intermediates).
+template <class T>
+__global__ void resizePassKernel(const void* src, bool srcIsT, void* dst, bool dstIsT,
+                                 int64_t outer, int64_t inDim, int64_t outDim, int64_t inner,
+                                 int64_t taps, const int64_t* index, const double* weight,
+                                 const uint8_t* outside, double extrapolation) {
+  using Acc = AccOf<T>;
+  const int64_t total = outer * outDim * inner;
+  KILN_POOL_GRID_LOOP(e, total) {
+    const int64_t r = e / inner;
+    const int64_t i = e - r * inner;
+    const int64_t o = r / outDim;
+    const int64_t y = r - o * outDim;
+    Acc sum = 0;
+    if (outside[y]) {
+      sum = static_cast<Acc>(extrapolation);
+    } else {
+      const int64_t base = o * inDim * inner + i;
+      for (int64_t t = 0; t < taps; ++t) {
+        const int64_t at = base + index[y * taps + t] * inner;
+        const Acc v =
+            srcIsT ? toAcc(static_cast<const T*>(src)[at]) : static_cast<const Acc*>(src)[at];
+        sum += static_cast<Acc>(weight[y * taps + t]) * v;
+      }
+    }
+    if (dstIsT) {
+      static_cast<T*>(dst)[e] = fromAcc<T>(sum);
+    } else {
+      static_cast<Acc*>(dst)[e] = sum;
+    }
+  }
+}
+
+template <class T>
+Status gatherNearest(const ResizeSetup& s, const void* in, void* out, const int64_t* maps,
+                     const void* fill, int64_t total, cudaStream_t stream) {
+  T fillBits{};
+  std::memcpy(&fillBits, fill, sizeof(T));
+  nearestGatherKernel<T><<<gridFor(total), kBlockSize, 0, stream>>>(
+      static_cast<const T*>(in), static_cast<T*>(out), s, maps, fillBits, total);
+  KILN_CUDA_CHECK_LAUNCH("nearestGatherKernel");
+  return Status::ok();
+}
+
+// The storage types the pass kernel is instantiated for (dispatchDeviceType calls its
+// function only with a type of kInterpolatedTypes; the other instantiations are never
+// reached).
+template <class T>
+constexpr bool kIsFloatStorage = std::is_same_v<T, float> || std::is_same_v<T, __half> ||
+                                 std::is_same_v<T, __nv_bfloat16> || std::is_same_v<T, double>;
+
+}  // namespace
+
+Status launchNearestMap(const ResizeSetup& s, int64_t* maps, int64_t mapEntries,
+                        cudaStream_t stream) {
+  nearestMapKernel<<<gridFor(mapEntries), kBlockSize, 0, stream>>>(s, maps, mapEntries);
+  KILN_CUDA_CHECK_LAUNCH("nearestMapKernel");
+  return Status::ok();
+}
+
+// Dispatch on the element's size only: nearest moves bytes.
+Status launchNearestGather(const ResizeSetup& s, DataType type, const void* in, void* out,
+                           const int64_t* maps, const void* fill, int64_t total,
+                           cudaStream_t stream) {
+  return dispatchWord(type, [&](auto word) {
+    return gatherNearest<decltype(word)>(s, in, out, maps, fill, total, stream);
+  });
+}
+
+Status launchResizePass(const ResizePassLaunch& args, cudaStream_t stream) {
+  const TapsParams& tp = args.taps;
+  return dispatchDeviceType<kInterpolatedTypes>(args.type, [&](auto tag) -> Status {
+    using T = decltype(tag);
+    if constexpr (kIsFloatStorage<T>) {
+      resizeTapsKernel<<<gridFor(tp.axis.outDim), kBlockSize, 0, stream>>>(
+          tp, args.index, args.weight, args.outside);
+      KILN_CUDA_CHECK_LAUNCH("resizeTapsKernel");
+      resizePassKernel<T><<<gridFor(args.outNumel), kBlockSize, 0, stream>>>(
+          args.src, args.srcIsT, args.dst, args.dstIsT, args.outer, tp.axis.inDim, tp.axis.outDim,
+          args.inner, tp.taps, args.index, args.weight, args.outside, args.extrapolation);
+      KILN_CUDA_CHECK_LAUNCH("resizePassKernel");
+      return Status::ok();
+    } else {
+      return Status(StatusCode::kUnsupported, std::string("data type ") + dataTypeName(args.type));
+    }
+  });
+}
+
+}  // namespace kiln::cuda::resize

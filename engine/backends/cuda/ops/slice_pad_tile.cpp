@@ -1,0 +1,197 @@
+// Slice, Pad, Tile and Expand on the CUDA backend, the host half, with the opset ranges,
+// attributes, defaults and error messages of the CPU kernels (backends/cpu/ops/slice_pad.cpp,
+// shape_ops.cpp). Shape parameters are read on the host; Slice, Tile and Expand are strided
+// copies (data_movement_common.h), Pad a kernel of its own (every mode; its device half
+// slice_pad_tile_impl.cu, their contract slice_pad_tile_impl.h).
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/ops/data_movement_common.h"
+#include "backends/cuda/ops/slice_pad_tile_impl.h"
+#include "ops/broadcast_params.h"
+#include "ops/output_size.h"
+#include "ops/pad_params.h"
+#include "ops/slice_params.h"
+
+namespace kiln::cuda {
+namespace {
+
+using namespace dm;
+
+// Output sizes past this are refused, as on the CPU.
+using ops::kMaxOutputElements;  // ops/output_size.h
+
+// ============================ Slice, Pad, Tile, Expand ============================
+
+using ops::SliceArgs;
+
+Status readSliceArgs(GpuKernelContext& ctx, SliceArgs* args) {
+  if (ctx.opset() < 10) {
+    KILN_RETURN_IF_ERROR(requireInputs(ctx, 1));
+    args->starts = ctx.node().attrInts("starts");
+    args->ends = ctx.node().attrInts("ends");
+    args->axes = ctx.node().attrInts("axes");
+  } else {
+    KILN_RETURN_IF_ERROR(requireInputs(ctx, 3));
+    KILN_RETURN_IF_ERROR(readInts(ctx, 1, "starts", &args->starts));
+    KILN_RETURN_IF_ERROR(readInts(ctx, 2, "ends", &args->ends));
+    KILN_RETURN_IF_ERROR(readInts(ctx, 3, "axes", &args->axes));
+    KILN_RETURN_IF_ERROR(readInts(ctx, 4, "steps", &args->steps));
+  }
+  Status complete = ops::completeSliceArgs(hasInput(ctx, 3) || ctx.node().hasAttr("axes"),
+                                           hasInput(ctx, 4), args);
+  return complete.isOk() ? complete : ctx.error(complete.message());
+}
+
+Status sliceKernel(GpuKernelContext& ctx) {
+  SliceArgs args;
+  KILN_RETURN_IF_ERROR(readSliceArgs(ctx, &args));
+  const DeviceTensor& in = ctx.input(0);
+  const int rank = in.rank();
+  const std::vector<int64_t> strides = contiguousStrides(in.shape);
+  StridedCopy copy;
+  copy.outDims = in.shape;
+  copy.inStrides = strides;
+  auto plan = ops::planSlice(in.shape, args);
+  if (!plan.isOk()) return ctx.error(plan.status().message());
+  for (int axis = 0; axis < rank; ++axis) {
+    const ops::SliceAxis& a = (*plan)[axis];
+    copy.outDims[axis] = a.count;
+    copy.base += a.first * strides[axis];
+    // A single element never steps.
+    copy.inStrides[axis] = a.count <= 1 ? 0 : strides[axis] * a.step;
+  }
+  copy.inDims = copy.outDims;
+  KILN_ASSIGN_OR_RETURN(DeviceTensor out, ctx.allocateOutput(0, in.type, copy.outDims));
+  return launchStrided(ctx, in, out, std::move(copy));
+}
+
+// The pad value as the data's storage bytes.
+Status padValue(GpuKernelContext& ctx, DataType type, Tensor* value) {
+  if (ctx.opset() >= 11 && hasInput(ctx, 2) && ctx.input(2).numel() > 0) {
+    KILN_ASSIGN_OR_RETURN(*value, ctx.hostInput(2));
+    if (value->type() != type) {
+      // A float32 model value stored as float16/bfloat16 converts like the data did.
+      if (!isFloatingPoint(value->type()) || !isFloatingPoint(type))
+        return ctx.error("constant_value type differs from data");
+      *value = castTensor(*value, type);
+    }
+    return Status::ok();
+  }
+  *value = castTensor(Tensor::scalarFloat(ctx.node().attrFloat("value", 0.f)), type);
+  return Status::ok();
+}
+
+Status padKernel(GpuKernelContext& ctx) {
+  KILN_RETURN_IF_ERROR(requireInputs(ctx, ctx.opset() >= 11 ? 2 : 1));
+  const DeviceTensor& in = ctx.input(0);
+  const int rank = in.rank();
+  std::vector<int64_t> pads = ctx.node().attrInts(ctx.opset() < 2 ? "paddings" : "pads");
+  std::vector<int64_t> axes;
+  KILN_RETURN_IF_ERROR(readInts(ctx, 1, "pads", &pads));
+  const bool axesGiven = ctx.opset() >= 18 && hasInput(ctx, 3);
+  if (axesGiven) KILN_RETURN_IF_ERROR(readInts(ctx, 3, "axes", &axes));
+  auto plan = ops::planPad(ctx.node(), ctx.opset(), in.shape, pads, axes, axesGiven);
+  if (!plan.isOk()) return ctx.error(plan.status().message());
+  const std::string& mode = plan->mode;
+  const std::vector<int64_t>&begins = plan->begins, &ends = plan->ends;
+  const Shape& outShape = plan->outShape;
+  PadParams p;
+  p.mode = plan->mode == "reflect" ? kPadReflect
+           : plan->mode == "edge"  ? kPadEdge
+           : plan->mode == "wrap"  ? kPadWrap
+                                   : kPadConstant;
+  KILN_RETURN_IF_ERROR(checkRank(ctx, rank, "Pad input"));
+  const std::vector<int64_t> strides = contiguousStrides(in.shape);
+  p.rank = rank;
+  for (int d = 0; d < rank; ++d) {
+    // The CPU's padAxisMap checks: negative pads crop first, the mode pads the rest.
+    const int64_t dim = in.shape[d];
+    const int64_t regionStart = std::max<int64_t>(0, -begins[d]);
+    const int64_t regionLen = dim - regionStart - std::max<int64_t>(0, -ends[d]);
+    if (regionLen < 0) return ctx.error("pads crop more than the dim " + std::to_string(dim));
+    if (mode != "constant" && regionLen == 0 && outShape[d] > 0)
+      return ctx.error("mode '" + mode + "' cannot pad an empty axis");
+    p.outDims[d] = outShape[d];
+    p.inStrides[d] = strides[d];
+    p.padBegin[d] = std::max<int64_t>(0, begins[d]);
+    p.regionStart[d] = regionStart;
+    p.regionLen[d] = regionLen;
+  }
+  Tensor value;
+  KILN_RETURN_IF_ERROR(padValue(ctx, in.type, &value));
+  KILN_ASSIGN_OR_RETURN(DeviceTensor out, ctx.allocateOutput(0, in.type, outShape));
+  const int64_t n = out.numel();
+  if (n == 0) return Status::ok();
+  KILN_RETURN_IF_ERROR(checkElementBytes(ctx, in.type));
+  PadLaunch launch;
+  launch.in = in.data;
+  launch.out = out.data;
+  launch.params = p;
+  launch.value = value.rawData();
+  launch.elementBytes = static_cast<int>(dataTypeSize(in.type));
+  launch.n = n;
+  return launchPad(launch, ctx.stream());
+}
+
+// Tile: output coordinate c_d reads input coordinate c_d mod dim_d.
+Status tileKernel(GpuKernelContext& ctx) {
+  KILN_RETURN_IF_ERROR(requireInputs(ctx, 2));
+  const DeviceTensor& in = ctx.input(0);
+  std::vector<int64_t> repeats;
+  KILN_RETURN_IF_ERROR(readInts(ctx, 1, "repeats", &repeats));
+  if (static_cast<int>(repeats.size()) != in.rank()) {
+    return ctx.error("repeats has " + std::to_string(repeats.size()) + " entries for rank " +
+                     std::to_string(in.rank()));
+  }
+  StridedCopy copy;
+  copy.inDims = in.shape;
+  copy.inStrides = contiguousStrides(in.shape);
+  for (int d = 0; d < in.rank(); ++d) {
+    if (repeats[d] < 0) return ctx.error("repeats must not be negative");
+    if (repeats[d] > kMaxOutputElements) return ctx.error("repeats are too large");
+    copy.outDims.push_back(in.shape[d] * repeats[d]);
+  }
+  KILN_RETURN_IF_ERROR(checkElementCount(ctx, copy.outDims, "output"));
+  KILN_ASSIGN_OR_RETURN(DeviceTensor out, ctx.allocateOutput(0, in.type, copy.outDims));
+  return launchStrided(ctx, in, out, std::move(copy));
+}
+
+Status broadcastShapes(const GpuKernelContext& ctx, const Shape& a, const Shape& b, Shape* out) {
+  const Status s = ops::broadcastShapes(a, b, out);  // ops/broadcast_params.h
+  return s.isOk() ? s : ctx.error(s.message());
+}
+
+Status expandKernel(GpuKernelContext& ctx) {
+  KILN_RETURN_IF_ERROR(requireInputs(ctx, 2));
+  const DeviceTensor& in = ctx.input(0);
+  std::vector<int64_t> shape;
+  KILN_RETURN_IF_ERROR(readInts(ctx, 1, "shape", &shape));
+  KILN_RETURN_IF_ERROR(checkElementCount(ctx, shape, "shape"));
+  Shape outShape;
+  KILN_RETURN_IF_ERROR(broadcastShapes(ctx, in.shape, shape, &outShape));
+  KILN_RETURN_IF_ERROR(checkElementCount(ctx, outShape, "output"));
+  StridedCopy copy;
+  copy.outDims = outShape;
+  copy.inDims = outShape;
+  const std::vector<int64_t> strides = contiguousStrides(in.shape);
+  const size_t offset = outShape.size() - in.shape.size();
+  for (size_t d = 0; d < outShape.size(); ++d) {
+    const bool broadcast = d < offset || in.shape[d - offset] == 1;
+    copy.inStrides.push_back(broadcast ? 0 : strides[d - offset]);
+  }
+  KILN_ASSIGN_OR_RETURN(DeviceTensor out, ctx.allocateOutput(0, in.type, outShape));
+  return launchStrided(ctx, in, out, std::move(copy));
+}
+
+}  // namespace
+
+void registerSlicePadTileGpuKernels(GpuKernelRegistry& registry) {
+  registry.add("Slice", 1, 1000, sliceKernel, supportsMovableTypes);
+  registry.add("Pad", 1, 1000, padKernel, supportsMovableTypes);
+  registry.add("Tile", 6, 1000, tileKernel, supportsMovableTypes);
+  registry.add("Expand", 8, 1000, expandKernel, supportsMovableTypes);
+}
+
+}  // namespace kiln::cuda

@@ -1,0 +1,42 @@
+// The host/device contract of Pad (host half: slice_pad_tile.cpp, device half:
+// slice_pad_tile_impl.cu; Slice, Tile and Expand are strided copies, data_movement_impl.h).
+// Plain C++, for g++ and nvcc; the launchers' common terms: data_movement_impl.h.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "backends/cuda/ops/data_movement_impl.h"
+#include "kiln/status.h"
+
+namespace kiln::cuda::dm {
+
+enum PadMode : int { kPadConstant = 0, kPadReflect, kPadEdge, kPadWrap };
+
+// Output coordinate c_d reads input index regionStart[d] + t, t = c_d - padBegin[d] mapped
+// into [0, regionLen[d]) by the mode (the CPU's padAxisMap); a constant border takes the
+// value instead. The host has checked the rank (checkRank) and every region (a mode other
+// than constant never pads an empty one).
+struct PadParams {
+  int rank = 0;
+  int mode = kPadConstant;
+  int64_t outDims[kMaxMovementRank] = {};
+  int64_t inStrides[kMaxMovementRank] = {};
+  int64_t padBegin[kMaxMovementRank] = {};     // positive leading pad
+  int64_t regionStart[kMaxMovementRank] = {};  // first input index kept (negative pads crop)
+  int64_t regionLen[kMaxMovementRank] = {};    // input indices kept
+};
+
+struct PadLaunch {
+  const void* in = nullptr;
+  void* out = nullptr;
+  PadParams params;
+  const void* value = nullptr;  // host memory: the pad value's elementBytes storage bytes
+  int elementBytes = 0;         // 1, 2, 4 or 8
+  int64_t n = 0;                // output elements, > 0
+};
+// padKernel over the n output elements.
+Status launchPad(const PadLaunch& pad, cudaStream_t stream);
+
+}  // namespace kiln::cuda::dm
