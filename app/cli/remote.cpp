@@ -44,6 +44,28 @@ void onSignal(int signal) {
   g_signal = signal;
 }
 
+// While alive, SIGINT and SIGTERM set g_signal (no SA_RESTART: a wait sees the signal);
+// the previous handlers come back at destruction.
+class SignalsCaught {
+ public:
+  SignalsCaught() {
+    g_signal = 0;
+    struct sigaction action = {};
+    action.sa_handler = onSignal;
+    sigaction(SIGINT, &action, &m_oldInt);
+    sigaction(SIGTERM, &action, &m_oldTerm);
+  }
+  ~SignalsCaught() {
+    sigaction(SIGINT, &m_oldInt, nullptr);
+    sigaction(SIGTERM, &m_oldTerm, nullptr);
+  }
+  SignalsCaught(const SignalsCaught&) = delete;
+  SignalsCaught& operator=(const SignalsCaught&) = delete;
+
+ private:
+  struct sigaction m_oldInt = {}, m_oldTerm = {};
+};
+
 std::string shellQuote(const std::string& text) {
   std::string quoted = "'";
   for (char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
@@ -362,7 +384,11 @@ int runRemote(const std::string& target, std::vector<std::string> args) {
   if (args.empty() || !commands.count(args[0]))
     return remote.fail("runs build, run, compare or calibrate, not '" +
                        (args.empty() ? std::string() : args[0]) + "'");
-  if (!remote.connect() || !remote.checkVersion()) return 1;
+  // Ctrl-C or SIGTERM from here on sets g_signal instead of ending the process, so the
+  // connection's master and socket folder are closed however early it comes; an upload in
+  // progress finishes first, then the remote job is not started.
+  SignalsCaught signals;
+  if (!remote.connect() || !remote.checkVersion()) return g_signal ? 130 : 1;
 
   const std::string job = std::string(kCacheDir) + "/jobs/" + jobId();
   std::vector<std::pair<std::string, std::string>> outputs;  // remote, local
@@ -370,7 +396,7 @@ int runRemote(const std::string& target, std::vector<std::string> args) {
   for (const auto& [name, lists] : globals) {
     for (const std::string& list : lists) {
       std::string rewritten;
-      if (!rewriteInputs(remote, list, &rewritten)) return 1;
+      if (!rewriteInputs(remote, list, &rewritten)) return g_signal ? 130 : 1;
       line += " --" + name + " " + shellQuote(rewritten);
     }
   }
@@ -395,20 +421,18 @@ int runRemote(const std::string& target, std::vector<std::string> args) {
       continue;
     }
     std::string rewritten;
-    if (!rewriteInputs(remote, arg, &rewritten)) return 1;
+    if (!rewriteInputs(remote, arg, &rewritten)) return g_signal ? 130 : 1;
     line += " " + shellQuote(rewritten);
   }
 
   // `exec` keeps the shell's pid, so the pid file names kiln itself for a later kill.
   const std::string command = "mkdir -p " + shellQuote(job) + " && echo $$ > " +
                               shellQuote(job + "/pid") + " && exec " + line;
-  struct sigaction action = {}, oldInt = {}, oldTerm = {};
-  action.sa_handler = onSignal;  // no SA_RESTART: the wait below must see the signal
-  sigaction(SIGINT, &action, &oldInt);
-  sigaction(SIGTERM, &action, &oldTerm);
+  if (g_signal) {
+    remote.fail("interrupted before the remote kiln started");
+    return 130;
+  }
   const int rc = runProcess(remote.ssh(command), 0, -1, nullptr, true);
-  sigaction(SIGINT, &oldInt, nullptr);
-  sigaction(SIGTERM, &oldTerm, nullptr);
 
   const std::string cleanup = "rm -rf " + shellQuote(job);
   if (rc < 0 || g_signal) {

@@ -198,10 +198,15 @@ check "its last line names the host" bash -c "tail -1 '$work/fail.out' | grep -q
 check "the local file is untouched" grep -qx keep "$work/untouched.kiln"
 
 # --- Ctrl-C stops the remote kiln and exits 130
+remote_runs() { pgrep -f -- "^$kiln run .*--iterations 100000000" | sort; }
+before=$(remote_runs)  # another run's leftovers are not this test's to judge
+new_runs() { comm -13 <(echo "$before") <(remote_runs) | grep .; }
 timeout 60 "$kiln" --remote "$target" run "$work/remote.kiln" --iterations 100000000 \
   > "$work/cancel.out" 2>&1 &
 remote_pid=$!
-for _ in $(seq 1 100); do compgen -G "$HOME/.cache/kiln-remote/jobs/*/pid" >/dev/null && break; sleep 0.1; done
+# This run's job: wait until the remote kiln itself runs (a job folder of an earlier step
+# may be left; the remote process is what the interrupt must stop).
+for _ in $(seq 1 300); do new_runs >/dev/null && break; sleep 0.1; done
 sleep 1
 kill -INT "$remote_pid"
 wait "$remote_pid"; rc=$?
@@ -209,8 +214,9 @@ check_rc "an interrupted remote run exits 130" $((rc == 130 ? 0 : 1)) "exit $rc:
 check "it says it stopped the remote kiln" grep -q "remote kiln was stopped" "$work/cancel.out"
 nothing_left "after Ctrl-C"
 sleep 0.5
-left=$(pgrep -f -- "^$kiln run .*--iterations 100000000")
+left=$(new_runs)
 check_rc "the remote kiln was stopped" $([[ -z "$left" ]] && echo 0 || echo 1) "left: $left"
+[[ -z "$left" ]] || kill $left 2>/dev/null  # a failed check leaves nothing running either
 
 # --- refusals: a wrong host key, another release on the target
 KILN_REMOTE_SSH_OPTIONS="$ssh_options -o UserKnownHostsFile=$ssh_dir/wrong_hosts" \
