@@ -98,7 +98,7 @@ if [ "$part" = int8 ]; then
     echo "=== int8 plan: load and first run from the file (cuDNN plans restored, nothing compiled)"
     bash -c "time timeout 120 $K run /tmp/kiln-int8/resnet50_b256_int8.kiln --shapes $IN:256x3x224x224 --no-data-transfers --warmup 0 --iterations 1 --duration 0 > /dev/null 2>&1" 2>&1 | grep real
     timeout 120 $K run /tmp/kiln-int8/resnet50_b256_int8.kiln --shapes $IN:256x3x224x224 --no-data-transfers --profile --json > $out/int8_profile.json 2>/dev/null
-    # STEM_NCU=1: Nsight Compute on the fused stem kernel (conv_max_pool.cu), third launch.
+    # STEM_NCU=1: Nsight Compute on the fused stem kernel (conv_max_pool_impl.cu), third launch.
     if [ -n "${STEM_NCU:-}" ]; then
       echo "=== ncu: the stem kernel"
       timeout 150 ncu --clock-control none --kernel-name regex:convMaxPool --launch-skip 2 --launch-count 1 \

@@ -82,7 +82,7 @@ bool quantizeFits(const Node& q, const GraphIndex& index) {
   return scale > 0 && std::isfinite(scale) && zp.type == DataType::kInt8 && zp.value == 0;
 }
 
-// Exactly the class the CUDA kernel takes (backends/cuda/ops/conv_max_pool.cu: an
+// Exactly the class the CUDA kernel takes (backends/cuda/ops/conv_max_pool_impl.cu: an
 // fp16/bf16 tensor-core kernel for a small-channel stem such as ResNet-50's 7x7/2
 // 3->64 conv + 3x3/2 MaxPool), so that no layer this pass makes falls back to the host:
 //   FusedConv: no residual Z; W a float32 (or X's 16-bit type) initializer [64, C, R, S] with

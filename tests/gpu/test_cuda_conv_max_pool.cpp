@@ -1,5 +1,5 @@
 // ai.kiln FusedConvMaxPool (ir/conv_max_pool.h) on Kiln's stem kernel
-// (backends/cuda/ops/conv_max_pool.cu) against the CPU reference: Conv, bias, ReLU,
+// (backends/cuda/ops/conv_max_pool_impl.cu) against the CPU reference: Conv, bias, ReLU,
 // MaxPool, QuantizeLinear composed. X and the filter are rounded to the engine's
 // 16-bit type first, so the GPU and the reference multiply the same values; the kernel
 // also rounds the conv output to that type before the pool (as a FusedConv's output

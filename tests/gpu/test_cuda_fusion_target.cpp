@@ -219,7 +219,7 @@ TEST(CudaKernelRegistry, EveryNormalizationOpHasItsKernel) {
   expectGpuKernels(ops);
 }
 
-// rnn.cu with its host half rnn_host.cpp, conv_max_pool.cu with conv_max_pool.cpp: the
+// rnn_impl.cu with its host half rnn.cpp, conv_max_pool_impl.cu with conv_max_pool.cpp: the
 // registrations and the support predicates that moved to the host halves.
 TEST(CudaKernelRegistry, RecurrentAndStemOpsHaveTheirKernels) {
   const std::pair<const char*, int> ops[] = {{"RNN", 14}, {"GRU", 14}, {"LSTM", 14}};

@@ -27,7 +27,7 @@ const GpuKernelEntry* GpuKernelRegistry::find(const std::string& domain, const s
   return nullptr;
 }
 
-// ai.kiln FusedAttention (ops/fused_attention.cu); declared here rather than in
+// ai.kiln FusedAttention (ops/fused_attention.cpp); declared here rather than in
 // gpu_kernel.h, which every kernel file includes.
 void registerFusedAttentionGpuKernels(GpuKernelRegistry& registry);
 // ai.kiln QuantizedConv / QuantizedMatMul (ops/int8_layers.cpp), likewise.

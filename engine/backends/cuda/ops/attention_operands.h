@@ -1,5 +1,5 @@
 // One FusedAttention run as its candidate implementations see it (Kiln's kernel in
-// fused_attention.cu, cuDNN's graph in cudnn_attention.h): the geometry the op table
+// fused_attention_impl.cu, cuDNN's graph in cudnn_attention.h): the geometry the op table
 // computed (ir/fused_attention.h) and the device pointers, each STRIDED view's offset
 // already applied.
 #pragma once

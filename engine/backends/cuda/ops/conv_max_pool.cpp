@@ -1,14 +1,18 @@
 // ai.kiln FusedConvMaxPool on the GPU, the host half (the kernel, why and how:
-// conv_max_pool.cu; their contract: conv_max_pool_stem.h): the node checked against the
-// kernel's class, the geometry, the packed filter and bias uploaded once per layer state,
-// the launch, the registration.
+// conv_max_pool_impl.cu; their contract: conv_max_pool_impl.h): the node checked against
+// the kernel's class, the geometry, the packed filter and bias uploaded once per layer
+// state, the persistent grid, the launch, the registration.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/engine_impl.h"
-#include "backends/cuda/ops/conv_max_pool_stem.h"
+#include "backends/cuda/gpu_kernel.h"
+#include "backends/cuda/ops/conv_max_pool_impl.h"
 #include "ir/channels_last.h"
 #include "ir/conv_max_pool.h"
 #include "kiln/data_type.h"
@@ -194,6 +198,25 @@ Status prepareStem(GpuKernelContext& ctx, const DeviceTensor& x, StemState* stat
   return Status::ok();
 }
 
+// Persistent blocks: as many as the SMs hold at once (found once per layer state).
+Status launchStem(GpuKernelContext& ctx, DataType x, bool quantized, const StemArgs& a,
+                  int* persistentBlocks) {
+  const size_t shared = stemSharedBytes(a);
+  if (shared > kStemSharedCap)
+    return ctx.unsupported("Kiln's stem kernel would need " + std::to_string(shared) +
+                           " bytes of shared memory");
+  if (*persistentBlocks == 0) {
+    StemOccupancy occupancy;
+    KILN_RETURN_IF_ERROR(stemOccupancy(x, quantized, shared, &occupancy));
+    if (occupancy.blocksPerSm < 1)
+      return ctx.unsupported("Kiln's stem kernel does not fit an SM (" + std::to_string(shared) +
+                             " bytes of shared memory)");
+    *persistentBlocks = occupancy.sms * occupancy.blocksPerSm;
+  }
+  const int blocks = std::min(a.tiles, *persistentBlocks);
+  return launchStemKernel(x, quantized, a, shared, blocks, ctx.stream());
+}
+
 Status fusedConvMaxPoolOp(GpuKernelContext& ctx) {
   if (ctx.inputCount() < 2 || !ctx.hasInput(kConvPoolX) || !ctx.hasInput(kConvPoolW))
     return ctx.error("needs inputs X and W");
@@ -219,7 +242,7 @@ Status fusedConvMaxPoolOp(GpuKernelContext& ctx) {
   a.x = x.data;
   a.y = y.data;
   a.wordLoads = a.w_ % 2 == 0 && reinterpret_cast<uintptr_t>(x.data) % 4 == 0;
-  return launchStemKernel(ctx, x.type, state->quantized, a, &state->blocks);
+  return launchStem(ctx, x.type, state->quantized, a, &state->blocks);
 }
 
 std::string supportsStemTypes(const Node&, const std::vector<DataType>& types) {

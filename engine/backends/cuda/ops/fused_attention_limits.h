@@ -1,4 +1,4 @@
-// What Kiln's flash-attention kernel (fused_attention.cu) runs: the one place that
+// What Kiln's flash-attention kernel (fused_attention_impl.cu) runs: the one place that
 // says so, read by the kernel at run time and by the CUDA build backend when a pass
 // asks whether a FusedAttention it proposes may be produced.
 #pragma once

@@ -1,5 +1,5 @@
 // How an ai.kiln FusedAttention layer runs on CUDA: Kiln's flash kernel
-// (fused_attention.cu) and cuDNN's fused attention graph (cudnn_attention.h) are both
+// (fused_attention_impl.cu) and cuDNN's fused attention graph (cudnn_attention.h) are both
 // candidates at the layer's first run; the faster is kept in the layer state and the
 // implementation text names it with every candidate's time, or why cuDNN was not a
 // candidate (float32, a mask form it cannot express, no engine for the graph, ...).

@@ -1,15 +1,27 @@
-// The stem kernel's host/device contract (ai.kiln FusedConvMaxPool, conv_max_pool.cu /
-// conv_max_pool.cpp): its fixed geometry, the launch arguments the host works out once per
-// layer state, the shared-memory size of a geometry and the launch.
+// The stem kernel's host/device contract (ai.kiln FusedConvMaxPool, host half:
+// conv_max_pool.cpp, device half: conv_max_pool_impl.cu): its fixed geometry, the launch
+// arguments the host works out once per layer state, the shared-memory size of a geometry,
+// the occupancy query and the launch. Plain C++ (both compilers).
+//
+// The launchers assume the host half checked the node against the kernel's class (the
+// geometry limits below, X float16 or bfloat16, Y channels-last) and that the geometry's
+// shared memory is at most kStemSharedCap; an X of another type gives kUnsupported
+// "data type X". CUDA failures come back as a Status naming the call or the kernel.
 #pragma once
+
+#include <cuda_runtime_api.h>
 
 #include <cstddef>
 #include <cstdint>
 
-#include "backends/cuda/engine_impl.h"
+#include "backends/cuda/device_type_sets.h"
 #include "kiln/data_type.h"
+#include "kiln/status.h"
 
 namespace kiln::cuda::stem {
+
+// The X types the kernel computes in (Y: int8, or X's type).
+constexpr uint32_t kStemTypes = device_types::kFloat16 | device_types::kBFloat16;
 
 constexpr int kStemFilters = 64;
 constexpr int kStemSteps = 11;                   // k16 steps of depth
@@ -65,11 +77,19 @@ inline size_t stemSharedBytes(const StemArgs& a) {
          kStemFilters * sizeof(float);
 }
 
-// Launches the stem kernel on `a` (X of type `x`: float16 or bfloat16; int8 Y when
-// `quantized`, else X's type) with persistent blocks: *blocks is the grid, found at the
-// first launch of a layer state (0 until then). kUnsupported when the geometry's shared
-// memory does not fit an SM.
-Status launchStemKernel(GpuKernelContext& ctx, DataType x, bool quantized, const StemArgs& a,
-                        int* blocks);
+// How many blocks of the kernel for X of type `x` (int8 Y when `quantized`, else X's
+// type) with `sharedBytes` of dynamic shared memory the device holds at once: its SM count
+// and the blocks per SM (0 when none fits). Raises the kernel's dynamic shared-memory
+// limit to kStemSharedCap first (once per layer state, before its first launch).
+struct StemOccupancy {
+  int sms = 0, blocksPerSm = 0;
+};
+Status stemOccupancy(DataType x, bool quantized, size_t sharedBytes, StemOccupancy* occupancy);
+
+// Launches the kernel on `a` with `blocks` persistent blocks (each runs tiles blockIdx.x,
+// + gridDim.x, ...) of kStemThreads threads and `sharedBytes` (stemSharedBytes(a)) of
+// dynamic shared memory on `stream`; X and Y types as stemOccupancy's.
+Status launchStemKernel(DataType x, bool quantized, const StemArgs& a, size_t sharedBytes,
+                        int blocks, cudaStream_t stream);
 
 }  // namespace kiln::cuda::stem

@@ -1,6 +1,8 @@
 // Attention on the GPU, with the opset ranges, attributes, defaults and error messages
-// of the CPU kernel (backends/cpu/ops/attention.cpp). RotaryEmbedding, once here, is
-// rotary_embedding.cu.
+// of the CPU kernel (backends/cpu/ops/attention.cpp). The host half: layouts, attributes,
+// the mask's broadcast, outputs, the workspace and the two cuBLASLt GEMMs; the head copy
+// and the softmax kernels are attention_impl.cu's (contract: attention_impl.h).
+// RotaryEmbedding, once here, is rotary_embedding.cpp.
 //
 // Contract:
 // - Attention (opsets 23-25): 3-D (packed, q_num_heads / kv_num_heads) and 4-D Q, K, V;
@@ -25,18 +27,23 @@
 //   workspace is the separate libraryWorkspace().
 //   nonpad_kv_seqlen is read on the device: it is not validated against the key count
 //   (the CPU does not either).
+#include <cuda_runtime_api.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
+#include <cstdint>
 #include <initializer_list>
-#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "backends/cuda/device_common.cuh"
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/device_type_sets.h"
+#include "backends/cuda/gpu_kernel.h"
+#include "backends/cuda/ops/attention_impl.h"
 #include "backends/cuda/ops/gemm.h"
-#include "backends/cuda/ops/op_common.cuh"
-#include "backends/cuda/type_dispatch.cuh"
+#include "backends/cuda/ops/op_common.h"
 #include "ops/attention_params.h"
 
 namespace kiln::cuda {
@@ -56,177 +63,6 @@ bool wantsOutput(const GpuKernelContext& ctx, size_t i) {
   return i < ctx.outputCount() && ctx.wantsOutput(i);
 }
 
-// ============================ device code ============================
-
-// (batch, heads, seq, head_size) copy: rows s < pastLen come from `past` (4-D), the rest
-// from `cur` (4-D or packed 3-D); the destination is 4-D or packed 3-D.
-struct HeadCopy {
-  int64_t batch = 0, heads = 0, seq = 0, headSize = 0, pastLen = 0;
-  bool srcPacked = false, dstPacked = false;
-};
-
-template <class W>
-__global__ void headCopyKernel(const W* __restrict__ past, const W* __restrict__ cur,
-                               W* __restrict__ dst, HeadCopy c, int64_t n) {
-  const int64_t curSeq = c.seq - c.pastLen;
-  KILN_GRID_LOOP(idx, n) {
-    const int64_t i = idx % c.headSize;
-    int64_t rest = idx / c.headSize;
-    const int64_t s = rest % c.seq;
-    rest /= c.seq;
-    const int64_t h = rest % c.heads;
-    const int64_t b = rest / c.heads;
-    W value;
-    if (s < c.pastLen) {
-      value = past[((b * c.heads + h) * c.pastLen + s) * c.headSize + i];
-    } else {
-      const int64_t t = s - c.pastLen;
-      const int64_t from = c.srcPacked ? ((b * curSeq + t) * c.heads + h) * c.headSize + i
-                                       : ((b * c.heads + h) * curSeq + t) * c.headSize + i;
-      value = cur[from];
-    }
-    const int64_t to = c.dstPacked ? ((b * c.seq + s) * c.heads + h) * c.headSize + i : idx;
-    dst[to] = value;
-  }
-}
-
-enum MaskKind : int { kMaskNone = 0, kMaskBool = 1, kMaskAdditive = 2 };
-enum RoundKind : int { kRoundNone = 0, kRoundHalf = 1, kRoundBFloat16 = 2 };
-
-struct SoftmaxParams {
-  int64_t rows = 0;     // rows of this chunk
-  int64_t rowBase = 0;  // global index of the chunk's first row
-  int64_t qSeq = 0, qHeads = 0, total = 0, pastLen = 0;
-  float softcap = 0.f;
-  int qkMode = -1;  // -1: no qk_matmul_output
-  int round = kRoundNone;
-  bool causal = false;
-  int64_t leftWindow = -1, rightWindow = -1;
-  int maskKind = kMaskNone;
-  const void* mask = nullptr;
-  int64_t maskB = 0, maskH = 0, maskI = 0, maskLen = 0;
-  const void* nonpad = nullptr;
-  bool nonpad64 = true;
-};
-
-__device__ __forceinline__ float roundTo(float v, int round) {
-  if (round == kRoundHalf) return __half2float(__float2half_rn(v));
-  if (round == kRoundBFloat16) return __bfloat162float(__float2bfloat16_rn(v));
-  return v;
-}
-
-// Max (op 0) or sum (op 1) over the block; every thread gets the result.
-__device__ float blockReduce(float v, int op, float* shared) {
-  for (int offset = 16; offset > 0; offset >>= 1) {
-    const float o = __shfl_xor_sync(0xffffffffu, v, offset);
-    v = op == 0 ? fmaxf(v, o) : v + o;
-  }
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int warps = blockDim.x / 32;
-  __syncthreads();  // shared may still be read from a previous reduction
-  if (lane == 0) shared[warp] = v;
-  __syncthreads();
-  float r = shared[0];
-  for (int w = 1; w < warps; ++w) r = op == 0 ? fmaxf(r, shared[w]) : r + shared[w];
-  return r;
-}
-
-// The biased score of key j (the CPU's row after softcap and + bias) and its bias.
-template <class T>
-__device__ __forceinline__ float biasedScore(const T* row, T* qkRow, int64_t j, int64_t lo,
-                                             int64_t hi, const SoftmaxParams& p,
-                                             const void* maskRow, bool* allowed) {
-  const float negInf = -INFINITY;
-  float s = toFloat(row[j]);
-  if (qkRow && p.qkMode == 0) qkRow[j] = fromFloat<T>(s);
-  if (p.softcap > 0.f) s = p.softcap * tanhf(s / p.softcap);
-  if (qkRow && p.qkMode == 1) qkRow[j] = fromFloat<T>(s);
-  float bias = 0.f;
-  if (p.maskKind != kMaskNone) {
-    if (j >= p.maskLen) {
-      bias = negInf;
-    } else if (p.maskKind == kMaskBool) {
-      bias = static_cast<const uint8_t*>(maskRow)[j] ? 0.f : negInf;
-    } else {
-      bias = toFloat(static_cast<const T*>(maskRow)[j]);
-    }
-  }
-  if (j < lo || j >= hi) bias = negInf;
-  *allowed = bias != negInf;
-  s += bias;
-  if (qkRow && p.qkMode == 2) qkRow[j] = fromFloat<T>(s);
-  return roundTo(s, p.round);
-}
-
-// One block per score row: softcap, bias, softmax in float, probabilities in place.
-template <class T>
-__global__ void softmaxRowsKernel(T* scores, T* qk, SoftmaxParams p) {
-  __shared__ float shared[32];
-  for (int64_t r = blockIdx.x; r < p.rows; r += gridDim.x) {
-    const int64_t g = p.rowBase + r;
-    const int64_t i = g % p.qSeq;
-    const int64_t bh = g / p.qSeq;
-    const int64_t h = bh % p.qHeads;
-    const int64_t b = bh / p.qHeads;
-    T* row = scores + r * p.total;
-    T* qkRow = qk ? qk + g * p.total : nullptr;
-    int64_t nonpad = 0;
-    if (p.nonpad) {
-      nonpad = p.nonpad64 ? static_cast<const int64_t*>(p.nonpad)[b]
-                          : static_cast<const int32_t*>(p.nonpad)[b];
-    }
-    const int64_t pos = i + (p.nonpad ? nonpad - p.qSeq : p.pastLen);
-    int64_t lo = 0, hi = p.total;  // allowed keys: [lo, hi)
-    if (p.causal) hi = min(hi, pos + 1);
-    if (p.rightWindow >= 0) hi = min(hi, pos + p.rightWindow + 1);
-    if (p.leftWindow >= 0) lo = max(lo, pos - p.leftWindow);
-    if (p.nonpad) hi = min(hi, nonpad);
-    hi = max(hi, int64_t{0});
-    lo = min(lo, hi);
-    const void* maskRow = nullptr;
-    if (p.maskKind != kMaskNone) {
-      const int64_t off = b * p.maskB + h * p.maskH + i * p.maskI;
-      maskRow = p.maskKind == kMaskBool
-                    ? static_cast<const void*>(static_cast<const uint8_t*>(p.mask) + off)
-                    : static_cast<const void*>(static_cast<const T*>(p.mask) + off);
-    }
-    float localMax = -INFINITY, localAny = 0.f;
-    for (int64_t j = threadIdx.x; j < p.total; j += blockDim.x) {
-      bool allowed = false;
-      const float v = biasedScore(row, qkRow, j, lo, hi, p, maskRow, &allowed);
-      localMax = fmaxf(localMax, v);
-      if (allowed) localAny = 1.f;
-    }
-    const float rowMax = blockReduce(localMax, 0, shared);
-    const bool anyAllowed = blockReduce(localAny, 0, shared) > 0.f;
-    T* noQk = nullptr;
-    if (rowMax == -INFINITY || !anyAllowed) {
-      for (int64_t j = threadIdx.x; j < p.total; j += blockDim.x) {
-        row[j] = fromFloat<T>(0.f);
-        if (qkRow && p.qkMode == 3) qkRow[j] = fromFloat<T>(0.f);
-      }
-      __syncthreads();
-      continue;
-    }
-    float localSum = 0.f;
-    for (int64_t j = threadIdx.x; j < p.total; j += blockDim.x) {
-      bool allowed = false;
-      localSum += expf(biasedScore(row, noQk, j, lo, hi, p, maskRow, &allowed) - rowMax);
-    }
-    const float inv = 1.f / blockReduce(localSum, 1, shared);
-    for (int64_t j = threadIdx.x; j < p.total; j += blockDim.x) {
-      bool allowed = false;
-      const float e = expf(biasedScore(row, noQk, j, lo, hi, p, maskRow, &allowed) - rowMax);
-      const T prob = fromFloat<T>(roundTo(e * inv, p.round));
-      row[j] = prob;
-      if (qkRow && p.qkMode == 3) qkRow[j] = prob;
-    }
-    __syncthreads();
-  }
-}
-
-// ============================ Attention (host) ============================
-
 struct HeadLayout : ops::AttentionHeadLayout {
   HeadLayout() = default;
   HeadLayout(const ops::AttentionHeadLayout& l) : ops::AttentionHeadLayout(l) {}  // NOLINT
@@ -239,7 +75,7 @@ struct AttentionSpec {
   double scale = 1.0;
   float softcap = 0.f;
   int64_t qkMode = 0;
-  int round = kRoundNone;
+  int round = kAttentionRoundNone;
   bool causal = false;
   int64_t leftWindow = -1, rightWindow = -1;
   bool nonpad = false;
@@ -285,16 +121,16 @@ Status readAttributes(const GpuKernelContext& ctx, AttentionSpec* s) {
   s->causal = a->causal;
   s->qkMode = a->qkMode;
   // float32 / float64 softmax: computed in float here (no rounding step).
-  s->round = a->softmaxPrecision == 10   ? kRoundHalf
-             : a->softmaxPrecision == 16 ? kRoundBFloat16
-                                         : kRoundNone;
+  s->round = a->softmaxPrecision == 10   ? kAttentionRoundHalf
+             : a->softmaxPrecision == 16 ? kAttentionRoundBFloat16
+                                         : kAttentionRoundNone;
   s->leftWindow = a->leftWindow;
   s->rightWindow = a->rightWindow;
   return Status::ok();
 }
 
 // attn_mask strides against (batch, q_heads, q_seq, keys), as the CPU's readMask.
-Status readMask(const GpuKernelContext& ctx, const AttentionSpec& s, SoftmaxParams* p) {
+Status readMask(const GpuKernelContext& ctx, const AttentionSpec& s, AttentionSoftmaxParams* p) {
   const DeviceTensor& m = ctx.input(3);
   const int rank = m.rank();
   if (rank < 1 || rank > 4) return ctx.error("attn_mask must have rank 1..4, got " + dims(m));
@@ -314,9 +150,9 @@ Status readMask(const GpuKernelContext& ctx, const AttentionSpec& s, SoftmaxPara
     *strides[t] = m.shape[d] == 1 ? 0 : contiguous[d];
   }
   if (m.type == DataType::kBool) {
-    p->maskKind = kMaskBool;
+    p->maskKind = kAttentionMaskBool;
   } else if (m.type == ctx.input(0).type) {
-    p->maskKind = kMaskAdditive;
+    p->maskKind = kAttentionMaskAdditive;
   } else {
     return ctx.unsupported(std::string("attn_mask of type ") + dataTypeName(m.type));
   }
@@ -339,26 +175,12 @@ struct Carve {
   }
 };
 
-template <class T>
-Status launchSoftmax(GpuKernelContext& ctx, T* scores, T* qk, const SoftmaxParams& p) {
-  if (p.rows == 0 || p.total == 0) return Status::ok();
-  const int threads = p.total <= 32 ? 32 : p.total <= 64 ? 64 : p.total <= 128 ? 128 : 256;
-  const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(p.rows, 65535LL * 32));
-  softmaxRowsKernel<T><<<blocks, threads, 0, ctx.stream()>>>(scores, qk, p);
-  KILN_CUDA_CHECK_LAUNCH("attention softmax");
-  return Status::ok();
+// `base` advanced by `elements` elements of `es` bytes.
+const void* advance(const void* base, int64_t elements, size_t es) {
+  return static_cast<const unsigned char*>(base) + static_cast<size_t>(elements) * es;
 }
-
-Status launchHeadCopy(GpuKernelContext& ctx, DataType type, const void* past, const void* cur,
-                      void* dst, const HeadCopy& c) {
-  const int64_t n = c.batch * c.heads * c.seq * c.headSize;
-  if (n == 0) return Status::ok();
-  KILN_DISPATCH_BYTES(type, ctx, {
-    headCopyKernel<T><<<gridFor(n), kBlockSize, 0, ctx.stream()>>>(
-        static_cast<const T*>(past), static_cast<const T*>(cur), static_cast<T*>(dst), c, n);
-    KILN_CUDA_CHECK_LAUNCH("attention head copy");
-  });
-  return Status::ok();
+void* advance(void* base, int64_t elements, size_t es) {
+  return static_cast<unsigned char*>(base) + static_cast<size_t>(elements) * es;
 }
 
 // K or V with the past prepended, contiguous (B, H, past + S, D): output `index` when
@@ -378,23 +200,24 @@ Status makePresent(GpuKernelContext& ctx, size_t index, size_t input, size_t pas
     KILN_ASSIGN_OR_RETURN(DeviceTensor t, ctx.allocateOutput(index, cur.type, shape));
     dst = t.data;
   }
-  HeadCopy c;
+  AttentionHeadCopy c;
   c.batch = l.batch;
   c.heads = l.heads;
   c.seq = pastLen + l.seq;
   c.headSize = l.headSize;
   c.pastLen = past ? pastLen : 0;
   c.srcPacked = l.packed;
-  KILN_RETURN_IF_ERROR(
-      launchHeadCopy(ctx, cur.type, past ? ctx.input(pastInput).data : nullptr, cur.data, dst, c));
+  KILN_RETURN_IF_ERROR(launchAttentionHeadCopy(cur.type, past ? ctx.input(pastInput).data : nullptr,
+                                               cur.data, dst, c, ctx.stream()));
   *out = dst;
   return Status::ok();
 }
 
-template <class T>
-Status runAttention(GpuKernelContext& ctx, const AttentionSpec& s, SoftmaxParams p) {
+// The two GEMMs and the softmax over chunks of (batch, KV head) pairs, for Q of a type in
+// kAttentionDeviceTypes.
+Status runAttention(GpuKernelContext& ctx, const AttentionSpec& s, AttentionSoftmaxParams p) {
   const DataType type = ctx.input(0).type;
-  const size_t es = sizeof(T);
+  const size_t es = dataTypeSize(type);
   const int64_t batch = s.q.batch, qHeads = s.q.heads, qSeq = s.q.seq, d = s.q.headSize;
   const int64_t kvHeads = s.k.heads, total = s.totalLen, dv = s.v.headSize, group = s.group;
   const int64_t pairs = batch * kvHeads;
@@ -428,22 +251,23 @@ Status runAttention(GpuKernelContext& ctx, const AttentionSpec& s, SoftmaxParams
   const Shape yShape =
       s.q.packed ? Shape{batch, qSeq, qHeads * dv} : Shape{batch, qHeads, qSeq, dv};
   KILN_ASSIGN_OR_RETURN(DeviceTensor y, ctx.allocateOutput(0, type, yShape));
-  T* qk = nullptr;
+  void* qk = nullptr;
   if (wantsOutput(ctx, 3)) {
     const Shape qkShape{batch, qHeads, qSeq, total};
     KILN_ASSIGN_OR_RETURN(DeviceTensor t, ctx.allocateOutput(3, type, qkShape));
-    qk = t.as<T>();
+    qk = t.data;
   }
   if (y.numel() == 0 && (!qk || batch * qHeads * qSeq * total == 0)) return Status::ok();
 
   const void* qData = ctx.input(0).data;
   if (s.q.packed) {
-    HeadCopy c{batch, qHeads, qSeq, d, 0, true, false};
-    KILN_RETURN_IF_ERROR(launchHeadCopy(ctx, type, nullptr, qData, base + qAt, c));
+    AttentionHeadCopy c{batch, qHeads, qSeq, d, 0, true, false};
+    KILN_RETURN_IF_ERROR(
+        launchAttentionHeadCopy(type, nullptr, qData, base + qAt, c, ctx.stream()));
     qData = base + qAt;
   }
-  T* yData = s.q.packed ? reinterpret_cast<T*>(base + yAt) : y.as<T>();
-  T* scores = reinterpret_cast<T*>(base + scoresAt);
+  void* yData = s.q.packed ? static_cast<void*>(base + yAt) : y.data;
+  void* scores = base + scoresAt;
 
   auto& state = ctx.layerState();
   if (!state) state = std::make_shared<AttentionState>();
@@ -470,15 +294,15 @@ Status runAttention(GpuKernelContext& ctx, const AttentionSpec& s, SoftmaxParams
       qkT.strideD = pairRows * total;
       qkT.alpha = static_cast<float>(s.scale);
       qkT.tf32 = tf32;
-      KILN_RETURN_IF_ERROR(runGemm(ctx, qkT, static_cast<const T*>(qData) + first * pairRows * d,
-                                   static_cast<const T*>(kData) + first * total * d, scores,
-                                   nullptr, &slots[slot]));
+      KILN_RETURN_IF_ERROR(runGemm(ctx, qkT, advance(qData, first * pairRows * d, es),
+                                   advance(kData, first * total * d, es), scores, nullptr,
+                                   &slots[slot]));
     }
     p.rows = count * pairRows;
     p.rowBase = first * pairRows;
-    KILN_RETURN_IF_ERROR(launchSoftmax<T>(ctx, scores, qk, p));
+    KILN_RETURN_IF_ERROR(launchAttentionSoftmax(type, scores, qk, p, ctx.stream()));
     // Y = P V.
-    T* yChunk = yData + first * pairRows * dv;
+    void* yChunk = advance(yData, first * pairRows * dv, es);
     if (total == 0) {
       KILN_CUDA_CHECK(cudaMemsetAsync(yChunk, 0, static_cast<size_t>(count * pairRows * dv) * es,
                                       ctx.stream()));
@@ -493,14 +317,13 @@ Status runAttention(GpuKernelContext& ctx, const AttentionSpec& s, SoftmaxParams
       pv.strideB = total * dv;
       pv.strideD = pairRows * dv;
       pv.tf32 = tf32;
-      KILN_RETURN_IF_ERROR(runGemm(ctx, pv, scores,
-                                   static_cast<const T*>(vData) + first * total * dv, yChunk,
+      KILN_RETURN_IF_ERROR(runGemm(ctx, pv, scores, advance(vData, first * total * dv, es), yChunk,
                                    nullptr, &slots[2 + slot]));
     }
   }
   if (s.q.packed) {
-    HeadCopy c{batch, qHeads, qSeq, dv, 0, false, true};
-    KILN_RETURN_IF_ERROR(launchHeadCopy(ctx, type, nullptr, yData, y.data, c));
+    AttentionHeadCopy c{batch, qHeads, qSeq, dv, 0, false, true};
+    KILN_RETURN_IF_ERROR(launchAttentionHeadCopy(type, nullptr, yData, y.data, c, ctx.stream()));
   }
   ctx.setImplementation("cublasLt QK^T, fused masked softmax, cublasLt PV" +
                         std::string(chunk < pairs ? " (chunked)" : ""));
@@ -517,7 +340,7 @@ Status attentionKernel(GpuKernelContext& ctx) {
   if (ctx.input(1).type != type) return ctx.error("K type differs from Q type");
   if (ctx.input(2).type != type)
     return ctx.unsupported(std::string("V of type ") + dataTypeName(ctx.input(2).type));
-  SoftmaxParams p;
+  AttentionSoftmaxParams p;
   p.qSeq = spec.q.seq;
   p.qHeads = spec.q.heads;
   p.total = spec.totalLen;
@@ -533,8 +356,8 @@ Status attentionKernel(GpuKernelContext& ctx) {
     p.nonpad = ctx.input(6).data;
     p.nonpad64 = ctx.input(6).type == DataType::kInt64;
   }
-  return dispatchDeviceType(ctx, type, device_types::kStorageFloats,
-                            [&](auto tag) { return runAttention<decltype(tag)>(ctx, spec, p); });
+  KILN_RETURN_IF_ERROR(requireDeviceType(ctx, type, kAttentionDeviceTypes));
+  return runAttention(ctx, spec, p);
 }
 
 // Q, K, V, past and an additive mask in one float storage type; a bool mask; integer

@@ -26,18 +26,19 @@
 // channels-last, int8 (zero point 0) or X's type. Anything else returns kUnsupported
 // (host fallback).
 //
-// This file: the device code and its launch; the host half (geometry, packed filter,
-// the op and its registration) is conv_max_pool.cpp, their contract conv_max_pool_stem.h.
+// This file: the device code, its occupancy query and its launch; the host half (the node
+// against the class, geometry, packed filter, the persistent grid, the op and its
+// registration) is conv_max_pool.cpp, their contract conv_max_pool_impl.h.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include <algorithm>
 #include <cstdint>
-#include <string>
 
+#include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device_common.cuh"
-#include "backends/cuda/ops/conv_max_pool_stem.h"
+#include "backends/cuda/ops/conv_max_pool_impl.h"
 #include "backends/cuda/ops/mma_f16.cuh"
+#include "backends/cuda/type_dispatch.cuh"
 
 namespace kiln::cuda::stem {
 namespace {
@@ -372,15 +373,20 @@ __global__ void __launch_bounds__(kStemThreads, 3) convMaxPoolKernel(StemArgs a)
   }
 }
 
-// Persistent blocks: as many as the SMs hold at once (found once per layer state).
-template <class T, class Out>
-Status launchStem(GpuKernelContext& ctx, const StemArgs& a, int* persistentBlocks) {
-  auto kernel = convMaxPoolKernel<T, Out>;
-  const size_t shared = stemSharedBytes(a);
-  if (shared > kStemSharedCap)
-    return ctx.unsupported("Kiln's stem kernel would need " + std::to_string(shared) +
-                           " bytes of shared memory");
-  if (*persistentBlocks == 0) {
+// The kernel for X of type `x` (int8 Y when `quantized`, else X's type) passed to fn as
+// a function pointer (every instantiation takes one StemArgs).
+template <class Fn>
+Status withStemKernel(DataType x, bool quantized, Fn&& fn) {
+  return dispatchDeviceType<kStemTypes>(x, [&](auto tag) -> Status {
+    using T = decltype(tag);
+    return quantized ? fn(convMaxPoolKernel<T, int8_t>) : fn(convMaxPoolKernel<T, T>);
+  });
+}
+
+}  // namespace
+
+Status stemOccupancy(DataType x, bool quantized, size_t shared, StemOccupancy* occupancy) {
+  return withStemKernel(x, quantized, [&](auto kernel) -> Status {
     KILN_CUDA_CHECK(
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kStemSharedCap));
     int device = 0, sms = 0, perSm = 0;
@@ -388,26 +394,19 @@ Status launchStem(GpuKernelContext& ctx, const StemArgs& a, int* persistentBlock
     KILN_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     KILN_CUDA_CHECK(
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, kStemThreads, shared));
-    if (perSm < 1)
-      return ctx.unsupported("Kiln's stem kernel does not fit an SM (" + std::to_string(shared) +
-                             " bytes of shared memory)");
-    *persistentBlocks = sms * perSm;
-  }
-  const int blocks = std::min(a.tiles, *persistentBlocks);
-  kernel<<<blocks, kStemThreads, shared, ctx.stream()>>>(a);
-  KILN_CUDA_CHECK_LAUNCH("convMaxPoolKernel");
-  return Status::ok();
+    occupancy->sms = sms;
+    occupancy->blocksPerSm = perSm;
+    return Status::ok();
+  });
 }
 
-}  // namespace
-
-Status launchStemKernel(GpuKernelContext& ctx, DataType x, bool quantized, const StemArgs& a,
-                        int* blocks) {
-  if (x == DataType::kFloat16)
-    return quantized ? launchStem<__half, int8_t>(ctx, a, blocks)
-                     : launchStem<__half, __half>(ctx, a, blocks);
-  return quantized ? launchStem<__nv_bfloat16, int8_t>(ctx, a, blocks)
-                   : launchStem<__nv_bfloat16, __nv_bfloat16>(ctx, a, blocks);
+Status launchStemKernel(DataType x, bool quantized, const StemArgs& a, size_t sharedBytes,
+                        int blocks, cudaStream_t stream) {
+  return withStemKernel(x, quantized, [&](auto kernel) -> Status {
+    kernel<<<blocks, kStemThreads, sharedBytes, stream>>>(a);
+    KILN_CUDA_CHECK_LAUNCH("convMaxPoolKernel");
+    return Status::ok();
+  });
 }
 
 }  // namespace kiln::cuda::stem

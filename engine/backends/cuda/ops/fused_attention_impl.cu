@@ -1,5 +1,5 @@
-// ai.kiln FusedAttention on CUDA (contract: ir/fused_attention.h; reference:
-// cpu/ops/fused_attention.cpp). One flash-style kernel: a block owns 64 query rows of
+// ai.kiln FusedAttention on CUDA, the device half (host half: fused_attention.cpp; contract:
+// fused_attention_impl.h). One flash-style kernel: a block owns 64 query rows of
 // one (batch, head), walks the keys in tiles of 64 (float32: 32) with an online
 // softmax (running row max and sum, the partial output rescaled when the max grows),
 // so any sequence length runs in registers and shared memory and the [Sq, Sk] scores
@@ -16,16 +16,7 @@
 //   float32: SIMT FMAs in float (no TF32: the result is the float32 chain's, whatever
 //     the engine's TF32 setting).
 // Head sizes D (Q, K) and Dv (V) each up to 128, each padded to 32, 64 or 128 in shared
-// memory (LeViT's D = 16 with Dv = 32 or 64 runs here); larger head sizes and grids
-// beyond 65535 heads or batches are refused (fused_attention_limits.h): the CUDA build
-// then keeps such an attention unfused, and a plan that holds one anyway runs it on the
-// host reference. Mask: any shape that broadcasts to [B, H, Sq, Sk]
-// (BERT's [B, 1, 1, S], transformers 5's [B, 1, S, S], a full one), read through its
-// broadcast strides, additive, in Q's storage type; -inf entries are exact. A row whose
-// every logit is -inf gives NaN, as the unfused Softmax does.
-// This kernel is one candidate of the layer: cuDNN's fused attention graph is the other
-// where it applies (fused_attention_race.h times both at the first run and keeps the
-// faster; the node attribute `path` pins one).
+// memory; the mask, additive in Q's storage type, is read through its broadcast strides.
 //
 // Floor for BERT-base, batch 128, seq 128, 12 heads of 64, 12 layers (per layer:
 // Q, K, V, Y of 128 x 128 x 768 and the [128, 1, 128, 128] mask read once from DRAM):
@@ -38,19 +29,16 @@
 
 #include <cmath>
 #include <cstdint>
-#include <string>
 #include <type_traits>
-#include <vector>
 
+#include "backends/cuda/cuda_check.h"
 #include "backends/cuda/ops/async_copy.cuh"
-#include "backends/cuda/ops/fused_attention_limits.h"
-#include "backends/cuda/ops/fused_attention_race.h"
+#include "backends/cuda/ops/fused_attention_impl.h"
 #include "backends/cuda/ops/mma_f16.cuh"
 #include "backends/cuda/row_kernels.cuh"
-#include "ir/fused_attention.h"
-#include "kiln/passes.h"
+#include "backends/cuda/type_dispatch.cuh"
 
-namespace kiln::cuda {
+namespace kiln::cuda::flash {
 namespace {
 
 constexpr int kRows = 64;      // query rows per block
@@ -58,21 +46,6 @@ constexpr int kThreads = 128;  // 4 warps
 constexpr int kKeys16 = 64;    // keys per tile, tensor-core kernel
 constexpr int kKeys32 = 32;    // keys per tile, float32 kernel
 constexpr int kPad16 = 8;      // shared row padding (16 bytes): conflict-free ldmatrix
-constexpr float kLog2e = 1.4426950408889634f;
-
-struct AttentionArgs {
-  const void* q = nullptr;
-  const void* k = nullptr;
-  const void* v = nullptr;
-  const void* mask = nullptr;
-  void* y = nullptr;
-  int seqQ = 0, seqK = 0, headDim = 0, valueDim = 0;
-  AttentionStrides qs, ks, vs, ys;
-  int64_t ms[4] = {};      // mask strides over (b, h, i, j)
-  int maskPeriod = 0;      // > 0: batch b reads the mask's batch b mod maskPeriod
-  float scaleLog2 = 0.f;   // scale * log2(e): the softmax runs on exp2
-  bool nanToZero = false;  // a row with no finite logit writes 0 (its sum is 0)
-};
 
 // Rows [row0, row0 + kTileRows) of one head into a shared tile of row stride kStride;
 // zero past `rows` and past `dim` (so padded products add nothing).
@@ -426,11 +399,7 @@ __global__ void __launch_bounds__(kThreads) attentionSimt(AttentionArgs a) {
   }
 }
 
-// ---- Host side -------------------------------------------------------------------
-
-int paddedHeadSize(int64_t d) {
-  return d <= 32 ? 32 : d <= 64 ? 64 : 128;
-}
+// ---- Launchers -------------------------------------------------------------------
 
 size_t sharedBytes(DataType type, int dPad, int dvPad) {
   if (type == DataType::kFloat32)
@@ -440,146 +409,69 @@ size_t sharedBytes(DataType type, int dPad, int dvPad) {
 }
 
 template <class Kernel>
-Status launch(GpuKernelContext& ctx, Kernel kernel, const AttentionArgs& a, dim3 grid, size_t bytes,
-              const char* name) {
+Status launchKernel(Kernel kernel, const AttentionArgs& a, dim3 grid, size_t bytes,
+                    cudaStream_t stream, const char* name) {
   KILN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(bytes)));
-  kernel<<<grid, kThreads, bytes, ctx.stream()>>>(a);
+  kernel<<<grid, kThreads, bytes, stream>>>(a);
   KILN_CUDA_CHECK_LAUNCH(name);
   return Status::ok();
 }
 
-// 16-byte loads and stores: D and Dv multiples of 8, every base pointer 16-byte aligned
-// and every stride a multiple of 8 elements (a STRIDED view's may not be).
-bool vectorizable(const AttentionArgs& a) {
-  if (a.headDim % 8 != 0 || a.valueDim % 8 != 0) return false;
-  for (const AttentionStrides* s : {&a.qs, &a.ks, &a.vs, &a.ys})
-    if (s->batch % 8 != 0 || s->head % 8 != 0 || s->seq % 8 != 0) return false;
-  for (const void* p : {a.q, a.k, a.v, static_cast<const void*>(a.y)})
-    if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return false;
-  return true;
-}
-
 template <class T, int kDPad, int kDvPad>
-Status launchTensorCore(GpuKernelContext& ctx, const AttentionArgs& a, dim3 grid, DataType type) {
+Status launchTensorCore(const AttentionArgs& a, dim3 grid, DataType type, cudaStream_t stream) {
   const size_t bytes = sharedBytes(type, kDPad, kDvPad);
   if (vectorizable(a))
-    return launch(ctx, attentionTensorCore<T, kDPad, kDvPad, true>, a, grid, bytes,
-                  "attentionTensorCore");
-  return launch(ctx, attentionTensorCore<T, kDPad, kDvPad, false>, a, grid, bytes,
-                "attentionTensorCore");
+    return launchKernel(attentionTensorCore<T, kDPad, kDvPad, true>, a, grid, bytes, stream,
+                        "attentionTensorCore");
+  return launchKernel(attentionTensorCore<T, kDPad, kDvPad, false>, a, grid, bytes, stream,
+                      "attentionTensorCore");
 }
 
-template <int kDPad, int kDvPad>
-Status launchForHeadSizes(GpuKernelContext& ctx, const AttentionArgs& a, dim3 grid, DataType type) {
-  switch (type) {
-    case DataType::kFloat32:
-      return launch(ctx, attentionSimt<kDPad, kDvPad>, a, grid, sharedBytes(type, kDPad, kDvPad),
-                    "attentionSimt");
-    case DataType::kFloat16:
-      return launchTensorCore<__half, kDPad, kDvPad>(ctx, a, grid, type);
-    case DataType::kBFloat16:
-      return launchTensorCore<__nv_bfloat16, kDPad, kDvPad>(ctx, a, grid, type);
-    default:
-      return ctx.unsupported(std::string("FusedAttention on ") + dataTypeName(type));
-  }
+// float32 runs the SIMT kernel, float16 / bfloat16 the tensor-core one.
+template <class T, int kDPad, int kDvPad>
+Status launchForHeadSizes(const AttentionArgs& a, dim3 grid, DataType type, cudaStream_t stream) {
+  if constexpr (std::is_same_v<T, float>)
+    return launchKernel(attentionSimt<kDPad, kDvPad>, a, grid, sharedBytes(type, kDPad, kDvPad),
+                        stream, "attentionSimt");
+  else
+    return launchTensorCore<T, kDPad, kDvPad>(a, grid, type, stream);
 }
 
-template <int kDPad>
-Status launchForValueSize(GpuKernelContext& ctx, const AttentionArgs& a, dim3 grid, DataType type) {
+template <class T, int kDPad>
+Status launchForValueSize(const AttentionArgs& a, dim3 grid, DataType type, cudaStream_t stream) {
   switch (paddedHeadSize(a.valueDim)) {
     case 32:
-      return launchForHeadSizes<kDPad, 32>(ctx, a, grid, type);
+      return launchForHeadSizes<T, kDPad, 32>(a, grid, type, stream);
     case 64:
-      return launchForHeadSizes<kDPad, 64>(ctx, a, grid, type);
+      return launchForHeadSizes<T, kDPad, 64>(a, grid, type, stream);
     default:
-      return launchForHeadSizes<kDPad, 128>(ctx, a, grid, type);
+      return launchForHeadSizes<T, kDPad, 128>(a, grid, type, stream);
   }
 }
 
-Status launchAttention(GpuKernelContext& ctx, const AttentionArgs& a, dim3 grid, DataType type) {
+template <class T>
+Status launchForHeadSize(const AttentionArgs& a, dim3 grid, DataType type, cudaStream_t stream) {
   switch (paddedHeadSize(a.headDim)) {
     case 32:
-      return launchForValueSize<32>(ctx, a, grid, type);
+      return launchForValueSize<T, 32>(a, grid, type, stream);
     case 64:
-      return launchForValueSize<64>(ctx, a, grid, type);
+      return launchForValueSize<T, 64>(a, grid, type, stream);
     default:
-      return launchForValueSize<128>(ctx, a, grid, type);
+      return launchForValueSize<T, 128>(a, grid, type, stream);
   }
-}
-
-Status fusedAttentionKernel(GpuKernelContext& ctx) {
-  if (ctx.inputCount() < 3 || !ctx.hasInput(0) || !ctx.hasInput(1) || !ctx.hasInput(2))
-    return ctx.error("FusedAttention needs inputs Q, K and V");
-  const DeviceTensor& q = ctx.input(0);
-  const DeviceTensor* mask = ctx.inputCount() > 3 && ctx.hasInput(3) ? &ctx.input(3) : nullptr;
-  for (size_t i = 1; i < 3; ++i)
-    if (ctx.input(i).type != q.type) return ctx.error("Q, K and V must have one type");
-  if (mask && mask->type != q.type)
-    return ctx.unsupported(std::string("a mask of type ") + dataTypeName(mask->type) +
-                           " with Q of type " + dataTypeName(q.type));
-  FusedAttentionGeometry g;
-  const std::string why =
-      fusedAttentionGeometry(ctx.node(), q.shape, ctx.input(1).shape, ctx.input(2).shape,
-                             mask ? &mask->shape : nullptr, &g);
-  if (!why.empty()) return ctx.error(why);
-  const std::string limits =
-      fusedAttentionGpuLimits(g.batch, g.heads, g.seqQ, g.seqK, g.headDim, g.valueDim);
-  if (!limits.empty()) return ctx.unsupported(limits);
-  KILN_ASSIGN_OR_RETURN(DeviceTensor y, ctx.allocateOutput(0, q.type, g.outputShape));
-  if (y.numel() == 0) return Status::ok();
-  AttentionArgs a;
-  // STRIDED views start at their offsets (fusedAttentionGeometry checked they fit).
-  const size_t element = dataTypeSize(q.type);
-  a.q = static_cast<const char*>(q.data) + g.q.offset * element;
-  a.k = static_cast<const char*>(ctx.input(1).data) + g.k.offset * element;
-  a.v = static_cast<const char*>(ctx.input(2).data) + g.v.offset * element;
-  a.mask = mask ? mask->data : nullptr;
-  a.y = y.data;
-  a.seqQ = static_cast<int>(g.seqQ);
-  a.seqK = static_cast<int>(g.seqK);
-  a.headDim = static_cast<int>(g.headDim);
-  a.valueDim = static_cast<int>(g.valueDim);
-  a.qs = g.q;
-  a.ks = g.k;
-  a.vs = g.v;
-  a.ys = g.y;
-  for (int i = 0; i < 4; ++i) a.ms[i] = g.mask[i];
-  a.maskPeriod = static_cast<int>(g.maskPeriod);
-  a.scaleLog2 = g.scale * kLog2e;
-  a.nanToZero = g.nanToZero;
-  const dim3 grid(static_cast<unsigned>((g.seqQ + kRows - 1) / kRows),
-                  static_cast<unsigned>(g.heads), static_cast<unsigned>(g.batch));
-  const int dPad = paddedHeadSize(g.headDim), dvPad = paddedHeadSize(g.valueDim);
-  const std::string kilnText =
-      std::string("kiln flash attention, ") +
-      (q.type == DataType::kFloat32 ? "fp32 SIMT, key tiles of 32"
-                                    : "mma.sync m16n8k16, key tiles of 64") +
-      ", head size padded to " + std::to_string(dPad) +
-      (dvPad != dPad ? ", value size to " + std::to_string(dvPad) : "") +
-      (q.type != DataType::kFloat32 && vectorizable(a) ? ", 16-byte loads" : "");
-  AttentionOperands operands;
-  operands.type = q.type;
-  operands.geometry = g;
-  operands.q = a.q;
-  operands.k = a.k;
-  operands.v = a.v;
-  operands.mask = a.mask;
-  operands.y = a.y;
-  return runFusedAttention(ctx, operands, kilnText,
-                           [&] { return launchAttention(ctx, a, grid, q.type); });
 }
 
 }  // namespace
 
-void registerFusedAttentionGpuKernels(GpuKernelRegistry& registry) {
-  GpuKernelEntry entry;
-  entry.domain = kKilnDomain;
-  entry.opType = kFusedAttentionOp;
-  entry.fn = &fusedAttentionKernel;
-  entry.supports = &supportsAttentionTypes;
-  entry.supportsShapes = &supportsAttentionShapes;
-  registry.add(entry);
+Status launchAttention(const AttentionLaunch& launch, cudaStream_t stream) {
+  const AttentionArgs& a = launch.args;
+  // seqQ <= 2^30 (fusedAttentionGpuLimits): no overflow.
+  const dim3 grid(static_cast<unsigned>((static_cast<int64_t>(a.seqQ) + kRows - 1) / kRows),
+                  static_cast<unsigned>(launch.heads), static_cast<unsigned>(launch.batch));
+  return dispatchDeviceType<kAttentionDeviceTypes>(launch.type, [&](auto tag) {
+    return launchForHeadSize<decltype(tag)>(a, grid, launch.type, stream);
+  });
 }
 
-}  // namespace kiln::cuda
+}  // namespace kiln::cuda::flash

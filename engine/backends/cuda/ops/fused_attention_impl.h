@@ -1,0 +1,75 @@
+// The contract between fused_attention.cpp (host: the checks, the geometry, the output, the
+// implementation text, the race with cuDNN and the registration) and fused_attention_impl.cu
+// (device: Kiln's flash-attention kernels, their shared-memory sizes and launch geometry).
+// Plain C++, included by both compilers.
+//
+// launchAttention enqueues Kiln's kernel for one FusedAttention on `stream`: a grid of
+// ceil(seqQ / 64) x heads x batch blocks, the kernel picked by the element type (float32:
+// SIMT, float16 / bfloat16: mma.sync), the head sizes padded to 32, 64 or 128
+// (paddedHeadSize) and, on the tensor cores, 16-byte loads when vectorizable(args). It
+// assumes the host half checked: the type is in kAttentionDeviceTypes (another gives
+// kUnsupported "data type X"), the geometry fits fusedAttentionGpuLimits (head sizes
+// 1..128, heads and batches <= 65535, sequences <= 2^30), Y is allocated and holds at least
+// one element, and every pointer already has its STRIDED view's offset applied. Returns the
+// status of cudaFuncSetAttribute or of the launch (by kernel name).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <initializer_list>
+
+#include "backends/cuda/device_type_sets.h"
+#include "ir/fused_attention.h"
+#include "kiln/data_type.h"
+#include "kiln/status.h"
+
+namespace kiln::cuda::flash {
+
+// Q, K, V, the mask and Y: one float storage type.
+constexpr uint32_t kAttentionDeviceTypes = device_types::kStorageFloats;
+
+constexpr float kLog2e = 1.4426950408889634f;
+
+// The kernels' only parameter, passed by value: pointers, sizes and element strides of
+// one FusedAttention.
+struct AttentionArgs {
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  const void* mask = nullptr;
+  void* y = nullptr;
+  int seqQ = 0, seqK = 0, headDim = 0, valueDim = 0;
+  AttentionStrides qs, ks, vs, ys;
+  int64_t ms[4] = {};      // mask strides over (b, h, i, j)
+  int maskPeriod = 0;      // > 0: batch b reads the mask's batch b mod maskPeriod
+  float scaleLog2 = 0.f;   // scale * log2(e): the softmax runs on exp2
+  bool nanToZero = false;  // a row with no finite logit writes 0 (its sum is 0)
+};
+
+// A head size as the kernels hold it in shared memory: 32, 64 or 128.
+inline int paddedHeadSize(int64_t d) {
+  return d <= 32 ? 32 : d <= 64 ? 64 : 128;
+}
+
+// 16-byte loads and stores: D and Dv multiples of 8, every base pointer 16-byte aligned
+// and every stride a multiple of 8 elements (a STRIDED view's may not be).
+inline bool vectorizable(const AttentionArgs& a) {
+  if (a.headDim % 8 != 0 || a.valueDim % 8 != 0) return false;
+  for (const AttentionStrides* s : {&a.qs, &a.ks, &a.vs, &a.ys})
+    if (s->batch % 8 != 0 || s->head % 8 != 0 || s->seq % 8 != 0) return false;
+  for (const void* p : {a.q, a.k, a.v, static_cast<const void*>(a.y)})
+    if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return false;
+  return true;
+}
+
+// One FusedAttention run: the kernels' arguments, the element type and the grid's heads
+// (y) and batches (z).
+struct AttentionLaunch {
+  AttentionArgs args;
+  DataType type = DataType::kUndefined;
+  int64_t heads = 0, batch = 0;
+};
+Status launchAttention(const AttentionLaunch& launch, cudaStream_t stream);
+
+}  // namespace kiln::cuda::flash
