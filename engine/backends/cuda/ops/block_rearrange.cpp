@@ -8,26 +8,15 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda/device_type_sets.h"
 #include "backends/cuda/gpu_kernel.h"
 #include "backends/cuda/ops/block_rearrange_impl.h"
+#include "backends/cuda/ops/op_common.h"
 #include "ops/block_rearrange_params.h"
 
 namespace kiln::cuda {
 namespace block_rearrange {
 namespace {
-
-Status requireInputs(const GpuKernelContext& ctx, size_t count) {
-  for (size_t i = 0; i < count; ++i) {
-    if (!ctx.hasInput(i)) return ctx.error("required input " + std::to_string(i) + " is missing");
-  }
-  return Status::ok();
-}
-
-// An element of 1, 2, 4 or 8 bytes: what the permutation moves.
-bool isWordSized(DataType t) {
-  const size_t size = dataTypeSize(t);
-  return size == 1 || size == 2 || size == 4 || size == 8;
-}
 
 // Reshape of the input to the 6-D `split`, transpose by `perm`, reshape to `outShape`.
 Status blockRearrange(GpuKernelContext& ctx, const Shape& split, const std::vector<int>& perm,

@@ -9,9 +9,11 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device_common_host.h"
+#include "backends/cuda/device_type_sets.h"
 #include "backends/cuda/gpu_kernel.h"
 #include "backends/cuda/ops/data_movement_common.h"
 #include "backends/cuda/ops/data_movement_impl.h"
+#include "backends/cuda/ops/op_common.h"
 #include "ops/output_size.h"
 #include "ops/scalar_inputs.h"
 
@@ -68,9 +70,7 @@ Status checkRank(const GpuKernelContext& ctx, int64_t rank, const char* what) {
 // The element sizes the device halves' dispatchWordOfSize binds, refused otherwise with
 // the text KILN_DISPATCH_BYTES gave.
 Status checkElementBytes(const GpuKernelContext& ctx, DataType type) {
-  const size_t size = dataTypeSize(type);
-  if (size == 1 || size == 2 || size == 4 || size == 8) return Status::ok();
-  return ctx.unsupported(std::string("data type ") + dataTypeName(type));
+  return isWordSized(type) ? Status::ok() : unsupportedType(ctx, type);
 }
 
 std::vector<int64_t> contiguousStrides(const Shape& shape) {

@@ -91,12 +91,6 @@ Status requireLastAxis(const GpuKernelContext& ctx, int64_t rank) {
                    std::to_string(rank) + " (only the last axis is supported)");
 }
 
-// The storage types the kernels take, else the layer's "data type X".
-Status requireStorageFloat(const GpuKernelContext& ctx, DataType type) {
-  if (inDeviceTypes(type, device_types::kStorageFloats)) return Status::ok();
-  return ctx.unsupported(std::string("data type ") + dataTypeName(type));
-}
-
 bool aligned(const void* p, size_t bytes) {
   return p == nullptr || reinterpret_cast<uintptr_t>(p) % bytes == 0;
 }
@@ -130,7 +124,7 @@ Status scaledMaskedSoftmaxKernel(GpuKernelContext& ctx) {
   if (mask) KILN_RETURN_IF_ERROR(rowMap(ctx, mask->shape, shape, &args.mask));
   KILN_ASSIGN_OR_RETURN(DeviceTensor y, ctx.allocateOutput(0, x.type, shape));
   if (args.rows == 0) return Status::ok();
-  KILN_RETURN_IF_ERROR(requireStorageFloat(ctx, x.type));
+  KILN_RETURN_IF_ERROR(requireDeviceType(ctx, x.type, device_types::kStorageFloats));
   launch.x = x.data;
   launch.mask = mask ? mask->data : nullptr;
   launch.y = y.data;
@@ -183,7 +177,7 @@ Status addLayerNormKernel(GpuKernelContext& ctx) {
     sum = s.data;
   }
   if (args.rows == 0) return Status::ok();
-  KILN_RETURN_IF_ERROR(requireStorageFloat(ctx, a.type));
+  KILN_RETURN_IF_ERROR(requireDeviceType(ctx, a.type, device_types::kStorageFloats));
   launch.a = a.data;
   launch.b = b.data;
   launch.gamma = ctx.input(2).data;

@@ -101,12 +101,6 @@ ResizeAxis makeResizeAxis(const ResizeConfig& p, int axis, int64_t inDim, int64_
   return a;
 }
 
-// An element of 1, 2, 4 or 8 bytes: what the nearest gather moves.
-bool isWordSized(DataType t) {
-  const size_t size = dataTypeSize(t);
-  return size == 1 || size == 2 || size == 4 || size == 8;
-}
-
 Status resizeNearest(GpuKernelContext& ctx, const ResizeConfig& p) {
   const DeviceTensor& in = ctx.input(0);
   const int rank = in.rank();
