@@ -310,6 +310,41 @@ class TestPanels : public QObject {
              qPrintable(panel.header()));
   }
 
+  // Choices timed by the builder: candidates of one tactic and precision that differ only
+  // in their choice; the star goes to the one the layer records, not the first of them.
+  void tacticsStarTheRecordedChoiceAmongBuilderTimedOnes() {
+    auto report = std::make_shared<inspector::EngineReport>();
+    inspector::ReportLayer layer;
+    layer.name = "conv7 + add7";
+    layer.opType = "FusedConv";
+    layer.tactic = "cuda.cudnn";
+    layer.precision = "FP16";
+    for (const auto& [choice, ms] : std::vector<std::pair<std::string, double>>{
+             {"conv_epilogue engine=47 knobs=2:15,6:2", 0.0081},
+             {"conv_epilogue engine=58 knobs=25:0", 0.0089},
+             {"fused_graph engine=32 knobs=2:15,6:2", 0.0055},
+             {"conv_epilogue engine=47 knobs=2:2,6:1", 0.0084}}) {
+      inspector::ReportCandidate c;
+      c.tactic = "cuda.cudnn";
+      c.source = "cudnn";
+      c.precision = "fp16";
+      c.milliseconds = ms;
+      c.choice = choice;
+      layer.candidates.push_back(c);
+    }
+    layer.choice = layer.candidates[2].choice;
+    layer.milliseconds = layer.candidates[2].milliseconds;
+    report->layers = {layer};
+    StudioDocument document;
+    TacticsPanel panel(&document);
+    document.setReport(report);
+    document.selectLayer(0);
+    QCOMPARE(panel.table()->rowCount(), 4);
+    QVERIFY(panel.winnerRow() >= 0);
+    QCOMPARE(panel.table()->item(panel.winnerRow(), TacticsPanel::kChoice)->text(),
+             QString::fromStdString(layer.choice));
+  }
+
  private:
   void checkLayerTable(LayerTableView& view, const inspector::EngineReport& report) {
     const int count = static_cast<int>(report.layers.size());
