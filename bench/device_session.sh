@@ -19,6 +19,24 @@ if [ -n "${MMA_PROBE:-}" ]; then
   KILN_INT8_WGMMA_TILES=1 timeout 120 /tmp/kiln/bin/kiln_int8_mma_probe 256 > $out/int8_mma_probe.txt 2>&1
   cat $out/int8_mma_probe.txt; cp $out/int8_mma_probe.txt $OUT/ 2>/dev/null
 fi
+# ATTN_NCU=1 (e.g. `ATTN_NCU=1 sh bench/device_session.sh "" ""`): Nsight Compute on the
+# attention race at model scale (issue 22's short-sequence
+# attention: BERT-base B128 S128 with the SDPA mask, ViT-B/16 B64, B8 H12 S1024; the bundle
+# needs test_cuda_attention_cudnn): Kiln's flash kernel (attentionTensorCore) and cuDNN's
+# SDPA kernel, each case's fp16 launches, with the stall reasons. What to read: duration
+# against the DRAM floor (BERT: ~105 MB a layer), achieved occupancy, long-scoreboard
+# (memory) against barrier and math stalls.
+if [ -n "${ATTN_NCU:-}" ]; then
+  echo "=== ncu: attention kernels at model scale"
+  m=""; for r in long_scoreboard barrier short_scoreboard mio_throttle lg_throttle math_pipe_throttle wait not_selected selected; do
+    m="$m,smsp__average_warps_issue_stalled_${r}_per_issue_active.ratio"; done
+  timeout 300 ncu --clock-control none --kernel-name regex:"attentionTensorCore|sdpa|flash_fprop" --launch-count 24 \
+    --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --metrics "${m#,}" \
+    /tmp/kiln/bin/test_cuda_attention_cudnn --gtest_also_run_disabled_tests \
+    --gtest_filter='*RaceAtModelScale' > $out/ncu_attention.txt 2>&1
+  grep -E "^  [a-zA-Z_]|Duration|DRAM Throughput|Memory Throughput|Achieved Occupancy|stalled|^[A-Z].*: " $out/ncu_attention.txt | cut -c1-160 | head -150
+  cp $out/ncu_attention.txt $OUT/ 2>/dev/null
+fi
 # NCU_PROBE="layer tile|layer tile": Nsight Compute on one layer of the probe each
 # (the kernel's 24th launch: after the stream kernel's 23 and 3 warm-ups).
 echo "${NCU_PROBE:-}" | tr '|' '\n' | while read -r layer tile; do
