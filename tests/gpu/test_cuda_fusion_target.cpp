@@ -116,8 +116,8 @@ void expectGpuKernels(const std::pair<const char*, int> (&ops)[N]) {
 }
 
 // The data-movement families live in three files (data_movement, slice_pad_tile,
-// gather_scatter: each a .cpp host half and an _impl.cu device half) that register through registerDataMovementGpuKernels: every op is
-// found at the opsets it serves (no GPU needed to ask).
+// gather_scatter: each a .cpp host half and an _impl.cu device half) that register through
+// registerDataMovementGpuKernels: every op is found at the opsets it serves (no GPU needed to ask).
 TEST(CudaKernelRegistry, EveryDataMovementOpHasItsKernel) {
   const std::pair<const char*, int> ops[] = {{"Transpose", 13},
                                              {"Concat", 13},
@@ -138,8 +138,8 @@ TEST(CudaKernelRegistry, EveryDataMovementOpHasItsKernel) {
 }
 
 // The elementwise family lives in three files (elementwise, elementwise_binary,
-// elementwise_nary_cast: each a .cpp host half and an _impl.cu device half) registered through registerElementwiseGpuKernels: each of its
-// 71 registrations is found at its first opset.
+// elementwise_nary_cast: each a .cpp host half and an _impl.cu device half) registered through
+// registerElementwiseGpuKernels: each of its 71 registrations is found at its first opset.
 TEST(CudaKernelRegistry, EveryElementwiseOpHasItsKernel) {
   const std::pair<const char*, int> ops[] = {{"Abs", 1},         {"Neg", 1},
                                              {"Sign", 9},        {"Exp", 1},

@@ -43,8 +43,7 @@ Status blockRearrange(GpuKernelContext& ctx, const Shape& split, const std::vect
     args.dims[k] = split[perm[k]];
     args.strides[k] = packed[perm[k]];
   }
-  if (!isWordSized(in.type))
-    return ctx.unsupported(std::string("data type ") + dataTypeName(in.type));
+  if (!isWordSized(in.type)) return unsupportedType(ctx, in.type);
   return launchPermute(args, ctx.stream());
 }
 

@@ -92,8 +92,7 @@ Status col2ImKernel(GpuKernelContext& ctx) {
     return ctx.error("image_shape " + shapeToString(image) + " is too large");
   KILN_ASSIGN_OR_RETURN(DeviceTensor out, ctx.allocateOutput(0, in.type, outShape));
   if (out.numel() == 0) return Status::ok();
-  if (!inDeviceTypes(in.type, device_types::kStorageFloats))
-    return ctx.unsupported(std::string("data type ") + dataTypeName(in.type));
+  KILN_RETURN_IF_ERROR(requireDeviceType(ctx, in.type, device_types::kStorageFloats));
   Col2ImLaunch launch;
   launch.columns = in.data;
   launch.out = out.data;
@@ -151,8 +150,7 @@ Status maxUnpoolKernel(GpuKernelContext& ctx) {
     p.outStride[d] = stride;
     stride *= outShape[d];
   }
-  if (!isWordSized(x.type))
-    return ctx.unsupported(std::string("data type ") + dataTypeName(x.type));
+  if (!isWordSized(x.type)) return unsupportedType(ctx, x.type);
   MaxUnpoolLaunch launch;
   launch.x = x.data;
   launch.indices = indices.data;
@@ -213,8 +211,7 @@ Status centerCropPadKernel(GpuKernelContext& ctx) {
   KILN_ASSIGN_OR_RETURN(DeviceTensor out, ctx.allocateOutput(0, in.type, outShape));
   const int64_t n = out.numel();
   if (n == 0) return Status::ok();
-  if (!isWordSized(in.type))
-    return ctx.unsupported(std::string("data type ") + dataTypeName(in.type));
+  if (!isWordSized(in.type)) return unsupportedType(ctx, in.type);
   CenterCropPadLaunch launch;
   launch.in = in.data;
   launch.out = out.data;
@@ -272,8 +269,7 @@ Status tensorScatterKernel(GpuKernelContext& ctx) {
   }
   const int64_t n = update.numel();
   if (n == 0) return Status::ok();
-  if (!isWordSized(cache.type))
-    return ctx.unsupported(std::string("data type ") + dataTypeName(cache.type));
+  if (!isWordSized(cache.type)) return unsupportedType(ctx, cache.type);
   TensorScatterLaunch launch;
   launch.update = update.data;
   launch.out = out.data;

@@ -32,8 +32,7 @@ Status runUnary(GpuKernelContext& ctx, TypeSet set, const UnaryParams& params) {
                         ctx.allocateOutput(0, boolOut ? DataType::kBool : x.type, x.shape));
   const int64_t n = x.numel();
   if (n == 0) return Status::ok();
-  if (!inDeviceTypes(x.type, kElementwiseDeviceTypes))
-    return ctx.unsupported(std::string("data type ") + dataTypeName(x.type));
+  KILN_RETURN_IF_ERROR(requireDeviceType(ctx, x.type, kElementwiseDeviceTypes));
   UnaryLaunch launch;
   launch.x = x.data;
   launch.y = out.data;

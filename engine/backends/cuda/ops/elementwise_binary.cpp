@@ -45,8 +45,7 @@ Status runBinary(GpuKernelContext& ctx, const BinaryParams& params, const Shape&
   if (n == 0) return Status::ok();
   BinaryLaunch launch;
   KILN_RETURN_IF_ERROR(planOperands(ctx, shape, {&a.shape, &b.shape}, launch.operands));
-  if (!inDeviceTypes(a.type, kElementwiseDeviceTypes))
-    return ctx.unsupported(std::string("data type ") + dataTypeName(a.type));
+  KILN_RETURN_IF_ERROR(requireDeviceType(ctx, a.type, kElementwiseDeviceTypes));
   launch.a = a.data;
   launch.b = b.data;
   launch.out = out.data;
@@ -152,8 +151,7 @@ Status powKernelFn(GpuKernelContext& ctx) {
   else if (inTypeSet(b.type, TypeSet::kInteger))
     launch.mode = PowMode::kIntExponent;
   KILN_RETURN_IF_ERROR(planOperands(ctx, shape, {&a.shape, &b.shape}, launch.operands));
-  if (!inDeviceTypes(a.type, kElementwiseDeviceTypes))
-    return ctx.unsupported(std::string("data type ") + dataTypeName(a.type));
+  KILN_RETURN_IF_ERROR(requireDeviceType(ctx, a.type, kElementwiseDeviceTypes));
   if (a.type == DataType::kBool) return ctx.unsupported("Pow of bool");
   launch.a = a.data;
   launch.b = b.data;

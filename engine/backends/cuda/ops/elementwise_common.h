@@ -14,6 +14,7 @@
 #include "backends/cuda/device_shapes.h"
 #include "backends/cuda/device_type_sets.h"
 #include "backends/cuda/gpu_kernel.h"
+#include "backends/cuda/ops/op_common.h"
 #include "kiln/data_type.h"
 #include "kiln/status.h"
 #include "kiln/tensor.h"
@@ -116,13 +117,7 @@ inline Status checkType(const GpuKernelContext& ctx, const char* what, DataType 
                          ", which this operator does not take");
 }
 
-inline Status requireInputs(const GpuKernelContext& ctx, size_t count) {
-  for (size_t i = 0; i < count; ++i) {
-    if (i >= ctx.inputCount() || !ctx.hasInput(i))
-      return ctx.error("required input " + std::to_string(i) + " is missing");
-  }
-  return Status::ok();
-}
+using cuda::requireInputs;  // op_common.h's
 
 // The most dims a broadcast plan holds (device_shapes.h's kMaxRank).
 constexpr int kMaxOperandRank = kMaxRank;

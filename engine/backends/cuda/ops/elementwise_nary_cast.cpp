@@ -81,8 +81,7 @@ Status variadic(GpuKernelContext& ctx, VariadicOp op, TypeSet set, bool mean) {
   }
   KILN_ASSIGN_OR_RETURN(DeviceTensor out, ctx.allocateOutput(0, type, shape));
   if (out.numel() == 0) return Status::ok();
-  if (!inDeviceTypes(type, kElementwiseDeviceTypes))
-    return ctx.unsupported(std::string("data type ") + dataTypeName(type));
+  KILN_RETURN_IF_ERROR(requireDeviceType(ctx, type, kElementwiseDeviceTypes));
   if (type == DataType::kBool) return ctx.unsupported("bool inputs");
   return foldInputs(ctx, out, op, mean);
 }
@@ -122,7 +121,7 @@ Status whereKernelFn(GpuKernelContext& ctx) {
       planOperands(ctx, shape, {&cond.shape, &x.shape, &y.shape}, launch.operands));
   const size_t elementBytes = dataTypeSize(x.type);
   if (elementBytes != 1 && elementBytes != 2 && elementBytes != 4 && elementBytes != 8)
-    return ctx.unsupported(std::string("data type ") + dataTypeName(x.type));
+    return unsupportedType(ctx, x.type);
   launch.cond = cond.data;
   launch.x = x.data;
   launch.y = y.data;
@@ -154,8 +153,7 @@ Status castInto(GpuKernelContext& ctx, DataType to) {
         cudaMemcpyAsync(out.data, in.data, in.byteSize(), cudaMemcpyDeviceToDevice, ctx.stream()));
     return Status::ok();
   }
-  if (!inDeviceTypes(in.type, kElementwiseDeviceTypes))
-    return ctx.unsupported(std::string("data type ") + dataTypeName(in.type));
+  KILN_RETURN_IF_ERROR(requireDeviceType(ctx, in.type, kElementwiseDeviceTypes));
   CastLaunch launch;
   launch.src = in.data;
   launch.from = in.type;

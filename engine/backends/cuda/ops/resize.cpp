@@ -109,8 +109,7 @@ Status resizeNearest(GpuKernelContext& ctx, const ResizeConfig& p) {
   for (int d = 0; d < rank; ++d) {
     if (in.shape[d] == 0 && p.outShape[d] > 0) return ctx.error("cannot resize an empty axis");
   }
-  if (dataTypeSize(in.type) == 0)
-    return ctx.unsupported(std::string("data type ") + dataTypeName(in.type));
+  if (dataTypeSize(in.type) == 0) return unsupportedType(ctx, in.type);
   const Tensor fill = castTensor(Tensor::scalarFloat(static_cast<float>(p.extrapolation)), in.type);
   KILN_ASSIGN_OR_RETURN(DeviceTensor out, ctx.allocateOutput(0, in.type, p.outShape));
   if (out.numel() == 0) return Status::ok();
@@ -230,7 +229,7 @@ Status runResize(GpuKernelContext& ctx, const ResizeConfig& p) {
   if (p.mode == "nearest") return resizeNearest(ctx, p);
   if (p.mode == "linear" || p.mode == "cubic") {
     const DataType type = ctx.input(0).type;
-    if (!inDeviceTypes(type, kInterpolatedTypes)) return unsupportedType(ctx, type);
+    KILN_RETURN_IF_ERROR(requireDeviceType(ctx, type, kInterpolatedTypes));
     return resizeInterpolated(ctx, p);
   }
   return ctx.error("unsupported mode '" + p.mode + "'");

@@ -92,7 +92,7 @@ Status topKKernel(GpuKernelContext& ctx) {
   KILN_ASSIGN_OR_RETURN(DeviceTensor indices, ctx.allocateOutput(1, DataType::kInt64, outShape));
   const int64_t rows = outer * inner;
   if (rows == 0 || k == 0) return Status::ok();
-  if (!inDeviceTypes(x.type, kTopKTypes)) return unsupportedType(ctx, x.type);
+  KILN_RETURN_IF_ERROR(requireDeviceType(ctx, x.type, kTopKTypes));
   TopKLaunch args;
   args.x = x.data;
   args.values = values.data;
@@ -132,7 +132,7 @@ Status cumProdGpuKernel(GpuKernelContext& ctx) {
   }
   KILN_ASSIGN_OR_RETURN(DeviceTensor y, ctx.allocateOutput(0, x.type, x.shape));
   if (x.numel() == 0) return Status::ok();
-  if (!inDeviceTypes(x.type, kCumProdTypes)) return unsupportedType(ctx, x.type);
+  KILN_RETURN_IF_ERROR(requireDeviceType(ctx, x.type, kCumProdTypes));
   CumProdLaunch args;
   args.x = x.data;
   args.y = y.data;
@@ -184,7 +184,7 @@ Status dropoutKernel(GpuKernelContext& ctx) {
   }
   if (training && ratio > 0.0) return ctx.unsupported("Dropout in training mode");
   if (!isFloatData(x.type)) {
-    return ctx.unsupported(std::string("data type ") + dataTypeName(x.type));
+    return unsupportedType(ctx, x.type);
   }
   cudaStream_t stream = ctx.stream();
   KILN_ASSIGN_OR_RETURN(DeviceTensor y, ctx.allocateOutput(0, x.type, x.shape));
@@ -202,7 +202,7 @@ Status dropoutKernel(GpuKernelContext& ctx) {
     KILN_CUDA_CHECK(cudaMemsetAsync(mask.data, 1, mask.byteSize(), stream));
     return Status::ok();
   }
-  if (!inDeviceTypes(maskType, device_types::kFloats)) return unsupportedType(ctx, maskType);
+  KILN_RETURN_IF_ERROR(requireDeviceType(ctx, maskType, device_types::kFloats));
   return launchFillOnes(mask.data, maskType, n, stream);
 }
 
@@ -237,7 +237,7 @@ Status nonZeroKernel(GpuKernelContext& ctx) {
   const DataType type = in.type;
   if (!(isFloatData(type) || type == DataType::kBool ||
         (isInteger(type) && packedElementBits(type) == 0))) {
-    return ctx.unsupported(std::string("data type ") + dataTypeName(type));
+    return unsupportedType(ctx, type);
   }
   int64_t count = 0;
   const int blocks = static_cast<int>(

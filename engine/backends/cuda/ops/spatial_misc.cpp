@@ -108,8 +108,7 @@ Status gridSampleKernel(GpuKernelContext& ctx) {
     return ctx.error("X has an empty spatial dimension");
   KILN_ASSIGN_OR_RETURN(DeviceTensor y, ctx.allocateOutput(0, x.type, outShape));
   if (y.numel() == 0) return Status::ok();
-  if (!inDeviceTypes(x.type, device_types::kStorageFloats))
-    return ctx.unsupported(std::string("data type ") + dataTypeName(x.type));
+  KILN_RETURN_IF_ERROR(requireDeviceType(ctx, x.type, device_types::kStorageFloats));
   GridSampleLaunch launch;
   launch.x = x.data;
   launch.grid = grid.data;
@@ -165,8 +164,7 @@ Status roiAlignKernel(GpuKernelContext& ctx) {
   const Shape outShape{numRois, p.channels, p.outH, p.outW};
   KILN_ASSIGN_OR_RETURN(DeviceTensor y, ctx.allocateOutput(0, x.type, outShape));
   if (y.numel() == 0) return Status::ok();
-  if (!inDeviceTypes(x.type, device_types::kStorageFloats))
-    return ctx.unsupported(std::string("data type ") + dataTypeName(x.type));
+  KILN_RETURN_IF_ERROR(requireDeviceType(ctx, x.type, device_types::kStorageFloats));
   RoiAlignLaunch launch;
   launch.x = x.data;
   launch.rois = rois.data;
@@ -207,8 +205,7 @@ Status affineGridKernel(GpuKernelContext& ctx) {
   KILN_ASSIGN_OR_RETURN(DeviceTensor out, ctx.allocateOutput(0, theta.type, outShape));
   const int64_t points = p.batch * p.depth * p.height * p.width;
   if (points == 0) return Status::ok();
-  if (!inDeviceTypes(theta.type, device_types::kStorageFloats))
-    return ctx.unsupported(std::string("data type ") + dataTypeName(theta.type));
+  KILN_RETURN_IF_ERROR(requireDeviceType(ctx, theta.type, device_types::kStorageFloats));
   AffineGridLaunch launch;
   launch.theta = theta.data;
   launch.out = out.data;
