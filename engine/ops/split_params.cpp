@@ -51,4 +51,16 @@ Result<std::vector<int64_t>> splitSizes(const Node& node, int opset, int64_t dim
   return sizes;
 }
 
+Result<std::vector<int64_t>> splitSizes(const Node& node, int opset, int64_t dim, size_t outputs,
+                                        bool hasSplitInput,
+                                        const SplitInputReader& readSplitInput) {
+  std::vector<int64_t> given;
+  if (hasSplitInput && splitSizesFromInput(opset)) {
+    KILN_RETURN_IF_ERROR(readSplitInput(&given));
+  } else if (opset < 13 && node.hasAttr("split")) {
+    given = node.attrInts("split");
+  }
+  return splitSizes(node, opset, dim, outputs, given);
+}
+
 }  // namespace kiln::ops

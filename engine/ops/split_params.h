@@ -1,10 +1,12 @@
-// Split's part sizes both backends cut, decided once (issue 23's op table). Each backend
-// reads the explicit sizes its own way (`split` input from opset 13, and at opset 1;
-// the attribute before 13); this checks them, or makes equal parts. Host-only, no
+// Split's part sizes both backends cut, decided once (issue 23's op table): where the
+// explicit sizes come from (`split` input from opset 13, and at opset 1; the attribute
+// before 13; each backend reads its input with its own reader), their checks, or equal
+// parts. Host-only, no
 // backend header; errors are messages without the node's name (the kernels add it).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "kiln/graph.h"
@@ -23,5 +25,13 @@ bool splitSizesFromInput(int opset);
 // outputs must divide it).
 Result<std::vector<int64_t>> splitSizes(const Node& node, int opset, int64_t dim, size_t outputs,
                                         const std::vector<int64_t>& given);
+
+// The same, with the explicit sizes found as every backend finds them: input 1 read by
+// `readSplitInput` (called only when the node has that input and `opset` reads it), before
+// opset 13 the `split` attribute, else none (equal parts). A reader's error comes back as
+// it is; the others are messages without the node's name, as above.
+using SplitInputReader = std::function<Status(std::vector<int64_t>*)>;
+Result<std::vector<int64_t>> splitSizes(const Node& node, int opset, int64_t dim, size_t outputs,
+                                        bool hasSplitInput, const SplitInputReader& readSplitInput);
 
 }  // namespace kiln::ops

@@ -48,5 +48,38 @@ TEST(SplitParams, EqualParts) {
   EXPECT_EQ(ops::splitSizes(split, 18, 10, 3, {}).status().message(), "needs split or num_outputs");
 }
 
+// Where the sizes come from, as both backends find them: input 1 through the backend's
+// reader (from opset 13, and at opset 1), the attribute before 13, else equal parts; the
+// reader is not called where the opset does not read the input, and its error comes back.
+TEST(SplitParams, SourceOfTheSizes) {
+  int reads = 0;
+  auto reader = [&reads](std::vector<int64_t>* given) {
+    ++reads;
+    *given = {2, 5};
+    return Status::ok();
+  };
+  const Node v13 = test::makeNode("Split", {"x", "split"}, {"a", "b"}, 13);
+  auto sizes = ops::splitSizes(v13, 13, 7, 2, true, reader);
+  ASSERT_TRUE(sizes.isOk());
+  EXPECT_EQ(*sizes, (std::vector<int64_t>{2, 5}));
+  EXPECT_EQ(reads, 1);
+  const Node v11 = test::withInts(test::makeNode("Split", {"x"}, {"a", "b"}, 11), "split", {3, 4});
+  sizes = ops::splitSizes(v11, 11, 7, 2, true, reader);  // opset 11 reads the attribute
+  ASSERT_TRUE(sizes.isOk());
+  EXPECT_EQ(*sizes, (std::vector<int64_t>{3, 4}));
+  EXPECT_EQ(reads, 1);
+  sizes = ops::splitSizes(v13, 13, 8, 2, false, reader);  // no input: equal parts
+  ASSERT_TRUE(sizes.isOk());
+  EXPECT_EQ(*sizes, (std::vector<int64_t>{4, 4}));
+  EXPECT_EQ(reads, 1);
+  auto failing = [](std::vector<int64_t>*) {
+    return Status(StatusCode::kInvalidArgument, "split must be 1-D, got rank 2");
+  };
+  EXPECT_EQ(ops::splitSizes(v13, 13, 7, 2, true, failing).status().message(),
+            "split must be 1-D, got rank 2");
+  EXPECT_EQ(ops::splitSizes(v13, 13, 6, 2, true, reader).status().message(),
+            "split sizes 2x5 add up to more than the dim 6");
+}
+
 }  // namespace
 }  // namespace kiln

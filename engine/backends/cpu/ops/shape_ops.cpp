@@ -212,14 +212,11 @@ Status concatKernel(KernelContext& ctx) {
 
 // The sizes Split cuts along its axis (ops/split_params.h), the explicit ones read here.
 Status splitSizes(const KernelContext& ctx, int64_t dim, std::vector<int64_t>* sizes) {
-  std::vector<int64_t> given;
-  if (ctx.hasInput(1) && ops::splitSizesFromInput(ctx.opset())) {
-    KILN_RETURN_IF_ERROR(readIntInput(ctx, 1, "split", &given));
-  } else if (ctx.opset() < 13 && ctx.node().hasAttr("split")) {
-    given = ctx.node().attrInts("split");
-  }
-  auto parts = ops::splitSizes(ctx.node(), ctx.opset(), dim, ctx.outputCount(), given);
-  if (!parts.isOk()) return ctx.error(parts.status().message());
+  auto parts = ops::splitSizes(
+      ctx.node(), ctx.opset(), dim, ctx.outputCount(), ctx.hasInput(1),
+      [&](std::vector<int64_t>* given) { return readIntInput(ctx, 1, "split", given); });
+  if (!parts.isOk())  // the reader's errors name the node already
+    return parts.status().node() ? parts.status() : ctx.error(parts.status().message());
   *sizes = std::move(parts.value());
   return Status::ok();
 }
