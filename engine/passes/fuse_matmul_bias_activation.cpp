@@ -6,6 +6,7 @@
 //   act(Gemm(X, Wt, c; transB = 1))   = FusedMatMul(X, Wt^T, c; act)
 //   act(Add(Gemm(X, W), b))           = FusedMatMul(X, W, b; act)   (transB either way)
 //   act(MatMul(X, W))                 = FusedMatMul(X, W, 0; act)   (a zero bias [N])
+//   act(Gemm(X, W))                   = FusedMatMul(X, W, 0; act)   (transB either way)
 //   y[..., n] = act(sum over k of X[..., k] * W[k, n] + b[n])
 // W a constant [K, N]; Wt a constant [N, K], transposed into a new initializer, which
 // needs the Gemm to be its only reader (a weight read elsewhere would be stored twice);
@@ -107,7 +108,15 @@ bool matchGemm(const Graph& g, const GraphIndex& index, int at, Match* m) {
   m->x = gemm.inputs[0];
   m->w = gemm.inputs[1];
   m->output = gemm.outputs[0];
-  if (!gemm.hasInput(2)) return takeBiasAdd(g, index, n, w->type(), m);
+  if (!gemm.hasInput(2)) {
+    // No C and no bias Add (the dynamo exporter's Gemm for GPT-2's Conv1D, whose zero
+    // bias its optimizer drops): a zero bias, fused only with an activation (matchAt).
+    if (!takeBiasAdd(g, index, n, w->type(), m)) {
+      m->newBias = Tensor(w->type(), {n});  // zero-filled
+      m->bias = m->w + "_zero_bias";
+    }
+    return true;
+  }
   const Tensor* c = biasConstant(index, gemm.inputs[2], n, w->type(), true);
   if (!c) return false;
   m->bias = gemm.inputs[2];

@@ -7,6 +7,8 @@
 #   carry: [".device"]   command: sh tests/gpu/run_on_device.sh [quick|full|bench]
 # The device tool carries at most 64 MiB (this bundle and the tracked tree, ~39 MB):
 #   PACK_TESTS="test_cuda_int8 ..."  only these GPU test binaries (default: all);
+#   PACK_PY_WHEELS=1                 also onnxscript and its two dependencies as Python 3.12
+#                                    wheels in .device/wheels, for the zoo's dynamo exports
 #   PACK_NODE_DATA=0                 without the ONNX node tests (only run_on_device.sh's
 #                                    conformance suites read them);
 #   PACK_PYTHON=build-py312          also the Python module of that build folder, as
@@ -23,10 +25,11 @@ build=${BUILD_DIR:-$root/build}
 grep -q '^KILN_CUDA_CODE:STRING=sass$' "$build/CMakeCache.txt" 2>/dev/null ||
   flock /tmp/kiln-build.lock cmake -S "$root" -B "$build" -DKILN_CUDA_CODE=sass >/dev/null
 flock /tmp/kiln-build.lock ninja -C "$build" -j2 kiln kiln_example_plugins kiln_cudnn_int8_probe \
-  kiln_int8_mma_probe ${PACK_TESTS:-tests/gpu/all}
+  kiln_int8_mma_probe kiln_gemm_algo_probe ${PACK_TESTS:-tests/gpu/all}
 stage=$(mktemp -d)
 mkdir -p "$stage/bin" "$stage/lib" "$stage/data"
-cp "$build/app/kiln" "$build/bench/probes/kiln_cudnn_int8_probe" "$build/bench/probes/kiln_int8_mma_probe" "$stage/bin/"
+cp "$build/app/kiln" "$build/bench/probes/kiln_cudnn_int8_probe" "$build/bench/probes/kiln_int8_mma_probe" \
+  "$build/bench/probes/kiln_gemm_algo_probe" "$stage/bin/"
 for t in "$build"/tests/gpu/test_cuda_*; do
   case " ${PACK_TESTS:-$(basename "$t")} " in *" $(basename "$t") "*) ;; *) continue;; esac
   [ -x "$t" ] && cp "$t" "$stage/bin/"
@@ -46,6 +49,15 @@ if [ -n "${PACK_PYTHON:-}" ]; then
 fi
 strip "$stage"/bin/* 2>/dev/null || true
 mkdir -p "$root/.device"
+if [ "${PACK_PY_WHEELS:-0}" != 0 ]; then
+  # The dynamo exporter's Python packages for the device's Python 3.12 (bench/zoo_device.sh
+  # unpacks them when the device lacks onnxscript): the versions of the project virtualenv.
+  pip=${KILN_VENV:-$root/.venv}/bin/pip
+  rm -rf "$root/.device/wheels"
+  "$pip" download --quiet --no-deps --only-binary=:all: --python-version 3.12 \
+    --platform manylinux_2_28_x86_64 -d "$root/.device/wheels" \
+    onnxscript==0.7.2 onnx_ir==1.1.0 ml_dtypes==0.6.0
+fi
 # One xz stream with a 1 GiB dictionary: the test binaries are ~34 MB each and nearly
 # identical (each links the whole engine), so matches reach back across every earlier
 # binary. Every GPU test binary and the CLI: 707 MB -> 21.6 MB (xz -9's 64 MiB window:

@@ -207,6 +207,28 @@ TEST(FuseMatMulActivations, GemmWithoutCTakesTheBiasAdd) {
   }
 }
 
+// A Gemm with neither C nor a bias Add (GPT-2's Conv1D through the dynamo exporter, its
+// zero bias dropped) and its activation: one layer with a zero bias; alone it stays.
+TEST(FuseMatMulActivations, GemmWithoutCOrBiasAndItsActivationAreOneNode) {
+  for (int64_t transB : {0, 1}) {
+    SCOPED_TRACE(transB);
+    const Node gemm =
+        withInt(makeNode("Gemm", {"x2", transB ? "wt" : "w"}, {"a"}, 20), "transB", transB);
+    std::vector<Node> nodes = {gemm};
+    for (const Node& n : geluTanhChain()) nodes.push_back(n);
+    Network fused;
+    auto applied = fuseAndCompare(graph(nodes), 1, &fused);
+    ASSERT_EQ(applied.size(), 1u);
+    EXPECT_EQ(fused.graph.nodes[0].attrString("activation", ""), "gelu_tanh");
+    const Tensor& bias = fused.graph.initializers.at(fused.graph.nodes[0].inputs[2]);
+    EXPECT_EQ(bias.shape(), (Shape{6}));
+    for (int64_t i = 0; i < bias.numel(); ++i) EXPECT_EQ(bias.valueAsDouble(i), 0.0);
+    Network alone = graph({gemm});
+    alone.graph.nodes[0].outputs = {"y"};
+    EXPECT_TRUE(fuseAndCompare(alone, 1).empty());
+  }
+}
+
 TEST(FuseMatMulActivations, GemmFormsItCannotExpressStay) {
   const Node relu = makeNode("Relu", {"a"}, {"y"}, 20);
   const Node plain = makeNode("Gemm", {"x2", "w", "b"}, {"a"}, 20);
