@@ -2,12 +2,14 @@
 """One Kiln layer alone against PyTorch on the same GPU (a bench probe, not a test).
 
 Each case is one node in an ONNX file (ai.kiln FusedAttention; channels-last ai.kiln
-FusedConv; LayerNormalization),
+FusedConv; LayerNormalization; ai.kiln AddLayerNorm, the residual add and LayerNorm of a
+transformer block, with or without the sum as a second output),
 built with `kiln build --fp16 --optimization-level 0` and run with `kiln run
 --no-data-transfers --export-profile`: the layer's own GPU time (median; the casts of the
 float32 graph inputs are layers of their own and left out) and the implementation the
 layer chose. PyTorch runs the same operation in fp16 with CUDA events: SDPA on [B, H, S, D]
-(its flash backend where it applies); conv2d channels-last with cudnn.benchmark; LayerNorm.
+(its flash backend where it applies); conv2d channels-last with cudnn.benchmark; LayerNorm;
+the residual add then LayerNorm.
 
 Usage (device): python3 bench/layer_probe.py --kiln /tmp/kiln/bin/kiln [--cases a,b]
 """
@@ -46,6 +48,12 @@ LAYER_NORM = [
     ("ln_convnext_s1", [128, 56, 56], 96),
     ("ln_convnext_s3", [128, 14, 14], 384),
     ("ln_bert_base", [128, 128], 768),
+]
+# ai.kiln AddLayerNorm (S = A + B, Y = LayerNorm(S)): name, rows shape, channels, outputs
+# (1: Y, BERT's post-LN block; 2: Y and S, the pre-LN blocks of ViT and GPT-2).
+ADD_LAYER_NORM = [
+    ("addln_bert_base", [128, 128], 768, 1),
+    ("addln_vit_b16", [64, 197], 768, 2),
 ]
 
 
@@ -113,6 +121,27 @@ def layer_norm_model(rows, c, rng):
     return helper.make_graph([node], "layer_norm", [x], [y]), [scale, bias]
 
 
+def add_layer_norm_model(rows, c, outputs, rng):
+    a = helper.make_tensor_value_info("a", TensorProto.FLOAT, rows + [c])
+    b = helper.make_tensor_value_info("b", TensorProto.FLOAT, rows + [c])
+    outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, rows + [c])
+            for n in ("y", "s")[:outputs]]
+    gamma = numpy_helper.from_array(rng.uniform(0.5, 1.5, c).astype(np.float32), "gamma")
+    beta = numpy_helper.from_array(rng.standard_normal(c).astype(np.float32), "beta")
+    node = helper.make_node("AddLayerNorm", ["a", "b", "gamma", "beta"],
+                            [o.name for o in outs], domain="ai.kiln", epsilon=1e-6)
+    return helper.make_graph([node], "add_layer_norm", [a, b], outs), [gamma, beta]
+
+
+def torch_add_layer_norm(rows, c):
+    import torch
+    ln = torch.nn.LayerNorm(c, eps=1e-6).cuda().half()
+    a = torch.randn(*rows, c, device="cuda", dtype=torch.float16)
+    b = torch.randn(*rows, c, device="cuda", dtype=torch.float16)
+    with torch.inference_mode():
+        return cuda_ms(lambda: ln(a + b))
+
+
 def torch_layer_norm(rows, c):
     import torch
     ln = torch.nn.LayerNorm(c, eps=1e-6).cuda().half()
@@ -146,7 +175,8 @@ def kiln_layer(kiln, onnx_path, inputs, work):
               and "Cast" not in l["name"]]
     main = max(layers, key=lambda l: l["medianMs"])
     impl = [l.get("implementation", "") for l in doc.get("layers", [])
-            if l.get("op_type") in ("FusedAttention", "FusedConv", "LayerNormalization")]
+            if l.get("op_type") in ("FusedAttention", "FusedConv", "LayerNormalization",
+                                    "AddLayerNorm")]
     return {"ms": main["medianMs"], "impl": impl[0] if impl else ""}
 
 
@@ -197,7 +227,7 @@ def main():
     wanted = set(filter(None, args.cases.split(",")))
     print("| case | shape | Kiln layer ms | PyTorch ms | PyTorch / Kiln | Kiln implementation |")
     print("|---|---|---|---|---|---|")
-    for case in ATTENTION + CONV + LAYER_NORM:
+    for case in ATTENTION + CONV + LAYER_NORM + ADD_LAYER_NORM:
         name = case[0]
         if wanted and name not in wanted:
             continue
@@ -209,6 +239,15 @@ def main():
                            args.work)
             t = torch_attention(b, h, s, d, masked)
             shape = f"B{b} H{h} S{s} D{d}"
+        elif case in ADD_LAYER_NORM:
+            _, rows, c, outputs = case
+            graph, inits = add_layer_norm_model(rows, c, outputs, rng)
+            save(graph, path, inits)
+            k = kiln_layer(args.kiln, path,
+                           {n: rng.standard_normal(rows + [c], dtype=np.float32)
+                            for n in ("a", "b")}, args.work)
+            t = torch_add_layer_norm(rows, c)
+            shape = "x".join(map(str, rows + [c])) + f", {outputs} output(s)"
         elif case in LAYER_NORM:
             _, rows, c = case
             graph, inits = layer_norm_model(rows, c, rng)

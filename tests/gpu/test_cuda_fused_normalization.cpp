@@ -1,6 +1,7 @@
 // The ai.kiln row kernels of the softmax and residual fusions on the CUDA engine
-// against the CPU reference: warp rows with packs of 4 (BERT's 128 and 768), warp
-// rows element by element (odd lengths, a broadcast last dim), block rows (> 1024),
+// against the CPU reference: warp rows with 16-byte packs (BERT's 128 and 768: 4 float32
+// or 8 16-bit elements), 8-byte packs of 16-bit types (rows of 4k, not 8k), warp rows
+// element by element (odd lengths, a broadcast last dim), block rows (> 1024),
 // broadcast masks and biases; then the fused tiny BERT layer end to end.
 //
 // Tolerances: fp32 1e-5 for the softmax (probabilities <= 1, float exp on both
@@ -48,7 +49,8 @@ GpuOpTest softmaxOp(float scale) {
 
 TEST(CudaScaledMaskedSoftmax, BertScoresWithPaddingMask) {
   KILN_REQUIRE_GPU();
-  // [batch, heads, seq, seq] scores, [batch, 1, 1, seq] mask: packs of 4, one per lane.
+  // [batch, heads, seq, seq] scores, [batch, 1, 1, seq] mask: one 16-byte pack per lane
+  // (float32: 4 elements; 16-bit types: 8, half the lanes).
   softmaxOp(0.125f)
       .input(randomFloats({2, 3, 128, 128}, 1, -20.0, 20.0))
       .input(paddingMask({2, 1, 1, 128}, 2))
@@ -57,8 +59,9 @@ TEST(CudaScaledMaskedSoftmax, BertScoresWithPaddingMask) {
 
 TEST(CudaScaledMaskedSoftmax, RowLengthsAcrossThePaths) {
   KILN_REQUIRE_GPU();
-  // 7: element by element; 1000: 250 packs, 8 per lane; 2500: a block per row.
-  for (int64_t n : {7, 96, 1000, 2500}) {
+  // 7: element by element; 100: packs of 4 in every type (not a multiple of 8); 1000:
+  // 250 packs of 4 float32 (8 per lane) or 125 of 8 16-bit elements; 2500: a block per row.
+  for (int64_t n : {7, 96, 100, 1000, 2500}) {
     SCOPED_TRACE(n);
     softmaxOp(0.3f)
         .input(randomFloats({3, 5, n}, 3, -6.0, 6.0))
@@ -104,8 +107,9 @@ TEST(CudaAddLayerNorm, BertResidualWithAndWithoutTheSum) {
 
 TEST(CudaAddLayerNorm, RowLengthsAndBroadcasts) {
   KILN_REQUIRE_GPU();
-  // 33: element by element; 2048: a block per row (sum written too).
-  for (int64_t n : {33, 2048}) {
+  // 33: element by element; 100: packs of 4 in every type (not a multiple of 8); 2048: a
+  // block per row (sum written too).
+  for (int64_t n : {33, 100, 2048}) {
     SCOPED_TRACE(n);
     addNormOp()
         .input(randomFloats({5, n}, 14, -2.0, 2.0))

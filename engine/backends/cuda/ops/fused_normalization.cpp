@@ -5,8 +5,9 @@
 // Storage float32, float16 or bfloat16 (one type for every input), arithmetic in
 // float. A row of up to kWarpRowLimit elements belongs to one warp and stays in its
 // registers between the passes (max/sum, then mean/variance), so X, M, A and B are
-// read once and Y written once; each lane moves packs of 4 elements (16 bytes of
-// float32) where the last dims are contiguous and aligned. Longer rows get a block
+// read once and Y written once; each lane moves 16 bytes at a time (4 float32 or 8
+// 16-bit elements; 4 16-bit elements where a row is not a multiple of 8) where the last
+// dims are contiguous and aligned. Longer rows get a block
 // each and re-read their inputs per pass. Inputs broadcast to the output as numpy
 // does: each row finds its start through the broadcast strides, and a broadcast
 // last dim is read with stride 0 (through single-element packs).
@@ -95,16 +96,26 @@ bool aligned(const void* p, size_t bytes) {
   return p == nullptr || reinterpret_cast<uintptr_t>(p) % bytes == 0;
 }
 
-// Packs of kFusedPack elements (of `elementBytes` each) when every row is contiguous and
-// aligned to them.
-bool packable(size_t elementBytes, int64_t n, std::initializer_list<const RowMap*> maps,
+// The elements each access moves: kFusedWidePack for 16-bit types, else kFusedPack (16
+// bytes either way), or kFusedPack for 16-bit types (8 bytes) where n is not a multiple of
+// 8 or a buffer not aligned to 16 bytes, when every row is contiguous and n a multiple of
+// the pack and every buffer aligned to one; else 1.
+int packWidth(size_t elementBytes, int64_t n, std::initializer_list<const RowMap*> maps,
               std::initializer_list<const void*> pointers) {
-  if (n % kFusedPack != 0) return false;
   for (const RowMap* m : maps)
-    if (m && m->lastStride != 1) return false;
-  for (const void* p : pointers)
-    if (!aligned(p, elementBytes * kFusedPack)) return false;
-  return true;
+    if (m && m->lastStride != 1) return 1;
+  auto fits = [&](int pack) {
+    if (n % pack != 0) return false;
+    for (const void* p : pointers)
+      if (!aligned(p, elementBytes * pack)) return false;
+    return true;
+  };
+  if (elementBytes == 2 && fits(kFusedWidePack)) return kFusedWidePack;
+  return fits(kFusedPack) ? kFusedPack : 1;
+}
+
+std::string packText(int pack) {
+  return pack > 1 ? ", packs of " + std::to_string(pack) : "";
 }
 
 Status scaledMaskedSoftmaxKernel(GpuKernelContext& ctx) {
@@ -130,10 +141,9 @@ Status scaledMaskedSoftmaxKernel(GpuKernelContext& ctx) {
   launch.y = y.data;
   launch.type = x.type;
   if (args.n <= kFusedWarpRowLimit) {
-    launch.pack = packable(dataTypeSize(x.type), args.n, {&args.x, mask ? &args.mask : nullptr},
-                           {x.data, launch.mask, y.data});
-    ctx.setImplementation(std::string("kiln warp-per-row softmax") +
-                          (launch.pack ? ", packs of 4" : ""));
+    launch.pack = packWidth(dataTypeSize(x.type), args.n, {&args.x, mask ? &args.mask : nullptr},
+                            {x.data, launch.mask, y.data});
+    ctx.setImplementation("kiln warp-per-row softmax" + packText(launch.pack));
   }
   return launchScaledMaskedSoftmax(launch, ctx.stream());
 }
@@ -186,10 +196,9 @@ Status addLayerNormKernel(GpuKernelContext& ctx) {
   launch.sum = sum;
   launch.type = a.type;
   if (args.n <= kFusedWarpRowLimit) {
-    launch.pack = packable(dataTypeSize(a.type), args.n, {&args.a, &args.b},
-                           {a.data, b.data, launch.gamma, launch.beta, y.data, sum});
-    ctx.setImplementation(std::string("kiln warp-per-row add + layernorm") +
-                          (launch.pack ? ", packs of 4" : ""));
+    launch.pack = packWidth(dataTypeSize(a.type), args.n, {&args.a, &args.b},
+                            {a.data, b.data, launch.gamma, launch.beta, y.data, sum});
+    ctx.setImplementation("kiln warp-per-row add + layernorm" + packText(launch.pack));
   }
   return launchAddLayerNorm(launch, ctx.stream());
 }

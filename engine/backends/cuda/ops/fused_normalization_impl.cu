@@ -3,7 +3,8 @@
 // fused_normalization_impl.h). Arithmetic in float. A row of up to kWarpRowLimit elements
 // belongs to one warp and stays in its registers between the passes (max/sum, then
 // mean/variance), so X, M, A and B are read once and Y written once; each lane moves packs
-// of 4 elements where the host found them contiguous and aligned. Longer rows get a block
+// of 16 bytes (4 float32 or 8 16-bit elements; 8 bytes of 4 16-bit elements where a row is
+// not a multiple of 8) where the host found them contiguous and aligned. Longer rows get a block
 // each and re-read their inputs per pass. A broadcast input's row starts through its RowMap,
 // and a broadcast last dim is read with stride 0 (through single-element packs).
 #include <algorithm>
@@ -254,24 +255,31 @@ __global__ void __launch_bounds__(kMaxRowBlock)
 // ---- Launch geometry -----------------------------------------------------------
 
 // Calls launch(integral_constant<int, V>, integral_constant<int, K>) with the pack
-// width V and the packs per lane K (a power of two) that cover a row of n <= 1024.
-template <class F>
-Status forWarpShape(int64_t n, bool pack, F&& launch) {
-  const int64_t packs = pack ? n / kPack : n;
+// width V (`pack` elements: 1, kPack or, for a 16-bit T, kFusedWidePack) and the packs per
+// lane K (a power of two) that cover a row of n <= 1024.
+template <class T, class F>
+Status forWarpShape(int64_t n, int pack, F&& launch) {
+  const int64_t packs = n / pack;
   const int64_t perLane = (packs + 31) / 32;
   auto chunks = [&](auto v) -> Status {
+    constexpr int kWidth = decltype(v)::value;
     if (perLane <= 1) return launch(v, std::integral_constant<int, 1>{});
     if (perLane <= 2) return launch(v, std::integral_constant<int, 2>{});
     if (perLane <= 4) return launch(v, std::integral_constant<int, 4>{});
-    if (perLane <= 8) return launch(v, std::integral_constant<int, 8>{});
-    if constexpr (decltype(v)::value == 1) {
+    if constexpr (kWidth < kFusedWidePack) {
+      if (perLane <= 8) return launch(v, std::integral_constant<int, 8>{});
+    }
+    if constexpr (kWidth == 1) {
       if (perLane <= 16) return launch(v, std::integral_constant<int, 16>{});
       return launch(v, std::integral_constant<int, 32>{});
     }
     return Status(StatusCode::kInternal, "row too long for one warp");
   };
-  return pack ? chunks(std::integral_constant<int, kPack>{})
-              : chunks(std::integral_constant<int, 1>{});
+  if constexpr (sizeof(T) == 2) {
+    if (pack == kFusedWidePack) return chunks(std::integral_constant<int, kFusedWidePack>{});
+  }
+  return pack == kPack ? chunks(std::integral_constant<int, kPack>{})
+                       : chunks(std::integral_constant<int, 1>{});
 }
 
 unsigned warpGrid(int64_t rows) {
@@ -298,7 +306,7 @@ Status launchScaledMaskedSoftmax(const SoftmaxLaunch& l, cudaStream_t stream) {
       KILN_CUDA_CHECK_LAUNCH("softmaxBlockRows");
       return Status::ok();
     }
-    return forWarpShape(args.n, l.pack, [&](auto v, auto k) -> Status {
+    return forWarpShape<T>(args.n, l.pack, [&](auto v, auto k) -> Status {
       softmaxWarpRows<T, decltype(v)::value, decltype(k)::value>
           <<<warpGrid(args.rows), kWarpsPerBlock * 32, 0, stream>>>(x, m, y, args);
       KILN_CUDA_CHECK_LAUNCH("softmaxWarpRows");
@@ -323,7 +331,7 @@ Status launchAddLayerNorm(const AddNormLaunch& l, cudaStream_t stream) {
       KILN_CUDA_CHECK_LAUNCH("addNormBlockRows");
       return Status::ok();
     }
-    return forWarpShape(args.n, l.pack, [&](auto v, auto k) -> Status {
+    return forWarpShape<T>(args.n, l.pack, [&](auto v, auto k) -> Status {
       addNormWarpRows<T, decltype(v)::value, decltype(k)::value>
           <<<warpGrid(args.rows), kWarpsPerBlock * 32, 0, stream>>>(a, b, gamma, beta, y, s, args);
       KILN_CUDA_CHECK_LAUNCH("addNormWarpRows");

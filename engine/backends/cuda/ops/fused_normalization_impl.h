@@ -7,9 +7,9 @@
 // launch's status ("data type X", kUnsupported, outside float32 / float16 / bfloat16). It
 // assumes the host half checked: the type is in device_types::kStorageFloats and shared by
 // every input, the outputs are allocated, rows > 0, and `pack` was decided by the host
-// (every row contiguous, n a multiple of kFusedPack, every buffer aligned to a pack). Rows of
-// up to kFusedWarpRowLimit elements get a warp each (packs of kFusedPack when `pack`), longer
-// rows a block each.
+// (fusedPackWidth: every row contiguous, n a multiple of the pack, every buffer aligned to
+// one). Rows of up to kFusedWarpRowLimit elements get a warp each (moving `pack` elements
+// per access), longer rows a block each.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -22,7 +22,8 @@
 
 namespace kiln::cuda::fused_norm {
 
-constexpr int kFusedPack = 4;  // elements per vector access
+constexpr int kFusedPack = 4;      // elements per vector access (16 bytes of float32)
+constexpr int kFusedWidePack = 8;  // 16-bit types: 16 bytes per access
 // row_kernels.cuh's kWarpRowLimit (fused_normalization_impl.cu checks they agree): rows up
 // to this length get one warp each.
 constexpr int64_t kFusedWarpRowLimit = 1024;
@@ -52,7 +53,7 @@ struct SoftmaxLaunch {
   void* y = nullptr;
   DataType type = DataType::kFloat32;
   SoftmaxArgs args;
-  bool pack = false;
+  int pack = 1;  // elements per access: 1, kFusedPack or (16-bit types) kFusedWidePack
 };
 Status launchScaledMaskedSoftmax(const SoftmaxLaunch& launch, cudaStream_t stream);
 
@@ -71,7 +72,7 @@ struct AddNormLaunch {
   void* sum = nullptr;  // optional output S
   DataType type = DataType::kFloat32;
   AddNormArgs args;
-  bool pack = false;
+  int pack = 1;  // elements per access: 1, kFusedPack or (16-bit types) kFusedWidePack
 };
 Status launchAddLayerNorm(const AddNormLaunch& launch, cudaStream_t stream);
 
