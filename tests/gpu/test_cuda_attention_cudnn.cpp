@@ -4,8 +4,9 @@
 // poisoned with NaN before each run (twice: the race writes the output while timing).
 // Shapes: ViT-like packed QKV read through STRIDED views (B2 H3 S197 D64), BERT-like
 // with the additive padding mask [B, 1, 1, S] and transformers 5's [B, 1, S, S], a long
-// sequence (S 1024), each in float16 and bfloat16; -inf mask entries; a float32 layer
-// and a per-window mask, which cuDNN's graph cannot take (the race names why).
+// sequence (S 1024), each in float16 and bfloat16; -inf mask entries; the eager export's
+// mask without the NaN guard (rows whose every key is -inf: NaN on both candidates); a
+// float32 layer and a per-window mask, which cuDNN's graph cannot take (the race names why).
 //
 // Tolerances as test_cuda_fused_attention.cpp: fp16 4e-3, bf16 3e-2 (inputs rounded
 // first; both candidates round P to the storage type for the second product and round Y).
@@ -98,8 +99,8 @@ void checkBothCandidates(const Network& unfused, const Feeds& base) {
 
 // BERT's attention block; with `sdpaExport` as transformers' default (SDPA) attention
 // exports it: a boolean mask made additive (-inf where masked), the guarded softmax
-// (nan_to_zero = 1), which cuDNN's graph can take; without, the eager export's finite
-// additive mask, which it cannot.
+// (nan_to_zero = 1); without, the eager export's finite additive mask (no guard: a row
+// whose every key is -inf is NaN).
 AttentionCase bertLike(int64_t seq, const Shape& mask, bool sdpaExport = true) {
   AttentionCase c;
   c.batch = 2;
@@ -201,8 +202,8 @@ TEST(CudaAttentionCudnn, MaskedKeysAcrossWholeTiles) {
 TEST(CudaAttentionCudnn, FullyMaskedRowGivesZero) {
   KILN_REQUIRE_GPU();
   // Query row 3 of batch 1 sees no key: 0 in the guarded unfused graph (nan_to_zero = 1),
-  // and cuDNN's graph must write 0 there too (the reason masked layers without
-  // nan_to_zero are not its candidates: unfused, that row is NaN).
+  // and cuDNN's graph must write 0 there too (without nan_to_zero, unfused, that row is
+  // NaN: runCudnnAttention then writes it, EagerMaskFullyMaskedRowsAreNaNOnBothPaths).
   const AttentionCase c = bertLike(128, {2, 1, 128, 128});
   Feeds feeds = attentionFeeds(c, 15);
   Tensor& keep = feeds["mask_bool"];
@@ -210,11 +211,35 @@ TEST(CudaAttentionCudnn, FullyMaskedRowGivesZero) {
   checkPath(attentionNetwork(c), feeds, "cudnn", "cudnn fused attention");
 }
 
-TEST(CudaAttentionCudnn, EagerMaskKeepsKilnAndSaysWhy) {
+// The eager export's additive mask (no NaN guard, nan_to_zero = 0): cuDNN is a candidate
+// too, its rows whose every key is masked set to NaN afterwards, as the unfused Softmax
+// gives them.
+TEST(CudaAttentionCudnn, EagerMaskRacesBothCandidates) {
   KILN_REQUIRE_GPU();
   const AttentionCase c = bertLike(128, {2, 1, 1, 128}, false);
-  checkPath(attentionNetwork(c), attentionFeeds(c, 18), "auto",
-            "cudnn attention: not a candidate (a mask without nan_to_zero");
+  checkBothCandidates(attentionNetwork(c), attentionFeeds(c, 18));
+}
+
+TEST(CudaAttentionCudnn, EagerMaskFullyMaskedRowsAreNaNOnBothPaths) {
+  KILN_REQUIRE_GPU();
+  const float minusInf = -std::numeric_limits<float>::infinity();
+  // Query row 3 of batch 1 sees no key ([B, 1, S, S] mask): NaN in that row of every head.
+  const AttentionCase perQuery = bertLike(128, {2, 1, 128, 128}, false);
+  Feeds feeds = attentionFeeds(perQuery, 19);
+  Tensor mask = castTensor(feeds["mask"], DataType::kFloat32);
+  for (int64_t j = 0; j < 128; ++j) mask.data<float>()[128 * 128 + 3 * 128 + j] = minusInf;
+  feeds["mask"] = mask;
+  for (const char* path : {"kiln", "cudnn"})
+    checkPath(
+        attentionNetwork(perQuery), feeds, path,
+        path == std::string("kiln") ? "kiln flash attention" : "set to NaN, the unfused Softmax");
+  // Every key of batch 1 masked ([B, 1, 1, S] padding mask): all of batch 1 is NaN.
+  const AttentionCase perKey = bertLike(128, {2, 1, 1, 128}, false);
+  feeds = attentionFeeds(perKey, 20);
+  mask = castTensor(feeds["mask"], DataType::kFloat32);
+  for (int64_t j = 0; j < 128; ++j) mask.data<float>()[128 + j] = minusInf;
+  feeds["mask"] = mask;
+  checkPath(attentionNetwork(perKey), feeds, "cudnn", "set to NaN, the unfused Softmax");
 }
 
 TEST(CudaAttentionCudnn, Float32LayerKeepsKilnAndSaysWhy) {

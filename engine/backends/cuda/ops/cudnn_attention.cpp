@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backends/cuda/ops/cudnn_graph_ops.h"
+#include "backends/cuda/ops/fused_attention_impl.h"
 
 namespace kiln::cuda {
 namespace {
@@ -147,11 +148,8 @@ std::string cudnnAttentionUnsupported(const AttentionOperands& a) {
   if (g.mask[3] != 1) return "a mask broadcast over the keys";
   if (!aligned16(a.mask)) return "the mask is not 16-byte aligned";
   // cuDNN's engines write 0 for a row whose every key is masked with -inf (seen on an
-  // H200, cuDNN 9.x: test_cuda_attention_cudnn's FullyMaskedRowGivesZero), which is the
-  // contract of nan_to_zero = 1 only; the unfused Softmax gives NaN there.
-  if (!g.nanToZero)
-    return "a mask without nan_to_zero (a row whose every key is masked gives NaN unfused, "
-           "0 in cuDNN's graph)";
+  // H200, cuDNN 9.x: test_cuda_attention_cudnn's FullyMaskedRowGivesZero), the contract
+  // of nan_to_zero = 1; without it runCudnnAttention sets those rows to NaN afterwards.
   return "";
 }
 
@@ -215,7 +213,22 @@ Status runCudnnAttention(GpuKernelContext& ctx, cudnnHandle_t handle, const Cudn
                             {kUidScale, &scale}};
   if (a.mask) bindings.push_back({kUidMask, const_cast<void*>(a.mask)});
   KILN_ASSIGN_OR_RETURN(void* workspace, convWorkspace(ctx, plan.workspace));
-  return executeCudnnPlan(handle, plan, bindings, workspace);
+  KILN_RETURN_IF_ERROR(executeCudnnPlan(handle, plan, bindings, workspace));
+  if (!a.mask || a.geometry.nanToZero) return Status::ok();
+  // The unfused Softmax's NaN where cuDNN wrote 0: a row whose every key is -inf.
+  const FusedAttentionGeometry& g = a.geometry;
+  flash::FullyMaskedRowsLaunch fix;
+  fix.type = a.type;
+  fix.mask = a.mask;
+  fix.y = a.y;
+  fix.batch = g.batch;
+  fix.heads = g.heads;
+  fix.seqQ = g.seqQ;
+  fix.seqK = g.seqK;
+  fix.valueDim = g.valueDim;
+  std::copy(g.mask, g.mask + 4, fix.maskStrides);
+  fix.ys = g.y;
+  return flash::launchNanForFullyMaskedRows(fix, ctx.stream());
 }
 
 }  // namespace kiln::cuda

@@ -31,9 +31,9 @@ namespace kiln::cuda {
 // operands; otherwise why not, in one line. Not candidates: float32 (the engines take
 // float16 and bfloat16), head sizes not a multiple of 8 or above 256, pointers not
 // 16-byte aligned or strides not a multiple of 8 elements, a per-window mask
-// (mask_batch_period), a mask broadcast over the keys, and a mask without nan_to_zero
-// (cuDNN writes 0 for a row whose every key is masked; the unfused Softmax gives NaN, so
-// only the SDPA export's guarded softmax, nan_to_zero = 1, has cuDNN's contract).
+// (mask_batch_period) and a mask broadcast over the keys. (cuDNN writes 0 for a row whose
+// every key is masked, the contract of nan_to_zero = 1; without it, the unfused Softmax's
+// NaN: runCudnnAttention writes it there after the graph.)
 std::string cudnnAttentionUnsupported(const AttentionOperands& a);
 
 // The graph's identity for the plan cache: types, dims, strides, which mask dims
@@ -49,7 +49,9 @@ Status buildCudnnAttentionGraph(cudnnHandle_t handle, const AttentionOperands& a
 // compiles at run time, within the engine's workspace limit.
 PlanFilter cudnnAttentionPlanFilter(const GpuKernelContext& ctx);
 
-// Enqueues `plan` (built for the graph of `a`) on `a`'s pointers and scale.
+// Enqueues `plan` (built for the graph of `a`) on `a`'s pointers and scale; for a mask
+// without nan_to_zero, then Kiln's pass that sets the rows whose every key is -inf to NaN
+// (flash::launchNanForFullyMaskedRows: one read of the mask's distinct rows).
 Status runCudnnAttention(GpuKernelContext& ctx, cudnnHandle_t handle, const CudnnPlan& plan,
                          const AttentionOperands& a);
 

@@ -27,6 +27,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
@@ -462,7 +463,54 @@ Status launchForHeadSize(const AttentionArgs& a, dim3 grid, DataType type, cudaS
   }
 }
 
+// ---- NaN for fully masked rows (after cuDNN's graph) ------------------------------
+// One warp per distinct mask row (b, h, i) over the dims the mask does not broadcast; the
+// lanes read its keys, and a row every key of which is -inf writes NaN into the Y rows it
+// covers (every head where the mask's head dim is broadcast, every query where its query
+// dim is).
+template <class T>
+__global__ void nanForFullyMaskedRows(FullyMaskedRowsLaunch l, int64_t maskHeads,
+                                      int64_t maskQueries) {
+  const int64_t warps = int64_t(gridDim.x) * (blockDim.x / 32);
+  const int lane = threadIdx.x % 32;
+  const int64_t rows = l.batch * maskHeads * maskQueries;
+  const T* mask = static_cast<const T*>(l.mask);
+  T* y = static_cast<T*>(l.y);
+  for (int64_t r = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32; r < rows;
+       r += warps) {
+    const int64_t i = r % maskQueries, h = (r / maskQueries) % maskHeads,
+                  b = r / (maskQueries * maskHeads);
+    const T* row = mask + b * l.maskStrides[0] + h * l.maskStrides[1] + i * l.maskStrides[2];
+    bool masked = true;
+    for (int64_t j = lane; j < l.seqK && masked; j += 32) masked = toFloat(row[j]) == -INFINITY;
+    if (!__all_sync(kFullMask, masked)) continue;
+    const int64_t h0 = maskHeads == 1 ? 0 : h, h1 = maskHeads == 1 ? l.heads : h + 1;
+    const int64_t i0 = maskQueries == 1 ? 0 : i, i1 = maskQueries == 1 ? l.seqQ : i + 1;
+    const T nan = fromFloat<T>(NAN);
+    for (int64_t hh = h0; hh < h1; ++hh)
+      for (int64_t ii = i0; ii < i1; ++ii)
+        for (int64_t d = lane; d < l.valueDim; d += 32)
+          y[b * l.ys.batch + hh * l.ys.head + ii * l.ys.seq + d] = nan;
+  }
+}
+
 }  // namespace
+
+Status launchNanForFullyMaskedRows(const FullyMaskedRowsLaunch& launch, cudaStream_t stream) {
+  const int64_t maskHeads = launch.maskStrides[1] != 0 ? launch.heads : 1;
+  const int64_t maskQueries = launch.maskStrides[2] != 0 ? launch.seqQ : 1;
+  const int64_t warps = launch.batch * maskHeads * maskQueries;
+  constexpr int kWarpsPerBlock = 8;
+  const unsigned blocks = static_cast<unsigned>(
+      std::min<int64_t>((warps + kWarpsPerBlock - 1) / kWarpsPerBlock, 65535LL * 32));
+  return dispatchDeviceType<device_types::kFloat16 | device_types::kBFloat16>(
+      launch.type, [&](auto tag) -> Status {
+        nanForFullyMaskedRows<decltype(tag)>
+            <<<blocks, kWarpsPerBlock * 32, 0, stream>>>(launch, maskHeads, maskQueries);
+        KILN_CUDA_CHECK_LAUNCH("nanForFullyMaskedRows");
+        return Status::ok();
+      });
+}
 
 Status launchAttention(const AttentionLaunch& launch, cudaStream_t stream) {
   const AttentionArgs& a = launch.args;

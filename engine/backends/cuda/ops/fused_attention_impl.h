@@ -72,4 +72,21 @@ struct AttentionLaunch {
 };
 Status launchAttention(const AttentionLaunch& launch, cudaStream_t stream);
 
+// Y's rows whose every key the mask sets to -inf become NaN, the unfused Softmax's value
+// there, after a candidate that writes 0 in such a row (cuDNN's graph; a layer with
+// nan_to_zero wants the 0 and does not call this). The mask is [B, H, Sq, Sk] through
+// `maskStrides` (0 on a broadcast dim, 1 for the keys): each distinct mask row is read once
+// (a [B, 1, 1, Sk] padding mask: B rows) and, when fully masked, writes NaN into every Y
+// row it covers. Assumes `mask` and `y` have their offsets applied, the type is a 16-bit
+// float of kAttentionDeviceTypes and every size is positive. Returns the launch's status.
+struct FullyMaskedRowsLaunch {
+  DataType type = DataType::kUndefined;
+  const void* mask = nullptr;
+  void* y = nullptr;
+  int64_t batch = 0, heads = 0, seqQ = 0, seqK = 0, valueDim = 0;
+  int64_t maskStrides[4] = {};  // (b, h, i, j)
+  AttentionStrides ys;
+};
+Status launchNanForFullyMaskedRows(const FullyMaskedRowsLaunch& launch, cudaStream_t stream);
+
 }  // namespace kiln::cuda::flash

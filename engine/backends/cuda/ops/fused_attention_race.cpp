@@ -254,7 +254,11 @@ Status runFusedAttention(GpuKernelContext& ctx, const AttentionOperands& operand
     if (!state->choice.empty()) ctx.setChoice(state->choice);
     slot = state;
   }
-  ctx.setImplementation(state->implementation);
+  const bool nanPass = state->plan && operands.mask && !operands.geometry.nanToZero;
+  ctx.setImplementation(state->implementation +
+                        (nanPass ? "; then rows whose every key is masked set to NaN, the "
+                                   "unfused Softmax's value (cuDNN writes 0)"
+                                 : ""));
   return state->plan ? runCudnnAttention(ctx, handle, *state->plan, operands) : runKiln();
 }
 
