@@ -60,7 +60,7 @@ const std::vector<OpRow>& opTable() {
     {"LayerNormalization", "", K::kNormalization, S::kOwnRule, "Normalization", false, false},
     {"LpNormalization", "", K::kNormalization, S::kSameAsInput, "", false, false},
     {"MeanVarianceNormalization", "", K::kNormalization, S::kSameAsInput, "", false, false},
-    {"RMSNormalization", "", K::kNormalization, S::kSameAsInput, "", false, false},
+    {"RMSNormalization", "", K::kNormalization, S::kOwnRule, "", false, false},
     {"AddLayerNorm", "ai.kiln", K::kNormalization, S::kOwnRule, "Normalization", false, false},
     {"SimplifiedLayerNormalization", "com.microsoft", K::kNormalization, S::kOwnRule, "", false, false},
     {"SkipLayerNormalization", "com.microsoft", K::kNormalization, S::kOwnRule, "", false, false},

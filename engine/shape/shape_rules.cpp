@@ -143,6 +143,15 @@ bool layerNormRule(const Node& node, const Ins& in, Outs* outs) {
   return true;
 }
 
+// RMSNormalization (opset 23): Y has X's shape and the scale's type (V), which may differ
+// from X's (T); X's when the scale's is not known.
+bool rmsNormRule(const Node&, const Ins& in, Outs* outs) {
+  if (!known(in, 0)) return false;
+  const DataType scale = typeOf(in, 1);
+  setOut(outs, 0, scale != DataType::kUndefined ? scale : typeOf(in, 0), shapeOf(in, 0));
+  return true;
+}
+
 bool firstIsIndexAndData(const Node& node, const Ins& in, Outs* outs) {
   if (!sameShape(node, in, outs)) return false;
   for (size_t i = 1; i < outs->size(); ++i) (*outs)[i].info.type = DataType::kBool;  // Dropout mask
@@ -223,6 +232,7 @@ const std::map<std::string, ShapeRule>& ruleTable() {
       t[op] = &reduceRule;
     t["ArgMax"] = t["ArgMin"] = &argReduceRule;
     t["LayerNormalization"] = &layerNormRule;
+    t["RMSNormalization"] = &rmsNormRule;
     addTensorShapeRules(t);
     addSpatialShapeRules(t);
     addFusedShapeRules(t);

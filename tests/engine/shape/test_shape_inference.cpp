@@ -96,6 +96,32 @@ TEST(ShapeInference, AnUnresolvedNodeKeepsItsDataType) {
   EXPECT_FALSE(shapes->unresolved.empty());
 }
 
+// RMSNormalization's Y takes the scale's type (V), which may differ from X's (T): a Cast of
+// it back to X's type is then no no-op.
+TEST(ShapeInference, RmsNormalizationTakesTheScalesType) {
+  Network net;
+  net.opsets[""] = 23;
+  Graph& g = net.graph;
+  g.inputs = {{"x", DataType::kFloat32, true, {DimExpr(2), DimExpr(8)}}};
+  g.initializers["scale16"] = Tensor(DataType::kFloat16, {8});
+  g.initializers["scale32"] = Tensor(DataType::kFloat32, {8});
+  Node mixed;
+  mixed.opType = "RMSNormalization";
+  mixed.opset = 23;
+  mixed.inputs = {"x", "scale16"};
+  mixed.outputs = {"y16"};
+  Node same = mixed;
+  same.inputs = {"x", "scale32"};
+  same.outputs = {"y32"};
+  g.nodes = {mixed, same};
+  g.outputs = {{"y16", DataType::kUndefined, false, {}}, {"y32", DataType::kUndefined, false, {}}};
+  auto shapes = inferShapes(net);
+  ASSERT_TRUE(shapes.isOk()) << shapes.status().toString();
+  EXPECT_EQ(shapes->values.at("y16").type, DataType::kFloat16);
+  EXPECT_EQ(shapes->values.at("y32").type, DataType::kFloat32);
+  EXPECT_EQ(shapes->values.at("y16").shape.size(), 2u);
+}
+
 // BERT's SDPA mask (transformers' export): ConstantOfShape(bool) And Cast(to bool), Expanded
 // to a run-time shape, selects in a Where; IsNaN of the scores. Every type is known
 // without the shapes: the strongly typed export then keeps none of them float32.
