@@ -277,6 +277,8 @@ Status forWarpShape(int64_t n, int pack, F&& launch) {
   };
   if constexpr (sizeof(T) == 2) {
     if (pack == kFusedWidePack) return chunks(std::integral_constant<int, kFusedWidePack>{});
+  } else if (pack == kFusedWidePack) {  // the host picks 8 for 16-bit types only
+    return Status(StatusCode::kInternal, "8-element packs of a 4-byte type");
   }
   return pack == kPack ? chunks(std::integral_constant<int, kPack>{})
                        : chunks(std::integral_constant<int, 1>{});
