@@ -10,7 +10,9 @@
 // Scales before the product fold into c: Qh or Kt may each be Mul(X, a) or Div(X, a)
 // with a a scalar constant (the SDPA export scales both by sqrt(c)):
 //   <a Q, b K> = a b <Q, K>, so c' = c a b.
-// in one of two layouts for all three of Q, K, V (mixed layouts do not match):
+// in one of two layouts for all three of Q, K, V (when the head transposes match for some
+// operands and not others, as for LLaMA's rotary Q and K beside V's plain head split in the
+// dynamo export, all three are read as BHSD and the matched head transposes stay outside):
 //   BSHD, the exporters' head split (Q4, K4, V4 [B, S, H, D], the Reshape outputs):
 //     Qh = Transpose(Q4, (0,2,1,3)), Vh = Transpose(V4, (0,2,1,3)),
 //     Kt = Transpose(K4, (0,2,3,1)) or Transpose(Transpose(K4, (0,2,1,3)), (0,1,3,2))
@@ -74,6 +76,21 @@ Operand queryOrValue(const Graph& g, const GraphIndex& index, const std::string&
   const int t = transposeInto(g, index, value, reader, kHeads);
   if (t < 0) return {value, false, {}};
   return {g.nodes[t].inputs[0], true, {t}};
+}
+
+// `o` read as BHSD: the head transpose it absorbed stays outside and its output is the
+// operand (Q or V: Transpose(X4, (0,2,1,3)); K: the inner (0,2,1,3) of its two
+// transposes, the (0,1,3,2) still absorbed). False for K's single (0,2,3,1) transpose,
+// which has no BHSD form.
+bool readAsBhsd(const Graph& g, bool key, Operand* o) {
+  if (!o->bshd) return true;
+  if (!key) {
+    *o = {g.nodes[o->nodes.front()].outputs[0], false, {}};
+    return true;
+  }
+  if (o->nodes.size() != 2) return false;
+  *o = {g.nodes[o->nodes[0]].outputs[0], false, {o->nodes[1]}};
+  return true;
 }
 
 bool keyOperand(const Graph& g, const GraphIndex& index, const std::string& kt, int reader,
@@ -237,8 +254,8 @@ bool matchWindowSoftmax(const Graph& g, const GraphIndex& index, const InferredS
       !rewrite::staticShape(shapes, windowed, &full5) || full5.size() != 5)
     return false;
   const int64_t period = full5[1];
-  if (period < 1 || full5[0] * period != full4[0] || full5[2] != full4[1] ||
-      full5[3] != full4[2] || full5[4] != full4[3])
+  if (period < 1 || full5[0] * period != full4[0] || full5[2] != full4[1] || full5[3] != full4[2] ||
+      full5[4] != full4[3])
     return false;
   if (!broadcastsTo(*windowMask, full5) ||
       (windowMask->shape().size() == 5 && windowMask->shape()[0] != 1))
@@ -389,6 +406,10 @@ bool matchAt(const Graph& g, const GraphIndex& index, const InferredShapes& shap
   const Read qh = unscaled(g, index, {g.nodes[qk].inputs[0], qk}, &m->scores.scale, &m->extra);
   m->q = queryOrValue(g, index, qh.value, qh.reader);
   m->v = queryOrValue(g, index, pv.inputs[1], at);
+  const bool mixed = m->q.bshd != m->k.bshd || m->q.bshd != m->v.bshd;
+  if (mixed &&
+      !(readAsBhsd(g, false, &m->q) && readAsBhsd(g, true, &m->k) && readAsBhsd(g, false, &m->v)))
+    return false;
   if (!operandsFit(shapes, m)) return false;
   if (!m->scores.mask.empty() && !maskFits(shapes, m->scores.mask, m->scores.scores)) return false;
   m->nodes = {qk, at};

@@ -4,8 +4,11 @@
 // the same outputs, and what must not fuse stays as it was.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <limits>
+#include <set>
 
 #include "engine/passes/attention_graph.h"
 #include "engine/passes/pass_test_support.h"
@@ -14,6 +17,7 @@
 #include "kiln/reference_backend.h"
 #include "kiln/shape_inference.h"
 #include "support/op_test.h"
+#include "support/test_graph.h"
 
 namespace kiln::test {
 namespace {
@@ -247,6 +251,42 @@ TEST(FuseAttention, SharedIntermediatesOrMixedLayoutsDoNotFuse) {
   Network widened = attentionNetwork(wide);
   ASSERT_TRUE(runPasses(widened, 1, {}, &applied).isOk());
   EXPECT_EQ(fusedAttention(widened), nullptr);
+}
+
+// LLaMA through the dynamo exporter: Q and K are computed after their head transposes (the
+// rotary embedding; here a Mul by a per-feature table, which no scale fold takes) while V
+// keeps its plain head split. The three are read as BHSD; V's head transpose stays outside
+// the fused node (a later pass may fold it into strides).
+TEST(FuseAttention, RotaryQueryAndKeyBesideAPlainValueFuseAsBhsd) {
+  AttentionCase c;
+  c.mask = {2, 1, 1, 37};
+  Network net = attentionNetwork(c);
+  Graph& g = net.graph;
+  g.initializers["rot"] = randomTensor(DataType::kFloat32, {1, 1, 1, 16}, 9, 0.5, 1.5);
+  for (Node& n : g.nodes)
+    for (std::string& in : n.inputs) {
+      if (n.name == "kt" && in == "kh") in = "kh_rot";
+      if (n.opType == "MatMul" && in == "qh") in = "qh_rot";
+    }
+  // Each Mul right after the head transpose it reads (topological order).
+  std::vector<Node> ordered;
+  for (const Node& n : g.nodes) {
+    ordered.push_back(n);
+    if (n.outputs[0] == "qh" || n.outputs[0] == "kh")
+      ordered.push_back(makeNode("Mul", {n.outputs[0], "rot"}, {n.outputs[0] + "_rot"}));
+  }
+  g.nodes = ordered;
+  Network fused;
+  const auto applied = fuseAndCompare(net, c, 7, &fused);
+  ASSERT_EQ(applied.size(), 1u);
+  const Node* attention = fusedAttention(fused);
+  ASSERT_NE(attention, nullptr);
+  EXPECT_NE(attention->attrString("qkv_layout", ""), "BSHD");
+  // Left: Q's and K's head splits and their Muls; V's split is read through strides.
+  std::multiset<std::string> left;
+  for (const Node& n : fused.graph.nodes) left.insert(n.opType);
+  EXPECT_EQ(left, (std::multiset<std::string>{"Reshape", "Reshape", "Transpose", "Transpose", "Mul",
+                                              "Mul", "FusedAttention"}));
 }
 
 TEST(FuseAttention, DisabledByNameAndListed) {
