@@ -17,6 +17,9 @@
 //     Qh = Transpose(Q4, (0,2,1,3)), Vh = Transpose(V4, (0,2,1,3)),
 //     Kt = Transpose(K4, (0,2,3,1)) or Transpose(Transpose(K4, (0,2,1,3)), (0,1,3,2))
 //   BHSD, no head transposes (Q, K, V [B, H, S, D]): Qh = Q, Vh = V, Kt = Transpose(K, (0,1,3,2))
+//     or Kt = Reshape(Transpose(Reshape(X, [B * H, S, D]), (0,2,1)), [B, H, D, S]) of any X
+//     with those elements (GQA's repeat_kv merged into the dynamo export's K^T): the layer
+//     then reads Q, K (X's elements as a contiguous [B, H, S, D]) and V as STRIDED views
 // -> Y = FusedAttention(Q4, K4, V4, [M]; scale = c, num_heads = H, qkv_layout,
 //                       output_layout = BSHD when Ct is absorbed else BHSD, merge_heads)
 // Algebra: Transpose(K4, (0,2,3,1)) = Transpose(Transpose(K4, (0,2,1,3)), (0,1,3,2)) is K
@@ -68,6 +71,9 @@ struct Operand {
   std::string value;
   bool bshd = false;
   std::vector<int> nodes;
+  // Set for a K read through a merged reshape (keyThroughMergedReshape): the [B, H, S, D]
+  // dims of `value`'s elements read contiguously; the layer then reads Q, K, V as STRIDED.
+  Shape dims;
 };
 
 // Qh or Vh: Transpose(X4, (0,2,1,3)) reads X4 in BSHD; anything else is X in BHSD.
@@ -105,6 +111,31 @@ bool keyOperand(const Graph& g, const GraphIndex& index, const std::string& kt, 
   const std::string& kh = g.nodes[t].inputs[0];
   const int inner = transposeInto(g, index, kh, t, kHeads);
   *out = inner < 0 ? Operand{kh, false, {t}} : Operand{g.nodes[inner].inputs[0], true, {inner, t}};
+  return true;
+}
+
+// K^T as Reshape(Transpose(Reshape(x, [B * H, S, D]), (0,2,1)), [B, H, D, S]), K's head split
+// merged into the reshape before the product: the dynamo exporter's K^T when K is GQA's
+// repeat_kv (Expand to [B, Hkv, H / Hkv, S, D]) and no Transpose folds. K is then x's
+// elements read as a contiguous [B, H, S, D]. Static shapes only.
+bool keyThroughMergedReshape(const Graph& g, const GraphIndex& index, const InferredShapes& shapes,
+                             const std::string& kt, int reader, Operand* out) {
+  const int r2 = index.producer(kt);
+  if (r2 < 0 || index.soleReader(kt) != reader || !isOnnxOp(g.nodes[r2], "Reshape", 2))
+    return false;
+  const std::string& transposed = g.nodes[r2].inputs[0];
+  const int t = index.producer(transposed);
+  if (t < 0 || index.soleReader(transposed) != r2 || !isOnnxOp(g.nodes[t], "Transpose", 1) ||
+      g.nodes[t].attrInts("perm") != Perm{0, 2, 1})
+    return false;
+  const std::string& merged = g.nodes[t].inputs[0];
+  const int r1 = index.producer(merged);
+  if (r1 < 0 || index.soleReader(merged) != t || !isOnnxOp(g.nodes[r1], "Reshape", 2)) return false;
+  Shape m, y;
+  if (!rewrite::staticShape(shapes, merged, &m) || !rewrite::staticShape(shapes, kt, &y) ||
+      m.size() != 3 || y.size() != 4 || y[0] * y[1] != m[0] || y[2] != m[2] || y[3] != m[1])
+    return false;
+  *out = {g.nodes[r1].inputs[0], false, {r1, t, r2}, {y[0], y[1], m[1], m[2]}};
   return true;
 }
 
@@ -353,7 +384,9 @@ struct Match {
 bool operandsFit(const InferredShapes& shapes, Match* m) {
   if (m->q.bshd != m->k.bshd || m->q.bshd != m->v.bshd) return false;
   const SymbolicShape* q = shapeOf(shapes, m->q.value);
-  const SymbolicShape* k = shapeOf(shapes, m->k.value);
+  SymbolicShape keyView;
+  for (int64_t d : m->k.dims) keyView.push_back(DimExpr(d));
+  const SymbolicShape* k = m->k.dims.empty() ? shapeOf(shapes, m->k.value) : &keyView;
   const SymbolicShape* v = shapeOf(shapes, m->v.value);
   if (!q || !k || !v || q->size() != 4 || k->size() != 4 || v->size() != 4) return false;
   const size_t headAxis = m->q.bshd ? 2 : 1, seqAxis = m->q.bshd ? 1 : 2;
@@ -363,6 +396,15 @@ bool operandsFit(const InferredShapes& shapes, Match* m) {
     if (!mayBeEqual((*s)[0], (*q)[0]) || (*s)[headAxis] != heads) return false;
   if ((*k)[3] != (*q)[3] || !mayBeEqual((*v)[seqAxis], (*k)[seqAxis])) return false;
   m->heads = heads.constValue();
+  return true;
+}
+
+// Q or V read as a contiguous [B, H, S, D] view of itself (beside a K read through a
+// merged reshape): its static dims, or false.
+bool contiguousDims(const InferredShapes& shapes, Operand* o) {
+  Shape dims;
+  if (!rewrite::staticShape(shapes, o->value, &dims) || dims.size() != 4) return false;
+  o->dims = dims;
   return true;
 }
 
@@ -402,7 +444,9 @@ bool matchAt(const Graph& g, const GraphIndex& index, const InferredShapes& shap
   const int qk = scoresMatMul(g, index, &m->scores);
   if (qk < 0) return false;
   const Read kt = unscaled(g, index, {g.nodes[qk].inputs[1], qk}, &m->scores.scale, &m->extra);
-  if (!keyOperand(g, index, kt.value, kt.reader, &m->k)) return false;
+  if (!keyOperand(g, index, kt.value, kt.reader, &m->k) &&
+      !keyThroughMergedReshape(g, index, shapes, kt.value, kt.reader, &m->k))
+    return false;
   const Read qh = unscaled(g, index, {g.nodes[qk].inputs[0], qk}, &m->scores.scale, &m->extra);
   m->q = queryOrValue(g, index, qh.value, qh.reader);
   m->v = queryOrValue(g, index, pv.inputs[1], at);
@@ -411,6 +455,8 @@ bool matchAt(const Graph& g, const GraphIndex& index, const InferredShapes& shap
       !(readAsBhsd(g, false, &m->q) && readAsBhsd(g, true, &m->k) && readAsBhsd(g, false, &m->v)))
     return false;
   if (!operandsFit(shapes, m)) return false;
+  if (!m->k.dims.empty() && !(contiguousDims(shapes, &m->q) && contiguousDims(shapes, &m->v)))
+    return false;
   if (!m->scores.mask.empty() && !maskFits(shapes, m->scores.mask, m->scores.scores)) return false;
   m->nodes = {qk, at};
   for (const Operand* o : {&m->q, &m->k, &m->v})
@@ -440,6 +486,15 @@ Node fusedNode(const Graph& g, const Match& m) {
   fused.attributes["scale"] = floatAttribute(static_cast<float>(m.scores.scale));
   fused.attributes["num_heads"] = intAttribute(m.heads);
   fused.attributes["qkv_layout"] = stringAttribute(m.q.bshd ? "BSHD" : "BHSD");
+  if (!m.k.dims.empty()) {  // K through a merged reshape: each operand as a contiguous view
+    fused.attributes["qkv_layout"] = stringAttribute("STRIDED");
+    const Operand* operands[3] = {&m.q, &m.k, &m.v};
+    for (int i = 0; i < 3; ++i) {
+      const Shape& d = operands[i]->dims;  // [B, H, S, D]
+      fused.attributes[kAttentionViewAttributes[i]] = rewrite::intsAttribute(
+          {0, d[0], d[1], d[2], d[3], d[1] * d[2] * d[3], d[2] * d[3], d[3]});
+    }
+  }
   fused.attributes["output_layout"] = stringAttribute(m.outputLayout);
   fused.attributes["merge_heads"] = intAttribute(m.mergeHeads ? 1 : 0);
   if (m.nanToZero) fused.attributes["nan_to_zero"] = intAttribute(1);

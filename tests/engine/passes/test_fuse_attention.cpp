@@ -289,6 +289,57 @@ TEST(FuseAttention, RotaryQueryAndKeyBesideAPlainValueFuseAsBhsd) {
                                               "Mul", "FusedAttention"}));
 }
 
+// GQA through the dynamo exporter: K is repeat_kv's Expand, [B, Hkv, H / Hkv, S, D], and
+// K^T merges it straight into [B * H, S, D], transposes (0,2,1) and splits back to
+// [B, H, D, S]: no Transpose folds (the ranks differ). The layer reads K's elements as a
+// contiguous [B, H, S, D] and Q, V likewise (STRIDED views).
+TEST(FuseAttention, KeyTransposedThroughAMergedReshapeReadsAView) {
+  AttentionCase c;  // for the feeds' q, v and mask: B 2, H 4, S 37, D 16
+  c.heads = 4;
+  c.headSplit = false;
+  c.mask = {2, 1, 1, 37};
+  Network net;
+  net.opsets[""] = 17;
+  Graph& g = net.graph;
+  auto dims = [](std::initializer_list<int64_t> d) {
+    std::vector<DimExpr> out;
+    for (int64_t x : d) out.push_back(DimExpr(x));
+    return out;
+  };
+  g.inputs = {{"q", DataType::kFloat32, true, dims({2, 4, 37, 16})},
+              {"k", DataType::kFloat32, true, dims({2, 2, 2, 37, 16})},
+              {"v", DataType::kFloat32, true, dims({2, 4, 37, 16})},
+              {"mask", DataType::kFloat32, true, dims({2, 1, 1, 37})}};
+  g.initializers["merged"] = int64Tensor({3}, {8, 37, 16});
+  g.initializers["split"] = int64Tensor({4}, {2, 4, 16, 37});
+  g.initializers["scale"] = floatTensor({}, {4.f});
+  g.nodes = {makeNode("Reshape", {"k", "merged"}, {"km"}),
+             withInts(makeNode("Transpose", {"km"}, {"kmt"}), "perm", {0, 2, 1}),
+             makeNode("Reshape", {"kmt", "split"}, {"kt"}),
+             makeNode("MatMul", {"q", "kt"}, {"scores"}),
+             makeNode("Div", {"scores", "scale"}, {"scaled"}),
+             makeNode("Add", {"scaled", "mask"}, {"logits"}),
+             withInt(makeNode("Softmax", {"logits"}, {"probs"}), "axis", -1),
+             makeNode("MatMul", {"probs", "v"}, {"y"})};
+  g.outputs = {{"y", DataType::kFloat32, false, {}}};
+  std::map<std::string, Tensor> feeds = attentionFeeds(c, 3);
+  feeds["k"] = randomTensor(DataType::kFloat32, {2, 2, 2, 37, 16}, 4, -2.0, 2.0);
+  Network fused = net;
+  std::vector<PassApplication> applied;
+  ASSERT_TRUE(runPasses(fused, 1, {}, &applied).isOk());
+  ASSERT_EQ(fused.graph.nodes.size(), 1u);
+  const Node* attention = fusedAttention(fused);
+  ASSERT_NE(attention, nullptr);
+  EXPECT_EQ(attention->attrString("qkv_layout", ""), "STRIDED");
+  EXPECT_EQ(attention->inputs[1], "k");
+  EXPECT_EQ(attention->attrInts("k_view"),
+            (std::vector<int64_t>{0, 2, 4, 37, 16, 4 * 37 * 16, 37 * 16, 16}));
+  const auto expected = runOnReference(net, feeds);
+  const auto actual = runOnReference(fused, feeds);
+  ASSERT_EQ(actual.size(), 1u);
+  expectTensorNear(actual[0].tensor, expected[0].tensor, 1e-5, 1e-5);
+}
+
 TEST(FuseAttention, DisabledByNameAndListed) {
   Network net = attentionNetwork(AttentionCase{});
   std::vector<PassApplication> applied;
