@@ -9,7 +9,8 @@
 //
 // qkv_layout "BSHD" (default): Q [B, Sq, H, D], K [B, Sk, H, D], V [B, Sk, H, Dv] (the head
 // split's Reshape outputs, before the head Transposes); "BHSD": Q [B, H, Sq, D], ...;
-// "STRIDED" (fold_attention_views): each of Q, K, V is a strided view of its input X, which
+// "STRIDED" (fold_attention_views, or fuse_attention for GQA's merged K^T reshape): each of
+// Q, K, V is a strided view of its input X, which
 // is read as the contiguous row-major array of its elements, whatever its shape: the ints
 // attributes q_view, k_view, v_view hold [offset, B, H, S, D, stride_b, stride_h, stride_s]
 // and Q[b, h, i, d] = X[offset + b stride_b + h stride_h + i stride_s + d] (the feature
@@ -23,8 +24,8 @@
 // [B, H, Sq, Sk] (each right-aligned dim 1 or equal). V's head size Dv may differ from
 // Q's and K's D. mask_batch_period = P > 0 (Swin's shifted windows: B = images x P windows,
 // one mask per window): M has rank 4 and batch dim P (or 1), and batch b reads M's entry
-// b mod P; B must be a multiple of P. A row whose every score is -inf gives NaN, as the unfused Softmax does;
-// with nan_to_zero = 1 it gives 0 (PyTorch's SDPA export guards its softmax with
+// b mod P; B must be a multiple of P. A row whose every score is -inf gives NaN, as the unfused
+// Softmax does; with nan_to_zero = 1 it gives 0 (PyTorch's SDPA export guards its softmax with
 // Where(IsNaN(P), 0, P)).
 #pragma once
 
@@ -48,7 +49,7 @@ struct FusedAttentionGeometry {
   int64_t batch = 0, heads = 0, seqQ = 0, seqK = 0, headDim = 0, valueDim = 0;
   AttentionStrides q, k, v, y;
   bool hasMask = false;
-  int64_t mask[4] = {};  // strides over (b, h, i, j); 0 on broadcast dims
+  int64_t mask[4] = {};    // strides over (b, h, i, j); 0 on broadcast dims
   int64_t maskPeriod = 0;  // > 0: batch b reads the mask's batch b mod maskPeriod
   float scale = 1.f;
   bool nanToZero = false;  // a row with no finite score gives 0, not NaN

@@ -230,7 +230,7 @@ TEST(FuseAttention, HeadTransposeWithoutTheMergeReshape) {
   EXPECT_EQ(other.graph.nodes.back().opType, "Reshape");
 }
 
-TEST(FuseAttention, SharedIntermediatesOrMixedLayoutsDoNotFuse) {
+TEST(FuseAttention, SharedIntermediatesOrOperandsThatDoNotFitDoNotFuse) {
   AttentionCase c;
   c.mask = {2, 1, 1, 37};
   // The scores are also a graph output: the softmax still fuses, attention does not.
@@ -239,7 +239,8 @@ TEST(FuseAttention, SharedIntermediatesOrMixedLayoutsDoNotFuse) {
   std::vector<PassApplication> applied;
   ASSERT_TRUE(runPasses(scoresOut, 1, {}, &applied).isOk());
   EXPECT_EQ(fusedAttention(scoresOut), nullptr);
-  // V without its head transpose while Q and K have theirs (V read as [B, H, S, D]).
+  // V's head transpose made an identity while Q and K keep theirs: the three are then read as
+  // BHSD (mixed layouts), and V, still [B, S, H, D], has S (37) where the heads (3) belong.
   Network mixed = attentionNetwork(c);
   for (Node& n : mixed.graph.nodes)
     if (n.name == "vh") n.attributes["perm"].ints = {0, 1, 2, 3};
