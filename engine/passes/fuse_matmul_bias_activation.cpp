@@ -65,6 +65,16 @@ bool takeBiasAdd(const Graph& g, const GraphIndex& index, int64_t n, DataType ty
   return true;
 }
 
+// The bias Add after the GEMM, else a zero bias [n] (a Linear with bias=False, a zero bias
+// remove_no_op_nodes dropped, or the dynamo exporter's Gemm for GPT-2's Conv1D, whose zero
+// bias its optimizer drops): such a layer fuses only with an activation (matchAt).
+void takeBiasAddOrZero(const Graph& g, const GraphIndex& index, int64_t n, DataType type,
+                       Match* m) {
+  if (takeBiasAdd(g, index, n, type, m)) return;
+  m->newBias = Tensor(type, {n});  // zero-filled
+  m->bias = m->w + "_zero_bias";
+}
+
 bool matchMatMul(const Graph& g, const GraphIndex& index, int at, Match* m) {
   const Node& mm = g.nodes[at];
   const Tensor* w = isOnnxOp(mm, "MatMul", 2) ? weightConstant(index, mm.inputs[1]) : nullptr;
@@ -73,12 +83,7 @@ bool matchMatMul(const Graph& g, const GraphIndex& index, int at, Match* m) {
   m->x = mm.inputs[0];
   m->w = mm.inputs[1];
   m->output = mm.outputs[0];
-  // Without a bias Add (a Linear with bias=False, or a zero bias remove_no_op_nodes
-  // dropped) the layer gets a zero bias: fused only with an activation (matchAt).
-  if (!takeBiasAdd(g, index, w->dim(1), w->type(), m)) {
-    m->newBias = Tensor(w->type(), {w->dim(1)});  // zero-filled
-    m->bias = m->w + "_zero_bias";
-  }
+  takeBiasAddOrZero(g, index, w->dim(1), w->type(), m);
   return true;
 }
 
@@ -109,12 +114,7 @@ bool matchGemm(const Graph& g, const GraphIndex& index, int at, Match* m) {
   m->w = gemm.inputs[1];
   m->output = gemm.outputs[0];
   if (!gemm.hasInput(2)) {
-    // No C and no bias Add (the dynamo exporter's Gemm for GPT-2's Conv1D, whose zero
-    // bias its optimizer drops): a zero bias, fused only with an activation (matchAt).
-    if (!takeBiasAdd(g, index, n, w->type(), m)) {
-      m->newBias = Tensor(w->type(), {n});  // zero-filled
-      m->bias = m->w + "_zero_bias";
-    }
+    takeBiasAddOrZero(g, index, n, w->type(), m);
     return true;
   }
   const Tensor* c = biasConstant(index, gemm.inputs[2], n, w->type(), true);
