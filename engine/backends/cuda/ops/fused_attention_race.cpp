@@ -251,14 +251,14 @@ Status runFusedAttention(GpuKernelContext& ctx, const AttentionOperands& operand
     state->graphText = graphText;
     KILN_RETURN_IF_ERROR(
         choose(Race{ctx, handle, operands, kilnDescription, runKiln, path}, state.get()));
+    if (state->plan && operands.mask && !operands.geometry.nanToZero)  // runCudnnAttention's pass
+      state->implementation +=
+          "; then rows whose every key is masked set to NaN, the unfused Softmax's value "
+          "(cuDNN writes 0)";
     if (!state->choice.empty()) ctx.setChoice(state->choice);
     slot = state;
   }
-  const bool nanPass = state->plan && operands.mask && !operands.geometry.nanToZero;
-  ctx.setImplementation(state->implementation +
-                        (nanPass ? "; then rows whose every key is masked set to NaN, the "
-                                   "unfused Softmax's value (cuDNN writes 0)"
-                                 : ""));
+  ctx.setImplementation(state->implementation);
   return state->plan ? runCudnnAttention(ctx, handle, *state->plan, operands) : runKiln();
 }
 
