@@ -1,8 +1,13 @@
-// fuse_add_layer_norm: the residual add and the LayerNormalization after it as one
-// row kernel that reads A and B once and never writes the sum unless it is needed.
+// fuse_add_layer_norm: the residual add and the LayerNormalization or RMSNormalization
+// after it as one row kernel that reads A and B once and never writes the sum unless it is
+// needed.
 //   LayerNormalization(S = Add(A, B), gamma, [beta]; axis = -1, epsilon) -> Y
 //     = AddLayerNorm(A, B, gamma, [beta]; epsilon, axis = -1) -> Y [, S]
 //   Y = (S - mean(S)) / sqrt(var(S) + epsilon) * gamma + beta over the last axis
+//   RMSNormalization(S = Add(A, B), gamma; axis = -1, epsilon) -> Y (T5's and LLaMA's
+//   pre-norm residual blocks; fuse_rms_norm writes it from the exporters' chains)
+//     = AddLayerNorm(A, B, gamma; epsilon, axis = -1, rms = 1) -> Y [, S]
+//   Y = S / sqrt(mean(S^2) + epsilon) * gamma
 // A and B broadcast to S as Add broadcasts them (a residual of the same shape, or a
 // bias along the last dim). gamma and beta must be 1-D with the normalized length
 // (LayerNormalization also lets a [1] scale broadcast; that stays unfused). When S
@@ -48,12 +53,14 @@ bool statisticsUnread(const Node& norm, const GraphIndex& index) {
 bool matchAt(const Graph& g, const GraphIndex& index, const InferredShapes& shapes, int at,
              Match* m) {
   const Node& norm = g.nodes[at];
-  // ai.kiln LayerNormalization is the same op, written by fuse_layer_norm into models
-  // that import an opset before 17.
-  if (norm.opType != "LayerNormalization" ||
+  // ai.kiln LayerNormalization and RMSNormalization are the same ops, written by
+  // fuse_layer_norm and fuse_rms_norm into models that import an older opset.
+  // RMSNormalization has no bias input and no statistics outputs.
+  const bool rms = norm.opType == "RMSNormalization";
+  if ((norm.opType != "LayerNormalization" && !rms) ||
       (!isDefaultDomain(norm) && norm.domain != kKilnDomain) || norm.inputs.size() < 2 ||
-      norm.inputs.size() > 3 || norm.outputs.empty() || norm.outputs[0].empty() ||
-      norm.inputs[1].empty() || !statisticsUnread(norm, index))
+      norm.inputs.size() > (rms ? 2u : 3u) || norm.outputs.empty() || norm.outputs[0].empty() ||
+      (rms && norm.outputs.size() != 1) || norm.inputs[1].empty() || !statisticsUnread(norm, index))
     return false;
   const int addAt = index.producer(norm.inputs[0]);
   if (addAt < 0) return false;
@@ -94,6 +101,7 @@ Node fusedNode(const Graph& g, const Match& m) {
   if (m.emitSum) fused.outputs.push_back(add.outputs[0]);
   fused.attributes["epsilon"] = floatAttribute(norm.attrFloat("epsilon", 1e-5f));
   fused.attributes["axis"] = intAttribute(-1);
+  if (norm.opType == "RMSNormalization") fused.attributes["rms"] = intAttribute(1);
   return fused;
 }
 
@@ -111,7 +119,10 @@ std::optional<Fusion> fuseAt(Graph& g, const GraphIndex& index, const InferredSh
 
 std::unique_ptr<Pass> makeFuseAddLayerNorm() {
   return makeFusionPass(
-      {kName, "LayerNormalization(last axis) of Add(A, B) -> one AddLayerNorm row kernel", 1},
+      {kName,
+       "LayerNormalization or RMSNormalization (last axis) of Add(A, B) -> one AddLayerNorm "
+       "row kernel",
+       1},
       fuseAt);
 }
 

@@ -135,6 +135,25 @@ TEST(CudaAddLayerNorm, RowLengthsAndBroadcasts) {
       .check(normTolerances());
 }
 
+// rms = 1 (RMSNormalization of the sum: T5, LLaMA): the warp rows (768, 8-element packs in
+// 16 bits; 100, 4-element packs; 33, element by element) and the block rows (2048), with
+// and without the sum.
+TEST(CudaAddLayerNorm, RmsFormAcrossThePaths) {
+  KILN_REQUIRE_GPU();
+  for (int64_t n : {768, 100, 33, 2048}) {
+    for (int outputs : {1, 2}) {
+      SCOPED_TRACE(std::to_string(n) + " elements, " + std::to_string(outputs) + " outputs");
+      addNormOp()
+          .attr("rms", int64_t{1})
+          .input(randomFloats({3, 7, n}, 30, -3.0, 3.0))
+          .input(randomFloats({3, 7, n}, 31, -3.0, 3.0))
+          .constant(randomFloats({n}, 32, 0.5, 1.5))
+          .outputs(outputs)
+          .check(normTolerances());
+    }
+  }
+}
+
 TEST(CudaAddLayerNorm, WrongGammaIsAnError) {
   KILN_REQUIRE_GPU();
   auto out = addNormOp()

@@ -1,5 +1,6 @@
 // fuse_add_layer_norm: LayerNormalization(A + B) becomes one ai.kiln AddLayerNorm
-// (with the sum as a second output when something else reads it); graphs run with
+// (with the sum as a second output when something else reads it), RMSNormalization(A + B)
+// one with rms = 1; graphs run with
 // and without the pass on the CPU reference give the same outputs. Also the whole
 // pipeline on the tiny BERT layer: every attention softmax and residual fuses.
 #include <gtest/gtest.h>
@@ -21,6 +22,11 @@ constexpr const char* kPass = "fuse_add_layer_norm";
 Node layerNorm(std::vector<std::string> in, std::vector<std::string> out = {"y"},
                int64_t axis = -1) {
   Node n = withInt(makeNode("LayerNormalization", std::move(in), std::move(out)), "axis", axis);
+  return withFloat(std::move(n), "epsilon", 1e-3f);
+}
+
+Node rmsNorm(std::vector<std::string> in, std::vector<std::string> out = {"y"}) {
+  Node n = withInt(makeNode("RMSNormalization", std::move(in), std::move(out), 23), "axis", -1);
   return withFloat(std::move(n), "epsilon", 1e-3f);
 }
 
@@ -146,6 +152,33 @@ TEST(FuseAddLayerNorm, SharedSumReadByTwoNormsFusesOnce) {
   EXPECT_EQ(fused.graph.nodes[0].outputs, (std::vector<std::string>{"y", "sum"}));
 }
 
+// T5's and LLaMA's pre-norm residual: RMSNormalization of the sum, which the next
+// residual add reads again.
+TEST(FuseAddLayerNorm, RmsNormalizationOfAResidualAddIsOneNodeWithRms) {
+  Network net = residual({makeNode("Add", {"a", "b"}, {"sum"}, 23), rmsNorm({"sum", "gamma"})});
+  net.opsets[""] = 23;
+  net.graph.outputs.push_back({"sum", DataType::kFloat32, false, {}});
+  Network fused;
+  ASSERT_EQ(fuseAndCompare(net, 1, &fused).size(), 1u);
+  const Node& node = fused.graph.nodes[0];
+  EXPECT_EQ(node.opType, "AddLayerNorm");
+  EXPECT_EQ(node.attrInt("rms", 0), 1);
+  EXPECT_FLOAT_EQ(node.attrFloat("epsilon", 0.f), 1e-3f);
+  EXPECT_EQ(node.inputs, (std::vector<std::string>{"a", "b", "gamma"}));
+  EXPECT_EQ(node.outputs, (std::vector<std::string>{"y", "sum"}));
+  // A LayerNormalization keeps rms unset.
+  ASSERT_EQ(fuseAndCompare(residual({makeNode("Add", {"a", "b"}, {"sum"}),
+                                     layerNorm({"sum", "gamma", "beta"})}),
+                           1, &fused)
+                .size(),
+            1u);
+  EXPECT_FALSE(fused.graph.nodes[0].hasAttr("rms"));
+  // A one-element scale broadcast over the row stays an RMSNormalization.
+  Network scalar = residual({makeNode("Add", {"a", "b"}, {"sum"}, 23), rmsNorm({"sum", "one"})});
+  scalar.opsets[""] = 23;
+  EXPECT_TRUE(fuseAndCompare(scalar, 2).empty());
+}
+
 // The reference kernel against LayerNorm(A + B) worked out by hand.
 TEST(AddLayerNormOp, MatchesTheFormula) {
   // S = [2, 2, 4, 4]: mean 3, variance 1.
@@ -167,6 +200,23 @@ TEST(AddLayerNormOp, MatchesTheFormula) {
                  .run();
   ASSERT_FALSE(bad.isOk());
   EXPECT_NE(bad.status().message().find("gamma"), std::string::npos) << bad.status().message();
+}
+
+// The rms form: S = [2, 2, 4, 4], mean of squares 10; Y = S / sqrt(10 + eps) * gamma + beta.
+TEST(AddLayerNormOp, RmsFormMatchesTheFormula) {
+  auto out = OpTest("AddLayerNorm", 1, kKilnDomain)
+                 .attr("epsilon", 1e-5f)
+                 .attr("rms", int64_t{1})
+                 .input(floatTensor({1, 4}, {1.f, 2.f, 3.f, 4.f}))
+                 .input(floatTensor({4}, {1.f, 0.f, 1.f, 0.f}))
+                 .input(floatTensor({4}, {1.f, 2.f, 1.f, 2.f}))
+                 .input(floatTensor({4}, {0.f, 0.f, 1.f, 1.f}))
+                 .run(2);
+  ASSERT_TRUE(out.isOk()) << out.status().toString();
+  const float k = static_cast<float>(1.0 / std::sqrt(10.0 + 1e-5));
+  expectTensorNear(out.value()[0], floatTensor({1, 4}, {2 * k, 4 * k, 1 + 4 * k, 1 + 8 * k}), 1e-6,
+                   1e-6);
+  expectTensorNear(out.value()[1], floatTensor({1, 4}, {2.f, 2.f, 4.f, 4.f}), 0, 0);
 }
 
 TEST(FusionPipeline, TinyBertFusesAttentionSoftmaxAndBothResiduals) {

@@ -1,10 +1,12 @@
 // Reference kernels of the ai.kiln normalizations the passes create:
 //   ScaledMaskedSoftmax(X, [M]; scale, axis = -1)
 //     Y = softmax(X * scale + M) over the last axis; X and M broadcast (numpy) to Y.
-//   AddLayerNorm(A, B, gamma, [beta]; epsilon, axis = -1) -> Y, [S]
+//   AddLayerNorm(A, B, gamma, [beta]; epsilon, axis = -1, rms = 0) -> Y, [S]
 //     S = A + B (A and B broadcast to S), Y = (S - mean) / sqrt(var + epsilon) * gamma + beta
-//     over the last axis; gamma and beta are [N] (N = S's last dim). The optional
-//     output S is the sum itself, for graphs that read it elsewhere (a residual).
+//     over the last axis; gamma and beta are [N] (N = S's last dim). With rms = 1 the
+//     root-mean-square form (RMSNormalization's: T5, LLaMA): Y = S / sqrt(mean(S^2) +
+//     epsilon) * gamma [+ beta]. The optional output S is the sum itself, for graphs that
+//     read it elsewhere (a residual).
 // The pre-softmax values and the sum are kept in the compute type (float for the
 // 16-bit types) without rounding to storage; statistics are accumulated in double,
 // as LayerNormalization's reference does. For float32 the results are those of
@@ -115,14 +117,15 @@ Status readParam(const KernelContext& ctx, const Tensor& t, const char* name, Da
 
 template <class T>
 void addLayerNorm(const Tensor& a, const Tensor& b, const std::vector<double>& gamma,
-                  const std::vector<double>* beta, double epsilon, Tensor& y, Tensor* sumOut) {
+                  const std::vector<double>* beta, double epsilon, bool rms, Tensor& y,
+                  Tensor* sumOut) {
   using C = ComputeType<T>;
   const std::vector<C> s = broadcastCombine<C, T>(a, &b, y.shape(), C(1));
   const int64_t n = y.shape().back();
   for (int64_t base = 0; base < y.numel(); base += n) {
     double sum = 0.0;
     for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(s[base + i]);
-    const double mean = sum / static_cast<double>(n);
+    const double mean = rms ? 0.0 : sum / static_cast<double>(n);
     double sq = 0.0;
     for (int64_t i = 0; i < n; ++i) {
       const double d = static_cast<double>(s[base + i]) - mean;
@@ -152,12 +155,13 @@ Status addLayerNormKernel(KernelContext& ctx) {
   if (ctx.hasInput(3))
     KILN_RETURN_IF_ERROR(readParam(ctx, ctx.input(3), "beta", a.type(), n, &beta));
   const double epsilon = ctx.node().attrFloat("epsilon", 1e-5f);
+  const bool rms = ctx.node().attrInt("rms", 0) != 0;
   Tensor& y = ctx.allocateOutput(0, a.type(), shape);
   Tensor* sum = ctx.wantsOutput(1) ? &ctx.allocateOutput(1, a.type(), shape) : nullptr;
   if (y.numel() == 0) return Status::ok();
   Status status = dispatchFloatTypes(a.type(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    addLayerNorm<T>(a, b, gamma, ctx.hasInput(3) ? &beta : nullptr, epsilon, y, sum);
+    addLayerNorm<T>(a, b, gamma, ctx.hasInput(3) ? &beta : nullptr, epsilon, rms, y, sum);
     return Status::ok();
   });
   return status.isOk() ? status : ctx.unsupported(status.message());

@@ -2,6 +2,7 @@
 // reference: cpu/ops/fused_normalization.cpp):
 //   ScaledMaskedSoftmax(X, [M]; scale)     Y = softmax(X * scale + M) over the last axis
 //   AddLayerNorm(A, B, gamma, [beta]; eps)  S = A + B, Y = LayerNorm(S) [, S]
+//     (rms = 1: Y = S / sqrt(mean(S^2) + eps) * gamma [+ beta], RMSNormalization's form)
 // Storage float32, float16 or bfloat16 (one type for every input), arithmetic in
 // float. A row of up to kWarpRowLimit elements belongs to one warp and stays in its
 // registers between the passes (max/sum, then mean/variance), so X, M, A and B are
@@ -175,6 +176,7 @@ Status addLayerNormKernel(GpuKernelContext& ctx) {
   args.n = shape.back();
   args.rows = args.n == 0 ? 0 : shapeNumel(shape) / args.n;
   args.epsilon = ctx.node().attrFloat("epsilon", 1e-5f);
+  args.rms = ctx.node().attrInt("rms", 0) != 0;
   KILN_RETURN_IF_ERROR(checkParam(ctx, ctx.input(2), "gamma", a.type, args.n));
   const bool hasBeta = ctx.inputCount() > 3 && ctx.hasInput(3);
   if (hasBeta) KILN_RETURN_IF_ERROR(checkParam(ctx, ctx.input(3), "beta", a.type, args.n));
@@ -198,7 +200,8 @@ Status addLayerNormKernel(GpuKernelContext& ctx) {
   if (args.n <= kFusedWarpRowLimit) {
     launch.pack = packWidth(dataTypeSize(a.type), args.n, {&args.a, &args.b},
                             {a.data, b.data, launch.gamma, launch.beta, y.data, sum});
-    ctx.setImplementation("kiln warp-per-row add + layernorm" + packText(launch.pack));
+    ctx.setImplementation(std::string("kiln warp-per-row add + ") +
+                          (args.rms ? "rmsnorm" : "layernorm") + packText(launch.pack));
   }
   return launchAddLayerNorm(launch, ctx.stream());
 }

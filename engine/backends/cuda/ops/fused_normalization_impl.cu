@@ -166,7 +166,8 @@ __global__ void __launch_bounds__(kMaxRowBlock)
 
 // ---- AddLayerNorm --------------------------------------------------------------
 
-// One warp per row: S = A + B stays in registers for the mean, the variance and Y.
+// One warp per row: S = A + B stays in registers for the mean, the variance and Y. With
+// p.rms the mean is taken as 0: the "variance" is then mean(S^2), RMSNormalization's.
 template <class T, int V, int kChunks>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     addNormWarpRows(const T* a, const T* b, const T* gamma, const T* beta, T* y, T* sumOut,
@@ -192,7 +193,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
       }
       if (sumOut) storePack<V>(sumOut + row * p.n, k, sc);
     }
-    const float mean = warpSum(sum) / static_cast<float>(p.n);
+    const float mean = p.rms ? 0.f : warpSum(sum) / static_cast<float>(p.n);
     float squares = 0.f;
 #pragma unroll
     for (int c = 0; c < kChunks; ++c) {
@@ -236,7 +237,8 @@ __global__ void __launch_bounds__(kMaxRowBlock)
       sum += s;
       if (sumOut) sumOut[row * p.n + k] = fromFloat<T>(s);
     }
-    const float mean = blockReduce<false>(sum, partial) / static_cast<float>(p.n);
+    const float total = blockReduce<false>(sum, partial);  // every thread takes part
+    const float mean = p.rms ? 0.f : total / static_cast<float>(p.n);
     float squares = 0.f;
     for (int64_t k = threadIdx.x; k < p.n; k += blockDim.x) {
       const float d = value(k) - mean;

@@ -57,10 +57,13 @@ struct SoftmaxLaunch {
 };
 Status launchScaledMaskedSoftmax(const SoftmaxLaunch& launch, cudaStream_t stream);
 
-// S = A + B, Y = LayerNorm(S) over rows of n (gamma, beta: [n]); passed to the kernels as is.
+// S = A + B, Y = LayerNorm(S) over rows of n (gamma, beta: [n]), or with `rms` the
+// root-mean-square form S / sqrt(mean(S^2) + epsilon) * gamma [+ beta]; passed to the
+// kernels as is.
 struct AddNormArgs {
   int64_t rows = 0, n = 0;
   float epsilon = 1e-5f;
+  bool rms = false;
   RowMap a, b;
 };
 struct AddNormLaunch {
