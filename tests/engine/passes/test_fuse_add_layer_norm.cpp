@@ -179,16 +179,22 @@ TEST(FuseAddLayerNorm, RmsNormalizationOfAResidualAddIsOneNodeWithRms) {
   EXPECT_TRUE(fuseAndCompare(scalar, 2).empty());
 }
 
-// The reference kernel against LayerNorm(A + B) worked out by hand.
+// The reference kernel on A [1, 4] + B [4] = S = [2, 2, 4, 4], gamma [1, 2, 1, 2], beta
+// [0, 0, 1, 1], both outputs; `rms` sets the attribute.
+Result<std::vector<Tensor>> addNormOfFourElements(int64_t rms) {
+  return OpTest("AddLayerNorm", 1, kKilnDomain)
+      .attr("epsilon", 1e-5f)
+      .attr("rms", rms)
+      .input(floatTensor({1, 4}, {1.f, 2.f, 3.f, 4.f}))
+      .input(floatTensor({4}, {1.f, 0.f, 1.f, 0.f}))
+      .input(floatTensor({4}, {1.f, 2.f, 1.f, 2.f}))
+      .input(floatTensor({4}, {0.f, 0.f, 1.f, 1.f}))
+      .run(2);
+}
+
+// Against LayerNorm(A + B) worked out by hand: mean 3, variance 1.
 TEST(AddLayerNormOp, MatchesTheFormula) {
-  // S = [2, 2, 4, 4]: mean 3, variance 1.
-  auto out = OpTest("AddLayerNorm", 1, kKilnDomain)
-                 .attr("epsilon", 1e-5f)
-                 .input(floatTensor({1, 4}, {1.f, 2.f, 3.f, 4.f}))
-                 .input(floatTensor({4}, {1.f, 0.f, 1.f, 0.f}))
-                 .input(floatTensor({4}, {1.f, 2.f, 1.f, 2.f}))
-                 .input(floatTensor({4}, {0.f, 0.f, 1.f, 1.f}))
-                 .run(2);
+  auto out = addNormOfFourElements(0);
   ASSERT_TRUE(out.isOk()) << out.status().toString();
   const float k = static_cast<float>(1.0 / std::sqrt(1.0 + 1e-5));
   expectTensorNear(out.value()[0], floatTensor({1, 4}, {-k, -2 * k, 1 + k, 1 + 2 * k}), 1e-6, 1e-6);
@@ -202,16 +208,9 @@ TEST(AddLayerNormOp, MatchesTheFormula) {
   EXPECT_NE(bad.status().message().find("gamma"), std::string::npos) << bad.status().message();
 }
 
-// The rms form: S = [2, 2, 4, 4], mean of squares 10; Y = S / sqrt(10 + eps) * gamma + beta.
+// The rms form: mean of squares 10; Y = S / sqrt(10 + eps) * gamma + beta.
 TEST(AddLayerNormOp, RmsFormMatchesTheFormula) {
-  auto out = OpTest("AddLayerNorm", 1, kKilnDomain)
-                 .attr("epsilon", 1e-5f)
-                 .attr("rms", int64_t{1})
-                 .input(floatTensor({1, 4}, {1.f, 2.f, 3.f, 4.f}))
-                 .input(floatTensor({4}, {1.f, 0.f, 1.f, 0.f}))
-                 .input(floatTensor({4}, {1.f, 2.f, 1.f, 2.f}))
-                 .input(floatTensor({4}, {0.f, 0.f, 1.f, 1.f}))
-                 .run(2);
+  auto out = addNormOfFourElements(1);
   ASSERT_TRUE(out.isOk()) << out.status().toString();
   const float k = static_cast<float>(1.0 / std::sqrt(10.0 + 1e-5));
   expectTensorNear(out.value()[0], floatTensor({1, 4}, {2 * k, 4 * k, 1 + 4 * k, 1 + 8 * k}), 1e-6,
