@@ -70,6 +70,9 @@ bool matchAt(const Graph& g, const GraphIndex& index, const InferredShapes& shap
     return false;
   const SymbolicShape* s = shapeOf(shapes, add.outputs[0]);
   if (!s || s->empty() || !normalizesLastAxis(norm, *s)) return false;
+  // RMSNormalization lets the scale have its own type (Y takes it); AddLayerNorm's gamma
+  // has the sum's type, as LayerNormalization's always does.
+  if (rms && typeOf(shapes, norm.inputs[1]) != typeOf(shapes, add.outputs[0])) return false;
   for (size_t i = 1; i < norm.inputs.size(); ++i)
     if (!norm.inputs[i].empty() && !isNormalizedVector(shapes, norm.inputs[i], *s)) return false;
   m->add = addAt;

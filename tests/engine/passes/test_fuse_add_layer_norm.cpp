@@ -173,6 +173,14 @@ TEST(FuseAddLayerNorm, RmsNormalizationOfAResidualAddIsOneNodeWithRms) {
                 .size(),
             1u);
   EXPECT_FALSE(fused.graph.nodes[0].hasAttr("rms"));
+  // A scale of another type (Y takes the scale's type in RMSNormalization) stays unfused.
+  Network mixed =
+      residual({makeNode("Add", {"a", "b"}, {"sum"}, 23), rmsNorm({"sum", "gamma16"}, {"y16"}),
+                withInt(makeNode("Cast", {"y16"}, {"y"}, 23), "to", 1)});
+  mixed.opsets[""] = 23;
+  mixed.graph.initializers["gamma16"] =
+      castTensor(randomTensor(DataType::kFloat32, {16}, 8, 0.5, 1.5), DataType::kFloat16);
+  EXPECT_TRUE(fuseAndCompare(mixed, 3).empty());
   // A one-element scale broadcast over the row stays an RMSNormalization.
   Network scalar = residual({makeNode("Add", {"a", "b"}, {"sum"}, 23), rmsNorm({"sum", "one"})});
   scalar.opsets[""] = 23;
