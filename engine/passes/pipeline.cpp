@@ -17,6 +17,11 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   // No-op nodes out first: an Identity, an inference Dropout or a same-type Cast that
   // an exporter left between two ops of a pattern hides it from every pass below.
   list.push_back(passes::makeRemoveNoOpNodes());
+  // An Expand read only by ops that broadcast anyway (F.normalize's divisor) and a mean
+  // over every spatial axis (timm's squeeze-excitation pool) take the forms the fusions
+  // and the channels-last region know: no copy, a global pool.
+  list.push_back(passes::makeFoldExpandIntoBroadcast());
+  list.push_back(passes::makeReduceAsGlobalPool());
   // A strongly typed export's Cast to float32 in front of a QuantizeLinear (opset < 19 Q
   // takes no float16) goes next, for the same reason: the Cast sits between a layer and
   // the Q that fold_qdq and fuse_conv_max_pool fold into it.
@@ -145,6 +150,9 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   // The layout's reformats against the model's own permutes (a reformat to NCHW read by
   // a Transpose back to NHWC is no copy at all): after the layout pass, which makes them.
   list.push_back(passes::makeMergeLayoutTransposes());
+  // A reformat to NHWC after the model's own tokens-to-image Transpose and Reshape (and
+  // back) moves nothing at all: the three become one Reshape.
+  list.push_back(passes::makeFoldTransposesIntoReshape());
   return list;
 }
 

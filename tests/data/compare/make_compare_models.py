@@ -86,9 +86,9 @@ def fp16_overflow():
         (np.sign(rng.standard_normal((16, 16))) * rng.uniform(1.2e5, 2.5e5, (16, 16)))
         .astype(np.float32), "wide_proj.w"))
     x = node("MatMul", [x, "wide_proj.w"], "wide_proj")
-    # Per feature, not a scalar: fold_scale_into_matmul would fold a scalar into
-    # wide_proj's weights (and so remove the overflow this model is for).
-    inits.append(numpy_helper.from_array(np.full((16,), 1e-3, np.float32), "expand.k"))
+    # Per row, not a scalar or one factor per column: fold_scale_into_matmul would fold
+    # those into wide_proj's weights (and so remove the overflow this model is for).
+    inits.append(numpy_helper.from_array(np.full((4, 1), 1e-3, np.float32), "expand.k"))
     x = node("Mul", [x, "expand.k"], "rescale")
     x = node("Tanh", [x], "tanh3")
     x = node("MatMul", [x, weight("fc4.w", (16, 16), 0.3)], "fc4")

@@ -1,7 +1,8 @@
 // fold_scale_into_matmul: Whisper's `q_proj(x) * scaling` (MatMul, bias Add, scalar Mul)
 // becomes one FusedMatMul with the scale in its weights and bias; Div by a scalar too;
-// the outputs stay the CPU reference's. A scale that is not one element, or a GEMM
-// output read elsewhere, stays.
+// BEiT's layer scale `gamma * proj(x)` (one factor per output column) as well; the
+// outputs stay the CPU reference's. A scale that varies along another axis or broadcasts
+// the rank up, or a GEMM output read elsewhere, stays.
 #include <gtest/gtest.h>
 
 #include "engine/passes/pass_test_support.h"
@@ -52,9 +53,26 @@ TEST(FoldScaleIntoMatMul, QueryScalingBecomesOneFusedMatMul) {
     }
 }
 
+TEST(FoldScaleIntoMatMul, LayerScaleVectorsFoldPerColumn) {
+  const Shape shapes[] = {{6}, {1, 6}, {1, 1, 6}};
+  for (const char* op : {"Mul", "Div"})
+    for (bool bias : {true, false})
+      for (const Shape& c : shapes) {
+        SCOPED_TRACE(std::string(op) + (bias ? " after the bias, c rank " : ", c rank ") +
+                     std::to_string(c.size()));
+        Network fused;
+        auto applied = fuseAndCompareOutputs(kPass, run, scaledLinear(op, bias, c), 1, &fused);
+        ASSERT_EQ(applied.size(), 1u);
+        EXPECT_EQ(fused.graph.nodes[0].opType, bias ? "FusedMatMul" : "MatMul");
+      }
+}
+
 TEST(FoldScaleIntoMatMul, OtherScalesAndSharedOutputsStay) {
-  // Per-feature scale [6]: not a scalar (a BatchNorm-like fold, not this pass's).
-  EXPECT_TRUE(fuseAndCompareOutputs(kPass, run, scaledLinear("Mul", true, {6}), 2).empty());
+  // A scale that varies along the rows too ([5, 6]) is no per-column factor.
+  EXPECT_TRUE(fuseAndCompareOutputs(kPass, run, scaledLinear("Mul", true, {5, 6}), 2).empty());
+  // A per-column scale of rank 4 broadcasts the rank-3 output up: left alone.
+  EXPECT_TRUE(
+      fuseAndCompareOutputs(kPass, run, scaledLinear("Mul", true, {1, 1, 1, 6}), 2).empty());
   // A [1, 1, 1] scale broadcasts the rank up: left alone.
   EXPECT_TRUE(fuseAndCompareOutputs(kPass, run, scaledLinear("Mul", false, {1, 1, 1}), 2).empty());
   // The MatMul's output is also a graph output: nothing fuses.

@@ -84,9 +84,9 @@ std::shared_ptr<const Network> fp16OverflowNetwork() {
   g.initializers["fc5.w"] = randomTensor(DataType::kFloat32, {16, 8}, 5, -0.5, 0.5);
   g.initializers["wide_proj.w"] = wideWeights();
   g.initializers["milli"] = floatTensor({}, {1e-3f});
-  // Per feature, not a scalar: fold_scale_into_matmul would fold a scalar into
-  // wide_proj's weights and so remove the overflow this network is for.
-  g.initializers["milli16"] = floatTensor({16}, std::vector<float>(16, 1e-3f));
+  // Per row, not a scalar or one factor per column: fold_scale_into_matmul would fold
+  // those into wide_proj's weights and so remove the overflow this network is for.
+  g.initializers["milli16"] = floatTensor({4, 1}, std::vector<float>(4, 1e-3f));
   g.nodes = {makeNode("MatMul", {"x", "fc1.w"}, {"fc1"}),
              makeNode("Relu", {"fc1"}, {"relu1"}),
              makeNode("MatMul", {"relu1", "fc2.w"}, {"fc2"}),
