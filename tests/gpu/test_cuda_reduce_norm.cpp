@@ -186,6 +186,41 @@ TEST(CudaReduce, LogSumExp) {
       .check(looseSixteenBit());
 }
 
+// Rows of at most 64 elements take 1-16 lanes each (row counts that do not fill the last
+// warp's rows included); reductions over inner runs of even length read column pairs in
+// 16-bit and float data, odd lengths one column a thread.
+TEST(CudaReduce, ShortRowsAndColumnPairsAcrossLengths) {
+  KILN_REQUIRE_GPU();
+  for (int64_t n : {1, 3, 4, 5, 8, 17, 32, 33, 64, 65}) {
+    SCOPED_TRACE("rows of " + std::to_string(n));
+    const uint32_t seed = static_cast<uint32_t>(n);
+    GpuOpTest("ReduceL2", 18)
+        .input(randomFloats({7, 3, n}, 40 + seed))
+        .constant(axes({-1}))
+        .check();
+    GpuOpTest("ReduceMax", 13)
+        .attr("axes", std::vector<int64_t>{-1})
+        .input(randomFloats({37, n}, 140 + seed))
+        .check();
+    GpuOpTest("ReduceLogSumExp", 18)
+        .input(randomFloats({5, 7, n}, 240 + seed, -3.0, 3.0))
+        .constant(axes({2}))
+        .check(looseSixteenBit());
+  }
+  for (int64_t inner : {2, 6, 7, 64, 66, 130}) {
+    SCOPED_TRACE("columns of " + std::to_string(inner));
+    const uint32_t seed = static_cast<uint32_t>(inner);
+    GpuOpTest("ReduceMean", 18)
+        .input(randomFloats({3, 9, 40, inner}, 340 + seed))
+        .constant(axes({1, 2}))
+        .check();
+    GpuOpTest("ReduceL2", 13)
+        .attr("axes", std::vector<int64_t>{1})
+        .input(randomFloats({2, 70, inner}, 440 + seed))
+        .check();
+  }
+}
+
 // ---- ArgMax / ArgMin -----------------------------------------------------------
 
 TEST(CudaArg, RandomRowsAndColumns) {

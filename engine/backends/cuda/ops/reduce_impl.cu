@@ -2,13 +2,15 @@
 // helpers shared with arg_cumsum_impl.cu: reduce_common.cuh): the Reduce* and
 // Softmax / LogSoftmax / Hardmax kernels and their launch geometry.
 //
-// One reduced run is read as [outer, n, inner] (a warp or block per row when inner == 1,
-// a 32-wide tile of columns per block otherwise), several reduced runs go through a
+// One reduced run is read as [outer, n, inner] (when inner == 1: 1-16 lanes per row of at
+// most 64 elements, a warp or a block per longer row; a 32-wide tile of columns, or of
+// column pairs for 16-bit and float data, per block otherwise), several reduced runs go through a
 // general kernel with one thread per output element. ReduceLogSumExp runs twice: the
 // largest finite value per output, then the shifted sum of exponentials. Rows longer than
 // kWarpRowLimit use a whole block per row.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -183,37 +185,141 @@ __global__ void __launch_bounds__(kMaxRowBlock)
   }
 }
 
+// [rows, n] contiguous rows of at most 4 * G elements: G lanes per row (G in 1..16), so a
+// warp reduces 32 / G rows at once instead of one row of a few elements with 32 lanes
+// (SwinV2's F.normalize over 32 channels: 1.5 M rows). Every lane of a warp runs the same
+// number of loop trips (the warp's first row decides), so the shuffles see the full warp.
+template <class T, int G>
+__global__ void __launch_bounds__(kBlockSize)
+    reduceShortRowsKernel(ReduceIo<T> io, int64_t rows, int64_t n) {
+  using A = Acc<T>;
+  constexpr int kRowsPerWarp = 32 / G;
+  const int lane = threadIdx.x % G;
+  const int64_t warp = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const int64_t warps = int64_t(gridDim.x) * blockDim.x / 32;
+  for (int64_t first = warp * kRowsPerWarp; first < rows; first += warps * kRowsPerWarp) {
+    const int64_t row = first + (threadIdx.x % 32) / G;
+    A a = reduceInit<T, A>(io.op);
+    A shift = A(0);
+    if (row < rows) {
+      shift = outputShift(io, row);
+      const T* x = io.x + row * n;
+      for (int64_t k = lane; k < n; k += G)
+        a = reduceCombine(io.op, a, reducePrepare(io.op, loadAs<A>(x, k), shift));
+    }
+#pragma unroll
+    for (int mask = G / 2; mask >= 1; mask >>= 1) a = reduceCombine(io.op, a, shuffleXor(a, mask));
+    if (row < rows && lane == 0) writeReduced(io, row, a, shift);
+  }
+}
+
+// Lanes per row for a short row: a power of two with about 4 elements a lane; 0 for a
+// row long enough for a whole warp.
+inline int shortRowLanes(int64_t n) {
+  if (n > 64) return 0;
+  int lanes = 1;
+  while (lanes * 4 < n) lanes *= 2;
+  return lanes;
+}
+
+template <class T>
+Status launchShortRows(const ReduceIo<T>& io, int64_t rows, int64_t n, int lanes,
+                       cudaStream_t stream) {
+  const unsigned grid = gridFor(((rows * lanes + 31) / 32) * 32, kBlockSize);
+  switch (lanes) {
+    case 1:
+      reduceShortRowsKernel<T, 1><<<grid, kBlockSize, 0, stream>>>(io, rows, n);
+      break;
+    case 2:
+      reduceShortRowsKernel<T, 2><<<grid, kBlockSize, 0, stream>>>(io, rows, n);
+      break;
+    case 4:
+      reduceShortRowsKernel<T, 4><<<grid, kBlockSize, 0, stream>>>(io, rows, n);
+      break;
+    case 8:
+      reduceShortRowsKernel<T, 8><<<grid, kBlockSize, 0, stream>>>(io, rows, n);
+      break;
+    default:
+      reduceShortRowsKernel<T, 16><<<grid, kBlockSize, 0, stream>>>(io, rows, n);
+      break;
+  }
+  KILN_CUDA_CHECK_LAUNCH("reduceShortRowsKernel");
+  return Status::ok();
+}
+
 // [outer, n, inner] with inner > 1: each block takes 32 adjacent columns of one
 // outer slice; blockDim.y threads split the n elements of each column.
 constexpr int kColumnTile = 32;
 constexpr int kMaxColumnSplit = 16;
 constexpr int kMaxColumnBlock = kColumnTile * kMaxColumnSplit;
 
+// Columns a thread reads with one load: 2 for 16-bit and float data whose columns pair up
+// (a warp then reads 128 or 256 contiguous bytes per row instead of 64 or 128), else 1.
 template <class T>
+constexpr bool kPairLoads = kIsHalfLike<T> || std::is_same_v<T, float>;
+
+// Elements p[0] and p[1] (p aligned to two elements) as the accumulator type.
+template <class A, class T>
+__device__ __forceinline__ void loadPair(const T* p, A* out) {
+  if constexpr (std::is_same_v<T, __half>) {
+    const float2 f = __half22float2(*reinterpret_cast<const __half2*>(p));
+    out[0] = f.x;
+    out[1] = f.y;
+  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    const float2 f = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(p));
+    out[0] = f.x;
+    out[1] = f.y;
+  } else {
+    const float2 f = *reinterpret_cast<const float2*>(p);
+    out[0] = f.x;
+    out[1] = f.y;
+  }
+}
+
+// V adjacent columns per thread (V = 2 only where kPairLoads and inner is even).
+template <class T, int V>
 __global__ void __launch_bounds__(kMaxColumnBlock)
     reduceColumnsKernel(ReduceIo<T> io, int64_t outer, int64_t n, int64_t inner) {
   using A = Acc<T>;
-  __shared__ A partial[kMaxColumnSplit][kColumnTile];
-  const int64_t tilesPerOuter = (inner + kColumnTile - 1) / kColumnTile;
+  constexpr int kTile = kColumnTile * V;
+  __shared__ A partial[kMaxColumnSplit][kTile];
+  const int64_t tilesPerOuter = (inner + kTile - 1) / kTile;
   const int tx = threadIdx.x, ty = threadIdx.y;
   for (int64_t tile = blockIdx.x; tile < outer * tilesPerOuter; tile += gridDim.x) {
     const int64_t o = tile / tilesPerOuter;
-    const int64_t i = (tile - o * tilesPerOuter) * kColumnTile + tx;
+    const int64_t i = (tile - o * tilesPerOuter) * kTile + int64_t(tx) * V;
     const int64_t out = o * inner + i;
-    A a = reduceInit<T, A>(io.op);
-    A shift = A(0);
-    if (i < inner) {
-      shift = outputShift(io, out);
-      const T* x = io.x + o * n * inner + i;
-      for (int64_t k = ty; k < n; k += blockDim.y)
-        a = reduceCombine(io.op, a, reducePrepare(io.op, loadAs<A>(x, k * inner), shift));
+    A a[V], shift[V];
+#pragma unroll
+    for (int v = 0; v < V; ++v) {
+      a[v] = reduceInit<T, A>(io.op);
+      shift[v] = A(0);
     }
-    partial[ty][tx] = a;
+    if (i < inner) {  // with V = 2, inner is even: column i + 1 exists too
+#pragma unroll
+      for (int v = 0; v < V; ++v) shift[v] = outputShift(io, out + v);
+      const T* x = io.x + o * n * inner + i;
+      for (int64_t k = ty; k < n; k += blockDim.y) {
+        A values[V];
+        if constexpr (V == 2)
+          loadPair<A>(x + k * inner, values);
+        else
+          values[0] = loadAs<A>(x, k * inner);
+#pragma unroll
+        for (int v = 0; v < V; ++v)
+          a[v] = reduceCombine(io.op, a[v], reducePrepare(io.op, values[v], shift[v]));
+      }
+    }
+#pragma unroll
+    for (int v = 0; v < V; ++v) partial[ty][tx * V + v] = a[v];
     __syncthreads();
     if (ty == 0 && i < inner) {
-      for (int r = 1; r < static_cast<int>(blockDim.y); ++r)
-        a = reduceCombine(io.op, a, partial[r][tx]);
-      writeReduced(io, out, a, shift);
+#pragma unroll
+      for (int v = 0; v < V; ++v) {
+        for (int r = 1; r < static_cast<int>(blockDim.y); ++r)
+          a[v] = reduceCombine(io.op, a[v], partial[r][tx * V + v]);
+        writeReduced(io, out + v, a[v], shift[v]);
+      }
     }
     __syncthreads();
   }
@@ -248,16 +354,24 @@ Status launchReducePass(const ReduceLaunch& args, const ReduceIo<T>& io, cudaStr
   }
   const int64_t outer = args.outer, n = args.n, inner = args.inner;
   if (inner == 1) {
+    if (const int lanes = shortRowLanes(n)) return launchShortRows<T>(io, outer, n, lanes, stream);
     const RowGeometry g = rowGeometry(outer, n);
     reduceRowsKernel<T><<<g.grid, g.block, 0, stream>>>(io, outer, n, g.warpMode);
     KILN_CUDA_CHECK_LAUNCH("reduceRowsKernel");
     return Status::ok();
   }
-  const int64_t tiles = outer * ((inner + kColumnTile - 1) / kColumnTile);
+  bool pairs = false;
+  if constexpr (kPairLoads<T>)
+    pairs = inner % 2 == 0 && reinterpret_cast<uintptr_t>(io.x) % (2 * sizeof(T)) == 0;
+  const int tileWidth = kColumnTile * (pairs ? 2 : 1);
+  const int64_t tiles = outer * ((inner + tileWidth - 1) / tileWidth);
   int split = n >= 64 ? 8 : 1;
   if (n >= 1024 && tiles < 512) split = kMaxColumnSplit;
   const dim3 block(kColumnTile, split);
-  reduceColumnsKernel<T><<<gridFor(tiles, 1), block, 0, stream>>>(io, outer, n, inner);
+  if (pairs)
+    reduceColumnsKernel<T, 2><<<gridFor(tiles, 1), block, 0, stream>>>(io, outer, n, inner);
+  else
+    reduceColumnsKernel<T, 1><<<gridFor(tiles, 1), block, 0, stream>>>(io, outer, n, inner);
   KILN_CUDA_CHECK_LAUNCH("reduceColumnsKernel");
   return Status::ok();
 }
