@@ -352,6 +352,24 @@ TEST(CudaPool, ResizeAntialias) {
   }
 }
 
+// A resize of the last two axes runs both passes in one kernel: more planes than a grid's
+// z extent (65535), output rows wider than one block (128), and an antialiased shrink
+// with more taps than the kernel holds (20 > 8: the separable passes) all match the CPU.
+TEST(CudaPool, ResizeLastTwoAxesAcrossGridsAndTaps) {
+  KILN_REQUIRE_GPU();
+  resizeWithScales(19, randomFloats({3, 23500, 2, 3}, 30), {1.f, 1.f, 2.f, 1.5f})
+      .attr("mode", std::string("linear"))
+      .check();
+  resizeWithSizes(13, randomFloats({1, 2, 5, 150}, 31), {1, 2, 9, 301})
+      .attr("mode", std::string("linear"))
+      .attr("coordinate_transformation_mode", std::string("align_corners"))
+      .check();
+  resizeWithScales(18, randomFloats({1, 2, 40, 30}, 32), {1.f, 1.f, 0.1f, 0.2f})
+      .attr("mode", std::string("linear"))
+      .attr("antialias", int64_t{1})
+      .check();
+}
+
 TEST(CudaPool, ResizeTfCropAndResize) {
   KILN_REQUIRE_GPU();
   const Tensor x = randomFloats({1, 2, 6, 7}, 29);

@@ -145,6 +145,42 @@ size_t computeTypeBytes(DataType t) {
   return t == DataType::kFloat64 ? sizeof(double) : sizeof(float);
 }
 
+// Both passes of a resize of the last two axes alone in one kernel (launchResize2d):
+// SegFormer's and FPN-style decoders' bilinear upsampling of [N, C, H, W].
+Status resizeLastTwoAxes(GpuKernelContext& ctx, const ResizePassLaunch& rows,
+                         const ResizePassLaunch& columns, const DeviceTensor& out) {
+  const DeviceTensor& in = ctx.input(0);
+  Resize2dLaunch launch;
+  launch.rows = rows;
+  launch.columns = columns;
+  launch.type = in.type;
+  launch.in = in.data;
+  launch.out = out.data;
+  launch.planes = rows.outer;  // the axes before H
+  size_t bytes = 0;
+  size_t offsets[2][3];
+  for (int k = 0; k < 2; ++k) {
+    const TapsParams& tp = (k == 0 ? rows : columns).taps;
+    const int64_t entries = tp.axis.outDim * tp.taps;
+    offsets[k][0] = bytes;
+    bytes += alignUp(entries * sizeof(int64_t));
+    offsets[k][1] = bytes;
+    bytes += alignUp(entries * sizeof(double));
+    offsets[k][2] = bytes;
+    bytes += alignUp(tp.axis.outDim);
+  }
+  KILN_ASSIGN_OR_RETURN(void* scratch, ctx.workspace(bytes));
+  char* base = static_cast<char*>(scratch);
+  ResizePassLaunch* passes[2] = {&launch.rows, &launch.columns};
+  for (int k = 0; k < 2; ++k) {
+    passes[k]->index = reinterpret_cast<int64_t*>(base + offsets[k][0]);
+    passes[k]->weight = reinterpret_cast<double*>(base + offsets[k][1]);
+    passes[k]->outside = reinterpret_cast<uint8_t*>(base + offsets[k][2]);
+  }
+  ctx.setImplementation("kiln resize of the last two axes, both passes in one kernel");
+  return launchResize2d(launch, ctx.stream());
+}
+
 // Linear / cubic; the input's type is in kInterpolatedTypes.
 Status resizeInterpolated(GpuKernelContext& ctx, const ResizeConfig& p) {
   const DeviceTensor& in = ctx.input(0);
@@ -157,6 +193,7 @@ Status resizeInterpolated(GpuKernelContext& ctx, const ResizeConfig& p) {
   const bool cubic = p.mode == "cubic";
   const double support = cubic ? 2.0 : 1.0;
   std::vector<ResizePassLaunch> passes;
+  std::vector<int> passAxes;
   Shape shape = in.shape;
   int64_t maxTapEntries = 0, maxOut = 0;
   for (int axis = 0; axis < rank; ++axis) {
@@ -182,12 +219,17 @@ Status resizeInterpolated(GpuKernelContext& ctx, const ResizeConfig& p) {
     maxTapEntries = std::max(maxTapEntries, outDim * tp.taps);
     maxOut = std::max(maxOut, outDim);
     passes.push_back(pass);
+    passAxes.push_back(axis);
   }
   if (passes.empty()) {  // nothing resized: the values pass through unchanged
     KILN_CUDA_CHECK(
         cudaMemcpyAsync(out.data, in.data, in.byteSize(), cudaMemcpyDeviceToDevice, ctx.stream()));
     return Status::ok();
   }
+  if (passes.size() == 2 && passAxes[0] == rank - 2 && passAxes[1] == rank - 1 &&
+      coordMode != kTfCropAndResize && passes[0].taps.taps <= kResize2dMaxTaps &&
+      passes[1].taps.taps <= kResize2dMaxTaps)
+    return resizeLastTwoAxes(ctx, passes[0], passes[1], out);
 
   // Workspace: the taps of one pass (reused, stream-ordered), then up to two
   // intermediate buffers in the compute type.

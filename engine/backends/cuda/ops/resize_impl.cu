@@ -2,7 +2,9 @@
 // Coordinates, nearest indices and interpolation taps are computed on the device in
 // double exactly as the CPU does (no fused multiply-adds where they could move a
 // coordinate). Nearest gathers raw elements of any fixed-size type; linear / cubic run
-// one separable pass per resized axis in float (double for float64), like the CPU.
+// one separable pass per resized axis in float (double for float64), like the CPU, or,
+// for the last two axes alone, both passes in one kernel with the same sums.
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
 
@@ -180,6 +182,38 @@ Status gatherNearest(const ResizeSetup& s, const void* in, void* out, const int6
   return Status::ok();
 }
 
+// Both passes of a last-two-axes resize at once (resize_impl.h, Resize2dLaunch): a thread
+// per output column x of one output row y of one plane; the row's H taps sit in registers.
+template <class T>
+__global__ void resize2dKernel(const T* in, T* out, int64_t planes, int64_t inH, int64_t inW,
+                               int64_t outH, int64_t outW, int tapsY, const int64_t* indexY,
+                               const double* weightY, int tapsX, const int64_t* indexX,
+                               const double* weightX) {
+  using Acc = AccOf<T>;
+  const int64_t x = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (x >= outW) return;
+  for (int64_t y = blockIdx.y; y < outH; y += gridDim.y) {
+    int64_t rowOffset[kResize2dMaxTaps];
+    Acc rowWeight[kResize2dMaxTaps];
+    for (int t = 0; t < tapsY; ++t) {
+      rowOffset[t] = indexY[y * tapsY + t] * inW;
+      rowWeight[t] = static_cast<Acc>(weightY[y * tapsY + t]);
+    }
+    for (int64_t p = blockIdx.z; p < planes; p += gridDim.z) {
+      const T* plane = in + p * inH * inW;
+      Acc sum = 0;
+      for (int tx = 0; tx < tapsX; ++tx) {
+        const int64_t column = indexX[x * tapsX + tx];
+        Acc columnSum = 0;
+        for (int ty = 0; ty < tapsY; ++ty)
+          columnSum += rowWeight[ty] * toAcc(plane[rowOffset[ty] + column]);
+        sum += static_cast<Acc>(weightX[x * tapsX + tx]) * columnSum;
+      }
+      out[(p * outH + y) * outW + x] = fromAcc<T>(sum);
+    }
+  }
+}
+
 // The storage types the pass kernel is instantiated for (dispatchDeviceType calls its
 // function only with a type of kInterpolatedTypes; the other instantiations are never
 // reached).
@@ -217,6 +251,36 @@ Status launchResizePass(const ResizePassLaunch& args, cudaStream_t stream) {
           args.src, args.srcIsT, args.dst, args.dstIsT, args.outer, tp.axis.inDim, tp.axis.outDim,
           args.inner, tp.taps, args.index, args.weight, args.outside, args.extrapolation);
       KILN_CUDA_CHECK_LAUNCH("resizePassKernel");
+      return Status::ok();
+    } else {
+      return Status(StatusCode::kUnsupported, std::string("data type ") + dataTypeName(args.type));
+    }
+  });
+}
+
+Status launchResize2d(const Resize2dLaunch& args, cudaStream_t stream) {
+  const TapsParams& ty = args.rows.taps;
+  const TapsParams& tx = args.columns.taps;
+  if (ty.taps > kResize2dMaxTaps || tx.taps > kResize2dMaxTaps)
+    return Status(StatusCode::kInternal, "resize2d: more taps than kResize2dMaxTaps");
+  return dispatchDeviceType<kInterpolatedTypes>(args.type, [&](auto tag) -> Status {
+    using T = decltype(tag);
+    if constexpr (kIsFloatStorage<T>) {
+      for (const ResizePassLaunch* pass : {&args.rows, &args.columns}) {
+        resizeTapsKernel<<<gridFor(pass->taps.axis.outDim), kBlockSize, 0, stream>>>(
+            pass->taps, pass->index, pass->weight, pass->outside);
+        KILN_CUDA_CHECK_LAUNCH("resizeTapsKernel");
+      }
+      const int64_t outW = tx.axis.outDim, outH = ty.axis.outDim;
+      constexpr int kThreads = 128;
+      const dim3 grid(static_cast<unsigned>((outW + kThreads - 1) / kThreads),
+                      static_cast<unsigned>(std::min<int64_t>(outH, 65535)),
+                      static_cast<unsigned>(std::min<int64_t>(args.planes, 65535)));
+      resize2dKernel<T><<<grid, kThreads, 0, stream>>>(
+          static_cast<const T*>(args.in), static_cast<T*>(args.out), args.planes, ty.axis.inDim,
+          tx.axis.inDim, outH, outW, static_cast<int>(ty.taps), args.rows.index, args.rows.weight,
+          static_cast<int>(tx.taps), args.columns.index, args.columns.weight);
+      KILN_CUDA_CHECK_LAUNCH("resize2dKernel");
       return Status::ok();
     } else {
       return Status(StatusCode::kUnsupported, std::string("data type ") + dataTypeName(args.type));

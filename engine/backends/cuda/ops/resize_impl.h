@@ -114,4 +114,24 @@ struct ResizePassLaunch {
 // Computes the pass's taps (the CPU's interpolationTaps), then runs the weighted pass.
 Status launchResizePass(const ResizePassLaunch& args, cudaStream_t stream);
 
+// The two passes of a resize of the last two axes alone ([planes, H, W] -> [planes, outH,
+// outW]) in one kernel: each output element takes the passes' sums in their order (a
+// column sum over the H taps in the compute type, then the W taps' weighted sum of those),
+// so the values are the two passes' bit for bit, without the intermediate tensor or a
+// division per element. For every coordinate mode but tf_crop_and_resize (whose outside
+// rows and columns the passes fill in their own order) and at most kResize2dMaxTaps taps
+// per axis. `rows` computes along H (its axis's inDim = H), `columns` along W; their
+// index / weight / outside scratch must not overlap.
+constexpr int64_t kResize2dMaxTaps = 8;
+
+struct Resize2dLaunch {
+  ResizePassLaunch rows, columns;
+  int64_t planes = 1;
+  DataType type = DataType::kFloat32;  // in kInterpolatedTypes
+  const void* in = nullptr;
+  void* out = nullptr;
+};
+
+Status launchResize2d(const Resize2dLaunch& args, cudaStream_t stream);
+
 }  // namespace kiln::cuda::resize
