@@ -168,6 +168,13 @@ int runBuild(const std::vector<std::string>& rawArgs) {
   if (args.has("accuracy-data") && backendName != "cpu")
     return fail("build", "--accuracy-data runs the plan on the CPU backend (--backend cpu)", 2);
   const bool quiet = args.flag("quiet") || args.flag("json");
+  // The CPU backend (the default) runs float32 layers only: a 16-bit request there builds
+  // an all-FP32 plan, which a user coming from trtexec (always a GPU engine) would not expect.
+  if (backendName == "cpu" && (config.fp16 || config.bf16) && !quiet)
+    std::fprintf(stderr,
+                 "kiln build: warning: the CPU backend builds float32 layers only; --%s takes "
+                 "effect with --backend cuda\n",
+                 config.fp16 ? "fp16" : "bf16");
   // Progress lines only on a terminal; --progress writes one line per layer anywhere,
   // with the seconds since the build started (where a build spends its time).
   const bool terminal = isatty(fileno(stderr)) != 0;

@@ -32,6 +32,10 @@ check "warm cache: 100% hit rate" bash -c "'$kiln' build '$bert' -o '$work/b2.ki
   --timing-cache '$work/cache.json' --optimization-level 0 --json | grep -q '\"hit_rate\": 1.0'"
 check "replayed tactics" bash -c "'$kiln' build '$bert' -o '$work/b3.kiln' ${profiles[*]} \
   --load-tactics '$work/tactics.json' --optimization-level 0 --json | grep -q '\"unreplayed_layers\": \[\]'"
+# A 16-bit request on the CPU backend (the default) says it builds float32 only.
+check "--fp16 on the CPU backend warns that it builds float32" bash -c "'$kiln' build '$bert' \
+  -o '$work/b16.kiln' ${profiles[*]} --fp16 --optimization-level 0 2>&1 >/dev/null | \
+  grep -q 'the CPU backend builds float32 layers only; --fp16 takes effect with --backend cuda'"
 check "inspect --json has the inspector keys" bash -c "'$kiln' inspect '$work/bert.kiln' --json \
   | grep -q '\"TacticName\": \"cpu.matmul.blas\"'"
 check "inspect --layers prints the table" bash -c "'$kiln' inspect '$work/bert.kiln' --layers | grep -q '^scores '"
