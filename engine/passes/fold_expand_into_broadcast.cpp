@@ -4,9 +4,10 @@
 // for the elementwise ops with multidirectional (numpy) broadcasting: arithmetic (Add,
 // Sub, Mul, Div, Pow, Mod), Max / Min / Sum / Mean, comparisons, logic and Where. Each
 // element of the output reads the same element of x either way, so the values are
-// exactly the same. The check is on inferred shapes: the reader's output shape with x in
-// place of the Expand's output must equal its shape now (symbolic dims equal as
-// expressions), so an Expand that grows the output stays. Readers that pass are rewritten
+// exactly the same (the ops: the op table's broadcast shape forms, and Where). The check
+// is on inferred shapes: the reader's output shape with x in place of the Expand's output
+// must equal its shape now (symbolic dims equal as expressions), so an Expand that grows
+// the output stays. Readers that pass are rewritten
 // one by one; the Expand goes when none is left (a graph output keeps it).
 // torch's `F.normalize(x, dim=-1)` exports as `x / Expand(Clip(ReduceL2(x)), shape(x))`:
 // SwinV2's cosine attention paid a full-size copy of the norms per Q and K (3.3 ms of
@@ -15,6 +16,7 @@
 #include <set>
 #include <string>
 
+#include "kiln/op_table.h"
 #include "passes/fusion_passes.h"
 #include "passes/rewrite_helpers.h"
 #include "shape/shape_rules.h"
@@ -26,14 +28,16 @@ using namespace rewrite;
 
 constexpr const char* kName = "fold_expand_into_broadcast";
 
+// The op table's rows whose output is the numpy broadcast of their inputs (arithmetic,
+// comparisons, logic, Max / Min / Sum / Mean), and Where (its own shape rule, the same
+// multidirectional broadcast).
 bool broadcastsItsInputs(const Node& node) {
-  static const std::set<std::string> ops = {
-      "Add",   "Sub",  "Mul",         "Div",     "Pow",
-      "Mod",   "Max",  "Min",         "Sum",     "Mean",
-      "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual",
-      "And",   "Or",   "Xor",         "Where"};
-  return isDefaultDomain(node) && ops.count(node.opType) > 0 && !node.outputs.empty() &&
-         !node.outputs[0].empty();
+  if (!isDefaultDomain(node) || node.outputs.empty() || node.outputs[0].empty()) return false;
+  if (node.opType == "Where") return true;
+  const ops::OpRow* row = ops::findOp(node.opType);
+  return row && row->domain.empty() &&
+         (row->shape == ops::OpShapeForm::kBroadcast ||
+          row->shape == ops::OpShapeForm::kBroadcastToBool);
 }
 
 // `reader`'s output shape with `source` read in place of `expanded` is its shape now.
