@@ -1,6 +1,6 @@
 // Device helpers shared by the row-wise kernels (reductions, softmax, norms): the
-// 16-bit-aware load/store into an accumulator type, and the warp-or-block row
-// geometry (a warp per row for short rows, a block per row for long ones).
+// 16-bit-aware load/store into an accumulator type, vector packs of a row, and the
+// warp-or-block row geometry (a warp per row for short rows, a block per row for long ones).
 // Included by .cu files only.
 #pragma once
 
@@ -41,6 +41,33 @@ __device__ __forceinline__ A mathSqrt(A v) {
     return sqrtf(v);
   else
     return sqrt(v);
+}
+
+// V adjacent elements moved by one vector access (aligned to all V).
+template <class T, int V>
+struct alignas(sizeof(T) * V) Pack {
+  T v[V];
+};
+
+// V elements of a row from element k on, as float (V == 1 honours a stride of 0; V > 1
+// needs row + k aligned to V elements).
+template <int V, class T>
+__device__ __forceinline__ void loadPack(const T* row, int64_t k, int64_t stride, float* out) {
+  if constexpr (V == 1) {
+    out[0] = toFloat(row[k * stride]);
+  } else {
+    const Pack<T, V> p = *reinterpret_cast<const Pack<T, V>*>(row + k);
+#pragma unroll
+    for (int j = 0; j < V; ++j) out[j] = toFloat(p.v[j]);
+  }
+}
+
+template <int V, class T>
+__device__ __forceinline__ void storePack(T* row, int64_t k, const float* in) {
+  Pack<T, V> p;
+#pragma unroll
+  for (int j = 0; j < V; ++j) p.v[j] = fromFloat<T>(in[j]);
+  *reinterpret_cast<Pack<T, V>*>(row + k) = p;
 }
 
 // The rows visited by this thread's group (a warp, or the whole block) and the

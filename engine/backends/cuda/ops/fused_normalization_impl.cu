@@ -39,31 +39,6 @@ __device__ __forceinline__ int64_t rowStart(const RowMap& map, int64_t row, int6
   return offset + static_cast<int64_t>(r) * map.strides[0];
 }
 
-template <class T, int V>
-struct alignas(sizeof(T) * V) Pack {
-  T v[V];
-};
-
-// V elements of a row from element k on, as float (V == 1 honours a stride of 0).
-template <int V, class T>
-__device__ __forceinline__ void loadPack(const T* row, int64_t k, int64_t stride, float* out) {
-  if constexpr (V == 1) {
-    out[0] = toFloat(row[k * stride]);
-  } else {
-    const Pack<T, V> p = *reinterpret_cast<const Pack<T, V>*>(row + k);
-#pragma unroll
-    for (int j = 0; j < V; ++j) out[j] = toFloat(p.v[j]);
-  }
-}
-
-template <int V, class T>
-__device__ __forceinline__ void storePack(T* row, int64_t k, const float* in) {
-  Pack<T, V> p;
-#pragma unroll
-  for (int j = 0; j < V; ++j) p.v[j] = fromFloat<T>(in[j]);
-  *reinterpret_cast<Pack<T, V>*>(row + k) = p;
-}
-
 __device__ __forceinline__ float warpSum(float v) {
 #pragma unroll
   for (int mask = 16; mask >= 1; mask >>= 1) v += __shfl_xor_sync(kFullMask, v, mask);

@@ -255,32 +255,16 @@ constexpr int kMaxColumnBlock = kColumnTile * kMaxColumnSplit;
 
 // Columns a thread reads with one load: 2 for 16-bit and float data whose columns pair up
 // (a warp then reads 128 or 256 contiguous bytes per row instead of 64 or 128), else 1.
+// Those types accumulate in float, which loadPack (row_kernels.cuh) writes.
 template <class T>
 constexpr bool kPairLoads = kIsHalfLike<T> || std::is_same_v<T, float>;
-
-// Elements p[0] and p[1] (p aligned to two elements) as the accumulator type.
-template <class A, class T>
-__device__ __forceinline__ void loadPair(const T* p, A* out) {
-  if constexpr (std::is_same_v<T, __half>) {
-    const float2 f = __half22float2(*reinterpret_cast<const __half2*>(p));
-    out[0] = f.x;
-    out[1] = f.y;
-  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    const float2 f = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(p));
-    out[0] = f.x;
-    out[1] = f.y;
-  } else {
-    const float2 f = *reinterpret_cast<const float2*>(p);
-    out[0] = f.x;
-    out[1] = f.y;
-  }
-}
 
 // V adjacent columns per thread (V = 2 only where kPairLoads and inner is even).
 template <class T, int V>
 __global__ void __launch_bounds__(kMaxColumnBlock)
     reduceColumnsKernel(ReduceIo<T> io, int64_t outer, int64_t n, int64_t inner) {
   using A = Acc<T>;
+  static_assert(V == 1 || (kPairLoads<T> && std::is_same_v<A, float>), "pairs load as float");
   constexpr int kTile = kColumnTile * V;
   __shared__ A partial[kMaxColumnSplit][kTile];
   const int64_t tilesPerOuter = (inner + kTile - 1) / kTile;
@@ -302,7 +286,7 @@ __global__ void __launch_bounds__(kMaxColumnBlock)
       for (int64_t k = ty; k < n; k += blockDim.y) {
         A values[V];
         if constexpr (V == 2)
-          loadPair<A>(x + k * inner, values);
+          loadPack<2>(x + k * inner, 0, 1, values);
         else
           values[0] = loadAs<A>(x, k * inner);
 #pragma unroll
@@ -360,17 +344,19 @@ Status launchReducePass(const ReduceLaunch& args, const ReduceIo<T>& io, cudaStr
     KILN_CUDA_CHECK_LAUNCH("reduceRowsKernel");
     return Status::ok();
   }
-  bool pairs = false;
+  int columnsPerThread = 1;
   if constexpr (kPairLoads<T>)
-    pairs = inner % 2 == 0 && reinterpret_cast<uintptr_t>(io.x) % (2 * sizeof(T)) == 0;
-  const int tileWidth = kColumnTile * (pairs ? 2 : 1);
+    if (inner % 2 == 0 && reinterpret_cast<uintptr_t>(io.x) % (2 * sizeof(T)) == 0)
+      columnsPerThread = 2;
+  const int tileWidth = kColumnTile * columnsPerThread;
   const int64_t tiles = outer * ((inner + tileWidth - 1) / tileWidth);
   int split = n >= 64 ? 8 : 1;
   if (n >= 1024 && tiles < 512) split = kMaxColumnSplit;
   const dim3 block(kColumnTile, split);
-  if (pairs)
-    reduceColumnsKernel<T, 2><<<gridFor(tiles, 1), block, 0, stream>>>(io, outer, n, inner);
-  else
+  if constexpr (kPairLoads<T>)
+    if (columnsPerThread == 2)
+      reduceColumnsKernel<T, 2><<<gridFor(tiles, 1), block, 0, stream>>>(io, outer, n, inner);
+  if (columnsPerThread == 1)
     reduceColumnsKernel<T, 1><<<gridFor(tiles, 1), block, 0, stream>>>(io, outer, n, inner);
   KILN_CUDA_CHECK_LAUNCH("reduceColumnsKernel");
   return Status::ok();
