@@ -31,7 +31,7 @@ std::unique_ptr<Pass> makeFusePointwiseChain();
 std::unique_ptr<Pass> makeRemoveNoOpNodes();
 std::unique_ptr<Pass> makeFoldExpandIntoBroadcast();
 std::unique_ptr<Pass> makeReduceAsGlobalPool();
-std::unique_ptr<Pass> makeFoldTransposesIntoReshape();
+std::unique_ptr<Pass> makeFoldViewChains();
 std::unique_ptr<Pass> makeFoldCastIntoQuantize();
 std::unique_ptr<Pass> makeFoldCastIntoInt8Output();
 std::unique_ptr<Pass> makeMergeDuplicateNodes();

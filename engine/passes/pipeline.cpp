@@ -151,8 +151,9 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   // a Transpose back to NHWC is no copy at all): after the layout pass, which makes them.
   list.push_back(passes::makeMergeLayoutTransposes());
   // A reformat to NHWC after the model's own tokens-to-image Transpose and Reshape (and
-  // back) moves nothing at all: the three become one Reshape.
-  list.push_back(passes::makeFoldTransposesIntoReshape());
+  // back) moves nothing at all: one Reshape; a channel shuffle between two reformats moves
+  // each element once: one Transpose.
+  list.push_back(passes::makeFoldViewChains());
   return list;
 }
 
