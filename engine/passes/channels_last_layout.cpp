@@ -31,7 +31,9 @@
 // residual Add then stay in the region instead of paying a reformat each way. A Concat
 // of region values follows too, along the permuted axis (NCHW axis a is NHWC axis
 // j with kToChannelsLast[j] = a: channels 1 -> 3), so DenseNet's blocks (Concat, then
-// BN -> ReLU as one PointwiseChain: batch_norm_as_scale_shift) run NHWC throughout.
+// BN -> ReLU as one PointwiseChain: batch_norm_as_scale_shift) run NHWC throughout. A
+// Slice of a region value with constant axes follows the same way (its axes permuted),
+// so ShuffleNet's channel split does not pay a reformat per branch.
 // Runs only when the builder asks for it (the backend prefers
 // channels-last for the engine's precision) and after the fusions, which match channels-first
 // patterns.
@@ -44,6 +46,7 @@
 #include "ir/pointwise_program.h"
 #include "ir/quantized_layers.h"
 #include "passes/fusion_passes.h"
+#include "passes/rewrite_helpers.h"
 
 namespace kiln::passes {
 namespace {
@@ -168,6 +171,47 @@ bool concatFollowsRegion(const Node& node, const GraphIndex& index, const std::v
   return true;
 }
 
+// True when `node` is a Slice of a 4-D value from the region with constant axes (or none:
+// the leading axes) and constant starts: on NHWC storage it is the same Slice along the
+// permuted axes, so ShuffleNet's channel split (chunk) stays in the region. Sets `axes` to
+// the NHWC axes, in the order of the node's starts / ends / steps.
+bool sliceFollowsRegion(const Node& node, const GraphIndex& index, const std::vector<bool>& chosen,
+                        const InferredShapes& shapes, FollowPlan* plan,
+                        std::vector<int64_t>* axes) {
+  if (!isDefaultDomain(node) || node.opType != "Slice" || node.outputs.size() != 1 ||
+      node.outputs[0].empty() || node.inputs.empty() || node.inputs[0].empty())
+    return false;
+  const int producer = index.producer(node.inputs[0]);
+  const SymbolicShape* in = shapeOf(shapes, node.inputs[0]);
+  if (producer < 0 || !chosen[producer] || !in || in->size() != 4) return false;
+  std::vector<int64_t> nchw;
+  if (node.opset < 10) {
+    nchw = node.attrInts("axes");
+    if (nchw.empty())
+      for (size_t k = 0; k < node.attrInts("starts").size(); ++k) nchw.push_back(int64_t(k));
+  } else {
+    const Tensor* starts = node.hasInput(1) ? index.constant(node.inputs[1]) : nullptr;
+    if (!starts) return false;
+    if (node.hasInput(3)) {
+      const Tensor* a = index.constant(node.inputs[3]);
+      if (!a) return false;
+      for (int64_t k = 0; k < a->numel(); ++k) nchw.push_back(a->valueAsInt64(k));
+    } else {
+      for (int64_t k = 0; k < starts->numel(); ++k) nchw.push_back(k);
+    }
+  }
+  axes->clear();
+  for (int64_t a : nchw) {
+    if (a < 0) a += 4;
+    if (a < 0 || a > 3) return false;
+    for (int j = 0; j < 4; ++j)
+      if (kToChannelsLast[j] == a) axes->push_back(j);
+  }
+  *plan = {};
+  plan->regionSlots.push_back(0);
+  return true;
+}
+
 // True when `node` has a channels-last form this pass may give it.
 bool qualifies(const Node& node, const Graph& g, const InferredShapes& shapes) {
   if (node.outputs.size() != 1 || node.outputs[0].empty() || node.inputs.empty() ||
@@ -286,7 +330,8 @@ class ChannelsLastLayout final : public Pass {
     std::vector<bool> chosen(g.nodes.size()), layoutFree(g.nodes.size());
     std::vector<FollowPlan> follows(g.nodes.size());
     std::vector<bool> follower(g.nodes.size());
-    std::vector<int64_t> concatAxis(g.nodes.size(), -1);  // a following Concat's NHWC axis
+    std::vector<int64_t> concatAxis(g.nodes.size(), -1);          // a following Concat's NHWC axis
+    std::vector<std::vector<int64_t>> sliceAxes(g.nodes.size());  // a following Slice's
     bool any = false;
     const GraphIndex index(g);
     // In order, so a layout-free op sees whether its input's producer went NHWC.
@@ -301,6 +346,8 @@ class ChannelsLastLayout final : public Pass {
         chosen[i] = layoutFree[i] = follower[i] = true;
       if (!chosen[i] &&
           concatFollowsRegion(node, index, chosen, shapes, &follows[i], &concatAxis[i]))
+        chosen[i] = layoutFree[i] = follower[i] = true;
+      if (!chosen[i] && sliceFollowsRegion(node, index, chosen, shapes, &follows[i], &sliceAxes[i]))
         chosen[i] = layoutFree[i] = follower[i] = true;
       any |= chosen[i];
     }
@@ -322,6 +369,17 @@ class ChannelsLastLayout final : public Pass {
       const std::string serves = node.displayName();
       if (node.opType == "Conv") asFusedConv(&node);
       if (concatAxis[i] >= 0) node.attributes["axis"] = intAttribute(concatAxis[i]);
+      if (node.opType == "Slice" && follower[i]) {  // its axes, permuted (sliceFollowsRegion)
+        if (node.opset < 10) {
+          node.attributes["axes"] = rewrite::intsAttribute(sliceAxes[i]);
+        } else {
+          if (node.inputs.size() < 4) node.inputs.resize(4);
+          const std::string axes = freshValue(g, taken, node.inputs[0] + "_nhwc_axes");
+          taken.insert(axes);
+          g.initializers[axes] = Tensor::int64Vector(sliceAxes[i]);
+          node.inputs[3] = axes;
+        }
+      }
       // A layout-free op keeps its meaning on NHWC storage: no attribute, no filter.
       if (!layoutFree[i]) node.attributes[kChannelsLastAttribute] = intAttribute(1);
       const ChannelsLastRoles roles = follower[i]

@@ -193,6 +193,69 @@ TEST(ChannelsLastLayout, DenseBlockConcatAndPreActivationBnStayInTheRegion) {
   expectTensorNear(actual[0].tensor, expected[0].tensor, 1e-5, 1e-5);
 }
 
+// ShuffleNetV2's stride-1 unit: chunk the channels in two (Slices along axis 1, constant
+// axes as an input at opset 13, as an attribute at opset 9), convolve one half, concatenate
+// and shuffle. The Slices follow the region with their axes permuted (1 -> 3); with the
+// shuffle folded by fold_view_chains, only x's and y's reformats and the shuffle's one
+// Transpose are left.
+TEST(ChannelsLastLayout, ChannelSplitAndShuffleStayInTheRegion) {
+  for (int opset : {13, 9}) {
+    SCOPED_TRACE("opset " + std::to_string(opset));
+    Network net;
+    net.opsets[""] = opset;
+    Graph& g = net.graph;
+    g.inputs = {{"x", DataType::kFloat32, true, {DimExpr(2), DimExpr(8), DimExpr(5), DimExpr(5)}}};
+    g.initializers["w0"] = randomTensor(DataType::kFloat32, {8, 8, 1, 1}, 1);
+    g.initializers["w1"] = randomTensor(DataType::kFloat32, {4, 4, 3, 3}, 2);
+    g.initializers["w2"] = randomTensor(DataType::kFloat32, {8, 8, 1, 1}, 3);
+    g.initializers["groups"] = Tensor::int64Vector({2, 2, 4, 5, 5});
+    g.initializers["merged"] = Tensor::int64Vector({2, 8, 5, 5});
+    auto slice = [&](const std::string& out, int64_t start, int64_t end) {
+      Node n = makeNode("Slice", {"c0"}, {out}, opset);
+      if (opset < 10) {
+        n = withInts(withInts(withInts(n, "starts", {start}), "ends", {end}), "axes", {1});
+      } else {
+        g.initializers[out + "_starts"] = Tensor::int64Vector({start});
+        g.initializers[out + "_ends"] = Tensor::int64Vector({end});
+        g.initializers[out + "_axes"] = Tensor::int64Vector({1});
+        n.inputs = {"c0", out + "_starts", out + "_ends", out + "_axes"};
+      }
+      return n;
+    };
+    g.nodes.push_back(makeNode("Conv", {"x", "w0"}, {"c0"}, opset));
+    g.nodes.push_back(slice("left", 0, 4));
+    g.nodes.push_back(slice("right", 4, 8));
+    g.nodes.push_back(
+        withInts(makeNode("Conv", {"right", "w1"}, {"r1"}, opset), "pads", {1, 1, 1, 1}));
+    g.nodes.push_back(makeNode("Relu", {"r1"}, {"r2"}, opset));
+    g.nodes.push_back(withInt(makeNode("Concat", {"left", "r2"}, {"cat"}, opset), "axis", 1));
+    g.nodes.push_back(makeNode("Reshape", {"cat", "groups"}, {"gr"}, opset));
+    g.nodes.push_back(
+        withInts(makeNode("Transpose", {"gr"}, {"tr"}, opset), "perm", {0, 2, 1, 3, 4}));
+    g.nodes.push_back(makeNode("Reshape", {"tr", "merged"}, {"sh"}, opset));
+    g.nodes.push_back(makeNode("Conv", {"sh", "w2"}, {"y"}, opset));
+    g.outputs = {{"y", DataType::kFloat32, false, {}}};
+    Network nhwc = net;
+    std::vector<PassApplication> applied;
+    ASSERT_TRUE(runPasses(nhwc, 2, {}, &applied, /*channelsLast=*/true).isOk());
+    EXPECT_EQ(count(nhwc, "Transpose"), 3);
+    for (const Node& n : nhwc.graph.nodes) {
+      if (n.opType != "Slice") continue;
+      if (opset < 10)
+        EXPECT_EQ(n.attrInts("axes"), std::vector<int64_t>{3});
+      else
+        EXPECT_EQ(nhwc.graph.initializers.at(n.inputs[3]).valueAsInt64(0), 3);
+    }
+    const auto run = [](const Network& n) {
+      return runOnReference(n, {{"x", randomTensor(DataType::kFloat32, {2, 8, 5, 5}, 4)}});
+    };
+    const auto expected = run(net);
+    const auto actual = run(nhwc);
+    ASSERT_EQ(actual.size(), 1u);
+    expectTensorNear(actual[0].tensor, expected[0].tensor, 1e-5, 1e-5);
+  }
+}
+
 TEST(ChannelsLastLayout, RunsOnlyWhenAskedAndCanBeDisabled) {
   Network plain = block();
   std::vector<PassApplication> applied;
