@@ -33,11 +33,14 @@
 // j with kToChannelsLast[j] = a: channels 1 -> 3), so DenseNet's blocks (Concat, then
 // BN -> ReLU as one PointwiseChain: batch_norm_as_scale_shift) run NHWC throughout. A
 // Slice of a region value with constant axes follows the same way (its axes permuted),
-// so ShuffleNet's channel split does not pay a reformat per branch.
+// so ShuffleNet's channel split does not pay a reformat per branch, and so does a channel
+// shuffle (Reshape, Transpose (0, 2, 1, 3, 4), Reshape) as the same shuffle of the innermost
+// axis.
 // Runs only when the builder asks for it (the backend prefers
 // channels-last for the engine's precision) and after the fusions, which match channels-first
 // patterns.
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "ir/channels_last.h"
@@ -212,6 +215,46 @@ bool sliceFollowsRegion(const Node& node, const GraphIndex& index, const std::ve
   return true;
 }
 
+// A channel shuffle of a region value: Reshape [N, C, H, W] -> [N, a, b, H, W],
+// Transpose (0, 2, 1, 3, 4), Reshape back to [N, C, H, W] (ShuffleNet), each value read by
+// the next node alone. On NHWC storage it is the same shuffle of the innermost axis:
+// Reshape [N, H, W, a, b] (0 copies N, H, W), Transpose (0, 1, 2, 4, 3), Reshape
+// [N, H, W, C]. Returns the indices of the three nodes, or an empty list.
+struct Shuffle {
+  std::vector<int> nodes;  // the two Reshapes and the Transpose, in order
+  int64_t a = 0, b = 0, c = 0;
+};
+
+bool isPlainReshape(const Node& node) {
+  return isDefaultDomain(node) && node.opType == "Reshape" && node.inputs.size() == 2 &&
+         node.outputs.size() == 1 && node.attrInt("allowzero", 0) == 0;
+}
+
+Shuffle shuffleFollowsRegion(const Graph& g, const GraphIndex& index, int at,
+                             const std::vector<bool>& chosen, const InferredShapes& shapes) {
+  const Node& r1 = g.nodes[at];
+  if (!isPlainReshape(r1)) return {};
+  const int producer = index.producer(r1.inputs[0]);
+  const SymbolicShape* x = shapeOf(shapes, r1.inputs[0]);
+  const SymbolicShape* split = shapeOf(shapes, r1.outputs[0]);
+  if (producer < 0 || !chosen[producer] || !x || !split || x->size() != 4 || split->size() != 5)
+    return {};
+  const int t = index.soleReader(r1.outputs[0]);
+  if (t < 0 || !isDefaultDomain(g.nodes[t]) || g.nodes[t].opType != "Transpose" ||
+      g.nodes[t].attrInts("perm") != std::vector<int64_t>{0, 2, 1, 3, 4})
+    return {};
+  const int r2 = index.soleReader(g.nodes[t].outputs[0]);
+  if (r2 < 0 || !isPlainReshape(g.nodes[r2]) || g.nodes[r2].inputs[0] != g.nodes[t].outputs[0])
+    return {};
+  const SymbolicShape* y = shapeOf(shapes, g.nodes[r2].outputs[0]);
+  const SymbolicShape& s = *split;
+  if (!y || !(*y == *x) || !(s[0] == (*x)[0]) || !(s[3] == (*x)[2]) || !(s[4] == (*x)[3]) ||
+      !s[1].isConst() || !s[2].isConst() || !(*x)[1].isConst() ||
+      s[1].constValue() * s[2].constValue() != (*x)[1].constValue())
+    return {};
+  return {{at, t, r2}, s[1].constValue(), s[2].constValue(), (*x)[1].constValue()};
+}
+
 // True when `node` has a channels-last form this pass may give it.
 bool qualifies(const Node& node, const Graph& g, const InferredShapes& shapes) {
   if (node.outputs.size() != 1 || node.outputs[0].empty() || node.inputs.empty() ||
@@ -332,11 +375,29 @@ class ChannelsLastLayout final : public Pass {
     std::vector<bool> follower(g.nodes.size());
     std::vector<int64_t> concatAxis(g.nodes.size(), -1);          // a following Concat's NHWC axis
     std::vector<std::vector<int64_t>> sliceAxes(g.nodes.size());  // a following Slice's
+    // A following channel shuffle's nodes: each one's NHWC shape input (Reshapes) or perm.
+    std::map<int, std::vector<int64_t>> shuffleShapes, shufflePerms;
     bool any = false;
     const GraphIndex index(g);
     // In order, so a layout-free op sees whether its input's producer went NHWC.
     for (size_t i = 0; i < g.nodes.size(); ++i) {
       const Node& node = g.nodes[i];
+      if (shuffleShapes.count(static_cast<int>(i)) || shufflePerms.count(static_cast<int>(i))) {
+        any = true;  // decided with the shuffle's first Reshape
+        continue;
+      }
+      const Shuffle shuffle = shuffleFollowsRegion(g, index, static_cast<int>(i), chosen, shapes);
+      if (!shuffle.nodes.empty()) {
+        shuffleShapes[shuffle.nodes[0]] = {0, 0, 0, shuffle.a, shuffle.b};
+        shufflePerms[shuffle.nodes[1]] = {0, 1, 2, 4, 3};
+        shuffleShapes[shuffle.nodes[2]] = {0, 0, 0, shuffle.c};
+        for (int n : shuffle.nodes) {
+          chosen[n] = layoutFree[n] = follower[n] = true;
+          follows[n] = {{0}, {}};
+        }
+        any = true;
+        continue;
+      }
       chosen[i] = qualifies(node, g, shapes);
       if (!chosen[i] && isLayoutFree(node, g)) {
         const int producer = index.producer(node.inputs[0]);
@@ -369,6 +430,14 @@ class ChannelsLastLayout final : public Pass {
       const std::string serves = node.displayName();
       if (node.opType == "Conv") asFusedConv(&node);
       if (concatAxis[i] >= 0) node.attributes["axis"] = intAttribute(concatAxis[i]);
+      if (auto shape = shuffleShapes.find(static_cast<int>(i)); shape != shuffleShapes.end()) {
+        const std::string target = freshValue(g, taken, node.outputs[0] + "_nhwc_shape");
+        taken.insert(target);
+        g.initializers[target] = Tensor::int64Vector(shape->second);
+        node.inputs[1] = target;
+      }
+      if (auto perm = shufflePerms.find(static_cast<int>(i)); perm != shufflePerms.end())
+        node.attributes["perm"] = rewrite::intsAttribute(perm->second);
       if (node.opType == "Slice" && follower[i]) {  // its axes, permuted (sliceFollowsRegion)
         if (node.opset < 10) {
           node.attributes["axes"] = rewrite::intsAttribute(sliceAxes[i]);
