@@ -8,8 +8,9 @@
 // squeeze-excitation pool as `x.mean((2, 3), keepdim=True)` (EfficientNetV2, RegNet,
 // ResNeSt); as a ReduceMean it ran channels-first, with a reformat of the convolutions'
 // NHWC output before each one, while channels_last_layout keeps a global pool inside the
-// NHWC region and its kernel reads that layout. An ReduceMean with keepdims = 0, over other
-// axes, or with noop_with_empty_axes stays.
+// NHWC region and its kernel reads that layout. With keepdims = 0 (timm's and
+// torchvision's heads, `x.mean((2, 3))`) a Flatten(axis 1) of the pool follows. A mean over
+// other axes, or with noop_with_empty_axes, stays.
 #include <algorithm>
 #include <vector>
 
@@ -26,9 +27,7 @@ constexpr const char* kName = "reduce_as_global_pool";
 // The global pool `node` equals, or nullptr.
 const char* globalPoolOf(const Node& node, const GraphIndex& index, const Shapes& shapes) {
   const bool mean = isOnnxOpType(node, "ReduceMean"), max = isOnnxOpType(node, "ReduceMax");
-  if ((!mean && !max) || node.outputs.size() != 1 || !node.hasInput(0) ||
-      node.attrInt("keepdims", 1) != 1)
-    return nullptr;
+  if ((!mean && !max) || node.outputs.size() != 1 || !node.hasInput(0)) return nullptr;
   const DataType type = typeOf(shapes, node.inputs[0]);
   if (type != DataType::kFloat32 && type != DataType::kFloat16 && type != DataType::kBFloat16)
     return nullptr;
@@ -57,8 +56,8 @@ class ReduceAsGlobalPool final : public Pass {
  public:
   PassInfo info() const override {
     return {kName,
-            "ReduceMean / ReduceMax over every spatial axis (keepdims) -> GlobalAveragePool / "
-            "GlobalMaxPool",
+            "ReduceMean / ReduceMax over H and W -> GlobalAveragePool / GlobalMaxPool "
+            "(and a Flatten when the dims are dropped)",
             1};
   }
 
@@ -67,9 +66,14 @@ class ReduceAsGlobalPool final : public Pass {
     // Retyping a node renames no value, so one inference serves every match.
     const Shapes shapes = inferredShapesOrNone(network);
     const GraphIndex index(g);
+    std::vector<Node> nodes;
     for (Node& node : g.nodes) {
       const char* pool = globalPoolOf(node, index, shapes);
-      if (!pool) continue;
+      if (!pool) {
+        nodes.push_back(std::move(node));
+        continue;
+      }
+      const bool keepDims = node.attrInt("keepdims", 1) != 0;
       node.opType = pool;
       node.domain.clear();
       node.inputs.resize(1);
@@ -77,7 +81,22 @@ class ReduceAsGlobalPool final : public Pass {
       node.attributes.erase("keepdims");
       node.attributes.erase("noop_with_empty_axes");
       applied->push_back({kName, {node.displayName()}, ""});
+      if (keepDims) {
+        nodes.push_back(std::move(node));
+        continue;
+      }
+      // keepdims = 0: the pool's [N, C, 1, 1] flattened to [N, C].
+      const std::string y = node.outputs[0];
+      const std::string pooled = freshName(g, y + "_pooled");
+      node.outputs[0] = pooled;
+      Node flatten = madeNode(g, node, node.displayName() + " (drop H, W)", "Flatten", {pooled},
+                              {node.displayName()}, kName);
+      flatten.outputs = {y};
+      flatten.attributes["axis"] = intAttribute(1);
+      nodes.push_back(std::move(node));
+      nodes.push_back(std::move(flatten));
     }
+    g.nodes = std::move(nodes);
     return Status::ok();
   }
 };

@@ -1,8 +1,9 @@
 // reduce_as_global_pool: timm's squeeze-excitation pool `x.mean((2, 3), keepdim=True)`
 // (ReduceMean over every spatial axis, axes as an attribute before opset 18 and as an
 // input since) becomes GlobalAveragePool, ReduceMax GlobalMaxPool; the outputs stay the
-// CPU reference's. Means that drop the axes, skip one, include the channels, or reduce the
-// last axis of a 3-D tensor (a LayerNorm's statistics) stay.
+// CPU reference's; a mean that drops the axes becomes the pool and a Flatten. Means that
+// skip an axis, include the channels, or reduce the last axis of a 3-D tensor (a
+// LayerNorm's statistics) stay.
 #include <gtest/gtest.h>
 
 #include "engine/passes/pass_test_support.h"
@@ -74,11 +75,23 @@ TEST(ReduceAsGlobalPool, SpatialMeansAndMaximaBecomeGlobalPools) {
   }
 }
 
+TEST(ReduceAsGlobalPool, DroppedDimsBecomeAFlattenOfThePool) {
+  // keepdims 0 (a classifier head's `x.mean((2, 3))`): GlobalAveragePool, then Flatten.
+  const Shape s = {2, 3, 4, 5};
+  for (int opset : {17, 18}) {
+    SCOPED_TRACE("opset " + std::to_string(opset));
+    Network fused;
+    auto applied = fuseAndCompareOutputs(kPass, runner(s),
+                                         reduceGraph("ReduceMean", s, {2, 3}, 0, opset), 2, &fused);
+    ASSERT_EQ(applied.size(), 1u);
+    EXPECT_EQ(fused.graph.nodes[0].opType, "GlobalAveragePool");
+    EXPECT_EQ(fused.graph.nodes[1].opType, "Flatten");
+    EXPECT_EQ(fused.graph.nodes[1].outputs[0], "p");
+  }
+}
+
 TEST(ReduceAsGlobalPool, OtherReductionsStay) {
   const Shape s = {2, 3, 4, 5};
-  // keepdims 0: the output drops the axes, a global pool keeps them.
-  EXPECT_TRUE(
-      fuseAndCompareOutputs(kPass, runner(s), reduceGraph("ReduceMean", s, {2, 3}, 0), 1).empty());
   // One spatial axis of two, or the channels with them.
   EXPECT_TRUE(
       fuseAndCompareOutputs(kPass, runner(s), reduceGraph("ReduceMean", s, {3}), 2).empty());
