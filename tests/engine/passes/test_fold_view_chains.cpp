@@ -107,6 +107,82 @@ TEST(FoldViewChains, ChainsThatMoveElementsStay) {
                   .empty());
 }
 
+TEST(FoldViewChains, ChainInsideAnotherChainsSpanFoldsToo) {
+  // x's chain is nodes 0, 4 and 5 (a stage's output viewed by a decoder later on); z's chain,
+  // nodes 1-3, lies between them and folds as well.
+  Network net;
+  net.opsets[""] = 17;
+  Graph& g = net.graph;
+  const SymbolicShape tokens = {DimExpr(2), DimExpr(12), DimExpr(8)};
+  g.inputs = {{"x", DataType::kFloat32, true, tokens}, {"z", DataType::kFloat32, true, tokens}};
+  g.initializers["image"] = Tensor::int64Vector({2, 8, 3, 4});
+  g.nodes.push_back(withInts(makeNode("Transpose", {"x"}, {"x1"}), "perm", {0, 2, 1}));
+  g.nodes.push_back(withInts(makeNode("Transpose", {"z"}, {"z1"}), "perm", {0, 2, 1}));
+  g.nodes.push_back(makeNode("Reshape", {"z1", "image"}, {"z2"}));
+  g.nodes.push_back(withInts(makeNode("Transpose", {"z2"}, {"zy"}), "perm", {0, 2, 3, 1}));
+  g.nodes.push_back(makeNode("Reshape", {"x1", "image"}, {"x2"}));
+  g.nodes.push_back(withInts(makeNode("Transpose", {"x2"}, {"xy"}), "perm", {0, 2, 3, 1}));
+  g.outputs = {{"zy", DataType::kFloat32, false, {}}, {"xy", DataType::kFloat32, false, {}}};
+  auto run = [](const Network& n) {
+    return runOnReference(n, {{"x", randomTensor(DataType::kFloat32, {2, 12, 8}, 5)},
+                              {"z", randomTensor(DataType::kFloat32, {2, 12, 8}, 6)}});
+  };
+  Network fused;
+  EXPECT_EQ(fuseAndCompareOutputs(kPass, run, net, 2, &fused).size(), 2u);
+  EXPECT_EQ(count(fused, "Transpose"), 0);
+}
+
+// A stage's output: tokens x [2, 12, 8] -> Reshape [2, 3, 4, 8] -> Transpose (0, 3, 1, 2),
+// read by the next stage's reformat to NHWC and by a decoder's view back to tokens
+// (Reshape [2, 8, 12], Transpose (0, 2, 1)); with `sideReader` also by a Relu.
+Network sharedStageOutput(bool sideReader) {
+  Network net;
+  net.opsets[""] = 17;
+  Graph& g = net.graph;
+  g.inputs = {{"x", DataType::kFloat32, true, {DimExpr(2), DimExpr(12), DimExpr(8)}}};
+  g.initializers["image"] = Tensor::int64Vector({2, 3, 4, 8});
+  g.initializers["flat"] = Tensor::int64Vector({2, 8, 12});
+  g.nodes.push_back(makeNode("Reshape", {"x", "image"}, {"nhwc"}));
+  g.nodes.push_back(withInts(makeNode("Transpose", {"nhwc"}, {"stage"}), "perm", {0, 3, 1, 2}));
+  g.nodes.push_back(withInts(makeNode("Transpose", {"stage"}, {"next"}), "perm", {0, 2, 3, 1}));
+  g.nodes.push_back(makeNode("Reshape", {"stage", "flat"}, {"channels"}));
+  g.nodes.push_back(withInts(makeNode("Transpose", {"channels"}, {"tokens"}), "perm", {0, 2, 1}));
+  g.outputs = {{"next", DataType::kFloat32, false, {}}, {"tokens", DataType::kFloat32, false, {}}};
+  if (sideReader) {
+    g.nodes.push_back(makeNode("Relu", {"stage"}, {"side"}));
+    g.outputs.push_back({"side", DataType::kFloat32, false, {}});
+  }
+  return net;
+}
+
+TEST(FoldViewChains, ViewReadByTwoChainsIsCopiedForEach) {
+  // Copied once per reader, each chain is x's own bytes: the first Reshape and one Reshape
+  // per reader, no Transpose.
+  Network fused;
+  auto applied =
+      fuseAndCompareOutputs(kPass, runner({2, 12, 8}), sharedStageOutput(false), 3, &fused);
+  EXPECT_EQ(applied.size(), 2u);
+  EXPECT_EQ(count(fused, "Transpose"), 0);
+  // A reader that is no view (the Relu) needs the shared Transpose: nothing is copied and
+  // nothing folds.
+  EXPECT_TRUE(fuseAndCompareOutputs(kPass, runner({2, 12, 8}), sharedStageOutput(true), 6).empty());
+}
+
+TEST(FoldViewChains, ChainOfRunsAndTilesDoesNotBecomeAGather) {
+  // SegFormer's spatial reduction as patch rows: tokens [2, 256, 32] -> image [2, 32, 16, 16]
+  // (a tiled transpose) -> patches [2, 2, 2, 32, 8, 8] (runs of 8 move). As one Transpose
+  // the channels (innermost in x) would go to the middle and 8-element rows innermost: a
+  // gather of single elements, so the two stay.
+  Network patches = chain({2, 256, 32}, {0, 2, 1}, {2, 32, 2, 8, 2, 8}, {0, 2, 4, 1, 3, 5});
+  EXPECT_TRUE(fuseAndCompareOutputs(kPass, runner({2, 256, 32}), patches, 3).empty());
+  // The same chain whose first Transpose gathers already ([2, 4, 6, 8] -> [6, 2, 8, 4]):
+  // merged, one gather instead of a gather and a copy.
+  Network gathers = chain({2, 4, 6, 8}, {2, 0, 3, 1}, {6, 2, 2, 4, 4}, {0, 1, 2, 4, 3});
+  Network fused;
+  ASSERT_EQ(fuseAndCompareOutputs(kPass, runner({2, 4, 6, 8}), gathers, 2, &fused).size(), 1u);
+  EXPECT_EQ(count(fused, "Transpose"), 1);
+}
+
 // Tokens [2, 12, 8] -> image [2, 8, 3, 4] -> depthwise 3x3 conv -> tokens -> y. A
 // channels-last build reformats around the convolution; every Transpose then folds away.
 Network mixFfn() {
