@@ -15,6 +15,12 @@
 // auto_pad NOTSET or VALID); X [N, C, H, W] with C, H, W known, H % kh = W % kw = 0;
 // the Conv's output read by a Reshape alone, whose output [N, O, Hp*Wp] (O and Hp*Wp
 // known) is read by a Transpose (0, 2, 1) alone. The transposed tokens keep their name.
+// When X is a channels-first view of channels-last data S (X = Transpose(S, (0, 3, 1, 2))
+// of S [N, H, W, C], or X = Reshape(Transpose(S, (0, 2, 1)), [N, C, H, W]) of tokens S
+// [N, H*W, C]: SegFormer's spatial reduction, PVT), the patch rows read S in (kh, kw, C)
+// order instead, with W's columns in that order: Reshape(S, [N, Hp, kh, Wp, kw, C]),
+// Transpose (0, 1, 3, 2, 4, 5), which moves runs of kw * C values, and X's own Transpose
+// is left to whoever else reads it.
 #include <algorithm>
 
 #include "passes/fusion_passes.h"
@@ -30,6 +36,7 @@ constexpr const char* kName = "patch_conv_as_matmul";
 struct PatchConv {
   int conv = -1, reshape = -1, transpose = -1;
   int64_t channels = 0, kh = 0, kw = 0, rows = 0, cols = 0, filters = 0;  // rows = Hp, cols = Wp
+  std::string channelsLast;  // S, X's elements in [N, H, W, C] order; empty: read X
 };
 
 bool allEqual(const std::vector<int64_t>& values, int64_t v) {
@@ -48,6 +55,51 @@ bool patchAttributes(const Node& conv, int64_t kh, int64_t kw) {
   const std::vector<int64_t> kernel = conv.attrInts("kernel_shape");
   if (!kernel.empty() && kernel != std::vector<int64_t>{kh, kw}) return false;
   return conv.attrInts("strides") == std::vector<int64_t>{kh, kw};
+}
+
+int64_t constDim(const SymbolicShape& shape, size_t axis) {
+  return axis < shape.size() && shape[axis].isConst() ? shape[axis].constValue() : -1;
+}
+
+// S when `x` [N, C, H, W] is a channels-first view of channels-last S (see the header);
+// empty otherwise.
+std::string channelsLastSource(const Graph& g, const GraphIndex& index, const Shapes& shapes,
+                               const std::string& x, int64_t channels, int64_t height,
+                               int64_t width) {
+  const int made = index.producer(x);
+  if (made < 0) return "";
+  const Node& producer = g.nodes[made];
+  auto transposeSource = [&](const Node& n,
+                             const std::vector<int64_t>& perm) -> const SymbolicShape* {
+    if (!isOnnxOp(n, "Transpose", 1) || n.attrInts("perm") != perm) return nullptr;
+    return shapeOf(shapes, n.inputs[0]);
+  };
+  if (const SymbolicShape* s = transposeSource(producer, {0, 3, 1, 2})) {
+    if (s->size() == 4 && constDim(*s, 1) == height && constDim(*s, 2) == width &&
+        constDim(*s, 3) == channels)
+      return producer.inputs[0];
+    return "";
+  }
+  if (!isOnnxOp(producer, "Reshape", 2)) return "";
+  const int before = index.producer(producer.inputs[0]);
+  if (before < 0) return "";
+  const SymbolicShape* s = transposeSource(g.nodes[before], {0, 2, 1});
+  if (!s || s->size() != 3 || constDim(*s, 1) != height * width || constDim(*s, 2) != channels)
+    return "";
+  return g.nodes[before].inputs[0];
+}
+
+// W [O, C, kh, kw] as [O, kh, kw, C].
+Tensor channelsLastFilters(const Tensor& w) {
+  const int64_t filters = w.dim(0), channels = w.dim(1), taps = w.dim(2) * w.dim(3);
+  Tensor out(w.type(), {filters, w.dim(2), w.dim(3), channels});
+  const auto* src = static_cast<const float*>(w.rawData());
+  auto* dst = static_cast<float*>(out.rawData());
+  for (int64_t o = 0; o < filters; ++o)
+    for (int64_t c = 0; c < channels; ++c)
+      for (int64_t t = 0; t < taps; ++t)
+        dst[(o * taps + t) * channels + c] = src[(o * channels + c) * taps + t];
+  return out;
 }
 
 bool matchAt(const Graph& g, const GraphIndex& index, const Shapes& shapes, int at, PatchConv* m) {
@@ -72,6 +124,8 @@ bool matchAt(const Graph& g, const GraphIndex& index, const Shapes& shapes, int 
     return false;
   m->rows = height / m->kh;
   m->cols = width / m->kw;
+  m->channelsLast =
+      channelsLastSource(g, index, shapes, conv.inputs[0], m->channels, height, width);
   m->conv = at;
   m->reshape = index.soleReader(conv.outputs[0]);
   if (m->reshape < 0 || !isOnnxOp(g.nodes[m->reshape], "Reshape", 2) ||
@@ -99,16 +153,23 @@ std::vector<Node> patchGemm(Graph& g, const GraphIndex& index, const PatchConv& 
     return madeNode(g, conv, base + suffix, op, std::move(inputs), source, kName);
   };
   std::vector<Node> out;
-  const std::string split =
-      addInt64Initializer(g, base + "_patch_grid", {-1, m.channels, m.rows, m.kh, m.cols, m.kw});
-  out.push_back(node("Reshape", " (patch grid)", {conv.inputs[0], split}, convSource));
+  const bool channelsLast = !m.channelsLast.empty();
+  const std::string split = addInt64Initializer(
+      g, base + "_patch_grid",
+      channelsLast ? std::vector<int64_t>{-1, m.rows, m.kh, m.cols, m.kw, m.channels}
+                   : std::vector<int64_t>{-1, m.channels, m.rows, m.kh, m.cols, m.kw});
+  out.push_back(node("Reshape", " (patch grid)",
+                     {channelsLast ? m.channelsLast : conv.inputs[0], split}, convSource));
   out.push_back(node("Transpose", " (patches)", {out.back().outputs[0]}, convSource));
-  out.back().attributes["perm"] = intsAttribute({0, 2, 4, 1, 3, 5});
+  out.back().attributes["perm"] =
+      intsAttribute(channelsLast ? std::vector<int64_t>{0, 1, 3, 2, 4, 5}
+                                 : std::vector<int64_t>{0, 2, 4, 1, 3, 5});
   const std::string rows = addInt64Initializer(g, base + "_patch_rows", {-1, patch});
   out.push_back(node("Reshape", " (patch rows)", {out.back().outputs[0], rows}, convSource));
   const std::string weights = freshName(g, conv.inputs[1] + "_as_matmul");
-  g.initializers[weights] =
-      transposedMatrix(index.constant(conv.inputs[1])->reshaped({m.filters, patch}));
+  const Tensor& filters = *index.constant(conv.inputs[1]);
+  g.initializers[weights] = transposedMatrix(
+      (channelsLast ? channelsLastFilters(filters) : filters).reshaped({m.filters, patch}));
   out.push_back(node("MatMul", " (as MatMul)", {out.back().outputs[0], weights}, convSource));
   if (conv.hasInput(2))
     out.push_back(node("Add", " (bias)", {out.back().outputs[0], conv.inputs[2]}, convSource));

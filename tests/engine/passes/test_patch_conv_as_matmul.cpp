@@ -1,6 +1,8 @@
 // patch_conv_as_matmul: a ViT patch embedding (Conv with stride = kernel, read into
 // tokens by Reshape + Transpose) becomes patch rows and one GEMM with its bias, with
-// the CPU reference's outputs unchanged; at a symbolic batch too. A padded, overlapping
+// the CPU reference's outputs unchanged; at a symbolic batch too. When the image is a
+// channels-first view of channels-last data (NHWC transposed, or tokens turned into an
+// image), the patch rows read that data in (kh, kw, C) order. A padded, overlapping
 // or grouped convolution, and a Conv output read elsewhere, stay.
 #include <gtest/gtest.h>
 
@@ -73,6 +75,47 @@ TEST(PatchConvAsMatMul, PatchEmbeddingBecomesPatchRowsAndOneGemm) {
                 (std::vector<std::string>{"flattened", "tokens"}));
       EXPECT_EQ(g.nodes[4].outputs[0], "tokens");
     }
+}
+
+// x [2, 4, 8, 12] as a view of channels-last s: s [2, 8, 12, 4] -> Transpose (0, 3, 1, 2),
+// or tokens s [2, 96, 4] -> Transpose (0, 2, 1) -> Reshape [2, 4, 8, 12]; then as above.
+Network channelsLastPatchEmbedding(bool tokens) {
+  Network net = patchEmbedding(PatchCase{});
+  Graph& g = net.graph;
+  const Shape source = tokens ? Shape{2, 96, 4} : Shape{2, 8, 12, 4};
+  g.inputs = {{"s", DataType::kFloat32, true, {}}};
+  for (int64_t d : source) g.inputs[0].shape.push_back(DimExpr(d));
+  std::vector<Node> view;
+  if (tokens) {
+    g.initializers["image"] = Tensor::int64Vector({2, 4, 8, 12});
+    view.push_back(withInts(makeNode("Transpose", {"s"}, {"channels"}), "perm", {0, 2, 1}));
+    view.push_back(makeNode("Reshape", {"channels", "image"}, {"x"}));
+  } else {
+    view.push_back(withInts(makeNode("Transpose", {"s"}, {"x"}), "perm", {0, 3, 1, 2}));
+  }
+  g.nodes.insert(g.nodes.begin(), view.begin(), view.end());
+  return net;
+}
+
+TEST(PatchConvAsMatMul, ChannelsLastSourceGivesPatchRowsInItsOrder) {
+  for (bool tokens : {false, true}) {
+    SCOPED_TRACE(tokens ? "tokens" : "NHWC image");
+    const Shape source = tokens ? Shape{2, 96, 4} : Shape{2, 8, 12, 4};
+    auto runSource = [&](const Network& net) {
+      return runOnReference(net, {{"s", randomTensor(DataType::kFloat32, source, 4)}});
+    };
+    Network fused;
+    // The view of s is read by nothing else and goes.
+    auto applied =
+        fuseAndCompareOutputs(kPass, runSource, channelsLastPatchEmbedding(tokens), 6, &fused);
+    ASSERT_EQ(applied.size(), 1u);
+    const Graph& g = fused.graph;
+    const Node& grid = g.nodes[0];
+    EXPECT_EQ(grid.inputs[0], "s");
+    EXPECT_EQ(g.initializers.at(grid.inputs[1]).toInt64Vector(),
+              (std::vector<int64_t>{-1, 2, 4, 3, 4, 4}));
+    EXPECT_EQ(g.nodes[1].attrInts("perm"), (std::vector<int64_t>{0, 1, 3, 2, 4, 5}));
+  }
 }
 
 TEST(PatchConvAsMatMul, OtherConvolutionsStay) {
