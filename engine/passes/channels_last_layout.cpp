@@ -35,12 +35,19 @@
 // Slice of a region value with constant axes follows the same way (its axes permuted),
 // so ShuffleNet's channel split does not pay a reformat per branch, and so does a channel
 // shuffle (Reshape, Transpose (0, 2, 1, 3, 4), Reshape) as the same shuffle of the innermost
-// axis.
+// axis. A Resize of H and W (constant scales or sizes, N and C kept) runs on NHWC storage with
+// its scales, sizes or axes permuted when its readers are region layers (a convolution or
+// pooling, or a Concat of region values and other such Resizes) and its input is a region
+// value, a channels-first view of channels-last data (Transpose (0, 3, 1, 2), or tokens
+// turned into an image: fold_view_chains makes the reformat a Reshape), or smaller than
+// its output: SegFormer's decoder upsamples four token maps and concatenates them for a
+// 1x1 convolution, all channels-last then.
 // Runs only when the builder asks for it (the backend prefers
 // channels-last for the engine's precision) and after the fusions, which match channels-first
 // patterns.
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "ir/channels_last.h"
@@ -148,24 +155,54 @@ bool followsRegion(const Node& node, const GraphIndex& index, const std::vector<
   return full;
 }
 
-// True when `node` is a Concat of 4-D values that all come from the region: on NHWC
-// storage it is the same Concat along the permuted axis (channels: axis 3), so a
-// DenseNet block's concatenations stay in the region. Sets `axis` to the NHWC axis.
-bool concatFollowsRegion(const Node& node, const GraphIndex& index, const std::vector<bool>& chosen,
-                         const InferredShapes& shapes, FollowPlan* plan, int64_t* axis) {
+bool isPlainReshape(const Node& node) {
+  return isDefaultDomain(node) && node.opType == "Reshape" && node.inputs.size() == 2 &&
+         node.outputs.size() == 1 && node.attrInt("allowzero", 0) == 0;
+}
+
+// True when `value` [N, C, H, W] is a channels-first view of channels-last data: a
+// Transpose (0, 3, 1, 2), or a Reshape of a Transpose (0, 2, 1) of tokens [N, H*W, C].
+// Its reformat to NHWC then folds away (fold_view_chains).
+bool isChannelsFirstView(const std::string& value, const Graph& g, const GraphIndex& index) {
+  const int made = index.producer(value);
+  if (made < 0) return false;
+  const Node* n = &g.nodes[made];
+  if (isDefaultDomain(*n) && n->opType == "Transpose" &&
+      n->attrInts("perm") == std::vector<int64_t>{0, 3, 1, 2})
+    return true;
+  if (!isPlainReshape(*n)) return false;
+  const int before = index.producer(n->inputs[0]);
+  if (before < 0) return false;
+  n = &g.nodes[before];
+  return isDefaultDomain(*n) && n->opType == "Transpose" &&
+         n->attrInts("perm") == std::vector<int64_t>{0, 2, 1};
+}
+
+// True when `node` is a Concat of 4-D values that come from the region (or are
+// channels-first views of channels-last data, whose reformats fold away; at least one from
+// the region): on NHWC storage it is the same Concat along the permuted axis (channels:
+// axis 3), so a DenseNet block's concatenations stay in the region. Sets `axis` to the
+// NHWC axis.
+bool concatFollowsRegion(const Node& node, const Graph& g, const GraphIndex& index,
+                         const std::vector<bool>& chosen, const InferredShapes& shapes,
+                         FollowPlan* plan, int64_t* axis) {
   if (!isDefaultDomain(node) || node.opType != "Concat" || node.outputs.size() != 1 ||
       node.outputs[0].empty() || node.inputs.empty() || !node.hasAttr("axis"))
     return false;
   const SymbolicShape* out = shapeOf(shapes, node.outputs[0]);
   if (!out || out->size() != 4) return false;
   *plan = {};
+  bool fromRegion = false;
   for (size_t slot = 0; slot < node.inputs.size(); ++slot) {
     const std::string& value = node.inputs[slot];
     const int producer = value.empty() ? -1 : index.producer(value);
     const SymbolicShape* s = shapeOf(shapes, value);
-    if (producer < 0 || !chosen[producer] || !s || s->size() != 4) return false;
+    if (producer < 0 || !s || s->size() != 4) return false;
+    if (!chosen[producer] && !isChannelsFirstView(value, g, index)) return false;
+    fromRegion = fromRegion || chosen[producer];
     plan->regionSlots.push_back(slot);
   }
+  if (!fromRegion) return false;
   int64_t a = node.attrInt("axis", 1);
   if (a < 0) a += 4;
   if (a < 0 || a > 3) return false;
@@ -225,11 +262,6 @@ struct Shuffle {
   int64_t a = 0, b = 0, c = 0;
 };
 
-bool isPlainReshape(const Node& node) {
-  return isDefaultDomain(node) && node.opType == "Reshape" && node.inputs.size() == 2 &&
-         node.outputs.size() == 1 && node.attrInt("allowzero", 0) == 0;
-}
-
 Shuffle shuffleFollowsRegion(const Graph& g, const GraphIndex& index, int at,
                              const std::vector<bool>& chosen, const InferredShapes& shapes) {
   const Node& r1 = g.nodes[at];
@@ -253,6 +285,62 @@ Shuffle shuffleFollowsRegion(const Graph& g, const GraphIndex& index, int at,
       s[1].constValue() * s[2].constValue() != (*x)[1].constValue())
     return {};
   return {{at, t, r2}, s[1].constValue(), s[2].constValue(), (*x)[1].constValue()};
+}
+
+// A Resize that keeps N and C and has an NHWC form (see the file comment): the inputs it
+// replaces (slot, NHWC tensor) and its NHWC `axes` attribute (empty: none).
+struct ResizeNhwc {
+  std::vector<std::pair<size_t, Tensor>> inputs;
+  std::vector<int64_t> axes;
+};
+
+Tensor permutedVector(const Tensor& t, const int (&perm)[4]) {
+  Tensor out(t.type(), {4});
+  const size_t size = dataTypeSize(t.type());
+  const auto* src = static_cast<const unsigned char*>(t.rawData());
+  auto* dst = static_cast<unsigned char*>(out.rawData());
+  for (int j = 0; j < 4; ++j) std::copy_n(src + perm[j] * size, size, dst + j * size);
+  return out;
+}
+
+int64_t toChannelsLastAxis(int64_t a) {
+  for (int j = 0; j < 4; ++j)
+    if (kToChannelsLast[j] == a) return j;
+  return -1;
+}
+
+// The NHWC form of a Resize of a 4-D float value that keeps N and C, or nothing.
+std::optional<ResizeNhwc> resizeNhwc(const Node& node, const GraphIndex& index,
+                                     const InferredShapes& shapes) {
+  if (!isDefaultDomain(node) || node.opType != "Resize" || node.opset < 11 ||
+      node.outputs.size() != 1 || node.outputs[0].empty() || node.inputs.empty() ||
+      node.inputs[0].empty() || !isFloat(node, shapes) ||
+      node.attrString("coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize")
+    return std::nullopt;
+  const SymbolicShape* in = shapeOf(shapes, node.inputs[0]);
+  const SymbolicShape* out = shapeOf(shapes, node.outputs[0]);
+  if (!in || !out || in->size() != 4 || out->size() != 4 || !((*in)[0] == (*out)[0]) ||
+      !((*in)[1] == (*out)[1]))
+    return std::nullopt;
+  ResizeNhwc plan;
+  if (node.hasAttr("axes")) {
+    for (int64_t a : node.attrInts("axes")) {
+      if (a < 0) a += 4;
+      if (a < 0 || a > 3) return std::nullopt;
+      plan.axes.push_back(toChannelsLastAxis(a));
+    }
+    return plan;  // scales and sizes follow the axes' order: unchanged
+  }
+  for (size_t slot : {size_t(2), size_t(3)}) {
+    if (!node.hasInput(slot)) continue;
+    const Tensor* t = index.constant(node.inputs[slot]);
+    if (!t) return std::nullopt;
+    if (t->numel() == 0) continue;  // an empty scales beside sizes
+    if (t->rank() != 1 || t->numel() != 4) return std::nullopt;
+    plan.inputs.push_back({slot, permutedVector(*t, kToChannelsLast)});
+  }
+  if (plan.inputs.empty()) return std::nullopt;
+  return plan;
 }
 
 // True when `node` has a channels-last form this pass may give it.
@@ -377,8 +465,44 @@ class ChannelsLastLayout final : public Pass {
     std::vector<std::vector<int64_t>> sliceAxes(g.nodes.size());  // a following Slice's
     // A following channel shuffle's nodes: each one's NHWC shape input (Reshapes) or perm.
     std::map<int, std::vector<int64_t>> shuffleShapes, shufflePerms;
+    std::map<int, ResizeNhwc> resizes;  // the Resizes going NHWC
     bool any = false;
     const GraphIndex index(g);
+    // Resizes that may go NHWC, whatever their readers (see resizeJoins).
+    std::map<int, ResizeNhwc> resizeForms;
+    for (size_t i = 0; i < g.nodes.size(); ++i)
+      if (auto form = resizeNhwc(g.nodes[i], index, shapes))
+        resizeForms[static_cast<int>(i)] = *form;
+    // A Resize joins the region when its readers are region layers: nodes that qualify, or
+    // Concats each of whose inputs is a region value or another such Resize's output.
+    auto resizeJoins = [&](int at) {
+      const Node& node = g.nodes[at];
+      const int producer = index.producer(node.inputs[0]);
+      const bool inputNhwc =
+          (producer >= 0 && chosen[producer]) || isChannelsFirstView(node.inputs[0], g, index);
+      const SymbolicShape* in = shapeOf(shapes, node.inputs[0]);
+      const SymbolicShape* out = shapeOf(shapes, node.outputs[0]);
+      const bool grows = in && out && (*in)[2].isConst() && (*in)[3].isConst() &&
+                         (*out)[2].isConst() && (*out)[3].isConst() &&
+                         (*out)[2].constValue() * (*out)[3].constValue() >=
+                             (*in)[2].constValue() * (*in)[3].constValue();
+      if (!inputNhwc && !grows) return false;
+      const std::vector<int> readers = index.readers(node.outputs[0]);
+      if (readers.empty()) return false;
+      for (int reader : readers) {
+        if (reader < 0) return false;
+        const Node& r = g.nodes[reader];
+        if (qualifies(r, g, shapes) && r.inputs[0] == node.outputs[0]) continue;
+        if (!isDefaultDomain(r) || r.opType != "Concat") return false;
+        for (const std::string& v : r.inputs) {
+          const int p = v.empty() ? -1 : index.producer(v);
+          if (p < 0 || !(chosen[p] || p == at || (p > at && resizeForms.count(p)) ||
+                         isChannelsFirstView(v, g, index)))
+            return false;
+        }
+      }
+      return true;
+    };
     // In order, so a layout-free op sees whether its input's producer went NHWC.
     for (size_t i = 0; i < g.nodes.size(); ++i) {
       const Node& node = g.nodes[i];
@@ -399,6 +523,12 @@ class ChannelsLastLayout final : public Pass {
         continue;
       }
       chosen[i] = qualifies(node, g, shapes);
+      if (!chosen[i] && resizeForms.count(static_cast<int>(i)) &&
+          resizeJoins(static_cast<int>(i))) {
+        resizes[static_cast<int>(i)] = resizeForms[static_cast<int>(i)];
+        chosen[i] = layoutFree[i] = follower[i] = true;
+        follows[i] = {{0}, {}};
+      }
       if (!chosen[i] && isLayoutFree(node, g)) {
         const int producer = index.producer(node.inputs[0]);
         chosen[i] = layoutFree[i] = producer >= 0 && chosen[producer];
@@ -406,7 +536,7 @@ class ChannelsLastLayout final : public Pass {
       if (!chosen[i] && followsRegion(node, index, chosen, shapes, &follows[i]))
         chosen[i] = layoutFree[i] = follower[i] = true;
       if (!chosen[i] &&
-          concatFollowsRegion(node, index, chosen, shapes, &follows[i], &concatAxis[i]))
+          concatFollowsRegion(node, g, index, chosen, shapes, &follows[i], &concatAxis[i]))
         chosen[i] = layoutFree[i] = follower[i] = true;
       if (!chosen[i] && sliceFollowsRegion(node, index, chosen, shapes, &follows[i], &sliceAxes[i]))
         chosen[i] = layoutFree[i] = follower[i] = true;
@@ -435,6 +565,16 @@ class ChannelsLastLayout final : public Pass {
         taken.insert(target);
         g.initializers[target] = Tensor::int64Vector(shape->second);
         node.inputs[1] = target;
+      }
+      if (auto resize = resizes.find(static_cast<int>(i)); resize != resizes.end()) {
+        for (const auto& [slot, tensor] : resize->second.inputs) {
+          const std::string permuted = freshValue(g, taken, node.inputs[slot] + "_nhwc");
+          taken.insert(permuted);
+          g.initializers[permuted] = tensor;
+          node.inputs[slot] = permuted;
+        }
+        if (!resize->second.axes.empty())
+          node.attributes["axes"] = rewrite::intsAttribute(resize->second.axes);
       }
       if (auto perm = shufflePerms.find(static_cast<int>(i)); perm != shufflePerms.end())
         node.attributes["perm"] = rewrite::intsAttribute(perm->second);

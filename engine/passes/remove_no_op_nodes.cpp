@@ -76,6 +76,19 @@ bool unitSteps(const Node& node, const GraphIndex& index) {
   return allElementsEqual(index.constant(node.inputs[4]), 1.0);
 }
 
+// A Resize's scales are all 1 (a constant), or it has none and sizes set the shape.
+bool unitResizeScales(const Node& node, const GraphIndex& index) {
+  if (node.opset >= 11 &&
+      node.attrString("coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize")
+    return false;
+  const size_t scalesSlot = node.opset < 11 ? 1 : 2;
+  if (!node.hasInput(scalesSlot)) return node.opset >= 11 && node.hasInput(3);
+  const Tensor* scales = index.constant(node.inputs[scalesSlot]);
+  if (!scales) return false;
+  if (scales->numel() == 0) return node.opset >= 11 && node.hasInput(3);
+  return allElementsEqual(scales, 1.0);
+}
+
 // The input node `node`'s output always equals, or false.
 bool noOpSource(const Node& node, const GraphIndex& index, const Shapes& shapes,
                 std::string* source) {
@@ -104,6 +117,7 @@ bool noOpSource(const Node& node, const GraphIndex& index, const Shapes& shapes,
     return neutralOperand(node, index, shapes, source);
   if (op == "Pad") return zeroPads(node, index);
   if (op == "Slice") return unitSteps(node, index) && sameShapeAndType(shapes, x, y);
+  if (op == "Resize") return unitResizeScales(node, index) && sameShapeAndType(shapes, x, y);
   return false;
 }
 
@@ -112,7 +126,8 @@ class RemoveNoOpNodes final : public Pass {
   PassInfo info() const override {
     return {kName,
             "Identity, inference Dropout, same-type Cast, same-shape Reshape/Expand/Slice, "
-            "identity Transpose, x+0, x*1, x/1, zero Pad -> removed (readers read x)",
+            "identity Transpose, x+0, x*1, x/1, zero Pad, same-size Resize -> removed (readers "
+            "read x)",
             1};
   }
 

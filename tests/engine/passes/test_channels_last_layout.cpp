@@ -256,6 +256,75 @@ TEST(ChannelsLastLayout, ChannelSplitAndShuffleStayInTheRegion) {
   }
 }
 
+// SegFormer's decoder: two token maps ([2, 16, 8] of a 4x4 image, [2, 4, 8] of a 2x2 one),
+// each projected (MatMul), viewed as an image (Transpose (0, 2, 1), Reshape) and resized
+// bilinearly to 4x4 (by sizes, and by scales), and a third 4x4 map viewed alone (its
+// same-size Resize gone), concatenated and fused by a 1x1 Conv. The Resizes join the region
+// (their readers are the Concat of them and the view, then the Conv), with their sizes and
+// scales permuted to NHWC; fold_view_chains makes each image view and its reformat one
+// Reshape, so y's reformat is the one Transpose left. A Resize whose output is the graph's
+// stays channels-first.
+TEST(ChannelsLastLayout, DecoderResizesAndTheirConcatStayInTheRegion) {
+  Network net;
+  net.opsets[""] = 13;
+  Graph& g = net.graph;
+  g.inputs = {{"t0", DataType::kFloat32, true, {DimExpr(2), DimExpr(16), DimExpr(8)}},
+              {"t1", DataType::kFloat32, true, {DimExpr(2), DimExpr(4), DimExpr(8)}},
+              {"t2", DataType::kFloat32, true, {DimExpr(2), DimExpr(16), DimExpr(8)}}};
+  g.initializers["wp"] = randomTensor(DataType::kFloat32, {8, 6}, 1);
+  g.initializers["wf"] = randomTensor(DataType::kFloat32, {5, 18, 1, 1}, 2);
+  g.initializers["image2"] = Tensor::int64Vector({2, 6, 4, 4});
+  g.initializers["image0"] = Tensor::int64Vector({2, 6, 4, 4});
+  g.initializers["image1"] = Tensor::int64Vector({2, 6, 2, 2});
+  g.initializers["sizes"] = Tensor::int64Vector({2, 6, 4, 4});
+  g.initializers["scales"] =
+      Tensor::fromVector(DataType::kFloat32, {4}, std::vector<float>{1, 1, 2, 2});
+  for (int k : {0, 1, 2}) {
+    const std::string t = "t" + std::to_string(k), v = "v" + std::to_string(k);
+    g.nodes.push_back(makeNode("MatMul", {t, "wp"}, {t + "p"}));
+    g.nodes.push_back(withInts(makeNode("Transpose", {t + "p"}, {t + "c"}), "perm", {0, 2, 1}));
+    g.nodes.push_back(makeNode("Reshape", {t + "c", "image" + std::to_string(k)}, {v}));
+    if (k == 2) break;
+    Node resize = k == 0 ? makeNode("Resize", {v, "", "", "sizes"}, {v + "r"})
+                         : makeNode("Resize", {v, "", "scales"}, {v + "r"});
+    g.nodes.push_back(withString(resize, "mode", "linear"));
+  }
+  g.nodes.push_back(withInt(makeNode("Concat", {"v0r", "v1r", "v2"}, {"cat"}), "axis", 1));
+  g.nodes.push_back(makeNode("Conv", {"cat", "wf"}, {"y"}));
+  // The graph output's Resize: an upsampled map read by no region layer.
+  g.initializers["big"] = Tensor::int64Vector({2, 5, 8, 8});
+  g.nodes.push_back(withString(makeNode("Resize", {"y", "", "", "big"}, {"up"}), "mode", "linear"));
+  g.outputs = {{"up", DataType::kFloat32, false, {}}};
+  Network nhwc = net;
+  std::vector<PassApplication> applied;
+  ASSERT_TRUE(runPasses(nhwc, 2, {}, &applied, /*channelsLast=*/true).isOk());
+  EXPECT_EQ(count(nhwc, "Transpose"), 1);
+  const Graph& out = nhwc.graph;
+  for (const Node& n : out.nodes) {
+    if (n.opType != "Resize") continue;
+    if (n.outputs[0] == "up") {
+      EXPECT_EQ(out.initializers.at(n.inputs[3]).toInt64Vector(),
+                (std::vector<int64_t>{2, 5, 8, 8}));
+    } else if (n.hasInput(3)) {
+      EXPECT_EQ(out.initializers.at(n.inputs[3]).toInt64Vector(),
+                (std::vector<int64_t>{2, 4, 4, 6}));
+    } else {
+      const Tensor& scales = out.initializers.at(n.inputs[2]);
+      EXPECT_EQ(scales.valueAsDouble(1), 2.0);
+      EXPECT_EQ(scales.valueAsDouble(3), 1.0);
+    }
+  }
+  const auto run = [](const Network& n) {
+    return runOnReference(n, {{"t0", randomTensor(DataType::kFloat32, {2, 16, 8}, 4)},
+                              {"t1", randomTensor(DataType::kFloat32, {2, 4, 8}, 5)},
+                              {"t2", randomTensor(DataType::kFloat32, {2, 16, 8}, 6)}});
+  };
+  const auto expected = run(net);
+  const auto actual = run(nhwc);
+  ASSERT_EQ(actual.size(), 1u);
+  expectTensorNear(actual[0].tensor, expected[0].tensor, 1e-5, 1e-5);
+}
+
 TEST(ChannelsLastLayout, RunsOnlyWhenAskedAndCanBeDisabled) {
   Network plain = block();
   std::vector<PassApplication> applied;

@@ -44,6 +44,10 @@ Network around(const std::vector<Node>& middle, bool symbolicBatch = false) {
   g.initializers["step1"] = int64Tensor({1}, {1});
   g.initializers["step_back"] = int64Tensor({1}, {-1});
   g.initializers["ratio"] = floatTensor({}, {0.f});
+  g.initializers["unit_scales"] = floatTensor({3}, {1.f, 1.f, 1.f});
+  g.initializers["wider_scales"] = floatTensor({3}, {1.f, 1.f, 1.5f});
+  g.initializers["no_scales"] = Tensor(DataType::kFloat32, {0});
+  g.initializers["roi"] = floatTensor({6}, {0.f, 0.f, 0.25f, 1.f, 1.f, 0.75f});
   g.initializers["train_off"] = Tensor::fromVector(DataType::kBool, {}, std::vector<uint8_t>{0});
   g.initializers["train_on"] = Tensor::fromVector(DataType::kBool, {}, std::vector<uint8_t>{1});
   g.nodes = {makeNode("Relu", {"x"}, {"r"})};
@@ -105,6 +109,18 @@ TEST(RemoveNoOpNodes, NeutralArithmeticZeroPadAndFullSlice) {
   expectRemoved(withInts(makeNode("Pad", {"r"}, {"n"}, 2), "pads", {0, 0, 0, 0, 0, 0}));
   expectRemoved(makeNode("Slice", {"r", "start0", "end_max", "axis1"}, {"n"}));
   expectRemoved(makeNode("Slice", {"r", "start0", "end_max", "axis1", "step1"}, {"n"}));
+}
+
+TEST(RemoveNoOpNodes, SameSizeResize) {
+  expectRemoved(withString(makeNode("Resize", {"r", "", "unit_scales"}, {"n"}), "mode", "linear"));
+  expectRemoved(makeNode("Resize", {"r", "", "no_scales", "same_shape"}, {"n"}));
+  expectRemoved(
+      withString(makeNode("Resize", {"r", "", "", "same_shape"}, {"n"}), "mode", "cubic"));
+  // Another size, and a crop that keeps the size but not the values, stay.
+  expectKept(withString(makeNode("Resize", {"r", "", "wider_scales"}, {"n"}), "mode", "linear"));
+  Node crop =
+      withString(makeNode("Resize", {"r", "roi", "", "same_shape"}, {"n"}), "mode", "linear");
+  expectKept(withString(crop, "coordinate_transformation_mode", "tf_crop_and_resize"));
 }
 
 TEST(RemoveNoOpNodes, LookAlikesThatChangeValuesStay) {
