@@ -71,6 +71,67 @@ TEST(CudaConv, WeightsAsRuntimeInput) {
       .check(gemmTolerances());
 }
 
+// A grouped 16-bit convolution (wav2vec2's positional one in miniature: 1-D, 4 groups, 9
+// taps, padded) also offers cuDNN's float32 engines on cast copies ("cudnn_float32 ..."); an
+// engine given one as its plan's choice runs it untimed, casting in and out, and matches the
+// reference. An ungrouped one offers none.
+TEST(CudaConv, GroupedHalfOffersFloat32EnginesOnCastCopies) {
+  KILN_REQUIRE_GPU();
+  auto conv = [](int64_t groups) {
+    return GpuOpTest("Conv", 11)
+        .attr("group", groups)
+        .attr("pads", std::vector<int64_t>{4, 4})
+        .input(randomFloats({2, 48, 50}, 9))
+        .constant(randomFloats({48, 48 / groups, 9}, 10))
+        .constant(randomFloats({48}, 11));
+  };
+  auto run = [](const GpuOpTest& test, const std::map<std::string, std::string>& choices)
+      -> Result<std::pair<Tensor, cuda::LayerInfo>> {
+    cuda::EngineOptions options;
+    options.precision = cuda::Precision::kFloat16;
+    options.allowTf32 = false;
+    options.layerChoices = choices;
+    const Network net = test.network();
+    KILN_ASSIGN_OR_RETURN(auto engine,
+                          cuda::Engine::create(std::make_shared<Network>(net), options));
+    KILN_ASSIGN_OR_RETURN(auto context, engine->createContext());
+    for (const auto& [name, t] : test.feeds()) {
+      KILN_RETURN_IF_ERROR(context->setInputShape(name, t.shape()));
+      KILN_RETURN_IF_ERROR(context->setInput(name, roundTo(t, cuda::Precision::kFloat16)));
+    }
+    KILN_RETURN_IF_ERROR(context->execute());
+    KILN_ASSIGN_OR_RETURN(Tensor out, context->getOutput(net.graph.outputs[0].name));
+    for (const cuda::LayerInfo& layer : context->layers())
+      if (layer.opType == "Conv") return std::make_pair(out, layer);
+    return Status(StatusCode::kInternal, "no Conv layer");
+  };
+  const GpuOpTest grouped = conv(4);
+  std::map<std::string, Tensor> feeds;
+  for (const auto& [name, t] : grouped.feeds()) feeds[name] = roundTo(t, cuda::Precision::kFloat16);
+  std::vector<NamedTensor> expected;
+  ASSERT_TRUE(ReferenceBackend(grouped.network()).run(feeds, &expected).isOk());
+  auto first = run(grouped, {});
+  ASSERT_TRUE(first.isOk()) << first.status().toString();
+  const cuda::LayerInfo& raced = first->second;
+  std::cout << "  raced: " << raced.implementation << "\n";
+  expectTensorNear(first->first, expected[0].tensor, 1e-2, 1e-2);
+  std::string float32Choice;
+  for (const std::string& c : raced.offeredChoices)
+    if (c.rfind("cudnn_float32 ", 0) == 0 && float32Choice.empty()) float32Choice = c;
+  ASSERT_FALSE(float32Choice.empty()) << "no float32 engine offered";
+  auto replayed = run(grouped, {{raced.name, float32Choice}});
+  ASSERT_TRUE(replayed.isOk()) << replayed.status().toString();
+  const std::string& text = replayed->second.implementation;
+  EXPECT_NE(text.find("cuDNN float32 engine on 16-bit X, W and Y"), std::string::npos) << text;
+  EXPECT_NE(text.find("(the plan's choice: " + float32Choice + ")"), std::string::npos) << text;
+  EXPECT_EQ(replayed->second.choice, float32Choice);
+  expectTensorNear(replayed->first, expected[0].tensor, 1e-2, 1e-2);
+  auto ungrouped = run(conv(1), {});
+  ASSERT_TRUE(ungrouped.isOk()) << ungrouped.status().toString();
+  for (const std::string& c : ungrouped->second.offeredChoices)
+    EXPECT_NE(c.rfind("cudnn_float32 ", 0), 0u) << c;
+}
+
 TEST(CudaConvTranspose, StridedWithOutputPaddingAndBias) {
   KILN_REQUIRE_GPU();
   GpuOpTest("ConvTranspose", 11)
