@@ -370,6 +370,26 @@ TEST(CudaPool, ResizeLastTwoAxesAcrossGridsAndTaps) {
       .check();
 }
 
+// So does a resize of the two axes before kept innermost ones (NHWC storage, as
+// channels_last_layout gives Resizes): adjacent threads on adjacent channels, output rows
+// of more elements than a block, cubic taps, and two kept axes (rank 5) match the CPU.
+TEST(CudaPool, ResizeBeforeInnermostAxes) {
+  KILN_REQUIRE_GPU();
+  resizeWithScales(19, randomFloats({2, 5, 6, 24}, 33), {1.f, 2.f, 1.5f, 1.f})
+      .attr("mode", std::string("linear"))
+      .check();
+  resizeWithSizes(13, randomFloats({1, 4, 3, 40}, 34), {1, 9, 16, 40})
+      .attr("mode", std::string("linear"))
+      .attr("coordinate_transformation_mode", std::string("align_corners"))
+      .check();
+  resizeWithScales(13, randomFloats({1, 7, 6, 3}, 35), {1.f, 1.5f, 0.8f, 1.f})
+      .attr("mode", std::string("cubic"))
+      .check();
+  resizeWithScales(13, randomFloats({1, 4, 5, 3, 2}, 36), {1.f, 2.f, 2.f, 1.f, 1.f})
+      .attr("mode", std::string("linear"))
+      .check();
+}
+
 TEST(CudaPool, ResizeTfCropAndResize) {
   KILN_REQUIRE_GPU();
   const Tensor x = randomFloats({1, 2, 6, 7}, 29);

@@ -145,10 +145,12 @@ size_t computeTypeBytes(DataType t) {
   return t == DataType::kFloat64 ? sizeof(double) : sizeof(float);
 }
 
-// Both passes of a resize of the last two axes alone in one kernel (launchResize2d):
-// SegFormer's and FPN-style decoders' bilinear upsampling of [N, C, H, W].
-Status resizeLastTwoAxes(GpuKernelContext& ctx, const ResizePassLaunch& rows,
-                         const ResizePassLaunch& columns, const DeviceTensor& out) {
+// Both passes of a resize of two adjacent axes in one kernel (launchResize2d): the last two
+// (SegFormer's and FPN-style decoders' bilinear upsampling of [N, C, H, W]) or, with
+// `inner` > 1, the two before a kept innermost axis (the same of NHWC storage).
+Status resizeTwoAdjacentAxes(GpuKernelContext& ctx, const ResizePassLaunch& rows,
+                             const ResizePassLaunch& columns, int64_t inner,
+                             const DeviceTensor& out) {
   const DeviceTensor& in = ctx.input(0);
   Resize2dLaunch launch;
   launch.rows = rows;
@@ -157,6 +159,7 @@ Status resizeLastTwoAxes(GpuKernelContext& ctx, const ResizePassLaunch& rows,
   launch.in = in.data;
   launch.out = out.data;
   launch.planes = rows.outer;  // the axes before H
+  launch.inner = inner;
   size_t bytes = 0;
   size_t offsets[2][3];
   for (int k = 0; k < 2; ++k) {
@@ -177,7 +180,9 @@ Status resizeLastTwoAxes(GpuKernelContext& ctx, const ResizePassLaunch& rows,
     passes[k]->weight = reinterpret_cast<double*>(base + offsets[k][1]);
     passes[k]->outside = reinterpret_cast<uint8_t*>(base + offsets[k][2]);
   }
-  ctx.setImplementation("kiln resize of the last two axes, both passes in one kernel");
+  ctx.setImplementation(inner > 1 ? "kiln resize of the two axes before the innermost (NHWC), "
+                                    "both passes in one kernel"
+                                  : "kiln resize of the last two axes, both passes in one kernel");
   return launchResize2d(launch, ctx.stream());
 }
 
@@ -226,10 +231,15 @@ Status resizeInterpolated(GpuKernelContext& ctx, const ResizeConfig& p) {
         cudaMemcpyAsync(out.data, in.data, in.byteSize(), cudaMemcpyDeviceToDevice, ctx.stream()));
     return Status::ok();
   }
-  if (passes.size() == 2 && passAxes[0] == rank - 2 && passAxes[1] == rank - 1 &&
-      coordMode != kTfCropAndResize && passes[0].taps.taps <= kResize2dMaxTaps &&
-      passes[1].taps.taps <= kResize2dMaxTaps)
-    return resizeLastTwoAxes(ctx, passes[0], passes[1], out);
+  const bool adjacent = passes.size() == 2 && passAxes[1] == passAxes[0] + 1;
+  const int64_t inner = adjacent ? passes[1].inner : 0;  // the kept axes after the two
+  const bool fixedTaps = passes[0].taps.taps == passes[1].taps.taps &&
+                         (passes[0].taps.taps == 2 || passes[0].taps.taps == 4) &&
+                         in.type != DataType::kFloat64;
+  if (adjacent && coordMode != kTfCropAndResize && passes[0].taps.taps <= kResize2dMaxTaps &&
+      passes[1].taps.taps <= kResize2dMaxTaps && (inner == 1 || fixedTaps) &&
+      passes[1].taps.axis.outDim * inner < (int64_t(1) << 32))
+    return resizeTwoAdjacentAxes(ctx, passes[0], passes[1], inner, out);
 
   // Workspace: the taps of one pass (reused, stream-ordered), then up to two
   // intermediate buffers in the compute type.

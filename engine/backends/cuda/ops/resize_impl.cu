@@ -3,13 +3,15 @@
 // double exactly as the CPU does (no fused multiply-adds where they could move a
 // coordinate). Nearest gathers raw elements of any fixed-size type; linear / cubic run
 // one separable pass per resized axis in float (double for float64), like the CPU, or,
-// for the last two axes alone, both passes in one kernel with the same sums.
+// for the last two axes alone (or the two before a kept innermost axis: NHWC), both passes
+// in one kernel with the same sums.
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
 
 #include "backends/cuda/ops/op_common.cuh"
 #include "backends/cuda/ops/resize_impl.h"
+#include "backends/cuda/row_kernels.cuh"
 #include "backends/cuda/type_dispatch.cuh"
 
 namespace kiln::cuda::resize {
@@ -214,12 +216,123 @@ __global__ void resize2dKernel(const T* in, T* out, int64_t planes, int64_t inH,
   }
 }
 
+// The same sums with the taps known at compile time (TY rows, TX columns: 2 for linear, 4
+// for cubic), for both layouts: [planes, H, W] (inner 1) and [planes, H, W, inner] (NHWC
+// images: the two axes before a kept innermost one). A thread computes V adjacent inner
+// elements (one vector access each, V > 1 for 16- and 32-bit floats when inner is a
+// multiple of V and the buffers are aligned), the taps sit in registers, and every index
+// and weight of a block's row is the same for its threads. Adjacent threads write adjacent
+// vectors of one output row.
+template <class T, int TY, int TX, int V>
+__global__ void resize2dFixedTapsKernel(const T* in, T* out, int64_t planes, int64_t inH,
+                                        int64_t inW, int64_t outH, int64_t outW, int64_t inner,
+                                        uint32_t packsPerColumn, const int64_t* indexY,
+                                        const double* weightY, const int64_t* indexX,
+                                        const double* weightX) {
+  using Acc = AccOf<T>;
+  const int64_t rowPacks = outW * packsPerColumn;
+  const int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (e >= rowPacks) return;
+  const uint32_t x =
+      packsPerColumn == 1 ? static_cast<uint32_t>(e) : static_cast<uint32_t>(e) / packsPerColumn;
+  const int64_t c = (static_cast<uint32_t>(e) - x * packsPerColumn) * int64_t(V);
+  int64_t column[TX];
+  Acc columnWeight[TX];
+#pragma unroll
+  for (int t = 0; t < TX; ++t) {
+    column[t] = indexX[x * TX + t] * inner + c;
+    columnWeight[t] = static_cast<Acc>(weightX[x * TX + t]);
+  }
+  const int64_t inRow = inW * inner, outRow = outW * inner;
+  for (int64_t y = blockIdx.y; y < outH; y += gridDim.y) {
+    int64_t row[TY];
+    Acc rowWeight[TY];
+#pragma unroll
+    for (int t = 0; t < TY; ++t) {
+      row[t] = indexY[y * TY + t] * inRow;
+      rowWeight[t] = static_cast<Acc>(weightY[y * TY + t]);
+    }
+    for (int64_t p = blockIdx.z; p < planes; p += gridDim.z) {
+      const T* plane = in + p * inH * inRow;
+      float sum[V];
+#pragma unroll
+      for (int j = 0; j < V; ++j) sum[j] = 0;
+      Acc total[V];
+#pragma unroll
+      for (int j = 0; j < V; ++j) total[j] = 0;
+#pragma unroll
+      for (int tx = 0; tx < TX; ++tx) {
+        Acc columnSum[V];
+#pragma unroll
+        for (int j = 0; j < V; ++j) columnSum[j] = 0;
+#pragma unroll
+        for (int ty = 0; ty < TY; ++ty) {
+          if constexpr (V == 1) {
+            columnSum[0] += rowWeight[ty] * toAcc(plane[row[ty] + column[tx]]);
+          } else {
+            float v[V];
+            loadPack<V>(plane + row[ty] + column[tx], 0, 1, v);
+#pragma unroll
+            for (int j = 0; j < V; ++j) columnSum[j] += rowWeight[ty] * v[j];
+          }
+        }
+#pragma unroll
+        for (int j = 0; j < V; ++j) total[j] += columnWeight[tx] * columnSum[j];
+      }
+      T* target = out + (p * outH + y) * outRow + x * inner + c;
+      if constexpr (V == 1) {
+        *target = fromAcc<T>(total[0]);
+      } else {
+#pragma unroll
+        for (int j = 0; j < V; ++j) sum[j] = total[j];
+        storePack<V>(target, 0, sum);
+      }
+    }
+  }
+}
+
 // The storage types the pass kernel is instantiated for (dispatchDeviceType calls its
 // function only with a type of kInterpolatedTypes; the other instantiations are never
 // reached).
 template <class T>
 constexpr bool kIsFloatStorage = std::is_same_v<T, float> || std::is_same_v<T, __half> ||
                                  std::is_same_v<T, __nv_bfloat16> || std::is_same_v<T, double>;
+
+// The fixed-taps kernel for `args` when it has one (linear or cubic taps on both axes);
+// kNotFound otherwise (the general kernel then runs: antialiasing's wider taps, float64).
+template <class T>
+Status launchFixedTaps(const Resize2dLaunch& args, cudaStream_t stream) {
+  const int64_t ty = args.rows.taps.taps, tx = args.columns.taps.taps;
+  if (ty != tx || (ty != 2 && ty != 4) || std::is_same_v<T, double>)
+    return Status(StatusCode::kNotFound, "no fixed-taps kernel");
+  const int64_t inner = args.inner, outW = args.columns.taps.axis.outDim;
+  constexpr int kVector = sizeof(T) == 2 ? 8 : 4;
+  const bool vectors = inner % kVector == 0 &&
+                       reinterpret_cast<uintptr_t>(args.in) % (kVector * sizeof(T)) == 0 &&
+                       reinterpret_cast<uintptr_t>(args.out) % (kVector * sizeof(T)) == 0;
+  const int64_t packsPerColumn = vectors ? inner / kVector : inner;
+  const int64_t rowPacks = outW * packsPerColumn;
+  if (rowPacks >= (int64_t(1) << 32))
+    return Status(StatusCode::kUnsupported, "resize2d: an output row of 2^32 vectors");
+  constexpr int kThreads = 128;
+  const dim3 grid(static_cast<unsigned>((rowPacks + kThreads - 1) / kThreads),
+                  static_cast<unsigned>(std::min<int64_t>(args.rows.taps.axis.outDim, 65535)),
+                  static_cast<unsigned>(std::min<int64_t>(args.planes, 65535)));
+  auto launch = [&](auto kernel) {
+    kernel<<<grid, kThreads, 0, stream>>>(
+        static_cast<const T*>(args.in), static_cast<T*>(args.out), args.planes,
+        args.rows.taps.axis.inDim, args.columns.taps.axis.inDim, args.rows.taps.axis.outDim, outW,
+        inner, static_cast<uint32_t>(packsPerColumn), args.rows.index, args.rows.weight,
+        args.columns.index, args.columns.weight);
+    KILN_CUDA_CHECK_LAUNCH("resize2dFixedTapsKernel");
+    return Status::ok();
+  };
+  if (ty == 2)
+    return vectors ? launch(resize2dFixedTapsKernel<T, 2, 2, kVector>)
+                   : launch(resize2dFixedTapsKernel<T, 2, 2, 1>);
+  return vectors ? launch(resize2dFixedTapsKernel<T, 4, 4, kVector>)
+                 : launch(resize2dFixedTapsKernel<T, 4, 4, 1>);
+}
 
 }  // namespace
 
@@ -273,6 +386,11 @@ Status launchResize2d(const Resize2dLaunch& args, cudaStream_t stream) {
       }
       const int64_t outW = tx.axis.outDim, outH = ty.axis.outDim;
       constexpr int kThreads = 128;
+      if (const Status fixed = launchFixedTaps<T>(args, stream);
+          fixed.code() != StatusCode::kNotFound)
+        return fixed;
+      if (args.inner > 1)
+        return Status(StatusCode::kInternal, "resize2d: no kernel for these taps of NHWC storage");
       const dim3 grid(static_cast<unsigned>((outW + kThreads - 1) / kThreads),
                       static_cast<unsigned>(std::min<int64_t>(outH, 65535)),
                       static_cast<unsigned>(std::min<int64_t>(args.planes, 65535)));

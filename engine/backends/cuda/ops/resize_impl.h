@@ -124,9 +124,15 @@ Status launchResizePass(const ResizePassLaunch& args, cudaStream_t stream);
 // index / weight / outside scratch must not overlap.
 constexpr int64_t kResize2dMaxTaps = 8;
 
+// With `inner` > 1 the two axes are the ones before a kept innermost axis of `inner`
+// elements ([planes, H, W, inner] -> [planes, outH, outW, inner]: NHWC images), for 2 or 4
+// taps on both axes (linear, cubic) and 16- or 32-bit floats only (kInternal otherwise);
+// outW * inner must stay below 2^32 (kUnsupported otherwise). Linear and cubic taps run a
+// kernel with the taps fixed at compile time (vector accesses along `inner` where aligned).
 struct Resize2dLaunch {
   ResizePassLaunch rows, columns;
   int64_t planes = 1;
+  int64_t inner = 1;
   DataType type = DataType::kFloat32;  // in kInterpolatedTypes
   const void* in = nullptr;
   void* out = nullptr;
