@@ -25,6 +25,7 @@ std::unique_ptr<Pass> makeFoldSequenceFirstTransposes();
 std::unique_ptr<Pass> makeFuseAddLayerNorm();
 std::unique_ptr<Pass> makeRemoveDeadNodes();
 std::unique_ptr<Pass> makeFoldConstants();
+std::unique_ptr<Pass> makeInlineConstantIf();
 std::unique_ptr<Pass> makeChannelsLastLayout();
 std::unique_ptr<Pass> makeFoldQdq();
 std::unique_ptr<Pass> makeFusePointwiseChain();

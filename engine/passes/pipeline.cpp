@@ -14,6 +14,9 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   // Transpose or Cast of an initializer, a fixed-shape model's shape arithmetic) as
   // the initializer it is, e.g. the [K, N] matrix the GEMM fusion expects.
   list.push_back(passes::makeFoldConstants());
+  // An If whose condition just folded (a fixed shape's test) is the branch it takes: right
+  // after the fold that makes the condition constant; it folds the inlined branch again.
+  list.push_back(passes::makeInlineConstantIf());
   // No-op nodes out first: an Identity, an inference Dropout or a same-type Cast that
   // an exporter left between two ops of a pattern hides it from every pass below.
   list.push_back(passes::makeRemoveNoOpNodes());
