@@ -37,10 +37,10 @@
 // shuffle (Reshape, Transpose (0, 2, 1, 3, 4), Reshape) as the same shuffle of the innermost
 // axis. A Resize of H and W (constant scales or sizes, N and C kept) runs on NHWC storage with
 // its scales, sizes or axes permuted when its readers are region layers (a convolution or
-// pooling, or a Concat of region values and other such Resizes) and its input is a region
-// value, a channels-first view of channels-last data (Transpose (0, 3, 1, 2), or tokens
-// turned into an image: fold_view_chains makes the reformat a Reshape), or smaller than
-// its output: SegFormer's decoder upsamples four token maps and concatenates them for a
+// pooling, or a Concat of region values, channels-first views of channels-last data and
+// other such Resizes) and its input is a region value, such a view (Transpose (0, 3, 1, 2),
+// or tokens turned into an image: fold_view_chains makes the reformat a Reshape), or no
+// larger than its output: SegFormer's decoder upsamples four token maps and concatenates them for a
 // 1x1 convolution, all channels-last then.
 // Runs only when the builder asks for it (the backend prefers
 // channels-last for the engine's precision) and after the fusions, which match channels-first
@@ -323,7 +323,7 @@ std::optional<ResizeNhwc> resizeNhwc(const Node& node, const GraphIndex& index,
       !((*in)[1] == (*out)[1]))
     return std::nullopt;
   ResizeNhwc plan;
-  if (node.hasAttr("axes")) {
+  if (!node.attrInts("axes").empty()) {  // an empty list means every axis, as none
     for (int64_t a : node.attrInts("axes")) {
       if (a < 0) a += 4;
       if (a < 0 || a > 3) return std::nullopt;
@@ -473,8 +473,22 @@ class ChannelsLastLayout final : public Pass {
     for (size_t i = 0; i < g.nodes.size(); ++i)
       if (auto form = resizeNhwc(g.nodes[i], index, shapes))
         resizeForms[static_cast<int>(i)] = *form;
+    // Whether every reader of node `at`'s output is a node that qualifies (reading it as X)
+    // or a Concat.
+    auto readersTakeNhwc = [&](int at) {
+      const std::vector<int> readers = index.readers(g.nodes[at].outputs[0]);
+      if (readers.empty()) return false;
+      for (int reader : readers) {
+        if (reader < 0) return false;
+        const Node& r = g.nodes[reader];
+        const bool layer = qualifies(r, g, shapes) && r.inputs[0] == g.nodes[at].outputs[0];
+        if (!layer && !(isDefaultDomain(r) && r.opType == "Concat")) return false;
+      }
+      return true;
+    };
     // A Resize joins the region when its readers are region layers: nodes that qualify, or
-    // Concats each of whose inputs is a region value or another such Resize's output.
+    // Concats each of whose inputs is a region value, a free view, or another Resize that
+    // may join (one whose readers are such layers too).
     auto resizeJoins = [&](int at) {
       const Node& node = g.nodes[at];
       const int producer = index.producer(node.inputs[0]);
@@ -486,18 +500,14 @@ class ChannelsLastLayout final : public Pass {
                          (*out)[2].isConst() && (*out)[3].isConst() &&
                          (*out)[2].constValue() * (*out)[3].constValue() >=
                              (*in)[2].constValue() * (*in)[3].constValue();
-      if (!inputNhwc && !grows) return false;
-      const std::vector<int> readers = index.readers(node.outputs[0]);
-      if (readers.empty()) return false;
-      for (int reader : readers) {
-        if (reader < 0) return false;
+      if ((!inputNhwc && !grows) || !readersTakeNhwc(at)) return false;
+      for (int reader : index.readers(node.outputs[0])) {
         const Node& r = g.nodes[reader];
-        if (qualifies(r, g, shapes) && r.inputs[0] == node.outputs[0]) continue;
-        if (!isDefaultDomain(r) || r.opType != "Concat") return false;
+        if (r.opType != "Concat") continue;
         for (const std::string& v : r.inputs) {
           const int p = v.empty() ? -1 : index.producer(v);
-          if (p < 0 || !(chosen[p] || p == at || (p > at && resizeForms.count(p)) ||
-                         isChannelsFirstView(v, g, index)))
+          const bool laterResize = p > at && resizeForms.count(p) && readersTakeNhwc(p);
+          if (p < 0 || !(chosen[p] || p == at || laterResize || isChannelsFirstView(v, g, index)))
             return false;
         }
       }

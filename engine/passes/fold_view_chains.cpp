@@ -309,6 +309,12 @@ int transposesAfterFold(const Graph& g, const Shapes& shapes, const std::vector<
   if (after == 1 && movesSingleElements(plan->sizes, plan->perm) &&
       !chainMovesSingleElements(g, shapes, chain))
     return before;
+  // rewrite's Reshapes take at most one symbolic dim each; a chain it cannot write stays.
+  std::vector<int64_t> target;
+  const SymbolicShape* y = shapeOf(shapes, g.nodes[chain.back()].outputs[0]);
+  if (!y || !reshapeTarget(std::vector<DimExpr>(y->begin(), y->end()), &target) ||
+      (after == 1 && !reshapeTarget(plan->sizes, &target)))
+    return before;
   return after;
 }
 

@@ -4,13 +4,15 @@
 // TorchScript exports of scripted helpers (DeBERTa's relative positions) test shapes in If
 // nodes, which have no GPU kernel and no output shape before they run. The taken branch's
 // nodes and initializers join the main graph in the If's place, every value they make under
-// a fresh name (values of the enclosing graph keep theirs, in nested subgraphs too), and
+// a fresh name (values of the enclosing graph keep theirs; nested subgraphs read the new
+// names, unless they define the name themselves), and
 // the branch's outputs become the If's outputs (through an Identity where the branch hands
 // out a value it does not compute: an outer value or one of its initializers; the
 // Identity goes with remove_no_op_nodes). An If inside the taken branch is inlined in turn
 // when its condition is constant. When anything was inlined, fold_constants runs again on
 // the result, whose shape arithmetic now sees the main graph's static shapes.
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -33,24 +35,41 @@ bool constantCondition(const Node& node, const GraphIndex& index, bool* value) {
   return true;
 }
 
-// Renames the inputs of `graph`'s nodes (and of their subgraphs') found in `names`.
-void renameReads(Graph& graph, const std::map<std::string, std::string>& names) {
+void renameSubgraphReads(Node& node, const std::map<std::string, std::string>& names);
+
+// Renames the values of `names` that `graph` reads from enclosing scopes: its nodes' inputs
+// and its outputs, in nested subgraphs too; a name the graph defines itself (an input, an
+// initializer, a node's output) shadows the outer one there and stays.
+void renameOuterReads(Graph& graph, std::map<std::string, std::string> names) {
+  for (const ValueInfo& v : graph.inputs) names.erase(v.name);
+  for (const auto& [name, tensor] : graph.initializers) names.erase(name);
+  for (const Node& n : graph.nodes)
+    for (const std::string& out : n.outputs) names.erase(out);
+  if (names.empty()) return;
+  auto rename = [&](std::string& value) {
+    auto it = names.find(value);
+    if (it != names.end()) value = it->second;
+  };
+  for (ValueInfo& v : graph.outputs) rename(v.name);
   for (Node& n : graph.nodes) {
-    for (std::string& in : n.inputs) {
-      auto it = names.find(in);
-      if (it != names.end()) in = it->second;
+    for (std::string& in : n.inputs) rename(in);
+    renameSubgraphReads(n, names);
+  }
+}
+
+// renameOuterReads on every subgraph attribute of `node` (copies: the attributes' graphs
+// may be shared with other nodes).
+void renameSubgraphReads(Node& node, const std::map<std::string, std::string>& names) {
+  for (auto& [key, attr] : node.attributes) {
+    if (attr.g) {
+      auto copy = std::make_shared<Graph>(*attr.g);
+      renameOuterReads(*copy, names);
+      attr.g = copy;
     }
-    for (auto& [key, attr] : n.attributes) {
-      if (attr.g) {
-        auto copy = std::make_shared<Graph>(*attr.g);
-        renameReads(*copy, names);
-        attr.g = copy;
-      }
-      for (auto& sub : attr.graphs) {
-        auto copy = std::make_shared<Graph>(*sub);
-        renameReads(*copy, names);
-        sub = copy;
-      }
+    for (auto& sub : attr.graphs) {
+      auto copy = std::make_shared<Graph>(*sub);
+      renameOuterReads(*copy, names);
+      sub = copy;
     }
   }
 }
@@ -60,8 +79,15 @@ std::vector<Node> inlinedBranch(Graph& g, int at, const Graph& branch) {
   const Node& ifNode = g.nodes[at];
   const std::string prefix = ifNode.displayName() + "/";
   std::map<std::string, std::string> names;  // branch value -> main-graph name
+  std::set<std::string> handedOut;           // fresh names given so far (not in g yet)
+  auto fresh = [&](const std::string& base) {
+    std::string name = freshName(g, base);
+    for (int i = 1; handedOut.count(name); ++i) name = freshName(g, base + "_" + std::to_string(i));
+    handedOut.insert(name);
+    return name;
+  };
   for (const auto& [name, tensor] : branch.initializers) {
-    names[name] = freshName(g, prefix + name);
+    names[name] = fresh(prefix + name);
     g.initializers[names[name]] = tensor;
   }
   std::map<std::string, size_t> outputSlot;  // a branch output computed by a branch node
@@ -76,15 +102,17 @@ std::vector<Node> inlinedBranch(Graph& g, int at, const Graph& branch) {
         names[out] = ifNode.outputs[slot->second];
         computed[slot->second] = true;
       } else {
-        names[out] = freshName(g, prefix + out);
+        names[out] = fresh(prefix + out);
       }
     }
-  Graph body;
-  body.nodes = branch.nodes;
-  renameReads(body, names);
   std::vector<Node> out;
-  for (Node& n : body.nodes) {
+  for (Node n : branch.nodes) {
     n.name = prefix + n.displayName();
+    for (std::string& in : n.inputs) {
+      auto it = names.find(in);
+      if (it != names.end()) in = it->second;
+    }
+    renameSubgraphReads(n, names);
     for (std::string& o : n.outputs)
       if (!o.empty()) o = names.at(o);
     out.push_back(std::move(n));

@@ -13,6 +13,11 @@
 //   Pad(x, pads all 0) = x (any mode)
 //   Slice(x) with every step 1 = x when the output's shape is x's (a unit-step range
 //     of the full length is the whole axis)
+//   Resize(x) = x when the output's shape is x's and every scale is 1 (or sizes give the
+//     shape): each position then maps to itself, which both backends pass through
+//     (SegFormer's decoder resizes its finest map to its own size); not for
+//     tf_crop_and_resize (a crop) or tf_half_pixel_for_nn (a half-pixel shift that a
+//     nearest ceil rounds to the next element)
 // Runs first, so the nodes exporters leave between the ops of a pattern (a Dropout
 // between a GEMM and its residual, an Identity after a Transpose) do not hide it.
 #include <algorithm>
@@ -78,8 +83,8 @@ bool unitSteps(const Node& node, const GraphIndex& index) {
 
 // A Resize's scales are all 1 (a constant), or it has none and sizes set the shape.
 bool unitResizeScales(const Node& node, const GraphIndex& index) {
-  if (node.opset >= 11 &&
-      node.attrString("coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize")
+  const std::string mode = node.attrString("coordinate_transformation_mode", "half_pixel");
+  if (node.opset >= 11 && (mode == "tf_crop_and_resize" || mode == "tf_half_pixel_for_nn"))
     return false;
   const size_t scalesSlot = node.opset < 11 ? 1 : 2;
   if (!node.hasInput(scalesSlot)) return node.opset >= 11 && node.hasInput(3);

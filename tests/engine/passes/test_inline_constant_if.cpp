@@ -114,5 +114,40 @@ TEST(InlineConstantIf, DataDependentConditionStays) {
   expectTensorNear(run(net)[0].tensor, run(original)[0].tensor, 1e-6, 1e-6);
 }
 
+// The taken branch computes r and holds an If of a data-dependent condition whose then
+// branch hands out r by name alone (no node) and whose else branch negates r: after
+// inlining, that If stays and both its branches read r under its new name.
+TEST(InlineConstantIf, NestedBranchReadsTheInlinedValuesNewName) {
+  Network net;
+  net.opsets[""] = 17;
+  Graph& g = net.graph;
+  g.inputs = {{"x", DataType::kFloat32, true, {DimExpr(2), DimExpr(3)}}};
+  g.initializers["yes"] = Tensor::fromVector(DataType::kBool, {}, std::vector<uint8_t>{1});
+  g.initializers["zero"] = floatTensor({}, {0.f});
+  g.nodes.push_back(withInt(makeNode("ReduceSum", {"x"}, {"sum"}, 13), "keepdims", 0));
+  g.nodes.push_back(makeNode("Greater", {"sum", "zero"}, {"positive"}));
+  Graph handsOut = branchGraph("r");
+  Graph negates = branchGraph("e");
+  negates.nodes.push_back(makeNode("Neg", {"r"}, {"e"}));
+  Graph taken = branchGraph("t");
+  taken.nodes.push_back(makeNode("Relu", {"x"}, {"r"}));
+  taken.nodes.push_back(ifNode("positive", handsOut, negates, "t"));
+  g.nodes.push_back(ifNode("yes", taken, branchGraph("x"), "y"));
+  g.outputs = {{"y", DataType::kFloat32, false, {}}};
+  Network inlined = net;
+  std::vector<PassApplication> applied;
+  ASSERT_TRUE(runPasses(inlined, 1, {}, &applied).isOk());
+  EXPECT_EQ(count(inlined, "If"), 1);
+  for (const Node& n : inlined.graph.nodes)
+    if (n.opType == "If") EXPECT_NE(n.attrGraph("then_branch")->outputs[0].name, "r");
+  for (const auto& [lo, hi] : {std::pair{0.1, 2.0}, std::pair{-2.0, 1.0}}) {
+    // both branches of the data-dependent If (seed 3's sum over [-2, 1] is negative)
+    const std::map<std::string, Tensor> in = {
+        {"x", randomTensor(DataType::kFloat32, {2, 3}, 3, lo, hi)}};
+    expectTensorNear(runOnReference(inlined, in)[0].tensor, runOnReference(net, in)[0].tensor, 1e-6,
+                     1e-6);
+  }
+}
+
 }  // namespace
 }  // namespace kiln::test

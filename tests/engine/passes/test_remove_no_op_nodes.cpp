@@ -121,6 +121,10 @@ TEST(RemoveNoOpNodes, SameSizeResize) {
   Node crop =
       withString(makeNode("Resize", {"r", "roi", "", "same_shape"}, {"n"}), "mode", "linear");
   expectKept(withString(crop, "coordinate_transformation_mode", "tf_crop_and_resize"));
+  // tf_half_pixel_for_nn with a nearest ceil reads position y + 1 at scale 1.
+  Node shifted = withString(makeNode("Resize", {"r", "", "unit_scales"}, {"n"}), "mode", "nearest");
+  shifted = withString(shifted, "nearest_mode", "ceil");
+  expectKept(withString(shifted, "coordinate_transformation_mode", "tf_half_pixel_for_nn"));
 }
 
 TEST(RemoveNoOpNodes, LookAlikesThatChangeValuesStay) {
