@@ -233,7 +233,7 @@ Status resizeInterpolated(GpuKernelContext& ctx, const ResizeConfig& p) {
   }
   const bool adjacent = passes.size() == 2 && passAxes[1] == passAxes[0] + 1;
   const int64_t inner = adjacent ? passes[1].inner : 0;  // the kept axes after the two
-  const bool fixedTaps = passes[0].taps.taps == passes[1].taps.taps &&
+  const bool fixedTaps = adjacent && passes[0].taps.taps == passes[1].taps.taps &&
                          (passes[0].taps.taps == 2 || passes[0].taps.taps == 4) &&
                          in.type != DataType::kFloat64;
   if (adjacent && coordMode != kTfCropAndResize && passes[0].taps.taps <= kResize2dMaxTaps &&

@@ -240,8 +240,8 @@ __global__ void resize2dFixedTapsKernel(const T* in, T* out, int64_t planes, int
   Acc columnWeight[TX];
 #pragma unroll
   for (int t = 0; t < TX; ++t) {
-    column[t] = indexX[x * TX + t] * inner + c;
-    columnWeight[t] = static_cast<Acc>(weightX[x * TX + t]);
+    column[t] = indexX[int64_t(x) * TX + t] * inner + c;
+    columnWeight[t] = static_cast<Acc>(weightX[int64_t(x) * TX + t]);
   }
   const int64_t inRow = inW * inner, outRow = outW * inner;
   for (int64_t y = blockIdx.y; y < outH; y += gridDim.y) {
