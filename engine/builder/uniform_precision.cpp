@@ -3,6 +3,12 @@
 // that every pinned layer (an obeyed rule, a replayed tactic) allows, the one whose
 // float layers' best times add up to the least wins; ties go to the lower
 // precision. Layers that are not float (integer/shape layers, casts) keep their own.
+// When the build asked for a reduced precision and another one wins, a warning says so and
+// names the layers that decided it (those whose asked-for time exceeds the winner's most):
+// one slow layer can keep a whole engine float32 (wav2vec2's grouped positional convolution
+// did, until the CUDA Conv raced float32 engines on cast copies).
+#include <algorithm>
+#include <cstdio>
 #include <limits>
 
 #include "builder/build_steps.h"
@@ -31,6 +37,39 @@ std::string describeTotal(DataType p, bool possible, bool timed, double total) {
          (!possible ? "not allowed"
           : !timed  ? "not timed"
                     : std::to_string(total).substr(0, 7) + " ms");
+}
+
+std::string milliseconds(double ms) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.3f ms", ms);
+  return text;
+}
+
+// The warning when `chosen` is not the reduced precision `asked` the build enabled: the
+// totals, and up to three layers whose best `asked` time exceeds their best `chosen` time
+// the most.
+std::string precisionWarning(const BuildRecord& record, const std::vector<UniformLayer>& info,
+                             DataType asked, DataType chosen, const std::string& totals) {
+  std::vector<std::pair<double, std::string>> excess;
+  for (size_t i = 0; i < record.layers.size(); ++i) {
+    if (!info[i].computesInFloat) continue;
+    const LayerRecord& l = record.layers[i];
+    const int a = bestAt(l, asked), c = bestAt(l, chosen);
+    if (a < 0 || c < 0) continue;
+    const double ta = l.candidates[a].milliseconds, tc = l.candidates[c].milliseconds;
+    if (ta < 0 || tc < 0 || ta <= tc) continue;
+    excess.push_back({ta - tc, "'" + l.name + "' (" + dataTypeName(asked) + " " + milliseconds(ta) +
+                                   ", " + dataTypeName(chosen) + " " + milliseconds(tc) + ")"});
+  }
+  std::sort(excess.begin(), excess.end(),
+            [](const auto& x, const auto& y) { return x.first > y.first; });
+  std::string text = std::string(dataTypeName(asked)) + " was enabled, but the engine runs " +
+                     dataTypeName(chosen) + ": one precision per engine, and " +
+                     dataTypeName(chosen) + "'s layers add up to less (" + totals + ")";
+  for (size_t k = 0; k < excess.size() && k < 3; ++k)
+    text += (k == 0 ? "; slowest in " + std::string(dataTypeName(asked)) + ": " : ", ") +
+            excess[k].second;
+  return text;
 }
 
 }  // namespace
@@ -73,6 +112,9 @@ Status unifyPrecision(const BuilderConfig& config, const std::vector<UniformLaye
         "replayed tactics ask for several (" +
         totals + ")");
   }
+  const DataType asked = options.front();
+  if (asked != DataType::kFloat32 && chosen == DataType::kFloat32)
+    record->warnings.push_back(precisionWarning(*record, info, asked, chosen, totals));
   for (size_t i = 0; i < record->layers.size(); ++i) {
     if (!info[i].computesInFloat) continue;
     LayerRecord& l = record->layers[i];
