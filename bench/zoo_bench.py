@@ -265,6 +265,8 @@ def bench_entry(entry, args, kiln, device, peak_tflops):
         files_b1 = zoo_kiln.save_inputs(inputs_b1, inputs_dir, f"{spec.name}_b1")
         stage = "pytorch"
         refs = torch_side(spec, model, inputs_big, inputs_b1, device, args, row)
+        if "big" in refs:  # for bench/binary_ab.py's accuracy of each binary's plan
+            zoo_kiln.save_reference(refs["big"], args.work, f"{spec.name}_b{batch}")
         del model
         gc.collect()
         if device == "cuda":

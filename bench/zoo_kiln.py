@@ -109,6 +109,19 @@ def save_inputs(inputs, directory, stem):
     return files
 
 
+def reference_path(work, stem):
+    """Where save_reference keeps the FP32 reference output of inputs STEM."""
+    return os.path.join(work, "references", f"{stem}.npy")
+
+
+def save_reference(values, work, stem):
+    """Keeps PyTorch's FP32 output of the inputs saved as STEM (zoo_bench's) for later
+    comparisons of a plan's output (binary_ab.py)."""
+    path = reference_path(work, stem)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    np.save(path, values)
+
+
 def read_output(path, name):
     """The named output (else the first) from `kiln run --export-output` JSON."""
     with open(path) as f:
