@@ -160,22 +160,11 @@ bool isPlainReshape(const Node& node) {
          node.outputs.size() == 1 && node.attrInt("allowzero", 0) == 0;
 }
 
-// True when `value` [N, C, H, W] is a channels-first view of channels-last data: a
-// Transpose (0, 3, 1, 2), or a Reshape of a Transpose (0, 2, 1) of tokens [N, H*W, C].
-// Its reformat to NHWC then folds away (fold_view_chains).
-bool isChannelsFirstView(const std::string& value, const Graph& g, const GraphIndex& index) {
-  const int made = index.producer(value);
-  if (made < 0) return false;
-  const Node* n = &g.nodes[made];
-  if (isDefaultDomain(*n) && n->opType == "Transpose" &&
-      n->attrInts("perm") == std::vector<int64_t>{0, 3, 1, 2})
-    return true;
-  if (!isPlainReshape(*n)) return false;
-  const int before = index.producer(n->inputs[0]);
-  if (before < 0) return false;
-  n = &g.nodes[before];
-  return isDefaultDomain(*n) && n->opType == "Transpose" &&
-         n->attrInts("perm") == std::vector<int64_t>{0, 2, 1};
+// A channels-first view of channels-last data (rewrite::channelsLastSourceOf): its reformat
+// to NHWC folds away (fold_view_chains).
+bool isChannelsFirstView(const std::string& value, const Graph& g, const GraphIndex& index,
+                         const InferredShapes& shapes) {
+  return !rewrite::channelsLastSourceOf(g, index, shapes, value).empty();
 }
 
 // True when `node` is a Concat of 4-D values that come from the region (or are
@@ -198,7 +187,7 @@ bool concatFollowsRegion(const Node& node, const Graph& g, const GraphIndex& ind
     const int producer = value.empty() ? -1 : index.producer(value);
     const SymbolicShape* s = shapeOf(shapes, value);
     if (producer < 0 || !s || s->size() != 4) return false;
-    if (!chosen[producer] && !isChannelsFirstView(value, g, index)) return false;
+    if (!chosen[producer] && !isChannelsFirstView(value, g, index, shapes)) return false;
     fromRegion = fromRegion || chosen[producer];
     plan->regionSlots.push_back(slot);
   }
@@ -492,8 +481,8 @@ class ChannelsLastLayout final : public Pass {
     auto resizeJoins = [&](int at) {
       const Node& node = g.nodes[at];
       const int producer = index.producer(node.inputs[0]);
-      const bool inputNhwc =
-          (producer >= 0 && chosen[producer]) || isChannelsFirstView(node.inputs[0], g, index);
+      const bool inputNhwc = (producer >= 0 && chosen[producer]) ||
+                             isChannelsFirstView(node.inputs[0], g, index, shapes);
       const SymbolicShape* in = shapeOf(shapes, node.inputs[0]);
       const SymbolicShape* out = shapeOf(shapes, node.outputs[0]);
       const bool grows = in && out && (*in)[2].isConst() && (*in)[3].isConst() &&
@@ -507,7 +496,8 @@ class ChannelsLastLayout final : public Pass {
         for (const std::string& v : r.inputs) {
           const int p = v.empty() ? -1 : index.producer(v);
           const bool laterResize = p > at && resizeForms.count(p) && readersTakeNhwc(p);
-          if (p < 0 || !(chosen[p] || p == at || laterResize || isChannelsFirstView(v, g, index)))
+          if (p < 0 ||
+              !(chosen[p] || p == at || laterResize || isChannelsFirstView(v, g, index, shapes)))
             return false;
         }
       }

@@ -299,23 +299,31 @@ int transposesIn(const Graph& g, const std::vector<int>& chain) {
   return count;
 }
 
-// The Transposes `chain` keeps once folded (its own count when it does not fold).
-int transposesAfterFold(const Graph& g, const Shapes& shapes, const std::vector<int>& chain) {
-  const int before = transposesIn(g, chain);
-  const std::optional<Plan> plan = planChain(g, shapes, chain);
-  if (!plan) return before;
-  const int after = plan->perm.empty() ? 0 : 1;
-  if (after >= before) return before;
-  if (after == 1 && movesSingleElements(plan->sizes, plan->perm) &&
+// The plan `chain` folds into when folding pays: fewer Transposes left, none gathering single
+// elements where the chain's own moved runs or tiles, and Reshapes rewrite can write (at
+// most one symbolic dim each). Nothing otherwise.
+std::optional<Plan> profitablePlan(const Graph& g, const Shapes& shapes,
+                                   const std::vector<int>& chain) {
+  std::optional<Plan> plan = planChain(g, shapes, chain);
+  if (!plan) return std::nullopt;
+  const bool transposeLeft = !plan->perm.empty();
+  if ((transposeLeft ? 1 : 0) >= transposesIn(g, chain)) return std::nullopt;
+  if (transposeLeft && movesSingleElements(plan->sizes, plan->perm) &&
       !chainMovesSingleElements(g, shapes, chain))
-    return before;
-  // rewrite's Reshapes take at most one symbolic dim each; a chain it cannot write stays.
+    return std::nullopt;
   std::vector<int64_t> target;
   const SymbolicShape* y = shapeOf(shapes, g.nodes[chain.back()].outputs[0]);
   if (!y || !reshapeTarget(std::vector<DimExpr>(y->begin(), y->end()), &target) ||
-      (after == 1 && !reshapeTarget(plan->sizes, &target)))
-    return before;
-  return after;
+      (transposeLeft && !reshapeTarget(plan->sizes, &target)))
+    return std::nullopt;
+  return plan;
+}
+
+// The Transposes `chain` keeps once folded (its own count when it does not fold).
+int transposesAfterFold(const Graph& g, const Shapes& shapes, const std::vector<int>& chain) {
+  const std::optional<Plan> plan = profitablePlan(g, shapes, chain);
+  if (!plan) return transposesIn(g, chain);
+  return plan->perm.empty() ? 0 : 1;
 }
 
 // Copies each view node whose output several view chains read, one copy per chain, where
@@ -389,13 +397,8 @@ class FoldViewChains final : public Pass {
       std::vector<int> chain = chainFrom(g, *index, static_cast<int>(at));
       ++at;
       if (chain.size() < 2) continue;
-      int transposes = 0;
-      for (int n : chain) transposes += isTranspose(g.nodes[n]);
-      const std::optional<Plan> plan = planChain(g, shapes, chain);
-      if (!plan || (plan->perm.empty() ? 0 : 1) >= transposes) continue;
-      if (!plan->perm.empty() && movesSingleElements(plan->sizes, plan->perm) &&
-          !chainMovesSingleElements(g, shapes, chain))
-        continue;
+      const std::optional<Plan> plan = profitablePlan(g, shapes, chain);
+      if (!plan) continue;
       std::vector<Node> nodes;
       if (!rewrite(g, shapes, chain, *plan, &nodes)) continue;
       std::vector<std::string> names;

@@ -57,38 +57,6 @@ bool patchAttributes(const Node& conv, int64_t kh, int64_t kw) {
   return conv.attrInts("strides") == std::vector<int64_t>{kh, kw};
 }
 
-int64_t constDim(const SymbolicShape& shape, size_t axis) {
-  return axis < shape.size() && shape[axis].isConst() ? shape[axis].constValue() : -1;
-}
-
-// S when `x` [N, C, H, W] is a channels-first view of channels-last S (see the header);
-// empty otherwise.
-std::string channelsLastSource(const Graph& g, const GraphIndex& index, const Shapes& shapes,
-                               const std::string& x, int64_t channels, int64_t height,
-                               int64_t width) {
-  const int made = index.producer(x);
-  if (made < 0) return "";
-  const Node& producer = g.nodes[made];
-  auto transposeSource = [&](const Node& n,
-                             const std::vector<int64_t>& perm) -> const SymbolicShape* {
-    if (!isOnnxOp(n, "Transpose", 1) || n.attrInts("perm") != perm) return nullptr;
-    return shapeOf(shapes, n.inputs[0]);
-  };
-  if (const SymbolicShape* s = transposeSource(producer, {0, 3, 1, 2})) {
-    if (s->size() == 4 && constDim(*s, 1) == height && constDim(*s, 2) == width &&
-        constDim(*s, 3) == channels)
-      return producer.inputs[0];
-    return "";
-  }
-  if (!isOnnxOp(producer, "Reshape", 2)) return "";
-  const int before = index.producer(producer.inputs[0]);
-  if (before < 0) return "";
-  const SymbolicShape* s = transposeSource(g.nodes[before], {0, 2, 1});
-  if (!s || s->size() != 3 || constDim(*s, 1) != height * width || constDim(*s, 2) != channels)
-    return "";
-  return g.nodes[before].inputs[0];
-}
-
 // W [O, C, kh, kw] as [O, kh, kw, C].
 Tensor channelsLastFilters(const Tensor& w) {
   const int64_t filters = w.dim(0), channels = w.dim(1), taps = w.dim(2) * w.dim(3);
@@ -124,8 +92,7 @@ bool matchAt(const Graph& g, const GraphIndex& index, const Shapes& shapes, int 
     return false;
   m->rows = height / m->kh;
   m->cols = width / m->kw;
-  m->channelsLast =
-      channelsLastSource(g, index, shapes, conv.inputs[0], m->channels, height, width);
+  m->channelsLast = channelsLastSourceOf(g, index, shapes, conv.inputs[0]);
   m->conv = at;
   m->reshape = index.soleReader(conv.outputs[0]);
   if (m->reshape < 0 || !isOnnxOp(g.nodes[m->reshape], "Reshape", 2) ||

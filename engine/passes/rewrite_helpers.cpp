@@ -167,6 +167,34 @@ std::string addInt64Initializer(Graph& g, const std::string& base,
   return name;
 }
 
+std::string channelsLastSourceOf(const Graph& g, const GraphIndex& index, const Shapes& shapes,
+                                 const std::string& value) {
+  Shape image;  // [N, C, H, W]
+  const SymbolicShape* v = shapeOf(shapes, value);
+  if (!v || v->size() != 4 || !(*v)[1].isConst() || !(*v)[2].isConst() || !(*v)[3].isConst())
+    return "";
+  const int64_t c = (*v)[1].constValue(), h = (*v)[2].constValue(), w = (*v)[3].constValue();
+  auto dim = [](const SymbolicShape& s, size_t axis) {
+    return s[axis].isConst() ? s[axis].constValue() : -1;
+  };
+  // The input of Transpose `at` by `perm` when there is one, with its shape.
+  auto transposed = [&](int at, const std::vector<int64_t>& perm) -> const SymbolicShape* {
+    if (at < 0 || !isOnnxOp(g.nodes[at], "Transpose", 1) || g.nodes[at].attrInts("perm") != perm)
+      return nullptr;
+    return shapeOf(shapes, g.nodes[at].inputs[0]);
+  };
+  const int made = index.producer(value);
+  if (const SymbolicShape* s = transposed(made, {0, 3, 1, 2}))
+    return s->size() == 4 && dim(*s, 1) == h && dim(*s, 2) == w && dim(*s, 3) == c
+               ? g.nodes[made].inputs[0]
+               : "";
+  if (made < 0 || !isOnnxOp(g.nodes[made], "Reshape", 2)) return "";
+  const int before = index.producer(g.nodes[made].inputs[0]);
+  const SymbolicShape* s = transposed(before, {0, 2, 1});
+  if (!s || s->size() != 3 || dim(*s, 1) != h * w || dim(*s, 2) != c) return "";
+  return g.nodes[before].inputs[0];
+}
+
 Tensor transposedMatrix(const Tensor& t) {
   Tensor out(t.type(), {t.dim(1), t.dim(0)});
   const int64_t rows = t.dim(0), cols = t.dim(1);

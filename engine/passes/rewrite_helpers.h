@@ -22,6 +22,14 @@ bool sameShapeAndType(const Shapes& shapes, const std::string& a, const std::str
 // The shape as numbers when every dim is a known constant.
 bool staticShape(const Shapes& shapes, const std::string& value, Shape* out);
 
+// S when `value` [N, C, H, W] (C, H, W known) is a channels-first view of channels-last data
+// S: Transpose(S, (0, 3, 1, 2)) of S [N, H, W, C], or Reshape(Transpose(S, (0, 2, 1))) of
+// tokens S [N, H*W, C] (a transformer's tokens turned into an image); "" otherwise. Reading S
+// instead moves nothing (channels_last_layout: the reformat folds away; patch_conv_as_matmul:
+// patch rows in (kh, kw, C) order).
+std::string channelsLastSourceOf(const Graph& g, const GraphIndex& index, const Shapes& shapes,
+                                 const std::string& value);
+
 // A default-domain node of type `op` whose first output is named (any arity: for
 // ops with optional inputs and outputs; isOnnxOp fixes both).
 bool isOnnxOpType(const Node& node, const char* op);
