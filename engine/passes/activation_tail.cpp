@@ -161,7 +161,7 @@ bool takeGeluNode(const Node& n, int at, ActivationTail* tail) {
 
 // The one-node activations.
 bool takeNode(const Graph& g, const GraphIndex& index, const std::string& value, int at,
-              ActivationSet set, ActivationTail* tail) {
+              ActivationTail* tail) {
   const Node& n = g.nodes[at];
   const std::string& out = n.outputs.empty() ? value : n.outputs[0];
   if (isOnnxOp(n, "Relu", 1)) return take(tail, {at}, out, "relu");
@@ -178,18 +178,18 @@ bool takeNode(const Graph& g, const GraphIndex& index, const std::string& value,
       n.inputs[0] == value && clipBounds(n, index, &lo, &hi))
     return lo == 0.f && std::isinf(hi) ? take(tail, {at}, out, "relu")
                                        : take(tail, {at}, out, "clip", lo, hi);
-  return set == ActivationSet::kMatMul && takeGeluNode(n, at, tail);
+  return takeGeluNode(n, at, tail);
 }
 
 }  // namespace
 
 bool matchActivationTail(const Graph& graph, const GraphIndex& index, const std::string& value,
-                         ActivationSet set, ActivationTail* tail) {
+                         ActivationTail* tail) {
   const int at = index.soleReader(value);
-  if (at >= 0) return takeNode(graph, index, value, at, set, tail);
+  if (at >= 0) return takeNode(graph, index, value, at, tail);
   return takeSilu(graph, index, value, tail) ||
          takeDecomposedHardSwish(graph, index, value, tail) ||
-         (set == ActivationSet::kMatMul && takeGeluErfChain(graph, index, value, tail));
+         takeGeluErfChain(graph, index, value, tail);
 }
 
 void setActivationAttributes(const ActivationTail& tail, Node* fused) {

@@ -11,12 +11,6 @@
 
 namespace kiln::passes {
 
-// Which layer's activation set a match may use.
-enum class ActivationSet {
-  kConv,    // FusedConv: everything below but the GELU forms
-  kMatMul,  // FusedMatMul: FusedConv's set plus gelu_erf and gelu_tanh
-};
-
 struct ActivationTail {
   std::vector<int> nodes;   // the activation's nodes, ascending
   bool decomposed = false;  // several ONNX ops written for one activation
@@ -32,7 +26,6 @@ struct ActivationTail {
 //   Clip(min, max) with constant bounds -> clip(alpha = min, beta = max), relu for [0, inf);
 //   Mul(x, Sigmoid(x)) -> silu;
 //   Div(Mul(x, Clip(Add(x, 3), 0, 6)), 6) -> hard_swish (Paddle's export);
-// and with ActivationSet::kMatMul also
 //   Gelu (ONNX, or ai.kiln's alias that fuse_gelu writes below opset 20) -> gelu_erf,
 //   or gelu_tanh for approximate = "tanh";
 //   x * 0.5 * (1 + erf(x / sqrt(2))) with its two products in any association
@@ -41,7 +34,7 @@ struct ActivationTail {
 // Every intermediate value is read by the next node of the chain alone, and `value`
 // by the activation's nodes alone, so nothing outside sees a value that stops existing.
 bool matchActivationTail(const Graph& graph, const GraphIndex& index, const std::string& value,
-                         ActivationSet set, ActivationTail* tail);
+                         ActivationTail* tail);
 
 // Writes `activation` and, where the activation has them, `activation_alpha` (leaky_relu,
 // clip, hard_sigmoid) and `activation_beta` (clip, hard_sigmoid) onto `fused`.

@@ -227,6 +227,11 @@ bool matchOrFoldLayer(Network& network, const GraphIndex& index, int at, bool re
   const bool calibrated = dq.hasAttr(kCalibratedQuantizeAttribute) ||
                           (qIndex >= 0 && g.nodes[qIndex].hasAttr(kCalibratedQuantizeAttribute));
   if (kind != LayerKind::kConv && !supportedMatMulForm(g.nodes[at], kind, whyNot)) return false;
+  const std::string act = g.nodes[at].attrString("activation", "none");
+  if (act == "gelu_erf" || act == "gelu_tanh") {  // FusedConv's: no INT8 epilogue has GELU
+    *whyNot = "activation '" + act + "' has no INT8 epilogue";
+    return false;
+  }
   FoldedWeights weights;
   std::vector<int> replaced;
   FoldedInput bias;

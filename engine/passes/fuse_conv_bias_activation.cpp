@@ -9,8 +9,9 @@
 //      both float32 when B0 exists too),
 //   Z: Add of a value with exactly the output's (inferred) shape: the residual,
 //   act: Relu, LeakyRelu, Clip (constant bounds), Sigmoid, Tanh, HardSigmoid,
-//        HardSwish, SiLU written as Mul(x, Sigmoid(x)), or hard-swish written as
-//        Div(Mul(x, Clip(Add(x, 3), 0, 6)), 6) (Paddle's export); matched by
+//        HardSwish, SiLU written as Mul(x, Sigmoid(x)), hard-swish written as
+//        Div(Mul(x, Clip(Add(x, 3), 0, 6)), 6) (Paddle's export), or GELU (the node, or
+//        its erf chain: wav2vec2's and Whisper's 1-D feature convolutions); matched by
 //        activation_tail.h, which fuse_matmul_bias_activation shares.
 // Every intermediate value must have the next node as its only reader (SiLU's x its
 // Sigmoid and Mul), so nothing outside the chain sees a value that stops existing.
@@ -122,8 +123,7 @@ bool matchAt(const Graph& g, const GraphIndex& index, const InferredShapes& shap
       takeBias(g, index, shapes, conv, next, m->output, m))
     next = index.soleReader(m->output);
   if (next >= 0 && isOnnxOp(g.nodes[next], "Add", 2)) takeResidual(g, shapes, next, m->output, m);
-  if (matchActivationTail(g, index, m->output, ActivationSet::kConv, &m->tail))
-    m->output = m->tail.output;
+  if (matchActivationTail(g, index, m->output, &m->tail)) m->output = m->tail.output;
   std::sort(m->nodes.begin(), m->nodes.end());
   return m->nodes.size() + m->tail.nodes.size() > 1;
 }

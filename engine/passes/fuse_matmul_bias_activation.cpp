@@ -127,8 +127,7 @@ bool matchGemm(const Graph& g, const GraphIndex& index, int at, Match* m) {
 bool matchAt(const Graph& g, const GraphIndex& index, int at, Match* m) {
   const bool gemm = g.nodes[at].opType == "Gemm";
   if (!(gemm ? matchGemm(g, index, at, m) : matchMatMul(g, index, at, m))) return false;
-  const bool activation =
-      matchActivationTail(g, index, m->output, ActivationSet::kMatMul, &m->tail);
+  const bool activation = matchActivationTail(g, index, m->output, &m->tail);
   if (activation) m->output = m->tail.output;
   return activation || m->head.size() > 1;
 }

@@ -36,8 +36,8 @@ int activationAfter(const Graph& g, const GraphIndex& index, int at) {
   // The activations FusedMatMul takes (activation_tail.h), as one node: a chain such as
   // SiLU reads its input twice and would not move as one node.
   ActivationTail tail;
-  if (!matchActivationTail(g, index, reshape.outputs[0], ActivationSet::kMatMul, &tail) ||
-      tail.nodes.size() != 1 || g.nodes[tail.nodes[0]].inputs[0] != reshape.outputs[0])
+  if (!matchActivationTail(g, index, reshape.outputs[0], &tail) || tail.nodes.size() != 1 ||
+      g.nodes[tail.nodes[0]].inputs[0] != reshape.outputs[0])
     return -1;
   return tail.nodes[0];
 }

@@ -132,7 +132,8 @@ TEST(CudaFusedConv, EveryActivation) {
   const std::vector<std::tuple<const char*, float, float>> cases = {
       {"none", 0.f, 0.f},           {"relu", 0.f, 0.f},       {"leaky_relu", 0.1f, 0.f},
       {"clip", -0.5f, 0.75f},       {"sigmoid", 0.f, 0.f},    {"tanh", 0.f, 0.f},
-      {"hard_sigmoid", 0.2f, 0.5f}, {"hard_swish", 0.f, 0.f}, {"silu", 0.f, 0.f}};
+      {"hard_sigmoid", 0.2f, 0.5f}, {"hard_swish", 0.f, 0.f}, {"silu", 0.f, 0.f},
+      {"gelu_erf", 0.f, 0.f},       {"gelu_tanh", 0.f, 0.f}};
   for (const auto& [activation, alpha, beta] : cases) {
     SCOPED_TRACE(activation);
     fusedConv(activation, alpha, beta)
@@ -141,6 +142,20 @@ TEST(CudaFusedConv, EveryActivation) {
         .constant(randomFloats({16, 8, 3, 3}, 6))
         .constant(randomFloats({16}, 7))
         .input(randomFloats({2, 16, 9, 9}, 8))
+        .check(convTolerances());
+  }
+}
+
+// wav2vec2's feature convolutions: 1-D, no bias, GELU (fuse_conv_bias_activation makes the
+// rank-3 FusedConv), stride 2 and 5, at each precision against the reference.
+TEST(CudaFusedConv, OneDimensionalWithGelu) {
+  KILN_REQUIRE_GPU();
+  for (int64_t stride : {int64_t{2}, int64_t{5}}) {
+    SCOPED_TRACE("stride " + std::to_string(stride));
+    fusedConv("gelu_erf")
+        .attr("strides", std::vector<int64_t>{stride})
+        .input(randomFloats({2, 32, 203}, 130))
+        .constant(randomFloats({48, 32, 3}, 131))
         .check(convTolerances());
   }
 }

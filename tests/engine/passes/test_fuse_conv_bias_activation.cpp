@@ -48,6 +48,9 @@ Network convGraph(const std::vector<Node>& nodes) {
   g.initializers["zero"] = floatTensor({}, {0.f});
   g.initializers["three"] = floatTensor({}, {3.f});
   g.initializers["six"] = floatTensor({}, {6.f});
+  g.initializers["sqrt2"] = floatTensor({}, {1.41421356f});
+  g.initializers["one"] = floatTensor({}, {1.f});
+  g.initializers["half"] = floatTensor({}, {0.5f});
   g.nodes = nodes;
   g.outputs = {{"y", DataType::kFloat32, false, {}}};
   return net;
@@ -152,6 +155,13 @@ TEST(FuseConvBiasActivation, EveryActivation) {
         makeNode("Clip", {"a3", "zero", "six"}, {"cl"}, 13), makeNode("Mul", {"cl", "c"}, {"m"}),
         makeNode("Div", {"m", "six"}, {"y"})},
        "hard_swish"},
+      {{makeNode("Gelu", {"c"}, {"y"}, 20)}, "gelu_erf"},
+      {{withString(makeNode("Gelu", {"c"}, {"y"}, 20), "approximate", "tanh")}, "gelu_tanh"},
+      // GELU as exported below opset 20: c * 0.5 * (1 + erf(c / sqrt(2))).
+      {{makeNode("Div", {"c", "sqrt2"}, {"d"}), makeNode("Erf", {"d"}, {"e"}),
+        makeNode("Add", {"e", "one"}, {"e1"}), makeNode("Mul", {"c", "e1"}, {"ce"}),
+        makeNode("Mul", {"ce", "half"}, {"y"})},
+       "gelu_erf"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.activation);
@@ -161,6 +171,25 @@ TEST(FuseConvBiasActivation, EveryActivation) {
     ASSERT_EQ(fuseAndCompare(convGraph(nodes), 1, &fused).size(), 1u);
     EXPECT_EQ(fused.graph.nodes[0].attrString("activation", ""), c.activation);
   }
+}
+
+TEST(FuseConvBiasActivation, OneDimensionalConvolutionAndGelu) {
+  // wav2vec2's feature encoder: Conv1d (no bias) -> GELU, one FusedConv of rank 3.
+  Network net;
+  net.opsets[""] = 20;
+  Graph& g = net.graph;
+  g.inputs = {{"x", DataType::kFloat32, true, {DimExpr(2), DimExpr(4), DimExpr(30)}}};
+  g.initializers["w"] = randomTensor(DataType::kFloat32, {6, 4, 3}, 1);
+  Node c = withInts(makeNode("Conv", {"x", "w"}, {"c"}, 20), "strides", {2});
+  g.nodes = {c, makeNode("Gelu", {"c"}, {"y"}, 20)};
+  g.outputs = {{"y", DataType::kFloat32, false, {}}};
+  Network fused;
+  auto run1d = [](const Network& n) {
+    return runOnReference(n, {{"x", randomTensor(DataType::kFloat32, {2, 4, 30}, 3, -2.0, 2.0)}});
+  };
+  ASSERT_EQ(fuseAndCompareOutputs(kPass, run1d, net, 1, &fused).size(), 1u);
+  EXPECT_EQ(fused.graph.nodes[0].opType, "FusedConv");
+  EXPECT_EQ(fused.graph.nodes[0].attrString("activation", ""), "gelu_erf");
 }
 
 TEST(FuseConvBiasActivation, SharedIntermediatesAreNotFused) {

@@ -194,6 +194,33 @@ TEST(FoldQdq, ConvFoldsIntoOneInt8LayerMatchingTheFloatSimulation) {
   expectFoldedMatchesSimulation(original, folded, Shape{2, 5, 6, 6}, 11);
 }
 
+// A Conv whose activation is GELU fuses into a FusedConv with gelu_erf, which has no INT8
+// epilogue: it stays a float layer between its Q/DQ pairs, computing the simulation's values.
+TEST(FoldQdq, ConvWithGeluStaysFloat) {
+  Network original = qdqConvNetwork();
+  original.opsets[""] = 20;
+  for (Node& n : original.graph.nodes) {
+    n.opset = 20;
+    if (n.name == "relu") n.opType = "Gelu";
+  }
+  Network folded = original;
+  std::vector<PassApplication> applied;
+  ASSERT_TRUE(runPasses(folded, 1, {}, &applied).isOk());
+  bool geluLayer = false;
+  for (const Node& n : folded.graph.nodes) {
+    EXPECT_FALSE(isQuantizedLayer(n)) << n.displayName();
+    geluLayer = geluLayer || n.attrString("activation", "") == "gelu_erf";
+  }
+  EXPECT_TRUE(geluLayer);
+  const std::map<std::string, Tensor> inputs = {
+      {"x", randomInputTensor(DataType::kFloat32, {2, 4, 6, 6}, 12)}};
+  const Tensor simulated = run(original, inputs)[0].tensor;
+  const Tensor kept = run(folded, inputs)[0].tensor;
+  ASSERT_EQ(kept.shape(), simulated.shape());
+  for (int64_t i = 0; i < kept.numel(); ++i)
+    ASSERT_NEAR(kept.data<float>()[i], simulated.data<float>()[i], 1e-5) << "element " << i;
+}
+
 TEST(FoldQdq, LevelZeroStillFoldsAndDisablingKeepsTheSimulation) {
   Network folded = qdqConvNetwork();
   std::vector<PassApplication> applied;

@@ -22,8 +22,8 @@ enum class ConvActivation {
   kHardSigmoid,
   kHardSwish,
   kSilu,
-  kGeluErf,   // FusedMatMul only: Gelu, x * 0.5 * (1 + erf(x / sqrt(2)))
-  kGeluTanh,  // FusedMatMul only: Gelu(approximate = tanh)
+  kGeluErf,   // FusedMatMul, FusedConv: Gelu, x * 0.5 * (1 + erf(x / sqrt(2)))
+  kGeluTanh,  // FusedMatMul, FusedConv: Gelu(approximate = tanh)
 };
 
 struct Epilogue {
@@ -31,7 +31,8 @@ struct Epilogue {
   double alpha = 0.0, beta = 0.0;
 };
 
-// The node's activation; the GELU forms only `withGelu` (FusedMatMul).
+// The node's activation; the GELU forms only `withGelu` (FusedMatMul, FusedConv; the INT8
+// layers have none).
 inline Status parseEpilogue(const KernelContext& ctx, Epilogue* out, bool withGelu = false) {
   static const std::pair<const char*, ConvActivation> kNames[] = {
       {"none", ConvActivation::kNone},

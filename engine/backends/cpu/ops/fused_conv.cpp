@@ -4,7 +4,8 @@
 // optional residual of Y's shape; act one of
 //   none, relu, leaky_relu (x >= 0 ? x : alpha * x), clip (min(max(x, alpha), beta)),
 //   sigmoid, tanh, hard_sigmoid (clamp(alpha * x + beta, 0, 1)),
-//   hard_swish (x * clamp(x / 6 + 0.5, 0, 1)), silu (x * sigmoid(x))
+//   hard_swish (x * clamp(x / 6 + 0.5, 0, 1)), silu (x * sigmoid(x)),
+//   gelu_erf (x * 0.5 * (1 + erf(x / sqrt(2)))), gelu_tanh (Gelu's tanh approximation)
 // with alpha = activation_alpha, beta = activation_beta. The reference runs Conv's own
 // convolution (bias included) and applies Z and act to its float (double for
 // float64) result before the one rounding to the storage type.
@@ -35,7 +36,7 @@ Status fusedConvKernel(KernelContext& ctx) {
   ConvProblem problem;
   KILN_RETURN_IF_ERROR(prepareConvNode(ctx, &problem));
   Epilogue epilogue;
-  KILN_RETURN_IF_ERROR(parseEpilogue(ctx, &epilogue));
+  KILN_RETURN_IF_ERROR(parseEpilogue(ctx, &epilogue, /*withGelu=*/true));
   const Tensor& x = ctx.input(0);
   const Shape outShape = spatialOutputShape(problem.batch, problem.outChannels, problem.geometry);
   const Tensor* z = ctx.inputOrNull(3);

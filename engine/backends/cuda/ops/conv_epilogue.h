@@ -24,8 +24,8 @@ enum class EpilogueActivation : int {
   kHardSigmoid,  // clamp(alpha * x + beta, 0, 1)
   kHardSwish,    // x * clamp(x / 6 + 0.5, 0, 1)
   kSilu,         // x * sigmoid(x)
-  kGeluErf,      // FusedMatMul only: x * 0.5 * (1 + erf(x / sqrt(2)))
-  kGeluTanh,     // FusedMatMul only: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
+  kGeluErf,      // x * 0.5 * (1 + erf(x / sqrt(2)))
+  kGeluTanh,     // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
 };
 
 struct ConvEpilogue {
@@ -35,8 +35,9 @@ struct ConvEpilogue {
 
 class GpuKernelContext;
 // The node's `activation` attribute (none, relu, leaky_relu, clip, sigmoid, tanh,
-// hard_sigmoid, hard_swish, silu) with `activation_alpha` and `activation_beta`, as
-// FusedConv and the INT8 layers carry them; an unknown name is an error naming the node.
+// hard_sigmoid, hard_swish, silu, gelu_erf, gelu_tanh) with `activation_alpha` and
+// `activation_beta`, as FusedConv and the INT8 layers carry them (fold_qdq gives the INT8
+// layers no GELU); an unknown name is an error naming the node.
 // Defined in fused_conv.cpp.
 Status parseConvEpilogue(const GpuKernelContext& ctx, ConvEpilogue* out);
 

@@ -454,7 +454,9 @@ Status parseConvEpilogue(const GpuKernelContext& ctx, ConvEpilogue* out) {
       {"tanh", EpilogueActivation::kTanh},
       {"hard_sigmoid", EpilogueActivation::kHardSigmoid},
       {"hard_swish", EpilogueActivation::kHardSwish},
-      {"silu", EpilogueActivation::kSilu}};
+      {"silu", EpilogueActivation::kSilu},
+      {"gelu_erf", EpilogueActivation::kGeluErf},
+      {"gelu_tanh", EpilogueActivation::kGeluTanh}};
   const std::string name = ctx.node().attrString("activation", "none");
   auto it = std::find_if(std::begin(kNames), std::end(kNames),
                          [&](const auto& entry) { return name == entry.first; });
