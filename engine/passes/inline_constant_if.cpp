@@ -10,7 +10,8 @@
 // out a value it does not compute: an outer value or one of its initializers; the
 // Identity goes with remove_no_op_nodes). An If inside the taken branch is inlined in turn
 // when its condition is constant. When anything was inlined, fold_constants runs again on
-// the result, whose shape arithmetic now sees the main graph's static shapes.
+// the result, whose shape arithmetic now sees the main graph's static shapes, and the
+// rounds go on while an If's condition folds.
 #include <map>
 #include <set>
 #include <string>
@@ -142,10 +143,22 @@ class InlineConstantIf final : public Pass {
             1};
   }
 
+  // Rounds of inlining and folding until no If's condition is constant: an If that tests a
+  // shape computed after an earlier If (DeBERTa's next layer, which reads the hidden state
+  // the previous layer's inlined branch fed) only folds once that branch is in the graph.
   Status apply(Network& network, std::vector<PassApplication>* applied) const override {
-    Graph& g = network.graph;
-    auto index = std::make_unique<GraphIndex>(g);
+    while (true) {
+      if (!inlineRound(network.graph, applied)) return Status::ok();
+      if (Status s = makeFoldConstants()->apply(network, applied); !s.isOk()) return s;
+    }
+  }
+
+ private:
+  // Inlines every If whose condition is constant now (and the constant Ifs of the
+  // branches it inlines); whether there was one.
+  static bool inlineRound(Graph& g, std::vector<PassApplication>* applied) {
     bool inlined = false;
+    auto index = std::make_unique<GraphIndex>(g);
     for (size_t at = 0; at < g.nodes.size();) {
       bool condition = false;
       const Node& node = g.nodes[at];
@@ -165,8 +178,7 @@ class InlineConstantIf final : public Pass {
       index = std::make_unique<GraphIndex>(g);
       inlined = true;  // `at` is the branch's first node now: a nested If is seen next
     }
-    if (!inlined) return Status::ok();
-    return makeFoldConstants()->apply(network, applied);
+    return inlined;
   }
 };
 

@@ -2,7 +2,8 @@
 // constant by fold_constants) becomes its taken branch: the branch's nodes, an initializer
 // and a nested If of a constant condition join the main graph, the branch's values under
 // fresh names, and a branch that hands out an outer value gets an Identity. The outputs stay
-// the CPU reference's. An If of a data-dependent condition stays.
+// the CPU reference's. An If of a data-dependent condition stays. An If testing the shape of
+// an earlier If's output folds once that If is inlined (DeBERTa's layer after layer).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -38,16 +39,30 @@ Node ifNode(const std::string& cond, Graph thenBranch, Graph elseBranch, const s
   return n;
 }
 
+// A network of input x [2, 3] and addWidthIsThree's initializers, nothing else yet.
+Network widthTestNetwork() {
+  Network net;
+  net.opsets[""] = 17;
+  net.graph.inputs = {{"x", DataType::kFloat32, true, {DimExpr(2), DimExpr(3)}}};
+  net.graph.initializers["one_index"] = Tensor::int64Vector({1});
+  net.graph.initializers["three"] = Tensor::int64Vector({3});
+  return net;
+}
+
+// Appends cond = (shape(of)[1] == 3) to g, which holds the initializers one_index and three.
+void addWidthIsThree(Graph& g, const std::string& of, const std::string& cond) {
+  g.nodes.push_back(makeNode("Shape", {of}, {of + "_shape"}));
+  g.nodes.push_back(makeNode("Gather", {of + "_shape", "one_index"}, {of + "_width"}));
+  g.nodes.push_back(makeNode("Equal", {of + "_width", "three"}, {cond + "_1"}));
+  g.nodes.push_back(makeNode("Squeeze", {cond + "_1"}, {cond}));
+}
+
 // x [2, 3]: cond = (shape(x)[1] == 3), or with `dataDependent` (sum(x) > 0). The then
 // branch computes Relu(x) * k (k its own initializer) and, through a nested If of the
 // constant `yes`, adds x; the else branch hands out x itself. y = If(...) + 1.
 Network shapeTest(bool dataDependent) {
-  Network net;
-  net.opsets[""] = 17;
+  Network net = widthTestNetwork();
   Graph& g = net.graph;
-  g.inputs = {{"x", DataType::kFloat32, true, {DimExpr(2), DimExpr(3)}}};
-  g.initializers["one_index"] = Tensor::int64Vector({1});
-  g.initializers["three"] = Tensor::int64Vector({3});
   g.initializers["yes"] = Tensor::fromVector(DataType::kBool, {}, std::vector<uint8_t>{1});
   g.initializers["zero"] = floatTensor({}, {0.f});
   g.initializers["plus"] = floatTensor({}, {1.f});
@@ -55,10 +70,7 @@ Network shapeTest(bool dataDependent) {
     g.nodes.push_back(withInt(makeNode("ReduceSum", {"x"}, {"sum"}, 13), "keepdims", 0));
     g.nodes.push_back(makeNode("Greater", {"sum", "zero"}, {"cond"}));
   } else {
-    g.nodes.push_back(makeNode("Shape", {"x"}, {"shape"}));
-    g.nodes.push_back(makeNode("Gather", {"shape", "one_index"}, {"width"}));
-    g.nodes.push_back(makeNode("Equal", {"width", "three"}, {"cond1"}));
-    g.nodes.push_back(makeNode("Squeeze", {"cond1"}, {"cond"}));
+    addWidthIsThree(g, "x", "cond");
   }
   Graph nestedThen = branchGraph("n");
   nestedThen.nodes.push_back(makeNode("Add", {"scaled", "x"}, {"n"}));
@@ -147,6 +159,32 @@ TEST(InlineConstantIf, NestedBranchReadsTheInlinedValuesNewName) {
     expectTensorNear(runOnReference(inlined, in)[0].tensor, runOnReference(net, in)[0].tensor, 1e-6,
                      1e-6);
   }
+}
+
+// y1 = If(shape(x)[1] == 3, Relu(x), x); y = If(shape(y1)[1] == 3, Neg(y1), y1): y1 has no
+// shape while its If stands, so the second condition only folds in a later round.
+TEST(InlineConstantIf, ShapeTestOfAnEarlierIfsOutputFoldsInTheNextRound) {
+  Network net = widthTestNetwork();
+  Graph& g = net.graph;
+  addWidthIsThree(g, "x", "first");
+  Graph relu = branchGraph("r");
+  relu.nodes.push_back(makeNode("Relu", {"x"}, {"r"}));
+  g.nodes.push_back(ifNode("first", relu, branchGraph("x"), "y1"));
+  addWidthIsThree(g, "y1", "second");
+  Graph neg = branchGraph("n");
+  neg.nodes.push_back(makeNode("Neg", {"y1"}, {"n"}));
+  g.nodes.push_back(ifNode("second", neg, branchGraph("y1"), "y"));
+  g.outputs = {{"y", DataType::kFloat32, false, {}}};
+  Network inlined = net;
+  std::vector<PassApplication> applied;
+  ASSERT_TRUE(runPasses(inlined, 1, {}, &applied).isOk());
+  EXPECT_EQ(std::count_if(applied.begin(), applied.end(),
+                          [](const PassApplication& a) { return a.pass == kPass; }),
+            2);
+  EXPECT_EQ(count(inlined, "If"), 0);
+  EXPECT_EQ(count(inlined, "Shape"), 0);
+  EXPECT_EQ(count(inlined, "Neg"), 1);
+  expectTensorNear(run(inlined)[0].tensor, run(net)[0].tensor, 1e-6, 1e-6);
 }
 
 }  // namespace
