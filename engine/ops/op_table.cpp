@@ -129,6 +129,7 @@ const std::vector<OpRow>& opTable() {
     {"Where", "", K::kElementwise, S::kOwnRule, "Select", false, false},
     {"Xor", "", K::kElementwise, S::kBroadcastToBool, "ElementWise", false, false},
     // Shape
+    {"BroadcastGatherElements", "ai.kiln", K::kShape, S::kOwnRule, "Gather", false, false},
     {"Compress", "", K::kShape, S::kOwnRule, "", false, false},
     {"Concat", "", K::kShape, S::kOwnRule, "Concatenation", false, false},
     {"ConstantOfShape", "", K::kShape, S::kOwnRule, "Fill", false, true},

@@ -25,6 +25,10 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   // and the channels-last region know: no copy, a global pool.
   list.push_back(passes::makeFoldExpandIntoBroadcast());
   list.push_back(passes::makeReduceAsGlobalPool());
+  // A Transpose of a tiled weight (DeBERTa's position keys, tiled to every batch) as the
+  // tile of the transposed weight: after the constant fold, which makes the weight a
+  // constant; one copy at run time instead of two.
+  list.push_back(passes::makePermuteTiledConstant());
   // A strongly typed export's Cast to float32 in front of a QuantizeLinear (opset < 19 Q
   // takes no float16) goes next, for the same reason: the Cast sits between a layer and
   // the Q that fold_qdq and fuse_conv_max_pool fold into it.
@@ -78,6 +82,9 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   // Bias and activation into the GEMM (MatMul + bias, Gemm): before the other
   // pointwise fusions, which would otherwise swallow the bias Add and the activation.
   list.push_back(passes::makeFuseMatMulBiasActivation());
+  // A softmax's masking Where (masked_fill with float32's lowest) as the additive mask
+  // right before the softmax fusion, which then takes it.
+  list.push_back(passes::makeMaskSelectAsAdd());
   // Attention's scale, mask add and softmax into one row kernel: after the GEMM
   // fusion, which must keep a bias Add that a mask match could otherwise take.
   list.push_back(passes::makeFuseSoftmaxScaleMask());

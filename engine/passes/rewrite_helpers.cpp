@@ -233,4 +233,27 @@ void placeNewerOnnxOp(Node* node, int imported, int since) {
   }
 }
 
+Tensor permutedConstant(const Tensor& c, size_t rank, const std::vector<int64_t>& q) {
+  Shape in(rank - c.shape().size(), 1);
+  in.insert(in.end(), c.shape().begin(), c.shape().end());
+  Shape out(rank);
+  for (size_t i = 0; i < rank; ++i) out[i] = in[q[i]];
+  Tensor result(c.type(), out);
+  std::vector<int64_t> inStrides(rank, 1);
+  for (size_t i = rank - 1; i-- > 0;) inStrides[i] = inStrides[i + 1] * in[i + 1];
+  const size_t element = dataTypeSize(c.type());
+  std::vector<int64_t> index(rank, 0);
+  for (int64_t o = 0; o < result.numel(); ++o) {
+    int64_t from = 0;
+    for (size_t i = 0; i < rank; ++i) from += index[i] * inStrides[q[i]];
+    std::copy_n(static_cast<const char*>(c.rawData()) + from * element, element,
+                static_cast<char*>(result.rawData()) + o * element);
+    for (size_t i = rank; i-- > 0;) {
+      if (++index[i] < out[i]) break;
+      index[i] = 0;
+    }
+  }
+  return result;
+}
+
 }  // namespace kiln::passes::rewrite

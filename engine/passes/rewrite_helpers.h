@@ -88,6 +88,10 @@ bool isPermutation(const std::vector<int64_t>& perm);
 // transB = 1 weights [N, K] as the [K, N] that FusedMatMul and QuantizedMatMul take.
 Tensor transposedMatrix(const Tensor& t);
 
+// Constant `c` given `rank` dims (leading 1s) and permuted: out dim i is c's dim q[i]
+// (Transpose(c, q) of the padded c).
+Tensor permutedConstant(const Tensor& c, size_t rank, const std::vector<int64_t>& q);
+
 // Gives `node` the domain and opset of ONNX op `node.opType`, introduced at opset
 // `since`, in a model importing ai.onnx at `imported` (the opset of the nodes it
 // replaces): the default domain when imported >= since; otherwise ai.kiln opset 1,

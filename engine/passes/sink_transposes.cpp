@@ -39,30 +39,6 @@ Perm inverse(const Perm& p) {
   return q;
 }
 
-// `c` given `rank` dims (leading 1s) and permuted: out[i] = c4[q[i]].
-Tensor permutedConstant(const Tensor& c, size_t rank, const Perm& q) {
-  Shape in(rank - c.shape().size(), 1);
-  in.insert(in.end(), c.shape().begin(), c.shape().end());
-  Shape out(rank);
-  for (size_t i = 0; i < rank; ++i) out[i] = in[q[i]];
-  Tensor result(c.type(), out);
-  std::vector<int64_t> inStrides(rank, 1);
-  for (size_t i = rank - 1; i-- > 0;) inStrides[i] = inStrides[i + 1] * in[i + 1];
-  const size_t element = dataTypeSize(c.type());
-  std::vector<int64_t> index(rank, 0);
-  for (int64_t o = 0; o < result.numel(); ++o) {
-    int64_t from = 0;
-    for (size_t i = 0; i < rank; ++i) from += index[i] * inStrides[q[i]];
-    std::copy_n(static_cast<const char*>(c.rawData()) + from * element, element,
-                static_cast<char*>(result.rawData()) + o * element);
-    for (size_t i = rank; i-- > 0;) {
-      if (++index[i] < out[i]) break;
-      index[i] = 0;
-    }
-  }
-  return result;
-}
-
 struct Match {
   int node = -1;
   std::vector<int> readers;  // the Transpose(q) nodes reading y
@@ -160,7 +136,7 @@ class SinkTransposes final : public Pass {
       if (!m.inputs[i].empty()) e.inputs[i] = m.inputs[i];
     for (const auto& [slot, c] : m.constants) {
       const std::string name = rewrite::freshName(g, e.inputs[slot] + "_permuted");
-      g.initializers[name] = permutedConstant(*c, m.rank, m.q);
+      g.initializers[name] = rewrite::permutedConstant(*c, m.rank, m.q);
       e.inputs[slot] = name;
     }
     e.outputs = {yq};

@@ -10,6 +10,7 @@
 //     size, in output_layout ([B, Sq, H, Dv], [B, H, Sq, Dv]) or [B, Sq, H * Dv] when
 //     merge_heads (contract: ir/fused_attention.h)
 //   PointwiseChain(X0, X1, ...)        -> Y: every input broadcast, the program's output type
+//   BroadcastGatherElements(D, I; axis) -> Y: D's shape with I's axis dim, D's type
 #include <algorithm>
 
 #include "ir/conv_max_pool.h"
@@ -77,9 +78,11 @@ bool kilnFusedAttentionRule(const Node& node, const Ins& in, Outs* outs) {
   if (layout == "BHSD")
     y = {batch, heads, seq, valueDim};
   else if (layout == "SBHD")
-    y = merge ? SymbolicShape{seq, batch, heads * valueDim} : SymbolicShape{seq, batch, heads, valueDim};
+    y = merge ? SymbolicShape{seq, batch, heads * valueDim}
+              : SymbolicShape{seq, batch, heads, valueDim};
   else
-    y = merge ? SymbolicShape{batch, seq, heads * valueDim} : SymbolicShape{batch, seq, heads, valueDim};
+    y = merge ? SymbolicShape{batch, seq, heads * valueDim}
+              : SymbolicShape{batch, seq, heads, valueDim};
   setOut(outs, 0, typeOf(in, 0), y);
   return true;
 }
@@ -97,6 +100,20 @@ bool kilnPointwiseChainRule(const Node& node, const Ins& in, Outs* outs) {
   return true;
 }
 
+// Data's shape but for the axis, whose size is the indices' (same rank).
+bool kilnBroadcastGatherElementsRule(const Node& node, const Ins& in, Outs* outs) {
+  if (node.domain != "ai.kiln" || !known(in, 0) || !known(in, 1)) return false;
+  SymbolicShape shape = shapeOf(in, 0);
+  const SymbolicShape& indices = shapeOf(in, 1);
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  int64_t axis = node.attrInt("axis", 0);
+  if (axis < 0) axis += rank;
+  if (indices.size() != shape.size() || axis < 0 || axis >= rank) return false;
+  shape[axis] = indices[axis];
+  setOut(outs, 0, typeOf(in, 0), shape);
+  return true;
+}
+
 }  // namespace
 
 void addFusedShapeRules(std::map<std::string, ShapeRule>& t) {
@@ -106,6 +123,7 @@ void addFusedShapeRules(std::map<std::string, ShapeRule>& t) {
   t[kFusedConvMaxPoolOp] = &kilnFusedConvMaxPoolRule;
   t["FusedAttention"] = &kilnFusedAttentionRule;
   t["PointwiseChain"] = &kilnPointwiseChainRule;
+  t["BroadcastGatherElements"] = &kilnBroadcastGatherElementsRule;
 }
 
 }  // namespace kiln::shape

@@ -77,6 +77,38 @@ TEST(CudaGatherElements, Int32LastAxisSmallerIndices) {
       .check(kExact);
 }
 
+// ai.kiln BroadcastGatherElements (fold_expand_into_broadcast's GatherElements of expanded
+// indices): the indices broadcast over dims of size 1, the output the data's shape but for
+// the axis; against the CPU kernel.
+TEST(CudaBroadcastGatherElements, RelativePositionsOverBatchAndHeads) {
+  KILN_REQUIRE_GPU();
+  // DeBERTa's c2p gather: data [B * H, S, 2S], indices [1, S, S] along the last axis.
+  GpuOpTest("BroadcastGatherElements", 1, "ai.kiln")
+      .attr("axis", int64_t{-1})
+      .input(floats({6, 8, 16}, 74))
+      .constant(indices(DataType::kInt64, {1, 8, 8}, 16, 75))
+      .check(kExact);
+}
+
+TEST(CudaBroadcastGatherElements, RowsOfAnOddLengthOneElementPerThread) {
+  KILN_REQUIRE_GPU();
+  // 5 outputs per row: no 16-byte stores; the indices broadcast over the first dim.
+  GpuOpTest("BroadcastGatherElements", 1, "ai.kiln")
+      .attr("axis", int64_t{2})
+      .input(floats({4, 3, 9}, 78))
+      .input(indices(DataType::kInt32, {1, 3, 5}, 9, 79))
+      .check(kExact);
+}
+
+TEST(CudaBroadcastGatherElements, Int32MiddleAxisBroadcastLastDim) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("BroadcastGatherElements", 1, "ai.kiln")
+      .attr("axis", int64_t{1})
+      .input(floats({3, 5, 7}, 76))
+      .input(indices(DataType::kInt32, {3, 4, 1}, 5, 77))
+      .check(kExact);
+}
+
 // ---------------------------------------------------------------- GatherND
 
 TEST(CudaGatherND, Slices) {

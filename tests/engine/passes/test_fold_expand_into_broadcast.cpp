@@ -2,7 +2,9 @@
 // loses its Expand, the Div broadcasting the norms itself; the outputs stay the CPU
 // reference's. An Expand whose reader would change shape without it (it grows the
 // output, or the reader does not broadcast) stays; with one reader of each kind, only
-// the broadcasting one is rewired.
+// the broadcasting one is rewired. A GatherElements of expanded indices (DeBERTa's relative
+// positions) reads them broadcast as BroadcastGatherElements; an Expand that changes the
+// gathered axis, or a smaller indices box than the data's, stays.
 #include <gtest/gtest.h>
 
 #include "engine/passes/pass_test_support.h"
@@ -78,6 +80,62 @@ TEST(FoldExpandIntoBroadcast, ExpandsThatShapeTheOutputStay) {
     if (n.opType == "Div") EXPECT_EQ(n.inputs[1], "c");
   }
   EXPECT_EQ(expands, 1);
+}
+
+// data [4, 3, 6] and indices idx (both inputs: a constant Expand would fold) expanded to
+// `to`, gathered along `axis`.
+Network gatherGraph(const Shape& idxShape, const std::vector<int64_t>& to, int64_t axis) {
+  Network net;
+  net.opsets[""] = 17;
+  Graph& g = net.graph;
+  SymbolicShape idxDims;
+  for (int64_t d : idxShape) idxDims.push_back(DimExpr(d));
+  g.inputs = {{"data", DataType::kFloat32, true, {DimExpr(4), DimExpr(3), DimExpr(6)}},
+              {"idx", DataType::kInt64, true, idxDims}};
+  g.initializers["to"] = Tensor::int64Vector(to);
+  g.nodes.push_back(makeNode("Expand", {"idx", "to"}, {"e"}));
+  g.nodes.push_back(withInt(makeNode("GatherElements", {"data", "e"}, {"y"}), "axis", axis));
+  g.outputs = {{"y", DataType::kFloat32, false, {}}};
+  return net;
+}
+
+// Indices in -1..2 (-1 counts from the end) of the graph's indices shape.
+std::vector<NamedTensor> runGather(const Network& net) {
+  Shape idxShape;
+  for (const DimExpr& d : net.graph.inputs[1].shape) idxShape.push_back(d.constValue());
+  std::vector<int64_t> idx(static_cast<size_t>(shapeNumel(idxShape)));
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int64_t>((i * 5 + 2) % 4) - 1;
+  return runOnReference(net, {{"data", randomTensor(DataType::kFloat32, {4, 3, 6}, 5)},
+                              {"idx", Tensor::fromVector(DataType::kInt64, idxShape, idx)}});
+}
+
+TEST(FoldExpandIntoBroadcast, GatherElementsReadsExpandedIndicesBroadcast) {
+  for (const Shape& idxShape : {Shape{1, 3, 2}, Shape{4, 1, 2}, Shape{1, 1, 2}}) {
+    SCOPED_TRACE(std::to_string(idxShape[0]) + "x" + std::to_string(idxShape[1]));
+    Network fused;
+    auto applied =
+        fuseAndCompareOutputs(kPass, runGather, gatherGraph(idxShape, {4, 3, 2}, -1), 1, &fused);
+    ASSERT_EQ(applied.size(), 1u);
+    const Node& gather = fused.graph.nodes[0];
+    EXPECT_EQ(gather.opType, "BroadcastGatherElements");
+    EXPECT_EQ(gather.domain, "ai.kiln");
+    EXPECT_EQ(gather.inputs[1], "idx");
+  }
+  // Along axis 1 (the indices' 3 of data's 3), the batch dim broadcast.
+  Network fused;
+  ASSERT_EQ(fuseAndCompareOutputs(kPass, runGather, gatherGraph({1, 3, 6}, {4, 3, 6}, 1), 1, &fused)
+                .size(),
+            1u);
+}
+
+TEST(FoldExpandIntoBroadcast, GatherElementsOfAReshapingExpandStays) {
+  // The Expand grows the gathered axis (1 -> 2), or leaves a box smaller than the data's
+  // (ONNX GatherElements reads indices [2, 3, 2] of data [4, 3, 6]: not the data's dims).
+  for (const auto& [idxShape, to] : {std::pair{Shape{4, 3, 1}, std::vector<int64_t>{4, 3, 2}},
+                                     std::pair{Shape{1, 3, 2}, std::vector<int64_t>{2, 3, 2}}}) {
+    auto applied = fuseAndCompareOutputs(kPass, runGather, gatherGraph(idxShape, to, -1), 2);
+    EXPECT_TRUE(applied.empty());
+  }
 }
 
 }  // namespace

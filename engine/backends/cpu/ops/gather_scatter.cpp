@@ -9,6 +9,7 @@
 
 #include "backends/cpu/ops/data_movement.h"
 #include "backends/cpu/ops/selection_ops.h"
+#include "kiln/passes.h"
 
 namespace kiln::cpu {
 namespace {
@@ -91,6 +92,45 @@ Status gatherElementsKernel(KernelContext& ctx) {
     const T* src = elementData<T>(data);
     T* dst = elementData<T>(out);
     for (size_t i = 0; i < offsets.size(); ++i) dst[i] = src[offsets[i]];
+    return Status::ok();
+  });
+}
+
+// ai.kiln BroadcastGatherElements(data, indices; axis): GatherElements of the indices
+// broadcast to data's shape but for the axis, whose size stays the indices'. Same rank;
+// every other indices dim is 1 (broadcast) or data's. fold_expand_into_broadcast makes it
+// from GatherElements(data, Expand(indices)), whose Expand would copy the indices out.
+Status broadcastGatherElementsKernel(KernelContext& ctx) {
+  KILN_RETURN_IF_ERROR(ctx.requireInputs(2));
+  const Tensor& data = ctx.input(0);
+  const Tensor& indices = ctx.input(1);
+  int64_t axis = 0;
+  KILN_RETURN_IF_ERROR_CTX(normalizeAxis(ctx.node().attrInt("axis", 0), data.rank(), &axis),
+                           ctx.node().describe());
+  if (indices.rank() != data.rank()) return ctx.error("indices and data differ in rank");
+  Shape outShape = data.shape();
+  outShape[axis] = indices.shape()[axis];
+  std::vector<int64_t> indexStrides = contiguousStrides(indices.shape());
+  for (int d = 0; d < data.rank(); ++d) {
+    if (d == axis || indices.shape()[d] == data.shape()[d]) continue;
+    if (indices.shape()[d] != 1)
+      return ctx.error("indices dim " + std::to_string(d) + " is neither 1 nor the data's");
+    indexStrides[d] = 0;
+  }
+  std::vector<int64_t> values;
+  KILN_RETURN_IF_ERROR(readIndices(ctx, indices, data.shape()[axis], "indices", &values));
+  std::vector<int64_t> dataStrides = contiguousStrides(data.shape());
+  const int64_t axisStride = dataStrides[axis];
+  dataStrides[axis] = 0;
+  Tensor& out = ctx.allocateOutput(0, data.type(), outShape);
+  return dispatchByElementSize(data.type(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* src = elementData<T>(data);
+    T* dst = elementData<T>(out);
+    forEachBroadcast(outShape, {dataStrides, indexStrides},
+                     [&](int64_t i, const std::vector<int64_t>& base) {
+                       dst[i] = src[base[0] + values[base[1]] * axisStride];
+                     });
     return Status::ok();
   });
 }
@@ -271,6 +311,7 @@ Status scatterNdKernel(KernelContext& ctx) {
 void registerGatherScatterKernels(KernelRegistry& registry) {
   registry.add("Gather", 1, 1000, &gatherKernel);
   registry.add("GatherElements", 11, 1000, &gatherElementsKernel);
+  registry.add("BroadcastGatherElements", 1, 1000, &broadcastGatherElementsKernel, kKilnDomain);
   registry.add("GatherND", 11, 1000, &gatherNdKernel);
   registry.add("Scatter", 9, 10, &scatterElementsKernel);
   registry.add("ScatterElements", 11, 1000, &scatterElementsKernel);

@@ -14,6 +14,7 @@
 #include "backends/cuda/device_type_sets.h"
 #include "backends/cuda/ops/data_movement_common.h"
 #include "backends/cuda/ops/gather_scatter_impl.h"
+#include "kiln/passes.h"
 
 namespace kiln::cuda {
 namespace {
@@ -105,6 +106,41 @@ Status gatherElementsKernel(GpuKernelContext& ctx) {
   KILN_RETURN_IF_ERROR(checkElementBytes(ctx, data.type));
   return launchGatherElements(data.data, deviceIndices(indices), out.data, p, n,
                               static_cast<int>(dataTypeSize(data.type)), ctx.stream());
+}
+
+// ai.kiln BroadcastGatherElements(data, indices; axis): GatherElements of the indices
+// broadcast to data's shape but for the axis (the CPU kernel's contract and checks).
+Status broadcastGatherElementsKernel(GpuKernelContext& ctx) {
+  KILN_RETURN_IF_ERROR(requireInputs(ctx, 2));
+  const DeviceTensor& data = ctx.input(0);
+  const DeviceTensor& indices = ctx.input(1);
+  int64_t axis = 0;
+  KILN_RETURN_IF_ERROR(normalizeAxis(ctx, ctx.node().attrInt("axis", 0), data.rank(), &axis));
+  if (indices.rank() != data.rank()) return ctx.error("indices and data differ in rank");
+  KILN_RETURN_IF_ERROR(checkIndexType(ctx, indices.type, "indices"));
+  KILN_RETURN_IF_ERROR(checkRank(ctx, data.rank(), "data"));
+  Shape outShape = data.shape;
+  outShape[axis] = indices.shape[axis];
+  const std::vector<int64_t> indexStrides = contiguousStrides(indices.shape);
+  const std::vector<int64_t> dataStrides = contiguousStrides(data.shape);
+  ElementParams p;
+  p.rank = data.rank();
+  p.axis = static_cast<int>(axis);
+  p.axisDim = data.shape[axis];
+  for (int d = 0; d < data.rank(); ++d) {
+    const bool broadcast = d != axis && indices.shape[d] != data.shape[d];
+    if (broadcast && indices.shape[d] != 1)
+      return ctx.error("indices dim " + std::to_string(d) + " is neither 1 nor the data's");
+    p.idxDims[d] = outShape[d];
+    p.idxStrides[d] = broadcast ? 0 : indexStrides[d];
+    p.dataStrides[d] = dataStrides[d];
+  }
+  KILN_ASSIGN_OR_RETURN(DeviceTensor out, ctx.allocateOutput(0, data.type, outShape));
+  const int64_t n = out.numel();
+  if (n == 0) return Status::ok();
+  KILN_RETURN_IF_ERROR(checkElementBytes(ctx, data.type));
+  return launchBroadcastGatherElements(data.data, deviceIndices(indices), out.data, p, n,
+                                       static_cast<int>(dataTypeSize(data.type)), ctx.stream());
 }
 
 // The CPU's tupleOffsets checks, as device addressing parameters; *tuples the number of
@@ -357,6 +393,12 @@ void registerIndexedMovementGpuKernels(GpuKernelRegistry& registry) {
   registry.add("Gather", 1, 1000, gatherKernel, supportsIndexedTypes);
   registry.add("GatherElements", 11, 1000, gatherElementsKernel, supportsIndexedTypes);
   registry.add("GatherND", 11, 1000, gatherNdKernel, supportsIndexedTypes);
+  GpuKernelEntry broadcastGather;
+  broadcastGather.domain = kKilnDomain;
+  broadcastGather.opType = "BroadcastGatherElements";
+  broadcastGather.fn = broadcastGatherElementsKernel;
+  broadcastGather.supports = supportsIndexedTypes;
+  registry.add(broadcastGather);
   registry.add("Scatter", 9, 10, scatterElementsKernel, supportsIndexedTypes);
   registry.add("ScatterElements", 11, 1000, scatterElementsKernel, supportsIndexedTypes);
   registry.add("ScatterND", 11, 1000, scatterNdKernel, supportsIndexedTypes);

@@ -90,6 +90,65 @@ __global__ void gatherElementsKernel(const T* data, const void* indices, bool is
   }
 }
 
+// Output position i of a BroadcastGatherElements: its index sits at the position's
+// coordinates times idxStrides (0 where the indices broadcast).
+template <class T>
+__global__ void broadcastGatherElementsKernel(const T* data, const void* indices, bool is64, T* out,
+                                              ElementParams p, int64_t n) {
+  KILN_DM_GRID_LOOP(i, n) {
+    int64_t rest = i, at = 0, offset = 0;
+#pragma unroll
+    for (int d = kMaxRank - 1; d >= 0; --d) {
+      if (d >= p.rank) continue;
+      int64_t c = 0;
+      rest = divMod(rest, p.idxDims[d], &c);
+      at += c * p.idxStrides[d];
+      offset += d == p.axis ? 0 : c * p.dataStrides[d];
+    }
+    const int64_t v = normalizeIndex(loadIndex(indices, is64, at), p.axisDim);
+    out[i] = v < 0 ? T{} : data[offset + v * p.dataStrides[p.axis]];
+  }
+}
+
+// A BroadcastGatherElements along the last axis, kVec outputs per thread (one 16-byte store
+// where the row length allows): output row r of `cols` reads data row r (its coordinates
+// times dataStrides) at the indices of index row r (its coordinates times idxStrides, 0
+// where the indices broadcast). The row's coordinates are worked out once per kVec outputs,
+// not per element as the general kernel does: DeBERTa's relative-position gathers ([B * H,
+// S, S] of [B * H, S, 2S]) were bound by that index arithmetic.
+template <class T, int kVec>
+struct alignas(sizeof(T) * kVec) WordVector {
+  T v[kVec];
+};
+
+template <class T, int kVec>
+__global__ void broadcastGatherRowsKernel(const T* data, const void* indices, bool is64, T* out,
+                                          ElementParams p, int64_t rows, int64_t cols) {
+  const int64_t perRow = cols / kVec;
+  KILN_DM_GRID_LOOP(t, rows * perRow) {
+    int64_t piece = 0;
+    int64_t rest = divMod(t, perRow, &piece);
+    const int64_t row = rest;
+    int64_t at = 0, from = 0;
+#pragma unroll
+    for (int d = kMaxRank - 2; d >= 0; --d) {
+      if (d >= p.rank - 1) continue;
+      int64_t c = 0;
+      rest = divMod(rest, p.idxDims[d], &c);
+      at += c * p.idxStrides[d];
+      from += c * p.dataStrides[d];
+    }
+    const int64_t col = piece * kVec;
+    WordVector<T, kVec> w;
+#pragma unroll
+    for (int v = 0; v < kVec; ++v) {
+      const int64_t x = normalizeIndex(loadIndex(indices, is64, at + col + v), p.axisDim);
+      w.v[v] = x < 0 ? T{} : data[from + x];
+    }
+    *reinterpret_cast<WordVector<T, kVec>*>(out + row * cols + col) = w;
+  }
+}
+
 // The slot of index tuple t (NdParams' addressing), -1 when an index is outside [-dim, dim).
 __device__ __forceinline__ int64_t ndSlot(const NdParams& p, const void* indices, bool is64,
                                           int64_t t) {
@@ -253,6 +312,37 @@ Status launchGatherElements(const void* data, DeviceIndices indices, void* out,
     return Status::ok();
   }));
   KILN_CUDA_CHECK_LAUNCH("gatherElementsKernel");
+  return Status::ok();
+}
+
+Status launchBroadcastGatherElements(const void* data, DeviceIndices indices, void* out,
+                                     const ElementParams& params, int64_t n, int elementBytes,
+                                     cudaStream_t stream) {
+  const int last = params.rank - 1;
+  const int64_t cols = params.idxDims[last];
+  const bool rowsOfLastAxis = params.axis == last && cols > 0 && params.idxStrides[last] == 1 &&
+                              params.dataStrides[last] == 1;
+  KILN_RETURN_IF_ERROR(dispatchWordOfSize(elementBytes, [&](auto element) {
+    using T = decltype(element);
+    constexpr int kVec = 16 / sizeof(T);
+    const bool aligned = reinterpret_cast<uintptr_t>(out) % 16 == 0;
+    if (rowsOfLastAxis && aligned && cols % kVec == 0) {
+      const int64_t rows = n / cols;
+      broadcastGatherRowsKernel<T, kVec><<<gridFor(rows * (cols / kVec)), kBlockSize, 0, stream>>>(
+          static_cast<const T*>(data), indices.data, indices.is64, static_cast<T*>(out), params,
+          rows, cols);
+    } else if (rowsOfLastAxis) {
+      const int64_t rows = n / cols;
+      broadcastGatherRowsKernel<T, 1><<<gridFor(n), kBlockSize, 0, stream>>>(
+          static_cast<const T*>(data), indices.data, indices.is64, static_cast<T*>(out), params,
+          rows, cols);
+    } else {
+      broadcastGatherElementsKernel<<<gridFor(n), kBlockSize, 0, stream>>>(
+          static_cast<const T*>(data), indices.data, indices.is64, static_cast<T*>(out), params, n);
+    }
+    return Status::ok();
+  }));
+  KILN_CUDA_CHECK_LAUNCH("broadcastGatherElementsKernel");
   return Status::ok();
 }
 

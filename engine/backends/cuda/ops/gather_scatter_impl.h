@@ -70,6 +70,12 @@ struct DeviceIndices {
 Status launchGatherElements(const void* data, DeviceIndices indices, void* out,
                             const ElementParams& params, int64_t n, int elementBytes,
                             cudaStream_t stream);
+// BroadcastGatherElements: as GatherElements over the output's positions (params.idxDims
+// the output's dims), the index of output position c read at sum c[d] * idxStrides[d]
+// (0 on the dims the indices broadcast).
+Status launchBroadcastGatherElements(const void* data, DeviceIndices indices, void* out,
+                                     const ElementParams& params, int64_t n, int elementBytes,
+                                     cudaStream_t stream);
 // GatherND: n output words of `width` bytes, slices of `slice` words.
 Status launchGatherNd(const void* data, DeviceIndices indices, void* out, const NdParams& params,
                       int64_t slice, int64_t n, int width, cudaStream_t stream);
