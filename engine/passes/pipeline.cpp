@@ -29,6 +29,11 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   // tile of the transposed weight: after the constant fold, which makes the weight a
   // constant; one copy at run time instead of two.
   list.push_back(passes::makePermuteTiledConstant());
+  // A GEMM read only by a gather of its columns at constant indices (DeBERTa's relative
+  // positions) computes the columns they reach: after the broadcast fold, which turns the
+  // gather of expanded indices into one of constant ones, and the tile permute, which leaves
+  // the GEMM's right side a Tile of a constant; before the GEMM fusion.
+  list.push_back(passes::makeNarrowGatheredMatMul());
   // A strongly typed export's Cast to float32 in front of a QuantizeLinear (opset < 19 Q
   // takes no float16) goes next, for the same reason: the Cast sits between a layer and
   // the Q that fold_qdq and fuse_conv_max_pool fold into it.
