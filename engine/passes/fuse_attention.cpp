@@ -201,8 +201,8 @@ bool matchSoftmax(const Graph& g, const GraphIndex& index, const std::string& p,
   const Node& n = g.nodes[at];
   if (n.opType == "ScaledMaskedSoftmax" && n.domain == kKilnDomain) {
     if (n.inputs.empty() || n.inputs.size() > 2 || n.inputs[0].empty() ||
-        n.attrInt("axis", -1) != -1)
-      return false;
+        n.attrInt("axis", -1) != -1 || n.attrInt("mask_replaces", 0) != 0)
+      return false;  // a replacing mask (masked_fill) is no additive attention mask
     *s = {{at}, n.inputs[0], n.inputs.size() > 1 ? n.inputs[1] : "", n.attrFloat("scale", 1.f)};
     return true;
   }

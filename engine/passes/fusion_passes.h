@@ -33,7 +33,7 @@ std::unique_ptr<Pass> makeRemoveNoOpNodes();
 std::unique_ptr<Pass> makeFoldExpandIntoBroadcast();
 std::unique_ptr<Pass> makePermuteTiledConstant();
 std::unique_ptr<Pass> makeNarrowGatheredMatMul();
-std::unique_ptr<Pass> makeMaskSelectAsAdd();
+std::unique_ptr<Pass> makeFuseMaskedFillSoftmax();
 std::unique_ptr<Pass> makeReduceAsGlobalPool();
 std::unique_ptr<Pass> makeFoldViewChains();
 std::unique_ptr<Pass> makeFoldCastIntoQuantize();

@@ -87,9 +87,9 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   // Bias and activation into the GEMM (MatMul + bias, Gemm): before the other
   // pointwise fusions, which would otherwise swallow the bias Add and the activation.
   list.push_back(passes::makeFuseMatMulBiasActivation());
-  // A softmax's masking Where (masked_fill with float32's lowest) as the additive mask
-  // right before the softmax fusion, which then takes it.
-  list.push_back(passes::makeMaskSelectAsAdd());
+  // A softmax of masked_fill scores (Where before it) as one row kernel whose mask replaces
+  // the masked scores: before fuse_softmax_scale_mask, which would otherwise see a Where.
+  list.push_back(passes::makeFuseMaskedFillSoftmax());
   // Attention's scale, mask add and softmax into one row kernel: after the GEMM
   // fusion, which must keep a bias Add that a mask match could otherwise take.
   list.push_back(passes::makeFuseSoftmaxScaleMask());

@@ -109,6 +109,8 @@ bool kilnBroadcastGatherElementsRule(const Node& node, const Ins& in, Outs* outs
   int64_t axis = node.attrInt("axis", 0);
   if (axis < 0) axis += rank;
   if (indices.size() != shape.size() || axis < 0 || axis >= rank) return false;
+  for (int64_t d = 0; d < rank; ++d)  // off the axis: broadcast (1) or the data's
+    if (d != axis && indices[d] != DimExpr(1) && indices[d] != shape[d]) return false;
   shape[axis] = indices[axis];
   setOut(outs, 0, typeOf(in, 0), shape);
   return true;

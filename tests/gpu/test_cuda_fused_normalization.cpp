@@ -9,6 +9,7 @@
 // elements, the reference in double). fp16/bf16: the inputs are rounded first,
 // the kernels compute in float, so only the output rounding remains: 4e-3 and 3e-2.
 #include <cstdlib>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -66,6 +67,29 @@ TEST(CudaScaledMaskedSoftmax, RowLengthsAcrossThePaths) {
     softmaxOp(0.3f)
         .input(randomFloats({3, 5, n}, 3, -6.0, 6.0))
         .input(paddingMask({3, 1, n}, 4))
+        .check(softmaxTolerances());
+  }
+}
+
+// mask_replaces (fuse_masked_fill_softmax's masked_fill): a nonzero mask value is the score;
+// X at those positions is never read (inf and NaN there leave the row finite). Rows of 40 (a
+// warp, element packs) and 2500 (a block), the mask broadcast over heads, one row all masked.
+TEST(CudaScaledMaskedSoftmax, ReplacingMaskIgnoresTheMaskedScores) {
+  KILN_REQUIRE_GPU();
+  for (int64_t n : {40, 2500}) {
+    SCOPED_TRACE(n);
+    Tensor x = randomFloats({2, 3, 4, n}, 10, -6.0, 6.0);
+    Tensor mask = paddingMask({2, 1, 4, n}, 11);
+    for (int64_t k = 0; k < n; ++k) mask.data<float>()[k] = -1e4f;  // row 0 all masked
+    for (int64_t i = n; i < mask.numel() / 2; ++i) {                // batch 0, rows 1-3
+      if (mask.data<float>()[i] == 0.f) continue;
+      x.data<float>()[i] = (i % 2) ? std::numeric_limits<float>::infinity()
+                                   : std::numeric_limits<float>::quiet_NaN();
+    }
+    softmaxOp(0.5f)
+        .attr("mask_replaces", int64_t{1})
+        .input(x)
+        .input(mask)
         .check(softmaxTolerances());
   }
 }

@@ -433,6 +433,21 @@ TEST(CudaInstanceNorm, ShortAndLongRows) {
       .check();
 }
 
+// Rows of every launch geometry: a warp a row (511, 700 elements), a block of 256 (3,199:
+// wav2vec2's frames; 6,400).
+TEST(CudaInstanceNorm, RowsOfEveryGeometry) {
+  KILN_REQUIRE_GPU();
+  for (const Shape& shape :
+       {Shape{2, 4, 3199}, Shape{1, 3, 700}, Shape{1, 2, 80, 80}, Shape{3, 2, 511}}) {
+    SCOPED_TRACE(shapeToString(shape));
+    GpuOpTest("InstanceNormalization", 6)
+        .input(randomFloats(shape, 96, -2.0, 3.0))
+        .constant(randomFloats({shape[1]}, 97, 0.5, 1.5))
+        .constant(randomFloats({shape[1]}, 98))
+        .check();
+  }
+}
+
 TEST(CudaGroupNorm, Opset18PerGroupAndPerChannel) {
   KILN_REQUIRE_GPU();
   GpuOpTest("GroupNormalization", 18)

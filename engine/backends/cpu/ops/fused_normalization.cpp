@@ -1,6 +1,8 @@
 // Reference kernels of the ai.kiln normalizations the passes create:
-//   ScaledMaskedSoftmax(X, [M]; scale, axis = -1)
-//     Y = softmax(X * scale + M) over the last axis; X and M broadcast (numpy) to Y.
+//   ScaledMaskedSoftmax(X, [M]; scale, axis = -1, mask_replaces = 0)
+//     Y = softmax(X * scale + M) over the last axis; X and M broadcast (numpy) to Y. With
+//     mask_replaces = 1 a nonzero M replaces the score instead: v = M != 0 ? M : X * scale
+//     (a masked_fill: X at a masked position is never read, an inf or NaN there included).
 //   AddLayerNorm(A, B, gamma, [beta]; epsilon, axis = -1, rms = 0) -> Y, [S]
 //     S = A + B (A and B broadcast to S), Y = (S - mean) / sqrt(var + epsilon) * gamma + beta
 //     over the last axis; gamma and beta are [N] (N = S's last dim). With rms = 1 the
@@ -31,18 +33,19 @@ Status requireLastAxis(const KernelContext& ctx, int64_t rank) {
                    std::to_string(rank) + " (only the last axis is supported)");
 }
 
-// Elementwise f(x, y) of `x` and `y` broadcast to `shape`, in the compute type C.
+// x * scale + y of `x` and `y` broadcast to `shape`, in the compute type C; with `replaces`, a
+// nonzero y instead of the whole sum.
 template <class C, class T>
-std::vector<C> broadcastCombine(const Tensor& x, const Tensor* y, const Shape& shape, C scale) {
+std::vector<C> broadcastCombine(const Tensor& x, const Tensor* y, const Shape& shape, C scale,
+                                bool replaces = false) {
   std::vector<C> out(static_cast<size_t>(shapeNumel(shape)));
   std::vector<std::vector<int64_t>> strides = {broadcastStrides(x.shape(), shape)};
   if (y) strides.push_back(broadcastStrides(y->shape(), shape));
   const T* xp = x.data<T>();
   const T* yp = y ? y->data<T>() : nullptr;
   forEachBroadcast(shape, strides, [&](int64_t i, const std::vector<int64_t>& off) {
-    C v = static_cast<C>(xp[off[0]]) * scale;
-    if (yp) v += static_cast<C>(yp[off[1]]);
-    out[i] = v;
+    const C m = yp ? static_cast<C>(yp[off[1]]) : C(0);
+    out[i] = replaces && m != C(0) ? m : static_cast<C>(xp[off[0]]) * scale + m;
   });
   return out;
 }
@@ -62,9 +65,10 @@ Status outputShape(const KernelContext& ctx, const Tensor& x, const Tensor* y, c
 // ---- ScaledMaskedSoftmax -------------------------------------------------------
 
 template <class T>
-void scaledMaskedSoftmax(const Tensor& x, const Tensor* mask, float scale, Tensor& y) {
+void scaledMaskedSoftmax(const Tensor& x, const Tensor* mask, float scale, bool replaces,
+                         Tensor& y) {
   using C = ComputeType<T>;
-  std::vector<C> v = broadcastCombine<C, T>(x, mask, y.shape(), static_cast<C>(scale));
+  std::vector<C> v = broadcastCombine<C, T>(x, mask, y.shape(), static_cast<C>(scale), replaces);
   const int64_t n = y.shape().back();
   T* out = y.data<T>();
   for (int64_t base = 0; base < y.numel(); base += n) {
@@ -91,7 +95,7 @@ Status scaledMaskedSoftmaxKernel(KernelContext& ctx) {
   if (y.numel() == 0) return Status::ok();
   Status status = dispatchFloatTypes(x.type(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    scaledMaskedSoftmax<T>(x, mask, scale, y);
+    scaledMaskedSoftmax<T>(x, mask, scale, ctx.node().attrInt("mask_replaces", 0) != 0, y);
     return Status::ok();
   });
   return status.isOk() ? status : ctx.unsupported(status.message());

@@ -132,6 +132,7 @@ Status scaledMaskedSoftmaxKernel(GpuKernelContext& ctx) {
   args.n = shape.back();
   args.rows = args.n == 0 ? 0 : shapeNumel(shape) / args.n;
   args.scale = ctx.node().attrFloat("scale", 1.0f);
+  args.maskReplaces = mask && ctx.node().attrInt("mask_replaces", 0) != 0;
   KILN_RETURN_IF_ERROR(rowMap(ctx, x.shape, shape, &args.x));
   if (mask) KILN_RETURN_IF_ERROR(rowMap(ctx, mask->shape, shape, &args.mask));
   KILN_ASSIGN_OR_RETURN(DeviceTensor y, ctx.allocateOutput(0, x.type, shape));

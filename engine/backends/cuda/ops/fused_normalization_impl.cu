@@ -66,6 +66,11 @@ __device__ float blockReduce(float v, float* partial) {
 
 // ---- ScaledMaskedSoftmax -------------------------------------------------------
 
+// One score: x * scale + m, or with maskReplaces a nonzero m itself.
+__device__ __forceinline__ float maskedScore(float x, float m, const SoftmaxArgs& a) {
+  return a.maskReplaces && m != 0.f ? m : x * a.scale + m;
+}
+
 // One warp per row; each lane holds kChunks packs of V values.
 template <class T, int V, int kChunks>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
@@ -86,7 +91,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
       if (mr) loadPack<V>(mr, k, a.mask.lastStride, m);
 #pragma unroll
       for (int j = 0; j < V; ++j) {
-        vc[j] = vc[j] * a.scale + m[j];
+        vc[j] = maskedScore(vc[j], m[j], a);
         maxValue = fmaxf(maxValue, vc[j]);
       }
     }
@@ -124,8 +129,8 @@ __global__ void __launch_bounds__(kMaxRowBlock)
     const T* xr = x + rowStart(a.x, row, a.n);
     const T* mr = mask ? mask + rowStart(a.mask, row, a.n) : nullptr;
     auto value = [&](int64_t k) {
-      return toFloat(xr[k * a.x.lastStride]) * a.scale +
-             (mr ? toFloat(mr[k * a.mask.lastStride]) : 0.f);
+      return maskedScore(toFloat(xr[k * a.x.lastStride]),
+                         mr ? toFloat(mr[k * a.mask.lastStride]) : 0.f, a);
     };
     float maxValue = -INFINITY;
     for (int64_t k = threadIdx.x; k < a.n; k += blockDim.x) maxValue = fmaxf(maxValue, value(k));

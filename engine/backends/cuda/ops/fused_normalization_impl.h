@@ -45,6 +45,7 @@ struct RowMap {
 struct SoftmaxArgs {
   int64_t rows = 0, n = 0;
   float scale = 1.f;
+  bool maskReplaces = false;  // a nonzero mask value is the score (masked_fill), not added
   RowMap x, mask;
 };
 struct SoftmaxLaunch {
