@@ -366,6 +366,28 @@ TEST(GatherScatter, GatherElementsAndGatherNd) {
                    .isOk());
 }
 
+// ai.kiln BroadcastGatherElements: the indices broadcast over size-1 dims (not ONNX's
+// smaller box), the output the data's shape but for the axis; indices dims neither 1 nor the
+// data's, a rank mismatch and an index out of range are errors naming the node.
+TEST(GatherScatter, BroadcastGatherElements) {
+  OpTest rows("BroadcastGatherElements", 1, "ai.kiln");
+  rows.attr("axis", int64_t{-1})
+      .input(f32({2, 2, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}))
+      .input(i64({1, 2, 2}, {2, 0, -1, 1}));
+  expectFloats(runOk(rows), {2, 2, 2}, {3, 1, 6, 5, 9, 7, 12, 11});
+  for (const auto& [idxShape, idx] :
+       {std::pair{Shape{2, 2}, std::vector<int64_t>{0, 1, 2, 0}},  // rank
+        std::pair{Shape{1, 3, 1}, std::vector<int64_t>{0, 0, 0}},  // dim 1: 3 of 2
+        std::pair{Shape{1, 2, 1}, std::vector<int64_t>{0, 3}}}) {  // 3 of 3
+    EXPECT_FALSE(OpTest("BroadcastGatherElements", 1, "ai.kiln")
+                     .attr("axis", int64_t{2})
+                     .input(f32({2, 2, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}))
+                     .input(i64(idxShape, idx))
+                     .run()
+                     .isOk());
+  }
+}
+
 TEST(GatherScatter, ScatterElementsReductions) {
   OpTest add("ScatterElements", 18);
   add.attr("axis", int64_t{1})
