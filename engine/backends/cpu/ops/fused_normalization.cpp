@@ -34,19 +34,37 @@ Status requireLastAxis(const KernelContext& ctx, int64_t rank) {
 }
 
 // x * scale + y of `x` and `y` broadcast to `shape`, in the compute type C; with `replaces`, a
-// nonzero y instead of the whole sum.
+// nonzero y instead of the whole sum. Row by row: each row's offsets into x and y are stepped
+// from the previous row's, the last axis read at its broadcast stride.
 template <class C, class T>
 std::vector<C> broadcastCombine(const Tensor& x, const Tensor* y, const Shape& shape, C scale,
                                 bool replaces = false) {
   std::vector<C> out(static_cast<size_t>(shapeNumel(shape)));
-  std::vector<std::vector<int64_t>> strides = {broadcastStrides(x.shape(), shape)};
-  if (y) strides.push_back(broadcastStrides(y->shape(), shape));
+  const int rank = static_cast<int>(shape.size());
+  const int64_t n = rank == 0 ? 1 : shape.back();
+  if (out.empty() || n == 0) return out;
+  const std::vector<int64_t> xs = broadcastStrides(x.shape(), shape);
+  const std::vector<int64_t> ys =
+      y ? broadcastStrides(y->shape(), shape) : std::vector<int64_t>(shape.size(), 0);
+  const int64_t xLast = rank == 0 ? 0 : xs.back(), yLast = rank == 0 ? 0 : ys.back();
   const T* xp = x.data<T>();
   const T* yp = y ? y->data<T>() : nullptr;
-  forEachBroadcast(shape, strides, [&](int64_t i, const std::vector<int64_t>& off) {
-    const C m = yp ? static_cast<C>(yp[off[1]]) : C(0);
-    out[i] = replaces && m != C(0) ? m : static_cast<C>(xp[off[0]]) * scale + m;
-  });
+  std::vector<int64_t> index(shape.size(), 0);
+  int64_t xRow = 0, yRow = 0;
+  for (size_t base = 0; base < out.size(); base += static_cast<size_t>(n)) {
+    for (int64_t i = 0; i < n; ++i) {
+      const C m = yp ? static_cast<C>(yp[yRow + i * yLast]) : C(0);
+      out[base + i] = replaces && m != C(0) ? m : static_cast<C>(xp[xRow + i * xLast]) * scale + m;
+    }
+    for (int d = rank - 2; d >= 0; --d) {  // the next row's coordinates and offsets
+      xRow += xs[d];
+      yRow += ys[d];
+      if (++index[d] < shape[d]) break;
+      xRow -= xs[d] * shape[d];
+      yRow -= ys[d] * shape[d];
+      index[d] = 0;
+    }
+  }
   return out;
 }
 
