@@ -18,6 +18,7 @@
 
 #include "kiln/reference_backend.h"
 #include "passes/fusion_passes.h"
+#include "passes/rewrite_helpers.h"
 
 namespace kiln::passes {
 namespace {
@@ -71,7 +72,7 @@ class FoldConstants final : public Pass {
       index.reset();
       applied->push_back({kName, {node.displayName()}, ""});
     }
-    dropUnreadInitializers(g, inputsOfFolded);
+    rewrite::dropUnreadInitializers(g, inputsOfFolded);
     return Status::ok();
   }
 
@@ -121,19 +122,6 @@ class FoldConstants final : public Pass {
       bytes += bytesOf(it->second);
     }
     return bytes <= kMinLimitBytes;  // larger ones face the growth rule below
-  }
-
-  // Initializers among `candidates` that no node (subgraphs included), graph output or
-  // graph input names.
-  static void dropUnreadInitializers(Graph& g, const std::set<std::string>& candidates) {
-    const GraphIndex index(g);
-    std::set<std::string> declared;
-    for (const ValueInfo& v : g.inputs) declared.insert(v.name);
-    for (const Node& node : g.nodes)
-      for (const std::string& outer : node.implicitInputs()) declared.insert(outer);
-    for (const std::string& name : candidates)
-      if (!name.empty() && index.readers(name).empty() && !declared.count(name))
-        g.initializers.erase(name);
   }
 };
 

@@ -10,7 +10,6 @@
 // Conditions: the Where is read by the Softmax (last axis) alone; F a scalar constant, X not
 // a constant. fuse_attention leaves such a softmax alone (its masks add). Runs right before
 // fuse_softmax_scale_mask.
-#include <algorithm>
 #include <memory>
 
 #include "passes/fusion_passes.h"
@@ -62,10 +61,8 @@ class FuseMaskedFillSoftmax final : public Pass {
       if (slot == 0) continue;
       const std::string x = where.inputs[3 - slot];
       const Tensor& fill = *index->constant(where.inputs[slot]);
-      Tensor zeroTensor(fill.type(), {});
-      std::fill_n(static_cast<char*>(zeroTensor.rawData()), zeroTensor.byteSize(), 0);
       const std::string zero = freshName(g, where.inputs[slot] + "_zero");
-      g.initializers[zero] = std::move(zeroTensor);
+      g.initializers[zero] = Tensor(fill.type(), {});  // a new tensor holds zeros
       // The Where computes the mask under a fresh name; the Softmax becomes the fused node.
       const std::string mask = freshName(g, scores + "_mask");
       where.inputs[3 - slot] = zero;

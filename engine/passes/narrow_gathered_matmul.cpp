@@ -12,6 +12,7 @@
 // output and the Tile have no other reader.
 #include <algorithm>
 #include <memory>
+#include <set>
 
 #include "passes/fusion_passes.h"
 #include "passes/rewrite_helpers.h"
@@ -48,17 +49,6 @@ Tensor columnWindow(const Tensor& t, int64_t lo, int64_t count) {
   return out;
 }
 
-// Removes the initializers among `names` that nothing reads any more (kept when a node has
-// subgraphs, which may read them by name).
-void dropUnread(Graph& g, const std::vector<std::string>& names) {
-  if (names.empty()) return;
-  for (const Node& n : g.nodes)
-    if (n.hasSubgraphs()) return;
-  const GraphIndex index(g);
-  for (const std::string& name : names)
-    if (index.readers(name).empty()) g.initializers.erase(name);
-}
-
 class NarrowGatheredMatMul final : public Pass {
  public:
   PassInfo info() const override {
@@ -71,7 +61,7 @@ class NarrowGatheredMatMul final : public Pass {
   Status apply(Network& network, std::vector<PassApplication>* applied) const override {
     Graph& g = network.graph;
     auto index = std::make_unique<GraphIndex>(g);
-    std::vector<std::string> replaced;  // constants the rewrites stopped reading
+    std::set<std::string> replaced;  // constants the rewrites stopped reading
     for (size_t at = 0; at < g.nodes.size(); ++at) {
       Node& gather = g.nodes[at];
       if (gather.inputs.size() != 2) continue;
@@ -120,13 +110,13 @@ class NarrowGatheredMatMul final : public Pass {
         g.nodes[tileAt].inputs[0] = window;
       else
         matmul.inputs[1] = window;
-      replaced.push_back(constantName);
-      replaced.push_back(gather.inputs[1]);
+      replaced.insert(constantName);
+      replaced.insert(gather.inputs[1]);
       gather.inputs[1] = shifted;
       applied->push_back({kName, {matmul.displayName(), gather.displayName()}, ""});
       index = std::make_unique<GraphIndex>(g);
     }
-    dropUnread(g, replaced);
+    dropUnreadInitializers(g, replaced);
     return Status::ok();
   }
 };

@@ -133,6 +133,17 @@ Node madeNode(const Graph& g, const Node& like, const std::string& name, const c
   return n;
 }
 
+void dropUnreadInitializers(Graph& g, const std::set<std::string>& candidates) {
+  const GraphIndex index(g);
+  std::set<std::string> declared;
+  for (const ValueInfo& v : g.inputs) declared.insert(v.name);
+  for (const Node& node : g.nodes)
+    for (const std::string& outer : node.implicitInputs()) declared.insert(outer);
+  for (const std::string& name : candidates)
+    if (!name.empty() && index.readers(name).empty() && !declared.count(name))
+      g.initializers.erase(name);
+}
+
 void removeUnreadTransposes(Graph& g) {
   for (bool removed = true; removed;) {
     removed = false;

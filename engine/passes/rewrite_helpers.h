@@ -65,6 +65,10 @@ bool bypassNode(Graph& g, const GraphIndex& index, int at, const std::string& so
 // fixpoint: the copies a layout rewrite left behind.
 void removeUnreadTransposes(Graph& g);
 
+// Erases the initializers among `candidates` that no node (subgraphs included), graph
+// output or graph input names: the weights a rewrite replaced.
+void dropUnreadInitializers(Graph& g, const std::set<std::string>& candidates);
+
 // A name no initializer and no node output of `g` uses yet, derived from `base`.
 std::string freshName(const Graph& g, const std::string& base);
 // A default-domain `op` node named `name`, at `like`'s opset and ONNX index, reading

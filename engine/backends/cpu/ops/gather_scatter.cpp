@@ -10,6 +10,7 @@
 #include "backends/cpu/ops/data_movement.h"
 #include "backends/cpu/ops/selection_ops.h"
 #include "kiln/passes.h"
+#include "ops/broadcast_gather_params.h"
 
 namespace kiln::cpu {
 namespace {
@@ -107,16 +108,9 @@ Status broadcastGatherElementsKernel(KernelContext& ctx) {
   int64_t axis = 0;
   KILN_RETURN_IF_ERROR_CTX(normalizeAxis(ctx.node().attrInt("axis", 0), data.rank(), &axis),
                            ctx.node().describe());
-  if (indices.rank() != data.rank()) return ctx.error("indices and data differ in rank");
-  Shape outShape = data.shape();
-  outShape[axis] = indices.shape()[axis];
-  std::vector<int64_t> indexStrides = contiguousStrides(indices.shape());
-  for (int d = 0; d < data.rank(); ++d) {
-    if (d == axis || indices.shape()[d] == data.shape()[d]) continue;
-    if (indices.shape()[d] != 1)
-      return ctx.error("indices dim " + std::to_string(d) + " is neither 1 nor the data's");
-    indexStrides[d] = 0;
-  }
+  auto geometry = ops::broadcastGatherGeometry(data.shape(), indices.shape(), axis);
+  if (!geometry.isOk()) return ctx.error(geometry.status().message());
+  const Shape& outShape = geometry->outShape;
   std::vector<int64_t> values;
   KILN_RETURN_IF_ERROR(readIndices(ctx, indices, data.shape()[axis], "indices", &values));
   std::vector<int64_t> dataStrides = contiguousStrides(data.shape());
@@ -127,7 +121,7 @@ Status broadcastGatherElementsKernel(KernelContext& ctx) {
     using T = typename decltype(tag)::type;
     const T* src = elementData<T>(data);
     T* dst = elementData<T>(out);
-    forEachBroadcast(outShape, {dataStrides, indexStrides},
+    forEachBroadcast(outShape, {dataStrides, geometry->indexStrides},
                      [&](int64_t i, const std::vector<int64_t>& base) {
                        dst[i] = src[base[0] + values[base[1]] * axisStride];
                      });

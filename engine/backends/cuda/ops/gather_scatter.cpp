@@ -15,6 +15,7 @@
 #include "backends/cuda/ops/data_movement_common.h"
 #include "backends/cuda/ops/gather_scatter_impl.h"
 #include "kiln/passes.h"
+#include "ops/broadcast_gather_params.h"
 
 namespace kiln::cuda {
 namespace {
@@ -116,23 +117,19 @@ Status broadcastGatherElementsKernel(GpuKernelContext& ctx) {
   const DeviceTensor& indices = ctx.input(1);
   int64_t axis = 0;
   KILN_RETURN_IF_ERROR(normalizeAxis(ctx, ctx.node().attrInt("axis", 0), data.rank(), &axis));
-  if (indices.rank() != data.rank()) return ctx.error("indices and data differ in rank");
   KILN_RETURN_IF_ERROR(checkIndexType(ctx, indices.type, "indices"));
   KILN_RETURN_IF_ERROR(checkRank(ctx, data.rank(), "data"));
-  Shape outShape = data.shape;
-  outShape[axis] = indices.shape[axis];
-  const std::vector<int64_t> indexStrides = contiguousStrides(indices.shape);
+  auto geometry = ops::broadcastGatherGeometry(data.shape, indices.shape, axis);
+  if (!geometry.isOk()) return ctx.error(geometry.status().message());
+  const Shape& outShape = geometry->outShape;
   const std::vector<int64_t> dataStrides = contiguousStrides(data.shape);
   ElementParams p;
   p.rank = data.rank();
   p.axis = static_cast<int>(axis);
   p.axisDim = data.shape[axis];
   for (int d = 0; d < data.rank(); ++d) {
-    const bool broadcast = d != axis && indices.shape[d] != data.shape[d];
-    if (broadcast && indices.shape[d] != 1)
-      return ctx.error("indices dim " + std::to_string(d) + " is neither 1 nor the data's");
     p.idxDims[d] = outShape[d];
-    p.idxStrides[d] = broadcast ? 0 : indexStrides[d];
+    p.idxStrides[d] = geometry->indexStrides[d];
     p.dataStrides[d] = dataStrides[d];
   }
   KILN_ASSIGN_OR_RETURN(DeviceTensor out, ctx.allocateOutput(0, data.type, outShape));
