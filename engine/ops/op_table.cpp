@@ -157,6 +157,7 @@ const std::vector<OpRow>& opTable() {
     {"SpaceToDepth", "", K::kShape, S::kOwnRule, "", false, false},
     {"Split", "", K::kShape, S::kOwnRule, "Slice", false, false},
     {"Squeeze", "", K::kShape, S::kOwnRule, "Shuffle", false, false},
+    {"StridedCopy", "ai.kiln", K::kShape, S::kOwnRule, "Shuffle", false, false},
     {"Tile", "", K::kShape, S::kOwnRule, "Slice", false, false},
     {"TopK", "", K::kShape, S::kOwnRule, "TopK", false, false},
     {"Transpose", "", K::kShape, S::kOwnRule, "Shuffle", false, false},

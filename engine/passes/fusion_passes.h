@@ -22,6 +22,7 @@ std::unique_ptr<Pass> makeFuseSoftmaxScaleMask();
 std::unique_ptr<Pass> makeFuseAttention();
 std::unique_ptr<Pass> makeFoldAttentionViews();
 std::unique_ptr<Pass> makeFoldSequenceFirstTransposes();
+std::unique_ptr<Pass> makeFoldSplitViews();
 std::unique_ptr<Pass> makeFuseAddLayerNorm();
 std::unique_ptr<Pass> makeRemoveDeadNodes();
 std::unique_ptr<Pass> makeFoldConstants();

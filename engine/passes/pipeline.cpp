@@ -69,7 +69,8 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   // Q, K and V projections of one input as one GEMM and a Split: after the scale fold
   // (Whisper's query scale is then in its weights, not a Mul between the GEMM and the head
   // split), before the GEMM fusion, which gives the merged GEMM its bias, and before
-  // fuse_attention and fold_attention_views, which turn the Split into strided reads.
+  // fuse_attention and fold_attention_views (fold_split_views where no attention fused), which
+  // turn the Split into strided reads.
   list.push_back(passes::makeMergeParallelMatMuls());
   // Bias, residual Add and activation into the Conv: after the BN fold, which turns
   // Conv -> BN -> Relu into Conv(bias) -> Relu; before fuse_add_layer_norm, so an Add
@@ -110,6 +111,12 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   // batch-first and the out-projection's rows follow. Before remove_dead_nodes, which drops
   // the shape computation of the Reshape whose target it replaces.
   list.push_back(passes::makeFoldSequenceFirstTransposes());
+  // The head split after a Split no attention took (the merged Q/K/V GEMM's Split, then each
+  // head's Reshape and Transpose into DeBERTa's disentangled attention) as one strided copy of
+  // the GEMM's output per head: after merge_parallel_matmuls, which makes the Split, and after
+  // fuse_attention and fold_attention_views, so a fused attention keeps reading its operands
+  // through strides instead of through a copy; before remove_dead_nodes.
+  list.push_back(passes::makeFoldSplitViews());
   // Decomposed LayerNormalization, then RMSNormalization: LayerNorm first, since its
   // tail (d / sqrt(mean(d^2) + eps) of d = x - mean(x)) is an RMSNorm of d; both
   // before fuse_add_layer_norm, which takes a residual Add into the LayerNormalization.

@@ -11,10 +11,13 @@
 //     merge_heads (contract: ir/fused_attention.h)
 //   PointwiseChain(X0, X1, ...)        -> Y: every input broadcast, the program's output type
 //   BroadcastGatherElements(D, I; axis) -> Y: D's shape with I's axis dim, D's type
+//   StridedCopy(X; shape, strides, offset) -> Y: `shape`, X's type, the reads inside X
+//     (contract: ops/strided_copy_params.h)
 #include <algorithm>
 
 #include "ir/conv_max_pool.h"
 #include "ir/fused_attention.h"
+#include "ops/strided_copy_params.h"
 #include "shape/rule_helpers.h"
 
 namespace kiln::shape {
@@ -116,6 +119,26 @@ bool kilnBroadcastGatherElementsRule(const Node& node, const Ins& in, Outs* outs
   return true;
 }
 
+// `shape`, checked against X's element count when X's shape is static (else the attributes
+// alone; the kernels check the count at run time).
+bool kilnStridedCopyRule(const Node& node, const Ins& in, Outs* outs) {
+  if (node.domain != "ai.kiln" || !known(in, 0)) return false;
+  int64_t elements = 1;
+  for (const DimExpr& d : shapeOf(in, 0)) {
+    if (!d.isConst() || d.constValue() < 0 ||
+        __builtin_mul_overflow(elements, d.constValue(), &elements)) {
+      elements = ops::kUnknownInputElements;
+      break;
+    }
+  }
+  auto geometry = ops::stridedCopyGeometry(node, elements);
+  if (!geometry.isOk()) return false;
+  SymbolicShape shape;
+  for (int64_t d : geometry->shape) shape.push_back(DimExpr(d));
+  setOut(outs, 0, typeOf(in, 0), shape);
+  return true;
+}
+
 }  // namespace
 
 void addFusedShapeRules(std::map<std::string, ShapeRule>& t) {
@@ -126,6 +149,7 @@ void addFusedShapeRules(std::map<std::string, ShapeRule>& t) {
   t["FusedAttention"] = &kilnFusedAttentionRule;
   t["PointwiseChain"] = &kilnPointwiseChainRule;
   t["BroadcastGatherElements"] = &kilnBroadcastGatherElementsRule;
+  t[ops::kStridedCopyOp] = &kilnStridedCopyRule;
 }
 
 }  // namespace kiln::shape

@@ -2,13 +2,15 @@
 // Data movement is exact, so float tests compare with zero tolerance at every precision
 // (the inputs are rounded to the precision first); only the Scatter add/mul reductions,
 // which round at every step in 16-bit storage, use the default tolerances.
-// This file: Transpose, Concat, Split, Slice, Pad (test_cuda_gather_scatter.cpp: the rest).
+// This file: Transpose, Concat, Split, Slice, Pad, ai.kiln StridedCopy
+// (test_cuda_gather_scatter.cpp: the rest).
 #include <cstdint>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "gpu/data_movement_test.h"
+#include "kiln/reference_backend.h"
 
 namespace kiln::test {
 namespace {
@@ -342,6 +344,61 @@ TEST(CudaPad, RuntimePadsAndInt64) {
       .constant(ints({1, 2, 0, 1}))
       .constant(int64Tensor({}, {-7}))
       .check(fp32Only(0, 0));
+}
+
+// ---------------------------------------------------------------- StridedCopy
+
+// ai.kiln StridedCopy (fold_split_views' head split) at fp32 and fp16 into an output poisoned
+// with NaN before the run, against the CPU reference on the same (rounded) data: exact, and on
+// the GPU (no host fallback).
+void checkStridedCopy(const Tensor& x, const std::vector<int64_t>& shape,
+                      const std::vector<int64_t>& strides, int64_t offset) {
+  GpuOpTest test("StridedCopy", 1, "ai.kiln");
+  test.attr("shape", shape).attr("strides", strides).attr("offset", offset).input(x);
+  const Network net = test.network();
+  for (Precision precision : {Precision::kFloat32, Precision::kFloat16}) {
+    SCOPED_TRACE(cuda::precisionName(precision));
+    const std::map<std::string, Tensor> feeds = roundTo(test.feeds(), precision);
+    std::vector<NamedTensor> expected;
+    const Status reference = ReferenceBackend(net).run(feeds, &expected);
+    ASSERT_TRUE(reference.isOk()) << reference.toString();
+    ASSERT_EQ(expected.size(), 1u);
+    std::vector<cuda::LayerInfo> layers;
+    auto actual = runCudaPoisoned(net, feeds, precision, "out0", &layers);
+    ASSERT_TRUE(actual.isOk()) << actual.status().toString();
+    for (const cuda::LayerInfo& layer : layers)
+      EXPECT_NE(layer.placement, cuda::LayerPlacement::kHostFallback) << layer.name << layer.note;
+    expectTensorNear(actual.value(), expected[0].tensor, 0, 0);
+  }
+}
+
+// The K heads of a merged Q/K/V product [B, S, 3 H D] as [B, H, S, D]: rows of D contiguous
+// elements, widened to words.
+TEST(CudaStridedCopy, HeadSplitOfAMergedProjectionRank4) {
+  KILN_REQUIRE_GPU();
+  const int64_t b = 2, s = 37, h = 4, d = 16, width = 3 * h * d;
+  checkStridedCopy(floats({b, s, width}, 60), {b, h, s, d}, {s * width, d, width, 1}, h * d);
+}
+
+// DeBERTa's shape at a small size with a head size of 3: an odd offset and rows narrower than
+// any word, one element at a time.
+TEST(CudaStridedCopy, OddHeadSizeAndOffset) {
+  KILN_REQUIRE_GPU();
+  const int64_t b = 2, s = 5, h = 2, d = 3, width = 3 * h * d;
+  checkStridedCopy(floats({b, s, width}, 61), {b, h, s, d}, {s * width, d, width, 1}, 2 * h * d);
+}
+
+// Rank 5 with a broadcast (stride 0) dim and no contiguous run: the strided kernel at rank 5.
+TEST(CudaStridedCopy, Rank5WithABroadcastDim) {
+  KILN_REQUIRE_GPU();
+  // Reaches 1 + 210 + 3 + 4 * 42 + 2 * 7 = 396 of 630 elements.
+  checkStridedCopy(floats({3, 5, 7, 6}, 62), {2, 3, 4, 5, 3}, {210, 0, 1, 42, 7}, 1);
+}
+
+// A packed block read transposed: the batched 2-D transpose path.
+TEST(CudaStridedCopy, PackedBlockReadTransposed) {
+  KILN_REQUIRE_GPU();
+  checkStridedCopy(floats({4, 40, 36}, 63), {2, 36, 40}, {40 * 36, 1, 36}, 40 * 36);
 }
 
 }  // namespace

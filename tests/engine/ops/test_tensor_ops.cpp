@@ -251,6 +251,79 @@ TEST(SlicePad, TileExpandCenterCropPad) {
   expectFloats(runOk(pad), {8}, {0, 1, 2, 3, 4, 5, 0, 0});
 }
 
+// ai.kiln StridedCopy: Y[i] = X_flat[offset + i . strides] (ops/strided_copy_params.h).
+OpTest stridedCopy(const Tensor& x, const std::vector<int64_t>& shape,
+                   const std::vector<int64_t>& strides, int64_t offset) {
+  OpTest op("StridedCopy", 1, "ai.kiln");
+  op.attr("shape", shape).attr("strides", strides).attr("offset", offset).input(x);
+  return op;
+}
+
+TEST(SlicePad, StridedCopyByHand) {
+  const Tensor x = f32({2, 6}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+  OpTest columns = stridedCopy(x, {3, 2}, {1, 6}, 1);  // X[:, 1:4] transposed
+  expectFloats(runOk(columns), {3, 2}, {2, 8, 3, 9, 4, 10});
+  OpTest broadcast = stridedCopy(i64({3}, {7, -8, 9}), {2, 3}, {0, 1}, 0);  // a stride of 0
+  expectInts(runOk(broadcast), {2, 3}, {7, -8, 9, 7, -8, 9});
+  OpTest scalar = stridedCopy(x, {}, {}, 11);
+  expectFloats(runOk(scalar), {}, {12});
+  OpTest empty = stridedCopy(x, {0, 4}, {1, 1}, 12);  // reads nothing: no bound to check
+  EXPECT_EQ(runOk(empty).shape(), (Shape{0, 4}));
+}
+
+// The K third of a merged Q/K/V product [B, S, 3 * H * D], heads transposed to [B, H, S, D]:
+// DeBERTa's head split as fold_split_views writes it, on random data.
+TEST(SlicePad, StridedCopyOfAHeadSplitMatchesTheIndexing) {
+  const int64_t b = 2, s = 5, h = 3, d = 4, width = 3 * h * d;
+  const Tensor x = randomTensor(DataType::kFloat32, {b, s, width}, 17, 0.5, 2.0);
+  OpTest op = stridedCopy(x, {b, h, s, d}, {s * width, d, width, 1}, h * d);
+  const Tensor y = runOk(op);
+  ASSERT_EQ(y.shape(), (Shape{b, h, s, d}));
+  const float* in = x.data<float>();
+  const float* out = y.data<float>();
+  int64_t i = 0;
+  for (int64_t ib = 0; ib < b; ++ib)
+    for (int64_t ih = 0; ih < h; ++ih)
+      for (int64_t is = 0; is < s; ++is)
+        for (int64_t id = 0; id < d; ++id, ++i)
+          ASSERT_EQ(out[i], in[(ib * s + is) * width + h * d + ih * d + id]) << i;
+}
+
+// Hostile attributes are errors naming the node, never a read past X.
+TEST(SlicePad, StridedCopyRefusesReadsPastTheInputAndBadAttributes) {
+  const Tensor x = randomTensor(DataType::kFloat32, {4, 6}, 18, 0.5, 2.0);  // 24 elements
+  OpTest last = stridedCopy(x, {2, 3}, {12, 5}, 0);  // reaches element 22 of 24: fits
+  EXPECT_EQ(runOk(last).data<float>()[5], x.data<float>()[22]);
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  struct Case {
+    std::vector<int64_t> shape, strides;
+    int64_t offset;
+    const char* says;
+  };
+  const Case cases[] = {
+      {{4, 6}, {6, 1}, 1, "reads element 24"},                         // one past the end
+      {{5, 6}, {6, 1}, 0, "reads element 29"},                         // a dim too many rows
+      {{2, 2}, {-1, 1}, 3, "negative"},                                // a negative stride
+      {{2, 2}, {1, 1}, -1, "negative"},                                // a negative offset
+      {{2, -2}, {1, 1}, 0, "negative dim"},                            // a negative dim
+      {{2, 2}, {1}, 0, "differ in rank"},                              // one stride for two dims
+      {{3}, {int64_t{1} << 62}, 0, "overflow"},                        // 2 * 2^62 wraps
+      {{2, 2}, {kMax, 1}, 0, "overflow"},                              // 1 * max + 1 wraps
+      {{2}, {1}, kMax, "overflow"},                                    // the offset's sum wraps
+      {{int64_t{1} << 31, int64_t{1} << 31}, {0, 0}, 0, "too large"},  // 2^62 outputs
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.says);
+    OpTest op = stridedCopy(x, c.shape, c.strides, c.offset);
+    auto result = op.run();
+    ASSERT_FALSE(result.isOk());
+    EXPECT_NE(result.status().toString().find(c.says), std::string::npos)
+        << result.status().toString();
+    EXPECT_NE(result.status().toString().find("StridedCopy"), std::string::npos)
+        << result.status().toString();
+  }
+}
+
 // ---- generator_ops.cpp -------------------------------------------------------------
 
 TEST(Generators, EyeLikeConstantOfShapeRangeTrilu) {

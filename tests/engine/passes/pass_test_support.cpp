@@ -17,10 +17,11 @@ std::vector<NamedTensor> runOnReference(const Network& network,
 std::vector<PassApplication> fuseAndCompareOutputs(const std::string& pass,
                                                    const NetworkRunner& run,
                                                    const Network& original, size_t expectedNodes,
-                                                   Network* fusedOut) {
+                                                   Network* fusedOut,
+                                                   const std::vector<std::string>& disabled) {
   Network fused = original;
   std::vector<PassApplication> applied;
-  Status s = runPasses(fused, 1, {}, &applied);
+  Status s = runPasses(fused, 1, disabled, &applied);
   EXPECT_TRUE(s.isOk()) << s.toString();
   EXPECT_EQ(fused.graph.nodes.size(), expectedNodes);
   const auto expected = run(original);

@@ -19,12 +19,13 @@ std::vector<NamedTensor> runOnReference(const Network& network,
 
 using NetworkRunner = std::function<std::vector<NamedTensor>(const Network&)>;
 
-// Runs the pipeline at level 1 on a copy of `original`; checks the node count and
-// every output (through `run`) against the original graph's at 1e-5; returns the
-// records of pass `pass` and, when asked, the rewritten network.
+// Runs the pipeline at level 1 on a copy of `original`, without the passes named in
+// `disabled`; checks the node count and every output (through `run`) against the original
+// graph's at 1e-5; returns the records of pass `pass` and, when asked, the rewritten network.
 std::vector<PassApplication> fuseAndCompareOutputs(const std::string& pass,
                                                    const NetworkRunner& run,
                                                    const Network& original, size_t expectedNodes,
-                                                   Network* fusedOut = nullptr);
+                                                   Network* fusedOut = nullptr,
+                                                   const std::vector<std::string>& disabled = {});
 
 }  // namespace kiln::test

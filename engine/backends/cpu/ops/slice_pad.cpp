@@ -1,4 +1,4 @@
-// Region kernels: Slice, Pad, CenterCropPad, Tile and Expand. Each maps output
+// Region kernels: Slice, Pad, CenterCropPad, Tile, Expand and ai.kiln StridedCopy. Each maps output
 // positions to input positions axis by axis and moves elements without looking at
 // their values (data_movement.h), so every data type, strings included, is served.
 #include <algorithm>
@@ -7,8 +7,10 @@
 
 #include "backends/cpu/ops/data_movement.h"
 #include "backends/cpu/ops/slice_pad.h"
+#include "kiln/passes.h"
 #include "ops/pad_params.h"
 #include "ops/slice_params.h"
+#include "ops/strided_copy_params.h"
 
 namespace kiln::cpu {
 namespace {
@@ -229,6 +231,24 @@ Status expandKernel(KernelContext& ctx) {
   });
 }
 
+// ai.kiln StridedCopy: Y[i] = X_flat[offset + i . strides] (ops/strided_copy_params.h), the
+// reads checked inside X before any is made.
+Status stridedCopyKernel(KernelContext& ctx) {
+  KILN_RETURN_IF_ERROR(ctx.requireInputs(1));
+  const Tensor& in = ctx.input(0);
+  auto geometry = ops::stridedCopyGeometry(ctx.node(), in.numel());
+  if (!geometry.isOk()) return ctx.error(geometry.status().message());
+  const Shape& shape = geometry->shape;
+  Tensor& out = ctx.allocateOutput(0, in.type(), shape);
+  if (out.numel() == 0) return Status::ok();
+  return dispatchByElementSize(in.type(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    stridedCopy(elementData<T>(in) + geometry->offset, geometry->strides, elementData<T>(out),
+                contiguousStrides(shape), shape);
+    return Status::ok();
+  });
+}
+
 }  // namespace
 
 void registerSlicePadKernels(KernelRegistry& registry) {
@@ -237,6 +257,7 @@ void registerSlicePadKernels(KernelRegistry& registry) {
   registry.add("CenterCropPad", 18, 1000, &centerCropPadKernel);
   registry.add("Tile", 6, 1000, &tileKernel);
   registry.add("Expand", 8, 1000, &expandKernel);
+  registry.add(ops::kStridedCopyOp, 1, 1000, &stridedCopyKernel, kKilnDomain);
 }
 
 }  // namespace kiln::cpu

@@ -15,7 +15,7 @@
 namespace kiln::cuda {
 
 // Gather, GatherElements, GatherND, Scatter, ScatterElements, ScatterND, ReverseSequence
-// (gather_scatter.cpp) and Slice, Pad, Tile, Expand (slice_pad_tile.cpp);
+// (gather_scatter.cpp) and Slice, Pad, Tile, Expand, ai.kiln StridedCopy (slice_pad_tile.cpp);
 // registerDataMovementGpuKernels calls them.
 void registerIndexedMovementGpuKernels(GpuKernelRegistry& registry);
 void registerSlicePadTileGpuKernels(GpuKernelRegistry& registry);
@@ -50,8 +50,8 @@ std::string typeReason(DataType t);
 // The support predicate of the copies: every input movable.
 std::string supportsMovableTypes(const Node& node, const std::vector<DataType>& types);
 
-// Strided copies (data_movement.cpp), which Slice, Tile and Expand (slice_pad_tile.cpp) run
-// too.
+// Strided copies (data_movement.cpp), which Slice, Tile, Expand and StridedCopy
+// (slice_pad_tile.cpp) run too.
 // A strided read of the input into the packed output: output coordinate c_d reads
 // input offset base + (c_d mod inDims[d]) * inStrides[d] (inDims = outDims except Tile).
 struct StridedCopy {

@@ -1,7 +1,8 @@
-// Slice, Pad, Tile and Expand on the CUDA backend, the host half, with the opset ranges,
-// attributes, defaults and error messages of the CPU kernels (backends/cpu/ops/slice_pad.cpp,
-// shape_ops.cpp). Shape parameters are read on the host; Slice, Tile and Expand are strided
-// copies (data_movement_common.h), Pad a kernel of its own (every mode; its device half
+// Slice, Pad, Tile, Expand and ai.kiln StridedCopy on the CUDA backend, the host half, with the
+// opset ranges, attributes, defaults and error messages of the CPU kernels
+// (backends/cpu/ops/slice_pad.cpp, shape_ops.cpp). Shape parameters are read on the host;
+// Slice, Tile, Expand and StridedCopy are strided copies (data_movement_common.h), Pad a kernel
+// of its own (every mode; its device half
 // slice_pad_tile_impl.cu, their contract slice_pad_tile_impl.h).
 #include <algorithm>
 #include <string>
@@ -9,10 +10,12 @@
 
 #include "backends/cuda/ops/data_movement_common.h"
 #include "backends/cuda/ops/slice_pad_tile_impl.h"
+#include "kiln/passes.h"
 #include "ops/broadcast_params.h"
 #include "ops/output_size.h"
 #include "ops/pad_params.h"
 #include "ops/slice_params.h"
+#include "ops/strided_copy_params.h"
 
 namespace kiln::cuda {
 namespace {
@@ -185,6 +188,22 @@ Status expandKernel(GpuKernelContext& ctx) {
   return launchStrided(ctx, in, out, std::move(copy));
 }
 
+// ai.kiln StridedCopy (ops/strided_copy_params.h): its strides and offset are the strided
+// copy's, checked inside the input before the launch.
+Status stridedCopyOpKernel(GpuKernelContext& ctx) {
+  KILN_RETURN_IF_ERROR(requireInputs(ctx, 1));
+  const DeviceTensor& in = ctx.input(0);
+  auto geometry = ops::stridedCopyGeometry(ctx.node(), in.numel());
+  if (!geometry.isOk()) return ctx.error(geometry.status().message());
+  StridedCopy copy;
+  copy.outDims = geometry->shape;
+  copy.inDims = geometry->shape;
+  copy.inStrides = geometry->strides;
+  copy.base = geometry->offset;
+  KILN_ASSIGN_OR_RETURN(DeviceTensor out, ctx.allocateOutput(0, in.type, copy.outDims));
+  return launchStrided(ctx, in, out, std::move(copy));
+}
+
 }  // namespace
 
 void registerSlicePadTileGpuKernels(GpuKernelRegistry& registry) {
@@ -192,6 +211,12 @@ void registerSlicePadTileGpuKernels(GpuKernelRegistry& registry) {
   registry.add("Pad", 1, 1000, padKernel, supportsMovableTypes);
   registry.add("Tile", 6, 1000, tileKernel, supportsMovableTypes);
   registry.add("Expand", 8, 1000, expandKernel, supportsMovableTypes);
+  GpuKernelEntry stridedCopy;
+  stridedCopy.domain = kKilnDomain;
+  stridedCopy.opType = ops::kStridedCopyOp;
+  stridedCopy.fn = stridedCopyOpKernel;
+  stridedCopy.supports = supportsMovableTypes;
+  registry.add(stridedCopy);
 }
 
 }  // namespace kiln::cuda
