@@ -37,7 +37,6 @@ std::unique_ptr<Pass> makeNarrowGatheredMatMul();
 std::unique_ptr<Pass> makeFuseMaskedFillSoftmax();
 std::unique_ptr<Pass> makeReduceAsGlobalPool();
 std::unique_ptr<Pass> makeFoldViewChains();
-std::unique_ptr<Pass> makeFuseMatMulResidual();
 std::unique_ptr<Pass> makeFoldCastIntoQuantize();
 std::unique_ptr<Pass> makeFoldCastIntoInt8Output();
 std::unique_ptr<Pass> makeMergeDuplicateNodes();

@@ -134,9 +134,11 @@ void replaceNodes(Graph& graph, const std::vector<int>& indices, Node fused,
     graph.nodes.erase(graph.nodes.begin() + *it);
 }
 
-std::string targetRefusal(const FusionTarget* target, const Node& fused,
-                          const InferredShapes& shapes) {
-  if (!target || !target->accepts) return "";
+namespace {
+
+// `target`'s answer for `fused` ("" accepts), its inputs described from `shapes`
+// (inferred before the rewrite; a symbolic dim becomes -1).
+std::string refusal(const FusionTarget& target, const Node& fused, const InferredShapes& shapes) {
   std::vector<DataType> types;
   std::vector<Shape> dims;
   for (const std::string& input : fused.inputs) {
@@ -146,8 +148,10 @@ std::string targetRefusal(const FusionTarget* target, const Node& fused,
       for (const DimExpr& d : *s) shape.push_back(d.isConst() ? d.constValue() : -1);
     dims.push_back(std::move(shape));
   }
-  return target->accepts(fused, types, dims);
+  return target.accepts(fused, types, dims);
 }
+
+}  // namespace
 
 void fuseEach(Network& network, const std::string& pass, std::vector<PassApplication>* applied,
               const FusionAt& fusionAt, const FusionTarget* target, const InferredShapes* known) {
@@ -164,7 +168,7 @@ void fuseEach(Network& network, const std::string& pass, std::vector<PassApplica
     }
     if (target && target->accepts && fusion->fused.domain == kKilnDomain) {
       if (!known && !inferred) inferred = inferredShapesOrNone(network);
-      const std::string why = targetRefusal(target, fusion->fused, known ? *known : *inferred);
+      const std::string why = refusal(*target, fusion->fused, known ? *known : *inferred);
       if (!why.empty()) {
         if (target->refusals)
           target->refusals->push_back(pass + ": kept '" + fusion->fused.name +

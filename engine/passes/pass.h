@@ -83,12 +83,6 @@ std::vector<std::string> sourceNodesOf(const Graph& graph, const std::vector<int
 void replaceNodes(Graph& graph, const std::vector<int>& indices, Node fused,
                   const std::string& pass);
 
-// `target`'s answer for the proposed node `fused` ("" accepts; so does a null target or one
-// without `accepts`), its inputs described from `shapes` (inferred before the rewrite; a
-// symbolic dim becomes -1).
-std::string targetRefusal(const FusionTarget* target, const Node& fused,
-                          const InferredShapes& shapes);
-
 // One rewrite a fusion pass found: the nodes it replaces and the node replacing them.
 struct Fusion {
   std::vector<int> nodes;  // ascending

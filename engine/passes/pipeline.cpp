@@ -176,11 +176,6 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   // back) moves nothing at all: one Reshape; a channel shuffle between two reformats moves
   // each element once: one Transpose.
   list.push_back(passes::makeFoldViewChains());
-  // A residual AddLayerNorm's GEMM term takes the other term as its C matrix and the row
-  // kernel normalizes one tensor: last, so every pass before it (the INT8 folds, the
-  // layout passes) sees FusedMatMul with its three inputs only, and after
-  // fuse_add_layer_norm, which makes the AddLayerNorm.
-  list.push_back(passes::makeFuseMatMulResidual());
   return list;
 }
 

@@ -1,11 +1,9 @@
-// ai.kiln FusedMatMul on CUDA: act(A [.., M, K] x B [K, N] + bias [N] [+ residual]) (contract
-// and reference: cpu/ops/fused_matmul.cpp). A residual (Y's shape) is cuBLASLt's C matrix,
-// added by the GEMM's epilogue (beta = 1) before the activation, which then runs as Kiln's
-// pass whatever it is (cuBLASLt's own ReLU and GELU epilogues are not used with it). B is 2-D (the
-// fusion pass only matches constant 2-D weights), so A's batch folds into M. The bias, ReLU and the
-// tanh-form GELU ride cuBLASLt's epilogue, where they are exact; every other activation runs as one
-// vectorized Kiln pass over the output (applyConvEpilogue), which also adds the bias of a
-// one-column output (cuBLASLt's bias epilogue wants N > 1). For such an activation on a
+// ai.kiln FusedMatMul on CUDA: act(A [.., M, K] x B [K, N] + bias [N]) (contract and
+// reference: cpu/ops/fused_matmul.cpp). B is 2-D (the fusion pass only matches constant
+// 2-D weights), so A's batch folds into M. The bias, ReLU and the tanh-form GELU ride
+// cuBLASLt's epilogue, where they are exact; every other activation runs as one vectorized
+// Kiln pass over the output (applyConvEpilogue), which also adds the bias of a one-column
+// output (cuBLASLt's bias epilogue wants N > 1). For such an activation on a
 // float16/bfloat16 product the first run of a shape times the candidates and keeps the
 // fastest; the implementation text names the winner and every time:
 // - cuBLASLt + Kiln's pass (exact);
@@ -47,8 +45,7 @@ Status parseMatMulEpilogue(const GpuKernelContext& ctx, ConvEpilogue* out) {
   return Status::ok();
 }
 
-// FusedMatMul's operands: A [.., M, K], B [K, N], bias [N], the optional residual [.., M, N],
-// all of one type.
+// FusedMatMul's operands: A [.., M, K], B [K, N], bias [N], all of one type.
 Status checkFusedMatMulInputs(const GpuKernelContext& ctx) {
   if (ctx.inputCount() < 3 || !ctx.hasInput(0) || !ctx.hasInput(1) || !ctx.hasInput(2))
     return ctx.error("FusedMatMul needs inputs A, B and bias");
@@ -61,15 +58,6 @@ Status checkFusedMatMulInputs(const GpuKernelContext& ctx) {
     return ctx.error("shapes " + shapeToString(a.shape) + " x " + shapeToString(b.shape) + " + " +
                      shapeToString(bias.shape) + " do not fit");
   if (a.shape.back() == 0) return ctx.unsupported("FusedMatMul with an empty reduction dim");
-  if (ctx.inputCount() > 3 && ctx.hasInput(3)) {
-    const DeviceTensor& residual = ctx.input(3);
-    Shape outShape = a.shape;
-    outShape.back() = b.shape[1];
-    if (residual.type != a.type) return ctx.error("the residual must have the type of A");
-    if (residual.shape != outShape)
-      return ctx.error("residual " + shapeToString(residual.shape) + " must have Y's shape " +
-                       shapeToString(outShape));
-  }
   return Status::ok();
 }
 
@@ -90,7 +78,6 @@ struct FusedMatMulRun {
   const void* a = nullptr;
   const void* b = nullptr;
   const void* bias = nullptr;
-  const void* residual = nullptr;  // C of a residual GEMM (problem.residual)
   void* out = nullptr;
 };
 
@@ -114,7 +101,6 @@ bool needsEpiloguePass(const FusedMatMulRun& r) {
 std::string erfAsTanhWhyNot(const FusedMatMulRun& r) {
   const char* knob = std::getenv("KILN_EXACT_GELU");
   if (r.epilogue.activation != EpilogueActivation::kGeluErf) return "not an erf GELU";
-  if (r.problem.residual) return "a residual input (the activation follows its add)";
   if (knob && std::string(knob) == "1") return "KILN_EXACT_GELU=1";
   if (r.problem.type != DataType::kFloat16 && r.problem.type != DataType::kBFloat16)
     return "not a 16-bit product";
@@ -124,8 +110,7 @@ std::string erfAsTanhWhyNot(const FusedMatMulRun& r) {
 
 Status runCublasLt(GpuKernelContext& ctx, const FusedMatMulRun& r, FusedMatMulState* state) {
   const GemmProblem& p = r.problem;
-  KILN_RETURN_IF_ERROR(runGemm(ctx, p, r.a, r.b, r.out, p.bias ? r.bias : nullptr, &state->gemm,
-                               nullptr, r.residual));
+  KILN_RETURN_IF_ERROR(runGemm(ctx, p, r.a, r.b, r.out, p.bias ? r.bias : nullptr, &state->gemm));
   if (!needsEpiloguePass(r)) return Status::ok();
   return applyConvEpilogue(r.out, p.type, p.bias ? nullptr : r.bias, nullptr, p.m, p.n, 1,
                            r.epilogue, ctx.stream());
@@ -144,7 +129,6 @@ std::string cudnnWhyNot(const FusedMatMulRun& r) {
   const char* knob = std::getenv("KILN_CUDNN_RUNTIME_FUSION");
   if (knob && std::string(knob) == "0") return "KILN_CUDNN_RUNTIME_FUSION=0";
   if (!needsEpiloguePass(r) || !r.problem.bias) return "cuBLASLt's epilogue takes the activation";
-  if (r.problem.residual) return "a residual input (cuBLASLt's C)";
   return matMulEpilogueUnsupported(
       {r.problem.type, r.problem.m, r.problem.n, r.problem.k, r.epilogue.activation});
 }
@@ -336,19 +320,14 @@ Status fusedMatMulKernel(GpuKernelContext& ctx) {
   p.tf32 = useTf32(ctx, a.type);
   p.raceAlgorithms = true;
   p.bias = p.n > 1;
-  // A residual is C (beta 1): the activation after the add runs as Kiln's pass.
-  const bool residual = ctx.inputCount() > 3 && ctx.hasInput(3);
-  p.residual = residual;
-  p.beta = residual ? 1.f : 0.f;
-  p.relu = p.bias && !residual && r.epilogue.activation == EpilogueActivation::kRelu;
-  p.geluTanh = p.bias && !residual && r.epilogue.activation == EpilogueActivation::kGeluTanh;
+  p.relu = p.bias && r.epilogue.activation == EpilogueActivation::kRelu;
+  p.geluTanh = p.bias && r.epilogue.activation == EpilogueActivation::kGeluTanh;
   Shape outShape = a.shape;
   outShape.back() = p.n;
   KILN_ASSIGN_OR_RETURN(DeviceTensor out, ctx.allocateOutput(0, a.type, outShape));
   r.a = a.data;
   r.b = ctx.input(1).data;
   r.bias = ctx.input(2).data;
-  r.residual = residual ? ctx.input(3).data : nullptr;
   r.out = out.data;
   auto& slot = ctx.layerState();
   auto state = std::static_pointer_cast<FusedMatMulState>(slot);

@@ -15,8 +15,6 @@
 namespace kiln::cuda {
 
 // One GEMM in row-major terms: D[b] = alpha * op(A[b]) * op(B[b]) (+ beta * C or + bias).
-// C is D itself (beta * D, in place) unless `residual`: then C is a separate matrix of D's
-// layout and size (runGemm's `c`), added with beta = 1 (a residual stream's add).
 struct GemmProblem {
   DataType type = DataType::kFloat32;
   int64_t m = 0, n = 0, k = 0;
@@ -30,7 +28,6 @@ struct GemmProblem {
   // the tanh form 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
   bool geluTanh = false;
   bool tf32 = false;
-  bool residual = false;  // D = ... + C, C separate from D (beta must be 1)
   // Algorithm choice (set by the layer kernels, not by steps inside other kernels):
   // `raceAlgorithms` times up to kGemmRaceCandidates of the heuristic's algorithms on the
   // first run of a GEMM of at least kGemmRaceMinFlops with beta = 0 and keeps the
@@ -47,9 +44,8 @@ struct GemmProblem {
     return type == o.type && m == o.m && n == o.n && k == o.k && transA == o.transA &&
            transB == o.transB && batch == o.batch && strideA == o.strideA && strideB == o.strideB &&
            strideD == o.strideD && alpha == o.alpha && beta == o.beta && bias == o.bias &&
-           relu == o.relu && geluTanh == o.geluTanh && tf32 == o.tf32 && residual == o.residual &&
-           alignA == o.alignA && alignB == o.alignB &&
-           alignD == o.alignD;  // not how the algorithm is chosen
+           relu == o.relu && geluTanh == o.geluTanh && tf32 == o.tf32 && alignA == o.alignA &&
+           alignB == o.alignB && alignD == o.alignD;  // not how the algorithm is chosen
   }
 };
 
@@ -97,8 +93,7 @@ constexpr double kGemmRaceMinFlops = 268435456.0;  // 2^28: smaller GEMMs take t
 
 // How many of the heuristic's algorithms a new plan for `p` asks for, and whether it times
 // them: a recorded algorithm's index + 1 without timing; kGemmRaceCandidates timed for a
-// race (raceAlgorithms, beta 0 or a separate residual C, at least kGemmRaceMinFlops); else
-// the first, untimed.
+// race (raceAlgorithms, beta 0, at least kGemmRaceMinFlops); else the first, untimed.
 struct GemmAlgorithmRequest {
   int count = 1;
   bool race = false;
@@ -125,13 +120,10 @@ bool useTf32(const GpuKernelContext& ctx, DataType type);
 // Registers ai.kiln FusedMatMul (fused_matmul.cpp).
 void registerFusedMatMulGpuKernel(GpuKernelRegistry& registry);
 
-// D[b] = alpha * op(A[b]) * op(B[b]) + beta * D[b] (+ bias row of length n when p.bias);
-// with p.residual, + C[b] instead of beta * D[b]: `c` holds C in D's layout, at D itself or
-// not overlapping it (an in-place C is not raced: every timed run would add it again).
+// D[b] = alpha * op(A[b]) * op(B[b]) + beta * D[b] (+ bias row of length n when p.bias).
 // float32 (TF32 when p.tf32), float16 and bfloat16 storage; float accumulation.
 // `madePlan` (optional): whether this call made a new plan (the first run of this problem).
 Status runGemm(GpuKernelContext& ctx, const GemmProblem& p, const void* a, const void* b, void* d,
-               const void* bias, std::shared_ptr<void>* cache = nullptr, bool* madePlan = nullptr,
-               const void* c = nullptr);
+               const void* bias, std::shared_ptr<void>* cache = nullptr, bool* madePlan = nullptr);
 
 }  // namespace kiln::cuda

@@ -106,26 +106,23 @@ Status buildPlan(GpuKernelContext& ctx, const GemmProblem& p, GemmPlan* plan) {
   return Status::ok();
 }
 
-// `c`: C (p.residual), else D.
-Status launch(GpuKernelContext& ctx, const GemmPlan& plan, const void* a, const void* b,
-              const void* c, void* d) {
+Status launch(GpuKernelContext& ctx, const GemmPlan& plan, const void* a, const void* b, void* d) {
   const GemmProblem& p = plan.problem;
   void* workspace = nullptr;
   if (plan.workspace > 0) {
     KILN_ASSIGN_OR_RETURN(workspace, ctx.libraryWorkspace(plan.workspace));
   }
   KILN_ASSIGN_OR_RETURN(cublasLtHandle_t handle, ctx.libraries().cublasLt());
-  KILN_CUBLAS_CHECK(cublasLtMatmul(handle, plan.op, &p.alpha, b, plan.a, a, plan.b, &p.beta, c,
+  KILN_CUBLAS_CHECK(cublasLtMatmul(handle, plan.op, &p.alpha, b, plan.a, a, plan.b, &p.beta, d,
                                    plan.d, d, plan.d, &plan.algo, workspace, plan.workspace,
                                    ctx.stream()));
   return Status::ok();
 }
 
-// Times each candidate algorithm on the layer's own buffers (beta = 0, or a residual C
-// apart from D: every run writes the same D) and keeps the fastest; one that fails is no
-// candidate.
+// Times each candidate algorithm on the layer's own buffers (beta = 0: every run writes
+// the same D) and keeps the fastest; one that fails is no candidate.
 Status raceAlgorithms(GpuKernelContext& ctx, GemmPlan* plan, const void* a, const void* b,
-                      const void* c, void* d) {
+                      void* d) {
   const std::vector<LtAlgorithm> candidates = std::move(plan->candidates);
   plan->candidates.clear();
   float best = 1e30f;
@@ -135,7 +132,7 @@ Status raceAlgorithms(GpuKernelContext& ctx, GemmPlan* plan, const void* a, cons
     plan->algo = candidates[i].algo;
     plan->workspace = candidates[i].workspace;
     const Result<float> ms =
-        timeOnStream(ctx.stream(), [&] { return launch(ctx, *plan, a, b, c, d); });
+        timeOnStream(ctx.stream(), [&] { return launch(ctx, *plan, a, b, d); });
     times << (i ? ", " : "") << i << "="
           << (ms.isOk() ? std::to_string(ms.value()) + "ms" : "failed");
     if (ms.isOk()) {
@@ -164,30 +161,21 @@ std::string gemmImplementation(const GemmProblem& p) {
                     : p.geluTanh ? ", gelu(tanh form)+bias epilogue"
                                  : ", bias epilogue")
                  : "") +
-         (p.residual ? ", residual C" : "") + ")";
+         ")";
 }
 
 Status runGemm(GpuKernelContext& ctx, const GemmProblem& problem, const void* a, const void* b,
-               void* d, const void* bias, std::shared_ptr<void>* cache, bool* madePlan,
-               const void* c) {
+               void* d, const void* bias, std::shared_ptr<void>* cache, bool* madePlan) {
   if (problem.m == 0 || problem.n == 0 || problem.batch == 0) return Status::ok();
-  if (problem.residual && (!c || problem.beta != 1.f))
-    return ctx.error("a residual GEMM needs C and beta 1");
   auto alignment = [](const void* pointer) {
     int align = 256;
     while (align > 1 && reinterpret_cast<uintptr_t>(pointer) % align != 0) align /= 2;
     return align;
   };
   GemmProblem p = problem;
-  // C at D itself: the in-place form (beta * D), which is not raced.
-  if (p.residual && c == d) {
-    p.residual = false;
-    p.raceAlgorithms = false;
-  }
-  const void* cOrD = p.residual ? c : d;
   p.alignA = alignment(a);
   p.alignB = alignment(b);
-  p.alignD = std::min({alignment(d), bias ? alignment(bias) : 256, alignment(cOrD)});
+  p.alignD = std::min(alignment(d), bias ? alignment(bias) : 256);
   auto& state = cache ? *cache : ctx.layerState();
   auto plan = std::static_pointer_cast<GemmPlan>(state);
   if (p.k == 0) {  // empty reduction: D = beta * D (bias ignored only when absent)
@@ -204,16 +192,15 @@ Status runGemm(GpuKernelContext& ctx, const GemmProblem& problem, const void* a,
     KILN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                                      &bias, sizeof(bias)));
   }
-  if (!plan->candidates.empty())
-    KILN_RETURN_IF_ERROR(raceAlgorithms(ctx, plan.get(), a, b, cOrD, d));
+  if (!plan->candidates.empty()) KILN_RETURN_IF_ERROR(raceAlgorithms(ctx, plan.get(), a, b, d));
   if (fresh) ctx.setImplementation(gemmImplementation(p) + plan->note);
-  return launch(ctx, *plan, a, b, cOrD, d);
+  return launch(ctx, *plan, a, b, d);
 }
 
 GemmAlgorithmRequest gemmAlgorithmRequest(const GemmProblem& p) {
   if (p.algorithm >= 0) return {p.algorithm + 1, false};  // the recorded one: no timing
   const double flops = 2.0 * double(p.m) * double(p.n) * double(p.k) * double(p.batch);
-  if (p.raceAlgorithms && (p.beta == 0.f || p.residual) && flops >= kGemmRaceMinFlops)
+  if (p.raceAlgorithms && p.beta == 0.f && flops >= kGemmRaceMinFlops)
     return {kGemmRaceCandidates, true};
   return {1, false};
 }
