@@ -10,9 +10,26 @@ BASELINE = ("PyTorch eager FP16 (`.half()`, inference_mode; channels-last + cudn
             "for CNNs, the library's default SDPA attention for transformers)")
 
 COLUMNS = ["model", "exporter", "batch", "eager ms", "Kiln ms", "Kiln / eager",
-           "compile ms", "Kiln / compile", "b1 eager ms", "b1 Kiln graph ms", "b1 Kiln / eager",
+           "Kiln / the module's fastest eager", "compile ms", "Kiln / compile", "b1 eager ms", "b1 Kiln graph ms", "b1 Kiln / eager",
            "host fallbacks", "cosine", "eager FP16 cosine", "max abs", "max rel", "cold build s",
            "layers", "MFU"]
+
+
+# Entries whose PyTorch baseline is another entry's module: bert_base_eager exports with eager
+# attention, but its baseline runs the default SDPA attention, as bert_base_sdpa's does.
+SAME_BASELINE = {"bert_base_eager": "bert_base_sdpa"}
+
+
+def fastest_eager(rows):
+    """(module, batch) -> the lowest eager ms any row of the table measured for it: one module
+    timed in several entries (both exporters, bert_base_eager) varies run to run, and a ratio
+    against its slowest run would flatter Kiln."""
+    best = {}
+    for r in rows:
+        key = (SAME_BASELINE.get(r.get("model"), r.get("model")), r.get("batch"))
+        if r.get("eager_ms"):
+            best[key] = min(best.get(key, r["eager_ms"]), r["eager_ms"])
+    return best
 
 
 def _f(value, digits=3):
@@ -55,7 +72,7 @@ def line(row):
     return " | ".join([head + " " + parts[0]] + parts[1:] + errors)
 
 
-def _cells(row):
+def _cells(row, fastest=None):
     if row.get("error"):
         return [row["model"], row["exporter"], str(row.get("batch", "")),
                 f"**error** ({row.get('stage', '?')}): {_md(row['error'])}"] + [""] * (len(COLUMNS) - 4)
@@ -68,7 +85,10 @@ def _cells(row):
         fallbacks += " (" + ", ".join(big["fallback_ops"]) + ")"
     return [row["model"], row["exporter"], str(row["batch"]), _f(row.get("eager_ms")),
             _f(kms) if kms else "error: " + _md(big.get("error", "")),
-            _ratio(row.get("eager_ms"), kms), compile_cell if compile_ms else "–",
+            _ratio(row.get("eager_ms"), kms),
+            _ratio((fastest or {}).get((SAME_BASELINE.get(row["model"], row["model"]),
+                                        row["batch"])), kms),
+            compile_cell if compile_ms else "–",
             _ratio(compile_ms, kms), _f(row.get("eager_b1_ms")),
             _f(b1.get("median_ms")) if b1.get("median_ms") else "error: " + _md(b1.get("error", "")),
             _ratio(row.get("eager_b1_ms"), b1.get("median_ms")), fallbacks,
@@ -99,10 +119,13 @@ def table(info, rows):
                   "off) on the same input, the worse of the two batches read back; max rel = "
                   "max abs error / max |reference|; eager FP16 cosine: PyTorch's own FP16 run "
                   "against the same FP32 reference at batch 1. Host fallbacks and cold build: GPU-bound "
-                  "plan / batch-1 plan.")
+                  "plan / batch-1 plan. The module's fastest eager: the lowest eager time of the "
+                  "same PyTorch module at that batch in this table (both exporters' entries; "
+                  "bert_base_eager's baseline is bert_base_sdpa's module).")
     lines = [f"### Zoo: {info['device']}, {info['date']}, torch {info['torch']}", "", method, "",
              "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    lines += ["| " + " | ".join(_cells(r)) + " |" for r in rows]
+    fastest = fastest_eager(rows)
+    lines += ["| " + " | ".join(_cells(r, fastest)) + " |" for r in rows]
     return "\n".join(lines) + "\n"
 
 
