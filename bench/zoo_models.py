@@ -336,12 +336,23 @@ def calibrate_batch_norm(model, spec, passes=4, batch=8):
 
 def randomize_zero_weights(model):
     """Linear and convolution weights initialized to zeros (torchvision ViT's head) get
-    N(0, 0.02): an output of zeros would make the accuracy check compare zeros with zeros."""
+    N(0, 0.02): an output of zeros would make the accuracy check compare zeros with zeros.
+    Their zero biases (transformers initializes every Linear bias to zero) get N(0, 0.02) too:
+    a trained model has biases, and a zero one is dropped on the way (the exporter's
+    optimizer, Kiln's remove_no_op_nodes), so the plan would be a bias-free GEMM no trained
+    model has (docs/benchmarks.md, tenth session)."""
+    # transformers' Conv1D (GPT-2's projections) is a Linear with its weight transposed.
+    layers = (torch.nn.Linear, torch.nn.Conv1d, torch.nn.Conv2d)
     count = 0
     with torch.no_grad():
         for m in model.modules():
-            if isinstance(m, (torch.nn.Linear, torch.nn.Conv2d)) and not m.weight.any():
+            if not (isinstance(m, layers) or type(m).__name__ == "Conv1D"):
+                continue
+            if not m.weight.any():
                 m.weight.normal_(0, 0.02)
+                count += 1
+            if m.bias is not None and not m.bias.any():
+                m.bias.normal_(0, 0.02)
                 count += 1
     return count
 
