@@ -334,7 +334,7 @@ def calibrate_batch_norm(model, spec, passes=4, batch=8):
     return len(norms)
 
 
-def randomize_zero_weights(model):
+def randomize_zero_parameters(model):
     """Linear and convolution weights initialized to zeros (torchvision ViT's head) get
     N(0, 0.02): an output of zeros would make the accuracy check compare zeros with zeros.
     Their zero biases (transformers initializes every Linear bias to zero) get N(0, 0.02) too:
@@ -363,7 +363,7 @@ def build(spec, calibration_batch=8):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = spec.make()
-    randomize_zero_weights(model)
+    randomize_zero_parameters(model)
     calibrate_batch_norm(model, spec, batch=calibration_batch)
     return model.eval()
 
