@@ -290,10 +290,18 @@ TEST(CudaAttentionCudnn, DISABLED_RaceAtModelScale) {
   AttentionCase bert = bertLike(128, {128, 1, 1, 128});  // BERT-base at batch 128
   bert.batch = 128;
   bert.heads = 12;
+  AttentionCase bertSquare = bert;  // transformers 5's SDPA export: [B, 1, S, S]
+  bertSquare.mask = {128, 1, 128, 128};
+  AttentionCase t5 = bertLike(128, {1, 12, 128, 128}, false);  // a per-head position bias
+  t5.batch = 128;
+  t5.heads = 12;
   const std::vector<std::pair<std::string, std::pair<Network, Feeds>>> cases = {
       {"ViT-B/16 B64", {packedAttentionNetwork(vit), packedAttentionFeeds(vit, 1)}},
       {"B8 H12 S1024", {attentionNetwork(longSeq), attentionFeeds(longSeq, 2)}},
-      {"BERT-base B128 S128 SDPA mask", {attentionNetwork(bert), attentionFeeds(bert, 3)}}};
+      {"BERT-base B128 S128 SDPA mask", {attentionNetwork(bert), attentionFeeds(bert, 3)}},
+      {"BERT-base B128 S128 SDPA mask [B, 1, S, S]",
+       {attentionNetwork(bertSquare), attentionFeeds(bertSquare, 4)}},
+      {"T5-base B128 S128 bias [1, 12, S, S]", {attentionNetwork(t5), attentionFeeds(t5, 5)}}};
   for (const auto& [name, network] : cases) {
     for (cuda::Precision precision : {cuda::Precision::kFloat16, cuda::Precision::kBFloat16}) {
       std::vector<cuda::LayerInfo> layers;  // each engine races: code of its own

@@ -160,14 +160,19 @@ TEST(CudaFusedAttention, CrossAttentionAndNoMask) {
   checkCase(c);
 }
 
+// Each mask broadcast at an odd length (the kernel reads the mask one element at a time)
+// and at 136 (rows of a multiple of 8 keys: whole tiles read each thread's 16 keys in two
+// 16-byte loads, the last tile of 8 keys one at a time).
 TEST(CudaFusedAttention, MaskBroadcasts) {
   KILN_REQUIRE_GPU();
-  for (const Shape& mask :
-       {Shape{2, 1, 77, 77}, Shape{2, 3, 77, 77}, Shape{77, 77}, Shape{1, 1, 1, 77}}) {
-    SCOPED_TRACE(shapeToString(mask));
-    AttentionCase c = bertLike(77, 64);
-    c.mask = mask;
-    checkCase(c);
+  for (int64_t n : {77, 136}) {
+    for (const Shape& mask :
+         {Shape{2, 1, n, n}, Shape{2, 3, n, n}, Shape{n, n}, Shape{1, 1, 1, n}}) {
+      SCOPED_TRACE(shapeToString(mask));
+      AttentionCase c = bertLike(n, 64);
+      c.mask = mask;
+      checkCase(c);
+    }
   }
 }
 
@@ -179,20 +184,26 @@ TEST(CudaFusedAttention, BhsdLayoutWithoutHeadTransposes) {
   checkCase(c);
 }
 
+// At 70 keys the mask is read one element at a time, at 128 in 16-byte vectors.
 TEST(CudaFusedAttention, InfiniteMaskAndAFullyMaskedRow) {
   KILN_REQUIRE_GPU();
-  AttentionCase c = bertLike(70, 64);
-  c.mask = {2, 1, 70, 70};
-  // -inf on every key >= 40 of batch 0 (the whole rest of the first key tile and the
-  // second), and all of query row 3 of batch 1: that row's output is NaN in the unfused
-  // graph and must be here too (the other rows prove the output was written).
-  checkCase(c, kAllPrecisions, [](Feeds& feeds) {
-    Tensor& m = feeds["mask"];
-    const float inf = std::numeric_limits<float>::infinity();
-    for (int64_t i = 0; i < 70; ++i)
-      for (int64_t j = 40; j < 70; ++j) m.data<float>()[i * 70 + j] = -inf;
-    for (int64_t j = 0; j < 70; ++j) m.data<float>()[70 * 70 + 3 * 70 + j] = -inf;
-  });
+  for (int64_t n : {70, 128}) {
+    SCOPED_TRACE("seq " + std::to_string(n));
+    AttentionCase c = bertLike(n, 64);
+    c.mask = {2, 1, n, n};
+    // -inf on every key >= 40 of batch 0 (the whole rest of the first key tile and the
+    // second), and all of query row 3 of batch 1: that row's output is NaN in the unfused
+    // graph and must be here too (the other rows prove the output was written).
+    static int64_t seq = 0;  // the edit below is a plain function pointer
+    seq = n;
+    checkCase(c, kAllPrecisions, [](Feeds& feeds) {
+      Tensor& m = feeds["mask"];
+      const float inf = std::numeric_limits<float>::infinity();
+      for (int64_t i = 0; i < seq; ++i)
+        for (int64_t j = 40; j < seq; ++j) m.data<float>()[i * seq + j] = -inf;
+      for (int64_t j = 0; j < seq; ++j) m.data<float>()[seq * seq + 3 * seq + j] = -inf;
+    });
+  }
 }
 
 TEST(CudaFusedAttention, ValueHeadSizeOfItsOwn) {

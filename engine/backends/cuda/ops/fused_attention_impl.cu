@@ -12,7 +12,13 @@
 //     and the pointers are 16-byte aligned (BERT's D = 64: the fast path), else element
 //     loads with zero fill. On the fast path K and V tiles are double-buffered: the next
 //     tile's cp.async copies run while the current one is multiplied (before: ViT-B/16's
-//     and DeiT-S's attention at 3-6x their floor, every tile load a stall).
+//     and DeiT-S's attention at 3-6x their floor, every tile load a stall), and Q comes
+//     with the first two key tiles (one memory latency before the first products). Key
+//     tiles sit in shared memory in keySlot's order, so a thread's scores of a row are 16
+//     consecutive keys and its mask values two 16-byte loads. Counted in the SASS (sm_90,
+//     D = 64, instructions a thread per whole masked tile): applying the mask ~790 -> ~150
+//     (it computed a 64-bit index and loaded 2 bytes per score), issuing the copies ~200
+//     -> ~100, both products ~280 -> ~125 (bounds checks around every mma pair).
 //   float32: SIMT FMAs in float (no TF32: the result is the float32 chain's, whatever
 //     the engine's TF32 setting).
 // Head sizes D (Q, K) and Dv (V) each up to 128, each padded to 32, 64 or 128 in shared
@@ -48,40 +54,57 @@ constexpr int kKeys16 = 64;    // keys per tile, tensor-core kernel
 constexpr int kKeys32 = 32;    // keys per tile, float32 kernel
 constexpr int kPad16 = 8;      // shared row padding (16 bytes): conflict-free ldmatrix
 
-// Rows [row0, row0 + kTileRows) of one head into a shared tile of row stride kStride;
-// zero past `rows` and past `dim` (so padded products add nothing).
-template <class T, int kDPad, int kStride, int kTileRows, bool kVec>
+// The tensor-core kernel's key order: a key tile is stored so that shared row 8 * nb + c
+// (mma column c of score block nb) holds key 16 * (c / 2) + 2 * nb + c % 2 of the tile.
+// Both products read the tile in shared-row order (S's columns and P V's inner dimension
+// permuted alike, so nothing changes but which key a score is), and thread t, which owns
+// columns 2t and 2t + 1 of every block, holds the 16 consecutive keys 16t .. 16t + 15: its
+// mask values are one 32-byte run. Returns the shared row of tile key `key` (0..63).
+__device__ __forceinline__ int keySlot(int key) {
+  return ((key >> 1) & 7) * 8 + 2 * (key >> 4) + (key & 1);
+}
+
+// Rows [row0, row0 + kTileRows) of one head into a shared tile of row stride kStride, one
+// element at a time; zero past `rows` and past `dim` (so padded products add nothing).
+// kKeyOrder: row r goes to shared row keySlot(r) (key tiles of the tensor-core kernel).
+template <class T, int kDPad, int kStride, int kTileRows, bool kKeyOrder>
 __device__ __forceinline__ void loadTile(T* tile, const T* base, int64_t seqStride, int row0,
                                          int rows, int dim) {
-  if constexpr (kVec) {
-    constexpr int kChunks = kDPad / 8;
-    for (int c = threadIdx.x; c < kTileRows * kChunks; c += kThreads) {
-      const int r = c / kChunks, col = (c % kChunks) * 8;
-      uint4 value = make_uint4(0, 0, 0, 0);
-      if (row0 + r < rows && col < dim)
-        value = *reinterpret_cast<const uint4*>(base + (row0 + r) * seqStride + col);
-      *reinterpret_cast<uint4*>(tile + r * kStride + col) = value;
-    }
-  } else {
-    for (int e = threadIdx.x; e < kTileRows * kDPad; e += kThreads) {
-      const int r = e / kDPad, col = e % kDPad;
-      tile[r * kStride + col] =
-          row0 + r < rows && col < dim ? base[(row0 + r) * seqStride + col] : fromFloat<T>(0.f);
-    }
+  for (int e = threadIdx.x; e < kTileRows * kDPad; e += kThreads) {
+    const int r = e / kDPad, col = e % kDPad;
+    tile[(kKeyOrder ? keySlot(r) : r) * kStride + col] =
+        row0 + r < rows && col < dim ? base[(row0 + r) * seqStride + col] : fromFloat<T>(0.f);
   }
 }
 
-// loadTile's 16-byte form as cp.async copies (the caller commits and waits): rows past
-// `rows` and columns past `dim` are zero-filled without reading global memory.
-template <class T, int kDPad, int kStride, int kTileRows>
+// loadTile with 16-byte cp.async copies (the caller commits and waits): rows past `rows`
+// and columns past `dim` are zero-filled without reading global memory. A thread copies
+// one fixed 16-byte column of every (kThreads / chunks)-th row, so the loop unrolls with
+// one address step per row (the per-copy divisions and bounds of a strided loop were a
+// third of a tile's instructions).
+template <class T, int kDPad, int kStride, int kTileRows, bool kKeyOrder>
 __device__ __forceinline__ void loadTileAsync(T* tile, const T* base, int64_t seqStride, int row0,
                                               int rows, int dim) {
   constexpr int kChunks = kDPad / 8;
-  for (int c = threadIdx.x; c < kTileRows * kChunks; c += kThreads) {
-    const int r = c / kChunks, col = (c % kChunks) * 8;
-    const bool valid = row0 + r < rows && col < dim;
-    copyAsync16(tile + r * kStride + col, valid ? base + (row0 + r) * seqStride + col : base,
-                valid);
+  constexpr int kRowsPerPass = kThreads / kChunks;
+  static_assert(kThreads % kChunks == 0 && kTileRows % kRowsPerPass == 0, "whole passes");
+  const int r = threadIdx.x / kChunks, col = (threadIdx.x % kChunks) * 8;
+  const bool columnValid = col < dim;
+  const T* source = base + (row0 + r) * seqStride + col;
+  const int64_t passStride = kRowsPerPass * seqStride;
+  // keySlot of row r + pass * kRowsPerPass: a step of 2 rows per 16 keys of a pass when
+  // passes are whole multiples of 16 rows (r < kRowsPerPass), else computed per pass.
+  constexpr bool kSlotSteps = kRowsPerPass % 16 == 0;
+  T* target = tile + (kKeyOrder ? keySlot(r) : r) * kStride + col;
+#pragma unroll
+  for (int pass = 0; pass < kTileRows / kRowsPerPass; ++pass) {
+    const int row = r + pass * kRowsPerPass;
+    const bool valid = columnValid && row0 + row < rows;
+    T* const to = !kKeyOrder   ? target + pass * kRowsPerPass * kStride
+                  : kSlotSteps ? target + pass * (kRowsPerPass / 8) * kStride
+                               : tile + keySlot(row) * kStride + col;
+    copyAsync16(to, valid ? source : base, valid);
+    source += passStride;
   }
 }
 
@@ -120,6 +143,75 @@ constexpr int tensorCoreBlocksPerSm(int dPad, int dvPad) {
   return dPad <= 64 && dvPad <= 64 ? 4 : 2;
 }
 
+// One thread's mask values on mask row `row` (already clamped to a real row: rows past
+// seqQ compute values that are never stored): keys 16t .. 16t + 15 of the tile (keySlot).
+// Two 16-byte loads when the keys are contiguous and the run 16-byte aligned (`vectors`)
+// and the tile is whole; else one element at a time, keys past the end read as 0.
+template <class T>
+struct alignas(16) MaskRun {
+  T v[16];
+};
+
+template <class T>
+__device__ __forceinline__ MaskRun<T> maskRun(const T* row, int64_t keyStride, int key0,
+                                              int tileKeys, bool vectors, int t) {
+  const int first = 16 * t;
+  if (vectors && tileKeys >= kKeys16)
+    return *reinterpret_cast<const MaskRun<T>*>(row + key0 + first);
+  MaskRun<T> m;
+#pragma unroll
+  for (int j = 0; j < 16; ++j)
+    m.v[j] = first + j < tileKeys ? row[(key0 + first + j) * keyStride] : fromFloat<T>(0.f);
+  return m;
+}
+
+// S = Q K^T for one key tile: qf holds the warp's 16 query rows as A fragments, sK the
+// tile in keySlot order. kGuard (a partial tile): a pair of score blocks holding only keys
+// past the end (keys 4n .. 4n + 3 plus multiples of 16) skips its products (branches that
+// cost a whole tile's worth of instructions when every tile took them).
+template <class T, int kDPad, int kStride, bool kGuard>
+__device__ __forceinline__ void scoreProducts(float (&s)[kKeys16 / 8][4],
+                                              const uint32_t (&qf)[kDPad / 16][4], const T* sK,
+                                              int lane, int tileKeys) {
+#pragma unroll
+  for (int kk = 0; kk < kDPad / 16; ++kk) {
+#pragma unroll
+    for (int n = 0; n < kKeys16 / 16; ++n) {
+      if (kGuard && 4 * n >= tileKeys) continue;
+      uint32_t kf[4];
+      ldmatrixX4<false>(kf, sK + (n * 16 + (lane & 7) + ((lane >> 4) << 3)) * kStride + kk * 16 +
+                                ((lane >> 3) & 1) * 8);
+      mma16816<T>(s[2 * n], qf[kk], kf[0], kf[1]);
+      mma16816<T>(s[2 * n + 1], qf[kk], kf[2], kf[3]);
+    }
+  }
+}
+
+// O += P V for one key tile: P (the exponentials in s) in its accumulator layout is the A
+// fragment layout of this product; sV holds the tile in keySlot order (as K's). kGuard as
+// scoreProducts (P is 0 where it skips).
+template <class T, int kDvPad, int kVStride, bool kGuard>
+__device__ __forceinline__ void valueProducts(float (&o)[kDvPad / 8][4],
+                                              const float (&s)[kKeys16 / 8][4], const T* sV,
+                                              int lane, int tileKeys) {
+#pragma unroll
+  for (int kk = 0; kk < kKeys16 / 16; ++kk) {
+    if (kGuard && 4 * kk >= tileKeys) continue;
+    const uint32_t pf[4] = {packPair<T>(s[2 * kk][0], s[2 * kk][1]),
+                            packPair<T>(s[2 * kk][2], s[2 * kk][3]),
+                            packPair<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                            packPair<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+#pragma unroll
+    for (int dn = 0; dn < kDvPad / 16; ++dn) {
+      uint32_t vf[4];
+      ldmatrixX4<true>(vf, sV + (kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * kVStride +
+                               dn * 16 + (lane >> 4) * 8);
+      mma16816<T>(o[2 * dn], pf, vf[0], vf[1]);
+      mma16816<T>(o[2 * dn + 1], pf, vf[2], vf[3]);
+    }
+  }
+}
+
 template <class T, int kDPad, int kDvPad, bool kVec>
 __global__ void __launch_bounds__(kThreads, tensorCoreBlocksPerSm(kDPad, kDvPad))
     attentionTensorCore(AttentionArgs a) {
@@ -136,12 +228,36 @@ __global__ void __launch_bounds__(kThreads, tensorCoreBlocksPerSm(kDPad, kDvPad)
   const T* v = static_cast<const T*>(a.v) + b * a.vs.batch + h * a.vs.head;
   const int mb = a.maskPeriod > 0 ? b % a.maskPeriod : b;
   const T* mask = a.mask ? static_cast<const T*>(a.mask) + mb * a.ms[0] + h * a.ms[1] : nullptr;
-  if constexpr (kVec) {  // the first key tile starts arriving while Q loads
-    loadTileAsync<T, kDPad, kStride, kKeys16>(sK0, k, a.ks.seq, 0, a.seqK, a.headDim);
-    loadTileAsync<T, kDvPad, kVStride, kKeys16>(sV0, v, a.vs.seq, 0, a.seqK, a.valueDim);
-    commitCopies();
+  const int rows[2] = {row0 + warp * 16 + g, row0 + warp * 16 + g + 8};
+  // The mask rows of this thread's two query rows (a row past seqQ reads the last one), and
+  // whether whole tiles read them in aligned pairs (contiguous keys, even row offsets).
+  const T* maskRows[2] = {mask, mask};
+  bool maskVectors = false;
+  if (mask) {
+    for (int r = 0; r < 2; ++r) maskRows[r] = mask + min(rows[r], a.seqQ - 1) * a.ms[2];
+    maskVectors = a.ms[3] == 1 && a.ms[2] % 8 == 0 && reinterpret_cast<uintptr_t>(mask) % 16 == 0;
   }
-  loadTile<T, kDPad, kStride, kRows, kVec>(sQ, q, a.qs.seq, row0, a.seqQ, a.headDim);
+  const int tiles = (a.seqK + kKeys16 - 1) / kKeys16;
+  if constexpr (kVec) {
+    // Q and the first two key tiles are in flight at once (Q with tile 0, tile 1 in a
+    // group of its own), so a block waits for one memory latency before its first products.
+    loadTileAsync<T, kDPad, kStride, kRows, false>(sQ, q, a.qs.seq, row0, a.seqQ, a.headDim);
+    loadTileAsync<T, kDPad, kStride, kKeys16, true>(sK0, k, a.ks.seq, 0, a.seqK, a.headDim);
+    loadTileAsync<T, kDvPad, kVStride, kKeys16, true>(sV0, v, a.vs.seq, 0, a.seqK, a.valueDim);
+    commitCopies();
+    if (tiles > 1) {
+      loadTileAsync<T, kDPad, kStride, kKeys16, true>(sK0 + kKeys16 * kStride, k, a.ks.seq, kKeys16,
+                                                      a.seqK, a.headDim);
+      loadTileAsync<T, kDvPad, kVStride, kKeys16, true>(sV0 + kKeys16 * kVStride, v, a.vs.seq,
+                                                        kKeys16, a.seqK, a.valueDim);
+      commitCopies();
+      waitCopies<1>();
+    } else {
+      waitCopies<0>();
+    }
+  } else {
+    loadTile<T, kDPad, kStride, kRows, false>(sQ, q, a.qs.seq, row0, a.seqQ, a.headDim);
+  }
   __syncthreads();
   // This warp's 16 query rows as A fragments (each warp reads only its own rows of sQ).
   uint32_t qf[kDPad / 16][4];
@@ -150,123 +266,115 @@ __global__ void __launch_bounds__(kThreads, tensorCoreBlocksPerSm(kDPad, kDvPad)
     ldmatrixX4<false>(qf[kk], sQ + (warp * 16 + (lane & 15)) * kStride + kk * 16 + (lane >> 4) * 8);
   float o[kDvPad / 8][4] = {};
   float rowMax[2] = {-INFINITY, -INFINITY}, rowSum[2] = {0.f, 0.f};
-  const int rows[2] = {row0 + warp * 16 + g, row0 + warp * 16 + g + 8};
+  // Warps whose 16 rows all lie past the end (ViT's last block of 197 rows) only take part
+  // in the copies and barriers.
   const bool warpActive = row0 + warp * 16 < a.seqQ;  // warp-uniform
-  int buffer = 0;                                     // the K/V stage holding tile key0
-  for (int key0 = 0; key0 < a.seqK; key0 += kKeys16, buffer ^= 1) {
+  // No mask and a positive scale: the max commutes with the scale, so the raw products are
+  // kept and the scale is applied inside the exponent's FMA below.
+  const bool rawScores = !mask && a.scaleLog2 > 0.f;
+  for (int tile = 0, key0 = 0; tile < tiles; ++tile, key0 += kKeys16) {
+    const int buffer = tile & 1;  // the K/V stage holding this tile
     T* const sK = sK0 + buffer * kKeys16 * kStride;
     T* const sV = sV0 + buffer * kKeys16 * kVStride;
     if constexpr (kVec) {
-      // Tile key0 was copied into `buffer` one iteration ago (or before Q): start the next
-      // into the other buffer, which every warp finished with at the previous iteration's
-      // closing barrier, then wait for this one only.
-      if (key0 + kKeys16 < a.seqK) {
-        T* const nextK = sK0 + (buffer ^ 1) * kKeys16 * kStride;
-        T* const nextV = sV0 + (buffer ^ 1) * kKeys16 * kVStride;
-        loadTileAsync<T, kDPad, kStride, kKeys16>(nextK, k, a.ks.seq, key0 + kKeys16, a.seqK,
-                                                  a.headDim);
-        loadTileAsync<T, kDvPad, kVStride, kKeys16>(nextV, v, a.vs.seq, key0 + kKeys16, a.seqK,
-                                                    a.valueDim);
-        commitCopies();
-        waitCopies<1>();
-      } else {
-        waitCopies<0>();
+      // Tiles 0 and 1 came with Q (tile 0 waited for before Q's fragments). Tile `tile` was
+      // started one iteration ago: start the next into the other stage, which every warp
+      // finished with at the previous iteration's closing barrier, then wait for this one.
+      if (tile > 0) {
+        if (tile + 1 < tiles) {
+          loadTileAsync<T, kDPad, kStride, kKeys16, true>(sK0 + (buffer ^ 1) * kKeys16 * kStride, k,
+                                                          a.ks.seq, key0 + kKeys16, a.seqK,
+                                                          a.headDim);
+          loadTileAsync<T, kDvPad, kVStride, kKeys16, true>(sV0 + (buffer ^ 1) * kKeys16 * kVStride,
+                                                            v, a.vs.seq, key0 + kKeys16, a.seqK,
+                                                            a.valueDim);
+          commitCopies();
+          waitCopies<1>();
+        } else {
+          waitCopies<0>();
+        }
+        __syncthreads();  // every thread's copies of this tile are visible
       }
-      __syncthreads();  // every thread's copies of this tile are visible
     } else {
       __syncthreads();  // every warp is done with the previous K and V tiles
-      loadTile<T, kDPad, kStride, kKeys16, false>(sK, k, a.ks.seq, key0, a.seqK, a.headDim);
-      loadTile<T, kDvPad, kVStride, kKeys16, false>(sV, v, a.vs.seq, key0, a.seqK, a.valueDim);
+      loadTile<T, kDPad, kStride, kKeys16, true>(sK, k, a.ks.seq, key0, a.seqK, a.headDim);
+      loadTile<T, kDvPad, kVStride, kKeys16, true>(sV, v, a.vs.seq, key0, a.seqK, a.valueDim);
       __syncthreads();
     }
-    // Keys past the end (the last tile of a sequence that is not a multiple of 64, e.g.
-    // ViT's 197) and warps whose 16 rows all lie past the end skip their products: the
-    // skipped scores stay 0 and are masked to -inf below, so only work is saved.
-    const int tileKeys = a.seqK - key0;
-    const bool fullTile = tileKeys >= kKeys16;
-    float s[kKeys16 / 8][4] = {};
+    if (warpActive) {
+      // Keys past the end (the last tile of a sequence that is not a multiple of 64, e.g.
+      // ViT's 197) have their scores set to -inf below.
+      const int tileKeys = a.seqK - key0;
+      const bool fullTile = tileKeys >= kKeys16;
+      float s[kKeys16 / 8][4] = {};
+      if (fullTile)
+        scoreProducts<T, kDPad, kStride, false>(s, qf, sK, lane, tileKeys);
+      else
+        scoreProducts<T, kDPad, kStride, true>(s, qf, sK, lane, tileKeys);
+      // Logits in log2 units (raw products when rawScores); keys past the end are -inf.
+      // s[nb][e]: row g (e < 2) or g + 8, tile key 16t + 2nb + (e & 1) (keySlot). Each case
+      // is a loop of its own (per-element branches became predicate shuffling). The mask is
+      // read one row at a time after S's products (held across them, its registers
+      // spilled at 4 blocks per multiprocessor).
+      if (mask) {
 #pragma unroll
-    for (int kk = 0; kk < kDPad / 16; ++kk) {
+        for (int r = 0; r < 2; ++r) {
+          const MaskRun<T> m = maskRun<T>(maskRows[r], a.ms[3], key0, tileKeys, maskVectors, t);
 #pragma unroll
-      for (int n = 0; n < kKeys16 / 16; ++n) {
-        if (!warpActive || n * 16 >= tileKeys) continue;
-        uint32_t kf[4];
-        ldmatrixX4<false>(kf, sK + (n * 16 + (lane & 7) + ((lane >> 4) << 3)) * kStride + kk * 16 +
-                                  ((lane >> 3) & 1) * 8);
-        mma16816<T>(s[2 * n], qf[kk], kf[0], kf[1]);
-        mma16816<T>(s[2 * n + 1], qf[kk], kf[2], kf[3]);
+          for (int j = 0; j < 16; ++j) {
+            float& x = s[j >> 1][2 * r + (j & 1)];
+            x = fmaf(toFloat(m.v[j]), kLog2e, x * a.scaleLog2);
+          }
+        }
+      } else if (!rawScores) {
+#pragma unroll
+        for (int nb = 0; nb < kKeys16 / 8; ++nb)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) s[nb][e] *= a.scaleLog2;
       }
-    }
-    // Logits in log2 units; keys past the end are -inf. c[e]: row g (e < 2) or g + 8,
-    // key 8n + 2t + (e & 1).
-    float tileMax[2] = {-INFINITY, -INFINITY};
-    // The common tile (no bound to check, no mask, a positive scale) keeps the raw
-    // products: the max commutes with the scale, which is applied inside the exponent's
-    // FMA below. Other tiles hold the scaled logits.
-    const bool rawTile = fullTile && !mask && a.scaleLog2 > 0.f;
-    if (rawTile) {
+      if (!fullTile) {
 #pragma unroll
-      for (int n = 0; n < kKeys16 / 8; ++n) {
+        for (int nb = 0; nb < kKeys16 / 8; ++nb)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) tileMax[e >> 1] = fmaxf(tileMax[e >> 1], s[n][e]);
+          for (int e = 0; e < 4; ++e)
+            if (16 * t + 2 * nb + (e & 1) >= tileKeys) s[nb][e] = -INFINITY;
       }
-      tileMax[0] *= a.scaleLog2;
-      tileMax[1] *= a.scaleLog2;
-    } else {
+      float tileMax[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+      for (int nb = 0; nb < kKeys16 / 8; ++nb)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) tileMax[e >> 1] = fmaxf(tileMax[e >> 1], s[nb][e]);
+      if (rawScores) {
+        tileMax[0] *= a.scaleLog2;
+        tileMax[1] *= a.scaleLog2;
+      }
+      float base[2];
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        tileMax[r] = fmaxf(tileMax[r], __shfl_xor_sync(kFullMask, tileMax[r], 1));
+        tileMax[r] = fmaxf(tileMax[r], __shfl_xor_sync(kFullMask, tileMax[r], 2));
+        float correction;
+        base[r] = rescale(tileMax[r], &rowMax[r], &correction);
+        rowSum[r] *= correction;
+#pragma unroll
+        for (int d = 0; d < kDvPad / 8; ++d) {
+          o[d][2 * r] *= correction;
+          o[d][2 * r + 1] *= correction;
+        }
+      }
+      const float scaleOfRaw = rawScores ? a.scaleLog2 : 1.f;
 #pragma unroll
       for (int n = 0; n < kKeys16 / 8; ++n) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          const int key = key0 + n * 8 + 2 * t + (e & 1), r = e >> 1;
-          float x = s[n][e] * a.scaleLog2;
-          if (key >= a.seqK)
-            x = -INFINITY;
-          else if (mask && rows[r] < a.seqQ)
-            x += toFloat(mask[rows[r] * a.ms[2] + key * a.ms[3]]) * kLog2e;
-          s[n][e] = x;
-          tileMax[r] = fmaxf(tileMax[r], x);
+          s[n][e] = exp2Ftz(fmaf(s[n][e], scaleOfRaw, -base[e >> 1]));
+          rowSum[e >> 1] += s[n][e];
         }
       }
-    }
-    float base[2];
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      tileMax[r] = fmaxf(tileMax[r], __shfl_xor_sync(kFullMask, tileMax[r], 1));
-      tileMax[r] = fmaxf(tileMax[r], __shfl_xor_sync(kFullMask, tileMax[r], 2));
-      float correction;
-      base[r] = rescale(tileMax[r], &rowMax[r], &correction);
-      rowSum[r] *= correction;
-#pragma unroll
-      for (int d = 0; d < kDvPad / 8; ++d) {
-        o[d][2 * r] *= correction;
-        o[d][2 * r + 1] *= correction;
-      }
-    }
-    const float scaleOfRaw = rawTile ? a.scaleLog2 : 1.f;
-#pragma unroll
-    for (int n = 0; n < kKeys16 / 8; ++n) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        s[n][e] = exp2Ftz(fmaf(s[n][e], scaleOfRaw, -base[e >> 1]));
-        rowSum[e >> 1] += s[n][e];
-      }
-    }
-    // O += P V: P's accumulator layout is the A fragment layout of the next product.
-#pragma unroll
-    for (int kk = 0; kk < kKeys16 / 16; ++kk) {
-      if (!warpActive || kk * 16 >= tileKeys) continue;  // P is 0 there
-      const uint32_t pf[4] = {packPair<T>(s[2 * kk][0], s[2 * kk][1]),
-                              packPair<T>(s[2 * kk][2], s[2 * kk][3]),
-                              packPair<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                              packPair<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
-#pragma unroll
-      for (int dn = 0; dn < kDvPad / 16; ++dn) {
-        uint32_t vf[4];
-        ldmatrixX4<true>(vf, sV + (kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * kVStride +
-                                 dn * 16 + (lane >> 4) * 8);
-        mma16816<T>(o[2 * dn], pf, vf[0], vf[1]);
-        mma16816<T>(o[2 * dn + 1], pf, vf[2], vf[3]);
-      }
+      if (fullTile)
+        valueProducts<T, kDvPad, kVStride, false>(o, s, sV, lane, tileKeys);
+      else
+        valueProducts<T, kDvPad, kVStride, true>(o, s, sV, lane, tileKeys);
     }
     if constexpr (kVec) __syncthreads();  // every warp is done with this buffer's tiles
   }
