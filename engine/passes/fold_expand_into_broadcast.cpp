@@ -22,7 +22,6 @@
 #include <set>
 #include <string>
 
-#include "kiln/op_table.h"
 #include "passes/fusion_passes.h"
 #include "passes/rewrite_helpers.h"
 #include "shape/shape_rules.h"
@@ -33,18 +32,6 @@ namespace {
 using namespace rewrite;
 
 constexpr const char* kName = "fold_expand_into_broadcast";
-
-// The op table's rows whose output is the numpy broadcast of their inputs (arithmetic,
-// comparisons, logic, Max / Min / Sum / Mean), and Where (its own shape rule, the same
-// multidirectional broadcast).
-bool broadcastsItsInputs(const Node& node) {
-  if (!isDefaultDomain(node) || node.outputs.empty() || node.outputs[0].empty()) return false;
-  if (node.opType == "Where") return true;
-  const ops::OpRow* row = ops::findOp(node.opType);
-  return row && row->domain.empty() &&
-         (row->shape == ops::OpShapeForm::kBroadcast ||
-          row->shape == ops::OpShapeForm::kBroadcastToBool);
-}
 
 // `reader`'s output shape with `source` read in place of `expanded` is its shape now.
 bool sameOutputWithout(const Node& reader, const std::string& expanded, const std::string& source,

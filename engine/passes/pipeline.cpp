@@ -20,6 +20,12 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   // No-op nodes out first: an Identity, an inference Dropout or a same-type Cast that
   // an exporter left between two ops of a pattern hides it from every pass below.
   list.push_back(passes::makeRemoveNoOpNodes());
+  // A broadcast that only copies (an And with an all-true constant: transformers 5's SDPA
+  // mask at a fixed shape; an Expand) moves below the elementwise ops reading it, so the
+  // broadcast fold below drops it where a later reader broadcasts anyway: right after the
+  // constant fold, which makes the identity constant, before merge_duplicate_nodes (each
+  // layer's copy of the mask's Where moves alike, then merges).
+  list.push_back(passes::makeSinkBroadcastCopies());
   // An Expand read only by ops that broadcast anyway (F.normalize's divisor) and a mean
   // over every spatial axis (timm's squeeze-excitation pool) take the forms the fusions
   // and the channels-last region know: no copy, a global pool.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kiln/op_table.h"
 #include "kiln/passes.h"
 
 namespace kiln::passes::rewrite {
@@ -68,6 +69,15 @@ bool constantInts(const Tensor* t, std::vector<int64_t>* out) {
   if (!t || (t->type() != DataType::kInt64 && t->type() != DataType::kInt32)) return false;
   *out = t->toInt64Vector();
   return true;
+}
+
+bool broadcastsItsInputs(const Node& node) {
+  if (!isDefaultDomain(node) || node.outputs.empty() || node.outputs[0].empty()) return false;
+  if (node.opType == "Where") return true;
+  const ops::OpRow* row = ops::findOp(node.opType);
+  return row && row->domain.empty() &&
+         (row->shape == ops::OpShapeForm::kBroadcast ||
+          row->shape == ops::OpShapeForm::kBroadcastToBool);
 }
 
 bool readOnlyBy(const GraphIndex& index, const std::string& value, const std::set<int>& inside) {

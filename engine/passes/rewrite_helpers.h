@@ -51,6 +51,12 @@ bool allElementsEqual(const Tensor* t, double value);
 // The elements of an integer constant, or false.
 bool constantInts(const Tensor* t, std::vector<int64_t>* out);
 
+// A default-domain node whose output is the numpy (multidirectional) broadcast of its inputs:
+// the op table's broadcast shape forms (arithmetic, comparisons, logic, Max / Min / Sum / Mean)
+// and Where (its own shape rule, the same broadcast). An output element reads, of each
+// input, the element at its broadcast index.
+bool broadcastsItsInputs(const Node& node);
+
 // Every reader of `value` is a node in `inside` (no graph output, no other node).
 bool readOnlyBy(const GraphIndex& index, const std::string& value, const std::set<int>& inside);
 
