@@ -12,9 +12,17 @@
 //   results larger than max(kMinLimitBytes, their inputs' bytes): a ConstantOfShape,
 //   Expand or Tile would store a broadcast the runtime computes for nothing.
 // Initializers that only folded nodes read go too (a Transpose of a weight leaves the
-// transposed weight, not both).
+// transposed weight, not both). A folded value that is another initializer itself (the
+// same storage, type and shape: an Identity of a weight) is that initializer: its readers
+// read the one name. ALBERT shares one layer's weights across its layers through an
+// Identity per layer; as twelve names of one storage, every later weight rewrite (the
+// merged Q/K/V GEMM) and the backend's copy of the weights were made once per name:
+// ALBERT-xxlarge (823 MB of weights) took over 21 GB to build and was killed.
+#include <map>
 #include <optional>
 #include <set>
+#include <tuple>
+#include <vector>
 
 #include "kiln/reference_backend.h"
 #include "passes/fusion_passes.h"
@@ -53,6 +61,7 @@ class FoldConstants final : public Pass {
     std::set<std::string> graphOutputs;
     for (const ValueInfo& v : g.outputs) graphOutputs.insert(v.name);
     std::set<std::string> inputsOfFolded;
+    std::vector<std::string> folded;  // the initializers this pass made, in order
     // One node at a time, in order: a folded output is an initializer for the next.
     // The index is rebuilt after each fold: erasing a node moves the Constant nodes'
     // tensors it points to.
@@ -66,17 +75,53 @@ class FoldConstants final : public Pass {
       }
       Node node = std::move(g.nodes[i]);
       g.nodes.erase(g.nodes.begin() + static_cast<std::ptrdiff_t>(i));
-      for (size_t k = 0; k < node.outputs.size(); ++k)
-        if (!node.outputs[k].empty()) g.initializers[node.outputs[k]] = std::move(outputs[k]);
+      for (size_t k = 0; k < node.outputs.size(); ++k) {
+        if (node.outputs[k].empty()) continue;
+        g.initializers[node.outputs[k]] = std::move(outputs[k]);
+        folded.push_back(node.outputs[k]);
+      }
       inputsOfFolded.insert(node.inputs.begin(), node.inputs.end());
       index.reset();
       applied->push_back({kName, {node.displayName()}, ""});
     }
     rewrite::dropUnreadInitializers(g, inputsOfFolded);
+    mergeAliases(g, folded, applied);
     return Status::ok();
   }
 
  private:
+  // Each folded initializer that shares its storage, type and shape with an initializer the
+  // pass did not make (or made earlier) is replaced by that one in every main-graph reader;
+  // one read by a subgraph or written as a graph output keeps its name.
+  static void mergeAliases(Graph& g, const std::vector<std::string>& folded,
+                           std::vector<PassApplication>* applied) {
+    using Key = std::tuple<const void*, DataType, Shape>;
+    auto keyOf = [](const Tensor& t) { return Key{t.rawData(), t.type(), t.shape()}; };
+    const std::set<std::string> made(folded.begin(), folded.end());
+    std::map<Key, std::string> canonical;
+    for (const auto& [name, t] : g.initializers)
+      if (!made.count(name) && t.rawData() && t.byteSize() > 0) canonical.emplace(keyOf(t), name);
+    std::set<std::string> outputs;
+    for (const ValueInfo& v : g.outputs) outputs.insert(v.name);
+    const GraphIndex index(g);
+    for (const std::string& name : folded) {
+      auto it = g.initializers.find(name);
+      if (it == g.initializers.end() || !it->second.rawData() || it->second.byteSize() == 0)
+        continue;
+      const auto [at, fresh] = canonical.emplace(keyOf(it->second), name);
+      if (fresh || outputs.count(name)) continue;
+      bool subgraph = false;
+      for (int r : index.readers(name))
+        subgraph = subgraph || (r >= 0 && g.nodes[r].hasSubgraphs());
+      if (subgraph) continue;
+      for (int r : index.readers(name))
+        for (std::string& in : g.nodes[r].inputs)
+          if (in == name) in = at->second;
+      g.initializers.erase(it);
+      applied->push_back({kName, {name}, "the same tensor as " + at->second});
+    }
+  }
+
   // True (with the node's outputs) when `node` folds: every input constant, every
   // output needed only by nodes, the op deterministic and runnable on the CPU.
   static bool foldable(const Node& node, const GraphIndex& index,

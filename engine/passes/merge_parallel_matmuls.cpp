@@ -22,10 +22,13 @@
 // to float16/bfloat16 read only by such views (the typed export's Cast into its FP16 region:
 // one Cast then goes before the Split, which fold_cast_into_int8_output then folds into the
 // INT8 GEMM). A result read by an activation stays its own GEMM, whose epilogue takes the
-// activation.
+// activation. Groups that read the same float weights and biases by name (ALBERT's layers,
+// which share one set) share one merged weight and bias instead of a copy each.
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <set>
+#include <string>
 
 #include "passes/fusion_passes.h"
 #include "passes/rewrite_helpers.h"
@@ -186,6 +189,7 @@ class MergeParallelMatMuls final : public Pass {
     Graph& g = network.graph;
     const Shapes shapes = inferredShapesOrNone(network);  // merged values keep their shapes
     auto index = std::make_unique<GraphIndex>(g);
+    std::map<std::string, std::string> madeConstants;  // merge(): shared weights merged once
     for (size_t at = 0; at < g.nodes.size(); ++at) {
       if (!isOnnxOp(g.nodes[at], "MatMul", 2)) continue;
       const std::string x = g.nodes[at].inputs[0];
@@ -201,15 +205,18 @@ class MergeParallelMatMuls final : public Pass {
       }
       if (group.size() < 2 || group.front().matmul != static_cast<int>(at) || !mergeable(g, group))
         continue;
-      merge(g, *index, group, static_cast<int>(xShape.size()), applied);
+      merge(g, *index, group, static_cast<int>(xShape.size()), &madeConstants, applied);
       index = std::make_unique<GraphIndex>(g);
     }
     return Status::ok();
   }
 
  private:
+  // `made`: the merged constants made so far, by the names they were made of (layers that
+  // share their weights, as ALBERT's do, share the merged ones too).
   static void merge(Graph& g, const GraphIndex& index, const std::vector<Projection>& group,
-                    int rank, std::vector<PassApplication>* applied) {
+                    int rank, std::map<std::string, std::string>* made,
+                    std::vector<PassApplication>* applied) {
     const Node& first = g.nodes[group.front().matmul];
     const Weights& w0 = group.front().weights;
     const int64_t k = w0.matrix->dim(0);
@@ -234,8 +241,16 @@ class MergeParallelMatMuls final : public Pass {
       return madeNode(g, first, base + suffix, op, std::move(inputs), sources, kName);
     };
     std::vector<Node> chain;
-    const std::string w = freshName(g, first.inputs[1] + "_merged");
-    g.initializers[w] = concatenatedColumns(weights, k);
+    std::string weightKey = "weights";
+    for (const Projection& p : group) weightKey += "|" + g.nodes[p.matmul].inputs[1];
+    std::string w;
+    if (auto it = made->find(weightKey); it != made->end() && g.initializers.count(it->second)) {
+      w = it->second;
+    } else {
+      w = freshName(g, first.inputs[1] + "_merged");
+      g.initializers[w] = concatenatedColumns(weights, k);
+      if (!w0.scale) (*made)[weightKey] = w;  // int8 weights also take their scales
+    }
     std::string matrix = w;
     if (w0.scale) {  // int8: one DequantizeLinear of the merged columns, a scale per column
       const std::string scale = freshName(g, w + "_scale");
@@ -258,15 +273,24 @@ class MergeParallelMatMuls final : public Pass {
       for (const Projection& p : group) total += p.n;
       const DataType type = w0.computeType();
       const size_t element = dataTypeSize(type);
-      Tensor bias(type, {total});
-      char* dst = static_cast<char*>(bias.rawData());
-      for (const Projection& p : group) {
-        if (p.add >= 0)
-          std::memcpy(dst, index.constant(p.bias)->rawData(), static_cast<size_t>(p.n) * element);
-        dst += static_cast<size_t>(p.n) * element;
+      std::string biasKey = "bias " + std::to_string(static_cast<int>(type));
+      for (const Projection& p : group)
+        biasKey += "|" + (p.add >= 0 ? p.bias : "") + ":" + std::to_string(p.n);
+      std::string b;
+      if (auto it = made->find(biasKey); it != made->end() && g.initializers.count(it->second)) {
+        b = it->second;
+      } else {
+        Tensor bias(type, {total});
+        char* dst = static_cast<char*>(bias.rawData());
+        for (const Projection& p : group) {
+          if (p.add >= 0)
+            std::memcpy(dst, index.constant(p.bias)->rawData(), static_cast<size_t>(p.n) * element);
+          dst += static_cast<size_t>(p.n) * element;
+        }
+        b = freshName(g, first.inputs[1] + "_merged_bias");
+        g.initializers[b] = std::move(bias);
+        (*made)[biasKey] = b;
       }
-      const std::string b = freshName(g, first.inputs[1] + "_merged_bias");
-      g.initializers[b] = std::move(bias);
       chain.push_back(node("Add", " bias", {chain.back().outputs[0], b}));
     }
     if (group.front().cast >= 0) {  // one Cast of the merged result

@@ -191,5 +191,52 @@ TEST(MergeParallelMatMuls, Int8WeightsOfATypedExportMergeIntoOneInt8Gemm) {
                      castTensor(expected[i].tensor, DataType::kFloat32), 4e-3, 4e-3);
 }
 
+// ALBERT's layers share one set of weights, each layer reading it through an Identity:
+// fold_constants gives the Identity outputs the weight's own name (one storage, one name),
+// and the layers' merged Q/K/V GEMMs share one merged weight and bias instead of a copy each.
+TEST(MergeParallelMatMuls, LayersSharingWeightsShareTheMergedWeight) {
+  Network net;
+  net.opsets[""] = 17;
+  Graph& g = net.graph;
+  const char* names[] = {"q", "k", "v"};
+  for (const char* p : names) {
+    g.initializers[std::string("w") + p] = randomTensor(DataType::kFloat32, {8, 6}, p[0]);
+    g.initializers[std::string("b") + p] = randomTensor(DataType::kFloat32, {6}, p[0] + 1);
+  }
+  g.initializers["heads"] = Tensor::int64Vector({0, 5, 2, 3});
+  for (const std::string layer : {"x", "y"}) {
+    g.inputs.push_back({layer, DataType::kFloat32, true, {DimExpr(2), DimExpr(5), DimExpr(8)}});
+    for (const std::string p : names) {
+      const std::string v = layer + "_" + p;
+      g.nodes.push_back(makeNode("Identity", {"w" + p}, {v + "_w"}));
+      g.nodes.push_back(makeNode("Identity", {"b" + p}, {v + "_b"}));
+      g.nodes.push_back(makeNode("MatMul", {layer, v + "_w"}, {v + "_mm"}));
+      g.nodes.push_back(makeNode("Add", {v + "_mm", v + "_b"}, {v + "_biased"}));
+      g.nodes.push_back(makeNode("Reshape", {v + "_biased", "heads"}, {v + "_heads"}));
+      g.nodes.push_back(
+          withInts(makeNode("Transpose", {v + "_heads"}, {v + "_out"}), "perm", {0, 2, 1, 3}));
+      g.outputs.push_back({v + "_out", DataType::kFloat32, false, {}});
+    }
+  }
+  auto runBoth = [](const Network& n) {
+    return runOnReference(n, {{"x", randomTensor(DataType::kFloat32, {2, 5, 8}, 9)},
+                              {"y", randomTensor(DataType::kFloat32, {2, 5, 8}, 10)}});
+  };
+  Network fused;
+  // Per layer: the merged GEMM with its bias, the Split, each head split's Reshape and
+  // Transpose.
+  auto applied = fuseAndCompareOutputs(kPass, runBoth, net, 2 * 8, &fused, kKeepSplit);
+  ASSERT_EQ(applied.size(), 2u);
+  std::vector<const Node*> gemms;
+  for (const Node& n : fused.graph.nodes)
+    if (n.opType == "FusedMatMul") gemms.push_back(&n);
+  ASSERT_EQ(gemms.size(), 2u);
+  EXPECT_EQ(gemms[0]->inputs[1], gemms[1]->inputs[1]);  // one merged weight
+  EXPECT_EQ(gemms[0]->inputs[2], gemms[1]->inputs[2]);  // one merged bias
+  int merged = 0;
+  for (const auto& [name, t] : fused.graph.initializers) merged += t.shape() == Shape{8, 18};
+  EXPECT_EQ(merged, 1);
+}
+
 }  // namespace
 }  // namespace kiln::test
