@@ -1,6 +1,7 @@
 #include "shape/rule_helpers.h"
 #include "shape/shape_rules.h"
 #include "kiln/op_table.h"
+#include "ops/einsum_equation.h"
 
 #include <algorithm>
 #include <cmath>
@@ -83,6 +84,41 @@ bool matmulRule(const Node&, const Ins& in, Outs* outs) {
   if (!vecA) batch.push_back(a[a.size() - 2]);
   if (!vecB) batch.push_back(b.back());
   setOut(outs, 0, typeOf(in, 0), batch);
+  return true;
+}
+
+// Einsum: each output dim is its label's dim in the inputs (ops/einsum_equation.h). A label
+// seen with several dims takes the one that is not 1 (they broadcast), and must otherwise be
+// the same expression; "..." dims broadcast as numpy's do.
+bool einsumRule(const Node& node, const Ins& in, Outs* outs) {
+  std::vector<int> ranks;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (!known(in, i)) return false;
+    ranks.push_back(static_cast<int>(shapeOf(in, i).size()));
+  }
+  ops::EinsumLabels labels;
+  if (in.empty() || !ops::parseEinsumLabels(node.attrString("equation", ""), ranks, &labels).isOk())
+    return false;
+  std::map<int, DimExpr> dims;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const SymbolicShape& shape = shapeOf(in, i);
+    for (size_t d = 0; d < shape.size(); ++d) {
+      const int label = labels.inputs[i][d];
+      auto [it, fresh] = dims.emplace(label, shape[d]);
+      if (fresh || it->second == shape[d] || shape[d] == DimExpr(1)) continue;
+      if (it->second == DimExpr(1)) {
+        it->second = shape[d];
+        continue;
+      }
+      return false;  // two different sizes (or expressions not known equal)
+    }
+  }
+  SymbolicShape out;
+  for (const int label : labels.output) {
+    auto it = dims.find(label);
+    out.push_back(it == dims.end() ? DimExpr(1) : it->second);  // "..." dims no input has
+  }
+  setOut(outs, 0, typeOf(in, 0), out);
   return true;
 }
 
@@ -224,6 +260,7 @@ const std::map<std::string, ShapeRule>& ruleTable() {
     t["Where"] = &whereRule;
     t["Cast"] = t["CastLike"] = &castRule;
     t["MatMul"] = &matmulRule;
+    t["Einsum"] = &einsumRule;
     t["FusedMatMul"] = &kilnFusedMatmulRule;
     t["Gemm"] = &gemmRule;
     for (const char* op :

@@ -166,5 +166,55 @@ TEST(ShapeInference, MaskTypesAreKnownWithoutShapes) {
   EXPECT_EQ(shapes->values.at("y").type, DataType::kFloat16);
 }
 
+// Einsum (Funnel Transformer's relative attention, "binh,tnh->bnit"): the output dims are
+// the labels' dims, symbolic ones included, with "..." broadcast and implicit outputs; a
+// label of two different sizes, or a term of the wrong rank, leaves the shape unknown.
+TEST(ShapeInference, EinsumTakesEachOutputLabelsDim) {
+  struct Case {
+    std::string equation;
+    std::vector<std::vector<DimExpr>> inputs;
+    std::string expected;  // "" = no shape
+  };
+  const DimExpr b = DimExpr::symbol("batch");
+  const std::vector<Case> cases = {
+      {"binh,tnh->bnit", {{b, 128, 8, 64}, {256, 8, 64}}, "batchx8x128x256"},
+      {"ij,jk", {{3, 4}, {4, 5}}, "3x5"},                                // implicit: i, k
+      {"...ij,...jk->...ik", {{b, 1, 3, 4}, {6, 4, 5}}, "batchx6x3x5"},  // "..." broadcasts
+      {"ii->i", {{4, 4}}, "4"},                                          // a diagonal
+      {"ij,jk->ik", {{3, 4}, {5, 6}}, ""},                               // j is 4 and 5
+      {"ijk,jk->ik", {{3, 4}, {4, 5}}, ""},  // rank 2 for a 3-letter term
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.equation);
+    Network net;
+    net.opsets[""] = 17;
+    Graph& g = net.graph;
+    Node einsum;
+    einsum.name = "einsum";
+    einsum.opType = "Einsum";
+    einsum.opset = 17;
+    einsum.attributes["equation"].kind = Attribute::Kind::kString;
+    einsum.attributes["equation"].s = c.equation;
+    for (size_t i = 0; i < c.inputs.size(); ++i) {
+      const std::string name = "x" + std::to_string(i);
+      g.inputs.push_back({name, DataType::kFloat32, true, c.inputs[i]});
+      einsum.inputs.push_back(name);
+    }
+    einsum.outputs = {"y"};
+    g.nodes.push_back(einsum);
+    g.outputs = {{"y", DataType::kFloat32, false, {}}};
+    auto shapes = inferShapes(net);
+    ASSERT_TRUE(shapes.isOk()) << shapes.status().toString();
+    const InferredValue& y = shapes->values.at("y");
+    if (c.expected.empty()) {
+      EXPECT_FALSE(y.hasShape) << symbolicShapeToString(y.shape);
+      continue;
+    }
+    ASSERT_TRUE(y.hasShape);
+    EXPECT_EQ(symbolicShapeToString(y.shape), c.expected);
+    EXPECT_EQ(y.type, DataType::kFloat32);
+  }
+}
+
 }  // namespace
 }  // namespace kiln

@@ -16,12 +16,13 @@
 
 #include "backends/cpu/ops/matmul_plan.h"
 #include "backends/cpu/ops/nn_common.h"
+#include "ops/einsum_equation.h"
 #include "kiln/tensor_size.h"
 
 namespace kiln::cpu {
 namespace {
 
-constexpr int kEllipsisBase = 128;
+constexpr int kEllipsisBase = ops::kEinsumEllipsisBase;
 
 struct EinsumSpec {
   std::vector<std::vector<int>> inputs;  // labels per operand dim
@@ -29,92 +30,15 @@ struct EinsumSpec {
   std::vector<int64_t> sizes;  // per label id, -1 when unused
 };
 
-bool isLabel(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-}
-
-// Splits a term into letters, noting where "..." stands (-1 when absent).
-Status parseTerm(const std::string& term, std::vector<int>* letters, int* ellipsisAt) {
-  *ellipsisAt = -1;
-  for (size_t i = 0; i < term.size(); ++i) {
-    if (term.compare(i, 3, "...") == 0 && *ellipsisAt < 0) {
-      *ellipsisAt = static_cast<int>(letters->size());
-      i += 2;
-    } else if (isLabel(term[i])) {
-      letters->push_back(term[i]);
-    } else {
-      return invalidArgument("equation term '" + term + "' has an invalid character");
-    }
-  }
-  return Status::ok();
-}
-
-// Letters with ellipsis ids spliced in where "..." stood (`count` of the `total` ids).
-std::vector<int> expandTerm(const std::vector<int>& letters, int ellipsisAt, int count, int total) {
-  std::vector<int> labels(letters.begin(), letters.end());
-  if (ellipsisAt < 0) return labels;
-  std::vector<int> ell;
-  for (int j = total - count; j < total; ++j) ell.push_back(kEllipsisBase + j);
-  labels.insert(labels.begin() + ellipsisAt, ell.begin(), ell.end());
-  return labels;
-}
-
-Status parseEquation(std::string eq, const std::vector<const Tensor*>& operands, EinsumSpec* spec) {
-  eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
-  const size_t arrow = eq.find("->");
-  const std::string lhs = eq.substr(0, arrow);
-  std::vector<std::string> terms;
-  for (size_t start = 0;;) {
-    const size_t comma = lhs.find(',', start);
-    terms.push_back(
-        lhs.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  if (terms.size() != operands.size()) {
-    return invalidArgument("equation has " + std::to_string(terms.size()) + " terms for " +
-                           std::to_string(operands.size()) + " inputs");
-  }
-  std::vector<std::vector<int>> letters(terms.size());
-  std::vector<int> ellipsisAt(terms.size()), ellipsisRank(terms.size(), 0);
-  int total = 0;
-  for (size_t i = 0; i < terms.size(); ++i) {
-    KILN_RETURN_IF_ERROR(parseTerm(terms[i], &letters[i], &ellipsisAt[i]));
-    const int rank = operands[i]->rank(), named = static_cast<int>(letters[i].size());
-    if (ellipsisAt[i] < 0 ? rank != named : rank < named) {
-      return invalidArgument("term '" + terms[i] + "' does not match input rank " +
-                             std::to_string(rank));
-    }
-    ellipsisRank[i] = rank - named;
-    total = std::max(total, ellipsisRank[i]);
-  }
-  spec->inputs.clear();
-  std::vector<int> counts(kEllipsisBase + total, 0);
-  for (size_t i = 0; i < terms.size(); ++i) {
-    spec->inputs.push_back(expandTerm(letters[i], ellipsisAt[i], ellipsisRank[i], total));
-    for (int label : spec->inputs.back()) ++counts[label];
-  }
-  spec->output.clear();
-  if (arrow == std::string::npos) {
-    // Implicit output: the ellipsis dims, then labels used once, in char order.
-    for (int j = 0; j < total; ++j) spec->output.push_back(kEllipsisBase + j);
-    for (int c = 0; c < kEllipsisBase; ++c) {
-      if (counts[c] == 1) spec->output.push_back(c);
-    }
-  } else {
-    std::vector<int> outLetters;
-    int outEllipsis;
-    KILN_RETURN_IF_ERROR(parseTerm(eq.substr(arrow + 2), &outLetters, &outEllipsis));
-    spec->output = expandTerm(outLetters, outEllipsis, total, total);
-    for (size_t i = 0; i < spec->output.size(); ++i) {
-      const int label = spec->output[i];
-      const bool repeated = std::count(spec->output.begin(), spec->output.end(), label) > 1;
-      if ((label < kEllipsisBase && counts[label] == 0) || repeated) {
-        return invalidArgument("output label '" + std::string(1, static_cast<char>(label)) +
-                               "' is repeated or missing from the inputs");
-      }
-    }
-  }
+Status parseEquation(const std::string& eq, const std::vector<const Tensor*>& operands,
+                     EinsumSpec* spec) {
+  std::vector<int> ranks;
+  for (const Tensor* t : operands) ranks.push_back(t->rank());
+  ops::EinsumLabels labels;
+  KILN_RETURN_IF_ERROR(ops::parseEinsumLabels(eq, ranks, &labels));
+  spec->inputs = std::move(labels.inputs);
+  spec->output = std::move(labels.output);
+  const int total = labels.ellipsisDims;
   spec->sizes.assign(kEllipsisBase + total, -1);
   for (size_t i = 0; i < operands.size(); ++i) {
     for (size_t d = 0; d < spec->inputs[i].size(); ++d) {
