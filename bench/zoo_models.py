@@ -266,12 +266,98 @@ HOLDOUT_MODELS = [
           HIDDEN, 128, notes="disentangled attention"),
 ]
 
+# The breadth set: more architectures no pass was tuned on, small configurations, for the CPU
+# check only (`zoo_bench.py --cpu --models breadth`: a b1 float32 CPU plan against PyTorch FP32;
+# docs/benchmarks.md, eleventh session). Not benchmarked on the GPU, not part of the acceptance
+# zoo. It found ALBERT's shared weights copied per layer and Einsum without a shape rule.
+def _transformers(model_class, config_class, module=None, **config):
+    def make():
+        import importlib
+        mod = importlib.import_module(module or "transformers")
+        cfg = getattr(importlib.import_module("transformers"), config_class)(**config)
+        return getattr(mod, model_class)(cfg)
+    return make
+
+
+def _text(vocab):
+    return (Input("input_ids", (128,), "int64", vocab), Input("attention_mask", (128,), "int64"))
+
+
+def _breadth_text(name, model_class, config_class, vocab, module=None, call=None, **config):
+    inputs = _text(vocab)
+    make = _hf(_transformers(model_class, config_class, module, vocab_size=vocab, **config),
+               inputs, HIDDEN, **(call or {}))
+    return Model(name, "transformers", make, inputs, HIDDEN, 128)
+
+
+def _breadth_image(name, size=224, source="timm", cnn=False):
+    make = _torchvision(name) if source == "torchvision" else _timm(name)
+    return Model(name, source, make, (Input("input", (3, size, size)),), ("logits",), 128, cnn=cnn)
+
+
+_SMALL = dict(hidden_size=256, num_hidden_layers=2, num_attention_heads=4, intermediate_size=1024)
+BREADTH_MODELS = [
+    _breadth_text("roberta", "RobertaModel", "RobertaConfig", 50265, **_SMALL),
+    _breadth_text("albert", "AlbertModel", "AlbertConfig", 30000, embedding_size=128, **_SMALL),
+    _breadth_text("electra", "ElectraModel", "ElectraConfig", 30522, **_SMALL),
+    _breadth_text("mpnet", "MPNetModel", "MPNetConfig", 30527, **_SMALL),
+    _breadth_text("convbert", "ConvBertModel", "ConvBertConfig", 30522, **_SMALL),
+    _breadth_text("mobilebert", "MobileBertModel", "MobileBertConfig", 30522, num_hidden_layers=4),
+    _breadth_text("squeezebert", "SqueezeBertModel", "SqueezeBertConfig", 30528,
+                  num_hidden_layers=2),
+    _breadth_text("funnel", "FunnelBaseModel", "FunnelConfig", 30522, block_sizes=[1, 1, 1],
+                  d_model=256, n_head=4, d_inner=1024),
+    _breadth_text("xlnet", "XLNetModel", "XLNetConfig", 32000, call={"use_mems": False},
+                  d_model=256, n_layer=2, n_head=4, d_inner=1024),
+    _breadth_text("bigbird", "BigBirdModel", "BigBirdConfig", 50358,
+                  attention_type="original_full", **_SMALL),
+    _breadth_text("esm", "EsmModel", "EsmConfig", 33, pad_token_id=1,
+                  position_embedding_type="rotary", **_SMALL),
+    _breadth_text("qwen2", "Qwen2Model", "Qwen2Config", 32000, call={"use_cache": False},
+                  num_key_value_heads=2, **_SMALL),
+    _breadth_text("opt", "OPTModel", "OPTConfig", 50272, call={"use_cache": False},
+                  hidden_size=256, num_hidden_layers=2, ffn_dim=1024, num_attention_heads=4,
+                  word_embed_proj_dim=256),
+    _breadth_text("bloom", "BloomModel", "BloomConfig", 32000, call={"use_cache": False},
+                  hidden_size=256, n_layer=2, n_head=4),
+    _breadth_text("gpt_neo", "GPTNeoModel", "GPTNeoConfig", 50257, call={"use_cache": False},
+                  hidden_size=256, num_layers=2, num_heads=4,
+                  attention_types=[[["global", "local"], 1]], window_size=64),
+    _breadth_text("bart_encoder", "BartEncoder", "BartConfig", 50265,
+                  module="transformers.models.bart.modeling_bart", d_model=256, encoder_layers=2,
+                  encoder_attention_heads=4, encoder_ffn_dim=1024),
+    _breadth_image("inception_v3", 299, "torchvision", cnn=True),
+    _breadth_image("squeezenet1_1", source="torchvision", cnn=True),
+    _breadth_image("poolformer_s12"),
+    _breadth_image("efficientformer_l1"),
+    _breadth_image("regnetx_016", cnn=True),
+    _breadth_image("nfnet_l0"),
+    _breadth_image("cait_xxs24_224"),
+    _breadth_image("repvgg_a0", cnn=True),
+    _breadth_image("ghostnet_100", cnn=True),
+    _breadth_image("hrnet_w18_small", cnn=True),
+    _breadth_image("crossvit_tiny_240", 240),
+    _breadth_image("fastvit_t8", 256),
+    _breadth_image("mobileone_s0"),
+    _breadth_image("efficientvit_b0"),
+    _breadth_image("repvit_m1"),
+    _breadth_image("tiny_vit_5m_224"),
+    _breadth_image("maxvit_nano_rw_256", 256),
+    _breadth_image("gmlp_s16_224"),
+    _breadth_image("edgenext_xx_small", 256),
+    _breadth_image("davit_tiny"),
+    _breadth_image("pvt_v2_b0"),
+]
+
+
 ENTRIES = [Entry(m, e) for m in MODELS for e in m.exporters]
 HOLDOUT = [Entry(m, e) for m in HOLDOUT_MODELS for e in m.exporters]
-BY_NAME = {e.name: e for e in ENTRIES + HOLDOUT}
+BREADTH = [Entry(m, e) for m in BREADTH_MODELS for e in m.exporters]
+BY_NAME = {e.name: e for e in ENTRIES + HOLDOUT + BREADTH}
 GROUPS = {
     "all": [e.name for e in ENTRIES],
     "holdout": [e.name for e in HOLDOUT],
+    "breadth": [e.name for e in BREADTH],
     "torchscript": [e.name for e in ENTRIES if e.exporter == "torchscript"],
     "dynamo": [e.name for e in ENTRIES if e.exporter == "dynamo"],
     "cnn": [m.name for m in MODELS if m.cnn],
