@@ -94,6 +94,10 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   // Bias and activation into the GEMM (MatMul + bias, Gemm): before the other
   // pointwise fusions, which would otherwise swallow the bias Add and the activation.
   list.push_back(passes::makeFuseMatMulBiasActivation());
+  // Two additive masks on attention scores (MPNet's position bias, then the padding mask) as
+  // one: after the GEMM fusion, whose bias Adds are then no candidates; before the softmax and
+  // attention fusions, which take one mask.
+  list.push_back(passes::makeMergeAdditiveMasks());
   // A softmax of masked_fill scores (Where before it) as one row kernel whose mask replaces
   // the masked scores: before fuse_softmax_scale_mask, which would otherwise see a Where.
   list.push_back(passes::makeFuseMaskedFillSoftmax());
