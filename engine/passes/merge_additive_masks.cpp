@@ -76,9 +76,11 @@ class MergeAdditiveMasks final : public Pass {
   Status apply(Network& network, std::vector<PassApplication>* applied) const override {
     Graph& g = network.graph;
     std::map<std::pair<std::string, std::string>, std::string> sums;  // (A, B) -> A + B
+    // A rewrite renames no value it asks about (the scores and the outer Add's output keep
+    // their shapes): one inference serves every match; the index is rebuilt after each.
+    const Shapes shapes = inferredShapesOrNone(network);
     for (bool changed = true; changed;) {
       changed = false;
-      const Shapes shapes = inferredShapesOrNone(network);
       const GraphIndex index(g);
       for (int at = 0; at < static_cast<int>(g.nodes.size()) && !changed; ++at) {
         MaskPair m;

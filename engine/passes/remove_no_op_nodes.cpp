@@ -40,21 +40,13 @@ bool inferenceDropout(const Node& node, const GraphIndex& index) {
   return allElementsEqual(index.constant(node.inputs[2]), 0.0);
 }
 
-// x op c = x for the neutral constant c (either side for Add and Mul).
-bool neutralOperand(const Node& node, const GraphIndex& index, const Shapes& shapes,
-                    std::string* source) {
-  if (node.inputs.size() != 2) return false;
-  const bool commutes = node.opType == "Add" || node.opType == "Mul";
-  const double neutral = node.opType == "Add" || node.opType == "Sub" ? 0.0 : 1.0;
-  for (int side = 1; side >= (commutes ? 0 : 1); --side) {
-    const std::string& x = node.inputs[1 - side];
-    if (allElementsEqual(index.constant(node.inputs[side]), neutral) &&
-        sameShapeAndType(shapes, x, node.outputs[0])) {
-      *source = x;
-      return true;
-    }
-  }
-  return false;
+// x op c = x for the neutral constant c (rewrite::neutralOperand), x of the output's shape.
+bool neutralOperandOfSameShape(const Node& node, const GraphIndex& index, const Shapes& shapes,
+                               std::string* source) {
+  const std::string x = neutralOperand(node, index);
+  if (x.empty() || !sameShapeAndType(shapes, x, node.outputs[0])) return false;
+  *source = x;
+  return true;
 }
 
 bool identityPermutation(const Node& node, const Shapes& shapes) {
@@ -119,7 +111,7 @@ bool noOpSource(const Node& node, const GraphIndex& index, const Shapes& shapes,
     return sameShapeAndType(shapes, x, y);
   if (op == "Transpose") return node.inputs.size() == 1 && identityPermutation(node, shapes);
   if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div")
-    return neutralOperand(node, index, shapes, source);
+    return neutralOperandOfSameShape(node, index, shapes, source);
   if (op == "Pad") return zeroPads(node, index);
   if (op == "Slice") return unitSteps(node, index) && sameShapeAndType(shapes, x, y);
   if (op == "Resize") return unitResizeScales(node, index) && sameShapeAndType(shapes, x, y);

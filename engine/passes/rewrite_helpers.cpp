@@ -71,6 +71,17 @@ bool constantInts(const Tensor* t, std::vector<int64_t>* out) {
   return true;
 }
 
+std::string neutralOperand(const Node& node, const GraphIndex& index) {
+  if (node.inputs.size() != 2) return "";
+  const std::string& op = node.opType;
+  const bool commutes = op == "Add" || op == "Mul" || op == "And" || op == "Or";
+  if (!commutes && op != "Sub" && op != "Div") return "";
+  const double neutral = op == "Add" || op == "Sub" || op == "Or" ? 0.0 : 1.0;
+  for (int side = 1; side >= (commutes ? 0 : 1); --side)
+    if (allElementsEqual(index.constant(node.inputs[side]), neutral)) return node.inputs[1 - side];
+  return "";
+}
+
 bool broadcastsItsInputs(const Node& node) {
   if (!isDefaultDomain(node) || node.outputs.empty() || node.outputs[0].empty()) return false;
   if (node.opType == "Where") return true;

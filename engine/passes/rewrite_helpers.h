@@ -51,6 +51,12 @@ bool allElementsEqual(const Tensor* t, double value);
 // The elements of an integer constant, or false.
 bool constantInts(const Tensor* t, std::vector<int64_t>* out);
 
+// The input a two-input node passes on unchanged (up to broadcasting) because its other input
+// is a constant whose every element is the op's neutral value: x + 0, x - 0, x * 1, x / 1,
+// x and true, x or false (the constant on either side for Add, Mul, And, Or; second for Sub,
+// Div); "" otherwise. Callers check the domain and the shapes they need.
+std::string neutralOperand(const Node& node, const GraphIndex& index);
+
 // A default-domain node whose output is the numpy (multidirectional) broadcast of its inputs:
 // the op table's broadcast shape forms (arithmetic, comparisons, logic, Max / Min / Sum / Mean)
 // and Where (its own shape rule, the same broadcast). An output element reads, of each
