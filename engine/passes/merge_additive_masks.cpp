@@ -23,18 +23,6 @@ using namespace rewrite;
 
 constexpr const char* kName = "merge_additive_masks";
 
-// `value` is attention scores: written by a MatMul, or by a Mul / Div whose first input a
-// MatMul writes.
-bool scoresValue(const Graph& g, const GraphIndex& index, const std::string& value) {
-  const int p = index.producer(value);
-  if (p < 0) return false;
-  const Node& n = g.nodes[p];
-  if (isOnnxOpType(n, "MatMul")) return true;
-  if (!isOnnxOpType(n, "Mul") && !isOnnxOpType(n, "Div")) return false;
-  const int q = index.producer(n.inputs[0]);
-  return q >= 0 && isOnnxOpType(g.nodes[q], "MatMul");
-}
-
 struct MaskPair {
   int inner = -1, outer = -1;
   std::string scores, first, second;  // S, A, B
@@ -54,7 +42,7 @@ bool matchAt(const Graph& g, const GraphIndex& index, const Shapes& shapes, int 
     const Node& add = g.nodes[inner];
     for (int s = 0; s < 2; ++s) {
       const std::string& scores = add.inputs[s];
-      if (!scoresValue(g, index, scores) || !sameShapeAndType(shapes, scores, add.outputs[0]) ||
+      if (!attentionScores(g, index, scores) || !sameShapeAndType(shapes, scores, add.outputs[0]) ||
           !sameShapeAndType(shapes, scores, outer.outputs[0]))
         continue;
       *m = {inner, at, scores, add.inputs[1 - s], outer.inputs[1 - side]};

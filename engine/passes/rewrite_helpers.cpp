@@ -71,6 +71,16 @@ bool constantInts(const Tensor* t, std::vector<int64_t>* out) {
   return true;
 }
 
+bool attentionScores(const Graph& g, const GraphIndex& index, const std::string& value) {
+  const int p = index.producer(value);
+  if (p < 0) return false;
+  const Node& n = g.nodes[p];
+  if (isOnnxOpType(n, "MatMul")) return true;
+  if (!isOnnxOpType(n, "Mul") && !isOnnxOpType(n, "Div")) return false;
+  const int q = index.producer(n.inputs[0]);
+  return q >= 0 && isOnnxOpType(g.nodes[q], "MatMul");
+}
+
 std::string neutralOperand(const Node& node, const GraphIndex& index) {
   if (node.inputs.size() != 2) return "";
   const std::string& op = node.opType;

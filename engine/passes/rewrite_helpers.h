@@ -57,6 +57,10 @@ bool constantInts(const Tensor* t, std::vector<int64_t>* out);
 // Div); "" otherwise. Callers check the domain and the shapes they need.
 std::string neutralOperand(const Node& node, const GraphIndex& index);
 
+// `value` is attention scores: written by a MatMul, or by a Mul / Div whose first input a
+// MatMul writes (Q K^T, scaled or not). For the mask passes that must not take a bias Add.
+bool attentionScores(const Graph& g, const GraphIndex& index, const std::string& value);
+
 // A default-domain node whose output is the numpy (multidirectional) broadcast of its inputs:
 // the op table's broadcast shape forms (arithmetic, comparisons, logic, Max / Min / Sum / Mean)
 // and Where (its own shape rule, the same broadcast). An output element reads, of each

@@ -14,6 +14,29 @@ std::vector<NamedTensor> runOnReference(const Network& network,
   return out;
 }
 
+std::map<std::string, Tensor> randomFloatInputs(const Network& network) {
+  std::map<std::string, Tensor> feeds;
+  uint64_t seed = 1;
+  for (const ValueInfo& in : network.graph.inputs) {
+    Shape s;
+    for (const DimExpr& d : in.shape) s.push_back(d.constValue());
+    feeds[in.name] = randomTensor(DataType::kFloat32, s, seed++);
+  }
+  return feeds;
+}
+
+std::vector<DimExpr> constantDims(const Shape& shape) {
+  std::vector<DimExpr> dims;
+  for (int64_t v : shape) dims.push_back(DimExpr(v));
+  return dims;
+}
+
+int countOps(const Network& network, const std::string& op) {
+  int n = 0;
+  for (const Node& node : network.graph.nodes) n += node.opType == op;
+  return n;
+}
+
 std::vector<PassApplication> fuseAndCompareOutputs(const std::string& pass,
                                                    const NetworkRunner& run,
                                                    const Network& original, size_t expectedNodes,

@@ -17,6 +17,16 @@ namespace kiln::test {
 std::vector<NamedTensor> runOnReference(const Network& network,
                                         const std::map<std::string, Tensor>& inputs);
 
+// The graph's float32 inputs as seeded random tensors (seeds 1, 2, ... in input order; every
+// dim a constant), for a run on the reference backend.
+std::map<std::string, Tensor> randomFloatInputs(const Network& network);
+
+// Constant dims for a graph input's ValueInfo.
+std::vector<DimExpr> constantDims(const Shape& shape);
+
+// The nodes of op type `op` in the graph.
+int countOps(const Network& network, const std::string& op);
+
 using NetworkRunner = std::function<std::vector<NamedTensor>(const Network&)>;
 
 // Runs the pipeline at level 1 on a copy of `original`, without the passes named in

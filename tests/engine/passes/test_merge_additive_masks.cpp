@@ -14,26 +14,20 @@ namespace {
 constexpr const char* kPass = "merge_additive_masks";
 constexpr int64_t kB = 2, kH = 3, kS = 5, kD = 4;
 
-std::vector<DimExpr> dimsOf(const Shape& s) {
-  std::vector<DimExpr> d;
-  for (int64_t v : s) d.push_back(DimExpr(v));
-  return d;
-}
-
 // Per layer l: scores = MatMul(q_l, Transpose(k_l)) / 2, + position bias, + padding mask, softmax,
 // MatMul with v_l. `maskFirst`: the padding mask is the inner Add.
 Network twoMaskGraph(int layers, bool maskFirst = false, bool extraReader = false) {
   Network net;
   net.opsets[""] = 17;
   Graph& g = net.graph;
-  g.inputs.push_back({"pos", DataType::kFloat32, true, dimsOf({1, kH, kS, kS})});
-  g.inputs.push_back({"pad", DataType::kFloat32, true, dimsOf({kB, 1, 1, kS})});
+  g.inputs.push_back({"pos", DataType::kFloat32, true, constantDims({1, kH, kS, kS})});
+  g.inputs.push_back({"pad", DataType::kFloat32, true, constantDims({kB, 1, 1, kS})});
   g.initializers["two"] = Tensor::scalarFloat(2.f);
   for (int l = 0; l < layers; ++l) {
     const std::string n = std::to_string(l);
-    g.inputs.push_back({"q" + n, DataType::kFloat32, true, dimsOf({kB, kH, kS, kD})});
-    g.inputs.push_back({"k" + n, DataType::kFloat32, true, dimsOf({kB, kH, kS, kD})});
-    g.inputs.push_back({"v" + n, DataType::kFloat32, true, dimsOf({kB, kH, kS, kD})});
+    g.inputs.push_back({"q" + n, DataType::kFloat32, true, constantDims({kB, kH, kS, kD})});
+    g.inputs.push_back({"k" + n, DataType::kFloat32, true, constantDims({kB, kH, kS, kD})});
+    g.inputs.push_back({"v" + n, DataType::kFloat32, true, constantDims({kB, kH, kS, kD})});
     g.nodes.push_back(withInts(makeNode("Transpose", {"k" + n}, {"kt" + n}), "perm", {0, 1, 3, 2}));
     g.nodes.push_back(makeNode("MatMul", {"q" + n, "kt" + n}, {"s" + n}));
     g.nodes.push_back(makeNode("Div", {"s" + n, "two"}, {"scaled" + n}));
@@ -48,20 +42,7 @@ Network twoMaskGraph(int layers, bool maskFirst = false, bool extraReader = fals
 }
 
 std::vector<NamedTensor> run(const Network& net) {
-  std::map<std::string, Tensor> feeds;
-  uint64_t seed = 1;
-  for (const ValueInfo& in : net.graph.inputs) {
-    Shape s;
-    for (const DimExpr& d : in.shape) s.push_back(d.constValue());
-    feeds[in.name] = randomTensor(DataType::kFloat32, s, seed++);
-  }
-  return runOnReference(net, feeds);
-}
-
-int count(const Network& net, const std::string& op) {
-  int n = 0;
-  for (const Node& node : net.graph.nodes) n += node.opType == op;
-  return n;
+  return runOnReference(net, randomFloatInputs(net));
 }
 
 TEST(MergeAdditiveMasks, TwoMasksFuseAsOneSharedByTheLayers) {
@@ -71,9 +52,9 @@ TEST(MergeAdditiveMasks, TwoMasksFuseAsOneSharedByTheLayers) {
     // One Add of the two masks, one FusedAttention per layer.
     auto applied = fuseAndCompareOutputs(kPass, run, twoMaskGraph(2, maskFirst), 3, &fused);
     EXPECT_EQ(applied.size(), 2u);
-    EXPECT_EQ(count(fused, "FusedAttention"), 2);
-    EXPECT_EQ(count(fused, "Add"), 1);
-    EXPECT_EQ(count(fused, "Softmax"), 0);
+    EXPECT_EQ(countOps(fused, "FusedAttention"), 2);
+    EXPECT_EQ(countOps(fused, "Add"), 1);
+    EXPECT_EQ(countOps(fused, "Softmax"), 0);
   }
 }
 
@@ -81,7 +62,7 @@ TEST(MergeAdditiveMasks, SumsOthersReadStay) {
   // The inner sum is also a graph output: the pair stays, the attention unfused.
   Network fused;
   EXPECT_TRUE(fuseAndCompareOutputs(kPass, run, twoMaskGraph(1, false, true), 6, &fused).empty());
-  EXPECT_EQ(count(fused, "FusedAttention"), 0);
+  EXPECT_EQ(countOps(fused, "FusedAttention"), 0);
 }
 
 }  // namespace
