@@ -266,10 +266,13 @@ HOLDOUT_MODELS = [
           HIDDEN, 128, notes="disentangled attention"),
 ]
 
-# The breadth set: more architectures no pass was tuned on, small configurations, for the CPU
-# check only (`zoo_bench.py --cpu --models breadth`: a b1 float32 CPU plan against PyTorch FP32;
-# docs/benchmarks.md, eleventh session). Not benchmarked on the GPU, not part of the acceptance
-# zoo. It found ALBERT's shared weights copied per layer and Einsum without a shape rule.
+# The breadth set: more architectures no pass was tuned on, for the CPU check (`zoo_bench.py
+# --cpu --models breadth`: a b1 float32 CPU plan against PyTorch FP32; docs/benchmarks.md,
+# eleventh session; it found ALBERT's shared weights copied per layer and Einsum without a shape
+# rule). The text entries are small configurations; the image entries are timm's and
+# torchvision's own, at batch 128 on the GPU (group "breadth_images", twelfth session; cnn=True
+# for the convolutional ones, whose eager baseline then runs channels-last). Not part of the
+# acceptance zoo.
 def _transformers(model_class, config_class, module=None, **config):
     def make():
         import importlib
@@ -328,19 +331,19 @@ BREADTH_MODELS = [
                   encoder_attention_heads=4, encoder_ffn_dim=1024),
     _breadth_image("inception_v3", 299, "torchvision", cnn=True),
     _breadth_image("squeezenet1_1", source="torchvision", cnn=True),
-    _breadth_image("poolformer_s12"),
-    _breadth_image("efficientformer_l1"),
+    _breadth_image("poolformer_s12", cnn=True),
+    _breadth_image("efficientformer_l1", cnn=True),
     _breadth_image("regnetx_016", cnn=True),
-    _breadth_image("nfnet_l0"),
+    _breadth_image("nfnet_l0", cnn=True),
     _breadth_image("cait_xxs24_224"),
     _breadth_image("repvgg_a0", cnn=True),
     _breadth_image("ghostnet_100", cnn=True),
     _breadth_image("hrnet_w18_small", cnn=True),
     _breadth_image("crossvit_tiny_240", 240),
-    _breadth_image("fastvit_t8", 256),
-    _breadth_image("mobileone_s0"),
-    _breadth_image("efficientvit_b0"),
-    _breadth_image("repvit_m1"),
+    _breadth_image("fastvit_t8", 256, cnn=True),
+    _breadth_image("mobileone_s0", cnn=True),
+    _breadth_image("efficientvit_b0", cnn=True),
+    _breadth_image("repvit_m1", cnn=True),
     _breadth_image("tiny_vit_5m_224"),
     _breadth_image("maxvit_nano_rw_256", 256),
     _breadth_image("gmlp_s16_224"),
@@ -358,6 +361,7 @@ GROUPS = {
     "all": [e.name for e in ENTRIES],
     "holdout": [e.name for e in HOLDOUT],
     "breadth": [e.name for e in BREADTH],
+    "breadth_images": [e.name for e in BREADTH if e.model.inputs[0].name == "input"],
     "torchscript": [e.name for e in ENTRIES if e.exporter == "torchscript"],
     "dynamo": [e.name for e in ENTRIES if e.exporter == "dynamo"],
     "cnn": [m.name for m in MODELS if m.cnn],

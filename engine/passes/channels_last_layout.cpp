@@ -35,13 +35,15 @@
 // Slice of a region value with constant axes follows the same way (its axes permuted),
 // so ShuffleNet's channel split does not pay a reformat per branch, and so does a channel
 // shuffle (Reshape, Transpose (0, 2, 1, 3, 4), Reshape) as the same shuffle of the innermost
-// axis. A Resize of H and W (constant scales or sizes, N and C kept) runs on NHWC storage with
-// its scales, sizes or axes permuted when its readers are region layers (a convolution or
-// pooling, or a Concat of region values, channels-first views of channels-last data and
-// other such Resizes) and its input is a region value, such a view (Transpose (0, 3, 1, 2),
-// or tokens turned into an image: fold_view_chains makes the reformat a Reshape), or no
-// larger than its output: SegFormer's decoder upsamples four token maps and concatenates them for a
-// 1x1 convolution, all channels-last then.
+// axis; so does a normalization over each whole sample (Reshape to [N, 1, C * H * W],
+// InstanceNormalization with a scalar scale and bias, Reshape back: GroupNorm(1, C) as torch
+// exports it, PoolFormer's), whose statistics do not depend on where C sits. A Resize of H and W
+// (constant scales or sizes, N and C kept) runs on NHWC storage with its scales, sizes or axes
+// permuted when its readers are region layers (a convolution or pooling, or a Concat of region
+// values, channels-first views of channels-last data and other such Resizes) and its input is a
+// region value, such a view (Transpose (0, 3, 1, 2), or tokens turned into an image:
+// fold_view_chains makes the reformat a Reshape), or no larger than its output: SegFormer's decoder
+// upsamples four token maps and concatenates them for a 1x1 convolution, all channels-last then.
 // Runs only when the builder asks for it (the backend prefers
 // channels-last for the engine's precision) and after the fusions, which match channels-first
 // patterns.
@@ -276,6 +278,51 @@ Shuffle shuffleFollowsRegion(const Graph& g, const GraphIndex& index, int at,
   return {{at, t, r2}, s[1].constValue(), s[2].constValue(), (*x)[1].constValue()};
 }
 
+// A normalization over each whole sample of a region value: Reshape [N, C, H, W] ->
+// [N, 1, C * H * W], InstanceNormalization with a one-element scale and bias, Reshape back
+// to [N, C, H, W] (torch's export of GroupNorm(1, C), PoolFormer's norm), each value read by
+// the next node alone. The statistics and the scalar affine do not depend on where C sits,
+// so on NHWC storage it is the same three nodes with the last Reshape to [N, H, W, C].
+// Returns the three nodes' indices and that target ({0, H, W, C}: 0 copies N), or none.
+struct WholeSampleNorm {
+  std::vector<int> nodes;  // the Reshape, the InstanceNormalization, the Reshape back
+  std::vector<int64_t> nhwcShape;
+};
+
+WholeSampleNorm wholeSampleNormFollowsRegion(const Graph& g, const GraphIndex& index, int at,
+                                             const std::vector<bool>& chosen,
+                                             const InferredShapes& shapes) {
+  const Node& r1 = g.nodes[at];
+  if (!isPlainReshape(r1)) return {};
+  const int producer = index.producer(r1.inputs[0]);
+  const SymbolicShape* x = shapeOf(shapes, r1.inputs[0]);
+  const SymbolicShape* flat = shapeOf(shapes, r1.outputs[0]);
+  if (producer < 0 || !chosen[producer] || !x || !flat || x->size() != 4 || flat->size() != 3)
+    return {};
+  for (int d = 1; d < 4; ++d)
+    if (!(*x)[d].isConst()) return {};
+  const int64_t c = (*x)[1].constValue(), h = (*x)[2].constValue(), w = (*x)[3].constValue();
+  const SymbolicShape& f = *flat;
+  if (!(f[0] == (*x)[0]) || !f[1].isConst() || f[1].constValue() != 1 || !f[2].isConst() ||
+      f[2].constValue() != c * h * w)
+    return {};
+  const int norm = index.soleReader(r1.outputs[0]);
+  if (norm < 0) return {};
+  const Node& n = g.nodes[norm];
+  if (!isDefaultDomain(n) || n.opType != "InstanceNormalization" || n.inputs.size() != 3 ||
+      n.outputs.size() != 1 || n.inputs[0] != r1.outputs[0])
+    return {};
+  for (size_t slot : {size_t{1}, size_t{2}}) {
+    const Tensor* t = index.constant(n.inputs[slot]);  // an initializer or a Constant node's
+    if (!t || t->numel() != 1) return {};
+  }
+  const int r2 = index.soleReader(n.outputs[0]);
+  if (r2 < 0 || !isPlainReshape(g.nodes[r2]) || g.nodes[r2].inputs[0] != n.outputs[0]) return {};
+  const SymbolicShape* y = shapeOf(shapes, g.nodes[r2].outputs[0]);
+  if (!y || !(*y == *x)) return {};
+  return {{at, norm, r2}, {0, h, w, c}};
+}
+
 // A Resize that keeps N and C and has an NHWC form (see the file comment): the inputs it
 // replaces (slot, NHWC tensor) and its NHWC `axes` attribute (empty: none).
 struct ResizeNhwc {
@@ -454,6 +501,7 @@ class ChannelsLastLayout final : public Pass {
     std::vector<std::vector<int64_t>> sliceAxes(g.nodes.size());  // a following Slice's
     // A following channel shuffle's nodes: each one's NHWC shape input (Reshapes) or perm.
     std::map<int, std::vector<int64_t>> shuffleShapes, shufflePerms;
+    std::set<int> decidedWithReshape;   // a whole-sample norm's nodes after its first Reshape
     std::map<int, ResizeNhwc> resizes;  // the Resizes going NHWC
     bool any = false;
     const GraphIndex index(g);
@@ -506,8 +554,21 @@ class ChannelsLastLayout final : public Pass {
     // In order, so a layout-free op sees whether its input's producer went NHWC.
     for (size_t i = 0; i < g.nodes.size(); ++i) {
       const Node& node = g.nodes[i];
-      if (shuffleShapes.count(static_cast<int>(i)) || shufflePerms.count(static_cast<int>(i))) {
-        any = true;  // decided with the shuffle's first Reshape
+      if (shuffleShapes.count(static_cast<int>(i)) || shufflePerms.count(static_cast<int>(i)) ||
+          decidedWithReshape.count(static_cast<int>(i))) {
+        any = true;  // decided with the shuffle's (or the norm's) first Reshape
+        continue;
+      }
+      const WholeSampleNorm norm =
+          wholeSampleNormFollowsRegion(g, index, static_cast<int>(i), chosen, shapes);
+      if (!norm.nodes.empty()) {
+        decidedWithReshape.insert(norm.nodes[1]);
+        shuffleShapes[norm.nodes[2]] = norm.nhwcShape;
+        for (int n : norm.nodes) {
+          chosen[n] = layoutFree[n] = follower[n] = true;
+          follows[n] = {{0}, {}};
+        }
+        any = true;
         continue;
       }
       const Shuffle shuffle = shuffleFollowsRegion(g, index, static_cast<int>(i), chosen, shapes);

@@ -448,6 +448,34 @@ TEST(CudaInstanceNorm, RowsOfEveryGeometry) {
   }
 }
 
+// Few long rows take the split path (each chunk's moments, then an apply that combines them):
+// a whole sample as one instance (PoolFormer's GroupNorm(1) exports [B, 1, C * H * W]; 16-byte
+// packs), channels of 22,500 elements (no 16-bit pack multiple: the scalar path in 16 bits),
+// and values offset from zero (the chunks' means differ from the row's).
+TEST(CudaInstanceNorm, FewLongRowsSplitIntoChunks) {
+  KILN_REQUIRE_GPU();
+  for (const Shape& shape : {Shape{2, 1, 50176}, Shape{1, 3, 150, 150}, Shape{3, 2, 40000}}) {
+    SCOPED_TRACE(shapeToString(shape));
+    GpuOpTest("InstanceNormalization", 6)
+        .input(randomFloats(shape, 99, 1.0, 4.0))
+        .constant(randomFloats({shape[1]}, 97, 0.5, 1.5))
+        .constant(randomFloats({shape[1]}, 98))
+        .check();
+  }
+}
+
+// Per-channel parameters changing inside a chunk of the split path (3 channels of 10,000
+// elements a group).
+TEST(CudaGroupNorm, FewLongRowsPerChannelParameters) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("GroupNormalization", 21)
+      .attr("num_groups", int64_t{2})
+      .input(randomFloats({2, 6, 100, 100}, 109, -1.0, 3.0))
+      .constant(randomFloats({6}, 107, 0.5, 1.5))
+      .constant(randomFloats({6}, 108))
+      .check();
+}
+
 TEST(CudaGroupNorm, Opset18PerGroupAndPerChannel) {
   KILN_REQUIRE_GPU();
   GpuOpTest("GroupNormalization", 18)

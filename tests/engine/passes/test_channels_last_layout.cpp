@@ -256,6 +256,58 @@ TEST(ChannelsLastLayout, ChannelSplitAndShuffleStayInTheRegion) {
   }
 }
 
+// PoolFormer's block: GroupNorm(1, C) as torch exports it (Reshape to [N, 1, C * H * W],
+// InstanceNormalization with a scalar scale and bias, Reshape back (to a Shape of the input, as
+// torch writes it), then the per-channel
+// affine), the pooling token mixer (pool(x) - x) and the residual, between two convolutions.
+// The norm follows the region on NHWC storage (its last Reshape to [N, H, W, C]): only x's
+// and y's reformats are left, and the outputs are the channels-first graph's.
+TEST(ChannelsLastLayout, WholeSampleNormStaysInTheRegion) {
+  Network net;
+  net.opsets[""] = 17;
+  Graph& g = net.graph;
+  g.inputs = {{"x", DataType::kFloat32, true, {DimExpr(2), DimExpr(8), DimExpr(5), DimExpr(5)}}};
+  g.initializers["w0"] = randomTensor(DataType::kFloat32, {8, 8, 1, 1}, 1);
+  g.initializers["w2"] = randomTensor(DataType::kFloat32, {8, 8, 1, 1}, 2);
+  g.initializers["flat"] = Tensor::int64Vector({2, 1, -1});
+  // The scale as a Constant node (torch's export), the bias as an initializer.
+  Node scale = makeNode("Constant", {}, {"one_scale"});
+  Attribute value;
+  value.kind = Attribute::Kind::kTensor;
+  value.t = randomTensor(DataType::kFloat32, {1}, 3, 0.5, 1.5);
+  scale.attributes["value"] = value;
+  g.nodes.push_back(scale);
+  g.initializers["one_bias"] = randomTensor(DataType::kFloat32, {1}, 4);
+  g.initializers["gamma"] = randomTensor(DataType::kFloat32, {8, 1, 1}, 5, 0.5, 1.5);
+  g.initializers["beta"] = randomTensor(DataType::kFloat32, {8, 1, 1}, 6);
+  g.nodes.push_back(makeNode("Conv", {"x", "w0"}, {"c0"}));
+  g.nodes.push_back(makeNode("Reshape", {"c0", "flat"}, {"f"}));
+  g.nodes.push_back(makeNode("InstanceNormalization", {"f", "one_scale", "one_bias"}, {"in"}));
+  g.nodes.push_back(makeNode("Shape", {"c0"}, {"image"}));
+  g.nodes.push_back(makeNode("Reshape", {"in", "image"}, {"n0"}));
+  g.nodes.push_back(makeNode("Mul", {"n0", "gamma"}, {"n1"}));
+  g.nodes.push_back(makeNode("Add", {"n1", "beta"}, {"n"}));
+  Node pool = withInts(makeNode("AveragePool", {"n"}, {"p"}), "kernel_shape", {3, 3});
+  pool.attributes["count_include_pad"].i = 0;
+  g.nodes.push_back(withInts(pool, "pads", {1, 1, 1, 1}));
+  g.nodes.push_back(makeNode("Sub", {"p", "n"}, {"mixed"}));
+  g.nodes.push_back(makeNode("Add", {"mixed", "c0"}, {"r"}));
+  g.nodes.push_back(makeNode("Conv", {"r", "w2"}, {"y"}));
+  g.outputs = {{"y", DataType::kFloat32, false, {}}};
+  Network nhwc = net;
+  std::vector<PassApplication> applied;
+  ASSERT_TRUE(runPasses(nhwc, 2, {}, &applied, /*channelsLast=*/true).isOk());
+  EXPECT_EQ(count(nhwc, "Transpose"), 2);
+  EXPECT_EQ(count(nhwc, "InstanceNormalization"), 1);
+  const auto run = [](const Network& n) {
+    return runOnReference(n, {{"x", randomTensor(DataType::kFloat32, {2, 8, 5, 5}, 7, -1, 3)}});
+  };
+  const auto expected = run(net);
+  const auto actual = run(nhwc);
+  ASSERT_EQ(actual.size(), 1u);
+  expectTensorNear(actual[0].tensor, expected[0].tensor, 1e-5, 1e-5);
+}
+
 // SegFormer's decoder: two token maps ([2, 16, 8] of a 4x4 image, [2, 4, 8] of a 2x2 one),
 // each projected (MatMul), viewed as an image (Transpose (0, 2, 1), Reshape) and resized
 // bilinearly to 4x4 (by sizes, and by scales), and a third 4x4 map viewed alone (its

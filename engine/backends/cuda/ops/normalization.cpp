@@ -106,6 +106,9 @@ Status runGroupNorm(GpuKernelContext& ctx, const NcsShape& sh, int64_t groups,
   launch.scale = ctx.input(1).data;
   launch.bias = ctx.input(2).data;
   launch.type = x.type;
+  if (const size_t bytes = groupNormWorkspaceBytes(args, x.type); bytes > 0) {
+    KILN_ASSIGN_OR_RETURN(launch.workspace, ctx.workspace(bytes));
+  }
   return launchGroupNorm(launch, ctx.stream());
 }
 

@@ -58,6 +58,154 @@ __global__ void __launch_bounds__(kMaxRowBlock)
   }
 }
 
+// The split path (normalization_impl.h): a chunk's element count, mean and sum of squared
+// deviations from that mean.
+template <class C>
+struct ChunkMoments {
+  C count, mean, m2;
+};
+
+// a and b as one set's moments (Chan, Golub and LeVeque's pairwise update).
+template <class C>
+__device__ __forceinline__ ChunkMoments<C> combine(const ChunkMoments<C>& a,
+                                                   const ChunkMoments<C>& b) {
+  const C n = a.count + b.count;
+  if (n == C(0)) return a;
+  const C delta = b.mean - a.mean, wb = b.count / n;
+  return {n, a.mean + delta * wb, a.m2 + b.m2 + delta * delta * a.count * wb};
+}
+
+// Element k's pack of V (16 bytes) or, when !packed, one element, as compute values. With
+// `packed` the row starts 16-byte aligned and k is a multiple of V.
+template <class T, int V, class C = Compute<T>>
+__device__ __forceinline__ void loadPackAs(const T* x, int64_t k, C* v) {
+  uint4 raw = *reinterpret_cast<const uint4*>(x + k);
+  const T* t = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+  for (int j = 0; j < V; ++j) v[j] = loadAs<C>(t, j);
+}
+
+// The chunk [begin, end) of the row `row` for pass 1 and 2 of the split path: chunks of
+// `chunk` elements (a multiple of 16).
+struct ChunkSpan {
+  int64_t begin, end;
+};
+__device__ __forceinline__ ChunkSpan chunkSpan(const GroupNormArgs& a, int64_t chunk) {
+  const int64_t begin = blockIdx.x * chunk;
+  return {begin, begin + chunk < a.rowLength ? begin + chunk : a.rowLength};
+}
+
+// This thread's share of the sum of f(v) over the chunk's elements v (16-byte packs when
+// `packed`).
+template <class T, class F, class C = Compute<T>>
+__device__ __forceinline__ C chunkShare(const T* xr, const ChunkSpan& span, bool packed, F f) {
+  constexpr int V = 16 / sizeof(T);
+  C total = C(0);
+  if (packed) {
+    for (int64_t k = span.begin + threadIdx.x * V; k < span.end; k += blockDim.x * V) {
+      C v[V];
+      loadPackAs<T, V>(xr, k, v);
+#pragma unroll
+      for (int j = 0; j < V; ++j) total += f(v[j]);
+    }
+  } else {
+    for (int64_t k = span.begin + threadIdx.x; k < span.end; k += blockDim.x)
+      total += f(loadAs<C>(xr, k));
+  }
+  return total;
+}
+
+// Pass 1: block (c, r) writes the moments of chunk c of row r to moments[r * chunks + c],
+// two-pass over the chunk (the second read hits the cache). `packed`: 16-byte packs.
+template <class T>
+__global__ void __launch_bounds__(kBlockSize)
+    groupNormChunkMoments(const T* x, GroupNormArgs a, int64_t chunk, bool packed,
+                          ChunkMoments<Compute<T>>* moments) {
+  using C = Compute<T>;
+  __shared__ C partial[32];
+  const T* xr = x + blockIdx.y * a.rowLength;
+  const ChunkSpan span = chunkSpan(a, chunk);
+  const C count = C(span.end - span.begin);
+  const C sum = chunkShare(xr, span, packed, [](C v) { return v; });
+  const C mean = groupSum(sum, false, partial) / count;
+  const C squares = chunkShare(xr, span, packed, [mean](C v) {
+    const C d = v - mean;
+    return d * d;
+  });
+  const C m2 = groupSum(squares, false, partial);
+  if (threadIdx.x == 0) moments[blockIdx.y * gridDim.x + blockIdx.x] = {count, mean, m2};
+}
+
+// Pass 2: block (c, r) combines row r's chunk moments (each lane of warp 0 a strided share,
+// then across the warp), then normalizes chunk c. With `packed` a pack never crosses a
+// channel (spatial is a multiple of V), so it takes one parameter.
+template <class T>
+__global__ void __launch_bounds__(kBlockSize)
+    groupNormChunkApply(const T* x, T* y, const T* scale, const T* bias, GroupNormArgs a,
+                        int64_t chunk, bool packed, const ChunkMoments<Compute<T>>* moments) {
+  using C = Compute<T>;
+  constexpr int V = 16 / sizeof(T);
+  __shared__ C stats[2];
+  const int64_t row = blockIdx.y;
+  if (threadIdx.x < 32) {
+    const ChunkMoments<C>* m = moments + row * gridDim.x;
+    ChunkMoments<C> acc{C(0), C(0), C(0)};
+    for (unsigned c = threadIdx.x; c < gridDim.x; c += 32) acc = combine(acc, m[c]);
+#pragma unroll
+    for (int mask = 16; mask >= 1; mask >>= 1) {
+      const ChunkMoments<C> other{__shfl_xor_sync(kFullMask, acc.count, mask),
+                                  __shfl_xor_sync(kFullMask, acc.mean, mask),
+                                  __shfl_xor_sync(kFullMask, acc.m2, mask)};
+      acc = combine(acc, other);
+    }
+    if (threadIdx.x == 0) {
+      stats[0] = acc.mean;
+      stats[1] = C(1) / mathSqrt(acc.m2 / C(a.rowLength) + C(a.epsilon));
+    }
+  }
+  __syncthreads();
+  const C mean = stats[0], invStd = stats[1];
+  const int64_t group = row % a.groups;
+  auto param = [&](int64_t k) {
+    return a.perGroupParams ? group : group * a.perGroup + k / a.spatial;
+  };
+  const T* xr = x + row * a.rowLength;
+  T* yr = y + row * a.rowLength;
+  const ChunkSpan span = chunkSpan(a, chunk);
+  if (packed) {
+    for (int64_t k = span.begin + threadIdx.x * V; k < span.end; k += blockDim.x * V) {
+      const int64_t p = param(k);
+      const C s = loadAs<C>(scale, p) * invStd, b = loadAs<C>(bias, p) - mean * s;
+      C v[V];
+      loadPackAs<T, V>(xr, k, v);
+      uint4 raw;
+      T* out = reinterpret_cast<T*>(&raw);
+#pragma unroll
+      for (int j = 0; j < V; ++j) out[j] = storeAs<T>(v[j] * s + b);
+      *reinterpret_cast<uint4*>(yr + k) = raw;
+    }
+  } else {
+    for (int64_t k = span.begin + threadIdx.x; k < span.end; k += blockDim.x) {
+      const int64_t p = param(k);
+      const C s = loadAs<C>(scale, p) * invStd;
+      yr[k] = storeAs<T>(loadAs<C>(xr, k) * s + (loadAs<C>(bias, p) - mean * s));
+    }
+  }
+}
+
+// The split path's chunk length (a multiple of 16 elements) for `args`, or 0 for the
+// one-kernel path: rows of at least two chunks, too few rows to give every SM several blocks.
+constexpr int64_t kSplitChunk = 8192;
+constexpr int64_t kSplitMaxRows = 1024;
+int64_t splitChunk(const GroupNormArgs& a) {
+  if (a.rows >= kSplitMaxRows || a.rowLength < 2 * kSplitChunk) return 0;
+  return kSplitChunk;
+}
+
+int64_t chunksPerRow(const GroupNormArgs& a, int64_t chunk) {
+  return (a.rowLength + chunk - 1) / chunk;
+}
+
 // ---- LayerNormalization --------------------------------------------------------
 
 // Writes a statistic in the output's storage type.
@@ -169,7 +317,35 @@ Status launchBatchNorm(const BatchNormLaunch& l, cudaStream_t stream) {
   });
 }
 
+size_t groupNormWorkspaceBytes(const GroupNormArgs& args, DataType type) {
+  const int64_t chunk = splitChunk(args);
+  if (chunk == 0) return 0;
+  const size_t record =
+      type == DataType::kFloat64 ? sizeof(ChunkMoments<double>) : sizeof(ChunkMoments<float>);
+  return static_cast<size_t>(args.rows * chunksPerRow(args, chunk)) * record;
+}
+
 Status launchGroupNorm(const GroupNormLaunch& l, cudaStream_t stream) {
+  if (const int64_t chunk = splitChunk(l.args); chunk > 0) {
+    if (!l.workspace) return Status(StatusCode::kInternal, "group norm: no split workspace");
+    return dispatchDeviceType<device_types::kFloats>(l.type, [&](auto tag) -> Status {
+      using T = decltype(tag);
+      constexpr int64_t V = 16 / sizeof(T);
+      const GroupNormArgs& a = l.args;
+      // Packs: every row starts 16-byte aligned and no pack crosses a channel.
+      const bool packed = a.rowLength % V == 0 && a.spatial % V == 0;
+      const dim3 grid(static_cast<unsigned>(chunksPerRow(a, chunk)), static_cast<unsigned>(a.rows));
+      auto* moments = static_cast<ChunkMoments<Compute<T>>*>(l.workspace);
+      const T* x = static_cast<const T*>(l.x);
+      groupNormChunkMoments<T><<<grid, kBlockSize, 0, stream>>>(x, a, chunk, packed, moments);
+      KILN_CUDA_CHECK_LAUNCH("groupNormChunkMoments");
+      groupNormChunkApply<T><<<grid, kBlockSize, 0, stream>>>(
+          x, static_cast<T*>(l.y), static_cast<const T*>(l.scale), static_cast<const T*>(l.bias), a,
+          chunk, packed, moments);
+      KILN_CUDA_CHECK_LAUNCH("groupNormChunkApply");
+      return Status::ok();
+    });
+  }
   const RowGeometry geo = rowGeometry(l.args.rows, l.args.rowLength);
   return dispatchDeviceType<device_types::kFloats>(l.type, [&](auto tag) -> Status {
     using T = decltype(tag);

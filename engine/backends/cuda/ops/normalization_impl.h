@@ -38,13 +38,22 @@ struct GroupNormArgs {
   bool perGroupParams = false;
   double epsilon = 1e-5;
 };
+// `workspace`: groupNormWorkspaceBytes(args, type) bytes of device scratch when that is
+// nonzero (the split path below), else unused.
 struct GroupNormLaunch {
   const void* x = nullptr;
   void* y = nullptr;
   const void *scale = nullptr, *bias = nullptr;
+  void* workspace = nullptr;
   DataType type = DataType::kFloat32;
   GroupNormArgs args;
 };
+// Rows too few for a block each to fill the GPU, and long (InstanceNormalization over a
+// whole sample, as PoolFormer's GroupNorm(1) exports: [B, 1, C * H * W]), are split into
+// chunks: one kernel writes each chunk's count, mean and squared deviations, a second combines
+// a row's chunks (Chan et al.'s pairwise update) and normalizes its own chunk. The scratch
+// that needs (one record per chunk), or 0 for the one-kernel path.
+size_t groupNormWorkspaceBytes(const GroupNormArgs& args, DataType type);
 Status launchGroupNorm(const GroupNormLaunch& launch, cudaStream_t stream);
 
 // Where a parameter element sits: `direct` when it is laid out like the elements it scales
