@@ -34,6 +34,7 @@ std::unique_ptr<Pass> makeRemoveNoOpNodes();
 std::unique_ptr<Pass> makeFoldExpandIntoBroadcast();
 std::unique_ptr<Pass> makeSinkBroadcastCopies();
 std::unique_ptr<Pass> makeMaskedFillAsAdditiveMask();
+std::unique_ptr<Pass> makeFoldTransposesAroundLinear();
 std::unique_ptr<Pass> makeMergeAdditiveMasks();
 std::unique_ptr<Pass> makePermuteTiledConstant();
 std::unique_ptr<Pass> makeNarrowGatheredMatMul();

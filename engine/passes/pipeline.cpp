@@ -88,6 +88,11 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   // that is no constant stay Gelu nodes). A chain starts at its input x, so it
   // never takes the bias Add that writes x.
   list.push_back(passes::makeFuseGelu());
+  // A Linear over an inner axis between a Transpose and its inverse (gMLP's gating unit,
+  // MLP-Mixer's token mixing, CaiT's talking heads) as MatMul(W^T, X) in place: after
+  // fuse_gelu (the activation between Mixer's two Linears is one node), before the GEMM
+  // fusion, which would take each MatMul with its bias in the transposed layout.
+  list.push_back(passes::makeFoldTransposesAroundLinear());
   // A GEMM's output reshaped before its activation (GPT-2's Conv1D: addmm on rows,
   // view, GELU): the activation moves above the Reshape, onto the GEMM's output.
   list.push_back(passes::makeSinkReshapeBelowActivation());
