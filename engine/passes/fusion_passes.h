@@ -33,6 +33,7 @@ std::unique_ptr<Pass> makeFusePointwiseChain();
 std::unique_ptr<Pass> makeRemoveNoOpNodes();
 std::unique_ptr<Pass> makeFoldExpandIntoBroadcast();
 std::unique_ptr<Pass> makeSinkBroadcastCopies();
+std::unique_ptr<Pass> makeLiftFlattenedHeadAttention();
 std::unique_ptr<Pass> makeMaskedFillAsAdditiveMask();
 std::unique_ptr<Pass> makeFoldTransposesAroundLinear();
 std::unique_ptr<Pass> makeMergeAdditiveMasks();

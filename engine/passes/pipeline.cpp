@@ -99,13 +99,16 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   // Bias and activation into the GEMM (MatMul + bias, Gemm): before the other
   // pointwise fusions, which would otherwise swallow the bias Add and the activation.
   list.push_back(passes::makeFuseMatMulBiasActivation());
-  // Two additive masks on attention scores (MPNet's position bias, then the padding mask) as
-  // one: after the GEMM fusion, whose bias Adds are then no candidates; before the softmax and
-  // attention fusions, which take one mask.
+  // Attention over [B*H, S, D] with a [B, H, S, Sk] softmax (BLOOM's baddbmm and bmm) in the
+  // [B, H, S, D] form: before the mask passes and the attention fusion, which then take it.
+  list.push_back(passes::makeLiftFlattenedHeadAttention());
   // masked_fill(finfo.min) of attention scores as the additive mask it equals (GPT-Neo's
   // causal where): before merge_additive_masks, which then adds it to the padding mask, and
   // before fuse_masked_fill_softmax, which would take a Where right before the softmax.
   list.push_back(passes::makeMaskedFillAsAdditiveMask());
+  // Two additive masks on attention scores (MPNet's position bias, then the padding mask) as
+  // one: after the GEMM fusion, whose bias Adds are then no candidates; before the softmax and
+  // attention fusions, which take one mask.
   list.push_back(passes::makeMergeAdditiveMasks());
   // A softmax of masked_fill scores (Where before it) as one row kernel whose mask replaces
   // the masked scores: before fuse_softmax_scale_mask, which would otherwise see a Where.
