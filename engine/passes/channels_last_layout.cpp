@@ -283,9 +283,12 @@ Shuffle shuffleFollowsRegion(const Graph& g, const GraphIndex& index, int at,
 // to [N, C, H, W] (torch's export of GroupNorm(1, C), PoolFormer's norm), each value read by
 // the next node alone. The statistics and the scalar affine do not depend on where C sits,
 // so on NHWC storage it is the same three nodes with the last Reshape to [N, H, W, C].
-// Returns the three nodes' indices and that target ({0, H, W, C}: 0 copies N), or none.
+// Returns the three nodes' indices and the two Reshapes' targets ({0, 1, C * H * W} and
+// {0, H, W, C}: 0 copies N), or none.
 struct WholeSampleNorm {
-  std::vector<int> nodes;  // the Reshape, the InstanceNormalization, the Reshape back
+  std::vector<int> nodes;          // the Reshape, the InstanceNormalization, the Reshape back
+  std::vector<int64_t> flatShape;  // the first Reshape's target, spelled out: a 0 copying
+                                   // dim 1 would copy H on NHWC storage, not C
   std::vector<int64_t> nhwcShape;
 };
 
@@ -320,7 +323,7 @@ WholeSampleNorm wholeSampleNormFollowsRegion(const Graph& g, const GraphIndex& i
   if (r2 < 0 || !isPlainReshape(g.nodes[r2]) || g.nodes[r2].inputs[0] != n.outputs[0]) return {};
   const SymbolicShape* y = shapeOf(shapes, g.nodes[r2].outputs[0]);
   if (!y || !(*y == *x)) return {};
-  return {{at, norm, r2}, {0, h, w, c}};
+  return {{at, norm, r2}, {0, 1, c * h * w}, {0, h, w, c}};
 }
 
 // A Resize that keeps N and C and has an NHWC form (see the file comment): the inputs it
@@ -563,6 +566,7 @@ class ChannelsLastLayout final : public Pass {
           wholeSampleNormFollowsRegion(g, index, static_cast<int>(i), chosen, shapes);
       if (!norm.nodes.empty()) {
         decidedWithReshape.insert(norm.nodes[1]);
+        shuffleShapes[norm.nodes[0]] = norm.flatShape;
         shuffleShapes[norm.nodes[2]] = norm.nhwcShape;
         for (int n : norm.nodes) {
           chosen[n] = layoutFree[n] = follower[n] = true;

@@ -11,11 +11,11 @@
 // Linear over the tokens), MLP-Mixer's token mixing (two, a GELU between) and CaiT's talking
 // heads (a Linear over the heads of [B, H, N, N] scores) each paid two Transposes of the
 // whole tensor per Linear (docs/benchmarks.md, twelfth session: gMLP-S16's Transposes 31% of
-// its time). Conditions: static shapes; every value of the chain read by the next node alone;
-// at least one MatMul; not tokens going back into an image through a Reshape, nor an image's
-// channels moved last (below). Runs after
-// fuse_gelu (a GELU is then one node) and before the GEMM fusion, which would otherwise take each
-// MatMul, its bias and activation in the transposed layout.
+// its time). Conditions: static positive shapes, opset >= 5 (Reshape's shape an input); every value
+// of the chain read by the next node alone; at least one MatMul; not tokens going back into an
+// image through a Reshape, nor an image's channels moved last (below). Runs after fuse_gelu (a GELU
+// is then one node) and before the GEMM fusion, which would otherwise take each MatMul, its bias
+// and activation in the transposed layout.
 #include <set>
 #include <string>
 #include <vector>
@@ -81,8 +81,12 @@ bool matchAt(const Graph& g, const GraphIndex& index, const Shapes& shapes, int 
   if (!isOnnxOp(t1, "Transpose", 1)) return false;
   const std::vector<int64_t> perm = t1.attrInts("perm");
   c->axis = movedAxis(perm);
-  if (c->axis < 0 || !staticShape(shapes, t1.inputs[0], &c->x) || c->x.size() != perm.size())
+  if (c->axis < 0 || t1.opset < 5 || !staticShape(shapes, t1.inputs[0], &c->x) ||
+      c->x.size() != perm.size())
     return false;
+  for (int64_t d : c->x)
+    if (d <= 0) return false;  // a 0 in a Reshape's target would copy, not size
+
   if (c->x.size() == 4 && c->axis == 1 && !scoresOrProbabilities(g, index, t1.inputs[0]))
     return false;
   int64_t width = c->x[c->axis];  // the moved axis' size along the chain

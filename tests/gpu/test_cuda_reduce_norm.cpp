@@ -451,10 +451,12 @@ TEST(CudaInstanceNorm, RowsOfEveryGeometry) {
 // Few long rows take the split path (each chunk's moments, then an apply that combines them):
 // a whole sample as one instance (PoolFormer's GroupNorm(1) exports [B, 1, C * H * W]; 16-byte
 // packs), channels of 22,500 elements (no 16-bit pack multiple: the scalar path in 16 bits),
-// and values offset from zero (the chunks' means differ from the row's).
+// values offset from zero (the chunks' means differ from the row's), and 37 chunks in a row
+// (each lane of the combining warp takes more than one).
 TEST(CudaInstanceNorm, FewLongRowsSplitIntoChunks) {
   KILN_REQUIRE_GPU();
-  for (const Shape& shape : {Shape{2, 1, 50176}, Shape{1, 3, 150, 150}, Shape{3, 2, 40000}}) {
+  for (const Shape& shape :
+       {Shape{2, 1, 50176}, Shape{1, 3, 150, 150}, Shape{3, 2, 40000}, Shape{1, 1, 300000}}) {
     SCOPED_TRACE(shapeToString(shape));
     GpuOpTest("InstanceNormalization", 6)
         .input(randomFloats(shape, 99, 1.0, 4.0))

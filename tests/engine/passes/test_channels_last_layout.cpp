@@ -263,49 +263,55 @@ TEST(ChannelsLastLayout, ChannelSplitAndShuffleStayInTheRegion) {
 // The norm follows the region on NHWC storage (its last Reshape to [N, H, W, C]): only x's
 // and y's reformats are left, and the outputs are the channels-first graph's.
 TEST(ChannelsLastLayout, WholeSampleNormStaysInTheRegion) {
-  Network net;
-  net.opsets[""] = 17;
-  Graph& g = net.graph;
-  g.inputs = {{"x", DataType::kFloat32, true, {DimExpr(2), DimExpr(8), DimExpr(5), DimExpr(5)}}};
-  g.initializers["w0"] = randomTensor(DataType::kFloat32, {8, 8, 1, 1}, 1);
-  g.initializers["w2"] = randomTensor(DataType::kFloat32, {8, 8, 1, 1}, 2);
-  g.initializers["flat"] = Tensor::int64Vector({2, 1, -1});
-  // The scale as a Constant node (torch's export), the bias as an initializer.
-  Node scale = makeNode("Constant", {}, {"one_scale"});
-  Attribute value;
-  value.kind = Attribute::Kind::kTensor;
-  value.t = randomTensor(DataType::kFloat32, {1}, 3, 0.5, 1.5);
-  scale.attributes["value"] = value;
-  g.nodes.push_back(scale);
-  g.initializers["one_bias"] = randomTensor(DataType::kFloat32, {1}, 4);
-  g.initializers["gamma"] = randomTensor(DataType::kFloat32, {8, 1, 1}, 5, 0.5, 1.5);
-  g.initializers["beta"] = randomTensor(DataType::kFloat32, {8, 1, 1}, 6);
-  g.nodes.push_back(makeNode("Conv", {"x", "w0"}, {"c0"}));
-  g.nodes.push_back(makeNode("Reshape", {"c0", "flat"}, {"f"}));
-  g.nodes.push_back(makeNode("InstanceNormalization", {"f", "one_scale", "one_bias"}, {"in"}));
-  g.nodes.push_back(makeNode("Shape", {"c0"}, {"image"}));
-  g.nodes.push_back(makeNode("Reshape", {"in", "image"}, {"n0"}));
-  g.nodes.push_back(makeNode("Mul", {"n0", "gamma"}, {"n1"}));
-  g.nodes.push_back(makeNode("Add", {"n1", "beta"}, {"n"}));
-  Node pool = withInts(makeNode("AveragePool", {"n"}, {"p"}), "kernel_shape", {3, 3});
-  pool.attributes["count_include_pad"].i = 0;
-  g.nodes.push_back(withInts(pool, "pads", {1, 1, 1, 1}));
-  g.nodes.push_back(makeNode("Sub", {"p", "n"}, {"mixed"}));
-  g.nodes.push_back(makeNode("Add", {"mixed", "c0"}, {"r"}));
-  g.nodes.push_back(makeNode("Conv", {"r", "w2"}, {"y"}));
-  g.outputs = {{"y", DataType::kFloat32, false, {}}};
-  Network nhwc = net;
-  std::vector<PassApplication> applied;
-  ASSERT_TRUE(runPasses(nhwc, 2, {}, &applied, /*channelsLast=*/true).isOk());
-  EXPECT_EQ(count(nhwc, "Transpose"), 2);
-  EXPECT_EQ(count(nhwc, "InstanceNormalization"), 1);
-  const auto run = [](const Network& n) {
-    return runOnReference(n, {{"x", randomTensor(DataType::kFloat32, {2, 8, 5, 5}, 7, -1, 3)}});
-  };
-  const auto expected = run(net);
-  const auto actual = run(nhwc);
-  ASSERT_EQ(actual.size(), 1u);
-  expectTensorNear(actual[0].tensor, expected[0].tensor, 1e-5, 1e-5);
+  // Eight channels with the flat target spelled out, and one channel with [0, 0, -1] (its 0s
+  // copy N and C = 1; on NHWC storage a 0 in place 1 would copy H: the pass spells it out).
+  for (int64_t c : {8, 1}) {
+    SCOPED_TRACE(std::to_string(c) + " channels");
+    Network net;
+    net.opsets[""] = 17;
+    Graph& g = net.graph;
+    g.inputs = {{"x", DataType::kFloat32, true, {DimExpr(2), DimExpr(c), DimExpr(5), DimExpr(5)}}};
+    g.initializers["w0"] = randomTensor(DataType::kFloat32, {c, c, 1, 1}, 1);
+    g.initializers["w2"] = randomTensor(DataType::kFloat32, {c, c, 1, 1}, 2);
+    g.initializers["flat"] = Tensor::int64Vector(c == 1 ? std::vector<int64_t>{0, 0, -1}
+                                                        : std::vector<int64_t>{2, 1, -1});
+    // The scale as a Constant node (torch's export), the bias as an initializer.
+    Node scale = makeNode("Constant", {}, {"one_scale"});
+    Attribute value;
+    value.kind = Attribute::Kind::kTensor;
+    value.t = randomTensor(DataType::kFloat32, {1}, 3, 0.5, 1.5);
+    scale.attributes["value"] = value;
+    g.nodes.push_back(scale);
+    g.initializers["one_bias"] = randomTensor(DataType::kFloat32, {1}, 4);
+    g.initializers["gamma"] = randomTensor(DataType::kFloat32, {c, 1, 1}, 5, 0.5, 1.5);
+    g.initializers["beta"] = randomTensor(DataType::kFloat32, {c, 1, 1}, 6);
+    g.nodes.push_back(makeNode("Conv", {"x", "w0"}, {"c0"}));
+    g.nodes.push_back(makeNode("Reshape", {"c0", "flat"}, {"f"}));
+    g.nodes.push_back(makeNode("InstanceNormalization", {"f", "one_scale", "one_bias"}, {"in"}));
+    g.nodes.push_back(makeNode("Shape", {"c0"}, {"image"}));
+    g.nodes.push_back(makeNode("Reshape", {"in", "image"}, {"n0"}));
+    g.nodes.push_back(makeNode("Mul", {"n0", "gamma"}, {"n1"}));
+    g.nodes.push_back(makeNode("Add", {"n1", "beta"}, {"n"}));
+    Node pool = withInts(makeNode("AveragePool", {"n"}, {"p"}), "kernel_shape", {3, 3});
+    pool.attributes["count_include_pad"].i = 0;
+    g.nodes.push_back(withInts(pool, "pads", {1, 1, 1, 1}));
+    g.nodes.push_back(makeNode("Sub", {"p", "n"}, {"mixed"}));
+    g.nodes.push_back(makeNode("Add", {"mixed", "c0"}, {"r"}));
+    g.nodes.push_back(makeNode("Conv", {"r", "w2"}, {"y"}));
+    g.outputs = {{"y", DataType::kFloat32, false, {}}};
+    Network nhwc = net;
+    std::vector<PassApplication> applied;
+    ASSERT_TRUE(runPasses(nhwc, 2, {}, &applied, /*channelsLast=*/true).isOk());
+    EXPECT_EQ(count(nhwc, "Transpose"), 2);
+    EXPECT_EQ(count(nhwc, "InstanceNormalization"), 1);
+    const auto run = [c](const Network& n) {
+      return runOnReference(n, {{"x", randomTensor(DataType::kFloat32, {2, c, 5, 5}, 7, -1, 3)}});
+    };
+    const auto expected = run(net);
+    const auto actual = run(nhwc);
+    ASSERT_EQ(actual.size(), 1u);
+    expectTensorNear(actual[0].tensor, expected[0].tensor, 1e-5, 1e-5);
+  }
 }
 
 // SegFormer's decoder: two token maps ([2, 16, 8] of a 4x4 image, [2, 4, 8] of a 2x2 one),

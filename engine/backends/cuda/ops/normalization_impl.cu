@@ -5,6 +5,7 @@
 // squared deviation). Row-wise norms give each normalized row a warp (rows up to
 // kWarpRowLimit elements) or a whole block.
 #include <cuda_bf16.h>
+#include <cstdint>
 #include <cuda_fp16.h>
 
 #include "backends/cuda/ops/normalization_common.cuh"
@@ -69,8 +70,9 @@ struct ChunkMoments {
 template <class C>
 __device__ __forceinline__ ChunkMoments<C> combine(const ChunkMoments<C>& a,
                                                    const ChunkMoments<C>& b) {
+  if (b.count == C(0)) return a;  // an empty side (a lane with no chunk) adds nothing
+  if (a.count == C(0)) return b;
   const C n = a.count + b.count;
-  if (n == C(0)) return a;
   const C delta = b.mean - a.mean, wb = b.count / n;
   return {n, a.mean + delta * wb, a.m2 + b.m2 + delta * delta * a.count * wb};
 }
@@ -332,8 +334,11 @@ Status launchGroupNorm(const GroupNormLaunch& l, cudaStream_t stream) {
       using T = decltype(tag);
       constexpr int64_t V = 16 / sizeof(T);
       const GroupNormArgs& a = l.args;
-      // Packs: every row starts 16-byte aligned and no pack crosses a channel.
-      const bool packed = a.rowLength % V == 0 && a.spatial % V == 0;
+      // Packs: X and Y 16-byte aligned (a caller's binding need not be), every row starts
+      // on a pack, and no pack crosses a channel.
+      const bool packed = a.rowLength % V == 0 && a.spatial % V == 0 &&
+                          reinterpret_cast<uintptr_t>(l.x) % 16 == 0 &&
+                          reinterpret_cast<uintptr_t>(l.y) % 16 == 0;
       const dim3 grid(static_cast<unsigned>(chunksPerRow(a, chunk)), static_cast<unsigned>(a.rows));
       auto* moments = static_cast<ChunkMoments<Compute<T>>*>(l.workspace);
       const T* x = static_cast<const T*>(l.x);
