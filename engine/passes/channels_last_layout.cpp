@@ -616,8 +616,19 @@ class ChannelsLastLayout final : public Pass {
     std::map<std::string, std::string> nhwc;  // value -> its channels-last twin
     std::vector<Node> nodes;
     std::set<std::string> oldFilters;
+    // A Shape read only as the target of a Reshape whose target the region replaces (a
+    // whole-sample norm's Reshape back to Shape(x), dynamic batch) goes: it would otherwise
+    // keep x's channels-first form alive for nothing.
+    std::set<int> deadShapes;
+    for (const auto& [at, target] : shuffleShapes) {
+      const int p = index.producer(g.nodes[at].inputs[1]);
+      if (p >= 0 && isDefaultDomain(g.nodes[p]) && g.nodes[p].opType == "Shape" && !chosen[p] &&
+          index.readers(g.nodes[p].outputs[0]) == std::vector<int>{at})
+        deadShapes.insert(p);
+    }
     for (size_t i = 0; i < g.nodes.size(); ++i) {
       Node node = g.nodes[i];
+      if (deadShapes.count(static_cast<int>(i))) continue;
       if (!chosen[i]) {
         nodes.push_back(std::move(node));
         continue;
@@ -695,6 +706,7 @@ class ChannelsLastLayout final : public Pass {
       // FusedConvMaxPool's X).
       bool channelsFirstReader = false;
       for (int reader : index.readers(y)) {
+        if (deadShapes.count(reader)) continue;
         if (reader < 0 || !chosen[reader]) {
           channelsFirstReader = true;
           continue;

@@ -263,18 +263,27 @@ TEST(ChannelsLastLayout, ChannelSplitAndShuffleStayInTheRegion) {
 // The norm follows the region on NHWC storage (its last Reshape to [N, H, W, C]): only x's
 // and y's reformats are left, and the outputs are the channels-first graph's.
 TEST(ChannelsLastLayout, WholeSampleNormStaysInTheRegion) {
-  // Eight channels with the flat target spelled out, and one channel with [0, 0, -1] (its 0s
-  // copy N and C = 1; on NHWC storage a 0 in place 1 would copy H: the pass spells it out).
-  for (int64_t c : {8, 1}) {
-    SCOPED_TRACE(std::to_string(c) + " channels");
+  // Eight channels with the flat target spelled out; one channel with [0, 0, -1] (its 0s copy
+  // N and C = 1; on NHWC storage a 0 in place 1 would copy H: the pass spells it out); and a
+  // symbolic batch, where Shape(x) stays a node until the region drops it (else it would keep
+  // a reformat of x alive).
+  struct Case {
+    int64_t c;
+    bool symbolicBatch;
+  };
+  for (const Case& k : {Case{8, false}, Case{1, false}, Case{8, true}}) {
+    const int64_t c = k.c;
+    SCOPED_TRACE(std::to_string(c) + " channels" + (k.symbolicBatch ? ", symbolic batch" : ""));
     Network net;
     net.opsets[""] = 17;
     Graph& g = net.graph;
-    g.inputs = {{"x", DataType::kFloat32, true, {DimExpr(2), DimExpr(c), DimExpr(5), DimExpr(5)}}};
+    const DimExpr batch = k.symbolicBatch ? DimExpr::symbol("N") : DimExpr(2);
+    g.inputs = {{"x", DataType::kFloat32, true, {batch, DimExpr(c), DimExpr(5), DimExpr(5)}}};
     g.initializers["w0"] = randomTensor(DataType::kFloat32, {c, c, 1, 1}, 1);
     g.initializers["w2"] = randomTensor(DataType::kFloat32, {c, c, 1, 1}, 2);
-    g.initializers["flat"] = Tensor::int64Vector(c == 1 ? std::vector<int64_t>{0, 0, -1}
-                                                        : std::vector<int64_t>{2, 1, -1});
+    g.initializers["flat"] =
+        Tensor::int64Vector(c == 1 ? std::vector<int64_t>{0, 0, -1}
+                                   : std::vector<int64_t>{k.symbolicBatch ? 0 : 2, 1, -1});
     // The scale as a Constant node (torch's export), the bias as an initializer.
     Node scale = makeNode("Constant", {}, {"one_scale"});
     Attribute value;
