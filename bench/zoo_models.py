@@ -353,15 +353,32 @@ BREADTH_MODELS = [
 ]
 
 
+# The attention forms the twelfth session's passes took (GPT-Neo's causal `where`, BLOOM's
+# heads flattened into the batch with ALiBi, MPNet's two additive masks) and OPT, at their
+# published base sizes, for the GPU (group "breadth_text"; the "breadth" CPU check keeps its
+# small configurations). BLOOM-560m's vocabulary is cut to 32,000 so its export stays under
+# protobuf's 2 GB; the layers are the published model's.
+BREADTH_TEXT_MODELS = [
+    _breadth_text("gpt_neo_125m", "GPTNeoModel", "GPTNeoConfig", 50257, call={"use_cache": False},
+                  hidden_size=768, num_layers=12, num_heads=12,
+                  attention_types=[[["global", "local"], 6]], window_size=256),
+    _breadth_text("bloom_560m", "BloomModel", "BloomConfig", 32000, call={"use_cache": False},
+                  hidden_size=1024, n_layer=24, n_head=16),
+    _breadth_text("mpnet_base", "MPNetModel", "MPNetConfig", 30527),
+    _breadth_text("opt_125m", "OPTModel", "OPTConfig", 50272, call={"use_cache": False}),
+]
+
 ENTRIES = [Entry(m, e) for m in MODELS for e in m.exporters]
 HOLDOUT = [Entry(m, e) for m in HOLDOUT_MODELS for e in m.exporters]
 BREADTH = [Entry(m, e) for m in BREADTH_MODELS for e in m.exporters]
-BY_NAME = {e.name: e for e in ENTRIES + HOLDOUT + BREADTH}
+BREADTH_TEXT = [Entry(m, e) for m in BREADTH_TEXT_MODELS for e in m.exporters]
+BY_NAME = {e.name: e for e in ENTRIES + HOLDOUT + BREADTH + BREADTH_TEXT}
 GROUPS = {
     "all": [e.name for e in ENTRIES],
     "holdout": [e.name for e in HOLDOUT],
     "breadth": [e.name for e in BREADTH],
     "breadth_images": [e.name for e in BREADTH if e.model.inputs[0].name == "input"],
+    "breadth_text": [e.name for e in BREADTH_TEXT],
     "torchscript": [e.name for e in ENTRIES if e.exporter == "torchscript"],
     "dynamo": [e.name for e in ENTRIES if e.exporter == "dynamo"],
     "cnn": [m.name for m in MODELS if m.cnn],
