@@ -293,9 +293,10 @@ def _breadth_text(name, model_class, config_class, vocab, module=None, call=None
     return Model(name, "transformers", make, inputs, HIDDEN, 128)
 
 
-def _breadth_image(name, size=224, source="timm", cnn=False):
+def _breadth_image(name, size=224, source="timm", cnn=False, exporters=("torchscript",)):
     make = _torchvision(name) if source == "torchvision" else _timm(name)
-    return Model(name, source, make, (Input("input", (3, size, size)),), ("logits",), 128, cnn=cnn)
+    return Model(name, source, make, (Input("input", (3, size, size)),), ("logits",), 128, cnn=cnn,
+                 exporters=exporters)
 
 
 _SMALL = dict(hidden_size=256, num_hidden_layers=2, num_attention_heads=4, intermediate_size=1024)
@@ -350,8 +351,9 @@ BREADTH_MODELS = [
     _breadth_image("edgenext_xx_small", 256),
     _breadth_image("davit_tiny"),
     _breadth_image("pvt_v2_b0"),
-    # The twelfth session's sweep (31 more timm models; VOLO left out: torch's TorchScript
-    # exporter refuses its col2im at opset 17, and Kiln has no Col2Im for an opset-18 export).
+    # The twelfth session's sweep (31 more timm models, and VOLO through the dynamo exporter:
+    # the TorchScript exporter refuses its col2im (F.fold) at opset 17; ONNX's Col2Im is opset 18).
+    _breadth_image("volo_d1_224", exporters=("dynamo",)),
     _breadth_image("resmlp_12_224"),
     _breadth_image("xcit_nano_12_p16_224"),
     _breadth_image("coat_lite_tiny"),
