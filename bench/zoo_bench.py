@@ -16,7 +16,7 @@ A model whose export, build or run fails gives an error row; the run goes on.
 Usage: zoo_bench.py --kiln KILN --work DIR --out DIR [--models LIST] [--compile]
                     [--budget S] [--cpu]
   --models: entry names and groups of zoo_models.GROUPS (all, torchscript, dynamo, cnn, vit, transformers,
-            holdout, breadth: the last for --cpu)
+            holdout, breadth (small text configurations: for --cpu), breadth_images, breadth_text)
   --cpu:    no GPU: exports, then Kiln's CPU backend at batch 1 (FP32) against PyTorch
             FP32 on the CPU: checks the export, import and input/output plumbing.
 """

@@ -4,9 +4,9 @@
 //   => [MatMul(W^T, X') -> Add(., b as [N, 1])? -> act?]+ (X' = X, or X viewed as [.., K, R])
 // p moves axis a of X [d0, .., d(r-1)] last and keeps the others' order; W a constant [K, N]
 // (K = d(a)), b a constant of N elements (or one) along the last axis; act a one-input
-// elementwise op. Algebra: with the transposes, output[.., n, ..] = sum_k X[.., k, ..] W[k, n]
-// over axis a, which is W^T X when X is viewed as [d0, .., d(a-1), K, R] (R the product of
-// the dims after a; a Reshape, which moves no bytes, when there are several), the bias a
+// positionwise op (the op table's). Algebra: with the transposes, output[.., n, ..] = sum_k X[..,
+// k, ..] W[k, n] over axis a, which is W^T X when X is viewed as [d0, .., d(a-1), K, R] (R the
+// product of the dims after a; a Reshape, which moves no bytes, when there are several), the bias a
 // column, and an elementwise op the same in either order. gMLP's spatial gating unit (a
 // Linear over the tokens), MLP-Mixer's token mixing (two, a GELU between) and CaiT's talking
 // heads (a Linear over the heads of [B, H, N, N] scores) each paid two Transposes of the
@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/op_table.h"
 #include "passes/fusion_passes.h"
 #include "passes/rewrite_helpers.h"
 
@@ -43,12 +44,13 @@ int movedAxis(const std::vector<int64_t>& perm) {
   return a;
 }
 
+// A one-input op that computes each output element from the input element at the same
+// position alone (the op table's positionwise rows: Relu, Gelu, Erf, Sigmoid, ...): the same
+// in either layout.
 bool isActivation(const Node& n) {
-  static const std::set<std::string> kUnary = {"Relu",        "Sigmoid",   "Tanh",      "Gelu",
-                                               "HardSigmoid", "HardSwish", "LeakyRelu", "Elu",
-                                               "Softplus",    "Erf"};
-  const bool domain = n.domain.empty() || (n.domain == kKilnDomain && n.opType == "Gelu");
-  return domain && kUnary.count(n.opType) && n.inputs.size() == 1 && n.outputs.size() == 1;
+  const ops::OpRow* row = ops::findOp(n.opType);
+  if (!row || !row->positionwise || n.inputs.size() != 1 || n.outputs.size() != 1) return false;
+  return row->domain.empty() ? isDefaultDomain(n) : n.domain == row->domain;
 }
 
 // A 4-D X with axis 1 moved last is an image going NHWC, which a channels-last engine stores
@@ -157,9 +159,11 @@ class FoldTransposesAroundLinear final : public Pass {
   Status apply(Network& network, std::vector<PassApplication>* applied) const override {
     Graph& g = network.graph;
     std::set<std::string> replaced;
+    // A rewrite gives every value it makes a fresh name and keeps the last Transpose's output
+    // (same shape): one inference serves every match; the index is rebuilt after each.
+    const Shapes shapes = inferredShapesOrNone(network);
     for (bool changed = true; changed;) {
       changed = false;
-      const Shapes shapes = inferredShapesOrNone(network);
       const GraphIndex index(g);
       for (int at = 0; at < static_cast<int>(g.nodes.size()) && !changed; ++at) {
         Chain c;

@@ -142,9 +142,11 @@ class LiftFlattenedHeadAttention final : public Pass {
 
   Status apply(Network& network, std::vector<PassApplication>* applied) const override {
     Graph& g = network.graph;
+    // A rewrite gives the values it makes fresh names and keeps C3's (or its view's) name and
+    // shape: one inference serves every match; the index is rebuilt after each.
+    const Shapes shapes = inferredShapesOrNone(network);
     for (bool changed = true; changed;) {
       changed = false;
-      const Shapes shapes = inferredShapesOrNone(network);
       const GraphIndex index(g);
       for (int at = 0; at < static_cast<int>(g.nodes.size()) && !changed; ++at) {
         Lift m;
