@@ -20,7 +20,6 @@
 #include <string>
 #include <vector>
 
-#include "kiln/op_table.h"
 #include "passes/fusion_passes.h"
 #include "passes/rewrite_helpers.h"
 
@@ -44,13 +43,9 @@ int movedAxis(const std::vector<int64_t>& perm) {
   return a;
 }
 
-// A one-input op that computes each output element from the input element at the same
-// position alone (the op table's positionwise rows: Relu, Gelu, Erf, Sigmoid, ...): the same
-// in either layout.
+// A one-input positionwise op (Relu, Gelu, Erf, Sigmoid, ...): the same in either layout.
 bool isActivation(const Node& n) {
-  const ops::OpRow* row = ops::findOp(n.opType);
-  if (!row || !row->positionwise || n.inputs.size() != 1 || n.outputs.size() != 1) return false;
-  return row->domain.empty() ? isDefaultDomain(n) : n.domain == row->domain;
+  return isPositionwise(n) && n.inputs.size() == 1 && n.outputs.size() == 1;
 }
 
 // A 4-D X with axis 1 moved last is an image going NHWC, which a channels-last engine stores

@@ -71,6 +71,12 @@ bool constantInts(const Tensor* t, std::vector<int64_t>* out) {
   return true;
 }
 
+bool isPositionwise(const Node& node) {
+  const ops::OpRow* row = ops::findOp(node.opType);
+  if (!row || !row->positionwise) return false;
+  return row->domain.empty() ? isDefaultDomain(node) : node.domain == row->domain;
+}
+
 bool attentionScores(const Graph& g, const GraphIndex& index, const std::string& value) {
   const int p = index.producer(value);
   if (p < 0) return false;

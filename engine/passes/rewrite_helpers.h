@@ -61,6 +61,10 @@ std::string neutralOperand(const Node& node, const GraphIndex& index);
 // MatMul writes (Q K^T, scaled or not). For the mask passes that must not take a bias Add.
 bool attentionScores(const Graph& g, const GraphIndex& index, const std::string& value);
 
+// `node` computes each output element from its inputs' elements at the same (broadcast)
+// position alone: the op table's positionwise rows, in the row's domain (Relu, Add, Gelu, ...).
+bool isPositionwise(const Node& node);
+
 // A default-domain node whose output is the numpy (multidirectional) broadcast of its inputs:
 // the op table's broadcast shape forms (arithmetic, comparisons, logic, Max / Min / Sum / Mean)
 // and Where (its own shape rule, the same broadcast). An output element reads, of each

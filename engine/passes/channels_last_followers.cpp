@@ -1,0 +1,233 @@
+// The channels-last region's followers (the contract: channels_last_followers.h; the pass:
+// channels_last_layout.cpp).
+#include "passes/channels_last_followers.h"
+
+#include <algorithm>
+
+#include "ir/channels_last.h"
+#include "passes/rewrite_helpers.h"
+
+namespace kiln::passes::channels_last {
+namespace {
+
+bool isPlainReshape(const Node& node) {
+  return isDefaultDomain(node) && node.opType == "Reshape" && node.inputs.size() == 2 &&
+         node.outputs.size() == 1 && node.attrInt("allowzero", 0) == 0;
+}
+
+Tensor permutedVector(const Tensor& t, const int (&perm)[4]) {
+  Tensor out(t.type(), {4});
+  const size_t size = dataTypeSize(t.type());
+  const auto* src = static_cast<const unsigned char*>(t.rawData());
+  auto* dst = static_cast<unsigned char*>(out.rawData());
+  for (int j = 0; j < 4; ++j) std::copy_n(src + perm[j] * size, size, dst + j * size);
+  return out;
+}
+
+int64_t toChannelsLastAxis(int64_t a) {
+  for (int j = 0; j < 4; ++j)
+    if (kToChannelsLast[j] == a) return j;
+  return -1;
+}
+
+}  // namespace
+
+bool isFloat(const Node& node, const InferredShapes& shapes) {
+  const DataType t = typeOf(shapes, node.inputs[0]);
+  return t == DataType::kFloat32 || t == DataType::kFloat16 || t == DataType::kBFloat16;
+}
+
+bool followsRegion(const Node& node, const GraphIndex& index, const std::vector<bool>& chosen,
+                   const InferredShapes& shapes, FollowPlan* plan) {
+  if (!rewrite::isPositionwise(node) || node.outputs.size() != 1 || node.outputs[0].empty() ||
+      node.hasSubgraphs())
+    return false;
+  const SymbolicShape* out = shapeOf(shapes, node.outputs[0]);
+  if (!out || out->size() != 4) return false;
+  bool full = false;
+  *plan = {};
+  for (size_t slot = 0; slot < node.inputs.size(); ++slot) {
+    const std::string& value = node.inputs[slot];
+    if (value.empty()) continue;
+    const SymbolicShape* s = shapeOf(shapes, value);
+    if (!s || s->size() > 4) return false;
+    const int producer = index.producer(value);
+    if (producer >= 0 && chosen[producer] && s->size() == 4) {
+      plan->regionSlots.push_back(slot);
+      full = full || *s == *out;
+      continue;
+    }
+    // Right-aligned to [N, C, H, W]: H and W must be 1 (a broadcast over the plane).
+    for (size_t d = 0; d < s->size(); ++d) {
+      const size_t at = d + 4 - s->size();
+      if (at >= 2 && !((*s)[d].isConst() && (*s)[d].constValue() == 1)) return false;
+      if (at == 1 && !(*s)[d].isConst()) return false;  // C moves: it must be a number
+    }
+    plan->broadcastSlots.push_back(slot);
+  }
+  return full;
+}
+
+bool isChannelsFirstView(const std::string& value, const Graph& g, const GraphIndex& index,
+                         const InferredShapes& shapes) {
+  return !rewrite::channelsLastSourceOf(g, index, shapes, value).empty();
+}
+
+bool concatFollowsRegion(const Node& node, const Graph& g, const GraphIndex& index,
+                         const std::vector<bool>& chosen, const InferredShapes& shapes,
+                         FollowPlan* plan, int64_t* axis) {
+  if (!isDefaultDomain(node) || node.opType != "Concat" || node.outputs.size() != 1 ||
+      node.outputs[0].empty() || node.inputs.empty() || !node.hasAttr("axis"))
+    return false;
+  const SymbolicShape* out = shapeOf(shapes, node.outputs[0]);
+  if (!out || out->size() != 4) return false;
+  *plan = {};
+  bool fromRegion = false;
+  for (size_t slot = 0; slot < node.inputs.size(); ++slot) {
+    const std::string& value = node.inputs[slot];
+    const int producer = value.empty() ? -1 : index.producer(value);
+    const SymbolicShape* s = shapeOf(shapes, value);
+    if (producer < 0 || !s || s->size() != 4) return false;
+    if (!chosen[producer] && !isChannelsFirstView(value, g, index, shapes)) return false;
+    fromRegion = fromRegion || chosen[producer];
+    plan->regionSlots.push_back(slot);
+  }
+  if (!fromRegion) return false;
+  int64_t a = node.attrInt("axis", 1);
+  if (a < 0) a += 4;
+  if (a < 0 || a > 3) return false;
+  for (int j = 0; j < 4; ++j)
+    if (kToChannelsLast[j] == a) *axis = j;
+  return true;
+}
+
+bool sliceFollowsRegion(const Node& node, const GraphIndex& index, const std::vector<bool>& chosen,
+                        const InferredShapes& shapes, FollowPlan* plan,
+                        std::vector<int64_t>* axes) {
+  if (!isDefaultDomain(node) || node.opType != "Slice" || node.outputs.size() != 1 ||
+      node.outputs[0].empty() || node.inputs.empty() || node.inputs[0].empty())
+    return false;
+  const int producer = index.producer(node.inputs[0]);
+  const SymbolicShape* in = shapeOf(shapes, node.inputs[0]);
+  if (producer < 0 || !chosen[producer] || !in || in->size() != 4) return false;
+  std::vector<int64_t> nchw;
+  if (node.opset < 10) {
+    nchw = node.attrInts("axes");
+    if (nchw.empty())
+      for (size_t k = 0; k < node.attrInts("starts").size(); ++k) nchw.push_back(int64_t(k));
+  } else {
+    const Tensor* starts = node.hasInput(1) ? index.constant(node.inputs[1]) : nullptr;
+    if (!starts) return false;
+    if (node.hasInput(3)) {
+      const Tensor* a = index.constant(node.inputs[3]);
+      if (!a) return false;
+      for (int64_t k = 0; k < a->numel(); ++k) nchw.push_back(a->valueAsInt64(k));
+    } else {
+      for (int64_t k = 0; k < starts->numel(); ++k) nchw.push_back(k);
+    }
+  }
+  axes->clear();
+  for (int64_t a : nchw) {
+    if (a < 0) a += 4;
+    if (a < 0 || a > 3) return false;
+    for (int j = 0; j < 4; ++j)
+      if (kToChannelsLast[j] == a) axes->push_back(j);
+  }
+  *plan = {};
+  plan->regionSlots.push_back(0);
+  return true;
+}
+
+Shuffle shuffleFollowsRegion(const Graph& g, const GraphIndex& index, int at,
+                             const std::vector<bool>& chosen, const InferredShapes& shapes) {
+  const Node& r1 = g.nodes[at];
+  if (!isPlainReshape(r1)) return {};
+  const int producer = index.producer(r1.inputs[0]);
+  const SymbolicShape* x = shapeOf(shapes, r1.inputs[0]);
+  const SymbolicShape* split = shapeOf(shapes, r1.outputs[0]);
+  if (producer < 0 || !chosen[producer] || !x || !split || x->size() != 4 || split->size() != 5)
+    return {};
+  const int t = index.soleReader(r1.outputs[0]);
+  if (t < 0 || !isDefaultDomain(g.nodes[t]) || g.nodes[t].opType != "Transpose" ||
+      g.nodes[t].attrInts("perm") != std::vector<int64_t>{0, 2, 1, 3, 4})
+    return {};
+  const int r2 = index.soleReader(g.nodes[t].outputs[0]);
+  if (r2 < 0 || !isPlainReshape(g.nodes[r2]) || g.nodes[r2].inputs[0] != g.nodes[t].outputs[0])
+    return {};
+  const SymbolicShape* y = shapeOf(shapes, g.nodes[r2].outputs[0]);
+  const SymbolicShape& s = *split;
+  if (!y || !(*y == *x) || !(s[0] == (*x)[0]) || !(s[3] == (*x)[2]) || !(s[4] == (*x)[3]) ||
+      !s[1].isConst() || !s[2].isConst() || !(*x)[1].isConst() ||
+      s[1].constValue() * s[2].constValue() != (*x)[1].constValue())
+    return {};
+  return {{at, t, r2}, s[1].constValue(), s[2].constValue(), (*x)[1].constValue()};
+}
+
+WholeSampleNorm wholeSampleNormFollowsRegion(const Graph& g, const GraphIndex& index, int at,
+                                             const std::vector<bool>& chosen,
+                                             const InferredShapes& shapes) {
+  const Node& r1 = g.nodes[at];
+  if (!isPlainReshape(r1)) return {};
+  const int producer = index.producer(r1.inputs[0]);
+  const SymbolicShape* x = shapeOf(shapes, r1.inputs[0]);
+  const SymbolicShape* flat = shapeOf(shapes, r1.outputs[0]);
+  if (producer < 0 || !chosen[producer] || !x || !flat || x->size() != 4 || flat->size() != 3)
+    return {};
+  for (int d = 1; d < 4; ++d)
+    if (!(*x)[d].isConst()) return {};
+  const int64_t c = (*x)[1].constValue(), h = (*x)[2].constValue(), w = (*x)[3].constValue();
+  const SymbolicShape& f = *flat;
+  if (!(f[0] == (*x)[0]) || !f[1].isConst() || f[1].constValue() != 1 || !f[2].isConst() ||
+      f[2].constValue() != c * h * w)
+    return {};
+  const int norm = index.soleReader(r1.outputs[0]);
+  if (norm < 0) return {};
+  const Node& n = g.nodes[norm];
+  if (!isDefaultDomain(n) || n.opType != "InstanceNormalization" || n.inputs.size() != 3 ||
+      n.outputs.size() != 1 || n.inputs[0] != r1.outputs[0])
+    return {};
+  for (size_t slot : {size_t{1}, size_t{2}}) {
+    const Tensor* t = index.constant(n.inputs[slot]);  // an initializer or a Constant node's
+    if (!t || t->numel() != 1) return {};
+  }
+  const int r2 = index.soleReader(n.outputs[0]);
+  if (r2 < 0 || !isPlainReshape(g.nodes[r2]) || g.nodes[r2].inputs[0] != n.outputs[0]) return {};
+  const SymbolicShape* y = shapeOf(shapes, g.nodes[r2].outputs[0]);
+  if (!y || !(*y == *x)) return {};
+  return {{at, norm, r2}, {0, 1, c * h * w}, {0, h, w, c}};
+}
+
+std::optional<ResizeNhwc> resizeNhwc(const Node& node, const GraphIndex& index,
+                                     const InferredShapes& shapes) {
+  if (!isDefaultDomain(node) || node.opType != "Resize" || node.opset < 11 ||
+      node.outputs.size() != 1 || node.outputs[0].empty() || node.inputs.empty() ||
+      node.inputs[0].empty() || !isFloat(node, shapes) ||
+      node.attrString("coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize")
+    return std::nullopt;
+  const SymbolicShape* in = shapeOf(shapes, node.inputs[0]);
+  const SymbolicShape* out = shapeOf(shapes, node.outputs[0]);
+  if (!in || !out || in->size() != 4 || out->size() != 4 || !((*in)[0] == (*out)[0]) ||
+      !((*in)[1] == (*out)[1]))
+    return std::nullopt;
+  ResizeNhwc plan;
+  if (!node.attrInts("axes").empty()) {  // an empty list means every axis, as none
+    for (int64_t a : node.attrInts("axes")) {
+      if (a < 0) a += 4;
+      if (a < 0 || a > 3) return std::nullopt;
+      plan.axes.push_back(toChannelsLastAxis(a));
+    }
+    return plan;  // scales and sizes follow the axes' order: unchanged
+  }
+  for (size_t slot : {size_t(2), size_t(3)}) {
+    if (!node.hasInput(slot)) continue;
+    const Tensor* t = index.constant(node.inputs[slot]);
+    if (!t) return std::nullopt;
+    if (t->numel() == 0) continue;  // an empty scales beside sizes
+    if (t->rank() != 1 || t->numel() != 4) return std::nullopt;
+    plan.inputs.push_back({slot, permutedVector(*t, kToChannelsLast)});
+  }
+  if (plan.inputs.empty()) return std::nullopt;
+  return plan;
+}
+
+}  // namespace kiln::passes::channels_last
