@@ -207,4 +207,22 @@ Tensor castTensor(const Tensor& input, DataType to) {
   return out;
 }
 
+Tensor castTensorSaturating(const Tensor& input, DataType to, int64_t* saturated) {
+  Tensor out = castTensor(input, to);
+  int64_t held = 0;
+  const bool narrowFloat = to == DataType::kFloat16 || to == DataType::kBFloat16;
+  if (narrowFloat && isFloatingPoint(input.type()) && input.type() != to) {
+    const uint16_t infinity = to == DataType::kFloat16 ? 0x7c00 : 0x7f80;
+    const uint16_t largest = to == DataType::kFloat16 ? 0x7bff : 0x7f7f;
+    uint16_t* bits = out.data<uint16_t>();
+    for (int64_t i = 0; i < out.numel(); ++i) {
+      if ((bits[i] & 0x7fff) != infinity || std::isinf(input.valueAsDouble(i))) continue;
+      bits[i] = static_cast<uint16_t>((bits[i] & 0x8000) | largest);
+      ++held;
+    }
+  }
+  if (saturated) *saturated = held;
+  return out;
+}
+
 }  // namespace kiln

@@ -284,6 +284,9 @@ TEST(CudaAttentionCudnn, DISABLED_RaceAtModelScale) {
   vit.seq = 197;
   vit.heads = 12;
   vit.headDim = 64;
+  PackedAttentionCase deit = vit;  // DeiT-S at batch 128: 6 heads of 64
+  deit.batch = 128;
+  deit.heads = 6;
   AttentionCase longSeq = bertLike(1024, {}, false);
   longSeq.batch = 8;
   longSeq.heads = 12;
@@ -297,6 +300,7 @@ TEST(CudaAttentionCudnn, DISABLED_RaceAtModelScale) {
   t5.heads = 12;
   const std::vector<std::pair<std::string, std::pair<Network, Feeds>>> cases = {
       {"ViT-B/16 B64", {packedAttentionNetwork(vit), packedAttentionFeeds(vit, 1)}},
+      {"DeiT-S B128", {packedAttentionNetwork(deit), packedAttentionFeeds(deit, 6)}},
       {"B8 H12 S1024", {attentionNetwork(longSeq), attentionFeeds(longSeq, 2)}},
       {"BERT-base B128 S128 SDPA mask", {attentionNetwork(bert), attentionFeeds(bert, 3)}},
       {"BERT-base B128 S128 SDPA mask [B, 1, S, S]",

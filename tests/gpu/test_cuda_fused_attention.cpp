@@ -5,11 +5,12 @@
 // inputs. Shapes cover the fast path (D = 64, 16-byte loads), every head-size padding
 // (32, 64, 128) with and without 16-byte loads, sequences that are not multiples of
 // the key tiles, cross attention, the BHSD layout, each mask broadcast, -inf masks and
-// a fully masked row (NaN on both sides; 0 for the SDPA export's guarded softmax), V's
-// head size differing from Q's (LeViT), a CUDA build that keeps an attention the
-// kernel cannot run unfused, and the STRIDED views of fold_attention_views (timm's packed
-// QKV, nn.MultiheadAttention's sequence-first split and head merge; offsets into one
-// tensor, with and without 16-byte loads).
+// a fully masked row (NaN on both sides; 0 for the SDPA export's guarded softmax; a
+// uniform row for a mask of the type's lowest value), V's head size differing from Q's
+// (LeViT), a CUDA build that keeps an attention the kernel cannot run unfused, and the
+// STRIDED views of fold_attention_views (timm's packed QKV, nn.MultiheadAttention's
+// sequence-first split and head merge; offsets into one tensor, with and without 16-byte
+// loads).
 //
 // Tolerances: fp32 3e-5 (SIMT float dot products of <= 128 terms and exp2f against the
 // reference's float GEMMs; |Y| <= 2). fp16 4e-3: inputs are rounded first, so only the
@@ -184,26 +185,41 @@ TEST(CudaFusedAttention, BhsdLayoutWithoutHeadTransposes) {
   checkCase(c);
 }
 
-// At 70 keys the mask is read one element at a time, at 128 in 16-byte vectors.
-TEST(CudaFusedAttention, InfiniteMaskAndAFullyMaskedRow) {
-  KILN_REQUIRE_GPU();
+// `fill` on every key >= 40 of batch 0 (the whole rest of the first key tile and the second)
+// and on all of query row 3 of batch 1, at 70 keys (the mask read one element at a time) and at
+// 128 (16-byte vectors); the other rows prove the output was written.
+void checkHiddenKeysAndRow(float fill) {
   for (int64_t n : {70, 128}) {
     SCOPED_TRACE("seq " + std::to_string(n));
     AttentionCase c = bertLike(n, 64);
     c.mask = {2, 1, n, n};
-    // -inf on every key >= 40 of batch 0 (the whole rest of the first key tile and the
-    // second), and all of query row 3 of batch 1: that row's output is NaN in the unfused
-    // graph and must be here too (the other rows prove the output was written).
     static int64_t seq = 0;  // the edit below is a plain function pointer
+    static float value = 0.f;
     seq = n;
+    value = fill;
     checkCase(c, kAllPrecisions, [](Feeds& feeds) {
       Tensor& m = feeds["mask"];
-      const float inf = std::numeric_limits<float>::infinity();
       for (int64_t i = 0; i < seq; ++i)
-        for (int64_t j = 40; j < seq; ++j) m.data<float>()[i * seq + j] = -inf;
-      for (int64_t j = 0; j < seq; ++j) m.data<float>()[seq * seq + 3 * seq + j] = -inf;
+        for (int64_t j = 40; j < seq; ++j) m.data<float>()[i * seq + j] = value;
+      for (int64_t j = 0; j < seq; ++j) m.data<float>()[seq * seq + 3 * seq + j] = value;
     });
   }
+}
+
+// -inf: the fully hidden row's output is NaN in the unfused graph and must be here too.
+TEST(CudaFusedAttention, InfiniteMaskAndAFullyMaskedRow) {
+  KILN_REQUIRE_GPU();
+  checkHiddenKeysAndRow(-std::numeric_limits<float>::infinity());
+}
+
+// transformers' masks and masked_fill (after masked_fill_as_additive_mask) fill with the
+// type's lowest value, not -inf: on a row it hides entirely the unfused graph's s + lowest
+// rounds to lowest on every key, a uniform row. bfloat16's lowest (-0x1.fep127, exact in
+// float32 and bfloat16; float16 rounds it to -inf, NaN on both sides as above) times log2(e)
+// overflowed float to -inf in the kernel, and that row was NaN.
+TEST(CudaFusedAttention, LowestFloatMaskHidesAWholeRowUniformly) {
+  KILN_REQUIRE_GPU();
+  checkHiddenKeysAndRow(-0x1.fep127f);
 }
 
 TEST(CudaFusedAttention, ValueHeadSizeOfItsOwn) {

@@ -117,7 +117,7 @@ Status ContextImpl::prepare() {
     } else {
       Tensor stored = host.type() == m_engine->storageType(host.type())
                           ? host
-                          : castTensor(host, m_engine->floatType());
+                          : castTensorSaturating(host, m_engine->floatType());
       DeviceBuffer buffer;
       KILN_RETURN_IF_ERROR(
           buffer.allocate(std::max<int64_t>(stored.byteSize(), 1), "folded value '" + name + "'"));

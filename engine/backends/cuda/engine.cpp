@@ -147,7 +147,9 @@ Status EngineImpl::uploadWeights() {
       m_weights[name] = DeviceWeight{DeviceTensor{host.type(), host.shape(), nullptr}, host};
       continue;
     }
-    Tensor stored = host.type() == storageType(host.type()) ? host : castTensor(host, floatType());
+    // Weights narrowed to float16 / bfloat16 saturate (castTensorSaturating's contract).
+    Tensor stored =
+        host.type() == storageType(host.type()) ? host : castTensorSaturating(host, floatType());
     DeviceBuffer buffer;
     KILN_RETURN_IF_ERROR(
         buffer.allocate(static_cast<int64_t>(stored.byteSize()), "weight '" + name + "'"));

@@ -83,4 +83,12 @@ Tensor randomInputTensor(DataType type, const Shape& shape, uint64_t seed);
 // zero, to bool is != 0, strings parse/print numbers).
 Tensor castTensor(const Tensor& input, DataType to);
 
+// castTensor, except that a finite float value past float16's or bfloat16's range (`to`
+// either) becomes that type's largest finite value of its sign, not an infinity, as
+// TensorRT stores FP16 weights: a mask filled with float32's lowest stays a finite fill in
+// an FP16 engine, so a row it hides entirely is not NaN (which 0 x NaN would then carry into
+// every row reading it). Infinities and NaN stay. Other targets: castTensor's result.
+// `saturated`, when given, receives how many values were held.
+Tensor castTensorSaturating(const Tensor& input, DataType to, int64_t* saturated = nullptr);
+
 }  // namespace kiln

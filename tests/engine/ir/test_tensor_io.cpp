@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 
 #include "kiln/onnx_import.h"
 #include "kiln/tensor_io.h"
@@ -57,6 +58,36 @@ TEST(Cast, FollowsOnnxRules) {
   EXPECT_EQ(b.toInt64Vector(), (std::vector<int64_t>{1, 1, 0, 1}));
   Tensor s = castTensor(f, DataType::kString);
   EXPECT_EQ(s.strings()[1], "2.9");
+}
+
+// Weights narrowed to float16 / bfloat16 keep finite values finite: float32's lowest (a mask
+// fill) becomes the largest finite value of its sign; infinities, NaN and in-range values
+// are castTensor's.
+TEST(Cast, SaturatingNarrowingKeepsFiniteValuesFinite) {
+  const float lowest = std::numeric_limits<float>::lowest();
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Tensor f = Tensor::fromVector(DataType::kFloat32, {6},
+                                std::vector<float>{lowest, 1e6f, -inf, nan, -2.5f, 65504.f});
+  int64_t held = -1;
+  Tensor h = castTensorSaturating(f, DataType::kFloat16, &held);
+  EXPECT_EQ(held, 2);
+  const uint16_t* hb = h.data<uint16_t>();
+  EXPECT_EQ(hb[0], 0xfbff);  // -65504
+  EXPECT_EQ(hb[1], 0x7bff);  // 65504
+  EXPECT_EQ(hb[2], 0xfc00);  // -inf stays
+  EXPECT_TRUE(std::isnan(halfToFloat(hb[3])));
+  EXPECT_EQ(halfToFloat(hb[4]), -2.5f);
+  EXPECT_EQ(halfToFloat(hb[5]), 65504.f);
+  EXPECT_EQ(castTensor(f, DataType::kFloat16).data<uint16_t>()[0], 0xfc00);  // plain Cast
+  Tensor b = castTensorSaturating(f, DataType::kBFloat16, &held);
+  EXPECT_EQ(held, 1);  // float32's lowest rounds past bfloat16's; 1e6 is in range
+  EXPECT_EQ(b.data<uint16_t>()[0], 0xff7f);
+  EXPECT_EQ(bfloat16ToFloat(b.data<uint16_t>()[0]), -0x1.fep127f);
+  EXPECT_EQ(b.data<uint16_t>()[2], 0xff80);
+  Tensor same = castTensorSaturating(f, DataType::kFloat32, &held);
+  EXPECT_EQ(held, 0);
+  EXPECT_EQ(same.data<float>()[0], lowest);
 }
 
 }  // namespace

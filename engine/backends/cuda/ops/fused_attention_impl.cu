@@ -117,6 +117,21 @@ __device__ __forceinline__ float exp2Ftz(float x) {
   return y;
 }
 
+// A mask value ready to be scaled by log2(e). Float32's and bfloat16's lowest values (the
+// fill of transformers' masks and of masked_fill) times log2(e) overflow to -inf, so a row
+// every key of which they hide turned NaN where the unfused graph gives a uniform row (its
+// s + lowest rounds to lowest on every key): finite values are held at -2^126 or above,
+// still ~1e38 below any score, and then every such key of a row scores the same. -inf
+// stays -inf. Float16's range cannot overflow (65504 x log2(e) < 2^17): nothing added there.
+template <class T>
+__device__ __forceinline__ float maskLogit(T m) {
+  const float x = toFloat(m);
+  if constexpr (std::is_same_v<T, __half>)
+    return x;
+  else
+    return x == -INFINITY ? x : fmaxf(x, -0x1p126f);
+}
+
 // The online-softmax step for one row half: the tile's max `tileMax` (already over the
 // row's 4 lanes) updates the running max; returns the subtrahend for this tile's exp2.
 // A row with no finite logit so far keeps subtracting 0, never -inf (no NaN from -inf + inf).
@@ -323,7 +338,7 @@ __global__ void __launch_bounds__(kThreads, tensorCoreBlocksPerSm(kDPad, kDvPad)
 #pragma unroll
           for (int j = 0; j < 16; ++j) {
             float& x = s[j >> 1][2 * r + (j & 1)];
-            x = fmaf(toFloat(m.v[j]), kLog2e, x * a.scaleLog2);
+            x = fmaf(maskLogit(m.v[j]), kLog2e, x * a.scaleLog2);
           }
         }
       } else if (!rawScores) {
@@ -463,7 +478,7 @@ __global__ void __launch_bounds__(kThreads) attentionSimt(AttentionArgs a) {
         if (key >= a.seqK)
           x = -INFINITY;
         else if (mask && row < a.seqQ)
-          x += mask[row * a.ms[2] + key * a.ms[3]] * kLog2e;
+          x += maskLogit(mask[row * a.ms[2] + key * a.ms[3]]) * kLog2e;
         s[i][j] = x;
         tileMax = fmaxf(tileMax, x);
       }

@@ -5,8 +5,10 @@
 // squared deviation). Row-wise norms give each normalized row a warp (rows up to
 // kWarpRowLimit elements) or a whole block.
 #include <cuda_bf16.h>
-#include <cstdint>
 #include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cstdint>
 
 #include "backends/cuda/ops/normalization_common.cuh"
 #include "backends/cuda/ops/normalization_impl.h"
@@ -197,11 +199,17 @@ __global__ void __launch_bounds__(kBlockSize)
 
 // The split path's chunk length (a multiple of 16 elements) for `args`, or 0 for the
 // one-kernel path: rows of at least two chunks, too few rows to give every SM several blocks.
+// Chunks are 8,192 elements, longer where a row would have more than kMaxChunksPerRow: every
+// apply block re-combines all of its row's chunk moments, so the combining grows with the
+// square of the chunk count (a row of 10^8 elements in 8,192-element chunks: 12,208 blocks
+// reading 12,208 records each); at 128 a lane of the combining warp takes 4.
 constexpr int64_t kSplitChunk = 8192;
 constexpr int64_t kSplitMaxRows = 1024;
+constexpr int64_t kMaxChunksPerRow = 128;
 int64_t splitChunk(const GroupNormArgs& a) {
   if (a.rows >= kSplitMaxRows || a.rowLength < 2 * kSplitChunk) return 0;
-  return kSplitChunk;
+  const int64_t spread = (a.rowLength + kMaxChunksPerRow - 1) / kMaxChunksPerRow;
+  return std::max(kSplitChunk, (spread + 15) / 16 * 16);
 }
 
 int64_t chunksPerRow(const GroupNormArgs& a, int64_t chunk) {
