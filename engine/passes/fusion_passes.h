@@ -54,6 +54,9 @@ std::unique_ptr<Pass> makeMergeReshapes();
 std::unique_ptr<Pass> makeFoldPadIntoConvPool();
 std::unique_ptr<Pass> makeFuseGelu();
 std::unique_ptr<Pass> makeSinkReshapeBelowActivation();
+// Norm(Reshape(Add, s)) with the last dim kept -> Reshape(Norm(Add), s):
+// sink_reshape_below_norm.cpp.
+std::unique_ptr<Pass> makeSinkReshapeBelowNorm();
 std::unique_ptr<Pass> makeFoldScaleIntoMatMul();
 std::unique_ptr<Pass> makePatchConvAsMatMul();
 std::unique_ptr<Pass> makeMergeParallelMatMuls();

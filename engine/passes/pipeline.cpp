@@ -145,6 +145,10 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   // Their Adds and Muls never start at a MatMul, so the GEMM fusion takes none of them.
   list.push_back(passes::makeFuseLayerNorm());
   list.push_back(passes::makeFuseRmsNorm());
+  // A norm over a residual sum's row view (OPT's pre-norm blocks: the stream viewed [B * S,
+  // H] before the LayerNorm) moves above the Reshape: after the norm fusions, which make the
+  // norms; before fuse_add_layer_norm, which then sees the Add right before the norm.
+  list.push_back(passes::makeSinkReshapeBelowNorm());
   // Residual add + LayerNormalization: after the GEMM fusion for the same reason
   // (LayerNormalization(MatMul + bias) is a GEMM epilogue, not a residual add), so
   // the Add it takes is the one between two layers.
