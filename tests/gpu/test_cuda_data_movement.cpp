@@ -323,6 +323,32 @@ TEST(CudaPad, AxesInput) {
       .check(kExact);
 }
 
+// Dims neither padded nor cropped fold away before the kernel (adjacent ones merge, trailing
+// ones widen the element to a word of up to 8 bytes, the value repeated across it): CoaT's zero
+// row before the tokens [B, heads, N, 8]; a whole last dim after a reflected one; a last dim
+// cropped at its end (not whole: no widening); an odd last dim; every dim whole but one in the
+// middle.
+TEST(CudaPad, WholeDimsFoldIntoWiderWords) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("Pad", 13)
+      .input(floats({2, 3, 15, 8}, 60))
+      .constant(ints({0, 0, 1, 0, 0, 0, 0, 0}))
+      .constant(floatTensor({}, {0.5f}))
+      .check(kExact);
+  GpuOpTest("Pad", 13)
+      .attr("mode", std::string("reflect"))
+      .input(floats({2, 5, 4}, 61))
+      .constant(ints({0, 2, 0, 0, 1, 0}))
+      .check(kExact);
+  GpuOpTest("Pad", 13).input(floats({4, 6}, 62)).constant(ints({1, 0, 0, -2})).check(kExact);
+  GpuOpTest("Pad", 13).input(floats({3, 7}, 63)).constant(ints({2, 0, 1, 0})).check(kExact);
+  GpuOpTest("Pad", 13)
+      .input(floats({2, 3, 4, 6}, 64))
+      .constant(ints({0, 0, 2, 0, 0, 0, 3, 0}))
+      .constant(floatTensor({}, {-2.0f}))
+      .check(kExact);
+}
+
 TEST(CudaPad, OpsetTwoAttributes) {
   KILN_REQUIRE_GPU();
   GpuOpTest("Pad", 2)

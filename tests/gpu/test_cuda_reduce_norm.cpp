@@ -286,6 +286,39 @@ TEST(CudaSoftmax, InnerAxisColumns) {
       .check();
 }
 
+// A softmax over an inner axis with few columns or long ones runs as column tiles (a block per
+// tile of <= 32 adjacent columns, an online max and sum over its rows): CoaT's softmax of K over
+// its 3,137 tokens [B, heads, N, 8], partial tiles (40 columns: 32 + 8; 3 columns of a 4-wide
+// tile), large values (the online rescaling), LogSoftmax; and enough short columns for the
+// thread-a-column kernel ([2, 3, 70000]: 140,000 columns of 3).
+TEST(CudaSoftmax, InnerAxisColumnTiles) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("Softmax", 13)
+      .attr("axis", int64_t{2})
+      .input(randomFloats({2, 2, 3137, 8}, 56, -4.0, 4.0))
+      .check();
+  GpuOpTest("Softmax", 13)
+      .attr("axis", int64_t{1})
+      .input(randomFloats({3, 50, 40}, 57, -3.0, 3.0))
+      .check();
+  GpuOpTest("Softmax", 13)
+      .attr("axis", int64_t{1})
+      .input(randomFloats({2, 2000, 3}, 58, -3.0, 3.0))
+      .check();
+  GpuOpTest("Softmax", 13)
+      .attr("axis", int64_t{0})
+      .input(randomFloats({300, 64}, 59, 500.0, 1000.0))
+      .check(fp32Only());
+  GpuOpTest("LogSoftmax", 13)
+      .attr("axis", int64_t{1})
+      .input(randomFloats({2, 1500, 17}, 60, -3.0, 3.0))
+      .check();
+  GpuOpTest("Softmax", 13)
+      .attr("axis", int64_t{1})
+      .input(randomFloats({2, 3, 70000}, 61, -3.0, 3.0))
+      .check();
+}
+
 TEST(CudaSoftmax, Opset11CoercesTo2d) {
   KILN_REQUIRE_GPU();
   GpuOpTest("Softmax", 11)
@@ -451,12 +484,13 @@ TEST(CudaInstanceNorm, RowsOfEveryGeometry) {
 // Few long rows take the split path (each chunk's moments, then an apply that combines them):
 // a whole sample as one instance (PoolFormer's GroupNorm(1) exports [B, 1, C * H * W]; 16-byte
 // packs), channels of 22,500 elements (no 16-bit pack multiple: the scalar path in 16 bits),
-// values offset from zero (the chunks' means differ from the row's), and 37 chunks in a row
-// (each lane of the combining warp takes more than one).
+// values offset from zero (the chunks' means differ from the row's), 37 chunks in a row
+// (each lane of the combining warp takes more than one), and a row of 1,500,000 elements,
+// which would be 184 chunks of 8,192: 128 longer chunks (11,728 elements, the last shorter).
 TEST(CudaInstanceNorm, FewLongRowsSplitIntoChunks) {
   KILN_REQUIRE_GPU();
-  for (const Shape& shape :
-       {Shape{2, 1, 50176}, Shape{1, 3, 150, 150}, Shape{3, 2, 40000}, Shape{1, 1, 300000}}) {
+  for (const Shape& shape : {Shape{2, 1, 50176}, Shape{1, 3, 150, 150}, Shape{3, 2, 40000},
+                             Shape{1, 1, 300000}, Shape{1, 1, 1500000}}) {
     SCOPED_TRACE(shapeToString(shape));
     GpuOpTest("InstanceNormalization", 6)
         .input(randomFloats(shape, 99, 1.0, 4.0))

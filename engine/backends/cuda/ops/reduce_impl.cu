@@ -7,7 +7,8 @@
 // column pairs for 16-bit and float data, per block otherwise), several reduced runs go through a
 // general kernel with one thread per output element. ReduceLogSumExp runs twice: the
 // largest finite value per output, then the shifted sum of exponentials. Rows longer than
-// kWarpRowLimit use a whole block per row.
+// kWarpRowLimit use a whole block per row. A softmax over an inner axis takes a thread per
+// column, or, with few columns or long ones, a block per tile of adjacent columns.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -463,6 +464,97 @@ __global__ void softmaxColumnsKernel(const T* x, T* y, int64_t outer, int64_t n,
   }
 }
 
+// The online-softmax pair of a run: its largest value m and the sum s of exp(v - m).
+template <class C>
+struct MaxSum {
+  C m, s;
+};
+
+// Folds value v into (m, s). -inf adds nothing (a run of only -inf ends as (-inf, 0), whose
+// outputs are NaN, as the one-thread-a-column kernel gives); NaN makes s NaN.
+template <class C>
+__device__ __forceinline__ void maxSumAdd(MaxSum<C>& a, C v) {
+  if (v == C(-INFINITY)) return;
+  if (v > a.m) {
+    a.s = a.s * mathExp(a.m - v) + C(1);
+    a.m = v;
+  } else {
+    a.s += mathExp(v - a.m);
+  }
+}
+
+template <class C>
+__device__ __forceinline__ MaxSum<C> maxSumCombine(MaxSum<C> a, MaxSum<C> b) {
+  if (a.m == C(-INFINITY)) return b;
+  if (b.m == C(-INFINITY)) return a;
+  const C m = a.m > b.m ? a.m : b.m;
+  return {m, a.s * mathExp(a.m - m) + b.s * mathExp(b.m - m)};
+}
+
+// [outer, n, inner], inner > 1, few columns or long ones (CoaT's softmax over the 3,137 tokens
+// of K [B, heads, N, 8]: 8,192 columns, too few for a thread each): a block per outer index and
+// tile of kTile columns (a power of two, <= 32), its threads kTile columns wide (adjacent threads
+// read adjacent elements) and kColumnsBlock / kTile rows deep. Each thread folds its rows into
+// an online (max, sum) pair, the block combines a column's pairs in shared memory, and a second
+// read writes the outputs: two reads and one write of x instead of three reads.
+constexpr int kColumnsBlock = 256;
+
+template <class T, int kTile>
+__global__ void __launch_bounds__(kColumnsBlock)
+    softmaxColumnTilesKernel(const T* x, T* y, int64_t n, int64_t inner, SoftmaxKind kind) {
+  using C = Acc<T>;
+  constexpr int kLanes = kColumnsBlock / kTile;
+  __shared__ C sharedM[kColumnsBlock];
+  __shared__ C sharedS[kColumnsBlock];
+  const int column = threadIdx.x % kTile, lane = threadIdx.x / kTile;
+  const int64_t i = int64_t(blockIdx.y) * kTile + column;
+  const bool active = i < inner;
+  const int64_t base = int64_t(blockIdx.x) * n * inner + i;
+  MaxSum<C> a{C(-INFINITY), C(0)};
+  if (active)
+    for (int64_t k = lane; k < n; k += kLanes) maxSumAdd(a, loadAs<C>(x, base + k * inner));
+  sharedM[threadIdx.x] = a.m;
+  sharedS[threadIdx.x] = a.s;
+  __syncthreads();
+  for (int stride = kLanes / 2; stride > 0; stride /= 2) {
+    if (lane < stride) {
+      const int other = threadIdx.x + stride * kTile;
+      const MaxSum<C> b = maxSumCombine(MaxSum<C>{sharedM[threadIdx.x], sharedS[threadIdx.x]},
+                                        MaxSum<C>{sharedM[other], sharedS[other]});
+      sharedM[threadIdx.x] = b.m;
+      sharedS[threadIdx.x] = b.s;
+    }
+    __syncthreads();
+  }
+  if (!active) return;
+  const C m = sharedM[column], sum = sharedS[column];
+  if (kind == SoftmaxKind::kSoftmax) {
+    const C scale = C(1) / sum;
+    for (int64_t k = lane; k < n; k += kLanes)
+      y[base + k * inner] = storeAs<T>(mathExp(loadAs<C>(x, base + k * inner) - m) * scale);
+  } else {
+    const C logSum = mathLog(sum);
+    for (int64_t k = lane; k < n; k += kLanes)
+      y[base + k * inner] = storeAs<T>((loadAs<C>(x, base + k * inner) - m) - logSum);
+  }
+}
+
+template <class T, int kTile>
+void launchColumnTiles(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, SoftmaxKind kind,
+                       cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(outer), static_cast<unsigned>((inner + kTile - 1) / kTile));
+  softmaxColumnTilesKernel<T, kTile><<<grid, kColumnsBlock, 0, stream>>>(x, y, n, inner, kind);
+}
+
+// The column-tile kernel serves Softmax and LogSoftmax [outer, n, inner] when a thread per
+// column would leave the GPU mostly idle (fewer than 2^17 columns) or walk a long column alone
+// (n > 1024), and the grid fits (outer < 2^31, column tiles < 2^16).
+bool useColumnTiles(SoftmaxKind kind, int64_t outer, int64_t n, int64_t inner) {
+  if (kind == SoftmaxKind::kHardmax) return false;
+  if (outer >= (int64_t(1) << 31) || (inner + 31) / 32 >= 65536) return false;
+  return outer * inner < (int64_t(1) << 17) || n > 1024;
+}
+
 }  // namespace
 
 Status reduceScratchBytes(DataType type, int64_t outputs, size_t* bytes) {
@@ -495,6 +587,18 @@ Status launchSoftmax(const SoftmaxLaunch& args, cudaStream_t stream) {
         const RowGeometry g = rowGeometry(outer, n);
         softmaxRowsKernel<T><<<g.grid, g.block, 0, stream>>>(x, y, outer, n, args.kind, g.warpMode);
         KILN_CUDA_CHECK_LAUNCH("softmaxRowsKernel");
+      } else if (useColumnTiles(args.kind, outer, n, inner)) {
+        if (inner <= 2)
+          launchColumnTiles<T, 2>(x, y, outer, n, inner, args.kind, stream);
+        else if (inner <= 4)
+          launchColumnTiles<T, 4>(x, y, outer, n, inner, args.kind, stream);
+        else if (inner <= 8)
+          launchColumnTiles<T, 8>(x, y, outer, n, inner, args.kind, stream);
+        else if (inner <= 16)
+          launchColumnTiles<T, 16>(x, y, outer, n, inner, args.kind, stream);
+        else
+          launchColumnTiles<T, 32>(x, y, outer, n, inner, args.kind, stream);
+        KILN_CUDA_CHECK_LAUNCH("softmaxColumnTilesKernel");
       } else {
         softmaxColumnsKernel<T>
             <<<gridFor(outer * inner), kBlockSize, 0, stream>>>(x, y, outer, n, inner, args.kind);

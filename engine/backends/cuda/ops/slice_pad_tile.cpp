@@ -5,6 +5,8 @@
 // of its own (every mode; its device half
 // slice_pad_tile_impl.cu, their contract slice_pad_tile_impl.h).
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -86,6 +88,60 @@ Status padValue(GpuKernelContext& ctx, DataType type, Tensor* value) {
   return Status::ok();
 }
 
+// The dims of a pad and which of them keep their whole input (not padded, not cropped).
+struct PadDims {
+  PadParams& p;
+  std::vector<bool> whole;
+
+  void drop(int d) {
+    for (int k = d; k + 1 < p.rank; ++k) {
+      p.outDims[k] = p.outDims[k + 1];
+      p.inStrides[k] = p.inStrides[k + 1];
+      p.padBegin[k] = p.padBegin[k + 1];
+      p.regionStart[k] = p.regionStart[k + 1];
+      p.regionLen[k] = p.regionLen[k + 1];
+    }
+    whole.erase(whole.begin() + d);
+    --p.rank;
+  }
+};
+
+// Pad's kernel divides every output index by each dim it keeps: dims neither padded nor cropped
+// are folded away first. Two such adjacent dims are one dim; trailing ones become part of a
+// wider element (a word of at most 8 bytes, when both buffers are aligned to it), the pad value
+// repeated across it. CoaT's zero row before the tokens [B, heads, N, 8] (fp16) is then a pad of
+// [B * heads, N, 2] 8-byte words: a quarter of the threads, two divisions each instead of four.
+void foldUntouchedPadDims(PadParams& p, const Shape& inShape, int* elementBytes, const void* in,
+                          const void* out) {
+  PadDims dims{p, std::vector<bool>(p.rank)};
+  for (int d = 0; d < p.rank; ++d)
+    dims.whole[d] = p.padBegin[d] == 0 && p.regionStart[d] == 0 && p.regionLen[d] == inShape[d] &&
+                    p.outDims[d] == inShape[d];
+  // Adjacent whole dims (contiguous input strides): one dim of their product.
+  for (int d = p.rank - 2; d >= 0; --d) {
+    if (!dims.whole[d] || !dims.whole[d + 1]) continue;
+    p.outDims[d] *= p.outDims[d + 1];
+    p.regionLen[d] = p.outDims[d];
+    p.inStrides[d] = p.inStrides[d + 1];
+    dims.drop(d + 1);
+  }
+  // The last dim, whole: as many of its elements as make a word of <= 8 bytes become one.
+  const int last = p.rank - 1;
+  if (p.rank < 2 || !dims.whole[last]) return;
+  int64_t factor = 1;
+  while (*elementBytes * factor * 2 <= 8 && p.outDims[last] % (factor * 2) == 0) factor *= 2;
+  const int64_t bytes = *elementBytes * factor;
+  const auto aligned = [bytes](const void* ptr) {
+    return reinterpret_cast<uintptr_t>(ptr) % static_cast<uintptr_t>(bytes) == 0;
+  };
+  if (factor == 1 || !aligned(in) || !aligned(out)) return;
+  p.outDims[last] /= factor;
+  p.regionLen[last] = p.outDims[last];
+  for (int d = 0; d < last; ++d) p.inStrides[d] /= factor;
+  *elementBytes = static_cast<int>(bytes);
+  if (p.outDims[last] == 1) dims.drop(last);
+}
+
 Status padKernel(GpuKernelContext& ctx) {
   KILN_RETURN_IF_ERROR(requireInputs(ctx, ctx.opset() >= 11 ? 2 : 1));
   const DeviceTensor& in = ctx.input(0);
@@ -131,10 +187,16 @@ Status padKernel(GpuKernelContext& ctx) {
   PadLaunch launch;
   launch.in = in.data;
   launch.out = out.data;
-  launch.params = p;
-  launch.value = value.rawData();
   launch.elementBytes = static_cast<int>(dataTypeSize(in.type));
-  launch.n = n;
+  foldUntouchedPadDims(p, in.shape, &launch.elementBytes, in.data, out.data);
+  launch.params = p;
+  // The pad value once per element of the (possibly wider) word.
+  const size_t valueBytes = dataTypeSize(in.type);
+  uint8_t word[8] = {};
+  for (size_t at = 0; at + valueBytes <= static_cast<size_t>(launch.elementBytes); at += valueBytes)
+    std::memcpy(word + at, value.rawData(), valueBytes);
+  launch.value = word;
+  launch.n = n / (launch.elementBytes / static_cast<int64_t>(valueBytes));
   return launchPad(launch, ctx.stream());
 }
 
