@@ -1,5 +1,5 @@
 // Shape rules of the spatial ops: convolution and its transpose, pooling, resize,
-// pad, depth/space rearrangement.
+// pad, depth/space rearrangement, Col2Im.
 #include <algorithm>
 #include <cmath>
 
@@ -224,6 +224,29 @@ bool depthSpaceRule(const Node& node, const Ins& in, Outs* outs) {
   return true;
 }
 
+// Col2Im (opset 18): [N, C * prod(block_shape), L] with constant image_shape and block_shape
+// -> [N, C, image_shape...]. Without it every value after a Col2Im (VOLO's outlook attention)
+// had no shape, and a Shape read downstream stayed a run-time layer.
+bool col2ImRule(const Node&, const Ins& in, Outs* outs) {
+  if (!known(in, 0) || shapeOf(in, 0).size() != 3) return false;
+  const auto image = constInts(in, 1);
+  const auto block = constInts(in, 2);
+  if (!image || !block || image->empty() || image->size() != block->size()) return false;
+  DimExpr blockArea(1);
+  for (int64_t b : *block) {
+    if (b <= 0) return false;
+    blockArea = blockArea * DimExpr(b);
+  }
+  const SymbolicShape& x = shapeOf(in, 0);
+  SymbolicShape out{x[0], DimExpr::floorDiv(x[1], blockArea)};
+  for (int64_t d : *image) {
+    if (d < 0) return false;
+    out.push_back(DimExpr(d));
+  }
+  setOut(outs, 0, typeOf(in, 0), out);
+  return true;
+}
+
 }  // namespace
 
 void addSpatialShapeRules(std::map<std::string, ShapeRule>& t) {
@@ -234,6 +257,7 @@ void addSpatialShapeRules(std::map<std::string, ShapeRule>& t) {
   t["Resize"] = t["Upsample"] = &resizeRule;
   t["Pad"] = &padRule;
   t["DepthToSpace"] = t["SpaceToDepth"] = &depthSpaceRule;
+  t["Col2Im"] = &col2ImRule;
 }
 
 }  // namespace kiln::shape

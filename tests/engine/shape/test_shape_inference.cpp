@@ -216,5 +216,51 @@ TEST(ShapeInference, EinsumTakesEachOutputLabelsDim) {
   }
 }
 
+// Col2Im (VOLO's outlook attention, F.fold at opset 18): [N, C * prod(block), L] with constant
+// image_shape and block_shape is [N, C, image...], a symbolic batch kept; a run-time
+// image_shape, or a block_shape of another rank, leaves the shape unknown.
+TEST(ShapeInference, Col2ImTakesItsImageShape) {
+  struct Case {
+    std::vector<int64_t> image, block;
+    bool constantImage;
+    std::string expected;  // "" = no shape
+  };
+  const std::vector<Case> cases = {
+      {{14, 14}, {3, 3}, true, "batchx192x14x14"},
+      {{7, 9}, {2, 3}, true, "batchx288x7x9"},
+      {{14, 14}, {3, 3}, false, ""},
+      {{14, 14}, {3}, true, ""},
+  };
+  for (const Case& c : cases) {
+    Network net;
+    net.opsets[""] = 18;
+    Graph& g = net.graph;
+    g.inputs = {
+        {"x", DataType::kFloat32, true, {DimExpr::symbol("batch"), DimExpr(1728), DimExpr(196)}}};
+    if (c.constantImage)
+      g.initializers["image"] = Tensor::int64Vector(c.image);
+    else
+      g.inputs.push_back({"image", DataType::kInt64, true, {DimExpr(2)}});
+    g.initializers["block"] = Tensor::int64Vector(c.block);
+    Node col2im;
+    col2im.name = "col2im";
+    col2im.opType = "Col2Im";
+    col2im.opset = 18;
+    col2im.inputs = {"x", "image", "block"};
+    col2im.outputs = {"y"};
+    g.nodes = {col2im};
+    g.outputs = {{"y", DataType::kFloat32, false, {}}};
+    auto shapes = inferShapes(net);
+    ASSERT_TRUE(shapes.isOk()) << shapes.status().toString();
+    const InferredValue& y = shapes->values.at("y");
+    if (c.expected.empty()) {
+      EXPECT_FALSE(y.hasShape) << symbolicShapeToString(y.shape);
+      continue;
+    }
+    ASSERT_TRUE(y.hasShape);
+    EXPECT_EQ(symbolicShapeToString(y.shape), c.expected);
+  }
+}
+
 }  // namespace
 }  // namespace kiln
