@@ -9,8 +9,9 @@
 // LayerNorm and fc1, the fc2 residual viewed back before the next block's LayerNorm). The
 // Reshape stays for its other readers (the residual stream); with none left it goes. The norm
 // keeps its name, scale and bias; its Mean and InvStdDev outputs, which would change shape,
-// must not exist. A Reshape of a value no Add writes stays where it is: nothing would fuse.
-// Runs after fuse_layer_norm and fuse_rms_norm, before fuse_add_layer_norm.
+// must not exist, and an RMSNormalization's scale (which broadcasts over the whole input) must
+// be 1 in every dim but the last. A Reshape of a value no Add writes stays where it is: nothing
+// would fuse. Runs after fuse_layer_norm and fuse_rms_norm, before fuse_add_layer_norm.
 #include "passes/fusion_passes.h"
 #include "passes/rewrite_helpers.h"
 
@@ -50,6 +51,14 @@ int reshapeBefore(const Graph& g, const GraphIndex& index, const InferredShapes&
   if (axis != -1 && axis != static_cast<int64_t>(out->size()) - 1) return -1;
   const int64_t n = knownLastDim(shapes, reshape.outputs[0]);
   if (n < 1 || knownLastDim(shapes, reshape.inputs[0]) != n) return -1;
+  // RMSNormalization's scale broadcasts over the whole input (LayerNormalization's parameters
+  // only over the normalized row): a scale with a leading dim other than 1 would meet other rows.
+  if (norm.opType == "RMSNormalization") {
+    const SymbolicShape* scale = norm.hasInput(1) ? shapeOf(shapes, norm.inputs[1]) : nullptr;
+    if (!scale) return -1;
+    for (size_t d = 0; d + 1 < scale->size(); ++d)
+      if (!(*scale)[d].isConst() || (*scale)[d].constValue() != 1) return -1;
+  }
   return r;
 }
 

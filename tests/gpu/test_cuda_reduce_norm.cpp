@@ -2,6 +2,7 @@
 // Covers the Reduce* ops (row, column and general kernels, attribute and input
 // axes), ArgMax/ArgMin, Softmax/LogSoftmax/Hardmax, CumSum and the normalizations.
 // Rows longer than 1024 elements exercise the block-per-row paths.
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -317,6 +318,21 @@ TEST(CudaSoftmax, InnerAxisColumnTiles) {
       .attr("axis", int64_t{1})
       .input(randomFloats({2, 3, 70000}, 61, -3.0, 3.0))
       .check();
+  // NaN and infinities as the reference has them ([1, 300, 8] over axis 1): a NaN (column 3), a
+  // +inf (column 5) and a column of -inf with one NaN (column 6) are NaN throughout; a column
+  // of -inf but for one value (column 7) is that value's 1.
+  Tensor special = randomFloats({1, 300, 8}, 62, -3.0, 3.0);
+  float* v = special.data<float>();
+  v[5 * 8 + 3] = std::numeric_limits<float>::quiet_NaN();
+  v[7 * 8 + 5] = std::numeric_limits<float>::infinity();
+  for (int k = 0; k < 300; ++k) {
+    v[k * 8 + 6] = -std::numeric_limits<float>::infinity();
+    v[k * 8 + 7] = -std::numeric_limits<float>::infinity();
+  }
+  v[100 * 8 + 6] = std::numeric_limits<float>::quiet_NaN();
+  v[200 * 8 + 7] = 0.5f;
+  GpuOpTest("Softmax", 13).attr("axis", int64_t{1}).input(special).check();
+  GpuOpTest("LogSoftmax", 13).attr("axis", int64_t{1}).input(special).check();
 }
 
 TEST(CudaSoftmax, Opset11CoercesTo2d) {

@@ -1,7 +1,8 @@
 // sink_reshape_below_norm: OPT's pre-norm block (the residual sum viewed as rows before the
 // LayerNorm, the view also read by the next residual Add) becomes one AddLayerNorm that also
 // writes the sum, with the Reshapes as views after it; the outputs stay the CPU reference's.
-// Reshapes that change the normalized row, or that read no Add, stay where they are.
+// Reshapes that change the normalized row, that read no Add, or that an RMSNormalization's scale
+// broadcasts across stay where they are.
 #include <gtest/gtest.h>
 
 #include "engine/passes/pass_test_support.h"
@@ -20,6 +21,7 @@ struct BlockOptions {
   bool sumOfAdd = true;                   // the Reshape reads an Add (else a Relu)
   int64_t axis = -1;                      // the norm's axis attribute
   bool rms = false;                       // RMSNormalization (opset 23) instead
+  std::vector<int64_t> gammaShape;        // the scale's shape ({n} when empty)
 };
 
 // x, r -> Add -> s -> Reshape(to) -> v -> Norm(gamma, beta) -> y; with residualReadsView,
@@ -32,7 +34,8 @@ Network block(const BlockOptions& o) {
   g.inputs = {{"x", DataType::kFloat32, true, constantDims(Shape(o.from))},
               {"r", DataType::kFloat32, true, constantDims(Shape(o.from))}};
   const int64_t n = o.to.back();
-  g.initializers["gamma"] = randomTensor(DataType::kFloat32, {n}, 3, 0.5, 1.5);
+  const Shape gammaShape = o.gammaShape.empty() ? Shape{n} : Shape(o.gammaShape);
+  g.initializers["gamma"] = randomTensor(DataType::kFloat32, gammaShape, 3, 0.5, 1.5);
   g.initializers["beta"] = randomTensor(DataType::kFloat32, {n}, 4);
   g.initializers["target"] = Tensor::int64Vector(o.to);
   g.nodes.push_back(o.sumOfAdd ? makeNode("Add", {"x", "r"}, {"s"}, opset)
@@ -114,6 +117,14 @@ TEST(SinkReshapeBelowNorm, ReshapesThatMustStayStay) {
   inner.from = {6, 8};
   inner.axis = 1;
   EXPECT_TRUE(fuseAndCompareOutputs(kPass, runner(inner.from), block(inner), 4).empty());
+  // An RMSNormalization scale [2, 1, 8] broadcasts over the rows of [2, 3, 8] (its first dim is
+  // the Reshape's output's first dim, not the sum's [6, 8]'s): it stays.
+  BlockOptions scaled;
+  scaled.from = {6, 8};
+  scaled.to = {2, 3, 8};
+  scaled.rms = true;
+  scaled.gammaShape = {2, 1, 8};
+  EXPECT_TRUE(fuseAndCompareOutputs(kPass, runner(scaled.from), block(scaled), 4).empty());
   // No Add before the Reshape: nothing would fuse, so nothing moves.
   BlockOptions relu;
   relu.sumOfAdd = false;

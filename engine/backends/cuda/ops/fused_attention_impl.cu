@@ -120,16 +120,16 @@ __device__ __forceinline__ float exp2Ftz(float x) {
 // A mask value ready to be scaled by log2(e). Float32's and bfloat16's lowest values (the
 // fill of transformers' masks and of masked_fill) times log2(e) overflow to -inf, so a row
 // every key of which they hide turned NaN where the unfused graph gives a uniform row (its
-// s + lowest rounds to lowest on every key): finite values are held at -2^126 or above,
-// still ~1e38 below any score, and then every such key of a row scores the same. -inf
-// stays -inf. Float16's range cannot overflow (65504 x log2(e) < 2^17): nothing added there.
+// s + lowest rounds to lowest on every key): finite values below -2^126 are held there,
+// still ~1e38 below any score, and then every such key of a row scores the same. In float16
+// the same fill arrives as -65504 (an FP16 plan stores it saturating, castTensorSaturating):
+// held at -2^126 too, for the same uniform row. -inf stays -inf (a row it hides entirely is
+// NaN, as unfused) and NaN stays NaN (a comparison with NaN is false).
 template <class T>
 __device__ __forceinline__ float maskLogit(T m) {
   const float x = toFloat(m);
-  if constexpr (std::is_same_v<T, __half>)
-    return x;
-  else
-    return x == -INFINITY ? x : fmaxf(x, -0x1p126f);
+  constexpr float kFloor = std::is_same_v<T, __half> ? -65504.f : -0x1p126f;
+  return x <= kFloor && x != -INFINITY ? -0x1p126f : x;
 }
 
 // The online-softmax step for one row half: the tile's max `tileMax` (already over the

@@ -471,23 +471,25 @@ struct MaxSum {
 };
 
 // Folds value v into (m, s). -inf adds nothing (a run of only -inf ends as (-inf, 0), whose
-// outputs are NaN, as the one-thread-a-column kernel gives); NaN makes s NaN.
+// outputs are NaN, as the one-thread-a-column kernel gives); NaN makes s NaN, and so does +inf
+// (exp(inf - inf)), as in the reference.
 template <class C>
 __device__ __forceinline__ void maxSumAdd(MaxSum<C>& a, C v) {
   if (v == C(-INFINITY)) return;
   if (v > a.m) {
-    a.s = a.s * mathExp(a.m - v) + C(1);
+    a.s = a.s * mathExp(a.m - v) + mathExp(v - v);
     a.m = v;
   } else {
     a.s += mathExp(v - a.m);
   }
 }
 
+// Two pairs as one. A side whose m is -inf adds its s times 0: 0, or NaN when a NaN went into
+// it (a column of NaN and -inf stays NaN).
 template <class C>
 __device__ __forceinline__ MaxSum<C> maxSumCombine(MaxSum<C> a, MaxSum<C> b) {
-  if (a.m == C(-INFINITY)) return b;
-  if (b.m == C(-INFINITY)) return a;
   const C m = a.m > b.m ? a.m : b.m;
+  if (m == C(-INFINITY)) return {m, a.s + b.s};
   return {m, a.s * mathExp(a.m - m) + b.s * mathExp(b.m - m)};
 }
 
@@ -548,10 +550,15 @@ void launchColumnTiles(const T* x, T* y, int64_t outer, int64_t n, int64_t inner
 
 // The column-tile kernel serves Softmax and LogSoftmax [outer, n, inner] when a thread per
 // column would leave the GPU mostly idle (fewer than 2^17 columns) or walk a long column alone
-// (n > 1024), and the grid fits (outer < 2^31, column tiles < 2^16).
+// (n > 1024), the columns are at least as long as a block is deep, and the grid fits (outer <
+// 2^31, column tiles < 2^16).
 bool useColumnTiles(SoftmaxKind kind, int64_t outer, int64_t n, int64_t inner) {
   if (kind == SoftmaxKind::kHardmax) return false;
   if (outer >= (int64_t(1) << 31) || (inner + 31) / 32 >= 65536) return false;
+  int64_t tile = 2;
+  while (tile < 32 && tile < inner) tile *= 2;
+  // Columns shorter than a block's rows would leave most of its threads idle.
+  if (n < kColumnsBlock / tile) return false;
   return outer * inner < (int64_t(1) << 17) || n > 1024;
 }
 
