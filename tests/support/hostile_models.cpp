@@ -113,6 +113,17 @@ onnx::ModelProto padModel(const std::vector<int64_t>& pads) {
   return model;
 }
 
+onnx::ModelProto col2ImModel(const std::vector<int64_t>& imageShape) {
+  onnx::ModelProto model = emptyModel(18);
+  onnx::GraphProto* g = model.mutable_graph();
+  declare(g->add_input(), "x", TensorProto::FLOAT, {1, 18, 4});
+  int64Tensor(g->add_initializer(), "image", imageShape);
+  int64Tensor(g->add_initializer(), "block", {3, 3});
+  addNode(g, "Col2Im", "col2im", {"x", "image", "block"}, {"y"});
+  g->add_output()->set_name("y");
+  return model;
+}
+
 onnx::ModelProto opsetModel(int64_t version) {
   onnx::ModelProto model = identityModel({2});
   model.mutable_opset_import(0)->set_version(version);

@@ -45,6 +45,9 @@ onnx::ModelProto identityModel(const std::vector<int64_t>& dims, int32_t type = 
 onnx::ModelProto reshapeFromConstant(const std::vector<int64_t>& target);
 // y = Pad(x, pads), x float32 [2, 2], pads an initializer (opset 13).
 onnx::ModelProto padModel(const std::vector<int64_t>& pads);
+// x [1, 18, 4] -> Col2Im(x, image_shape, block_shape [3, 3]) -> y (opset 18): a hostile image_shape
+// makes the output's dims (the shape rule reads the constant).
+onnx::ModelProto col2ImModel(const std::vector<int64_t>& imageShape);
 // identityModel({2}) importing opset `version` of ai.onnx.
 onnx::ModelProto opsetModel(int64_t version);
 // If nodes nested `depth` deep (each then-branch holds the next If; every else

@@ -52,6 +52,17 @@ TEST_F(ShapeSizes, HugePadsAreRefusedBeforeAllocation) {
                        "more than the limit of 68719476736 bytes (KILN_MAX_TENSOR_BYTES)");
 }
 
+// Col2Im's shape rule takes its dims from the image_shape constant: past the dim limit, or
+// past a 64-bit element count, inference refuses before anything is allocated.
+TEST_F(ShapeSizes, HugeCol2ImImagesAreRefusedBeforeAllocation) {
+  expectInferenceError(col2ImModel({int64_t{1} << 62, 4}),
+                       "node 'col2im' (#0, Col2Im): output 'y': dim 2 (4611686018427387904) "
+                       "exceeds the limit of 1099511627776");
+  expectInferenceError(col2ImModel({int64_t{1} << 40, int64_t{1} << 40}),
+                       "node 'col2im' (#0, Col2Im): output 'y': shape 1x2x1099511627776x"
+                       "1099511627776 has more elements than a 64-bit count holds");
+}
+
 TEST_F(ShapeSizes, KernelsCheckTheirOutputSizeWhenRunDirectly) {
   // The output-size budget: under a 1 KiB cap a Pad to 2 x 300 float32 (2400 bytes)
   // fails at its allocation, and the node says why; nothing was allocated.
