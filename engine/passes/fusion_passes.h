@@ -54,6 +54,8 @@ std::unique_ptr<Pass> makeMergeReshapes();
 std::unique_ptr<Pass> makeFoldPadIntoConvPool();
 std::unique_ptr<Pass> makeFuseGelu();
 std::unique_ptr<Pass> makeSinkReshapeBelowActivation();
+// ReduceSum over a stacked axis -> a sum of the branches: sum_stacked_branches.cpp.
+std::unique_ptr<Pass> makeSumStackedBranches();
 // Norm(Reshape(Add, s)) with the last dim kept -> Reshape(Norm(Add), s):
 // sink_reshape_below_norm.cpp.
 std::unique_ptr<Pass> makeSinkReshapeBelowNorm();

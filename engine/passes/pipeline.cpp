@@ -30,6 +30,10 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   // over every spatial axis (timm's squeeze-excitation pool) take the forms the fusions
   // and the channels-last region know: no copy, a global pool.
   list.push_back(passes::makeFoldExpandIntoBroadcast());
+  // A sum over the axis that stacked its branches (selective-kernel convolutions) as the sum of
+  // the branches, each times its weight: before reduce_as_global_pool, which then sees the
+  // attention's pool on a 4-D sum, and before the channels-last region, which holds no 5-D stack.
+  list.push_back(passes::makeSumStackedBranches());
   list.push_back(passes::makeReduceAsGlobalPool());
   // A Transpose of a tiled weight (DeBERTa's position keys, tiled to every batch) as the
   // tile of the transposed weight: after the constant fold, which makes the weight a

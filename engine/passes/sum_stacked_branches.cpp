@@ -1,0 +1,170 @@
+// sum_stacked_branches: a sum over the axis that stacked its branches is the sum of the
+// branches, and a weighted one the sum of each branch times its weight:
+//   ReduceSum(Concat(Unsqueeze(X_0, a), .., Unsqueeze(X_k, a); axis a), [a], keepdims 0)
+//     = X_0 + .. + X_k
+//   ReduceSum(Mul(Concat(..), W), [a], keepdims 0)
+//     = X_0 * Gather(W, 0, axis a) + .. + X_k * Gather(W, k, axis a)
+// (W's dim a is k + 1, or 1: then index 0 for every branch; W on either side of the Mul).
+// Selective-kernel convolutions (timm's SKNet, SelectiveKernel) write both: the branches'
+// sum for the attention's pool, and the softmax-weighted sum of the branches after it. The
+// stacked form copies every branch into a 5-D tensor that the channels-last region cannot
+// hold; the sum form is 4-D elementwise work the pointwise fusion joins. Conditions: the
+// branches' shapes known and equal, float types, one reduced axis, keepdims 0, the Mul read
+// by the ReduceSum alone; Unsqueeze and Concat stay for their other readers (or go as dead
+// nodes). Runs after the constant fold (axes are constants then), before reduce_as_global_pool
+// and channels_last_layout.
+#include <vector>
+
+#include "passes/fusion_passes.h"
+#include "passes/rewrite_helpers.h"
+
+namespace kiln::passes {
+namespace {
+
+using namespace rewrite;
+
+constexpr const char* kName = "sum_stacked_branches";
+
+// The one axis of an Unsqueeze or a ReduceSum (attribute before `inputSince`, a constant
+// input from it), normalized for `rank`; -1 when there is not exactly one.
+int64_t singleAxis(const Node& node, const GraphIndex& index, int inputSince, int64_t rank) {
+  std::vector<int64_t> axes;
+  if (node.opset < inputSince)
+    axes = node.attrInts("axes");
+  else if (!node.hasInput(1) || !constantInts(index.constant(node.inputs[1]), &axes))
+    return -1;
+  if (axes.size() != 1 || axes[0] < -rank || axes[0] >= rank) return -1;
+  return axes[0] < 0 ? axes[0] + rank : axes[0];
+}
+
+bool isFloat(DataType t) {
+  return t == DataType::kFloat32 || t == DataType::kFloat16 || t == DataType::kBFloat16;
+}
+
+struct Match {
+  std::vector<std::string> branches;  // X_0 .. X_k
+  std::string weights;                // W, "" for the plain sum
+  bool weightsFirst = false;          // Mul(W, C)
+  int64_t axis = 0;
+  bool oneWeight = false;  // W's dim a is 1
+};
+
+// The branches X_i of Concat output `stacked` along `axis` (each an Unsqueeze at that axis).
+bool stackedBranches(const Graph& g, const GraphIndex& index, const Shapes& shapes,
+                     const std::string& stacked, int64_t axis, int64_t rank, Match* m) {
+  const int c = index.producer(stacked);
+  if (c < 0 || !isOnnxOpType(g.nodes[c], "Concat")) return false;
+  const Node& concat = g.nodes[c];
+  int64_t concatAxis = concat.attrInt("axis", 0);
+  if (concatAxis < 0) concatAxis += rank;
+  if (concatAxis != axis || concat.inputs.size() < 2) return false;
+  m->branches.clear();
+  for (const std::string& in : concat.inputs) {
+    const int u = in.empty() ? -1 : index.producer(in);
+    if (u < 0 || !isOnnxOpType(g.nodes[u], "Unsqueeze") || !g.nodes[u].hasInput(0)) return false;
+    if (singleAxis(g.nodes[u], index, 13, rank) != axis) return false;
+    const std::string& x = g.nodes[u].inputs[0];
+    const SymbolicShape* s = shapeOf(shapes, x);
+    if (!s || static_cast<int64_t>(s->size()) != rank - 1 || !isFloat(typeOf(shapes, x)))
+      return false;
+    if (!m->branches.empty() && !sameShapeAndType(shapes, m->branches[0], x)) return false;
+    m->branches.push_back(x);
+  }
+  return true;
+}
+
+bool matchAt(const Graph& g, const GraphIndex& index, const Shapes& shapes, const Node& sum,
+             Match* m) {
+  if (!isOnnxOpType(sum, "ReduceSum") || sum.outputs.size() != 1 || !sum.hasInput(0) ||
+      sum.attrInt("keepdims", 1) != 0)
+    return false;
+  const SymbolicShape* s = shapeOf(shapes, sum.inputs[0]);
+  if (!s || s->size() < 2) return false;
+  const int64_t rank = static_cast<int64_t>(s->size());
+  m->axis = singleAxis(sum, index, 13, rank);
+  if (m->axis < 0) return false;
+  if (stackedBranches(g, index, shapes, sum.inputs[0], m->axis, rank, m)) return true;
+  // The weighted sum: a Mul, read by this ReduceSum alone, of the stack and W.
+  const int mul = index.producer(sum.inputs[0]);
+  if (mul < 0 || !isOnnxOp(g.nodes[mul], "Mul", 2) || index.soleReader(g.nodes[mul].outputs[0]) < 0)
+    return false;
+  const Node& product = g.nodes[mul];
+  for (int side = 0; side < 2; ++side) {
+    if (!stackedBranches(g, index, shapes, product.inputs[side], m->axis, rank, m)) continue;
+    m->weights = product.inputs[1 - side];
+    m->weightsFirst = side == 1;
+    const SymbolicShape* w = shapeOf(shapes, m->weights);
+    if (!w || static_cast<int64_t>(w->size()) != rank || !(*w)[m->axis].isConst() ||
+        !isFloat(typeOf(shapes, m->weights)))
+      return false;
+    const int64_t n = (*w)[m->axis].constValue();
+    m->oneWeight = n == 1;
+    return n == 1 || n == static_cast<int64_t>(m->branches.size());
+  }
+  return false;
+}
+
+class SumStackedBranches final : public Pass {
+ public:
+  PassInfo info() const override {
+    return {kName,
+            "ReduceSum([Mul(] Concat(Unsqueeze(X_i, a)) [, W)], a) -> X_0 [* W_0] + .. + X_k [* "
+            "W_k]",
+            1};
+  }
+
+  Status apply(Network& network, std::vector<PassApplication>* applied) const override {
+    // New values are only ever read by the nodes made with them: one inference serves all.
+    const Shapes shapes = inferredShapesOrNone(network);
+    Graph& g = network.graph;
+    auto index = std::make_unique<GraphIndex>(g);
+    for (size_t at = 0; at < g.nodes.size(); ++at) {
+      Match m;
+      if (!matchAt(g, *index, shapes, g.nodes[at], &m)) continue;
+      const Node sum = g.nodes[at];
+      const std::string base = sum.displayName();
+      std::vector<Node> made;
+      std::vector<std::string> terms;
+      for (size_t i = 0; i < m.branches.size(); ++i) {
+        if (m.weights.empty()) {
+          terms.push_back(m.branches[i]);
+          continue;
+        }
+        const std::string at_ = std::to_string(i);
+        const std::string idx = freshName(g, base + "_branch" + at_);
+        g.initializers[idx] = Tensor::scalarInt64(m.oneWeight ? 0 : static_cast<int64_t>(i));
+        Node gather = madeNode(g, sum, base + " (weight " + at_ + ")", "Gather", {m.weights, idx},
+                               {base}, kName);
+        gather.attributes["axis"] = intAttribute(m.axis);
+        made.push_back(gather);
+        std::vector<std::string> operands = {m.branches[i], gather.outputs[0]};
+        if (m.weightsFirst) std::swap(operands[0], operands[1]);
+        Node mul = madeNode(g, sum, base + " (branch " + at_ + ")", "Mul", operands, {base}, kName);
+        terms.push_back(mul.outputs[0]);
+        made.push_back(mul);
+      }
+      std::string total = terms[0];
+      for (size_t i = 1; i < terms.size(); ++i) {
+        Node add = madeNode(g, sum, base + " (sum " + std::to_string(i) + ")", "Add",
+                            {total, terms[i]}, {base}, kName);
+        if (i + 1 == terms.size()) add.outputs[0] = sum.outputs[0];
+        total = add.outputs[0];
+        made.push_back(add);
+      }
+      applied->push_back({kName, {base}, ""});
+      g.nodes.erase(g.nodes.begin() + static_cast<std::ptrdiff_t>(at));
+      g.nodes.insert(g.nodes.begin() + static_cast<std::ptrdiff_t>(at), made.begin(), made.end());
+      at += made.size() - 1;
+      index = std::make_unique<GraphIndex>(g);
+    }
+    return Status::ok();
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> makeSumStackedBranches() {
+  return std::make_unique<SumStackedBranches>();
+}
+
+}  // namespace kiln::passes
