@@ -5,14 +5,16 @@
 //   ReduceSum(Mul(Concat(..), W), [a], keepdims 0)
 //     = X_0 * Gather(W, 0, axis a) + .. + X_k * Gather(W, k, axis a)
 // (W's dim a is k + 1, or 1: then index 0 for every branch; W on either side of the Mul).
+// With 16-bit branches and three or more of them the partial sums round to the branches' type
+// one Add at a time; two branches (SKNet's) give the same values.
 // Selective-kernel convolutions (timm's SKNet, SelectiveKernel) write both: the branches'
 // sum for the attention's pool, and the softmax-weighted sum of the branches after it. The
 // stacked form copies every branch into a 5-D tensor that the channels-last region cannot
 // hold; the sum form is 4-D elementwise work the pointwise fusion joins. Conditions: the
-// branches' shapes known and equal, float types, one reduced axis, keepdims 0, the Mul read
-// by the ReduceSum alone; Unsqueeze and Concat stay for their other readers (or go as dead
-// nodes). Runs after the constant fold (axes are constants then), before reduce_as_global_pool
-// and channels_last_layout.
+// branches' shapes known and equal, float types, one reduced axis, keepdims 0, opset >= 7
+// (numpy broadcasting), the Mul read by the ReduceSum alone (it goes with it); Unsqueeze and Concat
+// stay for their other readers (or go as dead nodes). Runs after the constant fold (axes are
+// constants then), before reduce_as_global_pool and channels_last_layout.
 #include <vector>
 
 #include "passes/fusion_passes.h"
@@ -47,6 +49,7 @@ struct Match {
   bool weightsFirst = false;          // Mul(W, C)
   int64_t axis = 0;
   bool oneWeight = false;  // W's dim a is 1
+  int mul = -1;            // the Mul of the weighted sum
 };
 
 // The branches X_i of Concat output `stacked` along `axis` (each an Unsqueeze at that axis).
@@ -75,8 +78,9 @@ bool stackedBranches(const Graph& g, const GraphIndex& index, const Shapes& shap
 
 bool matchAt(const Graph& g, const GraphIndex& index, const Shapes& shapes, const Node& sum,
              Match* m) {
-  if (!isOnnxOpType(sum, "ReduceSum") || sum.outputs.size() != 1 || !sum.hasInput(0) ||
-      sum.attrInt("keepdims", 1) != 0)
+  // From opset 7 on Add and Mul broadcast as numpy does, which the sums below rely on.
+  if (!isOnnxOpType(sum, "ReduceSum") || sum.opset < 7 || sum.outputs.size() != 1 ||
+      !sum.hasInput(0) || sum.attrInt("keepdims", 1) != 0)
     return false;
   const SymbolicShape* s = shapeOf(shapes, sum.inputs[0]);
   if (!s || s->size() < 2) return false;
@@ -123,6 +127,9 @@ class SumStackedBranches final : public Pass {
       if (!matchAt(g, *index, shapes, g.nodes[at], &m)) continue;
       const Node sum = g.nodes[at];
       const std::string base = sum.displayName();
+      std::vector<int> replaced = {static_cast<int>(at)};
+      if (m.mul >= 0) replaced.insert(replaced.begin(), m.mul);
+      const std::vector<std::string> sources = sourceNodesOf(g, replaced);
       std::vector<Node> made;
       std::vector<std::string> terms;
       for (size_t i = 0; i < m.branches.size(); ++i) {
@@ -130,31 +137,40 @@ class SumStackedBranches final : public Pass {
           terms.push_back(m.branches[i]);
           continue;
         }
-        const std::string at_ = std::to_string(i);
-        const std::string idx = freshName(g, base + "_branch" + at_);
+        const std::string tag = std::to_string(i);
+        const std::string idx = freshName(g, base + "_branch" + tag);
         g.initializers[idx] = Tensor::scalarInt64(m.oneWeight ? 0 : static_cast<int64_t>(i));
-        Node gather = madeNode(g, sum, base + " (weight " + at_ + ")", "Gather", {m.weights, idx},
-                               {base}, kName);
+        Node gather = madeNode(g, sum, base + " (weight " + tag + ")", "Gather", {m.weights, idx},
+                               sources, kName);
         gather.attributes["axis"] = intAttribute(m.axis);
         made.push_back(gather);
         std::vector<std::string> operands = {m.branches[i], gather.outputs[0]};
         if (m.weightsFirst) std::swap(operands[0], operands[1]);
-        Node mul = madeNode(g, sum, base + " (branch " + at_ + ")", "Mul", operands, {base}, kName);
+        Node mul =
+            madeNode(g, sum, base + " (branch " + tag + ")", "Mul", operands, sources, kName);
         terms.push_back(mul.outputs[0]);
         made.push_back(mul);
       }
       std::string total = terms[0];
       for (size_t i = 1; i < terms.size(); ++i) {
         Node add = madeNode(g, sum, base + " (sum " + std::to_string(i) + ")", "Add",
-                            {total, terms[i]}, {base}, kName);
+                            {total, terms[i]}, sources, kName);
         if (i + 1 == terms.size()) add.outputs[0] = sum.outputs[0];
         total = add.outputs[0];
         made.push_back(add);
       }
-      applied->push_back({kName, {base}, ""});
+      applied->push_back({kName, sources, made.back().name});
+      // The ReduceSum goes, and the weighted sum's Mul (read by it alone) with it; the Concat
+      // and Unsqueezes stay for their other readers or go with remove_dead_nodes.
       g.nodes.erase(g.nodes.begin() + static_cast<std::ptrdiff_t>(at));
-      g.nodes.insert(g.nodes.begin() + static_cast<std::ptrdiff_t>(at), made.begin(), made.end());
-      at += made.size() - 1;
+      size_t place = at;
+      if (m.mul >= 0) {
+        g.nodes.erase(g.nodes.begin() + m.mul);  // written before the ReduceSum read it
+        --place;
+      }
+      g.nodes.insert(g.nodes.begin() + static_cast<std::ptrdiff_t>(place), made.begin(),
+                     made.end());
+      at = place + made.size() - 1;
       index = std::make_unique<GraphIndex>(g);
     }
     return Status::ok();

@@ -18,39 +18,52 @@ struct StackOptions {
   int64_t weightAxisDim = 2;  // W [2, weightAxisDim, 3, 1, 1]; 0: no weighted sum
   int64_t sumAxis = 1;        // the ReduceSum's axis (the stack is on axis 1)
   int64_t keepDims = 0;
-  bool weightsFirst = false;  // Mul(W, stack)
+  bool weightsFirst = false;         // Mul(W, stack)
+  int opset = 17;                    // 11: Unsqueeze's and ReduceSum's axes as attributes
+  bool negativeAxes = false;         // the stacking axis written as -4
+  bool tapProduct = false;           // the weighted sum's Mul is also a graph output
+  std::vector<int64_t> weightShape;  // W's shape ({2, weightAxisDim, 3, 1, 1} when empty)
 };
 
 // x_i [2, 3, 4, 5] -> Unsqueeze(1) -> Concat(axis 1) -> s [2, k, 3, 4, 5];
-// plain = ReduceSum(s, [sumAxis]); weighted = ReduceSum(Mul(s, Softmax(w, axis 1)), [sumAxis]).
+// plain = ReduceSum(s, [sumAxis]); weighted = ReduceSum(Mul(s, Sigmoid(w)), [sumAxis]).
 Network stack(const StackOptions& o) {
   Network net;
-  net.opsets[""] = 17;
+  net.opsets[""] = o.opset;
   Graph& g = net.graph;
-  g.initializers["axis1"] = Tensor::int64Vector({1});
-  g.initializers["sumAxes"] = Tensor::int64Vector({o.sumAxis});
+  const int64_t axis = o.negativeAxes ? -4 : 1;
+  const int64_t sumAxis = o.sumAxis == 1 ? axis : o.sumAxis;
+  const bool attributes = o.opset < 13;
+  g.initializers["axis1"] = Tensor::int64Vector({axis});
+  g.initializers["sumAxes"] = Tensor::int64Vector({sumAxis});
+  auto reduceSum = [&](const std::string& in, const std::string& out) {
+    Node n = attributes ? withInts(makeNode("ReduceSum", {in}, {out}, o.opset), "axes", {sumAxis})
+                        : makeNode("ReduceSum", {in, "sumAxes"}, {out}, o.opset);
+    return withInt(n, "keepdims", o.keepDims);
+  };
   std::vector<std::string> stacked;
   for (int64_t i = 0; i < o.branches; ++i) {
     const std::string x = "x" + std::to_string(i), u = "u" + std::to_string(i);
     g.inputs.push_back({x, DataType::kFloat32, true, constantDims({2, 3, 4, 5})});
-    g.nodes.push_back(makeNode("Unsqueeze", {x, "axis1"}, {u}));
+    g.nodes.push_back(attributes
+                          ? withInts(makeNode("Unsqueeze", {x}, {u}, o.opset), "axes", {axis})
+                          : makeNode("Unsqueeze", {x, "axis1"}, {u}, o.opset));
     stacked.push_back(u);
   }
-  g.nodes.push_back(withInt(makeNode("Concat", stacked, {"s"}), "axis", 1));
-  g.nodes.push_back(
-      withInt(makeNode("ReduceSum", {"s", "sumAxes"}, {"plain"}), "keepdims", o.keepDims));
+  g.nodes.push_back(withInt(makeNode("Concat", stacked, {"s"}, o.opset), "axis", axis));
+  g.nodes.push_back(reduceSum("s", "plain"));
   g.outputs = {{"plain", DataType::kFloat32, false, {}}};
   if (o.weightAxisDim > 0) {
-    g.inputs.push_back(
-        {"w", DataType::kFloat32, true, constantDims({2, o.weightAxisDim, 3, 1, 1})});
-    g.nodes.push_back(withInt(makeNode("Softmax", {"w"}, {"attn"}), "axis", 1));
+    const Shape w = o.weightShape.empty() ? Shape{2, o.weightAxisDim, 3, 1, 1} : o.weightShape;
+    g.inputs.push_back({"w", DataType::kFloat32, true, constantDims(w)});
+    g.nodes.push_back(makeNode("Sigmoid", {"w"}, {"attn"}, o.opset));
     g.nodes.push_back(makeNode("Mul",
                                o.weightsFirst ? std::vector<std::string>{"attn", "s"}
                                               : std::vector<std::string>{"s", "attn"},
-                               {"weighted_terms"}));
-    g.nodes.push_back(withInt(makeNode("ReduceSum", {"weighted_terms", "sumAxes"}, {"weighted"}),
-                              "keepdims", o.keepDims));
+                               {"weighted_terms"}, o.opset));
+    g.nodes.push_back(reduceSum("weighted_terms", "weighted"));
     g.outputs.push_back({"weighted", DataType::kFloat32, false, {}});
+    if (o.tapProduct) g.outputs.push_back({"weighted_terms", DataType::kFloat32, false, {}});
   }
   for (int i = 0; i < static_cast<int>(g.nodes.size()); ++i) g.nodes[i].index = i;
   return net;
@@ -66,7 +79,7 @@ TEST(SumStackedBranches, SelectiveKernelSumsBecomeFourDimensional) {
     StackOptions o;
     o.weightsFirst = weightsFirst;
     Network fused;
-    // plain: one Add; weighted: the Softmax, two Gathers, two Muls, one Add.
+    // plain: one Add; weighted: the Sigmoid, two Gathers, two Muls, one Add.
     auto applied = fuseAndCompareOutputs(kPass, run, stack(o), 7, &fused);
     EXPECT_EQ(applied.size(), 2u);
     EXPECT_EQ(countOps(fused, "Concat"), 0);
@@ -79,13 +92,24 @@ TEST(SumStackedBranches, ThreeBranchesAndOneSharedWeight) {
   StackOptions three;
   three.branches = 3;
   three.weightAxisDim = 3;
-  // plain: two Adds; weighted: Softmax, three Gathers, three Muls, two Adds.
+  // plain: two Adds; weighted: Sigmoid, three Gathers, three Muls, two Adds.
   EXPECT_EQ(fuseAndCompareOutputs(kPass, run, stack(three), 11).size(), 2u);
   // W [2, 1, 3, 1, 1] weighs every branch alike: Gather index 0 for each (one Gather after
   // merge_duplicate_nodes).
   StackOptions shared;
   shared.weightAxisDim = 1;
   EXPECT_EQ(fuseAndCompareOutputs(kPass, run, stack(shared), 6).size(), 2u);
+}
+
+TEST(SumStackedBranches, AttributeAxesAndNegativeAxes) {
+  // Opset 11: the axes of Unsqueeze and ReduceSum are attributes; and the axis written as -4.
+  for (int opset : {11, 17}) {
+    SCOPED_TRACE("opset " + std::to_string(opset));
+    StackOptions o;
+    o.opset = opset;
+    o.negativeAxes = true;
+    EXPECT_EQ(fuseAndCompareOutputs(kPass, run, stack(o), 7).size(), 2u);
+  }
 }
 
 TEST(SumStackedBranches, SumsThatMustStayStay) {
@@ -99,6 +123,15 @@ TEST(SumStackedBranches, SumsThatMustStayStay) {
   other.sumAxis = 2;
   other.weightAxisDim = 0;
   EXPECT_TRUE(fuseAndCompareOutputs(kPass, run, stack(other), 4).empty());
+  // The weighted sum's product is also a graph output, or W has fewer dims than the stack
+  // ([3, 1, 1]): the plain sum goes, the weighted one stays (Unsqueezes, Concat, Sigmoid,
+  // Mul, ReduceSum and the plain sum's Add).
+  StackOptions tapped;
+  tapped.tapProduct = true;
+  EXPECT_EQ(fuseAndCompareOutputs(kPass, run, stack(tapped), 7).size(), 1u);
+  StackOptions shortWeight;
+  shortWeight.weightShape = {3, 1, 1};
+  EXPECT_EQ(fuseAndCompareOutputs(kPass, run, stack(shortWeight), 7).size(), 1u);
 }
 
 }  // namespace
