@@ -11,7 +11,9 @@
 namespace kiln {
 namespace {
 
-std::string fixture(const std::string& name) { return std::string(KILN_TEST_DATA_DIR) + "/" + name; }
+std::string fixture(const std::string& name) {
+  return std::string(KILN_TEST_DATA_DIR) + "/" + name;
+}
 
 TEST(TensorIo, ReadsNpyWrittenByNumpy) {
   auto t = readNpyFile(fixture("x_2x3.npy"));
@@ -22,7 +24,8 @@ TEST(TensorIo, ReadsNpyWrittenByNumpy) {
 }
 
 TEST(TensorIo, NpyAndPbRoundTrip) {
-  Tensor t = Tensor::fromVector(DataType::kInt64, {2, 2}, std::vector<int64_t>{-3, 7, 1LL << 40, 0});
+  Tensor t =
+      Tensor::fromVector(DataType::kInt64, {2, 2}, std::vector<int64_t>{-3, 7, 1LL << 40, 0});
   const std::string dir = std::filesystem::temp_directory_path().string();
   ASSERT_TRUE(writeNpyFile(dir + "/kiln_rt.npy", t).isOk());
   ASSERT_TRUE(writeTensorProtoFile(dir + "/kiln_rt.pb", t, "t").isOk());
@@ -51,7 +54,8 @@ TEST(DataTypes, HalfAndBFloat16RoundTrip) {
 }
 
 TEST(Cast, FollowsOnnxRules) {
-  Tensor f = Tensor::fromVector(DataType::kFloat32, {4}, std::vector<float>{-1.7f, 2.9f, 0.f, 300.f});
+  Tensor f =
+      Tensor::fromVector(DataType::kFloat32, {4}, std::vector<float>{-1.7f, 2.9f, 0.f, 300.f});
   Tensor i = castTensor(f, DataType::kInt32);
   EXPECT_EQ(i.toInt64Vector(), (std::vector<int64_t>{-1, 2, 0, 300}));
   Tensor b = castTensor(f, DataType::kBool);
