@@ -166,6 +166,21 @@ TEST(ShapeInference, MaskTypesAreKnownWithoutShapes) {
   EXPECT_EQ(shapes->values.at("y").type, DataType::kFloat16);
 }
 
+// The float32 output "y" of `net` has the shape `expected` (as "2x3", symbolic dims by
+// name), or none when `expected` is "".
+void expectOutputShape(const Network& net, const std::string& expected) {
+  auto shapes = inferShapes(net);
+  ASSERT_TRUE(shapes.isOk()) << shapes.status().toString();
+  const InferredValue& y = shapes->values.at("y");
+  if (expected.empty()) {
+    EXPECT_FALSE(y.hasShape) << symbolicShapeToString(y.shape);
+    return;
+  }
+  ASSERT_TRUE(y.hasShape);
+  EXPECT_EQ(symbolicShapeToString(y.shape), expected);
+  EXPECT_EQ(y.type, DataType::kFloat32);
+}
+
 // Einsum (Funnel Transformer's relative attention, "binh,tnh->bnit"): the output dims are
 // the labels' dims, symbolic ones included, with "..." broadcast and implicit outputs; a
 // label of two different sizes, or a term of the wrong rank, leaves the shape unknown.
@@ -203,16 +218,7 @@ TEST(ShapeInference, EinsumTakesEachOutputLabelsDim) {
     einsum.outputs = {"y"};
     g.nodes.push_back(einsum);
     g.outputs = {{"y", DataType::kFloat32, false, {}}};
-    auto shapes = inferShapes(net);
-    ASSERT_TRUE(shapes.isOk()) << shapes.status().toString();
-    const InferredValue& y = shapes->values.at("y");
-    if (c.expected.empty()) {
-      EXPECT_FALSE(y.hasShape) << symbolicShapeToString(y.shape);
-      continue;
-    }
-    ASSERT_TRUE(y.hasShape);
-    EXPECT_EQ(symbolicShapeToString(y.shape), c.expected);
-    EXPECT_EQ(y.type, DataType::kFloat32);
+    expectOutputShape(net, c.expected);
   }
 }
 
@@ -250,15 +256,7 @@ TEST(ShapeInference, Col2ImTakesItsImageShape) {
     col2im.outputs = {"y"};
     g.nodes = {col2im};
     g.outputs = {{"y", DataType::kFloat32, false, {}}};
-    auto shapes = inferShapes(net);
-    ASSERT_TRUE(shapes.isOk()) << shapes.status().toString();
-    const InferredValue& y = shapes->values.at("y");
-    if (c.expected.empty()) {
-      EXPECT_FALSE(y.hasShape) << symbolicShapeToString(y.shape);
-      continue;
-    }
-    ASSERT_TRUE(y.hasShape);
-    EXPECT_EQ(symbolicShapeToString(y.shape), c.expected);
+    expectOutputShape(net, c.expected);
   }
 }
 
