@@ -548,6 +548,14 @@ void launchColumnTiles(const T* x, T* y, int64_t outer, int64_t n, int64_t inner
   softmaxColumnTilesKernel<T, kTile><<<grid, kColumnsBlock, 0, stream>>>(x, y, n, inner, kind);
 }
 
+// The width of a column tile for `inner` columns: the smallest power of two from 2 that holds
+// them, at most 32.
+int columnTile(int64_t inner) {
+  int tile = 2;
+  while (tile < 32 && tile < inner) tile *= 2;
+  return tile;
+}
+
 // The column-tile kernel serves Softmax and LogSoftmax [outer, n, inner] when a thread per
 // column would leave the GPU mostly idle (fewer than 2^17 columns) or walk a long column alone
 // (n > 1024), the columns are at least as long as a block is deep, and the grid fits (outer <
@@ -555,10 +563,8 @@ void launchColumnTiles(const T* x, T* y, int64_t outer, int64_t n, int64_t inner
 bool useColumnTiles(SoftmaxKind kind, int64_t outer, int64_t n, int64_t inner) {
   if (kind == SoftmaxKind::kHardmax) return false;
   if (outer >= (int64_t(1) << 31) || (inner + 31) / 32 >= 65536) return false;
-  int64_t tile = 2;
-  while (tile < 32 && tile < inner) tile *= 2;
   // Columns shorter than a block's rows would leave most of its threads idle.
-  if (n < kColumnsBlock / tile) return false;
+  if (n < kColumnsBlock / columnTile(inner)) return false;
   return outer * inner < (int64_t(1) << 17) || n > 1024;
 }
 
@@ -595,16 +601,22 @@ Status launchSoftmax(const SoftmaxLaunch& args, cudaStream_t stream) {
         softmaxRowsKernel<T><<<g.grid, g.block, 0, stream>>>(x, y, outer, n, args.kind, g.warpMode);
         KILN_CUDA_CHECK_LAUNCH("softmaxRowsKernel");
       } else if (useColumnTiles(args.kind, outer, n, inner)) {
-        if (inner <= 2)
-          launchColumnTiles<T, 2>(x, y, outer, n, inner, args.kind, stream);
-        else if (inner <= 4)
-          launchColumnTiles<T, 4>(x, y, outer, n, inner, args.kind, stream);
-        else if (inner <= 8)
-          launchColumnTiles<T, 8>(x, y, outer, n, inner, args.kind, stream);
-        else if (inner <= 16)
-          launchColumnTiles<T, 16>(x, y, outer, n, inner, args.kind, stream);
-        else
-          launchColumnTiles<T, 32>(x, y, outer, n, inner, args.kind, stream);
+        switch (columnTile(inner)) {
+          case 2:
+            launchColumnTiles<T, 2>(x, y, outer, n, inner, args.kind, stream);
+            break;
+          case 4:
+            launchColumnTiles<T, 4>(x, y, outer, n, inner, args.kind, stream);
+            break;
+          case 8:
+            launchColumnTiles<T, 8>(x, y, outer, n, inner, args.kind, stream);
+            break;
+          case 16:
+            launchColumnTiles<T, 16>(x, y, outer, n, inner, args.kind, stream);
+            break;
+          default:
+            launchColumnTiles<T, 32>(x, y, outer, n, inner, args.kind, stream);
+        }
         KILN_CUDA_CHECK_LAUNCH("softmaxColumnTilesKernel");
       } else {
         softmaxColumnsKernel<T>
