@@ -44,7 +44,6 @@ bool followsRegion(const Node& node, const GraphIndex& index, const std::vector<
     return false;
   const SymbolicShape* out = shapeOf(shapes, node.outputs[0]);
   if (!out || out->size() != 4) return false;
-  bool full = false;
   *plan = {};
   for (size_t slot = 0; slot < node.inputs.size(); ++slot) {
     const std::string& value = node.inputs[slot];
@@ -54,7 +53,6 @@ bool followsRegion(const Node& node, const GraphIndex& index, const std::vector<
     const int producer = index.producer(value);
     if (producer >= 0 && chosen[producer] && s->size() == 4) {
       plan->regionSlots.push_back(slot);
-      full = full || *s == *out;
       continue;
     }
     // Right-aligned to [N, C, H, W]: H and W must be 1 (a broadcast over the plane).
@@ -65,7 +63,7 @@ bool followsRegion(const Node& node, const GraphIndex& index, const std::vector<
     }
     plan->broadcastSlots.push_back(slot);
   }
-  return full;
+  return !plan->regionSlots.empty();
 }
 
 bool isChannelsFirstView(const std::string& value, const Graph& g, const GraphIndex& index,
@@ -98,6 +96,68 @@ bool concatFollowsRegion(const Node& node, const Graph& g, const GraphIndex& ind
   if (a < 0 || a > 3) return false;
   for (int j = 0; j < 4; ++j)
     if (kToChannelsLast[j] == a) *axis = j;
+  return true;
+}
+
+bool splitFollowsRegion(const Node& node, const GraphIndex& index, const std::vector<bool>& chosen,
+                        const InferredShapes& shapes, FollowPlan* plan, int64_t* axis) {
+  if (!isDefaultDomain(node) || node.opType != "Split" || node.outputs.empty() ||
+      node.inputs.empty() || node.inputs[0].empty())
+    return false;
+  const int producer = index.producer(node.inputs[0]);
+  const SymbolicShape* in = shapeOf(shapes, node.inputs[0]);
+  if (producer < 0 || !chosen[producer] || !in || in->size() != 4) return false;
+  int64_t a = node.attrInt("axis", 0);
+  if (a < 0) a += 4;
+  if (a < 0 || a > 3) return false;
+  *axis = toChannelsLastAxis(a);
+  *plan = {};
+  plan->regionSlots.push_back(0);  // the sizes (slot 1) count along the same axis: unchanged
+  return true;
+}
+
+bool stridedCopyFollowsRegion(const Node& node, const GraphIndex& index,
+                              const std::vector<bool>& chosen, const InferredShapes& shapes,
+                              FollowPlan* plan, ops::StridedCopyGeometry* nhwc) {
+  if (node.domain != kKilnDomain || node.opType != ops::kStridedCopyOp ||
+      node.outputs.size() != 1 || node.outputs[0].empty() || node.inputs.size() != 1 ||
+      node.inputs[0].empty())
+    return false;
+  const int producer = index.producer(node.inputs[0]);
+  const SymbolicShape* in = shapeOf(shapes, node.inputs[0]);
+  if (producer < 0 || !chosen[producer] || !in || in->size() != 4) return false;
+  int64_t dims[4];
+  for (int d = 0; d < 4; ++d) {
+    if (!(*in)[d].isConst() || (*in)[d].constValue() <= 0) return false;
+    dims[d] = (*in)[d].constValue();
+  }
+  auto geometry = ops::stridedCopyGeometry(node, dims[0] * dims[1] * dims[2] * dims[3]);
+  if (!geometry.isOk() || geometry.value().shape.size() != 4) return false;
+  const ops::StridedCopyGeometry& g = geometry.value();
+  // The element strides of X's axes, channels-first and channels-last.
+  const int64_t nchwStride[4] = {dims[1] * dims[2] * dims[3], dims[2] * dims[3], dims[3], 1};
+  const int64_t nhwcStride[4] = {dims[1] * dims[2] * dims[3], 1, dims[3] * dims[1], dims[1]};
+  int64_t rest = g.offset, offset = 0;
+  int64_t step[4];  // Y's dim d steps `step[d]` along X's axis d
+  for (int d = 0; d < 4; ++d) {
+    const int64_t start = rest / nchwStride[d];
+    rest %= nchwStride[d];
+    if (g.shape[d] == 0) return false;
+    step[d] = g.shape[d] == 1 ? 0 : g.strides[d] / nchwStride[d];
+    if (g.shape[d] > 1 && (g.strides[d] % nchwStride[d] != 0 || step[d] == 0)) return false;
+    if (start >= dims[d] || start + (g.shape[d] - 1) * step[d] >= dims[d]) return false;
+    offset += start * nhwcStride[d];
+  }
+  nhwc->shape.clear();
+  nhwc->strides.clear();
+  for (int j = 0; j < 4; ++j) {
+    const int axis = kToChannelsLast[j];
+    nhwc->shape.push_back(g.shape[axis]);
+    nhwc->strides.push_back(step[axis] * nhwcStride[axis]);
+  }
+  nhwc->offset = offset;
+  *plan = {};
+  plan->regionSlots.push_back(0);
   return true;
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kiln/shape_inference.h"
+#include "ops/strided_copy_params.h"
 #include "passes/pass.h"
 
 namespace kiln::passes::channels_last {
@@ -57,8 +58,10 @@ struct ResizeNhwc {
 bool isFloat(const Node& node, const InferredShapes& shapes);
 
 // True when elementwise `node` (the op table's positionwise ops) can run on NHWC storage
-// without a reformat before it: its 4-D inputs are region values (one of the output's full
-// shape) and the others broadcast over H and W; fills `plan`.
+// without a reformat before it: at least one input is a 4-D region value, every other 4-D
+// input is one too or broadcasts over H and W, and the lower-rank inputs broadcast over H and
+// W; fills `plan`. Region values need not have the output's full shape: 4-D values all
+// permuted alike broadcast alike (FocalNet's ctx [N, C, 1, 1] times its gate [N, 1, H, W]).
 bool followsRegion(const Node& node, const GraphIndex& index, const std::vector<bool>& chosen,
                    const InferredShapes& shapes, FollowPlan* plan);
 
@@ -72,6 +75,21 @@ bool isChannelsFirstView(const std::string& value, const Graph& g, const GraphIn
 bool concatFollowsRegion(const Node& node, const Graph& g, const GraphIndex& index,
                          const std::vector<bool>& chosen, const InferredShapes& shapes,
                          FollowPlan* plan, int64_t* axis);
+
+// A Split of a region value (any number of outputs, sizes as given): the same Split along the
+// permuted axis, set in `axis`; every output is a region value (InceptionNeXt's and FocalNet's
+// channel splits).
+bool splitFollowsRegion(const Node& node, const GraphIndex& index, const std::vector<bool>& chosen,
+                        const InferredShapes& shapes, FollowPlan* plan, int64_t* axis);
+
+// A StridedCopy (fold_split_views' Split -> Slice chains: FocalNet's gates) of a region value
+// [N, C, H, W] with static dims that reads a 4-D box of it with every Y dim stepping along the
+// X axis in its own position (a stride that is a multiple of that axis' stride, or a dim of
+// 1) and staying inside that axis: the same box read from NHWC storage, its geometry in
+// `nhwc` (Y's dims permuted to [N, H, W, C], each stride the NHWC stride of its axis).
+bool stridedCopyFollowsRegion(const Node& node, const GraphIndex& index,
+                              const std::vector<bool>& chosen, const InferredShapes& shapes,
+                              FollowPlan* plan, ops::StridedCopyGeometry* nhwc);
 
 // A Slice of a region value with constant axes and starts: the same Slice along the
 // permuted axes, set in `axes` in the order of the node's starts / ends / steps.

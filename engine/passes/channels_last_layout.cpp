@@ -24,29 +24,31 @@
 // writes NHWC as it is (an elementwise op does not care where C sits), so INT8 layers chain through
 // the Quantize between them. Elementwise ops follow the region too (`followsRegion`):
 // an Add, Mul, activation or PointwiseChain whose 4-D inputs are all NHWC already
-// (one of them of the output's full shape) and whose other inputs broadcast over H and
-// W ([N, C, 1, 1], [C, 1, 1], scalars: stored [N, 1, 1, C] by a Reshape, which moves no
-// bytes) computes the same values on NHWC storage: op(T^-1(a), b) = T^-1(op(a, T(b))).
-// EfficientNet's squeeze-excitation scale Mul(x, s) and ConvNeXt's layer-scale Mul and
-// residual Add then stay in the region instead of paying a reformat each way. A Concat
-// of region values follows too, along the permuted axis (NCHW axis a is NHWC axis
-// j with kToChannelsLast[j] = a: channels 1 -> 3), so DenseNet's blocks (Concat, then
-// BN -> ReLU as one PointwiseChain: batch_norm_as_scale_shift) run NHWC throughout. A
-// Slice of a region value with constant axes follows the same way (its axes permuted),
-// so ShuffleNet's channel split does not pay a reformat per branch, and so does a channel
-// shuffle (Reshape, Transpose (0, 2, 1, 3, 4), Reshape) as the same shuffle of the innermost
-// axis; so does a normalization over each whole sample (Reshape to [N, 1, C * H * W],
-// InstanceNormalization with a scalar scale and bias, Reshape back: GroupNorm(1, C) as torch
-// exports it, PoolFormer's), whose statistics do not depend on where C sits. A Resize of H and W
-// (constant scales or sizes, N and C kept) runs on NHWC storage with its scales, sizes or axes
-// permuted when its readers are region layers (a convolution or pooling, or a Concat of region
-// values, channels-first views of channels-last data and other such Resizes) and its input is a
-// region value, such a view (Transpose (0, 3, 1, 2), or tokens turned into an image:
-// fold_view_chains makes the reformat a Reshape), or no larger than its output: SegFormer's decoder
-// upsamples four token maps and concatenates them for a 1x1 convolution, all channels-last then.
-// Runs only when the builder asks for it (the backend prefers
-// channels-last for the engine's precision) and after the fusions, which match channels-first
-// patterns.
+// (any shapes that broadcast: 4-D values permuted alike broadcast alike) and whose other
+// inputs broadcast over H and W ([N, C, 1, 1], [C, 1, 1], scalars: stored [N, 1, 1, C] by a
+// Reshape, which moves no bytes) computes the same values on NHWC storage: op(T^-1(a), b) =
+// T^-1(op(a, T(b))). EfficientNet's squeeze-excitation scale Mul(x, s) and ConvNeXt's layer-scale
+// Mul and residual Add then stay in the region instead of paying a reformat each way. A Concat of
+// region values follows too, along the permuted axis (NCHW axis a is NHWC axis j with
+// kToChannelsLast[j] = a: channels 1 -> 3), so DenseNet's blocks (Concat, then BN -> ReLU as one
+// PointwiseChain: batch_norm_as_scale_shift) run NHWC throughout. A Slice of a region value with
+// constant axes follows the same way (its axes permuted), so ShuffleNet's channel split does not
+// pay a reformat per branch, and so does a Split (along the permuted axis, every output a region
+// value: InceptionNeXt's token mixer, FocalNet's q / ctx / gates) and a StridedCopy that reads a
+// box of a region value (the Split -> Slice chains fold_split_views made: FocalNet's gate per focal
+// level, its geometry rewritten for NHWC storage), and so does a channel shuffle (Reshape,
+// Transpose (0, 2, 1, 3, 4), Reshape) as the same shuffle of the innermost axis; so does a
+// normalization over each whole sample (Reshape to [N, 1, C * H * W], InstanceNormalization with a
+// scalar scale and bias, Reshape back: GroupNorm(1, C) as torch exports it, PoolFormer's), whose
+// statistics do not depend on where C sits. A Resize of H and W (constant scales or sizes, N and C
+// kept) runs on NHWC storage with its scales, sizes or axes permuted when its readers are region
+// layers (a convolution or pooling, or a Concat of region values, channels-first views of
+// channels-last data and other such Resizes) and its input is a region value, such a view
+// (Transpose (0, 3, 1, 2), or tokens turned into an image: fold_view_chains makes the reformat a
+// Reshape), or no larger than its output: SegFormer's decoder upsamples four token maps and
+// concatenates them for a 1x1 convolution, all channels-last then. Runs only when the builder asks
+// for it (the backend prefers channels-last for the engine's precision) and after the fusions,
+// which match channels-first patterns.
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -224,12 +226,14 @@ class ChannelsLastLayout final : public Pass {
     std::vector<bool> chosen(g.nodes.size()), layoutFree(g.nodes.size());
     std::vector<FollowPlan> follows(g.nodes.size());
     std::vector<bool> follower(g.nodes.size());
-    std::vector<int64_t> concatAxis(g.nodes.size(), -1);          // a following Concat's NHWC axis
+    std::vector<int64_t> followAxis(g.nodes.size(),
+                                    -1);  // a following Concat's or Split's NHWC axis
     std::vector<std::vector<int64_t>> sliceAxes(g.nodes.size());  // a following Slice's
     // A following channel shuffle's nodes: each one's NHWC shape input (Reshapes) or perm.
     std::map<int, std::vector<int64_t>> shuffleShapes, shufflePerms;
     std::set<int> decidedWithReshape;   // a whole-sample norm's nodes after its first Reshape
     std::map<int, ResizeNhwc> resizes;  // the Resizes going NHWC
+    std::map<int, ops::StridedCopyGeometry> stridedCopies;  // following StridedCopies' NHWC reads
     bool any = false;
     const GraphIndex index(g);
     // Resizes that may go NHWC, whatever their readers (see resizeJoins).
@@ -237,18 +241,26 @@ class ChannelsLastLayout final : public Pass {
     for (size_t i = 0; i < g.nodes.size(); ++i)
       if (auto form = resizeNhwc(g.nodes[i], index, shapes))
         resizeForms[static_cast<int>(i)] = *form;
-    // Whether every reader of node `at`'s output is a node that qualifies (reading it as X)
-    // or a Concat.
-    auto readersTakeNhwc = [&](int at) {
-      const std::vector<int> readers = index.readers(g.nodes[at].outputs[0]);
+    // Whether every reader of `value` is a node that qualifies (reading it as X) or a Concat.
+    auto valueReadersTakeNhwc = [&](const std::string& value) {
+      const std::vector<int> readers = index.readers(value);
       if (readers.empty()) return false;
       for (int reader : readers) {
         if (reader < 0) return false;
         const Node& r = g.nodes[reader];
-        const bool layer = qualifies(r, g, shapes) && r.inputs[0] == g.nodes[at].outputs[0];
+        const bool layer = qualifies(r, g, shapes) && r.inputs[0] == value;
         if (!layer && !(isDefaultDomain(r) && r.opType == "Concat")) return false;
       }
       return true;
+    };
+    auto readersTakeNhwc = [&](int at) { return valueReadersTakeNhwc(g.nodes[at].outputs[0]); };
+    // A Split follows when one of its outputs feeds region layers alone (a convolution, a
+    // pooling, a Concat): otherwise (MobileViTv2's q / k / v for its elementwise attention)
+    // each output would pay its own reformat back instead of the Split's input paying one.
+    auto splitFeedsRegion = [&](const Node& split) {
+      return std::any_of(split.outputs.begin(), split.outputs.end(), [&](const std::string& v) {
+        return !v.empty() && valueReadersTakeNhwc(v);
+      });
     };
     // A Resize joins the region when its readers are region layers: nodes that qualify, or
     // Concats each of whose inputs is a region value, a free view, or another Resize that
@@ -325,10 +337,18 @@ class ChannelsLastLayout final : public Pass {
       if (!chosen[i] && followsRegion(node, index, chosen, shapes, &follows[i]))
         chosen[i] = layoutFree[i] = follower[i] = true;
       if (!chosen[i] &&
-          concatFollowsRegion(node, g, index, chosen, shapes, &follows[i], &concatAxis[i]))
+          concatFollowsRegion(node, g, index, chosen, shapes, &follows[i], &followAxis[i]))
+        chosen[i] = layoutFree[i] = follower[i] = true;
+      if (!chosen[i] && splitFeedsRegion(node) &&
+          splitFollowsRegion(node, index, chosen, shapes, &follows[i], &followAxis[i]))
         chosen[i] = layoutFree[i] = follower[i] = true;
       if (!chosen[i] && sliceFollowsRegion(node, index, chosen, shapes, &follows[i], &sliceAxes[i]))
         chosen[i] = layoutFree[i] = follower[i] = true;
+      ops::StridedCopyGeometry read;
+      if (!chosen[i] && stridedCopyFollowsRegion(node, index, chosen, shapes, &follows[i], &read)) {
+        stridedCopies[static_cast<int>(i)] = std::move(read);
+        chosen[i] = layoutFree[i] = follower[i] = true;
+      }
       any |= chosen[i];
     }
     if (!any) return Status::ok();
@@ -359,7 +379,7 @@ class ChannelsLastLayout final : public Pass {
       }
       const std::string serves = node.displayName();
       if (node.opType == "Conv") asFusedConv(&node);
-      if (concatAxis[i] >= 0) node.attributes["axis"] = intAttribute(concatAxis[i]);
+      if (followAxis[i] >= 0) node.attributes["axis"] = intAttribute(followAxis[i]);
       if (auto shape = shuffleShapes.find(static_cast<int>(i)); shape != shuffleShapes.end()) {
         const std::string target = freshValue(g, taken, node.outputs[0] + "_nhwc_shape");
         taken.insert(target);
@@ -389,6 +409,11 @@ class ChannelsLastLayout final : public Pass {
           node.inputs[3] = axes;
         }
       }
+      if (auto copy = stridedCopies.find(static_cast<int>(i)); copy != stridedCopies.end()) {
+        node.attributes["shape"] = rewrite::intsAttribute(copy->second.shape);
+        node.attributes["strides"] = rewrite::intsAttribute(copy->second.strides);
+        node.attributes["offset"] = intAttribute(copy->second.offset);
+      }
       // A layout-free op keeps its meaning on NHWC storage: no attribute, no filter.
       if (!layoutFree[i]) node.attributes[kChannelsLastAttribute] = intAttribute(1);
       const ChannelsLastRoles roles = follower[i]
@@ -417,36 +442,43 @@ class ChannelsLastLayout final : public Pass {
         node.inputs[roles.filterInput] = krsc;
         oldFilters.insert(w);
       }
-      const std::string y = node.outputs[0];
-      const std::string twin = freshValue(g, taken, y + "_nhwc");
-      taken.insert(twin);
-      node.outputs[0] = twin;
-      nhwc[y] = twin;
+      // Every output goes NHWC (a following Split has several; every other chosen node one).
+      std::vector<std::pair<std::string, std::string>> outputs;  // (y, its NHWC twin)
+      for (std::string& y : node.outputs) {
+        if (y.empty()) continue;
+        const std::string twin = freshValue(g, taken, y + "_nhwc");
+        taken.insert(twin);
+        outputs.push_back({y, twin});
+        nhwc[y] = twin;
+        y = twin;
+      }
       const std::string layer = node.displayName();
       nodes.push_back(std::move(node));
       applied->push_back({kName, {serves}, layer});
-      // A channels-first reader: a graph output, a node left channels-first, or a
-      // converted node reading y in a slot that stays channels-first (a
-      // FusedConvMaxPool's X).
-      bool channelsFirstReader = false;
-      for (int reader : index.readers(y)) {
-        if (deadShapes.count(reader)) continue;
-        if (reader < 0 || !chosen[reader]) {
-          channelsFirstReader = true;
-          continue;
-        }
-        const Node& r = g.nodes[reader];
-        const std::vector<size_t> nhwcSlots = follower[reader] ? follows[reader].regionSlots
-                                              : layoutFree[reader]
-                                                  ? std::vector<size_t>{0}
-                                                  : channelsLastRoles(r).activationInputs;
-        for (size_t slot = 0; slot < r.inputs.size(); ++slot)
-          if (r.inputs[slot] == y &&
-              std::find(nhwcSlots.begin(), nhwcSlots.end(), slot) == nhwcSlots.end())
+      for (const auto& [y, twin] : outputs) {
+        // A channels-first reader: a graph output, a node left channels-first, or a
+        // converted node reading y in a slot that stays channels-first (a
+        // FusedConvMaxPool's X).
+        bool channelsFirstReader = false;
+        for (int reader : index.readers(y)) {
+          if (deadShapes.count(reader)) continue;
+          if (reader < 0 || !chosen[reader]) {
             channelsFirstReader = true;
+            continue;
+          }
+          const Node& r = g.nodes[reader];
+          const std::vector<size_t> nhwcSlots = follower[reader] ? follows[reader].regionSlots
+                                                : layoutFree[reader]
+                                                    ? std::vector<size_t>{0}
+                                                    : channelsLastRoles(r).activationInputs;
+          for (size_t slot = 0; slot < r.inputs.size(); ++slot)
+            if (r.inputs[slot] == y &&
+                std::find(nhwcSlots.begin(), nhwcSlots.end(), slot) == nhwcSlots.end())
+              channelsFirstReader = true;
+        }
+        if (channelsFirstReader)
+          nodes.push_back(reformat(twin, y, kToChannelsFirst, "NCHW", serves, opset));
       }
-      if (channelsFirstReader)
-        nodes.push_back(reformat(twin, y, kToChannelsFirst, "NCHW", serves, opset));
     }
     g.nodes = std::move(nodes);
     const GraphIndex after(g);

@@ -440,6 +440,208 @@ Node quantizedConv(const std::string& x, const std::string& w, const std::string
   return withInts(n, "pads", {1, 1, 1, 1});
 }
 
+// InceptionNeXt's token mixer: a Split of a region value into an identity part and three
+// branches (a depthwise square, a 1 x k and a k x 1 convolution), concatenated back, then its
+// BatchNorm and a 1x1 convolution. The Split follows the region along the permuted axis (1 ->
+// 3), so only x's and y's reformats are left; the outputs are the channels-first graph's.
+TEST(ChannelsLastLayout, ChannelSplitIntoConvolutionBranchesStaysInTheRegion) {
+  for (int opset : {17, 11}) {  // the sizes as an input, and as an attribute
+    SCOPED_TRACE("opset " + std::to_string(opset));
+    Network net;
+    net.opsets[""] = opset;
+    Graph& g = net.graph;
+    g.inputs = {{"x", DataType::kFloat32, true, {DimExpr(2), DimExpr(6), DimExpr(5), DimExpr(5)}}};
+    g.initializers["w0"] = randomTensor(DataType::kFloat32, {10, 6, 1, 1}, 1);
+    g.initializers["wsq"] = randomTensor(DataType::kFloat32, {2, 1, 3, 3}, 2);
+    g.initializers["ww"] = randomTensor(DataType::kFloat32, {2, 1, 1, 3}, 3);
+    g.initializers["wh"] = randomTensor(DataType::kFloat32, {2, 1, 3, 1}, 4);
+    g.initializers["w1"] = randomTensor(DataType::kFloat32, {4, 10, 1, 1}, 5);
+    g.initializers["bn_g"] = randomTensor(DataType::kFloat32, {10}, 6, 0.5, 1.5);
+    g.initializers["bn_b"] = randomTensor(DataType::kFloat32, {10}, 7);
+    g.initializers["bn_m"] = randomTensor(DataType::kFloat32, {10}, 8);
+    g.initializers["bn_v"] = randomTensor(DataType::kFloat32, {10}, 9, 0.2, 2.0);
+    g.nodes.push_back(makeNode("Conv", {"x", "w0"}, {"c0"}, opset));
+    Node split = withInt(makeNode("Split", {"c0"}, {"id", "s1", "s2", "s3"}, opset), "axis", 1);
+    if (opset >= 13) {
+      g.initializers["sizes"] = Tensor::int64Vector({4, 2, 2, 2});
+      split.inputs.push_back("sizes");
+    } else {
+      split = withInts(split, "split", {4, 2, 2, 2});
+    }
+    g.nodes.push_back(split);
+    auto depthwise = [&](const std::string& in, const std::string& w, const std::string& out,
+                         std::vector<int64_t> pads) {
+      return withInts(withInt(makeNode("Conv", {in, w}, {out}, opset), "group", 2), "pads", pads);
+    };
+    g.nodes.push_back(depthwise("s1", "wsq", "b1", {1, 1, 1, 1}));
+    g.nodes.push_back(depthwise("s2", "ww", "b2", {0, 1, 0, 1}));
+    g.nodes.push_back(depthwise("s3", "wh", "b3", {1, 0, 1, 0}));
+    g.nodes.push_back(
+        withInt(makeNode("Concat", {"id", "b1", "b2", "b3"}, {"cat"}, opset), "axis", 1));
+    g.nodes.push_back(
+        makeNode("BatchNormalization", {"cat", "bn_g", "bn_b", "bn_m", "bn_v"}, {"bn"}, opset));
+    g.nodes.push_back(makeNode("Conv", {"bn", "w1"}, {"y"}, opset));
+    g.outputs = {{"y", DataType::kFloat32, false, {}}};
+    Network nhwc = net;
+    std::vector<PassApplication> applied;
+    ASSERT_TRUE(runPasses(nhwc, 2, {}, &applied, /*channelsLast=*/true).isOk());
+    EXPECT_EQ(count(nhwc, "Transpose"), 2);
+    ASSERT_EQ(count(nhwc, "Split"), 1);
+    for (const Node& n : nhwc.graph.nodes)
+      if (n.opType == "Split" || n.opType == "Concat") EXPECT_EQ(n.attrInt("axis", -1), 3);
+    const auto run = [](const Network& n) {
+      return runOnReference(n, {{"x", randomTensor(DataType::kFloat32, {2, 6, 5, 5}, 10, -2, 2)}});
+    };
+    const auto expected = run(net);
+    const auto actual = run(nhwc);
+    ASSERT_EQ(actual.size(), 1u);
+    expectTensorNear(actual[0].tensor, expected[0].tensor, 1e-5, 1e-5);
+  }
+}
+
+// FocalNet's modulation: f (1x1) -> Split into q [C], ctx [C] and gates [2]; ctx through a
+// depthwise convolution, times its gate (a Slice of gates: fold_split_views makes it a
+// StridedCopy of f's output), plus the global context (a ReduceMean over H and W, [N, C, 1, 1])
+// times the second gate ([N, 1, H, W]: neither factor has the product's full shape); h (1x1)
+// of that, times q, then proj. Everything follows the region: the StridedCopies read their
+// gate from NHWC storage (stride C + 2 along W, offset 2C + l), the broadcasting Mul computes
+// on NHWC storage, and only x's and y's reformats are left.
+TEST(ChannelsLastLayout, FocalModulationStaysInTheRegion) {
+  Network net;
+  net.opsets[""] = 17;
+  Graph& g = net.graph;
+  const int64_t c = 4;
+  g.inputs = {{"x", DataType::kFloat32, true, {DimExpr(2), DimExpr(c), DimExpr(5), DimExpr(6)}}};
+  g.initializers["wf"] = randomTensor(DataType::kFloat32, {2 * c + 2, c, 1, 1}, 1);
+  g.initializers["bf"] = randomTensor(DataType::kFloat32, {2 * c + 2}, 2);
+  g.initializers["wd"] = randomTensor(DataType::kFloat32, {c, 1, 3, 3}, 3);
+  g.initializers["wh"] = randomTensor(DataType::kFloat32, {c, c, 1, 1}, 4);
+  g.initializers["wp"] = randomTensor(DataType::kFloat32, {c, c, 1, 1}, 5);
+  g.initializers["sizes"] = Tensor::int64Vector({c, c, 2});
+  for (int64_t l : {0, 1}) {
+    const std::string k = std::to_string(l);
+    g.initializers["start" + k] = Tensor::int64Vector({l});
+    g.initializers["end" + k] = Tensor::int64Vector({l + 1});
+    g.initializers["axis1"] = Tensor::int64Vector({1});
+  }
+  g.nodes.push_back(makeNode("Conv", {"x", "wf", "bf"}, {"f"}));
+  g.nodes.push_back(withInt(makeNode("Split", {"f", "sizes"}, {"q", "ctx", "gates"}), "axis", 1));
+  g.nodes.push_back(
+      withInts(withInt(makeNode("Conv", {"ctx", "wd"}, {"d"}), "group", c), "pads", {1, 1, 1, 1}));
+  g.nodes.push_back(makeNode("Relu", {"d"}, {"dr"}));
+  g.nodes.push_back(makeNode("Slice", {"gates", "start0", "end0", "axis1"}, {"g0"}));
+  g.nodes.push_back(makeNode("Slice", {"gates", "start1", "end1", "axis1"}, {"g1"}));
+  g.nodes.push_back(makeNode("Mul", {"dr", "g0"}, {"local"}));
+  g.nodes.push_back(
+      withInt(withInts(makeNode("ReduceMean", {"dr"}, {"global"}), "axes", {2, 3}), "keepdims", 1));
+  g.nodes.push_back(makeNode("Mul", {"global", "g1"}, {"globalGated"}));
+  g.nodes.push_back(makeNode("Add", {"local", "globalGated"}, {"all"}));
+  g.nodes.push_back(makeNode("Conv", {"all", "wh"}, {"mod"}));
+  g.nodes.push_back(makeNode("Mul", {"q", "mod"}, {"out"}));
+  g.nodes.push_back(makeNode("Conv", {"out", "wp"}, {"y"}));
+  g.outputs = {{"y", DataType::kFloat32, false, {}}};
+  Network nhwc = net;
+  std::vector<PassApplication> applied;
+  ASSERT_TRUE(runPasses(nhwc, 2, {}, &applied, /*channelsLast=*/true).isOk());
+  EXPECT_EQ(count(nhwc, "Transpose"), 2);
+  int copies = 0;
+  for (const Node& n : nhwc.graph.nodes) {
+    if (n.opType == "Split") EXPECT_EQ(n.attrInt("axis", -1), 3);
+    if (n.opType != "StridedCopy") continue;
+    ++copies;
+    EXPECT_EQ(n.attrInts("shape"), (std::vector<int64_t>{2, 5, 6, 1}));
+    EXPECT_EQ(n.attrInts("strides")[2], 2 * c + 2);  // W steps over a pixel's channels
+    EXPECT_GE(n.attrInt("offset", -1), 2 * c);
+  }
+  EXPECT_EQ(copies, 2);
+  const auto run = [](const Network& n) {
+    return runOnReference(n, {{"x", randomTensor(DataType::kFloat32, {2, 4, 5, 6}, 11, -2, 2)}});
+  };
+  const auto expected = run(net);
+  const auto actual = run(nhwc);
+  ASSERT_EQ(actual.size(), 1u);
+  expectTensorNear(actual[0].tensor, expected[0].tensor, 1e-5, 1e-5);
+}
+
+// A StridedCopy that reads every other channel from the second on, rows 1..3 and every other
+// column of a region value follows it with its geometry rewritten for NHWC storage; one whose
+// read crosses from one axis into the next (a W dim that runs past the row) stays
+// channels-first behind a reformat. Both give the channels-first graph's outputs.
+TEST(ChannelsLastLayout, StridedCopyBoxFollowsTheRegion) {
+  struct Case {
+    std::vector<int64_t> shape, strides;
+    int64_t offset;
+    bool follows;
+  };
+  // x [2, 6, 4, 5] (CHW 120, HW 20, W 5).
+  const Case cases[] = {{{2, 3, 3, 3}, {120, 40, 5, 2}, 20 + 5, true},
+                        {{2, 1, 2, 8}, {120, 20, 5, 1}, 0, false}};
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.follows ? "box" : "crossing read");
+    Network net;
+    net.opsets[""] = 17;
+    net.opsets[kKilnDomain] = 1;
+    Graph& g = net.graph;
+    g.inputs = {{"x", DataType::kFloat32, true, {DimExpr(2), DimExpr(6), DimExpr(4), DimExpr(5)}}};
+    g.initializers["w0"] = randomTensor(DataType::kFloat32, {6, 6, 1, 1}, 1);
+    g.initializers["w1"] = randomTensor(DataType::kFloat32, {2, k.shape[1], 1, 1}, 2);
+    g.nodes.push_back(makeNode("Conv", {"x", "w0"}, {"c0"}));
+    Node copy = makeNode("StridedCopy", {"c0"}, {"s"});
+    copy.domain = kKilnDomain;
+    copy.opset = 1;
+    copy = withInts(withInts(copy, "shape", k.shape), "strides", k.strides);
+    g.nodes.push_back(withInt(copy, "offset", k.offset));
+    g.nodes.push_back(makeNode("Conv", {"s", "w1"}, {"y"}));
+    g.outputs = {{"y", DataType::kFloat32, false, {}}};
+    Network nhwc = net;
+    std::vector<PassApplication> applied;
+    ASSERT_TRUE(runPasses(nhwc, 2, {}, &applied, /*channelsLast=*/true).isOk());
+    EXPECT_EQ(count(nhwc, "Transpose"), k.follows ? 2 : 4);
+    const auto run = [](const Network& n) {
+      return runOnReference(n, {{"x", randomTensor(DataType::kFloat32, {2, 6, 4, 5}, 3, -2, 2)}});
+    };
+    const auto expected = run(net);
+    const auto actual = run(nhwc);
+    ASSERT_EQ(actual.size(), 1u);
+    expectTensorNear(actual[0].tensor, expected[0].tensor, 1e-5, 1e-5);
+  }
+}
+
+// MobileViTv2's separable attention: the Split's outputs feed elementwise ops and a reduction,
+// no region layer: the Split stays channels-first (one reformat of its input instead of one
+// per output).
+TEST(ChannelsLastLayout, SplitFeedingNoRegionLayerStaysChannelsFirst) {
+  Network net;
+  net.opsets[""] = 17;
+  Graph& g = net.graph;
+  g.inputs = {{"x", DataType::kFloat32, true, {DimExpr(2), DimExpr(4), DimExpr(3), DimExpr(5)}}};
+  g.initializers["w0"] = randomTensor(DataType::kFloat32, {9, 4, 1, 1}, 1);
+  g.initializers["w1"] = randomTensor(DataType::kFloat32, {4, 4, 1, 1}, 2);
+  g.initializers["sizes"] = Tensor::int64Vector({1, 4, 4});
+  g.initializers["last"] = Tensor::int64Vector({-1});
+  g.nodes.push_back(makeNode("Conv", {"x", "w0"}, {"qkv"}));
+  g.nodes.push_back(withInt(makeNode("Split", {"qkv", "sizes"}, {"q", "k", "v"}), "axis", 1));
+  g.nodes.push_back(withInt(makeNode("Softmax", {"q"}, {"scores"}), "axis", -1));
+  g.nodes.push_back(makeNode("Mul", {"k", "scores"}, {"ks"}));
+  g.nodes.push_back(makeNode("ReduceSum", {"ks", "last"}, {"context"}));
+  g.nodes.push_back(makeNode("Relu", {"v"}, {"vr"}));
+  g.nodes.push_back(makeNode("Mul", {"vr", "context"}, {"out"}));
+  g.nodes.push_back(makeNode("Conv", {"out", "w1"}, {"y"}));
+  g.outputs = {{"y", DataType::kFloat32, false, {}}};
+  Network nhwc = net;
+  std::vector<PassApplication> applied;
+  ASSERT_TRUE(runPasses(nhwc, 2, {}, &applied, /*channelsLast=*/true).isOk());
+  for (const Node& n : nhwc.graph.nodes)
+    if (n.opType == "Split") EXPECT_EQ(n.attrInt("axis", -1), 1);
+  const auto run = [](const Network& n) {
+    return runOnReference(n, {{"x", randomTensor(DataType::kFloat32, {2, 4, 3, 5}, 3, -2, 2)}});
+  };
+  const auto expected = run(net);
+  const auto actual = run(nhwc);
+  ASSERT_EQ(actual.size(), 1u);
+  expectTensorNear(actual[0].tensor, expected[0].tensor, 1e-5, 1e-5);
+}
+
 Network int8Chain() {
   Network net;
   net.opsets[""] = 17;
