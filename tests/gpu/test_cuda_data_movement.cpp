@@ -152,6 +152,25 @@ TEST(CudaSplit, SizesFromConstant) {
       .check(kExact);
 }
 
+// FocalNet's channels-last Split: rows of 35 channels into 16 + 16 + 3 (fp16: 70-byte rows,
+// 2-byte words, a pitched row copy per part); and the same rows concatenated back from parts
+// of odd widths.
+TEST(CudaSplit, NarrowPartsOfChannelsLastRows) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("Split", 13)
+      .attr("axis", int64_t{-1})
+      .input(floats({2, 3, 5, 35}, 35))
+      .constant(ints({16, 16, 3}))
+      .outputs(3)
+      .check(kExact);
+  GpuOpTest("Concat", 13)
+      .attr("axis", int64_t{3})
+      .input(floats({2, 3, 5, 16}, 36))
+      .input(floats({2, 3, 5, 3}, 37))
+      .input(floats({2, 3, 5, 16}, 38))
+      .check(kExact);
+}
+
 TEST(CudaSplit, SizesFromRuntimeInput) {
   KILN_REQUIRE_GPU();
   GpuOpTest("Split", 13)
