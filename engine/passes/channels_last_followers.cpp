@@ -116,6 +116,44 @@ bool splitFollowsRegion(const Node& node, const GraphIndex& index, const std::ve
   return true;
 }
 
+bool padFollowsRegion(const Node& node, const GraphIndex& index, const std::vector<bool>& chosen,
+                      const InferredShapes& shapes, FollowPlan* plan, PadNhwc* nhwc) {
+  if (!isDefaultDomain(node) || node.opType != "Pad" || node.outputs.size() != 1 ||
+      node.outputs[0].empty() || node.inputs.empty() || node.inputs[0].empty())
+    return false;
+  const int producer = index.producer(node.inputs[0]);
+  const SymbolicShape* in = shapeOf(shapes, node.inputs[0]);
+  if (producer < 0 || !chosen[producer] || !in || in->size() != 4) return false;
+  *nhwc = {};
+  std::vector<int64_t> given;
+  if (node.opset < 11) {
+    given = node.attrInts("pads");
+  } else {
+    const Tensor* p = node.hasInput(1) ? index.constant(node.inputs[1]) : nullptr;
+    if (!p) return false;
+    for (int64_t k = 0; k < p->numel(); ++k) given.push_back(p->valueAsInt64(k));
+    if (node.hasInput(3)) {  // the pads count along these axes: permute the axes
+      const Tensor* a = index.constant(node.inputs[3]);
+      if (!a) return false;
+      for (int64_t k = 0; k < a->numel(); ++k) {
+        int64_t axis = a->valueAsInt64(k);
+        if (axis < 0) axis += 4;
+        if (axis < 0 || axis > 3) return false;
+        nhwc->axes.push_back(toChannelsLastAxis(axis));
+      }
+      *plan = {};
+      plan->regionSlots.push_back(0);
+      return true;
+    }
+  }
+  if (given.size() != 8) return false;
+  for (int half = 0; half < 2; ++half)
+    for (int j = 0; j < 4; ++j) nhwc->pads.push_back(given[half * 4 + kToChannelsLast[j]]);
+  *plan = {};
+  plan->regionSlots.push_back(0);
+  return true;
+}
+
 bool stridedCopyFollowsRegion(const Node& node, const GraphIndex& index,
                               const std::vector<bool>& chosen, const InferredShapes& shapes,
                               FollowPlan* plan, ops::StridedCopyGeometry* nhwc) {

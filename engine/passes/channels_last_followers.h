@@ -91,6 +91,18 @@ bool stridedCopyFollowsRegion(const Node& node, const GraphIndex& index,
                               const std::vector<bool>& chosen, const InferredShapes& shapes,
                               FollowPlan* plan, ops::StridedCopyGeometry* nhwc);
 
+// A Pad's NHWC form: its pads (begins then ends, 8 entries) permuted, or, when it names its
+// axes (opset 18), those axes permuted and the pads as they are (empty here).
+struct PadNhwc {
+  std::vector<int64_t> pads;
+  std::vector<int64_t> axes;
+};
+
+// A Pad of a region value (any mode: each axis pads on its own) with constant pads and axes:
+// the same Pad on NHWC storage, its permuted pads or axes in `nhwc`.
+bool padFollowsRegion(const Node& node, const GraphIndex& index, const std::vector<bool>& chosen,
+                      const InferredShapes& shapes, FollowPlan* plan, PadNhwc* nhwc);
+
 // A Slice of a region value with constant axes and starts: the same Slice along the
 // permuted axes, set in `axes` in the order of the node's starts / ends / steps.
 bool sliceFollowsRegion(const Node& node, const GraphIndex& index, const std::vector<bool>& chosen,

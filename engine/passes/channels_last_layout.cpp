@@ -36,19 +36,21 @@
 // pay a reformat per branch, and so does a Split (along the permuted axis, every output a region
 // value: InceptionNeXt's token mixer, FocalNet's q / ctx / gates) and a StridedCopy that reads a
 // box of a region value (the Split -> Slice chains fold_split_views made: FocalNet's gate per focal
-// level, its geometry rewritten for NHWC storage), and so does a channel shuffle (Reshape,
-// Transpose (0, 2, 1, 3, 4), Reshape) as the same shuffle of the innermost axis; so does a
-// normalization over each whole sample (Reshape to [N, 1, C * H * W], InstanceNormalization with a
-// scalar scale and bias, Reshape back: GroupNorm(1, C) as torch exports it, PoolFormer's), whose
-// statistics do not depend on where C sits. A Resize of H and W (constant scales or sizes, N and C
-// kept) runs on NHWC storage with its scales, sizes or axes permuted when its readers are region
-// layers (a convolution or pooling, or a Concat of region values, channels-first views of
-// channels-last data and other such Resizes) and its input is a region value, such a view
-// (Transpose (0, 3, 1, 2), or tokens turned into an image: fold_view_chains makes the reformat a
-// Reshape), or no larger than its output: SegFormer's decoder upsamples four token maps and
-// concatenates them for a 1x1 convolution, all channels-last then. Runs only when the builder asks
-// for it (the backend prefers channels-last for the engine's precision) and after the fusions,
-// which match channels-first patterns.
+// level, its geometry rewritten for NHWC storage) and a Pad of a region value in any mode, its
+// constant pads (or axes) permuted (TResNet's BlurPool: a reflect Pad before its stride-2 blur
+// convolution, whose filter is a Constant node and qualifies like an initializer), and so does a
+// channel shuffle (Reshape, Transpose (0, 2, 1, 3, 4), Reshape) as the same shuffle of the
+// innermost axis; so does a normalization over each whole sample (Reshape to [N, 1, C * H * W],
+// InstanceNormalization with a scalar scale and bias, Reshape back: GroupNorm(1, C) as torch
+// exports it, PoolFormer's), whose statistics do not depend on where C sits. A Resize of H and W
+// (constant scales or sizes, N and C kept) runs on NHWC storage with its scales, sizes or axes
+// permuted when its readers are region layers (a convolution or pooling, or a Concat of region
+// values, channels-first views of channels-last data and other such Resizes) and its input is a
+// region value, such a view (Transpose (0, 3, 1, 2), or tokens turned into an image:
+// fold_view_chains makes the reformat a Reshape), or no larger than its output: SegFormer's decoder
+// upsamples four token maps and concatenates them for a 1x1 convolution, all channels-last then.
+// Runs only when the builder asks for it (the backend prefers channels-last for the engine's
+// precision) and after the fusions, which match channels-first patterns.
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -109,7 +111,8 @@ bool isLayoutFree(const Node& node, const Graph& g) {
 }
 
 // True when `node` has a channels-last form this pass may give it.
-bool qualifies(const Node& node, const Graph& g, const InferredShapes& shapes) {
+bool qualifies(const Node& node, const Graph& g, const GraphIndex& index,
+               const InferredShapes& shapes) {
   if (node.outputs.size() != 1 || node.outputs[0].empty() || node.inputs.empty() ||
       node.inputs[0].empty() || isChannelsLast(node) || node.hasSubgraphs())
     return false;
@@ -125,10 +128,10 @@ bool qualifies(const Node& node, const Graph& g, const InferredShapes& shapes) {
   if (!isFloat(node, shapes)) return false;
   const bool conv = (node.opType == "Conv" && isDefaultDomain(node)) ||
                     (node.opType == "FusedConv" && node.domain == kKilnDomain);
-  if (conv) {
+  if (conv) {  // a filter initializer or Constant node (timm's BlurPool writes a Constant)
     if (node.inputs.size() < 2) return false;
-    auto w = g.initializers.find(node.inputs[1]);
-    return w != g.initializers.end() && w->second.rank() == 4;
+    const Tensor* w = index.constant(node.inputs[1]);
+    return w && w->rank() == 4;
   }
   if (!isDefaultDomain(node)) return false;
   if (node.opType == "MaxPool" || node.opType == "AveragePool")
@@ -229,6 +232,7 @@ class ChannelsLastLayout final : public Pass {
     std::vector<int64_t> followAxis(g.nodes.size(),
                                     -1);  // a following Concat's or Split's NHWC axis
     std::vector<std::vector<int64_t>> sliceAxes(g.nodes.size());  // a following Slice's
+    std::map<int, PadNhwc> pads;  // following Pads' permuted pads or axes
     // A following channel shuffle's nodes: each one's NHWC shape input (Reshapes) or perm.
     std::map<int, std::vector<int64_t>> shuffleShapes, shufflePerms;
     std::set<int> decidedWithReshape;   // a whole-sample norm's nodes after its first Reshape
@@ -248,7 +252,7 @@ class ChannelsLastLayout final : public Pass {
       for (int reader : readers) {
         if (reader < 0) return false;
         const Node& r = g.nodes[reader];
-        const bool layer = qualifies(r, g, shapes) && r.inputs[0] == value;
+        const bool layer = qualifies(r, g, index, shapes) && r.inputs[0] == value;
         if (!layer && !(isDefaultDomain(r) && r.opType == "Concat")) return false;
       }
       return true;
@@ -323,7 +327,7 @@ class ChannelsLastLayout final : public Pass {
         any = true;
         continue;
       }
-      chosen[i] = qualifies(node, g, shapes);
+      chosen[i] = qualifies(node, g, index, shapes);
       if (!chosen[i] && resizeForms.count(static_cast<int>(i)) &&
           resizeJoins(static_cast<int>(i))) {
         resizes[static_cast<int>(i)] = resizeForms[static_cast<int>(i)];
@@ -344,6 +348,11 @@ class ChannelsLastLayout final : public Pass {
         chosen[i] = layoutFree[i] = follower[i] = true;
       if (!chosen[i] && sliceFollowsRegion(node, index, chosen, shapes, &follows[i], &sliceAxes[i]))
         chosen[i] = layoutFree[i] = follower[i] = true;
+      PadNhwc pad;
+      if (!chosen[i] && padFollowsRegion(node, index, chosen, shapes, &follows[i], &pad)) {
+        pads[static_cast<int>(i)] = std::move(pad);
+        chosen[i] = layoutFree[i] = follower[i] = true;
+      }
       ops::StridedCopyGeometry read;
       if (!chosen[i] && stridedCopyFollowsRegion(node, index, chosen, shapes, &follows[i], &read)) {
         stridedCopies[static_cast<int>(i)] = std::move(read);
@@ -409,6 +418,20 @@ class ChannelsLastLayout final : public Pass {
           node.inputs[3] = axes;
         }
       }
+      if (auto pad = pads.find(static_cast<int>(i)); pad != pads.end()) {
+        const bool byAxes = !pad->second.axes.empty();
+        if (node.opset < 11) {
+          node.attributes["pads"] = rewrite::intsAttribute(pad->second.pads);
+        } else {
+          const size_t slot = byAxes ? 3 : 1;
+          const std::string permuted =
+              freshValue(g, taken, node.inputs[slot] + (byAxes ? "_nhwc_axes" : "_nhwc_pads"));
+          taken.insert(permuted);
+          g.initializers[permuted] =
+              Tensor::int64Vector(byAxes ? pad->second.axes : pad->second.pads);
+          node.inputs[slot] = permuted;
+        }
+      }
       if (auto copy = stridedCopies.find(static_cast<int>(i)); copy != stridedCopies.end()) {
         node.attributes["shape"] = rewrite::intsAttribute(copy->second.shape);
         node.attributes["strides"] = rewrite::intsAttribute(copy->second.strides);
@@ -438,7 +461,7 @@ class ChannelsLastLayout final : public Pass {
         const std::string w = node.inputs[roles.filterInput];
         const std::string krsc = freshValue(g, taken, w + "_krsc");
         taken.insert(krsc);
-        g.initializers[krsc] = permute4d(g.initializers.at(w), kToChannelsLast);
+        g.initializers[krsc] = permute4d(*index.constant(w), kToChannelsLast);
         node.inputs[roles.filterInput] = krsc;
         oldFilters.insert(w);
       }
@@ -482,8 +505,17 @@ class ChannelsLastLayout final : public Pass {
     }
     g.nodes = std::move(nodes);
     const GraphIndex after(g);
+    std::set<std::string> unread;  // the channels-first filters no layer reads any more
     for (const std::string& w : oldFilters)
-      if (after.readers(w).empty()) g.initializers.erase(w);
+      if (after.readers(w).empty()) unread.insert(w);
+    for (const std::string& w : unread) g.initializers.erase(w);
+    // A Constant node that wrote only such a filter goes with it.
+    g.nodes.erase(std::remove_if(g.nodes.begin(), g.nodes.end(),
+                                 [&](const Node& n) {
+                                   return isDefaultDomain(n) && n.opType == "Constant" &&
+                                          n.outputs.size() == 1 && unread.count(n.outputs[0]);
+                                 }),
+                  g.nodes.end());
     network.opsets[kKilnDomain] = 1;
     return Status::ok();
   }

@@ -252,5 +252,39 @@ TEST(CudaChannelsLast, FocalModulationThroughThePipelineAtFp16) {
   EXPECT_EQ(transposes, 2);
 }
 
+// TResNet's BlurPool (see test_channels_last_layout's
+// ReflectPadAndConstantNodeFilterStayInTheRegion) on CUDA at fp16: the reflect Pad on NHWC storage
+// (H and W padded, C folded into wider words), the stride-2 depthwise blur from a Constant node's
+// filter; only x's and y's reformats.
+TEST(CudaChannelsLast, BlurPoolThroughThePipelineAtFp16) {
+  KILN_REQUIRE_GPU();
+  const int64_t c = 16;
+  const cuda::Precision half = cuda::Precision::kFloat16;
+  Network net;
+  net.opsets[""] = 17;
+  Graph& g = net.graph;
+  g.inputs = {{"x", DataType::kFloat32, true, {DimExpr(2), DimExpr(c), DimExpr(10), DimExpr(9)}}};
+  g.initializers["w0"] = roundTo(randomFloats({c, c, 1, 1}, 41), half);
+  g.initializers["w1"] = roundTo(randomFloats({8, c, 1, 1}, 42), half);
+  g.initializers["pads"] = Tensor::int64Vector({0, 0, 1, 1, 0, 0, 1, 1});
+  Node blur = makeNode("Constant", {}, {"blur"});
+  Attribute value;
+  value.kind = Attribute::Kind::kTensor;
+  value.t = roundTo(randomFloats({c, 1, 3, 3}, 43), half);
+  blur.attributes["value"] = value;
+  g.nodes = {makeNode("Conv", {"x", "w0"}, {"c0"}),
+             withString(makeNode("Pad", {"c0", "pads"}, {"p"}), "mode", "reflect"), blur,
+             withInts(withInt(withInts(makeNode("Conv", {"p", "blur"}, {"b"}), "strides", {2, 2}),
+                              "group", c),
+                      "kernel_shape", {3, 3}),
+             makeNode("Conv", {"b", "w1"}, {"y"})};
+  g.outputs = {{"y", DataType::kFloat32, false, {}}};
+  const Tensor x = roundTo(randomFloats({2, c, 10, 9}, 44), half);
+  const auto nhwc = expectFp16PipelineMatches(net, x);
+  int transposes = 0;
+  for (const Node& n : nhwc->graph.nodes) transposes += n.opType == "Transpose" ? 1 : 0;
+  EXPECT_EQ(transposes, 2);
+}
+
 }  // namespace
 }  // namespace kiln::test

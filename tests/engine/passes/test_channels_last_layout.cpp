@@ -607,6 +607,66 @@ TEST(ChannelsLastLayout, StridedCopyBoxFollowsTheRegion) {
   }
 }
 
+// TResNet's anti-aliased downsampling (timm's BlurPool): a reflect Pad of a region value, then a
+// stride-2 depthwise blur whose filter is a Constant node. The Pad follows the region with its
+// pads permuted (pads given for every axis), or its axes permuted (opset 18's axes input); the
+// blur qualifies like a filter initializer; only x's and y's reformats are left.
+TEST(ChannelsLastLayout, ReflectPadAndConstantNodeFilterStayInTheRegion) {
+  for (bool byAxes : {false, true}) {
+    SCOPED_TRACE(byAxes ? "pads along axes 2, 3" : "pads for every axis");
+    const int opset = byAxes ? 18 : 17;
+    Network net;
+    net.opsets[""] = opset;
+    Graph& g = net.graph;
+    g.inputs = {{"x", DataType::kFloat32, true, {DimExpr(2), DimExpr(4), DimExpr(6), DimExpr(7)}}};
+    g.initializers["w0"] = randomTensor(DataType::kFloat32, {4, 4, 1, 1}, 1);
+    g.initializers["w1"] = randomTensor(DataType::kFloat32, {3, 4, 1, 1}, 2);
+    if (byAxes) {
+      g.initializers["pads"] = Tensor::int64Vector({1, 2, 1, 0});
+      g.initializers["axes"] = Tensor::int64Vector({2, -1});
+    } else {
+      g.initializers["pads"] = Tensor::int64Vector({0, 0, 1, 2, 0, 0, 1, 0});
+    }
+    Node blur = makeNode("Constant", {}, {"blur"}, opset);
+    Attribute value;
+    value.kind = Attribute::Kind::kTensor;
+    value.t = randomTensor(DataType::kFloat32, {4, 1, 3, 3}, 3, 0.05, 0.2);
+    blur.attributes["value"] = value;
+    g.nodes.push_back(makeNode("Conv", {"x", "w0"}, {"c0"}, opset));
+    Node pad = makeNode("Pad", {"c0", "pads"}, {"p"}, opset);
+    if (byAxes) pad.inputs = {"c0", "pads", "", "axes"};
+    g.nodes.push_back(withString(pad, "mode", "reflect"));
+    g.nodes.push_back(blur);
+    g.nodes.push_back(
+        withInts(withInt(withInts(makeNode("Conv", {"p", "blur"}, {"b"}, opset), "strides", {2, 2}),
+                         "group", 4),
+                 "kernel_shape", {3, 3}));
+    g.nodes.push_back(makeNode("Conv", {"b", "w1"}, {"y"}, opset));
+    g.outputs = {{"y", DataType::kFloat32, false, {}}};
+    Network nhwc = net;
+    std::vector<PassApplication> applied;
+    ASSERT_TRUE(runPasses(nhwc, 2, {}, &applied, /*channelsLast=*/true).isOk());
+    EXPECT_EQ(count(nhwc, "Transpose"), 2);
+    EXPECT_EQ(count(nhwc, "Constant"), 0);  // its filter is an initializer now, stored KRSC
+    for (const Node& n : nhwc.graph.nodes) {
+      if (n.opType != "Pad") continue;
+      const Tensor& permuted = nhwc.graph.initializers.at(n.inputs[byAxes ? 3 : 1]);
+      std::vector<int64_t> values;
+      for (int64_t k = 0; k < permuted.numel(); ++k) values.push_back(permuted.valueAsInt64(k));
+      const std::vector<int64_t> want =
+          byAxes ? std::vector<int64_t>{1, 2} : std::vector<int64_t>{0, 1, 2, 0, 0, 1, 0, 0};
+      EXPECT_EQ(values, want);
+    }
+    const auto run = [](const Network& n) {
+      return runOnReference(n, {{"x", randomTensor(DataType::kFloat32, {2, 4, 6, 7}, 4, -2, 2)}});
+    };
+    const auto expected = run(net);
+    const auto actual = run(nhwc);
+    ASSERT_EQ(actual.size(), 1u);
+    expectTensorNear(actual[0].tensor, expected[0].tensor, 1e-5, 1e-5);
+  }
+}
+
 // MobileViTv2's separable attention: the Split's outputs feed elementwise ops and a reduction,
 // no region layer: the Split stays channels-first (one reformat of its input instead of one
 // per output).
