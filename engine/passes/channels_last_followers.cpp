@@ -135,6 +135,7 @@ bool padFollowsRegion(const Node& node, const GraphIndex& index, const std::vect
     if (node.hasInput(3)) {  // the pads count along these axes: permute the axes
       const Tensor* a = index.constant(node.inputs[3]);
       if (!a) return false;
+      if (a->numel() == 0 || static_cast<int64_t>(given.size()) != 2 * a->numel()) return false;
       for (int64_t k = 0; k < a->numel(); ++k) {
         int64_t axis = a->valueAsInt64(k);
         if (axis < 0) axis += 4;

@@ -368,7 +368,9 @@ class ChannelsLastLayout final : public Pass {
     for (const ValueInfo& v : g.inputs) taken.insert(v.name);
     std::map<std::string, std::string> nhwc;  // value -> its channels-last twin
     std::vector<Node> nodes;
-    std::set<std::string> oldFilters;
+    // Constants the rewrite replaced (channels-first filters, a following Pad's pads or axes, a
+    // following Slice's axes): dropped at the end when nothing reads them any more.
+    std::set<std::string> replacedConstants;
     // A Shape read only as the target of a Reshape whose target the region replaces (a
     // whole-sample norm's Reshape back to Shape(x), dynamic batch) goes: it would otherwise
     // keep x's channels-first form alive for nothing.
@@ -415,6 +417,7 @@ class ChannelsLastLayout final : public Pass {
           const std::string axes = freshValue(g, taken, node.inputs[0] + "_nhwc_axes");
           taken.insert(axes);
           g.initializers[axes] = Tensor::int64Vector(sliceAxes[i]);
+          if (!node.inputs[3].empty()) replacedConstants.insert(node.inputs[3]);
           node.inputs[3] = axes;
         }
       }
@@ -429,6 +432,7 @@ class ChannelsLastLayout final : public Pass {
           taken.insert(permuted);
           g.initializers[permuted] =
               Tensor::int64Vector(byAxes ? pad->second.axes : pad->second.pads);
+          replacedConstants.insert(node.inputs[slot]);
           node.inputs[slot] = permuted;
         }
       }
@@ -463,7 +467,7 @@ class ChannelsLastLayout final : public Pass {
         taken.insert(krsc);
         g.initializers[krsc] = permute4d(*index.constant(w), kToChannelsLast);
         node.inputs[roles.filterInput] = krsc;
-        oldFilters.insert(w);
+        replacedConstants.insert(w);
       }
       // Every output goes NHWC (a following Split has several; every other chosen node one).
       std::vector<std::pair<std::string, std::string>> outputs;  // (y, its NHWC twin)
@@ -505,11 +509,11 @@ class ChannelsLastLayout final : public Pass {
     }
     g.nodes = std::move(nodes);
     const GraphIndex after(g);
-    std::set<std::string> unread;  // the channels-first filters no layer reads any more
-    for (const std::string& w : oldFilters)
-      if (after.readers(w).empty()) unread.insert(w);
-    for (const std::string& w : unread) g.initializers.erase(w);
-    // A Constant node that wrote only such a filter goes with it.
+    std::set<std::string> unread;  // replaced constants no node reads any more
+    for (const std::string& c : replacedConstants)
+      if (after.readers(c).empty()) unread.insert(c);
+    for (const std::string& c : unread) g.initializers.erase(c);
+    // A Constant node that wrote only such a constant goes with it.
     g.nodes.erase(std::remove_if(g.nodes.begin(), g.nodes.end(),
                                  [&](const Node& n) {
                                    return isDefaultDomain(n) && n.opType == "Constant" &&

@@ -544,16 +544,18 @@ TEST(ChannelsLastLayout, FocalModulationStaysInTheRegion) {
   std::vector<PassApplication> applied;
   ASSERT_TRUE(runPasses(nhwc, 2, {}, &applied, /*channelsLast=*/true).isOk());
   EXPECT_EQ(count(nhwc, "Transpose"), 2);
-  int copies = 0;
+  std::vector<int64_t> offsets;
   for (const Node& n : nhwc.graph.nodes) {
     if (n.opType == "Split") EXPECT_EQ(n.attrInt("axis", -1), 3);
     if (n.opType != "StridedCopy") continue;
-    ++copies;
+    offsets.push_back(n.attrInt("offset", -1));
     EXPECT_EQ(n.attrInts("shape"), (std::vector<int64_t>{2, 5, 6, 1}));
-    EXPECT_EQ(n.attrInts("strides")[2], 2 * c + 2);  // W steps over a pixel's channels
-    EXPECT_GE(n.attrInt("offset", -1), 2 * c);
+    // f's NHWC strides: a sample 5 * 6 * 10, a row 6 * 10, a pixel's 10 channels; the one gate
+    // channel does not step.
+    EXPECT_EQ(n.attrInts("strides"), (std::vector<int64_t>{300, 60, 2 * c + 2, 0}));
   }
-  EXPECT_EQ(copies, 2);
+  std::sort(offsets.begin(), offsets.end());
+  EXPECT_EQ(offsets, (std::vector<int64_t>{2 * c, 2 * c + 1}));  // gates 0 and 1 of a pixel
   const auto run = [](const Network& n) {
     return runOnReference(n, {{"x", randomTensor(DataType::kFloat32, {2, 4, 5, 6}, 11, -2, 2)}});
   };
@@ -612,9 +614,12 @@ TEST(ChannelsLastLayout, StridedCopyBoxFollowsTheRegion) {
 // pads permuted (pads given for every axis), or its axes permuted (opset 18's axes input); the
 // blur qualifies like a filter initializer; only x's and y's reformats are left.
 TEST(ChannelsLastLayout, ReflectPadAndConstantNodeFilterStayInTheRegion) {
-  for (bool byAxes : {false, true}) {
-    SCOPED_TRACE(byAxes ? "pads along axes 2, 3" : "pads for every axis");
-    const int opset = byAxes ? 18 : 17;
+  for (int form = 0; form < 3; ++form) {
+    const bool byAxes = form == 1, asAttribute = form == 2;
+    SCOPED_TRACE(byAxes        ? "pads along axes 2, 3"
+                 : asAttribute ? "pads as an attribute (opset 9)"
+                               : "pads for every axis");
+    const int opset = byAxes ? 18 : asAttribute ? 9 : 17;
     Network net;
     net.opsets[""] = opset;
     Graph& g = net.graph;
@@ -624,7 +629,7 @@ TEST(ChannelsLastLayout, ReflectPadAndConstantNodeFilterStayInTheRegion) {
     if (byAxes) {
       g.initializers["pads"] = Tensor::int64Vector({1, 2, 1, 0});
       g.initializers["axes"] = Tensor::int64Vector({2, -1});
-    } else {
+    } else if (!asAttribute) {
       g.initializers["pads"] = Tensor::int64Vector({0, 0, 1, 2, 0, 0, 1, 0});
     }
     Node blur = makeNode("Constant", {}, {"blur"}, opset);
@@ -635,6 +640,10 @@ TEST(ChannelsLastLayout, ReflectPadAndConstantNodeFilterStayInTheRegion) {
     g.nodes.push_back(makeNode("Conv", {"x", "w0"}, {"c0"}, opset));
     Node pad = makeNode("Pad", {"c0", "pads"}, {"p"}, opset);
     if (byAxes) pad.inputs = {"c0", "pads", "", "axes"};
+    if (asAttribute) {
+      pad.inputs = {"c0"};
+      pad = withInts(pad, "pads", {0, 0, 1, 2, 0, 0, 1, 0});
+    }
     g.nodes.push_back(withString(pad, "mode", "reflect"));
     g.nodes.push_back(blur);
     g.nodes.push_back(
@@ -648,11 +657,17 @@ TEST(ChannelsLastLayout, ReflectPadAndConstantNodeFilterStayInTheRegion) {
     ASSERT_TRUE(runPasses(nhwc, 2, {}, &applied, /*channelsLast=*/true).isOk());
     EXPECT_EQ(count(nhwc, "Transpose"), 2);
     EXPECT_EQ(count(nhwc, "Constant"), 0);  // its filter is an initializer now, stored KRSC
+    // The channels-first pads (or axes) no node reads any more are gone; pads counted along
+    // named axes stay as they are.
+    EXPECT_EQ(nhwc.graph.initializers.count("pads"), byAxes ? 1u : 0u);
+    EXPECT_EQ(nhwc.graph.initializers.count("axes"), 0u);
     for (const Node& n : nhwc.graph.nodes) {
       if (n.opType != "Pad") continue;
-      const Tensor& permuted = nhwc.graph.initializers.at(n.inputs[byAxes ? 3 : 1]);
-      std::vector<int64_t> values;
-      for (int64_t k = 0; k < permuted.numel(); ++k) values.push_back(permuted.valueAsInt64(k));
+      std::vector<int64_t> values = n.attrInts("pads");
+      if (!asAttribute) {
+        const Tensor& permuted = nhwc.graph.initializers.at(n.inputs[byAxes ? 3 : 1]);
+        for (int64_t k = 0; k < permuted.numel(); ++k) values.push_back(permuted.valueAsInt64(k));
+      }
       const std::vector<int64_t> want =
           byAxes ? std::vector<int64_t>{1, 2} : std::vector<int64_t>{0, 1, 2, 0, 0, 1, 0, 0};
       EXPECT_EQ(values, want);
@@ -664,6 +679,39 @@ TEST(ChannelsLastLayout, ReflectPadAndConstantNodeFilterStayInTheRegion) {
     const auto actual = run(nhwc);
     ASSERT_EQ(actual.size(), 1u);
     expectTensorNear(actual[0].tensor, expected[0].tensor, 1e-5, 1e-5);
+  }
+}
+
+// A following Split one of whose outputs is also a graph output: that output gets its own
+// reformat back to NCHW (and keeps its name), the other feeds a convolution NHWC.
+TEST(ChannelsLastLayout, FollowingSplitReformatsAnOutputReadChannelsFirst) {
+  Network net;
+  net.opsets[""] = 17;
+  Graph& g = net.graph;
+  g.inputs = {{"x", DataType::kFloat32, true, {DimExpr(2), DimExpr(4), DimExpr(3), DimExpr(5)}}};
+  g.initializers["w0"] = randomTensor(DataType::kFloat32, {8, 4, 1, 1}, 1);
+  g.initializers["w1"] = randomTensor(DataType::kFloat32, {2, 5, 3, 3}, 2);
+  g.initializers["sizes"] = Tensor::int64Vector({3, 5});
+  g.nodes.push_back(makeNode("Conv", {"x", "w0"}, {"c0"}));
+  g.nodes.push_back(withInt(makeNode("Split", {"c0", "sizes"}, {"a", "b"}), "axis", 1));
+  g.nodes.push_back(withInts(makeNode("Conv", {"b", "w1"}, {"y"}), "pads", {1, 1, 1, 1}));
+  g.outputs = {{"y", DataType::kFloat32, false, {}}, {"a", DataType::kFloat32, false, {}}};
+  Network nhwc = net;
+  std::vector<PassApplication> applied;
+  ASSERT_TRUE(runPasses(nhwc, 2, {}, &applied, /*channelsLast=*/true).isOk());
+  ASSERT_EQ(count(nhwc, "Split"), 1);
+  for (const Node& n : nhwc.graph.nodes)
+    if (n.opType == "Split") EXPECT_EQ(n.attrInt("axis", -1), 3);
+  EXPECT_EQ(count(nhwc, "Transpose"), 3);  // x in, a and y back
+  const auto run = [](const Network& n) {
+    return runOnReference(n, {{"x", randomTensor(DataType::kFloat32, {2, 4, 3, 5}, 3, -2, 2)}});
+  };
+  const auto expected = run(net);
+  const auto actual = run(nhwc);
+  ASSERT_EQ(actual.size(), 2u);
+  for (size_t k = 0; k < 2; ++k) {
+    EXPECT_EQ(actual[k].name, expected[k].name);
+    expectTensorNear(actual[k].tensor, expected[k].tensor, 1e-5, 1e-5);
   }
 }
 
@@ -691,8 +739,11 @@ TEST(ChannelsLastLayout, SplitFeedingNoRegionLayerStaysChannelsFirst) {
   Network nhwc = net;
   std::vector<PassApplication> applied;
   ASSERT_TRUE(runPasses(nhwc, 2, {}, &applied, /*channelsLast=*/true).isOk());
+  ASSERT_EQ(count(nhwc, "Split"), 1);
   for (const Node& n : nhwc.graph.nodes)
     if (n.opType == "Split") EXPECT_EQ(n.attrInt("axis", -1), 1);
+  // x's and qkv's reformats, out's to NHWC for the last convolution, y's back: none per output.
+  EXPECT_EQ(count(nhwc, "Transpose"), 4);
   const auto run = [](const Network& n) {
     return runOnReference(n, {{"x", randomTensor(DataType::kFloat32, {2, 4, 3, 5}, 3, -2, 2)}});
   };
