@@ -209,7 +209,8 @@ def print_profile(kiln, plan, shapes, files):
     # layer-by-layer reading the summary leaves out.
     keep = os.environ.get("OUT")
     if keep:
-        name = os.path.basename(plan).replace(".kiln", "") + ".profile.json"
+        # '@' (a dynamo entry's suffix) is not a name the device tool brings back: '-'.
+        name = os.path.basename(plan).replace(".kiln", "").replace("@", "-") + ".profile.json"
         with open(os.path.join(keep, name), "w") as f:
             f.write(p.stdout)
     summary = os.path.join(os.path.dirname(os.path.abspath(__file__)), "profile_summary.py")
