@@ -5,6 +5,11 @@
 //   ReduceSum(Mul(Concat(..), W), [a], keepdims 0)
 //     = X_0 * Gather(W, 0, axis a) + .. + X_k * Gather(W, k, axis a)
 // (W's dim a is k + 1, or 1: then index 0 for every branch; W on either side of the Mul).
+// A Reshape that splits X's axis a into (k + 1, d) stacks the branches as well, X's slices:
+//   ReduceSum([Mul(] Reshape(X, [.., k + 1, d, ..]) [, W)], [a], keepdims 0)
+//     = Slice(X, [0, d), a) [* Gather(W, 0, a)] + .. + Slice(X, [k d, (k + 1) d), a) [* ..]
+// (ResNeSt's split attention: its radix groups of channels summed, and summed under their
+// softmax weights).
 // With 16-bit branches and three or more of them the partial sums round to the branches' type
 // one Add at a time; two branches (SKNet's) give the same values.
 // Selective-kernel convolutions (timm's SKNet, SelectiveKernel) write both: the branches'
@@ -15,6 +20,8 @@
 // (numpy broadcasting), the Mul read by the ReduceSum alone (it goes with it); Unsqueeze and Concat
 // stay for their other readers (or go as dead nodes). Runs after the constant fold (axes are
 // constants then), before reduce_as_global_pool and channels_last_layout.
+#include <map>
+#include <utility>
 #include <vector>
 
 #include "passes/fusion_passes.h"
@@ -44,7 +51,9 @@ bool isFloat(DataType t) {
 }
 
 struct Match {
-  std::vector<std::string> branches;  // X_0 .. X_k
+  std::vector<std::string> branches;  // X_0 .. X_k (empty names: slices of `sliced`, made)
+  std::string sliced;                 // a Reshape's X whose axis the stack split, or ""
+  int64_t sliceWidth = 0;             // d
   std::string weights;                // W, "" for the plain sum
   bool weightsFirst = false;          // Mul(W, C)
   int64_t axis = 0;
@@ -56,6 +65,28 @@ struct Match {
 bool stackedBranches(const Graph& g, const GraphIndex& index, const Shapes& shapes,
                      const std::string& stacked, int64_t axis, int64_t rank, Match* m) {
   const int c = index.producer(stacked);
+  if (c >= 0 && isOnnxOpType(g.nodes[c], "Reshape") && g.nodes[c].hasInput(0)) {
+    // X [.., k + 1 times d, ..] viewed [.., k + 1, d, ..] at `axis`: k + 1 slices of X.
+    const std::string& x = g.nodes[c].inputs[0];
+    const SymbolicShape* in = shapeOf(shapes, x);
+    const SymbolicShape* out = shapeOf(shapes, stacked);
+    if (!in || !out || static_cast<int64_t>(in->size()) != rank - 1 ||
+        static_cast<int64_t>(out->size()) != rank || axis + 1 >= rank ||
+        !isFloat(typeOf(shapes, x)))
+      return false;
+    for (int64_t d = 0; d < rank - 1; ++d) {
+      if (d == axis) continue;
+      if (!((*in)[d] == (*out)[d < axis ? d : d + 1])) return false;
+    }
+    const DimExpr &n = (*out)[axis], &w = (*out)[axis + 1], &whole = (*in)[axis];
+    if (!n.isConst() || !w.isConst() || !whole.isConst() || n.constValue() < 2 ||
+        n.constValue() * w.constValue() != whole.constValue())
+      return false;
+    m->sliced = x;
+    m->sliceWidth = w.constValue();
+    m->branches.assign(static_cast<size_t>(n.constValue()), std::string());
+    return true;
+  }
   if (c < 0 || !isOnnxOpType(g.nodes[c], "Concat")) return false;
   const Node& concat = g.nodes[c];
   int64_t concatAxis = concat.attrInt("axis", 0);
@@ -103,6 +134,7 @@ bool matchAt(const Graph& g, const GraphIndex& index, const Shapes& shapes, cons
       return false;
     const int64_t n = (*w)[m->axis].constValue();
     m->oneWeight = n == 1;
+    m->mul = mul;
     return n == 1 || n == static_cast<int64_t>(m->branches.size());
   }
   return false;
@@ -112,8 +144,8 @@ class SumStackedBranches final : public Pass {
  public:
   PassInfo info() const override {
     return {kName,
-            "ReduceSum([Mul(] Concat(Unsqueeze(X_i, a)) [, W)], a) -> X_0 [* W_0] + .. + X_k [* "
-            "W_k]",
+            "ReduceSum([Mul(] Concat(Unsqueeze(X_i, a)) | Reshape(X) [, W)], a) -> X_0 [* W_0] + "
+            ".. + X_k [* W_k] (X_i: the branches, or X's slices along a)",
             1};
   }
 
@@ -122,6 +154,9 @@ class SumStackedBranches final : public Pass {
     const Shapes shapes = inferredShapesOrNone(network);
     Graph& g = network.graph;
     auto index = std::make_unique<GraphIndex>(g);
+    // The slices made so far, (X, i) -> the Slice's output: the plain and the weighted sum
+    // of one split read the same ones (made before the first of them, so before both).
+    std::map<std::pair<std::string, size_t>, std::string> slices;
     for (size_t at = 0; at < g.nodes.size(); ++at) {
       Match m;
       if (!matchAt(g, *index, shapes, g.nodes[at], &m)) continue;
@@ -133,6 +168,32 @@ class SumStackedBranches final : public Pass {
       std::vector<Node> made;
       std::vector<std::string> terms;
       for (size_t i = 0; i < m.branches.size(); ++i) {
+        if (!m.sliced.empty() && slices.count({m.sliced, i})) {
+          m.branches[i] = slices[{m.sliced, i}];
+        } else if (!m.sliced.empty()) {  // X's slice [i d, (i + 1) d) along the axis
+          const std::string tag = std::to_string(i);
+          Node slice =
+              madeNode(g, sum, base + " (slice " + tag + ")", "Slice", {m.sliced}, sources, kName);
+          const std::vector<int64_t> starts = {static_cast<int64_t>(i) * m.sliceWidth},
+                                     ends = {static_cast<int64_t>(i + 1) * m.sliceWidth},
+                                     axes = {m.axis};
+          if (sum.opset < 10) {
+            slice.attributes["starts"] = intsAttribute(starts);
+            slice.attributes["ends"] = intsAttribute(ends);
+            slice.attributes["axes"] = intsAttribute(axes);
+          } else {
+            for (const auto& [part, values] :
+                 {std::pair<const char*, const std::vector<int64_t>*>{"starts", &starts},
+                  {"ends", &ends},
+                  {"axes", &axes}}) {
+              const std::string name = freshName(g, base + "_slice" + tag + "_" + part);
+              g.initializers[name] = Tensor::int64Vector(*values);
+              slice.inputs.push_back(name);
+            }
+          }
+          m.branches[i] = slices[{m.sliced, i}] = slice.outputs[0];
+          made.push_back(slice);
+        }
         if (m.weights.empty()) {
           terms.push_back(m.branches[i]);
           continue;

@@ -1,7 +1,9 @@
 // sum_stacked_branches: SKNet's selective kernel (two branches stacked on axis 1, their sum
 // for the attention, the softmax-weighted sum after it) becomes 4-D sums and products with no
-// Concat or ReduceSum left; the outputs stay the CPU reference's. Sums that keep the axis, or
-// that reduce an axis other than the stacking one, stay.
+// Concat or ReduceSum left; the outputs stay the CPU reference's. ResNeSt's split attention
+// (a Reshape splitting the channels into radix groups, their sum and their softmax-weighted
+// sum) becomes slices of the channels summed. Sums that keep the axis, or that reduce an axis
+// other than the stacking one, stay.
 #include <gtest/gtest.h>
 
 #include "engine/passes/pass_test_support.h"
@@ -132,6 +134,59 @@ TEST(SumStackedBranches, SumsThatMustStayStay) {
   StackOptions shortWeight;
   shortWeight.weightShape = {3, 1, 1};
   EXPECT_EQ(fuseAndCompareOutputs(kPass, run, stack(shortWeight), 7).size(), 1u);
+}
+
+// ResNeSt's split attention: x [2, 6, 4, 5] viewed [2, 2, 3, 4, 5] (radix 2 groups of 3
+// channels); gap = ReduceSum(view, [1]); out = ReduceSum(view * Reshape(Sigmoid(w), [2, 2, 3, 1,
+// 1]), [1]). Both sums become x's two channel slices added (times their Gathered weights): no
+// ReduceSum left, the Reshape of x gone. Opset 9 writes the Slices' and ReduceSum's axes as
+// attributes. A Reshape that splits another axis than the summed one stays.
+Network splitAttention(int opset, const std::vector<int64_t>& view, int64_t sumAxis) {
+  Network net;
+  net.opsets[""] = opset;
+  Graph& g = net.graph;
+  g.inputs = {{"x", DataType::kFloat32, true, constantDims({2, 6, 4, 5})},
+              {"w", DataType::kFloat32, true, constantDims({2, 6, 1, 1})}};
+  g.initializers["view"] = Tensor::int64Vector(view);
+  g.initializers["weightView"] = Tensor::int64Vector({2, 2, 3, 1, 1});
+  g.initializers["sumAxes"] = Tensor::int64Vector({sumAxis});
+  auto reduceSum = [&](const std::string& in, const std::string& out) {
+    Node n = opset < 13 ? withInts(makeNode("ReduceSum", {in}, {out}, opset), "axes", {sumAxis})
+                        : makeNode("ReduceSum", {in, "sumAxes"}, {out}, opset);
+    return withInt(n, "keepdims", 0);
+  };
+  g.nodes.push_back(makeNode("Relu", {"x"}, {"xr"}, opset));
+  g.nodes.push_back(makeNode("Reshape", {"xr", "view"}, {"groups"}, opset));
+  g.nodes.push_back(reduceSum("groups", "gap"));
+  g.nodes.push_back(makeNode("Sigmoid", {"w"}, {"attn"}, opset));
+  g.nodes.push_back(makeNode("Reshape", {"attn", "weightView"}, {"attn5"}, opset));
+  if (view[2] == 3) {
+    g.nodes.push_back(makeNode("Mul", {"groups", "attn5"}, {"terms"}, opset));
+    g.nodes.push_back(reduceSum("terms", "out"));
+    g.outputs = {{"gap", DataType::kFloat32, false, {}}, {"out", DataType::kFloat32, false, {}}};
+  } else {
+    g.outputs = {{"gap", DataType::kFloat32, false, {}}};
+  }
+  for (int i = 0; i < static_cast<int>(g.nodes.size()); ++i) g.nodes[i].index = i;
+  return net;
+}
+
+TEST(SumStackedBranches, SplitAttentionGroupsBecomeChannelSlices) {
+  for (int opset : {17, 9}) {
+    SCOPED_TRACE("opset " + std::to_string(opset));
+    Network fused;
+    // Relu, two Slices, their Add; Sigmoid, its Reshape, two Gathers, two Muls, one Add.
+    const auto applied =
+        fuseAndCompareOutputs(kPass, run, splitAttention(opset, {2, 2, 3, 4, 5}, 1), 11, &fused);
+    EXPECT_EQ(applied.size(), 2u);
+    EXPECT_EQ(countOps(fused, "ReduceSum"), 0);
+    EXPECT_EQ(countOps(fused, "Slice"), 2);
+    EXPECT_EQ(countOps(fused, "Reshape"), 1);  // the weights' view stays: Gather reads it
+  }
+  // x's channels viewed [2, 3, 2, 4, 5] summed over axis 2: the groups are not slices of one
+  // axis of x along the summed axis (axis 2 of the view splits no axis of x): it stays (Relu,
+  // Reshape, ReduceSum; the unread weights go as dead nodes).
+  EXPECT_TRUE(fuseAndCompareOutputs(kPass, run, splitAttention(17, {2, 3, 2, 4, 5}, 2), 3).empty());
 }
 
 }  // namespace
