@@ -1,6 +1,7 @@
 // Shape inference driver. For each node in topological order: fold it when all
 // its inputs are known small constants (running the CPU reference kernel), else
 // apply the op's symbolic rule, else fall back to the model's declared value_info.
+#include <algorithm>
 #include <set>
 
 #include "ir/channels_last.h"
@@ -16,6 +17,61 @@ namespace kiln {
 namespace {
 
 constexpr int64_t kMaxFoldElements = 1 << 16;
+// The most elements a fold may write. Inputs within kMaxFoldElements can still broadcast or
+// expand into a tensor the size of the batch times everything else (MViTv2's relative-position
+// indices: 7.8 GB held at batch 32, every pass folding them again); fold_constants keeps no
+// value over 1 MB anyway, and a value this large is a layer's work, not a shape's.
+constexpr int64_t kMaxFoldOutputElements = int64_t{1} << 22;
+
+// a * b, held at kMaxFoldOutputElements + 1 once past it (negative or overflowing products too).
+int64_t cappedProduct(int64_t a, int64_t b) {
+  constexpr int64_t kOver = kMaxFoldOutputElements + 1;
+  if (a < 0 || b < 0) return kOver;
+  if (a == 0 || b == 0) return 0;
+  return a > kOver / b ? kOver : std::min(kOver, a * b);
+}
+
+// The elements output 0 of a fold of `node` would have, where its inputs tell before it runs
+// (the broadcasting ops, Expand, Tile, ConstantOfShape), else -1.
+int64_t predictedFoldElements(const Node& node, const std::vector<const Tensor*>& in) {
+  auto isDefaultDomain = [](const Node& n) { return n.domain.empty() || n.domain == "ai.onnx"; };
+  auto values = [](const Tensor* t, std::vector<int64_t>* v) {
+    if (!t || !isInteger(t->type()) || t->rank() > 1) return false;
+    for (int64_t i = 0; i < t->numel(); ++i) v->push_back(t->valueAsInt64(i));
+    return true;
+  };
+  auto numel = [](const std::vector<int64_t>& shape) {
+    int64_t n = 1;
+    for (int64_t d : shape) n = cappedProduct(n, d);
+    return n;
+  };
+  // numpy broadcasting of the shapes (a 1 takes the other dim; mismatches: the larger, which the
+  // kernel then refuses anyway).
+  auto broadcast = [](std::vector<int64_t> a, const std::vector<int64_t>& b) {
+    if (a.size() < b.size()) a.insert(a.begin(), b.size() - a.size(), 1);
+    const size_t off = a.size() - b.size();
+    for (size_t i = 0; i < b.size(); ++i) a[off + i] = std::max(a[off + i], b[i]);
+    return a;
+  };
+  const std::string& op = node.opType;
+  const ops::OpRow* row = isDefaultDomain(node) ? ops::findOp(op) : nullptr;
+  const bool broadcasting = row && (row->shape == ops::OpShapeForm::kBroadcast ||
+                                    row->shape == ops::OpShapeForm::kBroadcastToBool);
+  if (broadcasting || (isDefaultDomain(node) && op == "Where")) {
+    std::vector<int64_t> shape;
+    for (const Tensor* t : in)
+      if (t) shape = broadcast(shape, t->shape());
+    return numel(shape);
+  }
+  if (!isDefaultDomain(node) || in.empty()) return -1;
+  std::vector<int64_t> v;
+  if (op == "Expand" && in.size() > 1 && in[0] && values(in[1], &v))
+    return numel(broadcast(in[0]->shape(), v));
+  if (op == "Tile" && in.size() > 1 && in[0] && values(in[1], &v))
+    return cappedProduct(in[0]->numel(), numel(v));
+  if (op == "ConstantOfShape" && in[0] && values(in[0], &v)) return numel(v);
+  return -1;
+}
 constexpr int64_t kMaxSymbolicElements = 64;
 
 const std::set<std::string>& nonFoldableOps() {
@@ -82,10 +138,13 @@ struct State {
       inputs.push_back(&it->second);
     }
     if (total > kMaxFoldElements) return false;
+    if (predictedFoldElements(node, inputs) > kMaxFoldOutputElements) return false;
     auto outputs = ops::evaluateOnHost(node, inputs);  // an error also when no kernel
     if (!outputs.isOk()) return false;
-    for (size_t i = 0; i < node.outputs.size(); ++i)
+    for (size_t i = 0; i < node.outputs.size(); ++i) {
       if (!node.outputs[i].empty() && !(*outputs)[i].defined()) return false;
+      if ((*outputs)[i].defined() && (*outputs)[i].numel() > kMaxFoldOutputElements) return false;
+    }
     for (size_t i = 0; i < node.outputs.size(); ++i) {
       if (!node.outputs[i].empty()) setTensor(node.outputs[i], (*outputs)[i]);
     }

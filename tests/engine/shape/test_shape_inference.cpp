@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+
 #include "kiln/onnx_import.h"
 #include "kiln/shape_inference.h"
 
@@ -257,6 +260,54 @@ TEST(ShapeInference, Col2ImTakesItsImageShape) {
     g.nodes = {col2im};
     g.outputs = {{"y", DataType::kFloat32, false, {}}};
     expectOutputShape(net, c.expected);
+  }
+}
+
+// Small constant inputs that broadcast or expand into a large value (MViTv2's relative-position
+// indices, batch x heads x tokens of them) are not evaluated on the host: the shape rule gives
+// the value's shape, and no folded tensor past 2^22 elements is kept (every pass would fold it
+// again); the same ops at small sizes still fold.
+TEST(ShapeInference, FoldsNoLargeValueFromSmallConstants) {
+  for (bool large : {false, true}) {
+    SCOPED_TRACE(large ? "past 2^22 elements" : "small");
+    const int64_t rows = large ? 1025 : 4, n = large ? 2049 : 4;
+    Network net;
+    net.opsets[""] = 17;
+    Graph& g = net.graph;
+    auto iota = [](Shape shape) {
+      Tensor t(DataType::kInt64, shape);
+      for (int64_t k = 0; k < t.numel(); ++k) t.data<int64_t>()[k] = k % 7;
+      return t;
+    };
+    g.initializers["index"] = iota({1, 64, 1});
+    g.initializers["target"] = Tensor::int64Vector({rows, 64, 64});
+    g.initializers["a"] = iota({1, n, 1});
+    g.initializers["b"] = iota({1, 1, 2048});
+    Node expand;
+    expand.opType = "Expand";
+    expand.opset = 17;
+    expand.inputs = {"index", "target"};  // [rows, 64, 64]
+    expand.outputs = {"wide"};
+    Node add = expand;
+    add.opType = "Add";
+    add.inputs = {"a", "b"};  // [1, n, 2048]
+    add.outputs = {"sum"};
+    g.nodes = {expand, add};
+    g.outputs = {{"wide", DataType::kUndefined, false, {}},
+                 {"sum", DataType::kUndefined, false, {}}};
+    auto shapes = inferShapes(net);
+    ASSERT_TRUE(shapes.isOk()) << shapes.status().toString();
+    const std::map<std::string, std::string> expected = {
+        {"wide", std::to_string(rows) + "x64x64"}, {"sum", "1x" + std::to_string(n) + "x2048"}};
+    for (const auto& [value, shape] : expected) {
+      SCOPED_TRACE(value);
+      ASSERT_TRUE(shapes->values.at(value).hasShape);
+      EXPECT_EQ(symbolicShapeToString(shapes->values.at(value).shape), shape);
+      EXPECT_EQ(shapes->values.at(value).type, DataType::kInt64);
+      EXPECT_EQ(shapes->folded.count(value), large ? 0u : 1u);
+    }
+    // sum[0, 1, 2] = a[0, 1, 0] + b[0, 0, 2] = 1 + 2.
+    if (!large) EXPECT_EQ(shapes->folded.at("sum").data<int64_t>()[2048 + 2], 3);
   }
 }
 
