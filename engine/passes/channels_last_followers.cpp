@@ -24,10 +24,39 @@ Tensor permutedVector(const Tensor& t, const int (&perm)[4]) {
   return out;
 }
 
+// The NHWC axis of NCHW axis `a` (negative: from the end), or -1 for no axis of 4.
 int64_t toChannelsLastAxis(int64_t a) {
+  if (a < 0) a += 4;
   for (int j = 0; j < 4; ++j)
     if (kToChannelsLast[j] == a) return j;
   return -1;
+}
+
+// `axes` (NCHW, negative from the end) as NHWC axes, appended to `out`; false for one out of
+// range.
+bool toChannelsLastAxes(const std::vector<int64_t>& axes, std::vector<int64_t>* out) {
+  for (int64_t a : axes) {
+    const int64_t j = toChannelsLastAxis(a);
+    if (j < 0) return false;
+    out->push_back(j);
+  }
+  return true;
+}
+
+// The shape of input 0 when it is a 4-D region value (its producer chosen), else null.
+const SymbolicShape* regionInput(const Node& node, const GraphIndex& index,
+                                 const std::vector<bool>& chosen, const InferredShapes& shapes) {
+  if (node.inputs.empty() || node.inputs[0].empty()) return nullptr;
+  const int producer = index.producer(node.inputs[0]);
+  const SymbolicShape* in = shapeOf(shapes, node.inputs[0]);
+  return producer >= 0 && chosen[producer] && in && in->size() == 4 ? in : nullptr;
+}
+
+// A follower that reads its input 0 on NHWC storage and nothing else in the region's layout.
+bool followsThroughInput0(FollowPlan* plan) {
+  *plan = {};
+  plan->regionSlots.push_back(0);
+  return true;
 }
 
 }  // namespace
@@ -91,39 +120,25 @@ bool concatFollowsRegion(const Node& node, const Graph& g, const GraphIndex& ind
     plan->regionSlots.push_back(slot);
   }
   if (!fromRegion) return false;
-  int64_t a = node.attrInt("axis", 1);
-  if (a < 0) a += 4;
-  if (a < 0 || a > 3) return false;
-  for (int j = 0; j < 4; ++j)
-    if (kToChannelsLast[j] == a) *axis = j;
-  return true;
+  *axis = toChannelsLastAxis(node.attrInt("axis", 1));
+  return *axis >= 0;
 }
 
 bool splitFollowsRegion(const Node& node, const GraphIndex& index, const std::vector<bool>& chosen,
                         const InferredShapes& shapes, FollowPlan* plan, int64_t* axis) {
   if (!isDefaultDomain(node) || node.opType != "Split" || node.outputs.empty() ||
-      node.inputs.empty() || node.inputs[0].empty())
+      !regionInput(node, index, chosen, shapes))
     return false;
-  const int producer = index.producer(node.inputs[0]);
-  const SymbolicShape* in = shapeOf(shapes, node.inputs[0]);
-  if (producer < 0 || !chosen[producer] || !in || in->size() != 4) return false;
-  int64_t a = node.attrInt("axis", 0);
-  if (a < 0) a += 4;
-  if (a < 0 || a > 3) return false;
-  *axis = toChannelsLastAxis(a);
-  *plan = {};
-  plan->regionSlots.push_back(0);  // the sizes (slot 1) count along the same axis: unchanged
-  return true;
+  *axis = toChannelsLastAxis(node.attrInt("axis", 0));
+  // The sizes (slot 1) count along the same axis: unchanged.
+  return *axis >= 0 && followsThroughInput0(plan);
 }
 
 bool padFollowsRegion(const Node& node, const GraphIndex& index, const std::vector<bool>& chosen,
                       const InferredShapes& shapes, FollowPlan* plan, PadNhwc* nhwc) {
   if (!isDefaultDomain(node) || node.opType != "Pad" || node.outputs.size() != 1 ||
-      node.outputs[0].empty() || node.inputs.empty() || node.inputs[0].empty())
+      node.outputs[0].empty() || !regionInput(node, index, chosen, shapes))
     return false;
-  const int producer = index.producer(node.inputs[0]);
-  const SymbolicShape* in = shapeOf(shapes, node.inputs[0]);
-  if (producer < 0 || !chosen[producer] || !in || in->size() != 4) return false;
   *nhwc = {};
   std::vector<int64_t> given;
   if (node.opset < 11) {
@@ -136,35 +151,25 @@ bool padFollowsRegion(const Node& node, const GraphIndex& index, const std::vect
       const Tensor* a = index.constant(node.inputs[3]);
       if (!a) return false;
       if (a->numel() == 0 || static_cast<int64_t>(given.size()) != 2 * a->numel()) return false;
-      for (int64_t k = 0; k < a->numel(); ++k) {
-        int64_t axis = a->valueAsInt64(k);
-        if (axis < 0) axis += 4;
-        if (axis < 0 || axis > 3) return false;
-        nhwc->axes.push_back(toChannelsLastAxis(axis));
-      }
-      *plan = {};
-      plan->regionSlots.push_back(0);
-      return true;
+      std::vector<int64_t> axes;
+      for (int64_t k = 0; k < a->numel(); ++k) axes.push_back(a->valueAsInt64(k));
+      return toChannelsLastAxes(axes, &nhwc->axes) && followsThroughInput0(plan);
     }
   }
   if (given.size() != 8) return false;
   for (int half = 0; half < 2; ++half)
     for (int j = 0; j < 4; ++j) nhwc->pads.push_back(given[half * 4 + kToChannelsLast[j]]);
-  *plan = {};
-  plan->regionSlots.push_back(0);
-  return true;
+  return followsThroughInput0(plan);
 }
 
 bool stridedCopyFollowsRegion(const Node& node, const GraphIndex& index,
                               const std::vector<bool>& chosen, const InferredShapes& shapes,
                               FollowPlan* plan, ops::StridedCopyGeometry* nhwc) {
   if (node.domain != kKilnDomain || node.opType != ops::kStridedCopyOp ||
-      node.outputs.size() != 1 || node.outputs[0].empty() || node.inputs.size() != 1 ||
-      node.inputs[0].empty())
+      node.outputs.size() != 1 || node.outputs[0].empty() || node.inputs.size() != 1)
     return false;
-  const int producer = index.producer(node.inputs[0]);
-  const SymbolicShape* in = shapeOf(shapes, node.inputs[0]);
-  if (producer < 0 || !chosen[producer] || !in || in->size() != 4) return false;
+  const SymbolicShape* in = regionInput(node, index, chosen, shapes);
+  if (!in) return false;
   int64_t dims[4];
   for (int d = 0; d < 4; ++d) {
     if (!(*in)[d].isConst() || (*in)[d].constValue() <= 0) return false;
@@ -195,20 +200,15 @@ bool stridedCopyFollowsRegion(const Node& node, const GraphIndex& index,
     nhwc->strides.push_back(step[axis] * nhwcStride[axis]);
   }
   nhwc->offset = offset;
-  *plan = {};
-  plan->regionSlots.push_back(0);
-  return true;
+  return followsThroughInput0(plan);
 }
 
 bool sliceFollowsRegion(const Node& node, const GraphIndex& index, const std::vector<bool>& chosen,
                         const InferredShapes& shapes, FollowPlan* plan,
                         std::vector<int64_t>* axes) {
   if (!isDefaultDomain(node) || node.opType != "Slice" || node.outputs.size() != 1 ||
-      node.outputs[0].empty() || node.inputs.empty() || node.inputs[0].empty())
+      node.outputs[0].empty() || !regionInput(node, index, chosen, shapes))
     return false;
-  const int producer = index.producer(node.inputs[0]);
-  const SymbolicShape* in = shapeOf(shapes, node.inputs[0]);
-  if (producer < 0 || !chosen[producer] || !in || in->size() != 4) return false;
   std::vector<int64_t> nchw;
   if (node.opset < 10) {
     nchw = node.attrInts("axes");
@@ -226,15 +226,7 @@ bool sliceFollowsRegion(const Node& node, const GraphIndex& index, const std::ve
     }
   }
   axes->clear();
-  for (int64_t a : nchw) {
-    if (a < 0) a += 4;
-    if (a < 0 || a > 3) return false;
-    for (int j = 0; j < 4; ++j)
-      if (kToChannelsLast[j] == a) axes->push_back(j);
-  }
-  *plan = {};
-  plan->regionSlots.push_back(0);
-  return true;
+  return toChannelsLastAxes(nchw, axes) && followsThroughInput0(plan);
 }
 
 Shuffle shuffleFollowsRegion(const Graph& g, const GraphIndex& index, int at,
@@ -310,11 +302,7 @@ std::optional<ResizeNhwc> resizeNhwc(const Node& node, const GraphIndex& index,
     return std::nullopt;
   ResizeNhwc plan;
   if (!node.attrInts("axes").empty()) {  // an empty list means every axis, as none
-    for (int64_t a : node.attrInts("axes")) {
-      if (a < 0) a += 4;
-      if (a < 0 || a > 3) return std::nullopt;
-      plan.axes.push_back(toChannelsLastAxis(a));
-    }
+    if (!toChannelsLastAxes(node.attrInts("axes"), &plan.axes)) return std::nullopt;
     return plan;  // scales and sizes follow the axes' order: unchanged
   }
   for (size_t slot : {size_t(2), size_t(3)}) {

@@ -368,9 +368,18 @@ class ChannelsLastLayout final : public Pass {
     for (const ValueInfo& v : g.inputs) taken.insert(v.name);
     std::map<std::string, std::string> nhwc;  // value -> its channels-last twin
     std::vector<Node> nodes;
-    // Constants the rewrite replaced (channels-first filters, a following Pad's pads or axes, a
-    // following Slice's axes): dropped at the end when nothing reads them any more.
+    // Constants the rewrite replaced (channels-first filters, the shapes, axes, pads, scales and
+    // sizes of followers): dropped at the end when nothing reads them any more.
     std::set<std::string> replacedConstants;
+    // Input `slot` of `node` replaced by a new initializer `value` named after `base`; the
+    // constant it read is a replaced one.
+    auto replaceInput = [&](Node& node, size_t slot, const std::string& base, Tensor value) {
+      const std::string name = freshValue(g, taken, base);
+      taken.insert(name);
+      g.initializers[name] = std::move(value);
+      if (!node.inputs[slot].empty()) replacedConstants.insert(node.inputs[slot]);
+      node.inputs[slot] = name;
+    };
     // A Shape read only as the target of a Reshape whose target the region replaces (a
     // whole-sample norm's Reshape back to Shape(x), dynamic batch) goes: it would otherwise
     // keep x's channels-first form alive for nothing.
@@ -392,18 +401,11 @@ class ChannelsLastLayout final : public Pass {
       if (node.opType == "Conv") asFusedConv(&node);
       if (followAxis[i] >= 0) node.attributes["axis"] = intAttribute(followAxis[i]);
       if (auto shape = shuffleShapes.find(static_cast<int>(i)); shape != shuffleShapes.end()) {
-        const std::string target = freshValue(g, taken, node.outputs[0] + "_nhwc_shape");
-        taken.insert(target);
-        g.initializers[target] = Tensor::int64Vector(shape->second);
-        node.inputs[1] = target;
+        replaceInput(node, 1, node.outputs[0] + "_nhwc_shape", Tensor::int64Vector(shape->second));
       }
       if (auto resize = resizes.find(static_cast<int>(i)); resize != resizes.end()) {
-        for (const auto& [slot, tensor] : resize->second.inputs) {
-          const std::string permuted = freshValue(g, taken, node.inputs[slot] + "_nhwc");
-          taken.insert(permuted);
-          g.initializers[permuted] = tensor;
-          node.inputs[slot] = permuted;
-        }
+        for (const auto& [slot, tensor] : resize->second.inputs)
+          replaceInput(node, slot, node.inputs[slot] + "_nhwc", tensor);
         if (!resize->second.axes.empty())
           node.attributes["axes"] = rewrite::intsAttribute(resize->second.axes);
       }
@@ -414,11 +416,7 @@ class ChannelsLastLayout final : public Pass {
           node.attributes["axes"] = rewrite::intsAttribute(sliceAxes[i]);
         } else {
           if (node.inputs.size() < 4) node.inputs.resize(4);
-          const std::string axes = freshValue(g, taken, node.inputs[0] + "_nhwc_axes");
-          taken.insert(axes);
-          g.initializers[axes] = Tensor::int64Vector(sliceAxes[i]);
-          if (!node.inputs[3].empty()) replacedConstants.insert(node.inputs[3]);
-          node.inputs[3] = axes;
+          replaceInput(node, 3, node.inputs[0] + "_nhwc_axes", Tensor::int64Vector(sliceAxes[i]));
         }
       }
       if (auto pad = pads.find(static_cast<int>(i)); pad != pads.end()) {
@@ -427,13 +425,8 @@ class ChannelsLastLayout final : public Pass {
           node.attributes["pads"] = rewrite::intsAttribute(pad->second.pads);
         } else {
           const size_t slot = byAxes ? 3 : 1;
-          const std::string permuted =
-              freshValue(g, taken, node.inputs[slot] + (byAxes ? "_nhwc_axes" : "_nhwc_pads"));
-          taken.insert(permuted);
-          g.initializers[permuted] =
-              Tensor::int64Vector(byAxes ? pad->second.axes : pad->second.pads);
-          replacedConstants.insert(node.inputs[slot]);
-          node.inputs[slot] = permuted;
+          replaceInput(node, slot, node.inputs[slot] + (byAxes ? "_nhwc_axes" : "_nhwc_pads"),
+                       Tensor::int64Vector(byAxes ? pad->second.axes : pad->second.pads));
         }
       }
       if (auto copy = stridedCopies.find(static_cast<int>(i)); copy != stridedCopies.end()) {
