@@ -161,6 +161,13 @@ Network block() {
   return net;
 }
 
+// The Transpose nodes of `net` (the layout's reformats, once the pipeline ran).
+int transposesIn(const Network& net) {
+  int count = 0;
+  for (const Node& n : net.graph.nodes) count += n.opType == "Transpose" ? 1 : 0;
+  return count;
+}
+
 // `original` through the pipeline with channels_last_layout, on the CUDA engine at fp16, against
 // the reference on `x` (2e-2 relative, and absolute on the scale of the largest expected value:
 // fp16 stores every intermediate, so its rounding grows with their magnitude); no layer on the
@@ -247,9 +254,7 @@ TEST(CudaChannelsLast, FocalModulationThroughThePipelineAtFp16) {
   g.outputs = {{"y", DataType::kFloat32, false, {}}};
   const Tensor x = roundTo(randomFloats({2, c, 9, 11}, 35), half);
   const auto nhwc = expectFp16PipelineMatches(net, x);
-  int transposes = 0;
-  for (const Node& n : nhwc->graph.nodes) transposes += n.opType == "Transpose" ? 1 : 0;
-  EXPECT_EQ(transposes, 2);
+  EXPECT_EQ(transposesIn(*nhwc), 2);  // x's and y's reformats
 }
 
 // TResNet's BlurPool (see test_channels_last_layout's
@@ -281,9 +286,7 @@ TEST(CudaChannelsLast, BlurPoolThroughThePipelineAtFp16) {
   g.outputs = {{"y", DataType::kFloat32, false, {}}};
   const Tensor x = roundTo(randomFloats({2, c, 10, 9}, 44), half);
   const auto nhwc = expectFp16PipelineMatches(net, x);
-  int transposes = 0;
-  for (const Node& n : nhwc->graph.nodes) transposes += n.opType == "Transpose" ? 1 : 0;
-  EXPECT_EQ(transposes, 2);
+  EXPECT_EQ(transposesIn(*nhwc), 2);  // x's and y's reformats
 }
 
 }  // namespace
