@@ -39,6 +39,8 @@ std::unique_ptr<Pass> makeFoldTransposesAroundLinear();
 std::unique_ptr<Pass> makeMergeAdditiveMasks();
 std::unique_ptr<Pass> makePermuteTiledConstant();
 std::unique_ptr<Pass> makeNarrowGatheredMatMul();
+// Two-input Einsum -> Transpose / Reshape / MatMul: einsum_as_matmul.cpp.
+std::unique_ptr<Pass> makeEinsumAsMatMul();
 std::unique_ptr<Pass> makeFuseMaskedFillSoftmax();
 std::unique_ptr<Pass> makeReduceAsGlobalPool();
 std::unique_ptr<Pass> makeFoldViewChains();

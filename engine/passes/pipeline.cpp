@@ -44,6 +44,11 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   // gather of expanded indices into one of constant ones, and the tile permute, which leaves
   // the GEMM's right side a Tile of a constant; before the GEMM fusion.
   list.push_back(passes::makeNarrowGatheredMatMul());
+  // A two-input Einsum (MViTv2's relative positions) as the Transposes, Reshapes and batched
+  // MatMul it is, which the GPU runs as a GEMM: after the constant fold (a table gathered at
+  // constant positions is then a constant), before the transpose and reshape merges, which
+  // join its copies with the model's own, and the GEMM fusion, which may give it a bias.
+  list.push_back(passes::makeEinsumAsMatMul());
   // A strongly typed export's Cast to float32 in front of a QuantizeLinear (opset < 19 Q
   // takes no float16) goes next, for the same reason: the Cast sits between a layer and
   // the Q that fold_qdq and fuse_conv_max_pool fold into it.
