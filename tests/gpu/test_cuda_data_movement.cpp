@@ -171,6 +171,25 @@ TEST(CudaSplit, NarrowPartsOfChannelsLastRows) {
       .check(kExact);
 }
 
+// Many rows of odd widths through the shared-memory row tiles: 2,000 rows of 35 channels (fp32
+// 140-byte rows, tiles of 232 rows; fp16 70-byte rows, tiles of 464) into 16 + 16 + 3, the last
+// tile partial, and back from parts in another order.
+TEST(CudaSplit, RowTilesAcrossManyRows) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("Split", 13)
+      .attr("axis", int64_t{-1})
+      .input(floats({40, 50, 35}, 39))
+      .constant(ints({16, 16, 3}))
+      .outputs(3)
+      .check(kExact);
+  GpuOpTest("Concat", 13)
+      .attr("axis", int64_t{2})
+      .input(floats({40, 50, 3}, 40))
+      .input(floats({40, 50, 16}, 41))
+      .input(floats({40, 50, 16}, 42))
+      .check(kExact);
+}
+
 TEST(CudaSplit, SizesFromRuntimeInput) {
   KILN_REQUIRE_GPU();
   GpuOpTest("Split", 13)

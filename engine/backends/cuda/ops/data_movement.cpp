@@ -32,6 +32,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <numeric>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -221,6 +222,50 @@ Status transposeKernel(GpuKernelContext& ctx) {
   return launchStrided(ctx, in, out, std::move(copy));
 }
 
+// Rows of whole [rows, sum of widths] elements of es bytes split into (or concatenated from)
+// packed parts narrower than 16-byte words, staged through shared memory in one launch
+// (dm::RowTileParts). False when it does not apply: more than kConcatParts parts that have
+// columns, an element size it does not move, a whole side not 16-byte aligned, a row too long
+// for a tile of the rows its alignment needs, or every part 16-byte words already (the pitched
+// copies then run at full width). Parts of no columns are left out.
+Result<bool> rowTileParts(GpuKernelContext& ctx, bool split, void* whole, int64_t rows,
+                          const std::vector<void*>& parts, const std::vector<int64_t>& widths,
+                          int64_t es) {
+  if (rows <= 1 || (es != 1 && es != 2 && es != 4 && es != 8) ||
+      reinterpret_cast<uintptr_t>(whole) % 16 != 0)
+    return false;
+  dm::RowTileParts tiled;
+  tiled.whole = whole;
+  tiled.rows = rows;
+  tiled.elementBytes = static_cast<int>(es);
+  tiled.split = split;
+  bool allWide = true;
+  int64_t column = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (widths[i] == 0) continue;
+    if (tiled.count == kConcatParts) return false;
+    allWide =
+        allWide && (widths[i] * es) % 16 == 0 && reinterpret_cast<uintptr_t>(parts[i]) % 16 == 0;
+    tiled.parts[tiled.count] = parts[i];
+    tiled.start[tiled.count++] = column;
+    column += widths[i];
+  }
+  if (tiled.count == 0 || allWide) return false;
+  tiled.start[tiled.count] = column;
+  const int64_t rowBytes = column * es;
+  const int64_t align =
+      16 / std::gcd<int64_t>(rowBytes, 16);  // rows a tile must hold a multiple of
+  const int64_t tileRows = dm::kRowTileBytes / rowBytes / align * align;
+  if (tileRows < align) return false;
+  tiled.tileRows = static_cast<int>(tileRows);
+  KILN_RETURN_IF_ERROR(dm::launchRowTileParts(tiled, ctx.stream()));
+  ctx.setImplementation(std::string(split ? "split into " : "concat of ") +
+                        std::to_string(tiled.count) + " parts, " + std::to_string(rows) +
+                        " rows staged " + std::to_string(tileRows) +
+                        " a block (16-byte words of the whole rows), 1 launch");
+  return true;
+}
+
 // Concat's rows (`outer` rows of outBlock elements of es bytes) from every input, up to
 // kConcatParts inputs a launch, in the widest word that divides every row and offset.
 Status concatRows(GpuKernelContext& ctx, DeviceTensor& out, int64_t outer, int64_t outBlock,
@@ -284,6 +329,16 @@ Status concatKernel(GpuKernelContext& ctx) {
   const int64_t outer = dimProduct(outShape, 0, axis);
   if (out.numel() == 0) return Status::ok();
   const int64_t outBlock = out.numel() / outer;
+  if (outer > 1 && ctx.inputCount() > 1) {
+    std::vector<void*> parts;
+    std::vector<int64_t> widths;
+    for (size_t i = 0; i < ctx.inputCount(); ++i) {
+      parts.push_back(const_cast<void*>(ctx.input(i).data));
+      widths.push_back(ctx.input(i).numel() / outer);
+    }
+    KILN_ASSIGN_OR_RETURN(bool tiled, rowTileParts(ctx, false, out.data, outer, parts, widths, es));
+    if (tiled) return Status::ok();
+  }
   if (outer == 1 || ctx.inputCount() == 1) {  // contiguous blocks: one copy each
     int64_t offset = 0;
     for (size_t i = 0; i < ctx.inputCount(); ++i) {
@@ -320,16 +375,28 @@ Status splitKernel(GpuKernelContext& ctx) {
   const int64_t outer = dimProduct(in.shape, 0, axis);
   const int64_t inner = dimProduct(in.shape, axis + 1, in.shape.size());
   const int64_t inRow = in.shape[axis] * inner * es;
+  std::vector<DeviceTensor> outputs(sizes.size());
+  std::vector<void*> parts(sizes.size(), nullptr);
+  std::vector<int64_t> widths;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    widths.push_back(sizes[i] * inner);
+    if (!ctx.wantsOutput(i)) continue;
+    Shape shape = in.shape;
+    shape[axis] = sizes[i];
+    KILN_ASSIGN_OR_RETURN(outputs[i], ctx.allocateOutput(i, in.type, shape));
+    parts[i] = outputs[i].data;
+  }
+  if (sizes.size() > 1) {
+    KILN_ASSIGN_OR_RETURN(
+        bool tiled, rowTileParts(ctx, true, const_cast<void*>(in.data), outer, parts, widths, es));
+    if (tiled) return Status::ok();
+  }
   int64_t offset = 0;  // bytes into each input row
   for (size_t i = 0; i < sizes.size(); ++i) {
     const int64_t rowBytes = sizes[i] * inner * es;
-    if (ctx.wantsOutput(i)) {
-      Shape shape = in.shape;
-      shape[axis] = sizes[i];
-      KILN_ASSIGN_OR_RETURN(DeviceTensor out, ctx.allocateOutput(i, in.type, shape));
-      KILN_RETURN_IF_ERROR(
-          copyRows(ctx, byteOffset(in.data, offset), inRow, out.data, rowBytes, outer, rowBytes));
-    }
+    if (ctx.wantsOutput(i))
+      KILN_RETURN_IF_ERROR(copyRows(ctx, byteOffset(in.data, offset), inRow, outputs[i].data,
+                                    rowBytes, outer, rowBytes));
     offset += rowBytes;
   }
   return Status::ok();

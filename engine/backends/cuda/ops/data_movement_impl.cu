@@ -152,9 +152,84 @@ __global__ void concatRowsKernel(ConcatChunk<V> chunk, V* dst, int64_t outCols, 
   }
 }
 
+// RowTileParts (data_movement_impl.h). Block b stages rows [b * tileRows, ...) of the whole side.
+template <typename T>
+struct RowTileArgs {
+  T* parts[kConcatParts];
+  int64_t start[kConcatParts + 1];
+  int count;
+};
+
+template <typename T, bool kSplit>
+__global__ void rowTilePartsKernel(RowTileArgs<T> a, T* whole, int64_t rows, int tileRows) {
+  __shared__ uint4 stage[kRowTileBytes / 16];
+  T* tile = reinterpret_cast<T*>(stage);
+  const int64_t cols = a.start[a.count];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  for (int64_t r0 = int64_t(blockIdx.x) * tileRows; r0 < rows;
+       r0 += int64_t(gridDim.x) * tileRows) {
+    const int tr = static_cast<int>(rows - r0 < tileRows ? rows - r0 : tileRows);
+    const int64_t elements = int64_t(tr) * cols;  // <= kRowTileBytes / sizeof(T)
+    T* base = whole + r0 * cols;                  // 16-byte aligned (tileRows' contract)
+    const int64_t words = elements * int64_t(sizeof(T)) / 16;
+    if (kSplit) {
+      for (int64_t w = threadIdx.x; w < words; w += blockDim.x)
+        stage[w] = reinterpret_cast<const uint4*>(base)[w];
+      for (int64_t e = words * (16 / sizeof(T)) + threadIdx.x; e < elements; e += blockDim.x)
+        tile[e] = base[e];
+      __syncthreads();
+    }
+    // A warp per (part, row) of the tile: lanes walk the part's columns.
+    for (int p = 0; p < a.count; ++p) {
+      T* part = a.parts[p];
+      if (kSplit && !part) continue;
+      const int64_t first = a.start[p], width = a.start[p + 1] - first;
+      for (int r = warp; r < tr; r += warps) {
+        T* row = part + (r0 + r) * width;
+        T* staged = tile + int64_t(r) * cols + first;
+        if (kSplit) {
+          for (int64_t c = lane; c < width; c += 32) row[c] = staged[c];
+        } else {
+          for (int64_t c = lane; c < width; c += 32) staged[c] = row[c];
+        }
+      }
+    }
+    __syncthreads();
+    if (!kSplit) {
+      for (int64_t w = threadIdx.x; w < words; w += blockDim.x)
+        reinterpret_cast<uint4*>(base)[w] = stage[w];
+      for (int64_t e = words * (16 / sizeof(T)) + threadIdx.x; e < elements; e += blockDim.x)
+        base[e] = tile[e];
+      __syncthreads();
+    }
+  }
+}
+
 }  // namespace
 
 namespace dm {
+
+Status launchRowTileParts(const RowTileParts& parts, cudaStream_t stream) {
+  const int64_t tiles = (parts.rows + parts.tileRows - 1) / parts.tileRows;
+  const unsigned grid =
+      static_cast<unsigned>(std::min<int64_t>(std::max<int64_t>(tiles, 1), 65535LL * 32));
+  KILN_RETURN_IF_ERROR(dispatchWordOfSize(parts.elementBytes, [&](auto element) {
+    using T = decltype(element);
+    RowTileArgs<T> args{};
+    for (int p = 0; p < parts.count; ++p) args.parts[p] = static_cast<T*>(parts.parts[p]);
+    for (int p = 0; p <= parts.count; ++p) args.start[p] = parts.start[p];
+    args.count = parts.count;
+    if (parts.split)
+      rowTilePartsKernel<T, true><<<grid, kBlockSize, 0, stream>>>(
+          args, static_cast<T*>(parts.whole), parts.rows, parts.tileRows);
+    else
+      rowTilePartsKernel<T, false><<<grid, kBlockSize, 0, stream>>>(
+          args, static_cast<T*>(parts.whole), parts.rows, parts.tileRows);
+    return Status::ok();
+  }));
+  KILN_CUDA_CHECK_LAUNCH("rowTilePartsKernel");
+  return Status::ok();
+}
 
 Status launchStridedCopy(const void* in, void* out, const StridedParams& params, int64_t words,
                          int width, cudaStream_t stream) {
