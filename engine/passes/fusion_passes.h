@@ -41,6 +41,9 @@ std::unique_ptr<Pass> makePermuteTiledConstant();
 std::unique_ptr<Pass> makeNarrowGatheredMatMul();
 // Two-input Einsum -> Transpose / Reshape / MatMul: einsum_as_matmul.cpp.
 std::unique_ptr<Pass> makeEinsumAsMatMul();
+// ScatterND of a box's meshgrid indices -> its updates, or Concats of slices around them:
+// scatter_box_as_concat.cpp.
+std::unique_ptr<Pass> makeScatterBoxAsConcat();
 std::unique_ptr<Pass> makeFuseMaskedFillSoftmax();
 std::unique_ptr<Pass> makeReduceAsGlobalPool();
 std::unique_ptr<Pass> makeFoldViewChains();

@@ -49,6 +49,11 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   // constant positions is then a constant), before the transpose and reshape merges, which
   // join its copies with the model's own, and the GEMM fusion, which may give it a bias.
   list.push_back(passes::makeEinsumAsMatMul());
+  // A ScatterND writing a box in index order (a slice assignment's export: MViTv2's relative
+  // positions) as its updates, or Concats of slices around them: after the constant fold, which
+  // turns the meshgrids' Ranges and Expand shapes into constants; before the fusions, which
+  // then see the scores flow from the MatMul to the softmax.
+  list.push_back(passes::makeScatterBoxAsConcat());
   // A strongly typed export's Cast to float32 in front of a QuantizeLinear (opset < 19 Q
   // takes no float16) goes next, for the same reason: the Cast sits between a layer and
   // the Q that fold_qdq and fuse_conv_max_pool fold into it.
