@@ -203,6 +203,36 @@ bool batchNormRule(const Node& node, const Ins& in, Outs* outs) {
   return true;
 }
 
+// RNN, GRU and LSTM: X [seq, batch, input] (layout 1: [batch, seq, input]) gives Y [seq, dirs,
+// batch, hidden] ([batch, seq, dirs, hidden]) and Y_h (and LSTM's Y_c) [dirs, batch, hidden]
+// ([batch, dirs, hidden]); hidden from the attribute, else from R [dirs, gates * hidden, hidden].
+// Without it every shape after a recurrent layer was unknown: Sequencer2D's reshapes then read
+// their targets back from the GPU at run time, and no CUDA graph could hold them.
+bool recurrentRule(const Node& node, const Ins& in, Outs* outs) {
+  if (!known(in, 0) || shapeOf(in, 0).size() != 3) return false;
+  const SymbolicShape& x = shapeOf(in, 0);
+  const bool batchFirst = node.attrInt("layout", 0) == 1;
+  const DimExpr seq = x[batchFirst ? 1 : 0], batch = x[batchFirst ? 0 : 1];
+  const int64_t hiddenSize = node.attrInt("hidden_size", 0);
+  DimExpr hidden(hiddenSize);
+  if (hiddenSize <= 0) {
+    if (!known(in, 2) || shapeOf(in, 2).size() != 3) return false;
+    hidden = shapeOf(in, 2)[2];
+  }
+  const DimExpr dirs(int64_t{node.attrString("direction", "forward") == "bidirectional" ? 2 : 1});
+  const DataType type = typeOf(in, 0);
+  for (size_t i = 0; i < outs->size(); ++i) {
+    if (i == 0)
+      setOut(outs, 0, type,
+             batchFirst ? SymbolicShape{batch, seq, dirs, hidden}
+                        : SymbolicShape{seq, dirs, batch, hidden});
+    else
+      setOut(outs, i, type,
+             batchFirst ? SymbolicShape{batch, dirs, hidden} : SymbolicShape{dirs, batch, hidden});
+  }
+  return true;
+}
+
 bool topKRule(const Node& node, const Ins& in, Outs* outs) {
   if (!known(in, 0)) return false;
   SymbolicShape s = shapeOf(in, 0);
@@ -254,6 +284,7 @@ const std::map<std::string, ShapeRule>& ruleTable() {
     t["Dropout"] = &firstIsIndexAndData;
     t["TopK"] = &topKRule;
     t["BatchNormalization"] = &batchNormRule;
+    t["RNN"] = t["GRU"] = t["LSTM"] = &recurrentRule;
     t["IsNaN"] = t["IsInf"] = [](const Node& n, const Ins& in, Outs* o) {
       return broadcastRule(n, in, o, DataType::kBool);
     };

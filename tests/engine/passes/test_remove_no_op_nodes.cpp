@@ -169,6 +169,33 @@ TEST(RemoveNoOpNodes, GraphOutputKeepsItsName) {
   EXPECT_TRUE(fuseAndCompareOutputs(kPass, runner(), passThrough, 1).empty());
 }
 
+// An LSTM's initial_h and initial_c of zeros are left out (the op's default); a state that is
+// not all zeros stays. r [2, 3, 4] is the sequence: 2 steps, batch 3, 4 features, hidden 5.
+TEST(RemoveNoOpNodes, ZeroInitialStatesOfARecurrentLayer) {
+  auto lstm = [](const char* initialH) {
+    Network net = around({withString(
+        withInt(makeNode("LSTM", {"r", "lstm_w", "lstm_r", "lstm_b", "", initialH, "zero_state"},
+                         {"n"}),
+                "hidden_size", 5),
+        "direction", "forward")});
+    Graph& g = net.graph;
+    g.initializers["lstm_w"] = randomTensor(DataType::kFloat32, {1, 20, 4}, 11);
+    g.initializers["lstm_r"] = randomTensor(DataType::kFloat32, {1, 20, 5}, 12);
+    g.initializers["lstm_b"] = randomTensor(DataType::kFloat32, {1, 40}, 13);
+    g.initializers["zero_state"] = Tensor(DataType::kFloat32, {1, 3, 5});
+    g.initializers["some_state"] = randomTensor(DataType::kFloat32, {1, 3, 5}, 14);
+    return net;
+  };
+  Network fused;
+  ASSERT_EQ(fuseAndCompareOutputs(kPass, runner(), lstm("zero_state"), 3, &fused).size(), 1u);
+  EXPECT_EQ(fused.graph.nodes[1].inputs,
+            (std::vector<std::string>{"r", "lstm_w", "lstm_r", "lstm_b"}));
+  // initial_h random: only initial_c goes.
+  ASSERT_EQ(fuseAndCompareOutputs(kPass, runner(), lstm("some_state"), 3, &fused).size(), 1u);
+  EXPECT_EQ(fused.graph.nodes[1].inputs,
+            (std::vector<std::string>{"r", "lstm_w", "lstm_r", "lstm_b", "", "some_state"}));
+}
+
 TEST(RemoveNoOpNodes, ChainsGoAtOnceAndTheNameDisablesIt) {
   Network chain = around({makeNode("Identity", {"r"}, {"i"}), makeNode("Add", {"i", "zero"}, {"a"}),
                           withInt(makeNode("Cast", {"a"}, {"n"}), "to", 1)});

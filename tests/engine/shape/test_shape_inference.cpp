@@ -225,6 +225,66 @@ TEST(ShapeInference, EinsumTakesEachOutputLabelsDim) {
   }
 }
 
+// RNN, GRU and LSTM (Sequencer2D's bidirectional LSTMs): Y [seq, dirs, batch, hidden], Y_h and
+// Y_c [dirs, batch, hidden]; layout 1 puts the batch first; hidden from R when the attribute is
+// absent; a symbolic batch kept. X of another rank leaves the shapes unknown.
+TEST(ShapeInference, RecurrentLayersGiveSequenceAndStateShapes) {
+  struct Case {
+    const char* op;
+    std::string direction;
+    int64_t layout, hiddenAttr;
+    std::vector<DimExpr> x;
+    std::vector<std::string> expected;  // Y, Y_h (, Y_c); "" = no shape
+  };
+  const DimExpr b = DimExpr::symbol("batch");
+  const std::vector<Case> cases = {
+      {"LSTM", "bidirectional", 0, 48, {56, b, 192}, {"56x2xbatchx48", "2xbatchx48", "2xbatchx48"}},
+      {"LSTM", "forward", 1, 48, {b, 56, 192}, {"batchx56x1x48", "batchx1x48", "batchx1x48"}},
+      {"GRU", "reverse", 0, 0, {7, 3, 192}, {"7x1x3x48", "1x3x48"}},  // hidden from R
+      {"RNN", "forward", 0, 48, {7, 3}, {"", ""}},                    // X of rank 2
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.op) + " " + c.direction);
+    Network net;
+    net.opsets[""] = 14;
+    Graph& g = net.graph;
+    const int64_t gates = std::string(c.op) == "LSTM" ? 4 : std::string(c.op) == "GRU" ? 3 : 1;
+    const int64_t dirs = c.direction == "bidirectional" ? 2 : 1;
+    g.inputs = {{"x", DataType::kFloat32, true, c.x},
+                {"w", DataType::kFloat32, true, {dirs, gates * 48, 192}},
+                {"r", DataType::kFloat32, true, {dirs, gates * 48, 48}}};
+    Node rnn;
+    rnn.name = "rnn";
+    rnn.opType = c.op;
+    rnn.opset = 14;
+    rnn.inputs = {"x", "w", "r"};
+    rnn.outputs = {"y", "y_h"};
+    if (gates == 4) rnn.outputs.push_back("y_c");
+    rnn.attributes["direction"].kind = Attribute::Kind::kString;
+    rnn.attributes["direction"].s = c.direction;
+    rnn.attributes["layout"].kind = Attribute::Kind::kInt;
+    rnn.attributes["layout"].i = c.layout;
+    if (c.hiddenAttr > 0) {
+      rnn.attributes["hidden_size"].kind = Attribute::Kind::kInt;
+      rnn.attributes["hidden_size"].i = c.hiddenAttr;
+    }
+    g.nodes.push_back(rnn);
+    for (const std::string& out : rnn.outputs)
+      g.outputs.push_back({out, DataType::kFloat32, false, {}});
+    auto shapes = inferShapes(net);
+    ASSERT_TRUE(shapes.isOk()) << shapes.status().toString();
+    for (size_t i = 0; i < rnn.outputs.size(); ++i) {
+      const InferredValue& v = shapes->values.at(rnn.outputs[i]);
+      if (c.expected[i].empty()) {
+        EXPECT_FALSE(v.hasShape) << rnn.outputs[i];
+        continue;
+      }
+      ASSERT_TRUE(v.hasShape) << rnn.outputs[i];
+      EXPECT_EQ(symbolicShapeToString(v.shape), c.expected[i]) << rnn.outputs[i];
+    }
+  }
+}
+
 // Col2Im (VOLO's outlook attention, F.fold at opset 18): [N, C * prod(block), L] with constant
 // image_shape and block_shape is [N, C, image...], a symbolic batch kept; a run-time
 // image_shape, or a block_shape of another rank, leaves the shape unknown.
