@@ -51,7 +51,8 @@ using Feeds = std::map<std::string, Tensor>;
 // (inputs rounded to it first); the FusedAttention layer runs on the GPU with Kiln's
 // kernel, or (expectGpu false) on the host for its head size.
 void compareWithUnfused(const Network& unfused, const Network& fused, const Feeds& base,
-                        const std::vector<Tolerance>& tolerances, bool expectGpu) {
+                        const std::vector<Tolerance>& tolerances, bool expectGpu,
+                        const char* kernel = "kiln flash attention") {
   for (const Tolerance& t : tolerances) {
     SCOPED_TRACE(std::string("precision ") + cuda::precisionName(t.precision));
     const Feeds feeds = roundTo(base, t.precision);
@@ -71,8 +72,7 @@ void compareWithUnfused(const Network& unfused, const Network& fused, const Feed
         continue;
       }
       EXPECT_EQ(layer.placement, cuda::LayerPlacement::kGpu) << layer.name << ": " << layer.note;
-      EXPECT_NE(layer.implementation.find("kiln flash attention"), std::string::npos)
-          << layer.implementation;
+      EXPECT_NE(layer.implementation.find(kernel), std::string::npos) << layer.implementation;
     }
     EXPECT_TRUE(seen);
     expectTensorNear(actual.value(), expected[0].tensor, t.tolerance, t.tolerance);
@@ -101,14 +101,15 @@ Network fusedCopy(const Network& original, const std::string& layout, int* count
 // Fuses c's graph, checks it holds one FusedAttention, and compares the CUDA run of the
 // fused graph with the CPU run of the unfused one at each precision.
 void checkCase(const AttentionCase& c, const std::vector<Tolerance>& tolerances = kAllPrecisions,
-               void (*edit)(Feeds&) = nullptr, bool expectGpu = true) {
+               void (*edit)(Feeds&) = nullptr, bool expectGpu = true,
+               const char* kernel = "kiln flash attention") {
   const Network unfused = attentionNetwork(c);
   int attention = 0;
   const Network fused = fusedCopy(unfused, "", &attention);
   ASSERT_EQ(attention, 1) << "the pass did not fuse the block";
   Feeds base = attentionFeeds(c, 11);
   if (edit) edit(base);
-  compareWithUnfused(unfused, fused, base, tolerances, expectGpu);
+  compareWithUnfused(unfused, fused, base, tolerances, expectGpu, kernel);
 }
 
 // The packed-QKV block: the pipeline must read it through STRIDED views.
@@ -141,6 +142,38 @@ TEST(CudaFusedAttention, SequencesAcrossTheTiles) {
     SCOPED_TRACE("seq " + std::to_string(seq));
     checkCase(bertLike(seq, 64));
   }
+}
+
+// Both sequences and head sizes <= 32: a warp per (batch, head). TNT's pixel attention (16
+// pixels, heads of 6, a padding mask), cross attention with a per-head mask and V's head size
+// of its own, the 32 x 32 edge without a mask, one query row, and the SDPA export's fully
+// masked row (0).
+TEST(CudaFusedAttention, ShortSequencesAWarpPerHead) {
+  KILN_REQUIRE_GPU();
+  const char* kShort = "kiln short-sequence attention";
+  AttentionCase tnt = bertLike(16, 6);
+  checkCase(tnt, kAllPrecisions, nullptr, true, kShort);
+  AttentionCase cross = bertLike(9, 24);
+  cross.seqK = 31;
+  cross.mask = {2, 3, 9, 31};
+  cross.valueDim = 12;
+  checkCase(cross, kAllPrecisions, nullptr, true, kShort);
+  AttentionCase edge = bertLike(32, 32);
+  edge.mask = {};
+  edge.divide = false;
+  checkCase(edge, kAllPrecisions, nullptr, true, kShort);
+  checkCase(bertLike(1, 17), kAllPrecisions, nullptr, true, kShort);
+  // The SDPA export's guarded softmax: query row 3 of batch 1 sees no key, 0 as unfused.
+  AttentionCase sdpa = bertLike(20, 8);
+  sdpa.sdpaExport = true;
+  sdpa.mask = {2, 1, 20, 20};
+  checkCase(
+      sdpa, kAllPrecisions,
+      [](Feeds& feeds) {
+        Tensor& keep = feeds["mask_bool"];
+        for (int64_t j = 0; j < 20; ++j) keep.data<uint8_t>()[20 * 20 + 3 * 20 + j] = 0;
+      },
+      true, kShort);
 }
 
 TEST(CudaFusedAttention, EveryHeadSizePadding) {

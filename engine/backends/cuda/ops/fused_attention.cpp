@@ -76,12 +76,15 @@ Status fusedAttentionKernel(GpuKernelContext& ctx) {
   launch.batch = g.batch;
   const int dPad = flash::paddedHeadSize(g.headDim), dvPad = flash::paddedHeadSize(g.valueDim);
   const std::string kilnText =
-      std::string("kiln flash attention, ") +
-      (q.type == DataType::kFloat32 ? "fp32 SIMT, key tiles of 32"
-                                    : "mma.sync m16n8k16, key tiles of 64") +
-      ", head size padded to " + std::to_string(dPad) +
-      (dvPad != dPad ? ", value size to " + std::to_string(dvPad) : "") +
-      (q.type != DataType::kFloat32 && flash::vectorizable(a) ? ", 16-byte loads" : "");
+      flash::shortSequences(a)
+          ? std::string("kiln short-sequence attention, a warp per (batch, head), ") +
+                std::to_string(g.seqQ) + " x " + std::to_string(g.seqK) + " scores in registers"
+          : std::string("kiln flash attention, ") +
+                (q.type == DataType::kFloat32 ? "fp32 SIMT, key tiles of 32"
+                                              : "mma.sync m16n8k16, key tiles of 64") +
+                ", head size padded to " + std::to_string(dPad) +
+                (dvPad != dPad ? ", value size to " + std::to_string(dvPad) : "") +
+                (q.type != DataType::kFloat32 && flash::vectorizable(a) ? ", 16-byte loads" : "");
   AttentionOperands operands;
   operands.type = q.type;
   operands.geometry = g;

@@ -3,12 +3,12 @@
 // (device: Kiln's flash-attention kernels, their shared-memory sizes and launch geometry).
 // Plain C++, included by both compilers.
 //
-// launchAttention enqueues Kiln's kernel for one FusedAttention on `stream`: a grid of
-// ceil(seqQ / 64) x heads x batch blocks, the kernel picked by the element type (float32:
-// SIMT, float16 / bfloat16: mma.sync), the head sizes padded to 32, 64 or 128
-// (paddedHeadSize) and, on the tensor cores, 16-byte loads when vectorizable(args). It
-// assumes the host half checked: the type is in kAttentionDeviceTypes (another gives
-// kUnsupported "data type X"), the geometry fits fusedAttentionGpuLimits (head sizes
+// launchAttention enqueues Kiln's kernel for one FusedAttention on `stream`: short sequences
+// (shortSequences) a warp per (batch, head); otherwise a grid of ceil(seqQ / 64) x heads x batch
+// blocks, the kernel picked by the element type (float32: SIMT, float16 / bfloat16: mma.sync), the
+// head sizes padded to 32, 64 or 128 (paddedHeadSize) and, on the tensor cores, 16-byte loads when
+// vectorizable(args). It assumes the host half checked: the type is in kAttentionDeviceTypes
+// (another gives kUnsupported "data type X"), the geometry fits fusedAttentionGpuLimits (head sizes
 // 1..128, heads and batches <= 65535, sequences <= 2^30), Y is allocated and holds at least
 // one element, and every pointer already has its STRIDED view's offset applied. Returns the
 // status of cudaFuncSetAttribute or of the launch (by kernel name).
@@ -61,6 +61,15 @@ inline bool vectorizable(const AttentionArgs& a) {
   for (const void* p : {a.q, a.k, a.v, static_cast<const void*>(a.y)})
     if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return false;
   return true;
+}
+
+// Both sequences and both head sizes at most kShortLimit: launchAttention runs the
+// short-sequence kernel, a warp per (batch, head) with every row in registers, instead of
+// 64-row blocks (TNT's 16-pixel attention with heads of 6: 3 of 4 warps idle, 6 padded to 32).
+constexpr int kShortLimit = 32;
+inline bool shortSequences(const AttentionArgs& a) {
+  return a.seqQ <= kShortLimit && a.seqK <= kShortLimit && a.headDim <= kShortLimit &&
+         a.valueDim <= kShortLimit;
 }
 
 // One FusedAttention run: the kernels' arguments, the element type and the grid's heads
