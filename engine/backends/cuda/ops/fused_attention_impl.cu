@@ -1,6 +1,7 @@
 // ai.kiln FusedAttention on CUDA, the device half (host half: fused_attention.cpp; contract:
-// fused_attention_impl.h). One flash-style kernel: a block owns 64 query rows of
-// one (batch, head), walks the keys in tiles of 64 (float32: 32) with an online
+// fused_attention_impl.h). Short sequences (both <= 32, head sizes <= 32) run a warp per
+// (batch, head) (attentionShort, below); everything else one flash-style kernel: a block owns 64
+// query rows of one (batch, head), walks the keys in tiles of 64 (float32: 32) with an online
 // softmax (running row max and sum, the partial output rescaled when the max grows),
 // so any sequence length runs in registers and shared memory and the [Sq, Sk] scores
 // never reach global memory. Q, K, V are read and Y written through the layouts'
