@@ -15,7 +15,8 @@
 // summed within one input stays an Einsum), no zero-sized dim.
 #include <algorithm>
 #include <map>
-#include <numeric>
+#include <string>
+#include <vector>
 
 #include "ops/einsum_equation.h"
 #include "passes/fusion_passes.h"
@@ -49,6 +50,8 @@ bool distinct(std::vector<int> labels) {
   return std::adjacent_find(labels.begin(), labels.end()) == labels.end();
 }
 
+// The types both backends' MatMul kernels take (not kiln::isFloatingPoint's float64 and 8- and
+// 4-bit floats).
 bool floatingPoint(DataType t) {
   return t == DataType::kFloat32 || t == DataType::kFloat16 || t == DataType::kBFloat16;
 }

@@ -162,7 +162,8 @@ class RemoveNoOpNodes final : public Pass {
         (node.opType != "RNN" && node.opType != "GRU" && node.opType != "LSTM"))
       return false;
     bool dropped = false;
-    for (size_t i : {size_t{5}, size_t{6}}) {
+    constexpr size_t kInitialH = 5, kInitialC = 6;  // the ONNX input slots
+    for (size_t i : {kInitialH, kInitialC}) {
       if (i >= node.inputs.size() || node.inputs[i].empty() ||
           !allElementsEqual(index.constant(node.inputs[i]), 0.0))
         continue;

@@ -129,8 +129,8 @@ bool matchAt(const Graph& g, const GraphIndex& index, const Shapes& shapes, int 
   if (updates != expected) return false;
   if (std::find(m->box.begin(), m->box.end(), 0) != m->box.end()) return false;
   if (!boxStarts(g, index, m->box, node.inputs[1], &m->starts)) return false;
-  for (size_t i = 0; i < k; ++i)
-    if (m->starts[i] + m->box[i] > m->data[i]) return false;
+  for (size_t i = 0; i < k; ++i)  // start + box <= dim, without the sum's overflow
+    if (m->starts[i] > m->data[i] - m->box[i]) return false;
   return true;
 }
 
@@ -146,8 +146,11 @@ class ScatterBoxAsConcat final : public Pass {
   Status apply(Network& network, std::vector<PassApplication>* applied) const override {
     Graph& g = network.graph;
     const Shapes shapes = inferredShapesOrNone(network);  // the rewrite keeps every other value
-    for (size_t at = 0; at < g.nodes.size(); ++at) {
-      const GraphIndex index(g);
+    size_t next = 0;                                      // the first node not yet looked at
+    while (next < g.nodes.size()) {
+      const size_t at = next++;
+      if (!isOnnxOp(g.nodes[at], "ScatterND", 3)) continue;
+      const GraphIndex index(g);  // per candidate: a rewrite moves the nodes after it
       BoxWrite m;
       if (!matchAt(g, index, shapes, static_cast<int>(at), &m)) continue;
       const std::vector<std::string> names = sourceNodesOf(g, {static_cast<int>(at)});
@@ -158,14 +161,14 @@ class ScatterBoxAsConcat final : public Pass {
       if (narrower.empty()) {
         if (!bypassNode(g, index, static_cast<int>(at), scatter.inputs[2])) continue;
         applied->push_back({kName, names, scatter.inputs[2]});
-        --at;
+        next = at;  // the node went: the one after it is at its place now
         continue;
       }
       std::vector<Node> made = boxWrite(g, scatter, m, narrower);
       applied->push_back({kName, names, made.back().name});
       g.nodes.erase(g.nodes.begin() + static_cast<int64_t>(at));
       g.nodes.insert(g.nodes.begin() + static_cast<int64_t>(at), made.begin(), made.end());
-      at += made.size() - 1;
+      next = at + made.size();
     }
     return Status::ok();
   }

@@ -203,15 +203,16 @@ bool batchNormRule(const Node& node, const Ins& in, Outs* outs) {
   return true;
 }
 
-// RNN, GRU and LSTM: X [seq, batch, input] (layout 1: [batch, seq, input]) gives Y [seq, dirs,
-// batch, hidden] ([batch, seq, dirs, hidden]) and Y_h (and LSTM's Y_c) [dirs, batch, hidden]
+// RNN, GRU and LSTM: X [seq, batch, input] (layout 1, from opset 14: [batch, seq, input]) gives Y
+// [seq, dirs, batch, hidden] ([batch, seq, dirs, hidden]) and Y_h (and LSTM's Y_c) [dirs, batch,
+// hidden]
 // ([batch, dirs, hidden]); hidden from the attribute, else from R [dirs, gates * hidden, hidden].
 // Without it every shape after a recurrent layer was unknown: Sequencer2D's reshapes then read
 // their targets back from the GPU at run time, and no CUDA graph could hold them.
 bool recurrentRule(const Node& node, const Ins& in, Outs* outs) {
   if (!known(in, 0) || shapeOf(in, 0).size() != 3) return false;
   const SymbolicShape& x = shapeOf(in, 0);
-  const bool batchFirst = node.attrInt("layout", 0) == 1;
+  const bool batchFirst = node.opset >= 14 && node.attrInt("layout", 0) == 1;  // as the kernels
   const DimExpr seq = x[batchFirst ? 1 : 0], batch = x[batchFirst ? 0 : 1];
   const int64_t hiddenSize = node.attrInt("hidden_size", 0);
   DimExpr hidden(hiddenSize);

@@ -55,6 +55,10 @@ TEST(EinsumAsMatMul, BecomesOneBatchedMatMul) {
       {"i,j->ij", {5}, {7}, false, 3, 0},
       // the output in another order: one Transpose after the MatMul.
       {"ij,jk->ki", {5, 6}, {6, 7}, false, 2, 1},
+      // a dot product: a scalar output, [1, 5] x [5, 1] viewed [].
+      {"i,i->", {5}, {5}, false, 4, 0},
+      // "..." in A alone: its dims are A's rows, viewed [24, 5] and back.
+      {"...ij,jk->...ik", {2, 3, 4, 5}, {5, 6}, false, 3, 0},
       // an ellipsis batch of two dims and two contracted labels.
       {"...icd,...jcd->...ij", {2, 3, 4, 5, 6}, {2, 3, 7, 5, 6}, false, 4, 1},
   };
@@ -84,6 +88,12 @@ TEST(EinsumAsMatMul, EquationsItCannotWriteStay) {
     SCOPED_TRACE(c.equation);
     EXPECT_TRUE(fuseAndCompareOutputs(kPass, run, einsum(c.equation, c.a, c.b, false), 1).empty());
   }
+  // A symbolic batch (no fixed profile): the views' sizes are unknown. Only the pipeline runs.
+  Network symbolic = einsum("bij,bjk->bik", {2, 5, 6}, {2, 6, 7}, false);
+  for (ValueInfo& in : symbolic.graph.inputs) in.shape[0] = DimExpr::symbol("batch");
+  std::vector<PassApplication> applied;
+  ASSERT_TRUE(runPasses(symbolic, 1, {}, &applied).isOk());
+  EXPECT_EQ(countOps(symbolic, "Einsum"), 1);
 }
 
 }  // namespace

@@ -3,7 +3,8 @@
 // the data's slices around them (a box from offset 1 on two axes: with a class token); the
 // indices as the export builds them at run time (Concat of Unsqueezed Expands of Range-like
 // constants) or folded to one constant. The outputs stay the CPU reference's; indices out of
-// order, a reduction, or a box past the data stay a ScatterND.
+// order, a reduction, or a box outside the data stay a ScatterND; indices of the first k < rank
+// dims write boxes of whole trailing dims.
 #include <gtest/gtest.h>
 
 #include <numeric>
@@ -51,8 +52,10 @@ Network scatter(const BoxCase& c) {
   Network net;
   net.opsets[""] = 17;
   Graph& g = net.graph;
+  Shape updates = c.box;  // the box, then D's dims past the k indexed ones
+  updates.insert(updates.end(), c.data.begin() + static_cast<int64_t>(c.box.size()), c.data.end());
   g.inputs = {{"d", DataType::kFloat32, true, constantDims(c.data)},
-              {"u", DataType::kFloat32, true, constantDims(c.box)}};
+              {"u", DataType::kFloat32, true, constantDims(updates)}};
   g.nodes.push_back(makeNode("Relu", {"u"}, {"updates"}));
   const size_t k = c.box.size();
   if (c.foldedIndices) {
@@ -125,6 +128,29 @@ TEST(ScatterBoxAsConcat, BoxFromAnOffsetBecomesSlicesAndConcats) {
   middle.box = {2, 3, 3, 6};
   middle.starts = {0, 0, 1, 0};
   EXPECT_EQ(rewrite(middle, 4).size(), 1u);
+  // Indices of 2 of D's 4 dims (k < rank): U is [2, 3] then D's [5, 6]; the box starts at
+  // row 1 of axis 1's 4: D's row 0, then U.
+  BoxCase partial;
+  partial.data = {2, 4, 5, 6};
+  partial.box = {2, 3};
+  partial.starts = {0, 1};
+  EXPECT_EQ(rewrite(partial, 3).size(), 1u);
+}
+
+// Boxes whose indices leave D (past its end, or before its start) are no box write: the
+// ScatterND stays for its run-time error. Only the pipeline runs (the reference rejects them).
+TEST(ScatterBoxAsConcat, BoxesOutsideTheDataStay) {
+  for (const std::vector<int64_t>& starts :
+       {std::vector<int64_t>{0, 0, 1, 0}, std::vector<int64_t>{0, 0, -1, 0}}) {
+    BoxCase c;
+    c.box = {2, 3, 5, 6};
+    c.starts = starts;
+    c.foldedIndices = true;
+    Network net = scatter(c);
+    std::vector<PassApplication> applied;
+    ASSERT_TRUE(runPasses(net, 1, {}, &applied).isOk());
+    EXPECT_EQ(countOps(net, "ScatterND"), 1) << starts[2];
+  }
 }
 
 TEST(ScatterBoxAsConcat, ScattersThatAreNoBoxWriteStay) {

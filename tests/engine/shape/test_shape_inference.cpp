@@ -235,18 +235,20 @@ TEST(ShapeInference, RecurrentLayersGiveSequenceAndStateShapes) {
     int64_t layout, hiddenAttr;
     std::vector<DimExpr> x;
     std::vector<std::string> expected;  // Y, Y_h (, Y_c); "" = no shape
+    int opset = 14;  // layout exists from opset 14: before, a layout attribute is ignored
   };
   const DimExpr b = DimExpr::symbol("batch");
   const std::vector<Case> cases = {
       {"LSTM", "bidirectional", 0, 48, {56, b, 192}, {"56x2xbatchx48", "2xbatchx48", "2xbatchx48"}},
       {"LSTM", "forward", 1, 48, {b, 56, 192}, {"batchx56x1x48", "batchx1x48", "batchx1x48"}},
-      {"GRU", "reverse", 0, 0, {7, 3, 192}, {"7x1x3x48", "1x3x48"}},  // hidden from R
-      {"RNN", "forward", 0, 48, {7, 3}, {"", ""}},                    // X of rank 2
+      {"GRU", "reverse", 0, 0, {7, 3, 192}, {"7x1x3x48", "1x3x48"}},       // hidden from R
+      {"RNN", "forward", 0, 48, {7, 3}, {"", ""}},                         // X of rank 2
+      {"GRU", "forward", 1, 48, {7, 3, 192}, {"7x1x3x48", "1x3x48"}, 13},  // layout ignored
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(c.op) + " " + c.direction);
     Network net;
-    net.opsets[""] = 14;
+    net.opsets[""] = c.opset;
     Graph& g = net.graph;
     const int64_t gates = std::string(c.op) == "LSTM" ? 4 : std::string(c.op) == "GRU" ? 3 : 1;
     const int64_t dirs = c.direction == "bidirectional" ? 2 : 1;
@@ -256,7 +258,7 @@ TEST(ShapeInference, RecurrentLayersGiveSequenceAndStateShapes) {
     Node rnn;
     rnn.name = "rnn";
     rnn.opType = c.op;
-    rnn.opset = 14;
+    rnn.opset = c.opset;
     rnn.inputs = {"x", "w", "r"};
     rnn.outputs = {"y", "y_h"};
     if (gates == 4) rnn.outputs.push_back("y_c");

@@ -32,8 +32,8 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <numeric>
 #include <cstdint>
+#include <numeric>
 #include <string>
 #include <vector>
 
