@@ -5,15 +5,19 @@
 // and prints the cosine and max abs difference of output 0. A developer's probe (what a
 // layout or pass change does to every zoo plan before a device call), not a test.
 // Usage: kiln_layout_preview MODEL.onnx [--batch N] [--dim N] [--check] [--show SUBSTRING]
+//                            [--disable PASS]... [--count PASS]
 //   --batch: every graph input's symbolic dim 0 (default 1); --dim: its other symbolic
 //   dims (default 1; a text model's sequence length); --show: print the nodes whose name
-//   holds SUBSTRING, with their inputs and outputs.
+//   holds SUBSTRING, with their inputs and outputs; --disable: run without that pass (a
+//   plan's before / after); --count: print how many rewrites that pass made.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <iostream>
 #include <map>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "kiln/onnx_import.h"
 #include "kiln/passes.h"
@@ -24,12 +28,13 @@ using namespace kiln;
 int main(int argc, char** argv) {
   if (argc < 2) {
     std::cerr << "usage: kiln_layout_preview MODEL.onnx [--batch N] [--dim N] [--check] "
-                 "[--show SUBSTRING]\n";
+                 "[--show SUBSTRING] [--disable PASS]... [--count PASS]\n";
     return 2;
   }
   int64_t batch = 1, dim = 1;
   bool check = false;
-  std::string show;
+  std::string show, counted;
+  std::vector<std::string> disabled;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--batch" && i + 1 < argc)
@@ -40,6 +45,10 @@ int main(int argc, char** argv) {
       check = true;
     else if (a == "--show" && i + 1 < argc)
       show = argv[++i];
+    else if (a == "--disable" && i + 1 < argc)
+      disabled.push_back(argv[++i]);
+    else if (a == "--count" && i + 1 < argc)
+      counted = argv[++i];
     else {
       std::cerr << "kiln_layout_preview: unknown option " << a << "\n";
       return 2;
@@ -56,7 +65,7 @@ int main(int argc, char** argv) {
       if (!v.shape[d].isConst()) v.shape[d] = DimExpr(d == 0 ? batch : dim);
   Network net = original;
   std::vector<PassApplication> applied;
-  Status ran = runPasses(net, 2, {}, &applied, /*channelsLast=*/true, /*halfPrecision=*/true);
+  Status ran = runPasses(net, 2, disabled, &applied, /*channelsLast=*/true, /*halfPrecision=*/true);
   if (!ran.isOk()) {
     std::cerr << "kiln_layout_preview: " << ran.toString() << "\n";
     return 1;
@@ -78,6 +87,11 @@ int main(int argc, char** argv) {
     }
   }
   std::cout << "nodes " << net.graph.nodes.size() << " reformats " << reformats << "\n";
+  if (!counted.empty())
+    std::cout << counted << " applied "
+              << std::count_if(applied.begin(), applied.end(),
+                               [&](const PassApplication& p) { return p.pass == counted; })
+              << "\n";
   for (const auto& [op, count] : histogram) std::cout << op << " " << count << "\n";
   if (!check) return 0;
   std::map<std::string, Tensor> feeds;

@@ -44,6 +44,8 @@ std::unique_ptr<Pass> makeEinsumAsMatMul();
 // ScatterND of a box's meshgrid indices -> its updates, or Concats of slices around them:
 // scatter_box_as_concat.cpp.
 std::unique_ptr<Pass> makeScatterBoxAsConcat();
+// Transpose(StridedCopy) -> one StridedCopy: fold_transpose_into_strided_copy.cpp.
+std::unique_ptr<Pass> makeFoldTransposeIntoStridedCopy();
 std::unique_ptr<Pass> makeFuseMaskedFillSoftmax();
 std::unique_ptr<Pass> makeReduceAsGlobalPool();
 std::unique_ptr<Pass> makeFoldViewChains();

@@ -216,6 +216,10 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   // back) moves nothing at all: one Reshape; a channel shuffle between two reformats moves
   // each element once: one Transpose.
   list.push_back(passes::makeFoldViewChains());
+  // A Transpose left reading a StridedCopy (a reformat to NHWC after MViTv2's q / k / v
+  // extraction into NCHW) is that copy with its dims permuted: last, after every pass that
+  // makes, merges or drops the reformats.
+  list.push_back(passes::makeFoldTransposeIntoStridedCopy());
   return list;
 }
 
