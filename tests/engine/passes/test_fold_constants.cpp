@@ -83,6 +83,8 @@ TEST(FoldConstants, WhatMustStayStays) {
   g.initializers["scale"] = floatTensor({}, {0.5f});
   g.initializers["wq"] = Tensor(DataType::kInt8, {4});
   g.initializers["big_shape"] = int64Tensor({2}, {1024, 1024});
+  g.initializers["huge_shape"] = int64Tensor({2}, {int64_t{1} << 20, int64_t{1} << 20});
+  g.initializers["step"] = int64Tensor({1}, {7});
   g.initializers["c"] = floatTensor({4}, {1.f, 2.f, 3.f, 4.f});
   g.nodes = {
       // Q/DQ of a weight: fold_qdq reads the int8 weight through its DequantizeLinear.
@@ -93,10 +95,14 @@ TEST(FoldConstants, WhatMustStayStays) {
       // 4 MiB of one value: the runtime broadcasts it for free.
       makeNode("ConstantOfShape", {"big_shape"}, {"big"}),
       makeNode("ReduceMax", {"big"}, {"big_max"}),
+      // 2^40 int64 elements: shape inference knows the size, so it is not even computed.
+      makeNode("Expand", {"step", "huge_shape"}, {"huge"}),
+      makeNode("ReduceMax", {"huge"}, {"huge_max"}),
       // Constant, but a graph output: it stays a layer.
       makeNode("Neg", {"c"}, {"negated"})};
   g.outputs = {{"b", DataType::kFloat32, false, {}},
                {"big_max", DataType::kFloat32, false, {}},
+               {"huge_max", DataType::kInt64, false, {}},
                {"negated", DataType::kFloat32, false, {}}};
   std::vector<PassApplication> applied;
   Network folded = net;
