@@ -46,6 +46,8 @@ std::unique_ptr<Pass> makeEinsumAsMatMul();
 std::unique_ptr<Pass> makeScatterBoxAsConcat();
 // Transpose(StridedCopy) -> one StridedCopy: fold_transpose_into_strided_copy.cpp.
 std::unique_ptr<Pass> makeFoldTransposeIntoStridedCopy();
+// Reshape(Reshape(S) + biases) -> S + one mask: scores_bias_as_mask.cpp.
+std::unique_ptr<Pass> makeScoresBiasAsMask();
 std::unique_ptr<Pass> makeFuseMaskedFillSoftmax();
 std::unique_ptr<Pass> makeReduceAsGlobalPool();
 std::unique_ptr<Pass> makeFoldViewChains();

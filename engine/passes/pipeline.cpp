@@ -120,6 +120,11 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   // causal where): before merge_additive_masks, which then adds it to the padding mask, and
   // before fuse_masked_fill_softmax, which would take a Where right before the softmax.
   list.push_back(passes::makeMaskedFillAsAdditiveMask());
+  // Biases added to a view of the scores with more dims (MViTv2's decomposed relative
+  // positions) as one additive mask on the scores: after the GEMM fusion (the Adds are then no
+  // bias candidates), before merge_additive_masks and the softmax and attention fusions,
+  // which then see S + M.
+  list.push_back(passes::makeScoresBiasAsMask());
   // Two additive masks on attention scores (MPNet's position bias, then the padding mask) as
   // one: after the GEMM fusion, whose bias Adds are then no candidates; before the softmax and
   // attention fusions, which take one mask.
