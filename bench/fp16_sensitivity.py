@@ -60,7 +60,9 @@ def main():
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--stages", action="store_true", help="also leave each stage in FP32")
     args = ap.parse_args()
-    entry = next(e for e in zoo_models.ENTRIES if e.name == args.model)
+    entry = zoo_models.BY_NAME.get(args.model)  # the zoo, holdout and breadth entries
+    if entry is None:
+        sys.exit(f"fp16_sensitivity: no zoo entry '{args.model}'")
     model = zoo_models.build(entry.model)
     torch.manual_seed(0)
     x = torch.randn(args.batch, 3, 224, 224)
