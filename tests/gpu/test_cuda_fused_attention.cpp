@@ -333,20 +333,26 @@ namespace {
 // relative position bias folded in; 7x7 windows of 49 tokens, head size 32.
 TEST(CudaFusedAttention, ShiftedWindowMaskReadPerWindow) {
   KILN_REQUIRE_GPU();
-  WindowAttentionCase c;
-  c.images = 3;
-  c.windows = 16;
-  c.heads = 3;
-  c.seq = 49;
-  c.dim = 32;
-  const Network unfused = windowAttentionNetwork(c);
-  int attention = 0;
-  const Network fused = fusedCopy(unfused, "", &attention);
-  ASSERT_EQ(attention, 1) << "the pass did not fuse the block";
-  bool periodic = false;
-  for (const Node& n : fused.graph.nodes) periodic |= n.attrInt("mask_batch_period", 0) == 16;
-  EXPECT_TRUE(periodic);
-  compareWithUnfused(unfused, fused, windowAttentionFeeds(c, 8), kAllPrecisions, true);
+  // 7 x 7 windows on the flash kernel; 4 x 4 windows (16 tokens, heads of 32) on the
+  // short-sequence kernel, which reads the mask of window b mod 16 too.
+  for (int64_t seq : {49, 16}) {
+    SCOPED_TRACE("window of " + std::to_string(seq));
+    WindowAttentionCase c;
+    c.images = 3;
+    c.windows = 16;
+    c.heads = 3;
+    c.seq = seq;
+    c.dim = 32;
+    const Network unfused = windowAttentionNetwork(c);
+    int attention = 0;
+    const Network fused = fusedCopy(unfused, "", &attention);
+    ASSERT_EQ(attention, 1) << "the pass did not fuse the block";
+    bool periodic = false;
+    for (const Node& n : fused.graph.nodes) periodic |= n.attrInt("mask_batch_period", 0) == 16;
+    EXPECT_TRUE(periodic);
+    compareWithUnfused(unfused, fused, windowAttentionFeeds(c, 8), kAllPrecisions, true,
+                       seq == 16 ? "kiln short-sequence attention" : "kiln flash attention");
+  }
 }
 
 TEST(CudaFusedAttention, StridedViewsOfAPackedQkv) {
@@ -362,6 +368,30 @@ TEST(CudaFusedAttention, StridedViewsOfAPackedQkv) {
       c.headDim = headDim;
       c.sequenceFirst = sequenceFirst;
       checkPackedCase(c);
+    }
+  }
+}
+
+// The same STRIDED views (offsets into the packed QKV, odd strides) on the short-sequence
+// kernel: 20 tokens, heads of 20 and 8.
+TEST(CudaFusedAttention, StridedViewsOfAPackedQkvOnShortSequences) {
+  KILN_REQUIRE_GPU();
+  for (bool sequenceFirst : {false, true}) {
+    for (int64_t headDim : {20, 8}) {
+      SCOPED_TRACE((sequenceFirst ? "sequence first, D = " : "batch first, D = ") +
+                   std::to_string(headDim));
+      PackedAttentionCase c;
+      c.batch = 3;
+      c.seq = 20;
+      c.heads = 4;
+      c.headDim = headDim;
+      c.sequenceFirst = sequenceFirst;
+      const Network unfused = packedAttentionNetwork(c);
+      int strided = 0;
+      const Network fused = fusedCopy(unfused, "STRIDED", &strided);
+      ASSERT_EQ(strided, 1) << "the views did not fold";
+      compareWithUnfused(unfused, fused, packedAttentionFeeds(c, 5), kAllPrecisions, true,
+                         "kiln short-sequence attention");
     }
   }
 }
