@@ -62,8 +62,7 @@ bool followsThroughInput0(FollowPlan* plan) {
 }  // namespace
 
 bool isFloat(const Node& node, const InferredShapes& shapes) {
-  const DataType t = typeOf(shapes, node.inputs[0]);
-  return t == DataType::kFloat32 || t == DataType::kFloat16 || t == DataType::kBFloat16;
+  return rewrite::isStorageFloat(typeOf(shapes, node.inputs[0]));
 }
 
 bool followsRegion(const Node& node, const GraphIndex& index, const std::vector<bool>& chosen,

@@ -50,12 +50,6 @@ bool distinct(std::vector<int> labels) {
   return std::adjacent_find(labels.begin(), labels.end()) == labels.end();
 }
 
-// The types both backends' MatMul kernels take (not kiln::isFloatingPoint's float64 and 8- and
-// 4-bit floats).
-bool floatingPoint(DataType t) {
-  return t == DataType::kFloat32 || t == DataType::kFloat16 || t == DataType::kBFloat16;
-}
-
 bool matchAt(const Graph& g, const Shapes& shapes, int at, EinsumGemm* e) {
   const Node& node = g.nodes[at];
   if (!isOnnxOp(node, "Einsum", 2)) return false;
@@ -64,7 +58,7 @@ bool matchAt(const Graph& g, const Shapes& shapes, int at, EinsumGemm* e) {
       !staticShape(shapes, node.inputs[1], &shapeB))
     return false;
   const DataType type = typeOf(shapes, node.inputs[0]);
-  if (!floatingPoint(type) || typeOf(shapes, node.inputs[1]) != type) return false;
+  if (!isStorageFloat(type) || typeOf(shapes, node.inputs[1]) != type) return false;
   ops::EinsumLabels labels;
   const std::vector<int> ranks{static_cast<int>(shapeA.size()), static_cast<int>(shapeB.size())};
   if (!ops::parseEinsumLabels(node.attrString("equation", ""), ranks, &labels).isOk()) return false;

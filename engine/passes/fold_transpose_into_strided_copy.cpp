@@ -13,6 +13,7 @@
 // innermost dim gathers (the copy kernels move whole words only along contiguous runs, where a
 // transpose kernel tiles).
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -60,14 +61,14 @@ class FoldTransposeIntoStridedCopy final : public Pass {
 
   Status apply(Network& network, std::vector<PassApplication>* applied) const override {
     Graph& g = network.graph;
+    auto index = std::make_unique<GraphIndex>(g);  // rebuilt after each fold alone
     size_t next = 0;
     while (next < g.nodes.size()) {
       const size_t at = next++;
       const Node& transpose = g.nodes[at];
       if (!isOnnxOp(transpose, "Transpose", 1)) continue;
-      const GraphIndex index(g);
-      const int producer = index.producer(transpose.inputs[0]);
-      if (producer < 0 || index.soleReader(transpose.inputs[0]) != static_cast<int>(at)) continue;
+      const int producer = index->producer(transpose.inputs[0]);
+      if (producer < 0 || index->soleReader(transpose.inputs[0]) != static_cast<int>(at)) continue;
       Node& copy = g.nodes[producer];
       if (copy.domain != kKilnDomain || copy.opType != ops::kStridedCopyOp ||
           copy.outputs.size() != 1)
@@ -83,6 +84,7 @@ class FoldTransposeIntoStridedCopy final : public Pass {
       copy.outputs[0] = transpose.outputs[0];
       g.nodes.erase(g.nodes.begin() + static_cast<int64_t>(at));
       next = at;  // the node after the Transpose is at its place now
+      index = std::make_unique<GraphIndex>(g);
     }
     return Status::ok();
   }

@@ -14,6 +14,7 @@
 #include "ir/conv_max_pool.h"
 #include "passes/fusion_passes.h"
 #include "passes/qdq_rules.h"
+#include "passes/rewrite_helpers.h"
 
 namespace kiln::passes {
 namespace {
@@ -24,10 +25,6 @@ bool allOnes(const std::vector<int64_t>& values) {
   for (int64_t v : values)
     if (v != 1) return false;
   return true;
-}
-
-bool isFloatType(DataType t) {
-  return t == DataType::kFloat32 || t == DataType::kFloat16 || t == DataType::kBFloat16;
 }
 
 // The conv half (comment of stemKernelTakes).
@@ -56,7 +53,7 @@ bool convFits(const Graph& g, const InferredShapes& shapes, const Node& conv) {
   return conv.attrInt("group", 1) == 1 && allOnes(conv.attrInts("dilations", {1, 1})) &&
          conv.attrInts("strides") == std::vector<int64_t>{2, 2} &&
          conv.attrString("auto_pad", "NOTSET") == "NOTSET" && (act == "none" || act == "relu") &&
-         x && x->size() == 4 && isFloatType(typeOf(shapes, conv.inputs[0]));
+         x && x->size() == 4 && rewrite::isStorageFloat(typeOf(shapes, conv.inputs[0]));
 }
 
 // The MaxPool half.

@@ -264,6 +264,20 @@ bool isPermutation(const std::vector<int64_t>& perm) {
   return true;
 }
 
+int64_t singleAxis(const Node& node, const GraphIndex& index, int inputSince, int64_t rank) {
+  std::vector<int64_t> axes;
+  if (node.opset < inputSince)
+    axes = node.attrInts("axes");
+  else if (!node.hasInput(1) || !constantInts(index.constant(node.inputs[1]), &axes))
+    return -1;
+  if (axes.size() != 1 || axes[0] < -rank || axes[0] >= rank) return -1;
+  return axes[0] < 0 ? axes[0] + rank : axes[0];
+}
+
+bool isStorageFloat(DataType t) {
+  return t == DataType::kFloat32 || t == DataType::kFloat16 || t == DataType::kBFloat16;
+}
+
 Attribute intsAttribute(const std::vector<int64_t>& values) {
   Attribute a;
   a.kind = Attribute::Kind::kInts;

@@ -50,6 +50,12 @@ double halfUlpOf(const Tensor* t);
 bool allElementsEqual(const Tensor* t, double value);
 // The elements of an integer constant, or false.
 bool constantInts(const Tensor* t, std::vector<int64_t>* out);
+// The one axis of an Unsqueeze, a Reduce* or a Squeeze (an attribute before opset
+// `inputSince`, a constant input 1 from it), normalized for `rank`; -1 when there is not
+// exactly one.
+int64_t singleAxis(const Node& node, const GraphIndex& index, int inputSince, int64_t rank);
+// float32, float16 or bfloat16: the float types both backends' kernels store.
+bool isStorageFloat(DataType t);
 
 // The input a two-input node passes on unchanged (up to broadcasting) because its other input
 // is a constant whose every element is the op's neutral value: x + 0, x - 0, x * 1, x / 1,

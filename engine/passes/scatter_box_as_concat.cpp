@@ -56,18 +56,6 @@ const Tensor* meshgridSource(const Graph& g, const GraphIndex& index, const std:
   return index.constant(g.nodes[at].inputs[0]);
 }
 
-// The one axis of an Unsqueeze (attribute before opset 13, a constant input from it),
-// normalized for its output's `rank`; -1 when not exactly one.
-int64_t unsqueezeAxis(const Node& node, const GraphIndex& index, int64_t rank) {
-  std::vector<int64_t> axes;
-  if (node.opset < 13)
-    axes = node.attrInts("axes");
-  else if (!node.hasInput(1) || !constantInts(index.constant(node.inputs[1]), &axes))
-    return -1;
-  if (axes.size() != 1 || axes[0] < -rank || axes[0] >= rank) return -1;
-  return axes[0] < 0 ? axes[0] + rank : axes[0];
-}
-
 // Box starts of indices `value` (shape box + [k]) in either form, or false.
 bool boxStarts(const Graph& g, const GraphIndex& index, const Shape& box, const std::string& value,
                std::vector<int64_t>* starts) {
@@ -99,7 +87,7 @@ bool boxStarts(const Graph& g, const GraphIndex& index, const Shape& box, const 
   for (size_t i = 0; i < k; ++i) {
     const int u = index.producer(g.nodes[concat].inputs[i]);
     if (u < 0 || !isOnnxOpType(g.nodes[u], "Unsqueeze") ||
-        unsqueezeAxis(g.nodes[u], index, static_cast<int64_t>(k + 1)) != static_cast<int64_t>(k))
+        singleAxis(g.nodes[u], index, 13, static_cast<int64_t>(k + 1)) != static_cast<int64_t>(k))
       return false;
     const Tensor* c = meshgridSource(g, index, g.nodes[u].inputs[0]);
     if (!c || !meshgridAxis(*c, box, i, &(*starts)[i])) return false;

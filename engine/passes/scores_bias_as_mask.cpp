@@ -11,9 +11,11 @@
 // output read by the next node alone; the last Reshape's output shape S's, all shapes static;
 // the broadcast of the A_i exactly v's shape; every A_i of S's type.
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "ops/broadcast_params.h"
 #include "passes/fusion_passes.h"
 #include "passes/rewrite_helpers.h"
 
@@ -30,19 +32,6 @@ struct BiasedView {
   std::vector<std::string> terms;
   Shape scores, viewShape;
 };
-
-// Numpy broadcast of two static shapes, or false.
-bool broadcastShapes(const Shape& a, const Shape& b, Shape* out) {
-  const size_t rank = std::max(a.size(), b.size());
-  out->assign(rank, 1);
-  for (size_t i = 0; i < rank; ++i) {
-    const int64_t x = i + a.size() >= rank ? a[i + a.size() - rank] : 1;
-    const int64_t y = i + b.size() >= rank ? b[i + b.size() - rank] : 1;
-    if (x != y && x != 1 && y != 1) return false;
-    (*out)[i] = x == 1 ? y : x;
-  }
-  return true;
-}
 
 bool matchAt(const Graph& g, const GraphIndex& index, const Shapes& shapes, int at, BiasedView* m) {
   const Node& view = g.nodes[at];
@@ -63,11 +52,12 @@ bool matchAt(const Graph& g, const GraphIndex& index, const Shapes& shapes, int 
       const std::string* term = otherInput(node, value);
       Shape termShape, sum;
       if (!term || *term == value || !staticShape(shapes, *term, &termShape) ||
-          typeOf(shapes, *term) != type || !broadcastShapes(termShape, m->viewShape, &sum) ||
-          sum != m->viewShape)
+          typeOf(shapes, *term) != type ||
+          !ops::broadcastShapes(termShape, m->viewShape, &sum).isOk() || sum != m->viewShape)
         return false;  // a term that grows the view
       Shape widened = termShape;
-      if (!m->terms.empty() && !broadcastShapes(termsShape, termShape, &widened)) return false;
+      if (!m->terms.empty() && !ops::broadcastShapes(termsShape, termShape, &widened).isOk())
+        return false;
       termsShape = widened;
       m->terms.push_back(*term);
       m->adds.push_back(next);
@@ -95,13 +85,12 @@ class ScoresBiasAsMask final : public Pass {
   Status apply(Network& network, std::vector<PassApplication>* applied) const override {
     Graph& g = network.graph;
     const Shapes shapes = inferredShapesOrNone(network);  // the rewrite keeps every other value
+    auto index = std::make_unique<GraphIndex>(g);         // rebuilt after each rewrite alone
     size_t next = 0;
     while (next < g.nodes.size()) {
       const size_t at = next++;
-      if (!isOnnxOp(g.nodes[at], "Reshape", 2)) continue;
-      const GraphIndex index(g);
       BiasedView m;
-      if (!matchAt(g, index, shapes, static_cast<int>(at), &m)) continue;
+      if (!matchAt(g, *index, shapes, static_cast<int>(at), &m)) continue;
       std::vector<int> all = {m.view};
       all.insert(all.end(), m.adds.begin(), m.adds.end());
       all.push_back(m.back);
@@ -128,6 +117,7 @@ class ScoresBiasAsMask final : public Pass {
       g.nodes.insert(g.nodes.begin() + m.back, made.begin(), made.end());
       for (auto it = gone.rbegin(); it != gone.rend(); ++it) g.nodes.erase(g.nodes.begin() + *it);
       next = at;
+      index = std::make_unique<GraphIndex>(g);
     }
     return Status::ok();
   }

@@ -34,22 +34,6 @@ using namespace rewrite;
 
 constexpr const char* kName = "sum_stacked_branches";
 
-// The one axis of an Unsqueeze or a ReduceSum (attribute before `inputSince`, a constant
-// input from it), normalized for `rank`; -1 when there is not exactly one.
-int64_t singleAxis(const Node& node, const GraphIndex& index, int inputSince, int64_t rank) {
-  std::vector<int64_t> axes;
-  if (node.opset < inputSince)
-    axes = node.attrInts("axes");
-  else if (!node.hasInput(1) || !constantInts(index.constant(node.inputs[1]), &axes))
-    return -1;
-  if (axes.size() != 1 || axes[0] < -rank || axes[0] >= rank) return -1;
-  return axes[0] < 0 ? axes[0] + rank : axes[0];
-}
-
-bool isFloat(DataType t) {
-  return t == DataType::kFloat32 || t == DataType::kFloat16 || t == DataType::kBFloat16;
-}
-
 struct Match {
   std::vector<std::string> branches;  // X_0 .. X_k (empty names: slices of `sliced`, made)
   std::string sliced;                 // a Reshape's X whose axis the stack split, or ""
@@ -72,7 +56,7 @@ bool stackedBranches(const Graph& g, const GraphIndex& index, const Shapes& shap
     const SymbolicShape* out = shapeOf(shapes, stacked);
     if (!in || !out || static_cast<int64_t>(in->size()) != rank - 1 ||
         static_cast<int64_t>(out->size()) != rank || axis + 1 >= rank ||
-        !isFloat(typeOf(shapes, x)))
+        !isStorageFloat(typeOf(shapes, x)))
       return false;
     for (int64_t d = 0; d < rank - 1; ++d) {
       if (d == axis) continue;
@@ -99,7 +83,7 @@ bool stackedBranches(const Graph& g, const GraphIndex& index, const Shapes& shap
     if (singleAxis(g.nodes[u], index, 13, rank) != axis) return false;
     const std::string& x = g.nodes[u].inputs[0];
     const SymbolicShape* s = shapeOf(shapes, x);
-    if (!s || static_cast<int64_t>(s->size()) != rank - 1 || !isFloat(typeOf(shapes, x)))
+    if (!s || static_cast<int64_t>(s->size()) != rank - 1 || !isStorageFloat(typeOf(shapes, x)))
       return false;
     if (!m->branches.empty() && !sameShapeAndType(shapes, m->branches[0], x)) return false;
     m->branches.push_back(x);
@@ -130,7 +114,7 @@ bool matchAt(const Graph& g, const GraphIndex& index, const Shapes& shapes, cons
     m->weightsFirst = side == 1;
     const SymbolicShape* w = shapeOf(shapes, m->weights);
     if (!w || static_cast<int64_t>(w->size()) != rank || !(*w)[m->axis].isConst() ||
-        !isFloat(typeOf(shapes, m->weights)))
+        !isStorageFloat(typeOf(shapes, m->weights)))
       return false;
     const int64_t n = (*w)[m->axis].constValue();
     m->oneWeight = n == 1;

@@ -113,12 +113,12 @@ void checkCase(const AttentionCase& c, const std::vector<Tolerance>& tolerances 
 }
 
 // The packed-QKV block: the pipeline must read it through STRIDED views.
-void checkPackedCase(const PackedAttentionCase& c) {
+void checkPackedCase(const PackedAttentionCase& c, const char* kernel = "kiln flash attention") {
   const Network unfused = packedAttentionNetwork(c);
   int strided = 0;
   const Network fused = fusedCopy(unfused, "STRIDED", &strided);
   ASSERT_EQ(strided, 1) << "the views did not fold";
-  compareWithUnfused(unfused, fused, packedAttentionFeeds(c, 5), kAllPrecisions, true);
+  compareWithUnfused(unfused, fused, packedAttentionFeeds(c, 5), kAllPrecisions, true, kernel);
 }
 
 AttentionCase bertLike(int64_t seq, int64_t headDim) {
@@ -386,12 +386,7 @@ TEST(CudaFusedAttention, StridedViewsOfAPackedQkvOnShortSequences) {
       c.heads = 4;
       c.headDim = headDim;
       c.sequenceFirst = sequenceFirst;
-      const Network unfused = packedAttentionNetwork(c);
-      int strided = 0;
-      const Network fused = fusedCopy(unfused, "STRIDED", &strided);
-      ASSERT_EQ(strided, 1) << "the views did not fold";
-      compareWithUnfused(unfused, fused, packedAttentionFeeds(c, 5), kAllPrecisions, true,
-                         "kiln short-sequence attention");
+      checkPackedCase(c, "kiln short-sequence attention");
     }
   }
 }
