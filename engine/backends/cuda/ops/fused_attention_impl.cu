@@ -1,6 +1,6 @@
 // ai.kiln FusedAttention on CUDA, the device half (host half: fused_attention.cpp; contract:
 // fused_attention_impl.h). Short sequences (both <= 32, head sizes <= 32) run a warp per
-// (batch, head) (attentionShort, below); everything else one flash-style kernel: a block owns 64
+// (batch, head) (fused_attention_short.cu); everything else one flash-style kernel: a block owns 64
 // query rows of one (batch, head), walks the keys in tiles of 64 (float32: 32) with an online
 // softmax (running row max and sum, the partial output rescaled when the max grows),
 // so any sequence length runs in registers and shared memory and the [Sq, Sk] scores
@@ -41,6 +41,7 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/ops/async_copy.cuh"
+#include "backends/cuda/ops/attention_mask_logit.cuh"
 #include "backends/cuda/ops/fused_attention_impl.h"
 #include "backends/cuda/ops/mma_f16.cuh"
 #include "backends/cuda/row_kernels.cuh"
@@ -49,12 +50,11 @@
 namespace kiln::cuda::flash {
 namespace {
 
-constexpr int kRows = 64;       // query rows per block
-constexpr int kThreads = 128;   // 4 warps
-constexpr int kKeys16 = 64;     // keys per tile, tensor-core kernel
-constexpr int kKeys32 = 32;     // keys per tile, float32 kernel
-constexpr int kPad16 = 8;       // shared row padding (16 bytes): conflict-free ldmatrix
-constexpr int kShortWarps = 4;  // short-sequence kernel: one (batch, head) a warp
+constexpr int kRows = 64;      // query rows per block
+constexpr int kThreads = 128;  // 4 warps
+constexpr int kKeys16 = 64;    // keys per tile, tensor-core kernel
+constexpr int kKeys32 = 32;    // keys per tile, float32 kernel
+constexpr int kPad16 = 8;      // shared row padding (16 bytes): conflict-free ldmatrix
 
 // The tensor-core kernel's key order: a key tile is stored so that shared row 8 * nb + c
 // (mma column c of score block nb) holds key 16 * (c / 2) + 2 * nb + c % 2 of the tile.
@@ -117,21 +117,6 @@ __device__ __forceinline__ float exp2Ftz(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
-}
-
-// A mask value ready to be scaled by log2(e). Float32's and bfloat16's lowest values (the
-// fill of transformers' masks and of masked_fill) times log2(e) overflow to -inf, so a row
-// every key of which they hide turned NaN where the unfused graph gives a uniform row (its
-// s + lowest rounds to lowest on every key): finite values below -2^126 are held there,
-// still ~1e38 below any score, and then every such key of a row scores the same. In float16
-// the same fill arrives as -65504 (an FP16 plan stores it saturating, castTensorSaturating):
-// held at -2^126 too, for the same uniform row. -inf stays -inf (a row it hides entirely is
-// NaN, as unfused) and NaN stays NaN (a comparison with NaN is false).
-template <class T>
-__device__ __forceinline__ float maskLogit(T m) {
-  const float x = toFloat(m);
-  constexpr float kFloor = std::is_same_v<T, __half> ? -65504.f : -0x1p126f;
-  return x <= kFloor && x != -INFINITY ? -0x1p126f : x;
 }
 
 // The online-softmax step for one row half: the tile's max `tileMax` (already over the
@@ -525,73 +510,6 @@ __global__ void __launch_bounds__(kThreads) attentionSimt(AttentionArgs a) {
   }
 }
 
-// ---- Short sequences: a warp per (batch, head) ---------------------------------
-// Both sequences and both head sizes <= 32 (TNT's pixel attention: 16 pixels, heads of 6):
-// the 64-row blocks above would leave 3 of 4 warps idle and pad 6 to 32. Here each warp takes
-// one (batch, head): K and V (zero-filled to 32 x 32, float) in its shared rows, lane i holds
-// query row i, its 32 scores and its output row in registers (every loop fully unrolled, the
-// padding zeros instead of bounds checks). Same numerics as the tensor-core kernel: products
-// and sums in float, the mask through maskLogit, P rounded to T before P V, the row sum of the
-// unrounded P, a row with no finite logit 0 under nan_to_zero and NaN otherwise.
-template <class T>
-__global__ void __launch_bounds__(kShortWarps * 32)
-    attentionShort(AttentionArgs a, int64_t heads, int64_t problems) {
-  __shared__ float sK[kShortWarps][kShortLimit][kShortLimit + 1];
-  __shared__ float sV[kShortWarps][kShortLimit][kShortLimit + 1];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int64_t problem = int64_t(blockIdx.x) * kShortWarps + warp;
-  if (problem >= problems) return;  // the whole warp: no block barrier below
-  const int64_t b = problem / heads, h = problem % heads;
-  const T* q = static_cast<const T*>(a.q) + b * a.qs.batch + h * a.qs.head;
-  const T* k = static_cast<const T*>(a.k) + b * a.ks.batch + h * a.ks.head;
-  const T* v = static_cast<const T*>(a.v) + b * a.vs.batch + h * a.vs.head;
-  for (int e = lane; e < kShortLimit * kShortLimit; e += 32) {
-    const int j = e / kShortLimit, d = e % kShortLimit;
-    sK[warp][j][d] = j < a.seqK && d < a.headDim ? toFloat(k[j * a.ks.seq + d]) : 0.f;
-    sV[warp][j][d] = j < a.seqK && d < a.valueDim ? toFloat(v[j * a.vs.seq + d]) : 0.f;
-  }
-  __syncwarp();
-  const int i = lane;
-  if (i >= a.seqQ) return;
-  float qv[kShortLimit];
-#pragma unroll
-  for (int d = 0; d < kShortLimit; ++d) qv[d] = d < a.headDim ? toFloat(q[i * a.qs.seq + d]) : 0.f;
-  const T* maskRow = a.mask ? static_cast<const T*>(a.mask) +
-                                  (a.maskPeriod > 0 ? b % a.maskPeriod : b) * a.ms[0] +
-                                  h * a.ms[1] + i * a.ms[2]
-                            : nullptr;
-  float s[kShortLimit];
-  float rowMax = -INFINITY;
-#pragma unroll
-  for (int j = 0; j < kShortLimit; ++j) {
-    float dot = 0.f;
-#pragma unroll
-    for (int d = 0; d < kShortLimit; ++d) dot = fmaf(qv[d], sK[warp][j][d], dot);
-    float x = dot * a.scaleLog2;
-    if (j >= a.seqK)
-      x = -INFINITY;
-    else if (maskRow)
-      x = fmaf(maskLogit(maskRow[j * a.ms[3]]), kLog2e, x);
-    s[j] = x;
-    rowMax = fmaxf(rowMax, x);
-  }
-  const float base = rowMax == -INFINITY ? 0.f : rowMax;
-  float rowSum = 0.f, o[kShortLimit] = {};
-#pragma unroll
-  for (int j = 0; j < kShortLimit; ++j) {
-    const float p = exp2f(s[j] - base);
-    rowSum += p;
-    const float rounded = toFloat(fromFloat<T>(p));
-#pragma unroll
-    for (int d = 0; d < kShortLimit; ++d) o[d] = fmaf(rounded, sV[warp][j][d], o[d]);
-  }
-  const float inv = a.nanToZero && rowSum == 0.f ? 0.f : 1.f / rowSum;
-  T* y = static_cast<T*>(a.y) + b * a.ys.batch + h * a.ys.head + i * a.ys.seq;
-#pragma unroll
-  for (int d = 0; d < kShortLimit; ++d)
-    if (d < a.valueDim) y[d] = fromFloat<T>(o[d] * inv);
-}
-
 // ---- Launchers -------------------------------------------------------------------
 
 size_t sharedBytes(DataType type, int dPad, int dvPad) {
@@ -706,16 +624,7 @@ Status launchNanForFullyMaskedRows(const FullyMaskedRowsLaunch& launch, cudaStre
 
 Status launchAttention(const AttentionLaunch& launch, cudaStream_t stream) {
   const AttentionArgs& a = launch.args;
-  if (shortSequences(a)) {
-    const int64_t problems = launch.batch * launch.heads;  // <= 65535^2: no overflow
-    const unsigned blocks = static_cast<unsigned>((problems + kShortWarps - 1) / kShortWarps);
-    return dispatchDeviceType<kAttentionDeviceTypes>(launch.type, [&](auto tag) -> Status {
-      attentionShort<decltype(tag)>
-          <<<blocks, kShortWarps * 32, 0, stream>>>(a, launch.heads, problems);
-      KILN_CUDA_CHECK_LAUNCH("attentionShort");
-      return Status::ok();
-    });
-  }
+  if (shortSequences(a)) return launchShortAttention(launch, stream);
   // seqQ <= 2^30 (fusedAttentionGpuLimits): no overflow.
   const dim3 grid(static_cast<unsigned>((static_cast<int64_t>(a.seqQ) + kRows - 1) / kRows),
                   static_cast<unsigned>(launch.heads), static_cast<unsigned>(launch.batch));

@@ -80,6 +80,9 @@ struct AttentionLaunch {
   int64_t heads = 0, batch = 0;
 };
 Status launchAttention(const AttentionLaunch& launch, cudaStream_t stream);
+// The short-sequence kernel alone (fused_attention_short.cu), for a launch that passes
+// shortSequences: a warp per (batch, head). Returns the launch's status.
+Status launchShortAttention(const AttentionLaunch& launch, cudaStream_t stream);
 
 // Y's rows whose every key the mask sets to -inf become NaN, the unfused Softmax's value
 // there, after a candidate that writes 0 in such a row (cuDNN's graph; a layer with
