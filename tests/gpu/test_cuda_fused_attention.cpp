@@ -144,10 +144,10 @@ TEST(CudaFusedAttention, SequencesAcrossTheTiles) {
   }
 }
 
-// Both sequences and head sizes <= 32: a warp per (batch, head). TNT's pixel attention (16
-// pixels, heads of 6, a padding mask), cross attention with a per-head mask and V's head size
-// of its own, the 32 x 32 edge without a mask, one query row, and the SDPA export's fully
-// masked row (0).
+// Both sequences and head sizes <= 32: a warp per (batch, head), two when the queries fit 16
+// lanes. TNT's pixel attention (16 pixels, heads of 6, a padding mask), cross attention with a
+// per-head mask and V's head size of its own, the 32 x 32 edge without a mask, one query row, and
+// the SDPA export's fully masked row (0).
 TEST(CudaFusedAttention, ShortSequencesAWarpPerHead) {
   KILN_REQUIRE_GPU();
   const char* kShort = "kiln short-sequence attention";
@@ -163,6 +163,14 @@ TEST(CudaFusedAttention, ShortSequencesAWarpPerHead) {
   edge.divide = false;
   checkCase(edge, kAllPrecisions, nullptr, true, kShort);
   checkCase(bertLike(1, 17), kAllPrecisions, nullptr, true, kShort);
+  // Two problems a warp on a 32 x 16 tile, and 9 problems: the last warp's second half idle.
+  AttentionCase paired = bertLike(12, 16);
+  paired.batch = 3;
+  paired.seqK = 24;
+  paired.mask = {3, 1, 1, 24};
+  checkCase(paired, kAllPrecisions, nullptr, true,
+            "kiln short-sequence attention, two (batch, head) a warp, 12 x 24 scores in "
+            "registers, K / V padded to 32 x 16");
   // The SDPA export's guarded softmax: query row 3 of batch 1 sees no key, 0 as unfused.
   AttentionCase sdpa = bertLike(20, 8);
   sdpa.sdpaExport = true;

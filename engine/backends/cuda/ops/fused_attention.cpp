@@ -75,10 +75,14 @@ Status fusedAttentionKernel(GpuKernelContext& ctx) {
   launch.heads = g.heads;
   launch.batch = g.batch;
   const int dPad = flash::paddedHeadSize(g.headDim), dvPad = flash::paddedHeadSize(g.valueDim);
+  const flash::ShortAttentionTile tile = flash::shortAttentionTile(a);
   const std::string kilnText =
       flash::shortSequences(a)
-          ? std::string("kiln short-sequence attention, a warp per (batch, head), ") +
-                std::to_string(g.seqQ) + " x " + std::to_string(g.seqK) + " scores in registers"
+          ? std::string("kiln short-sequence attention, ") +
+                (tile.pairs == 2 ? "two (batch, head) a warp, " : "a warp per (batch, head), ") +
+                std::to_string(g.seqQ) + " x " + std::to_string(g.seqK) +
+                " scores in registers, K / V padded to " + std::to_string(tile.keys) + " x " +
+                std::to_string(tile.dims)
           : std::string("kiln flash attention, ") +
                 (q.type == DataType::kFloat32 ? "fp32 SIMT, key tiles of 32"
                                               : "mma.sync m16n8k16, key tiles of 64") +

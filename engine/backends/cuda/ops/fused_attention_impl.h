@@ -72,6 +72,21 @@ inline bool shortSequences(const AttentionArgs& a) {
          a.valueDim <= kShortLimit;
 }
 
+// The short-sequence kernel's shape for a launch that passes shortSequences: K and V
+// zero-filled to `keys` (16 or 32) x `dims` (8, 16 or 32, the larger head size's), and
+// `pairs` (batch, head) problems a warp: 2 when the queries fit 16 lanes, except at 32 x 32.
+struct ShortAttentionTile {
+  int keys = 32, dims = 32, pairs = 1;
+};
+inline ShortAttentionTile shortAttentionTile(const AttentionArgs& a) {
+  ShortAttentionTile t;
+  t.keys = a.seqK <= 16 ? 16 : 32;
+  const int d = a.headDim > a.valueDim ? a.headDim : a.valueDim;
+  t.dims = d <= 8 ? 8 : d <= 16 ? 16 : 32;
+  t.pairs = a.seqQ <= 16 && !(t.keys == 32 && t.dims == 32) ? 2 : 1;
+  return t;
+}
+
 // One FusedAttention run: the kernels' arguments, the element type and the grid's heads
 // (y) and batches (z).
 struct AttentionLaunch {
