@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda/ops/fused_normalization_impl.h"
 #include "gpu/gpu_op_test.h"
 #include "kiln/onnx_import.h"
 #include "kiln/passes.h"
@@ -175,6 +176,37 @@ TEST(CudaAddLayerNorm, RmsFormAcrossThePaths) {
           .outputs(outputs)
           .check(normTolerances());
     }
+  }
+}
+
+// Rows of at most 16 packs share a warp (addNormLanesPerRow): TNT's 24 channels (3 packs of
+// 8 in 16 bits, 6 of 4 in float32), 8 (one lane a row in 16 bits), 12 (packs of 4), 5 and 16
+// (element by element); 37 rows leave the last warp part empty. With the sum, a bias along
+// the last dim, and the rms form.
+TEST(CudaAddLayerNorm, ShortRowsSeveralAWarp) {
+  KILN_REQUIRE_GPU();
+  EXPECT_EQ(cuda::fused_norm::addNormLanesPerRow(24, 8), 4);
+  EXPECT_EQ(cuda::fused_norm::addNormLanesPerRow(24, 4), 8);
+  EXPECT_EQ(cuda::fused_norm::addNormLanesPerRow(8, 8), 1);
+  EXPECT_EQ(cuda::fused_norm::addNormLanesPerRow(128, 8), 16);
+  EXPECT_EQ(cuda::fused_norm::addNormLanesPerRow(33, 1), 32);
+  for (int64_t n : {24, 8, 12, 5, 16, 128}) {
+    for (int64_t rms : {0, 1}) {
+      SCOPED_TRACE(std::to_string(n) + " elements, rms " + std::to_string(rms));
+      addNormOp()
+          .attr("rms", rms)
+          .input(randomFloats({37, n}, 40, -2.0, 2.0))
+          .input(randomFloats({37, n}, 41, -2.0, 2.0))
+          .constant(randomFloats({n}, 42, 0.5, 1.5))
+          .constant(randomFloats({n}, 43))
+          .outputs(2)
+          .check(normTolerances());
+    }
+    addNormOp()
+        .input(randomFloats({37, n}, 44, -2.0, 2.0))
+        .constant(randomFloats({n}, 45))
+        .constant(randomFloats({n}, 46, 0.5, 1.5))
+        .check(normTolerances());
   }
 }
 

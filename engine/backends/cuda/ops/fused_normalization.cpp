@@ -201,8 +201,11 @@ Status addLayerNormKernel(GpuKernelContext& ctx) {
   if (args.n <= kFusedWarpRowLimit) {
     launch.pack = packWidth(dataTypeSize(a.type), args.n, {&args.a, &args.b},
                             {a.data, b.data, launch.gamma, launch.beta, y.data, sum});
-    ctx.setImplementation(std::string("kiln warp-per-row add + ") +
-                          (args.rms ? "rmsnorm" : "layernorm") + packText(launch.pack));
+    const int lanes = addNormLanesPerRow(args.n, launch.pack);
+    const std::string norm = args.rms ? "rmsnorm" : "layernorm";
+    ctx.setImplementation(lanes < 32 ? "kiln add + " + norm + ", " + std::to_string(32 / lanes) +
+                                           " rows a warp" + packText(launch.pack)
+                                     : "kiln warp-per-row add + " + norm + packText(launch.pack));
   }
   return launchAddLayerNorm(launch, ctx.stream());
 }

@@ -199,6 +199,61 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   }
 }
 
+// Sum over an aligned group of kLanes lanes (a power of two up to 32); every lane of the
+// warp calls it.
+template <int kLanes>
+__device__ __forceinline__ float groupSum(float v) {
+#pragma unroll
+  for (int mask = kLanes / 2; mask >= 1; mask >>= 1) v += __shfl_xor_sync(kFullMask, v, mask);
+  return v;
+}
+
+// Short rows (at most 16 packs of V): 32 / kLanes rows a warp, a group of kLanes lanes each,
+// one pack a lane. The loop runs warp by warp, so every lane reaches each shuffle; a lane past
+// the row's end or the last row contributes zeros and stores nothing.
+template <class T, int V, int kLanes>
+__global__ void __launch_bounds__(kWarpsPerBlock * 32)
+    addNormShortRows(const T* a, const T* b, const T* gamma, const T* beta, T* y, T* sumOut,
+                     AddNormArgs p) {
+  constexpr int kRowsPerWarp = 32 / kLanes;
+  const int lane = threadIdx.x % kLanes, group = threadIdx.x % 32 / kLanes;
+  const int64_t warp = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+  const int64_t warps = int64_t(gridDim.x) * kWarpsPerBlock;
+  const int64_t k = int64_t(lane) * V;
+  for (int64_t first = warp * kRowsPerWarp; first < p.rows; first += warps * kRowsPerWarp) {
+    const int64_t row = first + group;
+    const bool active = row < p.rows && k < p.n;
+    float s[V] = {};
+    float sum = 0.f;
+    if (active) {
+      float bv[V];
+      loadPack<V>(a + rowStart(p.a, row, p.n), k, p.a.lastStride, s);
+      loadPack<V>(b + rowStart(p.b, row, p.n), k, p.b.lastStride, bv);
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        s[j] += bv[j];
+        sum += s[j];
+      }
+      if (sumOut) storePack<V>(sumOut + row * p.n, k, s);
+    }
+    const float mean = p.rms ? 0.f : groupSum<kLanes>(sum) / static_cast<float>(p.n);
+    float squares = 0.f;
+    if (active) {
+#pragma unroll
+      for (int j = 0; j < V; ++j) squares += (s[j] - mean) * (s[j] - mean);
+    }
+    const float invStd =
+        1.f / sqrtf(groupSum<kLanes>(squares) / static_cast<float>(p.n) + p.epsilon);
+    if (!active) continue;
+    float gv[V], bv[V] = {};
+    loadPack<V>(gamma, k, 1, gv);
+    if (beta) loadPack<V>(beta, k, 1, bv);
+#pragma unroll
+    for (int j = 0; j < V; ++j) s[j] = (s[j] - mean) * invStd * gv[j] + bv[j];
+    storePack<V>(y + row * p.n, k, s);
+  }
+}
+
 // One block per long row: sum, squared deviations and output passes over A + B.
 template <class T>
 __global__ void __launch_bounds__(kMaxRowBlock)
@@ -236,6 +291,19 @@ __global__ void __launch_bounds__(kMaxRowBlock)
 
 // ---- Launch geometry -----------------------------------------------------------
 
+// Calls launch(integral_constant<int, V>) with the pack width V: `pack` elements, 1, kPack
+// or, for a 16-bit T, kFusedWidePack.
+template <class T, class F>
+Status forPackWidth(int pack, F&& launch) {
+  if constexpr (sizeof(T) == 2) {
+    if (pack == kFusedWidePack) return launch(std::integral_constant<int, kFusedWidePack>{});
+  } else if (pack == kFusedWidePack) {  // the host picks 8 for 16-bit types only
+    return Status(StatusCode::kInternal, "8-element packs of a 4-byte type");
+  }
+  return pack == kPack ? launch(std::integral_constant<int, kPack>{})
+                       : launch(std::integral_constant<int, 1>{});
+}
+
 // Calls launch(integral_constant<int, V>, integral_constant<int, K>) with the pack
 // width V (`pack` elements: 1, kPack or, for a 16-bit T, kFusedWidePack) and the packs per
 // lane K (a power of two) that cover a row of n <= 1024.
@@ -257,13 +325,7 @@ Status forWarpShape(int64_t n, int pack, F&& launch) {
     }
     return Status(StatusCode::kInternal, "row too long for one warp");
   };
-  if constexpr (sizeof(T) == 2) {
-    if (pack == kFusedWidePack) return chunks(std::integral_constant<int, kFusedWidePack>{});
-  } else if (pack == kFusedWidePack) {  // the host picks 8 for 16-bit types only
-    return Status(StatusCode::kInternal, "8-element packs of a 4-byte type");
-  }
-  return pack == kPack ? chunks(std::integral_constant<int, kPack>{})
-                       : chunks(std::integral_constant<int, 1>{});
+  return forPackWidth<T>(pack, chunks);
 }
 
 unsigned warpGrid(int64_t rows) {
@@ -272,6 +334,17 @@ unsigned warpGrid(int64_t rows) {
 
 unsigned blockGrid(int64_t rows) {
   return static_cast<unsigned>(std::min<int64_t>(rows, 65535LL * 32));
+}
+
+template <class T, int V, int kLanes>
+Status launchShortRows(const AddNormLaunch& l, cudaStream_t stream) {
+  const int64_t warps = (l.args.rows + 32 / kLanes - 1) / (32 / kLanes);
+  addNormShortRows<T, V, kLanes>
+      <<<gridFor(warps * 32, kWarpsPerBlock * 32), kWarpsPerBlock * 32, 0, stream>>>(
+          static_cast<const T*>(l.a), static_cast<const T*>(l.b), static_cast<const T*>(l.gamma),
+          static_cast<const T*>(l.beta), static_cast<T*>(l.y), static_cast<T*>(l.sum), l.args);
+  KILN_CUDA_CHECK_LAUNCH("addNormShortRows");
+  return Status::ok();
 }
 
 }  // namespace
@@ -314,6 +387,24 @@ Status launchAddLayerNorm(const AddNormLaunch& l, cudaStream_t stream) {
           <<<blockGrid(args.rows), kBlockSize, 0, stream>>>(a, b, gamma, beta, y, s, args);
       KILN_CUDA_CHECK_LAUNCH("addNormBlockRows");
       return Status::ok();
+    }
+    const int lanes = addNormLanesPerRow(args.n, l.pack);
+    if (lanes < 32) {
+      return forPackWidth<T>(l.pack, [&](auto v) -> Status {
+        constexpr int V = decltype(v)::value;
+        switch (lanes) {
+          case 1:
+            return launchShortRows<T, V, 1>(l, stream);
+          case 2:
+            return launchShortRows<T, V, 2>(l, stream);
+          case 4:
+            return launchShortRows<T, V, 4>(l, stream);
+          case 8:
+            return launchShortRows<T, V, 8>(l, stream);
+          default:
+            return launchShortRows<T, V, 16>(l, stream);
+        }
+      });
     }
     return forWarpShape<T>(args.n, l.pack, [&](auto v, auto k) -> Status {
       addNormWarpRows<T, decltype(v)::value, decltype(k)::value>

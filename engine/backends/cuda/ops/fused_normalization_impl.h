@@ -9,7 +9,8 @@
 // every input, the outputs are allocated, rows > 0, and `pack` was decided by the host
 // (fusedPackWidth: every row contiguous, n a multiple of the pack, every buffer aligned to
 // one). Rows of up to kFusedWarpRowLimit elements get a warp each (moving `pack` elements
-// per access), longer rows a block each.
+// per access; AddLayerNorm's rows of at most 16 packs share a warp: addNormLanesPerRow),
+// longer rows a block each.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -78,6 +79,17 @@ struct AddNormLaunch {
   AddNormArgs args;
   int pack = 1;  // elements per access: 1, kFusedPack or (16-bit types) kFusedWidePack
 };
+// The lanes one AddLayerNorm row of n elements in packs of `pack` gets: a row of at most 16
+// packs shares its warp with others, on the smallest power-of-two group of lanes that holds
+// its packs (TNT's 24 channels in 16-bit packs of 8: 4 lanes, 8 rows a warp); a longer row
+// (up to kFusedWarpRowLimit) has a warp to itself: 32.
+inline int addNormLanesPerRow(int64_t n, int pack) {
+  const int64_t packs = (n + pack - 1) / pack;
+  if (packs > 16) return 32;
+  int lanes = 1;
+  while (lanes < packs) lanes *= 2;
+  return lanes;
+}
 Status launchAddLayerNorm(const AddNormLaunch& launch, cudaStream_t stream);
 
 }  // namespace kiln::cuda::fused_norm
