@@ -12,10 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda/ops/lstm_persistent.h"
 #include "gpu/gpu_op_test.h"
 #include "kiln/reference_backend.h"
 
 namespace kiln::test {
+namespace rnn = cuda::rnn;
 namespace {
 
 std::vector<PrecisionTolerance> rnnTolerances() {
@@ -103,6 +105,104 @@ TEST(CudaRnn, LstmBidirectionalNoBiasOpset7) {
       .constant(weights({2, 4 * kHidden, kHidden}, 23))
       .outputs(3)
       .check(rnnTolerances());
+}
+
+// ------------------------------------------------------------------ persistent LSTM
+
+// The 16-bit engines run these LSTMs in one persistent kernel (lstm_persistent.h; float32
+// keeps the step loop): both directions, a partial last block of entries (37 of 64 or 16 a
+// block), initial states and every output; batch-major layout without B; hidden 128 over
+// 16 entries. Each case also asserts the layer's kernel at fp16.
+struct PersistentCase {
+  const char* direction;
+  int64_t layout, seq, batch, input, hidden;
+  bool bias, states;
+};
+
+void checkPersistent(const PersistentCase& c, uint32_t seed) {
+  const int64_t dirs = std::string(c.direction) == "bidirectional" ? 2 : 1;
+  const Shape x = c.layout ? Shape{c.batch, c.seq, c.input} : Shape{c.seq, c.batch, c.input};
+  const Shape state = c.layout ? Shape{c.batch, dirs, c.hidden} : Shape{dirs, c.batch, c.hidden};
+  GpuOpTest op("LSTM", 14);
+  op.attr("direction", std::string(c.direction))
+      .attr("layout", c.layout)
+      .input(data(x, seed))
+      .constant(weights({dirs, 4 * c.hidden, c.input}, seed + 1))
+      .constant(weights({dirs, 4 * c.hidden, c.hidden}, seed + 2));
+  if (c.bias)
+    op.constant(weights({dirs, 8 * c.hidden}, seed + 3));
+  else
+    op.missingInput();
+  op.missingInput();  // sequence_lens
+  if (c.states) op.input(data(state, seed + 4)).input(data(state, seed + 5));
+  op.outputs(c.states ? 3 : 1).check(rnnTolerances());
+
+  std::vector<cuda::LayerInfo> layers;
+  auto fp16 = runCudaPoisoned(op.network(), op.feeds(), cuda::Precision::kFloat16, "out0", &layers);
+  ASSERT_TRUE(fp16.isOk()) << fp16.status().toString();
+  bool seen = false;
+  for (const cuda::LayerInfo& layer : layers) {
+    if (layer.opType != "LSTM") continue;
+    seen = true;
+    EXPECT_NE(layer.implementation.find("kiln:lstm persistent"), std::string::npos)
+        << layer.implementation;
+  }
+  EXPECT_TRUE(seen);
+}
+
+TEST(CudaRnn, PersistentLstmBidirectionalStates) {
+  KILN_REQUIRE_GPU();
+  checkPersistent({"bidirectional", 0, 9, 37, 20, 48, true, true}, 300);
+}
+
+TEST(CudaRnn, PersistentLstmLayout1NoBias) {
+  KILN_REQUIRE_GPU();
+  checkPersistent({"forward", 1, 7, 70, 12, 32, false, false}, 310);
+}
+
+TEST(CudaRnn, PersistentLstmReverseHidden128) {
+  KILN_REQUIRE_GPU();
+  checkPersistent({"reverse", 0, 6, 5, 16, 128, true, true}, 320);
+}
+
+// What the persistent kernel refuses keeps the step loop (sequence_lens, peepholes, clip,
+// other activations, hidden sizes off the 16 grid or over 128, float32).
+TEST(CudaRnn, PersistentLstmRefusals) {
+  rnn::CellParams p;
+  p.cell = rnn::Cell::kLstm;
+  p.seq = 4;
+  p.batch = 3;
+  p.hidden = 48;
+  p.dirs = 1;
+  p.actsPerDirection = 3;
+  p.acts[0].kind = rnn::ActKind::kSigmoid;
+  p.acts[1].kind = p.acts[2].kind = rnn::ActKind::kTanh;
+  EXPECT_EQ(rnn::persistentLstmRefusal(DataType::kFloat16, p, false), "");
+  EXPECT_EQ(rnn::persistentLstmRefusal(DataType::kBFloat16, p, false), "");
+  EXPECT_NE(rnn::persistentLstmRefusal(DataType::kFloat32, p, false), "");
+  EXPECT_NE(rnn::persistentLstmRefusal(DataType::kFloat16, p, true), "");
+  rnn::CellParams q = p;
+  q.hidden = 40;
+  EXPECT_NE(rnn::persistentLstmRefusal(DataType::kFloat16, q, false), "");
+  q.hidden = 144;
+  EXPECT_NE(rnn::persistentLstmRefusal(DataType::kFloat16, q, false), "");
+  q = p;
+  q.clip = 1.f;
+  EXPECT_NE(rnn::persistentLstmRefusal(DataType::kFloat16, q, false), "");
+  q = p;
+  int32_t lens[3] = {1, 2, 3};
+  q.lens = lens;
+  EXPECT_NE(rnn::persistentLstmRefusal(DataType::kFloat16, q, false), "");
+  q = p;
+  q.acts[1].kind = rnn::ActKind::kRelu;
+  EXPECT_NE(rnn::persistentLstmRefusal(DataType::kFloat16, q, false), "");
+  rnn::PersistentLstmShape shape = rnn::persistentLstmShape(p, 132);
+  EXPECT_EQ(shape.rowsPerBlock, 16);  // 3 entries: one block of the smallest size
+  p.batch = 7168;
+  p.dirs = 2;
+  shape = rnn::persistentLstmShape(p, 132);
+  EXPECT_EQ(shape.rowsPerBlock, 32);  // hidden 48: 3 warps a 16-entry tile, 2 tiles a block
+  EXPECT_EQ(shape.warps, 6);
 }
 
 // ------------------------------------------------------------------ GRU (gates = 3)

@@ -12,6 +12,9 @@
 //  - Per direction one cuBLASLt GEMM projects every time step at once: X W^T + Wb (bias
 //    epilogue) into a [rows, gates*H] scratch whose rows stay in X's own order
 //    (t*batch+b, or b*seq+t for layout 1), so X is never transposed.
+//  - LSTM in 16 bits with the default activations and hidden sizes of 16k up to 128, no
+//    sequence_lens, clip, input_forget or peepholes: every step in one persistent kernel
+//    (lstm_persistent.h) after the input projection. Otherwise:
 //  - Each step: one GEMM, strided-batched over the directions, H_prev R^T into a gates
 //    scratch, then one fused pointwise kernel that adds Rb (and peepholes), applies the
 //    activations in float, updates H (and C) and writes Y[t]. GRU without
@@ -41,6 +44,7 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/gpu_kernel.h"
 #include "backends/cuda/ops/gemm.h"
+#include "backends/cuda/ops/lstm_persistent.h"
 #include "backends/cuda/ops/op_common.h"
 #include "backends/cuda/ops/rnn_impl.h"
 #include "ops/rnn_params.h"
@@ -299,6 +303,9 @@ Status runRecurrent(GpuKernelContext& ctx, const RnnInputs& in, const CellParams
 
   RnnLayerState& state = layerState(ctx);
   const bool tf32 = type == DataType::kFloat32 && ctx.options().allowTf32;
+  // LSTM in 16 bits: every step in one persistent kernel (lstm_persistent.h) when it takes
+  // this one; its projection's bias is Wb + Rb.
+  const bool persistent = seq > 0 && persistentLstmRefusal(type, p, in.p != nullptr).empty();
   if (seq > 0) {
     // X W^T + Wb for every step, one direction at a time (the bias is per direction).
     GemmProblem proj;
@@ -315,7 +322,12 @@ Status runRecurrent(GpuKernelContext& ctx, const RnnInputs& in, const CellParams
           alignedOperand(ctx, elementsAfter(in.w->data, d * gw * in.input, elem),
                          static_cast<size_t>(gw * in.input) * elem, scratch + layout.wStage));
       const void* bias = nullptr;
-      if (in.b) {
+      if (in.b && persistent) {
+        KILN_RETURN_IF_ERROR(launchFoldRecurrentBias(type,
+                                                     elementsAfter(in.b->data, d * 2 * gw, elem),
+                                                     scratch + layout.bStage, gw, ctx.stream()));
+        bias = scratch + layout.bStage;
+      } else if (in.b) {
         KILN_ASSIGN_OR_RETURN(
             bias, alignedOperand(ctx, elementsAfter(in.b->data, d * 2 * gw, elem),
                                  static_cast<size_t>(gw) * elem, scratch + layout.bStage));
@@ -324,6 +336,31 @@ Status runRecurrent(GpuKernelContext& ctx, const RnnInputs& in, const CellParams
                                    xproj + static_cast<size_t>(d) * layout.xprojDirBytes, bias,
                                    &state.inputProjection));
     }
+  }
+  if (persistent) {
+    int device = 0, sms = 0;
+    KILN_CUDA_CHECK(cudaGetDevice(&device));
+    KILN_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    PersistentLstmLaunch launch;
+    launch.type = type;
+    launch.p = p;
+    launch.xproj = buf.xproj;
+    launch.xprojStride = buf.xprojStride;
+    launch.r = in.r->data;
+    launch.h = buf.h;
+    launch.c = buf.c;
+    launch.hOperand = buf.hOperand;
+    launch.y = y;
+    KILN_RETURN_IF_ERROR(launchPersistentLstm(launch, sms, ctx.stream()));
+    if (yh || yc) {
+      KILN_RETURN_IF_ERROR(launchStoreState(type, p, buf.h, buf.c, yh, yc, ctx.stream()));
+    }
+    const PersistentLstmShape shape = persistentLstmShape(p, sms);
+    ctx.setImplementation("kiln:lstm persistent, " + std::to_string(seq) +
+                          " steps in one kernel (R in shared memory, mma.sync, " +
+                          std::to_string(shape.rowsPerBlock) +
+                          " entries a block) + cublasLt input projection");
+    return Status::ok();
   }
   // H_prev R^T (GRU split: the z and r rows of R only), batched over directions.
   GemmProblem rec;
