@@ -395,6 +395,24 @@ TEST(CudaCol2Im, OverlappingBlocks) {
       .check();
 }
 
+// VOLO's fold (outlook attention): 3 x 3 blocks at stride 1 with pads of 1 over a 7 x 7
+// image, every pixel the sum of up to 9 entries; and a 2 x 2-strided fold of 4 x 4 blocks.
+TEST(CudaCol2Im, OutlookFoldAndStridedBlocks) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("Col2Im", 18)
+      .attr("pads", Ints{1, 1, 1, 1})
+      .input(randomFloats({3, 5 * 9, 49}, 502))
+      .constant(int64Tensor({2}, {7, 7}))
+      .constant(int64Tensor({2}, {3, 3}))
+      .check();
+  GpuOpTest("Col2Im", 18)
+      .attr("strides", Ints{2, 2})
+      .input(randomFloats({2, 3 * 16, 9}, 503))
+      .constant(int64Tensor({2}, {8, 8}))
+      .constant(int64Tensor({2}, {4, 4}))
+      .check();
+}
+
 // ------------------------------------------------------------------ MaxUnpool
 
 // Indices MaxPool(kernel 2, stride 2) could return for a (1, 2, 6, 6) input: one

@@ -5,6 +5,8 @@
 #include <string>
 
 #include "backends/cuda/ops/col2im_unpool_impl.h"
+
+#include <type_traits>
 #include "backends/cuda/ops/spatial_misc_common.cuh"
 #include "backends/cuda/type_dispatch.cuh"
 
@@ -43,6 +45,42 @@ __global__ void col2ImDevice(const T* __restrict__ columns, T* __restrict__ out,
       }
     }
     out[idx] = storeDouble<T>(acc);
+  }
+}
+
+// Two spatial dims with 32-bit geometry (Col2Im2d): the same sum with int32 index math and
+// no per-dim loops, the accumulator float for 16-bit storage (a handful of terms, rounded
+// to 16 bits after) and double otherwise. kUnit: strides and dilations 1 (VOLO's folds),
+// where a block index is a subtraction, no division. Threads of consecutive x read
+// consecutive blocks of one kernel offset's row (coalesced at stride 1). VOLO's folds of
+// [128, 1728, 784] took 2.05 ms each in the general kernel (64-bit divisions), 0.50 ms
+// here on an H200 (0.55 with the divisions kUnit drops): still ~4x the read's floor.
+template <class T, class Acc, bool kUnit>
+__global__ void col2Im2dDevice(const T* __restrict__ columns, T* __restrict__ out, Col2Im2d g,
+                               int64_t n) {
+  const int64_t image = int64_t(g.height) * g.width;
+  KILN_GRID_LOOP(idx, n) {
+    const int64_t plane = idx / image;
+    const int rest = static_cast<int>(idx - plane * image);
+    const int y = rest / g.width, x = rest - (rest / g.width) * g.width;
+    const T* src = columns + plane * g.kernelSize * g.blockCount;
+    Acc acc = 0;
+    for (int ky = 0; ky < g.blockH; ++ky) {
+      const int ty = y + g.padH - ky * (kUnit ? 1 : g.dilationH);
+      const int by = kUnit ? ty : ty / g.strideH;
+      if (ty < 0 || (!kUnit && ty % g.strideH != 0) || by >= g.blocksH) continue;
+      const T* row = src + ky * g.blockW * g.blockCount + by * g.blocksW;
+      for (int kx = 0; kx < g.blockW; ++kx) {
+        const int tx = x + g.padW - kx * (kUnit ? 1 : g.dilationW);
+        const int bx = kUnit ? tx : tx / g.strideW;
+        if (tx < 0 || (!kUnit && tx % g.strideW != 0) || bx >= g.blocksW) continue;
+        acc += static_cast<Acc>(toFloat(row[kx * g.blockCount + bx]));
+      }
+    }
+    if constexpr (std::is_same_v<Acc, double>)
+      out[idx] = storeDouble<T>(acc);
+    else
+      out[idx] = fromFloat<T>(acc);
   }
 }
 
@@ -107,8 +145,19 @@ Status launchCol2Im(const Col2ImLaunch& args, cudaStream_t stream) {
   return dispatchDeviceType<device_types::kStorageFloats>(args.type, [&](auto tag) {
     using T = decltype(tag);
     const int64_t n = args.count;
-    col2ImDevice<T><<<gridFor(n), kBlockSize, 0, stream>>>(
-        static_cast<const T*>(args.columns), static_cast<T*>(args.out), args.params, n);
+    const T* columns = static_cast<const T*>(args.columns);
+    T* out = static_cast<T*>(args.out);
+    Col2Im2d g;
+    if (col2Im2d(args.params, &g)) {
+      using Acc = std::conditional_t<sizeof(T) == 2, float, double>;
+      const bool unit = g.strideH == 1 && g.strideW == 1 && g.dilationH == 1 && g.dilationW == 1;
+      if (unit)
+        col2Im2dDevice<T, Acc, true><<<gridFor(n), kBlockSize, 0, stream>>>(columns, out, g, n);
+      else
+        col2Im2dDevice<T, Acc, false><<<gridFor(n), kBlockSize, 0, stream>>>(columns, out, g, n);
+    } else {
+      col2ImDevice<T><<<gridFor(n), kBlockSize, 0, stream>>>(columns, out, args.params, n);
+    }
     KILN_CUDA_CHECK_LAUNCH("Col2Im");
     return Status::ok();
   });

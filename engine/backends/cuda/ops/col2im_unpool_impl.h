@@ -31,7 +31,37 @@ struct Col2ImParams {
   int64_t kernelSize = 0, blockCount = 0, imageSize = 0;
 };
 
-// out[n, c, image...] = the sum, in double, of every column entry whose block covers it.
+// Col2ImParams of two spatial dims in 32-bit numbers, for the 2-D kernel.
+struct Col2Im2d {
+  int height = 0, width = 0, blockH = 0, blockW = 0, dilationH = 1, dilationW = 1;
+  int strideH = 1, strideW = 1, padH = 0, padW = 0, blocksH = 0, blocksW = 0;
+  int kernelSize = 0, blockCount = 0;
+};
+// True, with *g filled, when `p` has two spatial dims and every size and offset the 2-D
+// kernel forms (a kernel offset times blockCount, an image index) fits in 31 bits.
+inline bool col2Im2d(const Col2ImParams& p, Col2Im2d* g) {
+  if (p.dims != 2) return false;
+  const int64_t limit = int64_t{1} << 30;
+  if (p.kernelSize * p.blockCount >= limit || p.imageSize >= limit) return false;
+  for (int d = 0; d < 2; ++d) {
+    for (int64_t v :
+         {p.image[d], p.block[d], p.dilation[d], p.stride[d], p.padBegin[d], p.blocks[d]})
+      if (v < 0 || v >= limit) return false;
+    if (p.stride[d] == 0 || p.padBegin[d] + p.image[d] + p.block[d] * p.dilation[d] >= 2 * limit)
+      return false;  // |y + pad - k * dilation| must fit in an int
+  }
+  *g = {static_cast<int>(p.image[0]),    static_cast<int>(p.image[1]),
+        static_cast<int>(p.block[0]),    static_cast<int>(p.block[1]),
+        static_cast<int>(p.dilation[0]), static_cast<int>(p.dilation[1]),
+        static_cast<int>(p.stride[0]),   static_cast<int>(p.stride[1]),
+        static_cast<int>(p.padBegin[0]), static_cast<int>(p.padBegin[1]),
+        static_cast<int>(p.blocks[0]),   static_cast<int>(p.blocks[1]),
+        static_cast<int>(p.kernelSize),  static_cast<int>(p.blockCount)};
+  return true;
+}
+
+// out[n, c, image...] = the sum of every column entry whose block covers it: in double,
+// or in float for 16-bit storage with two spatial dims (col2Im2d).
 struct Col2ImLaunch {
   const void* columns = nullptr;       // [N, C * kernelSize, blockCount] of `type`
   void* out = nullptr;                 // [N, C, image...] of `type`
