@@ -395,10 +395,19 @@ TEST(CudaCol2Im, OverlappingBlocks) {
       .check();
 }
 
-// VOLO's fold (outlook attention): 3 x 3 blocks at stride 1 with pads of 1 over a 7 x 7
-// image, every pixel the sum of up to 9 entries; and a 2 x 2-strided fold of 4 x 4 blocks.
+// The 2-D kernel's three forms: VOLO's fold (outlook attention: 3 x 3 blocks at stride 2
+// with pads of 1, 4 x 4 blocks over an 8 x 8 image), the same blocks at stride 1 over 7 x 7
+// (every pixel the sum of up to 9 entries), and a 2 x 2-strided fold of 4 x 4 blocks; a
+// dilated one is StridesPadsDilations above.
 TEST(CudaCol2Im, OutlookFoldAndStridedBlocks) {
   KILN_REQUIRE_GPU();
+  GpuOpTest("Col2Im", 18)
+      .attr("strides", Ints{2, 2})
+      .attr("pads", Ints{1, 1, 1, 1})
+      .input(randomFloats({3, 5 * 9, 16}, 504))
+      .constant(int64Tensor({2}, {8, 8}))
+      .constant(int64Tensor({2}, {3, 3}))
+      .check();
   GpuOpTest("Col2Im", 18)
       .attr("pads", Ints{1, 1, 1, 1})
       .input(randomFloats({3, 5 * 9, 49}, 502))

@@ -48,32 +48,45 @@ __global__ void col2ImDevice(const T* __restrict__ columns, T* __restrict__ out,
   }
 }
 
-// Two spatial dims with 32-bit geometry (Col2Im2d): the same sum with int32 index math and
+// Two spatial dims with 32-bit geometry (Col2Im2d): the same sum with 32-bit index math and
 // no per-dim loops, the accumulator float for 16-bit storage (a handful of terms, rounded
-// to 16 bits after) and double otherwise. kUnit: strides and dilations 1 (VOLO's folds),
-// where a block index is a subtraction, no division. Threads of consecutive x read
-// consecutive blocks of one kernel offset's row (coalesced at stride 1). VOLO's folds of
-// [128, 1728, 784] took 2.05 ms each in the general kernel (64-bit divisions), 0.50 ms
-// here on an H200 (0.55 with the divisions kUnit drops): still ~4x the read's floor.
-template <class T, class Acc, bool kUnit>
+// to 16 bits after) and double otherwise. kStride 1 or 2: both strides that value and both
+// dilations 1, so a block index is a subtraction or a shift (no integer division, which
+// made the general form compute-bound); 0: any strides and dilations. `small`: n < 2^31,
+// the output index split in 32 bits too. Threads of consecutive x read neighbouring blocks
+// of one kernel offset's row. VOLO's folds ([128, 1728, 196] at stride 2 into [128, 192,
+// 28, 28]) took 2.05 ms each in the general kernel, 0.50-0.55 ms with 32-bit divisions.
+template <class T, class Acc, int kStride>
 __global__ void col2Im2dDevice(const T* __restrict__ columns, T* __restrict__ out, Col2Im2d g,
-                               int64_t n) {
+                               int64_t n, bool small) {
   const int64_t image = int64_t(g.height) * g.width;
+  const int strideH = kStride ? kStride : g.strideH, strideW = kStride ? kStride : g.strideW;
+  const int dilationH = kStride ? 1 : g.dilationH, dilationW = kStride ? 1 : g.dilationW;
   KILN_GRID_LOOP(idx, n) {
-    const int64_t plane = idx / image;
-    const int rest = static_cast<int>(idx - plane * image);
-    const int y = rest / g.width, x = rest - (rest / g.width) * g.width;
+    int64_t plane;
+    int rest;
+    if (small) {
+      const uint32_t i32 = static_cast<uint32_t>(idx), image32 = static_cast<uint32_t>(image);
+      plane = i32 / image32;
+      rest = static_cast<int>(i32 - static_cast<uint32_t>(plane) * image32);
+    } else {
+      plane = idx / image;
+      rest = static_cast<int>(idx - plane * image);
+    }
+    const int y = rest / g.width, x = rest - y * g.width;
     const T* src = columns + plane * g.kernelSize * g.blockCount;
     Acc acc = 0;
     for (int ky = 0; ky < g.blockH; ++ky) {
-      const int ty = y + g.padH - ky * (kUnit ? 1 : g.dilationH);
-      const int by = kUnit ? ty : ty / g.strideH;
-      if (ty < 0 || (!kUnit && ty % g.strideH != 0) || by >= g.blocksH) continue;
+      const int ty = y + g.padH - ky * dilationH;
+      if (ty < 0 || ty % strideH != 0) continue;
+      const int by = ty / strideH;
+      if (by >= g.blocksH) continue;
       const T* row = src + ky * g.blockW * g.blockCount + by * g.blocksW;
       for (int kx = 0; kx < g.blockW; ++kx) {
-        const int tx = x + g.padW - kx * (kUnit ? 1 : g.dilationW);
-        const int bx = kUnit ? tx : tx / g.strideW;
-        if (tx < 0 || (!kUnit && tx % g.strideW != 0) || bx >= g.blocksW) continue;
+        const int tx = x + g.padW - kx * dilationW;
+        if (tx < 0 || tx % strideW != 0) continue;
+        const int bx = tx / strideW;
+        if (bx >= g.blocksW) continue;
         acc += static_cast<Acc>(toFloat(row[kx * g.blockCount + bx]));
       }
     }
@@ -150,11 +163,18 @@ Status launchCol2Im(const Col2ImLaunch& args, cudaStream_t stream) {
     Col2Im2d g;
     if (col2Im2d(args.params, &g)) {
       using Acc = std::conditional_t<sizeof(T) == 2, float, double>;
-      const bool unit = g.strideH == 1 && g.strideW == 1 && g.dilationH == 1 && g.dilationW == 1;
-      if (unit)
-        col2Im2dDevice<T, Acc, true><<<gridFor(n), kBlockSize, 0, stream>>>(columns, out, g, n);
+      const bool small = n < (int64_t{1} << 31);
+      const bool unitDilation = g.dilationH == 1 && g.dilationW == 1;
+      const int stride = unitDilation && g.strideH == g.strideW && g.strideH <= 2 ? g.strideH : 0;
+      auto launch = [&](auto kernel) {
+        kernel<<<gridFor(n), kBlockSize, 0, stream>>>(columns, out, g, n, small);
+      };
+      if (stride == 1)
+        launch(col2Im2dDevice<T, Acc, 1>);
+      else if (stride == 2)
+        launch(col2Im2dDevice<T, Acc, 2>);
       else
-        col2Im2dDevice<T, Acc, false><<<gridFor(n), kBlockSize, 0, stream>>>(columns, out, g, n);
+        launch(col2Im2dDevice<T, Acc, 0>);
     } else {
       col2ImDevice<T><<<gridFor(n), kBlockSize, 0, stream>>>(columns, out, args.params, n);
     }
