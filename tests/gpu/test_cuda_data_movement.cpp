@@ -74,6 +74,30 @@ TEST(CudaTranspose, GeneralPermutations) {
       .check(kExact);
 }
 
+// The innermost output dim strided in the input, another dim contiguous there: the tiled
+// strided transpose (VOLO's unfold permutes: rank 6 with the 12 channels innermost and the
+// 14 patch columns contiguous; rank 4 with 40 positions innermost), partial tiles on both
+// sides, and one- and eight-byte elements.
+TEST(CudaTranspose, TiledTransposeInsideOtherDims) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("Transpose", 13)
+      .attr("perm", std::vector<int64_t>{0, 3, 5, 2, 4, 1})
+      .input(floats({2, 12, 3, 14, 3, 14}, 13))
+      .check(kExact);
+  GpuOpTest("Transpose", 13)
+      .attr("perm", std::vector<int64_t>{0, 1, 4, 3, 2})
+      .input(floats({2, 3, 40, 9, 20}, 14))
+      .check(kExact);
+  GpuOpTest("Transpose", 13)
+      .attr("perm", std::vector<int64_t>{2, 0, 1})
+      .input(randomTensor(DataType::kUInt8, {9, 33, 10}, 15, 0, 255))
+      .check(fp32Only(0, 0));
+  GpuOpTest("Transpose", 13)
+      .attr("perm", std::vector<int64_t>{2, 0, 1})
+      .input(int64s({9, 33, 10}, 16))
+      .check(fp32Only(0, 0));
+}
+
 TEST(CudaTranspose, Int64) {
   KILN_REQUIRE_GPU();
   GpuOpTest("Transpose", 13)

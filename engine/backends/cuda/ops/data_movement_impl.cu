@@ -64,6 +64,55 @@ __global__ void transposeTiledKernel(const T* in, T* out, int64_t batch, int64_t
   }
 }
 
+// StridedTranspose: out[.., u, .., l] = in[.. + u + l * inStrides[last]] through a padded
+// tile over (u, l). The batch index runs over every other dim; each block works out its
+// input and output offsets from it once. The loops depend on the block index only, so every
+// thread reaches each barrier.
+template <class T>
+__global__ void transposeStridedKernel(const T* in, T* out, StridedTranspose t, int64_t batch) {
+  __shared__ T tile[kTile][kTile + 1];
+  const int last = t.rank - 1;
+  const int64_t unitDim = t.dims[t.unit], innerDim = t.dims[last];
+  int64_t outStrides[kMaxMovementRank];
+  int64_t packed = 1;
+  for (int d = last; d >= 0; --d) {
+    outStrides[d] = packed;
+    packed *= t.dims[d];
+  }
+  const int64_t u0 = int64_t(blockIdx.y) * kTile, l0 = int64_t(blockIdx.x) * kTile;
+  __shared__ int64_t bases[2];
+  for (int64_t b = blockIdx.z; b < batch; b += gridDim.z) {
+    // One thread splits the batch index (64-bit divisions, a few hundred cycles); the
+    // others wait at the barrier instead of repeating it.
+    if (threadIdx.x == 0 && threadIdx.y == 0) {
+      int64_t rest = b, inBase = 0, outBase = 0;
+      for (int d = last - 1; d >= 0; --d) {
+        if (d == t.unit) continue;
+        const int64_t c = rest % t.dims[d];
+        rest /= t.dims[d];
+        inBase += c * t.inStrides[d];
+        outBase += c * outStrides[d];
+      }
+      bases[0] = inBase;
+      bases[1] = outBase;
+    }
+    __syncthreads();
+    const int64_t inBase = bases[0], outBase = bases[1];
+    for (int j = threadIdx.y; j < kTile; j += kTileRows) {
+      const int64_t l = l0 + j, u = u0 + threadIdx.x;
+      if (l < innerDim && u < unitDim)
+        tile[j][threadIdx.x] = in[inBase + u + l * t.inStrides[last]];
+    }
+    __syncthreads();
+    for (int j = threadIdx.y; j < kTile; j += kTileRows) {
+      const int64_t u = u0 + j, l = l0 + threadIdx.x;
+      if (u < unitDim && l < innerDim)
+        out[outBase + u * outStrides[t.unit] + l] = tile[threadIdx.x][j];
+    }
+    __syncthreads();
+  }
+}
+
 // A batched 2-D transpose with one short side (at most kNarrowTransposeSide), where a 32x32 tile
 // would leave most of its threads idle (an image's 3 channels to NHWC: 256x3x50176):
 // one thread per element of the long side moves its `narrow` values; neighbouring
@@ -305,6 +354,27 @@ Status launchTransposeTiled(const BatchedTranspose& t, cudaStream_t stream) {
     return Status::ok();
   }));
   KILN_CUDA_CHECK_LAUNCH("transposeTiledKernel");
+  return Status::ok();
+}
+
+Status launchStridedTranspose(const StridedTranspose& t, cudaStream_t stream) {
+  int64_t batch = 1;
+  for (int d = 0; d < t.rank - 1; ++d)
+    if (d != t.unit) batch *= t.dims[d];
+  const int64_t tilesU = (t.dims[t.unit] + kTile - 1) / kTile;
+  const int64_t tilesL = (t.dims[t.rank - 1] + kTile - 1) / kTile;
+  if (tilesU > 65535 || tilesL > int64_t{1} << 31)
+    return Status(StatusCode::kInternal, "strided transpose tiles beyond the grid");
+  const dim3 grid(static_cast<unsigned>(tilesL), static_cast<unsigned>(tilesU),
+                  static_cast<unsigned>(std::min<int64_t>(batch, 65535)));
+  const dim3 block(kTile, kTileRows);
+  KILN_RETURN_IF_ERROR(dispatchWordOfSize(t.elementBytes, [&](auto element) {
+    using T = decltype(element);
+    transposeStridedKernel<<<grid, block, 0, stream>>>(static_cast<const T*>(t.in),
+                                                       static_cast<T*>(t.out), t, batch);
+    return Status::ok();
+  }));
+  KILN_CUDA_CHECK_LAUNCH("transposeStridedKernel");
   return Status::ok();
 }
 

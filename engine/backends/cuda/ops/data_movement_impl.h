@@ -48,6 +48,23 @@ struct BatchedTranspose {
   int elementBytes = 0;
   int64_t batch = 0, rows = 0, cols = 0;
 };
+// A strided copy (no wrap) whose output's innermost dim is strided in the input while dim
+// `unit` < rank - 1 is contiguous there (input stride 1): a 2-D transpose of those two dims
+// inside the others (VOLO's unfold permutes, rank 6 and 4). `in` is at the copy's base;
+// `out` is packed in `dims` order; elements of elementBytes.
+struct StridedTranspose {
+  const void* in = nullptr;
+  void* out = nullptr;
+  int elementBytes = 0;
+  int rank = 0, unit = 0;
+  int64_t dims[kMaxMovementRank] = {};
+  int64_t inStrides[kMaxMovementRank] = {};
+};
+// transposeStridedKernel: a 32 x 32 shared tile over (unit, innermost) per block, the other
+// dims a batch index (grid z, grid-stride); reads run along `unit`, writes along the
+// innermost dim, both coalesced.
+Status launchStridedTranspose(const StridedTranspose& transpose, cudaStream_t stream);
+
 // A side at most this long makes a transpose "narrow": one thread per element of the long
 // side moves the short side's values, where a 32x32 tile would leave most threads idle.
 constexpr int kNarrowTransposeSide = 8;
