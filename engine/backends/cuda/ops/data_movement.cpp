@@ -158,6 +158,9 @@ Result<bool> stridedTranspose(GpuKernelContext& ctx, const DeviceTensor& in, con
   for (int d = 0; d < last; ++d)
     if (copy.inStrides[d] == 1) unit = d;
   if (unit < 0 || copy.outDims[unit] < 8) return false;
+  // The tiles over `unit` are the grid's y (at most 65535 of 32), over the innermost dim its x.
+  if (copy.outDims[unit] > int64_t{65535} * 32 || copy.outDims[last] > (int64_t{1} << 35))
+    return false;
   StridedTranspose t;
   t.in = src;
   t.out = dst;
