@@ -38,6 +38,7 @@ std::unique_ptr<Pass> makeMaskedFillAsAdditiveMask();
 std::unique_ptr<Pass> makeFoldTransposesAroundLinear();
 std::unique_ptr<Pass> makeMergeAdditiveMasks();
 std::unique_ptr<Pass> makePermuteTiledConstant();
+std::unique_ptr<Pass> makeRecurrentBatchFirst();
 std::unique_ptr<Pass> makeNarrowGatheredMatMul();
 // Two-input Einsum -> Transpose / Reshape / MatMul: einsum_as_matmul.cpp.
 std::unique_ptr<Pass> makeEinsumAsMatMul();

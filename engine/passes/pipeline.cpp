@@ -54,6 +54,10 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   // turns the meshgrids' Ranges and Expand shapes into constants; before the fusions, which
   // then see the scores flow from the MatMul to the softmax.
   list.push_back(passes::makeScatterBoxAsConcat());
+  // A batch_first recurrent layer's export (the layout-0 op between Transposes) as the layout-1
+  // op: before the transpose and reshape merges, which then meet its output Transposes with
+  // the model's own permutes back to batch-major.
+  list.push_back(passes::makeRecurrentBatchFirst());
   // A strongly typed export's Cast to float32 in front of a QuantizeLinear (opset < 19 Q
   // takes no float16) goes next, for the same reason: the Cast sits between a layer and
   // the Q that fold_qdq and fuse_conv_max_pool fold into it.
