@@ -13,6 +13,10 @@
 // Slice), or when the rewrite takes the Split over (its other outputs already folded or
 // unread): a Split output followed by Reshapes alone then becomes one StridedCopy. A Split
 // output read by no view op (a graph output, a GEMM) keeps the Split.
+// Unfold chains: with no Split, a chain holding a Gather of constant indices in arithmetic
+// progression (an unfold's windows: VOLO's outlook attention gathers [3, 14] windows of a padded
+// map along H, then W, then permutes them) folds the same way from the value it starts at:
+//   X -> [view op]* -> Gather(progression) -> [view op]* -> Y  =>  Y = StridedCopy(X; ...)
 // Conditions: the Split's sizes constant and every shape on the chain static (a dynamic batch
 // keeps the chain); the chain nodes the StridedCopy takes over are read by nothing else and
 // are no graph output (the others stay for their other readers); Y keeps its name, so a
@@ -30,13 +34,22 @@ namespace {
 
 constexpr const char* kName = "fold_split_views";
 
-// A chain from the nearest Split before a value: its steps from the Split on, composed over
-// the Split's input.
+// A chain from the nearest Split before a value (its steps from the Split on, composed over
+// the Split's input), or, with no Split, a whole chain that unfolds (a Gather of constant
+// indices in arithmetic progression, more than one: VOLO's windows), composed over the value
+// it starts at.
 struct SplitChain {
-  int split = -1;
-  std::vector<ViewStep> steps;  // the Split's step first
+  int split = -1;               // -1: an unfold chain
+  std::string base;             // the tensor the StridedCopy reads
+  std::vector<ViewStep> steps;  // the Split's (or the chain's first) step first
   StridedView view;
 };
+
+bool unfolds(const Node& n, const GraphIndex& index) {
+  if (n.opType != "Gather" || n.inputs.size() != 2) return false;
+  const Tensor* t = index.constant(n.inputs[1]);
+  return t && t->numel() > 1;
+}
 
 bool constantSplitSizes(const Node& split, const GraphIndex& index) {
   return !split.hasInput(1) || index.constant(split.inputs[1]) != nullptr;
@@ -45,15 +58,22 @@ bool constantSplitSizes(const Node& split, const GraphIndex& index) {
 bool splitChainTo(const Graph& g, const GraphIndex& index, const InferredShapes& shapes,
                   const std::string& value, SplitChain* out) {
   const std::vector<ViewStep> back = viewChainBack(g, index, value);
+  bool unfold = false;
   for (size_t i = 0; i < back.size(); ++i) {
     const Node& n = g.nodes[back[i].node];
+    unfold = unfold || unfolds(n, index);
     if (n.opType != "Split") continue;
     if (!constantSplitSizes(n, index)) return false;
     out->split = back[i].node;
+    out->base = n.inputs[0];
     out->steps.assign(back.rend() - static_cast<std::ptrdiff_t>(i + 1), back.rend());
-    return composeViewChain(g, index, shapes, n.inputs[0], out->steps, &out->view);
+    return composeViewChain(g, index, shapes, out->base, out->steps, &out->view);
   }
-  return false;
+  if (!unfold) return false;
+  out->split = -1;
+  out->base = g.nodes[back.back().node].inputs[0];
+  out->steps.assign(back.rbegin(), back.rend());
+  return composeViewChain(g, index, shapes, out->base, out->steps, &out->view);
 }
 
 // One stride per dim of `view`, or false (a dim whose atoms do not nest).
@@ -73,7 +93,7 @@ Node stridedCopyNode(const Graph& g, const SplitChain& chain, const std::vector<
   copy.opType = ops::kStridedCopyOp;
   copy.domain = kKilnDomain;
   copy.opset = 1;
-  copy.inputs = {g.nodes[chain.split].inputs[0]};
+  copy.inputs = {chain.base};
   copy.outputs = {value};
   copy.attributes["shape"] = rewrite::intsAttribute(chain.view.shape());
   copy.attributes["strides"] = rewrite::intsAttribute(strides);
@@ -98,7 +118,8 @@ std::optional<Fusion> chainFusion(const Graph& g, const GraphIndex& index,
     copies = copies || (step.node != chain.split && viewOpCopies(g.nodes[step.node]));
   }
   std::vector<int> nodes = nodesTakenOver(g, index, candidates, at);
-  const bool splitGoes = std::count(nodes.begin(), nodes.end(), chain.split) > 0;
+  const bool splitGoes =
+      chain.split >= 0 && std::count(nodes.begin(), nodes.end(), chain.split) > 0;
   if (!copies && !splitGoes) return std::nullopt;
   nodes.push_back(at);
   std::sort(nodes.begin(), nodes.end());
@@ -133,7 +154,8 @@ class FoldSplitViews final : public Pass {
   PassInfo info() const override {
     return {kName,
             "view(Split(X)) with view a chain of Reshape, Transpose, Gather, Slice that copies "
-            "-> StridedCopy(X) (one copy, the Split and the chain's copies gone)",
+            "-> StridedCopy(X) (one copy, the Split and the chain's copies gone); an unfold's "
+            "chain (a Gather of windows in arithmetic progression) likewise from its start",
             1};
   }
 

@@ -118,6 +118,25 @@ bool StridedView::narrow(int64_t axis, int64_t start, int64_t size) {
   return true;
 }
 
+bool StridedView::gatherProgression(int64_t axis, int64_t start, const std::vector<int64_t>& sizes,
+                                    const std::vector<int64_t>& steps) {
+  int64_t full = 0, stride = 0;
+  if (!simpleDim(axis, &full, &stride) || sizes.empty() || sizes.size() != steps.size())
+    return false;
+  int64_t last = start;
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    if (sizes[k] < 1 || steps[k] < 0 || steps[k] > full) return false;
+    last += (sizes[k] - 1) * steps[k];
+  }
+  if (start < 0 || last >= full) return false;
+  m_offset += start * stride;
+  std::vector<std::vector<ViewAtom>> dims;
+  for (size_t k = 0; k < sizes.size(); ++k) dims.push_back({{sizes[k], steps[k] * stride}});
+  m_dims.erase(m_dims.begin() + axis);
+  m_dims.insert(m_dims.begin() + axis, dims.begin(), dims.end());
+  return true;
+}
+
 bool StridedView::simpleDim(int64_t axis, int64_t* size, int64_t* stride) const {
   if (axis < 0 || axis >= static_cast<int64_t>(m_dims.size())) return false;
   const std::vector<ViewAtom> atoms = merged(m_dims[axis]);

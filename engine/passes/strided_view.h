@@ -1,8 +1,9 @@
 // Strided views of a contiguous tensor, composed through the data-movement ops that only
-// re-index (Reshape, Transpose, Squeeze, Unsqueeze, Flatten, Gather of one constant index,
-// Split, Slice with unit steps): which element of the base each element of the result is.
-// fold_attention_views uses it to let FusedAttention read its operands through strides
-// from the tensor a chain of such ops started at, so the chain never runs.
+// re-index (Reshape, Transpose, Squeeze, Unsqueeze, Flatten, Gather of one constant index or
+// of constant indices in arithmetic progression, Split, Slice with unit steps): which element of
+// the base each element of the result is. fold_attention_views uses it to let FusedAttention read
+// its operands through strides from the tensor a chain of such ops started at, so the chain never
+// runs.
 //
 // A view's dim is a list of atoms (size, stride), outermost first: a Reshape that merges
 // two dims whose strides do not nest (nn.MultiheadAttention's [S, B, H * D] ->
@@ -41,6 +42,12 @@ class StridedView {
   bool select(int64_t axis, int64_t index);
   // Y = X[start : start + size] on `axis` (Split's outputs, Slice with step 1).
   bool narrow(int64_t axis, int64_t start, int64_t size);
+  // Y = Gather(X, I, axis) for an index tensor I of shape `sizes` whose elements step
+  // arithmetically: I[i_0, .., i_m] = start + sum_k i_k steps[k] (an unfold's windows, VOLO's
+  // [3, 14] of start 0 and steps 1, 2). Dim `axis` becomes the dims `sizes`, dim k of stride
+  // steps[k] times the old one; every index must lie in [0, size) and the dim be simple.
+  bool gatherProgression(int64_t axis, int64_t start, const std::vector<int64_t>& sizes,
+                         const std::vector<int64_t>& steps);
   // Dim `axis` as one (size, stride); false when its atoms do not nest.
   bool simpleDim(int64_t axis, int64_t* size, int64_t* stride) const;
 

@@ -8,18 +8,50 @@
 namespace kiln::passes {
 namespace {
 
+// The steps of index tensor `idx` (row-major over `shape`) when its elements step
+// arithmetically along each dim (idx = idx[0] + sum_k i_k steps[k]); false otherwise.
+bool progressionSteps(const std::vector<int64_t>& idx, const Shape& shape,
+                      std::vector<int64_t>* steps) {
+  steps->assign(shape.size(), 0);
+  int64_t inner = 1;
+  for (size_t k = shape.size(); k-- > 0;) {
+    if (shape[k] > 1) (*steps)[k] = idx[static_cast<size_t>(inner)] - idx[0];
+    inner *= shape[k];
+  }
+  std::vector<int64_t> at(shape.size(), 0);
+  for (size_t e = 0; e < idx.size(); ++e) {
+    int64_t expected = idx[0];
+    for (size_t k = 0; k < shape.size(); ++k) expected += at[k] * (*steps)[k];
+    if (idx[e] != expected) return false;
+    for (size_t k = shape.size(); k-- > 0;)  // the next position, row-major
+      if (++at[k] < shape[k])
+        break;
+      else
+        at[k] = 0;
+  }
+  return true;
+}
+
+// Gather of one constant index (a select, or a narrow to 1 for a [1] index) or of constant
+// indices in arithmetic progression (gatherProgression: an unfold's windows).
 bool applyGather(const Node& n, const GraphIndex& index, const Shape& in, const Shape& out,
                  StridedView* view) {
   std::vector<int64_t> idx;
   const Tensor* t = n.inputs.size() == 2 ? index.constant(n.inputs[1]) : nullptr;
-  if (!t || t->numel() != 1 || !rewrite::constantInts(t, &idx) || idx.size() != 1) return false;
+  if (!t || t->numel() < 1 || !rewrite::constantInts(t, &idx)) return false;
   const int64_t rank = static_cast<int64_t>(in.size());
   int64_t axis = n.attrInt("axis", 0);
   if (axis < 0) axis += rank;
   if (axis < 0 || axis >= rank) return false;
-  const int64_t at = idx[0] < 0 ? idx[0] + in[axis] : idx[0];
-  const bool ok = t->shape().empty() ? view->select(axis, at) : view->narrow(axis, at, 1);
-  return ok && view->shape() == out;
+  for (int64_t& i : idx)
+    if (i < 0) i += in[axis];
+  if (idx.size() == 1) {
+    const bool ok = t->shape().empty() ? view->select(axis, idx[0]) : view->narrow(axis, idx[0], 1);
+    return ok && view->shape() == out;
+  }
+  std::vector<int64_t> steps;
+  return progressionSteps(idx, t->shape(), &steps) &&
+         view->gatherProgression(axis, idx[0], t->shape(), steps) && view->shape() == out;
 }
 
 // Output `output` of a Split starts where the outputs before it end.

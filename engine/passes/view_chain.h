@@ -1,9 +1,9 @@
 // Chains of view ops (Reshape, Transpose, Squeeze, Unsqueeze, Flatten, Identity, Gather of one
-// constant index, Split, Slice with unit steps): walking one back from a value, composing it
-// into a strided view of the tensor it starts at (passes/strided_view.h), and finding which of
-// its nodes a rewrite that reads that tensor directly takes over. fold_attention_views (the
-// chains into a FusedAttention) and fold_split_views (the chains after a Split) share them.
-// Static shapes only. Internal to kiln_engine.
+// constant index or of constant indices in arithmetic progression, Split, Slice with unit steps):
+// walking one back from a value, composing it into a strided view of the tensor it starts at
+// (passes/strided_view.h), and finding which of its nodes a rewrite that reads that tensor directly
+// takes over. fold_attention_views (the chains into a FusedAttention) and fold_split_views (the
+// chains after a Split) share them. Static shapes only. Internal to kiln_engine.
 #pragma once
 
 #include <set>

@@ -241,6 +241,60 @@ TEST(FoldSplitViews, MergedProjectionsReadTheirHeadsFromTheGemm) {
 }
 
 // A StridedCopy node whose reads leave its input fails the run with an error naming it.
+// VOLO's unfold as the dynamo exporter writes it: x [B, C, H, W] -> Pad 1 -> Gather(axis 2,
+// windows [K, P]: k + 2 p) -> Gather(axis 4, the same) -> Transpose(0, 1, 2, 4, 3, 5) ->
+// Reshape [B, heads, C / heads, K K, P P] -> Transpose(0, 1, 4, 3, 2) -> MatMul. The Gathers and
+// the first Transpose become one StridedCopy of the Pad's output; a window index that does not
+// step (a shuffled one) keeps the Gathers.
+Network unfoldChain(bool progression) {
+  constexpr int64_t kC = 4, kSide = 6, kK = 3, kP = 3, kHeadsU = 2;
+  Network net;
+  net.opsets[""] = 17;
+  Graph& g = net.graph;
+  g.inputs = {{"x", DataType::kFloat32, true, constantDims({kBatch, kC, kSide, kSide})}};
+  g.initializers["pads"] = Tensor::int64Vector({0, 0, 1, 1, 0, 0, 1, 1});
+  std::vector<int64_t> windows;
+  for (int64_t k = 0; k < kK; ++k)
+    for (int64_t p = 0; p < kP; ++p) windows.push_back(k + 2 * p);
+  if (!progression) std::swap(windows[1], windows[2]);
+  Tensor idx = Tensor::int64Vector(windows);
+  g.initializers["windows"] = idx.reshaped({kK, kP});
+  g.initializers["heads"] = Tensor::int64Vector({kBatch, kHeadsU, kC / kHeadsU, kK * kK, kP * kP});
+  g.initializers["w"] = randomTensor(DataType::kFloat32, {kC / kHeadsU, 5}, 9, 0.5, 2.0);
+  g.nodes.push_back(makeNode("Pad", {"x", "pads"}, {"padded"}));
+  g.nodes.push_back(withInt(makeNode("Gather", {"padded", "windows"}, {"rows"}), "axis", 2));
+  g.nodes.push_back(withInt(makeNode("Gather", {"rows", "windows"}, {"cols"}), "axis", 4));
+  g.nodes.push_back(
+      withInts(makeNode("Transpose", {"cols"}, {"patches"}), "perm", {0, 1, 2, 4, 3, 5}));
+  g.nodes.push_back(makeNode("Reshape", {"patches", "heads"}, {"split_heads"}));
+  g.nodes.push_back(
+      withInts(makeNode("Transpose", {"split_heads"}, {"v"}), "perm", {0, 1, 4, 3, 2}));
+  g.nodes.push_back(makeNode("MatMul", {"v", "w"}, {"y"}));
+  g.outputs = {{"y", DataType::kFloat32, false, {}}};
+  return net;
+}
+
+TEST(FoldSplitViews, AnUnfoldChainIsOneStridedCopy) {
+  const auto run = [](const Network& net) {
+    return runOnReference(
+        net, {{"x", randomTensor(DataType::kFloat32, {kBatch, 4, 6, 6}, 8, 0.5, 2.0)}});
+  };
+  Network fused;
+  // Pad + StridedCopy [B, C, K, K, P, P] + Reshape + Transpose + MatMul: the copy ends where
+  // every dim still has one stride (the Reshape merges the two K and the two P, whose strides
+  // do not nest), the head transpose after it reads a contiguous tensor.
+  auto applied = fuseAndCompareOutputs(kPass, run, unfoldChain(true), 5, &fused);
+  ASSERT_EQ(applied.size(), 1u);
+  EXPECT_EQ(count(fused, "Gather"), 0);
+  EXPECT_EQ(count(fused, "Transpose"), 1);
+  EXPECT_EQ(count(fused, "StridedCopy"), 1);
+  Network kept;
+  const Network shuffled = unfoldChain(false);
+  applied = fuseAndCompareOutputs(kPass, run, shuffled, shuffled.graph.nodes.size(), &kept);
+  EXPECT_TRUE(applied.empty());
+  EXPECT_EQ(count(kept, "Gather"), 2);
+}
+
 TEST(StridedCopyNode, ReadsPastTheInputAreRefusedInANetwork) {
   Network net;
   net.opsets[""] = 17;
