@@ -36,9 +36,12 @@ bool progressionSteps(const std::vector<int64_t>& idx, const Shape& shape,
 // indices in arithmetic progression (gatherProgression: an unfold's windows).
 bool applyGather(const Node& n, const GraphIndex& index, const Shape& in, const Shape& out,
                  StridedView* view) {
+  // An unfold's windows are small; a huge index constant (a hostile model's) is not read.
+  constexpr int64_t kMaxWindowIndices = int64_t{1} << 20;
   std::vector<int64_t> idx;
   const Tensor* t = n.inputs.size() == 2 ? index.constant(n.inputs[1]) : nullptr;
-  if (!t || t->numel() < 1 || !rewrite::constantInts(t, &idx)) return false;
+  if (!t || t->numel() < 1 || t->numel() > kMaxWindowIndices || !rewrite::constantInts(t, &idx))
+    return false;
   const int64_t rank = static_cast<int64_t>(in.size());
   int64_t axis = n.attrInt("axis", 0);
   if (axis < 0) axis += rank;
