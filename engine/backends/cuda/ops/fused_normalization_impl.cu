@@ -1,7 +1,8 @@
 // The device half of the ai.kiln normalizations ScaledMaskedSoftmax and AddLayerNorm (the
 // host half and the ops' contract: fused_normalization.cpp; the launchers' contract:
 // fused_normalization_impl.h). Arithmetic in float. A row of up to kWarpRowLimit elements
-// belongs to one warp and stays in its registers between the passes (max/sum, then
+// belongs to one warp (AddLayerNorm's rows of at most 16 packs to a group of its lanes,
+// several rows a warp) and stays in its registers between the passes (max/sum, then
 // mean/variance), so X, M, A and B are read once and Y written once; each lane moves packs
 // of 16 bytes (4 float32 or 8 16-bit elements; 8 bytes of 4 16-bit elements where a row is
 // not a multiple of 8) where the host found them contiguous and aligned. Longer rows get a block
