@@ -160,6 +160,13 @@ TEST(CudaRnn, PersistentLstmLayout1NoBias) {
   checkPersistent({"forward", 1, 7, 70, 12, 32, false, false}, 310);
 }
 
+// recurrent_batch_first turns batch_first exports (Sequencer2D's LSTMs) into this case:
+// bidirectional at layout 1, with states in their batch-major order.
+TEST(CudaRnn, PersistentLstmBidirectionalLayout1States) {
+  KILN_REQUIRE_GPU();
+  checkPersistent({"bidirectional", 1, 8, 37, 12, 48, true, true}, 330);
+}
+
 TEST(CudaRnn, PersistentLstmReverseHidden128) {
   KILN_REQUIRE_GPU();
   checkPersistent({"reverse", 0, 6, 5, 16, 128, true, true}, 320);
