@@ -3,10 +3,9 @@
 // comment; the host checks: col2im_unpool.cpp).
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "backends/cuda/ops/col2im_unpool_impl.h"
-
-#include <type_traits>
 #include "backends/cuda/ops/spatial_misc_common.cuh"
 #include "backends/cuda/type_dispatch.cuh"
 

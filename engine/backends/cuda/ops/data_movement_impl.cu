@@ -363,7 +363,7 @@ Status launchStridedTranspose(const StridedTranspose& t, cudaStream_t stream) {
     if (d != t.unit) batch *= t.dims[d];
   const int64_t tilesU = (t.dims[t.unit] + kTile - 1) / kTile;
   const int64_t tilesL = (t.dims[t.rank - 1] + kTile - 1) / kTile;
-  if (tilesU > 65535 || tilesL > int64_t{1} << 31)
+  if (tilesU > 65535 || tilesL >= int64_t{1} << 31)
     return Status(StatusCode::kInternal, "strided transpose tiles beyond the grid");
   const dim3 grid(static_cast<unsigned>(tilesL), static_cast<unsigned>(tilesU),
                   static_cast<unsigned>(std::min<int64_t>(batch, 65535)));

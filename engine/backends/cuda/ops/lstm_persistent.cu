@@ -26,6 +26,7 @@
 #include "backends/cuda/device_common.cuh"
 #include "backends/cuda/ops/async_copy.cuh"
 #include "backends/cuda/ops/mma_f16.cuh"
+#include "backends/cuda/row_kernels.cuh"
 #include "backends/cuda/type_dispatch.cuh"
 
 namespace kiln::cuda::rnn {
@@ -52,25 +53,6 @@ struct PersistentArgs {
   bool reverseOnly, batchFirst;
 };
 
-template <class T>
-struct Pair;
-template <>
-struct Pair<__half> {
-  using Type = __half2;
-  static __device__ __forceinline__ float2 toFloat2(Type v) { return __half22float2(v); }
-  static __device__ __forceinline__ Type fromFloat2(float a, float b) {
-    return __floats2half2_rn(a, b);
-  }
-};
-template <>
-struct Pair<__nv_bfloat16> {
-  using Type = __nv_bfloat162;
-  static __device__ __forceinline__ float2 toFloat2(Type v) { return __bfloat1622float2(v); }
-  static __device__ __forceinline__ Type fromFloat2(float a, float b) {
-    return __floats2bfloat162_rn(a, b);
-  }
-};
-
 // The gates' activations on the special function unit: tanh.approx.f32 (relative error
 // below 2^-10.99, about half a float16 ulp) and a sigmoid from ex2.approx and a fast
 // division (exact to a few float ulps, 0 where exp(-x) overflows). The step loop's cell
@@ -86,7 +68,6 @@ __device__ __forceinline__ float sigmoidFast(float x) {
 
 template <class T, int kGroups>
 __global__ void __launch_bounds__(kMaxWarps * 32, 2) lstmPersistent(PersistentArgs a) {
-  using P2 = typename Pair<T>::Type;
   extern __shared__ __align__(16) unsigned char shared[];
   const int H = a.hidden, ld = H + kPad, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   T* sR = reinterpret_cast<T*>(shared);  // [4H][ld]
@@ -167,15 +148,12 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 2) lstmPersistent(PersistentAr
     float acc[kGroups][4][4];
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
-      const P2* row = reinterpret_cast<const P2*>(xRead + (tile * 16 + rowInTile + half * 8) * xld);
+      const T* row = xRead + (tile * 16 + rowInTile + half * 8) * xld;
 #pragma unroll
       for (int jj = 0; jj < kGroups; ++jj)
 #pragma unroll
-        for (int g = 0; g < 4; ++g) {
-          const float2 x = Pair<T>::toFloat2(row[(g * H + (g0 + jj) * 8 + unitInGroup) / 2]);
-          acc[jj][g][2 * half] = x.x;
-          acc[jj][g][2 * half + 1] = x.y;
-        }
+        for (int g = 0; g < 4; ++g)
+          loadPack<2>(row, g * H + (g0 + jj) * 8 + unitInGroup, 1, &acc[jj][g][2 * half]);
     }
 
     // acc += H_prev R^T: per k-step one A fragment (the m-tile's 16 x 16 of H_prev) and,
@@ -217,14 +195,13 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 2) lstmPersistent(PersistentAr
           hNew[e] = sigmoidFast(acc[jj][1][k]) * tanhFast(c[jj][k]);
         }
         const int row = tile * 16 + rowInTile + half * 8;
-        const P2 packed = Pair<T>::fromFloat2(hNew[0], hNew[1]);
-        *reinterpret_cast<P2*>(hWrite + row * ld + unit) = packed;
+        storePack<2>(hWrite + row * ld, unit, hNew);
         if (!live[half]) continue;
         const int64_t b = entry[half];
         if (y) {
           const int64_t offset = a.batchFirst ? ((b * a.seq + t) * a.dirs + d) * H + unit
                                               : ((t * a.dirs + d) * a.batch + b) * H + unit;
-          *reinterpret_cast<P2*>(y + offset) = packed;
+          storePack<2>(y, offset, hNew);
         }
         if (last) {
           const int64_t state = stateBase + b * H + unit;
