@@ -214,6 +214,25 @@ TEST(CudaSplit, RowTilesAcrossManyRows) {
       .check(kExact);
 }
 
+// EdgeNeXt's positional-encoding Concat: parts one element wide beside wider ones, over
+// enough rows for several tiles (parts under a warp's width move a thread per element).
+TEST(CudaSplit, OneElementPartsAThreadEach) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("Concat", 13)
+      .attr("axis", int64_t{2})
+      .input(floats({30, 97, 1}, 43))
+      .input(floats({30, 97, 1}, 44))
+      .input(floats({30, 97, 40}, 45))
+      .input(floats({30, 97, 7}, 46))
+      .check(kExact);
+  GpuOpTest("Split", 13)
+      .attr("axis", int64_t{-1})
+      .input(floats({30, 97, 49}, 47))
+      .constant(ints({1, 40, 1, 7}))
+      .outputs(4)
+      .check(kExact);
+}
+
 TEST(CudaSplit, SizesFromRuntimeInput) {
   KILN_REQUIRE_GPU();
   GpuOpTest("Split", 13)

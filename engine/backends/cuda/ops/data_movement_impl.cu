@@ -228,11 +228,26 @@ __global__ void rowTilePartsKernel(RowTileArgs<T> a, T* whole, int64_t rows, int
         tile[e] = base[e];
       __syncthreads();
     }
-    // A warp per (part, row) of the tile: lanes walk the part's columns.
+    // A warp per (part, row) of the tile: lanes walk the part's columns. A part narrower
+    // than a warp would idle most lanes (EdgeNeXt's one-column parts: 31 of 32), so there
+    // the block's threads walk the part's elements of the whole tile instead.
     for (int p = 0; p < a.count; ++p) {
       T* part = a.parts[p];
       if (kSplit && !part) continue;
       const int64_t first = a.start[p], width = a.start[p + 1] - first;
+      if (width < 32) {
+        const int narrow = static_cast<int>(width);
+        T* partTile = part + r0 * width;  // the tile's rows of this part are contiguous
+        for (int e = threadIdx.x; e < tr * narrow; e += blockDim.x) {
+          const int r = e / narrow, c = e - r * narrow;
+          T* staged = tile + int64_t(r) * cols + first + c;
+          if (kSplit)
+            partTile[e] = *staged;
+          else
+            *staged = partTile[e];
+        }
+        continue;
+      }
       for (int r = warp; r < tr; r += warps) {
         T* row = part + (r0 + r) * width;
         T* staged = tile + int64_t(r) * cols + first;
