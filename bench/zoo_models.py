@@ -327,6 +327,10 @@ BREADTH_MODELS = [
     _breadth_text("gpt_neo", "GPTNeoModel", "GPTNeoConfig", 50257, call={"use_cache": False},
                   hidden_size=256, num_layers=2, num_heads=4,
                   attention_types=[[["global", "local"], 1]], window_size=64),
+    # Gemma's heads of 256 (multi-query: one key/value head), past the 128 of most exports.
+    _breadth_text("gemma", "GemmaModel", "GemmaConfig", 32000, call={"use_cache": False},
+                  hidden_size=512, num_hidden_layers=2, num_attention_heads=4,
+                  num_key_value_heads=1, head_dim=256, intermediate_size=1024),
     _breadth_text("bart_encoder", "BartEncoder", "BartConfig", 50265,
                   module="transformers.models.bart.modeling_bart", d_model=256, encoder_layers=2,
                   encoder_attention_heads=4, encoder_ffn_dim=1024),

@@ -3,7 +3,7 @@
 // the pipeline, run on the GPU into an output buffer poisoned with NaN before every
 // run, and compared with the UNFUSED graph on the CPU fed the same (precision-rounded)
 // inputs. Shapes cover the fast path (D = 64, 16-byte loads), every head-size padding
-// (32, 64, 128) with and without 16-byte loads, sequences that are not multiples of
+// (32, 64, 128, 256) with and without 16-byte loads, sequences that are not multiples of
 // the key tiles, cross attention, the BHSD layout, each mask broadcast, -inf masks and
 // a fully masked row (NaN on both sides; 0 for the SDPA export's guarded softmax; a
 // uniform row for a mask of the type's lowest value), V's head size differing from Q's
@@ -193,6 +193,26 @@ TEST(CudaFusedAttention, EveryHeadSizePadding) {
   }
 }
 
+// Head sizes over 128 (Gemma's 256): D and Dv both padded to 256, Q's fragments read from
+// shared memory at every tile; 16-byte loads at 160 and 256, element loads at 250; then
+// Dv alone over 128 and D alone over 128 (both still padded to 256), the last on a
+// partial key tile.
+TEST(CudaFusedAttention, WideHeadSizesUpTo256) {
+  KILN_REQUIRE_GPU();
+  for (int64_t d : {160, 256, 250}) {
+    SCOPED_TRACE("head size " + std::to_string(d));
+    checkCase(bertLike(70, d));
+  }
+  for (auto [d, dv, n] :
+       std::vector<std::array<int64_t, 3>>{{64, 256, 77}, {200, 96, 40}, {256, 256, 130}}) {
+    SCOPED_TRACE("D " + std::to_string(d) + ", Dv " + std::to_string(dv) + ", N " +
+                 std::to_string(n));
+    AttentionCase c = bertLike(n, d);
+    c.valueDim = dv;
+    checkCase(c);
+  }
+}
+
 TEST(CudaFusedAttention, CrossAttentionAndNoMask) {
   KILN_REQUIRE_GPU();
   AttentionCase c = bertLike(9, 64);
@@ -295,9 +315,9 @@ TEST(CudaFusedAttention, SdpaExportWithAFullyMaskedRow) {
 
 TEST(CudaFusedAttention, TheCudaBuildKeepsWhatTheKernelCannotRunUnfused) {
   KILN_REQUIRE_GPU();
-  // D = 160 is past the kernel's 128: the CUDA build never makes the layer (the reason
+  // D = 288 is past the kernel's 256: the CUDA build never makes the layer (the reason
   // is in the record's warnings) and every layer of the plan runs on the GPU.
-  AttentionCase c = bertLike(20, 160);
+  AttentionCase c = bertLike(20, 288);
   auto network = std::make_shared<const Network>(attentionNetwork(c));
   BuilderConfig config;
   config.tf32 = false;
@@ -309,7 +329,7 @@ TEST(CudaFusedAttention, TheCudaBuildKeepsWhatTheKernelCannotRunUnfused) {
   for (const Node& n : plan->network->graph.nodes) EXPECT_NE(n.opType, "FusedAttention");
   bool warned = false;
   for (const std::string& w : plan->record.warnings)
-    warned = warned || w.find("target refuses FusedAttention: head size 160") != std::string::npos;
+    warned = warned || w.find("target refuses FusedAttention: head size 288") != std::string::npos;
   EXPECT_TRUE(warned);
   const Feeds feeds = roundTo(attentionFeeds(c, 4), cuda::Precision::kFloat16);
   std::vector<NamedTensor> expected;
@@ -326,9 +346,9 @@ TEST(CudaFusedAttention, TheCudaBuildKeepsWhatTheKernelCannotRunUnfused) {
 
 TEST(CudaFusedAttention, UnsupportedHeadSizeRunsOnTheHost) {
   KILN_REQUIRE_GPU();
-  // D = 160 is past the kernel's 128: the layer falls back to the host reference with
+  // D = 288 is past the kernel's 256: the layer falls back to the host reference with
   // the reason as its note, and the results still match.
-  checkCase(bertLike(20, 160), {{cuda::Precision::kFloat32, 1e-5}}, nullptr, false);
+  checkCase(bertLike(20, 288), {{cuda::Precision::kFloat32, 1e-5}}, nullptr, false);
 }
 
 }  // namespace

@@ -5,7 +5,8 @@
 // never reach global memory. Q, K, V are read and Y written through the layouts'
 // strides ([B, S, H, D] directly: no head transposes).
 // Head sizes D (Q, K) and Dv (V) each up to 128, each padded to 32, 64 or 128 in shared
-// memory (LeViT's D = 16 with Dv = 32 or 64 runs here); larger head sizes and grids
+// memory (LeViT's D = 16 with Dv = 32 or 64 runs here); over 128 (up to 256) both are
+// padded to 256, where the device has the shared memory; larger head sizes and grids
 // beyond 65535 heads or batches are refused (fused_attention_limits.h): the CUDA build
 // then keeps such an attention unfused, and a plan that holds one anyway runs it on the
 // host reference. Mask: any shape that broadcasts to [B, H, Sq, Sk]
@@ -45,8 +46,8 @@ Status fusedAttentionKernel(GpuKernelContext& ctx) {
       fusedAttentionGeometry(ctx.node(), q.shape, ctx.input(1).shape, ctx.input(2).shape,
                              mask ? &mask->shape : nullptr, &g);
   if (!why.empty()) return ctx.error(why);
-  const std::string limits =
-      fusedAttentionGpuLimits(g.batch, g.heads, g.seqQ, g.seqK, g.headDim, g.valueDim);
+  const std::string limits = fusedAttentionGpuLimits(g.batch, g.heads, g.seqQ, g.seqK, g.headDim,
+                                                     g.valueDim, attentionDeviceSharedBytes());
   if (!limits.empty()) return ctx.unsupported(limits);
   KILN_ASSIGN_OR_RETURN(DeviceTensor y, ctx.allocateOutput(0, q.type, g.outputShape));
   if (y.numel() == 0) return Status::ok();
@@ -74,7 +75,8 @@ Status fusedAttentionKernel(GpuKernelContext& ctx) {
   launch.type = q.type;
   launch.heads = g.heads;
   launch.batch = g.batch;
-  const int dPad = flash::paddedHeadSize(g.headDim), dvPad = flash::paddedHeadSize(g.valueDim);
+  const flash::PaddedHeadSizes padded = flash::paddedHeadSizes(g.headDim, g.valueDim);
+  const int dPad = padded.d, dvPad = padded.dv;
   const flash::ShortAttentionTile tile = flash::shortAttentionTile(a);
   const std::string kilnText =
       flash::shortSequences(a)

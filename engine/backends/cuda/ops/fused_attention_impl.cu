@@ -23,7 +23,11 @@
 //   float32: SIMT FMAs in float (no TF32: the result is the float32 chain's, whatever
 //     the engine's TF32 setting).
 // Head sizes D (Q, K) and Dv (V) each up to 128, each padded to 32, 64 or 128 in shared
-// memory; the mask, additive in Q's storage type, is read through its broadcast strides.
+// memory; over 128 (Gemma's 256) both are padded to 256: one block a multiprocessor (165 KB
+// of shared memory) and, on the tensor cores, Q's fragments read from shared memory at
+// every tile instead of held in registers (the 64 registers they take would spill beside
+// the 128 of a 16 x 256 output). The mask, additive in Q's storage type, is read through
+// its broadcast strides.
 //
 // Floor for BERT-base, batch 128, seq 128, 12 heads of 64, 12 layers (per layer:
 // Q, K, V, Y of 128 x 128 x 768 and the [128, 1, 128, 128] mask read once from DRAM):
@@ -142,7 +146,15 @@ constexpr int sharedElements16(int dPad, int dvPad) {
 // blocks fit the shared memory (4 x 46 KB), so 128 registers a thread (ptxas: no spills;
 // before, 139 registers left room for 3); wider heads are held to 2 by shared memory.
 constexpr int tensorCoreBlocksPerSm(int dPad, int dvPad) {
-  return dPad <= 64 && dvPad <= 64 ? 4 : 2;
+  return dPad > 128 || dvPad > 128 ? 1 : dPad <= 64 && dvPad <= 64 ? 4 : 2;
+}
+
+// Q's fragments stay in shared memory (read at every tile) for heads over 128.
+constexpr bool queryInShared(int dPad) {
+  return dPad > 128;
+}
+constexpr int queryFragments(int dPad) {
+  return queryInShared(dPad) ? 1 : dPad / 16;
 }
 
 // One thread's mask values on mask row `row` (already clamped to a real row: rows past
@@ -167,24 +179,33 @@ __device__ __forceinline__ MaskRun<T> maskRun(const T* row, int64_t keyStride, i
   return m;
 }
 
-// S = Q K^T for one key tile: qf holds the warp's 16 query rows as A fragments, sK the
-// tile in keySlot order. kGuard (a partial tile): a pair of score blocks holding only keys
-// past the end (keys 4n .. 4n + 3 plus multiples of 16) skips its products (branches that
-// cost a whole tile's worth of instructions when every tile took them).
+// S = Q K^T for one key tile: qf holds the warp's 16 query rows as A fragments (or, when
+// queryInShared, sQ's rows of the warp are read here), sK the tile in keySlot order.
+// kGuard (a partial tile): a pair of score blocks holding only keys past the end (keys
+// 4n .. 4n + 3 plus multiples of 16) skips its products (branches that cost a whole tile's
+// worth of instructions when every tile took them).
 template <class T, int kDPad, int kStride, bool kGuard>
 __device__ __forceinline__ void scoreProducts(float (&s)[kKeys16 / 8][4],
-                                              const uint32_t (&qf)[kDPad / 16][4], const T* sK,
-                                              int lane, int tileKeys) {
+                                              const uint32_t (&qf)[queryFragments(kDPad)][4],
+                                              const T* sQWarp, const T* sK, int lane,
+                                              int tileKeys) {
 #pragma unroll
   for (int kk = 0; kk < kDPad / 16; ++kk) {
+    uint32_t a[4];
+    if constexpr (queryInShared(kDPad)) {
+      ldmatrixX4<false>(a, sQWarp + (lane & 15) * kStride + kk * 16 + (lane >> 4) * 8);
+    } else {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) a[i] = qf[kk][i];
+    }
 #pragma unroll
     for (int n = 0; n < kKeys16 / 16; ++n) {
       if (kGuard && 4 * n >= tileKeys) continue;
       uint32_t kf[4];
       ldmatrixX4<false>(kf, sK + (n * 16 + (lane & 7) + ((lane >> 4) << 3)) * kStride + kk * 16 +
                                 ((lane >> 3) & 1) * 8);
-      mma16816<T>(s[2 * n], qf[kk], kf[0], kf[1]);
-      mma16816<T>(s[2 * n + 1], qf[kk], kf[2], kf[3]);
+      mma16816<T>(s[2 * n], a, kf[0], kf[1]);
+      mma16816<T>(s[2 * n + 1], a, kf[2], kf[3]);
     }
   }
 }
@@ -261,11 +282,15 @@ __global__ void __launch_bounds__(kThreads, tensorCoreBlocksPerSm(kDPad, kDvPad)
     loadTile<T, kDPad, kStride, kRows, false>(sQ, q, a.qs.seq, row0, a.seqQ, a.headDim);
   }
   __syncthreads();
-  // This warp's 16 query rows as A fragments (each warp reads only its own rows of sQ).
-  uint32_t qf[kDPad / 16][4];
+  // This warp's 16 query rows as A fragments (each warp reads only its own rows of sQ),
+  // unless they stay in shared memory (queryInShared).
+  const T* const sQWarp = sQ + warp * 16 * kStride;
+  uint32_t qf[queryFragments(kDPad)][4] = {};
+  if constexpr (!queryInShared(kDPad)) {
 #pragma unroll
-  for (int kk = 0; kk < kDPad / 16; ++kk)
-    ldmatrixX4<false>(qf[kk], sQ + (warp * 16 + (lane & 15)) * kStride + kk * 16 + (lane >> 4) * 8);
+    for (int kk = 0; kk < kDPad / 16; ++kk)
+      ldmatrixX4<false>(qf[kk], sQWarp + (lane & 15) * kStride + kk * 16 + (lane >> 4) * 8);
+  }
   float o[kDvPad / 8][4] = {};
   float rowMax[2] = {-INFINITY, -INFINITY}, rowSum[2] = {0.f, 0.f};
   // Warps whose 16 rows all lie past the end (ViT's last block of 197 rows) only take part
@@ -310,9 +335,9 @@ __global__ void __launch_bounds__(kThreads, tensorCoreBlocksPerSm(kDPad, kDvPad)
       const bool fullTile = tileKeys >= kKeys16;
       float s[kKeys16 / 8][4] = {};
       if (fullTile)
-        scoreProducts<T, kDPad, kStride, false>(s, qf, sK, lane, tileKeys);
+        scoreProducts<T, kDPad, kStride, false>(s, qf, sQWarp, sK, lane, tileKeys);
       else
-        scoreProducts<T, kDPad, kStride, true>(s, qf, sK, lane, tileKeys);
+        scoreProducts<T, kDPad, kStride, true>(s, qf, sQWarp, sK, lane, tileKeys);
       // Logits in log2 units (raw products when rawScores); keys past the end are -inf.
       // s[nb][e]: row g (e < 2) or g + 8, tile key 16t + 2nb + (e & 1) (keySlot). Each case
       // is a loop of its own (per-element branches became predicate shuffling). The mask is
@@ -551,7 +576,7 @@ Status launchForHeadSizes(const AttentionArgs& a, dim3 grid, DataType type, cuda
 
 template <class T, int kDPad>
 Status launchForValueSize(const AttentionArgs& a, dim3 grid, DataType type, cudaStream_t stream) {
-  switch (paddedHeadSize(a.valueDim)) {
+  switch (paddedHeadSizes(a.headDim, a.valueDim).dv) {
     case 32:
       return launchForHeadSizes<T, kDPad, 32>(a, grid, type, stream);
     case 64:
@@ -563,13 +588,15 @@ Status launchForValueSize(const AttentionArgs& a, dim3 grid, DataType type, cuda
 
 template <class T>
 Status launchForHeadSize(const AttentionArgs& a, dim3 grid, DataType type, cudaStream_t stream) {
-  switch (paddedHeadSize(a.headDim)) {
+  switch (paddedHeadSizes(a.headDim, a.valueDim).d) {
     case 32:
       return launchForValueSize<T, 32>(a, grid, type, stream);
     case 64:
       return launchForValueSize<T, 64>(a, grid, type, stream);
-    default:
+    case 128:
       return launchForValueSize<T, 128>(a, grid, type, stream);
+    default:  // 256: both padded to it
+      return launchForHeadSizes<T, 256, 256>(a, grid, type, stream);
   }
 }
 

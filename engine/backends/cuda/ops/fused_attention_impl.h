@@ -6,11 +6,12 @@
 // launchAttention enqueues Kiln's kernel for one FusedAttention on `stream`: short sequences
 // (shortSequences) a warp per (batch, head); otherwise a grid of ceil(seqQ / 64) x heads x batch
 // blocks, the kernel picked by the element type (float32: SIMT, float16 / bfloat16: mma.sync), the
-// head sizes padded to 32, 64 or 128 (paddedHeadSize) and, on the tensor cores, 16-byte loads when
-// vectorizable(args). It assumes the host half checked: the type is in kAttentionDeviceTypes
-// (another gives kUnsupported "data type X"), the geometry fits fusedAttentionGpuLimits (head sizes
-// 1..128, heads and batches <= 65535, sequences <= 2^30), Y is allocated and holds at least
-// one element, and every pointer already has its STRIDED view's offset applied. Returns the
+// head sizes padded to 32, 64, 128 or 256 (paddedHeadSizes) and, on the tensor cores, 16-byte
+// loads when vectorizable(args). It assumes the host half checked: the type is in
+// kAttentionDeviceTypes (another gives kUnsupported "data type X"), the geometry fits
+// fusedAttentionGpuLimits (head sizes 1..256, the wide kernel's shared memory on this device,
+// heads and batches <= 65535, sequences <= 2^30), Y is allocated and holds at least one
+// element, and every pointer already has its STRIDED view's offset applied. Returns the
 // status of cudaFuncSetAttribute or of the launch (by kernel name).
 #pragma once
 
@@ -47,9 +48,20 @@ struct AttentionArgs {
   bool nanToZero = false;  // a row with no finite logit writes 0 (its sum is 0)
 };
 
-// A head size as the kernels hold it in shared memory: 32, 64 or 128.
+// A head size as the kernels hold it in shared memory: 32, 64, 128 or 256.
 inline int paddedHeadSize(int64_t d) {
-  return d <= 32 ? 32 : d <= 64 ? 64 : 128;
+  return d <= 32 ? 32 : d <= 64 ? 64 : d <= 128 ? 128 : 256;
+}
+
+// The padded head sizes (D, Dv) the 64-row kernels run: each its own paddedHeadSize up to
+// 128; when either is over 128 both are 256 (one wide kernel a type rather than seven).
+struct PaddedHeadSizes {
+  int d = 32, dv = 32;
+};
+inline PaddedHeadSizes paddedHeadSizes(int64_t headDim, int64_t valueDim) {
+  PaddedHeadSizes p{paddedHeadSize(headDim), paddedHeadSize(valueDim)};
+  if (p.d == 256 || p.dv == 256) p = {256, 256};
+  return p;
 }
 
 // 16-byte loads and stores: D and Dv multiples of 8, every base pointer 16-byte aligned

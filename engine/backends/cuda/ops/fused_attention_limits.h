@@ -11,19 +11,33 @@
 
 namespace kiln::cuda {
 
-constexpr int64_t kMaxAttentionHeadSize = 128;  // Q/K head size D and V's head size Dv
+constexpr int64_t kMaxAttentionHeadSize = 256;  // Q/K head size D and V's head size Dv
 constexpr int64_t kMaxAttentionGrid = 65535;    // heads and batches (grid y and z)
 constexpr int64_t kMaxAttentionSequence = int64_t{1} << 30;
+// Head sizes over 128 run the kernel padded to 256 for D and Dv alike, which takes this
+// much shared memory a block (fused_attention_impl.cu: Q's 64 rows and two stages of K's
+// and V's 64-key tiles, rows padded by 8 halves): the H100 / H200 (227 KB) and A100
+// (163 KB) have it, the sm_86 / sm_89 parts (99 KB) do not.
+constexpr int64_t kWideHeadSharedBytes = 2 * (64 * 264 + 2 * 64 * (264 + 264));
+
+// The current device's shared memory a block may opt into, queried once; -1 when no
+// device answers (a CPU-only build machine: the run checks again).
+int64_t attentionDeviceSharedBytes();
 
 // "" when the kernel runs this geometry; otherwise the reason in one line. A value
 // below 0 is a dimension not known yet (a symbol): not refused here, the kernel
-// checks it at run time.
+// checks it at run time. `sharedBytes` is the device's attentionDeviceSharedBytes()
+// (-1: unknown, not refused here).
 inline std::string fusedAttentionGpuLimits(int64_t batch, int64_t heads, int64_t seqQ, int64_t seqK,
-                                           int64_t headDim, int64_t valueDim) {
+                                           int64_t headDim, int64_t valueDim, int64_t sharedBytes) {
   for (int64_t d : {headDim, valueDim})
     if (d == 0 || d > kMaxAttentionHeadSize)
       return "head size " + std::to_string(d) + " (the kernel takes 1.." +
              std::to_string(kMaxAttentionHeadSize) + " for Q, K and V)";
+  if ((headDim > 128 || valueDim > 128) && sharedBytes >= 0 && sharedBytes < kWideHeadSharedBytes)
+    return "head size " + std::to_string(headDim > valueDim ? headDim : valueDim) + " needs " +
+           std::to_string(kWideHeadSharedBytes / 1024) +
+           " KB of shared memory a block and this GPU has " + std::to_string(sharedBytes / 1024);
   if (heads > kMaxAttentionGrid || batch > kMaxAttentionGrid || seqQ > kMaxAttentionSequence ||
       seqK > kMaxAttentionSequence)
     return "more than 65535 heads or batches, or a sequence over 2^30";

@@ -1,5 +1,7 @@
 // FusedAttention's support predicates on CUDA (fused_attention_limits.h): host code, asked
 // by the engine before a run and by the build before a pass makes the layer.
+#include <cuda_runtime_api.h>
+
 #include <string>
 #include <vector>
 
@@ -9,6 +11,20 @@
 #include "kiln/passes.h"
 
 namespace kiln::cuda {
+
+int64_t attentionDeviceSharedBytes() {
+  static const int64_t bytes = [] {
+    int device = 0, value = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&value, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) !=
+            cudaSuccess) {
+      cudaGetLastError();  // no device here: clear the sticky error for later callers
+      return int64_t{-1};
+    }
+    return int64_t{value};
+  }();
+  return bytes;
+}
 
 // "" for one float storage type across Q, K, V and the mask.
 std::string supportsAttentionTypes(const Node& node, const std::vector<DataType>& types) {
@@ -33,14 +49,15 @@ std::string supportsAttentionShapes(const Node& node, const std::vector<Shape>& 
     if (q.size() != kAttentionViewLength || k.size() != kAttentionViewLength ||
         v.size() != kAttentionViewLength)
       return "FusedAttention's q_view, k_view and v_view must each hold 8 ints";
-    return fusedAttentionGpuLimits(q[1], node.attrInt("num_heads", 0), q[3], k[3], q[4], v[4]);
+    return fusedAttentionGpuLimits(q[1], node.attrInt("num_heads", 0), q[3], k[3], q[4], v[4],
+                                   attentionDeviceSharedBytes());
   }
   if (shapes.size() < 3 || shapes[0].size() != 4 || shapes[2].size() != 4) return "";
   const bool bshd = node.attrString("qkv_layout", "BSHD") == "BSHD";
   const Shape& q = shapes[0];
   const int64_t seqK = shapes[1].size() == 4 ? shapes[1][bshd ? 1 : 2] : -1;
   return fusedAttentionGpuLimits(q[0], node.attrInt("num_heads", 0), q[bshd ? 1 : 2], seqK, q[3],
-                                 shapes[2][3]);
+                                 shapes[2][3], attentionDeviceSharedBytes());
 }
 
 }  // namespace kiln::cuda
