@@ -48,6 +48,32 @@ TEST(CudaTranspose, LargeBatched) {
       .check(kExact);
 }
 
+// Rows of a strided innermost dim through the row-run copy: 14-element rows of a rank-5
+// unfold-like permute (TNT's), 33-element rows over more rows than one block stages (a
+// partial last block), 300-element rows (fp16: 32 rows a block, two passes; fp32: too
+// long to stage, another kernel), and contiguous rows of an odd length.
+TEST(CudaTranspose, RowRunsOfAStridedInnerDim) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("Transpose", 13)
+      .attr("perm", std::vector<int64_t>{0, 2, 4, 1, 3})
+      .input(floats({3, 14, 4, 14, 5}, 48))
+      .check(kExact);
+  GpuOpTest("Transpose", 13)
+      .attr("perm", std::vector<int64_t>{0, 3, 2, 1})
+      .input(floats({6, 33, 5, 14}, 49))
+      .check(kExact);
+  GpuOpTest("Transpose", 13)
+      .attr("perm", std::vector<int64_t>{0, 2, 3, 1})
+      .input(floats({2, 300, 3, 7}, 50))
+      .check(kExact);
+  // Contiguous rows of 81 (VOLO's attention weights [B, 196, 6, 81] -> [B, 6, 196, 81]):
+  // odd rows no wider word moves.
+  GpuOpTest("Transpose", 13)
+      .attr("perm", std::vector<int64_t>{0, 2, 1, 3})
+      .input(floats({3, 50, 6, 81}, 51))
+      .check(kExact);
+}
+
 TEST(CudaTranspose, TileEdges) {
   KILN_REQUIRE_GPU();
   GpuOpTest("Transpose", 13).input(floats({33, 65}, 6)).check(kExact);
@@ -427,6 +453,27 @@ TEST(CudaPad, WholeDimsFoldIntoWiderWords) {
       .input(floats({2, 3, 4, 6}, 64))
       .constant(ints({0, 0, 2, 0, 0, 0, 3, 0}))
       .constant(floatTensor({}, {-2.0f}))
+      .check(kExact);
+}
+
+// Output rows staged a block at a time (padRowsKernel): VOLO's zero pad of 28 x 28 maps to
+// 30 x 30 over thousands of rows (several blocks, a partial last one), a reflect pad of
+// short rows whose border rows reflect too, and a cropped, padded last dim.
+TEST(CudaPad, RowsAcrossManyBlocks) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("Pad", 13)
+      .input(floats({4, 24, 28, 28}, 65))
+      .constant(ints({0, 0, 1, 1, 0, 0, 1, 1}))
+      .check(kExact);
+  GpuOpTest("Pad", 13)
+      .attr("mode", std::string("reflect"))
+      .input(floats({3, 100, 9}, 66))
+      .constant(ints({0, 2, 3, 0, 1, 2}))
+      .check(kExact);
+  GpuOpTest("Pad", 13)
+      .input(floats({300, 12}, 67))
+      .constant(ints({1, -3, 0, 5}))
+      .constant(floatTensor({}, {0.25f}))
       .check(kExact);
 }
 

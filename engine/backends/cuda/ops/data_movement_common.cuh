@@ -73,5 +73,18 @@ __device__ __forceinline__ int64_t normalizeIndex(int64_t v, int64_t dim) {
   return v >= 0 && v < dim ? v : -1;
 }
 
+// `count` rows of `inner` elements staged in shared memory at row pitch `pitch` go out
+// packed from `out`, the block's threads on adjacent elements (the row-run copy's and the
+// row-wise Pad's second half; the caller synchronizes before and after).
+template <class T>
+__device__ __forceinline__ void writeStagedRows(const T* stage, int pitch, T* out, int count,
+                                                int inner) {
+  const int elements = count * inner;
+  for (int e = threadIdx.x; e < elements; e += blockDim.x) {
+    const int r = static_cast<int>(static_cast<unsigned>(e) / static_cast<unsigned>(inner));
+    out[e] = stage[r * pitch + (e - r * inner)];
+  }
+}
+
 }  // namespace dm
 }  // namespace kiln::cuda

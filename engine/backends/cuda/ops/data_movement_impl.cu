@@ -201,7 +201,35 @@ __global__ void concatRowsKernel(ConcatChunk<V> chunk, V* dst, int64_t outCols, 
   }
 }
 
-// RowTileParts (data_movement_impl.h). Block b stages rows [b * tileRows, ...) of the whole side.
+// RowRunCopy (data_movement_impl.h): kRows rows staged per block pass, pitch rowRunPitch.
+template <class T>
+__global__ void rowRunCopyKernel(const T* in, T* out, RowRunCopy c, int blockRows) {
+  extern __shared__ uint4 rowRunStage[];
+  T* stage = reinterpret_cast<T*>(rowRunStage);
+  const int inner = c.inner, pitch = rowRunPitch(inner);
+  for (int64_t row0 = int64_t(blockIdx.x) * blockRows; row0 < c.rows;
+       row0 += int64_t(gridDim.x) * blockRows) {
+    const int count = static_cast<int>(c.rows - row0 < blockRows ? c.rows - row0 : blockRows);
+    for (int t = threadIdx.x; t < count; t += blockDim.x) {
+      int64_t rest = row0 + t, offset = 0;
+      for (int d = c.outerRank - 1; d >= 0; --d) {
+        int64_t coordinate = 0;
+        rest = divMod(rest, c.outerDims[d], &coordinate);
+        offset += coordinate * c.outerInStrides[d];
+      }
+      const T* from = in + offset;
+      T* to = stage + t * pitch;
+#pragma unroll 4
+      for (int e = 0; e < inner; ++e) to[e] = from[e * c.innerStride];
+    }
+    __syncthreads();
+    writeStagedRows(stage, pitch, out + row0 * inner, count, inner);
+    __syncthreads();
+  }
+}
+
+// RowTileParts (data_movement_impl.h). Block b stages rows
+// [b * tileRows, ...) of the whole side.
 template <typename T>
 struct RowTileArgs {
   T* parts[kConcatParts];
@@ -292,6 +320,23 @@ Status launchRowTileParts(const RowTileParts& parts, cudaStream_t stream) {
     return Status::ok();
   }));
   KILN_CUDA_CHECK_LAUNCH("rowTilePartsKernel");
+  return Status::ok();
+}
+
+Status launchRowRunCopy(const RowRunCopy& c, cudaStream_t stream) {
+  const int blockRows = rowRunRowsPerBlock(c.inner, c.elementBytes);
+  if (blockRows == 0) return Status(StatusCode::kInternal, "row-run copy rows do not fit");
+  const int64_t passes = (c.rows + blockRows - 1) / blockRows;
+  const unsigned grid =
+      static_cast<unsigned>(std::min<int64_t>(std::max<int64_t>(passes, 1), 65535LL * 32));
+  const size_t bytes = size_t(blockRows) * rowRunPitch(c.inner) * c.elementBytes;
+  KILN_RETURN_IF_ERROR(dispatchWordOfSize(c.elementBytes, [&](auto element) {
+    using T = decltype(element);
+    rowRunCopyKernel<T><<<grid, kBlockSize, bytes, stream>>>(static_cast<const T*>(c.in),
+                                                             static_cast<T*>(c.out), c, blockRows);
+    return Status::ok();
+  }));
+  KILN_CUDA_CHECK_LAUNCH("rowRunCopyKernel");
   return Status::ok();
 }
 

@@ -1,5 +1,7 @@
-// Pad's device half (contract: slice_pad_tile_impl.h; host half: slice_pad_tile.cpp): one
-// kernel for every mode, and its launch.
+// Pad's device half (contract: slice_pad_tile_impl.h; host half: slice_pad_tile.cpp): a
+// kernel by output rows where they stage (padRowsApply), one by element otherwise, every
+// mode in both, and their launch.
+#include <algorithm>
 #include <cstring>
 
 #include "backends/cuda/ops/data_movement_common.cuh"
@@ -9,6 +11,30 @@ namespace kiln::cuda {
 namespace {
 
 using namespace dm;
+
+// The CPU's padAxisMap for one dim: output coordinate c of dim d to the input index it
+// reads (regionStart + t), or `border` for a constant pad outside the region.
+__device__ __forceinline__ int64_t padSource(const PadParams& p, int d, int64_t c, bool* border) {
+  int64_t t = c - p.padBegin[d];
+  const int64_t len = p.regionLen[d];
+  if (t < 0 || t >= len) {
+    if (p.mode == kPadConstant) {
+      *border = true;
+      t = 0;
+    } else if (p.mode == kPadEdge) {
+      t = t < 0 ? 0 : len - 1;
+    } else if (p.mode == kPadWrap) {
+      t = ((t % len) + len) % len;
+    } else if (len == 1) {  // reflect of one element repeats it
+      t = 0;
+    } else {
+      const int64_t period = 2 * (len - 1);
+      t = ((t % period) + period) % period;
+      if (t >= len) t = period - t;
+    }
+  }
+  return p.regionStart[d] + t;
+}
 
 // The CPU's padAxisMap, evaluated per element.
 template <class T>
@@ -22,27 +48,48 @@ __global__ void padKernel(const T* in, T* out, PadParams p, T value, int64_t n) 
       if (d >= p.rank) continue;
       int64_t c = 0;
       rest = divMod(rest, p.outDims[d], &c);
-      int64_t t = c - p.padBegin[d];
-      const int64_t len = p.regionLen[d];
-      if (t < 0 || t >= len) {
-        if (p.mode == kPadConstant) {
-          border = true;
-          t = 0;
-        } else if (p.mode == kPadEdge) {
-          t = t < 0 ? 0 : len - 1;
-        } else if (p.mode == kPadWrap) {
-          t = ((t % len) + len) % len;
-        } else if (len == 1) {  // reflect of one element repeats it
-          t = 0;
-        } else {
-          const int64_t period = 2 * (len - 1);
-          t = ((t % period) + period) % period;
-          if (t >= len) t = period - t;
-        }
-      }
-      offset += (p.regionStart[d] + t) * p.inStrides[d];
+      offset += padSource(p, d, c, &border) * p.inStrides[d];
     }
     out[i] = border ? value : in[offset];
+  }
+}
+
+// padRowsApply's Pad by output rows (slice_pad_tile_impl.h): a thread maps one row's outer
+// coordinates once and walks the row's `inner` elements into a shared staging row (pitch
+// rowRunPitch), then the block writes its rows out contiguous.
+template <class T>
+__global__ void padRowsKernel(const T* in, T* out, PadParams p, T value, int64_t rows,
+                              int blockRows) {
+  extern __shared__ uint4 padStage[];
+  T* stage = reinterpret_cast<T*>(padStage);
+  const int last = p.rank - 1;
+  const int inner = static_cast<int>(p.outDims[last]), pitch = rowRunPitch(inner);
+  for (int64_t row0 = int64_t(blockIdx.x) * blockRows; row0 < rows;
+       row0 += int64_t(gridDim.x) * blockRows) {
+    const int count = static_cast<int>(rows - row0 < blockRows ? rows - row0 : blockRows);
+    for (int r = threadIdx.x; r < count; r += blockDim.x) {
+      int64_t rest = row0 + r, offset = 0;
+      bool border = false;
+      for (int d = last - 1; d >= 0; --d) {
+        int64_t c = 0;
+        rest = divMod(rest, p.outDims[d], &c);
+        offset += padSource(p, d, c, &border) * p.inStrides[d];
+      }
+      T* to = stage + r * pitch;
+      if (border) {
+        for (int e = 0; e < inner; ++e) to[e] = value;
+        continue;
+      }
+      const T* from = in + offset;
+      for (int e = 0; e < inner; ++e) {
+        bool outside = false;
+        const int64_t source = padSource(p, last, e, &outside);
+        to[e] = outside ? value : from[source * p.inStrides[last]];
+      }
+    }
+    __syncthreads();
+    writeStagedRows(stage, pitch, out + row0 * inner, count, inner);
+    __syncthreads();
   }
 }
 
@@ -55,11 +102,24 @@ Status launchPad(const PadLaunch& pad, cudaStream_t stream) {
     using T = decltype(element);
     T fill;
     std::memcpy(&fill, pad.value, sizeof(T));
+    if (padRowsApply(pad.params, pad.elementBytes)) {
+      const int last = pad.params.rank - 1;
+      const int inner = static_cast<int>(pad.params.outDims[last]);
+      const int blockRows = rowRunRowsPerBlock(inner, pad.elementBytes);
+      const int64_t rows = pad.n / inner;
+      const unsigned grid = static_cast<unsigned>(std::min<int64_t>(
+          std::max<int64_t>((rows + blockRows - 1) / blockRows, 1), 65535LL * 32));
+      const size_t bytes = size_t(blockRows) * rowRunPitch(inner) * pad.elementBytes;
+      padRowsKernel<<<grid, kBlockSize, bytes, stream>>>(static_cast<const T*>(pad.in),
+                                                         static_cast<T*>(pad.out), pad.params, fill,
+                                                         rows, blockRows);
+      return Status::ok();
+    }
     padKernel<<<gridFor(pad.n), kBlockSize, 0, stream>>>(
         static_cast<const T*>(pad.in), static_cast<T*>(pad.out), pad.params, fill, pad.n);
     return Status::ok();
   }));
-  KILN_CUDA_CHECK_LAUNCH("padKernel");
+  KILN_CUDA_CHECK_LAUNCH("padKernel / padRowsKernel");
   return Status::ok();
 }
 

@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""One plan, several settings of an environment variable that a kernel reads at run time
+(a temporary probe while a kernel path is chosen): each zoo model's FP16 plan is built once
+as the zoo builds it, then timed with the variable at each value in turn, rounds of all
+values alternating, in the same call (`kiln run --no-data-transfers`, GPU compute median).
+
+Usage (on the device, after a zoo call in the same warm session, which left the exports in
+WORK/onnx and the inputs in WORK/inputs):
+  env_ab.py --kiln KILN --work /tmp/kiln-zoo --models volo_d1_224@dynamo,swin_t \
+            --variable KILN_PROBE_X --values ",0,late" [--rounds 3] [--out DIR]
+An empty value leaves the variable unset. Prints one line per model (each value's median
+ms and its ratio to the first value's) and appends the rows to DIR/env_ab.jsonl.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import zoo_kiln  # noqa: E402  (the zoo's kiln build and run, as the zoo calls them)
+import zoo_models  # noqa: E402  (the entries' inputs and GPU-bound batches)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--kiln", required=True)
+    p.add_argument("--work", required=True)
+    p.add_argument("--models", required=True)
+    p.add_argument("--variable", required=True)
+    p.add_argument("--values", required=True, help="comma-separated; empty: unset")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--opt-level", type=int, default=2)
+    p.add_argument("--out", default=".")
+    a = p.parse_args()
+    values = a.values.split(",")
+    os.makedirs(a.out, exist_ok=True)
+    os.makedirs(os.path.join(a.work, "ab"), exist_ok=True)
+    log = open(os.path.join(a.out, "env_ab.jsonl"), "a")
+    kiln = zoo_kiln.Kiln(a.kiln, opt_level=a.opt_level, build_timeout=300, run_timeout=120)
+    for entry in zoo_models.select(a.models):
+        spec = entry.model
+        onnx = os.path.join(a.work, "onnx", entry.name + ".onnx")
+        if not os.path.exists(onnx):
+            print(f"{entry.name}: no export in {a.work}/onnx (run the zoo first)", flush=True)
+            continue
+        shapes = zoo_models.shapes_arg(spec, spec.batch)
+        inputs = {i.name: os.path.join(a.work, "inputs", f"{spec.name}_b{spec.batch}_{i.name}.npy")
+                  for i in spec.inputs}
+        plan = os.path.join(a.work, "ab", entry.name.replace("@", "-") + "_env.kiln")
+        os.environ.pop(a.variable, None)
+        built = kiln.build(onnx, plan, shapes)
+        error = built.get("error")
+        times = {v: [] for v in values}
+        for _ in range(a.rounds if not error else 0):
+            for v in values:
+                if v:
+                    os.environ[a.variable] = v
+                else:
+                    os.environ.pop(a.variable, None)
+                ran = kiln.run(plan, shapes, inputs)
+                error = error or ran.get("error")
+                times[v].append(ran.get("median_ms"))
+        os.environ.pop(a.variable, None)
+        if error:
+            print(f"{entry.name}: error: {error}", flush=True)
+            continue
+        medians = {v: statistics.median(times[v]) for v in values}
+        first = medians[values[0]]
+        log.write(json.dumps({"model": entry.name, "batch": spec.batch, "variable": a.variable,
+                              "medians_ms": medians, "runs_ms": times,
+                              "layers": built.get("layers")}) + "\n")
+        cells = "  ".join(f"{v or 'unset'} {medians[v]:.3f} ms ({medians[v] / first:.3f})"
+                          for v in values)
+        print(f"{entry.name:28s} b{spec.batch:<4d} {cells}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
