@@ -188,6 +188,33 @@ TEST(CudaMatMul, VectorOperands) {
       .check(gemmTolerances());
 }
 
+// Many small products take Kiln's kernel (small_batched_matmul.h): VOLO's outlook products
+// (9 x 9 by 9 x 32, pairs of columns at 16 bits), an odd n (a column a thread), a left
+// matrix shared by every product, and each asserting the implementation that ran.
+TEST(CudaMatMul, ManySmallProductsOnKilnsKernel) {
+  KILN_REQUIRE_GPU();
+  struct Case {
+    Shape a, b;
+  };
+  for (const Case& c : {Case{{2, 1100, 9, 9}, {2, 1100, 9, 32}}, Case{{2300, 5, 12}, {2300, 12, 7}},
+                        Case{{4, 6}, {2100, 6, 16}}}) {
+    SCOPED_TRACE(shapeToString(c.a) + " x " + shapeToString(c.b));
+    GpuOpTest test("MatMul", 13);
+    test.input(randomFloats(c.a, 34)).input(randomFloats(c.b, 35));
+    test.check(gemmTolerances());
+    for (cuda::Precision precision : {cuda::Precision::kFloat32, cuda::Precision::kFloat16}) {
+      std::vector<cuda::LayerInfo> layers;
+      auto out = runCudaPoisoned(test.network(), test.feeds(), precision, "out0", &layers);
+      ASSERT_TRUE(out.isOk()) << out.status().toString();
+      bool small = false;
+      for (const cuda::LayerInfo& layer : layers)
+        small =
+            small || layer.implementation.find("kiln small batched MatMul") != std::string::npos;
+      EXPECT_TRUE(small) << cuda::precisionName(precision);
+    }
+  }
+}
+
 TEST(CudaMatMul, PartialBatchBroadcastFallsBackCorrectly) {
   KILN_REQUIRE_GPU();
   // Partially broadcast batch dims are not a strided batch: the kernel declines at run

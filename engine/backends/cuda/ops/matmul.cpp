@@ -1,7 +1,8 @@
 // MatMul and Gemm through cuBLASLt. Row-major ONNX matrices are handed to the
 // column-major library as their transposes (C^T = B^T A^T), batches as strided
 // batches (stride 0 for a broadcast operand), a 2-D right operand folds the left
-// operand's batch into M, and Gemm's bias row becomes the BIAS epilogue. The
+// operand's batch into M, and Gemm's bias row becomes the BIAS epilogue; many small
+// products (small_batched_matmul.h) take Kiln's kernel instead. The
 // heuristic's first algorithm for each shape, or for the layer kernels the fastest of its
 // first kGemmRaceCandidates timed on the layer's buffers, is cached in the layer's state.
 #include <cublasLt.h>
@@ -19,6 +20,7 @@
 #include "backends/cuda/ops/conv_epilogue.h"
 #include "backends/cuda/ops/cudnn_conv.h"
 #include "backends/cuda/ops/gemm.h"
+#include "backends/cuda/ops/small_batched_matmul.h"
 #include "kiln/passes.h"
 
 namespace kiln::cuda {
@@ -278,6 +280,27 @@ Status runLayerGemm(GpuKernelContext& ctx, const GemmProblem& p, const void* a, 
   return Status::ok();
 }
 
+// Many small products (small_batched_matmul.h): Kiln's kernel instead of cuBLASLt's tiles.
+Status runSmallBatched(GpuKernelContext& ctx, const GemmProblem& p, const void* a, const void* b,
+                       void* d) {
+  SmallBatchedMatMul product;
+  product.type = p.type;
+  product.a = a;
+  product.b = b;
+  product.d = d;
+  product.batch = p.batch;
+  product.strideA = p.strideA;
+  product.strideB = p.strideB;
+  product.m = static_cast<int>(p.m);
+  product.n = static_cast<int>(p.n);
+  product.k = static_cast<int>(p.k);
+  ctx.setImplementation("kiln small batched MatMul (" + std::to_string(p.batch) + " products of " +
+                        std::to_string(p.m) + "x" + std::to_string(p.k) + " by " +
+                        std::to_string(p.k) + "x" + std::to_string(p.n) +
+                        ", a thread an output, float sums)");
+  return launchSmallBatchedMatMul(product, ctx.stream());
+}
+
 Status matMulKernel(GpuKernelContext& ctx) {
   const DeviceTensor& a = ctx.input(0);
   const DeviceTensor& b = ctx.input(1);
@@ -333,6 +356,8 @@ Status matMulKernel(GpuKernelContext& ctx) {
   if ((batchA == batch || allOnes(batchA)) && (batchB == batch || allOnes(batchB))) {
     p.strideA = allOnes(batchA) ? 0 : m * k;
     p.strideB = allOnes(batchB) ? 0 : k * n;
+    if (smallBatchedMatMulApplies(a.type, batchCount, m, n, k))
+      return runSmallBatched(ctx, p, a.data, b.data, out.value().data);
     return runLayerGemm(ctx, p, a.data, b.data, out.value().data, nullptr);
   }
   return ctx.unsupported("MatMul with partially broadcast batch dims " + shapeToString(a.shape) +
