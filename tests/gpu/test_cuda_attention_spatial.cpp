@@ -422,6 +422,25 @@ TEST(CudaCol2Im, OutlookFoldAndStridedBlocks) {
       .check();
 }
 
+// 16-bit folds by planes in shared memory: more blocks than a block has threads (20 x 20
+// blocks over a 40 x 40 image), and a plane too large to stage (120 x 120: the gather kernel).
+TEST(CudaCol2Im, PlanesLargerThanABlock) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest("Col2Im", 18)
+      .attr("strides", Ints{2, 2})
+      .attr("pads", Ints{1, 1, 1, 1})
+      .input(randomFloats({2, 2 * 9, 400}, 505))
+      .constant(int64Tensor({2}, {40, 40}))
+      .constant(int64Tensor({2}, {3, 3}))
+      .check();
+  GpuOpTest("Col2Im", 18)
+      .attr("strides", Ints{4, 4})
+      .input(randomFloats({1, 16, 900}, 506))
+      .constant(int64Tensor({2}, {120, 120}))
+      .constant(int64Tensor({2}, {4, 4}))
+      .check();
+}
+
 // ------------------------------------------------------------------ MaxUnpool
 
 // Indices MaxPool(kernel 2, stride 2) could return for a (1, 2, 6, 6) input: one

@@ -60,8 +60,15 @@ inline bool col2Im2d(const Col2ImParams& p, Col2Im2d* g) {
   return true;
 }
 
+// A 2-D plane whose float sums fit a block's shared memory (up to 12,288 elements: 48 KB):
+// 16-bit Col2Im sums it by planes (col2ImPlanesDevice), one block a plane.
+inline bool col2ImPlanesApply(const Col2Im2d& g) {
+  return int64_t(g.height) * g.width <= 12288 && g.height > 0 && g.width > 0;
+}
+
 // out[n, c, image...] = the sum of every column entry whose block covers it: in double,
-// or in float for 16-bit storage with two spatial dims (col2Im2d).
+// or in float for 16-bit storage with two spatial dims (col2Im2d; by planes where
+// col2ImPlanesApply).
 struct Col2ImLaunch {
   const void* columns = nullptr;       // [N, C * kernelSize, blockCount] of `type`
   void* out = nullptr;                 // [N, C, image...] of `type`
