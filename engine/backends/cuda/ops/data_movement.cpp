@@ -28,9 +28,11 @@
 //   are contiguous in the input first; a batched 2-D transpose then runs a shared-memory
 //   tiled kernel (or, with a side of at most 8, one thread per element of the long
 //   side), a contiguous one a cudaMemcpyAsync; a copy whose innermost output dim is strided
-//   in the input while another is contiguous there, a tiled transpose of those two dims
-//   with the rest as a batch (stridedTranspose). Ranks above kMaxRank after merging are
-//   refused as unsupported.
+//   in the input, the row-run copy where 32 of its rows fit a block's staging (rowRunCopy:
+//   a thread a row), else a tiled transpose of that dim and one contiguous in the input
+//   with the rest as a batch (stridedTranspose); the rest element-wise in the widest word
+//   the innermost run allows, or the row-run copy when that word is one element. Ranks
+//   above kMaxRank after merging are refused as unsupported.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>

@@ -24,10 +24,10 @@
 //     the engine's TF32 setting).
 // Head sizes D (Q, K) and Dv (V) each up to 128, each padded to 32, 64 or 128 in shared
 // memory; over 128 (Gemma's 256) both are padded to 256: one block a multiprocessor (165 KB
-// of shared memory) and, on the tensor cores, Q's fragments read from shared memory at
-// every tile instead of held in registers (the 64 registers they take would spill beside
-// the 128 of a 16 x 256 output). The mask, additive in Q's storage type, is read through
-// its broadcast strides.
+// of shared memory on the tensor cores, 137 KB in float32) and, on the tensor cores, Q's
+// fragments read from shared memory at every tile instead of held in registers (the 64
+// registers they take would spill beside the 128 of a 16 x 256 output). The mask, additive
+// in Q's storage type, is read through its broadcast strides.
 //
 // Floor for BERT-base, batch 128, seq 128, 12 heads of 64, 12 layers (per layer:
 // Q, K, V, Y of 128 x 128 x 768 and the [128, 1, 128, 128] mask read once from DRAM):
