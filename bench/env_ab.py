@@ -38,15 +38,8 @@ def main():
     os.makedirs(os.path.join(a.work, "ab"), exist_ok=True)
     log = open(os.path.join(a.out, "env_ab.jsonl"), "a")
     kiln = zoo_kiln.Kiln(a.kiln, opt_level=a.opt_level, build_timeout=300, run_timeout=120)
-    for entry in zoo_models.select(a.models):
+    for entry, onnx, shapes, inputs in zoo_models.exported_entries(a.work, a.models):
         spec = entry.model
-        onnx = os.path.join(a.work, "onnx", entry.name + ".onnx")
-        if not os.path.exists(onnx):
-            print(f"{entry.name}: no export in {a.work}/onnx (run the zoo first)", flush=True)
-            continue
-        shapes = zoo_models.shapes_arg(spec, spec.batch)
-        inputs = {i.name: os.path.join(a.work, "inputs", f"{spec.name}_b{spec.batch}_{i.name}.npy")
-                  for i in spec.inputs}
         plan = os.path.join(a.work, "ab", entry.name.replace("@", "-") + "_env.kiln")
         os.environ.pop(a.variable, None)
         built = kiln.build(onnx, plan, shapes)

@@ -33,16 +33,8 @@ def main():
     a = p.parse_args()
     os.makedirs(a.out, exist_ok=True)
     log = open(os.path.join(a.out, "pass_ab.jsonl"), "a")
-    for entry in zoo_models.select(a.models):
+    for entry, onnx, shapes, inputs in zoo_models.exported_entries(a.work, a.models):
         spec = entry.model
-        onnx = os.path.join(a.work, "onnx", entry.name + ".onnx")
-        if not os.path.exists(onnx):
-            print(f"{entry.name}: no export in {a.work}/onnx (run the zoo first)", flush=True)
-            continue
-        shapes = zoo_models.shapes_arg(spec, spec.batch)
-        # The zoo's inputs at the GPU-bound batch (zoo_kiln.save_inputs' names).
-        inputs = {i.name: os.path.join(a.work, "inputs", f"{spec.name}_b{spec.batch}_{i.name}.npy")
-                  for i in spec.inputs}
         plans = {"A": ([], os.path.join(a.work, "ab", entry.name + "_A.kiln"))}
         for name in a.disable.split(","):
             plans[name] = ([name], os.path.join(a.work, "ab", f"{entry.name}_no_{name}.kiln"))

@@ -534,6 +534,22 @@ def shapes_arg(spec, batch):
                     for i in spec.inputs)
 
 
+def exported_entries(work, models):
+    """The selected entries a zoo run left in WORK, for tools that time their plans again
+    (pass_ab.py, env_ab.py): (entry, onnx path, --shapes value, {input: .npy path}) at the
+    entry's GPU-bound batch; an entry without an export is named and skipped."""
+    for entry in select(models):
+        spec = entry.model
+        onnx = os.path.join(work, "onnx", entry.name + ".onnx")
+        if not os.path.exists(onnx):
+            print(f"{entry.name}: no export in {work}/onnx (run the zoo first)", flush=True)
+            continue
+        # The zoo's inputs at the GPU-bound batch (zoo_kiln.save_inputs' names).
+        inputs = {i.name: os.path.join(work, "inputs", f"{spec.name}_b{spec.batch}_{i.name}.npy")
+                  for i in spec.inputs}
+        yield entry, onnx, shapes_arg(spec, spec.batch), inputs
+
+
 def export(entry, model, path):
     """Exports as a user would; returns the seconds it took. Raises on failure."""
     import time
