@@ -8,7 +8,8 @@
 //                            [--disable PASS]... [--count PASS]
 //   --batch: every graph input's symbolic dim 0 (default 1); --dim: its other symbolic
 //   dims (default 1; a text model's sequence length); --show: print the nodes whose name
-//   holds SUBSTRING, with their inputs and outputs; --disable: run without that pass (a
+//   holds SUBSTRING or whose op type is SUBSTRING, with their inputs, outputs and integer
+//   attributes; --disable: run without that pass (a
 //   plan's before / after); --count: print how many rewrites that pass made.
 #include <algorithm>
 #include <cmath>
@@ -78,11 +79,19 @@ int main(int argc, char** argv) {
       ++reformats;
       std::cout << "  " << n.name << "\n";
     }
-    if (!show.empty() && n.name.find(show) != std::string::npos) {
+    if (!show.empty() && (n.name.find(show) != std::string::npos || n.opType == show)) {
       std::cout << n.opType << " " << n.name << " <-";
       for (const std::string& in : n.inputs) std::cout << " " << in;
       std::cout << " ->";
       for (const std::string& out : n.outputs) std::cout << " " << out;
+      for (const auto& [key, attribute] : n.attributes) {
+        if (attribute.kind == Attribute::Kind::kInt) std::cout << " " << key << "=" << attribute.i;
+        if (attribute.kind != Attribute::Kind::kInts) continue;
+        std::cout << " " << key << "=[";
+        for (size_t k = 0; k < attribute.ints.size(); ++k)
+          std::cout << (k ? "," : "") << attribute.ints[k];
+        std::cout << "]";
+      }
       std::cout << "\n";
     }
   }

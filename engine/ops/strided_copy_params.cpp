@@ -54,4 +54,15 @@ Result<StridedCopyGeometry> stridedCopyGeometry(const Node& node, int64_t inputE
   return g;
 }
 
+bool stridedCopyIsContiguousRun(const StridedCopyGeometry& g) {
+  int64_t inner = 1;  // elements of the dims after k
+  for (size_t k = g.shape.size(); k-- > 0;) {
+    if (g.shape[k] == 0) return false;
+    if (g.shape[k] == 1) continue;
+    if (g.strides[k] != inner) return false;
+    inner *= g.shape[k];
+  }
+  return true;
+}
+
 }  // namespace kiln::ops

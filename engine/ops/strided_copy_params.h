@@ -35,4 +35,9 @@ constexpr int64_t kUnknownInputElements = -1;
 // attributes, with kUnknownInputElements).
 Result<StridedCopyGeometry> stridedCopyGeometry(const Node& node, int64_t inputElements);
 
+// True when `g` reads one contiguous run of X: Y is X_flat[offset, offset + numel(Y)) in
+// order (dims of extent 1 aside, each stride is the product of the dims after it), so Y can be
+// a view of X's bytes at element `offset` instead of a copy. An empty Y is not a view.
+bool stridedCopyIsContiguousRun(const StridedCopyGeometry& g);
+
 }  // namespace kiln::ops

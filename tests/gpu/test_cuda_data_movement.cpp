@@ -555,5 +555,88 @@ TEST(CudaStridedCopy, PackedBlockReadTransposed) {
   checkStridedCopy(floats({4, 40, 36}, 63), {2, 36, 40}, {40 * 36, 1, 36}, 40 * 36);
 }
 
+// A contiguous run as the graph's output: planned as a view, the bytes copied into the output
+// buffer (no kernel).
+TEST(CudaStridedCopy, ContiguousRunAsTheGraphOutput) {
+  KILN_REQUIRE_GPU();
+  checkStridedCopy(floats({4, 8, 64}, 64), {2, 8, 64}, {512, 64, 1}, 1024);
+}
+
+Node stridedCopyNode(const std::string& in, const std::string& out, const Shape& shape,
+                     const std::vector<int64_t>& strides, int64_t offset) {
+  Node n;
+  n.opType = "StridedCopy";
+  n.domain = "ai.kiln";
+  n.opset = 1;
+  n.name = "copy_" + out;
+  n.inputs = {in};
+  n.outputs = {out};
+  n.attributes["shape"] = Attribute{.kind = Attribute::Kind::kInts, .ints = shape};
+  n.attributes["strides"] = Attribute{.kind = Attribute::Kind::kInts, .ints = strides};
+  n.attributes["offset"] = Attribute{.kind = Attribute::Kind::kInt, .i = offset};
+  return n;
+}
+
+Node plainNode(const std::string& op, std::vector<std::string> in, const std::string& out) {
+  Node n;
+  n.opType = op;
+  n.name = op + "_" + out;
+  n.opset = 17;
+  n.inputs = std::move(in);
+  n.outputs = {out};
+  return n;
+}
+
+// Planned views inside a graph (MViTv2's Q, K, V out of one packed tensor): x [4, 4, 64];
+// rows 2..3 (a contiguous run at element 512) -> Reshape [2, 256] -> its second row (a view of
+// a view: element 768 of x) -> Relu, plus a run at element 8 (16 bytes: off the arena's
+// 256-byte alignment, so copied by a kernel) -> Add. Poisoned output, exact against the CPU
+// reference in float32 and float16; the two aligned runs are views (no kernel), the third is not.
+TEST(CudaStridedCopy, ContiguousRunsAreViewsInsideAGraph) {
+  KILN_REQUIRE_GPU();
+  Network net;
+  net.irVersion = 8;
+  net.opsets[""] = 17;
+  net.opsets["ai.kiln"] = 1;
+  Graph& g = net.graph;
+  ValueInfo x;
+  x.name = "x";
+  x.type = DataType::kFloat32;
+  x.hasShape = true;
+  x.shape = {4, 4, 64};
+  g.inputs.push_back(x);
+  g.initializers["rows"] = ints({2, 256});
+  g.nodes.push_back(stridedCopyNode("x", "lower", {2, 4, 64}, {256, 64, 1}, 512));
+  g.nodes.push_back(plainNode("Reshape", {"lower", "rows"}, "lower_rows"));
+  g.nodes.push_back(stridedCopyNode("lower_rows", "last", {256}, {1}, 256));
+  g.nodes.push_back(plainNode("Relu", {"last"}, "last_relu"));
+  g.nodes.push_back(stridedCopyNode("x", "unaligned", {256}, {1}, 8));
+  g.nodes.push_back(plainNode("Add", {"last_relu", "unaligned"}, "y"));
+  g.outputs.push_back(ValueInfo{"y", DataType::kFloat32, false, {}});
+  for (cuda::Precision precision : {cuda::Precision::kFloat32, cuda::Precision::kFloat16}) {
+    SCOPED_TRACE(cuda::precisionName(precision));
+    const std::map<std::string, Tensor> feeds =
+        roundTo(std::map<std::string, Tensor>{{"x", floats({4, 4, 64}, 65)}}, precision);
+    std::vector<NamedTensor> expected;
+    const Status reference = ReferenceBackend(net).run(feeds, &expected);
+    ASSERT_TRUE(reference.isOk()) << reference.toString();
+    std::vector<cuda::LayerInfo> layers;
+    auto actual = runCudaPoisoned(net, feeds, precision, "y", &layers);
+    ASSERT_TRUE(actual.isOk()) << actual.status().toString();
+    const double tolerance = precision == cuda::Precision::kFloat32 ? 0 : 1e-3;
+    expectTensorNear(actual.value(), expected[0].tensor, tolerance, tolerance);
+    std::map<std::string, const cuda::LayerInfo*> byName;
+    for (const cuda::LayerInfo& layer : layers) byName[layer.name] = &layer;
+    for (const char* view : {"copy_lower", "copy_last"}) {
+      ASSERT_TRUE(byName.count(view)) << view;
+      EXPECT_EQ(byName[view]->placement, cuda::LayerPlacement::kAlias) << view;
+      EXPECT_NE(byName[view]->implementation.find("view of its input at byte"), std::string::npos)
+          << byName[view]->implementation;
+    }
+    ASSERT_TRUE(byName.count("copy_unaligned"));
+    EXPECT_EQ(byName["copy_unaligned"]->placement, cuda::LayerPlacement::kGpu);
+  }
+}
+
 }  // namespace
 }  // namespace kiln::test

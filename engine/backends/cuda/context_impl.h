@@ -347,6 +347,7 @@ class ContextImpl final : public ExecutionContext {
   Status runSteps();
   Status runStep(size_t index);
   Status runHostFallback(size_t index, const Node& node);
+  Status runPlannedView(size_t index, const Node& node);
   Status bindInputs();
   Status releaseDynamic();
   Status finishOutputs();

@@ -8,6 +8,11 @@
 namespace kiln::cuda {
 namespace {
 
+// A planned view starts on the arena's alignment (planMemory's 256 bytes), so every kernel
+// reading it sees the alignment it would see in a buffer of its own (cuBLASLt's algorithms,
+// 16-byte vector paths).
+constexpr int64_t kViewAlignment = 256;
+
 bool allConst(const SymbolicShape& shape, Shape* out) {
   out->clear();
   for (const DimExpr& d : shape) {
@@ -15,6 +20,33 @@ bool allConst(const SymbolicShape& shape, Shape* out) {
     out->push_back(d.constValue());
   }
   return true;
+}
+
+// The byte offset at which `node`'s output 0 is a view of its input 0 (entry->viewOffset at
+// the planned shapes), or -1: no such entry, a shape not known, a storage type that differs
+// between the two (the output is converted), or an input that is not on the GPU path.
+template <class ValueFor>
+int64_t plannedViewOffset(const Node& node, const GpuKernelEntry* entry, ValueFor& valueFor) {
+  if (!entry || !entry->viewOffset || node.inputs.empty() || node.inputs[0].empty() ||
+      node.outputs.empty() || node.outputs[0].empty())
+    return -1;
+  std::vector<Shape> shapes;
+  for (const std::string& name : node.inputs) {
+    if (name.empty()) {
+      shapes.emplace_back();
+      continue;
+    }
+    const PlannedValue& value = valueFor(name);
+    if (!value.shapeKnown) return -1;
+    shapes.push_back(value.shape);
+  }
+  const PlannedValue& in = valueFor(node.inputs[0]);
+  const PlannedValue& out = valueFor(node.outputs[0]);
+  if (!out.shapeKnown || in.storage != out.storage || in.storage == DataType::kString ||
+      dataTypeSize(in.storage) == 0)
+    return -1;
+  const int64_t offset = entry->viewOffset(node, shapes, dataTypeSize(in.storage));
+  return offset >= 0 && offset % kViewAlignment == 0 ? offset : -1;
 }
 
 }  // namespace
@@ -70,6 +102,13 @@ Result<ContextPlan> planContext(const EngineImpl& engine,
       step.placement = LayerPlacement::kAlias;
       step.entry = choice.entry;
       step.implementation = "view of its input (no kernel)";
+    } else if (const int64_t offset = plannedViewOffset(node, choice.entry, valueFor);
+               offset >= 0) {
+      step.placement = LayerPlacement::kAlias;
+      step.entry = choice.entry;
+      step.viewOffsetBytes = offset;
+      step.implementation =
+          "view of its input at byte " + std::to_string(offset) + " (a contiguous run: no kernel)";
     } else if (choice.entry) {
       step.entry = choice.entry;
     } else {

@@ -45,6 +45,9 @@ struct PlannedStep {
   int64_t workspaceBytes = 0;
   std::shared_ptr<void> state;
   std::vector<std::string> releaseAfter;  // values whose last reader is this step
+  // >= 0: a planned view (GpuKernelEntry::viewOffset): output 0 is input 0's bytes from this
+  // offset on and no kernel runs. -1 otherwise (an aliasesInput0 view starts at byte 0).
+  int64_t viewOffsetBytes = -1;
   bool hostRoundTrip = false;
   bool dynamicNoted = false;
 };

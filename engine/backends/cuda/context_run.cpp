@@ -62,6 +62,7 @@ Status ContextImpl::runStep(size_t index) {
   const Node& node = m_engine->network().graph.nodes[step.nodeIndex];
   if (step.placement == LayerPlacement::kFolded) return Status::ok();
   if (step.placement == LayerPlacement::kHostFallback) return runHostFallback(index, node);
+  if (step.viewOffsetBytes >= 0) return runPlannedView(index, node);
   std::vector<const LiveValue*> inputs;
   for (const std::string& name : node.inputs) {
     if (name.empty()) {
@@ -105,6 +106,31 @@ Status ContextImpl::runStep(size_t index) {
       KILN_CUDA_CHECK(cudaMemcpyAsync(out->tensor.data, source->tensor.data, out->tensor.byteSize(),
                                       cudaMemcpyDeviceToDevice, m_stream));
     }
+  }
+  return Status::ok();
+}
+
+// A planned view (PlannedStep::viewOffsetBytes): output 0 takes the planned shape over input
+// 0's bytes from the offset on; a graph output (a buffer of its own) gets those bytes copied.
+Status ContextImpl::runPlannedView(size_t index, const Node& node) {
+  const LiveValue* source = live(node.inputs[0]);
+  if (!source)
+    return internalError(node.describe() + ": input '" + node.inputs[0] + "' has no value");
+  const PlannedValue& planned = m_plan.values.at(node.outputs[0]);
+  const int64_t offset = m_plan.steps[index].viewOffsetBytes;
+  const int64_t bytes =
+      shapeNumel(planned.shape) * static_cast<int64_t>(dataTypeSize(source->tensor.type));
+  if (offset + bytes > static_cast<int64_t>(source->tensor.byteSize())) {
+    return internalError(node.describe() + ": its planned view (" + std::to_string(bytes) +
+                         " bytes at byte " + std::to_string(offset) + ") lies outside '" +
+                         node.inputs[0] + "'");
+  }
+  KILN_ASSIGN_OR_RETURN(DeviceTensor out,
+                        allocate(node.outputs[0], source->tensor.type, planned.shape, index));
+  const char* from = static_cast<const char*>(source->tensor.data) + offset;
+  if (out.data != from && out.byteSize()) {
+    KILN_CUDA_CHECK(
+        cudaMemcpyAsync(out.data, from, out.byteSize(), cudaMemcpyDeviceToDevice, m_stream));
   }
   return Status::ok();
 }

@@ -111,6 +111,13 @@ using GpuSupportFn = std::string (*)(const Node& node, const std::vector<DataTyp
 // dim below 0 is a symbol, an empty shape an unknown one: accept what may run);
 // otherwise the reason. Asked before a pass makes such a node (fusedNodeSupport).
 using GpuShapeSupportFn = std::string (*)(const Node& node, const std::vector<Shape>& inputShapes);
+// At these concrete input shapes, is output 0 one contiguous run of input 0's bytes (a slice
+// keeping whole trailing rows, ...)? Returns the run's first byte in input 0, or -1 when the
+// output must be written by the kernel. Asked when a context is planned (every input shape
+// known); a step answered with an offset runs no kernel: its output is a view (offset bytes
+// into input 0's buffer), or, where the output is a graph output, a copy of those bytes.
+using GpuViewOffsetFn = int64_t (*)(const Node& node, const std::vector<Shape>& inputShapes,
+                                    size_t elementBytes);
 
 struct GpuKernelEntry {
   std::string domain;  // "" = ai.onnx
@@ -126,6 +133,7 @@ struct GpuKernelEntry {
   // runs; `fn` is still called to validate and compute the shape via allocateOutput.
   bool aliasesInput0 = false;
   GpuShapeSupportFn supportsShapes = nullptr;  // nullptr: any shape
+  GpuViewOffsetFn viewOffset = nullptr;        // nullptr: never a view (unless aliasesInput0)
 };
 
 class GpuKernelRegistry {

@@ -86,5 +86,22 @@ __device__ __forceinline__ void writeStagedRows(const T* stage, int pitch, T* ou
   }
 }
 
+// The row-staged kernels' block loop (the row-run copy, the row-wise Pad): a block takes
+// `blockRows` of the `rows` output rows of `inner` elements a pass (grid-strided over the
+// passes); thread t fills staging row t (pitch `pitch`) through fillRow(row, stagedRow), then
+// the block writes the pass's rows out packed from out + row * inner.
+template <class T, class FillRow>
+__device__ __forceinline__ void stagedRowPasses(T* stage, int pitch, T* out, int64_t rows,
+                                                int inner, int blockRows, FillRow fillRow) {
+  for (int64_t row0 = int64_t(blockIdx.x) * blockRows; row0 < rows;
+       row0 += int64_t(gridDim.x) * blockRows) {
+    const int count = static_cast<int>(rows - row0 < blockRows ? rows - row0 : blockRows);
+    for (int t = threadIdx.x; t < count; t += blockDim.x) fillRow(row0 + t, stage + t * pitch);
+    __syncthreads();
+    writeStagedRows(stage, pitch, out + row0 * inner, count, inner);
+    __syncthreads();
+  }
+}
+
 }  // namespace dm
 }  // namespace kiln::cuda

@@ -205,27 +205,19 @@ __global__ void concatRowsKernel(ConcatChunk<V> chunk, V* dst, int64_t outCols, 
 template <class T>
 __global__ void rowRunCopyKernel(const T* in, T* out, RowRunCopy c, int blockRows) {
   extern __shared__ uint4 rowRunStage[];
-  T* stage = reinterpret_cast<T*>(rowRunStage);
-  const int inner = c.inner, pitch = rowRunPitch(inner);
-  for (int64_t row0 = int64_t(blockIdx.x) * blockRows; row0 < c.rows;
-       row0 += int64_t(gridDim.x) * blockRows) {
-    const int count = static_cast<int>(c.rows - row0 < blockRows ? c.rows - row0 : blockRows);
-    for (int t = threadIdx.x; t < count; t += blockDim.x) {
-      int64_t rest = row0 + t, offset = 0;
-      for (int d = c.outerRank - 1; d >= 0; --d) {
-        int64_t coordinate = 0;
-        rest = divMod(rest, c.outerDims[d], &coordinate);
-        offset += coordinate * c.outerInStrides[d];
-      }
-      const T* from = in + offset;
-      T* to = stage + t * pitch;
+  const int inner = c.inner;
+  stagedRowPasses(reinterpret_cast<T*>(rowRunStage), rowRunPitch(inner), out, c.rows, inner,
+                  blockRows, [&](int64_t row, T* to) {
+                    int64_t rest = row, offset = 0;
+                    for (int d = c.outerRank - 1; d >= 0; --d) {
+                      int64_t coordinate = 0;
+                      rest = divMod(rest, c.outerDims[d], &coordinate);
+                      offset += coordinate * c.outerInStrides[d];
+                    }
+                    const T* from = in + offset;
 #pragma unroll 4
-      for (int e = 0; e < inner; ++e) to[e] = from[e * c.innerStride];
-    }
-    __syncthreads();
-    writeStagedRows(stage, pitch, out + row0 * inner, count, inner);
-    __syncthreads();
-  }
+                    for (int e = 0; e < inner; ++e) to[e] = from[e * c.innerStride];
+                  });
 }
 
 // RowTileParts (data_movement_impl.h). Block b stages rows

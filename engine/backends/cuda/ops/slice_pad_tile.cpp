@@ -266,6 +266,16 @@ Status stridedCopyOpKernel(GpuKernelContext& ctx) {
   return launchStrided(ctx, in, out, std::move(copy));
 }
 
+// A StridedCopy that reads one contiguous run of its input (MViTv2's Q, K and V taken out of
+// one packed tensor, a Split along the outermost dim) is a view of the run's bytes.
+int64_t stridedCopyViewOffset(const Node& node, const std::vector<Shape>& inputShapes,
+                              size_t elementBytes) {
+  if (inputShapes.empty()) return -1;
+  auto geometry = ops::stridedCopyGeometry(node, shapeNumel(inputShapes[0]));
+  if (!geometry.isOk() || !ops::stridedCopyIsContiguousRun(geometry.value())) return -1;
+  return geometry.value().offset * static_cast<int64_t>(elementBytes);
+}
+
 }  // namespace
 
 void registerSlicePadTileGpuKernels(GpuKernelRegistry& registry) {
@@ -278,6 +288,7 @@ void registerSlicePadTileGpuKernels(GpuKernelRegistry& registry) {
   stridedCopy.opType = ops::kStridedCopyOp;
   stridedCopy.fn = stridedCopyOpKernel;
   stridedCopy.supports = supportsMovableTypes;
+  stridedCopy.viewOffset = stridedCopyViewOffset;
   registry.add(stridedCopy);
 }
 

@@ -61,36 +61,28 @@ template <class T>
 __global__ void padRowsKernel(const T* in, T* out, PadParams p, T value, int64_t rows,
                               int blockRows) {
   extern __shared__ uint4 padStage[];
-  T* stage = reinterpret_cast<T*>(padStage);
   const int last = p.rank - 1;
-  const int inner = static_cast<int>(p.outDims[last]), pitch = rowRunPitch(inner);
-  for (int64_t row0 = int64_t(blockIdx.x) * blockRows; row0 < rows;
-       row0 += int64_t(gridDim.x) * blockRows) {
-    const int count = static_cast<int>(rows - row0 < blockRows ? rows - row0 : blockRows);
-    for (int r = threadIdx.x; r < count; r += blockDim.x) {
-      int64_t rest = row0 + r, offset = 0;
-      bool border = false;
-      for (int d = last - 1; d >= 0; --d) {
-        int64_t c = 0;
-        rest = divMod(rest, p.outDims[d], &c);
-        offset += padSource(p, d, c, &border) * p.inStrides[d];
-      }
-      T* to = stage + r * pitch;
-      if (border) {
-        for (int e = 0; e < inner; ++e) to[e] = value;
-        continue;
-      }
-      const T* from = in + offset;
-      for (int e = 0; e < inner; ++e) {
-        bool outside = false;
-        const int64_t source = padSource(p, last, e, &outside);
-        to[e] = outside ? value : from[source * p.inStrides[last]];
-      }
-    }
-    __syncthreads();
-    writeStagedRows(stage, pitch, out + row0 * inner, count, inner);
-    __syncthreads();
-  }
+  const int inner = static_cast<int>(p.outDims[last]);
+  stagedRowPasses(reinterpret_cast<T*>(padStage), rowRunPitch(inner), out, rows, inner, blockRows,
+                  [&](int64_t row, T* to) {
+                    int64_t rest = row, offset = 0;
+                    bool border = false;
+                    for (int d = last - 1; d >= 0; --d) {
+                      int64_t c = 0;
+                      rest = divMod(rest, p.outDims[d], &c);
+                      offset += padSource(p, d, c, &border) * p.inStrides[d];
+                    }
+                    if (border) {
+                      for (int e = 0; e < inner; ++e) to[e] = value;
+                      return;
+                    }
+                    const T* from = in + offset;
+                    for (int e = 0; e < inner; ++e) {
+                      bool outside = false;
+                      const int64_t source = padSource(p, last, e, &outside);
+                      to[e] = outside ? value : from[source * p.inStrides[last]];
+                    }
+                  });
 }
 
 }  // namespace
