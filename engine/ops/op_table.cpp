@@ -158,6 +158,7 @@ const std::vector<OpRow>& opTable() {
     {"Split", "", K::kShape, S::kOwnRule, "Slice", false, false},
     {"Squeeze", "", K::kShape, S::kOwnRule, "Shuffle", false, false},
     {"StridedCopy", "ai.kiln", K::kShape, S::kOwnRule, "Shuffle", false, false},
+    {"Roll", "ai.kiln", K::kShape, S::kSameAsInput, "Slice", false, false},
     {"Tile", "", K::kShape, S::kOwnRule, "Slice", false, false},
     {"TopK", "", K::kShape, S::kOwnRule, "TopK", false, false},
     {"Transpose", "", K::kShape, S::kOwnRule, "Shuffle", false, false},

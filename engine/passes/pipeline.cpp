@@ -162,6 +162,9 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   // fuse_attention and fold_attention_views, so a fused attention keeps reading its operands
   // through strides instead of through a copy; before remove_dead_nodes.
   list.push_back(passes::makeFoldSplitViews());
+  // An export's torch.roll (Slice, Slice, Concat along one axis; Swin's cyclic window shift) as
+  // one Roll, the rolls of consecutive axes merged: each moves its input once.
+  list.push_back(passes::makeFoldSlicesIntoRoll());
   // Decomposed LayerNormalization, then RMSNormalization: LayerNorm first, since its
   // tail (d / sqrt(mean(d^2) + eps) of d = x - mean(x)) is an RMSNorm of d; both
   // before fuse_add_layer_norm, which takes a residual Add into the LayerNormalization.

@@ -638,5 +638,34 @@ TEST(CudaStridedCopy, ContiguousRunsAreViewsInsideAGraph) {
   }
 }
 
+// ---------------------------------------------------------------- Roll
+
+// ai.kiln Roll (fold_slices_into_roll's torch.roll), exact at fp32 and fp16 against the CPU
+// reference, into a poisoned output.
+void checkRoll(const Tensor& x, const std::vector<int64_t>& shifts) {
+  GpuOpTest("Roll", 1, "ai.kiln").attr("shifts", shifts).input(x).check(kExact);
+}
+
+// Swin's cyclic shift of [B, H, W, C] over H and W: rows of C channels in 16-byte words.
+TEST(CudaRoll, SwinShiftOverHeightAndWidth) {
+  KILN_REQUIRE_GPU();
+  checkRoll(floats({2, 14, 14, 96}, 70), {0, 3, 3, 0});
+  checkRoll(floats({2, 14, 14, 96}, 71), {0, 11, 11, 0});  // the shift back
+}
+
+// The innermost axis rolled (a word an element), rows of 3 elements (2- and 4-byte words),
+// shifts out of range and negative (taken mod the dim), every axis at once, and int64.
+TEST(CudaRoll, InnerAxisOddRowsAndShiftsModTheDim) {
+  KILN_REQUIRE_GPU();
+  checkRoll(floats({3, 5, 7}, 72), {0, 0, 4});
+  checkRoll(floats({2, 6, 5, 3}, 73), {1, 0, 2, 0});
+  checkRoll(floats({4, 5, 6}, 74), {-1, 7, 0});
+  checkRoll(floats({4, 5, 6}, 75), {3, 2, 5});
+  GpuOpTest("Roll", 1, "ai.kiln")
+      .attr("shifts", std::vector<int64_t>{2, -3})
+      .input(int64s({5, 9}, 76))
+      .check(kExact);
+}
+
 }  // namespace
 }  // namespace kiln::test

@@ -1,6 +1,6 @@
-// Region kernels: Slice, Pad, CenterCropPad, Tile, Expand and ai.kiln StridedCopy. Each maps output
-// positions to input positions axis by axis and moves elements without looking at
-// their values (data_movement.h), so every data type, strings included, is served.
+// Region kernels: Slice, Pad, CenterCropPad, Tile, Expand, ai.kiln StridedCopy and Roll. Each maps
+// output positions to input positions axis by axis and moves elements without looking at their
+// values (data_movement.h), so every data type, strings included, is served.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -9,6 +9,7 @@
 #include "backends/cpu/ops/slice_pad.h"
 #include "kiln/passes.h"
 #include "ops/pad_params.h"
+#include "ops/roll_params.h"
 #include "ops/slice_params.h"
 #include "ops/strided_copy_params.h"
 
@@ -249,6 +250,41 @@ Status stridedCopyKernel(KernelContext& ctx) {
   });
 }
 
+// ai.kiln Roll: Y[c] = X[(c - shifts) mod dims] (ops/roll_params.h). Row by row over every dim
+// but the last: the source row's coordinates rolled, then the row in two runs (the last dim's
+// own shift).
+Status rollKernel(KernelContext& ctx) {
+  KILN_RETURN_IF_ERROR(ctx.requireInputs(1));
+  const Tensor& in = ctx.input(0);
+  auto shifts = ops::rollShifts(ctx.node(), in.shape());
+  if (!shifts.isOk()) return ctx.error(shifts.status().message());
+  Tensor& out = ctx.allocateOutput(0, in.type(), in.shape());
+  if (out.numel() == 0) return Status::ok();
+  const Shape& dims = in.shape();
+  const size_t rank = dims.size();
+  const int64_t inner = rank ? dims.back() : 1, lastShift = rank ? shifts->back() : 0;
+  const std::vector<int64_t> strides = contiguousStrides(dims);
+  const int64_t rows = out.numel() / inner;
+  return dispatchByElementSize(in.type(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* x = elementData<T>(in);
+    T* y = elementData<T>(out);
+    for (int64_t row = 0; row < rows; ++row) {
+      int64_t rest = row, source = 0;
+      for (size_t d = rank - (rank ? 1 : 0); d-- > 0;) {
+        const int64_t c = rest % dims[d];
+        rest /= dims[d];
+        source += (c >= (*shifts)[d] ? c - (*shifts)[d] : c - (*shifts)[d] + dims[d]) * strides[d];
+      }
+      T* to = y + row * inner;
+      // Y[.., j] = X[.., (j - shift) mod inner]: j < shift reads the row's tail.
+      for (int64_t j = 0; j < inner; ++j)
+        to[j] = x[source + (j >= lastShift ? j - lastShift : j - lastShift + inner)];
+    }
+    return Status::ok();
+  });
+}
+
 }  // namespace
 
 void registerSlicePadKernels(KernelRegistry& registry) {
@@ -258,6 +294,7 @@ void registerSlicePadKernels(KernelRegistry& registry) {
   registry.add("Tile", 6, 1000, &tileKernel);
   registry.add("Expand", 8, 1000, &expandKernel);
   registry.add(ops::kStridedCopyOp, 1, 1000, &stridedCopyKernel, kKilnDomain);
+  registry.add(ops::kRollOp, 1, 1000, &rollKernel, kKilnDomain);
 }
 
 }  // namespace kiln::cpu

@@ -15,7 +15,8 @@
 namespace kiln::cuda {
 
 // Gather, GatherElements, GatherND, Scatter, ScatterElements, ScatterND, ReverseSequence
-// (gather_scatter.cpp) and Slice, Pad, Tile, Expand, ai.kiln StridedCopy (slice_pad_tile.cpp);
+// (gather_scatter.cpp) and Slice, Pad, Tile, Expand, ai.kiln StridedCopy and Roll
+// (slice_pad_tile.cpp);
 // registerDataMovementGpuKernels calls them.
 void registerIndexedMovementGpuKernels(GpuKernelRegistry& registry);
 void registerSlicePadTileGpuKernels(GpuKernelRegistry& registry);

@@ -1,8 +1,8 @@
-// Slice, Pad, Tile, Expand and ai.kiln StridedCopy on the CUDA backend, the host half, with the
-// opset ranges, attributes, defaults and error messages of the CPU kernels
+// Slice, Pad, Tile, Expand, ai.kiln StridedCopy and Roll on the CUDA backend, the host half, with
+// the opset ranges, attributes, defaults and error messages of the CPU kernels
 // (backends/cpu/ops/slice_pad.cpp, shape_ops.cpp). Shape parameters are read on the host;
-// Slice, Tile, Expand and StridedCopy are strided copies (data_movement_common.h), Pad a kernel
-// of its own (every mode; its device half
+// Slice, Tile, Expand and StridedCopy are strided copies (data_movement_common.h), Pad and Roll
+// kernels of their own (Pad in every mode; their device half
 // slice_pad_tile_impl.cu, their contract slice_pad_tile_impl.h).
 #include <algorithm>
 #include <cstdint>
@@ -16,6 +16,7 @@
 #include "ops/broadcast_params.h"
 #include "ops/output_size.h"
 #include "ops/pad_params.h"
+#include "ops/roll_params.h"
 #include "ops/slice_params.h"
 #include "ops/strided_copy_params.h"
 
@@ -266,6 +267,60 @@ Status stridedCopyOpKernel(GpuKernelContext& ctx) {
   return launchStrided(ctx, in, out, std::move(copy));
 }
 
+// ai.kiln Roll (ops/roll_params.h): the dims after the last shifted one are whole rows moved in
+// the widest words their bytes, both pointers and the row length allow; adjacent unshifted
+// outer dims merge (RollLaunch).
+Status rollKernel(GpuKernelContext& ctx) {
+  KILN_RETURN_IF_ERROR(requireInputs(ctx, 1));
+  const DeviceTensor& in = ctx.input(0);
+  auto shifts = ops::rollShifts(ctx.node(), in.shape);
+  if (!shifts.isOk()) return ctx.error(shifts.status().message());
+  KILN_ASSIGN_OR_RETURN(DeviceTensor out, ctx.allocateOutput(0, in.type, in.shape));
+  if (out.numel() == 0) return Status::ok();
+  KILN_RETURN_IF_ERROR(checkElementBytes(ctx, in.type));
+  const int64_t es = static_cast<int64_t>(dataTypeSize(in.type));
+  int lastShifted = -1;
+  for (int d = 0; d < in.rank(); ++d)
+    if (shifts.value()[d] != 0) lastShifted = d;
+  int64_t rowBytes = es;
+  for (int d = lastShifted + 1; d < in.rank(); ++d) rowBytes *= in.shape[d];
+  RollLaunch roll;
+  roll.in = in.data;
+  roll.out = out.data;
+  roll.wordBytes = 16;
+  const auto fits = [&](int word) {
+    return rowBytes % word == 0 && reinterpret_cast<uintptr_t>(in.data) % word == 0 &&
+           reinterpret_cast<uintptr_t>(out.data) % word == 0;
+  };
+  while (roll.wordBytes > es && !fits(roll.wordBytes)) roll.wordBytes /= 2;
+  roll.rowWords = rowBytes / roll.wordBytes;
+  // Outer dims, an unshifted one merged into the unshifted one before it.
+  std::vector<int64_t> dims, rolled;
+  for (int d = 0; d <= lastShifted; ++d) {
+    const int64_t shift = shifts.value()[d];
+    if (!dims.empty() && shift == 0 && rolled.back() == 0) {
+      dims.back() *= in.shape[d];
+      continue;
+    }
+    dims.push_back(in.shape[d]);
+    rolled.push_back(shift);
+  }
+  KILN_RETURN_IF_ERROR(checkRank(ctx, static_cast<int64_t>(dims.size()), "roll"));
+  roll.rank = static_cast<int>(dims.size());
+  int64_t stride = 1;
+  for (int d = roll.rank - 1; d >= 0; --d) {
+    roll.dims[d] = dims[d];
+    roll.shifts[d] = rolled[d];
+    roll.rowStrides[d] = stride;
+    stride *= dims[d];
+  }
+  roll.n = out.numel() * es / roll.wordBytes;
+  KILN_RETURN_IF_ERROR(launchRoll(roll, ctx.stream()));
+  ctx.setImplementation("roll, rows of " + std::to_string(roll.rowWords) + " " +
+                        std::to_string(roll.wordBytes) + "-byte words");
+  return Status::ok();
+}
+
 // A StridedCopy that reads one contiguous run of its input (MViTv2's Q, K and V taken out of
 // one packed tensor, a Split along the outermost dim) is a view of the run's bytes.
 int64_t stridedCopyViewOffset(const Node& node, const std::vector<Shape>& inputShapes,
@@ -290,6 +345,12 @@ void registerSlicePadTileGpuKernels(GpuKernelRegistry& registry) {
   stridedCopy.supports = supportsMovableTypes;
   stridedCopy.viewOffset = stridedCopyViewOffset;
   registry.add(stridedCopy);
+  GpuKernelEntry roll;
+  roll.domain = kKilnDomain;
+  roll.opType = ops::kRollOp;
+  roll.fn = rollKernel;
+  roll.supports = supportsMovableTypes;
+  registry.add(roll);
 }
 
 }  // namespace kiln::cuda

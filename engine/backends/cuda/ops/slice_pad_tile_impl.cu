@@ -85,9 +85,41 @@ __global__ void padRowsKernel(const T* in, T* out, PadParams p, T value, int64_t
                   });
 }
 
+// RollLaunch (slice_pad_tile_impl.h): word i of the output reads word w of the rolled row.
+template <class W>
+__global__ void rollRowsKernel(const W* in, W* out, RollLaunch r) {
+  KILN_DM_GRID_LOOP(i, r.n) {
+    int64_t word = 0;
+    int64_t row = divMod(i, r.rowWords, &word), source = 0;
+    for (int d = r.rank - 1; d >= 0; --d) {
+      int64_t c = 0;
+      row = divMod(row, r.dims[d], &c);
+      const int64_t s = r.shifts[d];
+      source += (c >= s ? c - s : c - s + r.dims[d]) * r.rowStrides[d];
+    }
+    out[i] = in[source * r.rowWords + word];
+  }
+}
+
 }  // namespace
 
 namespace dm {
+
+Status launchRoll(const RollLaunch& roll, cudaStream_t stream) {
+  auto launch = [&](auto word) {
+    using W = decltype(word);
+    rollRowsKernel<<<gridFor(roll.n), kBlockSize, 0, stream>>>(static_cast<const W*>(roll.in),
+                                                               static_cast<W*>(roll.out), roll);
+    return Status::ok();
+  };
+  if (roll.wordBytes == 16) {
+    KILN_RETURN_IF_ERROR(launch(uint4{}));
+  } else {
+    KILN_RETURN_IF_ERROR(dispatchWordOfSize(roll.wordBytes, launch));
+  }
+  KILN_CUDA_CHECK_LAUNCH("rollRowsKernel");
+  return Status::ok();
+}
 
 Status launchPad(const PadLaunch& pad, cudaStream_t stream) {
   KILN_RETURN_IF_ERROR(dispatchWordOfSize(pad.elementBytes, [&](auto element) {

@@ -1,4 +1,4 @@
-// The host/device contract of Pad (host half: slice_pad_tile.cpp, device half:
+// The host/device contract of Pad and ai.kiln Roll (host half: slice_pad_tile.cpp, device half:
 // slice_pad_tile_impl.cu; Slice, Tile and Expand are strided copies, data_movement_impl.h).
 // Plain C++, for g++ and nvcc; the launchers' common terms: data_movement_impl.h.
 #pragma once
@@ -49,5 +49,23 @@ inline bool padRowsApply(const PadParams& p, int elementBytes) {
 }
 // padRowsKernel where padRowsApply, else padKernel, over the n output elements.
 Status launchPad(const PadLaunch& pad, cudaStream_t stream);
+
+// Roll (ops/roll_params.h) over rows of `rowWords` words of `wordBytes` each: the dims after the
+// last shifted one are one row, moved whole (Swin's cyclic shift of [B, H, W, C] over H and W:
+// rows of C channels, 16-byte words); the row coordinates (`rank` outer dims, adjacent unshifted
+// ones merged) read row (c_d - shifts[d]) mod dims[d] of the input. A word per thread, adjacent
+// threads adjacent words of a row: one read and one write of every byte.
+struct RollLaunch {
+  const void* in = nullptr;
+  void* out = nullptr;
+  int rank = 0;                               // outer dims, <= kMaxMovementRank
+  int64_t dims[kMaxMovementRank] = {};        // rows along each outer dim
+  int64_t shifts[kMaxMovementRank] = {};      // in [0, dims[d])
+  int64_t rowStrides[kMaxMovementRank] = {};  // rows between neighbours along dim d
+  int64_t rowWords = 1;                       // words a row
+  int wordBytes = 1;                          // 1, 2, 4, 8 or 16
+  int64_t n = 0;                              // words in all, > 0
+};
+Status launchRoll(const RollLaunch& roll, cudaStream_t stream);
 
 }  // namespace kiln::cuda::dm
