@@ -45,6 +45,9 @@ std::unique_ptr<Pass> makeEinsumAsMatMul();
 // ScatterND of a box's meshgrid indices -> its updates, or Concats of slices around them:
 // scatter_box_as_concat.cpp.
 std::unique_ptr<Pass> makeScatterBoxAsConcat();
+// Mul(MatMul(A, B), c) with c a per-row scale -> MatMul(Mul(A, c), B):
+// row_scale_before_product.cpp.
+std::unique_ptr<Pass> makeRowScaleBeforeProduct();
 // Concat(Slice(X, s:d), Slice(X, 0:s)) -> Roll(X), Rolls merged: fold_slices_into_roll.cpp.
 std::unique_ptr<Pass> makeFoldSlicesIntoRoll();
 // Transpose(StridedCopy) -> one StridedCopy: fold_transpose_into_strided_copy.cpp.

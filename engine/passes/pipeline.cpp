@@ -120,6 +120,10 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   // Attention over [B*H, S, D] with a [B, H, S, Sk] softmax (BLOOM's baddbmm and bmm) in the
   // [B, H, S, D] form: before the mask passes and the attention fusion, which then take it.
   list.push_back(passes::makeLiftFlattenedHeadAttention());
+  // A per-head scale between Q K^T and the softmax (SwinV2's cosine attention's logit scale)
+  // onto Q, so the scores' MatMul feeds the softmax as the softmax and attention fusions
+  // match it: after the GEMM fusion (the products it moves past have no constant weights).
+  list.push_back(passes::makeRowScaleBeforeProduct());
   // masked_fill(finfo.min) of attention scores as the additive mask it equals (GPT-Neo's
   // causal where): before merge_additive_masks, which then adds it to the padding mask, and
   // before fuse_masked_fill_softmax, which would take a Where right before the softmax.
