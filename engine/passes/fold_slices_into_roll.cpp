@@ -110,6 +110,7 @@ std::optional<Fusion> foldAt(const Graph& g, const GraphIndex& index, const Infe
     std::vector<int> slices = {std::min(tail, head), std::max(tail, head)};
     const std::vector<int64_t> previousShifts = previous.attrInts("shifts");
     if (previous.domain == kKilnDomain && previous.opType == ops::kRollOp &&
+        previous.inputs.size() == 1 && !previous.inputs[0].empty() &&
         previous.outputs.size() == 1 && readers == slices &&
         previousShifts.size() == shifts.size()) {
       for (size_t d = 0; d < shifts.size(); ++d) {

@@ -74,8 +74,8 @@ class RowScaleBeforeProduct final : public Pass {
       const int product =
           scaledProduct(g, *index, shapes, g.nodes[at], static_cast<int>(at), &scaleInput);
       if (product < 0) continue;
-      Node mul = g.nodes[at];
-      Node& matmul = g.nodes[product];
+      const Node mul = g.nodes[at];
+      Node matmul = g.nodes[product];
       const std::string scaled = freshName(g, matmul.inputs[0] + "_row_scaled");
       Node scale = madeNode(g, mul, mul.displayName() + " (on the left operand)", "Mul",
                             {matmul.inputs[0], mul.inputs[scaleInput]}, {mul.displayName()}, kName);
@@ -83,8 +83,12 @@ class RowScaleBeforeProduct final : public Pass {
       applied->push_back({kName, {mul.displayName(), matmul.displayName()}, scale.name});
       matmul.inputs[0] = scaled;
       matmul.outputs[0] = mul.outputs[0];
-      g.nodes.erase(g.nodes.begin() + static_cast<int64_t>(at));
-      g.nodes.insert(g.nodes.begin() + product, std::move(scale));
+      // Both go where the Mul was: c may be a Constant node between the product and the Mul
+      // (A and B come before the product; the product's one reader was the Mul). The node
+      // after them is then at + 1 again.
+      g.nodes[at] = std::move(matmul);
+      g.nodes.insert(g.nodes.begin() + static_cast<int64_t>(at), std::move(scale));
+      g.nodes.erase(g.nodes.begin() + product);
       index = std::make_unique<GraphIndex>(g);
     }
     return Status::ok();

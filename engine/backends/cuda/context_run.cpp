@@ -117,6 +117,13 @@ Status ContextImpl::runPlannedView(size_t index, const Node& node) {
   if (!source)
     return internalError(node.describe() + ": input '" + node.inputs[0] + "' has no value");
   const PlannedValue& planned = m_plan.values.at(node.outputs[0]);
+  // The offset counts elements of the planned storage: an input held in another width (a layer
+  // that kept float32 in a 16-bit plan) would put the view on other elements.
+  if (dataTypeSize(source->tensor.type) != dataTypeSize(planned.storage)) {
+    return internalError(node.describe() + ": its planned view counts " +
+                         dataTypeName(planned.storage) + " elements of '" + node.inputs[0] +
+                         "', which holds " + dataTypeName(source->tensor.type));
+  }
   const int64_t offset = m_plan.steps[index].viewOffsetBytes;
   const int64_t bytes =
       shapeNumel(planned.shape) * static_cast<int64_t>(dataTypeSize(source->tensor.type));

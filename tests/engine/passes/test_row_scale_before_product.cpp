@@ -18,7 +18,9 @@ constexpr int64_t kBatch = 2, kHeads = 3, kSeq = 5, kDim = 4;
 
 // q, k, v [B, H, S, D] -> (q * s?) then scores = MatMul(q, Transpose(k)) -> Mul(scores, scale)
 // -> Add(bias [1, H, S, S]) -> Softmax -> MatMul(., v) -> out. `scaleShape` is the scale's.
-Network cosineAttention(const Shape& scaleShape, bool constantKey = false) {
+// With `scaleNode`, the scale is a Constant node placed between the product and the Mul (as
+// older exporters place them), not an initializer.
+Network cosineAttention(const Shape& scaleShape, bool constantKey = false, bool scaleNode = false) {
   Network net;
   net.opsets[""] = 17;
   Graph& g = net.graph;
@@ -34,6 +36,15 @@ Network cosineAttention(const Shape& scaleShape, bool constantKey = false) {
   g.initializers["logit_scale"] = randomTensor(DataType::kFloat32, scaleShape, 4, 0.5, 2.0);
   g.initializers["bias"] = randomTensor(DataType::kFloat32, {1, kHeads, kSeq, kSeq}, 5, -1.0, 1.0);
   g.nodes.push_back(makeNode("MatMul", {"q", "kt"}, {"scores"}));
+  if (scaleNode) {
+    Node constant = makeNode("Constant", {}, {"logit_scale"});
+    Attribute value;
+    value.kind = Attribute::Kind::kTensor;
+    value.t = g.initializers.at("logit_scale");
+    constant.attributes["value"] = value;
+    g.initializers.erase("logit_scale");
+    g.nodes.push_back(constant);
+  }
   g.nodes.push_back(makeNode("Mul", {"scores", "logit_scale"}, {"scaled"}));
   g.nodes.push_back(makeNode("Add", {"scaled", "bias"}, {"biased"}));
   g.nodes.push_back(withInt(makeNode("Softmax", {"biased"}, {"p"}), "axis", -1));
@@ -76,6 +87,11 @@ TEST(RowScaleBeforeProduct, PerHeadLogitScaleLetsTheAttentionFuse) {
   Network unfused;
   fuseAndCompareOutputs(kPass, runAttention, cosineAttention({kHeads, 1, 1}), 5, &unfused, {kPass});
   EXPECT_EQ(countOps(unfused, "FusedAttention"), 0);
+  // The scale from a Constant node between the product and the Mul: the rewritten nodes go
+  // after it (the reference run needs every input produced before its reader).
+  fuseAndCompareOutputs(kPass, runAttention,
+                        cosineAttention({kHeads, 1, 1}, false, /*scaleNode=*/true), 3, &fused);
+  EXPECT_EQ(countOps(fused, "FusedAttention"), 1);
   // A scale per query row and head ([1, H, S, 1]) moves the same way.
   fuseAndCompareOutputs(kPass, runAttention, cosineAttention({1, kHeads, kSeq, 1}), 2, &fused);
   EXPECT_EQ(countOps(fused, "FusedAttention"), 1);
