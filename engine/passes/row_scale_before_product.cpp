@@ -10,7 +10,8 @@
 // fuse_attention take those) of the product's type, whose last dim is 1 and whose other dims
 // are 1 or A's (rank at most A's): Mul(A, c) keeps A's shape; A and the product of equal rank
 // (no rank broadcast in the MatMul); B not a constant (a GEMM's weights take a scale through
-// fold_scale_into_matmul); the product read by the Mul alone.
+// fold_scale_into_matmul); A's last dim (static) at most the product's, so the scale never
+// moves onto more elements than it scaled; the product read by the Mul alone.
 #include <memory>
 #include <string>
 #include <vector>
@@ -47,6 +48,14 @@ int scaledProduct(const Graph& g, const GraphIndex& index, const InferredShapes&
       const DimExpr& dim = (*a)[a->size() - cs.size() + k];
       keepsShape = keepsShape && (cs[k] == 1 || (dim.isConst() && dim.constValue() == cs[k]));
     }
+    // Scaling A moves A's elements instead of the product's: only when A has no more of them
+    // (its last dim at most the product's), so the rewrite never adds traffic should the
+    // attention not fuse after all (XCiT's and EdgeNeXt's channel attention scales [d, d]
+    // scores of [d, tokens] operands: there A is the larger).
+    const DimExpr& inner = a->back();
+    const DimExpr& columns = s->back();
+    if (!inner.isConst() || !columns.isConst() || inner.constValue() > columns.constValue())
+      continue;
     if (!keepsShape) continue;
     *scaleInput = 1 - side;
     return product;

@@ -2,7 +2,8 @@
 // scale [H, 1, 1] on the scores, a relative-position bias, softmax) fuses into one
 // FusedAttention once the scale moves onto Q; the CPU reference's output of the rewritten graph
 // equals the original's on random non-zero data. A per-key scale (last dim not 1), a scale that
-// would broadcast Q up a rank, and a product with constant weights stay as they are.
+// would broadcast Q up a rank, a product with constant weights and a Q wider than the scores
+// stay as they are.
 #include <gtest/gtest.h>
 
 #include "engine/passes/pass_test_support.h"
@@ -20,15 +21,16 @@ constexpr int64_t kBatch = 2, kHeads = 3, kSeq = 5, kDim = 4;
 // -> Add(bias [1, H, S, S]) -> Softmax -> MatMul(., v) -> out. `scaleShape` is the scale's.
 // With `scaleNode`, the scale is a Constant node placed between the product and the Mul (as
 // older exporters place them), not an initializer.
-Network cosineAttention(const Shape& scaleShape, bool constantKey = false, bool scaleNode = false) {
+Network cosineAttention(const Shape& scaleShape, bool constantKey = false, bool scaleNode = false,
+                        int64_t headSize = kDim) {
   Network net;
   net.opsets[""] = 17;
   Graph& g = net.graph;
-  const std::vector<DimExpr> dims = {kBatch, kHeads, kSeq, kDim};
+  const std::vector<DimExpr> dims = {kBatch, kHeads, kSeq, headSize};
   g.inputs = {{"q", DataType::kFloat32, true, dims}, {"v", DataType::kFloat32, true, dims}};
   if (constantKey) {
     g.initializers["kt"] =
-        randomTensor(DataType::kFloat32, {kBatch, kHeads, kDim, kSeq}, 3, 0.5, 2.0);
+        randomTensor(DataType::kFloat32, {kBatch, kHeads, headSize, kSeq}, 3, 0.5, 2.0);
   } else {
     g.inputs.push_back({"k", DataType::kFloat32, true, dims});
     g.nodes.push_back(withInts(makeNode("Transpose", {"k"}, {"kt"}), "perm", {0, 1, 3, 2}));
@@ -106,6 +108,9 @@ TEST(RowScaleBeforeProduct, WhatIsNoRowScaleStays) {
   EXPECT_TRUE(applied(cosineAttention({1, 1, kHeads, 1, 1}), &out).empty());
   // The right operand a constant (a GEMM's weights): fold_scale_into_matmul's case.
   EXPECT_TRUE(applied(cosineAttention({kHeads, 1, 1}, /*constantKey=*/true), &out).empty());
+  // Q wider than the scores (heads of 8 over 5 keys, XCiT's channel attention in small): the
+  // scale would move onto more elements than it scaled.
+  EXPECT_TRUE(applied(cosineAttention({kHeads, 1, 1}, false, false, /*headSize=*/8), &out).empty());
 }
 
 }  // namespace
