@@ -166,6 +166,10 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   // fuse_attention and fold_attention_views, so a fused attention keeps reading its operands
   // through strides instead of through a copy; before remove_dead_nodes.
   list.push_back(passes::makeFoldSplitViews());
+  // The Splits left that cut contiguous runs (unbind(0) of a packed Q/K/V whose parts no
+  // attention reads through strides) as a StridedCopy a part, which the CUDA runtime makes a
+  // view: after fold_split_views, which folds the parts read through copying view chains.
+  list.push_back(passes::makeSplitPartsAsViews());
   // An export's torch.roll (Slice, Slice, Concat along one axis; Swin's cyclic window shift) as
   // one Roll, the rolls of consecutive axes merged: each moves its input once.
   list.push_back(passes::makeFoldSlicesIntoRoll());
