@@ -53,15 +53,18 @@ std::vector<Node> partsAsCopies(const Node& split, const GraphIndex& index,
                                             : invalidArgument("sizes not constant");
                                });
   if (!sizes.isOk()) return {};
-  int64_t inner = 1;
-  for (int64_t d = axis + 1; d < rank; ++d) inner *= dims[d];
+  // X's strides (and the parts' offsets below) in int64 without wrapping, whatever shape a
+  // hostile model declares.
   std::vector<int64_t> strides(dims.size(), 1);
-  for (int64_t d = rank - 1; d > 0; --d) strides[d - 1] = strides[d] * dims[d];
+  for (int64_t d = rank - 1; d > 0; --d)
+    if (dims[d] < 0 || __builtin_mul_overflow(strides[d], dims[d], &strides[d - 1])) return {};
+  const int64_t inner = strides[axis];
   std::vector<Node> parts;
   int64_t start = 0;
   for (size_t i = 0; i < split.outputs.size(); ++i) {
-    const int64_t offset = start * inner;
-    start += sizes.value()[i];
+    int64_t offset = 0;
+    if (__builtin_mul_overflow(start, inner, &offset)) return {};
+    start += sizes.value()[i];  // the sizes add up to the dim (ops::splitSizes checks)
     if (offset % kViewElements != 0) return {};
     if (split.outputs[i].empty() || index.readers(split.outputs[i]).empty()) continue;
     Node copy;
