@@ -186,6 +186,10 @@ Result<std::vector<Tensor>> runEngine(const Network& network, const std::vector<
   cuda::EngineOptions options;
   options.precision = precision;
   options.allowTf32 = false;
+  // The op's kernels on inputs in the engine's storage type, as inside a graph (a Transpose
+  // would otherwise narrow its float32 graph input itself: test_cuda_data_movement's
+  // CudaNarrowingTranspose tests cover that path).
+  options.narrowInputsInTransposes = false;
   auto engine = cuda::Engine::create(std::make_shared<Network>(network), options);
   if (!engine.isOk()) return engine.status();
   auto context = engine.value()->createContext();

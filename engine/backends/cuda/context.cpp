@@ -48,6 +48,10 @@ Result<DeviceTensor> StepContext::allocateOutput(size_t i, DataType type, const 
   }
   return m_context.allocate(m_node.outputs[i], type, shape, m_step);
 }
+DataType StepContext::plannedOutputType(size_t i) const {
+  if (!wantsOutput(i)) return DataType::kUndefined;
+  return m_context.plannedStorage(m_node.outputs[i]);
+}
 Result<void*> StepContext::workspace(size_t bytes) {
   return m_context.workspace(bytes, m_step, false);
 }

@@ -56,6 +56,7 @@ class StepContext final : public GpuKernelContext {
   void setChoice(const std::string& choice) override;
   void offerChoices(const std::vector<std::string>& choices) override;
   std::string plannedChoice() const override;
+  DataType plannedOutputType(size_t i) const override;
 
   // Output i as a view of input 0 (alias kernels).
   bool aliasMode = false;
@@ -298,6 +299,11 @@ class ContextImpl final : public ExecutionContext {
   Libraries& libraries() { return m_libraries; }
   const EngineImpl& engine() const { return *m_engine; }
   PlannedStep& step(size_t i) { return m_plan.steps[i]; }
+  // The storage type planned for value `name`, kUndefined for a value the plan does not hold.
+  DataType plannedStorage(const std::string& name) const {
+    auto it = m_plan.values.find(name);
+    return it == m_plan.values.end() ? DataType::kUndefined : it->second.storage;
+  }
   // For the builder's timing of one layer's choices in one engine (cuda_build_backend.cpp):
   // from the next run on, the layer named `layer` takes `choice` as its planned choice
   // (over EngineOptions::layerChoices) and sets itself up again (its state cleared), in

@@ -49,6 +49,42 @@ int64_t plannedViewOffset(const Node& node, const GpuKernelEntry* entry, ValueFo
   return offset >= 0 && offset % kViewAlignment == 0 ? offset : -1;
 }
 
+// Whether every reader of `name` is a GPU Transpose taking it as its only input, or a view
+// (aliasesInput0, at byte 0) whose output is read that way in turn, with at least one
+// Transpose reached and no graph output on the way: then a 16-bit engine's float32 input can
+// be read in place, the Transposes narrowing it as they copy (narrowing_copy_impl.h).
+bool readOnlyByTransposes(const std::string& name, const Graph& graph,
+                          const std::vector<PlannedStep>& steps,
+                          const std::set<std::string>& outputs, std::vector<std::string>* views,
+                          int depth = 0) {
+  if (outputs.count(name) || depth > 16) return false;
+  bool transposed = false;
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    const Node& node = graph.nodes[n];
+    for (const std::string& implicit : node.implicitInputs())
+      if (implicit == name) return false;
+    const bool reads = std::find(node.inputs.begin(), node.inputs.end(), name) != node.inputs.end();
+    if (!reads) continue;
+    const PlannedStep& step = steps[n];
+    if (!step.entry || node.inputs[0] != name || step.viewOffsetBytes >= 0) return false;
+    for (size_t i = 1; i < node.inputs.size(); ++i)
+      if (node.inputs[i] == name) return false;
+    if (step.placement == LayerPlacement::kGpu && step.entry->domain.empty() &&
+        step.entry->opType == "Transpose" && node.inputs.size() == 1) {
+      transposed = true;
+      continue;
+    }
+    if (step.placement != LayerPlacement::kAlias || !step.entry->aliasesInput0 ||
+        node.outputs.empty() || node.outputs[0].empty())
+      return false;
+    if (!readOnlyByTransposes(node.outputs[0], graph, steps, outputs, views, depth + 1))
+      return false;
+    views->push_back(node.outputs[0]);
+    transposed = true;
+  }
+  return transposed;
+}
+
 }  // namespace
 
 Result<ContextPlan> planContext(const EngineImpl& engine,
@@ -150,6 +186,21 @@ Result<ContextPlan> planContext(const EngineImpl& engine,
     plan.steps.push_back(std::move(step));
   }
   for (const std::string& name : outputs) valueFor(name).lastStep = stepCount;
+  // A float32 input of a 16-bit engine that only Transposes read (through views) stays in its
+  // binding: the Transposes narrow it as they copy, with no conversion pass (measured in
+  // docs/benchmarks.md, nineteenth session).
+  if (engine.options().narrowInputsInTransposes) {
+    for (const ValueInfo& v : graph.inputs) {
+      if (graph.initializers.count(v.name)) continue;
+      PlannedValue& value = valueFor(v.name);
+      if (value.modelType != DataType::kFloat32 || value.storage == value.modelType) continue;
+      std::vector<std::string> views;
+      if (!readOnlyByTransposes(v.name, graph, plan.steps, outputs, &views)) continue;
+      value.storage = value.modelType;
+      value.home = ValueHome::kInputBinding;
+      for (const std::string& view : views) valueFor(view).storage = value.modelType;
+    }
+  }
   // A view keeps its root's bytes alive.
   for (auto& [name, value] : plan.values) {
     if (value.home != ValueHome::kAlias) continue;

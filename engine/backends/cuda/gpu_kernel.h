@@ -63,6 +63,10 @@ class GpuKernelContext {
   // The device buffer for output i. The planned arena slot when shape inference
   // predicted this shape, else a stream-ordered allocation freed after its last use.
   virtual Result<DeviceTensor> allocateOutput(size_t i, DataType type, const Shape& shape) = 0;
+  // The storage type the context planned for output i (kUndefined where none was planned, as
+  // for a step inside another layer). Kernels allocate outputs in their inputs' types; a
+  // Transpose reading a 16-bit engine's float32 input in place asks it for its output's type.
+  virtual DataType plannedOutputType(size_t) const { return DataType::kUndefined; }
   // Scratch memory valid until the kernel's work on the stream completes. One buffer
   // per context: every call returns the same pointer (grown as needed).
   virtual Result<void*> workspace(size_t bytes) = 0;

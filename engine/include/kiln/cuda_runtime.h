@@ -70,6 +70,12 @@ struct EngineOptions {
   // Number of heuristic candidates each cuDNN convolution times before picking the
   // fastest (1: take the heuristic's first choice untimed).
   int convolutionCandidates = 6;
+  // A float32 graph input of a 16-bit engine that only Transposes read (directly or through
+  // Reshape-like views; every vision model's first layer) is read in place, the Transposes
+  // rounding it to the engine's type as they move it, instead of a conversion pass first.
+  // Bit for bit the same result; false converts every such input first (the op tests use
+  // it to reach the 16-bit kernels with graph inputs).
+  bool narrowInputsInTransposes = true;
   // Choices a plan recorded, by node display name (TacticCandidate::choice): such a
   // layer takes its choice back instead of timing its candidates again; one it cannot
   // take (a choice this build does not know, or one that no longer applies) chooses as

@@ -9,9 +9,10 @@
 //
 // Contract:
 // - Elements move as opaque unsigned words of their byte size, so every fixed-size data
-//   type is served. Copies whose innermost run is contiguous are widened to words of up to
-//   16 bytes when sizes and addresses allow. Only the Scatter reductions compute, in
-//   ComputeType<T> like the CPU.
+//   type is served; the one exception, a Transpose of a 16-bit engine's float32 input read in
+//   place, rounds float32 to the engine's type as it moves (narrowing_copy_impl.h). Copies whose
+//   innermost run is contiguous are widened to words of up to 16 bytes when sizes and addresses
+//   allow. Only the Scatter reductions compute, in ComputeType<T> like the CPU.
 // - Shape parameters (starts/ends/axes/steps, pads, split, repeats, Expand's shape, Pad's
 //   constant value) are read on the host through hostInput(). Index tensors (Gather*,
 //   Scatter*, ReverseSequence's sequence_lens) stay on the device and are never waited
@@ -43,6 +44,7 @@
 
 #include "backends/cuda/ops/data_movement_common.h"
 #include "backends/cuda/ops/data_movement_impl.h"
+#include "backends/cuda/ops/narrowing_copy_impl.h"
 #include "ops/split_params.h"
 
 namespace kiln::cuda {
@@ -211,6 +213,62 @@ Result<bool> stridedTranspose(GpuKernelContext& ctx, const DeviceTensor& in, con
   return true;
 }
 
+// A simplified copy (no wrap) from a float32 input into a 16-bit output (a Transpose reading
+// a 16-bit engine's float32 input in place, context_plan.cpp): the narrow-rows batched
+// transpose (an image to NHWC) in column pairs, else the element-wise narrowing copy, four
+// elements a thread where the innermost run allows (narrowing_copy_impl.h).
+Status narrowingStrided(GpuKernelContext& ctx, const DeviceTensor& in, const DeviceTensor& out,
+                        const StridedCopy& copy) {
+  if (in.type != DataType::kFloat32 ||
+      (out.type != DataType::kFloat16 && out.type != DataType::kBFloat16))
+    return ctx.error(std::string("a copy from ") + dataTypeName(in.type) + " into " +
+                     dataTypeName(out.type) + " (only float32 into a 16-bit float narrows)");
+  const int rank = static_cast<int>(copy.outDims.size());
+  for (int d = 0; d < rank; ++d)
+    if (copy.inDims[d] != copy.outDims[d]) return ctx.error("a narrowing copy that wraps");
+  KILN_RETURN_IF_ERROR(checkRank(ctx, rank, "narrowing strided copy"));
+  const float* src = static_cast<const float*>(in.data) + copy.base;
+  int64_t batch = 0, rows = 0, cols = 0;
+  if (batchedTranspose(copy, &batch, &rows, &cols) && rows <= kNarrowTransposeSide &&
+      cols % 2 == 0 && reinterpret_cast<uintptr_t>(src) % 8 == 0 &&
+      reinterpret_cast<uintptr_t>(out.data) % 4 == 0) {
+    NarrowingNarrowTranspose t{src, out.data, out.type, batch, rows, cols};
+    KILN_RETURN_IF_ERROR(launchNarrowingNarrowTranspose(t, ctx.stream()));
+    ctx.setImplementation("narrow transpose, float32 read and narrowed, pairs " +
+                          std::to_string(batch) + "x" + std::to_string(rows) + "x" +
+                          std::to_string(cols));
+    return Status::ok();
+  }
+  NarrowingCopy c;
+  c.in = src;
+  c.out = out.data;
+  c.outType = out.type;
+  c.rank = rank;
+  // Packs of 16, 8 or 4 elements along a contiguous innermost run (16 the fastest: one split
+  // of the coordinates per 64 bytes read); else an element a thread.
+  const uintptr_t inAddress = reinterpret_cast<uintptr_t>(src);
+  const uintptr_t outAddress = reinterpret_cast<uintptr_t>(out.data);
+  bool packs = rank > 0 && copy.inStrides[rank - 1] == 1 && inAddress % 16 == 0;
+  for (int d = 0; d < rank; ++d) {
+    c.outDims[d] = copy.outDims[d];
+    c.inStrides[d] = copy.inStrides[d];
+    if (d < rank - 1) packs = packs && copy.inStrides[d] % 4 == 0;
+  }
+  c.pack = 1;
+  for (int pack : {16, 8, 4}) {
+    if (packs && copy.outDims[rank - 1] % pack == 0 &&
+        outAddress % static_cast<uintptr_t>(std::min(2 * pack, 16)) == 0) {
+      c.pack = pack;
+      break;
+    }
+  }
+  KILN_RETURN_IF_ERROR(launchNarrowingCopy(c, out.numel(), ctx.stream()));
+  ctx.setImplementation(
+      "strided copy, float32 read and narrowed, rank " + std::to_string(rank) +
+      (c.pack > 1 ? ", packs of " + std::to_string(c.pack) : ", an element a thread"));
+  return Status::ok();
+}
+
 }  // namespace
 
 namespace dm {
@@ -222,6 +280,7 @@ Status launchStrided(GpuKernelContext& ctx, const DeviceTensor& in, const Device
   if (n == 0) return Status::ok();
   const int64_t es = static_cast<int64_t>(dataTypeSize(in.type));
   simplify(&copy);
+  if (in.type != out.type) return narrowingStrided(ctx, in, out, copy);
   const int rank = static_cast<int>(copy.outDims.size());
   bool wraps = false;
   for (int d = 0; d < rank; ++d) wraps = wraps || copy.inDims[d] != copy.outDims[d];
@@ -307,7 +366,13 @@ Status transposeKernel(GpuKernelContext& ctx) {
     copy.inStrides.push_back(strides[p]);
   }
   copy.inDims = copy.outDims;
-  KILN_ASSIGN_OR_RETURN(DeviceTensor out, ctx.allocateOutput(0, in.type, copy.outDims));
+  // A 16-bit engine's float32 input read in place (context_plan.cpp): narrowed as it moves.
+  const DataType planned = ctx.plannedOutputType(0);
+  const DataType outType = in.type == DataType::kFloat32 &&
+                                   (planned == DataType::kFloat16 || planned == DataType::kBFloat16)
+                               ? planned
+                               : in.type;
+  KILN_ASSIGN_OR_RETURN(DeviceTensor out, ctx.allocateOutput(0, outType, copy.outDims));
   return launchStrided(ctx, in, out, std::move(copy));
 }
 
