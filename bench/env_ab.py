@@ -10,6 +10,8 @@ WORK/onnx and the inputs in WORK/inputs):
             --variable KILN_PROBE_X --values ",0,late" [--rounds 3] [--out DIR]
 An empty value leaves the variable unset. Prints one line per model (each value's median
 ms and its ratio to the first value's) and appends the rows to DIR/env_ab.jsonl.
+--at-build: the variable is read while the plan is built (a pass's probe): one plan per
+value, each built with the variable at that value, then timed alternately as above.
 """
 import argparse
 import json
@@ -22,6 +24,15 @@ import zoo_kiln  # noqa: E402  (the zoo's kiln build and run, as the zoo calls t
 import zoo_models  # noqa: E402  (the entries' inputs and GPU-bound batches)
 
 
+def set_variable(name, value):
+    """Sets `name` to `value` in this process's environment (the kiln runs inherit it);
+    an empty value unsets it."""
+    if value:
+        os.environ[name] = value
+    else:
+        os.environ.pop(name, None)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--kiln", required=True)
@@ -32,6 +43,8 @@ def main():
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--opt-level", type=int, default=2)
     p.add_argument("--out", default=".")
+    p.add_argument("--at-build", action="store_true",
+                   help="one plan per value, built with the variable set (a pass's probe)")
     a = p.parse_args()
     values = a.values.split(",")
     os.makedirs(a.out, exist_ok=True)
@@ -40,18 +53,19 @@ def main():
     kiln = zoo_kiln.Kiln(a.kiln, opt_level=a.opt_level, build_timeout=300, run_timeout=120)
     for entry, onnx, shapes, inputs in zoo_models.exported_entries(a.work, a.models):
         spec = entry.model
-        plan = os.path.join(a.work, "ab", entry.name.replace("@", "-") + "_env.kiln")
-        os.environ.pop(a.variable, None)
-        built = kiln.build(onnx, plan, shapes)
-        error = built.get("error")
+        stem = os.path.join(a.work, "ab", entry.name.replace("@", "-") + "_env")
+        plans = {v: stem + (f"_{i}" if a.at_build else "") + ".kiln" for i, v in enumerate(values)}
+        error, layers = None, {}
+        for v in values if a.at_build else values[:1]:
+            set_variable(a.variable, v if a.at_build else "")
+            built = kiln.build(onnx, plans[v], shapes)
+            error = error or built.get("error")
+            layers[v] = built.get("layers")
         times = {v: [] for v in values}
         for _ in range(a.rounds if not error else 0):
             for v in values:
-                if v:
-                    os.environ[a.variable] = v
-                else:
-                    os.environ.pop(a.variable, None)
-                ran = kiln.run(plan, shapes, inputs)
+                set_variable(a.variable, v)
+                ran = kiln.run(plans[v], shapes, inputs)
                 error = error or ran.get("error")
                 times[v].append(ran.get("median_ms"))
         os.environ.pop(a.variable, None)
@@ -62,9 +76,12 @@ def main():
         first = medians[values[0]]
         log.write(json.dumps({"model": entry.name, "batch": spec.batch, "variable": a.variable,
                               "medians_ms": medians, "runs_ms": times,
-                              "layers": built.get("layers")}) + "\n")
+                              "at_build": a.at_build,
+                              "layers": layers if a.at_build else layers[values[0]]}) + "\n")
         cells = "  ".join(f"{v or 'unset'} {medians[v]:.3f} ms ({medians[v] / first:.3f})"
                           for v in values)
+        if a.at_build:
+            cells += "  layers " + " / ".join(str(layers[v]) for v in values)
         print(f"{entry.name:28s} b{spec.batch:<4d} {cells}", flush=True)
 
 

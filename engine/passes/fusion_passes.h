@@ -45,8 +45,9 @@ std::unique_ptr<Pass> makeEinsumAsMatMul();
 // ScatterND of a box's meshgrid indices -> its updates, or Concats of slices around them:
 // scatter_box_as_concat.cpp.
 std::unique_ptr<Pass> makeScatterBoxAsConcat();
-// Split along an axis with only dims of 1 before it -> a StridedCopy a part:
-// split_parts_as_views.cpp.
+// Split along an axis with only dims of 1 before it -> a StridedCopy a part; a Split of a
+// Transpose whose read parts hold <= 3/4 of it -> a StridedCopy of the Transpose's input a
+// part: split_parts_as_views.cpp.
 std::unique_ptr<Pass> makeSplitPartsAsViews();
 // Mul(MatMul(A, B), c) with c a per-row scale -> MatMul(Mul(A, c), B):
 // row_scale_before_product.cpp.

@@ -1,7 +1,10 @@
 // split_parts_as_views: a Split along an axis with only dims of 1 before it becomes a
 // StridedCopy a part (each a contiguous run of the input, which the CUDA runtime views); the CPU
 // reference's outputs equal the original graph's on random non-zero data. A Split along an inner
-// axis, parts off 128-element boundaries and a symbolic shape keep the Split.
+// axis, parts off 128-element boundaries and a symbolic shape keep the Split. A Split of a
+// Transpose whose read parts hold at most 3/4 of it reads each part from the Transpose's input
+// (the permutation in the strides) and the Transpose goes; read whole, or read by another node,
+// the Transpose stays.
 #include <gtest/gtest.h>
 
 #include "engine/passes/pass_test_support.h"
@@ -75,6 +78,89 @@ TEST(SplitPartsAsViews, SplitsThatAreNoRunsStay) {
     for (const PassApplication& r : records) EXPECT_NE(r.pass, kPass);
     EXPECT_EQ(countOps(copy, "Split"), 1);
   }
+}
+
+// x [dims] -> Transpose(perm) -> Split(axis, sizes) -> the parts in `read` -> Relu -> out_i
+// (the other parts read by nothing), plus Relu(Transpose) -> t when `transposeReadElsewhere`.
+Network transposedSplitNetwork(const Shape& dims, const std::vector<int64_t>& perm, int64_t axis,
+                               const std::vector<int64_t>& sizes, const std::vector<bool>& read,
+                               bool transposeReadElsewhere = false) {
+  Network net;
+  net.opsets[""] = 17;
+  Graph& g = net.graph;
+  g.inputs = {{"x", DataType::kFloat32, true, std::vector<DimExpr>(dims.begin(), dims.end())}};
+  g.initializers["sizes"] = Tensor::int64Vector(sizes);
+  Node transpose = makeNode("Transpose", {"x"}, {"xt"});
+  transpose.attributes["perm"] = Attribute{.kind = Attribute::Kind::kInts, .ints = perm};
+  g.nodes.push_back(transpose);
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < sizes.size(); ++i) parts.push_back("part" + std::to_string(i));
+  g.nodes.push_back(withInt(makeNode("Split", {"xt", "sizes"}, parts), "axis", axis));
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (!read[i]) continue;
+    g.nodes.push_back(makeNode("Relu", {parts[i]}, {"out_" + parts[i]}));
+    g.outputs.push_back({"out_" + parts[i], DataType::kFloat32, false, {}});
+  }
+  if (transposeReadElsewhere) {
+    g.nodes.push_back(makeNode("Relu", {"xt"}, {"t"}));
+    g.outputs.push_back({"t", DataType::kFloat32, false, {}});
+  }
+  return net;
+}
+
+// The StridedCopy nodes of `net`, in graph order.
+std::vector<const Node*> stridedCopies(const Network& net) {
+  std::vector<const Node*> copies;
+  for (const Node& n : net.graph.nodes)
+    if (n.opType == "StridedCopy") copies.push_back(&n);
+  return copies;
+}
+
+TEST(SplitPartsAsViews, PermutedPackedHeadsCopyOnlyTheReadParts) {
+  // SwinV2's Q and K: [B=2, N=5, 3, H=2, D=8] permuted to [3, B, H, N, D], V unread.
+  Network fused;
+  const Shape dims{2, 5, 3, 2, 8};
+  const auto applied = fuseAndCompareOutputs(
+      kPass, runWith(dims),
+      transposedSplitNetwork(dims, {2, 0, 3, 1, 4}, 0, {1, 1, 1}, {true, true, false}), 4, &fused);
+  EXPECT_EQ(applied.size(), 2u);
+  EXPECT_EQ(countOps(fused, "Transpose"), 0);
+  EXPECT_EQ(countOps(fused, "Split"), 0);
+  const std::vector<const Node*> copies = stridedCopies(fused);
+  ASSERT_EQ(copies.size(), 2u);
+  for (size_t i = 0; i < copies.size(); ++i) {
+    EXPECT_EQ(copies[i]->inputs[0], "x");
+    EXPECT_EQ(copies[i]->attrInts("shape"), (std::vector<int64_t>{1, 2, 2, 5, 8}));
+    // x's strides [240, 48, 16, 8, 1] in the permuted order.
+    EXPECT_EQ(copies[i]->attrInts("strides"), (std::vector<int64_t>{16, 240, 8, 48, 1}));
+    EXPECT_EQ(copies[i]->attrInt("offset", -1), static_cast<int64_t>(16 * i));
+  }
+  // Along an inner axis of the permuted tensor (no dims of 1 before it), one part of 2 in 6 read.
+  const Shape inner{4, 6, 32};
+  fuseAndCompareOutputs(kPass, runWith(inner),
+                        transposedSplitNetwork(inner, {0, 2, 1}, 2, {2, 4}, {true, false}), 2,
+                        &fused);
+  ASSERT_EQ(stridedCopies(fused).size(), 1u);
+  EXPECT_EQ(stridedCopies(fused)[0]->attrInts("strides"), (std::vector<int64_t>{192, 1, 32}));
+}
+
+TEST(SplitPartsAsViews, TransposeReadWholeOrElsewhereStays) {
+  const Shape dims{2, 8, 3, 2, 8};
+  // Every part read: the Transpose moves it all once and the parts are views of it.
+  Network fused;
+  fuseAndCompareOutputs(
+      kPass, runWith(dims),
+      transposedSplitNetwork(dims, {2, 0, 3, 1, 4}, 0, {1, 1, 1}, {true, true, true}), 7, &fused);
+  EXPECT_EQ(countOps(fused, "Transpose"), 1);
+  for (const Node* copy : stridedCopies(fused)) EXPECT_EQ(copy->inputs[0], "xt");
+  // The Transpose's output read by another node too: the parts stay views of it.
+  fuseAndCompareOutputs(
+      kPass, runWith(dims),
+      transposedSplitNetwork(dims, {2, 0, 3, 1, 4}, 0, {1, 1, 1}, {true, false, false}, true), 4,
+      &fused);
+  EXPECT_EQ(countOps(fused, "Transpose"), 1);
+  ASSERT_EQ(stridedCopies(fused).size(), 1u);
+  EXPECT_EQ(stridedCopies(fused)[0]->inputs[0], "xt");
 }
 
 }  // namespace
