@@ -50,6 +50,23 @@ TEST(CudaElementwise, ArithmeticLargeAndEmpty) {
   EwTest("Mul", 14).input(randomFloats({2, 0, 3}, 62)).input(randomFloats({3}, 63)).check();
 }
 
+// Same-shaped contiguous operands of whole packs (a residual Add) take the unrolled kernel: two
+// packs a thread, the second past the end for part of the grid (384,000 elements; 15 and 30
+// packs); an element count off the pack width stays on the general kernel.
+TEST(CudaElementwise, ArithmeticSameShapeContiguous) {
+  KILN_REQUIRE_GPU();
+  uint32_t seed = 70;
+  for (const Shape& shape : std::vector<Shape>{{4, 1000, 96}, {3, 5, 8}, {3, 5, 7}}) {
+    for (const char* op : {"Add", "Sub", "Mul", "Div"}) {
+      SCOPED_TRACE(std::string(op) + " " + shapeToString(shape));
+      EwTest(op, 14)
+          .input(randomFloats(shape, seed++, -2, 2))
+          .input(randomFloats(shape, seed++, 0.5, 2))
+          .check();
+    }
+  }
+}
+
 TEST(CudaElementwise, ArithmeticConstantOperand) {
   KILN_REQUIRE_GPU();
   EwTest("Add", 14).input(randomFloats({4, 16}, 64)).constant(randomFloats({16}, 65)).check();

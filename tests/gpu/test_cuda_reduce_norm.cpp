@@ -222,6 +222,35 @@ TEST(CudaReduce, ShortRowsAndColumnPairsAcrossLengths) {
   }
 }
 
+// Short rows of whole 16-byte words (n a multiple of 8 for 16-bit data, of 4 for float32; the
+// arena's rows 16-byte aligned) take the packed kernel: G lanes a row, one 16-byte load a trip
+// (n = 24, 40, 48, 56: a lane of the last power of two idle). Thousands of rows, so blocks loop,
+// and a row count that leaves the last warp's rows part empty; every op's prepare and combine,
+// LogSumExp's shift included.
+TEST(CudaReduce, ShortRowsOfWholeWords) {
+  KILN_REQUIRE_GPU();
+  for (int64_t n : {8, 16, 24, 32, 40, 48, 56, 64}) {
+    SCOPED_TRACE("rows of " + std::to_string(n));
+    const uint32_t seed = static_cast<uint32_t>(n);
+    GpuOpTest("ReduceL2", 18)
+        .input(randomFloats({3, 1001, n}, 540 + seed))
+        .constant(axes({-1}))
+        .check();
+    GpuOpTest("ReduceSum", 13)
+        .input(randomFloats({2, 777, n}, 640 + seed))
+        .constant(axes({2}))
+        .check();
+    GpuOpTest("ReduceMax", 18)
+        .input(randomFloats({1501, n}, 740 + seed))
+        .constant(axes({1}))
+        .check();
+    GpuOpTest("ReduceLogSumExp", 18)
+        .input(randomFloats({999, n}, 840 + seed, -3.0, 3.0))
+        .constant(axes({1}))
+        .check(looseSixteenBit());
+  }
+}
+
 // ---- ArgMax / ArgMin -----------------------------------------------------------
 
 TEST(CudaArg, RandomRowsAndColumns) {

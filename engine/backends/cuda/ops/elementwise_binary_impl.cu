@@ -194,6 +194,40 @@ __global__ void binaryKernel(const T* a, const T* b, void* out, int64_t n, Binar
   }
 }
 
+// Both operands and the output contiguous, aligned and whole packs (a residual Add of two
+// same-shaped activations): kContiguousUnroll packs a thread, every load issued before the
+// first combine, none of the general kernel's operand index paths. SwinV2-T's residual Adds
+// at batch 128 on an H200: 1.298 -> 0.809 ms (stage 1's, 302 MB moved: ~2.5 -> ~3.9 TB/s).
+constexpr int kContiguousUnroll = 2;
+
+template <class T>
+__global__ void __launch_bounds__(kBlockSize)
+    binaryContiguousKernel(const Pack<T>* a, const Pack<T>* b, Pack<T>* y, int64_t packs,
+                           BinaryParams p) {
+  using C = Compute<T>;
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t v = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; v < packs;
+       v += kContiguousUnroll * stride) {
+    Pack<T> x[kContiguousUnroll], z[kContiguousUnroll];
+#pragma unroll
+    for (int u = 0; u < kContiguousUnroll; ++u) {
+      if (v + u * stride < packs) {
+        x[u] = a[v + u * stride];
+        z[u] = b[v + u * stride];
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kContiguousUnroll; ++u) {
+      if (v + u * stride >= packs) continue;
+      Pack<T> r;
+#pragma unroll
+      for (int j = 0; j < kPackWidth<T>; ++j)
+        store(r.v, j, combine<C>(p, load(x[u].v, j), load(z[u].v, j)));
+      y[v + u * stride] = r;
+    }
+  }
+}
+
 // ---- Pow.
 
 __device__ __forceinline__ int64_t loadAsInt64(const void* p, DataType type, int64_t i) {
@@ -290,6 +324,16 @@ Status launchBinary(const BinaryLaunch& launch, cudaStream_t stream) {
         packAligned<T>({launch.out, operands[0].mode == kContiguous ? launch.a : nullptr,
                         operands[1].mode == kContiguous ? launch.b : nullptr});
     const int64_t work = packed ? (n + kPackWidth<T> - 1) / kPackWidth<T> : n;
+    if constexpr (kFloatLike<T>) {
+      if (packed && !launch.params.boolOut && operands[0].mode == kContiguous &&
+          operands[1].mode == kContiguous && n % kPackWidth<T> == 0) {
+        binaryContiguousKernel<T><<<gridFor((work + kContiguousUnroll - 1) / kContiguousUnroll),
+                                    kBlockSize, 0, stream>>>(
+            static_cast<const Pack<T>*>(launch.a), static_cast<const Pack<T>*>(launch.b),
+            static_cast<Pack<T>*>(launch.out), work, launch.params);
+        return Status::ok();
+      }
+    }
     binaryKernel<T><<<gridFor(work), kBlockSize, 0, stream>>>(
         static_cast<const T*>(launch.a), static_cast<const T*>(launch.b), launch.out, n,
         launch.params, operands[0], operands[1], packed);
