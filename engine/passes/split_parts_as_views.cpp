@@ -84,7 +84,8 @@ std::optional<PartSource> transposeSource(const Node& split, const GraphIndex& i
   int64_t read = 0;
   for (size_t i = 0; i < split.outputs.size(); ++i)
     if (!split.outputs[i].empty() && !index.readers(split.outputs[i]).empty()) read += sizes[i];
-  if (read * 4 > dims[axis] * 3) return std::nullopt;
+  // In 128 bits: no wrap whatever dims a model declares (inference caps them today).
+  if (static_cast<__int128>(read) * 4 > static_cast<__int128>(dims[axis]) * 3) return std::nullopt;
   PartSource source{y, {}, {transpose.displayName(), split.displayName()}};
   for (size_t j = 0; j < rank; ++j) source.strides.push_back(yStrides[perm[j]]);
   return source;
