@@ -14,6 +14,13 @@
 // is read elsewhere (a residual stream, a graph output) the fused node also writes
 // it as its second output. LayerNormalization's Mean and InvStdDev outputs must have
 // no readers: the fused node does not compute them.
+// The post-norm residual (SwinV2's x + norm(attn(x)), x + norm(mlp(x))) the same way:
+//   Add(R, LayerNormalization(X, gamma, [beta])) -> AddLayerNorm(X, R, gamma, [beta];
+//     residual_after = 1): Y = norm(X) + R in one pass (X and R read once, Y written once,
+//     where the norm wrote its output and the Add read it back)
+// when the Add alone reads the norm's output and X has the Add's output shape.
+#include <algorithm>
+
 #include "passes/fusion_passes.h"
 
 namespace kiln::passes {
@@ -108,13 +115,69 @@ Node fusedNode(const Graph& g, const Match& m) {
   return fused;
 }
 
+// The post-norm residual at Add node `at`: Add(R, LayerNormalization(X)) (either order)
+// whose norm output only this Add reads, X of the Add's output shape (so the rows normalized
+// are the output's), the norm over the last axis with [n] parameters and no statistics read:
+// AddLayerNorm(X, R, gamma, [beta]; residual_after = 1) -> the Add's output, placed where the
+// Add was (X, gamma and beta exist before the norm, R before the Add).
+std::optional<Fusion> residualAfterAt(const Graph& g, const GraphIndex& index,
+                                      const InferredShapes& shapes, int at) {
+  const Node& add = g.nodes[at];
+  if (add.opType != "Add" || !isDefaultDomain(add) || add.inputs.size() != 2 ||
+      add.inputs[0].empty() || add.inputs[1].empty() || add.outputs.size() != 1 ||
+      add.outputs[0].empty())
+    return std::nullopt;
+  const SymbolicShape* out = shapeOf(shapes, add.outputs[0]);
+  if (!out || out->empty()) return std::nullopt;
+  for (int side = 0; side < 2; ++side) {
+    const std::string& normed = add.inputs[side];
+    const std::string& residual = add.inputs[1 - side];
+    const int normAt = index.producer(normed);
+    if (normAt < 0 || normed == residual || index.readers(normed).size() != 1) continue;
+    const Node& norm = g.nodes[normAt];
+    const bool rms = norm.opType == "RMSNormalization";
+    if ((norm.opType != "LayerNormalization" && !rms) ||
+        (!isDefaultDomain(norm) && norm.domain != kKilnDomain) || norm.inputs.size() < 2 ||
+        norm.inputs.size() > (rms ? 2u : 3u) || norm.outputs[0] != normed ||
+        (rms && norm.outputs.size() != 1) || norm.inputs[0].empty() || norm.inputs[1].empty() ||
+        !statisticsUnread(norm, index))
+      continue;
+    const SymbolicShape* x = shapeOf(shapes, norm.inputs[0]);
+    if (!x || *x != *out || !normalizesLastAxis(norm, *x)) continue;
+    if (typeOf(shapes, norm.inputs[0]) != typeOf(shapes, residual) ||
+        (rms && typeOf(shapes, norm.inputs[1]) != typeOf(shapes, norm.inputs[0])))
+      continue;
+    bool parameters = true;
+    for (size_t i = 1; i < norm.inputs.size(); ++i)
+      parameters =
+          parameters && (norm.inputs[i].empty() || isNormalizedVector(shapes, norm.inputs[i], *x));
+    if (!parameters) continue;
+    Node fused;
+    fused.name = norm.displayName() + " + " + add.displayName();
+    fused.opType = "AddLayerNorm";
+    fused.domain = kKilnDomain;
+    fused.opset = 1;
+    fused.inputs = {norm.inputs[0], residual, norm.inputs[1]};
+    if (norm.inputs.size() > 2 && !norm.inputs[2].empty()) fused.inputs.push_back(norm.inputs[2]);
+    fused.outputs = {add.outputs[0]};
+    fused.attributes["epsilon"] = floatAttribute(norm.attrFloat("epsilon", 1e-5f));
+    fused.attributes["axis"] = intAttribute(-1);
+    fused.attributes["residual_after"] = intAttribute(1);
+    if (rms) fused.attributes["rms"] = intAttribute(1);
+    std::vector<int> nodes = {normAt, at};
+    std::sort(nodes.begin(), nodes.end());
+    return Fusion{nodes, std::move(fused), false};
+  }
+  return std::nullopt;
+}
+
 // Without shapes nothing matches (the normalized axis is checked on them). The fused
 // node goes where the LayerNormalization was, unless a reader of S comes before that:
-// then where the Add was.
+// then where the Add was. Else the post-norm residual at an Add (residualAfterAt).
 std::optional<Fusion> fuseAt(Graph& g, const GraphIndex& index, const InferredShapes& shapes,
                              int at) {
   Match m;
-  if (!matchAt(g, index, shapes, at, &m)) return std::nullopt;
+  if (!matchAt(g, index, shapes, at, &m)) return residualAfterAt(g, index, shapes, at);
   return Fusion{{m.add, m.norm}, fusedNode(g, m), m.placeAtAdd};
 }
 
@@ -123,8 +186,8 @@ std::optional<Fusion> fuseAt(Graph& g, const GraphIndex& index, const InferredSh
 std::unique_ptr<Pass> makeFuseAddLayerNorm() {
   return makeFusionPass(
       {kName,
-       "LayerNormalization or RMSNormalization (last axis) of Add(A, B) -> one AddLayerNorm "
-       "row kernel",
+       "LayerNormalization or RMSNormalization (last axis) of Add(A, B), or Add(R, norm(X)) "
+       "-> one AddLayerNorm row kernel",
        1},
       fuseAt);
 }

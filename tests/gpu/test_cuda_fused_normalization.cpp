@@ -210,6 +210,33 @@ TEST(CudaAddLayerNorm, ShortRowsSeveralAWarp) {
   }
 }
 
+// residual_after = 1 (the post-norm residual, SwinV2's x + norm(f(x))): Y = norm(A) + B on every
+// path: rows several a warp (96: SwinV2's stage 1, 12 packs of 8 in 16 bits; 24), a warp a row
+// (384 and 768 in packs of 8, 100 in packs of 4, 33 element by element), a block a row (2048);
+// a residual broadcast along the rows (a bias [n]); the rms form.
+TEST(CudaAddLayerNorm, ResidualAfterTheNormAcrossThePaths) {
+  KILN_REQUIRE_GPU();
+  for (int64_t n : {96, 24, 384, 768, 100, 33, 2048}) {
+    for (int64_t rms : {0, 1}) {
+      SCOPED_TRACE(std::to_string(n) + " elements, rms " + std::to_string(rms));
+      addNormOp()
+          .attr("residual_after", int64_t{1})
+          .attr("rms", rms)
+          .input(randomFloats({37, n}, 50, -2.0, 2.0))
+          .input(randomFloats({37, n}, 51, -2.0, 2.0))
+          .constant(randomFloats({n}, 52, 0.5, 1.5))
+          .constant(randomFloats({n}, 53))
+          .check(normTolerances());
+    }
+    addNormOp()
+        .attr("residual_after", int64_t{1})
+        .input(randomFloats({3, 11, n}, 54, -2.0, 2.0))
+        .constant(randomFloats({n}, 55))
+        .constant(randomFloats({n}, 56, 0.5, 1.5))
+        .check(normTolerances());
+  }
+}
+
 TEST(CudaAddLayerNorm, WrongGammaIsAnError) {
   KILN_REQUIRE_GPU();
   auto out = addNormOp()

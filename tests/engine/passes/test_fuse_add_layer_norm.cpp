@@ -110,6 +110,74 @@ TEST(FuseAddLayerNorm, SumReadElsewhereBecomesTheSecondOutput) {
   EXPECT_EQ(fused.graph.nodes[1].opType, "Relu");
 }
 
+// The post-norm residual (SwinV2): Add(b, LayerNormalization(a)) in either operand order, and
+// the rms form, is one AddLayerNorm with residual_after = 1 reading a and b; the norm's output
+// read elsewhere too stays unfused; a residual broadcast along the rows fuses.
+TEST(FuseAddLayerNorm, PostNormResidualIsOneNodeWithTheResidualAfter) {
+  for (bool normFirst : {true, false}) {
+    Network fused;
+    const Node add =
+        normFirst ? makeNode("Add", {"n", "b"}, {"y"}) : makeNode("Add", {"b", "n"}, {"y"});
+    const auto applied =
+        fuseAndCompare(residual({layerNorm({"a", "gamma", "beta"}, {"n"}), add}), 1, &fused);
+    ASSERT_EQ(applied.size(), 1u);
+    const Node& node = fused.graph.nodes[0];
+    EXPECT_EQ(node.opType, "AddLayerNorm");
+    EXPECT_EQ(node.inputs, (std::vector<std::string>{"a", "b", "gamma", "beta"}));
+    EXPECT_EQ(node.outputs, std::vector<std::string>{"y"});
+    EXPECT_EQ(node.attrInt("residual_after", 0), 1);
+    EXPECT_EQ(node.attrStrings(kSourceNodesAttribute), (std::vector<std::string>{"n", "y"}));
+  }
+  Network fused;
+  ASSERT_EQ(
+      fuseAndCompare(residual({rmsNorm({"a", "gamma"}, {"n"}), makeNode("Add", {"n", "b"}, {"y"})}),
+                     1, &fused)
+          .size(),
+      1u);
+  EXPECT_EQ(fused.graph.nodes[0].attrInt("rms", 0), 1);
+  EXPECT_EQ(fused.graph.nodes[0].attrInt("residual_after", 0), 1);
+  // The norm's output is also a graph output: both stay.
+  Network shared =
+      residual({layerNorm({"a", "gamma", "beta"}, {"n"}), makeNode("Add", {"n", "b"}, {"y"})});
+  shared.graph.outputs.push_back({"n", DataType::kFloat32, false, {}});
+  EXPECT_TRUE(fuseAndCompare(shared, 2).empty());
+  // A residual that broadcasts along the rows (a bias [16]) fuses too.
+  EXPECT_EQ(fuseAndCompare(residual({layerNorm({"a", "gamma", "beta"}, {"n"}),
+                                     makeNode("Add", {"bias", "n"}, {"y"})}),
+                           1)
+                .size(),
+            1u);
+}
+
+// The op itself: Y = LayerNorm(A) * gamma + beta + B on the CPU reference, against the formula.
+TEST(AddLayerNormOp, ResidualAfterMatchesTheFormula) {
+  Network net = residual({withFloat(
+      withInt(makeNode("AddLayerNorm", {"a", "b", "gamma", "beta"}, {"y"}), "residual_after", 1),
+      "epsilon", 1e-3f)});
+  net.graph.nodes[0].domain = kKilnDomain;
+  net.opsets[kKilnDomain] = 1;
+  const std::vector<NamedTensor> out = run(net);
+  ASSERT_EQ(out.size(), 1u);
+  const Tensor a = randomTensor(DataType::kFloat32, {2, 5, 16}, 1, -3.0, 3.0);
+  const Tensor b = randomTensor(DataType::kFloat32, {2, 5, 16}, 2, -3.0, 3.0);
+  const Tensor& gamma = net.graph.initializers.at("gamma");
+  const Tensor& beta = net.graph.initializers.at("beta");
+  for (int64_t row = 0; row < 10; ++row) {
+    double mean = 0, var = 0;
+    for (int64_t i = 0; i < 16; ++i) mean += a.data<float>()[row * 16 + i] / 16.0;
+    for (int64_t i = 0; i < 16; ++i) {
+      const double d = a.data<float>()[row * 16 + i] - mean;
+      var += d * d / 16.0;
+    }
+    for (int64_t i = 0; i < 16; ++i) {
+      const double expected =
+          (a.data<float>()[row * 16 + i] - mean) / std::sqrt(var + 1e-3) * gamma.data<float>()[i] +
+          beta.data<float>()[i] + b.data<float>()[row * 16 + i];
+      EXPECT_NEAR(out[0].tensor.data<float>()[row * 16 + i], expected, 1e-4);
+    }
+  }
+}
+
 TEST(FuseAddLayerNorm, UsedStatisticsAreNotFused) {
   Network net = residual({makeNode("Add", {"a", "b"}, {"sum"}),
                           layerNorm({"sum", "gamma", "beta"}, {"y", "mean", "inv_std"})});

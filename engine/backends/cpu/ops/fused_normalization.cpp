@@ -8,7 +8,8 @@
 //     over the last axis; gamma and beta are [N] (N = S's last dim). With rms = 1 the
 //     root-mean-square form (RMSNormalization's: T5, LLaMA): Y = S / sqrt(mean(S^2) +
 //     epsilon) * gamma [+ beta]. The optional output S is the sum itself, for graphs that
-//     read it elsewhere (a residual).
+//     read it elsewhere (a residual). With residual_after = 1 the post-norm residual
+//     instead: Y = LayerNorm(A) * gamma + beta + B (or the rms form of A), no S.
 // The pre-softmax values and the sum are kept in the compute type (float for the
 // 16-bit types) without rounding to storage; statistics are accumulated in double,
 // as LayerNormalization's reference does. For float32 the results are those of
@@ -139,10 +140,13 @@ Status readParam(const KernelContext& ctx, const Tensor& t, const char* name, Da
 
 template <class T>
 void addLayerNorm(const Tensor& a, const Tensor& b, const std::vector<double>& gamma,
-                  const std::vector<double>* beta, double epsilon, bool rms, Tensor& y,
-                  Tensor* sumOut) {
+                  const std::vector<double>* beta, double epsilon, bool rms, bool residualAfter,
+                  Tensor& y, Tensor* sumOut) {
   using C = ComputeType<T>;
-  const std::vector<C> s = broadcastCombine<C, T>(a, &b, y.shape(), C(1));
+  // residual_after: the rows normalized are A's and B is added to Y after.
+  const std::vector<C> s = broadcastCombine<C, T>(a, residualAfter ? nullptr : &b, y.shape(), C(1));
+  const std::vector<C> r =
+      residualAfter ? broadcastCombine<C, T>(b, nullptr, y.shape(), C(1)) : std::vector<C>{};
   const int64_t n = y.shape().back();
   for (int64_t base = 0; base < y.numel(); base += n) {
     double sum = 0.0;
@@ -155,8 +159,9 @@ void addLayerNorm(const Tensor& a, const Tensor& b, const std::vector<double>& g
     }
     const double invStd = 1.0 / std::sqrt(sq / static_cast<double>(n) + epsilon);
     for (int64_t i = 0; i < n; ++i) {
-      const double v =
-          (static_cast<double>(s[base + i]) - mean) * invStd * gamma[i] + (beta ? (*beta)[i] : 0.0);
+      const double v = (static_cast<double>(s[base + i]) - mean) * invStd * gamma[i] +
+                       (beta ? (*beta)[i] : 0.0) +
+                       (residualAfter ? static_cast<double>(r[base + i]) : 0.0);
       y.data<T>()[base + i] = static_cast<T>(static_cast<C>(v));
       if (sumOut) sumOut->data<T>()[base + i] = static_cast<T>(s[base + i]);
     }
@@ -178,12 +183,16 @@ Status addLayerNormKernel(KernelContext& ctx) {
     KILN_RETURN_IF_ERROR(readParam(ctx, ctx.input(3), "beta", a.type(), n, &beta));
   const double epsilon = ctx.node().attrFloat("epsilon", 1e-5f);
   const bool rms = ctx.node().attrInt("rms", 0) != 0;
+  const bool residualAfter = ctx.node().attrInt("residual_after", 0) != 0;
+  if (residualAfter && ctx.wantsOutput(1))
+    return ctx.error("output 'S' with residual_after = 1 (there is no sum to write)");
   Tensor& y = ctx.allocateOutput(0, a.type(), shape);
   Tensor* sum = ctx.wantsOutput(1) ? &ctx.allocateOutput(1, a.type(), shape) : nullptr;
   if (y.numel() == 0) return Status::ok();
   Status status = dispatchFloatTypes(a.type(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    addLayerNorm<T>(a, b, gamma, ctx.hasInput(3) ? &beta : nullptr, epsilon, rms, y, sum);
+    addLayerNorm<T>(a, b, gamma, ctx.hasInput(3) ? &beta : nullptr, epsilon, rms, residualAfter, y,
+                    sum);
     return Status::ok();
   });
   return status.isOk() ? status : ctx.unsupported(status.message());

@@ -3,6 +3,7 @@
 //   ScaledMaskedSoftmax(X, [M]; scale)     Y = softmax(X * scale + M) over the last axis
 //   AddLayerNorm(A, B, gamma, [beta]; eps)  S = A + B, Y = LayerNorm(S) [, S]
 //     (rms = 1: Y = S / sqrt(mean(S^2) + eps) * gamma [+ beta], RMSNormalization's form)
+//     (residual_after = 1: Y = LayerNorm(A) * gamma + beta + B, the post-norm residual; no S)
 // Storage float32, float16 or bfloat16 (one type for every input), arithmetic in
 // float. A row of up to kWarpRowLimit elements belongs to one warp and stays in its
 // registers between the passes (max/sum, then mean/variance), so X, M, A and B are
@@ -178,6 +179,9 @@ Status addLayerNormKernel(GpuKernelContext& ctx) {
   args.rows = args.n == 0 ? 0 : shapeNumel(shape) / args.n;
   args.epsilon = ctx.node().attrFloat("epsilon", 1e-5f);
   args.rms = ctx.node().attrInt("rms", 0) != 0;
+  args.residualAfter = ctx.node().attrInt("residual_after", 0) != 0;
+  if (args.residualAfter && ctx.wantsOutput(1))
+    return ctx.error("output 'S' with residual_after = 1 (there is no sum to write)");
   KILN_RETURN_IF_ERROR(checkParam(ctx, ctx.input(2), "gamma", a.type, args.n));
   const bool hasBeta = ctx.inputCount() > 3 && ctx.hasInput(3);
   if (hasBeta) KILN_RETURN_IF_ERROR(checkParam(ctx, ctx.input(3), "beta", a.type, args.n));
@@ -202,10 +206,12 @@ Status addLayerNormKernel(GpuKernelContext& ctx) {
     launch.pack = packWidth(dataTypeSize(a.type), args.n, {&args.a, &args.b},
                             {a.data, b.data, launch.gamma, launch.beta, y.data, sum});
     const int lanes = addNormLanesPerRow(args.n, launch.pack);
-    const std::string norm = args.rms ? "rmsnorm" : "layernorm";
-    ctx.setImplementation(lanes < 32 ? "kiln add + " + norm + ", " + std::to_string(32 / lanes) +
+    const std::string norm = args.residualAfter ? (args.rms ? "rmsnorm + add" : "layernorm + add")
+                             : args.rms         ? "add + rmsnorm"
+                                                : "add + layernorm";
+    ctx.setImplementation(lanes < 32 ? "kiln " + norm + ", " + std::to_string(32 / lanes) +
                                            " rows a warp" + packText(launch.pack)
-                                     : "kiln warp-per-row add + " + norm + packText(launch.pack));
+                                     : "kiln warp-per-row " + norm + packText(launch.pack));
   }
   return launchAddLayerNorm(launch, ctx.stream());
 }

@@ -148,7 +148,9 @@ __global__ void __launch_bounds__(kMaxRowBlock)
 // ---- AddLayerNorm --------------------------------------------------------------
 
 // One warp per row: S = A + B stays in registers for the mean, the variance and Y. With
-// p.rms the mean is taken as 0: the "variance" is then mean(S^2), RMSNormalization's.
+// p.rms the mean is taken as 0: the "variance" is then mean(S^2), RMSNormalization's. With
+// p.residualAfter S is A alone and B is read with the output pass and added to Y (the
+// post-norm residual Y = norm(A) + B).
 template <class T, int V, int kChunks>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     addNormWarpRows(const T* a, const T* b, const T* gamma, const T* beta, T* y, T* sumOut,
@@ -164,14 +166,15 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
       const int64_t k = (int64_t(c) * 32 + g.lane) * V;
       float* sc = s + c * V;
       if (k >= p.n) continue;
-      float bv[V];
       loadPack<V>(ar, k, p.a.lastStride, sc);
-      loadPack<V>(br, k, p.b.lastStride, bv);
+      if (!p.residualAfter) {
+        float bv[V];
+        loadPack<V>(br, k, p.b.lastStride, bv);
 #pragma unroll
-      for (int j = 0; j < V; ++j) {
-        sc[j] += bv[j];
-        sum += sc[j];
+        for (int j = 0; j < V; ++j) sc[j] += bv[j];
       }
+#pragma unroll
+      for (int j = 0; j < V; ++j) sum += sc[j];
       if (sumOut) storePack<V>(sumOut + row * p.n, k, sc);
     }
     const float mean = p.rms ? 0.f : warpSum(sum) / static_cast<float>(p.n);
@@ -190,11 +193,13 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     for (int c = 0; c < kChunks; ++c) {
       const int64_t k = (int64_t(c) * 32 + g.lane) * V;
       if (k >= p.n) continue;
-      float gv[V], bv[V] = {};
+      float gv[V], bv[V] = {}, rv[V] = {};
       loadPack<V>(gamma, k, 1, gv);
       if (beta) loadPack<V>(beta, k, 1, bv);
+      if (p.residualAfter) loadPack<V>(br, k, p.b.lastStride, rv);
 #pragma unroll
-      for (int j = 0; j < V; ++j) s[c * V + j] = (s[c * V + j] - mean) * invStd * gv[j] + bv[j];
+      for (int j = 0; j < V; ++j)
+        s[c * V + j] = (s[c * V + j] - mean) * invStd * gv[j] + bv[j] + rv[j];
       storePack<V>(y + row * p.n, k, s + c * V);
     }
   }
@@ -227,14 +232,15 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     float s[V] = {};
     float sum = 0.f;
     if (active) {
-      float bv[V];
       loadPack<V>(a + rowStart(p.a, row, p.n), k, p.a.lastStride, s);
-      loadPack<V>(b + rowStart(p.b, row, p.n), k, p.b.lastStride, bv);
+      if (!p.residualAfter) {
+        float bv[V];
+        loadPack<V>(b + rowStart(p.b, row, p.n), k, p.b.lastStride, bv);
 #pragma unroll
-      for (int j = 0; j < V; ++j) {
-        s[j] += bv[j];
-        sum += s[j];
+        for (int j = 0; j < V; ++j) s[j] += bv[j];
       }
+#pragma unroll
+      for (int j = 0; j < V; ++j) sum += s[j];
       if (sumOut) storePack<V>(sumOut + row * p.n, k, s);
     }
     const float mean = p.rms ? 0.f : groupSum<kLanes>(sum) / static_cast<float>(p.n);
@@ -246,16 +252,18 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     const float invStd =
         1.f / sqrtf(groupSum<kLanes>(squares) / static_cast<float>(p.n) + p.epsilon);
     if (!active) continue;
-    float gv[V], bv[V] = {};
+    float gv[V], bv[V] = {}, rv[V] = {};
     loadPack<V>(gamma, k, 1, gv);
     if (beta) loadPack<V>(beta, k, 1, bv);
+    if (p.residualAfter) loadPack<V>(b + rowStart(p.b, row, p.n), k, p.b.lastStride, rv);
 #pragma unroll
-    for (int j = 0; j < V; ++j) s[j] = (s[j] - mean) * invStd * gv[j] + bv[j];
+    for (int j = 0; j < V; ++j) s[j] = (s[j] - mean) * invStd * gv[j] + bv[j] + rv[j];
     storePack<V>(y + row * p.n, k, s);
   }
 }
 
-// One block per long row: sum, squared deviations and output passes over A + B.
+// One block per long row: sum, squared deviations and output passes over A + B (over A, B
+// added in the output pass, with p.residualAfter).
 template <class T>
 __global__ void __launch_bounds__(kMaxRowBlock)
     addNormBlockRows(const T* a, const T* b, const T* gamma, const T* beta, T* y, T* sumOut,
@@ -265,7 +273,8 @@ __global__ void __launch_bounds__(kMaxRowBlock)
     const T* ar = a + rowStart(p.a, row, p.n);
     const T* br = b + rowStart(p.b, row, p.n);
     auto value = [&](int64_t k) {
-      return toFloat(ar[k * p.a.lastStride]) + toFloat(br[k * p.b.lastStride]);
+      return toFloat(ar[k * p.a.lastStride]) +
+             (p.residualAfter ? 0.f : toFloat(br[k * p.b.lastStride]));
     };
     float sum = 0.f;
     for (int64_t k = threadIdx.x; k < p.n; k += blockDim.x) {
@@ -283,8 +292,9 @@ __global__ void __launch_bounds__(kMaxRowBlock)
     const float var = blockReduce<false>(squares, partial) / static_cast<float>(p.n);
     const float invStd = 1.f / sqrtf(var + p.epsilon);
     for (int64_t k = threadIdx.x; k < p.n; k += blockDim.x) {
-      const float v =
-          (value(k) - mean) * invStd * toFloat(gamma[k]) + (beta ? toFloat(beta[k]) : 0.f);
+      const float v = (value(k) - mean) * invStd * toFloat(gamma[k]) +
+                      (beta ? toFloat(beta[k]) : 0.f) +
+                      (p.residualAfter ? toFloat(br[k * p.b.lastStride]) : 0.f);
       y[row * p.n + k] = fromFloat<T>(v);
     }
   }

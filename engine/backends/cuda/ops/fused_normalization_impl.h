@@ -60,12 +60,14 @@ struct SoftmaxLaunch {
 Status launchScaledMaskedSoftmax(const SoftmaxLaunch& launch, cudaStream_t stream);
 
 // S = A + B, Y = LayerNorm(S) over rows of n (gamma, beta: [n]), or with `rms` the
-// root-mean-square form S / sqrt(mean(S^2) + epsilon) * gamma [+ beta]; passed to the
-// kernels as is.
+// root-mean-square form S / sqrt(mean(S^2) + epsilon) * gamma [+ beta]; with `residualAfter`
+// S = A and B is added to Y (Y = norm(A) * gamma [+ beta] + B, no sum); passed to the kernels
+// as is.
 struct AddNormArgs {
   int64_t rows = 0, n = 0;
   float epsilon = 1e-5f;
   bool rms = false;
+  bool residualAfter = false;  // Y = norm(A) + B (B added to the output; no sum)
   RowMap a, b;
 };
 struct AddNormLaunch {
