@@ -19,8 +19,6 @@
 //     residual_after = 1): Y = norm(X) + R in one pass (X and R read once, Y written once,
 //     where the norm wrote its output and the Add read it back)
 // when the Add alone reads the norm's output and X has the Add's output shape.
-#include <algorithm>
-
 #include "passes/fusion_passes.h"
 
 namespace kiln::passes {
@@ -57,31 +55,63 @@ bool statisticsUnread(const Node& norm, const GraphIndex& index) {
   return true;
 }
 
+// A default-domain Add of two named inputs with one output.
+bool isPlainAdd(const Node& add) {
+  return add.opType == "Add" && isDefaultDomain(add) && add.inputs.size() == 2 &&
+         !add.inputs[0].empty() && !add.inputs[1].empty() && add.outputs.size() == 1 &&
+         !add.outputs[0].empty();
+}
+
+// A LayerNormalization or RMSNormalization AddLayerNorm can take: ai.kiln's forms too (written
+// by fuse_layer_norm and fuse_rms_norm into models that import an older opset), X and gamma
+// named, RMSNormalization without a bias input or statistics outputs, no statistics read.
+bool isFusableNorm(const Node& norm, const GraphIndex& index) {
+  const bool rms = norm.opType == "RMSNormalization";
+  return (norm.opType == "LayerNormalization" || rms) &&
+         (isDefaultDomain(norm) || norm.domain == kKilnDomain) && norm.inputs.size() >= 2 &&
+         norm.inputs.size() <= (rms ? 2u : 3u) && !norm.outputs.empty() &&
+         !norm.outputs[0].empty() && !(rms && norm.outputs.size() != 1) &&
+         !norm.inputs[0].empty() && !norm.inputs[1].empty() && statisticsUnread(norm, index);
+}
+
+// The norm over the last axis of rows shaped `s` of `type`, gamma and beta [n]. RMSNormalization
+// lets the scale have its own type (Y takes it); AddLayerNorm's gamma has the rows' type, as
+// LayerNormalization's always does.
+bool normFitsRows(const Node& norm, const InferredShapes& shapes, const SymbolicShape& s,
+                  DataType type) {
+  if (s.empty() || !normalizesLastAxis(norm, s)) return false;
+  if (norm.opType == "RMSNormalization" && typeOf(shapes, norm.inputs[1]) != type) return false;
+  for (size_t i = 1; i < norm.inputs.size(); ++i)
+    if (!norm.inputs[i].empty() && !isNormalizedVector(shapes, norm.inputs[i], s)) return false;
+  return true;
+}
+
+// AddLayerNorm(a, b, the norm's gamma [and beta]; its epsilon [, rms]) writing `outputs`.
+Node addLayerNormNode(const Node& norm, std::string name, const std::string& a,
+                      const std::string& b, std::vector<std::string> outputs) {
+  Node fused;
+  fused.name = std::move(name);
+  fused.opType = "AddLayerNorm";
+  fused.domain = kKilnDomain;
+  fused.opset = 1;
+  fused.inputs = {a, b, norm.inputs[1]};
+  if (norm.inputs.size() > 2 && !norm.inputs[2].empty()) fused.inputs.push_back(norm.inputs[2]);
+  fused.outputs = std::move(outputs);
+  fused.attributes["epsilon"] = floatAttribute(norm.attrFloat("epsilon", 1e-5f));
+  fused.attributes["axis"] = intAttribute(-1);
+  if (norm.opType == "RMSNormalization") fused.attributes["rms"] = intAttribute(1);
+  return fused;
+}
+
 bool matchAt(const Graph& g, const GraphIndex& index, const InferredShapes& shapes, int at,
              Match* m) {
   const Node& norm = g.nodes[at];
-  // ai.kiln LayerNormalization and RMSNormalization are the same ops, written by
-  // fuse_layer_norm and fuse_rms_norm into models that import an older opset.
-  // RMSNormalization has no bias input and no statistics outputs.
-  const bool rms = norm.opType == "RMSNormalization";
-  if ((norm.opType != "LayerNormalization" && !rms) ||
-      (!isDefaultDomain(norm) && norm.domain != kKilnDomain) || norm.inputs.size() < 2 ||
-      norm.inputs.size() > (rms ? 2u : 3u) || norm.outputs.empty() || norm.outputs[0].empty() ||
-      (rms && norm.outputs.size() != 1) || norm.inputs[1].empty() || !statisticsUnread(norm, index))
-    return false;
+  if (!isFusableNorm(norm, index)) return false;
   const int addAt = index.producer(norm.inputs[0]);
-  if (addAt < 0) return false;
+  if (addAt < 0 || !isPlainAdd(g.nodes[addAt])) return false;
   const Node& add = g.nodes[addAt];
-  if (add.opType != "Add" || !isDefaultDomain(add) || add.inputs.size() != 2 ||
-      add.inputs[0].empty() || add.inputs[1].empty() || add.outputs.size() != 1)
-    return false;
   const SymbolicShape* s = shapeOf(shapes, add.outputs[0]);
-  if (!s || s->empty() || !normalizesLastAxis(norm, *s)) return false;
-  // RMSNormalization lets the scale have its own type (Y takes it); AddLayerNorm's gamma
-  // has the sum's type, as LayerNormalization's always does.
-  if (rms && typeOf(shapes, norm.inputs[1]) != typeOf(shapes, add.outputs[0])) return false;
-  for (size_t i = 1; i < norm.inputs.size(); ++i)
-    if (!norm.inputs[i].empty() && !isNormalizedVector(shapes, norm.inputs[i], *s)) return false;
+  if (!s || !normFitsRows(norm, shapes, *s, typeOf(shapes, add.outputs[0]))) return false;
   m->add = addAt;
   m->norm = at;
   for (int reader : index.readers(add.outputs[0])) {
@@ -100,73 +130,40 @@ bool matchAt(const Graph& g, const GraphIndex& index, const InferredShapes& shap
 Node fusedNode(const Graph& g, const Match& m) {
   const Node& add = g.nodes[m.add];
   const Node& norm = g.nodes[m.norm];
-  Node fused;
-  fused.name = add.displayName() + " + " + norm.displayName();
-  fused.opType = "AddLayerNorm";
-  fused.domain = kKilnDomain;
-  fused.opset = 1;
-  fused.inputs = {add.inputs[0], add.inputs[1], norm.inputs[1]};
-  if (norm.inputs.size() > 2 && !norm.inputs[2].empty()) fused.inputs.push_back(norm.inputs[2]);
-  fused.outputs = {norm.outputs[0]};
-  if (m.emitSum) fused.outputs.push_back(add.outputs[0]);
-  fused.attributes["epsilon"] = floatAttribute(norm.attrFloat("epsilon", 1e-5f));
-  fused.attributes["axis"] = intAttribute(-1);
-  if (norm.opType == "RMSNormalization") fused.attributes["rms"] = intAttribute(1);
-  return fused;
+  std::vector<std::string> outputs = {norm.outputs[0]};
+  if (m.emitSum) outputs.push_back(add.outputs[0]);
+  return addLayerNormNode(norm, add.displayName() + " + " + norm.displayName(), add.inputs[0],
+                          add.inputs[1], std::move(outputs));
 }
 
 // The post-norm residual at Add node `at`: Add(R, LayerNormalization(X)) (either order)
 // whose norm output only this Add reads, X of the Add's output shape (so the rows normalized
-// are the output's), the norm over the last axis with [n] parameters and no statistics read:
-// AddLayerNorm(X, R, gamma, [beta]; residual_after = 1) -> the Add's output, placed where the
-// Add was (X, gamma and beta exist before the norm, R before the Add).
+// are the output's) and type: AddLayerNorm(X, R, gamma, [beta]; residual_after = 1) -> the
+// Add's output, placed where the Add was (X, gamma and beta exist before the norm, R before
+// the Add).
 std::optional<Fusion> residualAfterAt(const Graph& g, const GraphIndex& index,
                                       const InferredShapes& shapes, int at) {
   const Node& add = g.nodes[at];
-  if (add.opType != "Add" || !isDefaultDomain(add) || add.inputs.size() != 2 ||
-      add.inputs[0].empty() || add.inputs[1].empty() || add.outputs.size() != 1 ||
-      add.outputs[0].empty())
-    return std::nullopt;
+  if (!isPlainAdd(add)) return std::nullopt;
   const SymbolicShape* out = shapeOf(shapes, add.outputs[0]);
-  if (!out || out->empty()) return std::nullopt;
+  if (!out) return std::nullopt;
   for (int side = 0; side < 2; ++side) {
     const std::string& normed = add.inputs[side];
     const std::string& residual = add.inputs[1 - side];
     const int normAt = index.producer(normed);
     if (normAt < 0 || normed == residual || index.readers(normed).size() != 1) continue;
     const Node& norm = g.nodes[normAt];
-    const bool rms = norm.opType == "RMSNormalization";
-    if ((norm.opType != "LayerNormalization" && !rms) ||
-        (!isDefaultDomain(norm) && norm.domain != kKilnDomain) || norm.inputs.size() < 2 ||
-        norm.inputs.size() > (rms ? 2u : 3u) || norm.outputs[0] != normed ||
-        (rms && norm.outputs.size() != 1) || norm.inputs[0].empty() || norm.inputs[1].empty() ||
-        !statisticsUnread(norm, index))
-      continue;
+    if (!isFusableNorm(norm, index) || norm.outputs[0] != normed) continue;
     const SymbolicShape* x = shapeOf(shapes, norm.inputs[0]);
-    if (!x || *x != *out || !normalizesLastAxis(norm, *x)) continue;
-    if (typeOf(shapes, norm.inputs[0]) != typeOf(shapes, residual) ||
-        (rms && typeOf(shapes, norm.inputs[1]) != typeOf(shapes, norm.inputs[0])))
+    const DataType type = typeOf(shapes, norm.inputs[0]);
+    if (!x || *x != *out || type != typeOf(shapes, residual) ||
+        !normFitsRows(norm, shapes, *x, type))
       continue;
-    bool parameters = true;
-    for (size_t i = 1; i < norm.inputs.size(); ++i)
-      parameters =
-          parameters && (norm.inputs[i].empty() || isNormalizedVector(shapes, norm.inputs[i], *x));
-    if (!parameters) continue;
-    Node fused;
-    fused.name = norm.displayName() + " + " + add.displayName();
-    fused.opType = "AddLayerNorm";
-    fused.domain = kKilnDomain;
-    fused.opset = 1;
-    fused.inputs = {norm.inputs[0], residual, norm.inputs[1]};
-    if (norm.inputs.size() > 2 && !norm.inputs[2].empty()) fused.inputs.push_back(norm.inputs[2]);
-    fused.outputs = {add.outputs[0]};
-    fused.attributes["epsilon"] = floatAttribute(norm.attrFloat("epsilon", 1e-5f));
-    fused.attributes["axis"] = intAttribute(-1);
+    Node fused = addLayerNormNode(norm, norm.displayName() + " + " + add.displayName(),
+                                  norm.inputs[0], residual, {add.outputs[0]});
     fused.attributes["residual_after"] = intAttribute(1);
-    if (rms) fused.attributes["rms"] = intAttribute(1);
-    std::vector<int> nodes = {normAt, at};
-    std::sort(nodes.begin(), nodes.end());
-    return Fusion{nodes, std::move(fused), false};
+    // The norm writes its output before the Add reads it: normAt < at.
+    return Fusion{{normAt, at}, std::move(fused), false};
   }
   return std::nullopt;
 }
