@@ -1,5 +1,6 @@
 // Tensor-core helpers for 16-bit float storage (half, bfloat16), shared by Kiln's
-// mma.sync kernels (fused_attention_impl.cu, the conv-max-pool stem). Included by .cu files only.
+// mma.sync kernels (fused_attention_impl.cu, the conv-max-pool stem) and, for packPair, the
+// narrowing copies. Included by .cu files only.
 #pragma once
 
 #include <cuda_bf16.h>

@@ -3,26 +3,15 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include <cstring>
-
 #include "backends/cuda/device_common.cuh"
 #include "backends/cuda/ops/data_movement_common.cuh"
+#include "backends/cuda/ops/mma_f16.cuh"  // packPair
 #include "backends/cuda/ops/narrowing_copy_impl.h"
 
 namespace kiln::cuda {
 namespace {
 
 using namespace dm;
-
-// Two floats rounded to T (2 bytes), the first in the low half of the word.
-template <class T>
-__device__ __forceinline__ uint32_t narrowPair(float low, float high) {
-  const T a = fromFloat<T>(low), b = fromFloat<T>(high);
-  uint16_t bitsA, bitsB;
-  memcpy(&bitsA, &a, 2);
-  memcpy(&bitsB, &b, 2);
-  return uint32_t(bitsA) | (uint32_t(bitsB) << 16);
-}
 
 // Thread g moves output elements [g * P, g * P + P): their coordinates split once, P / 4
 // float4 reads, then one 8-byte word (P = 4) or P / 8 16-byte words written.
@@ -52,14 +41,14 @@ __global__ void narrowingCopyKernel(const float* in, T* out, NarrowingCopy p, in
       }
       if constexpr (P == 4) {
         *reinterpret_cast<uint2*>(out + g * 4) =
-            make_uint2(narrowPair<T>(v[0], v[1]), narrowPair<T>(v[2], v[3]));
+            make_uint2(packPair<T>(v[0], v[1]), packPair<T>(v[2], v[3]));
       } else {
 #pragma unroll
         for (int q = 0; q < P / 8; ++q) {
           const float* w = v + 8 * q;
           reinterpret_cast<uint4*>(out + g * P)[q] =
-              make_uint4(narrowPair<T>(w[0], w[1]), narrowPair<T>(w[2], w[3]),
-                         narrowPair<T>(w[4], w[5]), narrowPair<T>(w[6], w[7]));
+              make_uint4(packPair<T>(w[0], w[1]), packPair<T>(w[2], w[3]), packPair<T>(w[4], w[5]),
+                         packPair<T>(w[6], w[7]));
         }
       }
     }
@@ -83,7 +72,7 @@ __global__ void narrowingNarrowTransposeKernel(const float* in, uint32_t* out, i
       const int k0 = 2 * w, k1 = 2 * w + 1;
       const float v0 = k0 / R == 0 ? column[k0 % R].x : column[k0 % R].y;
       const float v1 = k1 / R == 0 ? column[k1 % R].x : column[k1 % R].y;
-      dst[w] = narrowPair<T>(v0, v1);
+      dst[w] = packPair<T>(v0, v1);
     }
   }
 }
