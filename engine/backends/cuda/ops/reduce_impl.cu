@@ -242,18 +242,6 @@ inline int shortRowLanes(int64_t n) {
   return lanes;
 }
 
-// The pack width of a short row read in 16-byte words (16 / sizeof(T)), or 1 when T is not a
-// 16-bit or float type, n is not whole packs or the rows are not 16-byte aligned.
-template <class T>
-int shortRowPack(const ReduceIo<T>& io, int64_t n) {
-  if constexpr (!kPackedShortRows<T>) {
-    return 1;
-  } else {
-    constexpr int V = 16 / sizeof(T);
-    return n % V == 0 && reinterpret_cast<uintptr_t>(io.x) % 16 == 0 ? V : 1;
-  }
-}
-
 template <class T, int V>
 void launchShortRowsOfPack(const ReduceIo<T>& io, int64_t rows, int64_t n, int lanes,
                            cudaStream_t stream) {
@@ -277,13 +265,14 @@ void launchShortRowsOfPack(const ReduceIo<T>& io, int64_t rows, int64_t n, int l
   }
 }
 
-// Rows of at most 64 elements (shortRowLanes(n) != 0): packed where shortRowPack allows, the
-// lanes then a power of two covering the row's packs.
+// Rows of at most 64 elements (shortRowLanes(n) != 0): in 16-byte words where T is a 16-bit or
+// float type, n whole words and the rows 16-byte aligned, the lanes then a power of two
+// covering the row's words; else element by element.
 template <class T>
 Status launchShortRows(const ReduceIo<T>& io, int64_t rows, int64_t n, cudaStream_t stream) {
   if constexpr (kPackedShortRows<T>) {
     constexpr int V = 16 / sizeof(T);
-    if (shortRowPack(io, n) == V) {
+    if (n % V == 0 && reinterpret_cast<uintptr_t>(io.x) % 16 == 0) {
       int lanes = 1;
       while (lanes * V < n) lanes *= 2;
       launchShortRowsOfPack<T, V>(io, rows, n, lanes, stream);
