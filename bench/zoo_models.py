@@ -480,25 +480,63 @@ def calibrate_batch_norm(model, spec, passes=4, batch=8):
     return len(norms)
 
 
-def randomize_zero_parameters(model):
-    """Linear and convolution weights initialized to zeros (torchvision ViT's head) get
-    N(0, 0.02): an output of zeros would make the accuracy check compare zeros with zeros.
-    Their zero biases (transformers initializes every Linear bias to zero) get N(0, 0.02) too:
-    a trained model has biases, and a zero one is dropped on the way (the exporter's
-    optimizer, Kiln's remove_no_op_nodes), so the plan would be a bias-free GEMM no trained
-    model has (docs/benchmarks.md, tenth session)."""
+PLACEHOLDER_STD = 0.2  # trained layer scales and branch gammas are about this size
+
+
+def _is_norm(module):
+    """BatchNorm, LayerNorm, GroupNorm, RMSNorm and the libraries' own norm classes."""
+    return "Norm" in type(module).__name__
+
+
+def _is_constant(p):
+    """Every element the same value (a default or placeholder initialization)."""
+    v = p.detach().flatten()
+    return v.numel() > 0 and bool((v == v[0]).all())
+
+
+def randomize_placeholder_parameters(model):
+    """Parameters a library initializes to a constant that no trained model holds get random
+    values, so the accuracy check compares the paths a trained model uses; returns how many.
+    - Linear and convolution weights of zeros (torchvision ViT's head), and zero biases of
+      those and of norms (transformers zeroes every Linear bias; every norm's default):
+      N(0, 0.02). A zero bias is dropped on the way (the exporter's optimizer, Kiln's
+      remove_no_op_nodes), which would time a bias-free layer no trained model has
+      (docs/benchmarks.md, tenth session).
+    - Norm weights of one nonzero value (ones by default): 1 + N(0, 0.1).
+    - Any other parameter of one value below 0.01: N(0, PLACEHOLDER_STD). These scale a
+      residual branch (the zero gammas of a branch's last BatchNorm in timm's ResNets,
+      RegNets and LeViT, SwinV2's zero post-norm gammas, layer scales of 1e-6 to 1e-4 in
+      ConvNeXt, CaiT, PoolFormer, NFNet's zero skip gains) or add to attention logits
+      (LeViT's zero attention biases), or are zero class tokens: with them the branch
+      counts in the output. Gammas near 1 there instead make LeViT-128 ill-conditioned:
+      a tenth of its inputs grow block by block until PyTorch FP32 and FP64 disagree
+      (cosine 0.98), and no engine can then be checked on them."""
     # transformers' Conv1D (GPT-2's projections) is a Linear with its weight transposed.
     layers = (torch.nn.Linear, torch.nn.Conv1d, torch.nn.Conv2d)
     count = 0
     with torch.no_grad():
         for m in model.modules():
-            if not (isinstance(m, layers) or type(m).__name__ == "Conv1D"):
-                continue
-            if not m.weight.any():
-                m.weight.normal_(0, 0.02)
-                count += 1
-            if m.bias is not None and not m.bias.any():
-                m.bias.normal_(0, 0.02)
+            linear = isinstance(m, layers) or type(m).__name__ == "Conv1D"
+            norm = _is_norm(m)
+            for name, p in m.named_parameters(recurse=False):
+                if not p.dtype.is_floating_point or not _is_constant(p):
+                    continue
+                value = float(p.detach().flatten()[0])
+                bias = name in ("bias", "beta")
+                if (linear or norm) and bias:
+                    if value != 0:
+                        continue
+                    p.normal_(0, 0.02)
+                elif norm and name == "weight" and value != 0:
+                    p.normal_(1, 0.1)
+                elif linear and name == "weight":
+                    if value != 0:
+                        continue
+                    p.normal_(0, 0.02)
+                elif abs(value) < 0.01:
+                    p.normal_(0, PLACEHOLDER_STD)
+                else:
+                    continue
                 count += 1
     return count
 
@@ -509,7 +547,7 @@ def build(spec, calibration_batch=8):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = spec.make()
-    randomize_zero_parameters(model)
+    randomize_placeholder_parameters(model)
     calibrate_batch_norm(model, spec, batch=calibration_batch)
     return model.eval()
 
