@@ -1,10 +1,13 @@
 // The CUDA side of a comparison: an engine on one device, one execution context,
-// inputs copied in and outputs copied back per run. The CUDA runtime binds graph
-// inputs and outputs only, so this side exposes no intermediates (a comparison then
-// checks outputs and says so).
+// inputs copied in and outputs copied back per run. The runtime binds graph outputs
+// only, so the intermediates a per-tensor comparison asks for come from a second engine
+// of the same network and options whose graph outputs also name them
+// (withGraphOutputs): the same layers, tactics and precisions, built at the first run
+// that asks and kept while the names asked stay the same.
 #include "compare/model_runner.h"
 #include "kiln/cuda_plan_options.h"
 #include "kiln/cuda_runtime.h"
+#include "kiln/graph_outputs.h"
 
 namespace kiln::compare {
 namespace {
@@ -17,9 +20,11 @@ cuda::Precision enginePrecision(DataType type) {
 
 class CudaRunner : public ModelRunner {
  public:
-  CudaRunner(std::shared_ptr<const Network> network, std::shared_ptr<cuda::Engine> engine,
-             std::unique_ptr<cuda::ExecutionContext> context, std::string label)
+  CudaRunner(std::shared_ptr<const Network> network, const Plan* plan,
+             std::shared_ptr<cuda::Engine> engine, std::unique_ptr<cuda::ExecutionContext> context,
+             std::string label)
       : m_network(std::move(network)),
+        m_layers(layerNames(*m_network, plan ? &plan->record : nullptr)),
         m_engine(std::move(engine)),
         m_context(std::move(context)),
         m_label(std::move(label)) {}
@@ -30,37 +35,60 @@ class CudaRunner : public ModelRunner {
            cuda::precisionName(o.precision) + (o.allowTf32 ? "" : ", no TF32");
   }
   const Network& network() const override { return *m_network; }
-  std::vector<ExposedTensor> intermediates() const override { return {}; }
+  // The outputs of its layers that another layer reads (an unread optional output, such
+  // as LayerNormalization's statistics, may have no kernel writing it).
+  std::vector<ExposedTensor> intermediates() const override {
+    return exposedValues(readIntermediateValues(m_network->graph), m_network->graph, m_layers);
+  }
   std::map<std::string, std::string> layerOfNode() const override {
-    std::map<std::string, std::string> layers;
-    for (const Node& node : m_network->graph.nodes) layers[node.displayName()] = node.displayName();
-    return layers;
+    return compare::layerOfNode(m_layers);
   }
 
   Status run(const std::map<std::string, Tensor>& inputs, const std::vector<std::string>& extra,
              std::vector<NamedTensor>* outputs) override {
-    if (!extra.empty())
-      return unsupported(m_label + ": the CUDA runtime returns graph outputs only, not '" +
-                         extra.front() + "'");
+    cuda::ExecutionContext* context = m_context.get();
+    if (!extra.empty()) {
+      KILN_RETURN_IF_ERROR(exposingContext(extra).withContext(m_label));
+      context = m_exposing.get();
+    }
     for (const auto& [name, tensor] : inputs) {
-      KILN_RETURN_IF_ERROR_CTX(m_context->setInputShape(name, tensor.shape()), m_label);
-      KILN_RETURN_IF_ERROR_CTX(m_context->setInput(name, tensor), m_label);
+      KILN_RETURN_IF_ERROR_CTX(context->setInputShape(name, tensor.shape()), m_label);
+      KILN_RETURN_IF_ERROR_CTX(context->setInput(name, tensor), m_label);
     }
-    KILN_RETURN_IF_ERROR_CTX(m_context->execute(), m_label);
+    KILN_RETURN_IF_ERROR_CTX(context->execute(), m_label);
     outputs->clear();
-    for (const ValueInfo& out : m_network->graph.outputs) {
-      Result<Tensor> tensor = m_context->getOutput(out.name);
+    auto fetch = [&](const std::string& name) -> Status {
+      Result<Tensor> tensor = context->getOutput(name);
       if (!tensor.isOk()) return tensor.status().withContext(m_label);
-      outputs->push_back({out.name, tensor.value()});
-    }
+      outputs->push_back({name, tensor.value()});
+      return Status::ok();
+    };
+    for (const ValueInfo& out : m_network->graph.outputs) KILN_RETURN_IF_ERROR(fetch(out.name));
+    for (const std::string& name : extra) KILN_RETURN_IF_ERROR(fetch(name));
     return Status::ok();
   }
 
  private:
+  // The engine whose graph outputs also name `extra`, built once per list of names.
+  Status exposingContext(const std::vector<std::string>& extra) {
+    if (m_exposing && extra == m_exposedNames) return Status::ok();
+    m_exposing.reset();
+    KILN_ASSIGN_OR_RETURN(auto engine, cuda::Engine::create(withGraphOutputs(*m_network, extra),
+                                                            m_engine->options()));
+    KILN_ASSIGN_OR_RETURN(m_exposing, engine->createContext());
+    m_exposingEngine = std::move(engine);
+    m_exposedNames = extra;
+    return Status::ok();
+  }
+
   std::shared_ptr<const Network> m_network;
+  std::vector<LayerName> m_layers;
   std::shared_ptr<cuda::Engine> m_engine;
   std::unique_ptr<cuda::ExecutionContext> m_context;
   std::string m_label;
+  std::vector<std::string> m_exposedNames;
+  std::shared_ptr<cuda::Engine> m_exposingEngine;
+  std::unique_ptr<cuda::ExecutionContext> m_exposing;
 };
 
 }  // namespace
@@ -81,7 +109,7 @@ Result<std::unique_ptr<ModelRunner>> cudaRunner(std::shared_ptr<const Network> n
   auto context = engine.value()->createContext();
   if (!context.isOk()) return context.status().withContext(label);
   return std::unique_ptr<ModelRunner>(std::make_unique<CudaRunner>(
-      std::move(network), engine.value(), std::move(context.value()), std::move(label)));
+      std::move(network), plan, engine.value(), std::move(context.value()), std::move(label)));
 }
 
 }  // namespace kiln::compare

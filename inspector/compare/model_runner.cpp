@@ -14,29 +14,6 @@
 namespace kiln::compare {
 namespace {
 
-// How one top-level node appears as a layer: the plan's record when it has one per
-// node (it names unnamed nodes as the build saw them), else the node itself.
-struct LayerName {
-  std::string name;
-  std::vector<std::string> sourceNodes;
-};
-
-std::vector<LayerName> layerNames(const Network& network, const BuildRecord* record) {
-  std::vector<LayerName> names;
-  const auto& nodes = network.graph.nodes;
-  const bool useRecord = record && record->layers.size() == nodes.size();
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    if (useRecord && !record->layers[i].sourceNodes.empty()) {
-      names.push_back({record->layers[i].name, record->layers[i].sourceNodes});
-      continue;
-    }
-    std::vector<std::string> sources = nodes[i].attrStrings(kSourceNodesAttribute);
-    if (sources.empty()) sources = {nodes[i].displayName()};
-    names.push_back({nodes[i].displayName(), sources});
-  }
-  return names;
-}
-
 class CpuRunner : public ModelRunner {
  public:
   CpuRunner(std::shared_ptr<const Network> network, std::shared_ptr<const Plan> plan,
@@ -62,22 +39,15 @@ class CpuRunner : public ModelRunner {
   std::vector<ExposedTensor> intermediates() const override {
     std::set<std::string> graphOutputs;
     for (const ValueInfo& v : m_network->graph.outputs) graphOutputs.insert(v.name);
-    std::vector<ExposedTensor> exposed;
-    const auto& nodes = m_network->graph.nodes;
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      for (const std::string& out : nodes[i].outputs) {
-        if (out.empty() || graphOutputs.count(out)) continue;
-        exposed.push_back({out, m_layers[i].name, m_layers[i].sourceNodes});
-      }
-    }
-    return exposed;
+    std::vector<std::string> values;
+    for (const Node& node : m_network->graph.nodes)
+      for (const std::string& out : node.outputs)
+        if (!out.empty() && !graphOutputs.count(out)) values.push_back(out);
+    return exposedValues(values, m_network->graph, m_layers);
   }
 
   std::map<std::string, std::string> layerOfNode() const override {
-    std::map<std::string, std::string> layers;
-    for (const LayerName& layer : m_layers)
-      for (const std::string& node : layer.sourceNodes) layers[node] = layer.name;
-    return layers;
+    return compare::layerOfNode(m_layers);
   }
 
   Status run(const std::map<std::string, Tensor>& inputs, const std::vector<std::string>& extra,
@@ -131,6 +101,43 @@ Result<std::unique_ptr<ModelRunner>> openPlanSide(const SideSpec& spec,
 }
 
 }  // namespace
+
+std::vector<LayerName> layerNames(const Network& network, const BuildRecord* record) {
+  std::vector<LayerName> names;
+  const auto& nodes = network.graph.nodes;
+  const bool useRecord = record && record->layers.size() == nodes.size();
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (useRecord && !record->layers[i].sourceNodes.empty()) {
+      names.push_back({record->layers[i].name, record->layers[i].sourceNodes});
+      continue;
+    }
+    std::vector<std::string> sources = nodes[i].attrStrings(kSourceNodesAttribute);
+    if (sources.empty()) sources = {nodes[i].displayName()};
+    names.push_back({nodes[i].displayName(), sources});
+  }
+  return names;
+}
+
+std::map<std::string, std::string> layerOfNode(const std::vector<LayerName>& layers) {
+  std::map<std::string, std::string> map;
+  for (const LayerName& layer : layers)
+    for (const std::string& node : layer.sourceNodes) map[node] = layer.name;
+  return map;
+}
+
+std::vector<ExposedTensor> exposedValues(const std::vector<std::string>& values, const Graph& graph,
+                                         const std::vector<LayerName>& layers) {
+  std::map<std::string, size_t> producer;
+  for (size_t i = 0; i < graph.nodes.size(); ++i)
+    for (const std::string& out : graph.nodes[i].outputs) producer[out] = i;
+  std::vector<ExposedTensor> exposed;
+  for (const std::string& value : values) {
+    auto it = producer.find(value);
+    if (it == producer.end() || it->second >= layers.size()) continue;
+    exposed.push_back({value, layers[it->second].name, layers[it->second].sourceNodes});
+  }
+  return exposed;
+}
 
 std::unique_ptr<ModelRunner> referenceRunner(std::shared_ptr<const Network> network,
                                              std::string label) {

@@ -2,10 +2,13 @@
 // back its outputs and, on request, the intermediate tensors it exposes. Sides are an
 // ONNX model on the CPU reference (FP32, every node's output exposed), a plan on the
 // CPU backend (its tactics and precisions; the outputs of its layers exposed: what
-// fusion left), or a model or plan on the CUDA runtime (graph outputs only).
+// fusion left), or a model or plan on the CUDA runtime (the outputs of its layers that
+// another layer reads).
 //
-// Exposing an intermediate never changes what runs: the CPU executor only keeps the
-// value alive; kernels, tactics and precisions are the plan's either way.
+// Exposing an intermediate never changes which kernels run: the CPU executor only keeps
+// the value alive; the CUDA side runs a second engine of the same layers, tactics and
+// precisions whose graph outputs also name the values asked for (their memory is then
+// not shared with other activations, and a view among them gets its bytes copied).
 #pragma once
 
 #include <map>
@@ -44,6 +47,19 @@ class ModelRunner {
   virtual Status run(const std::map<std::string, Tensor>& inputs,
                      const std::vector<std::string>& extra, std::vector<NamedTensor>* outputs) = 0;
 };
+
+// How each top-level node of a network appears as a layer: the plan record's name and
+// ONNX source nodes when the record has one entry per node, else the node's own.
+struct LayerName {
+  std::string name;
+  std::vector<std::string> sourceNodes;
+};
+std::vector<LayerName> layerNames(const Network& network, const BuildRecord* record);
+// ONNX node -> the layer holding it, for ModelRunner::layerOfNode.
+std::map<std::string, std::string> layerOfNode(const std::vector<LayerName>& layers);
+// `values` (written by top-level nodes of `graph`) with their layers, in the order given.
+std::vector<ExposedTensor> exposedValues(const std::vector<std::string>& values, const Graph& graph,
+                                         const std::vector<LayerName>& layers);
 
 // An ONNX model (or a plan's network without its choices) on the CPU reference, fp32.
 std::unique_ptr<ModelRunner> referenceRunner(std::shared_ptr<const Network> network,

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "compare/accuracy_compare.h"
+#include "compare/model_runner.h"
 #include "gpu/gpu_op_test.h"
 #include "kiln/builder.h"
 #include "kiln/cuda_plan_options.h"
@@ -104,6 +106,45 @@ TEST(CudaBuilder, Fp32PlanTimesEveryLayerAndMatchesCpu) {
                   .isOk());
   const Tensor ids = randomInputTensor(DataType::kInt64, {3, 40}, 5);
   expectTensorNear(runPlanOnCuda(loaded.value(), ids), cpuReference(ids), 1e-4, 1e-3);
+}
+
+// `kiln compare PLAN --per-tensor` on a CUDA plan: the outputs of its layers come back
+// from the device (a second engine of the same layers with them as graph outputs) and
+// each matches the plan's network on the CPU reference; a run that asks for none returns
+// the graph output alone.
+TEST(CudaBuilder, PerTensorCompareReadsEveryLayerOutputBackFromTheDevice) {
+  KILN_REQUIRE_GPU();
+  auto built = buildOnCuda(bertConfig(false));
+  ASSERT_TRUE(built.isOk()) << built.status().toString();
+  auto plan = std::make_shared<const Plan>(std::move(built.value()));
+  auto device = compare::planRunner(plan, "bert.kiln");
+  ASSERT_TRUE(device.isOk()) << device.status().toString();
+  auto reference = compare::referenceRunner(plan->network, "its network");
+  const std::vector<compare::ExposedTensor> exposed = (*device)->intermediates();
+  ASSERT_GE(exposed.size(), 5u);
+  for (const compare::ExposedTensor& t : exposed) EXPECT_FALSE(t.layer.empty()) << t.name;
+
+  auto inputs = compare::randomInputSet(*plan->network, {{"input_ids", Shape{3, 40}}}, 7);
+  ASSERT_TRUE(inputs.isOk()) << inputs.status().toString();
+  std::vector<NamedTensor> plain;
+  ASSERT_TRUE((*device)->run(inputs.value(), {}, &plain).isOk());
+  ASSERT_EQ(plain.size(), plan->network->graph.outputs.size());
+
+  compare::CompareOptions options;
+  options.perTensor = true;
+  options.tolerance = {1e-4, 1e-3};
+  auto report = compare::compareAccuracy(**device, *reference, {inputs.value()}, options);
+  ASSERT_TRUE(report.isOk()) << report.status().toString();
+  EXPECT_TRUE(report->perTensorNote.empty()) << report->perTensorNote;
+  EXPECT_EQ(report->intermediates.size(), exposed.size());
+  EXPECT_EQ(report->firstDivergent, -1);
+  for (const compare::ComparedTensor& t : report->intermediates) {
+    EXPECT_TRUE(t.stats.comparable) << t.stats.name << ": " << t.stats.problem;
+    EXPECT_GT(t.stats.elements, 0) << t.stats.name;
+    EXPECT_EQ(t.stats.outsideTolerance, 0) << t.stats.name << " max abs " << t.stats.maxAbs;
+    EXPECT_EQ(t.stats.nanActual + t.stats.infActual, 0) << t.stats.name;
+  }
+  EXPECT_TRUE(report->pass);
 }
 
 TEST(CudaBuilder, Fp16BuildChoosesOnePrecisionForTheEngine) {

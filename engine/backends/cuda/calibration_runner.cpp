@@ -1,36 +1,14 @@
 // Calibration on the CUDA runtime. The runtime returns graph outputs only, so the
 // runner builds its engine from a copy of the network whose graph outputs are every
-// value the calibrator asks for. Pure host code over the public runtime API: in a
-// build without the toolkit Engine::create says so and the calibrator uses the CPU.
-#include <set>
-
+// value the calibrator asks for (withGraphOutputs). Pure host code over the public
+// runtime API: in a build without the toolkit Engine::create says so and the
+// calibrator uses the CPU.
 #include "kiln/cuda_calibration.h"
 #include "kiln/cuda_runtime.h"
-#include "kiln/shape_inference.h"
+#include "kiln/graph_outputs.h"
 
 namespace kiln::cuda {
 namespace {
-
-// `source` with each of `names` also a graph output, typed as shape inference types
-// it (the binding type of an output the inference cannot type follows the value).
-std::shared_ptr<const Network> withOutputs(const Network& source,
-                                           const std::vector<std::string>& names) {
-  auto network = std::make_shared<Network>(source);
-  std::set<std::string> present;
-  for (const ValueInfo& v : network->graph.outputs) present.insert(v.name);
-  auto inferred = inferShapes(source);
-  for (const std::string& name : names) {
-    if (!present.insert(name).second) continue;
-    ValueInfo info;
-    info.name = name;
-    if (inferred.isOk()) {
-      auto it = inferred->values.find(name);
-      if (it != inferred->values.end()) info.type = it->second.type;
-    }
-    network->graph.outputs.push_back(std::move(info));
-  }
-  return network;
-}
 
 class CudaCalibrationRunner : public CalibrationRunner {
  public:
@@ -64,7 +42,7 @@ class CudaCalibrationRunner : public CalibrationRunner {
     // Each shape runs a few batches at most: the heuristic's first convolution
     // algorithm, untimed, costs less than timing six.
     options.convolutionCandidates = 1;
-    KILN_ASSIGN_OR_RETURN(m_engine, Engine::create(withOutputs(*m_source, names), options));
+    KILN_ASSIGN_OR_RETURN(m_engine, Engine::create(withGraphOutputs(*m_source, names), options));
     KILN_ASSIGN_OR_RETURN(m_context, m_engine->createContext());
     m_names = names;
     return Status::ok();
