@@ -82,7 +82,11 @@ class TacticSearch {
       for (const TacticCandidate& c : layer.candidates) {
         if (!c.rejected.empty() || c.precision != layer.precision || !tried.insert(c.tactic).second)
           continue;
-        TacticTrial trial{layer.name, layer.sourceNodes, c.tactic, precisionSpelling(c.precision)};
+        TacticTrial trial;
+        trial.layer = layer.name;
+        trial.sourceNodes = layer.sourceNodes;
+        trial.tactic = c.tactic;
+        trial.precision = precisionSpelling(c.precision);
         trial.baseline = c.tactic == layer.tactic;
         const Verdict* verdict = &baseline.verdict;
         Build forced;
