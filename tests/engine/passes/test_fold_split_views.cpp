@@ -64,12 +64,6 @@ std::vector<NamedTensor> runSplit(const Network& net) {
       net, {{"qkv", randomTensor(DataType::kFloat32, {kBatch, kSeq, kWidth}, 7, 0.5, 2.0)}});
 }
 
-int count(const Network& net, const std::string& op) {
-  int n = 0;
-  for (const Node& node : net.graph.nodes) n += node.opType == op;
-  return n;
-}
-
 const Node* writerOf(const Network& net, const std::string& value) {
   for (const Node& n : net.graph.nodes)
     if (std::find(n.outputs.begin(), n.outputs.end(), value) != n.outputs.end()) return &n;
@@ -81,9 +75,9 @@ TEST(FoldSplitViews, EachHeadSplitIsOneStridedCopyAndTheSplitGoes) {
   // Per head a StridedCopy and the [B H, S, D] Reshape, which the runtime aliases.
   const auto applied = fuseAndCompareOutputs(kPass, runSplit, splitHeads({}), 6, &fused);
   EXPECT_EQ(applied.size(), 3u);
-  EXPECT_EQ(count(fused, "Split"), 0);
-  EXPECT_EQ(count(fused, "Transpose"), 0);
-  ASSERT_EQ(count(fused, "StridedCopy"), 3);
+  EXPECT_EQ(countOps(fused, "Split"), 0);
+  EXPECT_EQ(countOps(fused, "Transpose"), 0);
+  ASSERT_EQ(countOps(fused, "StridedCopy"), 3);
   const int64_t offsets[] = {0, kHeads * kDim, 2 * kHeads * kDim};
   const char* heads[] = {"q_t", "k_t", "v_t"};
   for (int i = 0; i < 3; ++i) {
@@ -111,7 +105,7 @@ TEST(FoldSplitViews, AChainThatComposesFurtherEndsLater) {
   ASSERT_NE(key, nullptr);
   EXPECT_EQ(key->opType, "StridedCopy");
   EXPECT_EQ(key->attrInts("shape"), (std::vector<int64_t>{kBatch, kHeads, kSeq, kDim, 1}));
-  EXPECT_EQ(count(fused, "Split"), 0);
+  EXPECT_EQ(countOps(fused, "Split"), 0);
 }
 
 TEST(FoldSplitViews, AReshapeOnlyOutputBecomesTheCopyWhenTheSplitGoes) {
@@ -119,7 +113,7 @@ TEST(FoldSplitViews, AReshapeOnlyOutputBecomesTheCopyWhenTheSplitGoes) {
   c.valueReshapedOnly = true;  // written before Q's chain: the second sweep takes it
   Network fused;
   fuseAndCompareOutputs(kPass, runSplit, splitHeads(c), 5, &fused);
-  EXPECT_EQ(count(fused, "Split"), 0);
+  EXPECT_EQ(countOps(fused, "Split"), 0);
   const Node* value = writerOf(fused, "v_heads");
   ASSERT_NE(value, nullptr);
   EXPECT_EQ(value->opType, "StridedCopy");
@@ -143,7 +137,7 @@ TEST(FoldSplitViews, AChainNodeReadElsewhereStays) {
   ASSERT_NE(writerOf(fused, "q_heads"), nullptr);
   EXPECT_EQ(writerOf(fused, "q_heads")->opType, "StridedCopy");
   EXPECT_EQ(applied.back().nodes, (std::vector<std::string>{"q", "q_heads"}));
-  EXPECT_EQ(count(fused, "Split"), 0);
+  EXPECT_EQ(countOps(fused, "Split"), 0);
 }
 
 TEST(FoldSplitViews, ASplitOutputReadByAGraphOutputKeepsTheSplit) {
@@ -153,7 +147,7 @@ TEST(FoldSplitViews, ASplitOutputReadByAGraphOutputKeepsTheSplit) {
   fuseAndCompareOutputs(kPass, runSplit, splitHeads(c), 7, &fused);
   ASSERT_NE(writerOf(fused, "q"), nullptr);
   EXPECT_EQ(writerOf(fused, "q")->opType, "Split");
-  EXPECT_EQ(count(fused, "StridedCopy"), 3);
+  EXPECT_EQ(countOps(fused, "StridedCopy"), 3);
   std::vector<std::string> outputs;
   for (const ValueInfo& out : fused.graph.outputs) outputs.push_back(out.name);
   EXPECT_EQ(outputs, (std::vector<std::string>{"q3", "k3", "v3", "q"}));
@@ -166,14 +160,14 @@ TEST(FoldSplitViews, DynamicShapesAndTheDisabledPassKeepEverything) {
   std::vector<PassApplication> applied;
   ASSERT_TRUE(runPasses(net, 1, {}, &applied).isOk());
   for (const PassApplication& a : applied) EXPECT_NE(a.pass, kPass);
-  EXPECT_EQ(count(net, "Split"), 1);
-  EXPECT_EQ(count(net, "Transpose"), 3);
+  EXPECT_EQ(countOps(net, "Split"), 1);
+  EXPECT_EQ(countOps(net, "Transpose"), 3);
 
   Network disabled = splitHeads({});
   applied.clear();
   ASSERT_TRUE(runPasses(disabled, 1, {kPass}, &applied).isOk());
-  EXPECT_EQ(count(disabled, "Split"), 1);
-  EXPECT_EQ(count(disabled, "StridedCopy"), 0);
+  EXPECT_EQ(countOps(disabled, "Split"), 1);
+  EXPECT_EQ(countOps(disabled, "StridedCopy"), 0);
 }
 
 // A Split into a fused attention: fold_attention_views reads Q, K, V through strides first,
@@ -185,8 +179,8 @@ TEST(FoldSplitViews, AFusedAttentionKeepsItsStridedReads) {
   std::vector<PassApplication> applied;
   ASSERT_TRUE(runPasses(fused, 1, {}, &applied).isOk());
   for (const PassApplication& a : applied) EXPECT_NE(a.pass, kPass);
-  EXPECT_EQ(count(fused, "StridedCopy"), 0);
-  ASSERT_EQ(count(fused, kFusedAttentionOp), 1);
+  EXPECT_EQ(countOps(fused, "StridedCopy"), 0);
+  ASSERT_EQ(countOps(fused, kFusedAttentionOp), 1);
   for (const Node& n : fused.graph.nodes)
     if (n.opType == kFusedAttentionOp) EXPECT_EQ(n.attrString("qkv_layout", ""), "STRIDED");
   const auto expected = runOnReference(original, packedAttentionFeeds(c, 3));
@@ -233,8 +227,8 @@ TEST(FoldSplitViews, MergedProjectionsReadTheirHeadsFromTheGemm) {
   // The merged GEMM, three StridedCopy, three Reshapes, K's transpose, two MatMuls.
   const auto applied = fuseAndCompareOutputs(kPass, run, projectedHeads(), 10, &fused);
   EXPECT_EQ(applied.size(), 3u);
-  EXPECT_EQ(count(fused, "Split"), 0);
-  ASSERT_EQ(count(fused, "StridedCopy"), 3);
+  EXPECT_EQ(countOps(fused, "Split"), 0);
+  ASSERT_EQ(countOps(fused, "StridedCopy"), 3);
   const std::string gemm = fused.graph.nodes[0].outputs[0];
   for (const Node& n : fused.graph.nodes)
     if (n.opType == "StridedCopy") EXPECT_EQ(n.inputs, (std::vector<std::string>{gemm}));
@@ -285,14 +279,14 @@ TEST(FoldSplitViews, AnUnfoldChainIsOneStridedCopy) {
   // do not nest), the head transpose after it reads a contiguous tensor.
   auto applied = fuseAndCompareOutputs(kPass, run, unfoldChain(true), 5, &fused);
   ASSERT_EQ(applied.size(), 1u);
-  EXPECT_EQ(count(fused, "Gather"), 0);
-  EXPECT_EQ(count(fused, "Transpose"), 1);
-  EXPECT_EQ(count(fused, "StridedCopy"), 1);
+  EXPECT_EQ(countOps(fused, "Gather"), 0);
+  EXPECT_EQ(countOps(fused, "Transpose"), 1);
+  EXPECT_EQ(countOps(fused, "StridedCopy"), 1);
   Network kept;
   const Network shuffled = unfoldChain(false);
   applied = fuseAndCompareOutputs(kPass, run, shuffled, shuffled.graph.nodes.size(), &kept);
   EXPECT_TRUE(applied.empty());
-  EXPECT_EQ(count(kept, "Gather"), 2);
+  EXPECT_EQ(countOps(kept, "Gather"), 2);
 }
 
 TEST(StridedCopyNode, ReadsPastTheInputAreRefusedInANetwork) {

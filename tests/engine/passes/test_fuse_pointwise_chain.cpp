@@ -78,12 +78,6 @@ Fused fuseAndCompare(const Network& original, int level = 2, double tolerance = 
   return f;
 }
 
-int count(const Network& net, const std::string& op) {
-  int n = 0;
-  for (const Node& node : net.graph.nodes) n += node.opType == op;
-  return n;
-}
-
 TEST(FusePointwiseChain, BiasActivationScaleIsOneKernelWithAnExactProgram) {
   const Fused f = fuseAndCompare(
       graph({makeNode("Add", {"x", "bias"}, {"a"}), makeNode("Relu", {"a"}, {"r"}),
@@ -185,7 +179,7 @@ TEST(FusePointwiseChain, AValueReadOutsideEndsTheGroup) {
       fuseAndCompare(graph({makeNode("Add", {"x", "y"}, {"a"}), makeNode("Relu", {"a"}, {"r"}),
                             makeNode("Mul", {"r", "z"}, {"m"}), makeNode("Tanh", {"m"}, {"out"})},
                            {"out", "r"}));
-  EXPECT_EQ(count(f.network, kPointwiseChainOp), 2);
+  EXPECT_EQ(countOps(f.network, kPointwiseChainOp), 2);
   EXPECT_EQ(f.network.graph.nodes.size(), 2u);
   // A Softmax reading "a" keeps Add out of the chain (alone it is a chain of one: x [2, 3, 8]
   // + y [8] broadcasts between two inputs); Relu + Mul + Tanh still fuse.

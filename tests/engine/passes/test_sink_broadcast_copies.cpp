@@ -88,12 +88,6 @@ Shape shapeIn(const Network& net, const std::string& value) {
   return out;
 }
 
-int count(const Network& net, const std::string& op) {
-  int n = 0;
-  for (const Node& node : net.graph.nodes) n += node.opType == op;
-  return n;
-}
-
 TEST(SinkBroadcastCopies, SdpaMaskBecomesTheKeyRow) {
   Network fused;
   const std::vector<PassApplication> applied =
@@ -101,10 +95,10 @@ TEST(SinkBroadcastCopies, SdpaMaskBecomesTheKeyRow) {
   // The And as an Expand, then the Expand below each layer's Where; left: the row's
   // Greater, one Where and each layer's Add + Softmax as one ScaledMaskedSoftmax.
   ASSERT_EQ(applied.size(), 2u);
-  EXPECT_EQ(count(fused, "And"), 0);
-  EXPECT_EQ(count(fused, "Expand"), 0);
+  EXPECT_EQ(countOps(fused, "And"), 0);
+  EXPECT_EQ(countOps(fused, "Expand"), 0);
   // One Where (the layers' copies merged) of the row, [B, 1, 1, S].
-  ASSERT_EQ(count(fused, "Where"), 1);
+  ASSERT_EQ(countOps(fused, "Where"), 1);
   for (const Node& n : fused.graph.nodes) {
     if (n.opType != "Where") continue;
     EXPECT_EQ(n.inputs[0], "row");
@@ -130,8 +124,8 @@ TEST(SinkBroadcastCopies, EveryIdentityConstant) {
     const std::vector<PassApplication> applied =
         fuseAndCompareOutputs(kPass, run, net, nodes, &fused);
     EXPECT_FALSE(applied.empty());
-    EXPECT_EQ(count(fused, c.op), 0);
-    EXPECT_EQ(count(fused, "Expand"), 0);
+    EXPECT_EQ(countOps(fused, c.op), 0);
+    EXPECT_EQ(countOps(fused, "Expand"), 0);
   }
 }
 

@@ -39,12 +39,6 @@ Network residualStream() {
   return net;
 }
 
-int count(const Network& net, const std::string& op) {
-  int n = 0;
-  for (const Node& node : net.graph.nodes) n += node.opType == op;
-  return n;
-}
-
 TEST(SinkTransposes, ResidualStreamComputesInThePermutedLayout) {
   const Network original = residualStream();
   Network fused = original;
@@ -53,8 +47,8 @@ TEST(SinkTransposes, ResidualStreamComputesInThePermutedLayout) {
   int sunk = 0;
   for (const PassApplication& a : applied) sunk += a.pass == "sink_transposes";
   EXPECT_EQ(sunk, 1);  // block 1's chain (block 2's output is no permute's input)
-  EXPECT_EQ(count(original, "Transpose"), 5);
-  EXPECT_EQ(count(fused, "Transpose"), 3);  // x's permute, y1 back for block 2, block 2's
+  EXPECT_EQ(countOps(original, "Transpose"), 5);
+  EXPECT_EQ(countOps(fused, "Transpose"), 3);  // x's permute, y1 back for block 2, block 2's
   for (uint32_t seed : {5u, 9u}) {
     const std::map<std::string, Tensor> feeds = {
         {"x", randomTensor(DataType::kFloat32, {2, 8, 5, 6}, seed, -2.0, 2.0)}};
@@ -89,7 +83,7 @@ TEST(SinkTransposes, DisabledByName) {
   Network net = residualStream();
   std::vector<PassApplication> applied;
   ASSERT_TRUE(runPasses(net, 2, {"sink_transposes"}, &applied).isOk());
-  EXPECT_EQ(count(net, "Transpose"), 5);
+  EXPECT_EQ(countOps(net, "Transpose"), 5);
 }
 
 }  // namespace
