@@ -3,7 +3,9 @@
 // only, so the intermediates a per-tensor comparison asks for come from a second engine
 // of the same network and options whose graph outputs also name them
 // (withGraphOutputs): the same layers, tactics and precisions, built at the first run
-// that asks and kept while the names asked stay the same.
+// that asks and kept while the names asked stay the same. One engine lives at a time:
+// the plain one is released before the exposing one is built (the weights are on the
+// device once, not twice) and built again if a later run asks for no intermediates.
 #include "compare/model_runner.h"
 #include "kiln/cuda_plan_options.h"
 #include "kiln/cuda_runtime.h"
@@ -25,14 +27,15 @@ class CudaRunner : public ModelRunner {
              std::string label)
       : m_network(std::move(network)),
         m_layers(layerNames(*m_network, plan ? &plan->record : nullptr)),
+        m_options(engine->options()),
+        m_deviceName(engine->device().name),
         m_engine(std::move(engine)),
         m_context(std::move(context)),
         m_label(std::move(label)) {}
 
   std::string description() const override {
-    const cuda::EngineOptions& o = m_engine->options();
-    return m_label + ": cuda on " + m_engine->device().name + ", " +
-           cuda::precisionName(o.precision) + (o.allowTf32 ? "" : ", no TF32");
+    return m_label + ": cuda on " + m_deviceName + ", " + cuda::precisionName(m_options.precision) +
+           (m_options.allowTf32 ? "" : ", no TF32");
   }
   const Network& network() const override { return *m_network; }
   // The outputs of its layers that another layer reads (an unread optional output, such
@@ -46,11 +49,9 @@ class CudaRunner : public ModelRunner {
 
   Status run(const std::map<std::string, Tensor>& inputs, const std::vector<std::string>& extra,
              std::vector<NamedTensor>* outputs) override {
-    cuda::ExecutionContext* context = m_context.get();
-    if (!extra.empty()) {
-      KILN_RETURN_IF_ERROR(exposingContext(extra).withContext(m_label));
-      context = m_exposing.get();
-    }
+    KILN_RETURN_IF_ERROR(
+        (extra.empty() ? plainContext() : exposingContext(extra)).withContext(m_label));
+    cuda::ExecutionContext* context = extra.empty() ? m_context.get() : m_exposing.get();
     for (const auto& [name, tensor] : inputs) {
       KILN_RETURN_IF_ERROR_CTX(context->setInputShape(name, tensor.shape()), m_label);
       KILN_RETURN_IF_ERROR_CTX(context->setInput(name, tensor), m_label);
@@ -69,21 +70,42 @@ class CudaRunner : public ModelRunner {
   }
 
  private:
-  // The engine whose graph outputs also name `extra`, built once per list of names.
+  // The plain engine (graph outputs only), built again if an exposing one replaced it.
+  Status plainContext() {
+    if (m_context) return Status::ok();
+    releaseExposing();
+    KILN_ASSIGN_OR_RETURN(auto engine, cuda::Engine::create(m_network, m_options));
+    KILN_ASSIGN_OR_RETURN(m_context, engine->createContext());
+    m_engine = std::move(engine);
+    return Status::ok();
+  }
+
+  // The engine whose graph outputs also name `extra`, built once per list of names, after
+  // the plain engine (and any other exposing engine) is released.
   Status exposingContext(const std::vector<std::string>& extra) {
     if (m_exposing && extra == m_exposedNames) return Status::ok();
-    m_exposing.reset();
-    KILN_ASSIGN_OR_RETURN(auto engine, cuda::Engine::create(withGraphOutputs(*m_network, extra),
-                                                            m_engine->options()));
+    releaseExposing();
+    m_context.reset();
+    m_engine.reset();
+    KILN_ASSIGN_OR_RETURN(auto engine,
+                          cuda::Engine::create(withGraphOutputs(*m_network, extra), m_options));
     KILN_ASSIGN_OR_RETURN(m_exposing, engine->createContext());
     m_exposingEngine = std::move(engine);
     m_exposedNames = extra;
     return Status::ok();
   }
 
+  void releaseExposing() {
+    m_exposing.reset();  // a context before its engine
+    m_exposingEngine.reset();
+    m_exposedNames.clear();
+  }
+
   std::shared_ptr<const Network> m_network;
   std::vector<LayerName> m_layers;
-  std::shared_ptr<cuda::Engine> m_engine;
+  cuda::EngineOptions m_options;
+  std::string m_deviceName;
+  std::shared_ptr<cuda::Engine> m_engine;  // null while an exposing engine lives
   std::unique_ptr<cuda::ExecutionContext> m_context;
   std::string m_label;
   std::vector<std::string> m_exposedNames;

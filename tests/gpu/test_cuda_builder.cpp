@@ -145,6 +145,16 @@ TEST(CudaBuilder, PerTensorCompareReadsEveryLayerOutputBackFromTheDevice) {
     EXPECT_EQ(t.stats.nanActual + t.stats.infActual, 0) << t.stats.name;
   }
   EXPECT_TRUE(report->pass);
+
+  // The plain engine was released for the exposing one; a plain run builds it again and
+  // gives the first plain run's outputs (same plan, same tactics).
+  std::vector<NamedTensor> again;
+  ASSERT_TRUE((*device)->run(inputs.value(), {}, &again).isOk());
+  ASSERT_EQ(again.size(), plain.size());
+  for (size_t i = 0; i < plain.size(); ++i) {
+    EXPECT_EQ(again[i].name, plain[i].name);
+    expectTensorNear(again[i].tensor, plain[i].tensor, 1e-5, 1e-5);
+  }
 }
 
 TEST(CudaBuilder, Fp16BuildChoosesOnePrecisionForTheEngine) {
