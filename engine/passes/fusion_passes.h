@@ -24,6 +24,8 @@ std::unique_ptr<Pass> makeFoldAttentionViews();
 std::unique_ptr<Pass> makeFoldSequenceFirstTransposes();
 std::unique_ptr<Pass> makeFoldSplitViews();
 std::unique_ptr<Pass> makeFuseAddLayerNorm();
+// Add(FusedMatMul(A, W, b), Z) -> FusedMatMul(A, W, b, Z): fuse_matmul_residual.cpp.
+std::unique_ptr<Pass> makeFuseMatMulResidual();
 std::unique_ptr<Pass> makeRemoveDeadNodes();
 std::unique_ptr<Pass> makeFoldConstants();
 std::unique_ptr<Pass> makeInlineConstantIf();

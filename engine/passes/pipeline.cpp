@@ -198,6 +198,10 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   // layer's output type: right after fold_qdq, which makes the layers, before the pointwise
   // grouping, which would take the Cast into a chain.
   list.push_back(passes::makeFoldCastIntoInt8Output());
+  // A residual Add after a GEMM into the GEMM's epilogue: after fuse_add_layer_norm, which
+  // keeps the Adds a norm reads, and after fold_qdq, whose INT8 patterns see the export's
+  // GEMM and Add; before the pointwise grouping, which would take the Add into a chain.
+  list.push_back(passes::makeFuseMatMulResidual());
   // A BatchNormalization no convolution or GEMM took, as the Mul and Add it is: after
   // every fusion that matches BN (the folds above) or could misread its Mul and Add as
   // a bias or a scale, right before the pointwise grouping that joins them with the

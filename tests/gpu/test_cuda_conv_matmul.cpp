@@ -1,8 +1,8 @@
 // Cross-backend tests for cuDNN convolutions and cuBLASLt GEMMs: CUDA engine vs CPU
 // reference on random data. Tolerances: fp32 runs with TF32 off and differs only in
 // summation order (1e-4); 16-bit storage rounds inputs and outputs. Then ai.kiln
-// FusedMatMul: every activation at each precision, a one-column output, the layer's
-// implementation text, and Gemm + activation fused through the pipeline.
+// FusedMatMul: every activation at each precision, a one-column output, a residual, the
+// layer's implementation text, and Gemm + activation fused through the pipeline.
 #include <cstdlib>
 #include <iostream>
 
@@ -311,6 +311,29 @@ TEST(CudaFusedMatMul, OneColumnOutputAddsItsBiasInTheKilnPass) {
         .input(randomFloats({9, 16}, 43))
         .constant(randomFloats({16, 1}, 44))
         .constant(randomFloats({1}, 45))
+        .check(gemmTolerances());
+  }
+}
+
+// A residual Z (fuse_matmul_residual) as cuBLASLt's C with beta 1, added before the
+// activation as the reference adds it: every activation (those of cuBLASLt's epilogue and
+// those of Kiln's pass after it), rows of 24 and the one-column output whose bias the pass
+// adds. Z is a second input, so a plan that ignored it or read D as C would miss.
+TEST(CudaFusedMatMul, ResidualAddedInTheGemmEpilogue) {
+  KILN_REQUIRE_GPU();
+  for (const MatMulActivation& act : matMulActivations()) {
+    SCOPED_TRACE(act.name);
+    fusedMatMul(act)
+        .input(randomFloats({3, 17, 40}, 50))
+        .constant(randomFloats({40, 24}, 51))
+        .constant(randomFloats({24}, 52))
+        .input(randomFloats({3, 17, 24}, 53))
+        .check(gemmTolerances());
+    fusedMatMul(act)
+        .input(randomFloats({9, 16}, 54))
+        .constant(randomFloats({16, 1}, 55))
+        .constant(randomFloats({1}, 56))
+        .input(randomFloats({9, 1}, 57))
         .check(gemmTolerances());
   }
 }

@@ -223,12 +223,12 @@ TEST(FuseMatMulBias, TinyBertFusesEveryLinearAndItsGelu) {
   ASSERT_TRUE(imported.isOk()) << imported.status().toString();
   Network fused = imported.value();
   std::vector<PassApplication> applied;
-  // This pass alone (the softmax and residual fusions: test_fuse_add_layer_norm.cpp,
-  // attention: test_fuse_attention.cpp).
+  // This pass alone (the softmax and residual fusions: test_fuse_add_layer_norm.cpp and
+  // test_fuse_matmul_residual.cpp, attention: test_fuse_attention.cpp).
   ASSERT_TRUE(runPasses(fused, 3,
-                        {"fuse_softmax_scale_mask", "fuse_add_layer_norm", "fuse_attention",
-                         "remove_no_op_nodes", "merge_transposes", "merge_layout_transposes",
-                         "fold_constants"},
+                        {"fuse_softmax_scale_mask", "fuse_add_layer_norm", "fuse_matmul_residual",
+                         "fuse_attention", "remove_no_op_nodes", "merge_transposes",
+                         "merge_layout_transposes", "fold_constants"},
                         &applied)
                   .isOk());
   // fuse_gelu's Gelu, then q, k, v, attention out, FFN in (+ the Gelu), FFN out.

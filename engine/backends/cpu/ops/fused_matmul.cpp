@@ -1,7 +1,8 @@
 // ai.kiln FusedMatMul (the fuse_matmul_bias_activation pass's node):
-//   Y = act(MatMul(A, B) + bias)
+//   Y = act(MatMul(A, B) + bias [+ Z])
 // A and B as MatMul's (the pass writes a constant [K, N] B), bias [N] over the last
-// dim, act one of FusedConv's
+// dim, Z an optional residual of Y's shape and type (fuse_matmul_residual: the Add after
+// the GEMM, added before act as FusedConv adds its Z), act one of FusedConv's
 // (none, relu, leaky_relu, clip, sigmoid, tanh, hard_sigmoid, hard_swish, silu;
 // formulas and activation_alpha / activation_beta: fused_conv.cpp) or
 //   gelu_erf (Gelu: x * 0.5 * (1 + erf(x / sqrt(2)))),
@@ -19,7 +20,7 @@ namespace {
 
 template <class T>
 Status fusedTyped(const MatMulPlan& plan, const Tensor& a, const Tensor& b, const Tensor& bias,
-                  const Epilogue& act, Tensor& out) {
+                  const Tensor* residual, const Epilogue& act, Tensor& out) {
   using C = BlasType<T>;
   ComputeView<C> av(a.data<T>(), a.numel());
   ComputeView<C> bv(b.data<T>(), b.numel());
@@ -27,7 +28,13 @@ Status fusedTyped(const MatMulPlan& plan, const Tensor& a, const Tensor& b, cons
   std::vector<C> y(static_cast<size_t>(out.numel()));
   runMatMulPlan(plan, av.data(), bv.data(), y.data());
   const int64_t n = plan.n;
-  for (size_t i = 0; i < y.size(); ++i) y[i] = activate(y[i] + biasView.data()[i % n], act);
+  if (residual) {
+    ComputeView<C> z(residual->data<T>(), residual->numel());
+    for (size_t i = 0; i < y.size(); ++i)
+      y[i] = activate(y[i] + biasView.data()[i % n] + z.data()[i], act);
+  } else {
+    for (size_t i = 0; i < y.size(); ++i) y[i] = activate(y[i] + biasView.data()[i % n], act);
+  }
   convertFromBuffer(y.data(), out.numel(), out.data<T>());
   return Status::ok();
 }
@@ -43,13 +50,18 @@ Status fusedMatMulKernel(KernelContext& ctx) {
   if (bias.rank() != 1 || bias.dim(0) != plan.n)
     return ctx.error("bias " + shapeToString(bias.shape()) + " must be [" + std::to_string(plan.n) +
                      "]");
+  const Tensor* residual = ctx.inputCount() > 3 && ctx.hasInput(3) ? &ctx.input(3) : nullptr;
+  if (residual && (residual->type() != a.type() || residual->shape() != plan.outShape))
+    return ctx.error("residual " + shapeToString(residual->shape()) +
+                     " must have A's type and the output's shape " +
+                     shapeToString(plan.outShape));
   Epilogue act;
   KILN_RETURN_IF_ERROR(parseEpilogue(ctx, &act, true));
   Tensor& out = ctx.allocateOutput(0, a.type(), plan.outShape);
   if (out.numel() == 0) return Status::ok();
   Status status = dispatchFloatTypes(a.type(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    return fusedTyped<T>(plan, a, b, bias, act, out);
+    return fusedTyped<T>(plan, a, b, bias, residual, act, out);
   });
   return status.isOk() ? status : ctx.unsupported(status.message());
 }

@@ -1,5 +1,7 @@
-// ai.kiln FusedMatMul on CUDA: act(A [.., M, K] x B [K, N] + bias [N]) (contract and
-// reference: cpu/ops/fused_matmul.cpp). B is 2-D (the fusion pass only matches constant
+// ai.kiln FusedMatMul on CUDA: act(A [.., M, K] x B [K, N] + bias [N] [+ Z]) (contract and
+// reference: cpu/ops/fused_matmul.cpp). A residual Z (the output's shape) is cuBLASLt's C
+// with beta 1, read in the GEMM's epilogue instead of by an Add after it; cuDNN's graph
+// candidate does not take one. B is 2-D (the fusion pass only matches constant
 // 2-D weights), so A's batch folds into M. The bias, ReLU and the tanh-form GELU ride
 // cuBLASLt's epilogue, where they are exact; every other activation runs as one vectorized
 // Kiln pass over the output (applyConvEpilogue), which also adds the bias of a one-column
@@ -45,7 +47,8 @@ Status parseMatMulEpilogue(const GpuKernelContext& ctx, ConvEpilogue* out) {
   return Status::ok();
 }
 
-// FusedMatMul's operands: A [.., M, K], B [K, N], bias [N], all of one type.
+// FusedMatMul's operands: A [.., M, K], B [K, N], bias [N] and the optional residual Z
+// [.., M, N], all of one type.
 Status checkFusedMatMulInputs(const GpuKernelContext& ctx) {
   if (ctx.inputCount() < 3 || !ctx.hasInput(0) || !ctx.hasInput(1) || !ctx.hasInput(2))
     return ctx.error("FusedMatMul needs inputs A, B and bias");
@@ -58,6 +61,15 @@ Status checkFusedMatMulInputs(const GpuKernelContext& ctx) {
     return ctx.error("shapes " + shapeToString(a.shape) + " x " + shapeToString(b.shape) + " + " +
                      shapeToString(bias.shape) + " do not fit");
   if (a.shape.back() == 0) return ctx.unsupported("FusedMatMul with an empty reduction dim");
+  if (ctx.inputCount() > 3 && ctx.hasInput(3)) {
+    const DeviceTensor& z = ctx.input(3);
+    Shape out = a.shape;
+    out.back() = b.shape[1];
+    if (z.type != a.type) return ctx.error("the residual must have A's type");
+    if (z.shape != out)
+      return ctx.error("residual " + shapeToString(z.shape) + " must be the output's shape " +
+                       shapeToString(out));
+  }
   return Status::ok();
 }
 
@@ -78,6 +90,7 @@ struct FusedMatMulRun {
   const void* a = nullptr;
   const void* b = nullptr;
   const void* bias = nullptr;
+  const void* residual = nullptr;  // Z: cuBLASLt's C (problem.beta = 1)
   void* out = nullptr;
 };
 
@@ -110,7 +123,8 @@ std::string erfAsTanhWhyNot(const FusedMatMulRun& r) {
 
 Status runCublasLt(GpuKernelContext& ctx, const FusedMatMulRun& r, FusedMatMulState* state) {
   const GemmProblem& p = r.problem;
-  KILN_RETURN_IF_ERROR(runGemm(ctx, p, r.a, r.b, r.out, p.bias ? r.bias : nullptr, &state->gemm));
+  KILN_RETURN_IF_ERROR(runGemm(ctx, p, r.a, r.b, r.out, p.bias ? r.bias : nullptr, &state->gemm,
+                               nullptr, r.residual));
   if (!needsEpiloguePass(r)) return Status::ok();
   return applyConvEpilogue(r.out, p.type, p.bias ? nullptr : r.bias, nullptr, p.m, p.n, 1,
                            r.epilogue, ctx.stream());
@@ -129,6 +143,7 @@ std::string cudnnWhyNot(const FusedMatMulRun& r) {
   const char* knob = std::getenv("KILN_CUDNN_RUNTIME_FUSION");
   if (knob && std::string(knob) == "0") return "KILN_CUDNN_RUNTIME_FUSION=0";
   if (!needsEpiloguePass(r) || !r.problem.bias) return "cuBLASLt's epilogue takes the activation";
+  if (r.residual) return "the graph takes no residual input";
   return matMulEpilogueUnsupported(
       {r.problem.type, r.problem.m, r.problem.n, r.problem.k, r.epilogue.activation});
 }
@@ -156,7 +171,9 @@ Status choose(GpuKernelContext& ctx, const FusedMatMulRun& r, FusedMatMulState* 
   const std::string tanhText =
       gemmImplementation(tanhRun.problem) + " for this erf GELU (|erf - tanh form| <= 4.7e-4)";
   std::shared_ptr<void> tanhGemm;
-  auto runTanh = [&] { return runGemm(ctx, tanhRun.problem, r.a, r.b, r.out, r.bias, &tanhGemm); };
+  auto runTanh = [&] {
+    return runGemm(ctx, tanhRun.problem, r.a, r.b, r.out, r.bias, &tanhGemm, nullptr, r.residual);
+  };
   if (path == "cublaslt_gelu_tanh") {
     KILN_RETURN_IF_ERROR(runTanh());
     state->gemm = std::move(tanhGemm);
@@ -329,6 +346,10 @@ Status fusedMatMulKernel(GpuKernelContext& ctx) {
   r.b = ctx.input(1).data;
   r.bias = ctx.input(2).data;
   r.out = out.data;
+  if (ctx.inputCount() > 3 && ctx.hasInput(3)) {
+    r.residual = ctx.input(3).data;
+    p.beta = 1.f;
+  }
   auto& slot = ctx.layerState();
   auto state = std::static_pointer_cast<FusedMatMulState>(slot);
   if (!state || !(state->problem == p) || state->activation != r.epilogue.activation) {

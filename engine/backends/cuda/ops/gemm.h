@@ -120,10 +120,13 @@ bool useTf32(const GpuKernelContext& ctx, DataType type);
 // Registers ai.kiln FusedMatMul (fused_matmul.cpp).
 void registerFusedMatMulGpuKernel(GpuKernelRegistry& registry);
 
-// D[b] = alpha * op(A[b]) * op(B[b]) + beta * D[b] (+ bias row of length n when p.bias).
-// float32 (TF32 when p.tf32), float16 and bfloat16 storage; float accumulation.
-// `madePlan` (optional): whether this call made a new plan (the first run of this problem).
+// D[b] = alpha * op(A[b]) * op(B[b]) + beta * C[b] (+ bias row of length n when p.bias),
+// C = `c` (D's layout, a buffer apart from D: a residual added in the epilogue) or, when
+// null, D itself. float32 (TF32 when p.tf32), float16 and bfloat16 storage; float
+// accumulation. `madePlan` (optional): whether this call made a new plan (the first run of
+// this problem).
 Status runGemm(GpuKernelContext& ctx, const GemmProblem& p, const void* a, const void* b, void* d,
-               const void* bias, std::shared_ptr<void>* cache = nullptr, bool* madePlan = nullptr);
+               const void* bias, std::shared_ptr<void>* cache = nullptr, bool* madePlan = nullptr,
+               const void* c = nullptr);
 
 }  // namespace kiln::cuda

@@ -108,16 +108,17 @@ Status buildPlan(GpuKernelContext& ctx, const GemmProblem& p, GemmPlan* plan) {
   return Status::ok();
 }
 
-Status launch(GpuKernelContext& ctx, const GemmPlan& plan, const void* a, const void* b, void* d) {
+Status launch(GpuKernelContext& ctx, const GemmPlan& plan, const void* a, const void* b, void* d,
+              const void* c) {
   const GemmProblem& p = plan.problem;
   void* workspace = nullptr;
   if (plan.workspace > 0) {
     KILN_ASSIGN_OR_RETURN(workspace, ctx.libraryWorkspace(plan.workspace));
   }
   KILN_ASSIGN_OR_RETURN(cublasLtHandle_t handle, ctx.libraries().cublasLt());
-  KILN_CUBLAS_CHECK(cublasLtMatmul(handle, plan.op, &p.alpha, b, plan.a, a, plan.b, &p.beta, d,
-                                   plan.d, d, plan.d, &plan.algo, workspace, plan.workspace,
-                                   ctx.stream()));
+  KILN_CUBLAS_CHECK(cublasLtMatmul(handle, plan.op, &p.alpha, b, plan.a, a, plan.b, &p.beta,
+                                   c ? c : d, plan.d, d, plan.d, &plan.algo, workspace,
+                                   plan.workspace, ctx.stream()));
   return Status::ok();
 }
 
@@ -134,7 +135,7 @@ Status raceAlgorithms(GpuKernelContext& ctx, GemmPlan* plan, const void* a, cons
     plan->algo = candidates[i].algo;
     plan->workspace = candidates[i].workspace;
     const Result<float> ms =
-        timeOnStream(ctx.stream(), [&] { return launch(ctx, *plan, a, b, d); });
+        timeOnStream(ctx.stream(), [&] { return launch(ctx, *plan, a, b, d, nullptr); });
     times << (i ? ", " : "") << i << "="
           << (ms.isOk() ? std::to_string(ms.value()) + "ms" : "failed");
     if (ms.isOk()) {
@@ -167,7 +168,8 @@ std::string gemmImplementation(const GemmProblem& p) {
 }
 
 Status runGemm(GpuKernelContext& ctx, const GemmProblem& problem, const void* a, const void* b,
-               void* d, const void* bias, std::shared_ptr<void>* cache, bool* madePlan) {
+               void* d, const void* bias, std::shared_ptr<void>* cache, bool* madePlan,
+               const void* c) {
   if (problem.m == 0 || problem.n == 0 || problem.batch == 0) return Status::ok();
   auto alignment = [](const void* pointer) {
     int align = 256;
@@ -177,7 +179,7 @@ Status runGemm(GpuKernelContext& ctx, const GemmProblem& problem, const void* a,
   GemmProblem p = problem;
   p.alignA = alignment(a);
   p.alignB = alignment(b);
-  p.alignD = std::min(alignment(d), bias ? alignment(bias) : 256);
+  p.alignD = std::min({alignment(d), bias ? alignment(bias) : 256, c ? alignment(c) : 256});
   auto& state = cache ? *cache : ctx.layerState();
   auto plan = std::static_pointer_cast<GemmPlan>(state);
   if (p.k == 0) {  // empty reduction: D = beta * D (bias ignored only when absent)
@@ -196,7 +198,7 @@ Status runGemm(GpuKernelContext& ctx, const GemmProblem& problem, const void* a,
   }
   if (!plan->candidates.empty()) KILN_RETURN_IF_ERROR(raceAlgorithms(ctx, plan.get(), a, b, d));
   if (fresh) ctx.setImplementation(gemmImplementation(p) + plan->note);
-  return launch(ctx, *plan, a, b, d);
+  return launch(ctx, *plan, a, b, d, c);
 }
 
 GemmAlgorithmRequest gemmAlgorithmRequest(const GemmProblem& p) {
