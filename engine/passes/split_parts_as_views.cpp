@@ -21,6 +21,12 @@
 // so only the parts read move, once, where the Transpose moved all of X and the parts were views
 // (SwinV2-T: Q and K, 2/3 of the permute's traffic). Any axis; Y's shape static; no offset
 // condition (such a part is a copy on every backend); remove_dead_nodes drops the Transpose.
+// A Gather of one constant index along an axis with only dims of 1 before it (`qkv[0]` of a
+// packed Q/K/V no attention reads through strides: CaiT's talking-heads blocks) is a run too:
+//   Gather(X, i; axis a) = StridedCopy(X; shape = the Gather's output, contiguous strides,
+//                                      offset = i * inner)
+// for a scalar index (the axis dropped) or one of shape [1] (kept as a dim of 1), i negative
+// counted from the end; the same offset condition as a Split's parts.
 #include <memory>
 #include <optional>
 #include <string>
@@ -89,6 +95,57 @@ std::optional<PartSource> transposeSource(const Node& split, const GraphIndex& i
   PartSource source{y, {}, {transpose.displayName(), split.displayName()}};
   for (size_t j = 0; j < rank; ++j) source.strides.push_back(yStrides[perm[j]]);
   return source;
+}
+
+// The StridedCopy that replaces Gather `gather` (one constant index, only dims of 1 before the
+// axis, the run on a 128-element boundary), or none.
+std::vector<Node> gatherAsCopy(const Node& gather, const GraphIndex& index,
+                               const InferredShapes& shapes) {
+  if (!isOnnxOp(gather, "Gather", 2) || gather.outputs.size() != 1 ||
+      index.readers(gather.outputs[0]).empty())
+    return {};
+  const std::string& x = gather.inputs[0];
+  Shape dims;
+  const DataType type = typeOf(shapes, x);
+  if (!staticShape(shapes, x, &dims) || dims.empty() || type == DataType::kString ||
+      type == DataType::kUndefined)
+    return {};
+  const int64_t rank = static_cast<int64_t>(dims.size());
+  int64_t axis = gather.attrInt("axis", 0);
+  if (axis < -rank || axis >= rank) return {};
+  if (axis < 0) axis += rank;
+  for (int64_t d = 0; d < axis; ++d)
+    if (dims[d] != 1) return {};
+  const Tensor* indices = index.constant(gather.inputs[1]);
+  std::vector<int64_t> values;
+  if (!indices || indices->rank() > 1 || !constantInts(indices, &values) || values.size() != 1)
+    return {};
+  int64_t at = values[0];
+  if (at < -dims[axis] || at >= dims[axis]) return {};
+  if (at < 0) at += dims[axis];
+  std::vector<int64_t> strides;
+  if (!contiguousStrides(dims, &strides)) return {};
+  int64_t offset = 0;
+  if (__builtin_mul_overflow(at, strides[axis], &offset) || offset % kViewElements != 0) return {};
+  Shape shape(dims.begin(), dims.begin() + axis);
+  if (indices->rank() == 1) shape.push_back(1);
+  shape.insert(shape.end(), dims.begin() + axis + 1, dims.end());
+  std::vector<int64_t> outStrides;
+  if (!contiguousStrides(shape, &outStrides)) return {};
+  Node copy;
+  copy.opType = ops::kStridedCopyOp;
+  copy.domain = kKilnDomain;
+  copy.opset = 1;
+  copy.name = gather.displayName() + " (as a view)";
+  copy.index = gather.index;
+  copy.inputs = {x};
+  copy.outputs = gather.outputs;
+  copy.attributes["shape"] = intsAttribute(shape);
+  copy.attributes["strides"] = intsAttribute(outStrides);
+  copy.attributes["offset"] = intAttribute(offset);
+  copy.attributes[kSourceNodesAttribute] = stringsAttribute({gather.displayName()});
+  copy.attributes[kFusionPassAttribute] = stringAttribute(kName);
+  return {std::move(copy)};
 }
 
 // The StridedCopy nodes that replace Split `split`, or none (a Split that stays).
@@ -160,7 +217,8 @@ class SplitPartsAsViews final : public Pass {
     return {kName,
             "Split along an axis with only dims of 1 before it -> one StridedCopy a part (a "
             "contiguous run: a view on the CUDA backend); a Split of a Transpose whose read "
-            "parts hold <= 3/4 of it -> each part one StridedCopy of the Transpose's input",
+            "parts hold <= 3/4 of it -> each part one StridedCopy of the Transpose's input; a "
+            "Gather of one constant index with only dims of 1 before its axis -> one StridedCopy",
             1};
   }
 
@@ -171,7 +229,9 @@ class SplitPartsAsViews final : public Pass {
     const GraphIndex index(g);
     // Decided on the whole graph first: a Split's parts may read the Transpose before it.
     std::vector<std::vector<Node>> replacements;
-    for (const Node& node : g.nodes) replacements.push_back(partsAsCopies(node, index, g, shapes));
+    for (const Node& node : g.nodes)
+      replacements.push_back(isOnnxOpType(node, "Gather") ? gatherAsCopy(node, index, shapes)
+                                                          : partsAsCopies(node, index, g, shapes));
     std::vector<Node> nodes;
     for (size_t n = 0; n < g.nodes.size(); ++n) {
       Node& node = g.nodes[n];

@@ -4,7 +4,8 @@
 // axis, parts off 128-element boundaries and a symbolic shape keep the Split. A Split of a
 // Transpose whose read parts hold at most 3/4 of it reads each part from the Transpose's input
 // (the permutation in the strides) and the Transpose goes; read whole, or read by another node,
-// the Transpose stays.
+// the Transpose stays. A Gather of one constant index with only dims of 1 before its axis
+// (CaiT's `qkv[0]`) is one StridedCopy of its run; other Gathers stay.
 #include <gtest/gtest.h>
 
 #include "engine/passes/pass_test_support.h"
@@ -161,6 +162,63 @@ TEST(SplitPartsAsViews, TransposeReadWholeOrElsewhereStays) {
   EXPECT_EQ(countOps(fused, "Transpose"), 1);
   ASSERT_EQ(stridedCopies(fused).size(), 1u);
   EXPECT_EQ(stridedCopies(fused)[0]->inputs[0], "xt");
+}
+
+// x [dims] -> Gather(x, index; axis) -> Relu -> "y" (the Gather's output a graph output too).
+Network gatherNetwork(const std::vector<DimExpr>& dims, int64_t axis, const Tensor& index) {
+  Network net;
+  net.opsets[""] = 17;
+  Graph& g = net.graph;
+  g.inputs = {{"x", DataType::kFloat32, true, dims}};
+  g.initializers["index"] = index;
+  g.nodes.push_back(withInt(makeNode("Gather", {"x", "index"}, {"picked"}), "axis", axis));
+  g.nodes.push_back(makeNode("Relu", {"picked"}, {"y"}));
+  g.outputs = {{"y", DataType::kFloat32, false, {}}, {"picked", DataType::kFloat32, false, {}}};
+  return net;
+}
+
+Tensor scalarIndex(int64_t i) {
+  Tensor t(DataType::kInt64, Shape{});
+  t.data<int64_t>()[0] = i;
+  return t;
+}
+
+TEST(SplitPartsAsViews, GatherOfOneIndexIsARun) {
+  // CaiT's qkv[1] of [3, B=2, H=2, S=4, D=16]: shape [2, 2, 4, 16] at offset 256.
+  Network fused;
+  fuseAndCompareOutputs(kPass, runWith({3, 2, 2, 4, 16}),
+                        gatherNetwork({3, 2, 2, 4, 16}, 0, scalarIndex(1)), 2, &fused);
+  ASSERT_EQ(countOps(fused, "StridedCopy"), 1);
+  const Node& copy = fused.graph.nodes[0];
+  EXPECT_EQ(copy.attrInts("shape"), (std::vector<int64_t>{2, 2, 4, 16}));
+  EXPECT_EQ(copy.attrInts("strides"), (std::vector<int64_t>{128, 64, 16, 1}));
+  EXPECT_EQ(copy.attrInt("offset", -1), 256);
+  // A negative index, an index of shape [1] (the axis kept), an axis behind a dim of 1.
+  fuseAndCompareOutputs(kPass, runWith({3, 2, 2, 4, 16}),
+                        gatherNetwork({3, 2, 2, 4, 16}, 0, scalarIndex(-1)), 2, &fused);
+  EXPECT_EQ(fused.graph.nodes[0].attrInt("offset", -1), 512);
+  fuseAndCompareOutputs(kPass, runWith({3, 2, 2, 4, 16}),
+                        gatherNetwork({3, 2, 2, 4, 16}, 0, Tensor::int64Vector({2})), 2, &fused);
+  EXPECT_EQ(fused.graph.nodes[0].attrInts("shape"), (std::vector<int64_t>{1, 2, 2, 4, 16}));
+  fuseAndCompareOutputs(kPass, runWith({1, 3, 8, 16}), gatherNetwork({1, 3, 8, 16}, 1, scalarIndex(2)),
+                        2, &fused);
+  EXPECT_EQ(fused.graph.nodes[0].attrInts("shape"), (std::vector<int64_t>{1, 8, 16}));
+  EXPECT_EQ(fused.graph.nodes[0].attrInt("offset", -1), 256);
+}
+
+TEST(SplitPartsAsViews, GathersThatAreNoRunsStay) {
+  // A dim of 2 before the axis, a run off 128 elements, two indices, a symbolic shape.
+  const std::vector<Network> nets = {
+      gatherNetwork({2, 3, 128}, 1, scalarIndex(1)), gatherNetwork({3, 100}, 0, scalarIndex(1)),
+      gatherNetwork({3, 128}, 0, Tensor::int64Vector({0, 1})),
+      gatherNetwork({DimExpr::symbol("N"), 128}, 0, scalarIndex(0))};
+  for (const Network& net : nets) {
+    Network copy = net;
+    std::vector<PassApplication> records;
+    ASSERT_TRUE(runPasses(copy, 1, {}, &records).isOk());
+    // (Other passes may still rewrite the Gather: a strided one is fold_view_chains'.)
+    for (const PassApplication& r : records) EXPECT_NE(r.pass, kPass);
+  }
 }
 
 }  // namespace
