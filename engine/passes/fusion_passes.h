@@ -38,6 +38,9 @@ std::unique_ptr<Pass> makeSinkBroadcastCopies();
 std::unique_ptr<Pass> makeLiftFlattenedHeadAttention();
 std::unique_ptr<Pass> makeMaskedFillAsAdditiveMask();
 std::unique_ptr<Pass> makeFoldTransposesAroundLinear();
+// Add(X, C) -> [Transpose]* -> Softmax, C constant along its axes -> the Add removed:
+// drop_softmax_invariant_add.cpp.
+std::unique_ptr<Pass> makeDropSoftmaxInvariantAdd();
 std::unique_ptr<Pass> makeMergeAdditiveMasks();
 std::unique_ptr<Pass> makePermuteTiledConstant();
 std::unique_ptr<Pass> makeRecurrentBatchFirst();

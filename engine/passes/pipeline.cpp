@@ -110,6 +110,10 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   // MLP-Mixer's token mixing, CaiT's talking heads) as MatMul(W^T, X) in place: after
   // fuse_gelu (the activation between Mixer's two Linears is one node), before the GEMM
   // fusion, which would take each MatMul with its bias in the transposed layout.
+  // A constant that is the same along a softmax's axes, added to its input (CaiT's head-mixing
+  // bias), removed: before fold_transposes_around_linear and the GEMM fusion, which would keep it
+  // as a column bias Add or in the GEMM's epilogue.
+  list.push_back(passes::makeDropSoftmaxInvariantAdd());
   list.push_back(passes::makeFoldTransposesAroundLinear());
   // A GEMM's output reshaped before its activation (GPT-2's Conv1D: addmm on rows,
   // view, GELU): the activation moves above the Reshape, onto the GEMM's output.
