@@ -3,7 +3,10 @@
 // LogSoftmax), so the Add goes and its reader reads x.
 //   Add(X, C) -> [Transpose]* -> Softmax(axis)   with C constant along the softmax's axes
 //   => X -> [Transpose]* -> Softmax(axis)
-// C a finite numeric constant (a non-finite one makes NaN, which the Add must keep), of X's type,
+// C a floating-point constant of X's type, finite (a non-finite one makes NaN, which the Add must
+// keep) and small enough that x + c keeps x (|c| at most 2^-12 / the type's epsilon: 2048 in
+// float32, 0.25 in float16; a large constant, such as a whole row masked with -1e4, rounds x
+// away and makes the row uniform, which the Add must keep too),
 // broadcast to X's rank without changing it; the Transposes carry the softmax's axes back to the
 // Add's (axis s after Transpose(perm) is axis perm[s] before it); every dim of C there is 1.
 // Softmax from opset 13 normalizes one axis, before it every axis from `axis` on. Each value
@@ -28,12 +31,31 @@ using namespace rewrite;
 
 constexpr const char* kName = "drop_softmax_invariant_add";
 
-// Every element of `t` is a finite number (a float type's; any integer is).
-bool allFinite(const Tensor& t) {
-  if (!isFloatingPoint(t.type())) return t.type() != DataType::kString && t.type() != DataType::kBool;
+// The relative rounding of `type` (its epsilon), or 0 for a type the pass leaves alone.
+double epsilonOf(DataType type) {
+  switch (type) {
+    case DataType::kFloat64:
+      return std::ldexp(1.0, -52);
+    case DataType::kFloat32:
+      return std::ldexp(1.0, -23);
+    case DataType::kFloat16:
+      return std::ldexp(1.0, -10);
+    case DataType::kBFloat16:
+      return std::ldexp(1.0, -7);
+    default:
+      return 0.0;
+  }
+}
+
+// Every element of `t` is finite and at most 2^-12 / epsilon in magnitude: adding it to a
+// softmax input of t's type keeps that input's value to within 2^-12.
+bool smallAndFinite(const Tensor& t) {
+  const double epsilon = epsilonOf(t.type());
+  if (epsilon == 0.0) return false;
+  const double bound = std::ldexp(1.0, -12) / epsilon;
   const Tensor f = castTensor(t, DataType::kFloat64);
   for (int64_t i = 0; i < f.numel(); ++i)
-    if (!std::isfinite(f.data<double>()[i])) return false;
+    if (!std::isfinite(f.data<double>()[i]) || std::fabs(f.data<double>()[i]) > bound) return false;
   return true;
 }
 
@@ -50,7 +72,7 @@ std::set<int64_t> softmaxAxes(const Node& softmax, int64_t rank) {
 
 struct Drop {
   int add = -1;
-  std::string x, out;                // the Add's non-constant input and its output
+  std::string x, out, c;             // the Add's non-constant input, its output, the constant
   std::vector<std::string> sources;  // the Add, the Transposes, the softmax
 };
 
@@ -61,7 +83,7 @@ std::optional<Drop> dropAt(const Graph& g, const GraphIndex& index, const Inferr
   for (int side = 0; side < 2; ++side) {
     const std::string& x = add.inputs[side];
     const Tensor* c = index.constant(add.inputs[1 - side]);
-    if (!c || index.constant(x) || !allFinite(*c)) continue;
+    if (!c || index.constant(x) || !smallAndFinite(*c)) continue;
     const SymbolicShape* xShape = shapeOf(shapes, x);
     const SymbolicShape* outShape = shapeOf(shapes, add.outputs[0]);
     const DataType type = typeOf(shapes, x);
@@ -70,7 +92,7 @@ std::optional<Drop> dropAt(const Graph& g, const GraphIndex& index, const Inferr
       continue;
     const int64_t rank = static_cast<int64_t>(xShape->size());
     // Follow the sole readers through Transposes to the softmax, recording the perms.
-    Drop drop{at, x, add.outputs[0], {add.displayName()}};
+    Drop drop{at, x, add.outputs[0], add.inputs[1 - side], {add.displayName()}};
     std::vector<std::vector<int64_t>> perms;
     std::string value = add.outputs[0];
     int reader = index.soleReader(value);
@@ -122,8 +144,10 @@ class DropSoftmaxInvariantAdd final : public Pass {
       if (std::optional<Drop> d = dropAt(g, index, shapes, n)) drops.push_back(std::move(*d));
     if (drops.empty()) return Status::ok();
     std::set<int> removed;
+    std::set<std::string> constants;
     for (const Drop& d : drops) {
       removed.insert(d.add);
+      constants.insert(d.c);
       // The Add's one reader (the first Transpose or the softmax) reads X instead.
       for (std::string& in : g.nodes[index.soleReader(d.out)].inputs)
         if (in == d.out) in = d.x;
@@ -133,6 +157,7 @@ class DropSoftmaxInvariantAdd final : public Pass {
     for (int n = 0; n < static_cast<int>(g.nodes.size()); ++n)
       if (!removed.count(n)) kept.push_back(std::move(g.nodes[n]));
     g.nodes = std::move(kept);
+    dropUnreadInitializers(g, constants);  // a Constant node's value stays for remove_dead_nodes
     return Status::ok();
   }
 };

@@ -26,7 +26,9 @@
 //   Gather(X, i; axis a) = StridedCopy(X; shape = the Gather's output, contiguous strides,
 //                                      offset = i * inner)
 // for a scalar index (the axis dropped) or one of shape [1] (kept as a dim of 1), i negative
-// counted from the end; the same offset condition as a Split's parts.
+// counted from the end; the same offset condition as a Split's parts; floating-point data and a
+// run of at least 128 elements (a Gather of a Shape's output stays a Gather, whose shape rule
+// carries the symbolic value the Reshapes after it need).
 #include <memory>
 #include <optional>
 #include <string>
@@ -107,9 +109,7 @@ std::vector<Node> gatherAsCopy(const Node& gather, const GraphIndex& index,
   const std::string& x = gather.inputs[0];
   Shape dims;
   const DataType type = typeOf(shapes, x);
-  if (!staticShape(shapes, x, &dims) || dims.empty() || type == DataType::kString ||
-      type == DataType::kUndefined)
-    return {};
+  if (!staticShape(shapes, x, &dims) || dims.empty() || !isFloatingPoint(type)) return {};
   const int64_t rank = static_cast<int64_t>(dims.size());
   int64_t axis = gather.attrInt("axis", 0);
   if (axis < -rank || axis >= rank) return {};
@@ -126,7 +126,9 @@ std::vector<Node> gatherAsCopy(const Node& gather, const GraphIndex& index,
   std::vector<int64_t> strides;
   if (!contiguousStrides(dims, &strides)) return {};
   int64_t offset = 0;
-  if (__builtin_mul_overflow(at, strides[axis], &offset) || offset % kViewElements != 0) return {};
+  if (strides[axis] < kViewElements || __builtin_mul_overflow(at, strides[axis], &offset) ||
+      offset % kViewElements != 0)
+    return {};
   Shape shape(dims.begin(), dims.begin() + axis);
   if (indices->rank() == 1) shape.push_back(1);
   shape.insert(shape.end(), dims.begin() + axis + 1, dims.end());

@@ -212,7 +212,16 @@ TEST(SplitPartsAsViews, GathersThatAreNoRunsStay) {
       gatherNetwork({2, 3, 128}, 1, scalarIndex(1)), gatherNetwork({3, 100}, 0, scalarIndex(1)),
       gatherNetwork({3, 128}, 0, Tensor::int64Vector({0, 1})),
       gatherNetwork({DimExpr::symbol("N"), 128}, 0, scalarIndex(0))};
-  for (const Network& net : nets) {
+  // A Gather of a Shape's output (int64, one element): a Gather still, whose shape rule keeps
+  // the symbolic batch for what reads it.
+  Network shapeOf = gatherNetwork({DimExpr::symbol("N"), 128}, 0, scalarIndex(0));
+  shapeOf.graph.nodes.insert(shapeOf.graph.nodes.begin(), makeNode("Shape", {"x"}, {"dims"}));
+  shapeOf.graph.nodes[1].inputs[0] = "dims";
+  shapeOf.graph.nodes.pop_back();  // the Relu
+  shapeOf.graph.outputs = {{"picked", DataType::kInt64, false, {}}};
+  std::vector<Network> all = nets;
+  all.push_back(shapeOf);
+  for (const Network& net : all) {
     Network copy = net;
     std::vector<PassApplication> records;
     ASSERT_TRUE(runPasses(copy, 1, {}, &records).isOk());
