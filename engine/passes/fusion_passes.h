@@ -38,6 +38,8 @@ std::unique_ptr<Pass> makeSinkBroadcastCopies();
 std::unique_ptr<Pass> makeLiftFlattenedHeadAttention();
 std::unique_ptr<Pass> makeMaskedFillAsAdditiveMask();
 std::unique_ptr<Pass> makeFoldTransposesAroundLinear();
+// MatMul(Add(X, c), W) -> MatMul(X, W) + c W: fold_shift_into_matmul.cpp.
+std::unique_ptr<Pass> makeFoldShiftIntoMatMul();
 // Add(X, C) -> [Transpose]* -> Softmax, C constant along its axes -> the Add removed:
 // drop_softmax_invariant_add.cpp.
 std::unique_ptr<Pass> makeDropSoftmaxInvariantAdd();

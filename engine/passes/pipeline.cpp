@@ -90,6 +90,9 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   list.push_back(passes::makeFoldMatMulBatchNorm());
   // A scalar scale after a GEMM (attention's query scaling) into its weights and bias.
   list.push_back(passes::makeFoldScaleIntoMatMul());
+  // A constant row added to a GEMM's input (ResMLP's affine shift before a channel Linear) into
+  // the GEMM's bias: before the GEMM fusion, which then takes that bias into the epilogue.
+  list.push_back(passes::makeFoldShiftIntoMatMul());
   // Q, K and V projections of one input as one GEMM and a Split: after the scale fold
   // (Whisper's query scale is then in its weights, not a Mul between the GEMM and the head
   // split), before the GEMM fusion, which gives the merged GEMM its bias, and before
