@@ -386,8 +386,8 @@ Status launchShortRows(const AddNormLaunch& l, cudaStream_t stream) {
   const int64_t warps = (l.args.rows + 32 / kLanes - 1) / (32 / kLanes);
   addNormShortRows<T, V, kLanes>
       <<<gridFor(warps * 32, kWarpsPerBlock * 32), kWarpsPerBlock * 32, 0, stream>>>(
-      static_cast<const T*>(l.a), static_cast<const T*>(l.b), static_cast<const T*>(l.gamma),
-      static_cast<const T*>(l.beta), static_cast<T*>(l.y), static_cast<T*>(l.sum), l.args);
+          static_cast<const T*>(l.a), static_cast<const T*>(l.b), static_cast<const T*>(l.gamma),
+          static_cast<const T*>(l.beta), static_cast<T*>(l.y), static_cast<T*>(l.sum), l.args);
   KILN_CUDA_CHECK_LAUNCH("addNormShortRows");
   return Status::ok();
 }
