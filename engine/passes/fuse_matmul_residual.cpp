@@ -57,8 +57,10 @@ std::optional<Fusion> residualAt(const Graph& g, const GraphIndex& index,
 
 std::unique_ptr<Pass> makeFuseMatMulResidual() {
   return makeFusionPass(
-      {kName, "Add(FusedMatMul(A, W, b), Z) of Z the product's shape -> FusedMatMul(A, W, b, Z): "
-              "the residual in the GEMM's epilogue", 1},
+      {kName,
+       "Add(FusedMatMul(A, W, b), Z) of Z the product's shape -> FusedMatMul(A, W, b, Z): "
+       "the residual in the GEMM's epilogue",
+       1},
       residualAt);
 }
 

@@ -41,17 +41,17 @@ Network softmaxNetwork(const Tensor& c, const std::vector<int64_t>& perm, int64_
 
 NetworkRunner runner() {
   return [](const Network& net) {
-    return runOnReference(net, {{"x", randomTensor(DataType::kFloat32, {2, 5, 6, 4}, 7, -3.0, 3.0)}});
+    return runOnReference(net,
+                          {{"x", randomTensor(DataType::kFloat32, {2, 5, 6, 4}, 7, -3.0, 3.0)}});
   };
 }
 
 TEST(DropSoftmaxInvariantAdd, CaitsHeadBiasBeforeTheSoftmaxGoes) {
   // Scores [B, N, N, H] with a bias per head, moved to [B, H, N, N] and normalized over the keys.
   Network fused;
-  const auto applied =
-      fuseAndCompareOutputs(kPass, runner(), softmaxNetwork(randomTensor(DataType::kFloat32, {4}, 3),
-                                                           {0, 3, 1, 2}, -1),
-                            2, &fused);
+  const auto applied = fuseAndCompareOutputs(
+      kPass, runner(), softmaxNetwork(randomTensor(DataType::kFloat32, {4}, 3), {0, 3, 1, 2}, -1),
+      2, &fused);
   ASSERT_EQ(applied.size(), 1u);
   EXPECT_EQ(countOps(fused, "Add"), 0);
   // No Transpose: a constant per row [5, 6, 1] along the last axis.
@@ -60,11 +60,10 @@ TEST(DropSoftmaxInvariantAdd, CaitsHeadBiasBeforeTheSoftmaxGoes) {
                         &fused);
   EXPECT_EQ(countOps(fused, "Add"), 0);
   // The constant first, before a LogSoftmax.
-  fuseAndCompareOutputs(
-      kPass, runner(),
-      softmaxNetwork(randomTensor(DataType::kFloat32, {4}, 8), {0, 3, 1, 2}, -1, 17, "LogSoftmax",
-                     true),
-      2, &fused);
+  fuseAndCompareOutputs(kPass, runner(),
+                        softmaxNetwork(randomTensor(DataType::kFloat32, {4}, 8), {0, 3, 1, 2}, -1,
+                                       17, "LogSoftmax", true),
+                        2, &fused);
   EXPECT_EQ(countOps(fused, "Add"), 0);
   // Opset 11: the softmax at axis 2 normalizes axes 2 and 3; a constant per [.., 5, 1, 1].
   fuseAndCompareOutputs(kPass, runner(),

@@ -84,8 +84,8 @@ TEST(FuseMatMulResidual, LeavesTheAddsItMustNotTake) {
   Network broadcast = fuseAndCompare(residualNetwork({makeNode("Add", {"mm_b", "zrow"}, {"y"})}));
   EXPECT_EQ(countOps(broadcast, "Add"), 1);
   // An activation between the GEMM and the Add: the residual would go inside it.
-  Network activated = fuseAndCompare(residualNetwork(
-      {makeNode("Relu", {"mm_b"}, {"r"}), makeNode("Add", {"r", "z"}, {"y"})}));
+  Network activated = fuseAndCompare(
+      residualNetwork({makeNode("Relu", {"mm_b"}, {"r"}), makeNode("Add", {"r", "z"}, {"y"})}));
   EXPECT_EQ(countOps(activated, "Add"), 1);
   // The product read elsewhere too: it must still exist.
   Network shared = fuseAndCompare(residualNetwork(

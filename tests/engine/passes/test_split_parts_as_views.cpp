@@ -200,18 +200,18 @@ TEST(SplitPartsAsViews, GatherOfOneIndexIsARun) {
   fuseAndCompareOutputs(kPass, runWith({3, 2, 2, 4, 16}),
                         gatherNetwork({3, 2, 2, 4, 16}, 0, Tensor::int64Vector({2})), 2, &fused);
   EXPECT_EQ(fused.graph.nodes[0].attrInts("shape"), (std::vector<int64_t>{1, 2, 2, 4, 16}));
-  fuseAndCompareOutputs(kPass, runWith({1, 3, 8, 16}), gatherNetwork({1, 3, 8, 16}, 1, scalarIndex(2)),
-                        2, &fused);
+  fuseAndCompareOutputs(kPass, runWith({1, 3, 8, 16}),
+                        gatherNetwork({1, 3, 8, 16}, 1, scalarIndex(2)), 2, &fused);
   EXPECT_EQ(fused.graph.nodes[0].attrInts("shape"), (std::vector<int64_t>{1, 8, 16}));
   EXPECT_EQ(fused.graph.nodes[0].attrInt("offset", -1), 256);
 }
 
 TEST(SplitPartsAsViews, GathersThatAreNoRunsStay) {
   // A dim of 2 before the axis, a run off 128 elements, two indices, a symbolic shape.
-  const std::vector<Network> nets = {
-      gatherNetwork({2, 3, 128}, 1, scalarIndex(1)), gatherNetwork({3, 100}, 0, scalarIndex(1)),
-      gatherNetwork({3, 128}, 0, Tensor::int64Vector({0, 1})),
-      gatherNetwork({DimExpr::symbol("N"), 128}, 0, scalarIndex(0))};
+  const std::vector<Network> nets = {gatherNetwork({2, 3, 128}, 1, scalarIndex(1)),
+                                     gatherNetwork({3, 100}, 0, scalarIndex(1)),
+                                     gatherNetwork({3, 128}, 0, Tensor::int64Vector({0, 1})),
+                                     gatherNetwork({DimExpr::symbol("N"), 128}, 0, scalarIndex(0))};
   // A Gather of a Shape's output (int64, one element): a Gather still, whose shape rule keeps
   // the symbolic batch for what reads it.
   Network shapeOf = gatherNetwork({DimExpr::symbol("N"), 128}, 0, scalarIndex(0));

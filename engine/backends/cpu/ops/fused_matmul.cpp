@@ -53,8 +53,7 @@ Status fusedMatMulKernel(KernelContext& ctx) {
   const Tensor* residual = ctx.inputCount() > 3 && ctx.hasInput(3) ? &ctx.input(3) : nullptr;
   if (residual && (residual->type() != a.type() || residual->shape() != plan.outShape))
     return ctx.error("residual " + shapeToString(residual->shape()) +
-                     " must have A's type and the output's shape " +
-                     shapeToString(plan.outShape));
+                     " must have A's type and the output's shape " + shapeToString(plan.outShape));
   Epilogue act;
   KILN_RETURN_IF_ERROR(parseEpilogue(ctx, &act, true));
   Tensor& out = ctx.allocateOutput(0, a.type(), plan.outShape);
