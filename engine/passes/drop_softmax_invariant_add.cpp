@@ -53,9 +53,10 @@ bool smallAndFinite(const Tensor& t) {
   const double epsilon = epsilonOf(t.type());
   if (epsilon == 0.0) return false;
   const double bound = std::ldexp(1.0, -12) / epsilon;
-  const Tensor f = castTensor(t, DataType::kFloat64);
-  for (int64_t i = 0; i < f.numel(); ++i)
-    if (!std::isfinite(f.data<double>()[i]) || std::fabs(f.data<double>()[i]) > bound) return false;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const double v = t.valueAsDouble(i);
+    if (!std::isfinite(v) || std::fabs(v) > bound) return false;
+  }
   return true;
 }
 

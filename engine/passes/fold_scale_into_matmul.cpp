@@ -32,13 +32,6 @@ struct Match {
   std::vector<double> factors;  // one (a scalar) or one per output column
 };
 
-// Every dim but the last 1: c's elements run along the output's last axis alone.
-bool alongLastAxis(const Tensor& t) {
-  for (int d = 0; d + 1 < t.rank(); ++d)
-    if (t.dim(d) != 1) return false;
-  return true;
-}
-
 // The factors of a Mul or Div node reading `value` (c on either side of a Mul): a scalar
 // (rank <= 1: a rank-3 [1,1,1] would broadcast the rank up), or `columns` factors along
 // the last axis when the node's output keeps `value`'s shape.

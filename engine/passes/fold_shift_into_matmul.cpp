@@ -27,8 +27,7 @@ constexpr const char* kName = "fold_shift_into_matmul";
 
 // `t` holds one value per feature along its last dim: `k` elements, every other dim 1.
 bool perFeature(const Tensor& t, int64_t k) {
-  if (t.rank() == 0 || t.numel() != k || t.shape().back() != k) return false;
-  return true;
+  return t.rank() > 0 && t.numel() == k && alongLastAxis(t);
 }
 
 struct Fold {
@@ -107,10 +106,8 @@ class FoldShiftIntoMatMul final : public Pass {
       if (f.bias >= 0) {
         Node& biasAdd = g.nodes[f.bias];
         const int side = biasAdd.inputs[0] == mm.outputs[0] ? 1 : 0;
-        const Tensor& b = g.initializers.count(biasAdd.inputs[side])
-                              ? g.initializers.at(biasAdd.inputs[side])
-                              : *index.constant(biasAdd.inputs[side]);
-        Tensor sum = b.clone();  // copies share storage: the original bias stays
+        // A clone: copies share storage, and the original bias (maybe read elsewhere) stays.
+        Tensor sum = index.constant(biasAdd.inputs[side])->clone();
         for (int64_t j = 0; j < sum.numel(); ++j)
           sum.data<float>()[j] += f.columnShift.data<float>()[j];
         const std::string name = freshName(g, biasAdd.inputs[side] + "_shifted");

@@ -65,6 +65,12 @@ bool allElementsEqual(const Tensor* t, double value) {
   return true;
 }
 
+bool alongLastAxis(const Tensor& t) {
+  for (int d = 0; d + 1 < t.rank(); ++d)
+    if (t.dim(d) != 1) return false;
+  return true;
+}
+
 bool constantInts(const Tensor* t, std::vector<int64_t>* out) {
   if (!t || (t->type() != DataType::kInt64 && t->type() != DataType::kInt32)) return false;
   *out = t->toInt64Vector();

@@ -48,6 +48,9 @@ bool isNearScalar(const Tensor* t, double expected);
 double halfUlpOf(const Tensor* t);
 // `t` is a numeric constant (any count) whose every element equals `value` exactly.
 bool allElementsEqual(const Tensor* t, double value);
+// Every dim of `t` but the last is 1: its elements run along a value's last axis alone ([N],
+// [1, N], [1, 1, N]; a bias, a per-column scale, a per-feature shift).
+bool alongLastAxis(const Tensor& t);
 // The elements of an integer constant, or false.
 bool constantInts(const Tensor* t, std::vector<int64_t>* out);
 // The one axis of an Unsqueeze, a Reduce* or a Squeeze (an attribute before opset
