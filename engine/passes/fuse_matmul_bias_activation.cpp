@@ -20,6 +20,12 @@
 // and turns the exporters' GELU chains into Gelu nodes) and the raw erf GELU chain.
 // Every intermediate value must have the next node as its only reader, so nothing
 // outside the chain sees a value that stops existing.
+// Row views around it (since 2026-12-03): X = Reshape(X0) flattening X0 [d..., K] to rows
+// [M, K] and the result read only by a Reshape back to [d..., N] (torchvision's attention
+// out_proj, transformers' Conv1D: x.view(-1, K) @ W + b, then .view(d..., N)) -> the
+// FusedMatMul reads X0 and writes the Reshape's output (FusedMatMul takes any leading dims),
+// so a residual Add after it sees the GEMM (fuse_prenorm_residual, fuse_matmul_residual); a
+// lone Gemm then fuses too. The first Reshape stays for its other readers, if any.
 #include <algorithm>
 
 #include "passes/activation_tail.h"
@@ -37,6 +43,7 @@ struct Match {
   bool transposeW = false;  // Gemm transB: W becomes a transposed initializer
   Tensor newBias;           // defined: Gemm's C [1, N] reshaped to [N], or zeros [N]
   ActivationTail tail;
+  int rowView = -1;  // the Reshape back to [d..., N] the fused node replaces too
 };
 
 // A constant of `n` elements of `type` shaped [n], or also [1, n] when `row`.
@@ -124,12 +131,45 @@ bool matchGemm(const Graph& g, const GraphIndex& index, int at, Match* m) {
   return true;
 }
 
-bool matchAt(const Graph& g, const GraphIndex& index, int at, Match* m) {
+bool isReshape(const Node& node) {
+  return node.opType == "Reshape" && isDefaultDomain(node) && !node.inputs.empty() &&
+         !node.inputs[0].empty() && node.outputs.size() == 1 && !node.outputs[0].empty();
+}
+
+// X the rows of X0 [d..., K] and the output read only by a Reshape to [d..., N] (inferred
+// shapes, same types): m reads X0 and writes that Reshape's output.
+void takeRowViews(const Graph& g, const GraphIndex& index, const InferredShapes& shapes, Match* m) {
+  const int flatten = index.producer(m->x);
+  const int unflatten = index.soleReader(m->output);
+  if (flatten < 0 || unflatten < 0 || !isReshape(g.nodes[flatten]) ||
+      !isReshape(g.nodes[unflatten]) || g.nodes[unflatten].inputs[0] != m->output)
+    return;
+  const std::string& x0 = g.nodes[flatten].inputs[0];
+  const std::string& y0 = g.nodes[unflatten].outputs[0];
+  const SymbolicShape* rows = shapeOf(shapes, m->x);
+  const SymbolicShape* x = shapeOf(shapes, x0);
+  const SymbolicShape* product = shapeOf(shapes, m->output);
+  const SymbolicShape* y = shapeOf(shapes, y0);
+  if (!rows || !x || !product || !y || rows->size() != 2 || x->size() < 2 ||
+      y->size() != x->size() || product->empty() || x->back() != rows->back() ||
+      y->back() != product->back() || typeOf(shapes, x0) != typeOf(shapes, m->x) ||
+      typeOf(shapes, y0) != typeOf(shapes, m->output) || typeOf(shapes, x0) == DataType::kUndefined)
+    return;
+  for (size_t i = 0; i + 1 < x->size(); ++i)
+    if ((*x)[i] != (*y)[i]) return;
+  m->x = x0;
+  m->output = y0;
+  m->rowView = unflatten;
+}
+
+bool matchAt(const Graph& g, const GraphIndex& index, const InferredShapes& shapes, int at,
+             Match* m) {
   const bool gemm = g.nodes[at].opType == "Gemm";
   if (!(gemm ? matchGemm(g, index, at, m) : matchMatMul(g, index, at, m))) return false;
   const bool activation = matchActivationTail(g, index, m->output, &m->tail);
   if (activation) m->output = m->tail.output;
-  return activation || m->head.size() > 1;
+  takeRowViews(g, index, shapes, m);
+  return activation || m->head.size() > 1 || m->rowView >= 0;
 }
 
 // TensorRT-style: "MatMul_1 + Add_2 + PWN(Div_3, Erf_4, ...)", the activation's ONNX
@@ -161,9 +201,10 @@ std::pair<std::string, std::string> commitConstants(Graph& g, const GraphIndex& 
   return {w, bias};
 }
 
-std::optional<Fusion> fuseAt(Graph& g, const GraphIndex& index, int at) {
+std::optional<Fusion> fuseAt(Graph& g, const GraphIndex& index, const InferredShapes& shapes,
+                             int at) {
   Match m;
-  if (!matchAt(g, index, at, &m)) return std::nullopt;
+  if (!matchAt(g, index, shapes, at, &m)) return std::nullopt;
   Node fused;
   fused.name = fusedName(g, m);
   fused.opType = "FusedMatMul";
@@ -175,6 +216,10 @@ std::optional<Fusion> fuseAt(Graph& g, const GraphIndex& index, int at) {
   setActivationAttributes(m.tail, &fused);
   std::vector<int> nodes = m.head;
   nodes.insert(nodes.end(), m.tail.nodes.begin(), m.tail.nodes.end());
+  if (m.rowView >= 0) {
+    nodes.push_back(m.rowView);
+    fused.name += " + " + g.nodes[m.rowView].displayName();
+  }
   std::sort(nodes.begin(), nodes.end());
   return Fusion{nodes, std::move(fused)};
 }

@@ -10,6 +10,13 @@
 // (CaiT, ResMLP), and any Add a LayerNormalization after it did not take. Runs after
 // fuse_add_layer_norm, which keeps the Adds a norm reads, and after fold_qdq, whose INT8
 // patterns see the GEMM and the Add as the export wrote them.
+// fuse_prenorm_residual: the same rewrite, before fuse_add_layer_norm, for the Adds of a
+// pre-norm residual stream (ViT, DeiT, CLIP, GPT-2, Whisper, T5): the sum read by a
+// LayerNormalization or RMSNormalization and by the next residual Add. AddLayerNorm would
+// read the product and Z and write the sum and the norm (four passes over the rows); with
+// the sum from the GEMM's epilogue (one more read there) the norm reads it and writes once:
+// three. A post-norm sum (BERT), read by the norm alone, stays for AddLayerNorm, which
+// takes it in three passes as well without changing the GEMM.
 #include "passes/fusion_passes.h"
 
 namespace kiln::passes {
@@ -53,7 +60,49 @@ std::optional<Fusion> residualAt(const Graph& g, const GraphIndex& index,
   return std::nullopt;
 }
 
+// A LayerNormalization or RMSNormalization (either domain) that normalizes `value`.
+bool normalizes(const Node& node, const std::string& value) {
+  return (node.opType == "LayerNormalization" || node.opType == "RMSNormalization") &&
+         (isDefaultDomain(node) || node.domain == kKilnDomain) && !node.inputs.empty() &&
+         node.inputs[0] == value;
+}
+
+// residualAt for an Add whose sum a norm reads, and something besides it (a node or the
+// graph's outputs).
+std::optional<Fusion> preNormResidualAt(const Graph& g, const GraphIndex& index,
+                                        const InferredShapes& shapes, int at) {
+  const Node& add = g.nodes[at];
+  if (add.outputs.size() != 1 || add.outputs[0].empty()) return std::nullopt;
+  const std::vector<int>& readers = index.readers(add.outputs[0]);
+  bool norm = false;
+  for (int reader : readers)  // -1: a graph output
+    norm = norm || (reader >= 0 && normalizes(g.nodes[reader], add.outputs[0]));
+  if (!norm || readers.size() < 2) return std::nullopt;
+  // Explicit quantization's GEMMs and residuals stay as the export wrote them for fold_qdq,
+  // which runs after fuse_add_layer_norm (and fuse_matmul_residual after it).
+  for (const std::string& input : add.inputs) {
+    const int producer = index.producer(input);
+    if (producer < 0) continue;
+    const Node& node = g.nodes[producer];
+    if (node.opType == "DequantizeLinear") return std::nullopt;
+    for (const std::string& operand : node.inputs) {
+      const int p = operand.empty() ? -1 : index.producer(operand);
+      if (p >= 0 && g.nodes[p].opType == "DequantizeLinear") return std::nullopt;
+    }
+  }
+  return residualAt(g, index, shapes, at);
+}
+
 }  // namespace
+
+std::unique_ptr<Pass> makeFusePrenormResidual() {
+  return makeFusionPass(
+      {"fuse_prenorm_residual",
+       "Add(FusedMatMul(A, W, b), Z) -> FusedMatMul(A, W, b, Z) where a norm and the next "
+       "residual read the sum: the norm then reads it once, no AddLayerNorm",
+       1},
+      preNormResidualAt);
+}
 
 std::unique_ptr<Pass> makeFuseMatMulResidual() {
   return makeFusionPass(

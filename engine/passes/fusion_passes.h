@@ -26,6 +26,9 @@ std::unique_ptr<Pass> makeFoldSplitViews();
 std::unique_ptr<Pass> makeFuseAddLayerNorm();
 // Add(FusedMatMul(A, W, b), Z) -> FusedMatMul(A, W, b, Z): fuse_matmul_residual.cpp.
 std::unique_ptr<Pass> makeFuseMatMulResidual();
+// The same where a norm and the next residual read the sum (pre-norm blocks), before
+// fuse_add_layer_norm: fuse_matmul_residual.cpp.
+std::unique_ptr<Pass> makeFusePrenormResidual();
 std::unique_ptr<Pass> makeRemoveDeadNodes();
 std::unique_ptr<Pass> makeFoldConstants();
 std::unique_ptr<Pass> makeInlineConstantIf();

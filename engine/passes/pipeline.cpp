@@ -190,6 +190,9 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   // H] before the LayerNorm) moves above the Reshape: after the norm fusions, which make the
   // norms; before fuse_add_layer_norm, which then sees the Add right before the norm.
   list.push_back(passes::makeSinkReshapeBelowNorm());
+  // A pre-norm block's residual Add after a GEMM into the GEMM's epilogue (the sum read by
+  // the norm and the next residual): before fuse_add_layer_norm, which would take it.
+  list.push_back(passes::makeFusePrenormResidual());
   // Residual add + LayerNormalization: after the GEMM fusion for the same reason
   // (LayerNormalization(MatMul + bias) is a GEMM epilogue, not a residual add), so
   // the Add it takes is the one between two layers.

@@ -5,10 +5,11 @@
 # runtime), and Debian's ONNX 1.12 node tests. The device has CUDA, cuBLAS,
 # cuDNN, PyTorch and onnx of its own. Then call the device tool with
 #   carry: [".device"]   command: sh tests/gpu/run_on_device.sh [quick|full|bench]
-# The device tool carries at most 64 MiB (this bundle and the tracked tree, ~39 MB):
+# The device tool carries at most 64 MiB (this bundle and the tracked tree, ~46 MB):
 #   PACK_TESTS="test_cuda_int8 ..."  only these GPU test binaries (default: all);
 #   PACK_PY_WHEELS=1                 also onnxscript and its two dependencies as Python 3.12
 #                                    wheels in .device/wheels, for the zoo's dynamo exports
+#   PACK_PROBES=0                    without bench/probes' three probe binaries (~1.5 MB);
 #   PACK_NODE_DATA=0                 without the ONNX node tests (only run_on_device.sh's
 #                                    conformance suites read them);
 #   PACK_PYTHON=build-py312          also the Python module of that build folder, as
@@ -24,12 +25,14 @@ build=${BUILD_DIR:-$root/build}
 # only (KILN_CUDA_CODE, CMakeLists.txt), which the driver would compile on every load.
 grep -q '^KILN_CUDA_CODE:STRING=sass$' "$build/CMakeCache.txt" 2>/dev/null ||
   flock /tmp/kiln-build.lock cmake -S "$root" -B "$build" -DKILN_CUDA_CODE=sass >/dev/null
-flock /tmp/kiln-build.lock ninja -C "$build" -j2 kiln kiln_example_plugins kiln_cudnn_int8_probe \
-  kiln_int8_mma_probe kiln_gemm_algo_probe ${PACK_TESTS:-tests/gpu/all}
+probes="kiln_cudnn_int8_probe kiln_int8_mma_probe kiln_gemm_algo_probe"
+[ "${PACK_PROBES:-1}" = 0 ] && probes=""
+flock /tmp/kiln-build.lock ninja -C "$build" -j2 kiln kiln_example_plugins $probes \
+  ${PACK_TESTS:-tests/gpu/all}
 stage=$(mktemp -d)
 mkdir -p "$stage/bin" "$stage/lib" "$stage/data"
-cp "$build/app/kiln" "$build/bench/probes/kiln_cudnn_int8_probe" "$build/bench/probes/kiln_int8_mma_probe" \
-  "$build/bench/probes/kiln_gemm_algo_probe" "$stage/bin/"
+cp "$build/app/kiln" "$stage/bin/"
+for probe in $probes; do cp "$build/bench/probes/$probe" "$stage/bin/"; done
 for t in "$build"/tests/gpu/test_cuda_*; do
   case " ${PACK_TESTS:-$(basename "$t")} " in *" $(basename "$t") "*) ;; *) continue;; esac
   [ -x "$t" ] && cp "$t" "$stage/bin/"

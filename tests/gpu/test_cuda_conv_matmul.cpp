@@ -338,6 +338,27 @@ TEST(CudaFusedMatMul, ResidualAddedInTheGemmEpilogue) {
   }
 }
 
+// A residual GEMM big enough to race cuBLASLt's algorithms (2 * 512^3 flops >= 2^28):
+// each raced run reads C, a buffer apart from D, so the race leaves D = A W + b + C. A
+// race that read D as C would add the product once per algorithm it timed.
+TEST(CudaFusedMatMul, ResidualGemmRacesItsAlgorithms) {
+  KILN_REQUIRE_GPU();
+  GpuOpTest op = fusedMatMul({"none", 0.f, 0.f});
+  op.input(randomFloats({512, 512}, 58, -0.5, 0.5))
+      .constant(randomFloats({512, 512}, 59, -0.5, 0.5))
+      .constant(randomFloats({512}, 60))
+      .input(randomFloats({512, 512}, 61));
+  op.check({{cuda::Precision::kFloat32, 1e-4, 1e-4}, {cuda::Precision::kFloat16, 2e-2, 1e-2}});
+  const Network net = op.network();
+  std::vector<cuda::LayerInfo> layers;
+  auto y = runCudaPoisoned(net, op.feeds(), cuda::Precision::kFloat16, net.graph.outputs[0].name,
+                           &layers);
+  ASSERT_TRUE(y.isOk()) << y.status().toString();
+  ASSERT_EQ(layers.size(), 1u);
+  EXPECT_NE(layers[0].implementation.find("by time"), std::string::npos)
+      << layers[0].implementation;
+}
+
 Tensor referenceOutput(const Network& net, const std::map<std::string, Tensor>& feeds) {
   std::vector<NamedTensor> out;
   const Status s = ReferenceBackend(net).run(feeds, &out);

@@ -83,6 +83,35 @@ TEST(FuseMatMulBias, BiasAlone) {
   EXPECT_EQ(applied[0].layer, "mm + biased");
 }
 
+// x [2, 5, 8] viewed as rows [10, 8], Gemm(W^T [6, 8]; transB = 1, c [6]), the rows viewed
+// back as `back`; Identity -> "y".
+Network rowViewNetwork(const std::vector<int64_t>& back) {
+  Network net;
+  net.opsets[""] = 17;
+  Graph& g = net.graph;
+  g.inputs = {{"x", DataType::kFloat32, true, {DimExpr(2), DimExpr(5), DimExpr(8)}}};
+  g.initializers["wt"] = randomTensor(DataType::kFloat32, {6, 8}, 3);
+  g.initializers["c"] = randomTensor(DataType::kFloat32, {6}, 4);
+  g.initializers["rows"] = int64Tensor({2}, {-1, 8});
+  g.initializers["back"] = int64Tensor({int64_t(back.size())}, back);
+  Node gemm = makeNode("Gemm", {"xr", "wt", "c"}, {"g"});
+  gemm.attributes["transB"].kind = Attribute::Kind::kInt;
+  gemm.attributes["transB"].i = 1;
+  g.nodes = {makeNode("Reshape", {"x", "rows"}, {"xr"}), gemm,
+             makeNode("Reshape", {"g", "back"}, {"gb"}), makeNode("Identity", {"gb"}, {"y"})};
+  g.outputs = {{"y", DataType::kFloat32, false, {}}};
+  return net;
+}
+
+TEST(FuseMatMulBias, RowViewsAroundALoneGemmFoldIntoIt) {
+  // Back to x's leading dims: one FusedMatMul reads x and writes the view's output.
+  auto applied = fuseAndCompare(rowViewNetwork({2, 5, 6}), 2);
+  ASSERT_EQ(applied.size(), 2u);  // the fusion, then remove_dead_nodes' flattening Reshape
+  EXPECT_EQ(applied[0].layer, "g + gb");
+  // Back to other dims ([5, 2, 6] is not x's [2, 5]): the lone Gemm and its views stay.
+  EXPECT_TRUE(fuseAndCompare(rowViewNetwork({5, 2, 6}), 4).empty());
+}
+
 TEST(FuseMatMulBias, Relu) {
   auto applied = fuseAndCompare(linearNetwork({makeNode("Relu", {"biased"}, {"y"})}), 1);
   ASSERT_EQ(applied.size(), 1u);

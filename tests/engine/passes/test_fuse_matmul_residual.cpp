@@ -1,6 +1,7 @@
 // fuse_matmul_residual: a residual Add after a GEMM becomes the FusedMatMul's residual
 // input, and the graph computes what it did (random non-zero data, the reference on both);
-// the Adds it must leave alone stay.
+// the Adds it must leave alone stay. fuse_prenorm_residual: the same where a norm and
+// another node read the sum, before fuse_add_layer_norm would take the Add.
 #include <gtest/gtest.h>
 
 #include "engine/passes/pass_test_support.h"
@@ -98,6 +99,47 @@ TEST(FuseMatMulResidual, LeavesTheAddsItMustNotTake) {
   EXPECT_EQ(countOps(normed, "FusedMatMul"), 1);
   for (const Node& node : normed.graph.nodes)
     if (node.opType == "FusedMatMul") EXPECT_EQ(node.inputs.size(), 3u);
+}
+
+TEST(FusePrenormResidual, ASumTheNormAndTheNextResidualReadComesFromTheGemm) {
+  // s = (x W + b) + z; y = s + Relu(LayerNorm(s)): the pre-norm stream, a block's branch
+  // (here a Relu) between the norm and the next residual Add.
+  const Node norm = makeNode("LayerNormalization", {"s", "gamma", "beta"}, {"n"});
+  const Network fused = fuseAndCompare(
+      residualNetwork({makeNode("Add", {"mm_b", "z"}, {"s"}), norm, makeNode("Relu", {"n"}, {"r"}),
+                       makeNode("Add", {"s", "r"}, {"y"})}));
+  EXPECT_EQ(countOps(fused, "AddLayerNorm"), 0);
+  EXPECT_EQ(countOps(fused, "LayerNormalization"), 1);
+  ASSERT_EQ(countOps(fused, "FusedMatMul"), 1);
+  for (const Node& node : fused.graph.nodes) {
+    if (node.opType != "FusedMatMul") continue;
+    ASSERT_EQ(node.inputs.size(), 4u);
+    EXPECT_EQ(node.inputs[3], "z");
+    EXPECT_EQ(node.attrString(kFusionPassAttribute, ""), "fuse_prenorm_residual");
+  }
+  // The sum a graph output as well as the norm's input: the same.
+  Network asOutput =
+      residualNetwork({makeNode("Add", {"mm_b", "z"}, {"y"}),
+                       makeNode("LayerNormalization", {"y", "gamma", "beta"}, {"n"})});
+  asOutput.graph.outputs.push_back({"n", DataType::kFloat32, false, {}});
+  EXPECT_EQ(countOps(fuseAndCompare(asOutput), "AddLayerNorm"), 0);
+}
+
+TEST(FusePrenormResidual, LeavesAPostNormSumAndQuantizedResidualsToAddLayerNorm) {
+  // The norm alone reads the sum (BERT's post-norm): AddLayerNorm takes it as before.
+  const Network postNorm = fuseAndCompare(
+      residualNetwork({makeNode("Add", {"mm_b", "z"}, {"s"}),
+                       makeNode("LayerNormalization", {"s", "gamma", "beta"}, {"y"})}));
+  EXPECT_EQ(countOps(postNorm, "AddLayerNorm"), 1);
+  // A residual from a DequantizeLinear: left as the export wrote it, for fold_qdq.
+  Network quantized =
+      residualNetwork({makeNode("DequantizeLinear", {"zq", "zscale"}, {"zdq"}),
+                       makeNode("Add", {"mm_b", "zdq"}, {"s"}),
+                       makeNode("LayerNormalization", {"s", "gamma", "beta"}, {"n"}),
+                       makeNode("Relu", {"n"}, {"r"}), makeNode("Add", {"s", "r"}, {"y"})});
+  quantized.graph.initializers["zq"] = randomTensor(DataType::kInt8, {2, 5, 8}, 15);
+  quantized.graph.initializers["zscale"] = Tensor::scalarFloat(0.05f);
+  EXPECT_EQ(countOps(fuseAndCompare(quantized), "AddLayerNorm"), 1);
 }
 
 }  // namespace

@@ -106,10 +106,14 @@ INSTANTIATE_TEST_SUITE_P(
     testing::Values(
         ModelCase{"ppocr_mobile_v2_cls", {{"fold_batch_norm", 35}, {"remove_no_op_nodes", 1}}},
         ModelCase{"ppocrv4_det", {{"fuse_conv_bias_activation", 21}}},
-        // Opset 12: its five decomposed LayerNorms become ai.kiln LayerNormalization,
-        // four of them then AddLayerNorm with the residual before them; seven Muls by 1.
+        // Opset 12: its five decomposed LayerNorms become ai.kiln LayerNormalization; three
+        // pre-norm residuals ride their GEMMs' epilogues, one more Add becomes AddLayerNorm
+        // with its norm; seven Muls by 1.
         ModelCase{"ppocrv4_rec",
-                  {{"fuse_layer_norm", 5}, {"fuse_add_layer_norm", 4}, {"remove_no_op_nodes", 7}}},
+                  {{"fuse_layer_norm", 5},
+                   {"fuse_prenorm_residual", 3},
+                   {"fuse_add_layer_norm", 1},
+                   {"remove_no_op_nodes", 7}}},
         // Its tanh-form GELU (opset 15: ai.kiln Gelu) and three same-shape Expands.
         ModelCase{"magika_standard_v3_3", {{"fuse_gelu", 1}, {"remove_no_op_nodes", 3}}},
         ModelCase{"silero_vad", {{"remove_no_op_nodes", 2}}}),

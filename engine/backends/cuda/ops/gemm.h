@@ -30,22 +30,27 @@ struct GemmProblem {
   bool tf32 = false;
   // Algorithm choice (set by the layer kernels, not by steps inside other kernels):
   // `raceAlgorithms` times up to kGemmRaceCandidates of the heuristic's algorithms on the
-  // first run of a GEMM of at least kGemmRaceMinFlops with beta = 0 and keeps the
-  // fastest; `algorithm` >= 0 takes the heuristic's algorithm of that index without
-  // timing (a plan's recorded choice; the first one when the heuristic has fewer). Not
-  // part of the problem's identity: a plan chosen either way serves the later runs.
+  // first run of a GEMM of at least kGemmRaceMinFlops whose every run writes the same D
+  // (beta = 0, or C a buffer apart from D) and keeps the fastest; `algorithm` >= 0 takes the
+  // heuristic's algorithm of that index without timing (a plan's recorded choice; the first one
+  // when the heuristic has fewer). Not part of the problem's identity: a plan chosen either way
+  // serves the later runs.
   bool raceAlgorithms = false;
   int algorithm = -1;
   // Byte alignment of the A, B, D (and bias) pointers, up to 256: the algorithm must
   // accept them. Filled in by runGemm from the actual pointers.
   int alignA = 256, alignB = 256, alignD = 256;
+  // Whether C is a buffer apart from D (a residual read in the epilogue), so that a run
+  // with beta != 0 does not read what the run before it wrote. Filled in by runGemm.
+  bool separateC = false;
 
   bool operator==(const GemmProblem& o) const {
     return type == o.type && m == o.m && n == o.n && k == o.k && transA == o.transA &&
            transB == o.transB && batch == o.batch && strideA == o.strideA && strideB == o.strideB &&
            strideD == o.strideD && alpha == o.alpha && beta == o.beta && bias == o.bias &&
            relu == o.relu && geluTanh == o.geluTanh && tf32 == o.tf32 && alignA == o.alignA &&
-           alignB == o.alignB && alignD == o.alignD;  // not how the algorithm is chosen
+           alignB == o.alignB && alignD == o.alignD &&
+           separateC == o.separateC;  // not how the algorithm is chosen
   }
 };
 

@@ -122,10 +122,10 @@ Status launch(GpuKernelContext& ctx, const GemmPlan& plan, const void* a, const 
   return Status::ok();
 }
 
-// Times each candidate algorithm on the layer's own buffers (beta = 0: every run writes
-// the same D) and keeps the fastest; one that fails is no candidate.
-Status raceAlgorithms(GpuKernelContext& ctx, GemmPlan* plan, const void* a, const void* b,
-                      void* d) {
+// Times each candidate algorithm on the layer's own buffers (beta = 0, or C apart from D:
+// every run writes the same D) and keeps the fastest; one that fails is no candidate.
+Status raceAlgorithms(GpuKernelContext& ctx, GemmPlan* plan, const void* a, const void* b, void* d,
+                      const void* c) {
   const std::vector<LtAlgorithm> candidates = std::move(plan->candidates);
   plan->candidates.clear();
   float best = 1e30f;
@@ -135,7 +135,7 @@ Status raceAlgorithms(GpuKernelContext& ctx, GemmPlan* plan, const void* a, cons
     plan->algo = candidates[i].algo;
     plan->workspace = candidates[i].workspace;
     const Result<float> ms =
-        timeOnStream(ctx.stream(), [&] { return launch(ctx, *plan, a, b, d, nullptr); });
+        timeOnStream(ctx.stream(), [&] { return launch(ctx, *plan, a, b, d, c); });
     times << (i ? ", " : "") << i << "="
           << (ms.isOk() ? std::to_string(ms.value()) + "ms" : "failed");
     if (ms.isOk()) {
@@ -180,6 +180,7 @@ Status runGemm(GpuKernelContext& ctx, const GemmProblem& problem, const void* a,
   p.alignA = alignment(a);
   p.alignB = alignment(b);
   p.alignD = std::min({alignment(d), bias ? alignment(bias) : 256, c ? alignment(c) : 256});
+  p.separateC = c != nullptr && c != d;
   auto& state = cache ? *cache : ctx.layerState();
   auto plan = std::static_pointer_cast<GemmPlan>(state);
   if (p.k == 0) {  // empty reduction: D = beta * D (bias ignored only when absent)
@@ -196,7 +197,8 @@ Status runGemm(GpuKernelContext& ctx, const GemmProblem& problem, const void* a,
     KILN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                                      &bias, sizeof(bias)));
   }
-  if (!plan->candidates.empty()) KILN_RETURN_IF_ERROR(raceAlgorithms(ctx, plan.get(), a, b, d));
+  if (!plan->candidates.empty())
+    KILN_RETURN_IF_ERROR(raceAlgorithms(ctx, plan.get(), a, b, d, p.separateC ? c : nullptr));
   if (fresh) ctx.setImplementation(gemmImplementation(p) + plan->note);
   return launch(ctx, *plan, a, b, d, c);
 }
@@ -204,7 +206,7 @@ Status runGemm(GpuKernelContext& ctx, const GemmProblem& problem, const void* a,
 GemmAlgorithmRequest gemmAlgorithmRequest(const GemmProblem& p) {
   if (p.algorithm >= 0) return {p.algorithm + 1, false};  // the recorded one: no timing
   const double flops = 2.0 * double(p.m) * double(p.n) * double(p.k) * double(p.batch);
-  if (p.raceAlgorithms && p.beta == 0.f && flops >= kGemmRaceMinFlops)
+  if (p.raceAlgorithms && (p.beta == 0.f || p.separateC) && flops >= kGemmRaceMinFlops)
     return {kGemmRaceCandidates, true};
   return {1, false};
 }
