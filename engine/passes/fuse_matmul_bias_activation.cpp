@@ -21,8 +21,9 @@
 // Every intermediate value must have the next node as its only reader, so nothing
 // outside the chain sees a value that stops existing.
 // Row views around it (since 2026-12-03): X = Reshape(X0) flattening X0 [d..., K] to rows
-// [M, K] and the result read only by a Reshape back to [d..., N] (torchvision's attention
-// out_proj, transformers' Conv1D: x.view(-1, K) @ W + b, then .view(d..., N)) -> the
+// [M, K] and the result read only by a Reshape back to [d..., N] (transformers' Conv1D in
+// GPT-2: x.view(-1, K) @ W + b, then .view(d..., N); not torchvision's attention out_proj,
+// whose X0 is the heads' output [S, B * H, D] with D != K) -> the
 // FusedMatMul reads X0 and writes the Reshape's output (FusedMatMul takes any leading dims),
 // so a residual Add after it sees the GEMM (fuse_prenorm_residual, fuse_matmul_residual); a
 // lone Gemm then fuses too. The first Reshape stays for its other readers, if any.

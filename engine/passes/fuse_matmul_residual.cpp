@@ -11,7 +11,7 @@
 // fuse_add_layer_norm, which keeps the Adds a norm reads, and after fold_qdq, whose INT8
 // patterns see the GEMM and the Add as the export wrote them.
 // fuse_prenorm_residual: the same rewrite, before fuse_add_layer_norm, for the Adds of a
-// pre-norm residual stream (ViT, DeiT, CLIP, GPT-2, Whisper, T5): the sum read by a
+// pre-norm residual stream (ViT, DeiT, CLIP, GPT-2, Whisper): the sum read by a
 // LayerNormalization or RMSNormalization and by the next residual Add. AddLayerNorm would
 // read the product and Z and write the sum and the norm (four passes over the rows); with
 // the sum from the GEMM's epilogue (one more read there) the norm reads it and writes once:
