@@ -132,9 +132,9 @@ bool matchGemm(const Graph& g, const GraphIndex& index, int at, Match* m) {
   return true;
 }
 
+// A Reshape of a named input (rewrite::isOnnxOpType: default domain, a named output).
 bool isReshape(const Node& node) {
-  return node.opType == "Reshape" && isDefaultDomain(node) && !node.inputs.empty() &&
-         !node.inputs[0].empty() && node.outputs.size() == 1 && !node.outputs[0].empty();
+  return rewrite::isOnnxOpType(node, "Reshape") && node.hasInput(0);
 }
 
 // X the rows of X0 [d..., K] and the output read only by a Reshape to [d..., N] (inferred

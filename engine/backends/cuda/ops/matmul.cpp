@@ -197,8 +197,7 @@ Status runGemm(GpuKernelContext& ctx, const GemmProblem& problem, const void* a,
     KILN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                                      &bias, sizeof(bias)));
   }
-  if (!plan->candidates.empty())
-    KILN_RETURN_IF_ERROR(raceAlgorithms(ctx, plan.get(), a, b, d, p.separateC ? c : nullptr));
+  if (!plan->candidates.empty()) KILN_RETURN_IF_ERROR(raceAlgorithms(ctx, plan.get(), a, b, d, c));
   if (fresh) ctx.setImplementation(gemmImplementation(p) + plan->note);
   return launch(ctx, *plan, a, b, d, c);
 }
