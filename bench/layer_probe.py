@@ -12,6 +12,7 @@ layer chose. PyTorch runs the same operation in fp16 with CUDA events: SDPA on [
 the residual add then LayerNorm.
 
 Usage (device): python3 bench/layer_probe.py --kiln /tmp/kiln/bin/kiln [--cases a,b]
+                [--attention-path auto|kiln|cudnn]  (pin the attention cases' implementation)
 """
 import argparse
 import json
@@ -64,14 +65,14 @@ def save(graph, path, initializers=()):
     onnx.save(model, path)
 
 
-def attention_model(b, h, s, d, layout, masked):
+def attention_model(b, h, s, d, layout, masked, path="auto"):
     if layout == "packed":
         e = h * d
         ins = [helper.make_tensor_value_info("qkv", TensorProto.FLOAT, [b, s, 3 * e])]
         views = {f"{n}_view": [i * e, b, h, s, d, s * 3 * e, d, 3 * e] for i, n in enumerate("qkv")}
         node = helper.make_node("FusedAttention", ["qkv"] * 3, ["y"], domain="ai.kiln",
                                 scale=d ** -0.5, num_heads=h, qkv_layout="STRIDED",
-                                output_layout="BSHD", merge_heads=1, **views)
+                                output_layout="BSHD", merge_heads=1, path=path, **views)
         out = helper.make_tensor_value_info("y", TensorProto.FLOAT, [b, s, e])
         return helper.make_graph([node], "attention", ins, [out])
     ins = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [b, s, h, d]) for n in "qkv"]
@@ -81,7 +82,7 @@ def attention_model(b, h, s, d, layout, masked):
         names.append("mask")
     node = helper.make_node("FusedAttention", names, ["y"], domain="ai.kiln", scale=d ** -0.5,
                             num_heads=h, qkv_layout="BSHD", output_layout="BSHD",
-                            nan_to_zero=1 if masked else 0)
+                            nan_to_zero=1 if masked else 0, path=path)
     out = helper.make_tensor_value_info("y", TensorProto.FLOAT, [b, s, h, d])
     return helper.make_graph([node], "attention", ins, [out])
 
@@ -221,6 +222,8 @@ def main():
     ap.add_argument("--kiln", required=True)
     ap.add_argument("--work", default="/tmp/kiln-layer-probe")
     ap.add_argument("--cases", default="", help="comma-separated names (default: all)")
+    ap.add_argument("--attention-path", default="auto",
+                    help="the FusedAttention nodes' path: auto (race), kiln or cudnn")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
     rng = np.random.default_rng(7)
@@ -234,7 +237,7 @@ def main():
         path = os.path.join(args.work, f"{name}.onnx")
         if case in ATTENTION:
             _, b, h, s, d, layout, masked = case
-            save(attention_model(b, h, s, d, layout, masked), path)
+            save(attention_model(b, h, s, d, layout, masked, args.attention_path), path)
             k = kiln_layer(args.kiln, path, attention_inputs(rng, b, h, s, d, layout, masked),
                            args.work)
             t = torch_attention(b, h, s, d, masked)

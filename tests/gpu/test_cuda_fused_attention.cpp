@@ -445,5 +445,88 @@ TEST(CudaFusedAttention, BatchFirstMultiheadAttentionWithoutItsTransposes) {
   }
 }
 
+const std::vector<Tolerance> k16BitPrecisions = {{cuda::Precision::kFloat16, 4e-3},
+                                                 {cuda::Precision::kBFloat16, 3e-2}};
+
+bool deviceIsHopper() {
+  int device = 0, major = 0, minor = 0;
+  return cudaGetDevice(&device) == cudaSuccess &&
+         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
+         cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) == cudaSuccess &&
+         major == 9 && minor == 0;
+}
+
+// The warpgroup kernel (fused_attention_wgmma.cu) on 16-bit heads of 33..64: BERT's masked
+// shape across whole and partial key tiles and query blocks (1, 63, 65, 200 tokens), a head of
+// 40 (zero-filled to 64), a fully masked row (NaN as unfused), and ViT's packed Q/K/V read
+// through strides at 197 tokens, batch first and sequence first.
+void checkWarpgroupKernel() {
+  const char* wgmma = "kiln flash attention, wgmma";
+  for (int64_t seq : {1, 63, 65, 200}) {
+    SCOPED_TRACE("seq " + std::to_string(seq));
+    checkCase(bertLike(seq, 64), k16BitPrecisions, nullptr, true, wgmma);
+  }
+  checkCase(bertLike(77, 40), k16BitPrecisions, nullptr, true, wgmma);
+  checkCase(
+      bertLike(70, 64), k16BitPrecisions,
+      [](Feeds& f) {  // batch 1 hides every key: its rows are NaN
+        Tensor& m = f.at("mask");
+        for (int64_t j = 0; j < 70; ++j)
+          m.data<float>()[70 + j] = -std::numeric_limits<float>::infinity();
+      },
+      true, wgmma);
+  for (bool sequenceFirst : {false, true}) {
+    SCOPED_TRACE(sequenceFirst ? "sequence first" : "batch first");
+    PackedAttentionCase c;
+    c.batch = 2;
+    c.seq = 197;
+    c.heads = 3;
+    c.headDim = 64;
+    c.sequenceFirst = sequenceFirst;
+    const Network unfused = packedAttentionNetwork(c);
+    int strided = 0;
+    const Network fused = fusedCopy(unfused, "STRIDED", &strided);
+    ASSERT_EQ(strided, 1) << "the views did not fold";
+    compareWithUnfused(unfused, fused, packedAttentionFeeds(c, 9), k16BitPrecisions, true, wgmma);
+  }
+}
+
+// KILN_ATTENTION_KERNEL=wgmma: the warpgroup kernel for masked heads too.
+TEST(CudaFusedAttention, HopperRunsTheWarpgroupKernel) {
+  KILN_REQUIRE_GPU();
+  if (!deviceIsHopper()) GTEST_SKIP() << "the warpgroup kernel runs on compute capability 9.0";
+  ASSERT_EQ(setenv("KILN_ATTENTION_KERNEL", "wgmma", 1), 0);
+  checkWarpgroupKernel();
+  unsetenv("KILN_ATTENTION_KERNEL");
+}
+
+// Without KILN_ATTENTION_KERNEL: on Hopper the warpgroup kernel runs unmasked heads of 33..64
+// and the mma.sync kernel masked ones (each the faster there); KILN_ATTENTION_KERNEL=mma keeps
+// the mma.sync kernel for unmasked heads too.
+TEST(CudaFusedAttention, KernelChosenByTheMask) {
+  KILN_REQUIRE_GPU();
+  unsetenv("KILN_ATTENTION_KERNEL");
+  for (int64_t seq : {77, 200}) {
+    SCOPED_TRACE("seq " + std::to_string(seq));
+    checkCase(bertLike(seq, 64), k16BitPrecisions, nullptr, true, "kiln flash attention, mma.sync");
+  }
+  PackedAttentionCase c;
+  c.batch = 2;
+  c.seq = 150;
+  c.heads = 3;
+  c.headDim = 64;
+  const Network unfused = packedAttentionNetwork(c);
+  int strided = 0;
+  const Network fused = fusedCopy(unfused, "STRIDED", &strided);
+  ASSERT_EQ(strided, 1) << "the views did not fold";
+  compareWithUnfused(
+      unfused, fused, packedAttentionFeeds(c, 3), k16BitPrecisions, true,
+      deviceIsHopper() ? "kiln flash attention, wgmma" : "kiln flash attention, mma.sync");
+  ASSERT_EQ(setenv("KILN_ATTENTION_KERNEL", "mma", 1), 0);
+  compareWithUnfused(unfused, fused, packedAttentionFeeds(c, 3), k16BitPrecisions, true,
+                     "kiln flash attention, mma.sync");
+  unsetenv("KILN_ATTENTION_KERNEL");
+}
+
 }  // namespace
 }  // namespace kiln::test

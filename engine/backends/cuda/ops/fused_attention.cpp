@@ -87,7 +87,10 @@ Status fusedAttentionKernel(GpuKernelContext& ctx) {
                 std::to_string(tile.dims)
           : std::string("kiln flash attention, ") +
                 (q.type == DataType::kFloat32 ? "fp32 SIMT, key tiles of 32"
-                                              : "mma.sync m16n8k16, key tiles of 64") +
+                 : flash::runsWgmmaAttention(launch)
+                     ? "wgmma m64n64k16 (sm_90a), a warpgroup per 64 rows, 128-byte swizzled "
+                       "tiles of 64 keys"
+                     : "mma.sync m16n8k16, key tiles of 64") +
                 ", head size padded to " + std::to_string(dPad) +
                 (dvPad != dPad ? ", value size to " + std::to_string(dvPad) : "") +
                 (q.type != DataType::kFloat32 && flash::vectorizable(a) ? ", 16-byte loads" : "");

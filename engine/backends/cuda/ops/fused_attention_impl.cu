@@ -1,8 +1,10 @@
 // ai.kiln FusedAttention on CUDA, the device half (host half: fused_attention.cpp; contract:
 // fused_attention_impl.h). Short sequences (both <= 32, head sizes <= 32) run a warp per
-// (batch, head) (fused_attention_short.cu); everything else one flash-style kernel: a block owns 64
-// query rows of one (batch, head), walks the keys in tiles of 64 (float32: 32) with an online
-// softmax (running row max and sum, the partial output rescaled when the max grows),
+// (batch, head) (fused_attention_short.cu); on Hopper, unmasked 16-bit heads of 33..64 run the
+// warpgroup kernel (fused_attention_wgmma.cu, runsWgmmaAttention); everything else one
+// flash-style kernel: a block owns 64 query rows of one (batch, head), walks the keys in tiles
+// of 64 (float32: 32) with an online softmax (running row max and sum, the partial output
+// rescaled when the max grows),
 // so any sequence length runs in registers and shared memory and the [Sq, Sk] scores
 // never reach global memory. Q, K, V are read and Y written through the layouts'
 // strides ([B, S, H, D] directly: no head transposes).
@@ -41,6 +43,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 #include <type_traits>
 
 #include "backends/cuda/cuda_check.h"
@@ -49,6 +53,7 @@
 #include "backends/cuda/ops/fused_attention_impl.h"
 #include "backends/cuda/ops/mma_f16.cuh"
 #include "backends/cuda/row_kernels.cuh"
+#include "backends/cuda/sm90a_device.h"
 #include "backends/cuda/type_dispatch.cuh"
 
 namespace kiln::cuda::flash {
@@ -649,9 +654,24 @@ Status launchNanForFullyMaskedRows(const FullyMaskedRowsLaunch& launch, cudaStre
       });
 }
 
+bool runsWgmmaAttention(const AttentionLaunch& launch) {
+  const AttentionArgs& a = launch.args;
+  if (launch.type != DataType::kFloat16 && launch.type != DataType::kBFloat16) return false;
+  const PaddedHeadSizes padded = paddedHeadSizes(a.headDim, a.valueDim);
+  if (padded.d != 64 || padded.dv != 64 || !vectorizable(a) || shortSequences(a) || a.seqK < 1)
+    return false;
+  const char* kernel = std::getenv("KILN_ATTENTION_KERNEL");
+  const std::string asked = kernel ? kernel : "";
+  if (asked == "mma" || (asked != "wgmma" && a.mask)) return false;
+  return deviceRunsSm90a();
+}
+
 Status launchAttention(const AttentionLaunch& launch, cudaStream_t stream) {
   const AttentionArgs& a = launch.args;
   if (shortSequences(a)) return launchShortAttention(launch, stream);
+#ifdef KILN_HAVE_SM90A
+  if (runsWgmmaAttention(launch)) return launchAttentionWgmma(launch, stream);
+#endif
   // seqQ <= 2^30 (fusedAttentionGpuLimits): no overflow.
   const dim3 grid(static_cast<unsigned>((static_cast<int64_t>(a.seqQ) + kRows - 1) / kRows),
                   static_cast<unsigned>(launch.heads), static_cast<unsigned>(launch.batch));

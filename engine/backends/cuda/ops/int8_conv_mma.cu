@@ -14,7 +14,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -23,6 +22,7 @@
 #include "backends/cuda/ops/int8_conv_mma.h"
 #include "backends/cuda/ops/int8_conv_mma_device.cuh"
 #include "backends/cuda/ops/int8_mma_sync_warp.cuh"
+#include "backends/cuda/sm90a_device.h"
 
 namespace kiln::cuda {
 namespace {
@@ -163,32 +163,12 @@ bool wgmmaTilesOffered() {
   return value && std::string(value) == "1";
 }
 
-// Whether the current device runs the sm_90a wgmma kernels: compute capability 9.0
-// exactly (sm_90a code runs on no other) and a build that has them.
-bool deviceRunsWgmma() {
-#ifdef KILN_HAVE_SM90A
-  static std::atomic<int> answer[64] = {};  // 0 unknown, 1 yes, 2 no
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 64) return false;
-  if (answer[device].load() == 0) {
-    int major = 0, minor = 0;
-    const bool known =
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
-        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) == cudaSuccess;
-    answer[device].store(known && major == 9 && minor == 0 ? 1 : 2);
-  }
-  return answer[device].load() == 1;
-#else
-  return false;
-#endif
-}
-
 }  // namespace
 
 std::vector<int> int8ConvMmaTiles(const Int8ConvMmaShape& shape) {
   std::vector<int> tiles;
   if (!shapeFits(shape)) return tiles;
-  const int count = kTileCount + (wgmmaTilesOffered() && deviceRunsWgmma() ? kWgmmaTileCount : 0);
+  const int count = kTileCount + (wgmmaTilesOffered() && deviceRunsSm90a() ? kWgmmaTileCount : 0);
   for (int tile = 0; tile < count; ++tile)
     if (shape.k % tileColumns(tile) == 0) tiles.push_back(tile);
   if (haloFits(shape)) tiles.push_back(kHaloTile);
@@ -214,7 +194,7 @@ Status runInt8ConvMma(int tile, const Int8ConvMmaShape& shape, const void* x, co
   if (tile == kHaloTile && !haloFits(shape))
     return Status(StatusCode::kInvalidArgument,
                   "Kiln's halo kernel needs a 3x3 stride 1 convolution with C == K == 64");
-  if (tile >= kTileCount && tile < kHaloTile && !deviceRunsWgmma())
+  if (tile >= kTileCount && tile < kHaloTile && !deviceRunsSm90a())
     return Status(StatusCode::kUnsupported,
                   "Kiln's wgmma kernels need a compute capability 9.0 GPU and an sm_90a build");
   ConvMmaArgs args{};

@@ -23,6 +23,7 @@
 
 #include "backends/cuda/ops/int8_conv_mma.h"
 #include "backends/cuda/ops/int8_conv_mma_device.cuh"
+#include "backends/cuda/ops/wgmma_common.cuh"
 
 namespace kiln::cuda::int8mma {
 namespace {
@@ -62,25 +63,10 @@ struct WgmmaTile {
   }
 };
 
-// A shared-memory operand's descriptor: start address, leading (K) byte offset 128,
-// stride (row group) byte offset 512, no swizzle; each field in 16-byte units.
+// A shared-memory operand's descriptor: leading (K) byte offset 128, stride (row group) byte
+// offset 512, no swizzle.
 __device__ __forceinline__ uint64_t operandDescriptor(const int8_t* shared) {
-  const uint64_t address = static_cast<unsigned>(__cvta_generic_to_shared(shared));
-  return ((address & 0x3FFFF) >> 4) | (uint64_t{128 >> 4} << 16) | (uint64_t{512 >> 4} << 32);
-}
-
-__device__ __forceinline__ void fenceOperands() {  // ordinary writes -> the async proxy
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
-__device__ __forceinline__ void wgmmaFence() {
-  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-}
-__device__ __forceinline__ void wgmmaCommit() {
-  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-}
-template <int Pending>
-__device__ __forceinline__ void wgmmaWait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(Pending) : "memory");
+  return wgmma::descriptor(shared, 128, 512);
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL) || !defined(__CUDA_ARCH__)
@@ -169,24 +155,24 @@ __global__ void __launch_bounds__(T::kThreads, T::kBlocksPerSm) int8ConvWgmmaKer
         waitCopies<1>();
       else
         waitCopies<0>();
-      fenceOperands();
+      wgmma::fenceOperands();
       __syncthreads();
       if (step + lookahead < steps) loader.issue();
       commitCopies();
       const int8_t* xs = shared + stage * T::kStageBytes + warpgroup * T::kWarpgroupRows * kDepth;
       const int8_t* ws = shared + stage * T::kStageBytes + T::kRows * kDepth;
       stage = stage + 1 == T::kStages ? 0 : stage + 1;
-      wgmmaFence();
+      wgmma::fence();
 #pragma unroll
       for (int m = 0; m < T::kBlocksM; ++m)
 #pragma unroll
         for (int kk = 0; kk < 2; ++kk)  // 32 bytes of depth = two core matrices = 256 bytes
           wgmmaS8(acc[m], operandDescriptor(xs + m * 64 * kDepth + kk * 256),
                   operandDescriptor(ws + kk * 256), chunk > 0 || kk > 0);
-      wgmmaCommit();
-      wgmmaWait<1>();
+      wgmma::commit();
+      wgmma::wait<1>();
     }
-    wgmmaWait<0>();
+    wgmma::wait<0>();
 
     const int rowTile = static_cast<int>(p.colTiles.quotient(tile));
     const int col0 = (tile - rowTile * colTiles) * T::kCols;
