@@ -501,8 +501,8 @@ TEST(CudaFusedAttention, HopperRunsTheWarpgroupKernel) {
 }
 
 // Without KILN_ATTENTION_KERNEL: on Hopper the warpgroup kernel runs unmasked heads of 33..64
-// and the mma.sync kernel masked ones (each the faster there); KILN_ATTENTION_KERNEL=mma keeps
-// the mma.sync kernel for unmasked heads too.
+// with at least 64 queries and the mma.sync kernel masked ones (each the faster there);
+// KILN_ATTENTION_KERNEL=mma keeps the mma.sync kernel for unmasked heads too.
 TEST(CudaFusedAttention, KernelChosenByTheMask) {
   KILN_REQUIRE_GPU();
   unsetenv("KILN_ATTENTION_KERNEL");

@@ -110,12 +110,13 @@ Status launchAttention(const AttentionLaunch& launch, cudaStream_t stream);
 // Whether launchAttention runs Hopper's warpgroup kernel (fused_attention_wgmma.cu) for
 // `launch`: float16 / bfloat16, both head sizes padded to 64 (33..64: BERT's, ViT's, GPT-2's),
 // vectorizable(args), not shortSequences, at least one key, on a compute capability 9.0
-// device of a build with sm_90a code (sm90a_device.h), and no mask: with one (BERT's padding
-// rows) the mma.sync kernel measured faster (H200, 2026-12-03: 0.0536 against 0.0640 ms;
-// unmasked, the warpgroup kernel 0.054 against 0.061 ms on ViT-B/16's shape, 0.094 against
-// 0.109 at 1024 tokens; docs/benchmarks.md, twenty-fourth session). KILN_ATTENTION_KERNEL=mma
-// keeps the mma.sync kernel everywhere, =wgmma takes the warpgroup one with a mask too (A/B
-// runs and tests).
+// device of a build with sm_90a code (sm90a_device.h), no mask and at least 64 queries (fewer
+// fill part of the warpgroup's 64 rows, where the mma.sync kernel's idle warps skip theirs;
+// not measured); with a mask (BERT's padding rows) the mma.sync kernel measured faster (H200,
+// 2026-12-03: 0.0536 against 0.0640 ms; unmasked, the warpgroup kernel 0.054 against 0.061 ms on
+// ViT-B/16's shape, 0.094 against 0.109 at 1024 tokens; docs/benchmarks.md, twenty-fourth session).
+// KILN_ATTENTION_KERNEL=mma keeps the mma.sync kernel everywhere, =wgmma takes the warpgroup one
+// with a mask too (A/B runs and tests).
 bool runsWgmmaAttention(const AttentionLaunch& launch);
 // The warpgroup kernel alone, for a launch that passes runsWgmmaAttention. Returns the
 // launch's status.

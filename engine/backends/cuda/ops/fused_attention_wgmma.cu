@@ -2,7 +2,8 @@
 // fused_attention_impl.h, runsWgmmaAttention and launchAttentionWgmma; the mma.sync kernel
 // beside it in fused_attention_impl.cu runs every other case). For 16-bit Q, K, V with head
 // sizes D and Dv in 33..64 (padded to 64: ViT, DeiT, CLIP, GPT-2, Whisper, T5, BERT) and 16-byte
-// loads; by default only without a mask, where it measured faster than the mma.sync kernel.
+// loads; by default only without a mask and with at least 64 queries, where it measured faster
+// than the mma.sync kernel.
 //
 // A block is one warpgroup (4 warps, 128 threads) and owns 64 query rows of one (batch,
 // head): wgmma's M. Per 64-key tile: S = Q K^T is four m64n64k16 wgmmas straight from shared
