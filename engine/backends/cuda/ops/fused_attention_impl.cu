@@ -1,7 +1,8 @@
 // ai.kiln FusedAttention on CUDA, the device half (host half: fused_attention.cpp; contract:
 // fused_attention_impl.h). Short sequences (both <= 32, head sizes <= 32) run a warp per
-// (batch, head) (fused_attention_short.cu); on Hopper, unmasked 16-bit heads of 33..64 run the
-// warpgroup kernel (fused_attention_wgmma.cu, runsWgmmaAttention); everything else one
+// (batch, head) (fused_attention_short.cu); on Hopper, unmasked 16-bit heads of 33..64 with at
+// least 64 queries run the warpgroup kernel (fused_attention_wgmma.cu, runsWgmmaAttention);
+// everything else one
 // flash-style kernel: a block owns 64 query rows of one (batch, head), walks the keys in tiles
 // of 64 (float32: 32) with an online softmax (running row max and sum, the partial output
 // rescaled when the max grows),
