@@ -39,6 +39,7 @@ std::unique_ptr<Pass> makeRemoveNoOpNodes();
 std::unique_ptr<Pass> makeFoldExpandIntoBroadcast();
 std::unique_ptr<Pass> makeSinkBroadcastCopies();
 std::unique_ptr<Pass> makeLiftFlattenedHeadAttention();
+std::unique_ptr<Pass> makeLiftTransposedAttention();
 std::unique_ptr<Pass> makeMaskedFillAsAdditiveMask();
 std::unique_ptr<Pass> makeFoldTransposesAroundLinear();
 // MatMul(Add(X, c), W) -> MatMul(X, W) + c W: fold_shift_into_matmul.cpp.

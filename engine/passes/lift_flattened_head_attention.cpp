@@ -43,11 +43,6 @@ struct Lift {
   int64_t d = 0, dv = 0;
 };
 
-// `value`'s producer when `value` is read by node `reader` alone, else -1.
-int soleProducer(const GraphIndex& index, const std::string& value, int reader) {
-  return index.soleReader(value) == reader ? index.producer(value) : -1;
-}
-
 bool matchAt(const Graph& g, const GraphIndex& index, const Shapes& shapes, int at, Lift* m) {
   const Node& c3 = g.nodes[at];
   if (!isOnnxOp(c3, "MatMul", 2) || c3.opset < 5) return false;  // Reshape's shape an input

@@ -127,6 +127,9 @@ std::vector<std::unique_ptr<passes::Pass>> pipeline() {
   // Attention over [B*H, S, D] with a [B, H, S, Sk] softmax (BLOOM's baddbmm and bmm) in the
   // [B, H, S, D] form: before the mask passes and the attention fusion, which then take it.
   list.push_back(passes::makeLiftFlattenedHeadAttention());
+  // Attention on transposed heads (Q^T K, then V P^T: LeViT's conv mode) in the [B, H, S, D]
+  // form: before the softmax and attention fusions, which then take it.
+  list.push_back(passes::makeLiftTransposedAttention());
   // A per-head scale between Q K^T and the softmax (SwinV2's cosine attention's logit scale)
   // onto Q, so the scores' MatMul feeds the softmax as the softmax and attention fusions
   // match it: after the GEMM fusion (the products it moves past have no constant weights).

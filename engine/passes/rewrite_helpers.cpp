@@ -31,6 +31,10 @@ bool isOnnxOpType(const Node& node, const char* op) {
          !node.outputs[0].empty();
 }
 
+int soleProducer(const GraphIndex& index, const std::string& value, int reader) {
+  return index.soleReader(value) == reader ? index.producer(value) : -1;
+}
+
 const Tensor* float32Constant(const GraphIndex& index, const std::string& name, int64_t count) {
   const Tensor* t = name.empty() ? nullptr : index.constant(name);
   return t && t->type() == DataType::kFloat32 && (count < 0 || t->numel() == count) ? t : nullptr;

@@ -33,6 +33,9 @@ std::string channelsLastSourceOf(const Graph& g, const GraphIndex& index, const 
 // A default-domain node of type `op` whose first output is named (any arity: for
 // ops with optional inputs and outputs; isOnnxOp fixes both).
 bool isOnnxOpType(const Node& node, const char* op);
+// `value`'s producer when `value` is read by node `reader` alone, else -1 (a chain link a
+// rewrite may take over).
+int soleProducer(const GraphIndex& index, const std::string& value, int reader);
 
 // The float32 constant `name` of `count` elements (any count when count < 0), or nullptr
 // (an empty name, a computed value, another type or size).
